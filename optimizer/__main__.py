@@ -1,0 +1,5 @@
+"""`python -m optimizer` runs the ccopt CLI."""
+
+from optimizer.cli import main
+
+main()

@@ -1,0 +1,128 @@
+"""GPU catalog: loads pricing_data/gpus.csv into GpuSpec objects; lookup by id or alias."""
+
+from __future__ import annotations
+
+import csv
+import functools
+from importlib import resources
+from pathlib import Path
+
+from optimizer.errors import CatalogError, ConfigError, did_you_mean
+from optimizer.model.hardware import GpuSpec
+
+__all__ = ["load_gpus", "get_gpu", "resolve_gpu_id", "gpu_ids", "data_path"]
+
+_FLOAT_COLUMNS = (
+    "memory_gib",
+    "mem_bandwidth_gb_s",
+    "fp32_tflops",
+    "tf32_tflops",
+    "bf16_tflops",
+    "fp16_tflops",
+    "fp8_tflops",
+    "int8_tops",
+    "intra_node_bw_gb_s",
+    "tdp_w",
+    "street_price_usd",
+)
+_REQUIRED = ("gpu_id", "vendor", "memory_gib", "mem_bandwidth_gb_s", "intra_node_link",
+             "intra_node_bw_gb_s")
+
+
+def data_path(name: str) -> Path:
+    """Path of a bundled data file in pricing_data/ (installed as optimizer.pricing_data)."""
+    try:
+        return Path(str(resources.files("optimizer.pricing_data").joinpath(name)))
+    except ModuleNotFoundError:  # running from a source tree without install
+        return Path(__file__).resolve().parent.parent / "pricing_data" / name
+
+
+def _parse_row(row: dict[str, str], path: Path, line: int) -> GpuSpec:
+    values: dict[str, float | None] = {}
+    for column in _REQUIRED:
+        if not (row.get(column) or "").strip():
+            raise CatalogError(f"{path}: row {line}, column '{column}': value is missing")
+    for column in _FLOAT_COLUMNS:
+        raw = (row.get(column) or "").strip()
+        if not raw:
+            values[column] = None
+            continue
+        try:
+            number = float(raw)
+        except ValueError:
+            raise CatalogError(
+                f"{path}: row {line}, column '{column}': {raw!r} is not a number"
+            ) from None
+        if number <= 0:
+            raise CatalogError(f"{path}: row {line}, column '{column}': must be > 0, got {raw}")
+        values[column] = number
+    aliases = tuple(a.strip().lower() for a in (row.get("aliases") or "").split(";") if a.strip())
+    return GpuSpec(
+        gpu_id=row["gpu_id"].strip(),
+        vendor=row["vendor"].strip(),
+        memory_gib=values["memory_gib"] or 0.0,
+        mem_bandwidth_gb_s=values["mem_bandwidth_gb_s"] or 0.0,
+        fp32_tflops=values["fp32_tflops"],
+        tf32_tflops=values["tf32_tflops"],
+        bf16_tflops=values["bf16_tflops"],
+        fp16_tflops=values["fp16_tflops"],
+        fp8_tflops=values["fp8_tflops"],
+        int8_tops=values["int8_tops"],
+        intra_node_link=row["intra_node_link"].strip(),
+        intra_node_bw_gb_s=values["intra_node_bw_gb_s"] or 0.0,
+        tdp_w=values["tdp_w"],
+        street_price_usd=values["street_price_usd"],
+        spec_confidence=(row.get("spec_confidence") or "published").strip(),
+        aliases=aliases,
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def load_gpus(path: str | None = None) -> dict[str, GpuSpec]:
+    """Load the GPU catalog; keys are canonical ids. Raises CatalogError naming row and column."""
+    file = Path(path) if path else data_path("gpus.csv")
+    with open(file, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in _REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise CatalogError(f"{file}: missing column(s) {', '.join(missing)}")
+        gpus: dict[str, GpuSpec] = {}
+        for line, row in enumerate(reader, start=2):
+            spec = _parse_row(row, file, line)
+            if spec.gpu_id in gpus:
+                raise CatalogError(f"{file}: row {line}, column 'gpu_id': duplicate {spec.gpu_id!r}")
+            gpus[spec.gpu_id] = spec
+    return gpus
+
+
+@functools.lru_cache(maxsize=4)
+def _alias_index(path: str | None = None) -> dict[str, str]:
+    index: dict[str, str] = {}
+    for gpu_id, spec in load_gpus(path).items():
+        for key in (gpu_id.lower(), *spec.aliases):
+            index[key.replace("_", "-")] = gpu_id
+    return index
+
+
+def gpu_ids() -> list[str]:
+    """Canonical GPU ids in catalog order."""
+    return list(load_gpus())
+
+
+def resolve_gpu_id(name: str, field: str = "gpu") -> str:
+    """Canonical id for an id or alias (case-insensitive). Raises ConfigError with close matches."""
+    key = name.strip().lower().replace("_", "-")
+    index = _alias_index()
+    if key in index:
+        return index[key]
+    if key.startswith("nvidia-") and key[7:] in index:
+        return index[key[7:]]
+    raise ConfigError(
+        f"{field}: unknown GPU {name!r}{did_you_mean(name, list(index))} "
+        f"Known GPUs: {', '.join(gpu_ids())}"
+    )
+
+
+def get_gpu(name: str, field: str = "gpu") -> GpuSpec:
+    """GpuSpec for an id or alias."""
+    return load_gpus()[resolve_gpu_id(name, field)]

@@ -1,0 +1,52 @@
+"""GPU hardware description used by the performance model (pure data, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GpuSpec", "PRECISIONS"]
+
+#: training / compute precisions the model knows
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU model. Throughputs are dense peaks (no 2:4 sparsity)."""
+
+    gpu_id: str
+    vendor: str
+    memory_gib: float
+    mem_bandwidth_gb_s: float  # GB/s (decimal), HBM/GDDR peak
+    fp32_tflops: float | None
+    tf32_tflops: float | None
+    bf16_tflops: float | None
+    fp16_tflops: float | None
+    fp8_tflops: float | None
+    int8_tops: float | None
+    intra_node_link: str  # nvlink | pcie | xgmi | nvlink-c2c
+    intra_node_bw_gb_s: float  # per GPU, one direction, GB/s
+    tdp_w: float | None = None
+    street_price_usd: float | None = None
+    spec_confidence: str = "published"  # published | derived | estimated | unverified
+    aliases: tuple[str, ...] = ()
+
+    def peak_tflops(self, precision: str) -> float | None:
+        """Dense tensor peak for a compute precision, or None if unsupported.
+
+        fp32 training uses TF32 tensor cores where present (PyTorch default for matmuls
+        under `allow_tf32`), else plain FP32.
+        """
+        if precision == "fp32":
+            return self.tf32_tflops or self.fp32_tflops
+        value = {
+            "tf32": self.tf32_tflops,
+            "bf16": self.bf16_tflops,
+            "fp16": self.fp16_tflops,
+            "fp8": self.fp8_tflops,
+        }.get(precision)
+        return value or None
+
+    def supports(self, precision: str) -> bool:
+        """True if the GPU has a tensor path for `precision`."""
+        return self.peak_tflops(precision) is not None

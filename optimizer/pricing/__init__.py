@@ -1,0 +1,1 @@
+"""Price catalog (cloud offerings) and owned/purchasable hardware."""

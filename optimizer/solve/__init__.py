@@ -1,0 +1,1 @@
+"""CP-SAT planners: single job, batch, serving."""
