@@ -1,0 +1,265 @@
+"""The cloud price catalog: load (bundled / user cache / file), filter, cheapest per GPU-hour."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from optimizer.errors import CatalogError, ConfigError, did_you_mean
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "PRICING_MODELS",
+    "HOURS_PER_YEAR",
+    "COMMITMENT_HOURS",
+    "COLUMNS",
+    "INTER_NODE_KINDS",
+    "INTRA_NODE_LINKS",
+    "CACHE_FILE",
+    "Catalog",
+    "load_catalog",
+    "filter_offerings",
+    "cheapest_per_gpu_hour",
+    "committed_cost_usd",
+    "cache_dir",
+    "offline_from_env",
+    "bundled_path",
+]
+
+PRICING_MODELS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+HOURS_PER_YEAR = 8760  # 365 × 24; reserved terms are billed for every hour of the term
+#: hours billed by a commitment, per pricing model (1 or 3 years of the instance)
+COMMITMENT_HOURS = {
+    "on_demand": 0,
+    "spot": 0,
+    "reserved_1y": HOURS_PER_YEAR,
+    "reserved_3y": 3 * HOURS_PER_YEAR,
+}
+INTER_NODE_KINDS = ("infiniband", "efa", "ethernet", "rdma", "none")
+INTRA_NODE_LINKS = ("nvlink", "pcie", "xgmi", "nvlink-c2c")
+#: the catalog columns, in file order (pricing_data/README.md documents each one)
+COLUMNS = (
+    "provider",
+    "instance_type",
+    "region",
+    "gpu_id",
+    "gpus_per_instance",
+    "vcpus",
+    "ram_gib",
+    "intra_node_link",
+    "intra_node_bw_gb_s",
+    "inter_node_gbps",
+    "inter_node_kind",
+    "inter_node_is_default",
+    "max_instances",
+    "pricing_model",
+    "usd_per_hour",
+    "usd_per_gpu_hour",
+    "commitment_hours",
+    "derived",
+    "as_of",
+    "source",
+)
+CACHE_FILE = "offerings.csv"
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True, eq=False)
+class Catalog:
+    """A validated price table and where it came from.
+
+    Attributes:
+        frame: one row per (provider, instance_type, region, pricing_model); columns COLUMNS.
+        source: "bundled", "cache", or the path given to load_catalog.
+        as_of: newest as_of date (ISO) among the rows.
+        path: the file that was read.
+        note: why a fallback happened (e.g. an invalid cache), else "".
+    """
+
+    frame: pd.DataFrame
+    source: str
+    as_of: str
+    path: str
+    note: str = ""
+
+    def describe(self) -> str:
+        """One line for stderr, e.g. 'prices: bundled tables, as of 2026-12-02'."""
+        label = {"bundled": "bundled tables", "cache": f"cached tables ({self.path})"}.get(
+            self.source, self.source
+        )
+        line = f"prices: {label}, as of {self.as_of}"
+        return f"{line} ({self.note})" if self.note else line
+
+
+def offline_from_env() -> bool:
+    """True if CCOPT_OFFLINE is set to 1/true/yes/on (forces the bundled tables)."""
+    return os.environ.get("CCOPT_OFFLINE", "").strip().lower() in _TRUE
+
+
+def cache_dir() -> Path:
+    """User cache directory: $CCOPT_CACHE_DIR, else $XDG_CACHE_HOME/ccopt, else ~/.cache/ccopt."""
+    if os.environ.get("CCOPT_CACHE_DIR"):
+        return Path(os.environ["CCOPT_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ccopt"
+
+
+def bundled_path() -> Path:
+    """Path of the bundled pricing_data/offerings.csv."""
+    from optimizer.gpus import data_path
+
+    return data_path(CACHE_FILE)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_cached(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+    """Validated frame of `path`; (mtime_ns, size) in the key so a replaced file is re-read."""
+    from optimizer.pricing.schema import read_offerings
+
+    return read_offerings(Path(path))
+
+
+def _read(path: Path) -> pd.DataFrame:
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return _read_cached(str(path), stat.st_mtime_ns, stat.st_size).copy()
+
+
+def _catalog(frame: pd.DataFrame, source: str, path: Path, note: str = "") -> Catalog:
+    return Catalog(frame=frame, source=source, as_of=str(frame["as_of"].max()), path=str(path),
+                   note=note)
+
+
+def load_catalog(path: str | Path | None = None, *, offline: bool | None = None) -> Catalog:
+    """Load and validate the price catalog.
+
+    Args:
+        path: an offerings CSV to read instead of the defaults.
+        offline: True forces the bundled tables; None reads CCOPT_OFFLINE.
+
+    Returns:
+        Catalog from `path`, else the user cache (if present, valid and not offline), else
+        the bundled pricing_data/offerings.csv. An invalid cache falls back to the bundled
+        tables and says so in Catalog.note.
+
+    Raises:
+        CatalogError: the chosen file fails validation (names file, row and column).
+    """
+    if path is not None:
+        file = Path(path).expanduser()
+        return _catalog(_read(file), str(file), file)
+    if offline is None:
+        offline = offline_from_env()
+    note = ""
+    if not offline:
+        cached = cache_dir() / CACHE_FILE
+        if cached.is_file():
+            try:
+                return _catalog(_read(cached), "cache", cached)
+            except CatalogError as exc:
+                note = f"ignored invalid cache: {exc}"
+    bundled = bundled_path()
+    return _catalog(_read(bundled), "bundled", bundled, note)
+
+
+def _as_list(value: str | Iterable[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else list(value)
+    out = [p.strip() for item in items for p in str(item).split(",") if p.strip()]
+    return out or None
+
+
+def _match(
+    frame: pd.DataFrame, column: str, wanted: list[str], field: str, allowed: Iterable[str]
+) -> pd.DataFrame:
+    allowed = sorted(set(allowed))
+    lowered = {a.lower(): a for a in allowed}
+    for value in wanted:
+        if value.lower() not in lowered:
+            raise ConfigError(
+                f"{field}: unknown value {value!r}{did_you_mean(value, allowed)} "
+                f"Allowed: {', '.join(allowed)}"
+            )
+    keep = {v.lower() for v in wanted}
+    return frame[frame[column].str.lower().isin(keep)]
+
+
+def filter_offerings(
+    frame: pd.DataFrame,
+    *,
+    gpus: str | Iterable[str] | None = None,
+    providers: str | Iterable[str] | None = None,
+    regions: str | Iterable[str] | None = None,
+    pricing: str | Iterable[str] | None = None,
+    max_instances: int | None = None,
+) -> pd.DataFrame:
+    """Rows of `frame` matching every given filter (case-insensitive; "a,b" lists allowed).
+
+    Args:
+        gpus: GPU ids or aliases (resolved with optimizer.gpus.resolve_gpu_id).
+        providers: provider names present in `frame`.
+        regions: region names present in `frame`.
+        pricing: pricing models from PRICING_MODELS.
+        max_instances: keep offerings that can be rented at least this many instances
+            together (rows with no limit, NaN, always pass).
+
+    Raises:
+        ConfigError: an unknown value; the message names the field and the allowed values.
+    """
+    from optimizer.gpus import resolve_gpu_id
+
+    out = frame
+    gpu_list = _as_list(gpus)
+    if gpu_list is not None:
+        ids = {resolve_gpu_id(g, field="gpu") for g in gpu_list}
+        out = out[out["gpu_id"].isin(ids)]
+    provider_list = _as_list(providers)
+    if provider_list is not None:
+        out = _match(out, "provider", provider_list, "provider", frame["provider"])
+    region_list = _as_list(regions)
+    if region_list is not None:
+        out = _match(out, "region", region_list, "region", frame["region"])
+    pricing_list = _as_list(pricing)
+    if pricing_list is not None:
+        normalised = [p.replace("-", "_") for p in pricing_list]
+        out = _match(out, "pricing_model", normalised, "pricing", PRICING_MODELS)
+    if max_instances is not None:
+        if max_instances < 1:
+            raise ConfigError(f"max_instances: must be >= 1, got {max_instances}")
+        limit = out["max_instances"]
+        out = out[limit.isna() | (limit >= max_instances)]
+    return out
+
+
+def cheapest_per_gpu_hour(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per gpu_id: the offering with the lowest usd_per_gpu_hour, sorted by it.
+
+    Ties break on provider, instance_type, region, pricing_model (deterministic).
+    """
+    keys = ["usd_per_gpu_hour", "provider", "instance_type", "region", "pricing_model"]
+    ordered = frame.sort_values(keys, kind="mergesort")
+    return ordered.drop_duplicates("gpu_id", keep="first").reset_index(drop=True)
+
+
+def committed_cost_usd(row: Mapping[str, Any] | Any, instances: int) -> float:
+    """USD billed by a reservation whether used or not: usd_per_hour × commitment_hours × n.
+
+    0.0 for on_demand and spot rows (commitment_hours = 0). `row` is a catalog row (a pandas
+    Series, a namedtuple from itertuples, or a mapping with those two keys).
+    """
+    if instances < 0:
+        raise ConfigError(f"instances: must be >= 0, got {instances}")
+    if isinstance(row, Mapping) or hasattr(row, "__getitem__") and not hasattr(row, "_fields"):
+        usd_per_hour, hours = row["usd_per_hour"], row["commitment_hours"]
+    else:
+        usd_per_hour, hours = row.usd_per_hour, row.commitment_hours
+    return float(usd_per_hour) * float(hours) * instances

@@ -1,0 +1,177 @@
+"""Validation of an offerings CSV: exact columns, units, prices, GPU ids, duplicates (pydantic)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from optimizer.errors import CatalogError, did_you_mean
+from optimizer.gpus import load_gpus
+from optimizer.pricing.catalog import (
+    COLUMNS,
+    COMMITMENT_HOURS,
+    INTER_NODE_KINDS,
+    INTRA_NODE_LINKS,
+    PRICING_MODELS,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["OfferingRow", "validate_csv", "read_offerings", "MAX_USD_PER_GPU_HOUR"]
+
+#: sanity ceiling; the dearest GPU-hour in the reference is ~17.8 USD (p6-b300). A value far
+#: above it almost surely is cents or a per-month figure. Chosen bound, not a market fact.
+MAX_USD_PER_GPU_HOUR = 200.0
+#: relative tolerance of usd_per_gpu_hour against usd_per_hour / gpus_per_instance (rounding)
+_REL_TOL = 1e-4
+_REQUIRED = tuple(
+    c for c in COLUMNS if c not in ("vcpus", "ram_gib", "max_instances")
+)
+
+PricingModel = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+InterNodeKind = Literal["infiniband", "efa", "ethernet", "rdma", "none"]
+IntraNodeLink = Literal["nvlink", "pcie", "xgmi", "nvlink-c2c"]
+
+
+class OfferingRow(BaseModel):
+    """One offering in one pricing model; units in field names (USD, GiB, GB/s, Gbit/s)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    provider: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    instance_type: str = Field(min_length=1)
+    region: str = Field(min_length=1)
+    gpu_id: str
+    gpus_per_instance: int = Field(gt=0, le=64)
+    vcpus: float | None = Field(default=None, gt=0)
+    ram_gib: float | None = Field(default=None, gt=0)
+    intra_node_link: IntraNodeLink
+    intra_node_bw_gb_s: float = Field(gt=0)  # per GPU, one direction, GB/s
+    inter_node_gbps: float = Field(ge=0, le=100_000)  # per instance, Gbit/s
+    inter_node_kind: InterNodeKind
+    inter_node_is_default: bool
+    max_instances: int | None = Field(default=None, ge=1)
+    pricing_model: PricingModel
+    usd_per_hour: float = Field(gt=0)  # whole instance
+    usd_per_gpu_hour: float = Field(gt=0, le=MAX_USD_PER_GPU_HOUR)
+    commitment_hours: int = Field(ge=0)
+    derived: bool
+    as_of: dt.date
+    source: str = Field(min_length=1)
+
+    @field_validator("gpu_id")
+    @classmethod
+    def _known_gpu(cls, value: str) -> str:
+        known = load_gpus()
+        if value not in known:
+            raise ValueError(
+                f"unknown GPU id {value!r}{did_you_mean(value, known)}; "
+                f"known: {', '.join(known)}"
+            )
+        return value
+
+
+def _fail(path: object, line: int, column: str, message: str) -> CatalogError:
+    return CatalogError(f"{path}: row {line}, column '{column}': {message}")
+
+
+def _check_header(path: object, header: list[str] | None) -> None:
+    if not header:
+        raise CatalogError(f"{path}: row 1: empty file, expected a header with {', '.join(COLUMNS)}")
+    missing = [c for c in COLUMNS if c not in header]
+    extra = [c for c in header if c not in COLUMNS]
+    if missing or extra or len(header) != len(set(header)):
+        column = (missing or extra or [header[0]])[0]
+        what = "missing column" if missing else "unexpected column" if extra else "repeated column"
+        raise _fail(path, 1, column, f"{what}; expected exactly: {', '.join(COLUMNS)}")
+
+
+def _check_row(path: object, line: int, raw: dict[str, Any]) -> OfferingRow:
+    for column in _REQUIRED:
+        if not (raw.get(column) or "").strip():
+            raise _fail(path, line, column, "value is missing")
+    data = {k: (v.strip() or None) for k, v in raw.items()}
+    try:
+        row = OfferingRow.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        column = str(err["loc"][0]) if err["loc"] else "?"
+        got = data.get(column)
+        raise _fail(path, line, column, f"{err['msg']} (got {got!r})") from None
+    expected = row.usd_per_hour / row.gpus_per_instance
+    if not math.isclose(row.usd_per_gpu_hour, expected, rel_tol=_REL_TOL, abs_tol=1e-6):
+        raise _fail(path, line, "usd_per_gpu_hour",
+                    f"{row.usd_per_gpu_hour} != usd_per_hour / gpus_per_instance = {expected:.6g}")
+    if row.commitment_hours != COMMITMENT_HOURS[row.pricing_model]:
+        raise _fail(path, line, "commitment_hours",
+                    f"{row.commitment_hours} does not match pricing_model {row.pricing_model!r} "
+                    f"(expected {COMMITMENT_HOURS[row.pricing_model]})")
+    if row.inter_node_kind != "none" and row.inter_node_gbps <= 0:
+        raise _fail(path, line, "inter_node_gbps", "must be > 0 unless inter_node_kind is 'none'")
+    if row.derived and not row.pricing_model.startswith("reserved"):
+        raise _fail(path, line, "derived", "only reserved rows can be derived")
+    return row
+
+
+def validate_csv(lines: Iterable[str], name: object) -> list[OfferingRow]:
+    """Validate CSV text lines; return the rows or raise CatalogError naming file, row, column.
+
+    Row numbers are CSV line numbers (the header is row 1).
+    """
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    header = [h.strip() for h in header] if header else None
+    _check_header(name, header)
+    header = header or []
+    rows: list[OfferingRow] = []
+    seen: dict[tuple[str, str, str, str], int] = {}
+    for fields in reader:
+        line = reader.line_num
+        if not fields or not any(f.strip() for f in fields):
+            continue
+        if len(fields) != len(header):
+            column = header[len(fields)] if len(fields) < len(header) else "(extra field)"
+            raise _fail(name, line, column, f"expected {len(header)} fields, got {len(fields)}")
+        row = _check_row(name, line, dict(zip(header, fields, strict=True)))
+        key = (row.provider, row.instance_type, row.region, row.pricing_model)
+        if key in seen:
+            raise _fail(name, line, "pricing_model",
+                        f"duplicate offering {key} (first on row {seen[key]})")
+        seen[key] = line
+        rows.append(row)
+    if not rows:
+        raise CatalogError(f"{name}: row 2: no offerings in the file")
+    return rows
+
+
+def read_offerings(path: Path, name: object | None = None) -> pd.DataFrame:
+    """Read and validate an offerings CSV into the tidy catalog DataFrame (columns = COLUMNS)."""
+    import pandas as pd
+
+    label = name if name is not None else path
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = validate_csv(handle, label)
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{label}: not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise CatalogError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    records = [r.model_dump() for r in rows]
+    for rec in records:
+        rec["as_of"] = rec["as_of"].isoformat()
+    frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
+    dtypes = {
+        "gpus_per_instance": "int64", "vcpus": "float64", "ram_gib": "float64",
+        "intra_node_bw_gb_s": "float64", "inter_node_gbps": "float64",
+        "inter_node_is_default": "bool", "max_instances": "float64",
+        "usd_per_hour": "float64", "usd_per_gpu_hour": "float64",
+        "commitment_hours": "int64", "derived": "bool",
+    }
+    return frame.astype(dtypes)
