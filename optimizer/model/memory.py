@@ -1,0 +1,240 @@
+"""Per-GPU memory of training and serving, one pure function per term (bytes unless _gib).
+
+Sources: model-state bytes and ZeRO sharding from Rajbhandari et al. 2020 ("ZeRO", §3, Fig. 1);
+activations from Korthikanti et al. 2022 ("Reducing Activation Recomputation", §4, Table 2);
+QLoRA storage from Dettmers et al. 2023 (§3, double quantisation); KV cache from the
+attention definition (2 tensors × layers × kv_heads × head_dim per token).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup, WEIGHT_PRECISIONS
+from optimizer.model.spec import ModelSpec
+
+__all__ = [
+    "GIB", "MemoryBreakdown", "training_memory", "serving_memory",
+    "model_state_bytes_per_param", "activation_bytes_per_layer", "kv_cache_bytes_per_token",
+    "lora_params", "params_per_gpu", "qlora_bytes_per_param",
+]
+
+GIB = 2**30
+
+#: bytes of one value of each compute precision
+PRECISION_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Peak memory of one GPU by term, in GiB."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    kv_cache: float
+    overhead: float
+
+    @property
+    def total(self) -> float:
+        return (self.weights + self.gradients + self.optimizer + self.activations
+                + self.kv_cache + self.overhead)
+
+    def fits(self, capacity_gib: float) -> bool:
+        return self.total <= capacity_gib
+
+    def as_dict(self, digits: int = 3) -> dict[str, float]:
+        return {k: round(v, digits) for k, v in (
+            ("weights", self.weights), ("gradients", self.gradients),
+            ("optimizer", self.optimizer), ("activations", self.activations),
+            ("kv_cache", self.kv_cache), ("overhead", self.overhead), ("total", self.total))}
+
+
+# ---- model states -----------------------------------------------------------------------
+
+def model_state_bytes_per_param(precision: str, optimizer: str,
+                                hidden: int = 4096) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per trained parameter, unsharded.
+
+    Mixed precision (bf16/fp16/fp8) keeps 16-bit weights and gradients plus an fp32 master
+    copy inside the optimizer state: AdamW 2 + 2 + (4 + 4 + 4) = 16 B (ZeRO §3, K = 12).
+    fp8 (Transformer Engine) keeps the 16-bit weights and caches an fp8 copy (+1 B).
+    fp32 training: 4 + 4 + optimizer moments, no master copy.
+    Optimizer moments: AdamW 8 B (m, v fp32); 8-bit Adam 2 B (Dettmers et al. 2022);
+    SGD with momentum 4 B; Adafactor factored second moment ≈ 4·2/hidden B (Shazeer & Stern
+    2018: row + column statistics of an h×h matrix), no first moment.
+    """
+    moments = {"adamw": 8.0, "adam-8bit": 2.0, "sgd": 4.0, "adafactor": 8.0 / hidden}[optimizer]
+    if precision == "fp32":
+        return 4.0, 4.0, moments
+    weights = 3.0 if precision == "fp8" else 2.0
+    return weights, 2.0, 4.0 + moments
+
+
+def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
+    """Parameters held by the busiest GPU before ZeRO sharding: its pipeline stage / tp.
+
+    Layers are split evenly over pp stages (ceil); the first stage holds the embedding, the last
+    the LM head and final norm; with pp = 1 one GPU holds all (Narayanan et al. 2021, §2.2).
+    """
+    layers_per_stage = math.ceil(model.layers / layout.pp)
+    layer_part = layers_per_stage * model.layer_params()
+    if layout.pp == 1:
+        stage = layer_part + model.embedding_params() + model.head_params() \
+            + model.norm_params() + model.extra_params
+    else:
+        head = model.head_params() or model.vocab * model.hidden  # tied: last stage keeps a copy
+        stage = layer_part + max(model.embedding_params(), head + model.norm_params())
+    return stage / layout.tp
+
+
+def lora_params(model: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:
+    """Trainable LoRA parameters: r·(d_in + d_out) per targeted linear (Hu et al. 2021, §4.1)."""
+    shapes = model.linear_shapes()
+    per_layer = sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets if t in shapes)
+    if model.is_moe:
+        ffn = sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets
+                  if t in ("gate", "up", "down") and t in shapes)
+        per_layer += ffn * (model.moe_experts - 1)
+    return model.layers * per_layer
+
+
+def qlora_bytes_per_param(double_quant: bool = True) -> float:
+    """NF4 storage per base weight: 4 bits + block-64 absmax constants.
+
+    Dettmers et al. 2023 §3: fp32 absmax per 64 weights = 0.5 bit/param; double quantisation
+    stores them in 8 bit with one fp32 constant per 256 blocks: 8/64 + 32/(64·256) = 0.127 bit.
+    """
+    const_bits = 8 / 64 + 32 / (64 * 256) if double_quant else 32 / 64
+    return (4 + const_bits) / 8
+
+
+# ---- activations --------------------------------------------------------------------------
+
+def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: Layout) -> float:
+    """Activation bytes one layer keeps for backward, for one micro-batch.
+
+    Korthikanti et al. 2022 §4 (Table 2): without recompute s·b·h·(34 + 5·a·s/h); with TP
+    and sequence parallelism everything divides by t; without SP 10·sbh stays replicated;
+    selective recompute drops the 5·a·s²·b attention-score term; full recompute keeps only
+    the layer input 2·s·b·h. Generalised here to GQA (smaller K, V), gated FFNs (ffn width
+    instead of 4h), no dropout (no masks) and FlashAttention (no s×s scores stored).
+    """
+    s, b, h, t = setup.seq_len, layout.micro_batch, model.hidden, layout.tp
+    sp = setup.sequence_parallel and t > 1
+    if layout.checkpointing == "full":
+        return 2 * s * b * h / (t if sp else 1)
+    kv_ratio = model.kv_dim / model.hidden
+    q_ratio = model.q_dim / model.hidden
+    mask = 1.0 if setup.dropout else 0.0
+    # replicated (outside the TP region): 2 norm inputs, QKV input, FFN input, dropout masks
+    replicated = s * b * h * (2 + 2 + 2 + 2 + 2 * mask)
+    # split over tp: Q, K, V, attention output (input of O), FFN internals
+    if model.ffn_kind == "gated":
+        ffn_acts = 3 * 2 * s * b * model.ffn  # gate, up, act(gate)·up
+    else:
+        ffn_acts = 2 * 2 * s * b * model.ffn  # GeLU input and output
+    if model.is_moe:
+        ffn_acts *= model.moe_active
+    split = s * b * h * (2 * q_ratio + 4 * kv_ratio + 2 * q_ratio) + ffn_acts
+    scores = 0.0
+    if setup.attention == "eager" and layout.checkpointing == "none":
+        # softmax output 2·a·s²·b, plus dropout mask a·s²·b and dropout output 2·a·s²·b
+        scores = model.heads * s * s * b * (2 + 3 * mask)
+    if sp:
+        return (replicated + split + scores) / t
+    return replicated + split / t + scores / t
+
+
+def logits_bytes(model: ModelSpec, setup: TrainingSetup, layout: Layout,
+                 assumptions: PerfAssumptions) -> float:
+    """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t)."""
+    return setup.seq_len * layout.micro_batch * model.vocab * assumptions.logits_bytes_per_value \
+        / layout.tp
+
+
+def in_flight_microbatches(layout: Layout) -> int:
+    """1F1B keeps up to pp micro-batches of activations on the first stage (Narayanan 2021 §2.2)."""
+    return min(layout.pp, layout.grad_accum) if layout.pp > 1 else 1
+
+
+# ---- totals -------------------------------------------------------------------------------
+
+def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
+                    assumptions: PerfAssumptions | None = None) -> MemoryBreakdown:
+    """Peak memory of the busiest GPU of a training layout (GiB per term)."""
+    a = assumptions or PerfAssumptions()
+    dp, zero = layout.dp, layout.zero_stage
+    p_gpu = params_per_gpu(model, layout)
+    w_b, g_b, o_b = model_state_bytes_per_param(setup.precision, setup.optimizer, model.hidden)
+
+    if setup.is_adapter:
+        base_b = qlora_bytes_per_param() if setup.method == "qlora" else \
+            {"fp32": 4.0}.get(setup.precision, 2.0)
+        # QLoRA leaves embeddings and LM head in 16 bit (bitsandbytes quantises Linear layers)
+        dense_fraction = (model.embedding_params() + model.head_params()) / model.params()
+        base_bytes = p_gpu * ((1 - dense_fraction) * base_b + dense_fraction * 2.0) \
+            if setup.method == "qlora" else p_gpu * base_b
+        n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
+        # adapters: 16-bit weights + grads + fp32 master and Adam moments (as full mixed precision)
+        weights = base_bytes / (dp if zero >= 3 else 1) + n_adapter * w_b
+        gradients = n_adapter * g_b
+        optimizer = n_adapter * o_b
+    else:
+        weights = p_gpu * w_b / (dp if zero >= 3 else 1)
+        gradients = p_gpu * g_b / (dp if zero >= 2 else 1)
+        optimizer = p_gpu * o_b / (dp if zero >= 1 else 1)
+        if zero >= 3:  # gathered full-size parameters of the layers being computed
+            prefetch = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() \
+                / layout.tp * min(w_b, 2.0)
+            weights += prefetch
+        if setup.offload_optimizer:
+            optimizer = 0.0
+        if setup.offload_params and zero >= 3:
+            weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() \
+                / layout.tp * min(w_b, 2.0)
+
+    layers_per_stage = math.ceil(model.layers / layout.pp)
+    acts = activation_bytes_per_layer(model, setup, layout) * layers_per_stage \
+        * in_flight_microbatches(layout)
+    if layout.checkpointing == "full":  # one layer is recomputed at a time
+        acts += activation_bytes_per_layer(
+            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch))
+    acts += logits_bytes(model, setup, layout, a)
+
+    allocated = weights + gradients + optimizer + acts
+    overhead = a.overhead_gib * GIB + a.fragmentation * allocated
+    return MemoryBreakdown(weights / GIB, gradients / GIB, optimizer / GIB, acts / GIB, 0.0,
+                           overhead / GIB)
+
+
+def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "fp16") -> float:
+    """2 (K and V) × layers × kv_heads × head_dim × bytes per value."""
+    return 2 * model.layers * model.n_kv_heads * model.d_head * PRECISION_BYTES[kv_precision]
+
+
+def serving_weight_bytes(model: ModelSpec, weight_precision: str) -> float:
+    """Weights at the serving format; quantised formats keep embeddings/LM head in 16 bit."""
+    bits = WEIGHT_PRECISIONS[weight_precision]
+    dense = model.embedding_params() + model.head_params()
+    if bits >= 16:
+        return model.params() * bits / 8
+    return (model.params() - dense) * bits / 8 + dense * 2
+
+
+def serving_memory(model: ModelSpec, serve: ServeSetup, tp: int = 1,
+                   assumptions: PerfAssumptions | None = None) -> MemoryBreakdown:
+    """Per-GPU memory of an inference replica split over `tp` GPUs (GiB per term)."""
+    a = assumptions or PerfAssumptions()
+    weights = serving_weight_bytes(model, serve.weight_precision) / tp
+    kv = kv_cache_bytes_per_token(model, serve.kv_precision) * serve.batch * serve.context / tp
+    # activations of one prefill chunk: residual, QKV, FFN intermediates (16-bit), plus fp32
+    # logits of the last token of each sequence
+    chunk = min(serve.prefill_chunk_tokens, serve.batch * serve.context)
+    ffn_width = model.ffn * (3 if model.ffn_kind == "gated" else 2)
+    acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.vocab * 4
+    allocated = weights + kv + acts
+    overhead = a.overhead_gib * GIB + a.fragmentation * allocated
+    return MemoryBreakdown(weights / GIB, 0.0, 0.0, acts / GIB, kv / GIB, overhead / GIB)

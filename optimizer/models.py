@@ -1,0 +1,47 @@
+"""Resolve `--model` / `[model]`: a preset name or the path of a Hugging Face config.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from optimizer.errors import ConfigError
+from optimizer.model.hf_config import spec_from_hf_config
+from optimizer.model.presets import PRESETS, get_preset
+from optimizer.model.spec import ModelSpec
+
+__all__ = ["load_model", "load_hf_config"]
+
+
+def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:
+    """Read a local Hugging Face config.json (or a directory holding one)."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / "config.json"
+    try:
+        cfg = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"model: file not found: {file}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"model: cannot read {file}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"model: {file} is not valid JSON (line {exc.lineno}: {exc.msg})") \
+            from None
+    label = name or (file.parent.name if file.name == "config.json" else file.stem)
+    try:
+        return spec_from_hf_config(cfg, name=label or "custom", source=str(file))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"model: {file}: {'.'.join(map(str, err['loc'])) or 'shape'}: "
+                          f"{err['msg']}") from None
+
+
+def load_model(ref: str) -> ModelSpec:
+    """A preset name, or a path to config.json / a model directory."""
+    if ref.strip().lower() in PRESETS:
+        return PRESETS[ref.strip().lower()]
+    if ref.endswith(".json") or Path(ref).exists() or "/" in ref:
+        return load_hf_config(ref)
+    return get_preset(ref)
