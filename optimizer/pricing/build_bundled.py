@@ -1,4 +1,4 @@
-"""Rebuild pricing_data/offerings.csv from the shared reference table (maintainer tool, not runtime).
+"""Rebuild pricing_data/offerings.csv from the shared reference table (maintainer tool).
 
 Usage: ``python -m optimizer.pricing.build_bundled REFERENCE_DIR [OUT_CSV]`` where REFERENCE_DIR
 holds ``cloud_prices.csv`` (one row per provider × instance with on-demand / spot prices).
@@ -24,7 +24,7 @@ READ_DATE = "2026-12-02"  # date the reference rows were read (reference/README.
 #: provider -> (1-year, 3-year) fractional discount off on-demand, applied where the provider
 #: publishes no per-instance reserved rate. Reasons in pricing_data/README.md "Reserved rates".
 RESERVED_DISCOUNTS: dict[str, tuple[float, float]] = {
-    # AWS g6e.xlarge no-upfront reservation ~$1.17 / ~$0.80 vs $1.861 on-demand (modal.com 2025-08-12)
+    # AWS g6e.xlarge no-upfront ~$1.17 / ~$0.80 vs $1.861 on-demand (modal.com 2025-08-12)
     "aws": (0.37, 0.57),
     # GCP GPU CUD 37 % / 55 % as remembered from GCP's GPU CUD page (not in the reference);
     # reference only has "up to 57 %" for 1y or 3y, so 3y stays below that ceiling.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -73,15 +73,15 @@ def _render_table(frame: pd.DataFrame) -> None:
 @prices_app.callback()
 def prices(
     ctx: typer.Context,
-    gpu: Annotated[Optional[list[str]], typer.Option(  # noqa: UP007 (typer needs Optional)
+    gpu: Annotated[list[str] | None, typer.Option(  # noqa: UP007 (typer needs Optional)
         "--gpu", "-g", help="GPU id or alias; repeat or comma-separate.")] = None,
-    provider: Annotated[Optional[list[str]], typer.Option(  # noqa: UP007
+    provider: Annotated[list[str] | None, typer.Option(  # noqa: UP007
         "--provider", "-p", help="Provider (aws, gcp, azure, lambda, ...).")] = None,
-    pricing: Annotated[Optional[list[str]], typer.Option(  # noqa: UP007
+    pricing: Annotated[list[str] | None, typer.Option(  # noqa: UP007
         "--pricing", help="on_demand, spot, reserved_1y, reserved_3y.")] = None,
-    region: Annotated[Optional[list[str]], typer.Option(  # noqa: UP007
+    region: Annotated[list[str] | None, typer.Option(  # noqa: UP007
         "--region", help="Region name as in the table.")] = None,
-    max_instances: Annotated[Optional[int], typer.Option(  # noqa: UP007
+    max_instances: Annotated[int | None, typer.Option(  # noqa: UP007
         "--max-instances", help="Only offerings rentable at least this many instances together.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON list of rows on stdout.")] = False,
@@ -116,7 +116,7 @@ def prices(
 
 @prices_app.command("refresh")
 def refresh(
-    url: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    url: Annotated[str | None, typer.Option(  # noqa: UP007
         "--url", help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL).")] = None,
     timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds per attempt.")] = 10.0,
     retries: Annotated[int, typer.Option("--retries", help="Extra attempts on failure.")] = 3,

@@ -175,7 +175,7 @@ def capital_usd(spec: HardwareSpec, boxes: int) -> float:
 
 
 def capital_usd_per_hour(spec: HardwareSpec, boxes: int) -> float:
-    """Straight-line amortised capital per wall-clock hour: (price − resale) / amortisation hours."""
+    """Straight-line amortised capital per wall-clock hour: (price − resale) / amortised hours."""
     return capital_usd(spec, boxes) / (spec.amortisation_months * HOURS_PER_MONTH)
 
 

@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -110,14 +111,25 @@ def _download(
         except requests.Timeout:
             last = f"timed out after {timeout_s:g} s"
         except requests.exceptions.ChunkedEncodingError as exc:
-            raise RefreshError(f"truncated body ({_short(exc)})") from None
+            raise RefreshError(_truncated(exc)) from None
         except requests.ConnectionError as exc:
-            last = ("timed out after {timeout_s:g} s" if "timed out" in str(exc).lower()
-                    else f"connection failed ({_short(exc)})").format(timeout_s=timeout_s)
+            if "timed out" in str(exc).lower():
+                last = f"timed out after {timeout_s:g} s"
+            else:
+                errno = re.search(r"\[Errno -?\d+\] [^'\")]+", str(exc))
+                last = f"connection failed ({errno.group(0) if errno else _short(exc)})"
         except requests.RequestException as exc:
             raise RefreshError(f"request failed ({_short(exc)})") from None
     tries = "attempt" if retries == 0 else "attempts"
     raise RefreshError(f"{last} ({retries + 1} {tries})")
+
+
+def _truncated(exc: BaseException) -> str:
+    match = re.search(r"IncompleteRead\((\d+) bytes read, (\d+) more expected", str(exc))
+    if match:
+        got, more = int(match.group(1)), int(match.group(2))
+        return f"truncated body: got {got} of {got + more} bytes"
+    return f"truncated body ({_short(exc)})"
 
 
 def _short(exc: BaseException) -> str:
@@ -194,7 +206,8 @@ def refresh_prices(
             return RefreshResult("not_modified", csv_path, target, rows, as_of, 0)
         return _install(directory, csv_path, target, body, response_headers)
     except RefreshError as exc:
-        raise RefreshError(f"refresh from {target} failed: {exc}; keeping previous tables") from None
+        message = f"refresh from {target} failed: {exc}; keeping previous tables"
+        raise RefreshError(message) from None
 
 
 def _default_cache_dir() -> Path:
@@ -224,7 +237,7 @@ def _install(
             "url": url,
             "etag": lowered.get("etag"),
             "last_modified": lowered.get("last-modified"),
-            "fetched_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "sha256": hashlib.sha256(body).hexdigest(),
             "bytes": len(body),
             "rows": rows,

@@ -16,9 +16,6 @@ from optimizer.gpus import load_gpus
 from optimizer.pricing.catalog import (
     COLUMNS,
     COMMITMENT_HOURS,
-    INTER_NODE_KINDS,
-    INTRA_NODE_LINKS,
-    PRICING_MODELS,
 )
 
 if TYPE_CHECKING:
@@ -84,7 +81,8 @@ def _fail(path: object, line: int, column: str, message: str) -> CatalogError:
 
 def _check_header(path: object, header: list[str] | None) -> None:
     if not header:
-        raise CatalogError(f"{path}: row 1: empty file, expected a header with {', '.join(COLUMNS)}")
+        expected = ", ".join(COLUMNS)
+        raise CatalogError(f"{path}: row 1: empty file, expected a header with {expected}")
     missing = [c for c in COLUMNS if c not in header]
     extra = [c for c in header if c not in COLUMNS]
     if missing or extra or len(header) != len(set(header)):

@@ -1,0 +1,114 @@
+"""`ccopt prices` via CliRunner on a small app that mounts prices_app (stdout / stderr apart)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from optimizer.pricing.catalog import COLUMNS
+from optimizer.pricing.cli import prices_app
+
+app = typer.Typer()
+
+
+@app.callback()
+def _root() -> None:
+    """Stand-in for the main ccopt app."""
+
+
+app.add_typer(prices_app, name="prices")
+runner = CliRunner()
+
+
+def test_h100_json_has_all_pricing_models_from_several_providers():
+    result = runner.invoke(app, ["prices", "--gpu", "H100", "--json"])
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert {r["gpu_id"] for r in rows} == {"H100-80GB"}
+    assert {r["pricing_model"] for r in rows} == {"on_demand", "spot", "reserved_1y",
+                                                 "reserved_3y"}
+    for model in ("on_demand", "spot", "reserved_1y"):
+        assert len({r["provider"] for r in rows if r["pricing_model"] == model}) >= 2, model
+    assert list(rows[0]) == list(COLUMNS)
+    prices = [r["usd_per_gpu_hour"] for r in rows]
+    assert prices == sorted(prices)
+    assert result.stderr.strip() == "prices: bundled tables, as of 2026-12-02"
+
+
+def test_table_and_csv_outputs():
+    table = runner.invoke(app, ["prices", "--gpu", "rtx4090", "--provider", "vast,runpod"])
+    assert table.exit_code == 0
+    assert "8x-RTX_4090-32-65536" in table.stdout and "0.346" in table.stdout
+    csv_out = runner.invoke(app, ["prices", "-g", "L40S", "--pricing", "reserved_3y", "--csv"])
+    assert csv_out.exit_code == 0
+    lines = csv_out.stdout.splitlines()
+    assert lines[0] == ",".join(COLUMNS)
+    assert len(lines) > 1 and all(",reserved_3y," in line for line in lines[1:])
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["--provider", "awz"], "error: provider: unknown value 'awz'"),
+        (["--pricing", "monthly"], "Allowed: on_demand, reserved_1y, reserved_3y, spot"),
+        (["--gpu", "H1000"], "error: gpu: unknown GPU 'H1000'"),
+        (["--json", "--csv"], "error: output: choose one of --json or --csv"),
+        (["--max-instances", "0"], "error: max_instances: must be >= 1"),
+    ],
+)
+def test_bad_input_exit_2_one_line(args, phrase):
+    result = runner.invoke(app, ["prices", *args])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert phrase in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_no_match_is_not_an_error():
+    result = runner.invoke(app, ["prices", "--gpu", "MI250X"])
+    assert result.exit_code == 0
+    assert "no offerings match" in result.stderr
+
+
+def test_offline_flag_ignores_cache(isolated_env, tiny_csv):
+    isolated_env.mkdir()
+    (isolated_env / "offerings.csv").write_bytes(tiny_csv.read_bytes())
+    cached = runner.invoke(app, ["prices", "--json"])
+    assert len(json.loads(cached.stdout)) == 3
+    assert "cached tables" in cached.stderr and "as of 2026-12-01" in cached.stderr
+    offline = runner.invoke(app, ["prices", "--json", "--offline"])
+    assert len(json.loads(offline.stdout)) > 100
+    assert "bundled tables" in offline.stderr
+
+
+def test_refresh_failure_exit_1_and_success(httpserver, isolated_env, tiny_csv):
+    failed = runner.invoke(app, ["prices", "refresh"])
+    assert failed.exit_code == 1
+    assert failed.stderr.strip() == (
+        "error: no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
+    httpserver.expect_request("/p.csv").respond_with_data(tiny_csv.read_bytes())
+    ok = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv")])
+    assert ok.exit_code == 0, ok.stderr
+    assert "3 offerings, as of 2026-12-01" in ok.stderr
+    assert (isolated_env / "offerings.csv").read_bytes() == tiny_csv.read_bytes()
+    httpserver.clear()
+    httpserver.expect_request("/p.csv").respond_with_data("x", status=503)
+    down = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv"),
+                               "--retries", "0"])
+    assert down.exit_code == 1
+    assert "HTTP 503" in down.stderr and "keeping previous tables" in down.stderr
+    assert (isolated_env / "offerings.csv").read_bytes() == tiny_csv.read_bytes()
+
+
+def test_importing_the_cli_stays_cheap():
+    code = ("import sys, optimizer.pricing.cli; "
+            "print(sorted(m for m in ('pandas', 'rich', 'requests', 'pydantic') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
