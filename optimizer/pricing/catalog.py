@@ -170,11 +170,13 @@ def load_catalog(path: str | Path | None = None, *, offline: bool | None = None)
     return _catalog(_read(bundled), "bundled", bundled, note)
 
 
-def _as_list(value: str | Iterable[str] | None) -> list[str] | None:
+def _as_list(value: str | Iterable[str] | None, split: bool = True) -> list[str] | None:
+    """Normalise a filter value to a list; "a,b" splits unless `split` is False."""
     if value is None:
         return None
     items = [value] if isinstance(value, str) else list(value)
-    out = [p.strip() for item in items for p in str(item).split(",") if p.strip()]
+    parts = [p for item in items for p in (str(item).split(",") if split else [str(item)])]
+    out = [p.strip() for p in parts if p.strip()]
     return out or None
 
 
@@ -202,7 +204,10 @@ def filter_offerings(
     pricing: str | Iterable[str] | None = None,
     max_instances: int | None = None,
 ) -> pd.DataFrame:
-    """Rows of `frame` matching every given filter (case-insensitive; "a,b" lists allowed).
+    """Rows of `frame` matching every given filter (case-insensitive).
+
+    Each filter takes one value or a list; "a,b" is split into a list, except for regions
+    (marketplace regions such as "Kansas, US, NA" contain commas).
 
     Args:
         gpus: GPU ids or aliases (resolved with optimizer.gpus.resolve_gpu_id).
@@ -225,7 +230,7 @@ def filter_offerings(
     provider_list = _as_list(providers)
     if provider_list is not None:
         out = _match(out, "provider", provider_list, "provider", frame["provider"])
-    region_list = _as_list(regions)
+    region_list = _as_list(regions, split=False)
     if region_list is not None:
         out = _match(out, "region", region_list, "region", frame["region"])
     pricing_list = _as_list(pricing)
@@ -258,7 +263,7 @@ def committed_cost_usd(row: Mapping[str, Any] | Any, instances: int) -> float:
     """
     if instances < 0:
         raise ConfigError(f"instances: must be >= 0, got {instances}")
-    if isinstance(row, Mapping) or hasattr(row, "__getitem__") and not hasattr(row, "_fields"):
+    if isinstance(row, Mapping) or (hasattr(row, "__getitem__") and not hasattr(row, "_fields")):
         usd_per_hour, hours = row["usd_per_hour"], row["commitment_hours"]
     else:
         usd_per_hour, hours = row.usd_per_hour, row.commitment_hours

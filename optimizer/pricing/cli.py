@@ -80,7 +80,7 @@ def prices(
     pricing: Annotated[list[str] | None, typer.Option(  # noqa: UP007
         "--pricing", help="on_demand, spot, reserved_1y, reserved_3y.")] = None,
     region: Annotated[list[str] | None, typer.Option(  # noqa: UP007
-        "--region", help="Region name as in the table.")] = None,
+        "--region", help="Region name as in the table; repeat for several.")] = None,
     max_instances: Annotated[int | None, typer.Option(  # noqa: UP007
         "--max-instances", help="Only offerings rentable at least this many instances together.")
     ] = None,

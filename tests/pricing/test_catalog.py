@@ -111,6 +111,8 @@ def test_filter_by_alias_case_and_lists(bundled):
     assert set(both["pricing_model"]) == {"on_demand"}  # nobody reserves consumer cards here
     east = filter_offerings(bundled, regions="US-EAST-1")
     assert set(east["region"]) == {"us-east-1"}
+    kansas = filter_offerings(bundled, regions=["Kansas, US, NA", "eastus"])  # commas kept
+    assert set(kansas["region"]) == {"Kansas, US, NA", "eastus"}
 
 
 def test_filter_max_instances(tiny_csv):
@@ -183,3 +185,10 @@ def test_frame_is_a_copy(tiny_csv):
     first = load_catalog(tiny_csv).frame
     first.loc[:, "usd_per_hour"] = 0.0
     assert load_catalog(tiny_csv).frame["usd_per_hour"].min() > 0
+
+
+def test_missing_file_is_a_catalog_error(tmp_path):
+    from optimizer.errors import CatalogError
+
+    with pytest.raises(CatalogError, match=r"nope\.csv: cannot read"):
+        load_catalog(tmp_path / "nope.csv")
