@@ -57,6 +57,12 @@ class HardwareSpec(BaseModel):
     max_boxes: int | None = Field(default=None, ge=1)
 
 
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    """(field, message) of the first pydantic error."""
+    err = exc.errors()[0]
+    return (str(err["loc"][0]) if err["loc"] else "?"), err["msg"]
+
+
 def _hardware_file() -> str:
     from optimizer.gpus import data_path
 
@@ -73,9 +79,8 @@ def _defaults(path: str) -> dict[str, dict[str, Any]]:
             try:
                 spec = HardwareSpec.model_validate(fields)
             except ValidationError as exc:
-                err = exc.errors()[0]
-                column = err["loc"][0] if err["loc"] else "?"
-                raise CatalogError(f"{path}: row {line}, column '{column}': {err['msg']}") from None
+                column, message = _first_error(exc)
+                raise CatalogError(f"{path}: row {line}, column '{column}': {message}") from None
             rows[spec.gpu] = spec.model_dump()
     return rows
 
@@ -136,11 +141,8 @@ def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
     try:
         return HardwareSpec.model_validate(base)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        column = err["loc"][0] if err["loc"] else "?"
-        raise ConfigError(
-            f"hardware.{column}: {err['msg']} (got {base.get(str(column))!r})"
-        ) from None
+        column, message = _first_error(exc)
+        raise ConfigError(f"hardware.{column}: {message} (got {base.get(column)!r})") from None
 
 
 def _check_boxes(spec: HardwareSpec, boxes: int) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import CatalogError, RefreshError
-from optimizer.pricing.catalog import CACHE_FILE, cache_dir
+from optimizer.pricing.catalog import CACHE_FILE
+from optimizer.pricing.catalog import cache_dir as default_cache_dir
 
 __all__ = ["RefreshResult", "refresh_prices", "META_FILE", "read_meta"]
 
@@ -60,14 +61,25 @@ def read_meta(directory: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to a temp file in the same directory, fsync, then os.replace onto `path`."""
+def _write_temp(path: Path, data: bytes) -> str:
+    """Write `data` to a new temp file beside `path` (same directory, so os.replace is atomic)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to a temp file beside `path`, then os.replace it onto `path`."""
+    tmp = _write_temp(path, data)
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -122,6 +134,11 @@ def _download(
             raise RefreshError(f"request failed ({_short(exc)})") from None
     tries = "attempt" if retries == 0 else "attempts"
     raise RefreshError(f"{last} ({retries + 1} {tries})")
+
+
+def _utc_now_iso() -> str:
+    """Current UTC time, ISO 8601 to the second (dt.UTC needs Python 3.11)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")  # noqa: UP017
 
 
 def _truncated(exc: BaseException) -> str:
@@ -186,7 +203,7 @@ def refresh_prices(
         raise RefreshError("no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
     if not target.startswith(("http://", "https://")):
         raise RefreshError(f"url: {target!r} is not an http(s) URL")
-    directory = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     csv_path = directory / CACHE_FILE
     meta = read_meta(directory)
     headers = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5"}
@@ -210,10 +227,6 @@ def refresh_prices(
         raise RefreshError(message) from None
 
 
-def _default_cache_dir() -> Path:
-    return cache_dir()
-
-
 def _install(
     directory: Path, csv_path: Path, url: str, body: bytes, headers: dict[str, str]
 ) -> RefreshResult:
@@ -222,12 +235,11 @@ def _install(
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RefreshError(f"cannot create cache directory {directory} ({exc.strerror})") from None
-    fd, tmp = tempfile.mkstemp(prefix=f".{CACHE_FILE}.", suffix=".download", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(body)
-            handle.flush()
-            os.fsync(handle.fileno())
+        tmp = _write_temp(csv_path, body)
+    except OSError as exc:
+        raise RefreshError(f"cannot write to {directory} ({exc.strerror or exc})") from None
+    try:
         try:
             rows, as_of = _summary(Path(tmp), url)
         except CatalogError as exc:
@@ -237,13 +249,16 @@ def _install(
             "url": url,
             "etag": lowered.get("etag"),
             "last_modified": lowered.get("last-modified"),
-            "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "fetched_at": _utc_now_iso(),
             "sha256": hashlib.sha256(body).hexdigest(),
             "bytes": len(body),
             "rows": rows,
             "as_of": as_of,
         }
-        os.replace(tmp, csv_path)
+        try:
+            os.replace(tmp, csv_path)
+        except OSError as exc:
+            raise RefreshError(f"cannot replace {csv_path} ({exc.strerror or exc})") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
