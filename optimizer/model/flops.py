@@ -9,6 +9,8 @@ paper), and 2·V·h for the LM head. Training = forward + backward (2× forward)
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from optimizer.model.memory import lora_params
 from optimizer.model.setup import TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -30,6 +32,7 @@ def forward_flops_per_token(model: ModelSpec, seq_len: int) -> tuple[float, floa
     return layers, attention, head
 
 
+@lru_cache(maxsize=256)
 def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
     """Model FLOPs per trained token (no recompute): the numerator of MFU (Chowdhery et al. 2022)."""
     layers, attention, head = forward_flops_per_token(model, setup.seq_len)
@@ -40,6 +43,7 @@ def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
     return 3.0 * (layers + attention + head)
 
 
+@lru_cache(maxsize=256)
 def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointing: str) -> float:
     """Hardware FLOPs per token including recompute (the numerator of HFU).
 

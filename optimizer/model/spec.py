@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -55,27 +56,36 @@ class ModelSpec(BaseModel):
         return self
 
     # ---- derived shape -------------------------------------------------------------
-    @property
+    # derived values are cached: the planner evaluates them ~10^5 times per plan
+    @cached_property
     def n_kv_heads(self) -> int:
         return self.kv_heads or self.heads
 
-    @property
+    @cached_property
     def d_head(self) -> int:
         return self.head_dim or self.hidden // self.heads
 
-    @property
+    @cached_property
     def q_dim(self) -> int:
         """Width of all query heads together (heads × head_dim)."""
         return self.heads * self.d_head
 
-    @property
+    @cached_property
     def kv_dim(self) -> int:
         """Width of all key (or value) heads together (kv_heads × head_dim)."""
         return self.n_kv_heads * self.d_head
 
-    @property
+    @cached_property
     def is_moe(self) -> bool:
         return self.moe_experts > 1
+
+    @cached_property
+    def _counts(self) -> dict[str, int]:
+        return {
+            "layer": self._layer_params(False), "layer_active": self._layer_params(True),
+            "matmul": self._layer_matmul_params(False),
+            "matmul_active": self._layer_matmul_params(True),
+        }
 
     # ---- parameter counts (weights + biases, by module) -------------------------------
     def linear_shapes(self) -> dict[str, tuple[int, int]]:
@@ -111,6 +121,9 @@ class ModelSpec(BaseModel):
 
     def layer_params(self, active_only: bool = False) -> int:
         """Parameters of one transformer layer (attention + FFN/MoE + 2 norms)."""
+        return self._counts["layer_active" if active_only else "layer"]
+
+    def _layer_params(self, active_only: bool) -> int:
         mlp = self.mlp_params()
         if self.is_moe:
             experts = self.moe_active if active_only else self.moe_experts
@@ -138,6 +151,9 @@ class ModelSpec(BaseModel):
 
     def layer_matmul_params(self, active_only: bool = True) -> int:
         """Weights of one layer that take part in matrix multiplies (for FLOP counts)."""
+        return self._counts["matmul_active" if active_only else "matmul"]
+
+    def _layer_matmul_params(self, active_only: bool) -> int:
         h = self.hidden
         attn = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
         mlp = (3 if self.ffn_kind == "gated" else 2) * h * self.ffn

@@ -1,0 +1,133 @@
+"""User calibration: fit the compute efficiency of a GPU type to one measured run, store it.
+
+The store is a small JSON file ($CCOPT_CALIBRATION, else ~/.config/ccopt/calibration.json)
+mapping "GPU_ID/precision" to an efficiency; it is written atomically (temp file + rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import ConfigError
+from optimizer.model.hardware import GpuSpec
+from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
+from optimizer.model.spec import ModelSpec
+from optimizer.model.step_time import Cluster, training_step_time
+
+__all__ = ["calibration_path", "load_calibration", "save_calibration", "fit_efficiency",
+           "assumptions_for_job", "base_assumptions"]
+
+
+def calibration_path() -> Path:
+    env = os.environ.get("CCOPT_CALIBRATION")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "ccopt" / "calibration.json"
+
+
+def load_calibration(path: Path | None = None) -> dict[tuple[str, str], float]:
+    """{(gpu_id, precision): efficiency}; empty when no file. Raises ConfigError if corrupt."""
+    file = path or calibration_path()
+    if not file.is_file():
+        return {}
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        return {tuple(k.split("/", 1)): float(v["efficiency"])  # type: ignore[misc]
+                for k, v in data.get("entries", {}).items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"calibration file {file} is corrupt ({exc}); delete or fix it") \
+            from None
+
+
+def save_calibration(gpu_id: str, precision: str, efficiency: float, measured: dict[str, Any],
+                     path: Path | None = None) -> Path:
+    """Add/replace one entry and write the file atomically."""
+    file = path or calibration_path()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"entries": {}}
+    if file.is_file():
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except ValueError:
+            raise ConfigError(f"calibration file {file} is corrupt; delete or fix it") from None
+    data.setdefault("entries", {})[f"{gpu_id}/{precision}"] = {
+        "efficiency": efficiency, "measured": measured}
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, file)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return file
+
+
+def fit_efficiency(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,
+                   measured_step_s: float, assumptions: PerfAssumptions | None = None) -> float:
+    """Efficiency e such that the predicted step time equals `measured_step_s` (bisection).
+
+    Step time falls monotonically as efficiency rises, so bisection on e in (0, 1] converges;
+    the size factor is kept (e is the base efficiency of the GPU type and precision).
+    Raises ConfigError when the measurement is faster than the model allows at e = 1
+    (communication alone exceeds it) or slower than at e = 0.001.
+    """
+    a = assumptions or PerfAssumptions()
+
+    def step(e: float) -> float:
+        return training_step_time(model, setup, layout, cluster, replace(a, efficiency=e)).time_s
+
+    lo, hi = 1e-3, 1.0
+    if step(hi) > measured_step_s:
+        raise ConfigError(
+            f"measured step {measured_step_s:.4g} s is faster than the model allows even at 100% "
+            f"efficiency ({step(hi):.4g} s): check the layout and the interconnect")
+    if step(lo) < measured_step_s:
+        raise ConfigError(f"measured step {measured_step_s:.4g} s implies < 0.1% efficiency")
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if step(mid) > measured_step_s:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2
+
+
+def base_assumptions(overrides: Any = None) -> PerfAssumptions:
+    """Defaults + stored calibration (+ overrides from a job's [assumptions])."""
+    a = PerfAssumptions(calibrated=load_calibration())
+    return overrides.apply(a) if overrides is not None else a
+
+
+def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
+    """Assumptions for a job: defaults, stored calibration, the job's [calibration] and
+    [assumptions] tables (the job's own calibration wins for its GPU type)."""
+    from optimizer.gpus import get_gpu
+
+    a = base_assumptions(job.assumptions)
+    cal = job.calibration
+    if cal is None:
+        return a
+    gpu: GpuSpec = get_gpu(cal.gpu, "calibration.gpu")
+    setup = job.workload.setup()
+    dp = cal.gpus // (cal.tp * cal.pp)
+    if dp < 1 or cal.gpus % (cal.tp * cal.pp):
+        raise ConfigError("calibration.gpus: must be a multiple of tp × pp")
+    layout = Layout(dp=dp, tp=cal.tp, pp=cal.pp, zero_stage=cal.zero_stage,
+                    checkpointing=cal.checkpointing, micro_batch=cal.micro_batch,
+                    grad_accum=cal.grad_accum)
+    gpn = cal.gpus_per_node or min(cal.gpus, 8)
+    cluster = Cluster(gpu, gpn, max(1, cal.gpus // gpn), cal.inter_node_gbps)
+    step_s = cal.step_time_s or layout.global_batch * setup.seq_len / (cal.tokens_per_s or 1)
+    eff = fit_efficiency(model, setup, layout, cluster, step_s, replace(a, efficiency=None))
+    return replace(a, calibrated={**a.calibrated, (gpu.gpu_id, setup.precision): eff})

@@ -1,0 +1,254 @@
+"""Job files (TOML) and their validation: model, workload, constraints, hardware, calibration."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from optimizer.errors import ConfigError
+from optimizer.model.setup import CHECKPOINTING, OPTIMIZERS, PerfAssumptions, TrainingSetup
+from optimizer.model.spec import LINEAR_MODULES, ModelSpec
+
+__all__ = ["Job", "ModelRef", "Workload", "Constraints", "HardwareEntry", "Calibration",
+           "AssumptionOverrides", "load_job", "job_from_dict", "format_validation_error"]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelRef(BaseModel):
+    """`[model]`: a preset, a Hugging Face config.json path, or an explicit shape."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    preset: str | None = None
+    hf_config: str | None = None
+
+    def resolve(self, base_dir: Path | None = None) -> ModelSpec:
+        from optimizer.models import load_hf_config
+        from optimizer.model.presets import get_preset
+
+        if self.preset:
+            return get_preset(self.preset, "model.preset")
+        if self.hf_config:
+            path = Path(self.hf_config)
+            if base_dir is not None and not path.is_absolute():
+                path = base_dir / path
+            return load_hf_config(path)
+        shape = dict(self.model_extra or {})
+        if not shape:
+            raise ConfigError("model: give one of preset, hf_config, or an explicit shape "
+                              "(layers, hidden, heads, ffn, vocab, ...)")
+        try:
+            return ModelSpec(**shape)
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error(exc, "model")) from None
+
+
+class Workload(BaseModel):
+    """`[workload]`: what is trained and how much."""
+
+    model_config = _STRICT
+    kind: Literal["pretrain", "finetune", "lora", "qlora"] = "pretrain"
+    tokens: float | None = Field(default=None, gt=0)
+    steps: int | None = Field(default=None, gt=0)
+    epochs: float = Field(default=1.0, gt=0)
+    seq_len: int = Field(default=2048, gt=0)
+    global_batch: int | None = Field(default=None, gt=0, description="sequences per step")
+    global_batch_tokens: int | None = Field(default=None, gt=0)
+    batch_tolerance: float = Field(default=0.0, ge=0, lt=1,
+                                   description="allowed relative deviation of the global batch")
+    precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    optimizer: Literal["adamw", "adam-8bit", "sgd", "adafactor"] = "adamw"
+    lora_rank: int = Field(default=16, gt=0)
+    lora_targets: tuple[str, ...] = LINEAR_MODULES
+    attention: Literal["flash", "eager"] = "flash"
+
+    @model_validator(mode="after")
+    def _check(self) -> Workload:
+        if (self.tokens is None) == (self.steps is None):
+            raise ValueError("give exactly one of tokens or steps")
+        if (self.global_batch is None) == (self.global_batch_tokens is None):
+            raise ValueError("give exactly one of global_batch (sequences) or global_batch_tokens")
+        bad = [t for t in self.lora_targets if t not in LINEAR_MODULES]
+        if bad:
+            raise ValueError(f"lora_targets: unknown {bad}; allowed: {', '.join(LINEAR_MODULES)}")
+        return self
+
+    @property
+    def method(self) -> str:
+        return {"lora": "lora", "qlora": "qlora"}.get(self.kind, "full")
+
+    @property
+    def batch_sequences(self) -> int:
+        if self.global_batch is not None:
+            return self.global_batch
+        return max(1, round((self.global_batch_tokens or 0) / self.seq_len))
+
+    def total_tokens(self) -> float:
+        """Tokens processed over the job (tokens × epochs, or steps × batch × seq_len)."""
+        if self.tokens is not None:
+            return self.tokens * self.epochs
+        return float(self.steps or 0) * self.batch_sequences * self.seq_len
+
+    def steps_for_batch(self, batch_sequences: int) -> int:
+        """Optimizer steps for an actual global batch (tokens fixed; or steps as given)."""
+        if self.steps is not None:
+            return self.steps
+        return math.ceil(self.total_tokens() / (batch_sequences * self.seq_len))
+
+    def setup(self) -> TrainingSetup:
+        return TrainingSetup(seq_len=self.seq_len, precision=self.precision,
+                             optimizer=self.optimizer, method=self.method,
+                             lora_rank=self.lora_rank, lora_targets=self.lora_targets,
+                             attention=self.attention)
+
+
+class Constraints(BaseModel):
+    """`[constraints]`: deadline, budget and what may be used."""
+
+    model_config = _STRICT
+    deadline_days: float | None = Field(default=None, gt=0)
+    deadline_hours: float | None = Field(default=None, gt=0)
+    budget_usd: float | None = Field(default=None, gt=0)
+    gpus: tuple[str, ...] | None = None
+    providers: tuple[str, ...] | None = None
+    regions: tuple[str, ...] | None = None
+    pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = ("on_demand",)
+    max_gpus: int | None = Field(default=None, gt=0)
+    min_instances: int = Field(default=1, gt=0)
+    max_instances: int | None = Field(default=None, gt=0)
+    spot_interruption_overhead: float = Field(
+        default=0.15, ge=0, le=2,
+        description="GUESS: extra wall time from preemptions + restarts from checkpoints")
+    reservation_prepaid: bool = Field(
+        default=False, description="reserved capacity already paid/shared: charge hours used")
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    checkpointing: tuple[str, ...] = CHECKPOINTING
+    cloud: bool = Field(default=True, description="consider cloud offerings")
+
+    @model_validator(mode="after")
+    def _check(self) -> Constraints:
+        if self.deadline_days is not None and self.deadline_hours is not None:
+            raise ValueError("give deadline_days or deadline_hours, not both")
+        bad = [z for z in self.zero_stages if z not in (0, 1, 2, 3)]
+        if bad:
+            raise ValueError(f"zero_stages: {bad} not allowed; allowed: 0, 1, 2, 3")
+        badc = [c for c in self.checkpointing if c not in CHECKPOINTING]
+        if badc:
+            raise ValueError(f"checkpointing: {badc} not allowed; allowed: {', '.join(CHECKPOINTING)}")
+        return self
+
+    @property
+    def deadline_h(self) -> float | None:
+        if self.deadline_hours is not None:
+            return self.deadline_hours
+        return self.deadline_days * 24 if self.deadline_days is not None else None
+
+
+class HardwareEntry(BaseModel):
+    """`[[hardware.owned]]` / `[[hardware.buy]]`: boxes we have or may buy; any HardwareSpec
+    field overrides the defaults of pricing_data/hardware.csv."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    gpu: str
+    boxes: int | None = Field(default=None, gt=0, description="owned: boxes we have")
+    max_count: int | None = Field(default=None, gt=0, description="buy: max GPUs to buy")
+    inter_node_gbps: float = Field(default=10.0, gt=0, description="network between boxes")
+    charge_capital: bool = Field(default=False, description="owned: also charge amortised capital")
+
+
+class Hardware(BaseModel):
+    model_config = _STRICT
+    owned: tuple[HardwareEntry, ...] = ()
+    buy: tuple[HardwareEntry, ...] = ()
+
+
+class Calibration(BaseModel):
+    """`[calibration]`: one measured run that fixes the efficiency of a GPU type."""
+
+    model_config = _STRICT
+    gpu: str
+    tokens_per_s: float | None = Field(default=None, gt=0)
+    step_time_s: float | None = Field(default=None, gt=0)
+    gpus: int = Field(default=1, gt=0)
+    gpus_per_node: int | None = Field(default=None, gt=0)
+    tp: int = Field(default=1, gt=0)
+    pp: int = Field(default=1, gt=0)
+    zero_stage: int = Field(default=0, ge=0, le=3)
+    checkpointing: Literal["none", "selective", "full"] = "none"
+    micro_batch: int = Field(default=1, gt=0)
+    grad_accum: int = Field(default=1, gt=0)
+    inter_node_gbps: float = Field(default=100.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> Calibration:
+        if (self.tokens_per_s is None) == (self.step_time_s is None):
+            raise ValueError("give exactly one of tokens_per_s or step_time_s")
+        return self
+
+
+class AssumptionOverrides(BaseModel):
+    """`[assumptions]`: override any guessed constant of the performance model."""
+
+    model_config = _STRICT
+    efficiency: float | None = Field(default=None, gt=0, le=1)
+    dp_overlap: float | None = Field(default=None, ge=0, le=1)
+    link_efficiency: float | None = Field(default=None, gt=0, le=1)
+    overhead_gib: float | None = Field(default=None, ge=0)
+    fragmentation: float | None = Field(default=None, ge=0, lt=1)
+    qlora_dequant_factor: float | None = Field(default=None, ge=1)
+
+    def apply(self, base: PerfAssumptions) -> PerfAssumptions:
+        from dataclasses import replace
+
+        changes = {k: v for k, v in self.model_dump().items() if v is not None}
+        return replace(base, **changes)
+
+
+class Job(BaseModel):
+    """One training job file."""
+
+    model_config = _STRICT
+    name: str = "job"
+    model: ModelRef
+    workload: Workload
+    constraints: Constraints = Constraints()
+    hardware: Hardware = Hardware()
+    calibration: Calibration | None = None
+    assumptions: AssumptionOverrides = AssumptionOverrides()
+
+
+def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """One line naming the field and the problem (and allowed values where pydantic gives them)."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"] if not isinstance(p, int) or True)
+    field = ".".join(filter(None, [prefix, loc]))
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    value = err.get("input")
+    shown = f" (got {value!r})" if err["type"] != "missing" and not isinstance(value, dict) else ""
+    return f"{field or 'job'}: {msg}{shown}"
+
+
+def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:
+    """Validate a decoded job table; ConfigError with one line on failure."""
+    try:
+        return Job.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {format_validation_error(exc)}") from None
+
+
+def load_job(path: str | Path) -> tuple[Job, Path]:
+    """Read and validate a job TOML file. Returns the job and its directory (for relative paths)."""
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"job file not found: {file}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    return job_from_dict(data, str(file)), file.parent

@@ -1,0 +1,317 @@
+"""Candidate table: every (offering, instance count) with its fastest layout that fits memory.
+
+For a fixed offering and instance count the cost is price × instances × hours (or a fixed
+commitment), so among layouts only the fastest one can be optimal: that is the dominance rule
+that keeps the table small. Checkpointing is tried from none to full and the first that fits
+is kept (more recompute never speeds a step); every rejected hardware class keeps a reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from optimizer.model.hardware import GpuSpec
+from optimizer.model.memory import MemoryBreakdown, training_memory
+from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
+from optimizer.model.spec import ModelSpec
+from optimizer.model.efficiency import size_factor
+from optimizer.model.flops import model_flops_per_token, training_flops_per_token
+from optimizer.model.step_time import Cluster, StepTime, compute_efficiency, training_step_time
+
+__all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_counts",
+           "layouts_for", "enumerate_candidates", "candidate_cost_usd", "MAX_GPUS_DEFAULT"]
+
+MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job (the user's max_gpus can lower it)
+MICRO_BATCHES = (32, 16, 8, 4, 2, 1)  # largest first: the fastest layouts are found early
+PIPELINE_DEGREES = (1, 2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class Offering:
+    """Something one can run on: a priced cloud instance, an owned box, or a box to buy."""
+
+    key: str
+    kind: str  # cloud | owned | buy
+    provider: str
+    instance: str
+    region: str
+    pricing: str  # on_demand | spot | reserved_1y | reserved_3y | owned | buy
+    gpu: GpuSpec
+    gpus_per_instance: int
+    inter_node_gbps: float
+    usd_per_hour: float  # cloud: per instance-hour; owned/buy: power per busy box-hour
+    max_instances: int | None = None
+    commitment_hours: float = 0.0
+    capital_usd_per_instance: float = 0.0  # buy (upfront net) or owned with charge_capital
+    capital_usd_per_instance_hour: float = 0.0  # amortised capital per box-hour
+    spot_overhead: float = 0.0
+
+    @property
+    def gpu_id(self) -> str:
+        return self.gpu.gpu_id
+
+    @property
+    def hardware_class(self) -> tuple[str, int, float]:
+        """Offerings of one class have identical performance (only prices differ)."""
+        return (self.gpu.gpu_id, self.gpus_per_instance, self.inter_node_gbps)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row of the table the solver picks from."""
+
+    offering: Offering
+    instances: int
+    layout: Layout
+    memory: MemoryBreakdown
+    step: StepTime
+    steps: int
+    hours: float
+    cost_usd: float
+    capital_usd: float = 0.0
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.offering.gpus_per_instance
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.offering.usd_per_hour * self.instances + \
+            self.offering.capital_usd_per_instance_hour * self.instances
+
+
+@dataclass
+class CandidateTable:
+    candidates: list[Candidate]
+    rejected: dict[str, str] = field(default_factory=dict)  # hardware class -> reason
+
+
+@dataclass(frozen=True)
+class BatchRule:
+    """Global batch (sequences) and the allowed relative deviation."""
+
+    sequences: int
+    tolerance: float = 0.0
+
+    def grad_accum(self, dp: int, micro_batch: int) -> int | None:
+        """Gradient accumulation that realises the batch within tolerance, or None."""
+        per_step = dp * micro_batch
+        if self.tolerance == 0:
+            return self.sequences // per_step if self.sequences % per_step == 0 else None
+        ga = max(1, round(self.sequences / per_step))
+        if abs(ga * per_step - self.sequences) <= self.tolerance * self.sequences:
+            return ga
+        return None
+
+
+def instance_counts(low: int, high: int) -> list[int]:
+    """Instance counts searched: every count 1–8, then 2^k and 3·2^k (a stated approximation)."""
+    counts = set(range(1, 9))
+    k = 8
+    while k <= high:
+        counts.update((k, 3 * k // 2))
+        k *= 2
+    return sorted(n for n in counts if low <= n <= high)
+
+
+def tensor_degrees(model: ModelSpec, gpus_per_node: int) -> list[int]:
+    """TP degrees within one node that divide both the query and the KV heads."""
+    return [t for t in (1, 2, 4, 8, 16) if gpus_per_node % t == 0 and model.heads % t == 0
+            and model.n_kv_heads % t == 0]
+
+
+def effective_zero_stages(zero_stages: Sequence[int]) -> tuple[int, ...]:
+    """Stages worth trying: of 0, 1, 2 only the highest allowed, plus 3.
+
+    In this model ZeRO-1/2 move the same bytes as plain DP (reduce-scatter + all-gather =
+    all-reduce, Rajbhandari et al. 2020 §7) and shard the optimizer update, so a higher stage
+    among 0-2 is never slower and never uses more memory: it dominates the lower ones.
+    """
+    low = [z for z in zero_stages if z < 3]
+    return tuple(([max(low)] if low else []) + ([3] if 3 in zero_stages else []))
+
+
+def layouts_for(model: ModelSpec, gpus: int, gpus_per_node: int, batch: BatchRule,
+                zero_stages: Sequence[int]) -> Iterable[tuple[int, int, int, int, int, int]]:
+    """(tp, pp, dp, zero, micro_batch, grad_accum) tuples for `gpus` GPUs (checkpointing apart)."""
+    for tp in tensor_degrees(model, gpus_per_node):
+        for pp in PIPELINE_DEGREES:
+            if pp > model.layers or gpus % (tp * pp):
+                continue
+            dp = gpus // (tp * pp)
+            for mb in MICRO_BATCHES:
+                ga = batch.grad_accum(dp, mb)
+                if ga is None:
+                    continue
+                for zero in zero_stages:
+                    if dp == 1 and zero > 0:
+                        continue
+                    yield tp, pp, dp, zero, mb, ga
+
+
+def candidate_cost_usd(offering: Offering, instances: int, hours: float) -> tuple[float, float]:
+    """(total cost, capital part) in USD of running `instances` for `hours` wall-clock hours.
+
+    Reserved terms bill the whole commitment (hours ≤ term), unless the offering was built with
+    commitment_hours = 0 (the user said the reservation is prepaid/shared).
+    """
+    running = offering.usd_per_hour * instances * hours
+    capital = offering.capital_usd_per_instance * instances \
+        + offering.capital_usd_per_instance_hour * instances * hours
+    if offering.commitment_hours:
+        running = offering.usd_per_hour * instances * offering.commitment_hours
+    return running + capital, capital
+
+
+def _best_layout(model: ModelSpec, setup: TrainingSetup, cluster: Cluster, batch: BatchRule,
+                 zero_stages: Sequence[int], checkpointing: Sequence[str],
+                 assumptions: PerfAssumptions, memory_cache: dict[tuple, MemoryBreakdown]
+                 ) -> tuple[tuple[Layout, MemoryBreakdown, StepTime] | None, tuple[float, Layout] | None]:
+    """Fastest fitting layout on `cluster`, and (smallest memory seen, its layout) for reasons.
+
+    Memory does not depend on the cluster, so it is cached across hardware classes; a layout
+    whose compute time alone (a lower bound of its step time) is no better than the best step
+    found so far is skipped without the full step-time model.
+    """
+    capacity = cluster.gpu.memory_gib
+    best: tuple[Layout, MemoryBreakdown, StepTime] | None = None
+    smallest: tuple[float, Layout] | None = None
+    ordered = [c for c in CHECKPOINTING if c in checkpointing]
+    peak = cluster.gpu.peak_tflops(setup.precision) or 0.0
+    eff_base = compute_efficiency(cluster.gpu, setup.precision, assumptions)[0]
+    flops_tok = {c: training_flops_per_token(model, setup, c) for c in ordered}
+    for tp, pp, dp, zero, mb, ga in layouts_for(model, cluster.gpus, cluster.gpus_per_node,
+                                                batch, effective_zero_stages(zero_stages)):
+        for ckpt in ordered:
+            key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga))
+            layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
+                            micro_batch=mb, grad_accum=ga)
+            memory = memory_cache.get(key)
+            if memory is None:
+                memory = memory_cache[key] = training_memory(model, setup, layout, assumptions)
+            if smallest is None or memory.total < smallest[0]:
+                smallest = (memory.total, layout)
+            if not memory.fits(capacity):
+                continue
+            if best is not None:
+                tokens = mb * setup.seq_len
+                compute_lb = (ga + pp - 1) * flops_tok[ckpt] * tokens / (tp * pp) / (
+                    peak * 1e12 * eff_base * size_factor(tokens, model.hidden / tp))
+                if compute_lb >= best[2].time_s:
+                    break
+            step = training_step_time(model, setup, layout, cluster, assumptions)
+            if best is None or step.time_s < best[2].time_s:
+                best = (layout, memory, step)
+            break  # more checkpointing only slows this layout down
+    return best, smallest
+
+
+def time_lower_bound_h(model: ModelSpec, setup: TrainingSetup, tokens: float, gpu: GpuSpec,
+                       gpus: int, assumptions: PerfAssumptions) -> float:
+    """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency, no communication."""
+    peak = gpu.peak_tflops(setup.precision) or 0.0
+    eff = compute_efficiency(gpu, setup.precision, assumptions)[0]
+    return model_flops_per_token(model, setup) * tokens / (gpus * peak * 1e12 * eff) / 3600.0
+
+
+def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRule,
+                         steps_for_batch: Callable[[int], int], offerings: Sequence[Offering], *,
+                         zero_stages: Sequence[int] = (0, 1, 2, 3),
+                         checkpointing: Sequence[str] = CHECKPOINTING,
+                         min_instances: int = 1, max_instances: int | None = None,
+                         max_gpus: int | None = None,
+                         assumptions: PerfAssumptions | None = None,
+                         prune_hours: float | None = None,
+                         tokens_lower_bound: float = 0.0) -> CandidateTable:
+    """Build the candidate table for one job over `offerings`.
+
+    With `prune_hours` (the deadline), instance counts whose time lower bound (model FLOPs at
+    base efficiency, no communication) exceeds it are skipped: they cannot meet the deadline.
+    """
+    a = assumptions or PerfAssumptions()
+    memory_cache: dict[tuple, MemoryBreakdown] = {}
+    table = CandidateTable([])
+    perf_cache: dict[tuple[str, int, float, int], tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
+    smallest_by_class: dict[tuple[str, int, float], tuple[float, Layout]] = {}
+    for off in offerings:
+        gpu = off.gpu
+        if not gpu.supports(setup.precision):
+            table.rejected[_class_label(off)] = (
+                f"{gpu.gpu_id} has no {setup.precision} tensor cores")
+            continue
+        gpn = off.gpus_per_instance
+        cap_gpus = min(max_gpus or MAX_GPUS_DEFAULT, MAX_GPUS_DEFAULT)
+        high = min(cap_gpus // gpn, off.max_instances or 10**9, max_instances or 10**9)
+        found = pruned = False
+        for n in instance_counts(min_instances, high):
+            # one instance never uses the inter-node network: share its result across NICs
+            key = (gpu.gpu_id, gpn, off.inter_node_gbps if n > 1 else 0.0, n)
+            if prune_hours is not None and time_lower_bound_h(
+                    model, setup, tokens_lower_bound, gpu, n * gpn, a) > prune_hours:
+                pruned = True
+                continue
+            if key not in perf_cache:
+                cluster = Cluster(gpu, gpn, n, off.inter_node_gbps)
+                best, smallest = _best_layout(model, setup, cluster, batch, zero_stages,
+                                              checkpointing, a, memory_cache)
+                perf_cache[key] = best
+                if smallest is not None:
+                    cls = off.hardware_class
+                    if cls not in smallest_by_class or smallest[0] < smallest_by_class[cls][0]:
+                        smallest_by_class[cls] = smallest
+            best = perf_cache[key]
+            if best is None:
+                continue
+            layout, memory, step = best
+            steps = steps_for_batch(layout.global_batch)
+            hours = steps * step.time_s / 3600.0 * (1.0 + off.spot_overhead)
+            if off.commitment_hours and hours > off.commitment_hours:
+                continue
+            cost, capital = candidate_cost_usd(off, n, hours)
+            table.candidates.append(Candidate(off, n, layout, memory, step, steps, hours, cost,
+                                              capital))
+            found = True
+        if not found and _class_label(off) not in table.rejected:
+            smallest = smallest_by_class.get(off.hardware_class)
+            if smallest is None and pruned:
+                table.rejected[_class_label(off)] = (
+                    f"cannot meet the deadline ({prune_hours / 24:.1f} days) with up to {high} "
+                    f"instance(s) even at full speed")
+            elif smallest is None:
+                table.rejected[_class_label(off)] = (
+                    f"no layout realises global batch {batch.sequences} on up to {high} "
+                    f"instance(s) of {gpn} GPU(s)")
+            else:
+                mem, lay = smallest
+                table.rejected[_class_label(off)] = (
+                    f"needs {mem:.1f} GiB per GPU at best (tp={lay.tp}, pp={lay.pp}, "
+                    f"zero={lay.zero_stage}, checkpointing={lay.checkpointing}, micro-batch "
+                    f"{lay.micro_batch}, {lay.gpus} GPUs); {gpu.gpu_id} has {gpu.memory_gib:g}")
+    table.candidates = prune_dominated(table.candidates)
+    return table
+
+
+def prune_dominated(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Drop rows another row of the same (GPU, provider, pricing) beats on both cost and time
+    (ties broken by fewer GPUs). Deadline and budget are upper bounds, so a dominated row is
+    never the optimum, never the best alternative of its kind, nor on the Pareto front."""
+    groups: dict[tuple[str, str, str], list[Candidate]] = {}
+    for c in candidates:
+        groups.setdefault((c.offering.gpu_id, c.offering.provider, c.offering.pricing),
+                          []).append(c)
+    kept: list[Candidate] = []
+    for rows in groups.values():
+        rows.sort(key=lambda c: (c.cost_usd, c.hours, c.gpus))
+        best_hours = float("inf")
+        for c in rows:
+            if c.hours < best_hours:
+                kept.append(c)
+                best_hours = c.hours
+    return kept
+
+
+def _class_label(off: Offering) -> str:
+    return f"{off.gpu_id} ×{off.gpus_per_instance} ({off.provider} {off.instance})"
+

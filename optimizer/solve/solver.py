@@ -1,0 +1,64 @@
+"""Thin CP-SAT wrapper: config -> parameters, status -> result (every status handled)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from optimizer.errors import SolverError
+
+__all__ = ["SolverConfig", "SolveResult", "solve"]
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    time_limit_s: float = 10.0
+    workers: int = 2  # this project targets 2-core machines
+    seed: int = 0
+    relative_gap: float = 0.0
+    log: bool = False
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    status: str  # optimal | feasible | infeasible
+    objective: float | None
+    bound: float | None
+    wall_s: float
+    proven_optimal: bool
+    solver: Any  # the CpSolver, to read values
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": "cp-sat", "status": self.status, "wall_s": round(self.wall_s, 4),
+                "proven_optimal": self.proven_optimal, "objective": self.objective,
+                "best_bound": self.bound}
+
+
+def solve(model: Any, config: SolverConfig | None = None, callback: Any = None) -> SolveResult:
+    """Solve a CpModel. Raises SolverError for MODEL_INVALID or UNKNOWN (time limit, no solution)."""
+    from ortools.sat.python import cp_model
+
+    cfg = config or SolverConfig()
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.max_time_in_seconds = cfg.time_limit_s
+    params.num_workers = cfg.workers
+    params.random_seed = cfg.seed
+    params.relative_gap_limit = cfg.relative_gap
+    params.log_search_progress = cfg.log
+    start = time.perf_counter()
+    status = solver.solve(model, callback) if callback is not None else solver.solve(model)
+    wall = time.perf_counter() - start
+    if status == cp_model.OPTIMAL:
+        return SolveResult("optimal", solver.objective_value, solver.best_objective_bound, wall,
+                           True, solver)
+    if status == cp_model.FEASIBLE:
+        return SolveResult("feasible", solver.objective_value, solver.best_objective_bound, wall,
+                           False, solver)
+    if status == cp_model.INFEASIBLE:
+        return SolveResult("infeasible", None, None, wall, True, solver)
+    if status == cp_model.MODEL_INVALID:
+        raise SolverError(f"CP-SAT model invalid: {model.validate()}")
+    raise SolverError(f"CP-SAT found no solution within {cfg.time_limit_s} s (status UNKNOWN); "
+                      "raise the time limit")
