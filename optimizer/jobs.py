@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.model.setup import CHECKPOINTING, OPTIMIZERS, PerfAssumptions, TrainingSetup
+from optimizer.model.setup import CHECKPOINTING, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
 
 __all__ = ["Job", "ModelRef", "Workload", "Constraints", "HardwareEntry", "Calibration",

@@ -77,19 +77,19 @@ def dp_bus_bandwidth_gb_s(cluster: Cluster, group_spans_nodes: bool, a: PerfAssu
     return min(intra, cluster.inter_node_gbps / 8.0 * a.link_efficiency)
 
 
-def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,
-                       assumptions: PerfAssumptions | None = None) -> StepTime:
-    """Seconds per optimizer step of `layout` on `cluster`, with breakdown.
+def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,
+                       assumptions: PerfAssumptions | None = None) -> tuple[float, float, float, float]:
+    """(compute, tensor-parallel comm, pipeline p2p, efficiency) of one micro-batch on one GPU.
 
-    step = m·(compute + TP comm + PP p2p) per micro-batch + (p−1) micro-batches of bubble
-           + exposed DP communication + optimizer update (memory-bound).
+    The step time is at least (grad_accum + pp − 1) × their sum (micro-batches plus bubble),
+    which the planner uses as a cheap lower bound before the full model.
     """
     a = assumptions or PerfAssumptions()
-    gpu, s, b, m = cluster.gpu, setup.seq_len, layout.micro_batch, layout.grad_accum
+    gpu, s, b = cluster.gpu, setup.seq_len, layout.micro_batch
     peak = gpu.peak_tflops(setup.precision)
     if peak is None:
         raise ValueError(f"{gpu.gpu_id} has no {setup.precision} tensor path")
-    eff_base, calibrated = compute_efficiency(gpu, setup.precision, a)
+    eff_base = compute_efficiency(gpu, setup.precision, a)[0]
     eff = eff_base * size_factor(b * s, model.hidden / layout.tp)
     tokens_mb = b * s  # tokens of one micro-batch in one DP replica
 
@@ -101,19 +101,40 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
 
     # tensor parallel: 4 all-reduces of b·s·h (2-byte) per layer per micro-batch (Megatron §3),
     # +2 with full recompute; on the intra-node link
-    layers_stage = math.ceil(model.layers / layout.pp)
-    tp_msgs = 4 + (2 if layout.checkpointing == "full" else 0)
-    tp_bw = gpu.intra_node_bw_gb_s * a.link_efficiency
-    tp_mb = layers_stage * tp_msgs * ring_allreduce_s(
-        tokens_mb * model.hidden * 2, layout.tp, tp_bw, a.small_message_latency_s)
+    tp_mb = 0.0
+    if layout.tp > 1:
+        layers_stage = math.ceil(model.layers / layout.pp)
+        tp_msgs = 4 + (2 if layout.checkpointing == "full" else 0)
+        tp_bw = gpu.intra_node_bw_gb_s * a.link_efficiency
+        tp_mb = layers_stage * tp_msgs * ring_allreduce_s(
+            tokens_mb * model.hidden * 2, layout.tp, tp_bw, a.small_message_latency_s)
 
     # pipeline: activation send forward + gradient send backward per micro-batch per boundary
-    pp_spans_nodes = layout.tp * layout.pp > cluster.gpus_per_node
-    pp_bw = (cluster.inter_node_gbps / 8.0 if pp_spans_nodes else gpu.intra_node_bw_gb_s) \
-        * a.link_efficiency
-    pp_mb = 2 * p2p_s(tokens_mb * model.hidden * 2 / layout.tp, pp_bw, a.small_message_latency_s) \
-        if layout.pp > 1 else 0.0
+    pp_mb = 0.0
+    if layout.pp > 1:
+        pp_spans_nodes = layout.tp * layout.pp > cluster.gpus_per_node
+        pp_bw = (cluster.inter_node_gbps / 8.0 if pp_spans_nodes else gpu.intra_node_bw_gb_s) \
+            * a.link_efficiency
+        pp_mb = 2 * p2p_s(tokens_mb * model.hidden * 2 / layout.tp, pp_bw,
+                          a.small_message_latency_s)
+    return compute_mb, tp_mb, pp_mb, eff
 
+
+def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,
+                       assumptions: PerfAssumptions | None = None,
+                       microbatch: tuple[float, float, float, float] | None = None) -> StepTime:
+    """Seconds per optimizer step of `layout` on `cluster`, with breakdown.
+
+    step = m·(compute + TP comm + PP p2p) per micro-batch + (p−1) micro-batches of bubble
+           + exposed DP communication + optimizer update (memory-bound).
+    `microbatch` passes a precomputed microbatch_times_s(...) result (the planner caches it).
+    """
+    a = assumptions or PerfAssumptions()
+    gpu, s, m = cluster.gpu, setup.seq_len, layout.grad_accum
+    peak = gpu.peak_tflops(setup.precision) or 0.0
+    calibrated = compute_efficiency(gpu, setup.precision, a)[1]
+    compute_mb, tp_mb, pp_mb, eff = microbatch or microbatch_times_s(model, setup, layout,
+                                                                     cluster, a)
     per_mb = compute_mb + tp_mb + pp_mb
     bubble = (layout.pp - 1) * per_mb
 

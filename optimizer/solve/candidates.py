@@ -8,7 +8,6 @@ is kept (more recompute never speeds a step); every rejected hardware class keep
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -16,9 +15,9 @@ from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.model.efficiency import size_factor
-from optimizer.model.flops import model_flops_per_token, training_flops_per_token
-from optimizer.model.step_time import Cluster, StepTime, compute_efficiency, training_step_time
+from optimizer.model.flops import model_flops_per_token
+from optimizer.model.step_time import (Cluster, StepTime, compute_efficiency,
+                                       microbatch_times_s, training_step_time)
 
 __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_counts",
            "layouts_for", "enumerate_candidates", "candidate_cost_usd", "MAX_GPUS_DEFAULT"]
@@ -26,6 +25,8 @@ __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_cou
 MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job (the user's max_gpus can lower it)
 MICRO_BATCHES = (32, 16, 8, 4, 2, 1)  # largest first: the fastest layouts are found early
 PIPELINE_DEGREES = (1, 2, 4, 8, 16)
+SATURATION = 0.98  # a larger instance count must be ≥ 2% faster to keep scaling up
+SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Offering:
     capital_usd_per_instance: float = 0.0  # buy (upfront net) or owned with charge_capital
     capital_usd_per_instance_hour: float = 0.0  # amortised capital per box-hour
     spot_overhead: float = 0.0
+    box_net_price_usd: float = 0.0  # owned/buy: purchase price − resale of one box
 
     @property
     def gpu_id(self) -> str:
@@ -165,47 +167,81 @@ def candidate_cost_usd(offering: Offering, instances: int, hours: float) -> tupl
     return running + capital, capital
 
 
-def _best_layout(model: ModelSpec, setup: TrainingSetup, cluster: Cluster, batch: BatchRule,
-                 zero_stages: Sequence[int], checkpointing: Sequence[str],
-                 assumptions: PerfAssumptions, memory_cache: dict[tuple, MemoryBreakdown]
-                 ) -> tuple[tuple[Layout, MemoryBreakdown, StepTime] | None, tuple[float, Layout] | None]:
-    """Fastest fitting layout on `cluster`, and (smallest memory seen, its layout) for reasons.
+FitList = list[tuple[Layout, MemoryBreakdown]]
 
-    Memory does not depend on the cluster, so it is cached across hardware classes; a layout
-    whose compute time alone (a lower bound of its step time) is no better than the best step
-    found so far is skipped without the full step-time model.
+
+def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_node: int,
+                    capacity_gib: float, batch: BatchRule, zero_stages: Sequence[int],
+                    checkpointing: Sequence[str], assumptions: PerfAssumptions,
+                    memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]]
+                    ) -> tuple[FitList, tuple[float, Layout] | None]:
+    """Layouts worth timing on `gpus` GPUs of `capacity_gib`, and the smallest memory seen.
+
+    Per (tp, pp, zero, micro-batch) only the least checkpointing that fits is kept (more
+    recompute never speeds a step). With pp = 1 and micro-batches tried largest first, a
+    smaller micro-batch at the same or more checkpointing is never faster (lower matmul
+    efficiency, less DP overlap, more TP latency) and is dropped. None of this depends on the
+    network, so the list is shared by every offering with the same GPU memory and count.
     """
-    capacity = cluster.gpu.memory_gib
-    best: tuple[Layout, MemoryBreakdown, StepTime] | None = None
-    smallest: tuple[float, Layout] | None = None
     ordered = [c for c in CHECKPOINTING if c in checkpointing]
-    peak = cluster.gpu.peak_tflops(setup.precision) or 0.0
-    eff_base = compute_efficiency(cluster.gpu, setup.precision, assumptions)[0]
-    flops_tok = {c: training_flops_per_token(model, setup, c) for c in ordered}
-    for tp, pp, dp, zero, mb, ga in layouts_for(model, cluster.gpus, cluster.gpus_per_node,
-                                                batch, effective_zero_stages(zero_stages)):
-        for ckpt in ordered:
+    fits: FitList = []
+    smallest: tuple[float, Layout] | None = None
+    fitted_level: dict[tuple[int, int, int], int] = {}
+    for tp, pp, dp, zero, mb, ga in layouts_for(model, gpus, gpus_per_node, batch,
+                                                effective_zero_stages(zero_stages)):
+        for level, ckpt in enumerate(ordered):
             key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga))
-            layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
-                            micro_batch=mb, grad_accum=ga)
-            memory = memory_cache.get(key)
-            if memory is None:
-                memory = memory_cache[key] = training_memory(model, setup, layout, assumptions)
-            if smallest is None or memory.total < smallest[0]:
-                smallest = (memory.total, layout)
-            if not memory.fits(capacity):
+            cached = memory_cache.get(key)
+            if cached is None:
+                layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
+                                micro_batch=mb, grad_accum=ga)
+                memory = training_memory(model, setup, layout, assumptions)
+                cached = memory_cache[key] = (memory.total, memory, layout)
+            total, memory, layout = cached
+            if smallest is None or total < smallest[0]:
+                smallest = (total, layout)
+            if total > capacity_gib:
                 continue
-            if best is not None:
-                tokens = mb * setup.seq_len
-                compute_lb = (ga + pp - 1) * flops_tok[ckpt] * tokens / (tp * pp) / (
-                    peak * 1e12 * eff_base * size_factor(tokens, model.hidden / tp))
-                if compute_lb >= best[2].time_s:
+            if pp == 1:
+                previous = fitted_level.get((tp, zero, dp), len(ordered))
+                fitted_level[(tp, zero, dp)] = level
+                if level >= previous:
                     break
-            step = training_step_time(model, setup, layout, cluster, assumptions)
-            if best is None or step.time_s < best[2].time_s:
-                best = (layout, memory, step)
-            break  # more checkpointing only slows this layout down
-    return best, smallest
+            if layout.grad_accum != ga:
+                layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
+                                micro_batch=mb, grad_accum=ga)
+            fits.append((layout, memory))
+            break
+    return fits, smallest
+
+
+def _best_layout(model: ModelSpec, setup: TrainingSetup, cluster: Cluster, fits: FitList,
+                 assumptions: PerfAssumptions,
+                 microbatch_cache: dict[tuple, tuple[float, float, float, float]]
+                 ) -> tuple[Layout, MemoryBreakdown, StepTime] | None:
+    """Fastest of the fitting layouts on `cluster`.
+
+    A layout whose (micro-batches + bubble) × micro-batch time — a lower bound of its step —
+    is no better than the best step so far is skipped without the full step-time model.
+    """
+    best: tuple[Layout, MemoryBreakdown, StepTime] | None = None
+    spans = cluster.gpus_per_node
+    for layout, memory in fits:
+        tp, pp, ga = layout.tp, layout.pp, layout.grad_accum
+        # micro-batch times do not depend on the instance count (unless the pipeline starts
+        # to span nodes), so they are cached per hardware class
+        mkey = (tp, pp, layout.micro_batch, layout.checkpointing, tp * pp > spans)
+        micro = microbatch_cache.get(mkey)
+        if micro is None:
+            micro = microbatch_cache[mkey] = microbatch_times_s(model, setup, layout, cluster,
+                                                                assumptions)
+        if best is not None and (ga + pp - 1) * (micro[0] + micro[1] + micro[2]) \
+                >= best[2].time_s:
+            continue
+        step = training_step_time(model, setup, layout, cluster, assumptions, micro)
+        if best is None or step.time_s < best[2].time_s:
+            best = (layout, memory, step)
+    return best
 
 
 def time_lower_bound_h(model: ModelSpec, setup: TrainingSetup, tokens: float, gpu: GpuSpec,
@@ -231,7 +267,9 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
     base efficiency, no communication) exceeds it are skipped: they cannot meet the deadline.
     """
     a = assumptions or PerfAssumptions()
-    memory_cache: dict[tuple, MemoryBreakdown] = {}
+    memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]] = {}
+    microbatch_caches: dict[tuple, dict[tuple, tuple[float, float, float, float]]] = {}
+    fit_cache: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = {}
     table = CandidateTable([])
     perf_cache: dict[tuple[str, int, float, int], tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
     smallest_by_class: dict[tuple[str, int, float], tuple[float, Layout]] = {}
@@ -245,6 +283,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
         cap_gpus = min(max_gpus or MAX_GPUS_DEFAULT, MAX_GPUS_DEFAULT)
         high = min(cap_gpus // gpn, off.max_instances or 10**9, max_instances or 10**9)
         found = pruned = False
+        previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")
         for n in instance_counts(min_instances, high):
             # one instance never uses the inter-node network: share its result across NICs
             key = (gpu.gpu_id, gpn, off.inter_node_gbps if n > 1 else 0.0, n)
@@ -254,8 +293,15 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 continue
             if key not in perf_cache:
                 cluster = Cluster(gpu, gpn, n, off.inter_node_gbps)
-                best, smallest = _best_layout(model, setup, cluster, batch, zero_stages,
-                                              checkpointing, a, memory_cache)
+                fkey = (n * gpn, gpn, gpu.memory_gib)
+                if fkey not in fit_cache:
+                    fit_cache[fkey] = fitting_layouts(model, setup, n * gpn, gpn, gpu.memory_gib,
+                                                      batch, zero_stages, checkpointing, a,
+                                                      memory_cache)
+                fits, smallest = fit_cache[fkey]
+                best = _best_layout(
+                    model, setup, cluster, fits, a,
+                    microbatch_caches.setdefault((gpu.gpu_id, gpn, off.inter_node_gbps), {}))
                 perf_cache[key] = best
                 if smallest is not None:
                     cls = off.hardware_class
@@ -265,6 +311,16 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             if best is None:
                 continue
             layout, memory, step = best
+            # search limits (stated, and checked against brute force in tests): stop scaling a
+            # hardware class out when two larger counts in a row are < 2% faster, or when its
+            # GPU-hours exceed SCALING_CUTOFF × the least GPU-hours seen on that class (below
+            # 50% scaling efficiency a plan costs over twice the same hardware's cheapest)
+            stalls = stalls + 1 if step.time_s > previous_time * SATURATION else 0
+            previous_time = min(previous_time, step.time_s)
+            gpu_hours = n * gpn * step.time_s
+            least_gpu_hours = min(least_gpu_hours, gpu_hours)
+            if stalls >= 2 or gpu_hours > SCALING_CUTOFF * least_gpu_hours:
+                break
             steps = steps_for_batch(layout.global_batch)
             hours = steps * step.time_s / 3600.0 * (1.0 + off.spot_overhead)
             if off.commitment_hours and hours > off.commitment_hours:

@@ -83,7 +83,7 @@ def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEnt
                 inter_node_gbps=entry.inter_node_gbps,
                 usd_per_hour=power_usd_per_hour(spec, 1, 1.0), max_instances=boxes,
                 capital_usd_per_instance=capital_fixed,
-                capital_usd_per_instance_hour=capital_hourly,
+                capital_usd_per_instance_hour=capital_hourly, box_net_price_usd=net_box,
             ))
     return out
 

@@ -1,0 +1,207 @@
+"""Python API: everything the CLI does, as functions returning plain dicts / results.
+
+    >>> from optimizer import api
+    >>> api.estimate("llama-2-7b", "A100-80GB", gpus=8, zero=3, micro_batch=1, seq_len=4096)
+    >>> result = api.plan("examples/llama7b_10days.toml")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import ConfigError
+from optimizer.model.setup import (CHECKPOINTING, METHODS, OPTIMIZERS, TRAIN_PRECISIONS,
+                                   WEIGHT_PRECISIONS, Layout, PerfAssumptions, ServeSetup,
+                                   TrainingSetup)
+from optimizer.model.spec import ModelSpec
+
+__all__ = ["estimate", "plan", "plan_json", "compare", "resolve_model"]
+
+
+def resolve_model(model: str | ModelSpec) -> ModelSpec:
+    """A ModelSpec, a preset name or a path to a Hugging Face config.json."""
+    if isinstance(model, ModelSpec):
+        return model
+    from optimizer.models import load_model
+
+    return load_model(model)
+
+
+def _choice(field: str, value: str, allowed: tuple[str, ...] | list[str]) -> str:
+    v = value.strip().lower()
+    if v not in allowed:
+        raise ConfigError(f"{field}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
+    return v
+
+
+def _positive(field: str, value: int | float | None) -> None:
+    if value is not None and value <= 0:
+        raise ConfigError(f"{field}: must be > 0, got {value}")
+
+
+def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: int | None = None,
+             tp: int = 1, pp: int = 1, zero: int = 0, checkpointing: str = "none",
+             micro_batch: int = 1, global_batch: int | None = None, seq_len: int = 2048,
+             precision: str = "bf16", optimizer: str = "adamw", method: str = "full",
+             lora_rank: int = 16, attention: str = "flash", inter_node_gbps: float = 100.0,
+             mode: str = "train", batch: int = 1, context: int = 2048,
+             quantization: str | None = None, prompt_tokens: int | None = None,
+             output_tokens: int = 256, assumptions: PerfAssumptions | None = None,
+             offload_optimizer: bool = False) -> dict[str, Any]:
+    """Memory and speed of one fixed configuration, as the `ccopt estimate --json` contract.
+
+    Raises:
+        ConfigError: a flag out of range (names the flag and the allowed values).
+    """
+    from optimizer.calibration import base_assumptions
+    from optimizer.gpus import get_gpu
+    from optimizer.model.memory import serving_memory, training_memory
+    from optimizer.model.step_time import Cluster, training_step_time
+
+    spec = resolve_model(model)
+    g = get_gpu(gpu, "--gpu")
+    for name, value in (("--gpus", gpus), ("--tp", tp), ("--pp", pp), ("--micro-batch", micro_batch),
+                        ("--seq-len", seq_len), ("--batch", batch), ("--context", context),
+                        ("--global-batch", global_batch), ("--lora-rank", lora_rank),
+                        ("--gpus-per-node", gpus_per_node), ("--inter-node-gbps", inter_node_gbps),
+                        ("--output-tokens", output_tokens), ("--prompt-tokens", prompt_tokens)):
+        _positive(name, value)
+    if zero not in (0, 1, 2, 3):
+        raise ConfigError(f"--zero: {zero} is not allowed; allowed: 0, 1, 2, 3")
+    mode = _choice("--mode", mode, ("train", "serve"))
+    if spec.heads % tp or spec.n_kv_heads % tp:
+        raise ConfigError(f"--tp: {tp} must divide the attention heads ({spec.heads}) and KV heads "
+                          f"({spec.n_kv_heads}) of {spec.name}")
+    a = assumptions or base_assumptions()
+    gpn = gpus_per_node or min(gpus, 8)
+    if gpus % gpn:
+        raise ConfigError(f"--gpus-per-node: {gpn} must divide --gpus ({gpus})")
+    if tp > gpn:
+        raise ConfigError(f"--tp: {tp} exceeds GPUs per node ({gpn}); TP stays within a node")
+    out: dict[str, Any] = {"model": {"name": spec.name, "params": spec.params(),
+                                     "active_params": spec.active_params()},
+                           "gpu": g.gpu_id, "gpus": gpus, "gpu_memory_gib": g.memory_gib}
+    if mode == "serve":
+        from optimizer.model.serving import serving_perf
+
+        quant = _choice("--quantization", quantization or precision, list(WEIGHT_PRECISIONS))
+        if gpus % tp:
+            raise ConfigError(f"--gpus: {gpus} must be a multiple of --tp ({tp})")
+        serve = ServeSetup(weight_precision=quant, batch=batch, context=context)
+        mem = serving_memory(spec, serve, tp, a)
+        perf = serving_perf(spec, serve, g, tp, prompt_tokens or max(1, context // 2),
+                            output_tokens, a)
+        replicas = gpus // tp
+        out.update(mode="serve", quantization=quant, layout={"tp": tp, "replicas": replicas,
+                                                             "batch": batch, "context": context},
+                   memory_gib=mem.as_dict(2), fits=mem.fits(g.memory_gib),
+                   ttft_s=round(perf.ttft_s, 4), tpot_ms=round(perf.tpot_s * 1e3, 3),
+                   decode_step_ms=round(perf.decode_step_s * 1e3, 3),
+                   output_tokens_per_s=round(perf.output_tokens_per_s * replicas, 1),
+                   requests_per_s=round(perf.requests_per_s * replicas, 3), bound=perf.bound)
+        return out
+
+    precision = _choice("--precision", precision, TRAIN_PRECISIONS)
+    setup = TrainingSetup(
+        seq_len=seq_len, precision=precision, optimizer=_choice("--optimizer", optimizer, OPTIMIZERS),
+        method=_choice("--method", method, METHODS), lora_rank=lora_rank,
+        attention=_choice("--attention", attention, ("flash", "eager")),
+        offload_optimizer=offload_optimizer)
+    ckpt = _choice("--checkpointing", checkpointing, CHECKPOINTING)
+    if gpus % (tp * pp):
+        raise ConfigError(f"--gpus: {gpus} must be a multiple of tp × pp = {tp * pp}")
+    if pp > spec.layers:
+        raise ConfigError(f"--pp: {pp} exceeds the {spec.layers} layers of {spec.name}")
+    dp = gpus // (tp * pp)
+    if global_batch is None:
+        grad_accum = 1
+    elif global_batch % (dp * micro_batch):
+        raise ConfigError(f"--global-batch: {global_batch} is not a multiple of dp × micro-batch "
+                          f"= {dp} × {micro_batch}")
+    else:
+        grad_accum = global_batch // (dp * micro_batch)
+    layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
+                    micro_batch=micro_batch, grad_accum=grad_accum)
+    mem = training_memory(spec, setup, layout, a)
+    out.update(mode="train", layout=layout.as_dict(), memory_gib=mem.as_dict(2),
+               fits=mem.fits(g.memory_gib))
+    if not g.supports(precision):
+        out.update(step=None, note=f"{g.gpu_id} has no {precision} tensor path")
+        return out
+    cluster = Cluster(g, gpn, gpus // gpn, inter_node_gbps)
+    step = training_step_time(spec, setup, layout, cluster, a)
+    out.update(step=step.as_dict(), step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
+               tokens_per_s=round(step.tokens_per_s, 1),
+               tokens_per_s_per_gpu=round(step.tokens_per_s_per_gpu, 1),
+               mfu=round(step.mfu, 4), hfu=round(step.hfu, 4),
+               efficiency=round(step.efficiency, 4), calibrated=step.calibrated)
+    return out
+
+
+def plan(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
+         alternatives: int = 3, pareto: bool = False, time_limit_s: float = 10.0) -> Any:
+    """Plan a job (a Job, a dict, or a TOML path). Returns a PlanResult."""
+    from optimizer.jobs import Job, job_from_dict, load_job
+    from optimizer.solve.single import plan_job
+    from optimizer.solve.solver import SolverConfig
+
+    base_dir = None
+    if isinstance(job, (str, Path)):
+        job, base_dir = load_job(job)
+    elif isinstance(job, dict):
+        job = job_from_dict(job)
+    assert isinstance(job, Job)
+    frame = None
+    if job.constraints.cloud:
+        from optimizer.pricing.catalog import load_catalog
+
+        frame = load_catalog(prices, offline=offline).frame
+    return plan_job(job, frame, base_dir, alternatives=alternatives, pareto=pareto,
+                    config=SolverConfig(time_limit_s=time_limit_s))
+
+
+def plan_json(result: Any) -> dict[str, Any]:
+    """A PlanResult in the `ccopt plan --json` contract."""
+    from optimizer.solve.single import plan_dict
+
+    job = result.prepared.job if result.prepared else None
+    best = result.plan
+    out: dict[str, Any] = {
+        "status": result.status,
+        "plan": plan_dict(best, job) if best else None,
+        "alternatives": [dict(plan_dict(a, job), extra_cost_usd=round(a.cost_usd - best.cost_usd, 2))
+                         for a in result.alternatives] if best else [],
+        "explanation": result.explanation,
+        "solver": result.solver,
+    }
+    if result.pareto:
+        out["pareto"] = [plan_dict(c, job) for c in result.pareto]
+    if result.prepared is not None:
+        out["rejected"] = result.prepared.table.rejected
+        out["job"] = {"name": job.name if job else None,
+                      "model": result.prepared.model.name,
+                      "params": result.prepared.model.params(),
+                      "tokens": job.workload.total_tokens() if job else None,
+                      "deadline_hours": result.prepared.deadline_h,
+                      "budget_usd": result.prepared.budget_usd}
+    return out
+
+
+def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None) -> dict[str, Any]:
+    """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
+    from optimizer.jobs import job_from_dict, load_job
+    from optimizer.solve.compare import compare_job
+
+    base_dir = None
+    if isinstance(job, (str, Path)):
+        job, base_dir = load_job(job)
+    elif isinstance(job, dict):
+        job = job_from_dict(job)
+    frame = None
+    if job.constraints.cloud:
+        from optimizer.pricing.catalog import load_catalog
+
+        frame = load_catalog(prices, offline=offline).frame
+    return compare_job(job, frame, base_dir)
+

@@ -1,0 +1,38 @@
+"""The `ccopt` command line: parses, calls optimizer.api, renders (rich tables or --json)."""
+
+from __future__ import annotations
+
+import typer
+
+from optimizer.cli import estimate_cmd, info_cmd, plan_cmd
+from optimizer.pricing.cli import prices_app
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="ccopt",
+    help="The cheapest GPU cluster that finishes an ML job on time.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+)
+info_cmd.register(app)
+estimate_cmd.register(app)
+plan_cmd.register(app)
+app.add_typer(prices_app, name="prices")
+
+# optional command groups built in their own modules (batch, serve)
+for _name in ("batch_cmd", "serve_cmd"):
+    try:
+        _mod = __import__(f"optimizer.cli.{_name}", fromlist=["register"])
+    except ModuleNotFoundError as _exc:  # pragma: no cover - module not written yet
+        if _exc.name != f"optimizer.cli.{_name}":
+            raise
+    else:
+        _mod.register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

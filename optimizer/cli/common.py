@@ -1,0 +1,54 @@
+"""Shared CLI plumbing: error handling (exit codes), JSON output, rich console."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import typer
+
+from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError
+
+__all__ = ["user_errors", "print_json", "console", "EXIT_OK", "EXIT_INFEASIBLE", "EXIT_BAD_INPUT"]
+
+EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn our errors into one line on stderr and the documented exit code (no traceback)."""
+    try:
+        yield
+    except (ConfigError, CatalogError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except InfeasibleError as exc:
+        typer.echo(f"infeasible: {exc}", err=True)
+        raise typer.Exit(EXIT_INFEASIBLE) from None
+    except OptimizerError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def print_json(data: Any) -> None:
+    """JSON to stdout (the machine-readable contract)."""
+    sys.stdout.write(json.dumps(data, indent=2, default=_default) + "\n")
+
+
+def _default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def console() -> Any:
+    """A rich Console on stdout; wide when piped so tables are not squeezed."""
+    from rich.console import Console
+
+    c = Console()
+    return c if c.is_terminal else Console(width=160)

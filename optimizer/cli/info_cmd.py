@@ -1,0 +1,66 @@
+"""`ccopt models` and `ccopt gpus`: what the tool knows."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from optimizer.cli.common import console, print_json, user_errors
+
+__all__ = ["register"]
+
+
+def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
+    """Preset model shapes with their parameter counts."""
+    from optimizer.model.presets import PRESETS
+
+    rows = [{"name": s.name, "params": s.params(), "active_params": s.active_params(),
+             "layers": s.layers, "hidden": s.hidden, "heads": s.heads, "kv_heads": s.n_kv_heads,
+             "ffn": s.ffn, "ffn_kind": s.ffn_kind, "vocab": s.vocab,
+             "moe_experts": s.moe_experts, "max_seq_len": s.max_seq_len} for s in PRESETS.values()]
+    if json_out:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title="Model presets (or pass the path of a Hugging Face config.json)")
+    for col in ("name", "params", "active", "layers", "hidden", "heads", "kv", "ffn", "vocab"):
+        table.add_column(col, justify="left" if col == "name" else "right")
+    for r in rows:
+        table.add_row(r["name"], f"{r['params'] / 1e9:.2f}B", f"{r['active_params'] / 1e9:.2f}B",
+                      str(r["layers"]), str(r["hidden"]), str(r["heads"]), str(r["kv_heads"]),
+                      f"{r['ffn']} {r['ffn_kind']}", str(r["vocab"]))
+    console().print(table)
+
+
+def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
+    """The GPU catalog: memory, bandwidth, dense TFLOPS, links."""
+    from dataclasses import asdict
+
+    with user_errors():
+        from optimizer.gpus import load_gpus
+
+        specs = load_gpus()
+    if json_out:
+        print_json([asdict(s) for s in specs.values()])
+        return
+    from rich.table import Table
+
+    table = Table(title="GPU catalog (dense peaks; pricing_data/gpus.csv)")
+    for col in ("id", "GiB", "GB/s", "bf16 TF", "fp16 TF", "fp8 TF", "link", "GB/s/dir", "TDP W",
+                "aliases", "confidence"):
+        table.add_column(col, justify="left" if col in ("id", "link", "aliases", "confidence")
+                         else "right")
+    fmt = lambda v: "–" if v is None else f"{v:g}"  # noqa: E731
+    for s in specs.values():
+        table.add_row(s.gpu_id, fmt(s.memory_gib), fmt(s.mem_bandwidth_gb_s), fmt(s.bf16_tflops),
+                      fmt(s.fp16_tflops), fmt(s.fp8_tflops), s.intra_node_link,
+                      fmt(s.intra_node_bw_gb_s), fmt(s.tdp_w), ", ".join(s.aliases),
+                      s.spec_confidence)
+    console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("models")(models)
+    app.command("gpus")(gpus)

@@ -1,0 +1,145 @@
+"""`ccopt plan JOB.toml` and `ccopt compare JOB.toml`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from optimizer.cli.common import EXIT_INFEASIBLE, console, print_json, user_errors
+
+__all__ = ["register", "render_plan"]
+
+Opt = typer.Option
+JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)")]
+PricesOpt = Annotated[Path | None, Opt("--prices", help="Offerings CSV to use instead")]
+OfflineOpt = Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
+JsonOpt = Annotated[bool, Opt("--json", help="JSON output (the documented contract)")]
+
+
+def plan(job: JobArg, json_out: JsonOpt = False,
+         pareto: Annotated[bool, Opt("--pareto", help="Also the cost-vs-time Pareto front")] = False,
+         plot: Annotated[Path | None, Opt("--plot", help="Write the Pareto front as PNG "
+                                                    "(needs the 'plot' extra)")] = None,
+         alternatives: Annotated[int, Opt(help="Next-best distinct plans to show")] = 3,
+         prices: PricesOpt = None, offline: OfflineOpt = False,
+         time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 10.0) -> None:
+    """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
+    from optimizer.api import plan as run, plan_json
+
+    with user_errors():
+        result = run(job, prices=prices, offline=True if offline else None,
+                     alternatives=alternatives, pareto=pareto or plot is not None,
+                     time_limit_s=time_limit)
+        data = plan_json(result)
+        if plot is not None and result.pareto:
+            from optimizer.plot import plot_pareto
+
+            plot_pareto(result.pareto, plot, title=data["job"]["name"])
+    if json_out:
+        print_json(data)
+    else:
+        render_plan(data)
+        if plot is not None:
+            console().print(f"Pareto plot written to {plot}")
+    if data["status"] == "infeasible":
+        raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def _money(v: float) -> str:
+    return f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
+
+
+def render_plan(data: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    c = console()
+    job = data.get("job") or {}
+    if data["status"] == "infeasible":
+        c.print(f"[red]infeasible[/red]: {data['explanation']}")
+        return
+    p = data["plan"]
+    lay = p["layout"]
+    c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "
+            f"(CP-SAT, {data['solver'].get('candidates')} candidates, "
+            f"{data['solver'].get('wall_s', 0):.3f} s)")
+    c.print(f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
+            f"{p['provider']} {p['region']}, {p['pricing']} — [b]{_money(p['cost_usd'])}[/b] "
+            f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)")
+    c.print(f"  layout: dp {lay['dp']} × tp {lay['tp']} × pp {lay['pp']}, ZeRO-{lay['zero_stage']}, "
+            f"checkpointing {lay['activation_checkpointing']}, micro-batch {lay['micro_batch']} × "
+            f"grad-accum {lay['grad_accum']} = global batch {p['global_batch']}; {p['steps']:,} "
+            f"steps of {p['step_time_s']:.2f} s; {p['tokens_per_s']:,.0f} tokens/s, MFU "
+            f"{p['mfu']:.1%}; memory {p['memory_gib']['total']:.1f} GiB/GPU")
+    rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(data["alternatives"])]
+    table = Table(title="Plan and next-best distinct alternatives")
+    for col in ("", "gpu", "provider", "instance", "pricing", "GPUs", "days", "cost", "extra",
+                "layout"):
+        table.add_column(col, justify="right" if col in ("GPUs", "days", "cost", "extra") else "left")
+    for label, r in rows:
+        l = r["layout"]
+        extra = "" if label == "plan" else f"+{_money(r.get('extra_cost_usd', 0))}"
+        table.add_row(label, r["gpu"], r["provider"], r["instance"], r["pricing"], str(r["gpus"]),
+                      f"{r['days']:.2f}", _money(r["cost_usd"]), extra,
+                      f"tp{l['tp']} pp{l['pp']} z{l['zero_stage']} {l['activation_checkpointing']} "
+                      f"mb{l['micro_batch']}×ga{l['grad_accum']}")
+    c.print(table)
+    if data.get("pareto"):
+        front = Table(title="Pareto front: cost vs finish time")
+        for col in ("days", "cost", "gpus", "gpu", "provider", "pricing"):
+            front.add_column(col, justify="right" if col in ("days", "cost", "gpus") else "left")
+        for r in data["pareto"]:
+            front.add_row(f"{r['days']:.2f}", _money(r["cost_usd"]), str(r["gpus"]), r["gpu"],
+                          r["provider"], r["pricing"])
+        c.print(front)
+
+
+def compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
+            offline: OfflineOpt = False) -> None:
+    """Best plan per GPU type and per provider; cloud vs owned/bought with the break-even."""
+    from optimizer.api import compare as run
+
+    with user_errors():
+        data = run(job, prices=prices, offline=True if offline else None)
+    if json_out:
+        print_json(data)
+        return
+    from rich.table import Table
+
+    c = console()
+    for title, key in (("Best plan per GPU type", "per_gpu"), ("Best plan per provider", "per_provider")):
+        table = Table(title=title)
+        for col in ("", "plan", "GPUs", "days", "cost"):
+            table.add_column(col, justify="right" if col in ("GPUs", "days", "cost") else "left")
+        ranked = sorted(data[key].items(), key=lambda kv: kv[1]["cost_usd"] if kv[1] else 1e30)
+        for name, r in ranked:
+            if r is None:
+                table.add_row(name, "[dim]no plan meets the deadline/budget[/dim]", "", "", "")
+                continue
+            table.add_row(name, f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
+                          str(r["gpus"]), f"{r['days']:.2f}", _money(r["cost_usd"]))
+        c.print(table)
+    cloud, local = data["cloud"], data["owned_or_bought"]
+    if cloud:
+        c.print(f"cloud: {_money(cloud['cost_usd'])} in {cloud['days']:.2f} days "
+                f"({cloud['gpus']}× {cloud['gpu']}, {cloud['provider']})")
+    if local:
+        c.print(f"owned/bought: {_money(local['cost_usd'])} in {local['days']:.2f} days "
+                f"({local['gpus']}× {local['gpu']}, capital {_money(local['capital_usd'])})")
+    be = data.get("break_even")
+    if be:
+        jobs = be["jobs_to_break_even"]
+        months = be["months_to_break_even"]
+        c.print(f"break-even: buying (net {_money(be['net_capital_usd'])}) pays off after "
+                f"{jobs if jobs is not None else '∞'} such jobs, or "
+                f"{months if months is not None else '∞'} months of continuous use")
+    if not cloud and not local:
+        sys.stderr.write("no plan meets the constraints\n")
+        raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)
+    app.command("compare")(compare)

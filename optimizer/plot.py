@@ -1,0 +1,56 @@
+"""Optional matplotlib plots (install the 'plot' extra): the cost-vs-time Pareto front."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import ConfigError
+
+__all__ = ["plot_pareto", "save_figure"]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError("--plot: needs matplotlib; pip install 'ccopt[plot]'") from None
+    return plt
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Write a figure atomically (temp file in the same directory + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix or ".png")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def plot_pareto(front: Sequence[Any], path: Path, title: str = "") -> None:
+    """Cost (USD) against finish time (days) of the Pareto-optimal plans, labelled by GPU."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    days = [c.hours / 24 for c in front]
+    cost = [c.cost_usd for c in front]
+    ax.step(days, cost, where="post", color="tab:blue", alpha=0.5)
+    ax.scatter(days, cost, color="tab:blue")
+    for c, x, y in zip(front, days, cost):
+        ax.annotate(f"{c.gpus}× {c.offering.gpu_id}\n{c.offering.provider} {c.offering.pricing}",
+                    (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("finish time (days)")
+    ax.set_ylabel("cost (USD)")
+    ax.set_title(title or "cost vs finish time")
+    ax.grid(alpha=0.3)
+    save_figure(fig, Path(path))
+    plt.close(fig)
