@@ -147,9 +147,10 @@ def layouts_for(model: ModelSpec, gpus: int, gpus_per_node: int, batch: BatchRul
                 ga = batch.grad_accum(dp, mb)
                 if ga is None:
                     continue
+                if dp == 1:  # nothing to shard over: every ZeRO stage is plain training
+                    yield tp, pp, dp, 0, mb, ga
+                    continue
                 for zero in zero_stages:
-                    if dp == 1 and zero > 0:
-                        continue
                     yield tp, pp, dp, zero, mb, ga
 
 

@@ -207,6 +207,7 @@ def plan_job(job: Job, frame: Any = None, base_dir: Path | None = None, *,
     if best is None:
         return PlanResult("infeasible", None, explanation=_explain(prep, core),
                           solver=solver_info, prepared=prep)
+    _check(prep, best)
     out = PlanResult(result.status, best, solver=solver_info, prepared=prep)
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
@@ -214,11 +215,21 @@ def plan_job(job: Job, frame: Any = None, base_dir: Path | None = None, *,
                                       config=config)
         if alt is None:
             break
+        _check(prep, alt)
         out.alternatives.append(alt)
         excluded.append(candidate_key(alt))
     if pareto:
         out.pareto = pareto_front(cands, prep.budget_usd, prep.deadline_h, config)
     return out
+
+
+def _check(prep: PreparedJob, plan: Candidate) -> None:
+    from optimizer.solve.validate import validate_plan
+
+    w, c = prep.job.workload, prep.job.constraints
+    validate_plan(plan, prep.model, w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance),
+                  prep.deadline_h, prep.budget_usd, prep.assumptions, max_gpus=c.max_gpus,
+                  max_instances=c.max_instances)
 
 
 def pareto_front(cands: Sequence[Candidate], budget_usd: float | None,

@@ -1,0 +1,233 @@
+"""Batch files (TOML): shared `[capacity]` (quotas, owned boxes, reservations) and `[[job]]`s.
+
+A batch file is many single jobs (the `ccopt plan` job model, `optimizer.jobs.Job`) plus what
+they share over a planning horizon::
+
+    [capacity]
+    horizon_days = 30
+    quota_only = true              # rent only where a [[capacity.quota]] says we may
+    [[capacity.quota]]             # max GPUs rented at the same time
+    provider = "lambda"
+    gpu = "H100-80GB"
+    max_gpus = 16
+    [[capacity.owned]]             # boxes we already have (HardwareSpec fields override)
+    gpu = "RTX4090"
+    boxes = 1
+    gpus_per_box = 8
+    [[capacity.reservation]]       # the solver picks how many instances to reserve (0..max)
+    provider = "aws"
+    instance = "p5.48xlarge"
+    pricing = "reserved_1y"
+    max_instances = 2
+
+    [defaults.constraints]         # merged under every [[job]] (the job's own keys win)
+    gpus = ["H100-80GB", "RTX4090"]
+
+    [[job]]
+    name = "ft-support-bot"
+    release_days = 2               # may not start earlier
+    droppable = true               # may be left out, at a penalty of value_usd
+    value_usd = 500
+    [job.model]
+    ...
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from optimizer.errors import ConfigError
+from optimizer.jobs import HardwareEntry, Job, format_validation_error
+
+__all__ = ["BatchJob", "Quota", "Reservation", "Capacity", "BatchFile", "batch_from_dict",
+           "load_batch"]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class BatchJob(Job):
+    """One `[[job]]`: a single job (optimizer.jobs.Job) plus its place in the batch."""
+
+    release_days: float | None = Field(default=None, ge=0, description="earliest start, days")
+    release_hours: float | None = Field(default=None, ge=0, description="earliest start, hours")
+    priority: int = Field(default=0, ge=0, le=100,
+                          description="among plans of equal cost, finish higher priority first")
+    value_usd: float | None = Field(default=None, gt=0,
+                                    description="what leaving the job out costs (droppable)")
+    droppable: bool = False
+
+    @model_validator(mode="after")
+    def _check_batch(self) -> BatchJob:
+        if self.release_days is not None and self.release_hours is not None:
+            raise ValueError("give release_days or release_hours, not both")
+        if self.droppable and self.value_usd is None:
+            raise ValueError("droppable = true needs value_usd (the penalty of leaving it out)")
+        if self.hardware.owned or self.hardware.buy:
+            raise ValueError("hardware.owned/buy are per job; in a batch put owned boxes in "
+                             "[[capacity.owned]] (shared by all jobs)")
+        return self
+
+    @property
+    def release_h(self) -> float:
+        """Earliest start in hours from the start of the horizon."""
+        if self.release_hours is not None:
+            return self.release_hours
+        return (self.release_days or 0.0) * 24.0
+
+
+class Quota(BaseModel):
+    """`[[capacity.quota]]`: at most `max_gpus` GPUs of `gpu` rented at once from `provider`
+    (in `region` if given). Applies to on-demand and spot rows, not to sized reservations."""
+
+    model_config = _STRICT
+    provider: str
+    gpu: str
+    max_gpus: int = Field(ge=0)
+    region: str | None = None
+
+
+class Reservation(BaseModel):
+    """`[[capacity.reservation]]`: reserve R ∈ [0, max_instances] instances for a term.
+
+    The commitment R × usd_per_hour × billed hours is paid whether used or not; jobs on it
+    cost nothing more. `bill = "term"` charges the whole term (8760 h per year, the catalog's
+    commitment_hours); `"horizon"` charges only the planning horizon (the rest of the term is
+    assumed to be used by other work — a user choice, stated in the output).
+    """
+
+    model_config = _STRICT
+    provider: str
+    instance: str | None = None
+    gpu: str | None = None
+    region: str | None = None
+    pricing: Literal["reserved_1y", "reserved_3y"] = "reserved_1y"
+    max_instances: int = Field(gt=0)
+    bill: Literal["term", "horizon"] = "term"
+
+    @model_validator(mode="after")
+    def _check(self) -> Reservation:
+        if (self.instance is None) == (self.gpu is None):
+            raise ValueError("give exactly one of instance or gpu")
+        return self
+
+
+class Capacity(BaseModel):
+    """`[capacity]`: the planning horizon and everything the jobs share."""
+
+    model_config = _STRICT
+    horizon_days: float | None = Field(default=None, gt=0)
+    horizon_hours: float | None = Field(default=None, gt=0)
+    quota_only: bool = Field(
+        default=False, description="rent only (provider, GPU) pairs that have a quota")
+    quota: tuple[Quota, ...] = ()
+    owned: tuple[HardwareEntry, ...] = ()
+    reservation: tuple[Reservation, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> Capacity:
+        if (self.horizon_days is None) == (self.horizon_hours is None):
+            raise ValueError("give exactly one of horizon_days or horizon_hours")
+        for i, entry in enumerate(self.owned):
+            if entry.boxes is None:
+                raise ValueError(f"owned[{i}] ({entry.gpu}): give boxes (how many we have)")
+            if entry.max_count is not None:
+                raise ValueError(f"owned[{i}]: max_count is for [[hardware.buy]]; use boxes")
+        return self
+
+    @property
+    def horizon_h(self) -> float:
+        """Planning horizon in hours."""
+        return self.horizon_hours if self.horizon_hours is not None \
+            else float(self.horizon_days or 0.0) * 24.0
+
+
+class BatchFile(BaseModel):
+    """A validated batch: capacity and jobs (defaults already merged into each job)."""
+
+    model_config = _STRICT
+    name: str = "batch"
+    capacity: Capacity
+    job: tuple[BatchJob, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> BatchFile:
+        seen: set[str] = set()
+        for j in self.job:
+            if j.name in seen:
+                raise ValueError(f"job names must be unique; {j.name!r} appears twice")
+            seen.add(j.name)
+        return self
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge of TOML tables: keys of `over` win; sub-tables merge."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def batch_from_dict(data: dict[str, Any], source: str = "batch") -> BatchFile:
+    """Validate a decoded batch table; ConfigError with one line naming the field on failure.
+
+    `[defaults]` (any job field) is merged under every `[[job]]`; jobs without a name get
+    "job-<n>".
+    """
+    data = dict(data)
+    defaults = data.pop("defaults", {}) or {}
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{source}: defaults: must be a table")
+    jobs = data.get("job")
+    if not isinstance(jobs, list) or not jobs:
+        raise ConfigError(f"{source}: no [[job]] tables; a batch needs at least one job")
+    merged = []
+    for i, raw in enumerate(jobs):
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{source}: job[{i}]: must be a table")
+        entry = _merge(defaults, raw)
+        entry.setdefault("name", f"job-{i + 1}")
+        merged.append(entry)
+    data["job"] = merged
+    if "capacity" not in data:
+        raise ConfigError(f"{source}: [capacity] is missing (needs at least horizon_days)")
+    try:
+        return BatchFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = err["loc"]
+        prefix = ""
+        if len(loc) >= 2 and loc[0] == "job" and isinstance(loc[1], int):
+            prefix = f"job[{loc[1]}] ({merged[loc[1]].get('name')})"
+            exc_line = format_validation_error(exc)
+            rest = exc_line.split(": ", 1)[1] if ": " in exc_line else exc_line
+            field = ".".join(str(p) for p in loc[2:])
+            raise ConfigError(f"{source}: {prefix}.{field}: {rest}" if field
+                              else f"{source}: {prefix}: {rest}") from None
+        raise ConfigError(f"{source}: {format_validation_error(exc)}") from None
+
+
+def load_batch(path: str | Path) -> tuple[BatchFile, Path]:
+    """Read and validate a batch TOML file. Returns the batch and its directory.
+
+    Raises:
+        ConfigError: missing file, invalid TOML or an invalid field (one line, names it).
+    """
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"batch file not found: {file}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"batch file is a directory: {file}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    data.setdefault("name", file.stem)
+    return batch_from_dict(data, str(file)), file.parent

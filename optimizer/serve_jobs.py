@@ -1,0 +1,225 @@
+"""Serving job files (TOML): model, inference workload, latency targets, hardware.
+
+A serving job reuses `[model]`, `[[hardware.owned]]`, `[[hardware.buy]]` and `[assumptions]`
+of optimizer.jobs; `[workload]` has `kind = "serve"` and `[constraints]` latency targets::
+
+    [model]
+    preset = "mistral-7b"
+    [workload]
+    kind = "serve"
+    precision = "fp16"            # fp16 | bf16 | fp8 | int8 | int4 (awq, gptq = int4)
+    concurrent_users = 100        # or requests_per_s = 5
+    think_time_s = 30
+    prompt_tokens = 512           # means; or [[workload.buckets]] share/prompt/output
+    output_tokens = 256
+    [constraints]
+    ttft_s = 1.0
+    tpot_ms = 100
+    redundancy = "n+1"
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from optimizer.errors import ConfigError
+from optimizer.jobs import AssumptionOverrides, Hardware, ModelRef, format_validation_error
+
+__all__ = ["ServeJob", "ServeWorkload", "ServeConstraints", "Bucket", "QUANTIZATIONS",
+           "QUANT_ALIASES", "MAX_BATCH_DEFAULT", "load_serve_job", "serve_job_from_dict"]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+#: weight formats a serving job may name; awq / gptq are 4-bit weight-only formats (= int4)
+QUANTIZATIONS = ("fp16", "bf16", "fp8", "int8", "int4")
+QUANT_ALIASES = {"awq": "int4", "gptq": "int4", "float16": "fp16", "bfloat16": "bf16"}
+#: vLLM's default max_num_seqs (vllm/config.py, SchedulerConfig): concurrent sequences cap
+MAX_BATCH_DEFAULT = 256
+
+
+def _quant(value: Any) -> Any:
+    if value is None or not isinstance(value, str):
+        return value
+    v = value.strip().lower()
+    v = QUANT_ALIASES.get(v, v)
+    if v not in QUANTIZATIONS:
+        allowed = ", ".join(QUANTIZATIONS + tuple(k for k in QUANT_ALIASES if k in ("awq", "gptq")))
+        raise ValueError(f"{value!r} is not allowed; allowed: {allowed}")
+    return v
+
+
+class Bucket(BaseModel):
+    """`[[workload.buckets]]`: a share of the requests with its mean prompt and output length."""
+
+    model_config = _STRICT
+    share: float = Field(gt=0, le=1, description="fraction of requests (shares sum to 1)")
+    prompt_tokens: int = Field(gt=0)
+    output_tokens: int = Field(gt=0)
+
+    @property
+    def context(self) -> int:
+        """Tokens a sequence holds in the KV cache at its last output token."""
+        return self.prompt_tokens + self.output_tokens
+
+
+class ServeWorkload(BaseModel):
+    """`[workload]` of a serving job: load, request sizes and weight format."""
+
+    model_config = _STRICT
+    kind: Literal["serve"] = "serve"
+    precision: str | None = Field(default=None, description="weight format")
+    quantization: str | None = Field(default=None, description="alias of precision")
+    kv_precision: Literal["fp16", "fp8"] = "fp16"
+    requests_per_s: float | None = Field(default=None, gt=0)
+    concurrent_users: int | None = Field(default=None, gt=0)
+    think_time_s: float | None = Field(default=None, gt=0,
+                                       description="mean pause of a user between requests")
+    prompt_tokens: int | None = Field(default=None, gt=0)
+    output_tokens: int | None = Field(default=None, gt=0)
+    buckets: tuple[Bucket, ...] = ()
+    hours_per_day: float = Field(default=24.0, gt=0, le=24)
+
+    @field_validator("precision", "quantization", mode="before")
+    @classmethod
+    def _norm_precision(cls, v: Any) -> Any:
+        return _quant(v)
+
+    @model_validator(mode="after")
+    def _check(self) -> ServeWorkload:
+        if self.precision and self.quantization and self.precision != self.quantization:
+            raise ValueError(f"precision {self.precision!r} and quantization "
+                             f"{self.quantization!r} disagree; give one")
+        if (self.requests_per_s is None) == (self.concurrent_users is None):
+            raise ValueError("give exactly one of requests_per_s or concurrent_users")
+        if self.concurrent_users is not None and self.think_time_s is None:
+            raise ValueError("concurrent_users needs think_time_s (seconds a user pauses "
+                             "between requests, > 0)")
+        if self.buckets:
+            if self.prompt_tokens is not None or self.output_tokens is not None:
+                raise ValueError("give prompt_tokens/output_tokens or buckets, not both")
+            total = sum(b.share for b in self.buckets)
+            if not math.isclose(total, 1.0, abs_tol=1e-6):
+                raise ValueError(f"buckets: shares must sum to 1, got {total:g}")
+        elif self.prompt_tokens is None or self.output_tokens is None:
+            raise ValueError("give prompt_tokens and output_tokens (means), or [[workload.buckets]]")
+        return self
+
+    @property
+    def weight_precision(self) -> str:
+        """Canonical weight format (fp16 when none is given)."""
+        return self.precision or self.quantization or "fp16"
+
+    @property
+    def load_requests_per_s(self) -> float:
+        """Arrival rate, requests/s.
+
+        For concurrent users: N / Z (closed-loop Little's law, λ = N / (Z + R), with the
+        response time R taken as 0 — an upper bound on the load, so the sizing is safe).
+        """
+        if self.requests_per_s is not None:
+            return self.requests_per_s
+        return (self.concurrent_users or 0) / (self.think_time_s or 1.0)
+
+    def request_buckets(self) -> tuple[Bucket, ...]:
+        """The request mix: the given buckets, or one bucket of the means."""
+        if self.buckets:
+            return self.buckets
+        return (Bucket(share=1.0, prompt_tokens=self.prompt_tokens or 1,
+                       output_tokens=self.output_tokens or 1),)
+
+
+class ServeConstraints(BaseModel):
+    """`[constraints]` of a serving job: latency targets, redundancy and what may be used."""
+
+    model_config = _STRICT
+    ttft_s: float | None = Field(default=None, gt=0, description="time to first token")
+    tpot_ms: float | None = Field(default=None, gt=0, description="time per output token")
+    e2e_p50_s: float | None = Field(default=None, gt=0, description="end-to-end latency")
+    gpus: tuple[str, ...] | None = None
+    providers: tuple[str, ...] | None = None
+    regions: tuple[str, ...] | None = None
+    pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = ("on_demand",)
+    redundancy: str | int = Field(default=0, description='"n+1", "n+2" or spare replicas')
+    headroom: float = Field(default=0.0, ge=0, le=10, description="capacity ≥ load × (1 + headroom)")
+    max_replicas: int | None = Field(default=None, gt=0)
+    max_batch: int = Field(default=MAX_BATCH_DEFAULT, gt=0, le=4096,
+                           description="cap on concurrent sequences per replica")
+    tp: tuple[int, ...] | None = Field(default=None, description="allowed TP degrees")
+    cloud: bool = Field(default=True, description="consider cloud offerings")
+
+    @field_validator("redundancy")
+    @classmethod
+    def _redundancy(cls, v: str | int) -> str | int:
+        if isinstance(v, int):
+            if v < 0:
+                raise ValueError("must be >= 0 spare replicas, or \"n+1\"")
+            return v
+        text = v.strip().lower().replace(" ", "")
+        if text in ("n", "none", "0"):
+            return 0
+        if text.startswith("n+") and text[2:].isdigit():
+            return int(text[2:])
+        raise ValueError(f"{v!r} is not allowed; allowed: \"n+1\", \"n+2\", ... or an integer >= 0")
+
+    @field_validator("tp")
+    @classmethod
+    def _tp(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if v is not None:
+            bad = [t for t in v if t not in (1, 2, 4, 8)]
+            if bad or not v:
+                raise ValueError(f"{bad or v} not allowed; allowed: 1, 2, 4, 8")
+        return v
+
+    @property
+    def spare_replicas(self) -> int:
+        """Spare replicas each deployment keeps (N+k redundancy)."""
+        return int(self.redundancy)
+
+
+class ServeJob(BaseModel):
+    """One serving job file."""
+
+    model_config = _STRICT
+    name: str = "serve"
+    model: ModelRef
+    workload: ServeWorkload
+    constraints: ServeConstraints = ServeConstraints()
+    hardware: Hardware = Hardware()
+    assumptions: AssumptionOverrides = AssumptionOverrides()
+
+
+def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:
+    """Validate a decoded serving job table.
+
+    Raises:
+        ConfigError: one line naming the field, the problem and allowed values.
+    """
+    kind = (data.get("workload") or {}).get("kind", "serve") if isinstance(data, dict) else None
+    if kind != "serve":
+        raise ConfigError(f"{source}: workload.kind: {kind!r} is not a serving job; use "
+                          "kind = \"serve\" (or `ccopt plan` for training jobs)")
+    try:
+        return ServeJob.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {format_validation_error(exc)}") from None
+
+
+def load_serve_job(path: str | Path) -> tuple[ServeJob, Path]:
+    """Read and validate a serving job TOML. Returns the job and its directory.
+
+    Raises:
+        ConfigError: missing file, invalid TOML, or an invalid field.
+    """
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"job file not found: {file}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    return serve_job_from_dict(data, str(file)), file.parent

@@ -1,0 +1,55 @@
+"""Plain-Python checks of a chosen plan against every constraint (run after each solve)."""
+
+from __future__ import annotations
+
+import math
+
+from optimizer.errors import SolverError
+from optimizer.model.memory import training_memory
+from optimizer.model.setup import PerfAssumptions, TrainingSetup
+from optimizer.model.spec import ModelSpec
+from optimizer.solve.candidates import BatchRule, Candidate, candidate_cost_usd
+
+__all__ = ["plan_violations", "validate_plan"]
+
+
+def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch: BatchRule,
+                    deadline_h: float | None, budget_usd: float | None,
+                    assumptions: PerfAssumptions, max_gpus: int | None = None,
+                    max_instances: int | None = None) -> list[str]:
+    """Every constraint the plan breaks, recomputed from scratch (empty list = valid)."""
+    problems: list[str] = []
+    lay, off = c.layout, c.offering
+    if lay.gpus != c.gpus:
+        problems.append(f"dp×tp×pp = {lay.gpus} != GPUs {c.gpus}")
+    if off.gpus_per_instance % lay.tp:
+        problems.append(f"tp {lay.tp} does not fit in an instance of {off.gpus_per_instance}")
+    realised = lay.dp * lay.micro_batch * lay.grad_accum
+    if abs(realised - batch.sequences) > batch.tolerance * batch.sequences + 1e-9:
+        problems.append(f"global batch {realised} != {batch.sequences} (±{batch.tolerance:.0%})")
+    mem = training_memory(model, setup, lay, assumptions).total
+    if mem > off.gpu.memory_gib + 1e-9:
+        problems.append(f"needs {mem:.2f} GiB > {off.gpu.memory_gib} GiB")
+    if deadline_h is not None and c.hours > deadline_h + 1e-9:
+        problems.append(f"{c.hours:.2f} h exceeds the deadline {deadline_h:.2f} h")
+    cost, _ = candidate_cost_usd(off, c.instances, c.hours)
+    if not math.isclose(cost, c.cost_usd, rel_tol=1e-9, abs_tol=1e-6):
+        problems.append(f"cost {c.cost_usd} != recomputed {cost}")
+    if budget_usd is not None and c.cost_usd > budget_usd + 1e-6:
+        problems.append(f"cost ${c.cost_usd:,.2f} exceeds the budget ${budget_usd:,.2f}")
+    if off.max_instances is not None and c.instances > off.max_instances:
+        problems.append(f"{c.instances} instances > offering limit {off.max_instances}")
+    if max_instances is not None and c.instances > max_instances:
+        problems.append(f"{c.instances} instances > max_instances {max_instances}")
+    if max_gpus is not None and c.gpus > max_gpus:
+        problems.append(f"{c.gpus} GPUs > max_gpus {max_gpus}")
+    if off.commitment_hours and c.hours > off.commitment_hours:
+        problems.append("runs longer than the reservation term")
+    return problems
+
+
+def validate_plan(*args: object, **kwargs: object) -> None:
+    """Raise SolverError if the plan breaks a constraint (a bug, never a user error)."""
+    problems = plan_violations(*args, **kwargs)  # type: ignore[arg-type]
+    if problems:
+        raise SolverError("internal check failed for the chosen plan: " + "; ".join(problems))

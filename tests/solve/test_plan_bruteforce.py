@@ -1,0 +1,159 @@
+"""The CP-SAT single-job optimum equals an exhaustive enumeration (no pruning, no solver),
+and the optimum behaves monotonically in deadline, budget and the offering set."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optimizer.gpus import get_gpu
+from optimizer.jobs import Job
+from optimizer.model.memory import training_memory
+from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions
+from optimizer.model.step_time import Cluster, training_step_time
+from optimizer.solve.candidates import Offering
+from optimizer.solve.single import plan_job, prepare_from_offerings
+from optimizer.solve.validate import plan_violations
+from optimizer.solve.candidates import BatchRule
+
+A = PerfAssumptions()
+TINY = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1536, "vocab": 8000,
+        "name": "tiny"}
+GPUS = ["L4", "A10", "RTX4090", "A100-40GB", "T4"]
+
+
+def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | None:
+    """Cheapest (cost, hours) over every offering, instance count, layout and micro-batch."""
+    model = job.model.resolve()
+    w, c = job.workload, job.constraints
+    setup = w.setup()
+    best: tuple[float, float] | None = None
+    for off in offerings:
+        if not off.gpu.supports(setup.precision):
+            continue
+        high = min(off.max_instances or 10**6, c.max_instances or 10**6)
+        for n in range(c.min_instances, high + 1):
+            gpus = n * off.gpus_per_instance
+            if c.max_gpus and gpus > c.max_gpus:
+                continue
+            for tp in (1, 2, 4, 8):
+                if off.gpus_per_instance % tp or model.heads % tp or model.n_kv_heads % tp:
+                    continue
+                for pp in (1, 2, 4, 8, 16):
+                    if pp > model.layers or gpus % (tp * pp):
+                        continue
+                    dp = gpus // (tp * pp)
+                    for mb in (1, 2, 4, 8, 16, 32):
+                        if w.batch_sequences % (dp * mb):
+                            continue
+                        ga = w.batch_sequences // (dp * mb)
+                        for zero in c.zero_stages:
+                            for ckpt in CHECKPOINTING:
+                                lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero,
+                                             checkpointing=ckpt, micro_batch=mb, grad_accum=ga)
+                                if training_memory(model, setup, lay, A).total > off.gpu.memory_gib:
+                                    continue
+                                step = training_step_time(
+                                    model, setup, lay,
+                                    Cluster(off.gpu, off.gpus_per_instance, n, off.inter_node_gbps), A)
+                                hours = w.steps_for_batch(lay.global_batch) * step.time_s / 3600 \
+                                    * (1 + off.spot_overhead)
+                                if off.commitment_hours and hours > off.commitment_hours:
+                                    continue
+                                cost = (off.commitment_hours or hours) * off.usd_per_hour * n
+                                if c.deadline_h is not None and math.ceil(hours * 3600) > c.deadline_h * 3600:
+                                    continue
+                                if c.budget_usd is not None and math.ceil(cost * 100) > c.budget_usd * 100:
+                                    continue
+                                if best is None or (math.ceil(cost * 100), hours) < (math.ceil(best[0] * 100), best[1]):
+                                    best = (cost, hours)
+    return best
+
+
+@st.composite
+def offerings_strategy(draw) -> list[Offering]:
+    count = draw(st.integers(1, 3))
+    out = []
+    for i in range(count):
+        gpu = get_gpu(draw(st.sampled_from(GPUS)))
+        pricing = draw(st.sampled_from(["on_demand", "spot", "reserved_1y"]))
+        gpn = draw(st.sampled_from([1, 2, 4]))
+        out.append(Offering(
+            key=f"o{i}", kind="cloud", provider=draw(st.sampled_from(["p1", "p2"])),
+            instance=f"i{i}", region="r", pricing=pricing, gpu=gpu, gpus_per_instance=gpn,
+            inter_node_gbps=draw(st.sampled_from([10.0, 100.0, 400.0])),
+            usd_per_hour=draw(st.floats(0.2, 20.0)) * gpn,
+            max_instances=draw(st.integers(1, 4)),
+            commitment_hours=8760.0 if pricing == "reserved_1y" else 0.0,
+            spot_overhead=0.15 if pricing == "spot" else 0.0))
+    return out
+
+
+@st.composite
+def jobs_strategy(draw) -> Job:
+    deadline = draw(st.one_of(st.none(), st.floats(0.05, 200.0)))
+    budget = draw(st.one_of(st.none(), st.floats(1.0, 5000.0)))
+    return Job.model_validate({
+        "name": "t", "model": TINY,
+        "workload": {"kind": "pretrain", "tokens": draw(st.floats(1e7, 2e9)),
+                     "seq_len": draw(st.sampled_from([256, 1024])),
+                     "global_batch": draw(st.sampled_from([8, 16, 32])),
+                     "precision": draw(st.sampled_from(["bf16", "fp16"]))},
+        "constraints": {"deadline_hours": deadline, "budget_usd": budget,
+                        "pricing": ["on_demand", "spot", "reserved_1y"]},
+    })
+
+
+def _plan(job: Job, offerings: list[Offering]):
+    prep = prepare_from_offerings(job, job.model.resolve(), offerings, A)
+    return plan_job(job, prepared=prep, alternatives=0)
+
+
+@settings(max_examples=220, deadline=None)
+@given(jobs_strategy(), offerings_strategy())
+def test_cp_sat_equals_brute_force(job: Job, offerings: list[Offering]) -> None:
+    result = _plan(job, offerings)
+    expected = brute_force(job, offerings)
+    if expected is None:
+        assert result.status == "infeasible"
+        assert result.explanation
+        return
+    assert result.status == "optimal"
+    assert math.ceil(result.plan.cost_usd * 100) == math.ceil(expected[0] * 100)
+    w, c = job.workload, job.constraints
+    assert plan_violations(result.plan, job.model.resolve(), w.setup(),
+                           BatchRule(w.batch_sequences), c.deadline_h, c.budget_usd, A) == []
+
+
+def _with(job: Job, **constraints) -> Job:
+    data = job.model_dump()
+    data["constraints"].update(constraints)
+    return Job.model_validate(data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs_strategy(), offerings_strategy(), st.floats(1.0, 5.0))
+def test_longer_deadline_or_larger_budget_never_costs_more(job, offerings, factor) -> None:
+    base = _plan(job, offerings)
+    if base.plan is None:
+        return
+    c = job.constraints
+    if c.deadline_h is not None:
+        later = _plan(_with(job, deadline_hours=c.deadline_h * factor), offerings)
+        assert later.plan.cost_usd <= base.plan.cost_usd + 1e-9
+    if c.budget_usd is not None:
+        richer = _plan(_with(job, budget_usd=c.budget_usd * factor), offerings)
+        assert richer.plan.cost_usd <= base.plan.cost_usd + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs_strategy(), offerings_strategy())
+def test_removing_an_offering_never_lowers_cost(job, offerings) -> None:
+    full = _plan(job, offerings)
+    fewer = _plan(job, offerings[:-1]) if len(offerings) > 1 else None
+    if fewer is None or fewer.plan is None:
+        return
+    assert full.plan is not None
+    assert full.plan.cost_usd <= fewer.plan.cost_usd + 1e-9
