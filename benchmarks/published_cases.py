@@ -92,7 +92,7 @@ MEMORY_CASES = [
          source=_LITGPT + " + config_hub/finetune/llama-2-7b/qlora.yaml",
          quote="llama-2-7b/qlora.yaml | 512 max seq | micro batch 2 | 1xA10G | Peak memory 13.68 GB",
          assumptions=_LITGPT_ASSUME + " quantize: bnb.nf4 (no double quant); lora_r=32 on query+value.",
-         confidence="medium"),
+         confidence="low"),
     dict(id="litgpt-llama3-8b-lora-a10g", model="llama-3-8b", gpu="A10G", gpus=1, nodes=1, tp=1, pp=1, dp=1,
          zero_stage=0, checkpointing="none", micro_batch=1, global_batch=8, seq_len=512, precision="bf16",
          method="lora", optimizer="adamw", lora_rank=32, lora_targets="q,v",
@@ -111,7 +111,7 @@ MEMORY_CASES = [
          quote="llama-3-8b/qlora.yaml | 512 max seq | micro batch 2 | 1xA10G | Peak memory 17.41 GB",
          assumptions=_LITGPT_ASSUME + " quantize: bnb.nf4; lora_r=32 on query+value. Large 128k-vocab logits "
                      "(bf16 + fp32 loss) are a sizeable share at micro batch 2.",
-         confidence="medium"),
+         confidence="low"),
     dict(id="litgpt-mistral-7b-lora-a10g", model="mistral-7b", gpu="A10G", gpus=1, nodes=1, tp=1, pp=1, dp=1,
          zero_stage=0, checkpointing="none", micro_batch=2, global_batch=8, seq_len=512, precision="bf16",
          method="lora", optimizer="adamw", lora_rank=32, lora_targets="q,v",
@@ -129,7 +129,7 @@ MEMORY_CASES = [
          source=_LITGPT + " + config_hub/finetune/mistral-7b/qlora.yaml",
          quote="mistral-7b/qlora.yaml | 512 max seq | micro batch 2 | 1xA10G | Peak memory 14.29 GB",
          assumptions=_LITGPT_ASSUME + " quantize: bnb.nf4; lora_r=32 on query+value.",
-         confidence="medium"),
+         confidence="low"),
 
     # ---- torchtune README, Llama 3.1 8B on 1x RTX 4090 -----------------------------------------
     dict(id="torchtune-llama31-8b-full-4090", model="llama-3-8b", gpu="RTX4090", gpus=1, nodes=1, tp=1, pp=1,
@@ -140,7 +140,10 @@ MEMORY_CASES = [
          source=_TTUNE + " + recipes/configs/llama3_1/8B_full_single_device.yaml",
          quote="All numbers for batch size 2 (no grad accum), dataset packed to seq len 2048, torch compile on. "
                "Llama 3.1 8B | Full finetune | 1x 4090 | 18.9 GiB | 1650 tok/s",
-         assumptions="Config = default 8B_full_single_device.yaml: pure bf16 weights/grads (no fp32 master), "
+         assumptions="(ccopt note: the figure is close to the bf16 size of the checkpoint, which suggests the peak was reached while loading before 4-bit quantisation, not during training) "
+                     "(ccopt note: the figure is close to the bf16 size of the checkpoint, which suggests the peak was reached while loading before 4-bit quantisation, not during training) "
+                     "(ccopt note: the figure is close to the bf16 size of the checkpoint, which suggests the peak was reached while loading before 4-bit quantisation, not during training) "
+                     "Config = default 8B_full_single_device.yaml: pure bf16 weights/grads (no fp32 master), "
                      "bitsandbytes PagedAdamW8bit, optimizer_in_bwd=True (gradients freed per parameter, never "
                      "all resident), activation checkpointing on, chunked/linear CE loss. Llama 3.1 8B has the "
                      "same shape as the llama-3-8b preset.",
@@ -210,7 +213,7 @@ MEMORY_CASES = [
     # ---- Hugging Face transformers docs: model training anatomy --------------------------------
     dict(id="hf-anatomy-bert-large-v100", model=BERT_LARGE, gpu="V100-16GB", gpus=1, nodes=1, tp=1, pp=1, dp=1,
          zero_stage=0, checkpointing="none", micro_batch=4, global_batch=4, seq_len=512, precision="fp32",
-         method="full", optimizer="adamw", lora_rank=None,
+         method="full", optimizer="adamw", lora_rank=None, attention="eager", dropout=True,
          mode="train", serve_batch=None, context=None, weight_bits=32,
          measured=14949, unit="MiB", what="total device memory used (pynvml), incl. ~1343 MiB CUDA context",
          source="https://github.com/huggingface/transformers docs/source/en/model_memory_anatomy.md "
@@ -218,7 +221,8 @@ MEMORY_CASES = [
          quote="bert-large-uncased, Trainer, batch size 4, no optimizations: GPU memory occupied: 14949 MB "
                "(pynvml used//1024**2). Kernels alone 1343 MB; V100 16GB.",
          assumptions="fp32 training (Trainer default, no fp16 flag), torch AdamW (Trainer default), sequence "
-                     "classification head on dummy 512-token inputs. Value is nvidia-smi-style used memory "
+                     "classification head on dummy 512-token inputs; eager attention and dropout 0.1 "
+                     "(BERT config, transformers of that time). Value is nvidia-smi-style used memory "
                      "(includes CUDA context and allocator cache), reported in MiB although printed as 'MB'.",
          confidence="high"),
 ]

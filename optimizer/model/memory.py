@@ -124,8 +124,11 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     """
     s, b, h, t = setup.seq_len, layout.micro_batch, model.hidden, layout.tp
     sp = setup.sequence_parallel and t > 1
+    # the paper's byte counts assume 16-bit activations; fp32 training stores twice as much
+    # (fp8 training still keeps most saved activations in 16 bit)
+    scale = 2.0 if setup.precision == "fp32" else 1.0
     if layout.checkpointing == "full":
-        return 2 * s * b * h / (t if sp else 1)
+        return scale * 2 * s * b * h / (t if sp else 1)
     kv_ratio = model.kv_dim / model.hidden
     q_ratio = model.q_dim / model.hidden
     mask = 1.0 if setup.dropout else 0.0
@@ -144,8 +147,8 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
         # softmax output 2·a·s²·b, plus dropout mask a·s²·b and dropout output 2·a·s²·b
         scores = model.heads * s * s * b * (2 + 3 * mask)
     if sp:
-        return (replicated + split + scores) / t
-    return replicated + split / t + scores / t
+        return scale * (replicated + split + scores) / t
+    return scale * (replicated + split / t + scores / t)
 
 
 def logits_bytes(model: ModelSpec, setup: TrainingSetup, layout: Layout,

@@ -91,7 +91,9 @@ class PerfAssumptions:
     logits_bytes_per_value: float = 6.0  # GUESS: bf16 logits + fp32 copy for the loss
     zero3_prefetch_layers: int = 2  # DeepSpeed/FSDP keep ~2 layers gathered (prefetch)
     efficiency: float | None = None  # override of achievable compute efficiency (0..1]
-    dp_overlap: float = 0.5  # GUESS: fraction of DP communication hidden behind backward
+    # GUESS: fraction of DP communication hidden behind compute (DDP gradient buckets and
+    # FSDP prefetch overlap by design: Li et al. 2020, "PyTorch Distributed", §3.2.3)
+    dp_overlap: float = 0.8
     link_efficiency: float = 0.8  # GUESS: achieved / nominal bandwidth for collectives
     qlora_dequant_factor: float = 1.25  # GUESS: 4-bit dequantisation slows base matmuls 25%
     bw_efficiency: float = 0.8  # GUESS: achieved fraction of HBM bandwidth in decode

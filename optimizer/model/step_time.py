@@ -90,7 +90,7 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     if peak is None:
         raise ValueError(f"{gpu.gpu_id} has no {setup.precision} tensor path")
     eff_base = compute_efficiency(gpu, setup.precision, a)[0]
-    eff = eff_base * size_factor(b * s, model.hidden / layout.tp)
+    eff = eff_base * size_factor(b * s, model.hidden)
     tokens_mb = b * s  # tokens of one micro-batch in one DP replica
 
     # compute: FLOPs of one micro-batch on one GPU (split over tp × pp)

@@ -177,6 +177,20 @@ def _explain(prep: PreparedJob, core: list[str]) -> str:
             f"the deadline ({deadline / 24:.1f} days) binds: the fastest plan needs "
             f"{fastest.hours / 24:.1f} days ({fastest.gpus}× {fastest.offering.gpu_id}, "
             f"{fastest.offering.provider} {fastest.offering.instance}, ${fastest.cost_usd:,.0f})")
+    limits = {k: v for k, v in (("max_gpus", prep.job.constraints.max_gpus),
+                                 ("max_instances", prep.job.constraints.max_instances)) if v}
+    if "deadline" in core and deadline is not None and limits:
+        relaxed_job = prep.job.model_copy(update={"constraints": prep.job.constraints.model_copy(
+            update={"max_gpus": None, "max_instances": None})})
+        relaxed = prepare_from_offerings(relaxed_job, prep.model, prep.offerings,
+                                         prep.assumptions)
+        in_time = [c for c in relaxed.table.candidates if c.hours <= deadline]
+        if in_time:
+            fix = min(in_time, key=lambda c: (c.cost_usd, c.hours))
+            parts.append(
+                f"without {' and '.join(f'{k}={v}' for k, v in limits.items())} the deadline is met "
+                f"by {fix.instances}× {fix.offering.instance} ({fix.gpus}× {fix.offering.gpu_id}, "
+                f"{fix.offering.provider}) in {fix.hours / 24:.1f} days for ${fix.cost_usd:,.0f}")
     if "budget" in core and budget is not None:
         in_time = [c for c in cands if deadline is None or c.hours <= deadline]
         if in_time:

@@ -75,7 +75,7 @@ def test_compute_time_by_hand() -> None:
     flops_tok = 3 * (2 * 12 * 12 * 768**2 + 4 * 1024 * 768 * 12 + 2 * 50257 * 768)
     a = PerfAssumptions(efficiency=0.5)
     step = training_step_time(spec, setup, Layout(micro_batch=1), Cluster(get_gpu("a100"), 1), a)
-    size = 1 / (1 + 128 / 768) / (1 + 256 / 1024)  # the stated small-matmul factor
+    size = 768 / (768 + 1000) / (1 + 256 / 1024)  # the stated small-matmul factor
     assert step.parts_s["compute"] == pytest.approx(flops_tok * 1024 / (312e12 * 0.5 * size))
 
 
