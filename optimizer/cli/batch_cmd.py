@@ -1,0 +1,201 @@
+"""`ccopt batch JOBS.toml`: many jobs on shared quotas, owned boxes and reservations."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from optimizer.cli.common import EXIT_INFEASIBLE, console, print_json, user_errors
+
+__all__ = ["register", "render_batch", "plot_schedule"]
+
+Opt = typer.Option
+GANTT_WIDTH = 48  # characters of the horizon bar in the Gantt tables
+PROGRESS_AFTER_S = 1.0  # show solver progress only for solves longer than this
+
+
+def batch(jobs: Annotated[Path, typer.Argument(help="Batch file (TOML): [capacity] + [[job]]")],
+          json_out: Annotated[bool, Opt("--json", help="JSON output (the documented contract)")]
+          = False,
+          plot: Annotated[Path | None, Opt("--plot", help="Write the schedule as PNG "
+                                                      "(needs the 'plot' extra)")] = None,
+          time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 30.0,
+          workers: Annotated[int, Opt(help="CP-SAT worker threads")] = 2,
+          prices: Annotated[Path | None, Opt("--prices", help="Offerings CSV to use instead")]
+          = None,
+          offline: Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
+          = False) -> None:
+    """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
+    from optimizer.errors import ConfigError
+    from optimizer.solve.batch import batch_dict, plan_batch
+    from optimizer.solve.solver import SolverConfig
+
+    with user_errors():
+        if time_limit <= 0:
+            raise ConfigError(f"--time-limit: must be > 0, got {time_limit}")
+        if workers < 1:
+            raise ConfigError(f"--workers: must be >= 1, got {workers}")
+        with _Progress() as progress:
+            result = plan_batch(jobs, prices=prices, offline=True if offline else None,
+                                config=SolverConfig(time_limit_s=time_limit, workers=workers),
+                                on_progress=progress.update)
+        data = batch_dict(result)
+        if plot is not None and result.jobs:
+            plot_schedule(data, plot)
+    if json_out:
+        print_json(data)
+    else:
+        render_batch(data)
+        if plot is not None and result.jobs:
+            console().print(f"schedule plot written to {plot}")
+    if data["status"] == "infeasible":
+        raise typer.Exit(EXIT_INFEASIBLE)
+
+
+class _Progress:
+    """Objective and bound of the running solve on stderr (rich), once it runs over 1 s."""
+
+    def __init__(self) -> None:
+        self.text = "solving…"
+        self.live: Any = None
+        self.timer: threading.Timer | None = None
+
+    def __enter__(self) -> _Progress:
+        if sys.stderr.isatty():
+            self.timer = threading.Timer(PROGRESS_AFTER_S, self._start)
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def _start(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self.live = Live(self, console=Console(stderr=True), refresh_per_second=4,
+                         transient=True)
+        self.live.start()
+
+    def __rich__(self) -> str:
+        return f"[cyan]CP-SAT[/cyan] {self.text}"
+
+    def update(self, event: Any) -> None:
+        gap = (event.objective_usd - event.bound_usd) / max(abs(event.objective_usd), 1e-9)
+        self.text = (f"{event.wall_s:6.1f} s  best ${event.objective_usd:,.2f}  bound "
+                     f"${event.bound_usd:,.2f}  gap {gap:.2%}")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.live is not None:
+            self.live.stop()
+
+
+def _money(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
+
+
+def _bar(start: float, end: float, horizon: float, width: int = GANTT_WIDTH) -> str:
+    """A text bar of [start, end) over [0, horizon]."""
+    a = int(start / horizon * width)
+    b = max(a + 1, int(round(end / horizon * width)))
+    return "·" * a + "█" * (b - a) + "·" * max(0, width - b)
+
+
+def render_batch(data: dict[str, Any]) -> None:
+    """Totals, the per-job plan, and a Gantt-like table per resource (rich)."""
+    from rich.table import Table
+
+    c = console()
+    s = data["solver"]
+    if data["status"] == "infeasible":
+        expl = data.get("explanation") or {}
+        c.print(f"[red]infeasible[/red]: {expl.get('message', 'no plan meets the constraints')}")
+        for f in expl.get("fixes", []):
+            c.print(f"  fix: {f['change']} → total {_money(f['total_cost_usd'])}")
+        return
+    br = data["cost_breakdown_usd"]
+    gap = s.get("gap", 0.0)
+    c.print(f"[b]{len(data['jobs'])} jobs[/b] — [b]{data['status']}[/b]: total "
+            f"[b]{_money(data['total_cost_usd'])}[/b] (cloud {_money(br['cloud'])}, owned "
+            f"{_money(br['owned'])}, reservations {_money(br['reservations'])}"
+            + (f", dropped value {_money(br['dropped_value'])}" if br["dropped_value"] else "")
+            + f"); CP-SAT {s.get('wall_s', 0):.2f} s, {s.get('model_rows')} rows, gap "
+            f"{gap:.2%}, time step {s.get('time_unit_hours', 0) * 60:g} min")
+    table = Table(title="Jobs")
+    for col in ("job", "plan", "GPUs", "start d", "end d", "deadline d", "cost"):
+        table.add_column(col, justify="left" if col in ("job", "plan") else "right")
+    for j in data["jobs"]:
+        if j["status"] != "scheduled":
+            table.add_row(j["name"], f"[dim]{j['status']} (value {_money(j['value_usd'])})[/dim]",
+                          "", "", "", _days(j["deadline_hour"]), "")
+            continue
+        table.add_row(j["name"], f"{j['instances']}× {j['instance']} ({j['provider']}, "
+                      f"{j['pricing']})", str(j["gpus"]), _days(j["start_hour"]),
+                      _days(j["end_hour"]), _days(j["deadline_hour"]), _money(j["cost_usd"]))
+    c.print(table)
+    horizon = float(data["horizon_hours"])
+    lanes: dict[str, list[dict[str, Any]]] = {}
+    for j in data["jobs"]:
+        if j["status"] == "scheduled":
+            lanes.setdefault(j["resources"][0], []).append(j)
+    caps = {r["label"]: r for r in data["resources"]}
+    for label, members in lanes.items():
+        res = caps.get(label)
+        title = label if res is None else (
+            f"{label}: peak {res['peak']} of "
+            f"{res.get('reserved', res['capacity'])} {res['unit']}")
+        gantt = Table(title=title, title_justify="left")
+        gantt.add_column("job")
+        gantt.add_column("use", justify="right")
+        gantt.add_column(f"0 … {horizon / 24:g} days", no_wrap=True)
+        for j in sorted(members, key=lambda j: j["start_hour"]):
+            n = j["instances"]
+            use = f"{j['gpus']} GPUs" if res is None or res["unit"] == "GPUs" else \
+                f"{n} {res['unit'] if n != 1 else res['unit'].rstrip('es' if res['unit'] == 'boxes' else 's')}"
+            gantt.add_row(j["name"], use, _bar(j["start_hour"], j["end_hour"], horizon))
+        c.print(gantt)
+    for note in data.get("notes", []):
+        c.print(f"[dim]note: {note}[/dim]")
+
+
+def _days(hours: float | None) -> str:
+    return "-" if hours is None else f"{hours / 24:.2f}"
+
+
+def plot_schedule(data: dict[str, Any], path: Path) -> None:
+    """One bar per job from start to end, grouped and coloured by resource, with deadlines."""
+    from optimizer.plot import _pyplot, save_figure
+
+    plt = _pyplot()
+    jobs = [j for j in data["jobs"] if j["status"] == "scheduled"]
+    jobs.sort(key=lambda j: (j["resources"][0], j["start_hour"]))
+    labels = sorted({j["resources"][0] for j in jobs})
+    colours = {lab: plt.get_cmap("tab10")(i % 10) for i, lab in enumerate(labels)}
+    fig, ax = plt.subplots(figsize=(10, 0.4 * len(jobs) + 1.5))
+    for y, j in enumerate(jobs):
+        start, end = j["start_hour"] / 24, j["end_hour"] / 24
+        ax.barh(y, end - start, left=start, color=colours[j["resources"][0]], alpha=0.85)
+        ax.text(end, y, f" {j['gpus']}× {j['gpu']}", va="center", fontsize=7)
+        if j.get("deadline_hour") is not None:
+            ax.plot([j["deadline_hour"] / 24] * 2, [y - 0.4, y + 0.4], color="red", lw=1)
+    ax.set_yticks(range(len(jobs)), [j["name"] for j in jobs], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, data["horizon_hours"] / 24)
+    ax.set_xlabel("days (red tick: deadline)")
+    ax.set_title(f"batch schedule — total ${data['total_cost_usd']:,.0f} ({data['status']})")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[lab]) for lab in labels]
+    ax.legend(handles, labels, fontsize=7, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    save_figure(fig, Path(path))
+    plt.close(fig)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `batch` command to the ccopt app."""
+    app.command("batch")(batch)
