@@ -16,6 +16,7 @@ __all__ = ["register", "render_batch", "plot_schedule"]
 Opt = typer.Option
 GANTT_WIDTH = 48  # characters of the horizon bar in the Gantt tables
 PROGRESS_AFTER_S = 1.0  # show solver progress only for solves longer than this
+_SINGULAR = {"boxes": "box", "instances": "instance"}
 
 
 def batch(jobs: Annotated[Path, typer.Argument(help="Batch file (TOML): [capacity] + [[job]]")],
@@ -156,8 +157,9 @@ def render_batch(data: dict[str, Any]) -> None:
         gantt.add_column(f"0 … {horizon / 24:g} days", no_wrap=True)
         for j in sorted(members, key=lambda j: j["start_hour"]):
             n = j["instances"]
-            use = f"{j['gpus']} GPUs" if res is None or res["unit"] == "GPUs" else \
-                f"{n} {res['unit'] if n != 1 else res['unit'].rstrip('es' if res['unit'] == 'boxes' else 's')}"
+            unit = res["unit"] if res is not None else "GPUs"
+            use = f"{j['gpus']} GPUs" if unit == "GPUs" else \
+                f"{n} {unit if n != 1 else _SINGULAR.get(unit, unit)}"
             gantt.add_row(j["name"], use, _bar(j["start_hour"], j["end_hour"], horizon))
         c.print(gantt)
     for note in data.get("notes", []):

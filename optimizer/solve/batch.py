@@ -845,8 +845,8 @@ def _relaxed_fix(problem: BatchProblem, relax: Sequence[str], cfg: SolverConfig)
             else:
                 new = reserved.get(name, res_.capacity)
             if new > res_.capacity:
-                what = {"quota": "raise the quota", "owned": "add boxes to",
-                        "reservation": "allow more reserved instances of"}[res_.kind]
+                what = {"quota": "raise", "owned": "grow",
+                        "reservation": "raise the maximum of"}[res_.kind]
                 changes.append(f"{what} {res_.label} from {res_.capacity} to {new} {res_.unit}")
             detail[r] = {"resource": name, "capacity": res_.capacity, "needed": new}
     if not changes:
