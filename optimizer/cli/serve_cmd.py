@@ -1,0 +1,122 @@
+"""`ccopt serve JOB.toml` and `ccopt serve-compare JOB.toml`: size an inference deployment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from optimizer.cli.common import EXIT_INFEASIBLE, console, print_json, user_errors
+
+__all__ = ["register", "render_serve", "render_compare"]
+
+Opt = typer.Option
+JobArg = Annotated[Path, typer.Argument(help="Serving job file (TOML, workload.kind = \"serve\")")]
+PricesOpt = Annotated[Path | None, Opt("--prices", help="Offerings CSV to use instead")]
+OfflineOpt = Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
+JsonOpt = Annotated[bool, Opt("--json", help="JSON output (the documented contract)")]
+TimeOpt = Annotated[float, Opt("--time-limit", help="Solver time limit, seconds")]
+
+
+def _money(v: float) -> str:
+    return f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
+
+
+def render_serve(data: dict[str, Any]) -> None:
+    """Rich rendering of a serve_json answer."""
+    from rich.table import Table
+
+    c = console()
+    job = data.get("job") or {}
+    if data["status"] == "infeasible":
+        c.print(f"[red]infeasible[/red]: {data['explanation']}")
+        return
+    p = data["plan"]
+    s = data["solver"]
+    c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('quantization')}, "
+            f"{p['load_requests_per_s']:.3g} requests/s — [b]{data['status']}[/b] "
+            f"(CP-SAT, {s.get('options')} replica options, {s.get('wall_s', 0):.3f} s)")
+    c.print(f"  [b]{_money(p['usd_per_hour'])}/h[/b], {_money(p['usd_per_month'])}/month "
+            f"({job.get('hours_per_day', 24):g} h/day); capacity "
+            f"{p['capacity_requests_per_s']:.3g} requests/s (headroom {p['headroom']:.0%}); "
+            f"TTFT ≤ {p['ttft_s']:.3g} s, TPOT ≤ {p['tpot_ms']:.3g} ms")
+    table = Table(title="Deployments")
+    cols = ("instances", "instance", "provider", "pricing", "GPUs", "TP", "replicas", "batch",
+            "req/s", "TTFT s", "TPOT ms", "$/h")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("instance", "provider", "pricing")
+                         else "right")
+    for d in p["deployments"]:
+        table.add_row(str(d["instances"]), d["instance"], d["provider"], d["pricing"],
+                      f"{d['gpus']}× {d['gpu']}", str(d["tp"]), str(d["replicas"]),
+                      str(d["batch"]), f"{d['requests_per_s']:.3g}", f"{d['ttft_s']:.3g}",
+                      f"{d['tpot_ms']:.3g}", _money(d["usd_per_hour"]))
+    c.print(table)
+
+
+def render_compare(data: dict[str, Any]) -> None:
+    """Rich table of the best deployment per GPU type."""
+    from rich.table import Table
+
+    c = console()
+    table = Table(title="Best deployment per GPU type")
+    for col in ("gpu", "deployment", "$/h", "$/month", "capacity req/s"):
+        table.add_column(col, justify="right" if col[0] in "$c" else "left")
+    ranked = sorted(data["per_gpu"].items(),
+                    key=lambda kv: kv[1].get("usd_per_hour", float("inf")))
+    for gpu, p in ranked:
+        if "deployments" not in p:
+            table.add_row(gpu, f"[dim]{p['explanation']}[/dim]", "", "", "")
+            continue
+        what = " + ".join(f"{d['instances']}× {d['instance']} ({d['provider']}, TP{d['tp']}, "
+                          f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})" for d in p["deployments"])
+        table.add_row(gpu, what, _money(p["usd_per_hour"]), _money(p["usd_per_month"]),
+                      f"{p['capacity_requests_per_s']:.3g}")
+    c.print(table)
+    best = data["best"]
+    if best["plan"]:
+        c.print(f"best overall (mixes allowed): {_money(best['plan']['usd_per_hour'])}/h")
+
+
+def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
+          offline: OfflineOpt = False,
+          compare: Annotated[bool, Opt("--compare", help="Best deployment per GPU type")] = False,
+          time_limit: TimeOpt = 10.0) -> None:
+    """The cheapest replica mix that serves JOB's load within its latency targets."""
+    if compare:
+        serve_compare(job, json_out, prices, offline, time_limit)
+        return
+    from optimizer.solve.serve import run_serve
+
+    with user_errors():
+        data = run_serve(job, prices=prices, offline=True if offline else None,
+                         time_limit_s=time_limit)
+    if json_out:
+        print_json(data)
+    else:
+        render_serve(data)
+    if data["status"] == "infeasible":
+        raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def serve_compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
+                  offline: OfflineOpt = False, time_limit: TimeOpt = 10.0) -> None:
+    """Best serving deployment per GPU type (and the best mix over all types)."""
+    from optimizer.solve.serve import run_serve_compare
+
+    with user_errors():
+        data = run_serve_compare(job, prices=prices, offline=True if offline else None,
+                                 time_limit_s=time_limit)
+    if json_out:
+        print_json(data)
+    else:
+        render_compare(data)
+    if data["best"]["status"] == "infeasible":
+        raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve` and `serve-compare` to the ccopt app."""
+    app.command("serve")(serve)
+    app.command("serve-compare")(serve_compare)
