@@ -141,7 +141,10 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
 
 def plan(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
          alternatives: int = 3, pareto: bool = False, time_limit_s: float = 10.0) -> Any:
-    """Plan a job (a Job, a dict, or a TOML path). Returns a PlanResult."""
+    """Plan a job (a Job, a dict, or a TOML path). Returns a PlanResult.
+
+    `prices` is an offerings CSV to use instead of the user cache / bundled tables.
+    """
     from optimizer.jobs import Job, job_from_dict, load_job
     from optimizer.solve.single import plan_job
     from optimizer.solve.solver import SolverConfig
@@ -153,10 +156,10 @@ def plan(job: Any, *, prices: str | Path | None = None, offline: bool | None = N
         job = job_from_dict(job)
     assert isinstance(job, Job)
     frame = None
-    if job.constraints.cloud:
-        from optimizer.pricing.catalog import load_catalog
+    if job.constraints.cloud:  # the pandas-free loader keeps `ccopt plan` fast to start
+        from optimizer.pricing.catalog import load_offering_rows
 
-        frame = load_catalog(prices, offline=offline).frame
+        frame = load_offering_rows(prices, offline=offline)[0]
     return plan_job(job, frame, base_dir, alternatives=alternatives, pareto=pareto,
                     config=SolverConfig(time_limit_s=time_limit_s))
 
@@ -200,8 +203,8 @@ def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None 
         job = job_from_dict(job)
     frame = None
     if job.constraints.cloud:
-        from optimizer.pricing.catalog import load_catalog
+        from optimizer.pricing.catalog import load_offering_rows
 
-        frame = load_catalog(prices, offline=offline).frame
+        frame = load_offering_rows(prices, offline=offline)[0]
     return compare_job(job, frame, base_dir)
 

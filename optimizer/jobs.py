@@ -128,6 +128,9 @@ class Constraints(BaseModel):
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     checkpointing: tuple[str, ...] = CHECKPOINTING
     cloud: bool = Field(default=True, description="consider cloud offerings")
+    trust_guessed_network: bool = Field(
+        default=True, description="false: offerings whose inter-node bandwidth is a documented "
+        "guess (pricing_data/README.md) are used as a single instance only")
 
     @model_validator(mode="after")
     def _check(self) -> Constraints:

@@ -73,6 +73,8 @@ def render_plan(data: dict[str, Any]) -> None:
             f"grad-accum {lay['grad_accum']} = global batch {p['global_batch']}; {p['steps']:,} "
             f"steps of {p['step_time_s']:.2f} s; {p['tokens_per_s']:,.0f} tokens/s, MFU "
             f"{p['mfu']:.1%}; memory {p['memory_gib']['total']:.1f} GiB/GPU")
+    for warning in p.get("warnings", []):
+        c.print(f"  [yellow]check:[/yellow] {warning}")
     rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(data["alternatives"])]
     table = Table(title="Plan and next-best distinct alternatives")
     for col in ("", "gpu", "provider", "instance", "pricing", "GPUs", "days", "cost", "extra",

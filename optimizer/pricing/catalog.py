@@ -25,6 +25,9 @@ __all__ = [
     "Catalog",
     "load_catalog",
     "filter_offerings",
+    "filter_rows",
+    "load_offering_rows",
+    "row_filter",
     "cheapest_per_gpu_hour",
     "committed_cost_usd",
     "cache_dir",
@@ -138,6 +141,37 @@ def _catalog(frame: pd.DataFrame, source: str, path: Path, note: str = "") -> Ca
                    note=note)
 
 
+def _source_files(path: str | Path | None, offline: bool | None) -> list[tuple[Path, str]]:
+    """Files to try in order, with their source label: `path`; else cache then bundled."""
+    if path is not None:
+        file = Path(path).expanduser()
+        return [(file, str(file))]
+    if offline is None:
+        offline = offline_from_env()
+    files: list[tuple[Path, str]] = []
+    if not offline:
+        cached = cache_dir() / CACHE_FILE
+        if cached.is_file():
+            files.append((cached, "cache"))
+    return files + [(bundled_path(), "bundled")]
+
+
+def _load_first(reader: Any, path: str | Path | None,
+                offline: bool | None) -> tuple[Any, str, Path, str]:
+    """(data, source, file, note) from the first file that validates; an invalid cache falls
+    back to the bundled tables with a note; any other invalid file raises CatalogError."""
+    note = ""
+    files = _source_files(path, offline)
+    for file, source in files:
+        try:
+            return reader(file), source, file, note
+        except CatalogError as exc:
+            if source != "cache":
+                raise
+            note = f"ignored invalid cache: {exc}"
+    raise AssertionError("unreachable: the bundled file is always tried last")
+
+
 def load_catalog(path: str | Path | None = None, *, offline: bool | None = None) -> Catalog:
     """Load and validate the price catalog.
 
@@ -153,21 +187,38 @@ def load_catalog(path: str | Path | None = None, *, offline: bool | None = None)
     Raises:
         CatalogError: the chosen file fails validation (names file, row and column).
     """
-    if path is not None:
-        file = Path(path).expanduser()
-        return _catalog(_read(file), str(file), file)
-    if offline is None:
-        offline = offline_from_env()
-    note = ""
-    if not offline:
-        cached = cache_dir() / CACHE_FILE
-        if cached.is_file():
-            try:
-                return _catalog(_read(cached), "cache", cached)
-            except CatalogError as exc:
-                note = f"ignored invalid cache: {exc}"
-    bundled = bundled_path()
-    return _catalog(_read(bundled), "bundled", bundled, note)
+    frame, source, file, note = _load_first(_read, path, offline)
+    return _catalog(frame, source, file, note)
+
+
+@functools.lru_cache(maxsize=8)
+def _rows_cached(path: str, mtime_ns: int, size: int) -> tuple[Any, ...]:
+    from optimizer.pricing.schema import validate_csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            return tuple(validate_csv(handle, path))
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
+def _read_rows(path: Path) -> tuple[Any, ...]:
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return _rows_cached(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def load_offering_rows(path: str | Path | None = None, *, offline: bool | None = None
+                       ) -> tuple[tuple[Any, ...], str]:
+    """The validated catalog as OfferingRow objects (same files and checks as load_catalog,
+    without pandas: the planner's fast path). Returns (rows, one-line description)."""
+    rows, source, file, note = _load_first(_read_rows, path, offline)
+    as_of = max(str(r.as_of) for r in rows)
+    label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)
+    line = f"prices: {label}, as of {as_of}"
+    return rows, f"{line} ({note})" if note else line
 
 
 def _as_list(value: str | Iterable[str] | None, split: bool = True) -> list[str] | None:
@@ -180,19 +231,55 @@ def _as_list(value: str | Iterable[str] | None, split: bool = True) -> list[str]
     return out or None
 
 
-def _match(
-    frame: pd.DataFrame, column: str, wanted: list[str], field: str, allowed: Iterable[str]
-) -> pd.DataFrame:
+def _check_known(wanted: list[str], field: str, allowed: Iterable[str]) -> set[str]:
+    """Lower-cased wanted values; ConfigError naming the field and the allowed values."""
     allowed = sorted(set(allowed))
-    lowered = {a.lower(): a for a in allowed}
+    lowered = {a.lower() for a in allowed}
     for value in wanted:
         if value.lower() not in lowered:
             raise ConfigError(
                 f"{field}: unknown value {value!r}{did_you_mean(value, allowed)} "
                 f"Allowed: {', '.join(allowed)}"
             )
-    keep = {v.lower() for v in wanted}
-    return frame[frame[column].str.lower().isin(keep)]
+    return {v.lower() for v in wanted}
+
+
+def row_filter(*, gpus: str | Iterable[str] | None = None,
+               providers: str | Iterable[str] | None = None,
+               regions: str | Iterable[str] | None = None,
+               pricing: str | Iterable[str] | None = None, max_instances: int | None = None,
+               known_providers: Iterable[str] = (), known_regions: Iterable[str] = ()) -> Any:
+    """A predicate over rows (attributes gpu_id, provider, region, pricing_model,
+    max_instances) implementing the filters of filter_offerings; validates the values first.
+
+    Raises:
+        ConfigError: an unknown value; the message names the field and the allowed values.
+    """
+    from optimizer.gpus import resolve_gpu_id
+
+    gpu_list = _as_list(gpus)
+    ids = {resolve_gpu_id(g, field="gpu") for g in gpu_list} if gpu_list is not None else None
+    provider_list = _as_list(providers)
+    prov = _check_known(provider_list, "provider", known_providers) \
+        if provider_list is not None else None
+    region_list = _as_list(regions, split=False)
+    regs = _check_known(region_list, "region", known_regions) if region_list is not None else None
+    pricing_list = _as_list(pricing)
+    prices = _check_known([p.replace("-", "_") for p in pricing_list], "pricing",
+                          PRICING_MODELS) if pricing_list is not None else None
+    if max_instances is not None and max_instances < 1:
+        raise ConfigError(f"max_instances: must be >= 1, got {max_instances}")
+
+    def keep(row: Any) -> bool:
+        limit = row.max_instances
+        return ((ids is None or row.gpu_id in ids)
+                and (prov is None or row.provider.lower() in prov)
+                and (regs is None or row.region.lower() in regs)
+                and (prices is None or row.pricing_model.lower() in prices)
+                and (max_instances is None or limit is None or limit != limit
+                     or limit >= max_instances))
+
+    return keep
 
 
 def filter_offerings(
@@ -220,29 +307,18 @@ def filter_offerings(
     Raises:
         ConfigError: an unknown value; the message names the field and the allowed values.
     """
-    from optimizer.gpus import resolve_gpu_id
+    keep = row_filter(gpus=gpus, providers=providers, regions=regions, pricing=pricing,
+                      max_instances=max_instances, known_providers=frame["provider"],
+                      known_regions=frame["region"])
+    return frame[[keep(row) for row in frame.itertuples(index=False)]]
 
-    out = frame
-    gpu_list = _as_list(gpus)
-    if gpu_list is not None:
-        ids = {resolve_gpu_id(g, field="gpu") for g in gpu_list}
-        out = out[out["gpu_id"].isin(ids)]
-    provider_list = _as_list(providers)
-    if provider_list is not None:
-        out = _match(out, "provider", provider_list, "provider", frame["provider"])
-    region_list = _as_list(regions, split=False)
-    if region_list is not None:
-        out = _match(out, "region", region_list, "region", frame["region"])
-    pricing_list = _as_list(pricing)
-    if pricing_list is not None:
-        normalised = [p.replace("-", "_") for p in pricing_list]
-        out = _match(out, "pricing_model", normalised, "pricing", PRICING_MODELS)
-    if max_instances is not None:
-        if max_instances < 1:
-            raise ConfigError(f"max_instances: must be >= 1, got {max_instances}")
-        limit = out["max_instances"]
-        out = out[limit.isna() | (limit >= max_instances)]
-    return out
+
+def filter_rows(rows: Iterable[Any], **filters: Any) -> list[Any]:
+    """filter_offerings for OfferingRow objects (see load_offering_rows)."""
+    rows = list(rows)
+    keep = row_filter(known_providers={r.provider for r in rows},
+                      known_regions={r.region for r in rows}, **filters)
+    return [r for r in rows if keep(r)]
 
 
 def cheapest_per_gpu_hour(frame: pd.DataFrame) -> pd.DataFrame:

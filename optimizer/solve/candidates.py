@@ -49,6 +49,8 @@ class Offering:
     capital_usd_per_instance_hour: float = 0.0  # amortised capital per box-hour
     spot_overhead: float = 0.0
     box_net_price_usd: float = 0.0  # owned/buy: purchase price − resale of one box
+    inter_node_kind: str = "ethernet"  # infiniband | efa | ethernet | rdma | none
+    inter_node_is_default: bool = False  # the bandwidth is a documented guess, not published
 
     @property
     def gpu_id(self) -> str:
@@ -261,11 +263,15 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                          max_gpus: int | None = None,
                          assumptions: PerfAssumptions | None = None,
                          prune_hours: float | None = None,
-                         tokens_lower_bound: float = 0.0) -> CandidateTable:
+                         tokens_lower_bound: float = 0.0,
+                         slack_stop: bool = False) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
     With `prune_hours` (the deadline), instance counts whose time lower bound (model FLOPs at
     base efficiency, no communication) exceeds it are skipped: they cannot meet the deadline.
+    With `slack_stop` as well, a hardware class stops scaling out once a count finishes in a
+    quarter of the deadline while already paying ≥ 10% more GPU-hours than its most efficient
+    count (faster plans are then only needed for a Pareto front, which turns this off).
     """
     a = assumptions or PerfAssumptions()
     memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]] = {}
@@ -321,6 +327,9 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             gpu_hours = n * gpn * step.time_s
             least_gpu_hours = min(least_gpu_hours, gpu_hours)
             if stalls >= 2 or gpu_hours > SCALING_CUTOFF * least_gpu_hours:
+                break
+            if slack_stop and prune_hours is not None and gpu_hours > 1.1 * least_gpu_hours \
+                    and steps_for_batch(layout.global_batch) * step.time_s / 3600 < prune_hours / 4:
                 break
             steps = steps_for_batch(layout.global_batch)
             hours = steps * step.time_s / 3600.0 * (1.0 + off.spot_overhead)

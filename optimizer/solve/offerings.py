@@ -12,19 +12,30 @@ from optimizer.solve.candidates import Offering
 __all__ = ["cloud_offerings", "hardware_offerings", "job_offerings"]
 
 
-def cloud_offerings(frame: Any, constraints: Constraints) -> list[Offering]:
-    """Catalog rows allowed by the job's filters, as Offerings (spot gets its overhead)."""
-    from optimizer.pricing.catalog import filter_offerings
+def cloud_offerings(catalog: Any, constraints: Constraints) -> list[Offering]:
+    """Catalog offerings allowed by the job's filters, as Offerings (spot gets its overhead).
+
+    `catalog` is the price DataFrame (optimizer.pricing.load_catalog().frame) or a sequence of
+    OfferingRow objects (load_offering_rows, the planner's pandas-free fast path).
+    """
+    from optimizer.pricing.catalog import filter_offerings, filter_rows
 
     if not constraints.cloud:
         return []
-    rows = filter_offerings(frame, gpus=constraints.gpus, providers=constraints.providers,
-                            regions=constraints.regions, pricing=list(constraints.pricing))
+    filters = dict(gpus=constraints.gpus, providers=constraints.providers,
+                   regions=constraints.regions, pricing=list(constraints.pricing))
+    if hasattr(catalog, "itertuples"):
+        rows: Any = filter_offerings(catalog, **filters).itertuples(index=False)
+    else:
+        rows = filter_rows(catalog, **filters)
     gpus = load_gpus()
     out: list[Offering] = []
-    for row in rows.itertuples(index=False):
+    for row in rows:
         pricing = row.pricing_model
-        max_inst = None if row.max_instances != row.max_instances else int(row.max_instances)
+        limit = row.max_instances
+        max_inst = None if limit is None or limit != limit else int(limit)  # None or NaN
+        if not constraints.trust_guessed_network and bool(row.inter_node_is_default):
+            max_inst = 1
         commitment = 0.0 if constraints.reservation_prepaid else float(row.commitment_hours)
         out.append(Offering(
             key=f"{row.provider}/{row.instance_type}/{row.region}/{pricing}",
@@ -33,6 +44,8 @@ def cloud_offerings(frame: Any, constraints: Constraints) -> list[Offering]:
             inter_node_gbps=float(row.inter_node_gbps), usd_per_hour=float(row.usd_per_hour),
             max_instances=max_inst, commitment_hours=commitment,
             spot_overhead=constraints.spot_interruption_overhead if pricing == "spot" else 0.0,
+            inter_node_kind=str(row.inter_node_kind),
+            inter_node_is_default=bool(row.inter_node_is_default),
         ))
     return out
 

@@ -29,14 +29,14 @@ from typing import Any
 
 from optimizer.errors import ConfigError, InfeasibleError
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memory import serving_memory, serving_weight_bytes, GIB
+from optimizer.model.memory import GIB, serving_memory, serving_weight_bytes
 from optimizer.model.serving import serving_perf
 from optimizer.model.setup import PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.serve_jobs import Bucket, ServeConstraints, ServeJob, ServeWorkload
 from optimizer.solve.candidates import Offering
-from optimizer.solve.scale import from_cents, to_cents
-from optimizer.solve.solver import SolveResult, SolverConfig, solve
+from optimizer.solve.scale import to_cents
+from optimizer.solve.solver import SolverConfig, SolveResult, solve
 
 __all__ = [
     "BucketPerf", "ReplicaOption", "Deployment", "ServeResult", "IntOption", "IntProblem",
@@ -120,8 +120,12 @@ def serve_offerings(frame: Any, constraints: ServeConstraints, owned: Sequence[A
     """
     from optimizer.gpus import load_gpus, resolve_gpu_id
     from optimizer.pricing.catalog import filter_offerings
-    from optimizer.pricing.owned import (HOURS_PER_MONTH, box_price_usd, hardware_from_overrides,
-                                         power_usd_per_hour)
+    from optimizer.pricing.owned import (
+        HOURS_PER_MONTH,
+        box_price_usd,
+        hardware_from_overrides,
+        power_usd_per_hour,
+    )
 
     gpus = load_gpus()
     out: list[tuple[Offering, float, float]] = []

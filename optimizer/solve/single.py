@@ -51,7 +51,7 @@ def candidate_key(c: Candidate) -> tuple[str, str, str]:
 
 
 def prepare_job(job: Job, frame: Any = None, base_dir: Path | None = None,
-                assumptions: PerfAssumptions | None = None) -> PreparedJob:
+                assumptions: PerfAssumptions | None = None, pareto: bool = False) -> PreparedJob:
     """Resolve the model, build offerings (catalog + hardware) and the candidate table."""
     from optimizer.calibration import assumptions_for_job
     from optimizer.solve.offerings import job_offerings
@@ -59,15 +59,16 @@ def prepare_job(job: Job, frame: Any = None, base_dir: Path | None = None,
     model = job.model.resolve(base_dir)
     a = assumptions or assumptions_for_job(job, model)
     if frame is None and job.constraints.cloud:
-        from optimizer.pricing.catalog import load_catalog
+        from optimizer.pricing.catalog import load_offering_rows
 
-        frame = load_catalog().frame
+        frame = load_offering_rows()[0]
     offerings = job_offerings(frame, job.constraints, job.hardware.owned, job.hardware.buy)
-    return prepare_from_offerings(job, model, offerings, a)
+    return prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto)
 
 
 def prepare_from_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offering],
-                           assumptions: PerfAssumptions, prune: bool = True) -> PreparedJob:
+                           assumptions: PerfAssumptions, prune: bool = True,
+                           slack_stop: bool = False) -> PreparedJob:
     """Enumerate candidates; with `prune`, instance counts that cannot meet the deadline are
     skipped (the explanation of an infeasible job re-enumerates without pruning)."""
     w, c = job.workload, job.constraints
@@ -78,7 +79,7 @@ def prepare_from_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offer
         offerings, zero_stages=c.zero_stages, checkpointing=c.checkpointing,
         min_instances=c.min_instances, max_instances=c.max_instances, max_gpus=c.max_gpus,
         assumptions=assumptions, prune_hours=c.deadline_h if prune else None,
-        tokens_lower_bound=tokens_lb)
+        tokens_lower_bound=tokens_lb, slack_stop=slack_stop)
     return PreparedJob(job, model, assumptions, list(offerings), table, c.deadline_h,
                        c.budget_usd, time.perf_counter() - start)
 
@@ -208,7 +209,7 @@ def plan_job(job: Job, frame: Any = None, base_dir: Path | None = None, *,
              alternatives: int = 3, pareto: bool = False, config: SolverConfig | None = None,
              prepared: PreparedJob | None = None) -> PlanResult:
     """Plan one job end to end. Never raises for infeasibility: see PlanResult.status."""
-    prep = prepared or prepare_job(job, frame, base_dir)
+    prep = prepared or prepare_job(job, frame, base_dir, pareto=pareto)
     cands = prep.table.candidates
     solver_info: dict[str, Any] = {"name": "cp-sat", "candidates": len(cands),
                                    "enumerate_s": round(prep.enumerate_s, 4)}
@@ -281,4 +282,27 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
         "mfu": round(c.step.mfu, 4), "tokens": tokens,
         "inter_node_gbps": off.inter_node_gbps, "commitment_hours": off.commitment_hours,
         "kind": off.kind, "calibrated": c.step.calibrated,
+        "inter_node_kind": off.inter_node_kind, "inter_node_is_default": off.inter_node_is_default,
+        "warnings": plan_warnings(c),
     }
+
+
+def plan_warnings(c: Candidate) -> list[str]:
+    """What a careful user should double-check before spending money on this plan."""
+    off, out = c.offering, []
+    if c.instances > 1 and off.kind == "cloud" and (off.inter_node_is_default
+                                                    or off.inter_node_kind == "ethernet"):
+        source = "a documented guess" if off.inter_node_is_default else "published"
+        out.append(f"{c.instances} instances exchange gradients over {off.inter_node_gbps:g} Gbit/s "
+                   f"{off.inter_node_kind} ({source}); step time is sensitive to it — confirm "
+                   f"the network with {off.provider} or calibrate on 2 instances")
+    if off.pricing == "spot":
+        out.append(f"spot: assumes +{off.spot_overhead:.0%} wall time for preemptions and restarts "
+                   "from checkpoints; capacity is not guaranteed")
+    if off.commitment_hours:
+        out.append(f"reserved: the whole {off.commitment_hours / 8760:g}-year term is billed "
+                   f"(${c.cost_usd:,.0f}) whatever the job uses")
+    if off.gpu.spec_confidence not in ("published",):
+        out.append(f"{off.gpu_id} specs are {off.gpu.spec_confidence}; calibrate before relying "
+                   "on the time estimate")
+    return out

@@ -1,0 +1,120 @@
+"""Plan speed: `ccopt plan` (pruned candidate table + CP-SAT) vs exhaustive enumeration.
+
+Run: python benchmarks/plan_speed.py [JOB.toml ...]
+The exhaustive search visits every offering × instance count (same counts as the planner)
+× tp × pp × ZeRO stage × checkpointing × micro-batch, evaluates memory and step time for
+each fitting layout, and keeps the cheapest plan meeting deadline and budget — the same
+search space without dominance rules, pruning or a solver. Both must find the same cost in
+integer cents (the solver's scale; plans that tie in cents are broken by time).
+Also times the CLI end to end (process start to output) over 5 runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from optimizer.jobs import load_job
+from optimizer.model.memory import training_memory
+from optimizer.model.setup import CHECKPOINTING, Layout
+from optimizer.model.step_time import Cluster, training_step_time
+from optimizer.pricing.catalog import load_catalog
+from optimizer.solve.candidates import (MICRO_BATCHES, PIPELINE_DEGREES, BatchRule,
+                                        candidate_cost_usd, instance_counts, tensor_degrees)
+from optimizer.solve.scale import to_cents
+from optimizer.solve.single import plan_job, prepare_job
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_JOBS = ["examples/llama7b_10days.toml", "examples/qlora_70b_single_node.toml",
+                "examples/lora_70b_budget.toml"]
+
+
+def exhaustive(job_path: str) -> tuple[float | None, int]:
+    """Cheapest cost by brute force and the number of layouts evaluated."""
+    job, base = load_job(ROOT / job_path)
+    prep = prepare_job(job, load_catalog(offline=True).frame, base)
+    model, setup, a = prep.model, job.workload.setup(), prep.assumptions
+    w, c = job.workload, job.constraints
+    batch = BatchRule(w.batch_sequences, w.batch_tolerance)
+    best, evaluated = None, 0
+    perf: dict[tuple, list[tuple[float, int]]] = {}
+    for off in prep.offerings:
+        if not off.gpu.supports(setup.precision):
+            continue
+        gpn = off.gpus_per_instance
+        high = min((c.max_gpus or 4096) // gpn, off.max_instances or 10**9,
+                   c.max_instances or 10**9)
+        for n in instance_counts(c.min_instances, high):
+            key = (off.gpu_id, gpn, off.inter_node_gbps, n)
+            if key not in perf:  # same hardware, same times: evaluate once per class
+                rows = []
+                gpus = n * gpn
+                for tp in tensor_degrees(model, gpn):
+                    for pp in PIPELINE_DEGREES:
+                        if pp > model.layers or gpus % (tp * pp):
+                            continue
+                        dp = gpus // (tp * pp)
+                        for mb in MICRO_BATCHES:
+                            ga = batch.grad_accum(dp, mb)
+                            if ga is None:
+                                continue
+                            for zero in c.zero_stages:
+                                for ckpt in c.checkpointing:
+                                    lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero,
+                                                 checkpointing=ckpt, micro_batch=mb, grad_accum=ga)
+                                    evaluated += 1
+                                    if training_memory(model, setup, lay, a).total > off.gpu.memory_gib:
+                                        continue
+                                    step = training_step_time(
+                                        model, setup, lay, Cluster(off.gpu, gpn, n, off.inter_node_gbps), a)
+                                    rows.append((step.time_s, lay.global_batch))
+                perf[key] = rows
+            for step_s, gb in perf[key]:
+                hours = w.steps_for_batch(gb) * step_s / 3600 * (1 + off.spot_overhead)
+                if off.commitment_hours and hours > off.commitment_hours:
+                    continue
+                if c.deadline_h is not None and hours > c.deadline_h:
+                    continue
+                cost, _ = candidate_cost_usd(off, n, hours)
+                if c.budget_usd is not None and cost > c.budget_usd:
+                    continue
+                if best is None or cost < best:
+                    best = cost
+    return best, evaluated
+
+
+def cli_seconds(job_path: str, runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "optimizer", "plan", job_path, "--json",
+                        "--offline"], cwd=ROOT, capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(jobs: list[str]) -> None:
+    print("| job | plan (API) s | exhaustive s | ratio | same optimum | layouts (exhaustive) | "
+          "CLI end to end s (median of 5) |")
+    print("|---|---:|---:|---:|---|---:|---:|")
+    for path in jobs:
+        job, base = load_job(ROOT / path)
+        frame = load_catalog(offline=True).frame
+        start = time.perf_counter()
+        result = plan_job(job, frame, base)
+        planned = time.perf_counter() - start
+        start = time.perf_counter()
+        brute, evaluated = exhaustive(path)
+        brute_s = time.perf_counter() - start
+        same = (result.plan is None and brute is None) or (
+            result.plan is not None and brute is not None
+            and to_cents(result.plan.cost_usd) == to_cents(brute))  # the solver's scale
+        print(f"| {path} | {planned:.3f} | {brute_s:.1f} | {brute_s / planned:.0f}× | "
+              f"{'yes' if same else 'NO'} | {evaluated:,} | {cli_seconds(path):.2f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or DEFAULT_JOBS)
