@@ -106,7 +106,8 @@ class ServeWorkload(BaseModel):
             if not math.isclose(total, 1.0, abs_tol=1e-6):
                 raise ValueError(f"buckets: shares must sum to 1, got {total:g}")
         elif self.prompt_tokens is None or self.output_tokens is None:
-            raise ValueError("give prompt_tokens and output_tokens (means), or [[workload.buckets]]")
+            raise ValueError("give prompt_tokens and output_tokens (means), "
+                             "or [[workload.buckets]]")
         return self
 
     @property
@@ -145,7 +146,8 @@ class ServeConstraints(BaseModel):
     regions: tuple[str, ...] | None = None
     pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = ("on_demand",)
     redundancy: str | int = Field(default=0, description='"n+1", "n+2" or spare replicas')
-    headroom: float = Field(default=0.0, ge=0, le=10, description="capacity ≥ load × (1 + headroom)")
+    headroom: float = Field(default=0.0, ge=0, le=10,
+                            description="capacity ≥ load × (1 + headroom)")
     max_replicas: int | None = Field(default=None, gt=0)
     max_batch: int = Field(default=MAX_BATCH_DEFAULT, gt=0, le=4096,
                            description="cap on concurrent sequences per replica")

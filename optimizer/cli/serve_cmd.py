@@ -70,7 +70,8 @@ def render_compare(data: dict[str, Any]) -> None:
             table.add_row(gpu, f"[dim]{p['explanation']}[/dim]", "", "", "")
             continue
         what = " + ".join(f"{d['instances']}× {d['instance']} ({d['provider']}, TP{d['tp']}, "
-                          f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})" for d in p["deployments"])
+                          f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})"
+                          for d in p["deployments"])
         table.add_row(gpu, what, _money(p["usd_per_hour"]), _money(p["usd_per_month"]),
                       f"{p['capacity_requests_per_s']:.3g}")
     c.print(table)

@@ -1,4 +1,4 @@
-"""Serving planner: the cheapest mix of inference replicas that carries a load within latency targets.
+"""Serving planner: the cheapest mix of inference replicas carrying a load within latency targets.
 
 1. Enumerate, per offering, the tensor-parallel degrees that fit in one instance and the largest
    batch (concurrent sequences) that fits memory (optimizer.model.memory.serving_memory), then a
@@ -271,7 +271,7 @@ def _pareto_batches(rows: list[tuple[int, tuple[BucketPerf | None, ...]]]
         if not any(r):
             continue
         dominated = any(
-            all(x >= y for x, y in zip(rates(q), r)) and (rates(q) != r or j > i)
+            all(x >= y for x, y in zip(rates(q), r, strict=True)) and (rates(q) != r or j > i)
             for j, (_, q) in enumerate(rows) if j != i)
         if not dominated:
             keep.append((b, p))
@@ -380,7 +380,8 @@ class IntProblem:
     def upper_bound(self, i: int) -> int:
         """Instances of option i beyond which it could carry every bucket it can serve alone."""
         o = self.options[i]
-        work = sum(u * t for u, t in zip(self.load_units, o.time_per_unit) if t is not None and u)
+        pairs = zip(self.load_units, o.time_per_unit, strict=True)
+        work = sum(u * t for u, t in pairs if t is not None and u)
         if work == 0:
             return 0
         replicas = math.ceil(work / self.time_per_replica) + self.spare
@@ -403,7 +404,7 @@ class IntSolution:
 
 def problem_cost_cents(problem: IntProblem, counts: Sequence[int]) -> int:
     """Plain-Python objective of a count vector (for validation and brute force)."""
-    return sum(o.cost_cents * n for o, n in zip(problem.options, counts))
+    return sum(o.cost_cents * n for o, n in zip(problem.options, counts, strict=True))
 
 
 def build_problem(options: Sequence[ReplicaOption], load_rps: Sequence[float],
@@ -417,7 +418,7 @@ def build_problem(options: Sequence[ReplicaOption], load_rps: Sequence[float],
     int_options = []
     for opt in options:
         times: list[int | None] = []
-        for rate, unit in zip(opt.rates, unit_rps):
+        for rate, unit in zip(opt.rates, unit_rps, strict=True):
             times.append(math.ceil(TIME_UNITS * unit / rate) if rate > 0 and unit > 0 else None)
         off = opt.offering
         int_options.append(IntOption(
@@ -446,14 +447,14 @@ def solve_problem(problem: IntProblem, config: SolverConfig | None = None) -> In
     x: list[dict[int, Any]] = []
     for i, o in enumerate(problem.options):
         row = {}
-        for b, (t, load) in enumerate(zip(o.time_per_unit, problem.load_units)):
+        for b, (t, load) in enumerate(zip(o.time_per_unit, problem.load_units, strict=True)):
             if t is not None and load > 0 and ubs[i] > 0:
                 row[b] = m.new_int_var(0, load, f"x{i}_{b}")
         x.append(row)
         if not row:
             m.add(n[i] == 0)
             continue
-        busy = sum(o.time_per_unit[b] * v for b, v in row.items())  # type: ignore[operator]
+        busy = sum((o.time_per_unit[b] or 0) * v for b, v in row.items())
         if k:
             used = m.new_bool_var(f"used{i}")
             m.add(n[i] <= ubs[i] * used)
@@ -473,7 +474,7 @@ def solve_problem(problem: IntProblem, config: SolverConfig | None = None) -> In
     if problem.max_replicas is not None:
         m.add(sum(o.replicas_per_instance * n[i] for i, o in enumerate(problem.options))
               <= problem.max_replicas)
-    weight = 1 + sum(ub * o.gpus_per_instance for ub, o in zip(ubs, problem.options))
+    weight = 1 + sum(ub * o.gpus_per_instance for ub, o in zip(ubs, problem.options, strict=True))
     m.minimize(sum((o.cost_cents * weight + o.gpus_per_instance) * n[i]
                    for i, o in enumerate(problem.options)))
     hint = _greedy_hint(problem, ubs)
@@ -494,9 +495,10 @@ def _greedy_hint(problem: IntProblem, ubs: Sequence[int]) -> list[int] | None:
     """The cheapest single option that serves every bucket alone (a feasible start), if any."""
     best: tuple[int, int, int] | None = None
     for i, o in enumerate(problem.options):
-        if any(t is None for t, load in zip(o.time_per_unit, problem.load_units) if load):
+        pairs = zip(o.time_per_unit, problem.load_units, strict=True)
+        if any(t is None for t, load in pairs if load):
             continue
-        work = sum(u * (t or 0) for u, t in zip(problem.load_units, o.time_per_unit))
+        work = sum(u * (t or 0) for u, t in zip(problem.load_units, o.time_per_unit, strict=True))
         inst = math.ceil((math.ceil(work / problem.time_per_replica) + problem.spare)
                          / o.replicas_per_instance)
         if inst <= ubs[i] and (best is None or inst * o.cost_cents < best[0]):
@@ -523,11 +525,11 @@ def max_load_scale(problem: IntProblem, counts: Sequence[int],
     for i, o in enumerate(problem.options):
         row = {}
         if counts[i]:
-            for b, (t, load) in enumerate(zip(o.time_per_unit, problem.load_units)):
+            for b, (t, load) in enumerate(zip(o.time_per_unit, problem.load_units, strict=True)):
                 if t is not None and load:
                     row[b] = m.new_int_var(0, load * cap_permille // 1000, f"x{i}_{b}")
             if row:
-                m.add(sum(o.time_per_unit[b] * v for b, v in row.items())  # type: ignore[operator]
+                m.add(sum((o.time_per_unit[b] or 0) * v for b, v in row.items())
                       <= problem.time_per_replica * o.replicas_per_instance * counts[i])
         rows.append(row)
     for b, load in enumerate(problem.load_units):
@@ -568,7 +570,7 @@ class Deployment:
 
     def served(self) -> list[BucketPerf]:
         """Performance on the buckets this deployment is assigned (all it can serve if none)."""
-        got = [p for p, r in zip(self.option.perf, self.assigned_rps) if p and r > 0]
+        got = [p for p, r in zip(self.option.perf, self.assigned_rps, strict=True) if p and r > 0]
         return got or [p for p in self.option.perf if p]
 
 
@@ -603,10 +605,12 @@ def _explain_no_options(model: ModelSpec, w: ServeWorkload, c: ServeConstraints,
                         best: _Best, n_offerings: int) -> str:
     buckets = w.request_buckets()
     if n_offerings == 0:
-        return ("no offering matches the filters (gpus=%s, providers=%s, regions=%s, pricing=%s) "
-                "and no [[hardware]] is given; widen the filters" % (
-                    list(c.gpus or []) or "any", list(c.providers or []) or "any",
-                    list(c.regions or []) or "any", list(c.pricing)))
+        def shown(v: Any) -> Any:
+            return list(v) if v else "any"
+
+        return (f"no offering matches the filters (gpus={shown(c.gpus)}, providers="
+                f"{shown(c.providers)}, regions={shown(c.regions)}, pricing={list(c.pricing)}) "
+                "and no [[hardware]] is given; widen the filters")
     if not best.ttft:  # nothing fits memory at batch 1
         weights = serving_weight_bytes(model, w.weight_precision) / GIB
         int4 = serving_weight_bytes(model, "int4") / GIB
@@ -619,7 +623,8 @@ def _explain_no_options(model: ModelSpec, w: ServeWorkload, c: ServeConstraints,
                 f"(int4 weights: {int4:.1f} GiB)")
     parts = []
     for i, bk in enumerate(buckets):
-        tag = "" if len(buckets) == 1 else f"bucket {i + 1} ({bk.prompt_tokens}+{bk.output_tokens} tokens): "
+        tag = "" if len(buckets) == 1 else \
+            f"bucket {i + 1} ({bk.prompt_tokens}+{bk.output_tokens} tokens): "
         if i not in best.ttft:
             parts.append(f"{tag}no instance fits its {bk.context}-token sequences")
             continue
@@ -627,7 +632,8 @@ def _explain_no_options(model: ModelSpec, w: ServeWorkload, c: ServeConstraints,
             v, lab = best.ttft[i]
             parts.append(f"{tag}TTFT {c.ttft_s:g} s is below the fastest prefill of any option: "
                          f"{v:.3g} s on {lab} ({bk.prompt_tokens}-token prompt); nearest fix: "
-                         f"ttft_s = {math.ceil(v * 1000) / 1000:g}, a faster GPU or a shorter prompt")
+                         f"ttft_s = {math.ceil(v * 1000) / 1000:g}, a faster GPU or a shorter "
+                         "prompt")
         elif c.tpot_ms is not None and best.tpot[i][0] * 1e3 > c.tpot_ms:
             v, lab = best.tpot[i]
             parts.append(f"{tag}TPOT {c.tpot_ms:g} ms is below the fastest decode of any option: "
@@ -657,7 +663,8 @@ def _explain_solver_infeasible(problem: IntProblem, c: ServeConstraints, load: f
         relaxed = replace(problem, max_replicas=None)
         sol = solve_problem(relaxed, config)
         if sol.status != "infeasible":
-            need = sum(o.replicas_per_instance * v for o, v in zip(relaxed.options, sol.counts))
+            pairs = zip(relaxed.options, sol.counts, strict=True)
+            need = sum(o.replicas_per_instance * v for o, v in pairs)
             return (f"max_replicas = {c.max_replicas} is too few for {load:.3g} requests/s "
                     f"(headroom {c.headroom:g}, {c.spare_replicas} spare); the cheapest plan "
                     f"needs {need} replicas; nearest fix: max_replicas = {need}")
@@ -694,8 +701,8 @@ def plan_serving(job: ServeJob, frame: Any, base_dir: Path | None = None,
     options, rejected, best = replica_options(model, w, c, offerings, a)
     load = w.load_requests_per_s
     buckets = w.request_buckets()
-    base = dict(name=job.name, model=model, workload=w, constraints=c, load_rps=load,
-                options=len(options), rejected=tuple(rejected))
+    base: dict[str, Any] = dict(name=job.name, model=model, workload=w, constraints=c,
+                                load_rps=load, options=len(options), rejected=tuple(rejected))
     if not options:
         return ServeResult("infeasible", explanation=_explain_no_options(
             model, w, c, best, len(offerings)), solver={"name": "cp-sat", "options": 0}, **base)
@@ -717,8 +724,8 @@ def plan_serving(job: ServeJob, frame: Any, base_dir: Path | None = None,
     for i, count in enumerate(sol.counts):
         if not count:
             continue
-        assigned = tuple(u * r for u, r in zip(sol.assignment[i], unit_rps))
-        cap = sum(u * r for u, r in zip(at_alpha[i], unit_rps)) if at_alpha else 0.0
+        assigned = tuple(u * r for u, r in zip(sol.assignment[i], unit_rps, strict=True))
+        cap = sum(u * r for u, r in zip(at_alpha[i], unit_rps, strict=True)) if at_alpha else 0.0
         deployments.append(Deployment(options[i], count, assigned, cap))
     deployments.sort(key=lambda d: -d.usd_per_hour)
     capacity = alpha * load * (1 + c.headroom)
@@ -773,7 +780,8 @@ def serve_json(result: ServeResult) -> dict[str, Any]:
         "usd_per_month": round(result.usd_per_month, 2),
         "capacity_requests_per_s": round(result.capacity_rps, 4),
         "load_requests_per_s": round(result.load_rps, 4),
-        "headroom": round(result.capacity_rps / result.load_rps - 1, 4) if result.load_rps else None,
+        "headroom": round(result.capacity_rps / result.load_rps - 1, 4)
+        if result.load_rps else None,
         "ttft_s": max(d["ttft_s"] for d in deps),
         "tpot_ms": max(d["tpot_ms"] for d in deps),
         "e2e_s": max(d["e2e_s"] for d in deps),

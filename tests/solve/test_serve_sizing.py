@@ -1,0 +1,111 @@
+"""Serving sizing checked by hand: KV cache, quantised weights, what fits where."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.gpus import get_gpu
+from optimizer.model.memory import GIB, kv_cache_bytes_per_token, serving_weight_bytes
+from optimizer.model.presets import get_preset
+from optimizer.model.setup import PerfAssumptions
+from optimizer.model.spec import ModelSpec
+from optimizer.pricing.catalog import load_catalog
+from optimizer.serve_jobs import Bucket, serve_job_from_dict
+from optimizer.solve.serve import (
+    batch_ladder,
+    max_batch_that_fits,
+    plan_serving,
+    replica_options,
+    serve_json,
+    serve_offerings,
+    tp_degrees,
+)
+
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return load_catalog(offline=True).frame
+
+
+def _job(preset: str, **workload) -> dict:
+    base = {"kind": "serve", "precision": "fp16", "requests_per_s": 1.0,
+            "prompt_tokens": 512, "output_tokens": 256}
+    return {"model": {"preset": preset}, "workload": {**base, **workload}}
+
+
+# 2 (K, V) × layers × kv_heads × head_dim × 2 bytes (fp16), from the published configs
+@pytest.mark.parametrize("preset, mib", [
+    ("llama-2-7b", 2 * 32 * 32 * 128 * 2 / MIB),   # = 0.5 MiB/token (MHA)
+    ("llama-2-70b", 2 * 80 * 8 * 128 * 2 / MIB),   # = 0.3125 MiB/token (GQA, 8 KV heads)
+    ("mistral-7b", 2 * 32 * 8 * 128 * 2 / MIB),    # = 0.125 MiB/token
+])
+def test_kv_cache_per_token(preset, mib):
+    assert kv_cache_bytes_per_token(get_preset(preset)) / MIB == pytest.approx(mib, rel=1e-12)
+    assert {"llama-2-7b": 0.5, "llama-2-70b": 0.3125, "mistral-7b": 0.125}[preset] == mib
+
+
+def test_weight_bytes_by_format():
+    m = get_preset("llama-2-7b")
+    assert m.params() == 6_738_415_616
+    dense = 2 * 32000 * 4096  # embedding + untied LM head stay 16-bit in AWQ/GPTQ checkpoints
+    assert serving_weight_bytes(m, "fp16") == 2 * 6_738_415_616
+    assert serving_weight_bytes(m, "int8") == (6_738_415_616 - dense) * 1 + dense * 2
+    # int4 group-128 with fp16 scale + zero per group: 4 + 32/128 = 4.25 bits/weight
+    int4 = (6_738_415_616 - dense) * 4.25 / 8 + dense * 2
+    assert serving_weight_bytes(m, "int4") == int4
+    assert int4 / GIB == pytest.approx(3.6925, abs=1e-4)
+    assert serving_weight_bytes(m, "awq") == serving_weight_bytes(m, "gptq") == int4
+
+
+def test_int4_7b_fits_t4_with_batch_26():
+    # Llama-2-7B int4 on a 16 GiB T4, prompt 512 + output 256 = 768 tokens per sequence:
+    #   weights  3.6925 GiB (test above)
+    #   KV       0.5 MiB × 768 = 0.375 GiB per sequence
+    #   acts     one 8192-token prefill chunk × (4·4096 + 3·11008) × 2 B = 0.7539 GiB
+    #            + fp32 logits 32000 × 4 B = 0.000119 GiB per sequence
+    #   total    1 GiB + 1.05 × (4.4464 + 0.375119·B) ≤ 16  ->  B ≤ 26.2  ->  26 sequences
+    m = get_preset("llama-2-7b")
+    bucket = Bucket(share=1.0, prompt_tokens=512, output_tokens=256)
+    assert max_batch_that_fits(m, "int4", "fp16", get_gpu("T4"), 1, bucket, 256) == 26
+    # fp16 weights (12.55 GiB) leave room for 3: chunk = 3 × 768 tokens -> 0.212 GiB of acts,
+    # 1 + 1.05 × (12.551 + 3 × 0.375 + 0.212) = 15.58 GiB; B = 4 gives 16.05 GiB > 16
+    assert max_batch_that_fits(m, "fp16", "fp16", get_gpu("T4"), 1, bucket, 256) == 3
+    assert batch_ladder(26) == [1, 2, 4, 8, 16, 26]
+
+
+def test_tp_degrees_divide_instance_and_heads():
+    m = get_preset("llama-2-70b")  # 64 heads, 8 KV heads
+    assert tp_degrees(m, 8) == [1, 2, 4, 8]
+    assert tp_degrees(m, 4) == [1, 2, 4]
+    assert tp_degrees(m, 1) == [1]
+    odd = ModelSpec(layers=2, hidden=12 * 128, heads=12, kv_heads=6, ffn=4096, vocab=1000)
+    assert tp_degrees(odd, 8) == [1, 2]
+
+
+def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(frame):
+    job = serve_job_from_dict(_job("llama-2-70b", requests_per_s=2.0))
+    offerings = serve_offerings(frame, job.constraints)
+    options, rejected, _ = replica_options(get_preset("llama-2-70b"), job.workload,
+                                           job.constraints, offerings, PerfAssumptions())
+    small = [o for o in options if o.offering.gpu.memory_gib <= 80]
+    assert small and all(o.tp >= 2 for o in small)
+    assert any("H100-80GB TP1" in r and "GPU has 80" in r for r in rejected)
+    # the plan restricted to 80 GB GPUs uses TP ≥ 2 in every deployment
+    data = _job("llama-2-70b", requests_per_s=2.0)
+    data["constraints"] = {"gpus": ["H100-80GB", "A100-80GB"]}
+    res = plan_serving(serve_job_from_dict(data), frame, assumptions=PerfAssumptions())
+    out = serve_json(res)
+    assert out["status"] == "optimal"
+    assert all(d["tp"] >= 2 and d["gpus"] >= 2 for d in out["plan"]["deployments"])
+
+
+def test_int4_7b_plan_on_t4(frame):
+    data = _job("llama-2-7b", precision="awq", requests_per_s=0.5)
+    data["constraints"] = {"gpus": ["T4"], "tpot_ms": 200}
+    out = serve_json(plan_serving(serve_job_from_dict(data), frame, assumptions=PerfAssumptions()))
+    assert out["status"] == "optimal"
+    dep = out["plan"]["deployments"][0]
+    assert dep["gpu"] == "T4" and dep["quantization"] == "int4"
+    assert 1 <= dep["batch"] <= 26 and dep["memory_gib"] <= 16
