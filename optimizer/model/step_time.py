@@ -141,16 +141,22 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     # data parallel: gradient (and ZeRO-3 parameter) traffic, bf16 (2 B) values
     dp_spans_nodes = layout.gpus > cluster.gpus_per_node
     dp_bw = dp_bus_bandwidth_gb_s(cluster, dp_spans_nodes, a)
-    trained = params_per_gpu(model, layout)
+    held = params_per_gpu(model, layout)  # parameters of this GPU's stage / tp slice
+    trained = held
     if setup.is_adapter:
-        from optimizer.model.memory import lora_params  # local: adapters only
+        from optimizer.model.memory import lora_params, qlora_bytes_per_param
+
         trained = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
     grad_bytes = trained * 2.0
     lat = a.small_message_latency_s
-    if layout.zero_stage >= 3 and not setup.is_adapter:
-        # ZeRO-3: all-gather params in forward and backward of every micro-batch + grad
-        # reduce-scatter (Rajbhandari 2020 §7: 1.5× the all-reduce volume per step)
-        gathers = 2 * m * ring_allgather_s(grad_bytes, layout.dp, dp_bw, lat)
+    if layout.zero_stage >= 3:
+        # ZeRO-3/FSDP: all-gather the (sharded) weights in forward and backward of every
+        # micro-batch + grad reduce-scatter (Rajbhandari 2020 §7: 1.5× the all-reduce volume
+        # per step). Adapter methods shard and gather the frozen base too (NF4 for QLoRA).
+        weight_bytes = held * 2.0
+        if setup.method == "qlora":
+            weight_bytes = held * qlora_bytes_per_param()
+        gathers = 2 * m * ring_allgather_s(weight_bytes, layout.dp, dp_bw, lat)
         dp_comm = gathers + ring_reduce_scatter_s(grad_bytes, layout.dp, dp_bw, lat)
     else:
         # DDP / ZeRO-1/2: one all-reduce (or reduce-scatter + all-gather) per step
