@@ -271,7 +271,7 @@ def _pareto_batches(rows: list[tuple[int, tuple[BucketPerf | None, ...]]]
         if not any(r):
             continue
         dominated = any(
-            all(x >= y for x, y in zip(rates(q), r, strict=True)) and (rates(q) != r or j > i)
+            all(x >= y for x, y in zip(rates(q), r, strict=True)) and (rates(q) != r or j < i)
             for j, (_, q) in enumerate(rows) if j != i)
         if not dominated:
             keep.append((b, p))

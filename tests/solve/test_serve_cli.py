@@ -154,3 +154,26 @@ def test_mix_beats_single_type():
     assert sol.assignment == ((10, 0), (0, 10))
     only_b = solve_problem(IntProblem((b,), (10, 10), 100))
     assert only_b.cost_cents == 200  # 10·30 + 10·10 = 400 time units -> 4 instances
+
+
+def test_bucketed_load_mixes_gpu_types(frame):
+    # 80% short chats, 20% long documents; tight TTFT/TPOT: the cheapest plan mixes H100 and
+    # L40S pools and beats the best plan on either GPU type alone
+    job = serve_job_from_dict({"name": "mix", "model": {"preset": "llama-3-8b"}, "workload": {
+        "kind": "serve", "requests_per_s": 20, "buckets": [
+            {"share": 0.8, "prompt_tokens": 300, "output_tokens": 200},
+            {"share": 0.2, "prompt_tokens": 6000, "output_tokens": 500}]},
+        "constraints": {"ttft_s": 0.8, "tpot_ms": 60, "providers": ["aws"],
+                        "gpus": ["L40S", "H100-80GB"]}})
+    from optimizer.solve.serve import compare_serving
+
+    data = compare_serving(job, frame, assumptions=PerfAssumptions())
+    best = data["best"]["plan"]
+    assert data["best"]["status"] == "optimal"
+    assert len({d["gpu"] for d in best["deployments"]}) == 2
+    singles = [p["usd_per_hour"] for p in data["per_gpu"].values() if "usd_per_hour" in p]
+    assert singles and best["usd_per_hour"] < min(singles)
+    # every bucket's load is assigned in full
+    for b, share in enumerate((0.8, 0.2)):
+        got = sum(d["bucket_requests_per_s"][b] for d in best["deployments"])
+        assert got == pytest.approx(20 * share, rel=1e-3)
