@@ -109,3 +109,22 @@ def test_int4_7b_plan_on_t4(frame):
     dep = out["plan"]["deployments"][0]
     assert dep["gpu"] == "T4" and dep["quantization"] == "int4"
     assert 1 <= dep["batch"] <= 26 and dep["memory_gib"] <= 16
+
+
+def test_bought_box_cost_per_served_hour():
+    # 8× RTX 4090 box (pricing_data/hardware.csv): power (8 × 450 + 500) W × $0.15/kWh
+    # = $0.615/h while serving; capital (8 × 1650 + 6000) × (1 − 0.25) / (36 × 730 h)
+    # = 14400 / 26280 = $0.5479/h for every hour of the day
+    job = serve_job_from_dict({**_job("llama-3-8b", hours_per_day=10),
+                               "constraints": {"cloud": False},
+                               "hardware": {"buy": [{"gpu": "RTX4090", "max_count": 16}]}})
+    [(off, running, fixed)] = serve_offerings(None, job.constraints, job.hardware.owned,
+                                              job.hardware.buy)
+    assert off.max_instances == 2 and off.gpus_per_instance == 8
+    assert running == pytest.approx(0.615, abs=1e-9)
+    assert fixed == pytest.approx(14400 / 26280, rel=1e-9)
+    out = serve_json(plan_serving(job, None, assumptions=PerfAssumptions()))
+    # served 10 h a day: capital per served hour × 24/10 -> 0.615 + 0.5479 × 2.4 = $1.930
+    assert out["plan"]["usd_per_hour"] == pytest.approx(0.615 + 14400 / 26280 * 2.4, abs=1e-3)
+    assert out["plan"]["usd_per_month"] == pytest.approx(
+        out["plan"]["usd_per_hour"] * 10 * 730 / 24, rel=1e-3)
