@@ -72,9 +72,10 @@ def _render(r: dict[str, Any]) -> None:
 
     c = console()
     mem = r["memory_gib"]
-    title = (f"{r['model']['name']} ({r['model']['params'] / 1e9:.2f}B) on {r['gpus']}× {r['gpu']} "
-             f"— {r['mode']}  {r['layout']}")
-    table = Table(title=title)
+    title = f"{r['model']['name']} ({r['model']['params'] / 1e9:.2f}B) on {r['gpus']}× {r['gpu']}"
+    layout = ", ".join(f"{k} {v}" for k, v in r["layout"].items())
+    c.print(f"[b]{title}[/b] — {r['mode']}: {layout}")
+    table = Table()
     table.add_column("memory per GPU")
     table.add_column("GiB", justify="right")
     for key in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
@@ -86,11 +87,12 @@ def _render(r: dict[str, Any]) -> None:
     c.print(table)
     if r["mode"] == "train" and r.get("step"):
         s = r["step"]
-        cal = "calibrated" if r.get("calibrated") else "default efficiency (uncalibrated)"
+        cal = "calibrated" if r.get("calibrated") else "default, uncalibrated"
         c.print(f"step {s['time_s']:.3f} s = compute {s['compute_s']:.3f} + communication "
                 f"{s['communication_s']:.3f} + bubble {s['bubble_s']:.3f}; "
                 f"{r['tokens_per_s']:,.0f} tokens/s ({r['tokens_per_s_per_gpu']:,.0f} per GPU), "
-                f"MFU {r['mfu']:.1%}, HFU {r['hfu']:.1%}; efficiency {r['efficiency']:.3f} ({cal})")
+                f"MFU {r['mfu']:.1%}, HFU {r['hfu']:.1%}; compute efficiency {r['efficiency']:.3f} "
+                f"({cal})")
     elif r["mode"] == "serve":
         c.print(f"TTFT {r['ttft_s'] * 1e3:.1f} ms, TPOT {r['tpot_ms']:.2f} ms, "
                 f"{r['output_tokens_per_s']:,.0f} output tokens/s, {r['requests_per_s']:.2f} "
