@@ -16,7 +16,8 @@ from optimizer.model.setup import (CHECKPOINTING, METHODS, OPTIMIZERS, TRAIN_PRE
                                    TrainingSetup)
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["estimate", "plan", "plan_json", "compare", "resolve_model"]
+__all__ = ["estimate", "plan", "plan_json", "compare", "serve", "serve_compare", "batch",
+           "resolve_model"]
 
 
 def resolve_model(model: str | ModelSpec) -> ModelSpec:
@@ -208,3 +209,20 @@ def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None 
         frame = load_offering_rows(prices, offline=offline)[0]
     return compare_job(job, frame, base_dir)
 
+
+
+def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
+          time_limit_s: float = 10.0) -> dict[str, Any]:
+    """Cheapest replica mix for a serving job (TOML path, dict or ServeJob), as `ccopt serve
+    --json` returns it."""
+    from optimizer.solve.serve import run_serve
+
+    return run_serve(job, prices=prices, offline=offline, time_limit_s=time_limit_s)
+
+
+def serve_compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
+                  time_limit_s: float = 10.0) -> dict[str, Any]:
+    """Best serving deployment per GPU type."""
+    from optimizer.solve.serve import run_serve_compare
+
+    return run_serve_compare(job, prices=prices, offline=offline, time_limit_s=time_limit_s)

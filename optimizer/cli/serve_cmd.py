@@ -88,7 +88,7 @@ def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
     if compare:
         serve_compare(job, json_out, prices, offline, time_limit)
         return
-    from optimizer.solve.serve import run_serve
+    from optimizer.api import serve as run_serve
 
     with user_errors():
         data = run_serve(job, prices=prices, offline=True if offline else None,
@@ -104,7 +104,7 @@ def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
 def serve_compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
                   offline: OfflineOpt = False, time_limit: TimeOpt = 10.0) -> None:
     """Best serving deployment per GPU type (and the best mix over all types)."""
-    from optimizer.solve.serve import run_serve_compare
+    from optimizer.api import serve_compare as run_serve_compare
 
     with user_errors():
         data = run_serve_compare(job, prices=prices, offline=True if offline else None,

@@ -57,9 +57,10 @@ class Offering:
         return self.gpu.gpu_id
 
     @property
-    def hardware_class(self) -> tuple[str, int, float]:
+    def hardware_class(self) -> tuple[str, float, int, float]:
         """Offerings of one class have identical performance (only prices differ)."""
-        return (self.gpu.gpu_id, self.gpus_per_instance, self.inter_node_gbps)
+        return (self.gpu.gpu_id, self.gpu.intra_node_bw_gb_s, self.gpus_per_instance,
+                self.inter_node_gbps)
 
 
 @dataclass(frozen=True)
@@ -279,7 +280,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
     fit_cache: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = {}
     table = CandidateTable([])
     perf_cache: dict[tuple[str, int, float, int], tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
-    smallest_by_class: dict[tuple[str, int, float], tuple[float, Layout]] = {}
+    smallest_by_class: dict[tuple[str, float, int, float], tuple[float, Layout]] = {}
     for off in offerings:
         gpu = off.gpu
         if not gpu.supports(setup.precision):
@@ -293,7 +294,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
         previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")
         for n in instance_counts(min_instances, high):
             # one instance never uses the inter-node network: share its result across NICs
-            key = (gpu.gpu_id, gpn, off.inter_node_gbps if n > 1 else 0.0, n)
+            key = (gpu.gpu_id, gpu.intra_node_bw_gb_s, gpn,
+                   off.inter_node_gbps if n > 1 else 0.0, n)
             if prune_hours is not None and time_lower_bound_h(
                     model, setup, tokens_lower_bound, gpu, n * gpn, a) > prune_hours:
                 pruned = True
@@ -308,7 +310,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 fits, smallest = fit_cache[fkey]
                 best = _best_layout(
                     model, setup, cluster, fits, a,
-                    microbatch_caches.setdefault((gpu.gpu_id, gpn, off.inter_node_gbps), {}))
+                    microbatch_caches.setdefault(off.hardware_class, {}))
                 perf_cache[key] = best
                 if smallest is not None:
                     cls = off.hardware_class

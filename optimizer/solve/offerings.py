@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from optimizer.gpus import load_gpus, resolve_gpu_id
@@ -40,7 +41,8 @@ def cloud_offerings(catalog: Any, constraints: Constraints) -> list[Offering]:
         out.append(Offering(
             key=f"{row.provider}/{row.instance_type}/{row.region}/{pricing}",
             kind="cloud", provider=row.provider, instance=row.instance_type, region=row.region,
-            pricing=pricing, gpu=gpus[row.gpu_id], gpus_per_instance=int(row.gpus_per_instance),
+            pricing=pricing, gpu=_gpu_in_instance(gpus[row.gpu_id], row),
+            gpus_per_instance=int(row.gpus_per_instance),
             inter_node_gbps=float(row.inter_node_gbps), usd_per_hour=float(row.usd_per_hour),
             max_instances=max_inst, commitment_hours=commitment,
             spot_overhead=constraints.spot_interruption_overhead if pricing == "spot" else 0.0,
@@ -48,6 +50,15 @@ def cloud_offerings(catalog: Any, constraints: Constraints) -> list[Offering]:
             inter_node_is_default=bool(row.inter_node_is_default),
         ))
     return out
+
+
+def _gpu_in_instance(gpu: Any, row: Any) -> Any:
+    """The GPU as this instance wires it: the row's intra-node link may differ from the part's
+    default (e.g. PCIe cards in one instance, NVLink-bridged pairs in another)."""
+    bw = float(row.intra_node_bw_gb_s)
+    if bw == gpu.intra_node_bw_gb_s and row.intra_node_link == gpu.intra_node_link:
+        return gpu
+    return replace(gpu, intra_node_bw_gb_s=bw, intra_node_link=str(row.intra_node_link))
 
 
 def _spec(entry: HardwareEntry) -> Any:
