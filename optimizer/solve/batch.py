@@ -34,7 +34,7 @@ from typing import Any
 from optimizer.errors import ConfigError, SolverError, did_you_mean
 from optimizer.solve.candidates import Candidate, Offering
 from optimizer.solve.scale import from_cents, to_cents
-from optimizer.solve.solver import SolveResult, SolverConfig, solve
+from optimizer.solve.solver import SolverConfig, SolveResult, solve
 
 __all__ = ["TIME_UNITS_MINUTES", "MAX_TIME_STEPS", "TimeGrid", "choose_time_grid", "Resource",
            "JobSpec", "Row", "JobRows", "BatchProblem", "ScheduledJob", "Fix", "Explanation",
@@ -490,36 +490,42 @@ def add_capacity(v: _Vars, problem: BatchProblem, modes: Mapping[str, str]) -> N
 
 
 def add_energy_bounds(v: _Vars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
-    """Redundant linear cuts: for every window [a, b) between a release and a due time, the
-    demand × duration of the rows of jobs that must run inside it fits capacity × (b − a).
+    """Redundant linear cuts (energetic reasoning): for windows [a, b) with a a release and b
+    a due time, Σ demand × (the part of the row that must fall inside [a, b) whatever its
+    start) ≤ capacity × (b − a).
 
     Implied by the cumulatives, but linear in the choice literals, so CP-SAT's LP relaxation
-    sees that the cheap shared resources (owned boxes, quotas) run out: the lower bound rises
-    to near the optimum (the energetic bound of Baptiste, Le Pape and Nuijten 2001, §3.3).
+    sees that the cheap shared resources (owned boxes, quotas) run out and the lower bound
+    rises toward the optimum. Mandatory part of a row of duration d in window [r, due):
+    max(0, min(d, b − a, r + d − a, b − due + d)) (Baptiste, Le Pape, Nuijten 2001, §3.3).
     """
-    windows = sorted({j.release for j in problem.jobs}), sorted(
-        {j.due if modes.get(_deadline_req(j), HARD) == HARD else problem.horizon
-         for j in problem.jobs})
+    releases = sorted({j.release for j in problem.jobs})
+    dues = sorted({j.due if modes.get(_deadline_req(j), HARD) == HARD else problem.horizon
+                   for j in problem.jobs})
     for key, res in problem.resources.items():
         if res.kind == "reservation" or modes.get(_capacity_req(key), HARD) != HARD:
             continue
-        terms: list[tuple[int, int, Any, int]] = []  # release, due, literal, energy
+        terms: list[tuple[int, int, int, Any, int]] = []  # release, due, d, literal, demand
         for j, job in enumerate(problem.jobs):
             due = job.due if modes.get(_deadline_req(job), HARD) == HARD else problem.horizon
             for xi, i in zip(v.x[j], v.rows[j]):
                 row = job.rows[i]
                 for k, demand in row.usage:
                     if k == key:
-                        terms.append((job.release, due, xi, demand * row.duration))
-        if not terms:
+                        terms.append((job.release, due, row.duration, xi, demand))
+        if len(terms) < 2:
             continue
-        for a in windows[0]:
-            for b in windows[1]:
+        for a in releases:
+            for b in dues:
                 if b <= a:
                     continue
-                inside = [(x, e) for r, d, x, e in terms if r >= a and d <= b]
+                inside = []
+                for r, due, d, x, demand in terms:
+                    part = min(d, b - a, r + d - a, b - due + d)
+                    if part > 0:
+                        inside.append((x, demand * part))
                 limit = res.capacity * (b - a)
-                if sum(e for _, e in inside) > limit and len(inside) > 1:
+                if len(inside) > 1 and sum(e for _, e in inside) > limit:
                     v.model.add(sum(e * x for x, e in inside) <= limit)
 
 
