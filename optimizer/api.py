@@ -11,12 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.model.setup import (CHECKPOINTING, METHODS, OPTIMIZERS, TRAIN_PRECISIONS,
-                                   WEIGHT_PRECISIONS, Layout, PerfAssumptions, ServeSetup,
-                                   TrainingSetup)
+from optimizer.model.setup import (
+    CHECKPOINTING,
+    METHODS,
+    OPTIMIZERS,
+    TRAIN_PRECISIONS,
+    WEIGHT_PRECISIONS,
+    Layout,
+    PerfAssumptions,
+    ServeSetup,
+    TrainingSetup,
+)
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["estimate", "plan", "plan_json", "compare", "serve", "serve_compare", "batch",
+__all__ = ["estimate", "plan", "plan_json", "compare", "serve", "serve_compare",
            "resolve_model"]
 
 

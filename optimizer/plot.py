@@ -45,7 +45,7 @@ def plot_pareto(front: Sequence[Any], path: Path, title: str = "") -> None:
     cost = [c.cost_usd for c in front]
     ax.step(days, cost, where="post", color="tab:blue", alpha=0.5)
     ax.scatter(days, cost, color="tab:blue")
-    for c, x, y in zip(front, days, cost):
+    for c, x, y in zip(front, days, cost, strict=True):
         ax.annotate(f"{c.gpus}× {c.offering.gpu_id}\n{c.offering.provider} {c.offering.pricing}",
                     (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
     ax.set_xlabel("finish time (days)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,7 +15,7 @@ def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")]
     """Preset model shapes with their parameter counts."""
     from optimizer.model.presets import PRESETS
 
-    rows = [{"name": s.name, "params": s.params(), "active_params": s.active_params(),
+    rows: list[dict[str, Any]] = [{"name": s.name, "params": s.params(), "active_params": s.active_params(),
              "layers": s.layers, "hidden": s.hidden, "heads": s.heads, "kv_heads": s.n_kv_heads,
              "ffn": s.ffn, "ffn_kind": s.ffn_kind, "vocab": s.vocab,
              "moe_experts": s.moe_experts, "max_seq_len": s.max_seq_len} for s in PRESETS.values()]

@@ -27,7 +27,8 @@ def plan(job: JobArg, json_out: JsonOpt = False,
          prices: PricesOpt = None, offline: OfflineOpt = False,
          time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 10.0) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
-    from optimizer.api import plan as run, plan_json
+    from optimizer.api import plan as run
+    from optimizer.api import plan_json
 
     with user_errors():
         result = run(job, prices=prices, offline=True if offline else None,
@@ -81,12 +82,12 @@ def render_plan(data: dict[str, Any]) -> None:
                 "layout"):
         table.add_column(col, justify="right" if col in ("GPUs", "days", "cost", "extra") else "left")
     for label, r in rows:
-        l = r["layout"]
+        lay = r["layout"]
         extra = "" if label == "plan" else f"+{_money(r.get('extra_cost_usd', 0))}"
         table.add_row(label, r["gpu"], r["provider"], r["instance"], r["pricing"], str(r["gpus"]),
                       f"{r['days']:.2f}", _money(r["cost_usd"]), extra,
-                      f"tp{l['tp']} pp{l['pp']} z{l['zero_stage']} {l['activation_checkpointing']} "
-                      f"mb{l['micro_batch']}×ga{l['grad_accum']}")
+                      f"tp{lay['tp']} pp{lay['pp']} z{lay['zero_stage']} "
+                      f"{lay['activation_checkpointing']} mb{lay['micro_batch']}×ga{lay['grad_accum']}")
     c.print(table)
     if data.get("pareto"):
         front = Table(title="Pareto front: cost vs finish time")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from optimizer.errors import ConfigError, did_you_mean
 from optimizer.model.spec import ModelSpec
 
 __all__ = ["PRESETS", "get_preset", "preset_names"]
 
-_LLAMA2 = dict(vocab=32000, ffn_kind="gated", norm="rmsnorm", max_seq_len=4096)
-_LLAMA3 = dict(vocab=128256, ffn_kind="gated", norm="rmsnorm", kv_heads=8, max_seq_len=8192)
-_GPT = dict(ffn_kind="plain", norm="layernorm", qkv_bias=True, out_bias=True, mlp_bias=True,
+_LLAMA2: dict[str, Any] = dict(vocab=32000, ffn_kind="gated", norm="rmsnorm", max_seq_len=4096)
+_LLAMA3: dict[str, Any] = dict(vocab=128256, ffn_kind="gated", norm="rmsnorm", kv_heads=8, max_seq_len=8192)
+_GPT: dict[str, Any] = dict(ffn_kind="plain", norm="layernorm", qkv_bias=True, out_bias=True, mlp_bias=True,
             tied_embeddings=True)
 
 PRESETS: dict[str, ModelSpec] = {

@@ -11,13 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.model.flops import model_flops_per_token
-from optimizer.model.step_time import (Cluster, StepTime, compute_efficiency,
-                                       microbatch_times_s, training_step_time)
+from optimizer.model.step_time import (
+    Cluster,
+    StepTime,
+    compute_efficiency,
+    microbatch_times_s,
+    training_step_time,
+)
 
 __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_counts",
            "layouts_for", "enumerate_candidates", "candidate_cost_usd", "MAX_GPUS_DEFAULT"]
@@ -279,7 +284,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
     microbatch_caches: dict[tuple, dict[tuple, tuple[float, float, float, float]]] = {}
     fit_cache: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = {}
     table = CandidateTable([])
-    perf_cache: dict[tuple[str, int, float, int], tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
+    perf_cache: dict[tuple[str, float, int, float, int],
+                     tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
     smallest_by_class: dict[tuple[str, float, int, float], tuple[float, Layout]] = {}
     for off in offerings:
         gpu = off.gpu
@@ -343,7 +349,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             found = True
         if not found and _class_label(off) not in table.rejected:
             smallest = smallest_by_class.get(off.hardware_class)
-            if smallest is None and pruned:
+            if smallest is None and pruned and prune_hours is not None:
                 table.rejected[_class_label(off)] = (
                     f"cannot meet the deadline ({prune_hours / 24:.1f} days) with up to {high} "
                     f"instance(s) even at full speed")

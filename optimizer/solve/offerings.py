@@ -23,7 +23,7 @@ def cloud_offerings(catalog: Any, constraints: Constraints) -> list[Offering]:
 
     if not constraints.cloud:
         return []
-    filters = dict(gpus=constraints.gpus, providers=constraints.providers,
+    filters: dict[str, Any] = dict(gpus=constraints.gpus, providers=constraints.providers,
                    regions=constraints.regions, pricing=list(constraints.pricing))
     if hasattr(catalog, "itertuples"):
         rows: Any = filter_offerings(catalog, **filters).itertuples(index=False)
@@ -71,7 +71,7 @@ def _spec(entry: HardwareEntry) -> Any:
 def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry],
                        constraints: Constraints) -> list[Offering]:
     """Owned boxes (power only, or + amortised capital) and boxes to buy (capital + power)."""
-    from optimizer.pricing.owned import (HOURS_PER_MONTH, box_price_usd, power_usd_per_hour)
+    from optimizer.pricing.owned import HOURS_PER_MONTH, box_price_usd, power_usd_per_hour
 
     gpus = load_gpus()
     allowed = {resolve_gpu_id(g, "constraints.gpus") for g in constraints.gpus} \

@@ -11,10 +11,15 @@ from typing import Any
 from optimizer.jobs import Job
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
-from optimizer.solve.candidates import (BatchRule, Candidate, CandidateTable, Offering,
-                                        enumerate_candidates)
+from optimizer.solve.candidates import (
+    BatchRule,
+    Candidate,
+    CandidateTable,
+    Offering,
+    enumerate_candidates,
+)
 from optimizer.solve.scale import budget_cents, deadline_seconds, to_cents, to_seconds
-from optimizer.solve.solver import SolveResult, SolverConfig, solve
+from optimizer.solve.solver import SolverConfig, SolveResult, solve
 
 __all__ = ["PlanResult", "PreparedJob", "prepare_job", "plan_job", "solve_table",
            "candidate_key", "plan_dict"]
@@ -111,7 +116,7 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
         x = [m.new_bool_var(f"x{i}") for i in range(len(candidates))]
         m.add_exactly_one(x)
         for key in exclude:
-            banned = [xi for xi, c in zip(x, candidates) if candidate_key(c) == key]
+            banned = [xi for xi, c in zip(x, candidates, strict=True) if candidate_key(c) == key]
             if banned:
                 m.add(cp_model.LinearExpr.sum(banned) == 0)
         requirement: dict[int, str] = {}
@@ -124,7 +129,7 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
             if limit is None:
                 continue
             lit = m.new_bool_var(name)
-            for xi, value in zip(x, values):
+            for xi, value in zip(x, values, strict=True):
                 if value > limit:
                     m.add_implication(lit, ~xi)
             if with_assumptions:
@@ -132,7 +137,7 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
                 requirement[lit.index] = name
             else:
                 m.add(lit == 1)
-        obj = [c * weight + t for c, t in zip(cost, minutes)] if lexicographic else cost
+        obj = [c * weight + t for c, t in zip(cost, minutes, strict=True)] if lexicographic else cost
         m.minimize(cp_model.LinearExpr.weighted_sum(x, obj))
         return m, x, requirement
 
