@@ -27,8 +27,8 @@ class ModelRef(BaseModel):
     hf_config: str | None = None
 
     def resolve(self, base_dir: Path | None = None) -> ModelSpec:
-        from optimizer.models import load_hf_config
         from optimizer.model.presets import get_preset
+        from optimizer.models import load_hf_config
 
         if self.preset:
             return get_preset(self.preset, "model.preset")

@@ -11,7 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup, WEIGHT_PRECISIONS
+from optimizer.model.setup import (
+    WEIGHT_PRECISIONS,
+    Layout,
+    PerfAssumptions,
+    ServeSetup,
+    TrainingSetup,
+)
 from optimizer.model.spec import ModelSpec
 
 __all__ = [
