@@ -2,8 +2,8 @@
 
 Run: python benchmarks/plan_speed.py [JOB.toml ...]
 The exhaustive search visits every offering × instance count (same counts as the planner)
-× tp × pp × ZeRO stage × checkpointing × micro-batch, evaluates memory and step time for
-each fitting layout, and keeps the cheapest plan meeting deadline and budget — the same
+× tp × pp × every allowed ZeRO stage × checkpointing × micro-batch (layouts_for), evaluates
+memory and step time for each fitting layout, and keeps the cheapest plan meeting deadline and budget — the same
 search space without dominance rules, pruning or a solver. Both must find the same cost in
 integer cents (the solver's scale; plans that tie in cents are broken by time).
 Also times the CLI end to end (process start to output) over 5 runs.
@@ -19,11 +19,10 @@ from pathlib import Path
 
 from optimizer.jobs import load_job
 from optimizer.model.memory import training_memory
-from optimizer.model.setup import CHECKPOINTING, Layout
+from optimizer.model.setup import Layout
 from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.pricing.catalog import load_catalog
-from optimizer.solve.candidates import (MICRO_BATCHES, PIPELINE_DEGREES, BatchRule,
-                                        candidate_cost_usd, instance_counts, tensor_degrees)
+from optimizer.solve.candidates import BatchRule, candidate_cost_usd, instance_counts, layouts_for
 from optimizer.solve.scale import to_cents
 from optimizer.solve.single import plan_job, prepare_job
 
@@ -51,26 +50,17 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
             key = (off.gpu_id, gpn, off.inter_node_gbps, n)
             if key not in perf:  # same hardware, same times: evaluate once per class
                 rows = []
-                gpus = n * gpn
-                for tp in tensor_degrees(model, gpn):
-                    for pp in PIPELINE_DEGREES:
-                        if pp > model.layers or gpus % (tp * pp):
+                for tp, pp, dp, zero, mb, ga in layouts_for(model, n * gpn, gpn, batch,
+                                                            c.zero_stages):
+                    for ckpt in c.checkpointing:
+                        lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
+                                     micro_batch=mb, grad_accum=ga)
+                        evaluated += 1
+                        if training_memory(model, setup, lay, a).total > off.gpu.memory_gib:
                             continue
-                        dp = gpus // (tp * pp)
-                        for mb in MICRO_BATCHES:
-                            ga = batch.grad_accum(dp, mb)
-                            if ga is None:
-                                continue
-                            for zero in c.zero_stages:
-                                for ckpt in c.checkpointing:
-                                    lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero,
-                                                 checkpointing=ckpt, micro_batch=mb, grad_accum=ga)
-                                    evaluated += 1
-                                    if training_memory(model, setup, lay, a).total > off.gpu.memory_gib:
-                                        continue
-                                    step = training_step_time(
-                                        model, setup, lay, Cluster(off.gpu, gpn, n, off.inter_node_gbps), a)
-                                    rows.append((step.time_s, lay.global_batch))
+                        step = training_step_time(
+                            model, setup, lay, Cluster(off.gpu, gpn, n, off.inter_node_gbps), a)
+                        rows.append((step.time_s, lay.global_batch))
                 perf[key] = rows
             for step_s, gb in perf[key]:
                 hours = w.steps_for_batch(gb) * step_s / 3600 * (1 + off.spot_overhead)

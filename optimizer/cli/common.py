@@ -12,7 +12,8 @@ import typer
 
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError
 
-__all__ = ["user_errors", "print_json", "console", "EXIT_OK", "EXIT_INFEASIBLE", "EXIT_BAD_INPUT"]
+__all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
+           "EXIT_BAD_INPUT"]
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -52,3 +53,8 @@ def console() -> Any:
 
     c = Console()
     return c if c.is_terminal else Console(width=160)
+
+
+def money(usd: float) -> str:
+    """USD for tables: whole dollars from $100 up, cents below."""
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"

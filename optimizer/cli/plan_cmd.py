@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from optimizer.cli.common import EXIT_INFEASIBLE, console, print_json, user_errors
+from optimizer.cli.common import EXIT_INFEASIBLE, console, money, print_json, user_errors
 
 __all__ = ["register", "render_plan"]
 
@@ -49,10 +49,6 @@ def plan(job: JobArg, json_out: JsonOpt = False,
         raise typer.Exit(EXIT_INFEASIBLE)
 
 
-def _money(v: float) -> str:
-    return f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
-
-
 def render_plan(data: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -67,7 +63,7 @@ def render_plan(data: dict[str, Any]) -> None:
             f"(CP-SAT, {data['solver'].get('candidates')} candidates, "
             f"{data['solver'].get('wall_s', 0):.3f} s)")
     c.print(f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
-            f"{p['provider']} {p['region']}, {p['pricing']} — [b]{_money(p['cost_usd'])}[/b] "
+            f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
             f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)")
     c.print(f"  layout: dp {lay['dp']} × tp {lay['tp']} × pp {lay['pp']}, ZeRO-{lay['zero_stage']}, "
             f"checkpointing {lay['activation_checkpointing']}, micro-batch {lay['micro_batch']} × "
@@ -83,9 +79,9 @@ def render_plan(data: dict[str, Any]) -> None:
         table.add_column(col, justify="right" if col in ("GPUs", "days", "cost", "extra") else "left")
     for label, r in rows:
         lay = r["layout"]
-        extra = "" if label == "plan" else f"+{_money(r.get('extra_cost_usd', 0))}"
+        extra = "" if label == "plan" else f"+{money(r.get('extra_cost_usd', 0))}"
         table.add_row(label, r["gpu"], r["provider"], r["instance"], r["pricing"], str(r["gpus"]),
-                      f"{r['days']:.2f}", _money(r["cost_usd"]), extra,
+                      f"{r['days']:.2f}", money(r["cost_usd"]), extra,
                       f"tp{lay['tp']} pp{lay['pp']} z{lay['zero_stage']} "
                       f"{lay['activation_checkpointing']} mb{lay['micro_batch']}×ga{lay['grad_accum']}")
     c.print(table)
@@ -94,7 +90,7 @@ def render_plan(data: dict[str, Any]) -> None:
         for col in ("days", "cost", "gpus", "gpu", "provider", "pricing"):
             front.add_column(col, justify="right" if col in ("days", "cost", "gpus") else "left")
         for r in data["pareto"]:
-            front.add_row(f"{r['days']:.2f}", _money(r["cost_usd"]), str(r["gpus"]), r["gpu"],
+            front.add_row(f"{r['days']:.2f}", money(r["cost_usd"]), str(r["gpus"]), r["gpu"],
                           r["provider"], r["pricing"])
         c.print(front)
 
@@ -122,20 +118,20 @@ def compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
                 table.add_row(name, "[dim]no plan meets the deadline/budget[/dim]", "", "", "")
                 continue
             table.add_row(name, f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
-                          str(r["gpus"]), f"{r['days']:.2f}", _money(r["cost_usd"]))
+                          str(r["gpus"]), f"{r['days']:.2f}", money(r["cost_usd"]))
         c.print(table)
     cloud, local = data["cloud"], data["owned_or_bought"]
     if cloud:
-        c.print(f"cloud: {_money(cloud['cost_usd'])} in {cloud['days']:.2f} days "
+        c.print(f"cloud: {money(cloud['cost_usd'])} in {cloud['days']:.2f} days "
                 f"({cloud['gpus']}× {cloud['gpu']}, {cloud['provider']})")
     if local:
-        c.print(f"owned/bought: {_money(local['cost_usd'])} in {local['days']:.2f} days "
-                f"({local['gpus']}× {local['gpu']}, capital {_money(local['capital_usd'])})")
+        c.print(f"owned/bought: {money(local['cost_usd'])} in {local['days']:.2f} days "
+                f"({local['gpus']}× {local['gpu']}, capital {money(local['capital_usd'])})")
     be = data.get("break_even")
     if be:
         jobs = be["jobs_to_break_even"]
         months = be["months_to_break_even"]
-        c.print(f"break-even: buying (net {_money(be['net_capital_usd'])}) pays off after "
+        c.print(f"break-even: buying (net {money(be['net_capital_usd'])}) pays off after "
                 f"{jobs if jobs is not None else '∞'} such jobs, or "
                 f"{months if months is not None else '∞'} months of continuous use")
     if not cloud and not local:

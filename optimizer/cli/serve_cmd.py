@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from optimizer.cli.common import EXIT_INFEASIBLE, console, print_json, user_errors
+from optimizer.cli.common import EXIT_INFEASIBLE, console, money, print_json, user_errors
 
 __all__ = ["register", "render_serve", "render_compare"]
 
@@ -17,10 +17,6 @@ PricesOpt = Annotated[Path | None, Opt("--prices", help="Offerings CSV to use in
 OfflineOpt = Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
 JsonOpt = Annotated[bool, Opt("--json", help="JSON output (the documented contract)")]
 TimeOpt = Annotated[float, Opt("--time-limit", help="Solver time limit, seconds")]
-
-
-def _money(v: float) -> str:
-    return f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
 
 
 def render_serve(data: dict[str, Any]) -> None:
@@ -37,7 +33,7 @@ def render_serve(data: dict[str, Any]) -> None:
     c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('quantization')}, "
             f"{p['load_requests_per_s']:.3g} requests/s — [b]{data['status']}[/b] "
             f"(CP-SAT, {s.get('options')} replica options, {s.get('wall_s', 0):.3f} s)")
-    c.print(f"  [b]{_money(p['usd_per_hour'])}/h[/b], {_money(p['usd_per_month'])}/month "
+    c.print(f"  [b]{money(p['usd_per_hour'])}/h[/b], {money(p['usd_per_month'])}/month "
             f"({job.get('hours_per_day', 24):g} h/day); capacity "
             f"{p['capacity_requests_per_s']:.3g} requests/s (headroom {p['headroom']:.0%}); "
             f"TTFT ≤ {p['ttft_s']:.3g} s, TPOT ≤ {p['tpot_ms']:.3g} ms")
@@ -51,7 +47,7 @@ def render_serve(data: dict[str, Any]) -> None:
         table.add_row(str(d["instances"]), d["instance"], d["provider"], d["pricing"],
                       f"{d['gpus']}× {d['gpu']}", str(d["tp"]), str(d["replicas"]),
                       str(d["batch"]), f"{d['requests_per_s']:.3g}", f"{d['ttft_s']:.3g}",
-                      f"{d['tpot_ms']:.3g}", _money(d["usd_per_hour"]))
+                      f"{d['tpot_ms']:.3g}", money(d["usd_per_hour"]))
     c.print(table)
 
 
@@ -72,12 +68,12 @@ def render_compare(data: dict[str, Any]) -> None:
         what = " + ".join(f"{d['instances']}× {d['instance']} ({d['provider']}, TP{d['tp']}, "
                           f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})"
                           for d in p["deployments"])
-        table.add_row(gpu, what, _money(p["usd_per_hour"]), _money(p["usd_per_month"]),
+        table.add_row(gpu, what, money(p["usd_per_hour"]), money(p["usd_per_month"]),
                       f"{p['capacity_requests_per_s']:.3g}")
     c.print(table)
     best = data["best"]
     if best["plan"]:
-        c.print(f"best overall (mixes allowed): {_money(best['plan']['usd_per_hour'])}/h")
+        c.print(f"best overall (mixes allowed): {money(best['plan']['usd_per_hour'])}/h")
 
 
 def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
