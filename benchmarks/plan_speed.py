@@ -3,7 +3,8 @@
 Run: python benchmarks/plan_speed.py [JOB.toml ...]
 The exhaustive search visits every offering × instance count (same counts as the planner)
 × tp × pp × every allowed ZeRO stage × checkpointing × micro-batch (layouts_for), evaluates
-memory and step time for each fitting layout, and keeps the cheapest plan meeting deadline and budget — the same
+memory and step time for each fitting layout, and keeps the cheapest plan meeting deadline
+and budget — the same
 search space without dominance rules, pruning or a solver. Both must find the same cost in
 integer cents (the solver's scale; plans that tie in cents are broken by time).
 Also times the CLI end to end (process start to output) over 5 runs.
