@@ -24,8 +24,8 @@ from optimizer.model.setup import (
 )
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["estimate", "plan", "plan_json", "compare", "serve", "serve_compare",
-           "resolve_model"]
+__all__ = ["estimate", "plan", "plan_json", "compare", "serve", "serve_compare", "batch",
+           "batch_json", "resolve_model"]
 
 
 def resolve_model(model: str | ModelSpec) -> ModelSpec:
@@ -154,16 +154,11 @@ def plan(job: Any, *, prices: str | Path | None = None, offline: bool | None = N
 
     `prices` is an offerings CSV to use instead of the user cache / bundled tables.
     """
-    from optimizer.jobs import Job, job_from_dict, load_job
+    from optimizer.jobs import Job, coerce_document, job_from_dict, load_job
     from optimizer.solve.single import plan_job
     from optimizer.solve.solver import SolverConfig
 
-    base_dir = None
-    if isinstance(job, (str, Path)):
-        job, base_dir = load_job(job)
-    elif isinstance(job, dict):
-        job = job_from_dict(job)
-    assert isinstance(job, Job)
+    job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
     frame = None
     if job.constraints.cloud:  # the pandas-free loader keeps `ccopt plan` fast to start
         from optimizer.pricing.catalog import load_offering_rows
@@ -202,14 +197,10 @@ def plan_json(result: Any) -> dict[str, Any]:
 
 def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None) -> dict[str, Any]:
     """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
-    from optimizer.jobs import job_from_dict, load_job
+    from optimizer.jobs import Job, coerce_document, job_from_dict, load_job
     from optimizer.solve.compare import compare_job
 
-    base_dir = None
-    if isinstance(job, (str, Path)):
-        job, base_dir = load_job(job)
-    elif isinstance(job, dict):
-        job = job_from_dict(job)
+    job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
     frame = None
     if job.constraints.cloud:
         from optimizer.pricing.catalog import load_offering_rows
@@ -234,3 +225,22 @@ def serve_compare(job: Any, *, prices: str | Path | None = None, offline: bool |
     from optimizer.solve.serve import run_serve_compare
 
     return run_serve_compare(job, prices=prices, offline=offline, time_limit_s=time_limit_s)
+
+
+def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | None = None,
+          time_limit_s: float = 30.0, workers: int = 2, on_progress: Any = None) -> Any:
+    """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
+    batch_json(result) gives the `ccopt batch --json` contract."""
+    from optimizer.solve.batch import plan_batch
+    from optimizer.solve.solver import SolverConfig
+
+    return plan_batch(batch_file, prices=prices, offline=offline,
+                      config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
+                      on_progress=on_progress)
+
+
+def batch_json(result: Any) -> dict[str, Any]:
+    """A BatchResult in the `ccopt batch --json` contract."""
+    from optimizer.solve.batch import batch_dict
+
+    return batch_dict(result)

@@ -14,7 +14,8 @@ from optimizer.model.setup import CHECKPOINTING, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
 
 __all__ = ["Job", "ModelRef", "Workload", "Constraints", "HardwareEntry", "Calibration",
-           "AssumptionOverrides", "load_job", "job_from_dict", "format_validation_error"]
+           "AssumptionOverrides", "load_job", "job_from_dict", "format_validation_error",
+           "coerce_document"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -255,3 +256,21 @@ def load_job(path: str | Path) -> tuple[Job, Path]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: invalid TOML: {exc}") from None
     return job_from_dict(data, str(file)), file.parent
+
+
+def coerce_document(doc: Any, cls: type, load_file: Any, from_dict: Any,
+                    field: str = "job") -> tuple[Any, Path | None]:
+    """Accept a file path, a decoded dict or an already validated `cls` instance.
+
+    Returns (validated object, directory for relative paths or None).
+    Raises:
+        ConfigError: anything else, or whatever loading/validation raises.
+    """
+    if isinstance(doc, (str, Path)):
+        return load_file(doc)
+    if isinstance(doc, dict):
+        return from_dict(doc), None
+    if isinstance(doc, cls):
+        return doc, None
+    raise ConfigError(f"{field}: expected a path, a dict or a {cls.__name__}, "
+                      f"got {type(doc).__name__}")

@@ -187,7 +187,7 @@ def _pareto(rows: list[Row]) -> list[Row]:
         mine: list[Row] = []
         for r in group:
             if not any(o.cost_cents <= r.cost_cents and o.duration <= r.duration
-                       and all(a[1] <= b[1] for a, b in zip(o.usage, r.usage)) for o in mine):
+                       and all(a[1] <= b[1] for a, b in zip(o.usage, r.usage, strict=False)) for o in mine):
                 mine.append(r)
         kept.extend(mine)
     return kept
@@ -405,7 +405,7 @@ def add_choice(v: _Vars, problem: BatchProblem, modes: Mapping[str, str]) -> Non
         drop = m.new_bool_var(f"drop{j}") if job.penalty_cents is not None else None
         v.drop.append(drop)
         m.add_exactly_one(v.x[j] + ([drop] if drop is not None else []))
-        for xi, i in zip(v.x[j], idx):
+        for xi, i in zip(v.x[j], idx, strict=True):
             v.cost_terms.append((xi, job.rows[i].cost_cents, 1))
         if drop is not None:
             v.cost_terms.append((drop, job.penalty_cents or 0, 1))
@@ -427,7 +427,7 @@ def add_windows(v: _Vars, problem: BatchProblem, modes: Mapping[str, str]) -> No
         elif mode == MINIMISE:
             late = v.lateness[j] = m.new_int_var(0, max(0, horizon - job.due), f"late{j}")
             v.overshoot.append(late)
-        for xi, i in zip(v.x[j], v.rows[j]):
+        for xi, i in zip(v.x[j], v.rows[j], strict=True):
             d = job.rows[i].duration
             m.add(s + d <= limit).only_enforce_if(xi)
             if lit is not None and job.release + d <= job.due:
@@ -443,7 +443,7 @@ def add_capacity(v: _Vars, problem: BatchProblem, modes: Mapping[str, str]) -> N
     m = v.model
     users: dict[str, list[tuple[Any, int]]] = {k: [] for k in problem.resources}
     for j, job in enumerate(problem.jobs):
-        for xi, i in zip(v.x[j], v.rows[j]):
+        for xi, i in zip(v.x[j], v.rows[j], strict=True):
             row = job.rows[i]
             if not row.usage:
                 continue
@@ -508,7 +508,7 @@ def add_energy_bounds(v: _Vars, problem: BatchProblem, modes: Mapping[str, str])
         terms: list[tuple[int, int, int, Any, int]] = []  # release, due, d, literal, demand
         for j, job in enumerate(problem.jobs):
             due = job.due if modes.get(_deadline_req(job), HARD) == HARD else problem.horizon
-            for xi, i in zip(v.x[j], v.rows[j]):
+            for xi, i in zip(v.x[j], v.rows[j], strict=True):
                 row = job.rows[i]
                 for k, demand in row.usage:
                     if k == key:
@@ -542,7 +542,7 @@ def add_symmetry_breaking(v: _Vars, problem: BatchProblem, modes: Mapping[str, s
             for i in v.rows[j]))
         groups.setdefault(sig, []).append(j)
     for members in groups.values():
-        for a, b in zip(members, members[1:]):
+        for a, b in zip(members, members[1:], strict=False):
             v.model.add(v.start[a] <= v.start[b])
             if v.drop[a] is not None and v.drop[b] is not None:
                 v.model.add_implication(v.drop[a], v.drop[b])
@@ -616,7 +616,7 @@ def _add_hints(v: _Vars, problem: BatchProblem) -> None:
                 for xi in v.x[j]:
                     v.model.add_hint(xi, 0)
             continue
-        for xi, k in zip(v.x[j], v.rows[j]):
+        for xi, k in zip(v.x[j], v.rows[j], strict=True):
             v.model.add_hint(xi, int(k == i))
         if v.drop[j] is not None:
             v.model.add_hint(v.drop[j], 0)
@@ -647,7 +647,7 @@ def _read_plan(v: _Vars, problem: BatchProblem, result: SolveResult
     s = result.solver
     jobs = []
     for j, job in enumerate(problem.jobs):
-        chosen = [i for xi, i in zip(v.x[j], v.rows[j]) if s.boolean_value(xi)]
+        chosen = [i for xi, i in zip(v.x[j], v.rows[j], strict=True) if s.boolean_value(xi)]
         row = job.rows[chosen[0]] if chosen else None
         start = int(s.value(v.start[j])) if row is not None else None
         jobs.append(ScheduledJob(job, row, start, problem.grid.unit_h))
@@ -1038,7 +1038,7 @@ def build_problem(batch: Any, frame: Any = None, base_dir: Path | None = None) -
     t0 = time.perf_counter()
     resources: list[Resource] = []
     owned = hardware_offerings(cap.owned, [], Constraints())
-    for i, (entry, off) in enumerate(zip(cap.owned, owned)):
+    for i, (_entry, off) in enumerate(zip(cap.owned, owned, strict=True)):
         resources.append(Resource(f"owned#{i}", "owned",
                                   f"owned {off.instance}", int(off.max_instances or 1),
                                   "boxes", offering_key=off.key))
@@ -1105,15 +1105,10 @@ def plan_batch(batch: Any, *, prices: str | Path | None = None, offline: bool | 
         SolverError: no solution within the time limit.
     """
     from optimizer.batch_jobs import BatchFile, batch_from_dict, load_batch
+    from optimizer.jobs import coerce_document
     from optimizer.pricing.catalog import load_catalog
 
-    base_dir = None
-    if isinstance(batch, (str, Path)):
-        batch, base_dir = load_batch(batch)
-    elif isinstance(batch, dict):
-        batch = batch_from_dict(batch)
-    if not isinstance(batch, BatchFile):
-        raise ConfigError(f"batch: expected a BatchFile, dict or path, got {type(batch).__name__}")
+    batch, base_dir = coerce_document(batch, BatchFile, load_batch, batch_from_dict, "batch")
     frame = load_catalog(prices, offline=offline).frame
     problem = build_problem(batch, frame, base_dir)
     return solve_batch(problem, config, on_progress=on_progress)
@@ -1130,7 +1125,7 @@ def _usage_profile(result: BatchResult, key: str) -> list[list[float]]:
     spans = [sp for sp in spans if sp[2]]
     times = sorted({t for a, b, _ in spans for t in (a, b)})
     out: list[list[float]] = []
-    for a, b in zip(times, times[1:]):
+    for a, b in zip(times, times[1:], strict=False):
         level = sum(d for s, e, d in spans if s <= a < e)
         if out and out[-1][2] == level and out[-1][1] == a:
             out[-1][1] = b

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.errors import ConfigError, InfeasibleError
+from optimizer.errors import InfeasibleError
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import GIB, serving_memory, serving_weight_bytes
 from optimizer.model.serving import serving_perf
@@ -819,15 +819,10 @@ def compare_serving(job: ServeJob, frame: Any, base_dir: Path | None = None,
 
 def _load(job: Any, prices: str | Path | None, offline: bool | None
           ) -> tuple[ServeJob, Any, Path | None]:
+    from optimizer.jobs import coerce_document
     from optimizer.serve_jobs import load_serve_job, serve_job_from_dict
 
-    base_dir = None
-    if isinstance(job, (str, Path)):
-        job, base_dir = load_serve_job(job)
-    elif isinstance(job, dict):
-        job = serve_job_from_dict(job)
-    if not isinstance(job, ServeJob):
-        raise ConfigError(f"job: expected a path, a dict or a ServeJob, got {type(job).__name__}")
+    job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
     frame = None
     if job.constraints.cloud:
         from optimizer.pricing.catalog import load_catalog
