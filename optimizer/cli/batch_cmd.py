@@ -31,9 +31,9 @@ def batch(jobs: Annotated[Path, typer.Argument(help="Batch file (TOML): [capacit
           offline: Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
           = False) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
+    from optimizer.api import batch as plan_batch
+    from optimizer.api import batch_json
     from optimizer.errors import ConfigError
-    from optimizer.solve.batch import batch_dict, plan_batch
-    from optimizer.solve.solver import SolverConfig
 
     with user_errors():
         if time_limit <= 0:
@@ -42,9 +42,9 @@ def batch(jobs: Annotated[Path, typer.Argument(help="Batch file (TOML): [capacit
             raise ConfigError(f"--workers: must be >= 1, got {workers}")
         with _Progress() as progress:
             result = plan_batch(jobs, prices=prices, offline=True if offline else None,
-                                config=SolverConfig(time_limit_s=time_limit, workers=workers),
+                                time_limit_s=time_limit, workers=workers,
                                 on_progress=progress.update)
-        data = batch_dict(result)
+        data = batch_json(result)
         if plot is not None and result.jobs:
             plot_schedule(data, plot)
     if json_out:
