@@ -45,9 +45,12 @@ def plot_pareto(front: Sequence[Any], path: Path, title: str = "") -> None:
     cost = [c.cost_usd for c in front]
     ax.step(days, cost, where="post", color="tab:blue", alpha=0.5)
     ax.scatter(days, cost, color="tab:blue")
-    for c, x, y in zip(front, days, cost, strict=True):
+    for k, (c, x, y) in enumerate(zip(front, days, cost, strict=True)):
         ax.annotate(f"{c.gpus}× {c.offering.gpu_id}\n{c.offering.provider} {c.offering.pricing}",
-                    (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+                    (x, y), fontsize=7, xytext=(4, 6 if k % 2 else -18),
+                    textcoords="offset points")
+    if days and max(days) > 10 * min(days):
+        ax.set_xscale("log")  # finish times often span orders of magnitude
     ax.set_xlabel("finish time (days)")
     ax.set_ylabel("cost (USD)")
     ax.set_title(title or "cost vs finish time")

@@ -170,3 +170,13 @@ def test_module_entry_point_subprocess() -> None:
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: model: unknown model 'nope'")
     assert "Traceback" not in bad.stderr
+
+
+def test_plan_plot_writes_png(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "front.png"
+    result = runner.invoke(app, ["plan", str(EXAMPLES / "qlora_70b_single_node.toml"),
+                                 "--plot", str(out)])
+    assert result.exit_code == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob("*.tmp*"))  # written atomically, no temp file left
