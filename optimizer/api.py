@@ -44,6 +44,18 @@ def _choice(field: str, value: str, allowed: tuple[str, ...] | list[str]) -> str
     return v
 
 
+def _targets(targets: tuple[str, ...] | None) -> tuple[str, ...]:
+    from optimizer.model.spec import LINEAR_MODULES
+
+    if not targets:
+        return LINEAR_MODULES
+    bad = [t for t in targets if t not in LINEAR_MODULES]
+    if bad:
+        raise ConfigError(f"--lora-targets: {', '.join(bad)} not allowed; allowed: "
+                          f"{', '.join(LINEAR_MODULES)}")
+    return tuple(targets)
+
+
 def _positive(field: str, value: int | float | None) -> None:
     if value is not None and value <= 0:
         raise ConfigError(f"{field}: must be > 0, got {value}")
@@ -57,7 +69,8 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
              mode: str = "train", batch: int = 1, context: int = 2048,
              quantization: str | None = None, prompt_tokens: int | None = None,
              output_tokens: int = 256, assumptions: PerfAssumptions | None = None,
-             offload_optimizer: bool = False) -> dict[str, Any]:
+             offload_optimizer: bool = False, offload_params: bool = False,
+             lora_targets: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Memory and speed of one fixed configuration, as the `ccopt estimate --json` contract.
 
     Raises:
@@ -116,7 +129,10 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
         seq_len=seq_len, precision=precision, optimizer=_choice("--optimizer", optimizer, OPTIMIZERS),
         method=_choice("--method", method, METHODS), lora_rank=lora_rank,
         attention=_choice("--attention", attention, ("flash", "eager")),
-        offload_optimizer=offload_optimizer)
+        offload_optimizer=offload_optimizer, offload_params=offload_params,
+        lora_targets=_targets(lora_targets))
+    if offload_params and zero < 3:
+        raise ConfigError("--offload-params: needs --zero 3 (parameters are offloaded per shard)")
     ckpt = _choice("--checkpointing", checkpointing, CHECKPOINTING)
     if gpus % (tp * pp):
         raise ConfigError(f"--gpus: {gpus} must be a multiple of tp × pp = {tp * pp}")

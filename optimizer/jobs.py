@@ -66,6 +66,8 @@ class Workload(BaseModel):
     lora_rank: int = Field(default=16, gt=0)
     lora_targets: tuple[str, ...] = LINEAR_MODULES
     attention: Literal["flash", "eager"] = "flash"
+    offload_optimizer: bool = Field(default=False, description="ZeRO-Offload: optimizer in CPU RAM")
+    offload_params: bool = Field(default=False, description="ZeRO-Infinity: params in CPU RAM")
 
     @model_validator(mode="after")
     def _check(self) -> Workload:
@@ -104,7 +106,8 @@ class Workload(BaseModel):
         return TrainingSetup(seq_len=self.seq_len, precision=self.precision,
                              optimizer=self.optimizer, method=self.method,
                              lora_rank=self.lora_rank, lora_targets=self.lora_targets,
-                             attention=self.attention)
+                             attention=self.attention, offload_optimizer=self.offload_optimizer,
+                             offload_params=self.offload_params)
 
 
 class Constraints(BaseModel):

@@ -32,6 +32,9 @@ def estimate(
     attention: Annotated[str, Opt(help="flash | eager")] = "flash",
     inter_node_gbps: Annotated[float, Opt(help="Network per node, Gbit/s")] = 100.0,
     offload_optimizer: Annotated[bool, Opt(help="ZeRO-Offload optimizer state to CPU")] = False,
+    offload_params: Annotated[bool, Opt(help="ZeRO-Infinity: parameters in CPU (zero 3)")] = False,
+    lora_targets: Annotated[str | None, Opt(help="LoRA modules, comma-separated: "
+                                                "q,k,v,o,gate,up,down (default all)")] = None,
     efficiency: Annotated[float | None, Opt(help="Override achievable compute efficiency")] = None,
     mode: Annotated[str, Opt(help="train | serve")] = "train",
     batch: Annotated[int, Opt(help="serve: concurrent sequences")] = 1,
@@ -60,7 +63,9 @@ def estimate(
                      optimizer=optimizer, method=method, lora_rank=lora_rank, attention=attention,
                      inter_node_gbps=inter_node_gbps, mode=mode, batch=batch, context=context,
                      quantization=quantization, output_tokens=output_tokens, assumptions=a,
-                     offload_optimizer=offload_optimizer)
+                     offload_optimizer=offload_optimizer, offload_params=offload_params,
+                     lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+                     if lora_targets else None)
     if json_out:
         print_json(result)
         return

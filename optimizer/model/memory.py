@@ -200,7 +200,10 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
                 / layout.tp * min(w_b, 2.0)
             weights += prefetch
         if setup.offload_optimizer:
+            # ZeRO-Offload (Ren et al. 2021, §4): fp32 master + moments live in CPU RAM and
+            # gradients stream to the CPU as they are produced; the GPU keeps ~one layer of them
             optimizer = 0.0
+            gradients = min(gradients, model.layer_params() / layout.tp * g_b)
         if setup.offload_params and zero >= 3:
             weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() \
                 / layout.tp * min(w_b, 2.0)

@@ -135,3 +135,14 @@ def test_overhead_is_stated_and_overridable() -> None:
     a = training_memory(spec, setup, Layout(), PerfAssumptions(overhead_gib=1.0, fragmentation=0))
     b = training_memory(spec, setup, Layout(), PerfAssumptions(overhead_gib=3.0, fragmentation=0))
     assert b.overhead - a.overhead == pytest.approx(2.0)
+
+
+def test_zero_offload_keeps_optimizer_and_gradients_off_the_gpu() -> None:
+    spec = PRESETS["llama-2-70b"]
+    setup = TrainingSetup(seq_len=2048, offload_optimizer=True)
+    mem = training_memory(spec, setup, Layout(dp=8, zero_stage=3, checkpointing="full"),
+                          NO_PREFETCH)
+    assert mem.optimizer == 0.0
+    # gradients: one layer in flight, 856,130,560 params × 2 B (Ren et al. 2021, ZeRO-Offload)
+    assert mem.gradients * GIB == pytest.approx(spec.layer_params() * 2)
+    assert spec.layer_params() == 856_130_560  # 2·8192² + 2·8192·1024 + 3·8192·28672 + 2·8192
