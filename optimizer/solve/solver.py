@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.errors import SolverError
@@ -18,6 +18,9 @@ class SolverConfig:
     seed: int = 0
     relative_gap: float = 0.0
     log: bool = False
+    #: any other CP-SAT parameter by name (e.g. {"linearization_level": 2}); list values extend
+    #: repeated fields such as "subsolvers"
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,11 @@ def solve(model: Any, config: SolverConfig | None = None, callback: Any = None) 
     params.random_seed = cfg.seed
     params.relative_gap_limit = cfg.relative_gap
     params.log_search_progress = cfg.log
+    for name, value in cfg.extra.items():
+        if isinstance(value, (list, tuple)):
+            getattr(params, name).extend(value)
+        else:
+            setattr(params, name, value)
     start = time.perf_counter()
     status = solver.solve(model, callback) if callback is not None else solver.solve(model)
     wall = time.perf_counter() - start
