@@ -207,6 +207,10 @@ class AssumptionOverrides(BaseModel):
     overhead_gib: float | None = Field(default=None, ge=0)
     fragmentation: float | None = Field(default=None, ge=0, lt=1)
     qlora_dequant_factor: float | None = Field(default=None, ge=1)
+    logits_bytes_per_value: float | None = Field(default=None, ge=0)
+    zero3_prefetch_layers: int | None = Field(default=None, ge=0)
+    bw_efficiency: float | None = Field(default=None, gt=0, le=1)
+    small_message_latency_s: float | None = Field(default=None, ge=0)
 
     def apply(self, base: PerfAssumptions) -> PerfAssumptions:
         from dataclasses import replace

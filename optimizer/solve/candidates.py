@@ -27,7 +27,7 @@ from optimizer.model.step_time import (
 __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_counts",
            "layouts_for", "enumerate_candidates", "candidate_cost_usd", "MAX_GPUS_DEFAULT"]
 
-MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job (the user's max_gpus can lower it)
+MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max_gpus
 MICRO_BATCHES = (32, 16, 8, 4, 2, 1)  # largest first: the fastest layouts are found early
 PIPELINE_DEGREES = (1, 2, 4, 8, 16)
 SATURATION = 0.98  # a larger instance count must be ≥ 2% faster to keep scaling up
@@ -294,7 +294,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 f"{gpu.gpu_id} has no {setup.precision} tensor cores")
             continue
         gpn = off.gpus_per_instance
-        cap_gpus = min(max_gpus or MAX_GPUS_DEFAULT, MAX_GPUS_DEFAULT)
+        cap_gpus = max_gpus or MAX_GPUS_DEFAULT  # the user's max_gpus may search further
         high = min(cap_gpus // gpn, off.max_instances or 10**9, max_instances or 10**9)
         found = pruned = False
         previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")

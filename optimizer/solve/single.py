@@ -179,10 +179,14 @@ def _explain(prep: PreparedJob, core: list[str]) -> str:
     deadline, budget = prep.deadline_h, prep.budget_usd
     fastest = min(cands, key=lambda c: (c.hours, c.cost_usd))
     if "deadline" in core and deadline is not None:
+        from optimizer.solve.candidates import MAX_GPUS_DEFAULT
+
+        searched = prep.job.constraints.max_gpus or MAX_GPUS_DEFAULT
         parts.append(
             f"the deadline ({deadline / 24:.1f} days) binds: the fastest plan needs "
             f"{fastest.hours / 24:.1f} days ({fastest.gpus}× {fastest.offering.gpu_id}, "
-            f"{fastest.offering.provider} {fastest.offering.instance}, ${fastest.cost_usd:,.0f})")
+            f"{fastest.offering.provider} {fastest.offering.instance}, ${fastest.cost_usd:,.0f}; "
+            f"searched up to {searched:,} GPUs — set max_gpus to search further)")
     limits = {k: v for k, v in (("max_gpus", prep.job.constraints.max_gpus),
                                  ("max_instances", prep.job.constraints.max_instances)) if v}
     if "deadline" in core and deadline is not None and limits:
