@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from optimizer.errors import ConfigError
 from optimizer.gpus import load_gpus, resolve_gpu_id
 from optimizer.jobs import Constraints, HardwareEntry
 from optimizer.solve.candidates import Offering
@@ -25,10 +26,15 @@ def cloud_offerings(catalog: Any, constraints: Constraints) -> list[Offering]:
         return []
     filters: dict[str, Any] = dict(gpus=constraints.gpus, providers=constraints.providers,
                    regions=constraints.regions, pricing=list(constraints.pricing))
-    if hasattr(catalog, "itertuples"):
-        rows: Any = filter_offerings(catalog, **filters).itertuples(index=False)
-    else:
-        rows = filter_rows(catalog, **filters)
+    try:
+        if hasattr(catalog, "itertuples"):
+            rows: Any = filter_offerings(catalog, **filters).itertuples(index=False)
+        else:
+            rows = filter_rows(catalog, **filters)
+    except ConfigError as exc:  # name the job-file field: "gpu: …" -> "constraints.gpus: …"
+        field, _, rest = str(exc).partition(": ")
+        names = {"gpu": "gpus", "provider": "providers", "region": "regions"}
+        raise ConfigError(f"constraints.{names.get(field, field)}: {rest}") from None
     gpus = load_gpus()
     out: list[Offering] = []
     for row in rows:

@@ -180,3 +180,17 @@ def test_plan_plot_writes_png(tmp_path) -> None:
     assert result.exit_code == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob("*.tmp*"))  # written atomically, no temp file left
+
+
+@pytest.mark.parametrize(("constraints", "phrase"), [
+    ('gpus = ["h100", "a1000"]', "constraints.gpus: unknown GPU 'a1000'"),
+    ('providers = ["awss"]', "constraints.providers: unknown value 'awss' — did you mean 'aws'"),
+    ('pricing = ["monthly"]', "constraints.pricing"),
+])
+def test_plan_bad_filters_name_the_job_field(tmp_path, constraints: str, phrase: str) -> None:
+    job = tmp_path / "job.toml"
+    job.write_text('[model]\npreset = "gpt2"\n[workload]\ntokens = 1e9\nseq_len = 1024\n'
+                   f'global_batch = 8\n[constraints]\n{constraints}\n')
+    result = runner.invoke(app, ["plan", str(job)])
+    assert result.exit_code == 2
+    assert phrase in result.stderr and len(result.stderr.strip().splitlines()) == 1
