@@ -31,6 +31,12 @@ class ModelRef(BaseModel):
         from optimizer.model.presets import get_preset
         from optimizer.models import load_hf_config
 
+        if (self.preset or self.hf_config) and self.model_extra:
+            raise ConfigError(f"model: give one of preset, hf_config or an explicit shape; got "
+                              f"{'preset' if self.preset else 'hf_config'} and "
+                              f"{', '.join(sorted(self.model_extra))}")
+        if self.preset and self.hf_config:
+            raise ConfigError("model: give one of preset or hf_config, not both")
         if self.preset:
             return get_preset(self.preset, "model.preset")
         if self.hf_config:
