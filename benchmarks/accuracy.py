@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from published_cases import MEMORY_CASES, SERVING_CASES, TRAINING_CASES  # noqa: E402
 
-from optimizer.gpus import get_gpu  # noqa: E402
+from optimizer.inputs.gpus import get_gpu  # noqa: E402
 from optimizer.model.flops import model_flops_per_token  # noqa: E402
 from optimizer.model.memory import GIB, training_memory  # noqa: E402
 from optimizer.model.presets import PRESETS  # noqa: E402

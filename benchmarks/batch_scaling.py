@@ -98,10 +98,10 @@ def to_toml(batch: dict[str, Any], header: str = "") -> str:
 
 def run(sizes: list[int], time_limit_s: float, workers: int, seed: int,
         boxes: int = 2) -> list[dict[str, Any]]:
-    from optimizer.batch_jobs import batch_from_dict
+    from optimizer.inputs.jobs.batch import batch_from_dict
     from optimizer.pricing.catalog import load_catalog
-    from optimizer.solve.batch import build_problem, solve_batch
-    from optimizer.solve.solver import SolverConfig
+    from optimizer.solve.batch.model import build_problem, solve_batch
+    from optimizer.solve.cpsat.solver import SolverConfig
 
     frame = load_catalog(offline=True).frame
     rows = []

@@ -18,14 +18,14 @@ import sys
 import time
 from pathlib import Path
 
-from optimizer.jobs import load_job
+from optimizer.inputs.jobs.train import load_job
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.pricing.catalog import load_catalog
-from optimizer.solve.candidates import BatchRule, candidate_cost_usd, instance_counts, layouts_for
-from optimizer.solve.scale import to_cents
-from optimizer.solve.single import plan_job, prepare_job
+from optimizer.solve.train.enumerate import BatchRule, candidate_cost_usd, instance_counts, layouts_for
+from optimizer.solve.cpsat.scale import to_cents
+from optimizer.solve.train.model import plan_job, prepare_job
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JOBS = ["examples/llama7b_10days.toml", "examples/qlora_70b_single_node.toml",

@@ -32,7 +32,7 @@ def resolve_model(model: str | ModelSpec) -> ModelSpec:
     """A ModelSpec, a preset name or a path to a Hugging Face config.json."""
     if isinstance(model, ModelSpec):
         return model
-    from optimizer.models import load_model
+    from optimizer.inputs.models import load_model
 
     return load_model(model)
 
@@ -76,8 +76,8 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
     Raises:
         ConfigError: a flag out of range (names the flag and the allowed values).
     """
-    from optimizer.calibration import base_assumptions
-    from optimizer.gpus import get_gpu
+    from optimizer.inputs.calibration import base_assumptions
+    from optimizer.inputs.gpus import get_gpu
     from optimizer.model.memory import serving_memory, training_memory
     from optimizer.model.step_time import Cluster, training_step_time
 
@@ -170,9 +170,9 @@ def plan(job: Any, *, prices: str | Path | None = None, offline: bool | None = N
 
     `prices` is an offerings CSV to use instead of the user cache / bundled tables.
     """
-    from optimizer.jobs import Job, coerce_document, job_from_dict, load_job
-    from optimizer.solve.single import plan_job
-    from optimizer.solve.solver import SolverConfig
+    from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
+    from optimizer.solve.train.model import plan_job
+    from optimizer.solve.cpsat.solver import SolverConfig
 
     job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
     frame = None
@@ -186,7 +186,7 @@ def plan(job: Any, *, prices: str | Path | None = None, offline: bool | None = N
 
 def plan_json(result: Any) -> dict[str, Any]:
     """A PlanResult in the `ccopt plan --json` contract."""
-    from optimizer.solve.single import plan_dict
+    from optimizer.solve.train.model import plan_dict
 
     job = result.prepared.job if result.prepared else None
     best = result.plan
@@ -213,8 +213,8 @@ def plan_json(result: Any) -> dict[str, Any]:
 
 def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None) -> dict[str, Any]:
     """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
-    from optimizer.jobs import Job, coerce_document, job_from_dict, load_job
-    from optimizer.solve.compare import compare_job
+    from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
+    from optimizer.solve.train.compare import compare_job
 
     job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
     frame = None
@@ -230,7 +230,7 @@ def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = 
           time_limit_s: float = 10.0) -> dict[str, Any]:
     """Cheapest replica mix for a serving job (TOML path, dict or ServeJob), as `ccopt serve
     --json` returns it."""
-    from optimizer.solve.serve import run_serve
+    from optimizer.solve.serve.model import run_serve
 
     return run_serve(job, prices=prices, offline=offline, time_limit_s=time_limit_s)
 
@@ -238,7 +238,7 @@ def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = 
 def serve_compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
                   time_limit_s: float = 10.0) -> dict[str, Any]:
     """Best serving deployment per GPU type."""
-    from optimizer.solve.serve import run_serve_compare
+    from optimizer.solve.serve.model import run_serve_compare
 
     return run_serve_compare(job, prices=prices, offline=offline, time_limit_s=time_limit_s)
 
@@ -247,8 +247,8 @@ def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | 
           time_limit_s: float = 30.0, workers: int = 2, on_progress: Any = None) -> Any:
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
     batch_json(result) gives the `ccopt batch --json` contract."""
-    from optimizer.solve.batch import plan_batch
-    from optimizer.solve.solver import SolverConfig
+    from optimizer.solve.batch.model import plan_batch
+    from optimizer.solve.cpsat.solver import SolverConfig
 
     return plan_batch(batch_file, prices=prices, offline=offline,
                       config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
@@ -257,6 +257,6 @@ def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | 
 
 def batch_json(result: Any) -> dict[str, Any]:
     """A BatchResult in the `ccopt batch --json` contract."""
-    from optimizer.solve.batch import batch_dict
+    from optimizer.solve.batch.model import batch_dict
 
     return batch_dict(result)

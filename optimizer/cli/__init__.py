@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from optimizer.cli import estimate_cmd, info_cmd, plan_cmd
-from optimizer.pricing.cli import prices_app
+from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, serve_cmd
+from optimizer.cli.prices_cmd import prices_app
 
 __all__ = ["app", "main"]
 
@@ -22,15 +22,8 @@ estimate_cmd.register(app)
 plan_cmd.register(app)
 app.add_typer(prices_app, name="prices")
 
-# optional command groups built in their own modules (batch, serve)
-for _name in ("batch_cmd", "serve_cmd"):
-    try:
-        _mod = __import__(f"optimizer.cli.{_name}", fromlist=["register"])
-    except ModuleNotFoundError as _exc:  # pragma: no cover - module not written yet
-        if _exc.name != f"optimizer.cli.{_name}":
-            raise
-    else:
-        _mod.register(app)
+batch_cmd.register(app)
+serve_cmd.register(app)
 
 
 def main() -> None:

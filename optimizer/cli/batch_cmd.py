@@ -172,7 +172,7 @@ def _days(hours: float | None) -> str:
 
 def plot_schedule(data: dict[str, Any], path: Path) -> None:
     """One bar per job from start to end, grouped and coloured by resource, with deadlines."""
-    from optimizer.plot import _pyplot, save_figure
+    from optimizer.cli.plot import _pyplot, save_figure
 
     plt = _pyplot()
     jobs = [j for j in data["jobs"] if j["status"] == "scheduled"]

@@ -47,7 +47,7 @@ def estimate(
     from dataclasses import replace
 
     from optimizer.api import estimate as run
-    from optimizer.calibration import base_assumptions
+    from optimizer.inputs.calibration import base_assumptions
 
     with user_errors():
         a = base_assumptions()
@@ -125,7 +125,7 @@ def calibrate(
 ) -> None:
     """Fit the compute efficiency of a GPU type to one measured run and store it for later
     estimates and plans (file: $CCOPT_CALIBRATION or ~/.config/ccopt/calibration.json)."""
-    from optimizer.calibration import fit_efficiency, save_calibration
+    from optimizer.inputs.calibration import fit_efficiency, save_calibration
     from optimizer.errors import ConfigError
 
     with user_errors():
@@ -140,8 +140,8 @@ def calibrate(
         if probe.get("step") is None:
             raise ConfigError(f"--precision: {probe.get('note')}")
         from optimizer.api import resolve_model
-        from optimizer.calibration import base_assumptions
-        from optimizer.gpus import get_gpu
+        from optimizer.inputs.calibration import base_assumptions
+        from optimizer.inputs.gpus import get_gpu
         from optimizer.model.setup import Layout, TrainingSetup
         from optimizer.model.step_time import Cluster
 

@@ -39,7 +39,7 @@ def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] =
     from dataclasses import asdict
 
     with user_errors():
-        from optimizer.gpus import load_gpus
+        from optimizer.inputs.gpus import load_gpus
 
         specs = load_gpus()
     if json_out:

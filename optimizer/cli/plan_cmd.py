@@ -36,7 +36,7 @@ def plan(job: JobArg, json_out: JsonOpt = False,
                      time_limit_s=time_limit)
         data = plan_json(result)
         if plot is not None and result.pareto:
-            from optimizer.plot import plot_pareto
+            from optimizer.cli.plot import plot_pareto
 
             plot_pareto(result.pareto, plot, title=data["job"]["name"])
     if json_out:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from optimizer.errors import ConfigError
-from optimizer.gpus import data_path, load_gpus, resolve_gpu_id
+from optimizer.inputs.gpus import data_path, load_gpus, resolve_gpu_id
 from optimizer.pricing.catalog import COLUMNS, COMMITMENT_HOURS
 
 __all__ = ["RESERVED_DISCOUNTS", "INTERCONNECT", "LAMBDA_PCIE_A100", "build_rows", "main"]

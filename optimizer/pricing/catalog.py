@@ -115,7 +115,7 @@ def cache_dir() -> Path:
 
 def bundled_path() -> Path:
     """Path of the bundled pricing_data/offerings.csv."""
-    from optimizer.gpus import data_path
+    from optimizer.inputs.gpus import data_path
 
     return data_path(CACHE_FILE)
 
@@ -255,7 +255,7 @@ def row_filter(*, gpus: str | Iterable[str] | None = None,
     Raises:
         ConfigError: an unknown value; the message names the field and the allowed values.
     """
-    from optimizer.gpus import resolve_gpu_id
+    from optimizer.inputs.gpus import resolve_gpu_id
 
     gpu_list = _as_list(gpus)
     ids = {resolve_gpu_id(g, field="gpu") for g in gpu_list} if gpu_list is not None else None
@@ -297,7 +297,7 @@ def filter_offerings(
     (marketplace regions such as "Kansas, US, NA" contain commas).
 
     Args:
-        gpus: GPU ids or aliases (resolved with optimizer.gpus.resolve_gpu_id).
+        gpus: GPU ids or aliases (resolved with optimizer.inputs.gpus.resolve_gpu_id).
         providers: provider names present in `frame`.
         regions: region names present in `frame`.
         pricing: pricing models from PRICING_MODELS.

@@ -64,7 +64,7 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
 
 
 def _hardware_file() -> str:
-    from optimizer.gpus import data_path
+    from optimizer.inputs.gpus import data_path
 
     return str(data_path("hardware.csv"))
 
@@ -91,7 +91,7 @@ def default_hardware(gpu_id: str) -> HardwareSpec:
     Raises:
         ConfigError: no default for that GPU (use hardware_from_overrides with prices).
     """
-    from optimizer.gpus import resolve_gpu_id
+    from optimizer.inputs.gpus import resolve_gpu_id
 
     gpu = resolve_gpu_id(gpu_id, field="hardware.gpu")
     defaults = _defaults(_hardware_file())
@@ -112,7 +112,7 @@ def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
     Raises:
         ConfigError: unknown field, missing required field or invalid value (names the field).
     """
-    from optimizer.gpus import load_gpus, resolve_gpu_id
+    from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 
     gpu = resolve_gpu_id(gpu_id, field="hardware.gpu")
     allowed = [f for f in HardwareSpec.model_fields if f != "gpu"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from optimizer.errors import CatalogError, did_you_mean
-from optimizer.gpus import load_gpus
+from optimizer.inputs.gpus import load_gpus
 from optimizer.pricing.catalog import (
     COLUMNS,
     COMMITMENT_HOURS,

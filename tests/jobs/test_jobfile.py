@@ -2,10 +2,10 @@
 
 import pytest
 
-from optimizer.calibration import assumptions_for_job
+from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.errors import ConfigError
-from optimizer.gpus import get_gpu
-from optimizer.jobs import Job, job_from_dict, load_job
+from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.jobs.train import Job, job_from_dict, load_job
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import Cluster, training_step_time
 

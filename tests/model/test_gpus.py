@@ -3,7 +3,7 @@
 import pytest
 
 from optimizer.errors import CatalogError, ConfigError
-from optimizer.gpus import get_gpu, load_gpus, resolve_gpu_id
+from optimizer.inputs.gpus import get_gpu, load_gpus, resolve_gpu_id
 
 
 @pytest.mark.parametrize(("alias", "gpu_id"), [

@@ -2,7 +2,7 @@
 
 import pytest
 
-from optimizer.gpus import get_gpu
+from optimizer.inputs.gpus import get_gpu
 from optimizer.model.presets import PRESETS
 from optimizer.model.serving import serving_perf
 from optimizer.model.setup import PerfAssumptions, ServeSetup

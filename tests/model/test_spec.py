@@ -7,7 +7,7 @@ import pytest
 from optimizer.errors import ConfigError
 from optimizer.model.presets import PRESETS, get_preset
 from optimizer.model.spec import ModelSpec
-from optimizer.models import load_hf_config, load_model
+from optimizer.inputs.models import load_hf_config, load_model
 
 DATA = Path(__file__).parent / "data"
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer.calibration import fit_efficiency, load_calibration, save_calibration
-from optimizer.gpus import get_gpu
+from optimizer.inputs.calibration import fit_efficiency, load_calibration, save_calibration
+from optimizer.inputs.gpus import get_gpu
 from optimizer.model.comms import ring_allgather_s, ring_allreduce_s
 from optimizer.model.flops import model_flops_per_token, training_flops_per_token
 from optimizer.model.memory import training_memory

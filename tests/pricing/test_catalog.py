@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from optimizer.errors import ConfigError
-from optimizer.gpus import gpu_ids
+from optimizer.inputs.gpus import gpu_ids
 from optimizer.pricing.catalog import (
     COLUMNS,
     PRICING_MODELS,

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from optimizer.pricing.catalog import COLUMNS
-from optimizer.pricing.cli import prices_app
+from optimizer.cli.prices_cmd import prices_app
 
 app = typer.Typer()
 
@@ -107,7 +107,7 @@ def test_refresh_failure_exit_1_and_success(httpserver, isolated_env, tiny_csv):
 
 
 def test_importing_the_cli_stays_cheap():
-    code = ("import sys, optimizer.pricing.cli; "
+    code = ("import sys, optimizer.cli.prices_cmd; "
             "print(sorted(m for m in ('pandas', 'rich', 'requests', 'pydantic') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

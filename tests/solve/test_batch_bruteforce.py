@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from test_batch_synth import (RTX4090, brute_force, candidate, offering, owned_resource,
                               quota_resource, reservation_resource)
 
-from optimizer.solve.batch import BatchProblem, JobSpec, TimeGrid, solve_batch, validate_batch
-from optimizer.solve.scale import to_cents
-from optimizer.solve.solver import SolverConfig
+from optimizer.solve.batch.model import BatchProblem, JobSpec, TimeGrid, solve_batch, validate_batch
+from optimizer.solve.cpsat.scale import to_cents
+from optimizer.solve.cpsat.solver import SolverConfig
 
 GRID = TimeGrid(1.0)
 CONFIG = SolverConfig(time_limit_s=10.0, workers=2)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer.batch_jobs import batch_from_dict, load_batch
+from optimizer.inputs.jobs.batch import batch_from_dict, load_batch
 from optimizer.cli import app
 from optimizer.errors import ConfigError
 

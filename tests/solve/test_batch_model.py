@@ -7,9 +7,9 @@ from test_batch_synth import (RTX4090, candidate, offering, owned_resource, quot
                               reservation_resource)
 
 from optimizer.errors import ConfigError
-from optimizer.solve.batch import (BatchProblem, JobSpec, TimeGrid, greedy_schedule,
+from optimizer.solve.batch.model import (BatchProblem, JobSpec, TimeGrid, greedy_schedule,
                                    solve_batch, validate_batch)
-from optimizer.solve.solver import SolverConfig
+from optimizer.solve.cpsat.solver import SolverConfig
 
 GRID = TimeGrid(1.0)
 CONFIG = SolverConfig(time_limit_s=10.0)

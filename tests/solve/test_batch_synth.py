@@ -10,14 +10,14 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from optimizer.gpus import load_gpus
+from optimizer.inputs.gpus import load_gpus
 from optimizer.model.memory import MemoryBreakdown
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import StepTime
-from optimizer.solve.batch import (BatchProblem, BatchResult, JobSpec, Resource, ScheduledJob,
+from optimizer.solve.batch.model import (BatchProblem, BatchResult, JobSpec, Resource, ScheduledJob,
                                    TimeGrid, choose_time_grid, validate_batch)
-from optimizer.solve.candidates import Candidate, Offering
-from optimizer.solve.scale import to_cents
+from optimizer.solve.train.enumerate import Candidate, Offering
+from optimizer.solve.cpsat.scale import to_cents
 
 H100 = load_gpus()["H100-80GB"]
 RTX4090 = load_gpus()["RTX4090"]

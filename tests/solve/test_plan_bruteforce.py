@@ -8,15 +8,15 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer.gpus import get_gpu
-from optimizer.jobs import Job
+from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.jobs.train import Job
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions
 from optimizer.model.step_time import Cluster, training_step_time
-from optimizer.solve.candidates import Offering
-from optimizer.solve.single import plan_job, prepare_from_offerings
-from optimizer.solve.validate import plan_violations
-from optimizer.solve.candidates import BatchRule
+from optimizer.solve.train.enumerate import Offering
+from optimizer.solve.train.model import plan_job, prepare_from_offerings
+from optimizer.solve.train.validate import plan_violations
+from optimizer.solve.train.enumerate import BatchRule
 
 A = PerfAssumptions()
 TINY = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1536, "vocab": 8000,

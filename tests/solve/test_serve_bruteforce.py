@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.catalog import load_catalog
-from optimizer.serve_jobs import serve_job_from_dict
-from optimizer.solve.serve import (
+from optimizer.inputs.jobs.serve import serve_job_from_dict
+from optimizer.solve.serve.model import (
     IntOption,
     IntProblem,
     plan_serving,
@@ -19,7 +19,7 @@ from optimizer.solve.serve import (
     serve_json,
     solve_problem,
 )
-from optimizer.solve.solver import SolverConfig
+from optimizer.solve.cpsat.solver import SolverConfig
 
 CFG = SolverConfig(time_limit_s=5.0, workers=1)
 MAX_COUNT = 7  # ≥ loads (≤ 3 units × 2 buckets) + 1 spare: each replica serves ≥ 1 unit

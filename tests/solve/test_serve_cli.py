@@ -12,8 +12,8 @@ from optimizer.cli import app
 from optimizer.errors import ConfigError
 from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.catalog import load_catalog
-from optimizer.serve_jobs import load_serve_job, serve_job_from_dict
-from optimizer.solve.serve import IntOption, IntProblem, plan_serving, serve_json, solve_problem
+from optimizer.inputs.jobs.serve import load_serve_job, serve_job_from_dict
+from optimizer.solve.serve.model import IntOption, IntProblem, plan_serving, serve_json, solve_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("serve_*.toml"))
@@ -165,7 +165,7 @@ def test_bucketed_load_mixes_gpu_types(frame):
             {"share": 0.2, "prompt_tokens": 6000, "output_tokens": 500}]},
         "constraints": {"ttft_s": 0.8, "tpot_ms": 60, "providers": ["aws"],
                         "gpus": ["L40S", "H100-80GB"]}})
-    from optimizer.solve.serve import compare_serving
+    from optimizer.solve.serve.model import compare_serving
 
     data = compare_serving(job, frame, assumptions=PerfAssumptions())
     best = data["best"]["plan"]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.gpus import get_gpu
+from optimizer.inputs.gpus import get_gpu
 from optimizer.model.memory import GIB, kv_cache_bytes_per_token, serving_weight_bytes
 from optimizer.model.presets import get_preset
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.pricing.catalog import load_catalog
-from optimizer.serve_jobs import Bucket, serve_job_from_dict
-from optimizer.solve.serve import (
+from optimizer.inputs.jobs.serve import Bucket, serve_job_from_dict
+from optimizer.solve.serve.model import (
     batch_ladder,
     max_batch_that_fits,
     plan_serving,

@@ -4,8 +4,8 @@ import pytest
 from ortools.sat.python import cp_model
 
 from optimizer.errors import SolverError
-from optimizer.solve.scale import budget_cents, deadline_seconds, to_cents, to_seconds
-from optimizer.solve.solver import SolverConfig, solve
+from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds
+from optimizer.solve.cpsat.solver import SolverConfig, solve
 
 
 def _model(feasible: bool) -> cp_model.CpModel:

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from optimizer.errors import ConfigError
-from optimizer.model.hf_config import spec_from_hf_config
+from optimizer.inputs.hf_config import spec_from_hf_config
 from optimizer.model.presets import PRESETS, get_preset
 from optimizer.model.spec import ModelSpec
 

@@ -1,6 +1,6 @@
 """Batch files (TOML): shared `[capacity]` (quotas, owned boxes, reservations) and `[[job]]`s.
 
-A batch file is many single jobs (the `ccopt plan` job model, `optimizer.jobs.Job`) plus what
+A batch file is many single jobs (the `ccopt plan` job model, `optimizer.inputs.jobs.train.Job`) plus what
 they share over a planning horizon::
 
     [capacity]
@@ -42,7 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.jobs import HardwareEntry, Job, format_validation_error
+from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
 
 __all__ = ["BatchJob", "Quota", "Reservation", "Capacity", "BatchFile", "batch_from_dict",
            "load_batch"]
@@ -51,7 +51,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
 class BatchJob(Job):
-    """One `[[job]]`: a single job (optimizer.jobs.Job) plus its place in the batch."""
+    """One `[[job]]`: a single job (optimizer.inputs.jobs.train.Job) plus its place in the batch."""
 
     release_days: float | None = Field(default=None, ge=0, description="earliest start, days")
     release_hours: float | None = Field(default=None, ge=0, description="earliest start, hours")

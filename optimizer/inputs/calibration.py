@@ -112,7 +112,7 @@ def base_assumptions(overrides: Any = None) -> PerfAssumptions:
 def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
     """Assumptions for a job: defaults, stored calibration, the job's [calibration] and
     [assumptions] tables (the job's own calibration wins for its GPU type)."""
-    from optimizer.gpus import get_gpu
+    from optimizer.inputs.gpus import get_gpu
 
     a = base_assumptions(job.assumptions)
     cal = job.calibration

@@ -34,7 +34,7 @@ def data_path(name: str) -> Path:
     try:
         return Path(str(resources.files("optimizer.pricing_data").joinpath(name)))
     except ModuleNotFoundError:  # running from a source tree without install
-        return Path(__file__).resolve().parent.parent / "pricing_data" / name
+        return Path(__file__).resolve().parents[2] / "pricing_data" / name
 
 
 def _parse_row(row: dict[str, str], path: Path, line: int) -> GpuSpec:

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError, SolverError, did_you_mean
-from optimizer.solve.candidates import Candidate, Offering
-from optimizer.solve.scale import from_cents, to_cents
-from optimizer.solve.solver import SolverConfig, SolveResult, solve
+from optimizer.solve.train.enumerate import Candidate, Offering
+from optimizer.solve.cpsat.scale import from_cents, to_cents
+from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 
 __all__ = ["TIME_UNITS_MINUTES", "MAX_TIME_STEPS", "TimeGrid", "choose_time_grid", "Resource",
            "JobSpec", "Row", "JobRows", "BatchProblem", "ScheduledJob", "Fix", "Explanation",
@@ -954,7 +954,7 @@ def validate_batch(result: BatchResult) -> list[str]:
 # ---- from a batch file --------------------------------------------------------------------
 
 def _reservation_offering(frame: Any, r: Any, i: int, horizon_h: float) -> tuple[Offering, Resource]:
-    from optimizer.gpus import load_gpus, resolve_gpu_id
+    from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 
     rows = frame[(frame["provider"].str.lower() == r.provider.lower())
                  & (frame["pricing_model"] == r.pricing)]
@@ -1002,7 +1002,7 @@ def _reservation_offering(frame: Any, r: Any, i: int, horizon_h: float) -> tuple
 
 
 def _quota_resource(frame: Any, q: Any, i: int) -> Resource:
-    from optimizer.gpus import resolve_gpu_id
+    from optimizer.inputs.gpus import resolve_gpu_id
 
     gpu = resolve_gpu_id(q.gpu, f"capacity.quota[{i}].gpu")
     providers = sorted(set(frame["provider"])) if frame is not None else []
@@ -1027,11 +1027,11 @@ def build_problem(batch: Any, frame: Any = None, base_dir: Path | None = None) -
     Raises:
         ConfigError: unknown provider/GPU/instance in [capacity], bad owned-box overrides.
     """
-    from optimizer.calibration import assumptions_for_job
-    from optimizer.gpus import resolve_gpu_id
-    from optimizer.jobs import Constraints
-    from optimizer.solve.offerings import cloud_offerings, hardware_offerings
-    from optimizer.solve.single import prepare_from_offerings
+    from optimizer.inputs.calibration import assumptions_for_job
+    from optimizer.inputs.gpus import resolve_gpu_id
+    from optimizer.inputs.jobs.train import Constraints
+    from optimizer.pricing.offerings import cloud_offerings, hardware_offerings
+    from optimizer.solve.train.model import prepare_from_offerings
 
     cap = batch.capacity
     horizon_h = cap.horizon_h
@@ -1104,8 +1104,8 @@ def plan_batch(batch: Any, *, prices: str | Path | None = None, offline: bool | 
         ConfigError: invalid batch file or [capacity] entry (one line naming the field).
         SolverError: no solution within the time limit.
     """
-    from optimizer.batch_jobs import BatchFile, batch_from_dict, load_batch
-    from optimizer.jobs import coerce_document
+    from optimizer.inputs.jobs.batch import BatchFile, batch_from_dict, load_batch
+    from optimizer.inputs.jobs.train import coerce_document
     from optimizer.pricing.catalog import load_catalog
 
     batch, base_dir = coerce_document(batch, BatchFile, load_batch, batch_from_dict, "batch")
@@ -1136,7 +1136,7 @@ def _usage_profile(result: BatchResult, key: str) -> list[list[float]]:
 
 def batch_dict(result: BatchResult) -> dict[str, Any]:
     """A BatchResult in the `ccopt batch --json` contract of DESIGN.md (plus extra fields)."""
-    from optimizer.solve.single import plan_dict
+    from optimizer.solve.train.model import plan_dict
 
     problem = result.problem
     jobs = []

@@ -1,6 +1,6 @@
 """ModelSpec from a Hugging Face `config.json` (Llama/Mistral/Mixtral/Qwen2, GPT-2, GPT-NeoX, BERT).
 
-Parsing only: the caller passes the decoded JSON dict (file reading lives in `optimizer.models`).
+Parsing only: the caller passes the decoded JSON dict (file reading lives in `optimizer.inputs.models`).
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from optimizer.jobs import Job
+from optimizer.inputs.jobs.train import Job
 from optimizer.pricing.owned import HOURS_PER_MONTH
-from optimizer.solve.candidates import Candidate
-from optimizer.solve.single import plan_dict, prepare_job, solve_table
+from optimizer.solve.train.enumerate import Candidate
+from optimizer.solve.train.model import plan_dict, prepare_job, solve_table
 
 __all__ = ["compare_job", "break_even"]
 

@@ -33,10 +33,10 @@ from optimizer.model.memory import GIB, serving_memory, serving_weight_bytes
 from optimizer.model.serving import serving_perf
 from optimizer.model.setup import PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.serve_jobs import Bucket, ServeConstraints, ServeJob, ServeWorkload
-from optimizer.solve.candidates import Offering
-from optimizer.solve.scale import to_cents
-from optimizer.solve.solver import SolverConfig, SolveResult, solve
+from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeJob, ServeWorkload
+from optimizer.solve.train.enumerate import Offering
+from optimizer.solve.cpsat.scale import to_cents
+from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 
 __all__ = [
     "BucketPerf", "ReplicaOption", "Deployment", "ServeResult", "IntOption", "IntProblem",
@@ -118,7 +118,7 @@ def serve_offerings(frame: Any, constraints: ServeConstraints, owned: Sequence[A
     Raises:
         ConfigError: an unknown GPU, provider, region or pricing model in the filters.
     """
-    from optimizer.gpus import load_gpus, resolve_gpu_id
+    from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
     from optimizer.pricing.catalog import filter_offerings
     from optimizer.pricing.owned import (
         HOURS_PER_MONTH,
@@ -692,7 +692,7 @@ def plan_serving(job: ServeJob, frame: Any, base_dir: Path | None = None,
     Raises:
         ConfigError: an invalid model, filter value or hardware entry.
     """
-    from optimizer.calibration import base_assumptions
+    from optimizer.inputs.calibration import base_assumptions
 
     model = job.model.resolve(base_dir)
     w, c = job.workload, job.constraints
@@ -801,7 +801,7 @@ def compare_serving(job: ServeJob, frame: Any, base_dir: Path | None = None,
         {"best": serve_json of the whole job, "per_gpu": {gpu_id: {"usd_per_hour",
         "usd_per_month", "deployments", ...} or {"explanation": ...}}}
     """
-    from optimizer.gpus import resolve_gpu_id
+    from optimizer.inputs.gpus import resolve_gpu_id
 
     overall = plan_serving(job, frame, base_dir, config, assumptions)
     offerings = serve_offerings(frame, job.constraints, job.hardware.owned, job.hardware.buy)
@@ -819,8 +819,8 @@ def compare_serving(job: ServeJob, frame: Any, base_dir: Path | None = None,
 
 def _load(job: Any, prices: str | Path | None, offline: bool | None
           ) -> tuple[ServeJob, Any, Path | None]:
-    from optimizer.jobs import coerce_document
-    from optimizer.serve_jobs import load_serve_job, serve_job_from_dict
+    from optimizer.inputs.jobs.train import coerce_document
+    from optimizer.inputs.jobs.serve import load_serve_job, serve_job_from_dict
 
     job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
     frame = None

@@ -29,7 +29,7 @@ class ModelRef(BaseModel):
 
     def resolve(self, base_dir: Path | None = None) -> ModelSpec:
         from optimizer.model.presets import get_preset
-        from optimizer.models import load_hf_config
+        from optimizer.inputs.models import load_hf_config
 
         if (self.preset or self.hf_config) and self.model_extra:
             raise ConfigError(f"model: give one of preset, hf_config or an explicit shape; got "

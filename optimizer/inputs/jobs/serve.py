@@ -1,7 +1,7 @@
 """Serving job files (TOML): model, inference workload, latency targets, hardware.
 
 A serving job reuses `[model]`, `[[hardware.owned]]`, `[[hardware.buy]]` and `[assumptions]`
-of optimizer.jobs; `[workload]` has `kind = "serve"` and `[constraints]` latency targets::
+of optimizer.inputs.jobs.train; `[workload]` has `kind = "serve"` and `[constraints]` latency targets::
 
     [model]
     preset = "mistral-7b"
@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.jobs import AssumptionOverrides, Hardware, ModelRef, format_validation_error
+from optimizer.inputs.jobs.train import AssumptionOverrides, Hardware, ModelRef, format_validation_error
 
 __all__ = ["ServeJob", "ServeWorkload", "ServeConstraints", "Bucket", "QUANTIZATIONS",
            "QUANT_ALIASES", "MAX_BATCH_DEFAULT", "load_serve_job", "serve_job_from_dict"]

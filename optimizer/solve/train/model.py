@@ -8,18 +8,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optimizer.jobs import Job
+from optimizer.inputs.jobs.train import Job
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
-from optimizer.solve.candidates import (
+from optimizer.solve.train.enumerate import (
     BatchRule,
     Candidate,
     CandidateTable,
     Offering,
     enumerate_candidates,
 )
-from optimizer.solve.scale import budget_cents, deadline_seconds, to_cents, to_seconds
-from optimizer.solve.solver import SolverConfig, SolveResult, solve
+from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds
+from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 
 __all__ = ["PlanResult", "PreparedJob", "prepare_job", "plan_job", "solve_table",
            "candidate_key", "plan_dict"]
@@ -58,8 +58,8 @@ def candidate_key(c: Candidate) -> tuple[str, str, str]:
 def prepare_job(job: Job, frame: Any = None, base_dir: Path | None = None,
                 assumptions: PerfAssumptions | None = None, pareto: bool = False) -> PreparedJob:
     """Resolve the model, build offerings (catalog + hardware) and the candidate table."""
-    from optimizer.calibration import assumptions_for_job
-    from optimizer.solve.offerings import job_offerings
+    from optimizer.inputs.calibration import assumptions_for_job
+    from optimizer.pricing.offerings import job_offerings
 
     model = job.model.resolve(base_dir)
     a = assumptions or assumptions_for_job(job, model)
@@ -179,7 +179,7 @@ def _explain(prep: PreparedJob, core: list[str]) -> str:
     deadline, budget = prep.deadline_h, prep.budget_usd
     fastest = min(cands, key=lambda c: (c.hours, c.cost_usd))
     if "deadline" in core and deadline is not None:
-        from optimizer.solve.candidates import MAX_GPUS_DEFAULT
+        from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
 
         searched = prep.job.constraints.max_gpus or MAX_GPUS_DEFAULT
         parts.append(
@@ -248,7 +248,7 @@ def plan_job(job: Job, frame: Any = None, base_dir: Path | None = None, *,
 
 
 def _check(prep: PreparedJob, plan: Candidate) -> None:
-    from optimizer.solve.validate import validate_plan
+    from optimizer.solve.train.validate import validate_plan
 
     w, c = prep.job.workload, prep.job.constraints
     validate_plan(plan, prep.model, w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance),

@@ -8,7 +8,7 @@ from optimizer.errors import SolverError
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.solve.candidates import BatchRule, Candidate, candidate_cost_usd
+from optimizer.solve.train.enumerate import BatchRule, Candidate, candidate_cost_usd
 
 __all__ = ["plan_violations", "validate_plan"]
 

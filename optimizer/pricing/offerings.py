@@ -7,9 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.gpus import load_gpus, resolve_gpu_id
-from optimizer.jobs import Constraints, HardwareEntry
-from optimizer.solve.candidates import Offering
+from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
+from optimizer.inputs.jobs.train import Constraints, HardwareEntry
+from optimizer.solve.train.enumerate import Offering
 
 __all__ = ["cloud_offerings", "hardware_offerings", "job_offerings"]
 
