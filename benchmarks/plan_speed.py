@@ -23,7 +23,8 @@ from optimizer.model.memory import training_memory
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.pricing.catalog import load_catalog
-from optimizer.solve.train.enumerate import BatchRule, candidate_cost_usd, instance_counts, layouts_for
+from optimizer.pricing.offering import cost_usd
+from optimizer.solve.train.enumerate import BatchRule, instance_counts, layouts_for
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.train.model import plan_job, prepare_job
 
@@ -69,7 +70,7 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
                     continue
                 if c.deadline_h is not None and hours > c.deadline_h:
                     continue
-                cost, _ = candidate_cost_usd(off, n, hours)
+                cost = cost_usd(off, n, hours).total_usd
                 if c.budget_usd is not None and cost > c.budget_usd:
                     continue
                 if best is None or cost < best:

@@ -7,13 +7,15 @@
     ├── InfeasibleError  no plan meets the constraints (carries an explanation)
     └── SolverError      CP-SAT returned an unexpected status (model invalid, unknown)
 
-The CLI maps ConfigError/CatalogError to exit code 2, InfeasibleError to 1.
+`Status` is the outcome of every planner (plan, batch, serve): optimal, feasible, infeasible.
+The CLI maps ConfigError/CatalogError to exit code 2, InfeasibleError to 1, any other error to 3.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from enum import StrEnum
 
 __all__ = [
     "OptimizerError",
@@ -22,8 +24,17 @@ __all__ = [
     "RefreshError",
     "InfeasibleError",
     "SolverError",
+    "Status",
     "did_you_mean",
 ]
+
+
+class Status(StrEnum):
+    """Outcome of a solve; the value is what the JSON contract prints."""
+
+    OPTIMAL = "optimal"  # proven cheapest over the searched candidates
+    FEASIBLE = "feasible"  # a valid plan, optimality not proven within the time limit
+    INFEASIBLE = "infeasible"  # no plan meets the constraints (an explanation says why)
 
 
 class OptimizerError(Exception):

@@ -1,92 +1,124 @@
-"""Turn the price catalog and the job's hardware entries into `Offering`s for the planner."""
+"""The one `Offering` constructor: catalog rows and hardware entries become `Offering`s.
+
+Every planner (train, batch, serve) builds its offerings here, so a catalog row or a box is
+priced the same way everywhere; `optimizer.pricing.offering.cost_usd` then prices them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
-from optimizer.inputs.jobs.train import Constraints, HardwareEntry
-from optimizer.solve.train.enumerate import Offering
+from optimizer.inputs.jobs.train import HardwareEntry
+from optimizer.model.hardware import GpuSpec
+from optimizer.pricing.catalog import filter_rows
+from optimizer.pricing.offering import Offering
+from optimizer.pricing.owned import (
+    HOURS_PER_MONTH,
+    HardwareSpec,
+    capital_usd,
+    capital_usd_per_hour,
+    hardware_from_overrides,
+    power_usd_per_hour,
+)
+from optimizer.pricing.schema import OfferingRow
 
-__all__ = ["cloud_offerings", "hardware_offerings", "job_offerings"]
+__all__ = ["cloud_offering", "cloud_offerings", "hardware_offerings", "job_offerings"]
+
+_FILTER_FIELDS = {"gpu": "gpus", "provider": "providers", "region": "regions"}
 
 
-def cloud_offerings(catalog: Any, constraints: Constraints) -> list[Offering]:
-    """Catalog offerings allowed by the job's filters, as Offerings (spot gets its overhead).
+def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud",
+                   spot_overhead: float = 0.0, trust_guessed_network: bool = True,
+                   reservation_prepaid: bool = False, usd_per_hour: float | None = None,
+                   max_instances: int | None = None) -> Offering:
+    """One catalog row as an Offering.
 
-    `catalog` is the price DataFrame (optimizer.pricing.load_catalog().frame) or a sequence of
-    OfferingRow objects (load_offering_rows, the planner's pandas-free fast path).
+    Spot rows get `spot_overhead`; with `trust_guessed_network` false an instance whose
+    inter-node bandwidth is a guess is usable only alone; a prepaid reservation bills per hour
+    used (commitment 0). `usd_per_hour` and `max_instances` override the row's (a batch-level
+    reservation is billed apart and capped by its size).
     """
-    from optimizer.pricing.catalog import filter_offerings, filter_rows
+    limit = row.max_instances if max_instances is None else max_instances
+    if not trust_guessed_network and row.inter_node_is_default:
+        limit = 1
+    return Offering(
+        key=f"{key_prefix}{row.provider}/{row.instance_type}/{row.region}/{row.pricing_model}",
+        kind=kind, provider=row.provider, instance=row.instance_type, region=row.region,
+        pricing=row.pricing_model, gpu=_gpu_in_instance(load_gpus()[row.gpu_id], row),
+        gpus_per_instance=row.gpus_per_instance, inter_node_gbps=row.inter_node_gbps,
+        usd_per_hour=row.usd_per_hour if usd_per_hour is None else usd_per_hour,
+        max_instances=limit,
+        commitment_hours=0.0 if reservation_prepaid else float(row.commitment_hours),
+        spot_overhead=spot_overhead if row.pricing_model == "spot" else 0.0,
+        inter_node_kind=row.inter_node_kind, inter_node_is_default=row.inter_node_is_default)
 
-    if not constraints.cloud:
-        return []
-    filters: dict[str, Any] = dict(gpus=constraints.gpus, providers=constraints.providers,
-                   regions=constraints.regions, pricing=list(constraints.pricing))
+
+def cloud_offerings(rows: Sequence[OfferingRow], *, gpus: Iterable[str] | None = None,
+                    providers: Iterable[str] | None = None, regions: Iterable[str] | None = None,
+                    pricing: Iterable[str] | None = None, field_prefix: str = "constraints",
+                    **options: Any) -> list[Offering]:
+    """Catalog rows allowed by the filters, as Offerings (options as in `cloud_offering`).
+
+    Raises:
+        ConfigError: an unknown GPU, provider, region or pricing model, naming the job field
+            (e.g. "constraints.gpus: unknown GPU …").
+    """
     try:
-        if hasattr(catalog, "itertuples"):
-            rows: Any = filter_offerings(catalog, **filters).itertuples(index=False)
-        else:
-            rows = filter_rows(catalog, **filters)
+        kept = filter_rows(rows, gpus=gpus, providers=providers, regions=regions,
+                           pricing=None if pricing is None else list(pricing))
     except ConfigError as exc:  # name the job-file field: "gpu: …" -> "constraints.gpus: …"
         field, _, rest = str(exc).partition(": ")
-        names = {"gpu": "gpus", "provider": "providers", "region": "regions"}
-        raise ConfigError(f"constraints.{names.get(field, field)}: {rest}") from None
-    gpus = load_gpus()
-    out: list[Offering] = []
-    for row in rows:
-        pricing = row.pricing_model
-        limit = row.max_instances
-        max_inst = None if limit is None or limit != limit else int(limit)  # None or NaN
-        if not constraints.trust_guessed_network and bool(row.inter_node_is_default):
-            max_inst = 1
-        commitment = 0.0 if constraints.reservation_prepaid else float(row.commitment_hours)
-        out.append(Offering(
-            key=f"{row.provider}/{row.instance_type}/{row.region}/{pricing}",
-            kind="cloud", provider=row.provider, instance=row.instance_type, region=row.region,
-            pricing=pricing, gpu=_gpu_in_instance(gpus[row.gpu_id], row),
-            gpus_per_instance=int(row.gpus_per_instance),
-            inter_node_gbps=float(row.inter_node_gbps), usd_per_hour=float(row.usd_per_hour),
-            max_instances=max_inst, commitment_hours=commitment,
-            spot_overhead=constraints.spot_interruption_overhead if pricing == "spot" else 0.0,
-            inter_node_kind=str(row.inter_node_kind),
-            inter_node_is_default=bool(row.inter_node_is_default),
-        ))
-    return out
+        raise ConfigError(f"{field_prefix}.{_FILTER_FIELDS.get(field, field)}: {rest}") from None
+    return [cloud_offering(row, **options) for row in kept]
 
 
-def _gpu_in_instance(gpu: Any, row: Any) -> Any:
+def _gpu_in_instance(gpu: GpuSpec, row: OfferingRow) -> GpuSpec:
     """The GPU as this instance wires it: the row's intra-node link may differ from the part's
     default (e.g. PCIe cards in one instance, NVLink-bridged pairs in another)."""
-    bw = float(row.intra_node_bw_gb_s)
-    if bw == gpu.intra_node_bw_gb_s and row.intra_node_link == gpu.intra_node_link:
+    if row.intra_node_bw_gb_s == gpu.intra_node_bw_gb_s and row.intra_node_link == gpu.intra_node_link:
         return gpu
-    return replace(gpu, intra_node_bw_gb_s=bw, intra_node_link=str(row.intra_node_link))
+    return replace(gpu, intra_node_bw_gb_s=row.intra_node_bw_gb_s, intra_node_link=row.intra_node_link)
 
 
-def _spec(entry: HardwareEntry) -> Any:
-    from optimizer.pricing.owned import hardware_from_overrides
+def box_spec(entry: HardwareEntry) -> HardwareSpec:
+    """The box of a `[[hardware.*]]` entry: the default box of its GPU with the entry's overrides."""
+    return hardware_from_overrides(entry.gpu, **dict(entry.model_extra or {}))
 
-    extra = dict(entry.model_extra or {})
-    return hardware_from_overrides(entry.gpu, **extra)
+
+def _box_offering(kind: str, index: int, entry: HardwareEntry, spec: HardwareSpec, gpu: GpuSpec,
+                  boxes: int) -> Offering:
+    """An owned box (power; + amortised capital with charge_capital) or a box to buy (power +
+    the net price upfront, or amortised per busy hour, as its accounting says)."""
+    capital_fixed = capital_hourly = 0.0
+    if kind == "buy" and spec.accounting == "upfront":
+        capital_fixed = capital_usd(spec, 1)
+    elif kind == "buy" or entry.charge_capital:
+        capital_hourly = capital_usd_per_hour(spec, 1)
+    return Offering(
+        key=f"{kind}/{gpu.gpu_id}x{spec.gpus_per_box}#{index}", kind=kind, provider=kind,
+        instance=f"{spec.gpus_per_box}x {gpu.gpu_id} box", region="local", pricing=kind, gpu=gpu,
+        gpus_per_instance=spec.gpus_per_box, inter_node_gbps=entry.inter_node_gbps,
+        usd_per_hour=power_usd_per_hour(spec, 1, 1.0), max_instances=boxes,
+        capital_usd_per_instance=capital_fixed, capital_usd_per_instance_hour=capital_hourly,
+        box_net_price_usd=capital_usd(spec, 1),
+        amortisation_hours=spec.amortisation_months * HOURS_PER_MONTH)
 
 
 def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry],
-                       constraints: Constraints) -> list[Offering]:
-    """Owned boxes (power only, or + amortised capital) and boxes to buy (capital + power)."""
-    from optimizer.pricing.owned import HOURS_PER_MONTH, box_price_usd, power_usd_per_hour
-
-    gpus = load_gpus()
-    allowed = {resolve_gpu_id(g, "constraints.gpus") for g in constraints.gpus} \
-        if constraints.gpus else None
+                       gpus: Iterable[str] | None = None) -> list[Offering]:
+    """Owned boxes (`boxes`, default 1) and boxes to buy (`max_count` GPUs, default one box),
+    keeping only the GPU types in `gpus` when given."""
+    catalog = load_gpus()
+    allowed = {resolve_gpu_id(g, "constraints.gpus") for g in gpus} if gpus else None
     out: list[Offering] = []
     for kind, entries in (("owned", owned), ("buy", buy)):
         for i, entry in enumerate(entries):
-            spec = _spec(entry)
-            gpu = gpus[resolve_gpu_id(entry.gpu, f"hardware.{kind}.gpu")]
+            spec = box_spec(entry)
+            gpu = catalog[resolve_gpu_id(entry.gpu, f"hardware.{kind}.gpu")]
             if allowed is not None and gpu.gpu_id not in allowed:
                 continue
             if kind == "owned":
@@ -94,30 +126,20 @@ def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEnt
             else:
                 boxes = (entry.max_count // spec.gpus_per_box) if entry.max_count else \
                     (spec.max_boxes or 1)
-                if boxes < 1:
-                    continue
-            net_box = box_price_usd(spec) * (1 - spec.resale_fraction)
-            per_hour_capital = net_box / (spec.amortisation_months * HOURS_PER_MONTH)
-            capital_fixed, capital_hourly = 0.0, 0.0
-            if kind == "buy":
-                if spec.accounting == "upfront":
-                    capital_fixed = net_box
-                else:
-                    capital_hourly = per_hour_capital
-            elif entry.charge_capital:
-                capital_hourly = per_hour_capital
-            out.append(Offering(
-                key=f"{kind}/{gpu.gpu_id}x{spec.gpus_per_box}#{i}", kind=kind, provider=kind,
-                instance=f"{spec.gpus_per_box}x {gpu.gpu_id} box", region="local",
-                pricing=kind, gpu=gpu, gpus_per_instance=spec.gpus_per_box,
-                inter_node_gbps=entry.inter_node_gbps,
-                usd_per_hour=power_usd_per_hour(spec, 1, 1.0), max_instances=boxes,
-                capital_usd_per_instance=capital_fixed,
-                capital_usd_per_instance_hour=capital_hourly, box_net_price_usd=net_box,
-            ))
+            if boxes >= 1:
+                out.append(_box_offering(kind, i, entry, spec, gpu, boxes))
     return out
 
 
-def job_offerings(frame: Any, constraints: Constraints, owned: Sequence[HardwareEntry],
-                  buy: Sequence[HardwareEntry]) -> list[Offering]:
-    return cloud_offerings(frame, constraints) + hardware_offerings(owned, buy, constraints)
+def job_offerings(rows: Sequence[OfferingRow] | None, constraints: Any,
+                  owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry]) -> list[Offering]:
+    """Every offering a training job may use: the filtered catalog and its hardware entries."""
+    cloud = []
+    if rows is not None and constraints.cloud:
+        cloud = cloud_offerings(
+            rows, gpus=constraints.gpus, providers=constraints.providers,
+            regions=constraints.regions, pricing=constraints.pricing,
+            spot_overhead=constraints.spot_interruption_overhead,
+            trust_guessed_network=constraints.trust_guessed_network,
+            reservation_prepaid=constraints.reservation_prepaid)
+    return cloud + hardware_offerings(owned, buy, constraints.gpus)

@@ -16,7 +16,8 @@ from optimizer.model.setup import Layout
 from optimizer.model.step_time import StepTime
 from optimizer.solve.batch.model import (BatchProblem, BatchResult, JobSpec, Resource, ScheduledJob,
                                    TimeGrid, choose_time_grid, validate_batch)
-from optimizer.solve.train.enumerate import Candidate, Offering
+from optimizer.pricing.offering import Offering
+from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.cpsat.scale import to_cents
 
 H100 = load_gpus()["H100-80GB"]

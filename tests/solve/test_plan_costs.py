@@ -5,7 +5,7 @@ import pytest
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.jobs.train import Job
 from optimizer.model.setup import PerfAssumptions
-from optimizer.solve.train.enumerate import Offering, candidate_cost_usd
+from optimizer.pricing.offering import Cost, Offering, cost_usd
 from optimizer.solve.train.model import plan_job
 
 JOB = {"name": "ft", "model": {"preset": "llama-3-8b"},
@@ -51,9 +51,9 @@ def _offering(pricing: str, **kw) -> Offering:
 def test_reserved_bills_the_whole_term_unless_prepaid() -> None:
     reserved = _offering("reserved_1y", commitment_hours=8760.0)
     # 2 instances × $20/h × 8760 h = $350,400 whatever the job's 100 hours
-    assert candidate_cost_usd(reserved, 2, 100.0) == (350400.0, 0.0)
+    assert cost_usd(reserved, 2, 100.0) == Cost(350400.0, 0.0)
     prepaid = _offering("reserved_1y", commitment_hours=0.0)
-    assert candidate_cost_usd(prepaid, 2, 100.0) == (4000.0, 0.0)
+    assert cost_usd(prepaid, 2, 100.0) == Cost(4000.0, 0.0)
 
 
 def test_spot_overhead_lengthens_the_run() -> None:

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError, SolverError, did_you_mean
-from optimizer.solve.train.enumerate import Candidate, Offering
+from optimizer.pricing.offering import Offering
+from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.cpsat.scale import from_cents, to_cents
 from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 
@@ -1015,6 +1016,13 @@ def _quota_resource(frame: Any, q: Any, i: int) -> Resource:
                     provider=provider, gpu_id=gpu, region=q.region)
 
 
+def _frame_rows(frame: Any) -> tuple[Any, ...]:
+    from optimizer.pricing.schema import OfferingRow
+
+    return tuple(OfferingRow.model_validate({k: (None if v != v else v) for k, v in rec.items()})
+                 for rec in frame.to_dict("records"))
+
+
 def build_problem(batch: Any, frame: Any = None, base_dir: Path | None = None) -> BatchProblem:
     """Candidates of every job of a BatchFile over the batch's offerings, on a time grid.
 
@@ -1029,15 +1037,16 @@ def build_problem(batch: Any, frame: Any = None, base_dir: Path | None = None) -
     """
     from optimizer.inputs.calibration import assumptions_for_job
     from optimizer.inputs.gpus import resolve_gpu_id
-    from optimizer.inputs.jobs.train import Constraints
-    from optimizer.pricing.offerings import cloud_offerings, hardware_offerings
+    from optimizer.pricing.catalog import filter_rows
+    from optimizer.pricing.offerings import hardware_offerings, job_offerings
     from optimizer.solve.train.model import prepare_from_offerings
 
+    rows = None if frame is None else _frame_rows(frame)
     cap = batch.capacity
     horizon_h = cap.horizon_h
     t0 = time.perf_counter()
     resources: list[Resource] = []
-    owned = hardware_offerings(cap.owned, [], Constraints())
+    owned = hardware_offerings(cap.owned, [])
     for i, (_entry, off) in enumerate(zip(cap.owned, owned, strict=True)):
         resources.append(Resource(f"owned#{i}", "owned",
                                   f"owned {off.instance}", int(off.max_instances or 1),
@@ -1057,7 +1066,7 @@ def build_problem(batch: Any, frame: Any = None, base_dir: Path | None = None) -
         c = job.constraints
         allowed = {resolve_gpu_id(g, "constraints.gpus") for g in c.gpus} if c.gpus else None
         provs = {p.lower() for p in c.providers} if c.providers else None
-        cloud = cloud_offerings(frame, c) if frame is not None else []
+        cloud = job_offerings(rows, c, (), ()) if frame is not None else []
         if cap.quota_only:
             cloud = [o for o in cloud if any(q.demand(o, 1) for q in quotas)]
         offs = cloud + [o for o in owned if allowed is None or o.gpu_id in allowed] + [

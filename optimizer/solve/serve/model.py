@@ -34,7 +34,7 @@ from optimizer.model.serving import serving_perf
 from optimizer.model.setup import PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeJob, ServeWorkload
-from optimizer.solve.train.enumerate import Offering
+from optimizer.pricing.offering import Offering
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 

@@ -16,6 +16,7 @@ from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
+from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.model.step_time import (
     Cluster,
     StepTime,
@@ -25,47 +26,13 @@ from optimizer.model.step_time import (
 )
 
 __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_counts",
-           "layouts_for", "enumerate_candidates", "candidate_cost_usd", "MAX_GPUS_DEFAULT"]
+           "layouts_for", "enumerate_candidates", "MAX_GPUS_DEFAULT"]
 
 MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max_gpus
 MICRO_BATCHES = (32, 16, 8, 4, 2, 1)  # largest first: the fastest layouts are found early
 PIPELINE_DEGREES = (1, 2, 4, 8, 16)
 SATURATION = 0.98  # a larger instance count must be ≥ 2% faster to keep scaling up
 SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
-
-
-@dataclass(frozen=True)
-class Offering:
-    """Something one can run on: a priced cloud instance, an owned box, or a box to buy."""
-
-    key: str
-    kind: str  # cloud | owned | buy
-    provider: str
-    instance: str
-    region: str
-    pricing: str  # on_demand | spot | reserved_1y | reserved_3y | owned | buy
-    gpu: GpuSpec
-    gpus_per_instance: int
-    inter_node_gbps: float
-    usd_per_hour: float  # cloud: per instance-hour; owned/buy: power per busy box-hour
-    max_instances: int | None = None
-    commitment_hours: float = 0.0
-    capital_usd_per_instance: float = 0.0  # buy (upfront net) or owned with charge_capital
-    capital_usd_per_instance_hour: float = 0.0  # amortised capital per box-hour
-    spot_overhead: float = 0.0
-    box_net_price_usd: float = 0.0  # owned/buy: purchase price − resale of one box
-    inter_node_kind: str = "ethernet"  # infiniband | efa | ethernet | rdma | none
-    inter_node_is_default: bool = False  # the bandwidth is a documented guess, not published
-
-    @property
-    def gpu_id(self) -> str:
-        return self.gpu.gpu_id
-
-    @property
-    def hardware_class(self) -> tuple[str, float, int, float]:
-        """Offerings of one class have identical performance (only prices differ)."""
-        return (self.gpu.gpu_id, self.gpu.intra_node_bw_gb_s, self.gpus_per_instance,
-                self.inter_node_gbps)
 
 
 @dataclass(frozen=True)
@@ -88,8 +55,7 @@ class Candidate:
 
     @property
     def usd_per_hour(self) -> float:
-        return self.offering.usd_per_hour * self.instances + \
-            self.offering.capital_usd_per_instance_hour * self.instances
+        return self.offering.usd_per_hour_for(self.instances)
 
 
 @dataclass
@@ -160,20 +126,6 @@ def layouts_for(model: ModelSpec, gpus: int, gpus_per_node: int, batch: BatchRul
                     continue
                 for zero in zero_stages:
                     yield tp, pp, dp, zero, mb, ga
-
-
-def candidate_cost_usd(offering: Offering, instances: int, hours: float) -> tuple[float, float]:
-    """(total cost, capital part) in USD of running `instances` for `hours` wall-clock hours.
-
-    Reserved terms bill the whole commitment (hours ≤ term), unless the offering was built with
-    commitment_hours = 0 (the user said the reservation is prepaid/shared).
-    """
-    running = offering.usd_per_hour * instances * hours
-    capital = offering.capital_usd_per_instance * instances \
-        + offering.capital_usd_per_instance_hour * instances * hours
-    if offering.commitment_hours:
-        running = offering.usd_per_hour * instances * offering.commitment_hours
-    return running + capital, capital
 
 
 FitList = list[tuple[Layout, MemoryBreakdown]]
@@ -343,9 +295,9 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             hours = steps * step.time_s / 3600.0 * (1.0 + off.spot_overhead)
             if off.commitment_hours and hours > off.commitment_hours:
                 continue
-            cost, capital = candidate_cost_usd(off, n, hours)
-            table.candidates.append(Candidate(off, n, layout, memory, step, steps, hours, cost,
-                                              capital))
+            cost = cost_usd(off, n, hours)
+            table.candidates.append(Candidate(off, n, layout, memory, step, steps, hours,
+                                              cost.total_usd, cost.capital_usd))
             found = True
         if not found and _class_label(off) not in table.rejected:
             smallest = smallest_by_class.get(off.hardware_class)

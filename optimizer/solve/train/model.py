@@ -11,11 +11,11 @@ from typing import Any
 from optimizer.inputs.jobs.train import Job
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
+from optimizer.pricing.offering import Offering
 from optimizer.solve.train.enumerate import (
     BatchRule,
     Candidate,
     CandidateTable,
-    Offering,
     enumerate_candidates,
 )
 from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds
@@ -64,9 +64,8 @@ def prepare_job(job: Job, frame: Any = None, base_dir: Path | None = None,
     model = job.model.resolve(base_dir)
     a = assumptions or assumptions_for_job(job, model)
     if frame is None and job.constraints.cloud:
-        from optimizer.pricing.catalog import load_offering_rows
-
-        frame = load_offering_rows()[0]
+        raise ConfigError("prepare_job: a cloud job needs the price rows "
+                          "(optimizer.pricing.catalog.load_offering_rows)")
     offerings = job_offerings(frame, job.constraints, job.hardware.owned, job.hardware.buy)
     return prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto)
 

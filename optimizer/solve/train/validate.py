@@ -8,7 +8,8 @@ from optimizer.errors import SolverError
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.solve.train.enumerate import BatchRule, Candidate, candidate_cost_usd
+from optimizer.pricing.offering import cost_usd
+from optimizer.solve.train.enumerate import BatchRule, Candidate
 
 __all__ = ["plan_violations", "validate_plan"]
 
@@ -32,7 +33,7 @@ def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch:
         problems.append(f"needs {mem:.2f} GiB > {off.gpu.memory_gib} GiB")
     if deadline_h is not None and c.hours > deadline_h + 1e-9:
         problems.append(f"{c.hours:.2f} h exceeds the deadline {deadline_h:.2f} h")
-    cost, _ = candidate_cost_usd(off, c.instances, c.hours)
+    cost = cost_usd(off, c.instances, c.hours).total_usd
     if not math.isclose(cost, c.cost_usd, rel_tol=1e-9, abs_tol=1e-6):
         problems.append(f"cost {c.cost_usd} != recomputed {cost}")
     if budget_usd is not None and c.cost_usd > budget_usd + 1e-6:

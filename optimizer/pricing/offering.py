@@ -1,0 +1,100 @@
+"""`Offering` (what one can run on) and the one cost formula every planner prices with.
+
+A cloud instance, an owned box or a box to buy is an `Offering`; `cost_usd` prices instances
+for some wall-clock hours (training and batch jobs) and `hourly_usd` gives the same prices as a
+rate per instance-hour (serving, where the fleet runs every served hour). No planner sums
+prices itself: a price rule changed here changes every planner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optimizer.model.hardware import GpuSpec
+
+__all__ = ["Offering", "Cost", "cost_usd", "hourly_usd", "OFFERING_KINDS"]
+
+#: cloud = rented by the hour; owned = a box we have (power, + capital if charged);
+#: buy = a box we would buy; reserved = a batch-level reservation (its term is billed apart)
+OFFERING_KINDS = ("cloud", "owned", "buy", "reserved")
+
+
+@dataclass(frozen=True)
+class Offering:
+    """Something one can run on: a priced cloud instance, an owned box, or a box to buy."""
+
+    key: str
+    kind: str  # one of OFFERING_KINDS
+    provider: str
+    instance: str
+    region: str
+    pricing: str  # on_demand | spot | reserved_1y | reserved_3y | owned | buy
+    gpu: GpuSpec
+    gpus_per_instance: int
+    inter_node_gbps: float
+    usd_per_hour: float  # cloud: per instance-hour; owned/buy: power per busy box-hour
+    max_instances: int | None = None
+    commitment_hours: float = 0.0  # a reserved term billed in full (0: billed per hour used)
+    capital_usd_per_instance: float = 0.0  # buy with upfront accounting: net price per box
+    capital_usd_per_instance_hour: float = 0.0  # amortised capital charged per busy box-hour
+    spot_overhead: float = 0.0  # extra wall time for preemptions (training on spot)
+    box_net_price_usd: float = 0.0  # owned/buy: purchase price − resale of one box
+    amortisation_hours: float = 0.0  # owned/buy: hours the net price is spread over
+    inter_node_kind: str = "ethernet"  # infiniband | efa | ethernet | rdma | none
+    inter_node_is_default: bool = False  # the bandwidth is a documented guess, not published
+
+    @property
+    def gpu_id(self) -> str:
+        return self.gpu.gpu_id
+
+    @property
+    def hardware_class(self) -> tuple[str, float, int, float]:
+        """Offerings of one class have identical performance (only prices differ)."""
+        return (self.gpu.gpu_id, self.gpu.intra_node_bw_gb_s, self.gpus_per_instance,
+                self.inter_node_gbps)
+
+    def usd_per_hour_for(self, instances: int) -> float:
+        """USD per wall-clock hour of `instances` while running (price + amortised capital)."""
+        return (self.usd_per_hour + self.capital_usd_per_instance_hour) * instances
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a job costs on an offering, split as the plan reports it (USD)."""
+
+    running_usd: float  # instance-hours (or the whole reserved term), power of owned boxes
+    capital_usd: float  # purchase (upfront, net of resale) or amortised capital
+
+    @property
+    def total_usd(self) -> float:
+        return self.running_usd + self.capital_usd
+
+
+def cost_usd(offering: Offering, instances: int, hours: float) -> Cost:
+    """Cost of running `instances` of `offering` for `hours` wall-clock hours.
+
+    running = usd_per_hour × instances × hours, or × commitment_hours for a reserved term that
+    bills every hour whatever is used; capital = upfront net price × instances + amortised
+    capital per hour × instances × hours (pricing/owned.py derives both from the box).
+    """
+    billed_h = offering.commitment_hours if offering.commitment_hours else hours
+    running = offering.usd_per_hour * instances * billed_h
+    capital = offering.capital_usd_per_instance * instances \
+        + offering.capital_usd_per_instance_hour * instances * hours
+    return Cost(running, capital)
+
+
+def hourly_usd(offering: Offering) -> tuple[float, float]:
+    """(running, fixed) USD per instance-hour, for a fleet that runs every served hour.
+
+    running is paid per hour used (on-demand, spot, power); fixed is paid every hour of the
+    day whether used or not: a reserved term's rate, and capital amortised straight-line over
+    `amortisation_hours` (an upfront purchase is spread the same way, since an hourly
+    objective needs an hourly capital charge).
+    """
+    if offering.commitment_hours:
+        return 0.0, offering.usd_per_hour
+    fixed = offering.capital_usd_per_instance_hour
+    if offering.capital_usd_per_instance and offering.amortisation_hours:
+        fixed += offering.capital_usd_per_instance / offering.amortisation_hours
+    return offering.usd_per_hour, fixed
