@@ -8,10 +8,10 @@ from typing import Any
 _EXPORTS = {
     "PRICING_MODELS": "catalog", "HOURS_PER_YEAR": "catalog", "Catalog": "catalog",
     "load_catalog": "catalog", "filter_offerings": "catalog",
-    "cheapest_per_gpu_hour": "catalog", "committed_cost_usd": "catalog",
+    "cheapest_per_gpu_hour": "catalog",
     "HardwareSpec": "owned", "default_hardware": "owned", "hardware_from_overrides": "owned",
     "power_usd_per_hour": "owned", "capital_usd": "owned",
-    "effective_usd_per_gpu_hour": "owned", "job_cost_usd": "owned",
+    "effective_usd_per_gpu_hour": "owned",
     "RefreshResult": "refresh", "refresh_prices": "refresh",
 }
 __all__ = sorted(_EXPORTS)

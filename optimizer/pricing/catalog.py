@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
+from optimizer.inputs.gpus import data_path, resolve_gpu_id
+from optimizer.pricing.schema import COLUMNS, read_offerings, validate_csv
+from optimizer.units import HOURS_PER_YEAR
+from optimizer.vocabulary import COMMITMENT_HOURS, INTER_NODE_KINDS, INTRA_NODE_LINKS, PRICING_MODELS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,46 +33,11 @@ __all__ = [
     "load_offering_rows",
     "row_filter",
     "cheapest_per_gpu_hour",
-    "committed_cost_usd",
     "cache_dir",
     "offline_from_env",
     "bundled_path",
 ]
 
-PRICING_MODELS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
-HOURS_PER_YEAR = 8760  # 365 × 24; reserved terms are billed for every hour of the term
-#: hours billed by a commitment, per pricing model (1 or 3 years of the instance)
-COMMITMENT_HOURS = {
-    "on_demand": 0,
-    "spot": 0,
-    "reserved_1y": HOURS_PER_YEAR,
-    "reserved_3y": 3 * HOURS_PER_YEAR,
-}
-INTER_NODE_KINDS = ("infiniband", "efa", "ethernet", "rdma", "none")
-INTRA_NODE_LINKS = ("nvlink", "pcie", "xgmi", "nvlink-c2c")
-#: the catalog columns, in file order (pricing_data/README.md documents each one)
-COLUMNS = (
-    "provider",
-    "instance_type",
-    "region",
-    "gpu_id",
-    "gpus_per_instance",
-    "vcpus",
-    "ram_gib",
-    "intra_node_link",
-    "intra_node_bw_gb_s",
-    "inter_node_gbps",
-    "inter_node_kind",
-    "inter_node_is_default",
-    "max_instances",
-    "pricing_model",
-    "usd_per_hour",
-    "usd_per_gpu_hour",
-    "commitment_hours",
-    "derived",
-    "as_of",
-    "source",
-)
 CACHE_FILE = "offerings.csv"
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -115,16 +84,12 @@ def cache_dir() -> Path:
 
 def bundled_path() -> Path:
     """Path of the bundled pricing_data/offerings.csv."""
-    from optimizer.inputs.gpus import data_path
-
     return data_path(CACHE_FILE)
 
 
 @functools.lru_cache(maxsize=8)
 def _read_cached(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
     """Validated frame of `path`; (mtime_ns, size) in the key so a replaced file is re-read."""
-    from optimizer.pricing.schema import read_offerings
-
     return read_offerings(Path(path))
 
 
@@ -193,8 +158,6 @@ def load_catalog(path: str | Path | None = None, *, offline: bool | None = None)
 
 @functools.lru_cache(maxsize=8)
 def _rows_cached(path: str, mtime_ns: int, size: int) -> tuple[Any, ...]:
-    from optimizer.pricing.schema import validate_csv
-
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             return tuple(validate_csv(handle, path))
@@ -255,8 +218,6 @@ def row_filter(*, gpus: str | Iterable[str] | None = None,
     Raises:
         ConfigError: an unknown value; the message names the field and the allowed values.
     """
-    from optimizer.inputs.gpus import resolve_gpu_id
-
     gpu_list = _as_list(gpus)
     ids = {resolve_gpu_id(g, field="gpu") for g in gpu_list} if gpu_list is not None else None
     provider_list = _as_list(providers)
@@ -329,18 +290,3 @@ def cheapest_per_gpu_hour(frame: pd.DataFrame) -> pd.DataFrame:
     keys = ["usd_per_gpu_hour", "provider", "instance_type", "region", "pricing_model"]
     ordered = frame.sort_values(keys, kind="mergesort")
     return ordered.drop_duplicates("gpu_id", keep="first").reset_index(drop=True)
-
-
-def committed_cost_usd(row: Mapping[str, Any] | Any, instances: int) -> float:
-    """USD billed by a reservation whether used or not: usd_per_hour × commitment_hours × n.
-
-    0.0 for on_demand and spot rows (commitment_hours = 0). `row` is a catalog row (a pandas
-    Series, a namedtuple from itertuples, or a mapping with those two keys).
-    """
-    if instances < 0:
-        raise ConfigError(f"instances: must be >= 0, got {instances}")
-    if isinstance(row, Mapping) or (hasattr(row, "__getitem__") and not hasattr(row, "_fields")):
-        usd_per_hour, hours = row["usd_per_hour"], row["commitment_hours"]
-    else:
-        usd_per_hour, hours = row.usd_per_hour, row.commitment_hours
-    return float(usd_per_hour) * float(hours) * instances

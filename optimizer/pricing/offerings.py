@@ -26,7 +26,8 @@ from optimizer.pricing.owned import (
 )
 from optimizer.pricing.schema import OfferingRow
 
-__all__ = ["cloud_offering", "cloud_offerings", "hardware_offerings", "job_offerings"]
+__all__ = ["cloud_offering", "cloud_offerings", "box_offering", "box_spec", "hardware_offerings",
+           "job_offerings"]
 
 _FILTER_FIELDS = {"gpu": "gpus", "provider": "providers", "region": "regions"}
 
@@ -89,19 +90,19 @@ def box_spec(entry: HardwareEntry) -> HardwareSpec:
     return hardware_from_overrides(entry.gpu, **dict(entry.model_extra or {}))
 
 
-def _box_offering(kind: str, index: int, entry: HardwareEntry, spec: HardwareSpec, gpu: GpuSpec,
-                  boxes: int) -> Offering:
+def box_offering(kind: str, spec: HardwareSpec, gpu: GpuSpec, *, boxes: int, index: int = 0,
+                 charge_capital: bool = False, inter_node_gbps: float = 10.0) -> Offering:
     """An owned box (power; + amortised capital with charge_capital) or a box to buy (power +
     the net price upfront, or amortised per busy hour, as its accounting says)."""
     capital_fixed = capital_hourly = 0.0
     if kind == "buy" and spec.accounting == "upfront":
         capital_fixed = capital_usd(spec, 1)
-    elif kind == "buy" or entry.charge_capital:
+    elif kind == "buy" or charge_capital:
         capital_hourly = capital_usd_per_hour(spec, 1)
     return Offering(
         key=f"{kind}/{gpu.gpu_id}x{spec.gpus_per_box}#{index}", kind=kind, provider=kind,
         instance=f"{spec.gpus_per_box}x {gpu.gpu_id} box", region="local", pricing=kind, gpu=gpu,
-        gpus_per_instance=spec.gpus_per_box, inter_node_gbps=entry.inter_node_gbps,
+        gpus_per_instance=spec.gpus_per_box, inter_node_gbps=inter_node_gbps,
         usd_per_hour=power_usd_per_hour(spec, 1, 1.0), max_instances=boxes,
         capital_usd_per_instance=capital_fixed, capital_usd_per_instance_hour=capital_hourly,
         box_net_price_usd=capital_usd(spec, 1),
@@ -127,7 +128,9 @@ def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEnt
                 boxes = (entry.max_count // spec.gpus_per_box) if entry.max_count else \
                     (spec.max_boxes or 1)
             if boxes >= 1:
-                out.append(_box_offering(kind, i, entry, spec, gpu, boxes))
+                out.append(box_offering(kind, spec, gpu, boxes=boxes, index=i,
+                                        charge_capital=entry.charge_capital,
+                                        inter_node_gbps=entry.inter_node_gbps))
     return out
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
+from optimizer.units import HOURS_PER_MONTH
 
 __all__ = [
     "HOURS_PER_MONTH",
@@ -20,10 +21,8 @@ __all__ = [
     "capital_usd",
     "capital_usd_per_hour",
     "effective_usd_per_gpu_hour",
-    "job_cost_usd",
 ]
 
-HOURS_PER_MONTH = 730  # 8760 h / 12 months
 
 #: used for GPUs without a row in pricing_data/hardware.csv (same choices as those rows;
 #: reasons in pricing_data/README.md "Owned hardware")
@@ -195,22 +194,3 @@ def effective_usd_per_gpu_hour(spec: HardwareSpec, utilisation: float = 1.0) -> 
     capital = capital_usd_per_hour(spec, 1) / (spec.gpus_per_box * utilisation)
     power = power_usd_per_hour(spec, 1, 1.0) / spec.gpus_per_box
     return capital + power
-
-
-def job_cost_usd(spec: HardwareSpec, boxes: int, hours: float) -> dict[str, float]:
-    """Cost of running a job `hours` wall-clock hours on `boxes` boxes.
-
-    upfront accounting charges the whole net purchase (price − resale) to the job;
-    amortised accounting charges capital_usd_per_hour × hours. Power is charged per busy hour.
-
-    Returns:
-        {"capital_usd", "power_usd", "total_usd"}
-    """
-    if hours < 0:
-        raise ConfigError(f"hours: must be >= 0, got {hours}")
-    if spec.accounting == "upfront":
-        capital = capital_usd(spec, boxes)
-    else:
-        capital = capital_usd_per_hour(spec, boxes) * hours
-    power = power_usd_per_hour(spec, boxes, 1.0) * hours
-    return {"capital_usd": capital, "power_usd": power, "total_usd": capital + power}

@@ -7,21 +7,42 @@ import datetime as dt
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from optimizer.errors import CatalogError, did_you_mean
 from optimizer.inputs.gpus import load_gpus
-from optimizer.pricing.catalog import (
-    COLUMNS,
-    COMMITMENT_HOURS,
-)
+from optimizer.vocabulary import COMMITMENT_HOURS, InterNodeKind, IntraNodeLink, PricingModel
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["OfferingRow", "validate_csv", "read_offerings", "MAX_USD_PER_GPU_HOUR"]
+#: the catalog columns, in file order (pricing_data/README.md documents each one)
+COLUMNS = (
+    "provider",
+    "instance_type",
+    "region",
+    "gpu_id",
+    "gpus_per_instance",
+    "vcpus",
+    "ram_gib",
+    "intra_node_link",
+    "intra_node_bw_gb_s",
+    "inter_node_gbps",
+    "inter_node_kind",
+    "inter_node_is_default",
+    "max_instances",
+    "pricing_model",
+    "usd_per_hour",
+    "usd_per_gpu_hour",
+    "commitment_hours",
+    "derived",
+    "as_of",
+    "source",
+)
+
+__all__ = ["COLUMNS", "OfferingRow", "validate_csv", "read_offerings", "MAX_USD_PER_GPU_HOUR"]
 
 #: sanity ceiling; the dearest GPU-hour in the reference is ~17.8 USD (p6-b300). A value far
 #: above it almost surely is cents or a per-month figure. Chosen bound, not a market fact.
@@ -32,9 +53,6 @@ _REQUIRED = tuple(
     c for c in COLUMNS if c not in ("vcpus", "ram_gib", "max_instances")
 )
 
-PricingModel = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
-InterNodeKind = Literal["infiniband", "efa", "ethernet", "rdma", "none"]
-IntraNodeLink = Literal["nvlink", "pcie", "xgmi", "nvlink-c2c"]
 
 
 class OfferingRow(BaseModel):

@@ -13,10 +13,12 @@ from optimizer.pricing.catalog import (
     COLUMNS,
     PRICING_MODELS,
     cheapest_per_gpu_hour,
-    committed_cost_usd,
     filter_offerings,
     load_catalog,
+    load_offering_rows,
 )
+from optimizer.pricing.offering import cost_usd
+from optimizer.pricing.offerings import cloud_offering
 
 
 @pytest.fixture(scope="module")
@@ -65,22 +67,21 @@ def test_derived_reserved_rate_aws_p5(bundled):
     assert three["usd_per_hour"] == pytest.approx(23.6672, abs=1e-6)
     assert bool(one["derived"]) and bool(three["derived"])
     assert (one["commitment_hours"], three["commitment_hours"]) == (8760, 26280)
-    # committed cost of 2 instances for a year: 34.6752 × 8760 × 2 = 607,509.504 USD
-    assert committed_cost_usd(one, 2) == pytest.approx(607_509.504, rel=1e-9)
+    # committed cost of 2 instances for a year: 34.6752 × 8760 × 2 = 607,509.504 USD, however
+    # few hours are used; on demand bills only the hours used (2 × 55.04 × 10 h = 1,100.8)
+    rows = {(r.instance_type, r.pricing_model): r for r in load_offering_rows(offline=True)[0]}
+    reserved = cloud_offering(rows["p5.48xlarge", "reserved_1y"])
+    assert cost_usd(reserved, 2, 10.0).total_usd == pytest.approx(607_509.504, rel=1e-9)
     od = _one(bundled, instance_type="p5.48xlarge", pricing_model="on_demand")
-    assert not bool(od["derived"]) and committed_cost_usd(od, 2) == 0.0
+    assert not bool(od["derived"])
+    on_demand = cloud_offering(rows["p5.48xlarge", "on_demand"])
+    assert cost_usd(on_demand, 2, 10.0).total_usd == pytest.approx(2 * 55.04 * 10, rel=1e-9)
 
 
 def test_derived_reserved_rate_gcp_a3(bundled):
     # a3-highgpu-8g on-demand 87.83247; GCP 1y 37 %: 87.83247 × 0.63 = 55.3344561
     row = _one(bundled, instance_type="a3-highgpu-8g", pricing_model="reserved_1y")
     assert row["usd_per_hour"] == pytest.approx(55.3344561, abs=1e-5)
-
-
-def test_committed_cost_accepts_mapping_and_tuple(bundled):
-    assert committed_cost_usd({"usd_per_hour": 2.0, "commitment_hours": 26280}, 3) == 157_680.0
-    row = next(bundled[bundled["pricing_model"] == "reserved_3y"].itertuples(index=False))
-    assert committed_cost_usd(row, 1) == pytest.approx(row.usd_per_hour * 26280)
 
 
 def test_no_reservations_or_fake_spot_for_marketplaces(bundled):

@@ -7,13 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.gpus import get_gpu
+from optimizer.pricing.offering import cost_usd
+from optimizer.pricing.offerings import box_offering
 from optimizer.pricing.owned import (
     HardwareSpec,
     capital_usd,
     default_hardware,
     effective_usd_per_gpu_hour,
     hardware_from_overrides,
-    job_cost_usd,
     power_usd_per_hour,
 )
 
@@ -39,16 +41,20 @@ def test_hand_checked_8x4090_per_gpu_hour():
     assert power_usd_per_hour(colo, 1) == pytest.approx(0.9717)
 
 
+def _bought(spec: HardwareSpec):
+    return box_offering("buy", spec, get_gpu("RTX4090"), boxes=4)
+
+
 def test_hand_checked_job_cost_amortised_and_upfront():
     # 2 boxes for 100 h, amortised: capital 2 × 0.547945 × 100 = 109.589 ; power 2 × 0.615 × 100
-    cost = job_cost_usd(BOX, 2, 100)
-    assert cost["capital_usd"] == pytest.approx(109.589041, abs=1e-5)
-    assert cost["power_usd"] == pytest.approx(123.0)
-    assert cost["total_usd"] == pytest.approx(232.589041, abs=1e-5)
+    cost = cost_usd(_bought(BOX), 2, 100)
+    assert cost.capital_usd == pytest.approx(109.589041, abs=1e-5)
+    assert cost.running_usd == pytest.approx(123.0)
+    assert cost.total_usd == pytest.approx(232.589041, abs=1e-5)
     # upfront: the whole net purchase 2 × 14,400 = 28,800 is charged to the job
-    upfront = job_cost_usd(BOX.model_copy(update={"accounting": "upfront"}), 2, 100)
-    assert upfront == pytest.approx({"capital_usd": 28_800.0, "power_usd": 123.0,
-                                     "total_usd": 28_923.0})
+    upfront = cost_usd(_bought(BOX.model_copy(update={"accounting": "upfront"})), 2, 100)
+    assert (upfront.capital_usd, upfront.running_usd) == pytest.approx((28_800.0, 123.0))
+    assert upfront.total_usd == pytest.approx(28_923.0)
     assert capital_usd(BOX, 2) == pytest.approx(28_800.0)
 
 
@@ -77,7 +83,7 @@ def test_overrides():
     with pytest.raises(ConfigError, match=r"hardware.resale_fraction: .*less than 1"):
         hardware_from_overrides("RTX4090", resale_fraction=1.5)
     with pytest.raises(ConfigError, match="boxes: 3 exceeds max_boxes = 2"):
-        job_cost_usd(hardware_from_overrides("RTX4090", max_boxes=2), 3, 1)
+        power_usd_per_hour(hardware_from_overrides("RTX4090", max_boxes=2), 3)
 
 
 @pytest.mark.parametrize("utilisation", [0.0, 1.5, -0.1])

@@ -10,8 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from optimizer.pricing.catalog import COLUMNS
 from optimizer.cli.prices_cmd import prices_app
+from optimizer.pricing.catalog import COLUMNS
 
 app = typer.Typer()
 

@@ -1,0 +1,21 @@
+"""Allowed values shared by job files, the catalog and the planners: each list lives here once."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from optimizer.units import HOURS_PER_YEAR
+
+__all__ = ["PricingModel", "PRICING_MODELS", "COMMITMENT_HOURS", "InterNodeKind", "INTER_NODE_KINDS",
+           "IntraNodeLink", "INTRA_NODE_LINKS"]
+
+PricingModel = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+PRICING_MODELS: tuple[str, ...] = get_args(PricingModel)
+#: hours billed by a commitment, per pricing model (1 or 3 years of the instance)
+COMMITMENT_HOURS = {"on_demand": 0, "spot": 0, "reserved_1y": HOURS_PER_YEAR,
+                    "reserved_3y": 3 * HOURS_PER_YEAR}
+
+InterNodeKind = Literal["infiniband", "efa", "ethernet", "rdma", "none"]
+INTER_NODE_KINDS: tuple[str, ...] = get_args(InterNodeKind)
+IntraNodeLink = Literal["nvlink", "pcie", "xgmi", "nvlink-c2c"]
+INTRA_NODE_LINKS: tuple[str, ...] = get_args(IntraNodeLink)
