@@ -26,7 +26,8 @@ from optimizer.pricing.catalog import load_catalog
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.train.enumerate import BatchRule, instance_counts, layouts_for
 from optimizer.solve.cpsat.scale import to_cents
-from optimizer.solve.train.model import plan_job, prepare_job
+from optimizer.solve.train.plan import plan_job
+from optimizer.solve.train.prepare import prepare_job
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JOBS = ["examples/llama7b_10days.toml", "examples/qlora_70b_single_node.toml",

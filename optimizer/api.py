@@ -11,6 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
+from optimizer.pricing.catalog import load_offering_rows
+from optimizer.pricing.schema import OfferingRow
+from optimizer.report.train import compare_json, plan_json
+from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.train.compare import compare_job
+from optimizer.solve.train.plan import PlanResult, plan_job
 from optimizer.model.setup import (
     CHECKPOINTING,
     METHODS,
@@ -24,7 +31,7 @@ from optimizer.model.setup import (
 )
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["estimate", "plan", "plan_json", "compare", "serve", "serve_compare", "batch",
+__all__ = ["estimate", "plan", "plan_result", "plan_json", "compare", "serve", "serve_compare", "batch",
            "batch_json", "resolve_model"]
 
 
@@ -164,65 +171,35 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
     return out
 
 
-def plan(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
-         alternatives: int = 3, pareto: bool = False, time_limit_s: float = 10.0) -> Any:
-    """Plan a job (a Job, a dict, or a TOML path). Returns a PlanResult.
+def _train_job(job: Any, prices: str | Path | None, offline: bool | None
+               ) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None]:
+    """The job (TOML path, dict or Job), its base directory, and the price rows it needs."""
+    job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
+    rows = load_offering_rows(prices, offline=offline)[0] if job.constraints.cloud else None
+    return job, base_dir, rows
+
+
+def plan_result(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
+                alternatives: int = 3, pareto: bool = False, time_limit_s: float = 10.0
+                ) -> PlanResult:
+    """Plan a job (a Job, a dict, or a TOML path). Returns the PlanResult (objects).
 
     `prices` is an offerings CSV to use instead of the user cache / bundled tables.
     """
-    from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
-    from optimizer.solve.train.model import plan_job
-    from optimizer.solve.cpsat.solver import SolverConfig
-
-    job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
-    frame = None
-    if job.constraints.cloud:  # the pandas-free loader keeps `ccopt plan` fast to start
-        from optimizer.pricing.catalog import load_offering_rows
-
-        frame = load_offering_rows(prices, offline=offline)[0]
-    return plan_job(job, frame, base_dir, alternatives=alternatives, pareto=pareto,
+    job, base_dir, rows = _train_job(job, prices, offline)
+    return plan_job(job, rows, base_dir, alternatives=alternatives, pareto=pareto,
                     config=SolverConfig(time_limit_s=time_limit_s))
 
 
-def plan_json(result: Any) -> dict[str, Any]:
-    """A PlanResult in the `ccopt plan --json` contract."""
-    from optimizer.solve.train.model import plan_dict
-
-    job = result.prepared.job if result.prepared else None
-    best = result.plan
-    out: dict[str, Any] = {
-        "status": result.status,
-        "plan": plan_dict(best, job) if best else None,
-        "alternatives": [dict(plan_dict(a, job), extra_cost_usd=round(a.cost_usd - best.cost_usd, 2))
-                         for a in result.alternatives] if best else [],
-        "explanation": result.explanation,
-        "solver": result.solver,
-    }
-    if result.pareto:
-        out["pareto"] = [plan_dict(c, job) for c in result.pareto]
-    if result.prepared is not None:
-        out["rejected"] = result.prepared.table.rejected
-        out["job"] = {"name": job.name if job else None,
-                      "model": result.prepared.model.name,
-                      "params": result.prepared.model.params(),
-                      "tokens": job.workload.total_tokens() if job else None,
-                      "deadline_hours": result.prepared.deadline_h,
-                      "budget_usd": result.prepared.budget_usd}
-    return out
+def plan(job: Any, **options: Any) -> dict[str, Any]:
+    """Plan a job, as the `ccopt plan --json` contract (options as in `plan_result`)."""
+    return plan_json(plan_result(job, **options))
 
 
 def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None) -> dict[str, Any]:
     """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
-    from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
-    from optimizer.solve.train.compare import compare_job
-
-    job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
-    frame = None
-    if job.constraints.cloud:
-        from optimizer.pricing.catalog import load_offering_rows
-
-        frame = load_offering_rows(prices, offline=offline)[0]
-    return compare_job(job, frame, base_dir)
+    job, base_dir, rows = _train_job(job, prices, offline)
+    return compare_json(compare_job(job, rows, base_dir))
 
 
 

@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
+from optimizer import api
 from optimizer.cli.common import EXIT_INFEASIBLE, console, money, print_json, user_errors
+from optimizer.cli.plot import plot_pareto
 
 __all__ = ["register", "render_plan"]
 
@@ -27,18 +30,12 @@ def plan(job: JobArg, json_out: JsonOpt = False,
          prices: PricesOpt = None, offline: OfflineOpt = False,
          time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 10.0) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
-    from optimizer.api import plan as run
-    from optimizer.api import plan_json
-
     with user_errors():
-        result = run(job, prices=prices, offline=True if offline else None,
-                     alternatives=alternatives, pareto=pareto or plot is not None,
-                     time_limit_s=time_limit)
-        data = plan_json(result)
-        if plot is not None and result.pareto:
-            from optimizer.cli.plot import plot_pareto
-
-            plot_pareto(result.pareto, plot, title=data["job"]["name"])
+        data = api.plan(job, prices=prices, offline=True if offline else None,
+                        alternatives=alternatives, pareto=pareto or plot is not None,
+                        time_limit_s=time_limit)
+        if plot is not None and data.get("pareto"):
+            plot_pareto(data["pareto"], plot, title=data["job"]["name"])
     if json_out:
         print_json(data)
     else:
@@ -50,8 +47,6 @@ def plan(job: JobArg, json_out: JsonOpt = False,
 
 
 def render_plan(data: dict[str, Any]) -> None:
-    from rich.table import Table
-
     c = console()
     job = data.get("job") or {}
     if data["status"] == "infeasible":
@@ -98,14 +93,11 @@ def render_plan(data: dict[str, Any]) -> None:
 def compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
             offline: OfflineOpt = False) -> None:
     """Best plan per GPU type and per provider; cloud vs owned/bought with the break-even."""
-    from optimizer.api import compare as run
-
     with user_errors():
-        data = run(job, prices=prices, offline=True if offline else None)
+        data = api.compare(job, prices=prices, offline=True if offline else None)
     if json_out:
         print_json(data)
         return
-    from rich.table import Table
 
     c = console()
     for title, key in (("Best plan per GPU type", "per_gpu"), ("Best plan per provider", "per_provider")):

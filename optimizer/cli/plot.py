@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["plot_pareto", "save_figure"]
 
 
 def _pyplot() -> Any:
-    try:
+    try:  # lazy: matplotlib is an optional extra and slow to import
         import matplotlib
 
         matplotlib.use("Agg")
@@ -37,16 +38,17 @@ def save_figure(fig: Any, path: Path) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def plot_pareto(front: Sequence[Any], path: Path, title: str = "") -> None:
-    """Cost (USD) against finish time (days) of the Pareto-optimal plans, labelled by GPU."""
+def plot_pareto(front: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
+    """Cost (USD) against finish time (days) of the Pareto-optimal plans (the `pareto` list of
+    `ccopt plan --json`), labelled by GPU."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    days = [c.hours / 24 for c in front]
-    cost = [c.cost_usd for c in front]
+    days = [c["hours"] / HOURS_PER_DAY for c in front]
+    cost = [c["cost_usd"] for c in front]
     ax.step(days, cost, where="post", color="tab:blue", alpha=0.5)
     ax.scatter(days, cost, color="tab:blue")
     for k, (c, x, y) in enumerate(zip(front, days, cost, strict=True)):
-        ax.annotate(f"{c.gpus}× {c.offering.gpu_id}\n{c.offering.provider} {c.offering.pricing}",
+        ax.annotate(f"{c['gpus']}× {c['gpu']}\n{c['provider']} {c['pricing']}",
                     (x, y), fontsize=7, xytext=(4, 6 if k % 2 else -18),
                     textcoords="offset points")
     if days and max(days) > 10 * min(days):

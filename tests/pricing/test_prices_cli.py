@@ -106,9 +106,9 @@ def test_refresh_failure_exit_1_and_success(httpserver, isolated_env, tiny_csv):
     assert (isolated_env / "offerings.csv").read_bytes() == tiny_csv.read_bytes()
 
 
-def test_importing_the_cli_stays_cheap():
-    code = ("import sys, optimizer.cli.prices_cmd; "
-            "print(sorted(m for m in ('pandas', 'rich', 'requests', 'pydantic') "
-            "if m in sys.modules))")
+def test_the_model_layer_imports_no_solver_or_dataframe():
+    # optimizer.model is pure arithmetic: importing it must not pull pandas, ortools or requests
+    code = ("import sys, optimizer.model.memory, optimizer.model.step_time, optimizer.model.serving; "
+            "print(sorted(m for m in ('pandas', 'ortools', 'requests', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

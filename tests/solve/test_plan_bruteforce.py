@@ -14,7 +14,8 @@ from optimizer.model.memory import training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions
 from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.pricing.offering import Offering
-from optimizer.solve.train.model import plan_job, prepare_from_offerings
+from optimizer.solve.train.plan import plan_job
+from optimizer.solve.train.prepare import prepare_from_offerings
 from optimizer.solve.train.validate import plan_violations
 from optimizer.solve.train.enumerate import BatchRule
 

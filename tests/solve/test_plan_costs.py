@@ -6,7 +6,7 @@ from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.jobs.train import Job
 from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.offering import Cost, Offering, cost_usd
-from optimizer.solve.train.model import plan_job
+from optimizer.solve.train.plan import plan_job
 
 JOB = {"name": "ft", "model": {"preset": "llama-3-8b"},
        "workload": {"kind": "lora", "tokens": 2e8, "seq_len": 2048, "global_batch": 64},
@@ -57,7 +57,7 @@ def test_reserved_bills_the_whole_term_unless_prepaid() -> None:
 
 
 def test_spot_overhead_lengthens_the_run() -> None:
-    from optimizer.solve.train.model import prepare_from_offerings
+    from optimizer.solve.train.prepare import prepare_from_offerings
 
     job = Job.model_validate({**JOB, "constraints": {"deadline_days": 30}})
     spot = _offering("spot", spot_overhead=0.15)

@@ -3,15 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from optimizer.inputs.jobs.train import Job
-from optimizer.pricing.owned import HOURS_PER_MONTH
+from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
-from optimizer.solve.train.model import plan_dict, prepare_job, solve_table
+from optimizer.solve.train.model import solve_table
+from optimizer.solve.train.prepare import prepare_job
+from optimizer.units import HOURS_PER_MONTH
 
-__all__ = ["compare_job", "break_even"]
+__all__ = ["BreakEven", "CompareResult", "compare_job", "break_even"]
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """When buying boxes beats renting the cloud plan (None: never)."""
+
+    net_capital_usd: float
+    power_usd_per_job: float
+    cloud_usd_per_job: float
+    jobs: float | None
+    months: float | None
+    note: str = ("net capital = purchase − resale; power only while running; cloud at the best "
+                 "cloud plan's hourly rate")
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    job: Job
+    per_gpu: dict[str, Candidate | None]
+    per_provider: dict[str, Candidate | None]
+    cloud: Candidate | None
+    local: Candidate | None
+    break_even: BreakEven | None
+    rejected: dict[str, str]
 
 
 def _best_by(cands: Sequence[Candidate], key: Callable[[Candidate], str],
@@ -26,7 +52,7 @@ def _best_by(cands: Sequence[Candidate], key: Callable[[Candidate], str],
     return out
 
 
-def break_even(cloud: Candidate, owned: Candidate) -> dict[str, Any]:
+def break_even(cloud: Candidate, owned: Candidate) -> BreakEven:
     """When buying beats renting.
 
     jobs: k such that k × cloud cost ≥ purchase (net of resale) + k × power of one job, i.e.
@@ -39,38 +65,24 @@ def break_even(cloud: Candidate, owned: Candidate) -> dict[str, Any]:
     saving_per_job = cloud.cost_usd - power_job
     cloud_month = cloud.usd_per_hour * HOURS_PER_MONTH
     power_month = off.usd_per_hour * owned.instances * HOURS_PER_MONTH
-    return {
-        "net_capital_usd": round(net_capital, 2),
-        "power_usd_per_job": round(power_job, 2),
-        "cloud_usd_per_job": round(cloud.cost_usd, 2),
-        "jobs_to_break_even": round(net_capital / saving_per_job, 2) if saving_per_job > 0 else None,
-        "months_to_break_even": round(net_capital / (cloud_month - power_month), 2)
-        if cloud_month > power_month else None,
-        "note": "net capital = purchase − resale; power only while running; cloud at the best "
-                "cloud plan's hourly rate",
-    }
+    return BreakEven(
+        net_capital_usd=net_capital, power_usd_per_job=power_job, cloud_usd_per_job=cloud.cost_usd,
+        jobs=net_capital / saving_per_job if saving_per_job > 0 else None,
+        months=net_capital / (cloud_month - power_month) if cloud_month > power_month else None)
 
 
-def compare_job(job: Job, frame: Any = None, base_dir: Path | None = None) -> dict[str, Any]:
-    """Best plan per GPU type / provider, and cloud vs owned/buy side by side (JSON-ready)."""
-    prep = prepare_job(job, frame, base_dir)
+def compare_job(job: Job, rows: Sequence[OfferingRow] | None = None,
+                base_dir: Path | None = None) -> CompareResult:
+    """Best plan per GPU type / provider, and cloud vs owned/buy side by side."""
+    prep = prepare_job(job, rows, base_dir)
     cands = prep.table.candidates
     d, b = prep.deadline_h, prep.budget_usd
-    per_gpu = _best_by(cands, lambda c: c.offering.gpu_id, d, b)
-    per_provider = _best_by(cands, lambda c: c.offering.provider, d, b)
     cloud = [c for c in cands if c.offering.kind == "cloud"]
     local = [c for c in cands if c.offering.kind != "cloud"]
     best_cloud = solve_table(cloud, d, b)[1] if cloud else None
     best_local = solve_table(local, d, b)[1] if local else None
-    out: dict[str, Any] = {
-        "job": job.name,
-        "per_gpu": {k: plan_dict(v, job) if v else None for k, v in per_gpu.items()},
-        "per_provider": {k: plan_dict(v, job) if v else None for k, v in per_provider.items()},
-        "cloud": plan_dict(best_cloud, job) if best_cloud else None,
-        "owned_or_bought": plan_dict(best_local, job) if best_local else None,
-        "break_even": None,
-        "rejected": prep.table.rejected,
-    }
-    if best_cloud and best_local and best_local.offering.box_net_price_usd > 0:
-        out["break_even"] = break_even(best_cloud, best_local)
-    return out
+    be = break_even(best_cloud, best_local) if best_cloud and best_local \
+        and best_local.offering.box_net_price_usd > 0 else None
+    return CompareResult(job, _best_by(cands, lambda c: c.offering.gpu_id, d, b),
+                         _best_by(cands, lambda c: c.offering.provider, d, b), best_cloud,
+                         best_local, be, prep.table.rejected)

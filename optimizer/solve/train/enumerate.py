@@ -16,7 +16,6 @@ from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.model.step_time import (
     Cluster,
     StepTime,
@@ -24,6 +23,7 @@ from optimizer.model.step_time import (
     microbatch_times_s,
     training_step_time,
 )
+from optimizer.pricing.offering import Offering, cost_usd
 
 __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_counts",
            "layouts_for", "enumerate_candidates", "MAX_GPUS_DEFAULT"]

@@ -1,0 +1,87 @@
+"""The JSON contract of training results: `ccopt plan --json` and `ccopt compare --json`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optimizer.inputs.jobs.train import Job
+from optimizer.solve.train.compare import CompareResult
+from optimizer.solve.train.enumerate import Candidate
+from optimizer.solve.train.plan import PlanResult
+from optimizer.solve.train.warnings import plan_warnings
+from optimizer.units import HOURS_PER_DAY
+
+__all__ = ["plan_dict", "plan_json", "compare_json"]
+
+
+def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
+    """A plan in the JSON contract of DESIGN.md (plus extra fields)."""
+    off = c.offering
+    tokens = c.steps * c.layout.global_batch * (job.workload.seq_len if job else 0)
+    return {
+        "gpu": off.gpu_id, "provider": off.provider, "instance": off.instance,
+        "region": off.region, "pricing": off.pricing, "instances": c.instances, "gpus": c.gpus,
+        "layout": c.layout.as_dict(), "global_batch": c.layout.global_batch, "steps": c.steps,
+        "step_time_s": round(c.step.time_s, 3), "hours": round(c.hours, 2),
+        "days": round(c.hours / HOURS_PER_DAY, 2), "usd_per_hour": round(c.usd_per_hour, 2),
+        "cost_usd": round(c.cost_usd, 2), "capital_usd": round(c.capital_usd, 2),
+        "memory_gib": c.memory.as_dict(2), "step": c.step.as_dict(),
+        "tokens_per_s": round(c.step.tokens_per_s, 1),
+        "tokens_per_s_per_gpu": round(c.step.tokens_per_s_per_gpu, 1),
+        "mfu": round(c.step.mfu, 4), "tokens": tokens,
+        "inter_node_gbps": off.inter_node_gbps, "commitment_hours": off.commitment_hours,
+        "kind": off.kind, "calibrated": c.step.calibrated,
+        "inter_node_kind": off.inter_node_kind, "inter_node_is_default": off.inter_node_is_default,
+        "warnings": plan_warnings(c),
+    }
+
+
+def plan_json(result: PlanResult) -> dict[str, Any]:
+    """A PlanResult in the `ccopt plan --json` contract."""
+    job = result.prepared.job if result.prepared else None
+    best = result.plan
+    out: dict[str, Any] = {
+        "status": str(result.status),
+        "plan": plan_dict(best, job) if best else None,
+        "alternatives": [dict(plan_dict(a, job), extra_cost_usd=round(a.cost_usd - best.cost_usd, 2))
+                         for a in result.alternatives] if best else [],
+        "explanation": result.explanation,
+        "solver": result.solver,
+    }
+    if result.pareto:
+        out["pareto"] = [plan_dict(c, job) for c in result.pareto]
+    if result.prepared is not None:
+        out["rejected"] = result.prepared.table.rejected
+        out["job"] = {"name": job.name if job else None,
+                      "model": result.prepared.model.name,
+                      "params": result.prepared.model.params(),
+                      "tokens": job.workload.total_tokens() if job else None,
+                      "deadline_hours": result.prepared.deadline_h,
+                      "budget_usd": result.prepared.budget_usd}
+    return out
+
+
+def _plans(by: dict[str, Candidate | None], job: Job) -> dict[str, Any]:
+    return {k: plan_dict(v, job) if v else None for k, v in by.items()}
+
+
+def compare_json(result: CompareResult) -> dict[str, Any]:
+    """A CompareResult in the `ccopt compare --json` contract."""
+    job = result.job
+    be = result.break_even
+    return {
+        "job": job.name,
+        "per_gpu": _plans(result.per_gpu, job),
+        "per_provider": _plans(result.per_provider, job),
+        "cloud": plan_dict(result.cloud, job) if result.cloud else None,
+        "owned_or_bought": plan_dict(result.local, job) if result.local else None,
+        "break_even": None if be is None else {
+            "net_capital_usd": round(be.net_capital_usd, 2),
+            "power_usd_per_job": round(be.power_usd_per_job, 2),
+            "cloud_usd_per_job": round(be.cloud_usd_per_job, 2),
+            "jobs_to_break_even": None if be.jobs is None else round(be.jobs, 2),
+            "months_to_break_even": None if be.months is None else round(be.months, 2),
+            "note": be.note,
+        },
+        "rejected": result.rejected,
+    }

@@ -1,0 +1,61 @@
+"""Why a single job is infeasible, and the nearest change that makes it feasible."""
+
+from __future__ import annotations
+
+from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
+from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
+
+__all__ = ["explain_infeasible"]
+
+
+def explain_infeasible(prep: PreparedJob, core: list[str]) -> str:
+    """Which requirement binds and the nearest change that makes the job feasible."""
+    if prep.deadline_h is not None:  # look past the deadline pruning for the fastest plan
+        prep = prepare_from_offerings(prep.job, prep.model, prep.offerings, prep.assumptions,
+                                      prune=False)
+        if not core and prep.table.candidates:
+            core = ["deadline"]
+    cands = prep.table.candidates
+    if not cands:
+        reasons = prep.table.rejected
+        if not reasons:
+            return "no offering matches the filters (gpus, providers, regions, pricing)"
+        smallest = sorted(reasons.items())[:6]
+        lines = "; ".join(f"{k}: {v}" for k, v in smallest)
+        more = f" (+{len(reasons) - 6} more)" if len(reasons) > 6 else ""
+        return f"nothing fits in GPU memory: {lines}{more}"
+    parts: list[str] = []
+    deadline, budget = prep.deadline_h, prep.budget_usd
+    fastest = min(cands, key=lambda c: (c.hours, c.cost_usd))
+    if "deadline" in core and deadline is not None:
+        searched = prep.job.constraints.max_gpus or MAX_GPUS_DEFAULT
+        parts.append(
+            f"the deadline ({deadline / 24:.1f} days) binds: the fastest plan needs "
+            f"{fastest.hours / 24:.1f} days ({fastest.gpus}× {fastest.offering.gpu_id}, "
+            f"{fastest.offering.provider} {fastest.offering.instance}, ${fastest.cost_usd:,.0f}; "
+            f"searched up to {searched:,} GPUs — set max_gpus to search further)")
+    limits = {k: v for k, v in (("max_gpus", prep.job.constraints.max_gpus),
+                                 ("max_instances", prep.job.constraints.max_instances)) if v}
+    if "deadline" in core and deadline is not None and limits:
+        relaxed_job = prep.job.model_copy(update={"constraints": prep.job.constraints.model_copy(
+            update={"max_gpus": None, "max_instances": None})})
+        relaxed = prepare_from_offerings(relaxed_job, prep.model, prep.offerings,
+                                         prep.assumptions)
+        in_time = [c for c in relaxed.table.candidates if c.hours <= deadline]
+        if in_time:
+            fix = min(in_time, key=lambda c: (c.cost_usd, c.hours))
+            parts.append(
+                f"without {' and '.join(f'{k}={v}' for k, v in limits.items())} the deadline is met "
+                f"by {fix.instances}× {fix.offering.instance} ({fix.gpus}× {fix.offering.gpu_id}, "
+                f"{fix.offering.provider}) in {fix.hours / 24:.1f} days for ${fix.cost_usd:,.0f}")
+    if "budget" in core and budget is not None:
+        in_time = [c for c in cands if deadline is None or c.hours <= deadline]
+        if in_time:
+            cheapest = min(in_time, key=lambda c: c.cost_usd)
+            parts.append(f"the budget (${budget:,.0f}) binds: the cheapest plan that meets the "
+                         f"deadline needs budget ≥ ${cheapest.cost_usd:,.0f}")
+        else:
+            cheapest = min(cands, key=lambda c: c.cost_usd)
+            parts.append(f"the budget (${budget:,.0f}) binds too: the cheapest plan at any "
+                         f"speed costs ${cheapest.cost_usd:,.0f}")
+    return "; ".join(parts) or "infeasible"

@@ -1,0 +1,91 @@
+"""The single-job planner end to end: prepare → solve → check → alternatives → Pareto front."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import Status
+from optimizer.inputs.jobs.train import Job
+from optimizer.pricing.schema import OfferingRow
+from optimizer.solve.cpsat.scale import to_seconds
+from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.train.enumerate import BatchRule, Candidate
+from optimizer.solve.train.explain import explain_infeasible
+from optimizer.solve.train.model import candidate_key, solve_table
+from optimizer.solve.train.prepare import PreparedJob, prepare_job
+from optimizer.solve.train.validate import validate_plan
+from optimizer.units import SECONDS_PER_HOUR
+
+__all__ = ["PlanResult", "plan_job", "pareto_front"]
+
+
+@dataclass
+class PlanResult:
+    status: Status
+    plan: Candidate | None
+    alternatives: list[Candidate] = field(default_factory=list)
+    pareto: list[Candidate] = field(default_factory=list)
+    explanation: str | None = None
+    solver: dict[str, Any] = field(default_factory=dict)
+    prepared: PreparedJob | None = None
+
+
+def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None, *,
+             alternatives: int = 3, pareto: bool = False, config: SolverConfig | None = None,
+             prepared: PreparedJob | None = None) -> PlanResult:
+    """Plan one job end to end. Never raises for infeasibility: see PlanResult.status."""
+    prep = prepared or prepare_job(job, rows, base_dir, pareto=pareto)
+    cands = prep.table.candidates
+    solver_info: dict[str, Any] = {"name": "cp-sat", "candidates": len(cands),
+                                   "enumerate_s": round(prep.enumerate_s, 4)}
+    if not cands:
+        return PlanResult(Status.INFEASIBLE, None, explanation=explain_infeasible(prep, []),
+                          solver={**solver_info, "wall_s": 0.0, "proven_optimal": True},
+                          prepared=prep)
+    result, best, core = solve_table(cands, prep.deadline_h, prep.budget_usd, config=config)
+    solver_info.update(wall_s=round(result.wall_s, 4), proven_optimal=result.proven_optimal)
+    if best is None:
+        return PlanResult(Status.INFEASIBLE, None, explanation=explain_infeasible(prep, core),
+                          solver=solver_info, prepared=prep)
+    _check(prep, best)
+    out = PlanResult(Status(result.status), best, solver=solver_info, prepared=prep)
+    excluded = [candidate_key(best)]
+    for _ in range(alternatives):
+        res, alt, _core = solve_table(cands, prep.deadline_h, prep.budget_usd, exclude=excluded,
+                                      config=config)
+        if alt is None:
+            break
+        _check(prep, alt)
+        out.alternatives.append(alt)
+        excluded.append(candidate_key(alt))
+    if pareto:
+        out.pareto = pareto_front(cands, prep.budget_usd, prep.deadline_h, config)
+    return out
+
+
+def _check(prep: PreparedJob, plan: Candidate) -> None:
+    w, c = prep.job.workload, prep.job.constraints
+    validate_plan(plan, prep.model, w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance),
+                  prep.deadline_h, prep.budget_usd, prep.assumptions, max_gpus=c.max_gpus,
+                  max_instances=c.max_instances)
+
+
+def pareto_front(cands: Sequence[Candidate], budget_usd: float | None,
+                 deadline_h: float | None, config: SolverConfig | None = None,
+                 max_points: int = 25) -> list[Candidate]:
+    """Cost-vs-finish-time front by the ε-constraint method: cheapest plan finishing before T,
+    then T := its time − 1 s, until nothing is left."""
+    front: list[Candidate] = []
+    limit = deadline_h
+    while len(front) < max_points:
+        res, best, _ = solve_table(cands, limit, budget_usd, config=config)
+        if best is None:
+            break
+        front.append(best)
+        limit = (to_seconds(best.hours) - 1) / SECONDS_PER_HOUR
+        if limit <= 0:
+            break
+    return front

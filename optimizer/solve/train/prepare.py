@@ -1,0 +1,64 @@
+"""A training job made ready to solve: model, assumptions, offerings and candidate table."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from optimizer.errors import ConfigError
+from optimizer.inputs.calibration import assumptions_for_job
+from optimizer.inputs.jobs.train import Job
+from optimizer.model.setup import PerfAssumptions
+from optimizer.model.spec import ModelSpec
+from optimizer.pricing.offering import Offering
+from optimizer.pricing.offerings import job_offerings
+from optimizer.pricing.schema import OfferingRow
+from optimizer.solve.train.enumerate import BatchRule, CandidateTable, enumerate_candidates
+
+__all__ = ["PreparedJob", "prepare_job", "prepare_from_offerings"]
+
+
+@dataclass
+class PreparedJob:
+    """A validated job with its model, assumptions and candidate table."""
+
+    job: Job
+    model: ModelSpec
+    assumptions: PerfAssumptions
+    offerings: list[Offering]
+    table: CandidateTable
+    deadline_h: float | None
+    budget_usd: float | None
+    enumerate_s: float = 0.0
+
+
+def prepare_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None,
+                assumptions: PerfAssumptions | None = None, pareto: bool = False) -> PreparedJob:
+    """Resolve the model, build offerings (catalog + hardware) and the candidate table."""
+    model = job.model.resolve(base_dir)
+    a = assumptions or assumptions_for_job(job, model)
+    if rows is None and job.constraints.cloud:
+        raise ConfigError("prepare_job: a cloud job needs the price rows "
+                          "(optimizer.pricing.catalog.load_offering_rows)")
+    offerings = job_offerings(rows, job.constraints, job.hardware.owned, job.hardware.buy)
+    return prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto)
+
+
+def prepare_from_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offering],
+                           assumptions: PerfAssumptions, prune: bool = True,
+                           slack_stop: bool = False) -> PreparedJob:
+    """Enumerate candidates; with `prune`, instance counts that cannot meet the deadline are
+    skipped (the explanation of an infeasible job re-enumerates without pruning)."""
+    w, c = job.workload, job.constraints
+    start = time.perf_counter()
+    tokens_lb = w.total_tokens() * ((1 - w.batch_tolerance) if w.steps is not None else 1.0)
+    table = enumerate_candidates(
+        model, w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance), w.steps_for_batch,
+        offerings, zero_stages=c.zero_stages, checkpointing=c.checkpointing,
+        min_instances=c.min_instances, max_instances=c.max_instances, max_gpus=c.max_gpus,
+        assumptions=assumptions, prune_hours=c.deadline_h if prune else None,
+        tokens_lower_bound=tokens_lb, slack_stop=slack_stop)
+    return PreparedJob(job, model, assumptions, list(offerings), table, c.deadline_h,
+                       c.budget_usd, time.perf_counter() - start)

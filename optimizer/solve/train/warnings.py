@@ -1,0 +1,29 @@
+"""What a careful user should double-check before spending money on a training plan."""
+
+from __future__ import annotations
+
+from optimizer.solve.train.enumerate import Candidate
+from optimizer.units import HOURS_PER_YEAR
+
+__all__ = ["plan_warnings"]
+
+
+def plan_warnings(c: Candidate) -> list[str]:
+    """What a careful user should double-check before spending money on this plan."""
+    off, out = c.offering, []
+    if c.instances > 1 and off.kind == "cloud" and (off.inter_node_is_default
+                                                    or off.inter_node_kind == "ethernet"):
+        source = "a documented guess" if off.inter_node_is_default else "published"
+        out.append(f"{c.instances} instances exchange gradients over {off.inter_node_gbps:g} Gbit/s "
+                   f"{off.inter_node_kind} ({source}); step time is sensitive to it — confirm "
+                   f"the network with {off.provider} or calibrate on 2 instances")
+    if off.pricing == "spot":
+        out.append(f"spot: assumes +{off.spot_overhead:.0%} wall time for preemptions and restarts "
+                   "from checkpoints; capacity is not guaranteed")
+    if off.commitment_hours:
+        out.append(f"reserved: the whole {off.commitment_hours / HOURS_PER_YEAR:g}-year term is billed "
+                   f"(${c.cost_usd:,.0f}) whatever the job uses")
+    if off.gpu.spec_confidence not in ("published",):
+        out.append(f"{off.gpu_id} specs are {off.gpu.spec_confidence}; calibrate before relying "
+                   "on the time estimate")
+    return out
