@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.calibration import base_assumptions
+from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
-from optimizer.pricing.catalog import load_offering_rows
-from optimizer.pricing.schema import OfferingRow
-from optimizer.report.train import compare_json, plan_json
-from optimizer.solve.cpsat.solver import SolverConfig
-from optimizer.solve.train.compare import compare_job
-from optimizer.solve.train.plan import PlanResult, plan_job
+from optimizer.inputs.models import load_model
+from optimizer.model.memory import serving_memory, training_memory
+from optimizer.model.serving import serving_perf
 from optimizer.model.setup import (
     CHECKPOINTING,
     METHODS,
@@ -29,7 +28,15 @@ from optimizer.model.setup import (
     ServeSetup,
     TrainingSetup,
 )
-from optimizer.model.spec import ModelSpec
+from optimizer.model.spec import LINEAR_MODULES, ModelSpec
+from optimizer.model.step_time import Cluster, training_step_time
+from optimizer.pricing.catalog import load_offering_rows
+from optimizer.pricing.schema import OfferingRow
+from optimizer.report.estimate import serve_estimate_json, train_estimate_json
+from optimizer.report.train import compare_json, plan_json
+from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.train.compare import compare_job
+from optimizer.solve.train.plan import PlanResult, plan_job
 
 __all__ = ["estimate", "plan", "plan_result", "plan_json", "compare", "serve", "serve_compare", "batch",
            "batch_json", "resolve_model"]
@@ -39,8 +46,6 @@ def resolve_model(model: str | ModelSpec) -> ModelSpec:
     """A ModelSpec, a preset name or a path to a Hugging Face config.json."""
     if isinstance(model, ModelSpec):
         return model
-    from optimizer.inputs.models import load_model
-
     return load_model(model)
 
 
@@ -52,8 +57,6 @@ def _choice(field: str, value: str, allowed: tuple[str, ...] | list[str]) -> str
 
 
 def _targets(targets: tuple[str, ...] | None) -> tuple[str, ...]:
-    from optimizer.model.spec import LINEAR_MODULES
-
     if not targets:
         return LINEAR_MODULES
     bad = [t for t in targets if t not in LINEAR_MODULES]
@@ -83,11 +86,6 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
     Raises:
         ConfigError: a flag out of range (names the flag and the allowed values).
     """
-    from optimizer.inputs.calibration import base_assumptions
-    from optimizer.inputs.gpus import get_gpu
-    from optimizer.model.memory import serving_memory, training_memory
-    from optimizer.model.step_time import Cluster, training_step_time
-
     spec = resolve_model(model)
     g = get_gpu(gpu, "--gpu")
     for name, value in (("--gpus", gpus), ("--tp", tp), ("--pp", pp), ("--micro-batch", micro_batch),
@@ -108,12 +106,7 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
         raise ConfigError(f"--gpus-per-node: {gpn} must divide --gpus ({gpus})")
     if tp > gpn:
         raise ConfigError(f"--tp: {tp} exceeds GPUs per node ({gpn}); TP stays within a node")
-    out: dict[str, Any] = {"model": {"name": spec.name, "params": spec.params(),
-                                     "active_params": spec.active_params()},
-                           "gpu": g.gpu_id, "gpus": gpus, "gpu_memory_gib": g.memory_gib}
     if mode == "serve":
-        from optimizer.model.serving import serving_perf
-
         quant = _choice("--quantization", quantization or precision, list(WEIGHT_PRECISIONS))
         if gpus % tp:
             raise ConfigError(f"--gpus: {gpus} must be a multiple of --tp ({tp})")
@@ -121,15 +114,7 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
         mem = serving_memory(spec, serve, tp, a)
         perf = serving_perf(spec, serve, g, tp, prompt_tokens or max(1, context // 2),
                             output_tokens, a)
-        replicas = gpus // tp
-        out.update(mode="serve", quantization=quant, layout={"tp": tp, "replicas": replicas,
-                                                             "batch": batch, "context": context},
-                   memory_gib=mem.as_dict(2), fits=mem.fits(g.memory_gib),
-                   ttft_s=round(perf.ttft_s, 4), tpot_ms=round(perf.tpot_s * 1e3, 3),
-                   decode_step_ms=round(perf.decode_step_s * 1e3, 3),
-                   output_tokens_per_s=round(perf.output_tokens_per_s * replicas, 1),
-                   requests_per_s=round(perf.requests_per_s * replicas, 3), bound=perf.bound)
-        return out
+        return serve_estimate_json(spec, g, gpus, serve, tp, mem, perf)
 
     precision = _choice("--precision", precision, TRAIN_PRECISIONS)
     setup = TrainingSetup(
@@ -156,19 +141,10 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
     layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
                     micro_batch=micro_batch, grad_accum=grad_accum)
     mem = training_memory(spec, setup, layout, a)
-    out.update(mode="train", layout=layout.as_dict(), memory_gib=mem.as_dict(2),
-               fits=mem.fits(g.memory_gib))
-    if not g.supports(precision):
-        out.update(step=None, note=f"{g.gpu_id} has no {precision} tensor path")
-        return out
-    cluster = Cluster(g, gpn, gpus // gpn, inter_node_gbps)
-    step = training_step_time(spec, setup, layout, cluster, a)
-    out.update(step=step.as_dict(), step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
-               tokens_per_s=round(step.tokens_per_s, 1),
-               tokens_per_s_per_gpu=round(step.tokens_per_s_per_gpu, 1),
-               mfu=round(step.mfu, 4), hfu=round(step.hfu, 4),
-               efficiency=round(step.efficiency, 4), calibrated=step.calibrated)
-    return out
+    step = None
+    if g.supports(precision):
+        step = training_step_time(spec, setup, layout, Cluster(g, gpn, gpus // gpn, inter_node_gbps), a)
+    return train_estimate_json(spec, g, gpus, layout, mem, step, precision)
 
 
 def _train_job(job: Any, prices: str | Path | None, offline: bool | None
