@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import typer
+from rich.console import Console
 
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError
 
@@ -49,7 +50,6 @@ def _default(value: Any) -> Any:
 
 def console() -> Any:
     """A rich Console on stdout; wide when piped so tables are not squeezed."""
-    from rich.console import Console
 
     c = Console()
     return c if c.is_terminal else Console(width=160)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
+from optimizer.api import estimate as run
+from optimizer.api import resolve_model
 from optimizer.cli.common import console, print_json, user_errors
+from optimizer.errors import ConfigError
+from optimizer.inputs.calibration import base_assumptions, fit_efficiency, save_calibration
+from optimizer.inputs.gpus import get_gpu
+from optimizer.model.setup import Layout, TrainingSetup
+from optimizer.model.step_time import Cluster
 
 __all__ = ["register"]
 
@@ -44,16 +53,12 @@ def estimate(
     json_out: Annotated[bool, Opt("--json", help="JSON output")] = False,
 ) -> None:
     """Memory per GPU and step time of one fixed configuration."""
-    from dataclasses import replace
 
-    from optimizer.api import estimate as run
-    from optimizer.inputs.calibration import base_assumptions
 
     with user_errors():
         a = base_assumptions()
         if efficiency is not None:
             if not 0 < efficiency <= 1:
-                from optimizer.errors import ConfigError
 
                 raise ConfigError(f"--efficiency: must be in (0, 1], got {efficiency}")
             a = replace(a, efficiency=efficiency)
@@ -73,7 +78,6 @@ def estimate(
 
 
 def _render(r: dict[str, Any]) -> None:
-    from rich.table import Table
 
     c = console()
     mem = r["memory_gib"]
@@ -125,13 +129,10 @@ def calibrate(
 ) -> None:
     """Fit the compute efficiency of a GPU type to one measured run and store it for later
     estimates and plans (file: $CCOPT_CALIBRATION or ~/.config/ccopt/calibration.json)."""
-    from optimizer.inputs.calibration import fit_efficiency, save_calibration
-    from optimizer.errors import ConfigError
 
     with user_errors():
         if (tokens_per_s is None) == (step_time_s is None):
             raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
-        from optimizer.api import estimate as run
 
         probe = run(model, gpu, gpus=gpus, gpus_per_node=gpus_per_node, tp=tp, pp=pp, zero=zero,
                     checkpointing=checkpointing, micro_batch=micro_batch,
@@ -139,11 +140,6 @@ def calibrate(
                     method=method, inter_node_gbps=inter_node_gbps)
         if probe.get("step") is None:
             raise ConfigError(f"--precision: {probe.get('note')}")
-        from optimizer.api import resolve_model
-        from optimizer.inputs.calibration import base_assumptions
-        from optimizer.inputs.gpus import get_gpu
-        from optimizer.model.setup import Layout, TrainingSetup
-        from optimizer.model.step_time import Cluster
 
         spec, g = resolve_model(model), get_gpu(gpu, "--gpu")
         lay = probe["layout"]
@@ -153,7 +149,6 @@ def calibrate(
         gpn = gpus_per_node or min(gpus, 8)
         cluster = Cluster(g, gpn, gpus // gpn, inter_node_gbps)
         measured = step_time_s or layout.global_batch * seq_len / float(tokens_per_s or 1)
-        from dataclasses import replace
 
         eff = fit_efficiency(spec, setup, layout, cluster, measured,
                              replace(base_assumptions(), efficiency=None))

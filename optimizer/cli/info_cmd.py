@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
 from optimizer.cli.common import console, print_json, user_errors
+from optimizer.inputs.gpus import load_gpus
+from optimizer.model.presets import PRESETS
 
 __all__ = ["register"]
 
 
 def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
     """Preset model shapes with their parameter counts."""
-    from optimizer.model.presets import PRESETS
 
     rows: list[dict[str, Any]] = [{"name": s.name, "params": s.params(), "active_params": s.active_params(),
              "layers": s.layers, "hidden": s.hidden, "heads": s.heads, "kv_heads": s.n_kv_heads,
@@ -22,7 +25,6 @@ def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")]
     if json_out:
         print_json(rows)
         return
-    from rich.table import Table
 
     table = Table(title="Model presets (or pass the path of a Hugging Face config.json)")
     for col in ("name", "params", "active", "layers", "hidden", "heads", "kv", "ffn", "vocab"):
@@ -36,16 +38,13 @@ def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")]
 
 def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
     """The GPU catalog: memory, bandwidth, dense TFLOPS, links."""
-    from dataclasses import asdict
 
     with user_errors():
-        from optimizer.inputs.gpus import load_gpus
 
         specs = load_gpus()
     if json_out:
         print_json([asdict(s) for s in specs.values()])
         return
-    from rich.table import Table
 
     table = Table(title="GPU catalog (dense peaks; pricing_data/gpus.csv)")
     for col in ("id", "GiB", "GB/s", "bf16 TF", "fp16 TF", "fp8 TF", "link", "GB/s/dir", "TDP W",

@@ -19,7 +19,7 @@ def _pyplot() -> Any:
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: optional extra
     except ImportError:
         raise ConfigError("--plot: needs matplotlib; pip install 'ccopt[plot]'") from None
     return plt

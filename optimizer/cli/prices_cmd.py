@@ -7,8 +7,12 @@ import math
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from optimizer.errors import OptimizerError, RefreshError
+from optimizer.pricing.catalog import filter_offerings, load_catalog
+from optimizer.pricing.refresh import refresh_prices
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,8 +49,6 @@ def offerings_to_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _render_table(frame: pd.DataFrame) -> None:
-    from rich.console import Console
-    from rich.table import Table
 
     table = Table(title=f"{len(frame)} offerings, cheapest GPU-hour first")
     for name, justify in (("provider", "left"), ("instance", "left"), ("region", "left"),
@@ -94,7 +96,6 @@ def prices(
         return
     if as_json and as_csv:
         raise _fail("output: choose one of --json or --csv")
-    from optimizer.pricing.catalog import filter_offerings, load_catalog
 
     try:
         catalog = load_catalog(offline=True if offline else None)
@@ -122,7 +123,6 @@ def refresh(
     retries: Annotated[int, typer.Option("--retries", help="Extra attempts on failure.")] = 3,
 ) -> None:
     """Download newer price tables into the user cache (previous tables kept on any failure)."""
-    from optimizer.pricing.refresh import refresh_prices
 
     try:
         result = refresh_prices(url, timeout_s=timeout_s, retries=retries)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.gpus import get_gpu
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -112,7 +113,6 @@ def base_assumptions(overrides: Any = None) -> PerfAssumptions:
 def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
     """Assumptions for a job: defaults, stored calibration, the job's [calibration] and
     [assumptions] tables (the job's own calibration wins for its GPU type)."""
-    from optimizer.inputs.gpus import get_gpu
 
     a = base_assumptions(job.assumptions)
     cal = job.calibration

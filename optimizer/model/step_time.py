@@ -9,7 +9,7 @@ from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, rin
 from optimizer.model.efficiency import default_efficiency, size_factor
 from optimizer.model.flops import model_flops_per_token, training_flops_per_token
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memory import params_per_gpu
+from optimizer.model.memory import lora_params, params_per_gpu, qlora_bytes_per_param
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 
@@ -144,7 +144,6 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     held = params_per_gpu(model, layout)  # parameters of this GPU's stage / tp slice
     trained = held
     if setup.is_adapter:
-        from optimizer.model.memory import lora_params, qlora_bytes_per_param
 
         trained = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
     grad_bytes = trained * 2.0

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
+from optimizer.inputs.gpus import data_path, load_gpus, resolve_gpu_id
 from optimizer.units import HOURS_PER_MONTH
 
 __all__ = [
@@ -63,7 +64,6 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
 
 
 def _hardware_file() -> str:
-    from optimizer.inputs.gpus import data_path
 
     return str(data_path("hardware.csv"))
 
@@ -90,7 +90,6 @@ def default_hardware(gpu_id: str) -> HardwareSpec:
     Raises:
         ConfigError: no default for that GPU (use hardware_from_overrides with prices).
     """
-    from optimizer.inputs.gpus import resolve_gpu_id
 
     gpu = resolve_gpu_id(gpu_id, field="hardware.gpu")
     defaults = _defaults(_hardware_file())
@@ -111,7 +110,6 @@ def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
     Raises:
         ConfigError: unknown field, missing required field or invalid value (names the field).
     """
-    from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 
     gpu = resolve_gpu_id(gpu_id, field="hardware.gpu")
     allowed = [f for f in HardwareSpec.model_fields if f != "gpu"]

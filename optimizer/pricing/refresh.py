@@ -17,6 +17,7 @@ from typing import Any
 from optimizer.errors import CatalogError, RefreshError
 from optimizer.pricing.catalog import CACHE_FILE
 from optimizer.pricing.catalog import cache_dir as default_cache_dir
+from optimizer.pricing.schema import read_offerings
 
 __all__ = ["RefreshResult", "refresh_prices", "META_FILE", "read_meta"]
 
@@ -88,7 +89,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def _summary(path: Path, label: str) -> tuple[int, str]:
-    from optimizer.pricing.schema import read_offerings
 
     frame = read_offerings(path, name=label)
     return len(frame), str(frame["as_of"].max())
@@ -102,7 +102,7 @@ def _download(
 
     Returns (status, body, response headers); status 304 has an empty body.
     """
-    import requests
+    import requests  # lazy: only `prices refresh` talks HTTP; keeps start-up fast
 
     last = ""
     for attempt in range(retries + 1):

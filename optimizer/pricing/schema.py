@@ -169,7 +169,7 @@ def validate_csv(lines: Iterable[str], name: object) -> list[OfferingRow]:
 
 def read_offerings(path: Path, name: object | None = None) -> pd.DataFrame:
     """Read and validate an offerings CSV into the tidy catalog DataFrame (columns = COLUMNS)."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas is heavy and only the prices table needs a DataFrame
 
     label = name if name is not None else path
     try:

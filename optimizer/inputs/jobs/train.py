@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.models import load_hf_config
+from optimizer.model.presets import get_preset
 from optimizer.model.setup import CHECKPOINTING, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
 
@@ -28,8 +31,6 @@ class ModelRef(BaseModel):
     hf_config: str | None = None
 
     def resolve(self, base_dir: Path | None = None) -> ModelSpec:
-        from optimizer.model.presets import get_preset
-        from optimizer.inputs.models import load_hf_config
 
         if (self.preset or self.hf_config) and self.model_extra:
             raise ConfigError(f"model: give one of preset, hf_config or an explicit shape; got "
@@ -219,7 +220,6 @@ class AssumptionOverrides(BaseModel):
     small_message_latency_s: float | None = Field(default=None, ge=0)
 
     def apply(self, base: PerfAssumptions) -> PerfAssumptions:
-        from dataclasses import replace
 
         changes = {k: v for k, v in self.model_dump().items() if v is not None}
         return replace(base, **changes)

@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ortools.sat.python import cp_model
+
 from optimizer.errors import SolverError
 
 __all__ = ["SolverConfig", "SolveResult", "solve"]
@@ -40,7 +42,6 @@ class SolveResult:
 
 def solve(model: Any, config: SolverConfig | None = None, callback: Any = None) -> SolveResult:
     """Solve a CpModel. Raises SolverError for MODEL_INVALID or UNKNOWN (time limit, no solution)."""
-    from ortools.sat.python import cp_model
 
     cfg = config or SolverConfig()
     solver = cp_model.CpSolver()
