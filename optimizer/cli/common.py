@@ -14,9 +14,10 @@ from rich.console import Console
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
-           "EXIT_BAD_INPUT"]
+           "EXIT_BAD_INPUT", "EXIT_REFRESH_FAILED"]
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_REFRESH_FAILED = 1  # `prices refresh` could not replace the tables (the previous ones stay)
 
 
 @contextlib.contextmanager

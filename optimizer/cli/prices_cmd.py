@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from optimizer.cli.common import EXIT_BAD_INPUT, EXIT_REFRESH_FAILED
 from optimizer.errors import OptimizerError, RefreshError
 from optimizer.pricing.catalog import filter_offerings, load_catalog
 from optimizer.pricing.refresh import refresh_prices
@@ -31,7 +32,7 @@ prices_app = typer.Typer(
 _SORT = ["usd_per_gpu_hour", "provider", "instance_type", "region", "pricing_model"]
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
 
@@ -127,7 +128,7 @@ def refresh(
     try:
         result = refresh_prices(url, timeout_s=timeout_s, retries=retries)
     except RefreshError as exc:
-        raise _fail(str(exc), code=1) from None
+        raise _fail(str(exc), code=EXIT_REFRESH_FAILED) from None
     except OptimizerError as exc:
         raise _fail(str(exc)) from None
     typer.echo(result.describe(), err=True)

@@ -6,6 +6,8 @@ all-reduce moves 2(n−1)/n × bytes per GPU, reduce-scatter and all-gather (n�
 
 from __future__ import annotations
 
+from optimizer.units import GB
+
 __all__ = ["ring_allreduce_s", "ring_allgather_s", "ring_reduce_scatter_s", "p2p_s"]
 
 
@@ -13,14 +15,14 @@ def ring_allreduce_s(nbytes: float, n: int, bus_bw_gb_s: float, latency_s: float
     """Ring all-reduce of `nbytes` over `n` GPUs at bus bandwidth `bus_bw_gb_s` (GB/s)."""
     if n <= 1 or nbytes <= 0:
         return 0.0
-    return 2.0 * (n - 1) / n * nbytes / (bus_bw_gb_s * 1e9) + 2 * (n - 1) * latency_s
+    return 2.0 * (n - 1) / n * nbytes / (bus_bw_gb_s * GB) + 2 * (n - 1) * latency_s
 
 
 def ring_allgather_s(nbytes: float, n: int, bus_bw_gb_s: float, latency_s: float = 0.0) -> float:
     """Ring all-gather producing `nbytes` (the full tensor) on each of `n` GPUs."""
     if n <= 1 or nbytes <= 0:
         return 0.0
-    return (n - 1) / n * nbytes / (bus_bw_gb_s * 1e9) + (n - 1) * latency_s
+    return (n - 1) / n * nbytes / (bus_bw_gb_s * GB) + (n - 1) * latency_s
 
 
 def ring_reduce_scatter_s(nbytes: float, n: int, bus_bw_gb_s: float,
@@ -31,4 +33,4 @@ def ring_reduce_scatter_s(nbytes: float, n: int, bus_bw_gb_s: float,
 
 def p2p_s(nbytes: float, bw_gb_s: float, latency_s: float = 0.0) -> float:
     """Point-to-point send of `nbytes` over one link."""
-    return nbytes / (bw_gb_s * 1e9) + latency_s if nbytes > 0 else 0.0
+    return nbytes / (bw_gb_s * GB) + latency_s if nbytes > 0 else 0.0

@@ -19,6 +19,7 @@ from optimizer.model.setup import (
     TrainingSetup,
 )
 from optimizer.model.spec import ModelSpec
+from optimizer.units import BYTES_PER_DTYPE, GIB
 
 __all__ = [
     "GIB", "MemoryBreakdown", "training_memory", "serving_memory",
@@ -26,10 +27,8 @@ __all__ = [
     "lora_params", "params_per_gpu", "qlora_bytes_per_param",
 ]
 
-GIB = 2**30
 
 #: bytes of one value of each compute precision
-PRECISION_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
 @dataclass(frozen=True)
@@ -224,7 +223,7 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "fp16") -> float:
     """2 (K and V) × layers × kv_heads × head_dim × bytes per value."""
-    return 2 * model.layers * model.n_kv_heads * model.d_head * PRECISION_BYTES[kv_precision]
+    return 2 * model.layers * model.n_kv_heads * model.d_head * BYTES_PER_DTYPE[kv_precision]
 
 
 def serving_weight_bytes(model: ModelSpec, weight_precision: str) -> float:

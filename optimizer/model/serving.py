@@ -16,6 +16,7 @@ from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import kv_cache_bytes_per_token, serving_weight_bytes
 from optimizer.model.setup import PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
+from optimizer.units import GB
 
 __all__ = ["ServePerf", "serving_perf", "compute_precision_for_weights"]
 
@@ -67,7 +68,7 @@ def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
     context = p + output_tokens / 2.0
     bytes_step = serving_weight_bytes(model, serve.weight_precision) \
         + kv_cache_bytes_per_token(model, serve.kv_precision) * batch * context
-    mem_s = bytes_step / (gpu.mem_bandwidth_gb_s * 1e9 * a.bw_efficiency * tp)
+    mem_s = bytes_step / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency * tp)
     flops_step = 2.0 * n_active * batch + 4.0 * model.layers * context * model.q_dim * batch
     comp_s = flops_step / (peak * eff)
     comm_s = 2 * model.layers * ring_allreduce_s(batch * model.hidden * 2, tp, link_bw, lat)

@@ -98,4 +98,5 @@ class PerfAssumptions:
     qlora_dequant_factor: float = 1.25  # GUESS: 4-bit dequantisation slows base matmuls 25%
     bw_efficiency: float = 0.8  # GUESS: achieved fraction of HBM bandwidth in decode
     small_message_latency_s: float = 10e-6  # GUESS: per collective launch latency
+    cpu_adam_slowdown: float = 20.0  # GUESS: CPU Adam over PCIe (ZeRO-Offload) vs on-GPU update time
     calibrated: dict[tuple[str, str], float] = field(default_factory=dict)

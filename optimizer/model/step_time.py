@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from optimizer.errors import ConfigError
 from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
 from optimizer.model.efficiency import default_efficiency, size_factor
 from optimizer.model.flops import model_flops_per_token, training_flops_per_token
@@ -12,9 +13,16 @@ from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import lora_params, params_per_gpu, qlora_bytes_per_param
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
+from optimizer.units import BYTES_PER_DTYPE, GB
 
 __all__ = ["Cluster", "StepTime", "training_step_time", "compute_efficiency", "bubble_fraction",
            "dp_bus_bandwidth_gb_s"]
+
+#: activations and gradients travel as bf16 (Megatron/FSDP mixed precision: 2-byte values)
+COMM_BYTES = BYTES_PER_DTYPE["bf16"]
+#: optimizer update traffic per parameter: fp32 master + two Adam moments + fp32 gradient
+#: (Rajbhandari et al. 2020 §3: 16 bytes of mixed-precision Adam state), read and written
+ADAM_STATE_BYTES = 16.0
 
 
 @dataclass(frozen=True)
@@ -88,7 +96,7 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     gpu, s, b = cluster.gpu, setup.seq_len, layout.micro_batch
     peak = gpu.peak_tflops(setup.precision)
     if peak is None:
-        raise ValueError(f"{gpu.gpu_id} has no {setup.precision} tensor path")
+        raise ConfigError(f"{gpu.gpu_id} has no {setup.precision} tensor path")
     eff_base = compute_efficiency(gpu, setup.precision, a)[0]
     eff = eff_base * size_factor(b * s, model.hidden)
     tokens_mb = b * s  # tokens of one micro-batch in one DP replica
@@ -107,7 +115,7 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
         tp_msgs = 4 + (2 if layout.checkpointing == "full" else 0)
         tp_bw = gpu.intra_node_bw_gb_s * a.link_efficiency
         tp_mb = layers_stage * tp_msgs * ring_allreduce_s(
-            tokens_mb * model.hidden * 2, layout.tp, tp_bw, a.small_message_latency_s)
+            tokens_mb * model.hidden * COMM_BYTES, layout.tp, tp_bw, a.small_message_latency_s)
 
     # pipeline: activation send forward + gradient send backward per micro-batch per boundary
     pp_mb = 0.0
@@ -115,7 +123,7 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
         pp_spans_nodes = layout.tp * layout.pp > cluster.gpus_per_node
         pp_bw = (cluster.inter_node_gbps / 8.0 if pp_spans_nodes else gpu.intra_node_bw_gb_s) \
             * a.link_efficiency
-        pp_mb = 2 * p2p_s(tokens_mb * model.hidden * 2 / layout.tp, pp_bw,
+        pp_mb = 2 * p2p_s(tokens_mb * model.hidden * COMM_BYTES / layout.tp, pp_bw,
                           a.small_message_latency_s)
     return compute_mb, tp_mb, pp_mb, eff
 
@@ -146,13 +154,13 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     if setup.is_adapter:
 
         trained = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
-    grad_bytes = trained * 2.0
+    grad_bytes = trained * COMM_BYTES
     lat = a.small_message_latency_s
     if layout.zero_stage >= 3:
         # ZeRO-3/FSDP: all-gather the (sharded) weights in forward and backward of every
         # micro-batch + grad reduce-scatter (Rajbhandari 2020 §7: 1.5× the all-reduce volume
         # per step). Adapter methods shard and gather the frozen base too (NF4 for QLoRA).
-        weight_bytes = held * 2.0
+        weight_bytes = held * COMM_BYTES
         if setup.method == "qlora":
             weight_bytes = held * qlora_bytes_per_param()
         gathers = 2 * m * ring_allgather_s(weight_bytes, layout.dp, dp_bw, lat)
@@ -168,9 +176,9 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
 
     # optimizer update: read+write fp32 master and moments, memory-bound (16 B/param r+w)
     shard = layout.dp if layout.zero_stage >= 1 else 1
-    opt_s = trained / shard * 16.0 * 2 / (gpu.mem_bandwidth_gb_s * 1e9 * a.bw_efficiency)
+    opt_s = trained / shard * ADAM_STATE_BYTES * 2 / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency)
     if setup.offload_optimizer:
-        opt_s *= 20.0  # GUESS: CPU Adam over PCIe is ~20× slower than on-GPU
+        opt_s *= a.cpu_adam_slowdown
 
     compute_s = m * compute_mb
     comm_s = m * (tp_mb + pp_mb) + dp_exposed
