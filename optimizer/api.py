@@ -18,6 +18,7 @@ from optimizer.inputs.models import load_model
 from optimizer.model.memory import serving_memory, training_memory
 from optimizer.model.serving import serving_perf
 from optimizer.model.setup import (
+    ATTENTION_KERNELS,
     CHECKPOINTING,
     METHODS,
     OPTIMIZERS,
@@ -120,7 +121,7 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
     setup = TrainingSetup(
         seq_len=seq_len, precision=precision, optimizer=_choice("--optimizer", optimizer, OPTIMIZERS),
         method=_choice("--method", method, METHODS), lora_rank=lora_rank,
-        attention=_choice("--attention", attention, ("flash", "eager")),
+        attention=_choice("--attention", attention, ATTENTION_KERNELS),
         offload_optimizer=offload_optimizer, offload_params=offload_params,
         lora_targets=_targets(lora_targets))
     if offload_params and zero < 3:
@@ -183,25 +184,29 @@ def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = 
           time_limit_s: float = 10.0) -> dict[str, Any]:
     """Cheapest replica mix for a serving job (TOML path, dict or ServeJob), as `ccopt serve
     --json` returns it."""
-    from optimizer.solve.serve.model import run_serve
+    from optimizer.report.serve import serve_json
+    from optimizer.solve.serve.plan import run_serve
 
-    return run_serve(job, prices=prices, offline=offline, time_limit_s=time_limit_s)
+    return serve_json(run_serve(job, prices=prices, offline=offline, time_limit_s=time_limit_s))
 
 
 def serve_compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
                   time_limit_s: float = 10.0) -> dict[str, Any]:
     """Best serving deployment per GPU type."""
-    from optimizer.solve.serve.model import run_serve_compare
+    from optimizer.report.serve import serve_compare_json
+    from optimizer.solve.serve.plan import run_serve_compare
 
-    return run_serve_compare(job, prices=prices, offline=offline, time_limit_s=time_limit_s)
+    return serve_compare_json(run_serve_compare(job, prices=prices, offline=offline,
+                                                time_limit_s=time_limit_s))
 
 
 def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | None = None,
           time_limit_s: float = 30.0, workers: int = 2, on_progress: Any = None) -> Any:
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
     batch_json(result) gives the `ccopt batch --json` contract."""
-    from optimizer.solve.batch.model import plan_batch
-    from optimizer.solve.cpsat.solver import SolverConfig
+    # lazy until the api.py refactor hoists its imports: batch.plan pulls in ortools and the model
+    from optimizer.solve.batch.plan import plan_batch
+    from optimizer.solve.cpsat.solver import SolverConfig  # lazy (see above)
 
     return plan_batch(batch_file, prices=prices, offline=offline,
                       config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
@@ -210,6 +215,6 @@ def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | 
 
 def batch_json(result: Any) -> dict[str, Any]:
     """A BatchResult in the `ccopt batch --json` contract."""
-    from optimizer.solve.batch.model import batch_dict
+    from optimizer.report.batch import batch_dict  # lazy until api.py's imports are hoisted
 
     return batch_dict(result)

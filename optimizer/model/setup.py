@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from optimizer.model.spec import LINEAR_MODULES
 
 __all__ = [
     "TrainingSetup", "Layout", "ServeSetup", "PerfAssumptions",
-    "OPTIMIZERS", "METHODS", "CHECKPOINTING", "TRAIN_PRECISIONS", "WEIGHT_PRECISIONS",
+    "Optimizer", "Method", "Checkpointing", "TrainPrecision", "Attention", "ATTENTION_KERNELS",
+    "OPTIMIZERS", "METHODS", "CHECKPOINTING", "TRAIN_PRECISIONS", "TP_DEGREES", "WEIGHT_PRECISIONS",
 ]
 
-OPTIMIZERS = ("adamw", "adam-8bit", "sgd", "adafactor")
-METHODS = ("full", "lora", "qlora")
-CHECKPOINTING = ("none", "selective", "full")
-TRAIN_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+Optimizer = Literal["adamw", "adam-8bit", "sgd", "adafactor"]
+Method = Literal["full", "lora", "qlora"]
+Checkpointing = Literal["none", "selective", "full"]  # activation recomputation, least first
+TrainPrecision = Literal["fp32", "bf16", "fp16", "fp8"]
+Attention = Literal["flash", "eager"]
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+METHODS: tuple[str, ...] = get_args(Method)
+CHECKPOINTING: tuple[str, ...] = get_args(Checkpointing)
+TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
+ATTENTION_KERNELS: tuple[str, ...] = get_args(Attention)
+#: tensor-parallel degrees searched (within one node: they must divide its GPUs and the heads)
+TP_DEGREES = (1, 2, 4, 8, 16)
 #: serving weight formats -> bits per weight (int4: AWQ/GPTQ group-128 with fp16 scale+zero)
 WEIGHT_PRECISIONS = {"fp32": 32.0, "fp16": 16.0, "bf16": 16.0, "fp8": 8.0, "int8": 8.0,
                      "int4": 4.0 + 32.0 / 128, "awq": 4.0 + 32.0 / 128, "gptq": 4.0 + 32.0 / 128}

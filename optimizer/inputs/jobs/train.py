@@ -13,8 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from optimizer.errors import ConfigError
 from optimizer.inputs.models import load_hf_config
 from optimizer.model.presets import get_preset
-from optimizer.model.setup import CHECKPOINTING, PerfAssumptions, TrainingSetup
+from optimizer.model.setup import (
+    CHECKPOINTING,
+    Attention,
+    Checkpointing,
+    Optimizer,
+    PerfAssumptions,
+    TrainingSetup,
+    TrainPrecision,
+)
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
+from optimizer.vocabulary import PricingModel
 
 __all__ = ["Job", "ModelRef", "Workload", "Constraints", "HardwareEntry", "Calibration",
            "AssumptionOverrides", "load_job", "job_from_dict", "format_validation_error",
@@ -68,11 +77,11 @@ class Workload(BaseModel):
     global_batch_tokens: int | None = Field(default=None, gt=0)
     batch_tolerance: float = Field(default=0.0, ge=0, lt=1,
                                    description="allowed relative deviation of the global batch")
-    precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
-    optimizer: Literal["adamw", "adam-8bit", "sgd", "adafactor"] = "adamw"
+    precision: TrainPrecision = "bf16"
+    optimizer: Optimizer = "adamw"
     lora_rank: int = Field(default=16, gt=0)
     lora_targets: tuple[str, ...] = LINEAR_MODULES
-    attention: Literal["flash", "eager"] = "flash"
+    attention: Attention = "flash"
     offload_optimizer: bool = Field(default=False, description="ZeRO-Offload: optimizer in CPU RAM")
     offload_params: bool = Field(default=False, description="ZeRO-Infinity: params in CPU RAM")
 
@@ -127,7 +136,7 @@ class Constraints(BaseModel):
     gpus: tuple[str, ...] | None = None
     providers: tuple[str, ...] | None = None
     regions: tuple[str, ...] | None = None
-    pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = ("on_demand",)
+    pricing: tuple[PricingModel, ...] = ("on_demand",)
     max_gpus: int | None = Field(default=None, gt=0)
     min_instances: int = Field(default=1, gt=0)
     max_instances: int | None = Field(default=None, gt=0)
@@ -192,7 +201,7 @@ class Calibration(BaseModel):
     tp: int = Field(default=1, gt=0)
     pp: int = Field(default=1, gt=0)
     zero_stage: int = Field(default=0, ge=0, le=3)
-    checkpointing: Literal["none", "selective", "full"] = "none"
+    checkpointing: Checkpointing = "none"
     micro_batch: int = Field(default=1, gt=0)
     grad_accum: int = Field(default=1, gt=0)
     inter_node_gbps: float = Field(default=100.0, gt=0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
-from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
+from optimizer.model.setup import CHECKPOINTING, TP_DEGREES, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import (
     Cluster,
@@ -94,7 +94,7 @@ def instance_counts(low: int, high: int) -> list[int]:
 
 def tensor_degrees(model: ModelSpec, gpus_per_node: int) -> list[int]:
     """TP degrees within one node that divide both the query and the KV heads."""
-    return [t for t in (1, 2, 4, 8, 16) if gpus_per_node % t == 0 and model.heads % t == 0
+    return [t for t in TP_DEGREES if gpus_per_node % t == 0 and model.heads % t == 0
             and model.n_kv_heads % t == 0]
 
 
