@@ -18,6 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from optimizer.inputs.jobs.batch import batch_from_dict
+from optimizer.pricing.catalog import load_offering_rows
+from optimizer.solve.batch.enumerate import build_problem
+from optimizer.solve.batch.solve import solve_batch
+from optimizer.solve.cpsat.solver import SolverConfig
+
 # (preset, kind, tokens low, tokens high): fine-tunes of 7-13B models and a few 70B QLoRAs
 TEMPLATES = [
     ("llama-3-8b", "lora", 3e8, 3e9),
@@ -98,17 +104,12 @@ def to_toml(batch: dict[str, Any], header: str = "") -> str:
 
 def run(sizes: list[int], time_limit_s: float, workers: int, seed: int,
         boxes: int = 2) -> list[dict[str, Any]]:
-    from optimizer.inputs.jobs.batch import batch_from_dict
-    from optimizer.pricing.catalog import load_catalog
-    from optimizer.solve.batch.model import build_problem, solve_batch
-    from optimizer.solve.cpsat.solver import SolverConfig
-
-    frame = load_catalog(offline=True).frame
+    catalog, _ = load_offering_rows(offline=True)
     rows = []
     for n in sizes:
         batch = batch_from_dict(generate_batch(n, seed, boxes), f"generated-{n}")
         t = time.perf_counter()
-        problem = build_problem(batch, frame)
+        problem = build_problem(batch, catalog)
         enumerate_s = time.perf_counter() - t
         result = solve_batch(problem, SolverConfig(time_limit_s=time_limit_s, workers=workers))
         s = result.solver

@@ -8,8 +8,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
 
-from optimizer.cli.common import EXIT_INFEASIBLE, console, print_json, user_errors
+from optimizer import api
+from optimizer.cli.common import EXIT_INFEASIBLE, console, money, print_json, user_errors
+from optimizer.cli.plot import _pyplot, save_figure
+from optimizer.errors import ConfigError, Status
+from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR
 
 __all__ = ["register", "render_batch", "plot_schedule"]
 
@@ -31,20 +38,16 @@ def batch(jobs: Annotated[Path, typer.Argument(help="Batch file (TOML): [capacit
           offline: Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
           = False) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
-    from optimizer.api import batch as plan_batch
-    from optimizer.api import batch_json
-    from optimizer.errors import ConfigError
-
     with user_errors():
         if time_limit <= 0:
             raise ConfigError(f"--time-limit: must be > 0, got {time_limit}")
         if workers < 1:
             raise ConfigError(f"--workers: must be >= 1, got {workers}")
         with _Progress() as progress:
-            result = plan_batch(jobs, prices=prices, offline=True if offline else None,
+            result = api.batch(jobs, prices=prices, offline=True if offline else None,
                                 time_limit_s=time_limit, workers=workers,
                                 on_progress=progress.update)
-        data = batch_json(result)
+        data = api.batch_json(result)
         if plot is not None and result.jobs:
             plot_schedule(data, plot)
     if json_out:
@@ -53,7 +56,7 @@ def batch(jobs: Annotated[Path, typer.Argument(help="Batch file (TOML): [capacit
         render_batch(data)
         if plot is not None and result.jobs:
             console().print(f"schedule plot written to {plot}")
-    if data["status"] == "infeasible":
+    if data["status"] == Status.INFEASIBLE:
         raise typer.Exit(EXIT_INFEASIBLE)
 
 
@@ -73,9 +76,6 @@ class _Progress:
         return self
 
     def _start(self) -> None:
-        from rich.console import Console
-        from rich.live import Live
-
         self.live = Live(self, console=Console(stderr=True), refresh_per_second=4,
                          transient=True)
         self.live.start()
@@ -83,7 +83,7 @@ class _Progress:
     def __rich__(self) -> str:
         return f"[cyan]CP-SAT[/cyan] {self.text}"
 
-    def update(self, event: Any) -> None:
+    def update(self, event: Any) -> None:  # a ProgressEvent of the batch planner
         gap = (event.objective_usd - event.bound_usd) / max(abs(event.objective_usd), 1e-9)
         self.text = (f"{event.wall_s:6.1f} s  best ${event.objective_usd:,.2f}  bound "
                      f"${event.bound_usd:,.2f}  gap {gap:.2%}")
@@ -96,9 +96,7 @@ class _Progress:
 
 
 def _money(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
+    return "-" if v is None else money(v)
 
 
 def _bar(start: float, end: float, horizon: float, width: int = GANTT_WIDTH) -> str:
@@ -110,11 +108,9 @@ def _bar(start: float, end: float, horizon: float, width: int = GANTT_WIDTH) -> 
 
 def render_batch(data: dict[str, Any]) -> None:
     """Totals, the per-job plan, and a Gantt-like table per resource (rich)."""
-    from rich.table import Table
-
     c = console()
     s = data["solver"]
-    if data["status"] == "infeasible":
+    if data["status"] == Status.INFEASIBLE:
         expl = data.get("explanation") or {}
         c.print(f"[red]infeasible[/red]: {expl.get('message', 'no plan meets the constraints')}")
         for f in expl.get("fixes", []):
@@ -127,7 +123,7 @@ def render_batch(data: dict[str, Any]) -> None:
             f"{_money(br['owned'])}, reservations {_money(br['reservations'])}"
             + (f", dropped value {_money(br['dropped_value'])}" if br["dropped_value"] else "")
             + f"); CP-SAT {s.get('wall_s', 0):.2f} s, {s.get('model_rows')} rows, gap "
-            f"{gap:.2%}, time step {s.get('time_unit_hours', 0) * 60:g} min")
+            f"{gap:.2%}, time step {s.get('time_unit_hours', 0) * MINUTES_PER_HOUR:g} min")
     table = Table(title="Jobs")
     for col in ("job", "plan", "GPUs", "start d", "end d", "deadline d", "cost"):
         table.add_column(col, justify="left" if col in ("job", "plan") else "right")
@@ -154,7 +150,7 @@ def render_batch(data: dict[str, Any]) -> None:
         gantt = Table(title=title, title_justify="left")
         gantt.add_column("job")
         gantt.add_column("use", justify="right")
-        gantt.add_column(f"0 … {horizon / 24:g} days", no_wrap=True)
+        gantt.add_column(f"0 … {horizon / HOURS_PER_DAY:g} days", no_wrap=True)
         for j in sorted(members, key=lambda j: j["start_hour"]):
             n = j["instances"]
             unit = res["unit"] if res is not None else "GPUs"
@@ -167,13 +163,11 @@ def render_batch(data: dict[str, Any]) -> None:
 
 
 def _days(hours: float | None) -> str:
-    return "-" if hours is None else f"{hours / 24:.2f}"
+    return "-" if hours is None else f"{hours / HOURS_PER_DAY:.2f}"
 
 
 def plot_schedule(data: dict[str, Any], path: Path) -> None:
     """One bar per job from start to end, grouped and coloured by resource, with deadlines."""
-    from optimizer.cli.plot import _pyplot, save_figure
-
     plt = _pyplot()
     jobs = [j for j in data["jobs"] if j["status"] == "scheduled"]
     jobs.sort(key=lambda j: (j["resources"][0], j["start_hour"]))
@@ -181,14 +175,14 @@ def plot_schedule(data: dict[str, Any], path: Path) -> None:
     colours = {lab: plt.get_cmap("tab10")(i % 10) for i, lab in enumerate(labels)}
     fig, ax = plt.subplots(figsize=(10, 0.4 * len(jobs) + 1.5))
     for y, j in enumerate(jobs):
-        start, end = j["start_hour"] / 24, j["end_hour"] / 24
+        start, end = j["start_hour"] / HOURS_PER_DAY, j["end_hour"] / HOURS_PER_DAY
         ax.barh(y, end - start, left=start, color=colours[j["resources"][0]], alpha=0.85)
         ax.text(end, y, f" {j['gpus']}× {j['gpu']}", va="center", fontsize=7)
         if j.get("deadline_hour") is not None:
-            ax.plot([j["deadline_hour"] / 24] * 2, [y - 0.4, y + 0.4], color="red", lw=1)
+            ax.plot([j["deadline_hour"] / HOURS_PER_DAY] * 2, [y - 0.4, y + 0.4], color="red", lw=1)
     ax.set_yticks(range(len(jobs)), [j["name"] for j in jobs], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlim(0, data["horizon_hours"] / 24)
+    ax.set_xlim(0, data["horizon_hours"] / HOURS_PER_DAY)
     ax.set_xlabel("days (red tick: deadline)")
     ax.set_title(f"batch schedule — total ${data['total_cost_usd']:,.0f} ({data['status']})")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[lab]) for lab in labels]

@@ -8,10 +8,21 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_batch_synth import (RTX4090, brute_force, candidate, offering, owned_resource,
-                              quota_resource, reservation_resource)
+from test_batch_synth import (
+    RTX4090,
+    brute_force,
+    candidate,
+    offering,
+    owned_resource,
+    quota_resource,
+    reservation_resource,
+)
 
-from optimizer.solve.batch.model import BatchProblem, JobSpec, TimeGrid, solve_batch, validate_batch
+from optimizer.errors import Status
+from optimizer.solve.batch.grid import TimeGrid
+from optimizer.solve.batch.problem import BatchProblem, JobSpec
+from optimizer.solve.batch.solve import solve_batch
+from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolverConfig
 
@@ -59,9 +70,9 @@ def test_cp_sat_optimum_equals_brute_force(batch: tuple[list[JobSpec], list, flo
     problem = BatchProblem.build(specs, resources, horizon, GRID)
     result = solve_batch(problem, CONFIG, explain=False)
     if expected is None:
-        assert result.status == "infeasible"
+        assert result.status == Status.INFEASIBLE
         return
-    assert result.status == "optimal"
+    assert result.status == Status.OPTIMAL
     assert validate_batch(result) == []
     objective = sum(to_cents(s.row.candidate.cost_usd) for s in result.jobs if s.row) + sum(
         n * problem.resources[k].commitment_cents for k, n in result.reserved.items()) + sum(

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer.inputs.jobs.batch import batch_from_dict, load_batch
 from optimizer.cli import app
 from optimizer.errors import ConfigError
+from optimizer.inputs.jobs.batch import batch_from_dict, load_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "batch_12_finetunes.toml"

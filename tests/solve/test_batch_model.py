@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import pytest
-from test_batch_synth import (RTX4090, candidate, offering, owned_resource, quota_resource,
-                              reservation_resource)
+from test_batch_synth import (
+    RTX4090,
+    candidate,
+    offering,
+    owned_resource,
+    quota_resource,
+    reservation_resource,
+)
 
-from optimizer.errors import ConfigError
-from optimizer.solve.batch.model import (BatchProblem, JobSpec, TimeGrid, greedy_schedule,
-                                   solve_batch, validate_batch)
+from optimizer.errors import ConfigError, Status
+from optimizer.solve.batch.grid import TimeGrid
+from optimizer.solve.batch.hints import greedy_schedule
+from optimizer.solve.batch.problem import BatchProblem, JobSpec
+from optimizer.solve.batch.solve import solve_batch
+from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.solver import SolverConfig
 
 GRID = TimeGrid(1.0)
@@ -40,7 +49,7 @@ def test_sharing_two_jobs_split_between_owned_box_and_cloud() -> None:
         r = solve_batch(BatchProblem.build([alone], resources, 20, GRID), CONFIG)
         assert _plan(r)[alone.name][0] == "box"
     result = solve_batch(BatchProblem.build([a, b], resources, 20, GRID), CONFIG)
-    assert result.status == "optimal"
+    assert result.status == Status.OPTIMAL
     assert result.total_cost_usd == pytest.approx(87.24)
     assert _plan(result) == {"A": ("box", 0.0), "B": ("h100", 0.0)}
     assert validate_batch(result) == []
@@ -121,7 +130,7 @@ def test_identical_jobs_with_symmetry_breaking_keep_the_optimum() -> None:
     cands = [candidate(box, 1, 2, 1.0), candidate(cloud, 1, 2, 15.0)]
     jobs = [JobSpec(f"j{i}", cands, 0, 6, penalty_usd=10.0) for i in range(5)]
     r = solve_batch(BatchProblem.build(jobs, [owned_resource(box, 1)], 6, GRID), CONFIG)
-    assert r.status == "optimal"
+    assert r.status == Status.OPTIMAL
     assert r.solver["objective_usd"] == pytest.approx(23.0)
     assert [s.row is None for s in r.jobs].count(True) == 2
     assert validate_batch(r) == []
@@ -151,7 +160,7 @@ def test_infeasible_batch_names_the_conflict_and_the_cheapest_fixes() -> None:
     b = JobSpec("B", [candidate(box, 1, 6, 6.0), candidate(cloud, 1, 3, 30.0)], 0, 10)
     res = [owned_resource(box, 1), quota_resource("quoted", 2)]
     r = solve_batch(BatchProblem.build([a, b], res, 12, GRID), CONFIG)
-    assert r.status == "infeasible" and r.jobs == []
+    assert r.status == Status.INFEASIBLE and r.jobs == []
     e = r.explanation
     assert e is not None
     assert sorted(e.conflict) == ["capacity:owned#0", "capacity:quota#0", "deadline:A",
@@ -172,7 +181,7 @@ def test_a_job_that_cannot_fit_the_horizon_is_named_without_solving() -> None:
     box = offering("box", "owned", "owned", gpu=RTX4090, max_instances=1)
     slow = JobSpec("slow", [candidate(box, 1, 30, 30.0)], 0, None)
     r = solve_batch(BatchProblem.build([slow], [owned_resource(box, 1)], 24, GRID), CONFIG)
-    assert r.status == "infeasible"
+    assert r.status == Status.INFEASIBLE
     assert r.explanation is not None and "slow" in r.explanation.message
     assert "30.0 h" in r.explanation.message
 

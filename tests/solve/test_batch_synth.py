@@ -9,16 +9,19 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
+from optimizer.errors import Status
 from optimizer.inputs.gpus import load_gpus
 from optimizer.model.memory import MemoryBreakdown
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import StepTime
-from optimizer.solve.batch.model import (BatchProblem, BatchResult, JobSpec, Resource, ScheduledJob,
-                                   TimeGrid, choose_time_grid, validate_batch)
-from optimizer.pricing.offering import Offering
-from optimizer.solve.train.enumerate import Candidate
+from optimizer.pricing.offering import Offering, cost_usd
+from optimizer.solve.batch.grid import TimeGrid, choose_time_grid
+from optimizer.solve.batch.problem import BatchProblem, BatchResult, JobSpec, Resource, ScheduledJob
+from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import to_cents
+from optimizer.solve.train.enumerate import Candidate
 
 H100 = load_gpus()["H100-80GB"]
 RTX4090 = load_gpus()["RTX4090"]
@@ -34,14 +37,19 @@ def offering(key: str, kind: str = "cloud", provider: str = "p", gpus: int = 8,
                     usd_per_hour=usd_per_hour, max_instances=max_instances)
 
 
-def candidate(off: Offering, instances: int, hours: float, cost_usd: float) -> Candidate:
-    """A candidate row with a placeholder layout, memory and step (only hours/cost matter)."""
+def candidate(off: Offering, instances: int, hours: float, usd: float) -> Candidate:
+    """A candidate row costing `usd` for `hours`, with a placeholder layout, memory and step.
+
+    The offering is repriced (same key) so that `cost_usd(offering, instances, hours)` is `usd`:
+    the batch planner prices every row with the one cost function and validate_batch checks it.
+    """
     step = StepTime(time_s=1.0, compute_s=1.0, communication_s=0.0, bubble_s=0.0,
                     tokens_per_s=1.0, tokens_per_s_per_gpu=1.0, mfu=0.5, hfu=0.5,
                     efficiency=0.5, calibrated=False)
-    return Candidate(off, instances, Layout(dp=instances * off.gpus_per_instance),
+    priced = replace(off, usd_per_hour=usd / (instances * hours))
+    return Candidate(priced, instances, Layout(dp=instances * off.gpus_per_instance),
                      MemoryBreakdown(1, 1, 1, 1, 0, 1), step, steps=1, hours=hours,
-                     cost_usd=cost_usd)
+                     cost_usd=cost_usd(priced, instances, hours).total_usd)
 
 
 def owned_resource(off: Offering, boxes: int, key: str = "owned#0") -> Resource:
@@ -56,8 +64,11 @@ def quota_resource(provider: str, max_gpus: int, gpu_id: str = "H100-80GB",
 
 def reservation_resource(off: Offering, max_instances: int, commitment_usd: float,
                          key: str = "reservation#0") -> Resource:
+    """A reservation whose commitment is `commitment_usd` per reserved instance (priced by
+    cost_usd of a one-hour term at that rate)."""
+    term = replace(off, usd_per_hour=commitment_usd, commitment_hours=1.0)
     return Resource(key, "reservation", f"reserved {off.key}", max_instances, "instances",
-                    offering_key=off.key, commitment_usd=commitment_usd)
+                    offering_key=off.key, commitment=term, commitment_h=1.0)
 
 
 def brute_force(specs: Sequence[JobSpec], resources: Sequence[Resource], horizon_h: float,
@@ -86,7 +97,7 @@ def brute_force(specs: Sequence[JobSpec], resources: Sequence[Resource], horizon
         if best is not None and base >= best:
             break  # sorted by base cost; reservations only add
         windows = []
-        for s, (_, c) in zip(specs, combo):
+        for s, (_, c) in zip(specs, combo, strict=True):
             if c is None:
                 windows.append(None)
                 continue
@@ -99,7 +110,7 @@ def brute_force(specs: Sequence[JobSpec], resources: Sequence[Resource], horizon
         for starts in itertools.product(*ranges):
             use = {r.key: [0] * max(horizon, 1) for r in res}
             ok = True
-            for w, t in zip(windows, starts):
+            for w, t in zip(windows, starts, strict=True):
                 if w is None:
                     continue
                 c, d, _ = w
@@ -153,16 +164,16 @@ def test_validate_batch_catches_overlap_deadline_and_cost() -> None:
              JobSpec("b", [candidate(box, 1, 3, 3)])]
     p = BatchProblem.build(specs, [owned_resource(box, 1)], 8, TimeGrid(1.0))
     ja, jb = p.jobs
-    good = BatchResult("optimal", p, [ScheduledJob(ja, ja.rows[0], 0, 1.0),
+    good = BatchResult(Status.OPTIMAL, p, [ScheduledJob(ja, ja.rows[0], 0, 1.0),
                                       ScheduledJob(jb, jb.rows[0], 3, 1.0)])
     assert validate_batch(good) == []
-    overlap = BatchResult("optimal", p, [ScheduledJob(ja, ja.rows[0], 0, 1.0),
+    overlap = BatchResult(Status.OPTIMAL, p, [ScheduledJob(ja, ja.rows[0], 0, 1.0),
                                          ScheduledJob(jb, jb.rows[0], 2, 1.0)])
     assert any("in use" in e for e in validate_batch(overlap))
-    late = BatchResult("optimal", p, [ScheduledJob(ja, ja.rows[0], 3, 1.0),
+    late = BatchResult(Status.OPTIMAL, p, [ScheduledJob(ja, ja.rows[0], 3, 1.0),
                                       ScheduledJob(jb, jb.rows[0], 0, 1.0)])
     assert any("after its limit" in e for e in validate_batch(late))
-    missing = BatchResult("optimal", p, [ScheduledJob(ja, ja.rows[0], 0, 1.0),
+    missing = BatchResult(Status.OPTIMAL, p, [ScheduledJob(ja, ja.rows[0], 0, 1.0),
                                          ScheduledJob(jb, None, None, 1.0)])
     assert any("required job left out" in e for e in validate_batch(missing))
 

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
+from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["BatchJob", "Quota", "Reservation", "Capacity", "BatchFile", "batch_from_dict",
            "load_batch"]
@@ -77,7 +78,7 @@ class BatchJob(Job):
         """Earliest start in hours from the start of the horizon."""
         if self.release_hours is not None:
             return self.release_hours
-        return (self.release_days or 0.0) * 24.0
+        return (self.release_days or 0.0) * HOURS_PER_DAY
 
 
 class Quota(BaseModel):
@@ -143,7 +144,7 @@ class Capacity(BaseModel):
     def horizon_h(self) -> float:
         """Planning horizon in hours."""
         return self.horizon_hours if self.horizon_hours is not None \
-            else float(self.horizon_days or 0.0) * 24.0
+            else float(self.horizon_days or 0.0) * HOURS_PER_DAY
 
 
 class BatchFile(BaseModel):

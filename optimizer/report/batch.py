@@ -1,0 +1,101 @@
+"""The JSON contract of batch results: `ccopt batch --json` (DESIGN.md, plus extra fields)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optimizer.report.train import plan_dict
+from optimizer.solve.batch.problem import BatchResult, Explanation, JobRows, ScheduledJob
+
+__all__ = ["usage_profile", "batch_dict"]
+
+
+def usage_profile(result: BatchResult, key: str) -> list[list[float]]:
+    """[[from_hour, to_hour, level], ...] of a resource, where the level changes."""
+    res = result.problem.resources[key]
+    spans = [(s.start_h or 0.0, s.slot_end_h or 0.0, res.demand(s.row.candidate.offering,
+                                                                s.row.candidate.instances))
+             for s in result.jobs if s.row is not None]
+    spans = [sp for sp in spans if sp[2]]
+    times = sorted({t for a, b, _ in spans for t in (a, b)})
+    out: list[list[float]] = []
+    for a, b in zip(times, times[1:], strict=False):
+        level = sum(d for s, e, d in spans if s <= a < e)
+        if out and out[-1][2] == level and out[-1][1] == a:
+            out[-1][1] = b
+        elif level:
+            out.append([round(a, 2), round(b, 2), level])
+    return out
+
+
+def _job_dict(result: BatchResult, job: JobRows, s: ScheduledJob | None) -> dict[str, Any]:
+    """One job: its plan fields and slot when scheduled, else dropped/unplanned."""
+    spec = job.spec
+    entry: dict[str, Any] = {"name": job.name}
+    if s is not None and s.row is not None:
+        entry.update(plan_dict(s.row.candidate, spec.job))
+        entry.update(status="scheduled", start_hour=round(s.start_h or 0.0, 2),
+                     end_hour=round(s.end_h or 0.0, 2),
+                     slot_end_hour=round(s.slot_end_h or 0.0, 2),
+                     resources=[result.problem.resources[k].label for k, _ in s.row.usage]
+                     or ["cloud (no quota)"])
+    else:
+        entry.update(status="dropped" if s is not None else "unplanned",
+                     start_hour=None, end_hour=None)
+    entry.update(model=spec.model_name, release_hour=round(spec.release_h, 2),
+                 deadline_hour=spec.deadline_h, priority=spec.priority,
+                 value_usd=spec.penalty_usd, candidates=len(job.rows))
+    return entry
+
+
+def _resource_dicts(result: BatchResult) -> list[dict[str, Any]]:
+    """Each shared resource with its capacity, reservation size and usage over time."""
+    out = []
+    for key, res in result.problem.resources.items():
+        item: dict[str, Any] = {"key": key, "kind": res.kind, "label": res.label,
+                                "capacity": res.capacity, "unit": res.unit}
+        if res.kind == "reservation":
+            item.update(reserved=result.reserved.get(key, 0),
+                        commitment_usd_per_instance=round(res.commitment_usd, 2))
+        profile = usage_profile(result, key) if result.jobs else []
+        item.update(peak=max((p[2] for p in profile), default=0), usage=profile)
+        out.append(item)
+    return out
+
+
+def _explanation_dict(expl: Explanation | None) -> dict[str, Any] | None:
+    if expl is None:
+        return None
+    return {"conflict": expl.conflict, "labels": expl.labels, "message": expl.message,
+            "fixes": [{"requirement": f.requirement, "change": f.change,
+                       "total_cost_usd": f.total_cost_usd, "detail": f.detail}
+                      for f in expl.fixes]}
+
+
+def batch_dict(result: BatchResult) -> dict[str, Any]:
+    """A BatchResult in the `ccopt batch --json` contract of DESIGN.md (plus extra fields).
+
+    Args:
+        result: what solve_batch / plan_batch returned.
+
+    Returns:
+        status, total_cost_usd (None when nothing is planned), cost_breakdown_usd, jobs (plan
+        fields + start_hour/end_hour), dropped, resources, explanation, notes, solver.
+    """
+    problem = result.problem
+    by_name = {s.name: s for s in result.jobs}
+    return {
+        "status": result.status,
+        "total_cost_usd": round(result.total_cost_usd, 2) if result.jobs else None,
+        "cost_breakdown_usd": {"cloud": round(result.cloud_usd, 2),
+                               "owned": round(result.owned_usd, 2),
+                               "reservations": round(result.reservation_usd, 2),
+                               "dropped_value": round(result.dropped_value_usd, 2)},
+        "horizon_hours": problem.horizon_h,
+        "jobs": [_job_dict(result, job, by_name.get(job.name)) for job in problem.jobs],
+        "dropped": [s.name for s in result.jobs if s.row is None],
+        "resources": _resource_dicts(result),
+        "explanation": _explanation_dict(result.explanation),
+        "notes": problem.notes,
+        "solver": result.solver,
+    }

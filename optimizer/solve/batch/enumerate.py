@@ -1,0 +1,196 @@
+"""A batch file as a BatchProblem: shared resources from [capacity], candidates per job.
+
+Typed catalog rows (`optimizer.pricing.catalog.load_offering_rows`) in; every Offering is made
+by `optimizer.pricing.offerings` and priced by `optimizer.pricing.offering.cost_usd`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from optimizer.errors import ConfigError, did_you_mean
+from optimizer.inputs.calibration import assumptions_for_job
+from optimizer.inputs.gpus import resolve_gpu_id
+from optimizer.inputs.jobs.batch import BatchFile, BatchJob, Quota, Reservation
+from optimizer.pricing.offering import Offering
+from optimizer.pricing.offerings import cloud_offering, hardware_offerings, job_offerings
+from optimizer.pricing.schema import OfferingRow
+from optimizer.solve.batch.problem import BatchProblem, JobSpec, Resource
+from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
+
+__all__ = ["reservation_resource", "quota_resource", "owned_resources", "build_problem"]
+
+
+def _pick_reservation_row(rows: Sequence[OfferingRow], r: Reservation, i: int) -> OfferingRow:
+    """The cheapest catalog row (per GPU-hour) matching a [[capacity.reservation]] entry.
+
+    Raises:
+        ConfigError: no row of that provider, instance, GPU or region in that pricing model.
+    """
+    where = f"capacity.reservation[{i}]"
+    priced = [row for row in rows if row.pricing_model == r.pricing]
+    mine = [row for row in priced if row.provider.lower() == r.provider.lower()]
+    if not mine:
+        providers = sorted({row.provider for row in priced})
+        raise ConfigError(f"{where}.provider: no {r.pricing} offerings from "
+                          f"{r.provider!r}{did_you_mean(r.provider, providers)} "
+                          f"Providers with {r.pricing}: {', '.join(providers)}")
+    if r.instance is not None:
+        picked = [row for row in mine if row.instance_type.lower() == r.instance.lower()]
+        if not picked:
+            allowed = sorted({row.instance_type for row in mine})
+            raise ConfigError(f"{where}.instance: {r.instance!r} has no {r.pricing} row at "
+                              f"{r.provider}{did_you_mean(r.instance, allowed)} "
+                              f"Allowed: {', '.join(allowed)}")
+    else:
+        gpu = resolve_gpu_id(r.gpu or "", f"{where}.gpu")
+        picked = [row for row in mine if row.gpu_id == gpu]
+        if not picked:
+            raise ConfigError(f"{where}.gpu: no {r.pricing} {gpu} at {r.provider}; GPUs: "
+                              f"{', '.join(sorted({row.gpu_id for row in mine}))}")
+    if r.region is not None:
+        picked = [row for row in picked if row.region.lower() == r.region.lower()]
+        if not picked:
+            raise ConfigError(f"{where}.region: {r.region!r} not offered")
+    return min(picked, key=lambda row: (row.usd_per_gpu_hour, row.instance_type, row.region))
+
+
+def reservation_resource(rows: Sequence[OfferingRow], r: Reservation, i: int,
+                         horizon_h: float) -> tuple[Offering, Resource]:
+    """The offering jobs run on and the resource it draws from, for one reservation.
+
+    Jobs on a reservation pay nothing per hour (`usd_per_hour=0`, no term of their own): the
+    commitment is billed once for all of them, R × the row's price over the whole term
+    (`bill = "term"`, the row's commitment_hours) or over the horizon (`bill = "horizon"`),
+    by `cost_usd(commitment, R, horizon_h)` — R is a solver variable, not a job's choice.
+
+    Raises:
+        ConfigError: no matching row, or a horizon longer than the term.
+    """
+    row = _pick_reservation_row(rows, r, i)
+    if horizon_h > row.commitment_hours:
+        raise ConfigError(f"capacity.reservation[{i}]: the horizon ({horizon_h:g} h) is longer "
+                          f"than the {r.pricing} term ({float(row.commitment_hours):g} h)")
+    key = f"reservation#{i}"
+    run_on = cloud_offering(row, key_prefix=f"{key}/", kind="reserved", usd_per_hour=0.0,
+                            max_instances=r.max_instances, reservation_prepaid=True)
+    commitment = cloud_offering(row, key_prefix=f"{key}/", kind="reserved",
+                                reservation_prepaid=r.bill == "horizon")
+    label = f"reserved {row.provider} {row.instance_type} ({r.pricing}, bill {r.bill})"
+    return run_on, Resource(key, "reservation", label, r.max_instances, "instances",
+                            offering_key=run_on.key, commitment=commitment,
+                            commitment_h=horizon_h)
+
+
+def quota_resource(rows: Sequence[OfferingRow] | None, q: Quota, i: int) -> Resource:
+    """A [[capacity.quota]] entry (provider spelled as in the catalog when one is given).
+
+    Raises:
+        ConfigError: an unknown GPU, or a provider absent from the catalog.
+    """
+    gpu = resolve_gpu_id(q.gpu, f"capacity.quota[{i}].gpu")
+    providers = sorted({row.provider for row in rows}) if rows is not None else []
+    if rows is not None and q.provider.lower() not in {p.lower() for p in providers}:
+        raise ConfigError(f"capacity.quota[{i}].provider: unknown {q.provider!r}"
+                          f"{did_you_mean(q.provider, providers)} Allowed: {', '.join(providers)}")
+    provider = next((p for p in providers if p.lower() == q.provider.lower()), q.provider)
+    where = f" {q.region}" if q.region else ""
+    return Resource(f"quota#{i}", "quota", f"quota {provider} {gpu}{where}", q.max_gpus, "GPUs",
+                    provider=provider, gpu_id=gpu, region=q.region)
+
+
+def owned_resources(owned: Sequence[Offering]) -> list[Resource]:
+    """One resource per owned-box offering: its boxes."""
+    return [Resource(f"owned#{i}", "owned", f"owned {off.instance}", int(off.max_instances or 1),
+                     "boxes", offering_key=off.key) for i, off in enumerate(owned)]
+
+
+def _job_offerings(job: BatchJob, rows: Sequence[OfferingRow] | None, quotas: Sequence[Resource],
+                   quota_only: bool, owned: Sequence[Offering],
+                   reserved: Sequence[Offering]) -> list[Offering]:
+    """What one job may run on: the catalog under its filters (only under a quota with
+    `quota_only`), the owned boxes and the reservations of its GPU types and providers."""
+    c = job.constraints
+    allowed = {resolve_gpu_id(g, "constraints.gpus") for g in c.gpus} if c.gpus else None
+    provs = {p.lower() for p in c.providers} if c.providers else None
+    cloud = job_offerings(rows, c, (), ()) if rows is not None else []
+    if quota_only:
+        cloud = [o for o in cloud if any(q.demand(o, 1) for q in quotas)]
+    return cloud + [o for o in owned if allowed is None or o.gpu_id in allowed] + [
+        o for o in reserved if (allowed is None or o.gpu_id in allowed)
+        and (provs is None or o.provider.lower() in provs)]
+
+
+def _enumerate_job(job: BatchJob, offerings: Sequence[Offering], horizon_h: float,
+                   base_dir: Path | None, cache: dict[str, PreparedJob]) -> PreparedJob:
+    """The job's candidates against the horizon (not its deadline, so a deadline can be
+    relaxed when explaining); jobs with the same model, workload and filters share one."""
+    window_h = horizon_h - job.release_h
+    if window_h <= 0:
+        raise ConfigError(f"job {job.name!r}: release (hour {job.release_h:g}) is not "
+                          f"before the horizon ({horizon_h:g} h)")
+    c = job.constraints
+    enum_job = job.model_copy(update={"constraints": c.model_copy(
+        update={"deadline_days": None, "deadline_hours": window_h, "budget_usd": None})})
+    key = "|".join([enum_job.model.model_dump_json(), enum_job.workload.model_dump_json(),
+                    enum_job.constraints.model_dump_json(),
+                    enum_job.assumptions.model_dump_json(),
+                    enum_job.calibration.model_dump_json() if enum_job.calibration else "",
+                    ",".join(o.key for o in offerings)])
+    if key not in cache:
+        model = job.model.resolve(base_dir)
+        cache[key] = prepare_from_offerings(enum_job, model, offerings,
+                                            assumptions_for_job(job, model))
+    return cache[key]
+
+
+def build_problem(batch: BatchFile, rows: Sequence[OfferingRow] | None = None,
+                  base_dir: Path | None = None) -> BatchProblem:
+    """Candidates of every job of a BatchFile over the batch's offerings, on a time grid.
+
+    Args:
+        batch: the validated batch file.
+        rows: the price catalog as typed rows (None: no cloud, no reservations).
+        base_dir: where relative model paths (hf_config) are resolved.
+
+    Returns:
+        The problem, with notes on what is billed how and the enumeration time.
+
+    Raises:
+        ConfigError: unknown provider/GPU/instance in [capacity], bad owned-box overrides.
+    """
+    cap = batch.capacity
+    horizon_h = cap.horizon_h
+    t0 = time.perf_counter()
+    owned = hardware_offerings(cap.owned, [])
+    resources = owned_resources(owned)
+    if cap.reservation and rows is None:
+        raise ConfigError("capacity.reservation needs the price catalog (cloud prices)")
+    reserved: list[Offering] = []
+    for i, r in enumerate(cap.reservation):
+        off, res = reservation_resource(rows or (), r, i, horizon_h)
+        reserved.append(off)
+        resources.append(res)
+    quotas = [quota_resource(rows, q, i) for i, q in enumerate(cap.quota)]
+    resources.extend(quotas)
+    cache: dict[str, PreparedJob] = {}
+    specs: list[JobSpec] = []
+    for job in batch.job:
+        offs = _job_offerings(job, rows, quotas, cap.quota_only, owned, reserved)
+        prep = _enumerate_job(job, offs, horizon_h, base_dir, cache)
+        c = job.constraints
+        specs.append(JobSpec(job.name, prep.table.candidates, job.release_h, c.deadline_h,
+                             job.value_usd if job.droppable else None, job.priority,
+                             c.budget_usd, job, prep.model.name, prep.table.rejected))
+    problem = BatchProblem.build(specs, resources, horizon_h, name=batch.name)
+    problem.enumerate_s = time.perf_counter() - t0
+    if cap.quota_only:
+        problem.notes.append("cloud: only (provider, GPU) pairs with a quota are used")
+    for r in resources:
+        if r.kind == "reservation":
+            problem.notes.append(f"{r.label}: ${r.commitment_usd:,.0f} per reserved instance")
+    problem.notes.append("owned boxes: power per busy box-hour (capital only with "
+                         "charge_capital = true)")
+    return problem

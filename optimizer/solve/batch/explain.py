@@ -1,0 +1,175 @@
+"""Why a batch is infeasible: the requirements in conflict and the cheapest single fixes.
+
+One assumption literal per deadline and per capacity (CP-SAT
+``sufficient_assumptions_for_infeasibility``), the core shrunk by deletion, and each member
+relaxed alone by as little as possible and the batch re-solved for the cost of that fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from optimizer.errors import SolverError, Status
+from optimizer.solve.batch.model import (
+    ASSUME,
+    MINIMISE,
+    BatchVars,
+    build_model,
+    capacity_req,
+    deadline_req,
+    read_plan,
+)
+from optimizer.solve.batch.problem import EPS_H, BatchProblem, BatchResult, Explanation, Fix
+from optimizer.solve.cpsat.solver import SolverConfig, solve
+from optimizer.units import hours_to_days
+
+__all__ = ["trivially_infeasible", "explain_infeasible"]
+
+#: what raising each kind of resource is called in a fix
+_RAISE = {"quota": "raise", "owned": "grow", "reservation": "raise the maximum of"}
+
+
+def trivially_infeasible(problem: BatchProblem) -> Explanation | None:
+    """A required job with no row that fits [release, horizon]: no solver needed."""
+    for job in problem.jobs:
+        if job.rows or job.penalty_cents is not None:
+            continue
+        spec = job.spec
+        window_h = problem.horizon_h - spec.release_h
+        if spec.candidates:
+            fastest = min(spec.candidates, key=lambda c: (c.hours, c.cost_usd))
+            why = (f"its fastest plan needs {fastest.hours:,.1f} h ({fastest.gpus}× "
+                   f"{fastest.offering.gpu_id}, {fastest.offering.provider}) but only "
+                   f"{window_h:,.1f} h remain between its release and the horizon")
+            if spec.budget_usd is not None and all(c.cost_usd > spec.budget_usd
+                                                   for c in spec.candidates):
+                why = f"no plan fits its budget (${spec.budget_usd:,.0f})"
+        elif spec.rejected:
+            first = sorted(spec.rejected.items())[:3]
+            why = "nothing fits: " + "; ".join(f"{k}: {r}" for k, r in first)
+        else:
+            why = "no offering matches its filters (gpus, providers, regions, pricing, quotas)"
+        return Explanation([f"job:{job.name}"], [f"job {job.name!r}"],
+                           f"job {job.name!r} cannot run at all: {why}")
+    return None
+
+
+def _requirements(problem: BatchProblem) -> list[str]:
+    reqs = [deadline_req(j) for j in problem.jobs if j.due < problem.horizon]
+    return reqs + [capacity_req(k) for k in problem.resources]
+
+
+def _label(problem: BatchProblem, req: str) -> str:
+    kind, _, name = req.partition(":")
+    if kind == "deadline":
+        job = next(j for j in problem.jobs if j.name == name)
+        return f"deadline of {name!r} (day {hours_to_days(job.spec.deadline_h or 0):g})"
+    res = problem.resources[name]
+    if res.kind == "reservation":
+        return f"{res.label}: at most {res.capacity} {res.unit}"
+    return f"{res.label}: {res.capacity} {res.unit}"
+
+
+def _check_config(cfg: SolverConfig) -> SolverConfig:
+    """The time limit of one check or fix: a quarter of the solve's, within [0.5, 5] s."""
+    return replace(cfg, time_limit_s=max(0.5, min(5.0, cfg.time_limit_s / 4)))
+
+
+def _infeasible_with(v: BatchVars, lits: Mapping[str, Any], subset: Sequence[str],
+                     cfg: SolverConfig) -> bool:
+    """True if the requirements `subset` alone are proven to conflict."""
+    v.model.clear_assumptions()
+    v.model.add_assumptions([lits[r] for r in subset])
+    try:
+        return solve(v.model, cfg).status == Status.INFEASIBLE
+    except SolverError:
+        return False  # unknown: keep the requirement in the core
+
+
+def explain_infeasible(problem: BatchProblem, config: SolverConfig | None = None) -> Explanation:
+    """The requirements in conflict (a small core) and the cheapest single fixes.
+
+    Every deadline shorter than the horizon and every capacity gets an assumption literal;
+    CP-SAT names a sufficient subset; each member is dropped in turn if the rest still
+    conflict (deletion filter, so the core is minimal when every check finishes in time).
+    Then each member alone is relaxed by as little as possible (lateness in steps, extra
+    GPUs/boxes/instances) and the batch re-solved for its cost.
+
+    Args:
+        problem: an infeasible batch.
+        config: the solve's configuration; each check gets a quarter of its time limit.
+
+    Returns:
+        The conflict (requirement ids and labels), a message, and the fixes, cheapest first.
+    """
+    cfg = config or SolverConfig()
+    reqs = _requirements(problem)
+    per_check = _check_config(cfg)
+    v = build_model(problem, {r: ASSUME for r in reqs}, objective=False)
+    lits = {r: v.literal[r] for r in reqs if r in v.literal}
+    v.model.add_assumptions(list(lits.values()))
+    try:
+        first = solve(v.model, per_check)
+    except SolverError:
+        first = None
+    by_index = {lit.index: r for r, lit in lits.items()}
+    if first is not None and first.status == Status.INFEASIBLE:
+        core = [by_index[i] for i in first.solver.sufficient_assumptions_for_infeasibility()
+                if i in by_index]
+    else:
+        core = list(lits)
+    core = core or list(lits)
+    for r in list(core):
+        if len(core) > 1 and _infeasible_with(v, lits, [c for c in core if c != r], per_check):
+            core.remove(r)
+    fixes = [f for f in (_relaxed_fix(problem, [r], cfg) for r in core) if f is not None]
+    if not fixes and len(core) > 1:
+        both = _relaxed_fix(problem, core, cfg)
+        fixes = [both] if both else []
+    fixes.sort(key=lambda f: f.total_cost_usd)
+    labels = [_label(problem, r) for r in core]
+    message = "these requirements cannot all hold: " + "; ".join(labels)
+    if fixes:
+        message += f". Cheapest fix: {fixes[0].change} (total ${fixes[0].total_cost_usd:,.2f})"
+    return Explanation(core, labels, message, fixes)
+
+
+def _relaxed_fix(problem: BatchProblem, relax: Sequence[str], cfg: SolverConfig) -> Fix | None:
+    """Relax `relax` as little as possible, then minimise cost; describe the change."""
+    v = build_model(problem, {r: MINIMISE for r in relax})
+    try:
+        res = solve(v.model, _check_config(cfg))
+    except SolverError:
+        return None
+    if res.status == Status.INFEASIBLE:
+        return None
+    s = res.solver
+    jobs, reserved = read_plan(v, problem, res)
+    partial = BatchResult(Status(res.status), problem, jobs, reserved)
+    changes, detail = [], {}
+    for r in relax:
+        kind, _, name = r.partition(":")
+        if kind == "deadline":
+            j = next(k for k, job in enumerate(problem.jobs) if job.name == name)
+            sj = jobs[j]
+            end_h = sj.end_h if sj.end_h is not None else problem.jobs[j].spec.deadline_h or 0
+            old = problem.jobs[j].spec.deadline_h or 0.0
+            if end_h > old + EPS_H:
+                changes.append(f"move the deadline of {name!r} from day {hours_to_days(old):.2f} "
+                               f"to day {hours_to_days(end_h):.2f} (+{end_h - old:.1f} h)")
+            detail[r] = {"job": name, "deadline_hour": old, "needed_hour": round(end_h, 2)}
+        else:
+            res_ = problem.resources[name]
+            if name in v.capacity:
+                new = int(s.value(v.capacity[name]))
+            else:
+                new = reserved.get(name, res_.capacity)
+            if new > res_.capacity:
+                changes.append(f"{_RAISE[res_.kind]} {res_.label} from {res_.capacity} to {new} "
+                               f"{res_.unit}")
+            detail[r] = {"resource": name, "capacity": res_.capacity, "needed": new}
+    if not changes:
+        changes.append("relax " + ", ".join(relax))
+    return Fix(", ".join(relax), "; ".join(changes), round(partial.total_cost_usd, 2), detail)

@@ -1,0 +1,97 @@
+"""Quick schedules without the solver: the greedy hint and the left shift after a solve."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from optimizer.solve.batch.model import BatchVars
+from optimizer.solve.batch.problem import BatchProblem, Row, ScheduledJob
+
+__all__ = ["greedy_schedule", "earliest_start", "add_hints", "left_shift"]
+
+
+def earliest_start(free: Mapping[str, np.ndarray], row: Row, low: int, high: int) -> int | None:
+    """First t in [low, high] with every resource of `row` free enough over [t, t + d)."""
+    if high < low:
+        return None
+    horizon = len(next(iter(free.values()))) if free else high + row.duration
+    ok = np.ones(horizon, dtype=bool)
+    for key, demand in row.usage:
+        ok &= free[key] >= demand
+    run = np.concatenate(([0], np.cumsum(ok)))
+    starts = np.arange(low, high + 1)
+    fits = (run[starts + row.duration] - run[starts]) == row.duration
+    return int(starts[np.argmax(fits)]) if fits.any() else None
+
+
+def greedy_schedule(problem: BatchProblem, rows: Sequence[Sequence[int]]
+                    ) -> list[tuple[int | None, int | None]]:
+    """A quick feasible plan: jobs by deadline, each on its cheapest row (its single-job
+    optimum) that still fits at the earliest start, else the next cheapest; droppable jobs
+    that fit nowhere are dropped. Reservations are not used (R = 0).
+
+    Returns:
+        (row index, start step) per job; (None, None) where nothing fits (a partial hint).
+    """
+    free = {k: np.full(problem.horizon, r.capacity if r.kind != "reservation" else 0,
+                       dtype=np.int64) for k, r in problem.resources.items()}
+    out: list[tuple[int | None, int | None]] = [(None, None)] * len(problem.jobs)
+    order = sorted(range(len(problem.jobs)),
+                   key=lambda j: (problem.jobs[j].due, problem.jobs[j].release, j))
+    for j in order:
+        job = problem.jobs[j]
+        for i in sorted(rows[j], key=lambda i: (job.rows[i].cost_cents, job.rows[i].duration)):
+            row = job.rows[i]
+            t = earliest_start(free, row, job.release, job.due - row.duration)
+            if t is not None:
+                for key, demand in row.usage:
+                    free[key][t:t + row.duration] -= demand
+                out[j] = (i, t)
+                break
+    return out
+
+
+def add_hints(v: BatchVars, problem: BatchProblem) -> None:
+    """Hint the model with the greedy schedule (R = 0 for every reservation)."""
+    plan = greedy_schedule(problem, v.rows)
+    for j, (i, t) in enumerate(plan):
+        if i is None:
+            if v.drop[j] is not None:
+                v.model.add_hint(v.drop[j], 1)
+                for xi in v.x[j]:
+                    v.model.add_hint(xi, 0)
+            continue
+        for xi, k in zip(v.x[j], v.rows[j], strict=True):
+            v.model.add_hint(xi, int(k == i))
+        if v.drop[j] is not None:
+            v.model.add_hint(v.drop[j], 0)
+        v.model.add_hint(v.start[j], t)
+    for r in v.reserve.values():
+        v.model.add_hint(r, 0)
+
+
+def left_shift(problem: BatchProblem, jobs: list[ScheduledJob], reserved: Mapping[str, int]
+               ) -> list[ScheduledJob]:
+    """Phase 2: rows and R kept (so the cost), each job moved to its earliest feasible start.
+
+    Jobs are placed in order of their phase-1 start (higher priority first on ties). A job
+    placed earlier never occupies more of any later time than it did, so each job's phase-1
+    slot stays free and its new start is ≤ the old one: release, deadlines and capacities
+    still hold (validate_batch re-checks).
+    """
+    free = {k: np.full(problem.horizon, reserved.get(k, 0) if r.kind == "reservation" else r.capacity,
+                       dtype=np.int64) for k, r in problem.resources.items()}
+    out = list(jobs)
+    placed = [(j, s, s.row, s.start) for j, s in enumerate(jobs)
+              if s.row is not None and s.start is not None]
+    placed.sort(key=lambda p: (p[3], -p[1].job.spec.priority, p[0]))
+    for j, sj, row, start in placed:
+        t = earliest_start(free, row, sj.job.release, start) if row.usage else sj.job.release
+        t = start if t is None else t
+        for key, demand in row.usage:
+            free[key][t:t + row.duration] -= demand
+        out[j] = replace(sj, start=t)
+    return out

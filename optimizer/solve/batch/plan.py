@@ -1,0 +1,44 @@
+"""Plan a batch end to end: load → enumerate → solve → validate (solve_batch validates)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from optimizer.inputs.jobs.batch import BatchFile, batch_from_dict, load_batch
+from optimizer.inputs.jobs.train import coerce_document
+from optimizer.pricing.catalog import load_offering_rows
+from optimizer.solve.batch.enumerate import build_problem
+from optimizer.solve.batch.problem import BatchResult, ProgressEvent
+from optimizer.solve.batch.solve import solve_batch
+from optimizer.solve.cpsat.solver import SolverConfig
+
+__all__ = ["plan_batch"]
+
+
+def plan_batch(batch: BatchFile | dict[str, Any] | str | Path, *,
+               prices: str | Path | None = None, offline: bool | None = None,
+               config: SolverConfig | None = None,
+               on_progress: Callable[[ProgressEvent], None] | None = None) -> BatchResult:
+    """Plan a batch: a BatchFile, a dict, or the path of a batch TOML file.
+
+    Args:
+        batch: the batch to plan.
+        prices: an offerings CSV instead of the user cache / bundled tables.
+        offline: True forces the bundled tables; None reads CCOPT_OFFLINE.
+        config: solver time limit, workers, seed.
+        on_progress: called with each improving solution.
+
+    Returns:
+        The validated BatchResult (status infeasible with an explanation, not an exception).
+
+    Raises:
+        ConfigError: invalid batch file or [capacity] entry (one line naming the field).
+        CatalogError: the price tables fail validation.
+        SolverError: no solution within the time limit.
+    """
+    batch_file, base_dir = coerce_document(batch, BatchFile, load_batch, batch_from_dict, "batch")
+    rows, _ = load_offering_rows(prices, offline=offline)
+    problem = build_problem(batch_file, rows, base_dir)
+    return solve_batch(problem, config, on_progress=on_progress)

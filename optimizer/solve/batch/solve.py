@@ -1,0 +1,102 @@
+"""Solve a batch: cheapest plan in cents (CP-SAT), then every job as early as that cost allows."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from optimizer.errors import SolverError, Status
+from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
+from optimizer.solve.batch.hints import add_hints, left_shift
+from optimizer.solve.batch.model import build_model, read_plan
+from optimizer.solve.batch.problem import BatchProblem, BatchResult, ProgressEvent
+from optimizer.solve.batch.validate import validate_batch
+from optimizer.solve.cpsat.scale import from_cents
+from optimizer.solve.cpsat.solver import SolverConfig, solve
+
+__all__ = ["ProgressCallback", "solve_batch"]
+
+
+class ProgressCallback(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
+    """Records each improving solution as a ProgressEvent and passes it to `on_progress`."""
+
+    def __init__(self, on_progress: Callable[[ProgressEvent], None] | None = None) -> None:
+        super().__init__()
+        self.on_progress = on_progress
+        self.events: list[ProgressEvent] = []
+
+    def on_solution_callback(self) -> None:
+        event = ProgressEvent(self.wall_time, from_cents(int(self.objective_value)),
+                              from_cents(int(self.best_objective_bound)))
+        self.events.append(event)
+        if self.on_progress is not None:
+            self.on_progress(event)
+
+
+def _elapsed(started: float) -> float:
+    return round(time.perf_counter() - started, 4)
+
+
+def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
+                on_progress: Callable[[ProgressEvent], None] | None = None,
+                compact: bool = True, explain: bool = True) -> BatchResult:
+    """Solve a batch: cheapest plan (cents), then earliest starts at that cost.
+
+    Args:
+        problem: jobs with their rows and the shared resources (BatchProblem.build).
+        config: time limit, workers, seed; the best plan found is returned at the limit,
+            with its optimality gap.
+        on_progress: called with each improving solution (objective and bound in USD).
+        compact: run phase 2 (left_shift: jobs earlier, the cost unchanged).
+        explain: for an infeasible batch, find the conflict and the cheapest fixes.
+
+    Returns:
+        BatchResult (status infeasible with an Explanation instead of raising).
+
+    Raises:
+        SolverError: no solution within the time limit (status UNKNOWN), or an invalid model;
+            or the plan fails validate_batch (a bug).
+    """
+    cfg = config or SolverConfig()
+    started = time.perf_counter()
+    info: dict[str, Any] = {"name": "cp-sat", "jobs": len(problem.jobs),
+                            "rows": sum(len(j.rows) for j in problem.jobs),
+                            "resources": len(problem.resources),
+                            "time_unit_hours": problem.grid.unit_h,
+                            "horizon_steps": problem.horizon,
+                            "enumerate_s": round(problem.enumerate_s, 3)}
+    trivial = trivially_infeasible(problem)
+    if trivial is not None:
+        info.update(status=Status.INFEASIBLE, wall_s=_elapsed(started), proven_optimal=True)
+        return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
+    v = build_model(problem)
+    add_hints(v, problem)
+    info["model_rows"] = sum(len(r) for r in v.rows)
+    callback = ProgressCallback(on_progress)
+    result = solve(v.model, cfg, callback)
+    status = Status(result.status)
+    info.update(status=status, solve_s=round(result.wall_s, 4),
+                proven_optimal=result.proven_optimal)
+    if status == Status.INFEASIBLE:
+        out = BatchResult(status, problem, solver=info, progress=callback.events)
+        if explain:
+            out.explanation = explain_infeasible(problem, cfg)
+        info["wall_s"] = _elapsed(started)
+        return out
+    objective = int(round(result.objective or 0))
+    bound = int(round(result.bound or 0))
+    info.update(objective_usd=from_cents(objective), best_bound_usd=from_cents(bound),
+                gap=round((objective - bound) / max(1, abs(objective)), 6))
+    jobs, reserved = read_plan(v, problem, result)
+    if compact:
+        jobs = left_shift(problem, jobs, reserved)
+    out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events)
+    problems = validate_batch(out)
+    if problems:
+        raise SolverError("internal error, the batch plan breaks a constraint: "
+                          + "; ".join(problems[:5]))
+    info["wall_s"] = _elapsed(started)
+    return out
