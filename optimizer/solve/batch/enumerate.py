@@ -169,8 +169,8 @@ def build_problem(batch: BatchFile, rows: Sequence[OfferingRow] | None = None,
     if cap.reservation and rows is None:
         raise ConfigError("capacity.reservation needs the price catalog (cloud prices)")
     reserved: list[Offering] = []
-    for i, r in enumerate(cap.reservation):
-        off, res = reservation_resource(rows or (), r, i, horizon_h)
+    for i, entry in enumerate(cap.reservation):
+        off, res = reservation_resource(rows or (), entry, i, horizon_h)
         reserved.append(off)
         resources.append(res)
     quotas = [quota_resource(rows, q, i) for i, q in enumerate(cap.quota)]
@@ -188,9 +188,9 @@ def build_problem(batch: BatchFile, rows: Sequence[OfferingRow] | None = None,
     problem.enumerate_s = time.perf_counter() - t0
     if cap.quota_only:
         problem.notes.append("cloud: only (provider, GPU) pairs with a quota are used")
-    for r in resources:
-        if r.kind == "reservation":
-            problem.notes.append(f"{r.label}: ${r.commitment_usd:,.0f} per reserved instance")
+    for res in resources:
+        if res.kind == "reservation":
+            problem.notes.append(f"{res.label}: ${res.commitment_usd:,.0f} per reserved instance")
     problem.notes.append("owned boxes: power per busy box-hour (capital only with "
                          "charge_capital = true)")
     return problem

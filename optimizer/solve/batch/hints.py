@@ -58,7 +58,7 @@ def add_hints(v: BatchVars, problem: BatchProblem) -> None:
     """Hint the model with the greedy schedule (R = 0 for every reservation)."""
     plan = greedy_schedule(problem, v.rows)
     for j, (i, t) in enumerate(plan):
-        if i is None:
+        if i is None or t is None:
             if v.drop[j] is not None:
                 v.model.add_hint(v.drop[j], 1)
                 for xi in v.x[j]:
