@@ -184,8 +184,9 @@ def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = 
           time_limit_s: float = 10.0) -> dict[str, Any]:
     """Cheapest replica mix for a serving job (TOML path, dict or ServeJob), as `ccopt serve
     --json` returns it."""
+    # lazy until the api.py refactor hoists its imports: serve.plan pulls in ortools and the model
     from optimizer.report.serve import serve_json
-    from optimizer.solve.serve.plan import run_serve
+    from optimizer.solve.serve.plan import run_serve  # lazy (see above)
 
     return serve_json(run_serve(job, prices=prices, offline=offline, time_limit_s=time_limit_s))
 
@@ -193,8 +194,9 @@ def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = 
 def serve_compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
                   time_limit_s: float = 10.0) -> dict[str, Any]:
     """Best serving deployment per GPU type."""
+    # lazy until the api.py refactor hoists its imports: serve.plan pulls in ortools and the model
     from optimizer.report.serve import serve_compare_json
-    from optimizer.solve.serve.plan import run_serve_compare
+    from optimizer.solve.serve.plan import run_serve_compare  # lazy (see above)
 
     return serve_compare_json(run_serve_compare(job, prices=prices, offline=offline,
                                                 time_limit_s=time_limit_s))

@@ -6,7 +6,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
+from optimizer.api import serve as run_serve
+from optimizer.api import serve_compare as run_serve_compare
 from optimizer.cli.common import EXIT_INFEASIBLE, console, money, print_json, user_errors
 
 __all__ = ["register", "render_serve", "render_compare"]
@@ -21,8 +24,6 @@ TimeOpt = Annotated[float, Opt("--time-limit", help="Solver time limit, seconds"
 
 def render_serve(data: dict[str, Any]) -> None:
     """Rich rendering of a serve_json answer."""
-    from rich.table import Table
-
     c = console()
     job = data.get("job") or {}
     if data["status"] == "infeasible":
@@ -53,8 +54,6 @@ def render_serve(data: dict[str, Any]) -> None:
 
 def render_compare(data: dict[str, Any]) -> None:
     """Rich table of the best deployment per GPU type."""
-    from rich.table import Table
-
     c = console()
     table = Table(title="Best deployment per GPU type")
     for col in ("gpu", "deployment", "$/h", "$/month", "capacity req/s"):
@@ -84,8 +83,6 @@ def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
     if compare:
         serve_compare(job, json_out, prices, offline, time_limit)
         return
-    from optimizer.api import serve as run_serve
-
     with user_errors():
         data = run_serve(job, prices=prices, offline=True if offline else None,
                          time_limit_s=time_limit)
@@ -100,8 +97,6 @@ def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
 def serve_compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
                   offline: OfflineOpt = False, time_limit: TimeOpt = 10.0) -> None:
     """Best serving deployment per GPU type (and the best mix over all types)."""
-    from optimizer.api import serve_compare as run_serve_compare
-
     with user_errors():
         data = run_serve_compare(job, prices=prices, offline=True if offline else None,
                                  time_limit_s=time_limit)

@@ -8,18 +8,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer.model.setup import PerfAssumptions
-from optimizer.pricing.catalog import load_catalog
 from optimizer.inputs.jobs.serve import serve_job_from_dict
-from optimizer.solve.serve.model import (
-    IntOption,
-    IntProblem,
-    plan_serving,
-    problem_cost_cents,
-    serve_json,
-    solve_problem,
-)
+from optimizer.model.setup import PerfAssumptions
+from optimizer.pricing.catalog import load_offering_rows
+from optimizer.report.serve import serve_json
 from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.serve.model import solve_problem
+from optimizer.solve.serve.plan import plan_serving
+from optimizer.solve.serve.problem import IntOption, IntProblem, problem_cost_cents
 
 CFG = SolverConfig(time_limit_s=5.0, workers=1)
 MAX_COUNT = 7  # ≥ loads (≤ 3 units × 2 buckets) + 1 spare: each replica serves ≥ 1 unit
@@ -135,17 +131,16 @@ def test_more_load_never_costs_less_integer(p, bucket, extra):
 
 
 @pytest.fixture(scope="module")
-def small_frame():
-    frame = load_catalog(offline=True).frame
-    keep = frame["gpu_id"].isin(["L4", "A10G", "H100-80GB"]) & frame["provider"].isin(["aws"]) \
-        & (frame["pricing_model"] == "on_demand")
-    return frame[keep]
+def small_rows():
+    rows = load_offering_rows(offline=True)[0]
+    return [r for r in rows if r.gpu_id in ("L4", "A10G", "H100-80GB") and r.provider == "aws"
+            and r.pricing_model == "on_demand"]
 
 
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.floats(0.2, 30.0), st.floats(1.0, 3.0), st.booleans())
-def test_more_load_never_costs_less_pipeline(small_frame, rps, factor, buckets):
+def test_more_load_never_costs_less_pipeline(small_rows, rps, factor, buckets):
     def cost(load: float) -> float:
         workload = {"kind": "serve", "precision": "fp16", "requests_per_s": load}
         if buckets:
@@ -157,7 +152,7 @@ def test_more_load_never_costs_less_pipeline(small_frame, rps, factor, buckets):
         job = serve_job_from_dict({"model": {"preset": "mistral-7b"}, "workload": workload,
                                    "constraints": {"ttft_s": 2.0, "tpot_ms": 120,
                                                    "redundancy": "n+1"}})
-        out = serve_json(plan_serving(job, small_frame, config=CFG,
+        out = serve_json(plan_serving(job, small_rows, config=CFG,
                                       assumptions=PerfAssumptions()))
         assert out["status"] == "optimal", out["explanation"]
         assert out["plan"]["capacity_requests_per_s"] >= load * 0.999

@@ -10,10 +10,13 @@ from typer.testing import CliRunner
 
 from optimizer.cli import app
 from optimizer.errors import ConfigError
-from optimizer.model.setup import PerfAssumptions
-from optimizer.pricing.catalog import load_catalog
 from optimizer.inputs.jobs.serve import load_serve_job, serve_job_from_dict
-from optimizer.solve.serve.model import IntOption, IntProblem, plan_serving, serve_json, solve_problem
+from optimizer.model.setup import PerfAssumptions
+from optimizer.pricing.catalog import load_offering_rows
+from optimizer.report.serve import serve_compare_json, serve_json
+from optimizer.solve.serve.model import solve_problem
+from optimizer.solve.serve.plan import compare_serving, plan_serving
+from optimizer.solve.serve.problem import IntOption, IntProblem
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("serve_*.toml"))
@@ -37,8 +40,8 @@ def _no_user_state(monkeypatch, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def frame():
-    return load_catalog(offline=True).frame
+def rows():
+    return load_offering_rows(offline=True)[0]
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -127,17 +130,17 @@ def test_infeasible_ttft_names_binding_target(tmp_path):
     assert "nearest fix: ttft_s = " in data["explanation"]
 
 
-def test_infeasible_memory_and_replicas(frame):
+def test_infeasible_memory_and_replicas(rows):
     job = serve_job_from_dict({"model": {"preset": "llama-2-70b"}, "workload": {
         "kind": "serve", "requests_per_s": 1, "prompt_tokens": 512, "output_tokens": 128},
         "constraints": {"gpus": ["T4"]}})
-    out = serve_json(plan_serving(job, frame, assumptions=PerfAssumptions()))
+    out = serve_json(plan_serving(job, rows, assumptions=PerfAssumptions()))
     assert out["status"] == "infeasible" and "fits no allowed instance" in out["explanation"]
     assert "int4" in out["explanation"]
     job = serve_job_from_dict({"model": {"preset": "mistral-7b"}, "workload": {
         "kind": "serve", "requests_per_s": 40, "prompt_tokens": 512, "output_tokens": 256},
         "constraints": {"gpus": ["L4"], "providers": ["gcp"], "max_replicas": 1}})
-    out = serve_json(plan_serving(job, frame, assumptions=PerfAssumptions()))
+    out = serve_json(plan_serving(job, rows, assumptions=PerfAssumptions()))
     assert out["status"] == "infeasible"
     assert "max_replicas = 1 is too few" in out["explanation"]
 
@@ -156,7 +159,7 @@ def test_mix_beats_single_type():
     assert only_b.cost_cents == 200  # 10·30 + 10·10 = 400 time units -> 4 instances
 
 
-def test_bucketed_load_mixes_gpu_types(frame):
+def test_bucketed_load_mixes_gpu_types(rows):
     # 80% short chats, 20% long documents; tight TTFT/TPOT: the cheapest plan mixes H100 and
     # L40S pools and beats the best plan on either GPU type alone
     job = serve_job_from_dict({"name": "mix", "model": {"preset": "llama-3-8b"}, "workload": {
@@ -165,9 +168,7 @@ def test_bucketed_load_mixes_gpu_types(frame):
             {"share": 0.2, "prompt_tokens": 6000, "output_tokens": 500}]},
         "constraints": {"ttft_s": 0.8, "tpot_ms": 60, "providers": ["aws"],
                         "gpus": ["L40S", "H100-80GB"]}})
-    from optimizer.solve.serve.model import compare_serving
-
-    data = compare_serving(job, frame, assumptions=PerfAssumptions())
+    data = serve_compare_json(compare_serving(job, rows, assumptions=PerfAssumptions()))
     best = data["best"]["plan"]
     assert data["best"]["status"] == "optimal"
     assert len({d["gpu"] for d in best["deployments"]}) == 2

@@ -5,28 +5,28 @@ from __future__ import annotations
 import pytest
 
 from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.jobs.serve import Bucket, serve_job_from_dict
 from optimizer.model.memory import GIB, kv_cache_bytes_per_token, serving_weight_bytes
 from optimizer.model.presets import get_preset
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
-from optimizer.pricing.catalog import load_catalog
-from optimizer.inputs.jobs.serve import Bucket, serve_job_from_dict
-from optimizer.solve.serve.model import (
+from optimizer.pricing.catalog import load_offering_rows
+from optimizer.pricing.offering import hourly_usd
+from optimizer.report.serve import serve_json
+from optimizer.solve.serve.options import (
     batch_ladder,
     max_batch_that_fits,
-    plan_serving,
     replica_options,
-    serve_json,
-    serve_offerings,
     tp_degrees,
 )
+from optimizer.solve.serve.plan import plan_serving, serve_offerings
 
 MIB = 2**20
 
 
 @pytest.fixture(scope="module")
-def frame():
-    return load_catalog(offline=True).frame
+def rows():
+    return load_offering_rows(offline=True)[0]
 
 
 def _job(preset: str, **workload) -> dict:
@@ -84,9 +84,9 @@ def test_tp_degrees_divide_instance_and_heads():
     assert tp_degrees(odd, 8) == [1, 2]
 
 
-def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(frame):
+def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(rows):
     job = serve_job_from_dict(_job("llama-2-70b", requests_per_s=2.0))
-    offerings = serve_offerings(frame, job.constraints)
+    offerings = serve_offerings(rows, job.constraints)
     options, rejected, _ = replica_options(get_preset("llama-2-70b"), job.workload,
                                            job.constraints, offerings, PerfAssumptions())
     small = [o for o in options if o.offering.gpu.memory_gib <= 80]
@@ -95,16 +95,16 @@ def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(frame):
     # the plan restricted to 80 GB GPUs uses TP ≥ 2 in every deployment
     data = _job("llama-2-70b", requests_per_s=2.0)
     data["constraints"] = {"gpus": ["H100-80GB", "A100-80GB"]}
-    res = plan_serving(serve_job_from_dict(data), frame, assumptions=PerfAssumptions())
+    res = plan_serving(serve_job_from_dict(data), rows, assumptions=PerfAssumptions())
     out = serve_json(res)
     assert out["status"] == "optimal"
     assert all(d["tp"] >= 2 and d["gpus"] >= 2 for d in out["plan"]["deployments"])
 
 
-def test_int4_7b_plan_on_t4(frame):
+def test_int4_7b_plan_on_t4(rows):
     data = _job("llama-2-7b", precision="awq", requests_per_s=0.5)
     data["constraints"] = {"gpus": ["T4"], "tpot_ms": 200}
-    out = serve_json(plan_serving(serve_job_from_dict(data), frame, assumptions=PerfAssumptions()))
+    out = serve_json(plan_serving(serve_job_from_dict(data), rows, assumptions=PerfAssumptions()))
     assert out["status"] == "optimal"
     dep = out["plan"]["deployments"][0]
     assert dep["gpu"] == "T4" and dep["quantization"] == "int4"
@@ -118,8 +118,8 @@ def test_bought_box_cost_per_served_hour():
     job = serve_job_from_dict({**_job("llama-3-8b", hours_per_day=10),
                                "constraints": {"cloud": False},
                                "hardware": {"buy": [{"gpu": "RTX4090", "max_count": 16}]}})
-    [(off, running, fixed)] = serve_offerings(None, job.constraints, job.hardware.owned,
-                                              job.hardware.buy)
+    [off] = serve_offerings(None, job.constraints, job.hardware.owned, job.hardware.buy)
+    running, fixed = hourly_usd(off)
     assert off.max_instances == 2 and off.gpus_per_instance == 8
     assert running == pytest.approx(0.615, abs=1e-9)
     assert fixed == pytest.approx(14400 / 26280, rel=1e-9)

@@ -1,0 +1,82 @@
+"""The JSON contract of serving results: `ccopt serve --json` and `ccopt serve-compare --json`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optimizer.errors import Status
+from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
+
+__all__ = ["serve_json", "serve_compare_json"]
+
+
+def _r(v: float, digits: int = 4) -> float:
+    return float(f"{v:.{digits}g}")
+
+
+def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
+    o, off = d.option, d.option.offering
+    served = d.served()
+    return {
+        "gpu": off.gpu_id, "gpus": d.gpus, "tp": o.tp, "quantization": quant,
+        "replicas": d.replicas, "provider": off.provider, "instance": off.instance,
+        "pricing": off.pricing, "region": off.region, "instances": d.instances,
+        "gpus_per_instance": off.gpus_per_instance, "batch": o.batch,
+        "usd_per_hour": round(d.usd_per_hour, 4),
+        "usd_per_instance_hour": round(o.usd_per_instance_hour, 4),
+        "requests_per_s": round(sum(d.assigned_rps), 4),
+        "capacity_requests_per_s": round(d.capacity_rps, 4),
+        "requests_per_s_per_replica": [round(r, 4) for r in o.rates],
+        "bucket_requests_per_s": [round(r, 4) for r in d.assigned_rps],
+        "ttft_s": _r(max(p.ttft_s for p in served)),
+        "tpot_ms": _r(max(p.tpot_s for p in served) * 1e3),
+        "e2e_s": _r(max(p.e2e_s for p in served)),
+        "memory_gib": round(max(p.memory_gib for p in served), 2),
+    }
+
+
+def serve_json(result: ServeResult) -> dict[str, Any]:
+    """The `ccopt serve --json` contract (DESIGN.md), with added fields."""
+    w, c = result.workload, result.constraints
+    job = {"name": result.name, "model": result.model.name, "params": result.model.params(),
+           "quantization": w.weight_precision, "load_requests_per_s": _r(result.load_rps),
+           "hours_per_day": w.hours_per_day,
+           "buckets": [b.model_dump() for b in w.request_buckets()],
+           "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},
+           "redundancy_spare_replicas": c.spare_replicas, "headroom_required": c.headroom}
+    out: dict[str, Any] = {"status": str(result.status), "plan": None,
+                           "explanation": result.explanation, "solver": result.solver, "job": job,
+                           "rejected": list(result.rejected)}
+    if result.status == Status.INFEASIBLE:
+        return out
+    deps = [_deployment_json(d, w.weight_precision) for d in result.deployments]
+    out["plan"] = {
+        "deployments": deps,
+        "usd_per_hour": round(result.usd_per_hour, 4),
+        "usd_per_month": round(result.usd_per_month, 2),
+        "capacity_requests_per_s": round(result.capacity_rps, 4),
+        "load_requests_per_s": round(result.load_rps, 4),
+        "headroom": round(result.capacity_rps / result.load_rps - 1, 4)
+        if result.load_rps else None,
+        "ttft_s": max(d["ttft_s"] for d in deps),
+        "tpot_ms": max(d["tpot_ms"] for d in deps),
+        "e2e_s": max(d["e2e_s"] for d in deps),
+        "replicas": sum(d["replicas"] for d in deps),
+        "gpus": sum(d["gpus"] for d in deps),
+        "spare_replicas": c.spare_replicas * len(deps),
+    }
+    return out
+
+
+def serve_compare_json(comparison: ServeComparison) -> dict[str, Any]:
+    """The `ccopt serve-compare --json` contract.
+
+    Returns:
+        {"best": serve_json of the whole job, "per_gpu": {gpu_id: the plan of serve_json
+        ("usd_per_hour", "usd_per_month", "deployments", ...) or {"explanation": ...}}}
+    """
+    per_gpu: dict[str, Any] = {}
+    for gpu, result in comparison.per_gpu.items():
+        data = serve_json(result)
+        per_gpu[gpu] = data["plan"] if data["plan"] else {"explanation": data["explanation"]}
+    return {"best": serve_json(comparison.best), "per_gpu": per_gpu}

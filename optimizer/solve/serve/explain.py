@@ -1,0 +1,101 @@
+"""Why a serving job has no plan: the binding latency target, memory limit or fleet limit.
+
+Each explanation names the target or limit and the nearest feasible change (e.g. "nearest fix:
+ttft_s = 0.35"), from the fastest latencies seen while enumerating the replica options and,
+for a fleet limit, a re-solve without max_replicas.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from optimizer.errors import Status
+from optimizer.inputs.jobs.serve import ServeConstraints, ServeWorkload
+from optimizer.model.memory import serving_weight_bytes
+from optimizer.model.spec import ModelSpec
+from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.serve.model import solve_problem
+from optimizer.solve.serve.options import BestLatency
+from optimizer.solve.serve.problem import IntProblem
+from optimizer.units import GIB
+
+__all__ = ["explain_no_options", "explain_solver_infeasible"]
+
+
+def _shown(v: Any) -> Any:
+    return list(v) if v else "any"
+
+
+def explain_no_options(model: ModelSpec, w: ServeWorkload, c: ServeConstraints,
+                       best: BestLatency, n_offerings: int) -> str:
+    """Why no replica option serves the job: no offering, no memory fit, or a latency target
+    below the fastest option (per bucket, with the nearest fix)."""
+    buckets = w.request_buckets()
+    if n_offerings == 0:
+        return (f"no offering matches the filters (gpus={_shown(c.gpus)}, providers="
+                f"{_shown(c.providers)}, regions={_shown(c.regions)}, pricing={list(c.pricing)}) "
+                "and no [[hardware]] is given; widen the filters")
+    if not best.ttft:  # nothing fits memory at batch 1
+        weights = serving_weight_bytes(model, w.weight_precision) / GIB
+        int4 = serving_weight_bytes(model, "int4") / GIB
+        need = best.min_memory
+        where = f"; the closest is {need[1]}: {need[0]:.1f} GiB per GPU of {need[2]:g}" \
+            if need else ""
+        return (f"{model.name} at {w.weight_precision} ({weights:.1f} GiB of weights) plus the KV "
+                f"cache of one {buckets[0].context}-token sequence fits no allowed instance"
+                f"{where}; allow GPUs with more memory or more GPUs per instance, or quantize "
+                f"(int4 weights: {int4:.1f} GiB)")
+    parts = []
+    for i, bk in enumerate(buckets):
+        tag = "" if len(buckets) == 1 else \
+            f"bucket {i + 1} ({bk.prompt_tokens}+{bk.output_tokens} tokens): "
+        if i not in best.ttft:
+            parts.append(f"{tag}no instance fits its {bk.context}-token sequences")
+            continue
+        if c.ttft_s is not None and best.ttft[i][0] > c.ttft_s:
+            v, lab = best.ttft[i]
+            parts.append(f"{tag}TTFT {c.ttft_s:g} s is below the fastest prefill of any option: "
+                         f"{v:.3g} s on {lab} ({bk.prompt_tokens}-token prompt); nearest fix: "
+                         f"ttft_s = {math.ceil(v * 1000) / 1000:g}, a faster GPU or a shorter "
+                         "prompt")
+        elif c.tpot_ms is not None and best.tpot[i][0] * 1e3 > c.tpot_ms:
+            v, lab = best.tpot[i]
+            parts.append(f"{tag}TPOT {c.tpot_ms:g} ms is below the fastest decode of any option: "
+                         f"{v * 1e3:.3g} ms per token on {lab} at batch 1; nearest fix: "
+                         f"tpot_ms = {math.ceil(v * 1e4) / 10:g}, more TP or a lower-bit "
+                         "weight format")
+        elif c.e2e_p50_s is not None and best.e2e[i][0] > c.e2e_p50_s:
+            v, lab = best.e2e[i]
+            parts.append(f"{tag}end-to-end {c.e2e_p50_s:g} s is below the fastest of any option: "
+                         f"{v:.3g} s on {lab} at batch 1; nearest fix: e2e_p50_s = "
+                         f"{math.ceil(v * 100) / 100:g} or fewer output tokens")
+        else:
+            parts.append(f"{tag}no single option meets all latency targets together "
+                         f"(fastest TTFT {best.ttft[i][0]:.3g} s on {best.ttft[i][1]}, fastest "
+                         f"TPOT {best.tpot[i][0] * 1e3:.3g} ms on {best.tpot[i][1]}); relax one")
+    return "; ".join(parts) if parts else "no replica option meets the targets"
+
+
+def explain_solver_infeasible(problem: IntProblem, c: ServeConstraints, load: float,
+                              config: SolverConfig | None) -> str:
+    """Why the options cannot carry the load: an unservable bucket, max_replicas (with the
+    replicas the cheapest plan needs) or the instance limits."""
+    served = [b for b, u in enumerate(problem.load_units) if u and not any(
+        o.time_per_unit[b] is not None for o in problem.options)]
+    if served:
+        return (f"no option can serve bucket(s) {', '.join(str(b + 1) for b in served)} within "
+                "the targets; relax the latency targets for them")
+    if c.max_replicas is not None:
+        relaxed = replace(problem, max_replicas=None)
+        sol = solve_problem(relaxed, config)
+        if sol.status != Status.INFEASIBLE:
+            pairs = zip(relaxed.options, sol.counts, strict=True)
+            need = sum(o.replicas_per_instance * v for o, v in pairs)
+            return (f"max_replicas = {c.max_replicas} is too few for {load:.3g} requests/s "
+                    f"(headroom {c.headroom:g}, {c.spare_replicas} spare); the cheapest plan "
+                    f"needs {need} replicas; nearest fix: max_replicas = {need}")
+    return (f"the instance limits (owned boxes, max_count, catalog max_instances) cannot carry "
+            f"{load:.3g} requests/s with headroom {c.headroom:g} and {c.spare_replicas} spare "
+            "replica(s) per deployment; add hardware, allow cloud offerings or lower the load")

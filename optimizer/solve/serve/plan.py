@@ -1,0 +1,171 @@
+"""Serving planner: the cheapest mix of inference replicas carrying a load within latency targets.
+
+load rows → offerings (optimizer.pricing.offerings) → replica options (options.py) → integer
+problem (problem.py) → CP-SAT (model.py) → capacity at the chosen fleet → validate_serve.
+
+1. Per offering class, the TP degrees that fit one instance and a batch ladder up to the
+   largest batch that fits memory; a replica option is (offering, tp, batch) with per-bucket
+   capacity, only where the latency targets hold.
+2. CP-SAT picks integer instance counts per option (mixes allowed) and assigns each bucket's
+   load to options by time sharing. Objective: USD per served hour in integer cents, ties broken
+   on fewer GPUs, then on a rank of the options by (offering key, tp, batch).
+3. A second CP-SAT solve with the counts fixed finds the largest uniform scale of the load the
+   fleet carries (the capacity and headroom reported).
+
+Simplifications, stated: TTFT is one prefill plus one decode step (no queueing delay); the
+arrival rate of N users with think time Z is N/Z (an upper bound); N+k redundancy keeps k spare
+replicas per deployment (each deployment survives k failures on its own, exact for one GPU
+type, conservative for mixes); replicas of one option fill their instances (replicas =
+instances × GPUs per instance / tp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import InfeasibleError, Status
+from optimizer.inputs.calibration import base_assumptions
+from optimizer.inputs.gpus import resolve_gpu_id
+from optimizer.inputs.jobs.serve import ServeConstraints, ServeJob, load_serve_job, serve_job_from_dict
+from optimizer.inputs.jobs.train import HardwareEntry, coerce_document
+from optimizer.model.setup import PerfAssumptions
+from optimizer.pricing.catalog import load_offering_rows
+from optimizer.pricing.offering import Offering
+from optimizer.pricing.offerings import cloud_offerings, hardware_offerings
+from optimizer.pricing.schema import OfferingRow
+from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.serve.explain import explain_no_options, explain_solver_infeasible
+from optimizer.solve.serve.model import max_load_scale, solve_problem
+from optimizer.solve.serve.options import replica_options
+from optimizer.solve.serve.problem import build_problem
+from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
+from optimizer.solve.serve.validate import validate_serve
+
+__all__ = ["serve_offerings", "plan_serving", "compare_serving", "run_serve",
+           "run_serve_compare", "require_feasible"]
+
+Rows = Sequence[OfferingRow] | None
+
+
+def serve_offerings(rows: Rows, constraints: ServeConstraints,
+                    owned: Sequence[HardwareEntry] = (),
+                    buy: Sequence[HardwareEntry] = ()) -> list[Offering]:
+    """Offerings a serving job may use: catalog rows allowed by the filters (cloud = true) and
+    its owned / bought boxes, from the one constructor (priced later by hourly_usd).
+
+    Raises:
+        ConfigError: an unknown GPU, provider, region or pricing model in the filters.
+    """
+    cloud: list[Offering] = []
+    if rows is not None and constraints.cloud:
+        cloud = cloud_offerings(rows, gpus=constraints.gpus, providers=constraints.providers,
+                                regions=constraints.regions, pricing=constraints.pricing)
+    return cloud + hardware_offerings(owned, buy, constraints.gpus)
+
+
+def plan_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
+                 config: SolverConfig | None = None,
+                 assumptions: PerfAssumptions | None = None) -> ServeResult:
+    """The cheapest deployment of a serving job, validated.
+
+    Args:
+        job: a validated ServeJob.
+        rows: the price catalog rows (load_offering_rows; None: owned / bought hardware only).
+        base_dir: directory for a relative hf_config path.
+        config: CP-SAT settings.
+        assumptions: performance constants (default: defaults + stored calibration + the job's
+            [assumptions]).
+
+    Returns:
+        ServeResult; status infeasible carries an explanation naming the binding target.
+
+    Raises:
+        ConfigError: an invalid model, filter value or hardware entry.
+        SolverError: the solver's answer fails validate_serve (a bug), or no answer in time.
+    """
+    model = job.model.resolve(base_dir)
+    w, c = job.workload, job.constraints
+    a = assumptions or base_assumptions(job.assumptions)
+    offerings = serve_offerings(rows, c, job.hardware.owned, job.hardware.buy)
+    options, rejected, best = replica_options(model, w, c, offerings, a)
+    load = w.load_requests_per_s
+    base: dict[str, Any] = dict(name=job.name, model=model, workload=w, constraints=c,
+                                load_rps=load, options=len(options), rejected=tuple(rejected))
+    if not options:
+        return ServeResult(Status.INFEASIBLE, explanation=explain_no_options(
+            model, w, c, best, len(offerings)), solver={"name": "cp-sat", "options": 0}, **base)
+    problem, unit_rps = build_problem(options, [load * bk.share for bk in w.request_buckets()], c)
+    missing = [i for i, u in enumerate(problem.load_units) if u and not any(
+        o.time_per_unit[i] is not None for o in problem.options)]
+    if missing:
+        return ServeResult(Status.INFEASIBLE, explanation=explain_no_options(
+            model, w, c, best, len(offerings)),
+            solver={"name": "cp-sat", "options": len(options)}, **base)
+    sol = solve_problem(problem, config)
+    solver_info = dict(sol.result.as_dict() if sol.result else {}, options=len(options))
+    if sol.status == Status.INFEASIBLE:
+        return ServeResult(Status.INFEASIBLE, explanation=explain_solver_infeasible(
+            problem, c, load, config), solver=solver_info, **base)
+    alpha, at_alpha = max_load_scale(problem, sol.counts, config)
+    deployments = []
+    for i, count in enumerate(sol.counts):
+        if not count:
+            continue
+        assigned = tuple(u * r for u, r in zip(sol.assignment[i], unit_rps, strict=True))
+        cap = sum(u * r for u, r in zip(at_alpha[i], unit_rps, strict=True)) if at_alpha else 0.0
+        deployments.append(Deployment(options[i], count, assigned, cap))
+    deployments.sort(key=lambda d: -d.usd_per_hour)
+    solver_info.update(objective_cents=sol.cost_cents)
+    return validate_serve(ServeResult(
+        sol.status, deployments=tuple(deployments), capacity_rps=alpha * load * (1 + c.headroom),
+        solver=solver_info, **base))
+
+
+def compare_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
+                    config: SolverConfig | None = None,
+                    assumptions: PerfAssumptions | None = None) -> ServeComparison:
+    """Best deployment per GPU type (each solved alone) and the best mix over all types.
+
+    Raises:
+        ConfigError, SolverError: as plan_serving.
+    """
+    overall = plan_serving(job, rows, base_dir, config, assumptions)
+    offerings = serve_offerings(rows, job.constraints, job.hardware.owned, job.hardware.buy)
+    per_gpu: dict[str, ServeResult] = {}
+    for gpu in sorted({o.gpu_id for o in offerings}):
+        sub = job.model_copy(update={"constraints": job.constraints.model_copy(
+            update={"gpus": (resolve_gpu_id(gpu),)})})
+        per_gpu[gpu] = plan_serving(sub, rows, base_dir, config, assumptions)
+    return ServeComparison(overall, per_gpu)
+
+
+def _load(job: Any, prices: str | Path | None, offline: bool | None
+          ) -> tuple[ServeJob, Rows, Path | None]:
+    """The job (path, dict or ServeJob), the catalog rows if it may use cloud, its directory."""
+    job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
+    rows = load_offering_rows(prices, offline=offline)[0] if job.constraints.cloud else None
+    return job, rows, base_dir
+
+
+def run_serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
+              time_limit_s: float = 10.0) -> ServeResult:
+    """Plan a serving job given as a TOML path, a dict or a ServeJob (see plan_serving)."""
+    j, rows, base_dir = _load(job, prices, offline)
+    return plan_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s))
+
+
+def run_serve_compare(job: Any, *, prices: str | Path | None = None,
+                      offline: bool | None = None, time_limit_s: float = 10.0) -> ServeComparison:
+    """Best deployment per GPU type for a serving job (see compare_serving)."""
+    j, rows, base_dir = _load(job, prices, offline)
+    return compare_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s))
+
+
+def require_feasible(result: ServeResult) -> ServeResult:
+    """Raise InfeasibleError for an infeasible result (for API users who prefer it)."""
+    if result.status == Status.INFEASIBLE:
+        raise InfeasibleError(result.explanation or "no deployment meets the targets",
+                              result.explanation)
+    return result

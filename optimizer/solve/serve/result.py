@@ -1,0 +1,76 @@
+"""What the serving planner returns: deployments of replica options, and the whole result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from optimizer.errors import Status
+from optimizer.inputs.jobs.serve import ServeConstraints, ServeWorkload
+from optimizer.model.spec import ModelSpec
+from optimizer.solve.serve.options import BucketPerf, ReplicaOption
+from optimizer.units import DAYS_PER_MONTH
+
+__all__ = ["Deployment", "ServeResult", "ServeComparison"]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Instances of one replica option in the plan."""
+
+    option: ReplicaOption
+    instances: int
+    assigned_rps: tuple[float, ...]  # per bucket, at the load (with headroom)
+    capacity_rps: float  # this deployment's share at the fleet's maximum uniform load
+
+    @property
+    def replicas(self) -> int:
+        return self.instances * self.option.replicas_per_instance
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.option.offering.gpus_per_instance
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.instances * self.option.usd_per_instance_hour
+
+    def served(self) -> list[BucketPerf]:
+        """Performance on the buckets this deployment is assigned (all it can serve if none)."""
+        got = [p for p, r in zip(self.option.perf, self.assigned_rps, strict=True) if p and r > 0]
+        return got or [p for p in self.option.perf if p]
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    """Outcome of plan_serving; optimizer.report.serve.serve_json renders the JSON contract."""
+
+    status: Status
+    name: str
+    model: ModelSpec
+    workload: ServeWorkload
+    constraints: ServeConstraints
+    deployments: tuple[Deployment, ...] = ()
+    load_rps: float = 0.0
+    capacity_rps: float = 0.0
+    explanation: str | None = None
+    solver: dict[str, Any] = field(default_factory=dict)
+    options: int = 0
+    rejected: tuple[str, ...] = ()
+
+    @property
+    def usd_per_hour(self) -> float:
+        return sum(d.usd_per_hour for d in self.deployments)
+
+    @property
+    def usd_per_month(self) -> float:
+        """USD per month: USD per served hour × hours_per_day × DAYS_PER_MONTH."""
+        return self.usd_per_hour * self.workload.hours_per_day * DAYS_PER_MONTH
+
+
+@dataclass(frozen=True)
+class ServeComparison:
+    """Outcome of compare_serving: the best mix over all GPU types, and each type alone."""
+
+    best: ServeResult
+    per_gpu: dict[str, ServeResult]
