@@ -96,7 +96,7 @@ class Reservation(BaseModel):
     """`[[capacity.reservation]]`: reserve R ∈ [0, max_instances] instances for a term.
 
     The commitment R × usd_per_hour × billed hours is paid whether used or not; jobs on it
-    cost nothing more. `bill = "term"` charges the whole term (8760 h per year, the catalog's
+    cost nothing more. `bill = "term"` charges every hour of the term (the catalog's
     commitment_hours); `"horizon"` charges only the planning horizon (the rest of the term is
     assumed to be used by other work — a user choice, stated in the output).
     """
