@@ -1,1 +1,1 @@
-"""solve/serve."""
+"""solve/serve: the serving planner (options → problem → model → explain → validate → plan)."""

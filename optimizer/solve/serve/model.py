@@ -5,7 +5,8 @@ load assigned; busy time within the replicas minus spares; instance limits; max_
 objective, minimised lexicographically:
 
 1. USD per served hour in integer cents, then fewer GPUs (one weighted objective, as reported);
-2. tie-break: Σ rank_o · n_o, rank = order of the option's stable key (offering key, tp, batch);
+2. tie-break: Σ rank_o · n_o, rank = the option's place in the stated order of
+   problem.tie_ranks (most requests/s per instance, then offering key, tp, batch);
 3. tie-break: Σ rank_o · x_ob (load goes to the lowest-ranked deployments first).
 
 Stages 2 and 3 fix the earlier objectives at their solved values, so equal-cost optima found

@@ -85,6 +85,11 @@ def plan_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
         ConfigError: an invalid model, filter value or hardware entry.
         SolverError: the solver's answer fails validate_serve (a bug), or no answer in time.
     """
+    return validate_serve(_plan(job, rows, base_dir, config, assumptions))
+
+
+def _plan(job: ServeJob, rows: Rows, base_dir: Path | None, config: SolverConfig | None,
+          assumptions: PerfAssumptions | None) -> ServeResult:
     model = job.model.resolve(base_dir)
     w, c = job.workload, job.constraints
     a = assumptions or base_assumptions(job.assumptions)
@@ -118,9 +123,8 @@ def plan_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
         deployments.append(Deployment(options[i], count, assigned, cap))
     deployments.sort(key=lambda d: -d.usd_per_hour)
     solver_info.update(objective_cents=sol.cost_cents)
-    return validate_serve(ServeResult(
-        sol.status, deployments=tuple(deployments), capacity_rps=alpha * load * (1 + c.headroom),
-        solver=solver_info, **base))
+    return ServeResult(sol.status, deployments=tuple(deployments),
+                       capacity_rps=alpha * load * (1 + c.headroom), solver=solver_info, **base)
 
 
 def compare_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
