@@ -33,9 +33,13 @@ from optimizer.model.spec import LINEAR_MODULES, ModelSpec
 from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.schema import OfferingRow
+from optimizer.report.batch import batch_dict
 from optimizer.report.estimate import serve_estimate_json, train_estimate_json
+from optimizer.report.serve import serve_compare_json, serve_json
 from optimizer.report.train import compare_json, plan_json
+from optimizer.solve.batch.plan import plan_batch
 from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.serve.plan import run_serve, run_serve_compare
 from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.plan import PlanResult, plan_job
 
@@ -179,25 +183,16 @@ def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None 
     return compare_json(compare_job(job, rows, base_dir))
 
 
-
 def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
           time_limit_s: float = 10.0) -> dict[str, Any]:
     """Cheapest replica mix for a serving job (TOML path, dict or ServeJob), as `ccopt serve
     --json` returns it."""
-    # lazy until the api.py refactor hoists its imports: serve.plan pulls in ortools and the model
-    from optimizer.report.serve import serve_json
-    from optimizer.solve.serve.plan import run_serve  # lazy (see above)
-
     return serve_json(run_serve(job, prices=prices, offline=offline, time_limit_s=time_limit_s))
 
 
 def serve_compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
                   time_limit_s: float = 10.0) -> dict[str, Any]:
     """Best serving deployment per GPU type."""
-    # lazy until the api.py refactor hoists its imports: serve.plan pulls in ortools and the model
-    from optimizer.report.serve import serve_compare_json
-    from optimizer.solve.serve.plan import run_serve_compare  # lazy (see above)
-
     return serve_compare_json(run_serve_compare(job, prices=prices, offline=offline,
                                                 time_limit_s=time_limit_s))
 
@@ -206,10 +201,6 @@ def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | 
           time_limit_s: float = 30.0, workers: int = 2, on_progress: Any = None) -> Any:
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
     batch_json(result) gives the `ccopt batch --json` contract."""
-    # lazy until the api.py refactor hoists its imports: batch.plan pulls in ortools and the model
-    from optimizer.solve.batch.plan import plan_batch
-    from optimizer.solve.cpsat.solver import SolverConfig  # lazy (see above)
-
     return plan_batch(batch_file, prices=prices, offline=offline,
                       config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
                       on_progress=on_progress)
@@ -217,6 +208,4 @@ def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | 
 
 def batch_json(result: Any) -> dict[str, Any]:
     """A BatchResult in the `ccopt batch --json` contract."""
-    from optimizer.report.batch import batch_dict  # lazy until api.py's imports are hoisted
-
     return batch_dict(result)

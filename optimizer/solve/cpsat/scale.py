@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import math
 
+from optimizer.units import CENTS_PER_USD, SECONDS_PER_HOUR
+
 __all__ = ["CENTS_PER_USD", "to_cents", "to_seconds", "from_cents", "budget_cents",
            "deadline_seconds"]
-
-CENTS_PER_USD = 100
-
 
 def to_cents(usd: float) -> int:
     """Cost in integer cents, rounded up."""
@@ -26,7 +25,7 @@ def from_cents(cents: int) -> float:
 
 def to_seconds(hours: float) -> int:
     """Duration in integer seconds, rounded up."""
-    return int(math.ceil(round(hours * 3600.0, 6)))
+    return int(math.ceil(round(hours * SECONDS_PER_HOUR, 6)))
 
 
 def budget_cents(usd: float) -> int:
@@ -36,4 +35,4 @@ def budget_cents(usd: float) -> int:
 
 def deadline_seconds(hours: float) -> int:
     """A deadline in seconds, rounded down."""
-    return int(math.floor(round(hours * 3600.0, 6)))
+    return int(math.floor(round(hours * SECONDS_PER_HOUR, 6)))

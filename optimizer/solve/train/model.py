@@ -92,12 +92,3 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
         chosen = next(i for i, xi in enumerate(x) if second.solver.boolean_value(xi))
     return result, candidates[chosen], []
 
-
-def __getattr__(name: str) -> object:  # TEMPORARY: until solve/batch imports the new homes
-    if name == "prepare_from_offerings":
-        from optimizer.solve.train.prepare import prepare_from_offerings
-        return prepare_from_offerings
-    if name == "plan_dict":
-        from optimizer.report.train import plan_dict
-        return plan_dict
-    raise AttributeError(name)
