@@ -6,7 +6,8 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,7 +15,13 @@ from rich.console import Console
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
-           "EXIT_BAD_INPUT", "EXIT_REFRESH_FAILED"]
+           "EXIT_BAD_INPUT", "EXIT_REFRESH_FAILED", "header_or_infeasible", "PricesOpt", "OfflineOpt",
+           "JsonOpt"]
+
+#: options shared by the commands that read a job file (one definition each)
+PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
+OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the bundled price tables only")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the documented contract)")]
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_REFRESH_FAILED = 1  # `prices refresh` could not replace the tables (the previous ones stay)
@@ -54,6 +61,15 @@ def console() -> Any:
 
     c = Console()
     return c if c.is_terminal else Console(width=160)
+
+
+def header_or_infeasible(data: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:
+    """(console, job block) for rendering an answer, or None after printing why it is infeasible."""
+    c = console()
+    if data["status"] == "infeasible":
+        c.print(f"[red]infeasible[/red]: {data['explanation']}")
+        return None
+    return c, data.get("job") or {}
 
 
 def money(usd: float) -> str:

@@ -10,16 +10,23 @@ import typer
 from rich.table import Table
 
 from optimizer import api
-from optimizer.cli.common import EXIT_INFEASIBLE, console, money, print_json, user_errors
+from optimizer.cli.common import (
+    EXIT_INFEASIBLE,
+    JsonOpt,
+    OfflineOpt,
+    PricesOpt,
+    console,
+    header_or_infeasible,
+    money,
+    print_json,
+    user_errors,
+)
 from optimizer.cli.plot import plot_pareto
 
 __all__ = ["register", "render_plan"]
 
 Opt = typer.Option
 JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)")]
-PricesOpt = Annotated[Path | None, Opt("--prices", help="Offerings CSV to use instead")]
-OfflineOpt = Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
-JsonOpt = Annotated[bool, Opt("--json", help="JSON output (the documented contract)")]
 
 
 def plan(job: JobArg, json_out: JsonOpt = False,
@@ -47,11 +54,10 @@ def plan(job: JobArg, json_out: JsonOpt = False,
 
 
 def render_plan(data: dict[str, Any]) -> None:
-    c = console()
-    job = data.get("job") or {}
-    if data["status"] == "infeasible":
-        c.print(f"[red]infeasible[/red]: {data['explanation']}")
+    shown = header_or_infeasible(data)
+    if shown is None:
         return
+    c, job = shown
     p = data["plan"]
     lay = p["layout"]
     c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "

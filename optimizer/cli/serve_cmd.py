@@ -10,25 +10,31 @@ from rich.table import Table
 
 from optimizer.api import serve as run_serve
 from optimizer.api import serve_compare as run_serve_compare
-from optimizer.cli.common import EXIT_INFEASIBLE, console, money, print_json, user_errors
+from optimizer.cli.common import (
+    EXIT_INFEASIBLE,
+    JsonOpt,
+    OfflineOpt,
+    PricesOpt,
+    console,
+    header_or_infeasible,
+    money,
+    print_json,
+    user_errors,
+)
 
 __all__ = ["register", "render_serve", "render_compare"]
 
 Opt = typer.Option
 JobArg = Annotated[Path, typer.Argument(help="Serving job file (TOML, workload.kind = \"serve\")")]
-PricesOpt = Annotated[Path | None, Opt("--prices", help="Offerings CSV to use instead")]
-OfflineOpt = Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
-JsonOpt = Annotated[bool, Opt("--json", help="JSON output (the documented contract)")]
 TimeOpt = Annotated[float, Opt("--time-limit", help="Solver time limit, seconds")]
 
 
 def render_serve(data: dict[str, Any]) -> None:
     """Rich rendering of a serve_json answer."""
-    c = console()
-    job = data.get("job") or {}
-    if data["status"] == "infeasible":
-        c.print(f"[red]infeasible[/red]: {data['explanation']}")
+    shown = header_or_infeasible(data)
+    if shown is None:
         return
+    c, job = shown
     p = data["plan"]
     s = data["solver"]
     c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('quantization')}, "
