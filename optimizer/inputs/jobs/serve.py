@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.jobs.train import AssumptionOverrides, Hardware, ModelRef, format_validation_error
+from optimizer.inputs.jobs.train import JobFile, format_validation_error
 
 __all__ = ["ServeJob", "ServeWorkload", "ServeConstraints", "Bucket", "QUANTIZATIONS",
            "QUANT_ALIASES", "MAX_BATCH_DEFAULT", "load_serve_job", "serve_job_from_dict"]
@@ -183,16 +183,12 @@ class ServeConstraints(BaseModel):
         return int(self.redundancy)
 
 
-class ServeJob(BaseModel):
+class ServeJob(JobFile):
     """One serving job file."""
 
-    model_config = _STRICT
     name: str = "serve"
-    model: ModelRef
     workload: ServeWorkload
     constraints: ServeConstraints = ServeConstraints()
-    hardware: Hardware = Hardware()
-    assumptions: AssumptionOverrides = AssumptionOverrides()
 
 
 def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:

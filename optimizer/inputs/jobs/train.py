@@ -234,17 +234,22 @@ class AssumptionOverrides(BaseModel):
         return replace(base, **changes)
 
 
-class Job(BaseModel):
-    """One training job file."""
+class JobFile(BaseModel):
+    """What every job file has: a name, a model, owned/buyable hardware and assumption overrides."""
 
     model_config = _STRICT
     name: str = "job"
     model: ModelRef
+    hardware: Hardware = Hardware()
+    assumptions: AssumptionOverrides = AssumptionOverrides()
+
+
+class Job(JobFile):
+    """One training job file."""
+
     workload: Workload
     constraints: Constraints = Constraints()
-    hardware: Hardware = Hardware()
     calibration: Calibration | None = None
-    assumptions: AssumptionOverrides = AssumptionOverrides()
 
 
 def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
