@@ -35,7 +35,6 @@ they share over a planning horizon::
 from __future__ import annotations
 
 import copy
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
+from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["BatchJob", "Quota", "Reservation", "Capacity", "BatchFile", "batch_from_dict",
@@ -222,13 +222,6 @@ def load_batch(path: str | Path) -> tuple[BatchFile, Path]:
         ConfigError: missing file, invalid TOML or an invalid field (one line, names it).
     """
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"batch file not found: {file}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"batch file is a directory: {file}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    data = read_toml(file, "batch file")
     data.setdefault("name", file.stem)
     return batch_from_dict(data, str(file)), file.parent

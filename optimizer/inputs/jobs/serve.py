@@ -21,7 +21,6 @@ of optimizer.inputs.jobs.train; `[workload]` has `kind = "serve"` and `[constrai
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.train import JobFile, format_validation_error
+from optimizer.inputs.toml_file import read_toml
 
 __all__ = ["ServeJob", "ServeWorkload", "ServeConstraints", "Bucket", "QUANTIZATIONS",
            "QUANT_ALIASES", "MAX_BATCH_DEFAULT", "load_serve_job", "serve_job_from_dict"]
@@ -214,10 +214,5 @@ def load_serve_job(path: str | Path) -> tuple[ServeJob, Path]:
         ConfigError: missing file, invalid TOML, or an invalid field.
     """
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"job file not found: {file}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    data = read_toml(file)
     return serve_job_from_dict(data, str(file)), file.parent

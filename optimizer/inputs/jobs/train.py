@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -12,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.models import load_hf_config
+from optimizer.inputs.toml_file import read_toml
 from optimizer.model.presets import get_preset
 from optimizer.model.setup import (
     CHECKPOINTING,
@@ -276,12 +276,7 @@ def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:
 def load_job(path: str | Path) -> tuple[Job, Path]:
     """Read and validate a job TOML file. Returns the job and its directory (for relative paths)."""
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"job file not found: {file}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    data = read_toml(file)
     return job_from_dict(data, str(file)), file.parent
 
 
