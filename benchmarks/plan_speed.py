@@ -22,7 +22,7 @@ from optimizer.inputs.jobs.train import load_job
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import Cluster, training_step_time
-from optimizer.pricing.catalog import load_catalog
+from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.train.enumerate import BatchRule, instance_counts, layouts_for
 from optimizer.solve.cpsat.scale import to_cents
@@ -37,7 +37,7 @@ DEFAULT_JOBS = ["examples/llama7b_10days.toml", "examples/qlora_70b_single_node.
 def exhaustive(job_path: str) -> tuple[float | None, int]:
     """Cheapest cost by brute force and the number of layouts evaluated."""
     job, base = load_job(ROOT / job_path)
-    prep = prepare_job(job, load_catalog(offline=True).frame, base)
+    prep = prepare_job(job, load_offering_rows(offline=True)[0], base)
     model, setup, a = prep.model, job.workload.setup(), prep.assumptions
     w, c = job.workload, job.constraints
     batch = BatchRule(w.batch_sequences, w.batch_tolerance)
@@ -95,7 +95,7 @@ def main(jobs: list[str]) -> None:
     print("|---|---:|---:|---:|---|---:|---:|")
     for path in jobs:
         job, base = load_job(ROOT / path)
-        frame = load_catalog(offline=True).frame
+        frame = load_offering_rows(offline=True)[0]
         start = time.perf_counter()
         result = plan_job(job, frame, base)
         planned = time.perf_counter() - start
