@@ -9,7 +9,6 @@ from test_batch_synth import RTX4090, candidate, offering, owned_resource
 
 from optimizer.errors import ConfigError, Status
 from optimizer.inputs.jobs.batch import Quota, Reservation
-from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.batch.enumerate import quota_resource, reservation_resource
 from optimizer.solve.batch.grid import TimeGrid
@@ -17,11 +16,6 @@ from optimizer.solve.batch.problem import BatchProblem, BatchResult, JobSpec, Sc
 from optimizer.solve.batch.validate import validate_batch
 
 HORIZON_H = 30 * 24.0
-
-
-@pytest.fixture(scope="module")
-def rows():
-    return load_offering_rows(offline=True)[0]
 
 
 def _p5(rows):

@@ -14,10 +14,10 @@ from optimizer.model.memory import training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions
 from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.pricing.offering import Offering
+from optimizer.solve.train.enumerate import BatchRule
 from optimizer.solve.train.plan import plan_job
 from optimizer.solve.train.prepare import prepare_from_offerings
 from optimizer.solve.train.validate import plan_violations
-from optimizer.solve.train.enumerate import BatchRule
 
 A = PerfAssumptions()
 TINY = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1536, "vocab": 8000,

@@ -12,7 +12,6 @@ from optimizer.cli import app
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.serve import load_serve_job, serve_job_from_dict
 from optimizer.model.setup import PerfAssumptions
-from optimizer.pricing.catalog import load_offering_rows
 from optimizer.report.serve import serve_compare_json, serve_json
 from optimizer.solve.serve.model import solve_problem
 from optimizer.solve.serve.plan import compare_serving, plan_serving
@@ -33,15 +32,7 @@ output_tokens = 256
 """
 
 
-@pytest.fixture(autouse=True)
-def _no_user_state(monkeypatch, tmp_path):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "none.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def rows():
-    return load_offering_rows(offline=True)[0]
+pytestmark = pytest.mark.usefixtures("no_user_state")
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -10,7 +10,6 @@ from optimizer.model.memory import GIB, kv_cache_bytes_per_token, serving_weight
 from optimizer.model.presets import get_preset
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
-from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offering import hourly_usd
 from optimizer.report.serve import serve_json
 from optimizer.solve.serve.options import (
@@ -22,11 +21,6 @@ from optimizer.solve.serve.options import (
 from optimizer.solve.serve.plan import plan_serving, serve_offerings
 
 MIB = 2**20
-
-
-@pytest.fixture(scope="module")
-def rows():
-    return load_offering_rows(offline=True)[0]
 
 
 def _job(preset: str, **workload) -> dict:

@@ -11,7 +11,6 @@ import pytest
 from optimizer.errors import SolverError, Status
 from optimizer.inputs.jobs.serve import load_serve_job
 from optimizer.model.setup import PerfAssumptions
-from optimizer.pricing.catalog import load_offering_rows
 from optimizer.report.serve import serve_compare_json, serve_json
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.serve.model import solve_problem
@@ -24,15 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/serve_8b_4090_vs_cloud.toml"
 
 
-@pytest.fixture(autouse=True)
-def _no_user_state(monkeypatch, tmp_path):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "none.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def rows():
-    return load_offering_rows(offline=True)[0]
+pytestmark = pytest.mark.usefixtures("no_user_state")
 
 
 @pytest.fixture(scope="module")
