@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, serve_cmd
+from optimizer import __version__
+from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, schema_cmd, serve_cmd
 from optimizer.cli.prices_cmd import prices_app
 
 __all__ = ["app", "main"]
@@ -17,6 +18,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ccopt {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit")) -> None:
+    """The cheapest GPU cluster that finishes an ML job on time."""
+
+
 info_cmd.register(app)
 estimate_cmd.register(app)
 plan_cmd.register(app)
@@ -24,6 +39,7 @@ app.add_typer(prices_app, name="prices")
 
 batch_cmd.register(app)
 serve_cmd.register(app)
+schema_cmd.register(app)
 
 
 def main() -> None:

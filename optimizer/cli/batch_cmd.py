@@ -112,9 +112,9 @@ def render_batch(data: dict[str, Any]) -> None:
     s = data["solver"]
     if data["status"] == Status.INFEASIBLE:
         expl = data.get("explanation") or {}
-        c.print(f"[red]infeasible[/red]: {expl.get('message', 'no plan meets the constraints')}")
+        c.print(f"[red]infeasible[/red]: {expl.get('text', 'no plan meets the constraints')}")
         for f in expl.get("fixes", []):
-            c.print(f"  fix: {f['change']} → total {_money(f['total_cost_usd'])}")
+            c.print(f"  fix: {f['change']} → total {_money(f['cost_usd'])}")
         return
     br = data["cost_breakdown_usd"]
     gap = s.get("gap", 0.0)

@@ -67,7 +67,7 @@ def header_or_infeasible(data: dict[str, Any]) -> tuple[Any, dict[str, Any]] | N
     """(console, job block) for rendering an answer, or None after printing why it is infeasible."""
     c = console()
     if data["status"] == "infeasible":
-        c.print(f"[red]infeasible[/red]: {data['explanation']}")
+        c.print(f"[red]infeasible[/red]: {(data['explanation'] or {}).get('text')}")
         return None
     return c, data.get("job") or {}
 

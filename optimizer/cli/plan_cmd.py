@@ -61,7 +61,7 @@ def render_plan(data: dict[str, Any]) -> None:
     p = data["plan"]
     lay = p["layout"]
     c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "
-            f"(CP-SAT, {data['solver'].get('candidates')} candidates, "
+            f"(CP-SAT, {data['solver'].get('rows')} candidates, "
             f"{data['solver'].get('wall_s', 0):.3f} s)")
     c.print(f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
             f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "

@@ -37,7 +37,7 @@ def render_serve(data: dict[str, Any]) -> None:
     c, job = shown
     p = data["plan"]
     s = data["solver"]
-    c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('quantization')}, "
+    c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('precision')}, "
             f"{p['load_requests_per_s']:.3g} requests/s — [b]{data['status']}[/b] "
             f"(CP-SAT, {s.get('options')} replica options, {s.get('wall_s', 0):.3f} s)")
     c.print(f"  [b]{money(p['usd_per_hour'])}/h[/b], {money(p['usd_per_month'])}/month "
@@ -64,11 +64,12 @@ def render_compare(data: dict[str, Any]) -> None:
     table = Table(title="Best deployment per GPU type")
     for col in ("gpu", "deployment", "$/h", "$/month", "capacity req/s"):
         table.add_column(col, justify="right" if col[0] in "$c" else "left")
+    why = data.get("per_gpu_explanation", {})
     ranked = sorted(data["per_gpu"].items(),
-                    key=lambda kv: kv[1].get("usd_per_hour", float("inf")))
+                    key=lambda kv: (kv[1] or {}).get("usd_per_hour", float("inf")))
     for gpu, p in ranked:
-        if "deployments" not in p:
-            table.add_row(gpu, f"[dim]{p['explanation']}[/dim]", "", "", "")
+        if p is None:
+            table.add_row(gpu, f"[dim]{why.get(gpu, {}).get('text', '')}[/dim]", "", "", "")
             continue
         what = " + ".join(f"{d['instances']}× {d['instance']} ({d['provider']}, TP{d['tp']}, "
                           f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.report.train import plan_dict
+from optimizer.report.contract.batch import BatchOutput
+from optimizer.report.contract.common import emit, explanation_of
+from optimizer.report.train import plan_dict, solver_block
 from optimizer.solve.batch.problem import BatchResult, Explanation, JobRows, ScheduledJob
 
 __all__ = ["usage_profile", "batch_dict"]
@@ -66,10 +68,11 @@ def _resource_dicts(result: BatchResult) -> list[dict[str, Any]]:
 def _explanation_dict(expl: Explanation | None) -> dict[str, Any] | None:
     if expl is None:
         return None
-    return {"conflict": expl.conflict, "labels": expl.labels, "message": expl.message,
-            "fixes": [{"requirement": f.requirement, "change": f.change,
-                       "total_cost_usd": f.total_cost_usd, "detail": f.detail}
-                      for f in expl.fixes]}
+    return explanation_of(
+        expl.message, expl.conflict[0] if expl.conflict else None,
+        [{"requirement": f.requirement, "change": f.change, "cost_usd": f.total_cost_usd,
+          "total_cost_usd": f.total_cost_usd, "detail": f.detail} for f in expl.fixes],
+        conflict=expl.conflict, labels=expl.labels, message=expl.message)
 
 
 def batch_dict(result: BatchResult) -> dict[str, Any]:
@@ -84,8 +87,8 @@ def batch_dict(result: BatchResult) -> dict[str, Any]:
     """
     problem = result.problem
     by_name = {s.name: s for s in result.jobs}
-    return {
-        "status": result.status,
+    return emit(BatchOutput, {
+        "status": str(result.status),
         "total_cost_usd": round(result.total_cost_usd, 2) if result.jobs else None,
         "cost_breakdown_usd": {"cloud": round(result.cloud_usd, 2),
                                "owned": round(result.owned_usd, 2),
@@ -97,5 +100,5 @@ def batch_dict(result: BatchResult) -> dict[str, Any]:
         "resources": _resource_dicts(result),
         "explanation": _explanation_dict(result.explanation),
         "notes": problem.notes,
-        "solver": result.solver,
-    }
+        "solver": solver_block(result.solver, str(result.status)),
+    })

@@ -10,6 +10,8 @@ from optimizer.model.serving import ServePerf
 from optimizer.model.setup import Layout, ServeSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import StepTime
+from optimizer.report.contract.common import emit
+from optimizer.report.contract.train import EstimateOutput
 
 __all__ = ["train_estimate_json", "serve_estimate_json"]
 
@@ -27,13 +29,14 @@ def train_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, layout: Layout
                fits=mem.fits(gpu.memory_gib))
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
-        return out
+        return emit(EstimateOutput, out)
     out.update(step=step.as_dict(), step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
                tokens_per_s=round(step.tokens_per_s, 1),
                tokens_per_s_per_gpu=round(step.tokens_per_s_per_gpu, 1),
                mfu=round(step.mfu, 4), hfu=round(step.hfu, 4),
-               efficiency=round(step.efficiency, 4), calibrated=step.calibrated)
-    return out
+               efficiency=round(step.efficiency, 4), calibrated=step.calibrated,
+               precision=precision)
+    return emit(EstimateOutput, out)
 
 
 def serve_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, serve: ServeSetup, tp: int,
@@ -41,11 +44,12 @@ def serve_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, serve: ServeSe
     """Memory, latency and throughput of `gpus // tp` serving replicas of one setup."""
     replicas = gpus // tp
     out = _head(spec, gpu, gpus)
-    out.update(mode="serve", quantization=serve.weight_precision,
+    out.update(mode="serve", precision=serve.weight_precision, quantization=serve.weight_precision,
                layout={"tp": tp, "replicas": replicas, "batch": serve.batch, "context": serve.context},
                memory_gib=mem.as_dict(2), fits=mem.fits(gpu.memory_gib),
                ttft_s=round(perf.ttft_s, 4), tpot_ms=round(perf.tpot_s * 1e3, 3),
                decode_step_ms=round(perf.decode_step_s * 1e3, 3),
                output_tokens_per_s=round(perf.output_tokens_per_s * replicas, 1),
-               requests_per_s=round(perf.requests_per_s * replicas, 3), bound=perf.bound)
-    return out
+               requests_per_s=round(perf.requests_per_s * replicas, 3),
+               requests_per_s_per_replica=round(perf.requests_per_s, 4), bound=perf.bound)
+    return emit(EstimateOutput, out)

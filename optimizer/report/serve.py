@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.errors import Status
+from optimizer.report.contract.common import emit, explanation_of, rejected_list
+from optimizer.report.contract.serve import ServeCompareOutput, ServeOutput
+from optimizer.report.train import solver_block
 from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
 
 __all__ = ["serve_json", "serve_compare_json"]
@@ -14,11 +17,19 @@ def _r(v: float, digits: int = 4) -> float:
     return float(f"{v:.{digits}g}")
 
 
+def _memory(d: Deployment) -> dict[str, float]:
+    """Memory per GPU of the deployment's most demanding served bucket."""
+    peak = max(d.served(), key=lambda p: p.memory_gib)
+    if peak.memory is not None:
+        return peak.memory.as_dict(2)
+    return {"weights": 0.0, "overhead": 0.0, "total": round(peak.memory_gib, 2)}
+
+
 def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
     o, off = d.option, d.option.offering
     served = d.served()
     return {
-        "gpu": off.gpu_id, "gpus": d.gpus, "tp": o.tp, "quantization": quant,
+        "gpu": off.gpu_id, "gpus": d.gpus, "tp": o.tp, "precision": quant, "quantization": quant,
         "replicas": d.replicas, "provider": off.provider, "instance": off.instance,
         "pricing": off.pricing, "region": off.region, "instances": d.instances,
         "gpus_per_instance": off.gpus_per_instance, "batch": o.batch,
@@ -31,22 +42,34 @@ def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
         "ttft_s": _r(max(p.ttft_s for p in served)),
         "tpot_ms": _r(max(p.tpot_s for p in served) * 1e3),
         "e2e_s": _r(max(p.e2e_s for p in served)),
-        "memory_gib": round(max(p.memory_gib for p in served), 2),
+        "memory_gib": _memory(d),
+        "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
     }
 
 
 def serve_json(result: ServeResult) -> dict[str, Any]:
     """The `ccopt serve --json` contract (DESIGN.md), with added fields."""
+    return emit(ServeOutput, _serve_data(result))
+
+
+def _serve_data(result: ServeResult) -> dict[str, Any]:
     w, c = result.workload, result.constraints
     job = {"name": result.name, "model": result.model.name, "params": result.model.params(),
-           "quantization": w.weight_precision, "load_requests_per_s": _r(result.load_rps),
+           "precision": w.weight_precision, "quantization": w.weight_precision,
+           "load_requests_per_s": _r(result.load_rps),
            "hours_per_day": w.hours_per_day,
            "buckets": [b.model_dump() for b in w.request_buckets()],
            "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},
            "redundancy_spare_replicas": c.spare_replicas, "headroom_required": c.headroom}
+    solver = dict(result.solver)
+    if solver.get("objective_cents") is not None:
+        solver["objective_usd_per_hour"] = round(solver["objective_cents"] / 100, 2)
     out: dict[str, Any] = {"status": str(result.status), "plan": None,
-                           "explanation": result.explanation, "solver": result.solver, "job": job,
-                           "rejected": list(result.rejected)}
+                           "explanation": explanation_of(result.explanation, result.binding),
+                           "solver": solver_block(solver, str(result.status)), "job": job,
+                           "rejected": rejected_list([r.split(": ", 1) if ": " in r else (r, "")
+                                                      for r in result.rejected]),
+                           "notes": list(result.notes)}
     if result.status == Status.INFEASIBLE:
         return out
     deps = [_deployment_json(d, w.weight_precision) for d in result.deployments]
@@ -72,11 +95,16 @@ def serve_compare_json(comparison: ServeComparison) -> dict[str, Any]:
     """The `ccopt serve-compare --json` contract.
 
     Returns:
-        {"best": serve_json of the whole job, "per_gpu": {gpu_id: the plan of serve_json
-        ("usd_per_hour", "usd_per_month", "deployments", ...) or {"explanation": ...}}}
+        {"status", "best": serve_json of the whole job, "per_gpu": {gpu_id: the plan of
+        serve_json or null}, "per_gpu_explanation": {gpu_id: why it has no plan}}
     """
     per_gpu: dict[str, Any] = {}
+    why: dict[str, Any] = {}
     for gpu, result in comparison.per_gpu.items():
-        data = serve_json(result)
-        per_gpu[gpu] = data["plan"] if data["plan"] else {"explanation": data["explanation"]}
-    return {"best": serve_json(comparison.best), "per_gpu": per_gpu}
+        data = _serve_data(result)
+        per_gpu[gpu] = data["plan"]
+        if data["explanation"] is not None:
+            why[gpu] = data["explanation"]
+    best = _serve_data(comparison.best)
+    return emit(ServeCompareOutput, {"status": best["status"], "best": best, "per_gpu": per_gpu,
+                                     "per_gpu_explanation": why})

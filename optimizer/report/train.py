@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.inputs.jobs.train import Job
+from optimizer.report.contract.common import emit, explanation_of, rejected_list
+from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.solve.train.compare import CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["plan_dict", "plan_json", "compare_json"]
+__all__ = ["plan_dict", "plan_json", "compare_json", "solver_block"]
 
 
 def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
@@ -21,17 +23,20 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
     return {
         "gpu": off.gpu_id, "provider": off.provider, "instance": off.instance,
         "region": off.region, "pricing": off.pricing, "instances": c.instances, "gpus": c.gpus,
+        "gpus_per_instance": off.gpus_per_instance,
         "layout": c.layout.as_dict(), "global_batch": c.layout.global_batch, "steps": c.steps,
         "step_time_s": round(c.step.time_s, 3), "hours": round(c.hours, 2),
         "days": round(c.hours / HOURS_PER_DAY, 2), "usd_per_hour": round(c.usd_per_hour, 2),
         "cost_usd": round(c.cost_usd, 2), "capital_usd": round(c.capital_usd, 2),
-        "memory_gib": c.memory.as_dict(2), "step": c.step.as_dict(),
+        "memory_gib": c.memory.as_dict(2), "gpu_memory_gib": off.gpu.memory_gib,
+        "step": c.step.as_dict(), "intra_node_link": off.gpu.intra_node_link,
         "tokens_per_s": round(c.step.tokens_per_s, 1),
         "tokens_per_s_per_gpu": round(c.step.tokens_per_s_per_gpu, 1),
         "mfu": round(c.step.mfu, 4), "tokens": tokens,
         "inter_node_gbps": off.inter_node_gbps, "commitment_hours": off.commitment_hours,
         "kind": off.kind, "calibrated": c.step.calibrated,
         "inter_node_kind": off.inter_node_kind, "inter_node_is_default": off.inter_node_is_default,
+        "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
         "warnings": plan_warnings(c),
     }
 
@@ -45,20 +50,33 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         "plan": plan_dict(best, job) if best else None,
         "alternatives": [dict(plan_dict(a, job), extra_cost_usd=round(a.cost_usd - best.cost_usd, 2))
                          for a in result.alternatives] if best else [],
-        "explanation": result.explanation,
-        "solver": result.solver,
+        "explanation": explanation_of(result.explanation, result.binding,
+                                      [dict(f) for f in result.fixes]),
+        "binding_constraint": result.binding if best else None,
+        "solver": solver_block(result.solver, str(result.status)),
+        "notes": list(result.notes),
     }
     if result.pareto:
         out["pareto"] = [plan_dict(c, job) for c in result.pareto]
+    if result.catalog is not None:
+        out["catalog"] = dict(result.catalog)
     if result.prepared is not None:
-        out["rejected"] = result.prepared.table.rejected
+        out["rejected"] = rejected_list(result.prepared.table.rejected)
         out["job"] = {"name": job.name if job else None,
                       "model": result.prepared.model.name,
                       "params": result.prepared.model.params(),
                       "tokens": job.workload.total_tokens() if job else None,
                       "deadline_hours": result.prepared.deadline_h,
                       "budget_usd": result.prepared.budget_usd}
-    return out
+    return emit(PlanOutput, out)
+
+
+def solver_block(solver: dict[str, Any], status: str) -> dict[str, Any]:
+    """The solver block of the contract: status, proven_optimal, wall_s and rows always there
+    (rows keeps its older per-command names beside it)."""
+    rows = solver.get("rows", solver.get("candidates", solver.get("options", 0)))
+    return {"status": solver.get("status", status), "proven_optimal": True, "wall_s": 0.0,
+            **solver, "rows": rows}
 
 
 def _plans(by: dict[str, Candidate | None], job: Job) -> dict[str, Any]:
@@ -69,7 +87,11 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
     """A CompareResult in the `ccopt compare --json` contract."""
     job = result.job
     be = result.break_even
-    return {
+    found = result.cloud is not None or result.local is not None
+    return emit(CompareOutput, {
+        "status": "optimal" if found else "infeasible",
+        "explanation": None if found else explanation_of(
+            "no plan meets the deadline and budget with any allowed GPU type", "deadline"),
         "job": job.name,
         "per_gpu": _plans(result.per_gpu, job),
         "per_provider": _plans(result.per_provider, job),
@@ -83,5 +105,5 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
             "months_to_break_even": None if be.months is None else round(be.months, 2),
             "note": be.note,
         },
-        "rejected": result.rejected,
-    }
+        "rejected": rejected_list(result.rejected),
+    })

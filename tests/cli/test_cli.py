@@ -111,7 +111,8 @@ def test_plan_infeasible_explains_and_exits_1() -> None:
     code, data = _json(["plan", str(EXAMPLES / "infeasible_70b_week.toml"), "--json"])
     assert code == 1
     assert data["status"] == "infeasible" and data["plan"] is None
-    assert "fastest plan needs" in data["explanation"]
+    assert "fastest plan needs" in data["explanation"]["text"]
+    assert data["explanation"]["binding_constraint"] == "deadline"
 
 
 def test_plan_pareto_front_is_monotone() -> None:
@@ -120,7 +121,7 @@ def test_plan_pareto_front_is_monotone() -> None:
     assert code == 0
     front = data["pareto"]
     assert front[0]["cost_usd"] == data["plan"]["cost_usd"]
-    for a, b in zip(front, front[1:]):
+    for a, b in zip(front, front[1:], strict=False):
         assert b["hours"] < a["hours"] and b["cost_usd"] >= a["cost_usd"]
 
 

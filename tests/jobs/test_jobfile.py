@@ -2,8 +2,8 @@
 
 import pytest
 
-from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.errors import ConfigError
+from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.jobs.train import Job, job_from_dict, load_job
 from optimizer.model.setup import Layout

@@ -2,9 +2,17 @@
 
 import pytest
 
-from optimizer.model.memory import (GIB, activation_bytes_per_layer, kv_cache_bytes_per_token,
-                                    lora_params, model_state_bytes_per_param, params_per_gpu,
-                                    qlora_bytes_per_param, serving_memory, training_memory)
+from optimizer.model.memory import (
+    GIB,
+    activation_bytes_per_layer,
+    kv_cache_bytes_per_token,
+    lora_params,
+    model_state_bytes_per_param,
+    params_per_gpu,
+    qlora_bytes_per_param,
+    serving_memory,
+    training_memory,
+)
 from optimizer.model.presets import PRESETS
 from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup
 from optimizer.model.spec import ModelSpec

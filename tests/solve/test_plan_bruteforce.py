@@ -68,7 +68,8 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
                                     continue
                                 if c.budget_usd is not None and math.ceil(cost * 100) > c.budget_usd * 100:
                                     continue
-                                if best is None or (math.ceil(cost * 100), hours) < (math.ceil(best[0] * 100), best[1]):
+                                key = (math.ceil(cost * 100), hours)
+                                if best is None or key < (math.ceil(best[0] * 100), best[1]):
                                     best = (cost, hours)
     return best
 

@@ -117,8 +117,8 @@ def test_infeasible_ttft_names_binding_target(tmp_path):
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert data["status"] == "infeasible" and data["plan"] is None
-    assert "TTFT 0.001 s is below the fastest prefill of any option" in data["explanation"]
-    assert "nearest fix: ttft_s = " in data["explanation"]
+    assert "TTFT 0.001 s is below the fastest prefill of any option" in data["explanation"]["text"]
+    assert "nearest fix: ttft_s = " in data["explanation"]["text"]
 
 
 def test_infeasible_memory_and_replicas(rows):
@@ -126,14 +126,14 @@ def test_infeasible_memory_and_replicas(rows):
         "kind": "serve", "requests_per_s": 1, "prompt_tokens": 512, "output_tokens": 128},
         "constraints": {"gpus": ["T4"]}})
     out = serve_json(plan_serving(job, rows, assumptions=PerfAssumptions()))
-    assert out["status"] == "infeasible" and "fits no allowed instance" in out["explanation"]
-    assert "int4" in out["explanation"]
+    assert out["status"] == "infeasible" and "fits no allowed instance" in out["explanation"]["text"]
+    assert "int4" in out["explanation"]["text"]
     job = serve_job_from_dict({"model": {"preset": "mistral-7b"}, "workload": {
         "kind": "serve", "requests_per_s": 40, "prompt_tokens": 512, "output_tokens": 256},
         "constraints": {"gpus": ["L4"], "providers": ["gcp"], "max_replicas": 1}})
     out = serve_json(plan_serving(job, rows, assumptions=PerfAssumptions()))
     assert out["status"] == "infeasible"
-    assert "max_replicas = 1 is too few" in out["explanation"]
+    assert "max_replicas = 1 is too few" in out["explanation"]["text"]
 
 
 def test_mix_beats_single_type():

@@ -101,8 +101,8 @@ def test_int4_7b_plan_on_t4(rows):
     out = serve_json(plan_serving(serve_job_from_dict(data), rows, assumptions=PerfAssumptions()))
     assert out["status"] == "optimal"
     dep = out["plan"]["deployments"][0]
-    assert dep["gpu"] == "T4" and dep["quantization"] == "int4"
-    assert 1 <= dep["batch"] <= 26 and dep["memory_gib"] <= 16
+    assert dep["gpu"] == "T4" and dep["precision"] == "int4"
+    assert 1 <= dep["batch"] <= 26 and dep["memory_gib"]["total"] <= 16
 
 
 def test_bought_box_cost_per_served_hour():

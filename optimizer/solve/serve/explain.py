@@ -28,6 +28,11 @@ def _shown(v: Any) -> Any:
     return list(v) if v else "any"
 
 
+def no_options_binding(best: BestLatency, n_offerings: int) -> str:
+    """What explain_no_options blames: filters, memory or latency."""
+    return "filters" if n_offerings == 0 else "memory" if not best.ttft else "latency"
+
+
 def explain_no_options(model: ModelSpec, w: ServeWorkload, c: ServeConstraints,
                        best: BestLatency, n_offerings: int) -> str:
     """Why no replica option serves the job: no offering, no memory fit, or a latency target

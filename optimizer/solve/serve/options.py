@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeWorkload
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memory import serving_memory
+from optimizer.model.memory import MemoryBreakdown, serving_memory
 from optimizer.model.serving import serving_perf
 from optimizer.model.setup import PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
@@ -37,6 +37,7 @@ class BucketPerf:
     tpot_s: float
     e2e_s: float  # ttft + tpot × (output − 1)
     memory_gib: float  # per GPU
+    memory: MemoryBreakdown | None = None  # the parts of memory_gib
 
 
 def served_hour_usd(offering: Offering, hours_per_day: float) -> float:
@@ -174,7 +175,7 @@ def _bucket_perf(model: ModelSpec, w: ServeWorkload, gpu: GpuSpec, tp: int, batc
     mem = serving_memory(model, setup, tp, a)
     return BucketPerf(requests_per_s=perf.requests_per_s, ttft_s=perf.ttft_s, tpot_s=perf.tpot_s,
                       e2e_s=perf.ttft_s + perf.tpot_s * max(bucket.output_tokens - 1, 0),
-                      memory_gib=mem.total)
+                      memory_gib=mem.total, memory=mem)
 
 
 def _rates(p: tuple[BucketPerf | None, ...]) -> tuple[float, ...]:

@@ -36,7 +36,11 @@ from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import cloud_offerings, hardware_offerings
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.solver import SolverConfig
-from optimizer.solve.serve.explain import explain_no_options, explain_solver_infeasible
+from optimizer.solve.serve.explain import (
+    explain_no_options,
+    explain_solver_infeasible,
+    no_options_binding,
+)
 from optimizer.solve.serve.model import max_load_scale, solve_problem
 from optimizer.solve.serve.options import replica_options
 from optimizer.solve.serve.problem import build_problem
@@ -100,19 +104,20 @@ def _plan(job: ServeJob, rows: Rows, base_dir: Path | None, config: SolverConfig
                                 load_rps=load, options=len(options), rejected=tuple(rejected))
     if not options:
         return ServeResult(Status.INFEASIBLE, explanation=explain_no_options(
-            model, w, c, best, len(offerings)), solver={"name": "cp-sat", "options": 0}, **base)
+            model, w, c, best, len(offerings)), solver={"name": "cp-sat", "options": 0},
+            binding=no_options_binding(best, len(offerings)), **base)
     problem, unit_rps = build_problem(options, [load * bk.share for bk in w.request_buckets()], c)
     missing = [i for i, u in enumerate(problem.load_units) if u and not any(
         o.time_per_unit[i] is not None for o in problem.options)]
     if missing:
         return ServeResult(Status.INFEASIBLE, explanation=explain_no_options(
-            model, w, c, best, len(offerings)),
+            model, w, c, best, len(offerings)), binding="latency",
             solver={"name": "cp-sat", "options": len(options)}, **base)
     sol = solve_problem(problem, config)
     solver_info = dict(sol.result.as_dict() if sol.result else {}, options=len(options))
     if sol.status == Status.INFEASIBLE:
         return ServeResult(Status.INFEASIBLE, explanation=explain_solver_infeasible(
-            problem, c, load, config), solver=solver_info, **base)
+            problem, c, load, config), solver=solver_info, binding="capacity", **base)
     alpha, at_alpha = max_load_scale(problem, sol.counts, config)
     deployments = []
     for i, count in enumerate(sol.counts):

@@ -57,6 +57,8 @@ class ServeResult:
     solver: dict[str, Any] = field(default_factory=dict)
     options: int = 0
     rejected: tuple[str, ...] = ()
+    binding: str | None = None  # infeasible: latency | memory | capacity | filters
+    notes: tuple[str, ...] = ()
 
     @property
     def usd_per_hour(self) -> float:

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
 
-__all__ = ["explain_infeasible"]
+__all__ = ["explain_infeasible", "Diagnosis"]
 
 
-def explain_infeasible(prep: PreparedJob, core: list[str]) -> str:
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why a job is infeasible: the sentence, the binding requirement, the nearest fixes."""
+
+    text: str
+    binding: str  # deadline | budget | memory | filters
+    fixes: tuple[dict[str, Any], ...] = ()
+
+
+def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
     """Which requirement binds and the nearest change that makes the job feasible."""
     if prep.deadline_h is not None:  # look past the deadline pruning for the fastest plan
         prep = prepare_from_offerings(prep.job, prep.model, prep.offerings, prep.assumptions,
@@ -19,12 +31,17 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> str:
     if not cands:
         reasons = prep.table.rejected
         if not reasons:
-            return "no offering matches the filters (gpus, providers, regions, pricing)"
+            return Diagnosis("no offering matches the filters (gpu_types, providers, regions, "
+                             "pricing)", "filters", ({"change": "widen gpu_types, providers, "
+                                                     "regions or pricing"},))
         smallest = sorted(reasons.items())[:6]
         lines = "; ".join(f"{k}: {v}" for k, v in smallest)
         more = f" (+{len(reasons) - 6} more)" if len(reasons) > 6 else ""
-        return f"nothing fits in GPU memory: {lines}{more}"
+        return Diagnosis(f"nothing fits in GPU memory: {lines}{more}", "memory", (
+            {"change": "allow GPUs with more memory, more GPUs (ZeRO-3, tp/pp), checkpointing, "
+                       "LoRA/QLoRA or offloading"},))
     parts: list[str] = []
+    fixes: list[dict[str, Any]] = []
     deadline, budget = prep.deadline_h, prep.budget_usd
     fastest = min(cands, key=lambda c: (c.hours, c.cost_usd))
     if "deadline" in core and deadline is not None:
@@ -34,6 +51,8 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> str:
             f"{fastest.hours / 24:.1f} days ({fastest.gpus}× {fastest.offering.gpu_id}, "
             f"{fastest.offering.provider} {fastest.offering.instance}, ${fastest.cost_usd:,.0f}; "
             f"searched up to {searched:,} GPUs — set max_gpus to search further)")
+        fixes.append({"requirement": "deadline", "change": f"deadline_days = "
+                      f"{fastest.hours / 24:.1f}", "cost_usd": round(fastest.cost_usd, 2)})
     limits = {k: v for k, v in (("max_gpus", prep.job.constraints.max_gpus),
                                  ("max_instances", prep.job.constraints.max_instances)) if v}
     if "deadline" in core and deadline is not None and limits:
@@ -48,14 +67,20 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> str:
                 f"without {' and '.join(f'{k}={v}' for k, v in limits.items())} the deadline is met "
                 f"by {fix.instances}× {fix.offering.instance} ({fix.gpus}× {fix.offering.gpu_id}, "
                 f"{fix.offering.provider}) in {fix.hours / 24:.1f} days for ${fix.cost_usd:,.0f}")
+            fixes.append({"requirement": "deadline", "change": "remove " + " and ".join(limits),
+                          "cost_usd": round(fix.cost_usd, 2)})
     if "budget" in core and budget is not None:
         in_time = [c for c in cands if deadline is None or c.hours <= deadline]
         if in_time:
             cheapest = min(in_time, key=lambda c: c.cost_usd)
             parts.append(f"the budget (${budget:,.0f}) binds: the cheapest plan that meets the "
                          f"deadline needs budget ≥ ${cheapest.cost_usd:,.0f}")
+            fixes.append({"requirement": "budget", "change": f"budget_usd = "
+                          f"{cheapest.cost_usd:.0f}", "cost_usd": round(cheapest.cost_usd, 2)})
         else:
             cheapest = min(cands, key=lambda c: c.cost_usd)
             parts.append(f"the budget (${budget:,.0f}) binds too: the cheapest plan at any "
                          f"speed costs ${cheapest.cost_usd:,.0f}")
-    return "; ".join(parts) or "infeasible"
+    binding = "deadline" if "deadline" in core else "budget" if "budget" in core else "deadline"
+    fixes.sort(key=lambda f: f.get("cost_usd") or 0.0)
+    return Diagnosis("; ".join(parts) or "infeasible", binding, tuple(fixes))

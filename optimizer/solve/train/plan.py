@@ -13,7 +13,7 @@ from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_seconds
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.enumerate import BatchRule, Candidate
-from optimizer.solve.train.explain import explain_infeasible
+from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.prepare import PreparedJob, prepare_job
 from optimizer.solve.train.validate import validate_plan
@@ -31,6 +31,24 @@ class PlanResult:
     explanation: str | None = None
     solver: dict[str, Any] = field(default_factory=dict)
     prepared: PreparedJob | None = None
+    binding: str | None = None  # deadline | budget | memory | filters | none
+    fixes: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+    catalog: dict[str, Any] | None = None
+
+
+def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
+    return PlanResult(Status.INFEASIBLE, None, explanation=diagnosis.text, solver=solver,
+                      prepared=prep, binding=diagnosis.binding, fixes=diagnosis.fixes)
+
+
+def binding_of(plan: Candidate, cands: Sequence[Candidate], budget_usd: float | None) -> str:
+    """"deadline" when a cheaper candidate (within budget) exists, so only the deadline keeps
+    it out; "none" when the plan is the cheapest at any speed. A budget never binds a feasible
+    optimum (minimising cost under cost ≤ B gives the unconstrained minimum)."""
+    cheaper = any(c.cost_usd < plan.cost_usd - 0.005 and (budget_usd is None or c.cost_usd <= budget_usd)
+                  for c in cands)
+    return "deadline" if cheaper else "none"
 
 
 def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None, *,
@@ -42,16 +60,15 @@ def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path
     solver_info: dict[str, Any] = {"name": "cp-sat", "candidates": len(cands),
                                    "enumerate_s": round(prep.enumerate_s, 4)}
     if not cands:
-        return PlanResult(Status.INFEASIBLE, None, explanation=explain_infeasible(prep, []),
-                          solver={**solver_info, "wall_s": 0.0, "proven_optimal": True},
-                          prepared=prep)
+        return _infeasible(explain_infeasible(prep, []),
+                           {**solver_info, "wall_s": 0.0, "proven_optimal": True}, prep)
     result, best, core = solve_table(cands, prep.deadline_h, prep.budget_usd, config=config)
     solver_info.update(wall_s=round(result.wall_s, 4), proven_optimal=result.proven_optimal)
     if best is None:
-        return PlanResult(Status.INFEASIBLE, None, explanation=explain_infeasible(prep, core),
-                          solver=solver_info, prepared=prep)
+        return _infeasible(explain_infeasible(prep, core), solver_info, prep)
     _check(prep, best)
-    out = PlanResult(Status(result.status), best, solver=solver_info, prepared=prep)
+    out = PlanResult(Status(result.status), best, solver=solver_info, prepared=prep,
+                     binding=binding_of(best, cands, prep.budget_usd))
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
         res, alt, _core = solve_table(cands, prep.deadline_h, prep.budget_usd, exclude=excluded,

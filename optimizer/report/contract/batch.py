@@ -1,0 +1,73 @@
+"""The JSON contract of `ccopt batch` (DESIGN.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, create_model
+
+from optimizer.report.contract.common import SCHEMA_VERSION, Contract, ExplanationOut, SolverOut
+from optimizer.report.contract.train import CatalogOut, PlanOut
+
+__all__ = ["BatchJobOut", "ResourceOut", "BatchOutput"]
+
+
+#: the plan fields, each absent for jobs that are dropped or unplanned
+_PlanFields = create_model(  # type: ignore[call-overload]
+    "BatchPlanFields", __base__=Contract,
+    **{k: (f.annotation | None, Field(default=None, description=f.description))
+       for k, f in PlanOut.model_fields.items()})
+
+
+class BatchJobOut(_PlanFields):  # type: ignore[misc,valid-type]
+    """A job of the batch: the plan fields when scheduled, and its slot."""
+
+    name: str
+    status: Literal["scheduled", "dropped", "unplanned"]
+    start_hour: float | None
+    end_hour: float | None
+    slot_end_hour: float | None = None
+    resources: list[str] | None = None
+    placement: str | None = Field(default=None, description="why it runs where it runs")
+    model: str
+    release_hour: float
+    deadline_hour: float | None
+    priority: int
+    value_usd: float | None
+    candidates: int = Field(description="plan options of this job")
+
+
+class ResourceOut(Contract):
+    key: str
+    kind: str = Field(description="quota | owned | reservation")
+    label: str
+    capacity: int
+    unit: str
+    reserved: int | None = None
+    commitment_usd_per_instance: float | None = None
+    peak: float
+    usage: list[list[float]] = Field(description="[[from_hour, to_hour, level], ...]")
+
+
+class CostBreakdownOut(Contract):
+    cloud: float
+    owned: float
+    reservations: float
+    dropped_value: float
+
+
+class BatchOutput(Contract):
+    """`ccopt batch --json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["optimal", "feasible", "infeasible"]
+    total_cost_usd: float | None
+    cost_breakdown_usd: CostBreakdownOut
+    horizon_hours: float
+    jobs: list[BatchJobOut]
+    dropped: list[str]
+    resources: list[ResourceOut]
+    explanation: ExplanationOut | None
+    notes: list[str]
+    solver: SolverOut
+    catalog: CatalogOut | None = None

@@ -1,0 +1,150 @@
+"""Pieces of the JSON contract that every command shares: version, memory, layout, solver,
+explanation, rejected options.
+
+The same concept has the same field name and shape in every command's `--json` output; the
+models here are that shape, and `ccopt schema COMMAND` prints them as JSON Schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["SCHEMA_VERSION", "Contract", "MemoryGiB", "LayoutOut", "StepOut", "SolverOut",
+           "FixOut", "ExplanationOut", "RejectedOut", "emit", "explanation_of", "rejected_list"]
+
+#: version of every command's JSON contract; bumped only when a field is removed or reshaped.
+#: 2 (this release): schema_version added; explanation is an object with a `text`; `rejected` a
+#: list of {option, reason}; serve's memory_gib an object; solver blocks share status,
+#: proven_optimal, wall_s, rows. Fields renamed in 2 keep their old name beside the new one.
+SCHEMA_VERSION = 2
+
+
+class Contract(BaseModel):
+    """Base of every output model: unknown fields are a bug (forbid), NaN/inf are not JSON."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+class MemoryGiB(Contract):
+    """Memory per GPU in GiB (2^30 bytes), by part; `total` is the peak allocated."""
+
+    weights: float
+    gradients: float = 0.0
+    optimizer: float = 0.0
+    activations: float = 0.0
+    kv_cache: float = 0.0
+    overhead: float = Field(description="CUDA context, communication buffers, fragmentation")
+    total: float = Field(description="peak allocated memory per GPU (what the planner fits)")
+    reserved: float | None = Field(default=None, description="what the caching allocator holds "
+                                   "at peak (torch.cuda.max_memory_reserved)")
+    device: float | None = Field(default=None, description="what nvidia-smi shows: reserved + "
+                                 "CUDA context and library workspaces")
+
+
+class LayoutOut(Contract):
+    """How a training job is split over its GPUs."""
+
+    dp: int = Field(ge=1, description="data-parallel replicas")
+    tp: int = Field(ge=1, description="tensor-parallel degree (within a node)")
+    pp: int = Field(ge=1, description="pipeline stages")
+    zero_stage: int = Field(ge=0, le=3, description="ZeRO stage (3 = FSDP full sharding)")
+    activation_checkpointing: str = Field(description="none | selective | full")
+    micro_batch: int = Field(ge=1, description="sequences per GPU per micro-step")
+    grad_accum: int = Field(ge=1, description="micro-steps per optimizer step")
+    sequence_parallel: bool | None = None
+    virtual_stages: int | None = None
+    context_parallel: int | None = None
+
+
+class StepOut(Contract):
+    """One optimizer step, seconds: time = compute + exposed communication + pipeline bubble."""
+
+    time_s: float
+    compute_s: float
+    communication_s: float
+    bubble_s: float
+
+
+class SolverOut(Contract):
+    """How the answer was found. Every command has status, proven_optimal, wall_s and rows."""
+
+    name: str = Field(description="cp-sat, or enumeration when nothing was left to optimise")
+    status: str = Field(description="optimal | feasible | infeasible")
+    proven_optimal: bool
+    wall_s: float = Field(ge=0, description="solver wall time, seconds")
+    rows: int = Field(ge=0, description="options the solver chose among")
+    enumerate_s: float | None = Field(default=None, description="time to build the options, s")
+    candidates: int | None = Field(default=None, description="plan: old name of rows")
+    options: int | None = Field(default=None, description="serve: old name of rows")
+    objective: float | None = Field(default=None, description="raw solver objective (scaled "
+                                    "integer units; see the *_usd / *_cents fields)")
+    best_bound: float | None = None
+    objective_cents: int | None = Field(default=None, description="serve: cents per hour")
+    objective_usd_per_hour: float | None = Field(default=None, description="serve: the optimum")
+    objective_usd: float | None = Field(default=None, description="batch: the optimum")
+    best_bound_usd: float | None = None
+    gap: float | None = Field(default=None, description="batch: relative optimality gap")
+    solve_s: float | None = None
+    horizon_steps: int | None = None
+    time_unit_hours: float | None = None
+    jobs: int | None = None
+    model_rows: int | None = None
+    resources: int | None = None
+
+
+class FixOut(Contract):
+    """One change that would make an infeasible problem feasible, and what it costs."""
+
+    change: str
+    requirement: str | None = Field(default=None, description="the requirement it relaxes")
+    cost_usd: float | None = Field(default=None, description="total cost after the change")
+    total_cost_usd: float | None = Field(default=None, description="batch: old name of cost_usd")
+    detail: dict[str, Any] | str | None = Field(default=None, description="batch: per "
+                                                "requirement, what was needed")
+
+
+class ExplanationOut(Contract):
+    """Why there is no answer (null when there is one): the sentence, what binds, what fixes it."""
+
+    text: str = Field(description="one or two sentences for a human")
+    binding_constraint: str | None = Field(default=None, description="deadline | budget | "
+                                           "memory | latency | capacity | ...")
+    fixes: list[FixOut] = Field(default_factory=list, description="nearest fixes, cheapest first")
+    conflict: list[str] | None = Field(default=None, description="batch: requirement keys")
+    labels: list[str] | None = Field(default=None, description="batch: requirements in words")
+    message: str | None = Field(default=None, description="batch: old name of text")
+
+
+class RejectedOut(Contract):
+    """An option the planner excluded before solving, and why."""
+
+    option: str
+    reason: str
+
+
+def emit(model: type[Contract], data: dict[str, Any]) -> dict[str, Any]:
+    """`data` checked against its contract model, as plain JSON-ready types (the output).
+
+    Fields left out of `data` stay out of the output (optional ones are absent, not null),
+    except `schema_version`, which every top-level output carries."""
+    if "schema_version" in model.model_fields:
+        data = {"schema_version": SCHEMA_VERSION, **data}
+    return model.model_validate(data).model_dump(mode="json", exclude_unset=True)
+
+
+def explanation_of(text: str | None, binding: str | None = None,
+                   fixes: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any] | None:
+    """The explanation object of the contract (None when there is nothing to explain)."""
+    if text is None:
+        return None
+    return {"text": text, "binding_constraint": binding, "fixes": fixes or [], **extra}
+
+
+def rejected_list(rejected: dict[str, str] | list[Any]) -> list[dict[str, str]]:
+    """Rejected options as [{option, reason}] (from {option: reason} or a list of those)."""
+    if isinstance(rejected, dict):
+        return [{"option": k, "reason": v} for k, v in rejected.items()]
+    return [r if isinstance(r, dict) else {"option": str(r[0]), "reason": str(r[1])}
+            for r in rejected]

@@ -1,0 +1,206 @@
+"""The JSON contract of `ccopt plan`, `ccopt compare` and `ccopt estimate` (DESIGN.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from optimizer.report.contract.common import (
+    SCHEMA_VERSION,
+    Contract,
+    ExplanationOut,
+    LayoutOut,
+    MemoryGiB,
+    RejectedOut,
+    SolverOut,
+    StepOut,
+)
+
+__all__ = ["PriceFlagOut", "CatalogOut", "PlanOut", "AlternativeOut", "PlanJobOut", "PlanOutput",
+           "BreakEvenOut", "CompareOutput", "ModelOut", "EstimateOutput", "CalibrateOutput"]
+
+
+class PriceFlagOut(Contract):
+    """A catalog row the price-sanity rules flagged (see `ccopt prices --flagged`)."""
+
+    rule: str
+    reason: str
+
+
+class CatalogOut(Contract):
+    """Where the prices came from and how old they are."""
+
+    source: str = Field(description="bundled | cache | a --prices path")
+    as_of: str | None = Field(default=None, description="newest row date, YYYY-MM-DD")
+    age_days: int | None = None
+    path: str | None = None
+
+
+class PlanOut(Contract):
+    """One training plan: where it runs, how it is split, how long and what it costs."""
+
+    gpu: str = Field(description="GPU type id")
+    provider: str
+    instance: str
+    region: str
+    pricing: str = Field(description="on_demand | spot | reserved_1y | reserved_3y | owned | buy")
+    instances: int = Field(ge=1)
+    gpus: int = Field(ge=1, description="GPUs in total (instances × GPUs per instance)")
+    gpus_per_instance: int | None = None
+    layout: LayoutOut
+    global_batch: int = Field(description="sequences per optimizer step")
+    steps: int
+    step_time_s: float
+    step_time_s_p10: float | None = None
+    step_time_s_p90: float | None = None
+    hours: float
+    days: float
+    days_p90: float | None = None
+    usd_per_hour: float = Field(description="running cost of all instances per hour")
+    cost_usd: float = Field(description="what the job costs (committed hours for reservations)")
+    cost_usd_p90: float | None = None
+    capital_usd: float = Field(description="purchase price of bought boxes (0 for cloud)")
+    memory_gib: MemoryGiB
+    gpu_memory_gib: float | None = Field(default=None, description="memory of one card")
+    step: StepOut
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    mfu: float = Field(description="model FLOPs utilisation: 6·N·tokens/s ÷ dense peak "
+                       "(PaLM appendix B; attention FLOPs included)")
+    tokens: int = Field(description="tokens processed over the job")
+    intra_node_link: str | None = Field(default=None, description="nvlink | pcie | ...")
+    inter_node_gbps: float = Field(description="network per instance, Gbit/s")
+    inter_node_kind: str
+    inter_node_is_default: bool = Field(description="the bandwidth is a documented default, "
+                                        "not the provider's published figure")
+    commitment_hours: float
+    kind: str = Field(description="cloud | owned | buy")
+    calibrated: bool = Field(description="compute efficiency from a measured run")
+    price_flags: list[PriceFlagOut] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class AlternativeOut(PlanOut):
+    extra_cost_usd: float = Field(description="cost above the chosen plan")
+
+
+class PlanJobOut(Contract):
+    name: str | None
+    model: str
+    params: int
+    tokens: float | None
+    deadline_hours: float | None
+    budget_usd: float | None
+    stack: str | None = None
+
+
+class PlanOutput(Contract):
+    """`ccopt plan --json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["optimal", "feasible", "infeasible"]
+    plan: PlanOut | None
+    alternatives: list[AlternativeOut] = Field(description="next-best distinct plans")
+    explanation: ExplanationOut | None = Field(description="why infeasible (null otherwise)")
+    binding_constraint: str | None = Field(default=None, description="feasible: what the plan "
+                                           "is pressed against (deadline | budget | none)")
+    solver: SolverOut
+    pareto: list[PlanOut] | None = Field(default=None, description="--pareto: cost vs time")
+    rejected: list[RejectedOut] = Field(default_factory=list)
+    job: PlanJobOut | None = None
+    catalog: CatalogOut | None = None
+    notes: list[str] = Field(default_factory=list, description="what a buyer should double-check")
+
+
+class BreakEvenOut(Contract):
+    """When buying the boxes beats renting one cloud plan."""
+
+    gpu: str | None = Field(default=None, description="GPU type of the cloud plan compared")
+    cloud_plan: str | None = Field(default=None, description="the cloud plan, in words")
+    net_capital_usd: float = Field(description="purchase − resale value")
+    power_usd_per_job: float
+    cloud_usd_per_job: float
+    jobs_to_break_even: float | None = Field(description="null: buying never pays off")
+    months_to_break_even: float | None = Field(description="jobs run back to back on the boxes "
+                                               "(or at constraints.jobs_per_month)")
+    months_continuous: float | None = Field(default=None, description="boxes busy 730 h/month")
+    note: str
+
+
+class CompareOutput(Contract):
+    """`ccopt compare --json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["optimal", "infeasible"]
+    job: str
+    per_gpu: dict[str, PlanOut | None]
+    per_provider: dict[str, PlanOut | None]
+    cloud: PlanOut | None
+    owned_or_bought: PlanOut | None
+    break_even: BreakEvenOut | None = Field(description="against the cheapest cloud plan")
+    break_even_per_gpu: dict[str, BreakEvenOut] = Field(
+        default_factory=dict, description="buying vs the best cloud plan of each GPU type")
+    rejected: list[RejectedOut] = Field(default_factory=list)
+    catalog: CatalogOut | None = None
+    explanation: ExplanationOut | None = None
+
+
+class ModelOut(Contract):
+    name: str
+    params: int
+    active_params: int
+
+
+class EstimateOutput(Contract):
+    """`ccopt estimate --json` (train or serve mode)."""
+
+    schema_version: int = SCHEMA_VERSION
+    mode: Literal["train", "serve"]
+    model: ModelOut
+    gpu: str
+    gpus: int
+    gpus_per_node: int | None = None
+    gpu_memory_gib: float
+    layout: dict[str, int | str | bool | None] = Field(description="train: as in plan; serve: "
+                                                        "tp, replicas, batch, context")
+    memory_gib: MemoryGiB
+    fits: bool
+    inter_node_gbps: float | None = None
+    inter_node_assumed: bool | None = Field(default=None, description="the network is a "
+                                            "default for this GPU class, not given")
+    instance: str | None = None
+    stack: str | None = None
+    note: str | None = None
+    step: StepOut | None = None
+    step_time_s_p10: float | None = None
+    step_time_s_p90: float | None = None
+    step_parts_s: dict[str, float] | None = None
+    tokens_per_s: float | None = None
+    tokens_per_s_per_gpu: float | None = None
+    mfu: float | None = None
+    hfu: float | None = None
+    efficiency: float | None = None
+    calibrated: bool | None = None
+    precision: str | None = None
+    quantization: str | None = Field(default=None, description="serve: old name of precision")
+    ttft_s: float | None = None
+    tpot_ms: float | None = None
+    decode_step_ms: float | None = None
+    output_tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    requests_per_s_per_replica: float | None = None
+    bound: str | None = Field(default=None, description="serve: memory | compute (decode)")
+
+
+class CalibrateOutput(Contract):
+    """`ccopt calibrate --json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    gpu: str
+    precision: str
+    efficiency: float
+    default_prediction_step_s: float
+    calibrated_prediction_step_s: float | None = None
+    measured_step_s: float
+    file: str
