@@ -1,19 +1,24 @@
-"""`ccopt prices` sub-app: list offerings (table / JSON / CSV) and `refresh` the price tables."""
+"""`ccopt prices` sub-app: list offerings (table / JSON / CSV) with their price-sanity flags,
+and `refresh` the price tables."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from optimizer.cli.common import EXIT_BAD_INPUT, EXIT_REFRESH_FAILED
 from optimizer.errors import OptimizerError, RefreshError
-from optimizer.pricing.catalog import filter_offerings, load_catalog
+from optimizer.pricing.catalog import filter_rows, load_catalog_rows
 from optimizer.pricing.refresh import refresh_prices
+from optimizer.pricing.sanity import PriceFlag, RowKey, catalog_flags
+from optimizer.pricing.schema import rows_to_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +27,8 @@ __all__ = ["prices_app", "offerings_to_records"]
 
 prices_app = typer.Typer(
     name="prices",
-    help="Cloud GPU offerings sorted by USD per GPU-hour; `refresh` downloads newer tables.",
+    help="Cloud GPU offerings sorted by USD per GPU-hour, with price-sanity flags; `refresh` "
+         "downloads newer tables.",
     invoke_without_command=True,
     no_args_is_help=False,
     add_completion=False,
@@ -30,6 +36,13 @@ prices_app = typer.Typer(
 )
 
 _SORT = ["usd_per_gpu_hour", "provider", "instance_type", "region", "pricing_model"]
+#: JSON names aligned with plan output (issue 19 item 2), written beside the catalog columns
+_ALIASES = {"gpu": "gpu_id", "instance": "instance_type", "pricing": "pricing_model"}
+_KEY = ("provider", "instance_type", "region", "pricing_model")
+_DEPRECATED_MAX = ("warning: --max-instances is deprecated (it always meant 'at least N'); "
+                   "use --min-instances")
+
+Flags = Mapping[RowKey, tuple[PriceFlag, ...]]
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
@@ -37,8 +50,16 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     return typer.Exit(code)
 
 
-def offerings_to_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as JSON-ready dicts (NaN -> None; max_instances as int)."""
+def _key(record: Mapping[str, Any]) -> RowKey:
+    return (record["provider"], record["instance_type"], record["region"],
+            record["pricing_model"])
+
+
+def offerings_to_records(frame: pd.DataFrame, flags: Flags | None = None
+                         ) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts: the catalog columns (NaN -> None; max_instances as int), then
+    `gpu`, `instance`, `pricing` (the plan's names for gpu_id, instance_type, pricing_model)
+    and `flags` ([{"rule", "reason"}], empty when none)."""
     records = frame.to_dict(orient="records")
     for record in records:
         for key, value in record.items():
@@ -46,31 +67,54 @@ def offerings_to_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
                 record[key] = None
         if record.get("max_instances") is not None:
             record["max_instances"] = int(record["max_instances"])
+        for alias, column in _ALIASES.items():
+            record[alias] = record[column]
+        record["flags"] = [f.as_dict() for f in (flags or {}).get(_key(record), ())]
     return records
 
 
-def _render_table(frame: pd.DataFrame) -> None:
+def _render_table(frame: pd.DataFrame, flags: Flags) -> None:
 
     table = Table(title=f"{len(frame)} offerings, cheapest GPU-hour first")
     for name, justify in (("provider", "left"), ("instance", "left"), ("region", "left"),
                           ("gpu", "left"), ("gpus", "right"), ("pricing", "left"),
                           ("$/h", "right"), ("$/GPU-h", "right"), ("intra", "left"),
-                          ("inter-node", "right"), ("max", "right")):
+                          ("inter-node", "right"), ("max", "right"), ("flags", "left")):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    notes: list[str] = []
     for row in frame.itertuples(index=False):
         pricing = row.pricing_model + ("*" if row.derived else "")
         inter = f"{row.inter_node_gbps:g} Gb/s {row.inter_node_kind}"
         inter += "^" if row.inter_node_is_default else ""
         limit = "" if math.isnan(row.max_instances) else str(int(row.max_instances))
+        found = flags.get((row.provider, row.instance_type, row.region, row.pricing_model), ())
+        first = len(notes) + 1  # footnote number of this row's first flag
+        notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
+        marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
         table.add_row(row.provider, row.instance_type, row.region, row.gpu_id,
                       str(row.gpus_per_instance), pricing, f"{row.usd_per_hour:.2f}",
-                      f"{row.usd_per_gpu_hour:.3f}", row.intra_node_link, inter, limit)
+                      f"{row.usd_per_gpu_hour:.3f}", row.intra_node_link, inter, limit, marks)
     console = Console()
     if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
         console = Console(width=200)
     console.print(table)
     console.print("* reserved rate derived from a published discount (reserved rows bill every "
                   "hour of the 1- or 3-year term); ^ inter-node bandwidth is a documented default")
+    if notes:
+        console.print("flags (double-check these prices before relying on them):", markup=False)
+        for note in notes:
+            console.print(f"  {note}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _min_instances(min_instances: int | None, max_instances: int | None) -> int | None:
+    """The --min-instances value, taking the deprecated --max-instances alias (warns once)."""
+    if max_instances is None:
+        return min_instances
+    typer.echo(_DEPRECATED_MAX, err=True)
+    if min_instances is not None and min_instances != max_instances:
+        raise _fail(f"--min-instances {min_instances} and --max-instances {max_instances} "
+                    "disagree; give only --min-instances")
+    return max_instances
 
 
 @prices_app.callback()
@@ -84,36 +128,58 @@ def prices(
         "--pricing", help="on_demand, spot, reserved_1y, reserved_3y.")] = None,
     region: Annotated[list[str] | None, typer.Option(  # noqa: UP007
         "--region", help="Region name as in the table; repeat for several.")] = None,
-    max_instances: Annotated[int | None, typer.Option(  # noqa: UP007
-        "--max-instances", help="Only offerings rentable at least this many instances together.")
+    min_instances: Annotated[int | None, typer.Option(  # noqa: UP007
+        "--min-instances", help="Only offerings that can supply at least N instances together.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON list of rows on stdout.")] = False,
-    as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
+    max_instances: Annotated[int | None, typer.Option(  # noqa: UP007
+        "--max-instances", hidden=True, help="Deprecated alias of --min-instances.")] = None,
+    flagged: Annotated[bool, typer.Option(
+        "--flagged", help="Only rows flagged by a price-sanity rule.")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="JSON list of rows on stdout (catalog columns, gpu/instance/pricing, "
+                       "flags).")] = False,
+    as_csv: Annotated[bool, typer.Option(
+        "--csv", help="CSV on stdout (the catalog columns only: a valid offerings file).")] = False,
     offline: Annotated[bool, typer.Option(
         "--offline", help="Use the bundled tables (also CCOPT_OFFLINE=1).")] = False,
 ) -> None:
-    """List offerings sorted by USD per GPU-hour (source and as-of date on stderr)."""
+    """List offerings sorted by USD per GPU-hour (source, as-of date and age on stderr).
+
+    Flags are judged against the whole catalog, before the filters.
+    """
     if ctx.invoked_subcommand is not None:
         return
+    least = _min_instances(min_instances, max_instances)
     if as_json and as_csv:
         raise _fail("output: choose one of --json or --csv")
 
     try:
-        catalog = load_catalog(offline=True if offline else None)
-        frame = filter_offerings(catalog.frame, gpus=gpu, providers=provider, regions=region,
-                                 pricing=pricing, max_instances=max_instances)
+        loaded = load_catalog_rows(offline=True if offline else None)
+        rows: Sequence[Any] = filter_rows(loaded.rows, gpus=gpu, providers=provider,
+                                          regions=region, pricing=pricing, min_instances=least)
     except OptimizerError as exc:
         raise _fail(str(exc)) from None
-    typer.echo(catalog.describe(), err=True)
-    frame = frame.sort_values(_SORT, kind="mergesort").reset_index(drop=True)
+    flags = catalog_flags(loaded.rows)
+    if flagged:
+        rows = [r for r in rows if (r.provider, r.instance_type, r.region, r.pricing_model)
+                in flags]
+    typer.echo(_age_line(loaded.description, loaded.age.age_days), err=True)
+    frame = rows_to_frame(rows).sort_values(_SORT, kind="mergesort").reset_index(drop=True)
     if as_json:
-        typer.echo(json.dumps(offerings_to_records(frame), indent=2))
+        typer.echo(json.dumps(offerings_to_records(frame, flags), indent=2))
     elif as_csv:
         typer.echo(frame.to_csv(index=False), nl=False)
     elif frame.empty:
         typer.echo("no offerings match the filters", err=True)
     else:
-        _render_table(frame)
+        _render_table(frame, flags)
+
+
+def _age_line(description: str, age_days: int) -> str:
+    """The stderr summary with the tables' age: '..., as of 2026-12-02; 1 day old'."""
+    age = "dated today" if age_days == 0 else \
+        f"{age_days} day{'' if abs(age_days) == 1 else 's'} old"
+    return f"{description}; {age}"
 
 
 @prices_app.command("refresh")

@@ -8,7 +8,10 @@ from typing import Any
 _EXPORTS = {
     "PRICING_MODELS": "catalog", "HOURS_PER_YEAR": "catalog", "Catalog": "catalog",
     "load_catalog": "catalog", "filter_offerings": "catalog",
-    "cheapest_per_gpu_hour": "catalog",
+    "cheapest_per_gpu_hour": "catalog", "CatalogAge": "catalog", "CatalogRows": "catalog",
+    "load_catalog_rows": "catalog",
+    "PriceFlag": "sanity", "SanityThresholds": "sanity", "check_rows": "sanity",
+    "catalog_flags": "sanity",
     "HardwareSpec": "owned", "default_hardware": "owned", "hardware_from_overrides": "owned",
     "power_usd_per_hour": "owned", "capital_usd": "owned",
     "effective_usd_per_gpu_hour": "owned",

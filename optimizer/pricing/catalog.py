@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import os
 from collections.abc import Iterable
@@ -18,6 +19,8 @@ from optimizer.vocabulary import COMMITMENT_HOURS, INTER_NODE_KINDS, INTRA_NODE_
 if TYPE_CHECKING:
     import pandas as pd
 
+    from optimizer.pricing.schema import OfferingRow
+
 __all__ = [
     "PRICING_MODELS",
     "HOURS_PER_YEAR",
@@ -27,7 +30,11 @@ __all__ = [
     "INTRA_NODE_LINKS",
     "CACHE_FILE",
     "Catalog",
+    "CatalogAge",
+    "CatalogRows",
+    "catalog_age",
     "load_catalog",
+    "load_catalog_rows",
     "filter_offerings",
     "filter_rows",
     "load_offering_rows",
@@ -67,6 +74,61 @@ class Catalog:
         )
         line = f"prices: {label}, as of {self.as_of}"
         return f"{line} ({self.note})" if self.note else line
+
+    def age(self, today: dt.date | None = None) -> CatalogAge:
+        """How old these tables are on `today` (default: the local date)."""
+        return CatalogAge(source=self.source, as_of=dt.date.fromisoformat(self.as_of),
+                          path=self.path, today=today or dt.date.today())
+
+
+@dataclass(frozen=True)
+class CatalogAge:
+    """Where the price tables came from and how old they are.
+
+    Attributes:
+        source: "bundled", "cache", or the path given to the loader.
+        as_of: the newest as_of date among the rows.
+        path: the file that was read.
+        today: the date the age is measured on (injected in tests).
+    """
+
+    source: str
+    as_of: dt.date
+    path: str
+    today: dt.date
+
+    @property
+    def age_days(self) -> int:
+        """Whole days from as_of to today (0 on the day of the tables; negative if dated ahead)."""
+        return (self.today - self.as_of).days
+
+    def describe(self) -> str:
+        """E.g. 'prices as of 2026-10-01 (63 days old, bundled)'."""
+        days = self.age_days
+        age = "today" if days == 0 else f"{days} day{'' if abs(days) == 1 else 's'} old"
+        return f"prices as of {self.as_of} ({age}, {self.source})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: source, as_of (ISO), age_days, path."""
+        return {"source": self.source, "as_of": self.as_of.isoformat(),
+                "age_days": self.age_days, "path": self.path}
+
+
+@dataclass(frozen=True)
+class CatalogRows:
+    """The validated catalog as OfferingRow objects, with its age (what `load_catalog_rows` returns).
+
+    Attributes:
+        rows: the OfferingRow objects (the planners' input; pass them whole to cloud_offerings).
+        age: source, as_of, age_days and path of the tables.
+        description: the one-line stderr summary ('prices: bundled tables, as of ...').
+        note: why a fallback happened (e.g. an invalid cache), else "".
+    """
+
+    rows: tuple[OfferingRow, ...]
+    age: CatalogAge
+    description: str
+    note: str = ""
 
 
 def offline_from_env() -> bool:
@@ -173,15 +235,41 @@ def _read_rows(path: Path) -> tuple[Any, ...]:
     return _rows_cached(str(path), stat.st_mtime_ns, stat.st_size)
 
 
+def catalog_age(rows: Iterable[OfferingRow], source: str, path: str | Path,
+                today: dt.date | None = None) -> CatalogAge:
+    """The age of a set of rows: newest as_of vs `today` (default: the local date)."""
+    return CatalogAge(source=source, as_of=max(r.as_of for r in rows), path=str(path),
+                      today=today or dt.date.today())
+
+
+def load_catalog_rows(path: str | Path | None = None, *, offline: bool | None = None,
+                      today: dt.date | None = None) -> CatalogRows:
+    """The validated catalog as OfferingRow objects with its age (same files, order and checks
+    as load_catalog, without pandas: the planners' fast path).
+
+    Args:
+        path: an offerings CSV to read instead of the defaults.
+        offline: True forces the bundled tables; None reads CCOPT_OFFLINE.
+        today: the date CatalogAge.age_days is measured on (default: the local date).
+
+    Raises:
+        CatalogError: the chosen file fails validation (names file, row and column).
+    """
+    rows, source, file, note = _load_first(_read_rows, path, offline)
+    age = catalog_age(rows, source, file, today)
+    label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)
+    line = f"prices: {label}, as of {age.as_of}"
+    return CatalogRows(rows=rows, age=age, description=f"{line} ({note})" if note else line,
+                       note=note)
+
+
 def load_offering_rows(path: str | Path | None = None, *, offline: bool | None = None
                        ) -> tuple[tuple[Any, ...], str]:
     """The validated catalog as OfferingRow objects (same files and checks as load_catalog,
-    without pandas: the planner's fast path). Returns (rows, one-line description)."""
-    rows, source, file, note = _load_first(_read_rows, path, offline)
-    as_of = max(str(r.as_of) for r in rows)
-    label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)
-    line = f"prices: {label}, as of {as_of}"
-    return rows, f"{line} ({note})" if note else line
+    without pandas: the planner's fast path). Returns (rows, one-line description);
+    `load_catalog_rows` returns the same with the catalog's age."""
+    loaded = load_catalog_rows(path, offline=offline)
+    return loaded.rows, loaded.description
 
 
 def _as_list(value: str | Iterable[str] | None, split: bool = True) -> list[str] | None:
@@ -210,10 +298,12 @@ def _check_known(wanted: list[str], field: str, allowed: Iterable[str]) -> set[s
 def row_filter(*, gpus: str | Iterable[str] | None = None,
                providers: str | Iterable[str] | None = None,
                regions: str | Iterable[str] | None = None,
-               pricing: str | Iterable[str] | None = None, max_instances: int | None = None,
-               known_providers: Iterable[str] = (), known_regions: Iterable[str] = ()) -> Any:
+               pricing: str | Iterable[str] | None = None, min_instances: int | None = None,
+               known_providers: Iterable[str] = (), known_regions: Iterable[str] = (),
+               max_instances: int | None = None) -> Any:
     """A predicate over rows (attributes gpu_id, provider, region, pricing_model,
     max_instances) implementing the filters of filter_offerings; validates the values first.
+    `max_instances` is the old name of `min_instances` (it always meant "at least").
 
     Raises:
         ConfigError: an unknown value; the message names the field and the allowed values.
@@ -228,8 +318,9 @@ def row_filter(*, gpus: str | Iterable[str] | None = None,
     pricing_list = _as_list(pricing)
     prices = _check_known([p.replace("-", "_") for p in pricing_list], "pricing",
                           PRICING_MODELS) if pricing_list is not None else None
-    if max_instances is not None and max_instances < 1:
-        raise ConfigError(f"max_instances: must be >= 1, got {max_instances}")
+    least = min_instances if min_instances is not None else max_instances
+    if least is not None and least < 1:
+        raise ConfigError(f"min_instances: must be >= 1, got {least}")
 
     def keep(row: Any) -> bool:
         limit = row.max_instances
@@ -237,8 +328,8 @@ def row_filter(*, gpus: str | Iterable[str] | None = None,
                 and (prov is None or row.provider.lower() in prov)
                 and (regs is None or row.region.lower() in regs)
                 and (prices is None or row.pricing_model.lower() in prices)
-                and (max_instances is None or limit is None or limit != limit
-                     or limit >= max_instances))
+                and (least is None or limit is None or limit != limit
+                     or limit >= least))
 
     return keep
 
@@ -250,6 +341,7 @@ def filter_offerings(
     providers: str | Iterable[str] | None = None,
     regions: str | Iterable[str] | None = None,
     pricing: str | Iterable[str] | None = None,
+    min_instances: int | None = None,
     max_instances: int | None = None,
 ) -> pd.DataFrame:
     """Rows of `frame` matching every given filter (case-insensitive).
@@ -262,14 +354,16 @@ def filter_offerings(
         providers: provider names present in `frame`.
         regions: region names present in `frame`.
         pricing: pricing models from PRICING_MODELS.
-        max_instances: keep offerings that can be rented at least this many instances
+        min_instances: keep offerings that can be rented at least this many instances
             together (rows with no limit, NaN, always pass).
+        max_instances: the old name of min_instances (same meaning; kept for callers).
 
     Raises:
         ConfigError: an unknown value; the message names the field and the allowed values.
     """
     keep = row_filter(gpus=gpus, providers=providers, regions=regions, pricing=pricing,
-                      max_instances=max_instances, known_providers=frame["provider"],
+                      min_instances=min_instances, max_instances=max_instances,
+                      known_providers=frame["provider"],
                       known_regions=frame["region"])
     return frame[[keep(row) for row in frame.itertuples(index=False)]]
 

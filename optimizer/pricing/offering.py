@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optimizer.model.hardware import GpuSpec
+from optimizer.pricing.sanity import PriceFlag
 
 __all__ = ["Offering", "Cost", "cost_usd", "hourly_usd", "OFFERING_KINDS"]
 
@@ -42,6 +43,8 @@ class Offering:
     amortisation_hours: float = 0.0  # owned/buy: hours the net price is spread over
     inter_node_kind: str = "ethernet"  # infiniband | efa | ethernet | rdma | none
     inter_node_is_default: bool = False  # the bandwidth is a documented guess, not published
+    #: price-sanity flags of the catalog row (pricing/sanity.py); () for owned/buy boxes
+    flags: tuple[PriceFlag, ...] = ()
 
     @property
     def gpu_id(self) -> str:

@@ -24,6 +24,7 @@ from optimizer.pricing.owned import (
     hardware_from_overrides,
     power_usd_per_hour,
 )
+from optimizer.pricing.sanity import PriceFlag, catalog_flags, flags_of, row_key
 from optimizer.pricing.schema import OfferingRow
 
 __all__ = ["cloud_offering", "cloud_offerings", "box_offering", "box_spec", "hardware_offerings",
@@ -35,14 +36,20 @@ _FILTER_FIELDS = {"gpu": "gpus", "provider": "providers", "region": "regions"}
 def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud",
                    spot_overhead: float = 0.0, trust_guessed_network: bool = True,
                    reservation_prepaid: bool = False, usd_per_hour: float | None = None,
-                   max_instances: int | None = None) -> Offering:
+                   max_instances: int | None = None,
+                   catalog_rows: Sequence[OfferingRow] | None = None,
+                   flags: tuple[PriceFlag, ...] | None = None) -> Offering:
     """One catalog row as an Offering.
 
     Spot rows get `spot_overhead`; with `trust_guessed_network` false an instance whose
     inter-node bandwidth is a guess is usable only alone; a prepaid reservation bills per hour
     used (commitment 0). `usd_per_hour` and `max_instances` override the row's (a batch-level
-    reservation is billed apart and capped by its size).
+    reservation is billed apart and capped by its size). The Offering carries the row's
+    price-sanity `flags` (pricing/sanity.py): given, or judged against `catalog_rows` (the
+    whole catalog the row comes from), else none.
     """
+    if flags is None:
+        flags = flags_of(row, catalog_rows) if catalog_rows is not None else ()
     limit = row.max_instances if max_instances is None else max_instances
     if not trust_guessed_network and row.inter_node_is_default:
         limit = 1
@@ -55,7 +62,8 @@ def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud
         max_instances=limit,
         commitment_hours=0.0 if reservation_prepaid else float(row.commitment_hours),
         spot_overhead=spot_overhead if row.pricing_model == "spot" else 0.0,
-        inter_node_kind=row.inter_node_kind, inter_node_is_default=row.inter_node_is_default)
+        inter_node_kind=row.inter_node_kind, inter_node_is_default=row.inter_node_is_default,
+        flags=flags)
 
 
 def cloud_offerings(rows: Sequence[OfferingRow], *, gpus: Iterable[str] | None = None,
@@ -63,6 +71,10 @@ def cloud_offerings(rows: Sequence[OfferingRow], *, gpus: Iterable[str] | None =
                     pricing: Iterable[str] | None = None, field_prefix: str = "constraints",
                     **options: Any) -> list[Offering]:
     """Catalog rows allowed by the filters, as Offerings (options as in `cloud_offering`).
+
+    Each Offering carries its row's price-sanity flags, judged against all of `rows` (pass the
+    whole catalog: peers filtered out here, such as on-demand rows for a spot-only job, still
+    count as reference).
 
     Raises:
         ConfigError: an unknown GPU, provider, region or pricing model, naming the job field
@@ -74,7 +86,8 @@ def cloud_offerings(rows: Sequence[OfferingRow], *, gpus: Iterable[str] | None =
     except ConfigError as exc:  # name the job-file field: "gpu: …" -> "constraints.gpus: …"
         field, _, rest = str(exc).partition(": ")
         raise ConfigError(f"{field_prefix}.{_FILTER_FIELDS.get(field, field)}: {rest}") from None
-    return [cloud_offering(row, **options) for row in kept]
+    flags = catalog_flags(rows)
+    return [cloud_offering(row, flags=flags.get(row_key(row), ()), **options) for row in kept]
 
 
 def _gpu_in_instance(gpu: GpuSpec, row: OfferingRow) -> GpuSpec:

@@ -42,7 +42,8 @@ COLUMNS = (
     "source",
 )
 
-__all__ = ["COLUMNS", "OfferingRow", "validate_csv", "read_offerings", "MAX_USD_PER_GPU_HOUR"]
+__all__ = ["COLUMNS", "OfferingRow", "validate_csv", "read_offerings", "rows_to_frame",
+           "MAX_USD_PER_GPU_HOUR"]
 
 #: sanity ceiling; the dearest GPU-hour in the reference is ~17.8 USD (p6-b300). A value far
 #: above it almost surely is cents or a per-month figure. Chosen bound, not a market fact.
@@ -169,8 +170,6 @@ def validate_csv(lines: Iterable[str], name: object) -> list[OfferingRow]:
 
 def read_offerings(path: Path, name: object | None = None) -> pd.DataFrame:
     """Read and validate an offerings CSV into the tidy catalog DataFrame (columns = COLUMNS)."""
-    import pandas as pd  # lazy: pandas is heavy and only the prices table needs a DataFrame
-
     label = name if name is not None else path
     try:
         with open(path, newline="", encoding="utf-8") as handle:
@@ -179,6 +178,13 @@ def read_offerings(path: Path, name: object | None = None) -> pd.DataFrame:
         raise CatalogError(f"{label}: not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise CatalogError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    return rows_to_frame(rows)
+
+
+def rows_to_frame(rows: Iterable[OfferingRow]) -> pd.DataFrame:
+    """Validated rows as the tidy catalog DataFrame (columns = COLUMNS; as_of as ISO text)."""
+    import pandas as pd  # lazy: pandas is heavy and only the prices table needs a DataFrame
+
     records = [r.model_dump() for r in rows]
     for rec in records:
         rec["as_of"] = rec["as_of"].isoformat()

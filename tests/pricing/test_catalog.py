@@ -118,7 +118,9 @@ def test_filter_by_alias_case_and_lists(bundled):
 
 def test_filter_max_instances(tiny_csv):
     frame = load_catalog(tiny_csv).frame
-    assert len(filter_offerings(frame, max_instances=2)) == 3  # NaN = no limit, vast allows 2
+    assert len(filter_offerings(frame, min_instances=2)) == 3  # NaN = no limit, vast allows 2
+    assert set(filter_offerings(frame, min_instances=3)["provider"]) == {"aws"}
+    # the old keyword, same meaning ("at least")
     assert set(filter_offerings(frame, max_instances=3)["provider"]) == {"aws"}
 
 
@@ -129,7 +131,8 @@ def test_filter_max_instances(tiny_csv):
         ({"pricing": "monthly"}, "Allowed: on_demand, reserved_1y, reserved_3y, spot"),
         ({"regions": "mars-1"}, "region: unknown value 'mars-1'"),
         ({"gpus": "H1000"}, "gpu: unknown GPU 'H1000'"),
-        ({"max_instances": 0}, "max_instances: must be >= 1"),
+        ({"min_instances": 0}, "min_instances: must be >= 1"),
+        ({"max_instances": 0}, "min_instances: must be >= 1"),
     ],
 )
 def test_filter_errors(bundled, kwargs, phrase):

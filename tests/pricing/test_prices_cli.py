@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -34,10 +35,16 @@ def test_h100_json_has_all_pricing_models_from_several_providers():
                                                  "reserved_3y"}
     for model in ("on_demand", "spot", "reserved_1y"):
         assert len({r["provider"] for r in rows if r["pricing_model"] == model}) >= 2, model
-    assert list(rows[0]) == list(COLUMNS)
+    # the catalog columns first (scripts rely on them), then the plan's names and the flags
+    assert list(rows[0]) == [*COLUMNS, "gpu", "instance", "pricing", "flags"]
+    for r in rows:
+        assert (r["gpu"], r["instance"], r["pricing"]) == (r["gpu_id"], r["instance_type"],
+                                                           r["pricing_model"])
     prices = [r["usd_per_gpu_hour"] for r in rows]
     assert prices == sorted(prices)
-    assert result.stderr.strip() == "prices: bundled tables, as of 2026-12-02"
+    assert re.fullmatch(r"prices: bundled tables, as of 2026-12-02; (\d+ days?|-\d+ days?) old"
+                        r"|prices: bundled tables, as of 2026-12-02; dated today",
+                        result.stderr.strip())
 
 
 def test_table_and_csv_outputs():
@@ -58,7 +65,7 @@ def test_table_and_csv_outputs():
         (["--pricing", "monthly"], "Allowed: on_demand, reserved_1y, reserved_3y, spot"),
         (["--gpu", "H1000"], "error: gpu: unknown GPU 'H1000'"),
         (["--json", "--csv"], "error: output: choose one of --json or --csv"),
-        (["--max-instances", "0"], "error: max_instances: must be >= 1"),
+        (["--min-instances", "0"], "error: min_instances: must be >= 1"),
     ],
 )
 def test_bad_input_exit_2_one_line(args, phrase):
@@ -112,3 +119,71 @@ def test_the_model_layer_imports_no_solver_or_dataframe():
             "print(sorted(m for m in ('pandas', 'ortools', 'requests', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- price-sanity flags, --flagged, --min-instances ----------------------------------------
+
+P4D_SPOT = ("aws", "p4d.24xlarge", "us-east-1", "spot")
+
+
+def _key(r):
+    return (r["provider"], r["instance_type"], r["region"], r["pricing_model"])
+
+
+def test_table_shows_flags_column_and_footnote_reasons():
+    result = runner.invoke(app, ["prices", "--gpu", "A100-40GB", "--provider", "aws"])
+    assert result.exit_code == 0, result.stderr
+    p4d_line = next(line for line in result.stdout.splitlines()
+                    if "p4d.24xlarge" in line and "spot" in line)
+    assert "spot-extreme [1]" in p4d_line
+    assert "flags (double-check these prices" in result.stdout
+    assert "[1] spot-extreme: spot $0.308/GPU-h is 11.2% of on-demand" in result.stdout
+
+
+def test_json_flags_and_flagged_filter():
+    everything = json.loads(runner.invoke(app, ["prices", "--json"]).stdout)
+    by_key = {_key(r): r for r in everything}
+    assert [f["rule"] for f in by_key[P4D_SPOT]["flags"]] == ["spot-extreme"]
+    assert set(by_key[P4D_SPOT]["flags"][0]) == {"rule", "reason"}
+    result = runner.invoke(app, ["prices", "--flagged", "--json"])
+    assert result.exit_code == 0, result.stderr
+    flagged = json.loads(result.stdout)
+    assert P4D_SPOT in {_key(r) for r in flagged}
+    assert all(r["flags"] for r in flagged)
+    assert {_key(r) for r in flagged} == {_key(r) for r in everything if r["flags"]}
+    # filters combine with --flagged; flags are judged on the whole catalog (the on-demand
+    # reference row is filtered out here)
+    spot_only = json.loads(runner.invoke(
+        app, ["prices", "--flagged", "--pricing", "spot", "-g", "A100-40GB", "--json"]).stdout)
+    assert P4D_SPOT in {_key(r) for r in spot_only}
+    table = runner.invoke(app, ["prices", "--flagged"])
+    assert table.exit_code == 0 and "p4d.24xlarge" in table.stdout
+    assert "p5.48xlarge" not in table.stdout  # H100 p5 rows are not flagged
+
+
+def test_csv_stays_a_valid_offerings_file(tmp_path):
+    out = runner.invoke(app, ["prices", "--flagged", "--csv"])
+    assert out.stdout.splitlines()[0] == ",".join(COLUMNS)  # no flags column: loadable as --prices
+    cache = tmp_path / "csv-cache"
+    cache.mkdir()
+    (cache / "offerings.csv").write_text(out.stdout, encoding="utf-8")
+    reread = runner.invoke(app, ["prices", "--json"], env={"CCOPT_CACHE_DIR": str(cache)})
+    assert reread.exit_code == 0 and "cached tables" in reread.stderr
+    assert len(json.loads(reread.stdout)) == len(out.stdout.splitlines()) - 1
+
+
+def test_min_instances_and_the_deprecated_alias_warns_once():
+    new = runner.invoke(app, ["prices", "--min-instances", "2", "--json"])
+    assert new.exit_code == 0 and "deprecated" not in new.stderr
+    old = runner.invoke(app, ["prices", "--max-instances", "2", "--json"])
+    assert old.exit_code == 0
+    assert old.stdout == new.stdout  # same meaning: at least 2 instances
+    warnings = [line for line in old.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: --max-instances is deprecated (it always meant 'at least N'); "
+                        "use --min-instances"]
+    rows = json.loads(new.stdout)
+    assert rows and all(r["max_instances"] is None or r["max_instances"] >= 2 for r in rows)
+    hidden = runner.invoke(app, ["prices", "--help"])
+    assert "--min-instances" in hidden.stdout and "--max-instances" not in hidden.stdout
+    clash = runner.invoke(app, ["prices", "--min-instances", "2", "--max-instances", "3"])
+    assert clash.exit_code == 2 and "disagree" in clash.stderr
