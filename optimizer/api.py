@@ -31,7 +31,7 @@ from optimizer.model.setup import (
 )
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
 from optimizer.model.step_time import Cluster, training_step_time
-from optimizer.pricing.catalog import load_offering_rows
+from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
 from optimizer.report.batch import batch_dict
 from optimizer.report.estimate import serve_estimate_json, train_estimate_json
@@ -153,11 +153,14 @@ def estimate(model: str | ModelSpec, gpu: str, *, gpus: int = 1, gpus_per_node: 
 
 
 def _train_job(job: Any, prices: str | Path | None, offline: bool | None
-               ) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None]:
-    """The job (TOML path, dict or Job), its base directory, and the price rows it needs."""
+               ) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None, dict[str, Any] | None]:
+    """The job (TOML path, dict or Job), its base directory, the price rows it needs and their
+    age (None without cloud)."""
     job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
-    rows = load_offering_rows(prices, offline=offline)[0] if job.constraints.cloud else None
-    return job, base_dir, rows
+    if not job.constraints.cloud:
+        return job, base_dir, None, None
+    loaded = load_catalog_rows(prices, offline=offline)
+    return job, base_dir, loaded.rows, loaded.age.as_dict()
 
 
 def plan_result(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
@@ -167,9 +170,11 @@ def plan_result(job: Any, *, prices: str | Path | None = None, offline: bool | N
 
     `prices` is an offerings CSV to use instead of the user cache / bundled tables.
     """
-    job, base_dir, rows = _train_job(job, prices, offline)
-    return plan_job(job, rows, base_dir, alternatives=alternatives, pareto=pareto,
-                    config=SolverConfig(time_limit_s=time_limit_s))
+    job, base_dir, rows, age = _train_job(job, prices, offline)
+    result = plan_job(job, rows, base_dir, alternatives=alternatives, pareto=pareto,
+                      config=SolverConfig(time_limit_s=time_limit_s))
+    result.catalog = age
+    return result
 
 
 def plan(job: Any, **options: Any) -> dict[str, Any]:
@@ -179,8 +184,9 @@ def plan(job: Any, **options: Any) -> dict[str, Any]:
 
 def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None) -> dict[str, Any]:
     """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
-    job, base_dir, rows = _train_job(job, prices, offline)
-    return compare_json(compare_job(job, rows, base_dir))
+    job, base_dir, rows, age = _train_job(job, prices, offline)
+    out = compare_json(compare_job(job, rows, base_dir))
+    return {**out, "catalog": age} if age is not None else out
 
 
 def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,

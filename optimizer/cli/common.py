@@ -15,7 +15,8 @@ from rich.console import Console
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
-           "EXIT_BAD_INPUT", "EXIT_REFRESH_FAILED", "header_or_infeasible", "PricesOpt", "OfflineOpt",
+           "EXIT_BAD_INPUT", "EXIT_REFRESH_FAILED", "header_or_infeasible", "catalog_line",
+           "layout_words", "interconnect_words", "PricesOpt", "OfflineOpt",
            "JsonOpt"]
 
 #: options shared by the commands that read a job file (one definition each)
@@ -70,6 +71,40 @@ def header_or_infeasible(data: dict[str, Any]) -> tuple[Any, dict[str, Any]] | N
         c.print(f"[red]infeasible[/red]: {(data['explanation'] or {}).get('text')}")
         return None
     return c, data.get("job") or {}
+
+
+def catalog_line(catalog: dict[str, Any] | None) -> str:
+    """'prices as of 2026-12-02, 1 day old (bundled)' or 'no cloud prices used'."""
+    if not catalog:
+        return "no cloud prices used"
+    days = catalog.get("age_days")
+    age = "" if days is None else f", {days} day{'' if days == 1 else 's'} old"
+    return f"prices as of {catalog.get('as_of')}{age} ({catalog.get('source')})"
+
+
+def layout_words(lay: dict[str, Any], short: bool = False) -> str:
+    """A training layout in words: 'tp 2 × pp 2 × dp 2, ZeRO-1, selective checkpointing'."""
+    ckpt = lay["activation_checkpointing"]
+    if short:
+        return (f"tp{lay['tp']}×pp{lay['pp']}×dp{lay['dp']} ZeRO-{lay['zero_stage']} {ckpt} "
+                f"mb{lay['micro_batch']}×ga{lay['grad_accum']}")
+    return (f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, "
+            f"{'no' if ckpt == 'none' else ckpt} activation checkpointing")
+
+
+def interconnect_words(p: dict[str, Any]) -> str:
+    """The links a plan's layout communicates over, in words."""
+    intra = p.get("intra_node_link") or "?"
+    lay = p["layout"]
+    parts = [f"{intra.upper()} inside the instance"] if p.get("gpus_per_instance", 1) > 1 else []
+    if p["instances"] > 1:
+        guess = ", a documented default" if p.get("inter_node_is_default") else ""
+        parts.append(f"{p['inter_node_gbps']:g} Gbit/s {p['inter_node_kind']} between "
+                     f"{p['instances']} instances{guess}")
+    if not parts:
+        return "one GPU (no interconnect)"
+    tp = " (tensor parallel over " + intra.upper() + ")" if lay["tp"] > 1 else ""
+    return " and ".join(parts) + tp
 
 
 def money(usd: float) -> str:

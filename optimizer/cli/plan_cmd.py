@@ -17,6 +17,9 @@ from optimizer.cli.common import (
     PricesOpt,
     console,
     header_or_infeasible,
+    catalog_line,
+    interconnect_words,
+    layout_words,
     money,
     print_json,
     user_errors,
@@ -62,15 +65,20 @@ def render_plan(data: dict[str, Any]) -> None:
     lay = p["layout"]
     c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "
             f"(CP-SAT, {data['solver'].get('rows')} candidates, "
-            f"{data['solver'].get('wall_s', 0):.3f} s)")
+            f"{data['solver'].get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})")
+    for note in data.get("notes", []):
+        c.print(f"  [bold yellow]note:[/bold yellow] {note}")
     c.print(f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
             f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
             f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)")
-    c.print(f"  layout: dp {lay['dp']} × tp {lay['tp']} × pp {lay['pp']}, ZeRO-{lay['zero_stage']}, "
-            f"checkpointing {lay['activation_checkpointing']}, micro-batch {lay['micro_batch']} × "
-            f"grad-accum {lay['grad_accum']} = global batch {p['global_batch']}; {p['steps']:,} "
-            f"steps of {p['step_time_s']:.2f} s; {p['tokens_per_s']:,.0f} tokens/s, MFU "
-            f"{p['mfu']:.1%}; memory {p['memory_gib']['total']:.1f} GiB/GPU")
+    c.print(f"  layout: {layout_words(lay)}; micro-batch {lay['micro_batch']} × grad-accum "
+            f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}")
+    c.print(f"  speed: {p['steps']:,} steps of {p['step_time_s']:.2f} s; {p['tokens_per_s']:,.0f} "
+            f"tokens/s, MFU {p['mfu']:.1%}")
+    c.print(f"  memory: {p['memory_gib']['total']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB per "
+            f"GPU; relies on {interconnect_words(p)}")
+    if data.get("binding_constraint") == "deadline":
+        c.print("  why this plan: the deadline binds (a cheaper, slower plan would finish late)")
     for warning in p.get("warnings", []):
         c.print(f"  [yellow]check:[/yellow] {warning}")
     rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(data["alternatives"])]
@@ -83,8 +91,7 @@ def render_plan(data: dict[str, Any]) -> None:
         extra = "" if label == "plan" else f"+{money(r.get('extra_cost_usd', 0))}"
         table.add_row(label, r["gpu"], r["provider"], r["instance"], r["pricing"], str(r["gpus"]),
                       f"{r['days']:.2f}", money(r["cost_usd"]), extra,
-                      f"tp{lay['tp']} pp{lay['pp']} z{lay['zero_stage']} "
-                      f"{lay['activation_checkpointing']} mb{lay['micro_batch']}×ga{lay['grad_accum']}")
+                      layout_words(lay, short=True))
     c.print(table)
     if data.get("pareto"):
         front = Table(title="Pareto front: cost vs finish time")

@@ -27,8 +27,8 @@ from optimizer.pricing.owned import (
 from optimizer.pricing.sanity import PriceFlag, catalog_flags, flags_of, row_key
 from optimizer.pricing.schema import OfferingRow
 
-__all__ = ["cloud_offering", "cloud_offerings", "box_offering", "box_spec", "hardware_offerings",
-           "job_offerings"]
+__all__ = ["flag_notes", "cloud_offering", "cloud_offerings", "box_offering", "box_spec",
+           "hardware_offerings", "job_offerings"]
 
 _FILTER_FIELDS = {"gpu": "gpus", "provider": "providers", "region": "regions"}
 
@@ -159,3 +159,14 @@ def job_offerings(rows: Sequence[OfferingRow] | None, constraints: Any,
             trust_guessed_network=constraints.trust_guessed_network,
             reservation_prepaid=constraints.reservation_prepaid)
     return cloud + hardware_offerings(owned, buy, constraints.gpus)
+
+
+def flag_notes(offerings: Iterable[Offering]) -> list[str]:
+    """One line per flagged offering a plan relies on (what a buyer should double-check)."""
+    seen: dict[str, Offering] = {}
+    for off in offerings:
+        if off.flags and off.key not in seen:
+            seen[off.key] = off
+    return [f"relies on a flagged price: {o.provider} {o.instance} {o.region} {o.pricing} — "
+            f"{f.rule}: {f.reason} (see `ccopt prices --flagged`)"
+            for o in seen.values() for f in o.flags]

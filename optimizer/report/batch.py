@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optimizer.pricing.offerings import flag_notes
 from optimizer.report.contract.batch import BatchOutput
 from optimizer.report.contract.common import emit, explanation_of
 from optimizer.report.train import plan_dict, solver_block
@@ -99,6 +100,8 @@ def batch_dict(result: BatchResult) -> dict[str, Any]:
         "dropped": [s.name for s in result.jobs if s.row is None],
         "resources": _resource_dicts(result),
         "explanation": _explanation_dict(result.explanation),
-        "notes": problem.notes,
+        "notes": problem.notes + flag_notes(s.row.candidate.offering for s in result.jobs
+                                            if s.row is not None),
+        **({"catalog": result.catalog} if result.catalog is not None else {}),
         "solver": solver_block(result.solver, str(result.status)),
     })

@@ -70,6 +70,8 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
                            "rejected": rejected_list([r.split(": ", 1) if ": " in r else (r, "")
                                                       for r in result.rejected]),
                            "notes": list(result.notes)}
+    if result.catalog is not None:
+        out["catalog"] = result.catalog
     if result.status == Status.INFEASIBLE:
         return out
     deps = [_deployment_json(d, w.weight_precision) for d in result.deployments]

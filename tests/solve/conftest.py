@@ -1,4 +1,4 @@
-"""Fixtures shared by the planner tests: the bundled catalog rows and an isolated user state."""
+"""Fixtures shared by the planner tests: the bundled catalog rows (no_user_state: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,3 @@ from optimizer.pricing.catalog import load_offering_rows
 def rows():
     """The bundled price catalog as typed rows (offline: never the user's cache)."""
     return load_offering_rows(offline=True)[0]
-
-
-@pytest.fixture
-def no_user_state(monkeypatch, tmp_path):
-    """No stored calibration and an empty price cache for this test."""
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "none.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))

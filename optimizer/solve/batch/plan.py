@@ -8,7 +8,7 @@ from typing import Any
 
 from optimizer.inputs.jobs.batch import BatchFile, batch_from_dict, load_batch
 from optimizer.inputs.jobs.train import coerce_document
-from optimizer.pricing.catalog import load_offering_rows
+from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.solve.batch.enumerate import build_problem
 from optimizer.solve.batch.problem import BatchResult, ProgressEvent
 from optimizer.solve.batch.solve import solve_batch
@@ -39,6 +39,8 @@ def plan_batch(batch: BatchFile | dict[str, Any] | str | Path, *,
         SolverError: no solution within the time limit.
     """
     batch_file, base_dir = coerce_document(batch, BatchFile, load_batch, batch_from_dict, "batch")
-    rows, _ = load_offering_rows(prices, offline=offline)
-    problem = build_problem(batch_file, rows, base_dir)
-    return solve_batch(problem, config, on_progress=on_progress)
+    loaded = load_catalog_rows(prices, offline=offline)
+    problem = build_problem(batch_file, loaded.rows, base_dir)
+    result = solve_batch(problem, config, on_progress=on_progress)
+    result.catalog = loaded.age.as_dict()
+    return result

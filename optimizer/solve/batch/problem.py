@@ -272,6 +272,7 @@ class BatchResult:
     reserved: dict[str, int] = field(default_factory=dict)
     explanation: Explanation | None = None
     solver: dict[str, Any] = field(default_factory=dict)
+    catalog: dict[str, Any] | None = None  # source, as_of, age_days, path of the price tables
     progress: list[ProgressEvent] = field(default_factory=list)
 
     def _sum(self, kinds: tuple[str, ...]) -> float:

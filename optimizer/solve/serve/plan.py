@@ -22,6 +22,7 @@ instances × GPUs per instance / tp).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,9 @@ from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.inputs.jobs.serve import ServeConstraints, ServeJob, load_serve_job, serve_job_from_dict
 from optimizer.inputs.jobs.train import HardwareEntry, coerce_document
 from optimizer.model.setup import PerfAssumptions
-from optimizer.pricing.catalog import load_offering_rows
+from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.offering import Offering
-from optimizer.pricing.offerings import cloud_offerings, hardware_offerings
+from optimizer.pricing.offerings import cloud_offerings, flag_notes, hardware_offerings
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.serve.explain import (
@@ -129,6 +130,7 @@ def _plan(job: ServeJob, rows: Rows, base_dir: Path | None, config: SolverConfig
     deployments.sort(key=lambda d: -d.usd_per_hour)
     solver_info.update(objective_cents=sol.cost_cents)
     return ServeResult(sol.status, deployments=tuple(deployments),
+                       notes=tuple(flag_notes(d.option.offering for d in deployments)),
                        capacity_rps=alpha * load * (1 + c.headroom), solver=solver_info, **base)
 
 
@@ -151,25 +153,30 @@ def compare_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
 
 
 def _load(job: Any, prices: str | Path | None, offline: bool | None
-          ) -> tuple[ServeJob, Rows, Path | None]:
-    """The job (path, dict or ServeJob), the catalog rows if it may use cloud, its directory."""
+          ) -> tuple[ServeJob, Rows, Path | None, dict[str, Any] | None]:
+    """The job (path, dict or ServeJob), the catalog rows if it may use cloud, its directory,
+    and the catalog's age (None without cloud)."""
     job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
-    rows = load_offering_rows(prices, offline=offline)[0] if job.constraints.cloud else None
-    return job, rows, base_dir
+    if not job.constraints.cloud:
+        return job, None, base_dir, None
+    loaded = load_catalog_rows(prices, offline=offline)
+    return job, loaded.rows, base_dir, loaded.age.as_dict()
 
 
 def run_serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
               time_limit_s: float = 10.0) -> ServeResult:
     """Plan a serving job given as a TOML path, a dict or a ServeJob (see plan_serving)."""
-    j, rows, base_dir = _load(job, prices, offline)
-    return plan_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s))
+    j, rows, base_dir, age = _load(job, prices, offline)
+    return replace(plan_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s)),
+                   catalog=age)
 
 
 def run_serve_compare(job: Any, *, prices: str | Path | None = None,
                       offline: bool | None = None, time_limit_s: float = 10.0) -> ServeComparison:
     """Best deployment per GPU type for a serving job (see compare_serving)."""
-    j, rows, base_dir = _load(job, prices, offline)
-    return compare_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s))
+    j, rows, base_dir, age = _load(job, prices, offline)
+    result = compare_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s))
+    return replace(result, best=replace(result.best, catalog=age))
 
 
 def require_feasible(result: ServeResult) -> ServeResult:

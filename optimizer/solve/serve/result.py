@@ -59,6 +59,7 @@ class ServeResult:
     rejected: tuple[str, ...] = ()
     binding: str | None = None  # infeasible: latency | memory | capacity | filters
     notes: tuple[str, ...] = ()
+    catalog: dict[str, Any] | None = None  # source, as_of, age_days, path of the price tables
 
     @property
     def usd_per_hour(self) -> float:

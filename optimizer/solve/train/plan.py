@@ -9,6 +9,7 @@ from typing import Any
 
 from optimizer.errors import Status
 from optimizer.inputs.jobs.train import Job
+from optimizer.pricing.offerings import flag_notes
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_seconds
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -68,7 +69,8 @@ def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path
         return _infeasible(explain_infeasible(prep, core), solver_info, prep)
     _check(prep, best)
     out = PlanResult(Status(result.status), best, solver=solver_info, prepared=prep,
-                     binding=binding_of(best, cands, prep.budget_usd))
+                     binding=binding_of(best, cands, prep.budget_usd),
+                     notes=tuple(flag_notes([best.offering])))
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
         res, alt, _core = solve_table(cands, prep.deadline_h, prep.budget_usd, exclude=excluded,
