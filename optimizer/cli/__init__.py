@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from optimizer import __version__
+from optimizer.cli.common import show_deprecations
 from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, schema_cmd, serve_cmd
 from optimizer.cli.prices_cmd import prices_app
 
@@ -30,6 +31,7 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit")) -> None:
     """The cheapest GPU cluster that finishes an ML job on time."""
+    show_deprecations()
 
 
 info_cmd.register(app)

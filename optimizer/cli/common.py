@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,10 +14,11 @@ import typer
 from rich.console import Console
 
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError
+from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
            "EXIT_BAD_INPUT", "EXIT_REFRESH_FAILED", "header_or_infeasible", "catalog_line",
-           "layout_words", "interconnect_words", "PricesOpt", "OfflineOpt",
+           "layout_words", "interconnect_words", "renamed_flag", "show_deprecations", "PricesOpt", "OfflineOpt",
            "JsonOpt"]
 
 #: options shared by the commands that read a job file (one definition each)
@@ -42,6 +44,34 @@ def user_errors() -> Iterator[None]:
     except OptimizerError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def renamed_flag(new_value: Any, old_value: Any, new_flag: str, old_flag: str,
+                 default: Any) -> Any:
+    """The value of a flag that has an old spelling: the old one still works (warns once);
+    both given with different values is bad input."""
+    if old_value is None:
+        return default if new_value is None else new_value
+    warn_renamed(old_flag, new_flag)
+    if new_value is not None and new_value != old_value:
+        raise ConfigError(f"{new_flag} {new_value} and {old_flag} {old_value} disagree; "
+                          f"give only {new_flag}")
+    return old_value
+
+
+def show_deprecations() -> None:
+    """Print DeprecatedName warnings as one 'warning:' line on stderr (no file:line noise)."""
+    original = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+             line: Any = None) -> None:
+        if issubclass(category, DeprecatedName):
+            sys.stderr.write(f"warning: {message}\n")
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", DeprecatedName)  # aliases.warn_renamed already warns once
 
 
 def print_json(data: Any) -> None:

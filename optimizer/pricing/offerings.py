@@ -30,7 +30,7 @@ from optimizer.pricing.schema import OfferingRow
 __all__ = ["flag_notes", "cloud_offering", "cloud_offerings", "box_offering", "box_spec",
            "hardware_offerings", "job_offerings"]
 
-_FILTER_FIELDS = {"gpu": "gpus", "provider": "providers", "region": "regions"}
+_FILTER_FIELDS = {"gpu": "gpu_types", "provider": "providers", "region": "regions"}
 
 
 def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud",
@@ -78,12 +78,12 @@ def cloud_offerings(rows: Sequence[OfferingRow], *, gpus: Iterable[str] | None =
 
     Raises:
         ConfigError: an unknown GPU, provider, region or pricing model, naming the job field
-            (e.g. "constraints.gpus: unknown GPU …").
+            (e.g. "constraints.gpu_types: unknown GPU …").
     """
     try:
         kept = filter_rows(rows, gpus=gpus, providers=providers, regions=regions,
                            pricing=None if pricing is None else list(pricing))
-    except ConfigError as exc:  # name the job-file field: "gpu: …" -> "constraints.gpus: …"
+    except ConfigError as exc:  # name the job-file field: "gpu: …" -> "constraints.gpu_types: …"
         field, _, rest = str(exc).partition(": ")
         raise ConfigError(f"{field_prefix}.{_FILTER_FIELDS.get(field, field)}: {rest}") from None
     flags = catalog_flags(rows)
@@ -127,7 +127,7 @@ def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEnt
     """Owned boxes (`boxes`, default 1) and boxes to buy (`max_count` GPUs, default one box),
     keeping only the GPU types in `gpus` when given."""
     catalog = load_gpus()
-    allowed = {resolve_gpu_id(g, "constraints.gpus") for g in gpus} if gpus else None
+    allowed = {resolve_gpu_id(g, "constraints.gpu_types") for g in gpus} if gpus else None
     out: list[Offering] = []
     for kind, entries in (("owned", owned), ("buy", buy)):
         for i, entry in enumerate(entries):
@@ -153,12 +153,12 @@ def job_offerings(rows: Sequence[OfferingRow] | None, constraints: Any,
     cloud = []
     if rows is not None and constraints.cloud:
         cloud = cloud_offerings(
-            rows, gpus=constraints.gpus, providers=constraints.providers,
+            rows, gpus=constraints.gpu_types, providers=constraints.providers,
             regions=constraints.regions, pricing=constraints.pricing,
             spot_overhead=constraints.spot_interruption_overhead,
             trust_guessed_network=constraints.trust_guessed_network,
             reservation_prepaid=constraints.reservation_prepaid)
-    return cloud + hardware_offerings(owned, buy, constraints.gpus)
+    return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
 
 
 def flag_notes(offerings: Iterable[Offering]) -> list[str]:

@@ -184,7 +184,7 @@ def test_plan_plot_writes_png(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("constraints", "phrase"), [
-    ('gpus = ["h100", "a1000"]', "constraints.gpus: unknown GPU 'a1000'"),
+    ('gpu_types = ["h100", "a1000"]', "constraints.gpu_types: unknown GPU 'a1000'"),
     ('providers = ["awss"]', "constraints.providers: unknown value 'awss' — did you mean 'aws'"),
     ('pricing = ["monthly"]', "constraints.pricing"),
 ])

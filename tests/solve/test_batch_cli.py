@@ -32,7 +32,7 @@ gpus_per_box = 8
 seq_len = 2048
 global_batch = 64
 [defaults.constraints]
-gpus = ["H100-80GB", "RTX4090"]
+gpu_types = ["H100-80GB", "RTX4090"]
 """
 
 
@@ -128,7 +128,7 @@ def test_infeasible_batch_exits_1_and_names_the_fix(tmp_path: Path) -> None:
 def test_defaults_merge_and_job_overrides() -> None:
     data = {"capacity": {"horizon_days": 2},
             "defaults": {"workload": {"seq_len": 1024, "global_batch": 32},
-                         "constraints": {"gpus": ["H100"], "deadline_days": 1}},
+                         "constraints": {"gpu_types": ["H100"], "deadline_days": 1}},
             "job": [{"model": {"preset": "gpt2"}, "workload": {"tokens": 1e6}},
                     {"name": "b", "model": {"preset": "gpt2"},
                      "workload": {"tokens": 1e6, "seq_len": 512},
@@ -136,7 +136,7 @@ def test_defaults_merge_and_job_overrides() -> None:
     batch = batch_from_dict(data)
     a, b = batch.job
     assert a.name == "job-1" and a.workload.seq_len == 1024 and b.workload.seq_len == 512
-    assert b.constraints.gpus == ("H100",) and b.constraints.deadline_h == 48
+    assert b.constraints.gpu_types == ("H100",) and b.constraints.deadline_h == 48
     assert b.release_h == 3 and batch.capacity.horizon_h == 48
 
 

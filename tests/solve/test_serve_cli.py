@@ -104,7 +104,7 @@ def test_bad_constraint_values(tmp_path):
     text = BASE + '[constraints]\nredundancy = "n-1"\n'
     result = runner.invoke(app, ["serve", str(_write(tmp_path, text)), "--offline"])
     assert result.exit_code == 2 and "constraints.redundancy" in result.stderr
-    text = BASE + '[constraints]\ngpus = ["H10O"]\n'
+    text = BASE + '[constraints]\ngpu_types = ["H10O"]\n'
     result = runner.invoke(app, ["serve", str(_write(tmp_path, text)), "--offline"])
     assert result.exit_code == 2 and "did you mean" in result.stderr
     with pytest.raises(ConfigError, match="not a serving job"):
@@ -124,13 +124,13 @@ def test_infeasible_ttft_names_binding_target(tmp_path):
 def test_infeasible_memory_and_replicas(rows):
     job = serve_job_from_dict({"model": {"preset": "llama-2-70b"}, "workload": {
         "kind": "serve", "requests_per_s": 1, "prompt_tokens": 512, "output_tokens": 128},
-        "constraints": {"gpus": ["T4"]}})
+        "constraints": {"gpu_types": ["T4"]}})
     out = serve_json(plan_serving(job, rows, assumptions=PerfAssumptions()))
     assert out["status"] == "infeasible" and "fits no allowed instance" in out["explanation"]["text"]
     assert "int4" in out["explanation"]["text"]
     job = serve_job_from_dict({"model": {"preset": "mistral-7b"}, "workload": {
         "kind": "serve", "requests_per_s": 40, "prompt_tokens": 512, "output_tokens": 256},
-        "constraints": {"gpus": ["L4"], "providers": ["gcp"], "max_replicas": 1}})
+        "constraints": {"gpu_types": ["L4"], "providers": ["gcp"], "max_replicas": 1}})
     out = serve_json(plan_serving(job, rows, assumptions=PerfAssumptions()))
     assert out["status"] == "infeasible"
     assert "max_replicas = 1 is too few" in out["explanation"]["text"]

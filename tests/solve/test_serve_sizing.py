@@ -88,7 +88,7 @@ def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(rows):
     assert any("H100-80GB TP1" in r and "GPU has 80" in r for r in rejected)
     # the plan restricted to 80 GB GPUs uses TP ≥ 2 in every deployment
     data = _job("llama-2-70b", requests_per_s=2.0)
-    data["constraints"] = {"gpus": ["H100-80GB", "A100-80GB"]}
+    data["constraints"] = {"gpu_types": ["H100-80GB", "A100-80GB"]}
     res = plan_serving(serve_job_from_dict(data), rows, assumptions=PerfAssumptions())
     out = serve_json(res)
     assert out["status"] == "optimal"
@@ -97,7 +97,7 @@ def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(rows):
 
 def test_int4_7b_plan_on_t4(rows):
     data = _job("llama-2-7b", precision="awq", requests_per_s=0.5)
-    data["constraints"] = {"gpus": ["T4"], "tpot_ms": 200}
+    data["constraints"] = {"gpu_types": ["T4"], "tpot_ms": 200}
     out = serve_json(plan_serving(serve_job_from_dict(data), rows, assumptions=PerfAssumptions()))
     assert out["status"] == "optimal"
     dep = out["plan"]["deployments"][0]

@@ -21,7 +21,7 @@ they share over a planning horizon::
     max_instances = 2
 
     [defaults.constraints]         # merged under every [[job]] (the job's own keys win)
-    gpus = ["H100-80GB", "RTX4090"]
+    gpu_types = ["H100-80GB", "RTX4090"]
 
     [[job]]
     name = "ft-support-bot"
@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
 from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
@@ -165,6 +166,11 @@ class BatchFile(BaseModel):
         return self
 
 
+def _current_names(job: dict[str, Any]) -> dict[str, Any]:
+    """A job table with the old field names of its sub-tables renamed (aliases.py)."""
+    return {k: rename_old_fields(v, k) if isinstance(v, dict) else v for k, v in job.items()}
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """Deep merge of TOML tables: keys of `over` win; sub-tables merge."""
     out = copy.deepcopy(base)
@@ -193,7 +199,10 @@ def batch_from_dict(data: dict[str, Any], source: str = "batch") -> BatchFile:
     for i, raw in enumerate(jobs):
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: job[{i}]: must be a table")
-        entry = _merge(defaults, raw)
+        try:  # current names first, so a default's old name cannot clash with a job's new one
+            entry = _merge(_current_names(defaults), _current_names(raw))
+        except ValueError as exc:
+            raise ConfigError(f"{source}: job[{i}]: {exc}") from None
         entry.setdefault("name", f"job-{i + 1}")
         merged.append(entry)
     data["job"] = merged

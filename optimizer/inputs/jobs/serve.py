@@ -27,8 +27,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.aliases import rename_old_fields, warn_renamed
 from optimizer.inputs.jobs.train import JobFile, format_validation_error
 from optimizer.inputs.toml_file import read_toml
+from optimizer.model.setup import TP_DEGREES
 
 __all__ = ["ServeJob", "ServeWorkload", "ServeConstraints", "Bucket", "QUANTIZATIONS",
            "QUANT_ALIASES", "MAX_BATCH_DEFAULT", "load_serve_job", "serve_job_from_dict"]
@@ -83,6 +85,13 @@ class ServeWorkload(BaseModel):
     output_tokens: int | None = Field(default=None, gt=0)
     buckets: tuple[Bucket, ...] = ()
     hours_per_day: float = Field(default=24.0, gt=0, le=24)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "quantization" in data:
+            warn_renamed("workload.quantization", "workload.precision")
+        return data
 
     @field_validator("precision", "quantization", mode="before")
     @classmethod
@@ -141,7 +150,8 @@ class ServeConstraints(BaseModel):
     ttft_s: float | None = Field(default=None, gt=0, description="time to first token")
     tpot_ms: float | None = Field(default=None, gt=0, description="time per output token")
     e2e_p50_s: float | None = Field(default=None, gt=0, description="end-to-end latency")
-    gpus: tuple[str, ...] | None = None
+    gpu_types: tuple[str, ...] | None = Field(default=None, description="GPU types allowed "
+                                              "(ids or aliases; old name: gpus)")
     providers: tuple[str, ...] | None = None
     regions: tuple[str, ...] | None = None
     pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = ("on_demand",)
@@ -153,6 +163,11 @@ class ServeConstraints(BaseModel):
                            description="cap on concurrent sequences per replica")
     tp: tuple[int, ...] | None = Field(default=None, description="allowed TP degrees")
     cloud: bool = Field(default=True, description="consider cloud offerings")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return rename_old_fields(data, "constraints")
 
     @field_validator("redundancy")
     @classmethod
@@ -172,9 +187,10 @@ class ServeConstraints(BaseModel):
     @classmethod
     def _tp(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
         if v is not None:
-            bad = [t for t in v if t not in (1, 2, 4, 8)]
+            bad = [t for t in v if t not in TP_DEGREES]
             if bad or not v:
-                raise ValueError(f"{bad or v} not allowed; allowed: 1, 2, 4, 8")
+                raise ValueError(f"{bad or v} not allowed; allowed: "
+                                 f"{', '.join(map(str, TP_DEGREES))}")
         return v
 
     @property

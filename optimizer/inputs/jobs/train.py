@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.models import load_hf_config
 from optimizer.inputs.toml_file import read_toml
 from optimizer.model.presets import get_preset
@@ -133,7 +134,8 @@ class Constraints(BaseModel):
     deadline_days: float | None = Field(default=None, gt=0)
     deadline_hours: float | None = Field(default=None, gt=0)
     budget_usd: float | None = Field(default=None, gt=0)
-    gpus: tuple[str, ...] | None = None
+    gpu_types: tuple[str, ...] | None = Field(default=None, description="GPU types allowed "
+                                              "(ids or aliases; old name: gpus)")
     providers: tuple[str, ...] | None = None
     regions: tuple[str, ...] | None = None
     pricing: tuple[PricingModel, ...] = ("on_demand",)
@@ -146,11 +148,20 @@ class Constraints(BaseModel):
     reservation_prepaid: bool = Field(
         default=False, description="reserved capacity already paid/shared: charge hours used")
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
-    checkpointing: tuple[str, ...] = CHECKPOINTING
+    activation_checkpointing: tuple[str, ...] = Field(
+        default=CHECKPOINTING, description="modes allowed (old name: checkpointing)")
+    jobs_per_month: float | None = Field(
+        default=None, gt=0, description="compare: how often this job runs, for the months to "
+        "break even of buying (default: back to back)")
     cloud: bool = Field(default=True, description="consider cloud offerings")
     trust_guessed_network: bool = Field(
         default=True, description="false: offerings whose inter-node bandwidth is a documented "
         "guess (pricing_data/README.md) are used as a single instance only")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return rename_old_fields(data, "constraints")
 
     @model_validator(mode="after")
     def _check(self) -> Constraints:
@@ -159,9 +170,10 @@ class Constraints(BaseModel):
         bad = [z for z in self.zero_stages if z not in (0, 1, 2, 3)]
         if bad:
             raise ValueError(f"zero_stages: {bad} not allowed; allowed: 0, 1, 2, 3")
-        badc = [c for c in self.checkpointing if c not in CHECKPOINTING]
+        badc = [c for c in self.activation_checkpointing if c not in CHECKPOINTING]
         if badc:
-            raise ValueError(f"checkpointing: {badc} not allowed; allowed: {', '.join(CHECKPOINTING)}")
+            raise ValueError(f"activation_checkpointing: {badc} not allowed; allowed: "
+                             f"{', '.join(CHECKPOINTING)}")
         return self
 
     @property
@@ -196,21 +208,36 @@ class Calibration(BaseModel):
     gpu: str
     tokens_per_s: float | None = Field(default=None, gt=0)
     step_time_s: float | None = Field(default=None, gt=0)
-    gpus: int = Field(default=1, gt=0)
+    num_gpus: int = Field(default=1, gt=0, description="GPUs of the measured run (old: gpus)")
     gpus_per_node: int | None = Field(default=None, gt=0)
     tp: int = Field(default=1, gt=0)
     pp: int = Field(default=1, gt=0)
     zero_stage: int = Field(default=0, ge=0, le=3)
-    checkpointing: Checkpointing = "none"
+    activation_checkpointing: Checkpointing = "none"
     micro_batch: int = Field(default=1, gt=0)
     grad_accum: int = Field(default=1, gt=0)
     inter_node_gbps: float = Field(default=100.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return rename_old_fields(data, "calibration")
 
     @model_validator(mode="after")
     def _check(self) -> Calibration:
         if (self.tokens_per_s is None) == (self.step_time_s is None):
             raise ValueError("give exactly one of tokens_per_s or step_time_s")
         return self
+
+    @property
+    def gpus(self) -> int:
+        """Old name of num_gpus (read by optimizer.inputs.calibration)."""
+        return self.num_gpus
+
+    @property
+    def checkpointing(self) -> str:
+        """Old name of activation_checkpointing."""
+        return self.activation_checkpointing
 
 
 class AssumptionOverrides(BaseModel):

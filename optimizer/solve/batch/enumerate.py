@@ -113,7 +113,7 @@ def _job_offerings(job: BatchJob, rows: Sequence[OfferingRow] | None, quotas: Se
     """What one job may run on: the catalog under its filters (only under a quota with
     `quota_only`), the owned boxes and the reservations of its GPU types and providers."""
     c = job.constraints
-    allowed = {resolve_gpu_id(g, "constraints.gpus") for g in c.gpus} if c.gpus else None
+    allowed = {resolve_gpu_id(g, "constraints.gpu_types") for g in c.gpu_types} if c.gpu_types else None
     provs = {p.lower() for p in c.providers} if c.providers else None
     cloud = job_offerings(rows, c, (), ()) if rows is not None else []
     if quota_only:

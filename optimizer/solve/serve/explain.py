@@ -39,7 +39,7 @@ def explain_no_options(model: ModelSpec, w: ServeWorkload, c: ServeConstraints,
     below the fastest option (per bucket, with the nearest fix)."""
     buckets = w.request_buckets()
     if n_offerings == 0:
-        return (f"no offering matches the filters (gpus={_shown(c.gpus)}, providers="
+        return (f"no offering matches the filters (gpu_types={_shown(c.gpu_types)}, providers="
                 f"{_shown(c.providers)}, regions={_shown(c.regions)}, pricing={list(c.pricing)}) "
                 "and no [[hardware]] is given; widen the filters")
     if not best.ttft:  # nothing fits memory at batch 1

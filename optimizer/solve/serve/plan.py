@@ -65,9 +65,9 @@ def serve_offerings(rows: Rows, constraints: ServeConstraints,
     """
     cloud: list[Offering] = []
     if rows is not None and constraints.cloud:
-        cloud = cloud_offerings(rows, gpus=constraints.gpus, providers=constraints.providers,
+        cloud = cloud_offerings(rows, gpus=constraints.gpu_types, providers=constraints.providers,
                                 regions=constraints.regions, pricing=constraints.pricing)
-    return cloud + hardware_offerings(owned, buy, constraints.gpus)
+    return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
 
 
 def plan_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
@@ -147,7 +147,7 @@ def compare_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
     per_gpu: dict[str, ServeResult] = {}
     for gpu in sorted({o.gpu_id for o in offerings}):
         sub = job.model_copy(update={"constraints": job.constraints.model_copy(
-            update={"gpus": (resolve_gpu_id(gpu),)})})
+            update={"gpu_types": (resolve_gpu_id(gpu),)})})
         per_gpu[gpu] = plan_serving(sub, rows, base_dir, config, assumptions)
     return ServeComparison(overall, per_gpu)
 

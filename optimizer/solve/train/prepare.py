@@ -56,7 +56,7 @@ def prepare_from_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offer
     tokens_lb = w.total_tokens() * ((1 - w.batch_tolerance) if w.steps is not None else 1.0)
     table = enumerate_candidates(
         model, w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance), w.steps_for_batch,
-        offerings, zero_stages=c.zero_stages, checkpointing=c.checkpointing,
+        offerings, zero_stages=c.zero_stages, checkpointing=c.activation_checkpointing,
         min_instances=c.min_instances, max_instances=c.max_instances, max_gpus=c.max_gpus,
         assumptions=assumptions, prune_hours=c.deadline_h if prune else None,
         tokens_lower_bound=tokens_lb, slack_stop=slack_stop)
