@@ -1,179 +1,208 @@
-"""Accuracy report: predictions of the performance model against published measurements.
+"""Accuracy of the model on the validation set: leave-one-source-out (headline), in-sample,
+after one calibration point per GPU type, and the coverage of the P10–P90 interval.
 
-Run: python benchmarks/accuracy.py [--markdown]
-Cases and their primary sources live in benchmarks/published_cases.py. Defaults are never
-tuned per case: one efficiency per GPU type and precision (optimizer/model/efficiency.py).
-Approximations made here, per case kind, are printed with the table:
-- context parallelism (cp) is modelled as extra data parallelism over the same tokens;
-- interleaved pipeline schedules (virtual_pp) are not modelled (bubble over-estimated);
-- inter-node bandwidth for multi-node runs: 1600 Gbit/s per A100 node (8×200 HDR IB),
-  3200 Gbit/s per H100 node (8×400 NDR IB) — the reference clusters' fabrics.
+Run: python benchmarks/accuracy.py [--markdown] [--csv OUT]
+
+- LOSO: for each source, the constants are fitted (benchmarks/fit_constants.py) on every other
+  source and the source's cases are predicted; the held-out source never enters its own fit.
+- in-sample: constants fitted on all sources (what optimizer/model/data/fitted.toml holds).
+- calibrated: in each LOSO fold, for every GPU type × precision of the held-out source's training
+  throughput cases, its first case (file order) is the user's one measured point
+  (`ccopt calibrate`: optimizer.inputs.calibration.fit_efficiency); the others are scored.
+- coverage: the share of held-out training-throughput cases whose measured step time lies in
+  the P10–P90 band built from the other sources' LOSO residuals (stack × GPU class).
+Bands: training ±15%, serving ±20%, calibrated training ±10%. Mapping conventions: cases.py.
 """
 
 from __future__ import annotations
 
+import argparse
+import csv
 import statistics
 import sys
 import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-from published_cases import MEMORY_CASES, SERVING_CASES, TRAINING_CASES  # noqa: E402
+from cases import BANDS, Case, build_cases, predict  # noqa: E402
+from fit_constants import (  # noqa: E402
+    assumptions_for,
+    fit_constants,
+    interval_key_parts,
+    intervals_from,
+    loso,
+    step_ratio,
+)
 
-from optimizer.inputs.gpus import get_gpu  # noqa: E402
-from optimizer.model.flops import model_flops_per_token  # noqa: E402
-from optimizer.model.memory import GIB, training_memory  # noqa: E402
-from optimizer.model.presets import PRESETS  # noqa: E402
-from optimizer.model.serving import serving_perf  # noqa: E402
-from optimizer.model.setup import Layout, ServeSetup, TrainingSetup  # noqa: E402
-from optimizer.model.spec import LINEAR_MODULES, ModelSpec  # noqa: E402
-from optimizer.model.step_time import Cluster, training_step_time  # noqa: E402
+from optimizer.errors import ConfigError  # noqa: E402
+from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
+from optimizer.model.fitted import FittedConstants  # noqa: E402
+from optimizer.model.step_time import training_step_time  # noqa: E402
 
-NODE_GBPS = {"A100-80GB": 1600.0, "A100-40GB": 1600.0, "H100-80GB": 3200.0}
-
-
-def spec_of(model: Any) -> ModelSpec:
-    if isinstance(model, str):
-        return PRESETS[model]
-    kind = model.get("ffn_kind", "swiglu")
-    plain = kind in ("gelu", "plain")
-    return ModelSpec(name="case", layers=model["layers"], hidden=model["hidden"],
-                     heads=model["heads"], kv_heads=model.get("kv_heads"), ffn=model["ffn"],
-                     vocab=model["vocab"], ffn_kind="plain" if plain else "gated",
-                     norm="layernorm" if plain else "rmsnorm")
+KINDS = ("train_throughput", "train_memory", "serve_throughput", "serve_latency")
+CAL_BAND = 0.10
+Scored = list[tuple[Case, float | None]]
 
 
-def targets_of(case: dict[str, Any]) -> tuple[str, ...]:
-    raw = case.get("lora_targets") or "q,v"
-    names: list[str] = []
-    for t in str(raw).split(","):
-        t = t.strip()
-        names += ["gate", "up", "down"] if t == "mlp" else [t]
-    return tuple(n for n in names if n in LINEAR_MODULES)
+def _errors(results: Scored) -> list[tuple[Case, float]]:
+    return [(c, p / c.measured - 1) for c, p in results if p is not None]
 
 
-def setup_layout(case: dict[str, Any]) -> tuple[TrainingSetup, Layout]:
-    cp = case.get("cp") or 1
-    dp = case["dp"] * cp  # context parallelism modelled as data parallelism (see docstring)
-    mb = case["micro_batch"]
-    ga = max(1, case["global_batch"] // (dp * mb))
-    setup = TrainingSetup(seq_len=case["seq_len"], precision=case["precision"],
-                          optimizer=case.get("optimizer") or "adamw",
-                          method=case.get("method") or "full",
-                          lora_rank=case.get("lora_rank") or 16, lora_targets=targets_of(case),
-                          attention=case.get("attention", "flash"),
-                          dropout=bool(case.get("dropout", False)))
-    layout = Layout(dp=dp, tp=case["tp"], pp=case["pp"], zero_stage=case["zero_stage"],
-                    checkpointing=case["checkpointing"], micro_batch=mb, grad_accum=ga)
-    return setup, layout
+def summary(results: Scored, band: float | None = None) -> tuple[int, float | None, float | None]:
+    """(cases, share within band, median |error|)."""
+    errs = _errors(results)
+    if not errs:
+        return 0, None, None
+    within = [abs(e) <= (band if band is not None else BANDS[c.kind]) + 1e-12 for c, e in errs]
+    return len(errs), sum(within) / len(within), statistics.median(abs(e) for _, e in errs)
 
 
-def to_gib(value: float, unit: str) -> float:
-    return {"GiB": value, "GB": value * 1e9 / GIB, "MiB": value / 1024}[unit]
+def calibrated(folds: dict[str, tuple[FittedConstants, Scored]]) -> Scored:
+    """Held-out training-throughput cases after one calibration point per GPU type × precision."""
+    out: Scored = []
+    for fit, results in folds.values():
+        groups: dict[tuple[str, str], list[tuple[Case, float | None]]] = defaultdict(list)
+        for case, pred in results:
+            if case.kind == "train_throughput" and pred is not None:
+                assert case.train is not None
+                groups[(case.gpu.gpu_id, case.train[0].precision)].append((case, pred))
+        base = assumptions_for(fit)
+        for (gpu_id, precision), items in groups.items():
+            ref, ref_pred = items[0]
+            assert ref.train is not None
+            setup, layout, cluster = ref.train
+            step = training_step_time(ref.spec, setup, layout, cluster, base).time_s
+            measured_step = step * step_ratio(ref, ref_pred)
+            try:
+                eff = fit_efficiency(ref.spec, setup, layout, cluster, measured_step, base)
+            except ConfigError:
+                out += [(c, None) for c, _ in items[1:]]
+                continue
+            a = replace(base, calibrated={(gpu_id, precision): eff})
+            out += [(c, predict(c, a)) for c, _ in items[1:]]
+    return out
 
 
-def memory_rows() -> list[dict[str, Any]]:
+def coverage(folds: dict[str, tuple[FittedConstants, Scored]]) -> tuple[int, float | None]:
+    """(cases, share inside the nominal 80% band) of held-out training-throughput cases."""
+    inside = total = 0
+    for source, (_, results) in folds.items():
+        others = [item for s, (_, res) in folds.items() if s != source for item in res]
+        bands = intervals_from(others)
+        for case, pred in results:
+            if case.kind != "train_throughput" or pred is None:
+                continue
+            stack, cls = interval_key_parts(case)
+            key = next((k for k in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*")
+                        if k in bands), None)
+            if key is None:
+                continue
+            lo, hi, _ = bands[key]
+            total += 1
+            inside += lo <= step_ratio(case, pred) <= hi
+    return total, (inside / total if total else None)
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> str:
+    if markdown:
+        return "\n".join(["| " + " | ".join(headers) + " |",
+                          "|" + "|".join("---" for _ in headers) + "|"]
+                         + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:{w}}}" for w in widths)
+    return "\n".join([fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
+                     + [fmt.format(*r) for r in rows])
+
+
+def _cells(results: Scored, band: float | None = None) -> list[str]:
+    n, within, med = summary(results, band)
+    return [str(n), _pct(within), _pct(med)]
+
+
+def report(cases: Sequence[Case], folds: dict[str, tuple[FittedConstants, Scored]],
+           insample: Scored, cal: Scored, cover: tuple[int, float | None],
+           skipped: int, markdown: bool) -> str:
+    h = "### " if markdown else ""
+    held = [item for _, res in folds.values() for item in res]
+    lines = [f"{h}Accuracy: {len(cases)} cases from {len(folds)} sources "
+             f"({skipped} rows not mappable)\n", f"{h}Overall\n"]
     rows = []
-    for case in MEMORY_CASES:
-        spec = spec_of(case["model"])
-        setup, layout = setup_layout(case)
-        memory = training_memory(spec, setup, layout)
-        # torch.cuda.max_memory_allocated excludes the CUDA context and the allocator's cache,
-        # i.e. our overhead term; reserved / nvidia-smi figures include it
-        allocated = "allocated" in str(case.get("what", ""))
-        predicted = memory.total - memory.overhead if allocated else memory.total
-        measured = to_gib(case["measured"], case["unit"])
-        rows.append({"id": case["id"], "kind": "memory",
-                     "unit": "GiB allocated" if allocated else "GiB", "measured": measured,
-                     "predicted": predicted, "confidence": case.get("confidence", "")})
-    return rows
-
-
-def cluster_of(case: dict[str, Any]) -> Cluster:
-    gpu = get_gpu(case["gpu"])
-    nodes = case.get("nodes") or 1
-    return Cluster(gpu, case["gpus"] // nodes, nodes, NODE_GBPS.get(gpu.gpu_id, 400.0))
-
-
-def training_rows() -> list[dict[str, Any]]:
+    for kind in KINDS:
+        lo = [i for i in held if i[0].kind == kind]
+        ins = [i for i in insample if i[0].kind == kind]
+        rows.append([kind, f"±{BANDS[kind]:.0%}", *_cells(lo), *_cells(ins)[1:]])
+    lines.append(_table(["kind", "band", "cases", "LOSO within", "LOSO median |err|",
+                         "in-sample within", "in-sample median |err|"], rows, markdown))
+    n, w, m = summary(cal, CAL_BAND)
+    n15, w15, _ = summary(cal)
+    lines.append(f"\ncalibrated (one point per GPU type × precision, LOSO constants): "
+                 f"{n} training-throughput cases, {_pct(w)} within ±10%, {_pct(w15)} within "
+                 f"±15%, median |error| {_pct(m)}")
+    lines.append(f"P10–P90 interval coverage of held-out training-throughput cases: "
+                 f"{_pct(cover[1])} of {cover[0]} (nominal 80%)\n")
+    lines.append(f"{h}Per source (LOSO | in-sample)\n")
     rows = []
-    for case in TRAINING_CASES:
-        spec = spec_of(case["model"])
-        setup, layout = setup_layout(case)
-        step = training_step_time(spec, setup, layout, cluster_of(case))
-        unit, measured = case["unit"], float(case["measured"])
-        if unit == "tokens/s/gpu":
-            predicted = step.tokens_per_s_per_gpu
-        elif unit == "tflops/gpu":
-            predicted = model_flops_per_token(spec, setup) * step.tokens_per_s_per_gpu / 1e12
-        elif unit == "gpu_hours_total":
-            predicted = case["tokens"] / step.tokens_per_s * case["gpus"] / 3600
-        else:
-            raise ValueError(f"unknown unit {unit}")
-        rows.append({"id": case["id"], "kind": "training", "unit": unit, "measured": measured,
-                     "predicted": predicted, "confidence": case.get("confidence", "")})
-    return rows
+    by_src_ins: dict[str, Scored] = defaultdict(list)
+    for item in insample:
+        by_src_ins[item[0].source].append(item)
+    for source, (_, res) in sorted(folds.items()):
+        for kind in KINDS:
+            lo = [i for i in res if i[0].kind == kind]
+            if not lo:
+                continue
+            ins = [i for i in by_src_ins[source] if i[0].kind == kind]
+            bias = [e for _, e in _errors(lo)]
+            rows.append([source, kind, *_cells(lo),
+                         f"{statistics.median(bias):+.0%}" if bias else "–", *_cells(ins)[1:]])
+    lines.append(_table(["source", "kind", "cases", "LOSO within", "LOSO median |err|",
+                         "LOSO bias", "in-sample within", "in-sample median |err|"], rows,
+                        markdown))
+    return "\n".join(lines)
 
 
-def serving_rows() -> list[dict[str, Any]]:
-    rows = []
-    for case in SERVING_CASES:
-        spec = spec_of(case["model"])
-        gpu = get_gpu(case["gpu"])
-        weights = {16: "fp16", 8: "fp8", 4: "int4"}[case.get("weight_bits") or 16]
-        kv = "fp8" if case.get("kv_bits") == 8 else "fp16"
-        batch = case.get("batch") or case.get("concurrency") or 1
-        p, o = case["prompt_tokens"], case["output_tokens"]
-        serve = ServeSetup(weight_precision=weights, kv_precision=kv, batch=batch, context=p + o)
-        perf = serving_perf(spec, serve, gpu, case["tp"], p, o)
-        unit = case["unit"]
-        if unit == "output tokens/s":
-            predicted = perf.output_tokens_per_s
-        elif unit == "output tokens/s per GPU":
-            predicted = perf.output_tokens_per_s / case["gpus"]
-        elif unit == "ttft ms":
-            predicted = perf.prefill_s * 1e3
-        else:
-            raise ValueError(f"unknown unit {unit}")
-        rows.append({"id": case["id"], "kind": "serving", "unit": unit,
-                     "measured": float(case["measured"]), "predicted": predicted,
-                     "confidence": case.get("confidence", "")})
-    return rows
+def write_csv(held: Scored, insample: Scored, path: Path) -> None:
+    ins = {id(c): p for c, p in insample}
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["case_id", "source", "kind", "metric", "gpu", "stack", "measured",
+                    "loso_predicted", "loso_error", "insample_predicted"])
+        for c, p in held:
+            q = ins.get(id(c))
+            w.writerow([c.row.case_id, c.source, c.kind, c.row.metric, c.gpu.gpu_id, c.stack,
+                        f"{c.measured:.6g}", "" if p is None else f"{p:.6g}",
+                        "" if p is None else f"{p / c.measured - 1:+.4f}",
+                        "" if q is None else f"{q:.6g}"])
 
 
-def summary(rows: list[dict[str, Any]], band: float) -> dict[str, float]:
-    errors = [abs(r["predicted"] / r["measured"] - 1) for r in rows]
-    return {"cases": len(rows), "median_abs_error": statistics.median(errors),
-            "within_band": sum(e <= band for e in errors) / len(errors), "band": band}
-
-
-def main(markdown: bool = False) -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--csv", type=Path, metavar="OUT", help="per-case predictions")
+    args = parser.parse_args(argv)
     start = time.perf_counter()
-    sections = [("Memory (peak per GPU)", memory_rows(), 0.15),
-                ("Training throughput", training_rows(), 0.15),
-                ("Serving throughput / latency", serving_rows(), 0.20)]
-    for title, rows, band in sections:
-        print(f"\n### {title}\n")
-        print("| case | unit | measured | predicted | error | confidence |")
-        print("|---|---|---:|---:|---:|---|")
-        for r in rows:
-            err = r["predicted"] / r["measured"] - 1
-            print(f"| {r['id']} | {r['unit']} | {r['measured']:,.1f} | {r['predicted']:,.1f} | "
-                  f"{err:+.0%} | {r['confidence']} |")
-        s = summary(rows, band)
-        print(f"\n{title}: {s['cases']} cases, median |error| {s['median_abs_error']:.1%}, "
-              f"{s['within_band']:.0%} within ±{band:.0%}")
-        for label, levels in (("high/medium-confidence", ("high", "medium")),
-                              ("high-confidence", ("high",))):
-            subset = [r for r in rows if r["confidence"] in levels]
-            if subset and len(subset) != len(rows):
-                h = summary(subset, band)
-                print(f"  ({label} cases only: {h['cases']}, median {h['median_abs_error']:.1%}, "
-                      f"{h['within_band']:.0%} within ±{band:.0%})")
-    print(f"\nran in {time.perf_counter() - start:.3f} s")
+    cases, skipped = build_cases()
+    folds = loso(cases)
+    fit = fit_constants(cases)
+    a = assumptions_for(fit)
+    insample = [(c, predict(c, a)) for c in cases]
+    cal = calibrated(folds)
+    cover = coverage(folds)
+    print(report(cases, folds, insample, cal, cover, sum(len(v) for v in skipped.values()),
+                 args.markdown))
+    print(f"\nran in {time.perf_counter() - start:.1f} s")
+    if args.csv:
+        write_csv([i for _, r in folds.values() for i in r], insample, args.csv)
+    return 0
 
 
 if __name__ == "__main__":
-    main("--markdown" in sys.argv)
+    raise SystemExit(main())

@@ -15,9 +15,13 @@ benchmark case); override with PerfAssumptions.efficiency or `ccopt calibrate`.
 
 from __future__ import annotations
 
+from typing import Any
+
+from optimizer.model.fitted import load_fitted, serve_multiplier, train_multiplier
 from optimizer.model.hardware import GpuSpec
 
-__all__ = ["default_efficiency", "size_factor", "DEFAULT_EFFICIENCY"]
+__all__ = ["default_efficiency", "size_factor", "DEFAULT_EFFICIENCY", "base_efficiency",
+           "serve_efficiency_multiplier", "fitted_constants"]
 
 DEFAULT_EFFICIENCY: dict[str, float] = {
     "A100-80GB": 0.78, "A100-40GB": 0.78, "A100-80GB-PCIE": 0.72, "A100-40GB-PCIE": 0.72,
@@ -30,7 +34,8 @@ DEFAULT_EFFICIENCY: dict[str, float] = {
 }
 HIDDEN_HALF_EFFICIENCY = 1000  # GUESS: hidden size at which matmul efficiency halves (fit to
 #                                the MPT-7B -> MPT-70B utilisation trend above)
-FP8_FACTOR = 0.8  # GUESS: fp8 efficiency = 0.8 × bf16 efficiency (≈1.6× bf16 speed at 2× peak)
+FP8_FACTOR = 0.8  # GUESS: fp8 GEMM efficiency = 0.8 × bf16 efficiency (≈1.6× bf16 GEMM speed);
+#                   the attention core stays in bf16 (step_time splits the FLOPs)
 FP32_FACTOR = 0.8  # GUESS: TF32 matmuls reach a lower fraction of their peak than bf16
 
 
@@ -51,3 +56,42 @@ def size_factor(tokens_per_microbatch: float, hidden: float) -> float:
     in stas00/ml-engineering; the MPT trend in the module docstring); the constants are guesses.
     """
     return hidden / (hidden + HIDDEN_HALF_EFFICIENCY) / (1.0 + 256.0 / max(tokens_per_microbatch, 1.0))
+
+
+def fitted_constants(assumptions: Any) -> Any:
+    """The FittedConstants in force: the assumptions' own, the packaged fit, or None (un-fitted)."""
+    if not assumptions.use_fitted:
+        return None
+    return assumptions.fitted if assumptions.fitted is not None else load_fitted()
+
+
+def base_efficiency(gpu: GpuSpec, precision: str, assumptions: Any,
+                    stack: str = "generic") -> tuple[float, bool]:
+    """(efficiency before the size curve, calibrated?) of `precision` on `gpu` under `stack`.
+
+    Explicit override > user calibration (`ccopt calibrate`) > default table × the fitted
+    multiplier of GPU generation × precision × stack (data/fitted.toml). fp8 GEMMs use
+    `assumptions.fp8_gemm_factor` × the bf16 value.
+    """
+    if assumptions.efficiency is not None:
+        return assumptions.efficiency, False
+    key = (gpu.gpu_id, precision)
+    if key in assumptions.calibrated:
+        return assumptions.calibrated[key], True
+    base = DEFAULT_EFFICIENCY.get(gpu.gpu_id, 0.45)
+    if precision == "fp8":
+        base *= assumptions.fp8_gemm_factor
+    elif precision in ("fp32", "tf32"):
+        base *= FP32_FACTOR
+    fit = fitted_constants(assumptions)
+    if fit is not None:
+        base *= train_multiplier(fit, gpu, precision, stack)
+    return min(base, 1.0), False
+
+
+def serve_efficiency_multiplier(gpu: GpuSpec, stack: str, assumptions: Any) -> float:
+    """Fitted multiplier of serving bandwidth and compute efficiency (1 when un-fitted)."""
+    if assumptions.efficiency is not None:
+        return 1.0
+    fit = fitted_constants(assumptions)
+    return serve_multiplier(fit, gpu, stack) if fit is not None else 1.0

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from optimizer.model.efficiency import fitted_constants
+from optimizer.model.fitted import memory_multiplier
 from optimizer.model.setup import (
     WEIGHT_PRECISIONS,
     Layout,
@@ -19,21 +21,28 @@ from optimizer.model.setup import (
     TrainingSetup,
 )
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import get_stack, knobs
 from optimizer.units import BYTES_PER_DTYPE, GIB
+
+_DEFAULT_ASSUMPTIONS = PerfAssumptions()
 
 __all__ = [
     "GIB", "MemoryBreakdown", "training_memory", "serving_memory",
     "model_state_bytes_per_param", "activation_bytes_per_layer", "kv_cache_bytes_per_token",
-    "lora_params", "params_per_gpu", "qlora_bytes_per_param",
+    "lora_params", "params_per_gpu", "qlora_bytes_per_param", "interleave_factor",
+    "kv_tokens_held",
 ]
-
-
-#: bytes of one value of each compute precision
 
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Peak memory of one GPU by term, in GiB."""
+    """Peak memory of one GPU by term, in GiB.
+
+    `total` is the peak allocated (torch.cuda.max_memory_allocated: the terms + allocated
+    workspaces in `overhead`); `reserved` adds what the caching allocator holds beyond it
+    (max_memory_reserved); `device` adds memory outside the allocator (CUDA context, cuBLAS,
+    NCCL): what nvidia-smi shows (PyTorch docs, "CUDA semantics / Memory management").
+    """
 
     weights: float
     gradients: float
@@ -41,26 +50,48 @@ class MemoryBreakdown:
     activations: float
     kv_cache: float
     overhead: float
+    cache: float = 0.0  # reserved − allocated (allocator cache, fragmentation)
+    context: float = 0.0  # CUDA context + library workspaces outside the allocator
 
     @property
     def total(self) -> float:
         return (self.weights + self.gradients + self.optimizer + self.activations
                 + self.kv_cache + self.overhead)
 
+    @property
+    def allocated(self) -> float:
+        return self.total
+
+    @property
+    def reserved(self) -> float:
+        return self.total + self.cache
+
+    @property
+    def device(self) -> float:
+        return self.reserved + self.context
+
     def fits(self, capacity_gib: float) -> bool:
-        return self.total <= capacity_gib
+        """Whether the device-level peak (nvidia-smi) fits the card."""
+        return self.device <= capacity_gib
 
     def as_dict(self, digits: int = 3) -> dict[str, float]:
         return {k: round(v, digits) for k, v in (
             ("weights", self.weights), ("gradients", self.gradients),
             ("optimizer", self.optimizer), ("activations", self.activations),
-            ("kv_cache", self.kv_cache), ("overhead", self.overhead), ("total", self.total))}
+            ("kv_cache", self.kv_cache), ("overhead", self.overhead), ("total", self.total),
+            ("reserved", self.reserved), ("device", self.device))}
+
+    def metric(self, kind: str) -> float:
+        """The figure a framework reports: "allocated" | "reserved" | "device" (nvidia-smi)."""
+        return {"allocated": self.total, "reserved": self.reserved, "device": self.device,
+                "nvidia-smi": self.device}[kind]
 
 
 # ---- model states -----------------------------------------------------------------------
 
-def model_state_bytes_per_param(precision: str, optimizer: str,
-                                hidden: int = 4096) -> tuple[float, float, float]:
+def model_state_bytes_per_param(precision: str, optimizer: str, hidden: int = 4096,
+                                fp32_grad_buffer: bool = False,
+                                fp32_master: bool = True) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per trained parameter, unsharded.
 
     Mixed precision (bf16/fp16/fp8) keeps 16-bit weights and gradients plus an fp32 master
@@ -70,12 +101,17 @@ def model_state_bytes_per_param(precision: str, optimizer: str,
     Optimizer moments: AdamW 8 B (m, v fp32); 8-bit Adam 2 B (Dettmers et al. 2022);
     SGD with momentum 4 B; Adafactor factored second moment ≈ 4·2/hidden B (Shazeer & Stern
     2018: row + column statistics of an h×h matrix), no first moment.
+    `fp32_grad_buffer` (Megatron main_grad): 4-byte gradients (dist_optimizer.md: bf16 params
+    + fp32 grads = 18 B/param). `fp32_master=False` (torchtune bf16): no master copy, 16-bit
+    moments (AdamW 2 + 2 + 4 = 8 B/param).
     """
     moments = {"adamw": 8.0, "adam-8bit": 2.0, "sgd": 4.0, "adafactor": 8.0 / hidden}[optimizer]
     if precision == "fp32":
         return 4.0, 4.0, moments
     weights = 3.0 if precision == "fp8" else 2.0
-    return weights, 2.0, 4.0 + moments
+    if not fp32_master:
+        return weights, 2.0, moments if optimizer == "adam-8bit" else moments / 2
+    return weights, 4.0 if fp32_grad_buffer else 2.0, 4.0 + moments
 
 
 def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
@@ -127,8 +163,10 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     the layer input 2·s·b·h. Generalised here to GQA (smaller K, V), gated FFNs (ffn width
     instead of 4h), no dropout (no masks) and FlashAttention (no s×s scores stored).
     """
-    s, b, h, t = setup.seq_len, layout.micro_batch, model.hidden, layout.tp
-    sp = setup.sequence_parallel and t > 1
+    k = knobs(setup, _DEFAULT_ASSUMPTIONS)
+    # context parallelism: each GPU keeps the activations of s/cp tokens (Megatron-Core CP docs)
+    s, b, h, t = setup.seq_len / layout.cp, layout.micro_batch, model.hidden, layout.tp
+    sp = k.sequence_parallel and t > 1
     # the paper's byte counts assume 16-bit activations; fp32 training stores twice as much
     # (fp8 training still keeps most saved activations in 16 bit)
     scale = 2.0 if setup.precision == "fp32" else 1.0
@@ -148,9 +186,10 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
         ffn_acts *= model.moe_active
     split = s * b * h * (2 * q_ratio + 4 * kv_ratio + 2 * q_ratio) + ffn_acts
     scores = 0.0
-    if setup.attention == "eager" and layout.checkpointing == "none":
+    if k.attention == "eager" and layout.checkpointing == "none":
         # softmax output 2·a·s²·b, plus dropout mask a·s²·b and dropout output 2·a·s²·b
-        scores = model.heads * s * s * b * (2 + 3 * mask)
+        # (with cp each GPU holds its s/cp queries against all s keys)
+        scores = model.heads * s * setup.seq_len * b * (2 + 3 * mask)
     if sp:
         return scale * (replicated + split + scores) / t
     return scale * (replicated + split / t + scores / t)
@@ -158,9 +197,10 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
 
 def logits_bytes(model: ModelSpec, setup: TrainingSetup, layout: Layout,
                  assumptions: PerfAssumptions) -> float:
-    """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t)."""
-    return setup.seq_len * layout.micro_batch * model.vocab * assumptions.logits_bytes_per_value \
-        / layout.tp
+    """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
+    s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less)."""
+    per_value = knobs(setup, assumptions).logits_bytes_per_value
+    return setup.seq_len / layout.cp * layout.micro_batch * model.vocab * per_value / layout.tp
 
 
 def in_flight_microbatches(layout: Layout) -> int:
@@ -168,15 +208,30 @@ def in_flight_microbatches(layout: Layout) -> int:
     return min(layout.pp, layout.grad_accum) if layout.pp > 1 else 1
 
 
+def interleave_factor(layout: Layout) -> float:
+    """Interleaved 1F1B stores 1 + (p−1)/(p·v) times the 1F1B activations on the first stage
+    (Korthikanti et al. 2022 §4.2.3)."""
+    if layout.pp <= 1 or layout.vp <= 1:
+        return 1.0
+    return 1.0 + (layout.pp - 1) / (layout.pp * layout.vp)
+
+
 # ---- totals -------------------------------------------------------------------------------
 
 def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
                     assumptions: PerfAssumptions | None = None) -> MemoryBreakdown:
-    """Peak memory of the busiest GPU of a training layout (GiB per term)."""
+    """Peak memory of the busiest GPU of a training layout (GiB per term).
+
+    Model states follow the stack (fp32 grad buffer, bf16-only optimizer state); `overhead`
+    holds allocated workspaces; `cache` the allocator cache and `context` the CUDA context of
+    the stack's profile (stacks.toml), so `reserved` and `device` are as frameworks report them.
+    """
     a = assumptions or PerfAssumptions()
-    dp, zero = layout.dp, layout.zero_stage
+    k = knobs(setup, a)
+    dp, zero = layout.dp * layout.cp, layout.zero_stage  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
-    w_b, g_b, o_b = model_state_bytes_per_param(setup.precision, setup.optimizer, model.hidden)
+    w_b, g_b, o_b = model_state_bytes_per_param(setup.precision, setup.optimizer, model.hidden,
+                                                k.stack.fp32_grad_buffer, k.stack.fp32_master)
 
     if setup.is_adapter:
         base_b = qlora_bytes_per_param() if setup.method == "qlora" else \
@@ -186,7 +241,7 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
         base_bytes = p_gpu * ((1 - dense_fraction) * base_b + dense_fraction * 2.0) \
             if setup.method == "qlora" else p_gpu * base_b
         n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
-        # adapters: 16-bit weights + grads + fp32 master and Adam moments (as full mixed precision)
+        # adapters: 16-bit weights + grads + optimizer state as the stack keeps it
         weights = base_bytes / (dp if zero >= 3 else 1) + n_adapter * w_b
         gradients = n_adapter * g_b
         optimizer = n_adapter * o_b
@@ -198,6 +253,10 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
             prefetch = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() \
                 / layout.tp * min(w_b, 2.0)
             weights += prefetch
+        if k.optimizer_in_backward:
+            # each parameter is stepped as its gradient is produced (torchtune optimizer_in_bwd):
+            # about one layer of gradients is resident
+            gradients = min(gradients, model.layer_params() / layout.tp * g_b)
         if setup.offload_optimizer:
             # ZeRO-Offload (Ren et al. 2021, §4): fp32 master + moments live in CPU RAM and
             # gradients stream to the CPU as they are produced; the GPU keeps ~one layer of them
@@ -209,16 +268,20 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
 
     layers_per_stage = math.ceil(model.layers / layout.pp)
     acts = activation_bytes_per_layer(model, setup, layout) * layers_per_stage \
-        * in_flight_microbatches(layout)
+        * in_flight_microbatches(layout) * interleave_factor(layout)
     if layout.checkpointing == "full":  # one layer is recomputed at a time
         acts += activation_bytes_per_layer(
-            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch))
+            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp))
     acts += logits_bytes(model, setup, layout, a)
+    fit = fitted_constants(a)
+    if fit is not None:  # fitted per stack / method / checkpointing (data/fitted.toml)
+        acts *= memory_multiplier(fit, setup.stack, setup.method, layout.checkpointing)
 
-    allocated = weights + gradients + optimizer + acts
-    overhead = a.overhead_gib * GIB + a.fragmentation * allocated
+    overhead = a.workspace_gib * GIB
+    allocated = weights + gradients + optimizer + acts + overhead
     return MemoryBreakdown(weights / GIB, gradients / GIB, optimizer / GIB, acts / GIB, 0.0,
-                           overhead / GIB)
+                           overhead / GIB, cache=k.allocator_cache * allocated / GIB,
+                           context=k.context_gib)
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "fp16") -> float:
@@ -235,17 +298,31 @@ def serving_weight_bytes(model: ModelSpec, weight_precision: str) -> float:
     return (model.params() - dense) * bits / 8 + dense * 2
 
 
+def kv_tokens_held(serve: ServeSetup) -> float:
+    """KV tokens a sequence holds on average: all of `context` for a contiguous cache; with
+    paged attention only the tokens present (prompt + output/2 over a request's life) plus half
+    a block of waste (Kwon et al. 2023 §4.2: waste only in each sequence's last block)."""
+    prof = get_stack(serve.stack)
+    occupancy = serve.kv_occupancy or ("average" if prof.paged_kv else "max")
+    if occupancy == "max":
+        return float(serve.context)
+    return serve.context - serve.output_tokens / 2.0 + prof.kv_block_tokens / 2.0
+
+
 def serving_memory(model: ModelSpec, serve: ServeSetup, tp: int = 1,
                    assumptions: PerfAssumptions | None = None) -> MemoryBreakdown:
     """Per-GPU memory of an inference replica split over `tp` GPUs (GiB per term)."""
     a = assumptions or PerfAssumptions()
+    k = knobs(serve, a)
     weights = serving_weight_bytes(model, serve.weight_precision) / tp
-    kv = kv_cache_bytes_per_token(model, serve.kv_precision) * serve.batch * serve.context / tp
+    kv = kv_cache_bytes_per_token(model, serve.kv_precision) * serve.batch \
+        * kv_tokens_held(serve) / tp
     # activations of one prefill chunk: residual, QKV, FFN intermediates (16-bit), plus fp32
     # logits of the last token of each sequence
     chunk = min(serve.prefill_chunk_tokens, serve.batch * serve.context)
     ffn_width = model.ffn * (3 if model.ffn_kind == "gated" else 2)
     acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.vocab * 4
-    allocated = weights + kv + acts
-    overhead = a.overhead_gib * GIB + a.fragmentation * allocated
-    return MemoryBreakdown(weights / GIB, 0.0, 0.0, acts / GIB, kv / GIB, overhead / GIB)
+    overhead = a.workspace_gib * GIB
+    allocated = weights + kv + acts + overhead
+    return MemoryBreakdown(weights / GIB, 0.0, 0.0, acts / GIB, kv / GIB, overhead / GIB,
+                           cache=k.allocator_cache * allocated / GIB, context=k.context_gib)

@@ -8,17 +8,18 @@ Continuous batching (Yu et al. 2022, Orca; vLLM) interleaves prefills with decod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from optimizer.model.comms import ring_allreduce_s
-from optimizer.model.efficiency import default_efficiency
+from optimizer.model.efficiency import default_efficiency, serve_efficiency_multiplier
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memory import kv_cache_bytes_per_token, serving_weight_bytes
+from optimizer.model.memory import kv_cache_bytes_per_token, serving_memory, serving_weight_bytes
 from optimizer.model.setup import PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import get_stack
 from optimizer.units import GB
 
-__all__ = ["ServePerf", "serving_perf", "compute_precision_for_weights"]
+__all__ = ["ServePerf", "serving_perf", "compute_precision_for_weights", "serving_max_batch"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,10 @@ def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
     a = assumptions or PerfAssumptions()
     precision = compute_precision_for_weights(gpu, serve.weight_precision)
     peak = (gpu.peak_tflops(precision) or gpu.fp32_tflops or 1.0) * 1e12 * tp
-    eff = a.efficiency if a.efficiency is not None else a.calibrated.get(
-        (gpu.gpu_id, precision), default_efficiency(gpu, precision))
+    speed = serve_efficiency_multiplier(gpu, serve.stack, a)  # fitted per generation × stack
+    eff = min(1.0, (a.efficiency if a.efficiency is not None else a.calibrated.get(
+        (gpu.gpu_id, precision), default_efficiency(gpu, precision))) * speed)
+    bw_eff = min(1.0, a.bw_efficiency * speed)
     n_active = model.active_params()
     link_bw = gpu.intra_node_bw_gb_s * a.link_efficiency
     lat = a.small_message_latency_s
@@ -68,7 +71,7 @@ def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
     context = p + output_tokens / 2.0
     bytes_step = serving_weight_bytes(model, serve.weight_precision) \
         + kv_cache_bytes_per_token(model, serve.kv_precision) * batch * context
-    mem_s = bytes_step / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency * tp)
+    mem_s = bytes_step / (gpu.mem_bandwidth_gb_s * GB * bw_eff * tp)
     flops_step = 2.0 * n_active * batch + 4.0 * model.layers * context * model.q_dim * batch
     comp_s = flops_step / (peak * eff)
     comm_s = 2 * model.layers * ring_allreduce_s(batch * model.hidden * 2, tp, link_bw, lat)
@@ -83,3 +86,32 @@ def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
         output_tokens_per_s=requests_per_s * output_tokens, requests_per_s=requests_per_s,
         bound="memory" if mem_s >= comp_s else "compute",
     )
+
+
+def serving_max_batch(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int = 1,
+                      assumptions: PerfAssumptions | None = None, cap: int | None = None) -> int:
+    """Largest concurrent batch a replica holds (`--batch max`): KV memory of the stack's
+    budget, at the stack's KV occupancy, capped by its scheduler limit (stacks.toml max_batch).
+
+    The budget is kv_memory_fraction × the card (vLLM gpu_memory_utilization) minus weights,
+    activations and the stack's reserve; `serve.batch` is ignored. Returns 0 when not even one
+    sequence fits.
+    """
+    a = assumptions or PerfAssumptions()
+    prof = get_stack(serve.stack)
+    limit = min(prof.max_batch, cap) if cap else prof.max_batch
+    budget = gpu.memory_gib * prof.kv_memory_fraction
+
+    def fits(batch: int) -> bool:
+        mem = serving_memory(model, replace(serve, batch=batch), tp, a)
+        return mem.total + mem.context <= budget
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, limit
+    if fits(hi):
+        return hi
+    while hi - lo > 1:  # invariant: fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from optimizer.model.spec import LINEAR_MODULES
 
@@ -11,6 +11,7 @@ __all__ = [
     "TrainingSetup", "Layout", "ServeSetup", "PerfAssumptions",
     "Optimizer", "Method", "Checkpointing", "TrainPrecision", "Attention", "ATTENTION_KERNELS",
     "OPTIMIZERS", "METHODS", "CHECKPOINTING", "TRAIN_PRECISIONS", "TP_DEGREES", "WEIGHT_PRECISIONS",
+    "KV_PRECISIONS",
 ]
 
 Optimizer = Literal["adamw", "adam-8bit", "sgd", "adafactor"]
@@ -29,6 +30,9 @@ TP_DEGREES = (1, 2, 4, 8, 16)
 WEIGHT_PRECISIONS = {"fp32": 32.0, "fp16": 16.0, "bf16": 16.0, "fp8": 8.0, "int8": 8.0,
                      "int4": 4.0 + 32.0 / 128, "awq": 4.0 + 32.0 / 128, "gptq": 4.0 + 32.0 / 128}
 
+#: KV-cache formats (fp8 e4m3 / int8 with per-tensor scales: 1 byte per value)
+KV_PRECISIONS = ("fp16", "bf16", "fp8", "int8")
+
 
 @dataclass(frozen=True)
 class TrainingSetup:
@@ -40,11 +44,15 @@ class TrainingSetup:
     method: str = "full"
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = LINEAR_MODULES
-    attention: str = "flash"  # flash (FlashAttention/SDPA, no s×s scores) | eager
+    attention: str | None = "flash"  # flash (no s×s scores) | eager; None: the stack's kernel
     dropout: bool = False  # modern LLM pre-training runs without dropout
-    sequence_parallel: bool = True  # Megatron sequence parallelism when tp > 1
+    #: Megatron sequence parallelism when tp > 1; None: the stack's default (stacks.toml)
+    sequence_parallel: bool | None = None
     offload_optimizer: bool = False  # ZeRO-Offload: master weights + optimizer state in CPU RAM
     offload_params: bool = False  # ZeRO-Infinity: parameters in CPU RAM (needs zero_stage 3)
+    stack: str = "generic"  # software stack profile (optimizer/model/data/stacks.toml)
+    #: optimizer step fused into backward (torchtune optimizer_in_bwd); None: stack default
+    optimizer_in_backward: bool | None = None
 
     @property
     def is_adapter(self) -> bool:
@@ -62,10 +70,12 @@ class Layout:
     checkpointing: str = "none"
     micro_batch: int = 1
     grad_accum: int = 1
+    cp: int = 1  # context parallelism: the sequence split over cp GPUs (ring attention)
+    vp: int = 1  # virtual pipeline stages per GPU (interleaved 1F1B, Narayanan et al. 2021 §2.2.2)
 
     @property
     def gpus(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
 
     @property
     def global_batch(self) -> int:
@@ -73,9 +83,15 @@ class Layout:
         return self.dp * self.micro_batch * self.grad_accum
 
     def as_dict(self) -> dict[str, int | str]:
-        return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "zero_stage": self.zero_stage,
-                "activation_checkpointing": self.checkpointing,
-                "micro_batch": self.micro_batch, "grad_accum": self.grad_accum}
+        out: dict[str, int | str] = {
+            "dp": self.dp, "tp": self.tp, "pp": self.pp, "zero_stage": self.zero_stage,
+            "activation_checkpointing": self.checkpointing,
+            "micro_batch": self.micro_batch, "grad_accum": self.grad_accum}
+        if self.cp > 1:
+            out["cp"] = self.cp
+        if self.vp > 1:
+            out["vp"] = self.vp
+        return out
 
 
 @dataclass(frozen=True)
@@ -83,10 +99,15 @@ class ServeSetup:
     """An inference deployment: weight format, concurrent sequences, tokens per sequence."""
 
     weight_precision: str = "fp16"
-    kv_precision: str = "fp16"  # fp16 | fp8
+    kv_precision: str = "fp16"  # fp16 | bf16 | fp8 | int8 (KV_PRECISIONS)
     batch: int = 1  # concurrent sequences
     context: int = 2048  # tokens per sequence held in the KV cache (prompt + output)
     prefill_chunk_tokens: int = 8192  # tokens in one prefill pass (vLLM max_num_batched_tokens)
+    stack: str = "generic"  # serving stack profile (vllm, tensorrt-llm, tgi, llama.cpp, ...)
+    #: KV memory held per sequence: "max" (prompt + output, contiguous) or "average" (paged
+    #: attention: blocks of the tokens present, on average prompt + output/2); None: the stack's
+    kv_occupancy: str | None = None
+    output_tokens: int = 0  # generated tokens per sequence (part of `context`), for "average"
 
 
 @dataclass(frozen=True)
@@ -96,17 +117,32 @@ class PerfAssumptions:
     Defaults are stated guesses unless a source is named.
     """
 
-    overhead_gib: float = 1.0  # GUESS: CUDA context (~0.5 GiB) + NCCL/cuBLAS workspaces
-    fragmentation: float = 0.05  # GUESS: allocator fragmentation, fraction of allocated memory
-    logits_bytes_per_value: float = 6.0  # GUESS: bf16 logits + fp32 copy for the loss
+    #: device memory outside the allocator (CUDA context, cuBLAS/NCCL); None: the stack's
+    #: context_gib (GUESS, stacks.toml)
+    overhead_gib: float | None = None
+    #: allocator cache, (reserved − allocated) / allocated; None: the stack's allocator_cache
+    fragmentation: float | None = None
+    #: bytes per logit at the loss; None: the stack's (6 = bf16 logits + fp32 copy, GUESS)
+    logits_bytes_per_value: float | None = None
+    workspace_gib: float = 0.25  # GUESS: allocated temporaries (cuBLAS workspace, comm buckets)
     zero3_prefetch_layers: int = 2  # DeepSpeed/FSDP keep ~2 layers gathered (prefetch)
     efficiency: float | None = None  # override of achievable compute efficiency (0..1]
     # GUESS: fraction of DP communication hidden behind compute (DDP gradient buckets and
     # FSDP prefetch overlap by design: Li et al. 2020, "PyTorch Distributed", §3.2.3)
-    dp_overlap: float = 0.8
+    dp_overlap: float | None = None  # None: the stack's dp_overlap (stacks.toml)
+    tp_overlap: float | None = None  # None: the stack's
+    pp_overlap: float | None = None  # None: the stack's
+    cp_overlap: float | None = None  # None: the stack's
     link_efficiency: float = 0.8  # GUESS: achieved / nominal bandwidth for collectives
     qlora_dequant_factor: float = 1.25  # GUESS: 4-bit dequantisation slows base matmuls 25%
     bw_efficiency: float = 0.8  # GUESS: achieved fraction of HBM bandwidth in decode
     small_message_latency_s: float = 10e-6  # GUESS: per collective launch latency
     cpu_adam_slowdown: float = 20.0  # GUESS: CPU Adam over PCIe (ZeRO-Offload) vs on-GPU update time
     calibrated: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: fitted constants (optimizer.model.fitted.FittedConstants); None: the packaged fit
+    fitted: Any = None
+    use_fitted: bool = True  # False: the un-fitted model (guessed constants only)
+    # GUESS: fp8 GEMMs reach this fraction of the bf16 efficiency at twice the peak
+    fp8_gemm_factor: float = 0.8
+    # GUESS: bytes moved per attention-score element (fwd + bwd) by an eager softmax kernel
+    eager_score_bytes: float = 20.0

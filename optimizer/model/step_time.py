@@ -7,16 +7,21 @@ from dataclasses import dataclass, field
 
 from optimizer.errors import ConfigError
 from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
-from optimizer.model.efficiency import default_efficiency, size_factor
-from optimizer.model.flops import model_flops_per_token, training_flops_per_token
+from optimizer.model.efficiency import base_efficiency, size_factor
+from optimizer.model.flops import (
+    attention_flops_per_token_layer,
+    model_flops_per_token,
+    training_flops_per_token,
+)
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import lora_params, params_per_gpu, qlora_bytes_per_param
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import knobs
 from optimizer.units import BYTES_PER_DTYPE, GB
 
 __all__ = ["Cluster", "StepTime", "training_step_time", "compute_efficiency", "bubble_fraction",
-           "dp_bus_bandwidth_gb_s"]
+           "dp_bus_bandwidth_gb_s", "p2p_bandwidth_gb_s", "microbatch_times_s"]
 
 #: activations and gradients travel as bf16 (Megatron/FSDP mixed precision: 2-byte values)
 COMM_BYTES = BYTES_PER_DTYPE["bf16"]
@@ -66,14 +71,12 @@ def bubble_fraction(pp: int, microbatches: int) -> float:
     return (pp - 1) / (microbatches + pp - 1) if pp > 1 else 0.0
 
 
-def compute_efficiency(gpu: GpuSpec, precision: str, assumptions: PerfAssumptions) -> tuple[float, bool]:
-    """(efficiency, calibrated?): explicit override > user calibration > default table."""
-    if assumptions.efficiency is not None:
-        return assumptions.efficiency, False
-    key = (gpu.gpu_id, precision)
-    if key in assumptions.calibrated:
-        return assumptions.calibrated[key], True
-    return default_efficiency(gpu, precision), False
+def compute_efficiency(gpu: GpuSpec, precision: str, assumptions: PerfAssumptions,
+                       stack: str = "generic") -> tuple[float, bool]:
+    """(efficiency, calibrated?): explicit override > user calibration > default table × fit.
+
+    An upper bound of the achieved efficiency of any layout (the size curve is ≤ 1)."""
+    return base_efficiency(gpu, precision, assumptions, stack)
 
 
 def dp_bus_bandwidth_gb_s(cluster: Cluster, group_spans_nodes: bool, a: PerfAssumptions) -> float:
@@ -85,46 +88,93 @@ def dp_bus_bandwidth_gb_s(cluster: Cluster, group_spans_nodes: bool, a: PerfAssu
     return min(intra, cluster.inter_node_gbps / 8.0 * a.link_efficiency)
 
 
+def p2p_bandwidth_gb_s(cluster: Cluster, spans_nodes: bool, a: PerfAssumptions) -> float:
+    """One GPU's point-to-point bandwidth: its NVLink/PCIe share inside a node, its rail (the
+    node's NIC bandwidth / GPUs per node, one NIC per GPU on HGX nodes) across nodes."""
+    if not spans_nodes:
+        return cluster.gpu.intra_node_bw_gb_s * a.link_efficiency
+    return cluster.inter_node_gbps / 8.0 / cluster.gpus_per_node * a.link_efficiency
+
+
+def _flop_split(model: ModelSpec, setup: TrainingSetup, checkpointing: str,
+                attention: str) -> tuple[float, float]:
+    """(GEMM, attention-core) hardware FLOPs per token: fp8 applies to the GEMMs only, the
+    attention core (Q·Kᵀ, softmax·V) runs in bf16 (Transformer Engine fp8 recipe)."""
+    total = training_flops_per_token(model, setup, checkpointing)
+    attn = model.layers * attention_flops_per_token_layer(model, setup.seq_len)
+    passes = 2.0 if setup.is_adapter else 3.0  # forward + backward (input grads [+ weight grads])
+    if checkpointing == "full" or (checkpointing == "selective" and attention == "eager"):
+        passes += 1.0
+    attn_total = min(attn * passes, total)
+    return total - attn_total, attn_total
+
+
 def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,
                        assumptions: PerfAssumptions | None = None) -> tuple[float, float, float, float]:
-    """(compute, tensor-parallel comm, pipeline p2p, efficiency) of one micro-batch on one GPU.
+    """(compute, exposed tensor/context-parallel comm, exposed pipeline p2p, efficiency) of one
+    micro-batch on one GPU (per virtual stage chunk summed over the GPU's layers).
 
     The step time is at least (grad_accum + pp − 1) × their sum (micro-batches plus bubble),
     which the planner uses as a cheap lower bound before the full model.
     """
     a = assumptions or PerfAssumptions()
-    gpu, s, b = cluster.gpu, setup.seq_len, layout.micro_batch
+    k = knobs(setup, a)
+    gpu, s, b, cp = cluster.gpu, setup.seq_len, layout.micro_batch, layout.cp
     peak = gpu.peak_tflops(setup.precision)
     if peak is None:
         raise ConfigError(f"{gpu.gpu_id} has no {setup.precision} tensor path")
-    eff_base = compute_efficiency(gpu, setup.precision, a)[0]
-    eff = eff_base * size_factor(b * s, model.hidden)
-    tokens_mb = b * s  # tokens of one micro-batch in one DP replica
+    tokens_mb = b * s / cp  # tokens of one micro-batch on one GPU of the tp × pp × cp group
+    size = size_factor(tokens_mb, model.hidden)
+    eff = compute_efficiency(gpu, setup.precision, a, setup.stack)[0] * size
 
-    # compute: FLOPs of one micro-batch on one GPU (split over tp × pp)
-    hw_flops_tok = training_flops_per_token(model, setup, layout.checkpointing)
+    # compute: GEMMs at the precision's peak; attention core in 16 bit when training in fp8
+    gemm_tok, attn_tok = _flop_split(model, setup, layout.checkpointing, k.attention)
     if setup.method == "qlora":
-        hw_flops_tok *= a.qlora_dequant_factor
-    compute_mb = hw_flops_tok * tokens_mb / (layout.tp * layout.pp) / (peak * 1e12 * eff)
+        gemm_tok *= a.qlora_dequant_factor
+    if setup.precision == "fp8":
+        peak16 = gpu.peak_tflops("bf16") or peak
+        eff16 = eff / a.fp8_gemm_factor
+    else:
+        peak16, eff16 = peak, eff
+    work = tokens_mb / (layout.tp * layout.pp)
+    compute_mb = work * (gemm_tok / (peak * 1e12 * eff) + attn_tok / (peak16 * 1e12 * eff16))
+    layers_stage = math.ceil(model.layers / layout.pp)
+    if k.attention == "eager":
+        # materialised a·s² scores: softmax/mask/dropout passes are memory-bound (Dao et al.
+        # 2022 §1: standard attention is bound by HBM reads/writes of the s×s matrix)
+        elements = model.heads / layout.tp * tokens_mb * s * layers_stage
+        compute_mb += elements * a.eager_score_bytes / (gpu.mem_bandwidth_gb_s * GB
+                                                          * a.bw_efficiency)
 
-    # tensor parallel: 4 all-reduces of b·s·h (2-byte) per layer per micro-batch (Megatron §3),
-    # +2 with full recompute; on the intra-node link
+    # tensor parallel: 4 all-reduces (SP: reduce-scatter + all-gather, same volume) of b·s·h
+    # 2-byte values per layer per micro-batch (Megatron §3; Korthikanti 2022 §4.2.2), +2 with
+    # full recompute; the stack hides tp_overlap of it (TE userbuffers)
     tp_mb = 0.0
     if layout.tp > 1:
-        layers_stage = math.ceil(model.layers / layout.pp)
         tp_msgs = 4 + (2 if layout.checkpointing == "full" else 0)
         tp_bw = gpu.intra_node_bw_gb_s * a.link_efficiency
         tp_mb = layers_stage * tp_msgs * ring_allreduce_s(
             tokens_mb * model.hidden * COMM_BYTES, layout.tp, tp_bw, a.small_message_latency_s)
+        tp_mb *= 1.0 - k.tp_overlap
+
+    # context parallel: ring attention passes each GPU's K, V chunk cp−1 times forward and
+    # K, V + their gradients backward (Liu et al. 2023 "Ring Attention" §3), 2-byte values
+    if cp > 1:
+        chunk = 2 * tokens_mb * model.kv_dim / layout.tp * COMM_BYTES
+        passes = 3 + (1 if layout.checkpointing == "full" else 0)
+        cp_bw = p2p_bandwidth_gb_s(cluster, layout.tp * cp > cluster.gpus_per_node, a)
+        cp_mb = layers_stage * passes * (cp - 1) * p2p_s(chunk, cp_bw, a.small_message_latency_s)
+        tp_mb += cp_mb * (1.0 - k.cp_overlap)
 
     # pipeline: activation send forward + gradient send backward per micro-batch per boundary
+    # (vp chunks per GPU: vp times the sends, Narayanan 2021 §2.2.2)
     pp_mb = 0.0
     if layout.pp > 1:
-        pp_spans_nodes = layout.tp * layout.pp > cluster.gpus_per_node
-        pp_bw = (cluster.inter_node_gbps / 8.0 if pp_spans_nodes else gpu.intra_node_bw_gb_s) \
-            * a.link_efficiency
-        pp_mb = 2 * p2p_s(tokens_mb * model.hidden * COMM_BYTES / layout.tp, pp_bw,
-                          a.small_message_latency_s)
+        pp_spans_nodes = layout.tp * layout.cp * layout.pp > cluster.gpus_per_node
+        pp_bw = p2p_bandwidth_gb_s(cluster, pp_spans_nodes, a)
+        pp_mb = 2 * layout.vp * p2p_s(tokens_mb * model.hidden * COMM_BYTES / layout.tp, pp_bw,
+                                      a.small_message_latency_s)
+        pp_mb *= 1.0 - k.pp_overlap
     return compute_mb, tp_mb, pp_mb, eff
 
 
@@ -133,28 +183,31 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
                        microbatch: tuple[float, float, float, float] | None = None) -> StepTime:
     """Seconds per optimizer step of `layout` on `cluster`, with breakdown.
 
-    step = m·(compute + TP comm + PP p2p) per micro-batch + (p−1) micro-batches of bubble
+    step = m·(compute + TP/CP comm + PP p2p) per micro-batch + bubble (p−1)/v micro-batches
            + exposed DP communication + optimizer update (memory-bound).
     `microbatch` passes a precomputed microbatch_times_s(...) result (the planner caches it).
     """
     a = assumptions or PerfAssumptions()
+    k = knobs(setup, a)
     gpu, s, m = cluster.gpu, setup.seq_len, layout.grad_accum
     peak = gpu.peak_tflops(setup.precision) or 0.0
-    calibrated = compute_efficiency(gpu, setup.precision, a)[1]
+    calibrated = compute_efficiency(gpu, setup.precision, a, setup.stack)[1]
     compute_mb, tp_mb, pp_mb, eff = microbatch or microbatch_times_s(model, setup, layout,
                                                                      cluster, a)
     per_mb = compute_mb + tp_mb + pp_mb
-    bubble = (layout.pp - 1) * per_mb
+    bubble = (layout.pp - 1) / layout.vp * per_mb  # interleaved 1F1B (Narayanan 2021 §2.2.2)
 
-    # data parallel: gradient (and ZeRO-3 parameter) traffic, bf16 (2 B) values
+    # data parallel over dp × cp GPUs (context-parallel ranks hold the same weights)
+    dp_group = layout.dp * layout.cp
     dp_spans_nodes = layout.gpus > cluster.gpus_per_node
     dp_bw = dp_bus_bandwidth_gb_s(cluster, dp_spans_nodes, a)
     held = params_per_gpu(model, layout)  # parameters of this GPU's stage / tp slice
     trained = held
     if setup.is_adapter:
-
         trained = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
-    grad_bytes = trained * COMM_BYTES
+    grad_value_bytes = 4.0 if k.stack.fp32_grad_buffer and setup.precision != "fp32" \
+        else COMM_BYTES
+    grad_bytes = trained * grad_value_bytes
     lat = a.small_message_latency_s
     if layout.zero_stage >= 3:
         # ZeRO-3/FSDP: all-gather the (sharded) weights in forward and backward of every
@@ -163,20 +216,26 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
         weight_bytes = held * COMM_BYTES
         if setup.method == "qlora":
             weight_bytes = held * qlora_bytes_per_param()
-        gathers = 2 * m * ring_allgather_s(weight_bytes, layout.dp, dp_bw, lat)
-        dp_comm = gathers + ring_reduce_scatter_s(grad_bytes, layout.dp, dp_bw, lat)
+        gathers = 2 * m * ring_allgather_s(weight_bytes, dp_group, dp_bw, lat)
+        dp_comm = gathers + ring_reduce_scatter_s(grad_bytes, dp_group, dp_bw, lat)
+        window = compute_mb * m  # gathers prefetch during the whole step
+    elif layout.zero_stage >= 1 and not setup.is_adapter:
+        # distributed optimizer / ZeRO-1/2: reduce-scatter the gradients, all-gather the updated
+        # 16-bit parameters (Megatron dist_optimizer.md; ZeRO §5: same volume as an all-reduce)
+        dp_comm = ring_reduce_scatter_s(grad_bytes, dp_group, dp_bw, lat) \
+            + ring_allgather_s(trained * COMM_BYTES, dp_group, dp_bw, lat)
+        window = compute_mb  # RS in the last backward, AG in the next forward
     else:
-        # DDP / ZeRO-1/2: one all-reduce (or reduce-scatter + all-gather) per step
-        dp_comm = ring_allreduce_s(grad_bytes, layout.dp, dp_bw, lat)
-    backward_compute = compute_mb * (2.0 / 3.0)  # last micro-batch's backward hides the reduce
-    if layout.zero_stage >= 3:
-        backward_compute = compute_mb * m  # gathers prefetch during the whole step
-    hidden = min(dp_comm * a.dp_overlap, backward_compute)
+        dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat)  # DDP: one all-reduce
+        window = compute_mb * (2.0 / 3.0)  # the last micro-batch's backward hides the reduce
+    hidden = min(dp_comm * k.dp_overlap, window)
     dp_exposed = dp_comm - hidden
 
-    # optimizer update: read+write fp32 master and moments, memory-bound (16 B/param r+w)
-    shard = layout.dp if layout.zero_stage >= 1 else 1
-    opt_s = trained / shard * ADAM_STATE_BYTES * 2 / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency)
+    # optimizer update: read+write master and moments, memory-bound (16 B/param r+w with fp32
+    # master; 8 B for bf16-only stacks)
+    shard = dp_group if layout.zero_stage >= 1 else 1
+    state_bytes = ADAM_STATE_BYTES if k.stack.fp32_master else ADAM_STATE_BYTES / 2
+    opt_s = trained / shard * state_bytes * 2 / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency)
     if setup.offload_optimizer:
         opt_s *= a.cpu_adam_slowdown
 

@@ -99,8 +99,10 @@ LAYOUT = st.builds(lambda mb, ck, z: (mb, ck, z), st.sampled_from([1, 2, 4]),
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(["gpt2", "llama-2-7b", "mistral-7b"]), st.sampled_from([1, 2, 4]),
        st.sampled_from(["a100", "h100", "4090", "l40s"]), st.sampled_from([1, 2, 4]),
-       st.sampled_from([0, 1, 2, 3]))
+       st.sampled_from([0, 1, 2]))
 def test_more_gpus_in_a_node_never_lower_tokens_per_s(model, mb, gpu, dp, zero) -> None:
+    # ZeRO-3 is left out on purpose: it re-gathers the weights every micro-batch, so over a
+    # PCIe link two GPUs can be slower than one (a real effect, Rajbhandari et al. 2020 §7)
     spec, setup = PRESETS[model], TrainingSetup(seq_len=1024)
     g = get_gpu(gpu)
     batch = 64

@@ -1,0 +1,337 @@
+"""Validation rows as model cases: each row of benchmarks/validation/*.csv mapped onto the model
+functions (optimizer.model), with the row's stack, and predicted in the row's own metric.
+
+Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (stated once):
+- stack: the row's `stack` column (`other` -> generic); fields the row leaves empty come from
+  the stack profile (sequence parallelism, attention kernel, checkpointing, LoRA targets);
+- inter-node bandwidth: the row's value, else the GPU class default (optimizer.model.fabric);
+- grad_accum = global_batch / (dp · micro_batch) rounded (>= 1); empty zero_stage -> 0,
+  optimizer -> adamw, lora_rank -> 16; torchtune rows whose recipe sets optimizer_in_bwd=True
+  (stated in the row's assumptions) run with the optimizer step fused into backward;
+- memory is compared in the metric its source reports: allocated -> total, reserved ->
+  reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
+- throughput metrics: tflops_per_gpu with "hardware ... recompute" in its meaning counts the
+  recompute FLOPs, else model FLOPs; mfu against the dense bf16 peak when the meaning names it;
+- serving: rows without serve_batch from offline / all-at-once runs use the largest batch the
+  stack admits (`serving_max_batch`: its KV budget, KV occupancy and scheduler cap, capped by
+  the requests of the run); single-stream rows compare 1000 / tpot_ms.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "validation"))
+sys.path.insert(0, str(HERE.parent))
+
+from load import Row, load_rows  # noqa: E402
+
+from optimizer.errors import ConfigError  # noqa: E402
+from optimizer.inputs.gpus import get_gpu  # noqa: E402
+from optimizer.model.fabric import default_inter_node_gbps  # noqa: E402
+from optimizer.model.flops import model_flops_per_token, training_flops_per_token  # noqa: E402
+from optimizer.model.hardware import GpuSpec  # noqa: E402
+from optimizer.model.memory import training_memory  # noqa: E402
+from optimizer.model.presets import PRESETS  # noqa: E402
+from optimizer.model.serving import serving_max_batch, serving_perf  # noqa: E402
+from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup  # noqa: E402
+from optimizer.model.spec import LINEAR_MODULES, ModelSpec  # noqa: E402
+from optimizer.model.stacks import get_stack  # noqa: E402
+from optimizer.model.step_time import Cluster, training_step_time  # noqa: E402
+from optimizer.units import GIB  # noqa: E402
+
+__all__ = ["Case", "Skip", "build_cases", "predict", "BANDS", "load_rows"]
+
+BANDS = {"train_throughput": 0.15, "train_memory": 0.15, "serve_throughput": 0.20,
+         "serve_latency": 0.20}
+MAX_FIT_BATCH_CAP = 8192
+
+
+class Skip(Exception):
+    """The row cannot be mapped onto the model; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One mapped row: everything the model needs, plus the measured value in model units."""
+
+    row: Row
+    kind: str
+    measured: float
+    spec: ModelSpec
+    gpu: GpuSpec
+    train: tuple[TrainingSetup, Layout, Cluster] | None = None
+    serve: tuple[ServeSetup, int, int, int] | None = None  # setup, tp, prompt, output
+    memory_kind: str = ""
+    single_stream: bool = False
+
+    @property
+    def source(self) -> str:
+        return self.row.source_id
+
+    @property
+    def stack(self) -> str:
+        return (self.train[0].stack if self.train else self.serve[0].stack) if (
+            self.train or self.serve) else "generic"
+
+    @property
+    def speed_like(self) -> bool:
+        """True when a bigger value means faster (so log(measured/predicted) is a speed ratio)."""
+        return self.row.metric not in ("step_time_s", "tpot_ms", "ttft_ms", "e2e_latency_s")
+
+
+def _lower(text: str | None) -> str:
+    return (text or "").lower()
+
+
+def _stack(row: Row) -> str:
+    name = row.stack if row.stack and row.stack != "other" else "generic"
+    try:
+        return get_stack(name).name
+    except ConfigError:
+        return "generic"
+
+
+def _spec(row: Row) -> ModelSpec:
+    if row.model in PRESETS:
+        return PRESETS[row.model]
+    if "encoder-decoder" in row.model.lower():
+        raise Skip("encoder-decoder model (not modelled)")
+    shape = (row.layers, row.hidden, row.heads, row.ffn, row.vocab)
+    if any(v is None for v in shape):
+        raise Skip("model shape incomplete")
+    plain = (row.ffn_kind or "gated") == "plain"
+    try:
+        return ModelSpec(name=row.model[:60], layers=row.layers, hidden=row.hidden,
+                         heads=row.heads, kv_heads=row.kv_heads, ffn=row.ffn, vocab=row.vocab,
+                         ffn_kind="plain" if plain else "gated",
+                         norm="layernorm" if plain else "rmsnorm",
+                         moe_experts=row.moe_experts or 0, moe_active=row.moe_active or 0)
+    except ValueError as exc:
+        raise Skip(f"model shape invalid ({str(exc).splitlines()[0][:50]})") from None
+
+
+def _gpu(row: Row) -> GpuSpec:
+    if not row.gpu:
+        raise Skip("unknown GPU (empty)")
+    try:
+        return get_gpu(row.gpu)
+    except Exception:  # noqa: BLE001 - catalogue lookups raise their own error types
+        raise Skip(f"unknown GPU ({row.gpu})") from None
+
+
+def _targets(raw: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    if not raw:
+        return default
+    names: list[str] = []
+    for t in raw.replace(";", ",").split(","):
+        t = t.strip().lower()
+        if t == "all":
+            return LINEAR_MODULES
+        names += {"mlp": ["gate", "up", "down"], "qkv": ["q", "k", "v"]}.get(t, [t])
+    kept = tuple(dict.fromkeys(n for n in names if n in LINEAR_MODULES))
+    return kept or default
+
+
+def _memory_kind(meaning: str) -> str:
+    if meaning.startswith("reserved") or "max_memory_reserved" in meaning.split(";")[0]:
+        return "reserved"
+    if meaning.startswith("nvidia-smi") or "nvidia-smi" in meaning.split(".")[0]:
+        return "device"
+    if "does not say" in meaning or "not stated" in meaning:
+        return "reserved"
+    if "allocated" in meaning or "active" in meaning:
+        return "allocated"
+    return "reserved"
+
+
+def _train_case(row: Row) -> Case:
+    gpu, spec = _gpu(row), _spec(row)
+    if spec.is_moe and (row.ep or 1) > 1:
+        raise Skip("MoE with expert parallelism (ep > 1)")
+    tp, pp, mb, gpus, s = row.tp, row.pp, row.micro_batch, row.num_gpus, row.seq_len
+    if tp is None or pp is None or mb is None or gpus is None or s is None:
+        raise Skip("missing tp/pp/micro_batch/num_gpus/seq_len")
+    meaning, metric = _lower(row.metric_meaning), row.metric
+    if metric == "peak_memory_gb" and "not a measured peak" in meaning:
+        raise Skip("memory row is a fit boundary, not a measurement")
+    if metric == "tflops_per_gpu" and not ("model" in meaning or
+                                           ("hardware" in meaning and "recompute" in meaning)):
+        raise Skip("tflops_per_gpu: FLOP convention unclear")
+    if metric not in ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "step_time_s",
+                      "samples_per_s", "peak_memory_gib", "peak_memory_gb"):
+        raise Skip(f"metric {metric} not comparable for training")
+    if spec.heads % tp or spec.n_kv_heads % tp:
+        raise Skip("tp does not divide the heads")
+    cp, vp = row.cp or 1, row.vp or 1
+    if gpus % (tp * pp * cp):
+        raise Skip("num_gpus not a multiple of tp·pp·cp")
+    dp = gpus // (tp * pp * cp)
+    ga = 1
+    if row.global_batch is not None:
+        ga = max(1, round(row.global_batch / (dp * mb)))
+    stack = get_stack(_stack(row))
+    precision = row.precision or "bf16"
+    if not gpu.supports(precision) and not metric.startswith("peak_memory"):
+        raise Skip(f"GPU has no {precision} tensor path")
+    opt_bwd = True if "optimizer_in_bwd=true" in _lower(row.assumptions).replace(" ", "") \
+        else None
+    setup = TrainingSetup(
+        seq_len=s, precision=precision, optimizer=row.optimizer or "adamw",
+        method=row.method or "full", lora_rank=row.lora_rank or 16,
+        lora_targets=_targets(row.lora_targets, stack.lora_targets), attention=None,
+        sequence_parallel=row.sequence_parallel, stack=stack.name,
+        optimizer_in_backward=opt_bwd)
+    layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, vp=vp, zero_stage=row.zero_stage or 0,
+                    checkpointing=row.activation_checkpointing or stack.checkpointing,
+                    micro_batch=mb, grad_accum=ga)
+    gpn = min(row.gpus_per_node or min(gpus, 8), gpus)
+    if gpus % gpn or tp > gpn:
+        raise Skip("gpus_per_node inconsistent")
+    gbps = row.inter_node_gbps or default_inter_node_gbps(gpu)
+    cluster = Cluster(gpu, gpn, gpus // gpn, gbps)
+    measured = row.value
+    kind, mem_kind = row.kind, ""
+    if metric.startswith("peak_memory"):
+        mem_kind = _memory_kind(meaning)
+        if metric == "peak_memory_gb":
+            measured = row.value * 1e9 / GIB
+    return Case(row, kind, measured, spec, gpu, train=(setup, layout, cluster),
+                memory_kind=mem_kind)
+
+
+def _request_cap(row: Row) -> int:
+    text = f"{row.metric_meaning or ''} {row.assumptions or ''}"
+    counts = [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) (?:synthetic )?requests",
+                                                          text)]
+    counts += [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) prompts", text)]
+    return min([MAX_FIT_BATCH_CAP] + [c for c in counts if c > 0])
+
+
+def _all_at_once(meaning: str) -> bool:
+    return any(s in meaning for s in ("max-throughput", "offline", "at once", "qps inf",
+                                      "infinite rate", "infinite request rate"))
+
+
+def _serve_case(row: Row) -> Case:
+    gpu, spec = _gpu(row), _spec(row)
+    if spec.is_moe and (row.ep or 1) > 1:
+        raise Skip("MoE with expert parallelism (ep > 1)")
+    if row.tp is None:
+        raise Skip("missing tp")
+    if (row.pp or 1) > 1:
+        raise Skip("serving with pp > 1 (not modelled)")
+    meaning = _lower(row.metric_meaning)
+    if "ambiguous" in meaning:
+        raise Skip("serving metric ambiguous (total vs per GPU)")
+    single = "single-stream" in meaning
+    if row.output_tokens is None or (row.input_tokens is None and not single):
+        raise Skip("missing input/output tokens")
+    if row.metric not in ("output_tokens_per_s", "output_tokens_per_s_per_gpu",
+                          "requests_per_s", "ttft_ms", "tpot_ms", "e2e_latency_s"):
+        raise Skip(f"metric {row.metric} not comparable for serving")
+    if spec.heads % row.tp or spec.n_kv_heads % row.tp:
+        raise Skip("tp does not divide the heads")
+    prompt, out = row.input_tokens or 1, row.output_tokens
+    quant = (row.weight_precision or row.precision or "fp16").lower()
+    kv = (row.kv_cache_precision or "fp16").lower()
+    stack = _stack(row)
+    serve = ServeSetup(weight_precision=quant, kv_precision=kv, batch=1, context=prompt + out,
+                       stack=stack, output_tokens=out)
+    batch = row.serve_batch
+    if batch is None:
+        if single:
+            batch = 1
+        elif _all_at_once(meaning):
+            batch = serving_max_batch(spec, serve, gpu, row.tp, PerfAssumptions(),
+                                      cap=_request_cap(row))
+            if batch < 1:
+                raise Skip("model does not fit at batch 1")
+        else:
+            raise Skip("serve batch / concurrency not stated (arrival-rate run)")
+    return Case(row, row.kind, row.value, spec, gpu,
+                serve=(replace(serve, batch=batch), row.tp, prompt, out), single_stream=single)
+
+
+def build_cases(rows: list[Row] | None = None) -> tuple[list[Case], dict[str, list[Row]]]:
+    """(mapped cases, {skip reason: rows}) of the validation set."""
+    cases: list[Case] = []
+    skipped: dict[str, list[Row]] = {}
+    for row in rows if rows is not None else load_rows():
+        try:
+            if row.kind.startswith("train"):
+                cases.append(_train_case(row))
+            elif row.kind.startswith("serve"):
+                cases.append(_serve_case(row))
+            else:
+                raise Skip(f"unknown kind {row.kind}")
+        except (Skip, ConfigError) as exc:
+            skipped.setdefault(str(exc)[:70], []).append(row)
+    return cases, skipped
+
+
+def _train_value(case: Case, a: PerfAssumptions) -> float:
+    assert case.train is not None
+    setup, layout, cluster = case.train
+    metric, meaning = case.row.metric, _lower(case.row.metric_meaning)
+    if metric.startswith("peak_memory"):
+        return training_memory(case.spec, setup, layout, a).metric(case.memory_kind)
+    step = training_step_time(case.spec, setup, layout, cluster, a)
+    tps = step.tokens_per_s_per_gpu
+    if metric == "tokens_per_s_per_gpu":
+        return tps
+    if metric == "step_time_s":
+        return step.time_s
+    if metric == "samples_per_s":
+        return step.tokens_per_s / setup.seq_len
+    if metric == "tflops_per_gpu":
+        if "hardware" in meaning and "recompute" in meaning:
+            return training_flops_per_token(case.spec, setup, layout.checkpointing) * tps / 1e12
+        return model_flops_per_token(case.spec, setup) * tps / 1e12
+    if any(s in meaning for s in ("312", "989", "bf16")) and case.gpu.bf16_tflops:
+        return model_flops_per_token(case.spec, setup) * tps / (case.gpu.bf16_tflops * 1e12)
+    return step.mfu
+
+
+def _serve_value(case: Case, a: PerfAssumptions) -> float:
+    assert case.serve is not None
+    serve, tp, prompt, out = case.serve
+    perf = serving_perf(case.spec, serve, case.gpu, tp, prompt, out, a)
+    metric = case.row.metric
+    gpus = case.row.num_gpus or tp
+    replicas = max(1, gpus // tp)
+    if case.single_stream:
+        return 1.0 / perf.tpot_s
+    return {"output_tokens_per_s": perf.output_tokens_per_s * replicas,
+            "output_tokens_per_s_per_gpu": perf.output_tokens_per_s / tp,
+            "requests_per_s": perf.requests_per_s * replicas,
+            "ttft_ms": perf.ttft_s * 1e3, "tpot_ms": perf.tpot_s * 1e3,
+            "e2e_latency_s": perf.ttft_s + (out - 1) * perf.tpot_s}[metric]
+
+
+def predict(case: Case, a: PerfAssumptions) -> float | None:
+    """The model's value for the case's metric under assumptions `a` (None if not finite)."""
+    try:
+        value = _train_value(case, a) if case.train else _serve_value(case, a)
+    except (ConfigError, ZeroDivisionError, ValueError):
+        return None
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def log_ratio(case: Case, predicted: float) -> float:
+    """log(measured / predicted) oriented as speed: > 0 means the run was faster than predicted
+    (for latency / step-time metrics the ratio is inverted)."""
+    r = math.log(case.measured / predicted)
+    return r if case.speed_like else -r
+
+
+def describe(case: Case) -> dict[str, Any]:
+    """Short fields for per-case tables."""
+    return {"case_id": case.row.case_id, "source": case.source, "kind": case.kind,
+            "metric": case.row.metric, "gpu": case.gpu.gpu_id, "stack": case.stack}

@@ -1,0 +1,242 @@
+"""Fit the free constants of the model on the validation set; write optimizer/model/data/fitted.toml.
+
+Run: python benchmarks/fit_constants.py [--dry-run]
+
+What is fitted (log-additive groups, never per case; optimizer/model/fitted.py reads them):
+- training speed: a multiplier of achievable compute efficiency per
+  all + GPU generation + generation × precision + stack + generation × precision × stack;
+- serving speed: a multiplier of decode bandwidth and prefill efficiency per
+  all + generation + serving stack + generation × stack (max-throughput and per-GPU rows);
+- training memory: a multiplier of the activation term per all + stack + method + checkpointing.
+Method: Gauss-Newton on log(measured/predicted) with the per-case sensitivity of the prediction
+to the multiplier (finite difference), ridge penalties per group level (RIDGE), residuals
+clipped at ±CLIP, each source weighted 1/sqrt(its cases) so that no table dominates.
+Prediction intervals: quantiles (P10, P90) of measured/predicted step time of the
+leave-one-source-out residuals per stack × GPU class (>= MIN_INTERVAL_CASES from >= 2 sources).
+The file records the date, the command, the case ids used and the sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from cases import Case, build_cases, log_ratio, predict  # noqa: E402
+
+from optimizer.model.fitted import (  # noqa: E402
+    FittedConstants,
+    gpu_class,
+    memory_features,
+    serve_features,
+    train_features,
+)
+from optimizer.model.setup import PerfAssumptions  # noqa: E402
+
+OUT = HERE.parent / "optimizer" / "model" / "data" / "fitted.toml"
+RIDGE = {"all": 0.05, "gen": 1.0, "genprec": 1.0, "stack": 1.0, "cell": 2.0, "method": 1.0,
+         "ckpt": 1.0}
+CLIP = 0.5  # |log residual| used in the regression (robustness to mis-recorded rows)
+ITERATIONS = 4
+STEP = 0.05  # finite-difference step of the log multiplier for the sensitivity
+MIN_INTERVAL_CASES = 8
+FAMILIES = ("train", "serve", "memory")
+
+
+def family(case: Case) -> str | None:
+    """Which fitted group a case informs (None: scored only)."""
+    if case.kind == "train_throughput":
+        return "train"
+    if case.kind == "train_memory":
+        return "memory"
+    if case.kind == "serve_throughput":
+        return "serve"
+    return None
+
+
+def features(case: Case) -> list[str]:
+    fam = family(case)
+    if fam == "train":
+        assert case.train is not None
+        setup = case.train[0]
+        return train_features(case.gpu, setup.precision, setup.stack)
+    if fam == "serve":
+        assert case.serve is not None
+        return serve_features(case.gpu, case.serve[0].stack)
+    assert case.train is not None
+    setup, layout, _ = case.train
+    return memory_features(setup.stack, setup.method, layout.checkpointing)
+
+
+def _level(feature: str) -> str:
+    return feature.split(":", 1)[0]
+
+
+def assumptions_for(fit: FittedConstants) -> PerfAssumptions:
+    return PerfAssumptions(fitted=fit)
+
+
+def _with(fit: FittedConstants, fam: str, coefs: dict[str, float]) -> FittedConstants:
+    return replace(fit, **{fam: coefs})
+
+
+def _bump(fit: FittedConstants, fam: str, by: float) -> FittedConstants:
+    coefs = dict(getattr(fit, fam))
+    coefs["all"] = coefs.get("all", 0.0) + by
+    return _with(fit, fam, coefs)
+
+
+def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedConstants:
+    """One Gauss-Newton ridge step of one family's coefficients."""
+    chosen = [c for c in cases if family(c) == fam]
+    if not chosen:
+        return fit
+    a0, a1 = assumptions_for(fit), assumptions_for(_bump(fit, fam, STEP))
+    per_source = Counter(c.source for c in chosen)
+    rows: list[tuple[list[str], float, float, float]] = []
+    for c in chosen:
+        p0, p1 = predict(c, a0), predict(c, a1)
+        if p0 is None or p1 is None:
+            continue
+        sens = math.log(p1 / p0) / STEP
+        if not c.speed_like:
+            sens = -sens
+        r = max(-CLIP, min(CLIP, log_ratio(c, p0)))
+        rows.append((features(c), r, sens, 1.0 / math.sqrt(per_source[c.source])))
+    if not rows:
+        return fit
+    names = sorted({f for feats, *_ in rows for f in feats})
+    index = {f: i for i, f in enumerate(names)}
+    x = np.zeros((len(rows), len(names)))
+    y = np.zeros(len(rows))
+    w = np.zeros(len(rows))
+    for i, (feats, r, sens, weight) in enumerate(rows):
+        for f in feats:
+            x[i, index[f]] = sens
+        y[i], w[i] = r, weight
+    current = getattr(fit, fam)
+    c0 = np.array([current.get(f, 0.0) for f in names])
+    lam = np.array([RIDGE[_level(f)] for f in names])
+    # minimise Σ w (y − X δ)² + Σ λ (c0 + δ)²
+    xtw = x.T * w
+    lhs = xtw @ x + np.diag(lam)
+    rhs = xtw @ y - lam * c0
+    delta = np.linalg.solve(lhs, rhs)
+    coefs = dict(current)
+    for f, d in zip(names, delta, strict=True):
+        coefs[f] = float(coefs.get(f, 0.0) + d)
+    return _with(fit, fam, coefs)
+
+
+def fit_constants(cases: Sequence[Case], iterations: int = ITERATIONS) -> FittedConstants:
+    """Fitted constants from `cases` only (the held-out source is simply not in `cases`)."""
+    fit = FittedConstants()
+    for _ in range(iterations):
+        for fam in FAMILIES:
+            fit = fit_family(cases, fit, fam)
+    return fit
+
+
+def loso(cases: Sequence[Case], progress: Callable[[str], None] | None = None
+         ) -> dict[str, tuple[FittedConstants, list[tuple[Case, float | None]]]]:
+    """Leave-one-source-out: {source: (constants fitted without it, [(case, prediction)])}."""
+    out = {}
+    for source in sorted({c.source for c in cases}):
+        train = [c for c in cases if c.source != source]
+        fit = fit_constants(train)
+        a = assumptions_for(fit)
+        out[source] = (fit, [(c, predict(c, a)) for c in cases if c.source == source])
+        if progress:
+            progress(source)
+    return out
+
+
+def interval_key_parts(case: Case) -> tuple[str, str]:
+    return case.stack, gpu_class(case.gpu)
+
+
+def step_ratio(case: Case, predicted: float) -> float:
+    """measured / predicted step time (inverse of the speed ratio)."""
+    return math.exp(-log_ratio(case, predicted))
+
+
+def intervals_from(results: Sequence[tuple[Case, float | None]]
+                   ) -> dict[str, tuple[float, float, int]]:
+    """P10/P90 of measured/predicted step time per stack × GPU class (with fallbacks)."""
+    groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for case, pred in results:
+        if pred is None or case.kind != "train_throughput":
+            continue
+        stack, cls = interval_key_parts(case)
+        ratio = step_ratio(case, pred)
+        for key in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*"):
+            groups[key].append((case.source, ratio))
+    out = {}
+    for key, items in groups.items():
+        if len(items) < MIN_INTERVAL_CASES or len({s for s, _ in items}) < 2:
+            continue
+        values = np.array([r for _, r in items])
+        out[key] = (float(np.quantile(values, 0.1)), float(np.quantile(values, 0.9)), len(items))
+    return out
+
+
+def _toml_table(name: str, values: dict[str, float]) -> list[str]:
+    lines = [f"[{name}]"]
+    lines += [f'"{k}" = {v:.6f}' for k, v in sorted(values.items())]
+    return lines + [""]
+
+
+def write_fitted(fit: FittedConstants, cases: Sequence[Case],
+                 intervals: dict[str, tuple[float, float, int]], path: Path = OUT) -> None:
+    used = sorted(c.row.case_id for c in cases if family(c) is not None)
+    sources = sorted({c.source for c in cases})
+    lines = ["# Fitted constants of the ccopt model: written by benchmarks/fit_constants.py.",
+             "# Do not edit by hand; rerun the script. Log-multipliers by feature (see",
+             "# optimizer/model/fitted.py); intervals = measured/predicted step-time quantiles",
+             "# of the leave-one-source-out residuals per stack/GPU class.", "",
+             "[meta]", f'date = "{dt.date.today().isoformat()}"',
+             'command = "python benchmarks/fit_constants.py"',
+             f"ridge = {{{', '.join(f'{k} = {v}' for k, v in RIDGE.items())}}}",
+             f"clip = {CLIP}", f"iterations = {ITERATIONS}",
+             f"sources = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]",
+             f"cases = {len(used)}",
+             "case_ids = [" + ", ".join(f'"{c}"' for c in used) + "]", ""]
+    lines += _toml_table("train", fit.train)
+    lines += _toml_table("serve", fit.serve)
+    lines += _toml_table("memory", fit.memory)
+    lines.append("[intervals]")
+    for key, (lo, hi, n) in sorted(intervals.items()):
+        lines.append(f'"{key}" = {{p10 = {lo:.4f}, p90 = {hi:.4f}, cases = {n}}}')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dry-run", action="store_true", help="fit but do not write the file")
+    args = parser.parse_args(argv)
+    cases, _ = build_cases()
+    fit = fit_constants(cases)
+    folds = loso(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
+    residuals = [item for _, results in folds.values() for item in results]
+    intervals = intervals_from(residuals)
+    print(f"fitted on {sum(family(c) is not None for c in cases)} cases from "
+          f"{len({c.source for c in cases})} sources: {len(fit.train)} train, "
+          f"{len(fit.serve)} serve, {len(fit.memory)} memory terms, {len(intervals)} intervals")
+    if not args.dry_run:
+        write_fitted(fit, cases, intervals)
+        print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""Constants fitted on the public validation set (data/fitted.toml, by benchmarks/fit_constants.py).
+
+The fit is log-additive over coarse groups, never per case: the achievable-efficiency multiplier
+of a training run is exp(c_all + c_gen + c_gen×precision + c_stack + c_gen×precision×stack);
+serving speed the same over generation × serving stack. A group absent from the fit data has no
+coefficient (multiplier 1 for that term), so a held-out source falls back to coarser groups.
+Prediction intervals are quantiles of the cross-validated step-time ratio per stack × GPU class.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from optimizer.model.hardware import GpuSpec
+
+__all__ = ["FittedConstants", "load_fitted", "gpu_generation", "gpu_class", "precision_group",
+           "train_features", "serve_features", "memory_features", "memory_multiplier",
+           "train_multiplier", "serve_multiplier",
+           "step_time_interval", "EMPTY_FIT"]
+
+_GENERATIONS = (("GB200", "blackwell"), ("B200", "blackwell"), ("B300", "blackwell"),
+                ("GH200", "hopper"), ("H100", "hopper"), ("H200", "hopper"),
+                ("A100", "ampere-dc"), ("A10", "ampere"), ("A6000", "ampere"),
+                ("RTX3090", "ampere"), ("RTX4090", "ada"), ("RTX6000-ADA", "ada"), ("L40S", "ada"),
+                ("L4", "ada"), ("V100", "volta"), ("T4", "turing"), ("MI", "cdna"))
+
+
+@dataclass(frozen=True)
+class FittedConstants:
+    """Log-multipliers by feature name plus interval quantiles; `meta` says when and on what."""
+
+    train: dict[str, float] = field(default_factory=dict)
+    serve: dict[str, float] = field(default_factory=dict)
+    #: log-multipliers of the activation term of training memory
+    memory: dict[str, float] = field(default_factory=dict)
+    #: "stack/gpu_class" -> (p10, p90, cases) of measured/predicted step time (CV residuals)
+    intervals: dict[str, tuple[float, float, int]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __hash__(self) -> int:  # frozen dataclass with dict fields: identity hash for caches
+        return id(self)
+
+
+EMPTY_FIT = FittedConstants()
+
+
+def gpu_generation(gpu: GpuSpec | str) -> str:
+    """Architecture family used to group fitted constants (A100 apart from the small Amperes)."""
+    gid = (gpu if isinstance(gpu, str) else gpu.gpu_id).upper()
+    for prefix, gen in _GENERATIONS:
+        if gid.startswith(prefix):
+            return gen
+    return "other"
+
+
+def gpu_class(gpu: GpuSpec) -> str:
+    """"hgx" for SXM/OAM boards with NVLink/xGMI, "pcie" for PCIe cards."""
+    return "pcie" if gpu.intra_node_link == "pcie" else "hgx"
+
+
+def precision_group(precision: str) -> str:
+    """fp16 and bf16 share tensor cores and constants; fp8 and fp32 stand apart."""
+    return "16" if precision in ("bf16", "fp16") else precision
+
+
+def train_features(gpu: GpuSpec | str, precision: str, stack: str) -> list[str]:
+    """Names of the fitted terms that apply to a training run."""
+    gen, prec = gpu_generation(gpu), precision_group(precision)
+    return ["all", f"gen:{gen}", f"genprec:{gen}/{prec}", f"stack:{stack}",
+            f"cell:{gen}/{prec}/{stack}"]
+
+
+def serve_features(gpu: GpuSpec | str, stack: str) -> list[str]:
+    """Names of the fitted terms that apply to a serving replica."""
+    gen = gpu_generation(gpu)
+    return ["all", f"gen:{gen}", f"stack:{stack}", f"cell:{gen}/{stack}"]
+
+
+def memory_features(stack: str, method: str, checkpointing: str) -> list[str]:
+    """Names of the fitted terms that scale a run's activation memory (what a stack saves for
+    backward and its loss buffers are the least known part of the memory model)."""
+    # checkpointing is an argument for callers but not a fitted group: a fitted term per
+    # checkpointing mode could break "more recompute never needs more memory"
+    del checkpointing
+    return ["all", f"stack:{stack}", f"method:{method}"]
+
+
+def memory_multiplier(fit: FittedConstants, stack: str, method: str, checkpointing: str) -> float:
+    """exp(sum of fitted log terms) multiplying the activation bytes."""
+    return math.exp(sum(fit.memory.get(f, 0.0)
+                        for f in memory_features(stack, method, checkpointing)))
+
+
+def _parse(data: dict[str, Any]) -> FittedConstants:
+    intervals = {k: (float(v["p10"]), float(v["p90"]), int(v["cases"]))
+                 for k, v in data.get("intervals", {}).items()}
+    return FittedConstants(train={k: float(v) for k, v in data.get("train", {}).items()},
+                           serve={k: float(v) for k, v in data.get("serve", {}).items()},
+                           memory={k: float(v) for k, v in data.get("memory", {}).items()},
+                           intervals=intervals, meta=dict(data.get("meta", {})))
+
+
+@cache
+def load_fitted() -> FittedConstants:
+    """The packaged fit (empty when the file is absent: the un-fitted model)."""
+    path = resources.files("optimizer.model").joinpath("data/fitted.toml")
+    if not path.is_file():
+        return EMPTY_FIT
+    return _parse(tomllib.loads(path.read_text("utf-8")))
+
+
+def train_multiplier(fit: FittedConstants, gpu: GpuSpec | str, precision: str, stack: str) -> float:
+    """exp(sum of the fitted log terms) multiplying the achievable compute efficiency."""
+    return math.exp(sum(fit.train.get(f, 0.0) for f in train_features(gpu, precision, stack)))
+
+
+def serve_multiplier(fit: FittedConstants, gpu: GpuSpec | str, stack: str) -> float:
+    """exp(sum of fitted log terms) multiplying serving bandwidth and compute efficiency."""
+    return math.exp(sum(fit.serve.get(f, 0.0) for f in serve_features(gpu, stack)))
+
+
+def step_time_interval(gpu: GpuSpec, stack: str = "generic",
+                       fit: FittedConstants | None = None) -> tuple[float, float]:
+    """(P10, P90) multipliers of a predicted step time: measured/predicted quantiles of the
+    leave-one-source-out residuals of `stack` on `gpu`'s class (fallback: the stack on any GPU,
+    any stack on the class, all cases). Multiply the step time (and days, cost) by them.
+
+    Returns (1.0, 1.0) when no fit is stored.
+    """
+    fit = fit or load_fitted()
+    cls = gpu_class(gpu)
+    for key in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*"):
+        if key in fit.intervals:
+            lo, hi, _ = fit.intervals[key]
+            return lo, hi
+    return 1.0, 1.0

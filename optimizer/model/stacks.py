@@ -1,0 +1,196 @@
+"""Software-stack profiles (data/stacks.toml): what a training or serving stack does by default.
+
+Each profile row holds overlap fractions, sequence-parallel default, the ZeRO stage its
+"distributed optimizer" means, attention kernel, extra buffers, allocator behaviour, LoRA and
+checkpointing defaults; every number in the file carries its source and a `guess` flag.
+Missing fields of a stack come from the `generic` row. The file is package data read once.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from optimizer.errors import ConfigError, did_you_mean
+
+__all__ = ["StackProfile", "StackValue", "Knobs", "knobs", "get_stack", "stack_names", "train_stack_names",
+           "serve_stack_names", "DEFAULT_STACK", "STACK_ALIASES"]
+
+DEFAULT_STACK = "generic"
+#: other names users write for a stack row
+STACK_ALIASES = {"nemo": "megatron-core", "megatron": "megatron-core", "megatron-lm": "megatron-core",
+                 "accelerate": "fsdp", "hf-accelerate": "fsdp", "transformers": "hf-trainer",
+                 "trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "llamacpp": "llama.cpp",
+                 "other": "generic"}
+
+
+@dataclass(frozen=True)
+class StackValue:
+    """One number of a profile with its provenance."""
+
+    value: Any
+    guess: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class StackProfile:
+    """Resolved defaults of one stack (generic row + the stack's own rows)."""
+
+    name: str
+    kind: str = "train"
+    description: str = ""
+    dp_overlap: float = 0.8
+    tp_overlap: float = 0.0
+    pp_overlap: float = 0.0
+    cp_overlap: float = 0.5
+    sequence_parallel: bool = True
+    distributed_optimizer_zero: int = 1
+    attention: str = "flash"
+    fp32_grad_buffer: bool = False
+    fp32_master: bool = True
+    optimizer_in_backward: bool = False
+    logits_bytes_per_value: float = 6.0
+    allocator_cache: float = 0.08
+    context_gib: float = 0.6
+    checkpointing: str = "none"
+    lora_targets: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+    paged_kv: bool = True
+    kv_block_tokens: int = 16
+    kv_memory_fraction: float = 0.9
+    max_batch: int = 256
+    #: {field: StackValue} for every number read from the file (provenance)
+    provenance: dict[str, StackValue] = field(default_factory=dict, compare=False, repr=False)
+
+    def with_overrides(self, **values: Any) -> StackProfile:
+        """A copy with some fields replaced (e.g. `--no-sequence-parallel`)."""
+        return replace(self, **values)
+
+    def guesses(self) -> list[str]:
+        """Names of the fields whose value is a stated guess."""
+        return sorted(k for k, v in self.provenance.items() if v.guess)
+
+
+_NUMERIC = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "logits_bytes_per_value",
+            "allocator_cache", "context_gib", "kv_memory_fraction")
+_FRACTIONS = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "kv_memory_fraction")
+
+
+def _read_rows() -> dict[str, dict[str, Any]]:
+    text = resources.files("optimizer.model").joinpath("data/stacks.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def _value_of(stack: str, key: str, raw: Any) -> StackValue:
+    if not isinstance(raw, dict) or not {"value", "guess", "source"} <= set(raw):
+        raise ConfigError(f"stacks.toml [{stack}] {key}: needs {{value, guess, source}}")
+    return StackValue(raw["value"], bool(raw["guess"]), str(raw["source"]))
+
+
+def _resolve(name: str, rows: dict[str, dict[str, Any]]) -> StackProfile:
+    known = {f.name for f in fields(StackProfile)} - {"name", "provenance"}
+    merged: dict[str, Any] = {}
+    provenance: dict[str, StackValue] = {}
+    for row_name in (DEFAULT_STACK, name):
+        for key, raw in rows[row_name].items():
+            if key not in known:
+                raise ConfigError(f"stacks.toml [{row_name}]: unknown field {key!r}")
+            if key in ("kind", "description"):
+                merged[key] = raw
+                continue
+            val = _value_of(row_name, key, raw)
+            provenance[key] = val
+            merged[key] = tuple(val.value) if key == "lora_targets" else val.value
+    for key in _NUMERIC:
+        if key in merged:
+            merged[key] = float(merged[key])
+    for key in _FRACTIONS:
+        if key in merged and not 0.0 <= merged[key] <= 1.0:
+            raise ConfigError(f"stacks.toml [{name}] {key}: {merged[key]} is not in [0, 1]")
+    return StackProfile(name=name, provenance=provenance, **merged)
+
+
+@cache
+def _profiles() -> dict[str, StackProfile]:
+    rows = _read_rows()
+    if DEFAULT_STACK not in rows:
+        raise ConfigError("stacks.toml has no [generic] row")
+    return {name: _resolve(name, rows) for name in rows}
+
+
+def stack_names() -> list[str]:
+    """Every stack with a profile row."""
+    return list(_profiles())
+
+
+def train_stack_names() -> list[str]:
+    """Training stacks (and `generic`)."""
+    return [n for n, p in _profiles().items() if p.kind == "train"]
+
+
+def serve_stack_names() -> list[str]:
+    """Serving stacks."""
+    return [n for n, p in _profiles().items() if p.kind == "serve"]
+
+
+def get_stack(name: str | None, field_name: str = "stack") -> StackProfile:
+    """Profile by name (case-insensitive, aliases such as `nemo` accepted); None -> generic.
+
+    Raises:
+        ConfigError: unknown stack (names the allowed ones and a close match).
+    """
+    profiles = _profiles()
+    key = (name or DEFAULT_STACK).strip().lower()
+    key = STACK_ALIASES.get(key, key)
+    if key in profiles:
+        return profiles[key]
+    raise ConfigError(f"{field_name}: unknown stack {name!r}{did_you_mean(key, profiles)}. "
+                      f"Allowed: {', '.join(profiles)}")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Effective switches of one run: explicit setup/assumption values win over the stack's."""
+
+    stack: StackProfile
+    sequence_parallel: bool
+    attention: str
+    optimizer_in_backward: bool
+    dp_overlap: float
+    tp_overlap: float
+    pp_overlap: float
+    cp_overlap: float
+    logits_bytes_per_value: float
+    allocator_cache: float
+    context_gib: float
+
+
+@cache
+def _knobs(stack: str, sp: bool | None, attention: str | None, opt_bwd: bool | None,
+           overrides: tuple[float | None, ...]) -> Knobs:
+    prof = get_stack(stack)
+    dp, tp, pp, cp, logits, cache_frac, context = overrides
+    return Knobs(
+        stack=prof,
+        sequence_parallel=prof.sequence_parallel if sp is None else sp,
+        attention=attention or prof.attention,
+        optimizer_in_backward=prof.optimizer_in_backward if opt_bwd is None else opt_bwd,
+        dp_overlap=prof.dp_overlap if dp is None else dp,
+        tp_overlap=prof.tp_overlap if tp is None else tp,
+        pp_overlap=prof.pp_overlap if pp is None else pp,
+        cp_overlap=prof.cp_overlap if cp is None else cp,
+        logits_bytes_per_value=prof.logits_bytes_per_value if logits is None else logits,
+        allocator_cache=prof.allocator_cache if cache_frac is None else cache_frac,
+        context_gib=prof.context_gib if context is None else context)
+
+
+def knobs(setup: Any, assumptions: Any) -> Knobs:
+    """Knobs of a TrainingSetup (or ServeSetup) under PerfAssumptions (cached)."""
+    a = assumptions
+    return _knobs(setup.stack, getattr(setup, "sequence_parallel", None),
+                  getattr(setup, "attention", None), getattr(setup, "optimizer_in_backward", None),
+                  (a.dp_overlap, a.tp_overlap, a.pp_overlap, a.cp_overlap,
+                   a.logits_bytes_per_value, a.fragmentation, a.overhead_gib))
