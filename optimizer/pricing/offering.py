@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optimizer.model.hardware import GpuSpec
+from optimizer.model.step_time import Cluster
 from optimizer.pricing.sanity import PriceFlag
 
 __all__ = ["Offering", "Cost", "cost_usd", "hourly_usd", "OFFERING_KINDS"]
@@ -55,6 +56,11 @@ class Offering:
         """Offerings of one class have identical performance (only prices differ)."""
         return (self.gpu.gpu_id, self.gpu.intra_node_bw_gb_s, self.gpus_per_instance,
                 self.inter_node_gbps)
+
+    def cluster(self, instances: int) -> Cluster:
+        """The hardware `instances` of this offering give a layout (one definition, used by the
+        planners and by `estimate --instance`)."""
+        return Cluster(self.gpu, self.gpus_per_instance, instances, self.inter_node_gbps)
 
     def usd_per_hour_for(self, instances: int) -> float:
         """USD per wall-clock hour of `instances` while running (price + amortised capital)."""

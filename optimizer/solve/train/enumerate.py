@@ -259,7 +259,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 pruned = True
                 continue
             if key not in perf_cache:
-                cluster = Cluster(gpu, gpn, n, off.inter_node_gbps)
+                cluster = off.cluster(n)
                 fkey = (n * gpn, gpn, gpu.memory_gib)
                 if fkey not in fit_cache:
                     fit_cache[fkey] = fitting_layouts(model, setup, n * gpn, gpn, gpu.memory_gib,
