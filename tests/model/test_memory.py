@@ -2,15 +2,25 @@
 
 import pytest
 
-from optimizer.model.memory import (GIB, activation_bytes_per_layer, kv_cache_bytes_per_token,
-                                    lora_params, model_state_bytes_per_param, params_per_gpu,
-                                    qlora_bytes_per_param, serving_memory, training_memory)
+from optimizer.model.memory import (
+    GIB,
+    activation_bytes_per_layer,
+    kv_cache_bytes_per_token,
+    lora_params,
+    model_state_bytes_per_param,
+    params_per_gpu,
+    qlora_bytes_per_param,
+    serving_memory,
+    training_memory,
+)
 from optimizer.model.presets import PRESETS
 from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup
 from optimizer.model.spec import ModelSpec
 
 MIB = 2**20
-NO_PREFETCH = PerfAssumptions(zero3_prefetch_layers=0, overhead_gib=0.0, fragmentation=0.0, use_fitted=False)  # by-hand formulas: un-fitted model
+# by-hand formulas: the un-fitted model
+NO_PREFETCH = PerfAssumptions(zero3_prefetch_layers=0, overhead_gib=0.0, fragmentation=0.0,
+                              use_fitted=False)
 
 
 def _model_state_bytes_per_param(zero: int, n: int) -> float:

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.models import load_hf_config, load_model
 from optimizer.model.presets import PRESETS, get_preset
 from optimizer.model.spec import ModelSpec
-from optimizer.inputs.models import load_hf_config, load_model
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,6 +1,5 @@
 """Step-time model: FLOPs, collectives, bubble, monotonic properties, calibration."""
 
-from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
