@@ -299,14 +299,16 @@ def serving_weight_bytes(model: ModelSpec, weight_precision: str) -> float:
 
 
 def kv_tokens_held(serve: ServeSetup) -> float:
-    """KV tokens a sequence holds on average: all of `context` for a contiguous cache; with
-    paged attention only the tokens present (prompt + output/2 over a request's life) plus half
-    a block of waste (Kwon et al. 2023 §4.2: waste only in each sequence's last block)."""
+    """KV tokens a sequence holds: all of `context` when the scheduler reserves the maximum
+    (contiguous caches; TensorRT-LLM's GUARANTEED_NO_EVICT admission); with paged attention and
+    on-demand blocks (vLLM) only the tokens present, prompt + output/2 over a request's life;
+    paged caches waste half a block per sequence (Kwon et al. 2023 §4.2: only the last block)."""
     prof = get_stack(serve.stack)
-    occupancy = serve.kv_occupancy or ("average" if prof.paged_kv else "max")
+    occupancy = serve.kv_occupancy or (prof.kv_reservation if prof.paged_kv else "max")
+    waste = prof.kv_block_tokens / 2.0 if prof.paged_kv else 0.0
     if occupancy == "max":
-        return float(serve.context)
-    return serve.context - serve.output_tokens / 2.0 + prof.kv_block_tokens / 2.0
+        return float(serve.context) + waste
+    return serve.context - serve.output_tokens / 2.0 + waste
 
 
 def serving_memory(model: ModelSpec, serve: ServeSetup, tp: int = 1,

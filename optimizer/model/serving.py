@@ -79,6 +79,15 @@ def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
 
     # continuous batching: per request cycle the replica spends B prefills + O decode steps
     cycle_s = batch * prefill_s + output_tokens * step_s
+    if get_stack(serve.stack).fused_prefill:
+        # in-flight batching fuses prompt chunks into the decode iterations (TensorRT-LLM IFB,
+        # vLLM chunked prefill; Agrawal et al. 2024 "Sarathi-Serve" §3): each of the O
+        # iterations carries B/O prompts' tokens, shares one weight read, one all-reduce
+        iter_flops = flops_step + batch * prefill_flops / output_tokens
+        iter_tokens = batch * (1.0 + p / output_tokens)
+        iter_comm = 2 * model.layers * ring_allreduce_s(iter_tokens * model.hidden * 2, tp,
+                                                        link_bw, lat)
+        cycle_s = output_tokens * (max(mem_s, iter_flops / (peak * eff)) + iter_comm)
     requests_per_s = batch / cycle_s
     tpot_s = cycle_s / output_tokens
     return ServePerf(

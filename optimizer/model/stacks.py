@@ -59,6 +59,8 @@ class StackProfile:
     checkpointing: str = "none"
     lora_targets: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
     paged_kv: bool = True
+    kv_reservation: str = "max"  # KV admitted per sequence: "max" (prompt + max output) | "average"
+    fused_prefill: bool = False  # prompt chunks ride in the decode iterations (in-flight batching)
     kv_block_tokens: int = 16
     kv_memory_fraction: float = 0.9
     max_batch: int = 256

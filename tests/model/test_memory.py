@@ -18,7 +18,9 @@ from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingS
 from optimizer.model.spec import ModelSpec
 
 MIB = 2**20
-NO_PREFETCH = PerfAssumptions(zero3_prefetch_layers=0, overhead_gib=0.0, fragmentation=0.0, use_fitted=False)  # by-hand formulas: un-fitted model
+# by-hand formulas: the un-fitted model
+NO_PREFETCH = PerfAssumptions(zero3_prefetch_layers=0, overhead_gib=0.0, fragmentation=0.0,
+                              use_fitted=False)
 
 
 def _model_state_bytes_per_param(zero: int, n: int) -> float:
