@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from optimizer import __version__
-from optimizer.cli.common import show_deprecations
 from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, schema_cmd, serve_cmd
+from optimizer.cli.common import show_deprecations
 from optimizer.cli.prices_cmd import prices_app
 
 __all__ = ["app", "main"]

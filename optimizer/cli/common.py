@@ -18,8 +18,8 @@ from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
            "EXIT_BAD_INPUT", "EXIT_REFRESH_FAILED", "header_or_infeasible", "catalog_line",
-           "layout_words", "interconnect_words", "renamed_flag", "show_deprecations", "PricesOpt", "OfflineOpt",
-           "JsonOpt"]
+           "layout_words", "interconnect_words", "renamed_flag", "show_deprecations", "PricesOpt",
+           "OfflineOpt", "JsonOpt"]
 
 #: options shared by the commands that read a job file (one definition each)
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]

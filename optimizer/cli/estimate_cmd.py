@@ -10,12 +10,22 @@ from rich.table import Table
 
 from optimizer.api import estimate as run
 from optimizer.api import resolve_model
-from optimizer.cli.common import console, print_json, user_errors
+from optimizer.cli.common import (
+    JsonOpt,
+    OfflineOpt,
+    PricesOpt,
+    console,
+    print_json,
+    renamed_flag,
+    user_errors,
+)
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import base_assumptions, fit_efficiency, save_calibration
 from optimizer.inputs.gpus import get_gpu
 from optimizer.model.setup import Layout, TrainingSetup
 from optimizer.model.step_time import Cluster
+from optimizer.report.contract.common import emit
+from optimizer.report.contract.train import CalibrateOutput
 
 __all__ = ["register"]
 
@@ -24,57 +34,96 @@ Opt = typer.Option
 
 def estimate(
     model: Annotated[str, Opt("--model", "-m", help="Preset name or path of a HF config.json")],
-    gpu: Annotated[str, Opt("--gpu", "-g", help="GPU id or alias (A100-80GB, h100, 4090, ...)")],
-    gpus: Annotated[int, Opt(help="Total GPUs")] = 1,
-    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node (default min(gpus, 8))")] = None,
+    gpu: Annotated[str | None, Opt("--gpu", "-g", help="GPU id or alias (A100-80GB, h100, "
+                                   "4090, ...); not needed with --instance")] = None,
+    instance: Annotated[str | None, Opt(help="PROVIDER:INSTANCE from the catalog (e.g. "
+                                        "aws:p5.48xlarge): its GPUs per node, links and "
+                                        "network, as the planner uses them")] = None,
+    num_gpus: Annotated[int | None, Opt(help="Total GPUs (default: one instance, or 1)")] = None,
+    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node (default min(num_gpus, 8))")] = None,
     tp: Annotated[int, Opt(help="Tensor-parallel degree")] = 1,
     pp: Annotated[int, Opt(help="Pipeline-parallel degree")] = 1,
-    zero: Annotated[int, Opt(help="ZeRO stage 0-3 (3 = FSDP)")] = 0,
-    checkpointing: Annotated[str, Opt(help="none | selective | full")] = "none",
+    context_parallel: Annotated[int, Opt(help="Context-parallel degree (sequence split, "
+                                         "ring attention)")] = 1,
+    virtual_stages: Annotated[int, Opt(help="Virtual pipeline stages per GPU (interleaved "
+                                       "1F1B)")] = 1,
+    zero_stage: Annotated[int | None, Opt(help="ZeRO stage 0-3 (3 = FSDP)")] = None,
+    activation_checkpointing: Annotated[str | None, Opt(help="none | selective | full")] = None,
+    sequence_parallel: Annotated[bool | None, Opt("--sequence-parallel/--no-sequence-parallel",
+                                                  help="Megatron SP with tp > 1 (default: the "
+                                                  "stack's)")] = None,
     micro_batch: Annotated[int, Opt(help="Sequences per GPU per micro-step")] = 1,
     global_batch: Annotated[int | None, Opt(help="Sequences per step (sets grad accumulation)")] = None,
     seq_len: Annotated[int, Opt(help="Tokens per sequence")] = 2048,
-    precision: Annotated[str, Opt(help="fp32 | bf16 | fp16 | fp8 (serve: + int8, int4)")] = "bf16",
+    precision: Annotated[str, Opt(help="train: fp32 | bf16 | fp16 | fp8; serve (weights): fp16 | "
+                                  "bf16 | fp8 | int8 | int4")] = "bf16",
     optimizer: Annotated[str, Opt(help="adamw | adam-8bit | sgd | adafactor")] = "adamw",
     method: Annotated[str, Opt(help="full | lora | qlora")] = "full",
     lora_rank: Annotated[int, Opt(help="LoRA rank")] = 16,
-    attention: Annotated[str, Opt(help="flash | eager")] = "flash",
-    inter_node_gbps: Annotated[float, Opt(help="Network per node, Gbit/s")] = 100.0,
+    attention: Annotated[str | None, Opt(help="flash | eager (default: the stack's)")] = None,
+    stack: Annotated[str, Opt(help="Software stack profile (ccopt stacks)")] = "generic",
+    inter_node_gbps: Annotated[float | None, Opt(help="Network per node, Gbit/s (default: the "
+                                                 "instance's, else the GPU class's)")] = None,
     offload_optimizer: Annotated[bool, Opt(help="ZeRO-Offload optimizer state to CPU")] = False,
     offload_params: Annotated[bool, Opt(help="ZeRO-Infinity: parameters in CPU (zero 3)")] = False,
     lora_targets: Annotated[str | None, Opt(help="LoRA modules, comma-separated: "
                                                 "q,k,v,o,gate,up,down (default all)")] = None,
     efficiency: Annotated[float | None, Opt(help="Override achievable compute efficiency")] = None,
     mode: Annotated[str, Opt(help="train | serve")] = "train",
-    batch: Annotated[int, Opt(help="serve: concurrent sequences")] = 1,
-    context: Annotated[int, Opt(help="serve: tokens per sequence in the KV cache")] = 2048,
-    quantization: Annotated[str | None, Opt(help="serve: fp16 | bf16 | fp8 | int8 | int4")] = None,
+    batch: Annotated[str, Opt(help="serve: concurrent sequences per replica, or max (the "
+                              "largest that fits)")] = "1",
+    prompt_tokens: Annotated[int | None, Opt(help="serve: prompt tokens per request "
+                                             "(default 1024)")] = None,
     output_tokens: Annotated[int, Opt(help="serve: output tokens per request")] = 256,
-    json_out: Annotated[bool, Opt("--json", help="JSON output")] = False,
+    context: Annotated[int | None, Opt(help="serve: KV tokens per sequence (default prompt + "
+                                       "output)")] = None,
+    kv_cache_precision: Annotated[str, Opt(help="serve: fp16 | bf16 | fp8 | int8")] = "fp16",
+    prices: PricesOpt = None, offline: OfflineOpt = False,
+    json_out: JsonOpt = False,
+    gpus: Annotated[int | None, Opt("--gpus", hidden=True)] = None,
+    zero: Annotated[int | None, Opt("--zero", hidden=True)] = None,
+    checkpointing: Annotated[str | None, Opt("--checkpointing", hidden=True)] = None,
+    quantization: Annotated[str | None, Opt("--quantization", hidden=True)] = None,
 ) -> None:
-    """Memory per GPU and step time of one fixed configuration."""
-
-
+    """Memory per GPU and step time (or serving speed) of one fixed configuration."""
     with user_errors():
         a = base_assumptions()
         if efficiency is not None:
             if not 0 < efficiency <= 1:
-
                 raise ConfigError(f"--efficiency: must be in (0, 1], got {efficiency}")
             a = replace(a, efficiency=efficiency)
-        result = run(model, gpu, gpus=gpus, gpus_per_node=gpus_per_node, tp=tp, pp=pp, zero=zero,
-                     checkpointing=checkpointing, micro_batch=micro_batch,
+        result = run(model, gpu, num_gpus=num_gpus, gpus_per_node=gpus_per_node,
+                     instance=instance, prices=prices, offline=True if offline else None,
+                     tp=tp, pp=pp, context_parallel=context_parallel,
+                     virtual_stages=virtual_stages, zero_stage=zero_stage,
+                     activation_checkpointing=activation_checkpointing,
+                     sequence_parallel=sequence_parallel, micro_batch=micro_batch,
                      global_batch=global_batch, seq_len=seq_len, precision=precision,
                      optimizer=optimizer, method=method, lora_rank=lora_rank, attention=attention,
-                     inter_node_gbps=inter_node_gbps, mode=mode, batch=batch, context=context,
-                     quantization=quantization, output_tokens=output_tokens, assumptions=a,
-                     offload_optimizer=offload_optimizer, offload_params=offload_params,
+                     stack=stack, inter_node_gbps=inter_node_gbps, mode=mode,
+                     batch=_batch(batch), context=context, prompt_tokens=prompt_tokens,
+                     output_tokens=output_tokens, kv_cache_precision=kv_cache_precision,
+                     assumptions=a, offload_optimizer=offload_optimizer,
+                     offload_params=offload_params,
                      lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip())
-                     if lora_targets else None)
+                     if lora_targets else None,
+                     gpus=gpus, zero=zero, checkpointing=checkpointing, quantization=quantization)
     if json_out:
         print_json(result)
         return
     _render(result)
+
+
+def _batch(value: str) -> int | str:
+    """--batch: an integer, or "max"."""
+    text = value.strip().lower()
+    if text == "max":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"--batch: {value!r} is not allowed; allowed: an integer > 0 or max") \
+            from None
 
 
 def _render(r: dict[str, Any]) -> None:
@@ -83,13 +132,21 @@ def _render(r: dict[str, Any]) -> None:
     mem = r["memory_gib"]
     title = f"{r['model']['name']} ({r['model']['params'] / 1e9:.2f}B) on {r['gpus']}× {r['gpu']}"
     layout = ", ".join(f"{k} {v}" for k, v in r["layout"].items())
-    c.print(f"[b]{title}[/b] — {r['mode']}: {layout}")
+    c.print(f"[b]{title}[/b] — {r['mode']}: {layout}; stack {r.get('stack', 'generic')}")
+    where = r.get("instance") or f"{r.get('gpus_per_node')} GPUs per node"
+    c.print(f"hardware: {where}, {r.get('inter_node_gbps', 0):g} Gbit/s between nodes"
+            + (" (assumed)" if r.get("inter_node_assumed") else ""))
+    if r.get("note"):
+        c.print(f"[yellow]note:[/yellow] {r['note']}")
     table = Table()
     table.add_column("memory per GPU")
     table.add_column("GiB", justify="right")
     for key in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
         table.add_row(key, f"{mem[key]:.2f}")
-    table.add_row("[b]total[/b]", f"[b]{mem['total']:.2f}[/b]")
+    table.add_row("[b]total (peak allocated)[/b]", f"[b]{mem['total']:.2f}[/b]")
+    for key, label in (("reserved", "reserved (allocator)"), ("device", "device (nvidia-smi)")):
+        if mem.get(key) is not None:
+            table.add_row(label, f"{mem[key]:.2f}")
     table.add_row("GPU memory", f"{r['gpu_memory_gib']:g}")
     verdict = "[green]fits[/green]" if r["fits"] else "[red]does NOT fit[/red]"
     table.add_row("verdict", verdict)
@@ -102,10 +159,15 @@ def _render(r: dict[str, Any]) -> None:
                 f"{r['tokens_per_s']:,.0f} tokens/s ({r['tokens_per_s_per_gpu']:,.0f} per GPU), "
                 f"MFU {r['mfu']:.1%}, HFU {r['hfu']:.1%}; compute efficiency {r['efficiency']:.3f} "
                 f"({cal})")
+        if r.get("step_time_s_p10") is not None:
+            c.print(f"P10–P90 of the step time: {r['step_time_s_p10']:.3f}–"
+                    f"{r['step_time_s_p90']:.3f} s (cross-validated residuals of this stack and "
+                    "GPU class)")
     elif r["mode"] == "serve":
         c.print(f"TTFT {r['ttft_s'] * 1e3:.1f} ms, TPOT {r['tpot_ms']:.2f} ms, "
                 f"{r['output_tokens_per_s']:,.0f} output tokens/s, {r['requests_per_s']:.2f} "
-                f"requests/s ({r['bound']}-bound decode)")
+                f"requests/s ({r['requests_per_s_per_replica']:.2f} per replica; "
+                f"{r['bound']}-bound decode)")
 
 
 def calibrate(
@@ -113,57 +175,71 @@ def calibrate(
     gpu: Annotated[str, Opt("--gpu", "-g", help="GPU id or alias of the measured run")],
     tokens_per_s: Annotated[float | None, Opt(help="Measured tokens/s of the whole run")] = None,
     step_time_s: Annotated[float | None, Opt(help="Measured seconds per optimizer step")] = None,
-    gpus: Annotated[int, Opt(help="GPUs of the measured run")] = 1,
+    num_gpus: Annotated[int | None, Opt(help="GPUs of the measured run")] = None,
     gpus_per_node: Annotated[int | None, Opt(help="GPUs per node")] = None,
     tp: Annotated[int, Opt()] = 1,
     pp: Annotated[int, Opt()] = 1,
-    zero: Annotated[int, Opt()] = 0,
-    checkpointing: Annotated[str, Opt()] = "none",
+    zero_stage: Annotated[int | None, Opt()] = None,
+    activation_checkpointing: Annotated[str | None, Opt()] = None,
     micro_batch: Annotated[int, Opt()] = 1,
     global_batch: Annotated[int | None, Opt()] = None,
     seq_len: Annotated[int, Opt()] = 2048,
     precision: Annotated[str, Opt()] = "bf16",
     method: Annotated[str, Opt()] = "full",
-    inter_node_gbps: Annotated[float, Opt()] = 100.0,
-    json_out: Annotated[bool, Opt("--json", help="JSON output")] = False,
+    stack: Annotated[str, Opt(help="Software stack of the measured run")] = "generic",
+    inter_node_gbps: Annotated[float | None, Opt(help="Network per node of the measured run, "
+                                                 "Gbit/s (default: the GPU class's)")] = None,
+    json_out: JsonOpt = False,
+    gpus: Annotated[int | None, Opt("--gpus", hidden=True)] = None,
+    zero: Annotated[int | None, Opt("--zero", hidden=True)] = None,
+    checkpointing: Annotated[str | None, Opt("--checkpointing", hidden=True)] = None,
 ) -> None:
     """Fit the compute efficiency of a GPU type to one measured run and store it for later
     estimates and plans (file: $CCOPT_CALIBRATION or ~/.config/ccopt/calibration.json)."""
-
     with user_errors():
         if (tokens_per_s is None) == (step_time_s is None):
             raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
-
-        probe = run(model, gpu, gpus=gpus, gpus_per_node=gpus_per_node, tp=tp, pp=pp, zero=zero,
-                    checkpointing=checkpointing, micro_batch=micro_batch,
-                    global_batch=global_batch, seq_len=seq_len, precision=precision,
-                    method=method, inter_node_gbps=inter_node_gbps)
+        num_gpus = renamed_flag(num_gpus, gpus, "--num-gpus", "--gpus", 1)
+        zero_stage = renamed_flag(zero_stage, zero, "--zero-stage", "--zero", 0)
+        ckpt = renamed_flag(activation_checkpointing, checkpointing, "--activation-checkpointing",
+                            "--checkpointing", "none")
+        uncalibrated = replace(base_assumptions(), efficiency=None, calibrated={})
+        shape = dict(num_gpus=num_gpus, gpus_per_node=gpus_per_node, tp=tp, pp=pp,
+                     zero_stage=zero_stage, activation_checkpointing=ckpt,
+                     micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len,
+                     precision=precision, method=method, stack=stack,
+                     inter_node_gbps=inter_node_gbps)
+        probe = run(model, gpu, assumptions=uncalibrated, **shape)
         if probe.get("step") is None:
             raise ConfigError(f"--precision: {probe.get('note')}")
-
         spec, g = resolve_model(model), get_gpu(gpu, "--gpu")
         lay = probe["layout"]
-        layout = Layout(dp=lay["dp"], tp=tp, pp=pp, zero_stage=zero, checkpointing=checkpointing,
+        layout = Layout(dp=lay["dp"], tp=tp, pp=pp, zero_stage=zero_stage, checkpointing=ckpt,
                         micro_batch=micro_batch, grad_accum=lay["grad_accum"])
-        setup = TrainingSetup(seq_len=seq_len, precision=precision, method=method)
-        gpn = gpus_per_node or min(gpus, 8)
-        cluster = Cluster(g, gpn, gpus // gpn, inter_node_gbps)
+        setup = TrainingSetup(seq_len=seq_len, precision=precision, method=method, stack=stack)
+        cluster = Cluster(g, probe["gpus_per_node"], num_gpus // probe["gpus_per_node"],
+                          probe["inter_node_gbps"])
         measured = step_time_s or layout.global_batch * seq_len / float(tokens_per_s or 1)
-
-        eff = fit_efficiency(spec, setup, layout, cluster, measured,
-                             replace(base_assumptions(), efficiency=None))
+        eff = fit_efficiency(spec, setup, layout, cluster, measured, uncalibrated)
         path = save_calibration(g.gpu_id, precision, eff, {
-            "model": spec.name, "gpus": gpus, "layout": lay, "seq_len": seq_len,
-            "step_time_s": measured, "tokens_per_s": layout.global_batch * seq_len / measured})
-    out = {"gpu": g.gpu_id, "precision": precision, "efficiency": round(eff, 6),
-           "default_prediction_step_s": probe["step"]["time_s"], "measured_step_s": measured,
-           "file": str(path)}
+            "model": spec.name, "gpus": num_gpus, "layout": lay, "seq_len": seq_len,
+            "stack": stack, "step_time_s": measured,
+            "tokens_per_s": layout.global_batch * seq_len / measured})
+        after = run(model, gpu, **shape)  # what estimate and plan now report for this run
+    out = emit(CalibrateOutput, {
+        "gpu": g.gpu_id, "precision": precision, "efficiency": round(eff, 6),
+        "effective_efficiency": after["efficiency"],
+        "default_prediction_step_s": probe["step"]["time_s"],
+        "calibrated_prediction_step_s": after["step"]["time_s"], "measured_step_s": measured,
+        "file": str(path)})
     if json_out:
         print_json(out)
     else:
-        console().print(f"{g.gpu_id} {precision}: efficiency {eff:.4f} (default model predicted "
-                        f"{probe['step']['time_s']:.3f} s/step, measured {measured:.3f} s); "
-                        f"saved to {path}")
+        console().print(
+            f"{g.gpu_id} {precision}: base efficiency {eff:.4f} stored in {path}; estimate and "
+            f"plan now predict {after['step']['time_s']:.3f} s/step for this run (measured "
+            f"{measured:.3f} s, default model {probe['step']['time_s']:.3f} s) at an effective "
+            f"efficiency of {after['efficiency']:.3f} (the base × this layout's size factor)")
 
 
 def register(app: typer.Typer) -> None:

@@ -22,14 +22,24 @@ def _head(spec: ModelSpec, gpu: GpuSpec, gpus: int) -> dict[str, Any]:
 
 
 def train_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, layout: Layout, mem: MemoryBreakdown,
-                        step: StepTime | None, precision: str) -> dict[str, Any]:
-    """Memory and step time of one training layout (step None: the GPU lacks the precision)."""
+                        step: StepTime | None, precision: str,
+                        where: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Memory and step time of one training layout (step None: the GPU lacks the precision).
+
+    `where`: the hardware context (gpus_per_node, inter_node_gbps, inter_node_assumed,
+    instance, stack, note) and `interval`, the (P10, P90) multipliers of the step time."""
+    where = dict(where or {})
+    interval = where.pop("interval", None)
     out = _head(spec, gpu, gpus)
+    out.update({k: v for k, v in where.items() if v is not None})
     out.update(mode="train", layout=layout.as_dict(), memory_gib=mem.as_dict(2),
                fits=mem.fits(gpu.memory_gib))
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
         return emit(EstimateOutput, out)
+    if interval is not None:
+        out.update(step_time_s_p10=round(step.time_s * interval[0], 4),
+                   step_time_s_p90=round(step.time_s * interval[1], 4))
     out.update(step=step.as_dict(), step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
                tokens_per_s=round(step.tokens_per_s, 1),
                tokens_per_s_per_gpu=round(step.tokens_per_s_per_gpu, 1),
@@ -40,11 +50,14 @@ def train_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, layout: Layout
 
 
 def serve_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, serve: ServeSetup, tp: int,
-                        mem: MemoryBreakdown, perf: ServePerf) -> dict[str, Any]:
+                        mem: MemoryBreakdown, perf: ServePerf,
+                        where: dict[str, Any] | None = None) -> dict[str, Any]:
     """Memory, latency and throughput of `gpus // tp` serving replicas of one setup."""
     replicas = gpus // tp
     out = _head(spec, gpu, gpus)
+    out.update({k: v for k, v in (where or {}).items() if v is not None and k != "interval"})
     out.update(mode="serve", precision=serve.weight_precision, quantization=serve.weight_precision,
+               kv_cache_precision=serve.kv_precision,
                layout={"tp": tp, "replicas": replicas, "batch": serve.batch, "context": serve.context},
                memory_gib=mem.as_dict(2), fits=mem.fits(gpu.memory_gib),
                ttft_s=round(perf.ttft_s, 4), tpot_ms=round(perf.tpot_s * 1e3, 3),

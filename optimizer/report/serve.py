@@ -60,7 +60,8 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
            "hours_per_day": w.hours_per_day,
            "buckets": [b.model_dump() for b in w.request_buckets()],
            "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},
-           "redundancy_spare_replicas": c.spare_replicas, "headroom_required": c.headroom}
+           "redundancy_spare_replicas": c.spare_replicas, "headroom_required": c.headroom,
+           "stack": w.stack}
     solver = dict(result.solver)
     if solver.get("objective_cents") is not None:
         solver["objective_usd_per_hour"] = round(solver["objective_cents"] / 100, 2)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.inputs.jobs.train import Job
+from optimizer.model.fitted import step_time_interval
+from optimizer.pricing.offering import cost_usd
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.solve.train.compare import CompareResult
@@ -20,14 +22,19 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
     """A plan in the JSON contract of DESIGN.md (plus extra fields)."""
     off = c.offering
     tokens = c.steps * c.layout.global_batch * (job.workload.seq_len if job else 0)
+    p10, p90 = step_time_interval(off.gpu, job.workload.stack if job else "generic")
     return {
         "gpu": off.gpu_id, "provider": off.provider, "instance": off.instance,
         "region": off.region, "pricing": off.pricing, "instances": c.instances, "gpus": c.gpus,
         "gpus_per_instance": off.gpus_per_instance,
         "layout": c.layout.as_dict(), "global_batch": c.layout.global_batch, "steps": c.steps,
         "step_time_s": round(c.step.time_s, 3), "hours": round(c.hours, 2),
+        "step_time_s_p10": round(c.step.time_s * p10, 3),
+        "step_time_s_p90": round(c.step.time_s * p90, 3),
         "days": round(c.hours / HOURS_PER_DAY, 2), "usd_per_hour": round(c.usd_per_hour, 2),
+        "days_p90": round(c.hours * p90 / HOURS_PER_DAY, 2),
         "cost_usd": round(c.cost_usd, 2), "capital_usd": round(c.capital_usd, 2),
+        "cost_usd_p90": round(cost_usd(off, c.instances, c.hours * p90).total_usd, 2),
         "memory_gib": c.memory.as_dict(2), "gpu_memory_gib": off.gpu.memory_gib,
         "step": c.step.as_dict(), "intra_node_link": off.gpu.intra_node_link,
         "tokens_per_s": round(c.step.tokens_per_s, 1),
@@ -67,7 +74,8 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
                       "params": result.prepared.model.params(),
                       "tokens": job.workload.total_tokens() if job else None,
                       "deadline_hours": result.prepared.deadline_h,
-                      "budget_usd": result.prepared.budget_usd}
+                      "budget_usd": result.prepared.budget_usd,
+                      "stack": job.workload.stack if job else None}
     return emit(PlanOutput, out)
 
 

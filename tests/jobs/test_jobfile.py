@@ -1,8 +1,11 @@
 """Job files: validation messages and the [calibration] table."""
 
+import warnings
+
 import pytest
 
 from optimizer.errors import ConfigError
+from optimizer.inputs import aliases
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.jobs.train import Job, job_from_dict, load_job
@@ -43,7 +46,7 @@ def test_calibration_table_makes_the_measured_point_exact(tmp_path, monkeypatch)
     monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "none.json"))
     # a team measured 3,000 tokens/s/GPU for Llama-2-7B on 8× A100-80GB, ZeRO-3, mb 2, seq 4096
     job = Job.model_validate({**BASE, "calibration": {
-        "gpu": "A100-80GB", "tokens_per_s": 24000, "gpus": 8, "zero_stage": 3,
+        "gpu": "A100-80GB", "tokens_per_s": 24000, "num_gpus": 8, "zero_stage": 3,
         "micro_batch": 2, "grad_accum": 4}})
     a = assumptions_for_job(job, job.model.resolve())
     assert ("A100-80GB", "bf16") in a.calibrated
@@ -53,3 +56,35 @@ def test_calibration_table_makes_the_measured_point_exact(tmp_path, monkeypatch)
     # 8 × 2 × 4 sequences × 4096 tokens / 24,000 tokens/s = 10.923 s per step
     assert step.time_s == pytest.approx(8 * 2 * 4 * 4096 / 24000, rel=1e-9)
     assert step.calibrated
+
+
+def test_old_field_names_still_load_and_warn_once():
+    base = {"model": {"preset": "gpt2"}, "workload": {"tokens": 1e6, "global_batch": 8}}
+    aliases._warned.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = job_from_dict({**base, "constraints": {"gpus": ["h100"], "checkpointing": ["full"]}})
+        job_from_dict({**base, "constraints": {"gpus": ["h100"]}})
+    new = job_from_dict({**base, "constraints": {"gpu_types": ["h100"],
+                                                 "activation_checkpointing": ["full"]}})
+    assert old.constraints == new.constraints
+    texts = [str(w.message) for w in caught if issubclass(w.category, aliases.DeprecatedName)]
+    assert sum("constraints.gpus is now called constraints.gpu_types" in t for t in texts) == 1
+    try:
+        job_from_dict({**base, "constraints": {"gpus": ["h100"], "gpu_types": ["a100"]}})
+    except ConfigError as exc:
+        assert "give gpu_types or its old name gpus, not both" in str(exc)
+    else:
+        raise AssertionError("both names accepted")
+
+
+def test_stack_field_is_checked_against_the_profiles():
+    base = {"model": {"preset": "gpt2"}}
+    job = job_from_dict({**base, "workload": {"tokens": 1e6, "global_batch": 8, "stack": "nemo"}})
+    assert job.workload.stack == "megatron-core" and job.workload.setup().stack == "megatron-core"
+    try:
+        job_from_dict({**base, "workload": {"tokens": 1e6, "global_batch": 8, "stack": "jax"}})
+    except ConfigError as exc:
+        assert str(exc).startswith("job: workload.stack:") and "allowed" in str(exc).lower()
+    else:
+        raise AssertionError("unknown stack accepted")

@@ -36,7 +36,7 @@ def _train_job(**constraints):
     return {"name": "ft", **TRAIN, "constraints": {"deadline_days": 10, **constraints}}
 
 
-CLOUD = dict(providers=["lambda"], gpus=["H100-80GB"], max_instances=1)
+CLOUD = dict(providers=["lambda"], gpu_types=["H100-80GB"], max_instances=1)
 OWNED = dict(cloud=False)
 
 
@@ -82,7 +82,7 @@ def _serve_job(**constraints) -> ServeJob:
 
 def test_serving_planner_charges_the_same_hourly_rate(lambda_row) -> None:
     rows = load_offering_rows(offline=True)[0]
-    job = _serve_job(providers=["lambda"], gpus=["H100-80GB"])
+    job = _serve_job(providers=["lambda"], gpu_types=["H100-80GB"])
     result = plan_serving(job, [r for r in rows if r.instance_type == "gpu_8x_h100_sxm5"])
     (dep,) = result.deployments
     assert dep.usd_per_hour == pytest.approx(dep.instances * lambda_row.usd_per_hour, rel=1e-12)

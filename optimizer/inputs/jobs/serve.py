@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields, warn_renamed
-from optimizer.inputs.jobs.train import JobFile, format_validation_error
+from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_name
 from optimizer.inputs.toml_file import read_toml
 from optimizer.model.setup import TP_DEGREES
 
@@ -76,7 +76,10 @@ class ServeWorkload(BaseModel):
     kind: Literal["serve"] = "serve"
     precision: str | None = Field(default=None, description="weight format")
     quantization: str | None = Field(default=None, description="alias of precision")
-    kv_precision: Literal["fp16", "fp8"] = "fp16"
+    kv_precision: Literal["fp16", "bf16", "fp8", "int8"] = Field(
+        default="fp16", description="KV-cache precision (fp8/int8 halve the cache)")
+    stack: str = Field(default="generic", description="serving stack profile: vllm, "
+                       "tensorrt-llm, tgi, llama.cpp, ... (`ccopt stacks`)")
     requests_per_s: float | None = Field(default=None, gt=0)
     concurrent_users: int | None = Field(default=None, gt=0)
     think_time_s: float | None = Field(default=None, gt=0,
@@ -92,6 +95,11 @@ class ServeWorkload(BaseModel):
         if isinstance(data, dict) and "quantization" in data:
             warn_renamed("workload.quantization", "workload.precision")
         return data
+
+    @field_validator("stack")
+    @classmethod
+    def _stack(cls, v: str) -> str:
+        return stack_name(v)
 
     @field_validator("precision", "quantization", mode="before")
     @classmethod

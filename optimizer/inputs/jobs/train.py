@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
@@ -24,6 +24,7 @@ from optimizer.model.setup import (
     TrainPrecision,
 )
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
+from optimizer.model.stacks import get_stack
 from optimizer.vocabulary import PricingModel
 
 __all__ = ["Job", "ModelRef", "Workload", "Constraints", "HardwareEntry", "Calibration",
@@ -82,9 +83,18 @@ class Workload(BaseModel):
     optimizer: Optimizer = "adamw"
     lora_rank: int = Field(default=16, gt=0)
     lora_targets: tuple[str, ...] = LINEAR_MODULES
-    attention: Attention = "flash"
+    attention: Attention | None = Field(default=None, description="flash | eager "
+                                        "(default: the stack's kernel)")
     offload_optimizer: bool = Field(default=False, description="ZeRO-Offload: optimizer in CPU RAM")
     offload_params: bool = Field(default=False, description="ZeRO-Infinity: params in CPU RAM")
+    stack: str = Field(default="generic", description="training stack profile: megatron-core, "
+                       "deepspeed, fsdp, torchtitan, llm-foundry, hf-trainer, torchtune, unsloth, "
+                       "... (`ccopt stacks`)")
+
+    @field_validator("stack")
+    @classmethod
+    def _stack(cls, v: str) -> str:
+        return stack_name(v)
 
     @model_validator(mode="after")
     def _check(self) -> Workload:
@@ -124,7 +134,7 @@ class Workload(BaseModel):
                              optimizer=self.optimizer, method=self.method,
                              lora_rank=self.lora_rank, lora_targets=self.lora_targets,
                              attention=self.attention, offload_optimizer=self.offload_optimizer,
-                             offload_params=self.offload_params)
+                             offload_params=self.offload_params, stack=self.stack)
 
 
 class Constraints(BaseModel):
@@ -277,6 +287,18 @@ class Job(JobFile):
     workload: Workload
     constraints: Constraints = Constraints()
     calibration: Calibration | None = None
+
+
+def stack_name(value: str) -> str:
+    """The canonical name of a stack profile (aliases such as "nemo" accepted).
+
+    Raises:
+        ValueError: unknown stack (with the allowed names), for pydantic to report.
+    """
+    try:
+        return get_stack(value, "stack").name
+    except ConfigError as exc:
+        raise ValueError(str(exc).removeprefix("stack: ")) from None
 
 
 def format_validation_error(exc: ValidationError, prefix: str = "") -> str:

@@ -53,9 +53,9 @@ class LayoutOut(Contract):
     activation_checkpointing: str = Field(description="none | selective | full")
     micro_batch: int = Field(ge=1, description="sequences per GPU per micro-step")
     grad_accum: int = Field(ge=1, description="micro-steps per optimizer step")
-    sequence_parallel: bool | None = None
-    virtual_stages: int | None = None
-    context_parallel: int | None = None
+    cp: int | None = Field(default=None, description="context-parallel degree (when > 1)")
+    vp: int | None = Field(default=None, description="virtual pipeline stages per GPU, "
+                           "interleaved 1F1B (when > 1)")
 
 
 class StepOut(Contract):

@@ -184,6 +184,7 @@ class EstimateOutput(Contract):
     calibrated: bool | None = None
     precision: str | None = None
     quantization: str | None = Field(default=None, description="serve: old name of precision")
+    kv_cache_precision: str | None = None
     ttft_s: float | None = None
     tpot_ms: float | None = None
     decode_step_ms: float | None = None
@@ -199,7 +200,9 @@ class CalibrateOutput(Contract):
     schema_version: int = SCHEMA_VERSION
     gpu: str
     precision: str
-    efficiency: float
+    efficiency: float = Field(description="stored base efficiency of the GPU type × precision")
+    effective_efficiency: float | None = Field(default=None, description="what estimate "
+                                               "reports for this run: base × size factor")
     default_prediction_step_s: float
     calibrated_prediction_step_s: float | None = None
     measured_step_s: float

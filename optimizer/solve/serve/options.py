@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeWorkload
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, serving_memory
-from optimizer.model.serving import serving_perf
+from optimizer.model.serving import serving_max_batch, serving_perf
 from optimizer.model.setup import PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import Offering, hourly_usd
@@ -121,39 +121,22 @@ def batch_ladder(max_batch: int) -> list[int]:
     return ladder + [max_batch] if max_batch >= 1 else []
 
 
-def _setup(weight_precision: str, kv_precision: str, batch: int, bucket: Bucket) -> ServeSetup:
+def _setup(weight_precision: str, kv_precision: str, batch: int, bucket: Bucket,
+           stack: str = "generic") -> ServeSetup:
     return ServeSetup(weight_precision=weight_precision, kv_precision=kv_precision, batch=batch,
-                      context=bucket.context)
-
-
-def _fits(model: ModelSpec, weight_precision: str, kv_precision: str, gpu: GpuSpec, tp: int,
-          bucket: Bucket, batch: int, assumptions: PerfAssumptions | None) -> bool:
-    mem = serving_memory(model, _setup(weight_precision, kv_precision, batch, bucket), tp,
-                         assumptions)
-    return mem.total <= gpu.memory_gib
+                      context=bucket.context, stack=stack, output_tokens=bucket.output_tokens)
 
 
 def max_batch_that_fits(model: ModelSpec, weight_precision: str, kv_precision: str,
                         gpu: GpuSpec, tp: int, bucket: Bucket, cap: int,
-                        assumptions: PerfAssumptions | None = None) -> int:
-    """Largest batch ≤ cap whose serving memory fits the GPU (0 if not even batch 1).
+                        assumptions: PerfAssumptions | None = None, stack: str = "generic") -> int:
+    """Largest batch ≤ cap that the serving stack admits on the GPU (0 if not even batch 1).
 
-    The KV cache is sized for prompt + output tokens per sequence (every sequence at its last
-    token: conservative; staggered sequences average prompt + output/2). Memory grows with the
-    batch, so a binary search finds the limit.
+    The same function `estimate --batch max` uses (model.serving.serving_max_batch): the
+    stack's KV budget, its KV occupancy (paged: average context) and its scheduler cap.
     """
-    def fits(b: int) -> bool:
-        return _fits(model, weight_precision, kv_precision, gpu, tp, bucket, b, assumptions)
-
-    if not fits(1):
-        return 0
-    lo, hi = 1, cap
-    if fits(hi):
-        return hi
-    while hi - lo > 1:  # invariant: fits(lo), not fits(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    return serving_max_batch(model, _setup(weight_precision, kv_precision, 1, bucket, stack), gpu,
+                             tp, assumptions, cap=cap)
 
 
 def latency_violations(p: BucketPerf, c: ServeConstraints) -> list[str]:
@@ -170,7 +153,7 @@ def latency_violations(p: BucketPerf, c: ServeConstraints) -> list[str]:
 
 def _bucket_perf(model: ModelSpec, w: ServeWorkload, gpu: GpuSpec, tp: int, batch: int,
                  bucket: Bucket, a: PerfAssumptions) -> BucketPerf:
-    setup = _setup(w.weight_precision, w.kv_precision, batch, bucket)
+    setup = _setup(w.weight_precision, w.kv_precision, batch, bucket, w.stack)
     perf = serving_perf(model, setup, gpu, tp, bucket.prompt_tokens, bucket.output_tokens, a)
     mem = serving_memory(model, setup, tp, a)
     return BucketPerf(requests_per_s=perf.requests_per_s, ttft_s=perf.ttft_s, tpot_s=perf.tpot_s,
@@ -216,14 +199,14 @@ def _templates(model: ModelSpec, w: ServeWorkload, c: ServeConstraints, gpu: Gpu
     for tp in tps:
         label = f"{tp}× {gpu.gpu_id} TP{tp}"
         limits = [max_batch_that_fits(model, w.weight_precision, w.kv_precision, gpu, tp, bk,
-                                      c.max_batch, a) for bk in buckets]
+                                      c.max_batch, a, w.stack) for bk in buckets]
         if not any(limits):
             need = serving_memory(model, _setup(w.weight_precision, w.kv_precision, 1,
-                                                buckets[0]), tp, a)
+                                                buckets[0], w.stack), tp, a)
             if best.min_memory is None or \
-                    need.total / gpu.memory_gib < best.min_memory[0] / best.min_memory[2]:
-                best.min_memory = (need.total, label, gpu.memory_gib)
-            rejected.append(f"{label}: needs {need.total:.1f} GiB per GPU at batch 1 "
+                    need.device / gpu.memory_gib < best.min_memory[0] / best.min_memory[2]:
+                best.min_memory = (need.device, label, gpu.memory_gib)
+            rejected.append(f"{label}: needs {need.device:.1f} GiB per GPU at batch 1 "
                             f"(weights {need.weights:.1f}), GPU has {gpu.memory_gib:g}")
             continue
         rows: list[tuple[int, tuple[BucketPerf | None, ...]]] = []

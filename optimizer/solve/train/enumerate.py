@@ -157,7 +157,9 @@ def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_
                 layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
                                 micro_batch=mb, grad_accum=ga)
                 memory = training_memory(model, setup, layout, assumptions)
-                cached = memory_cache[key] = (memory.total, memory, layout)
+                # the fit test is what the device holds (nvidia-smi): allocated + allocator
+                # cache + CUDA context (MemoryBreakdown.device, model/memory.py)
+                cached = memory_cache[key] = (memory.device, memory, layout)
             total, memory, layout = cached
             if smallest is None or total < smallest[0]:
                 smallest = (total, layout)
@@ -209,7 +211,7 @@ def time_lower_bound_h(model: ModelSpec, setup: TrainingSetup, tokens: float, gp
                        gpus: int, assumptions: PerfAssumptions) -> float:
     """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency, no communication."""
     peak = gpu.peak_tflops(setup.precision) or 0.0
-    eff = compute_efficiency(gpu, setup.precision, assumptions)[0]
+    eff = compute_efficiency(gpu, setup.precision, assumptions, stack=setup.stack)[0]
     return model_flops_per_token(model, setup) * tokens / (gpus * peak * 1e12 * eff) / 3600.0
 
 

@@ -28,9 +28,9 @@ def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch:
     realised = lay.dp * lay.micro_batch * lay.grad_accum
     if abs(realised - batch.sequences) > batch.tolerance * batch.sequences + 1e-9:
         problems.append(f"global batch {realised} != {batch.sequences} (±{batch.tolerance:.0%})")
-    mem = training_memory(model, setup, lay, assumptions).total
+    mem = training_memory(model, setup, lay, assumptions).device
     if mem > off.gpu.memory_gib + 1e-9:
-        problems.append(f"needs {mem:.2f} GiB > {off.gpu.memory_gib} GiB")
+        problems.append(f"needs {mem:.2f} GiB on the device > {off.gpu.memory_gib} GiB")
     if deadline_h is not None and c.hours > deadline_h + 1e-9:
         problems.append(f"{c.hours:.2f} h exceeds the deadline {deadline_h:.2f} h")
     cost = cost_usd(off, c.instances, c.hours).total_usd
