@@ -166,11 +166,11 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
         raise ConfigError(f"--tp: {tp} must divide the attention heads ({spec.heads}) and KV heads "
                           f"({spec.n_kv_heads}) of {spec.name}")
     a = assumptions or base_assumptions()
-    if n_gpus % gpn:
+    if n_gpus % gpn and mode == "train":
         raise ConfigError(f"--num-gpus: {n_gpus} must be a multiple of the GPUs per node ({gpn})")
     if tp > gpn:
         raise ConfigError(f"--tp: {tp} exceeds GPUs per node ({gpn}); TP stays within a node")
-    nodes = n_gpus // gpn
+    nodes = max(1, n_gpus // gpn)
     cluster = offering.cluster(nodes) if offering else None
     fabric = default_fabric(g)
     if inter_node_gbps is not None:
