@@ -132,13 +132,23 @@ def compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
     if local:
         c.print(f"owned/bought: {money(local['cost_usd'])} in {local['days']:.2f} days "
                 f"({local['gpus']}× {local['gpu']}, capital {money(local['capital_usd'])})")
-    be = data.get("break_even")
-    if be:
-        jobs = be["jobs_to_break_even"]
-        months = be["months_to_break_even"]
-        c.print(f"break-even: buying (net {money(be['net_capital_usd'])}) pays off after "
-                f"{jobs if jobs is not None else '∞'} such jobs, or "
-                f"{months if months is not None else '∞'} months of continuous use")
+    per_gpu_be = data.get("break_even_per_gpu") or {}
+    if local and per_gpu_be:
+        table = Table(title=f"Buying {local['gpus']}× {local['gpu']} (net "
+                            f"{money(data['break_even']['net_capital_usd'])}) against the best "
+                            "cloud plan of each GPU type")
+        for col in ("cloud plan", "cloud per job", "jobs to break even", "months (duty cycle)",
+                    "months (24/7)"):
+            table.add_column(col, justify="left" if col == "cloud plan" else "right")
+        for be in sorted(per_gpu_be.values(), key=lambda x: x["cloud_usd_per_job"]):
+            def shown(v: float | None) -> str:
+                return "never" if v is None else f"{v:,.1f}"
+            table.add_row(be["cloud_plan"], money(be["cloud_usd_per_job"]),
+                          shown(be["jobs_to_break_even"]), shown(be["months_to_break_even"]),
+                          shown(be["months_continuous"]))
+        c.print(table)
+        c.print("months (duty cycle): such jobs back to back on the boxes, or at "
+                "constraints.jobs_per_month")
     if not cloud and not local:
         sys.stderr.write("no plan meets the constraints\n")
         raise typer.Exit(EXIT_INFEASIBLE)

@@ -9,7 +9,7 @@ from optimizer.model.fitted import step_time_interval
 from optimizer.pricing.offering import cost_usd
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
-from optimizer.solve.train.compare import CompareResult
+from optimizer.solve.train.compare import BreakEven, CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.warnings import plan_warnings
@@ -91,6 +91,19 @@ def _plans(by: dict[str, Candidate | None], job: Job) -> dict[str, Any]:
     return {k: plan_dict(v, job) if v else None for k, v in by.items()}
 
 
+def _r2(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _break_even(be: BreakEven) -> dict[str, Any]:
+    return {"gpu": be.gpu, "cloud_plan": be.cloud_plan,
+            "net_capital_usd": round(be.net_capital_usd, 2),
+            "power_usd_per_job": round(be.power_usd_per_job, 2),
+            "cloud_usd_per_job": round(be.cloud_usd_per_job, 2),
+            "jobs_to_break_even": _r2(be.jobs), "months_to_break_even": _r2(be.months),
+            "months_continuous": _r2(be.months_continuous), "note": be.note}
+
+
 def compare_json(result: CompareResult) -> dict[str, Any]:
     """A CompareResult in the `ccopt compare --json` contract."""
     job = result.job
@@ -105,13 +118,7 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
         "per_provider": _plans(result.per_provider, job),
         "cloud": plan_dict(result.cloud, job) if result.cloud else None,
         "owned_or_bought": plan_dict(result.local, job) if result.local else None,
-        "break_even": None if be is None else {
-            "net_capital_usd": round(be.net_capital_usd, 2),
-            "power_usd_per_job": round(be.power_usd_per_job, 2),
-            "cloud_usd_per_job": round(be.cloud_usd_per_job, 2),
-            "jobs_to_break_even": None if be.jobs is None else round(be.jobs, 2),
-            "months_to_break_even": None if be.months is None else round(be.months, 2),
-            "note": be.note,
-        },
+        "break_even": None if be is None else _break_even(be),
+        "break_even_per_gpu": {gpu: _break_even(x) for gpu, x in result.break_even_per_gpu.items()},
         "rejected": rejected_list(result.rejected),
     })
