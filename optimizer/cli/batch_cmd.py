@@ -136,6 +136,11 @@ def render_batch(data: dict[str, Any]) -> None:
                       f"{j['pricing']})", str(j["gpus"]), _days(j["start_hour"]),
                       _days(j["end_hour"]), _days(j["deadline_hour"]), _money(j["cost_usd"]))
     c.print(table)
+    for j in data["jobs"]:
+        if j.get("placement", "").startswith("cloud"):
+            c.print(f"  [b]{j['name']}[/b] on the {j['placement']}")
+    for note in data.get("notes", []):
+        c.print(f"  [dim]note:[/dim] {note}")
     horizon = float(data["horizon_hours"])
     lanes: dict[str, list[dict[str, Any]]] = {}
     for j in data["jobs"]:

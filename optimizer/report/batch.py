@@ -8,6 +8,7 @@ from optimizer.pricing.offerings import flag_notes
 from optimizer.report.contract.batch import BatchOutput
 from optimizer.report.contract.common import emit, explanation_of
 from optimizer.report.train import plan_dict, solver_block
+from optimizer.solve.batch.placement import placements
 from optimizer.solve.batch.problem import BatchResult, Explanation, JobRows, ScheduledJob
 
 __all__ = ["usage_profile", "batch_dict"]
@@ -31,7 +32,8 @@ def usage_profile(result: BatchResult, key: str) -> list[list[float]]:
     return out
 
 
-def _job_dict(result: BatchResult, job: JobRows, s: ScheduledJob | None) -> dict[str, Any]:
+def _job_dict(result: BatchResult, job: JobRows, s: ScheduledJob | None,
+              why: dict[str, str]) -> dict[str, Any]:
     """One job: its plan fields and slot when scheduled, else dropped/unplanned."""
     spec = job.spec
     entry: dict[str, Any] = {"name": job.name}
@@ -41,7 +43,7 @@ def _job_dict(result: BatchResult, job: JobRows, s: ScheduledJob | None) -> dict
                      end_hour=round(s.end_h or 0.0, 2),
                      slot_end_hour=round(s.slot_end_h or 0.0, 2),
                      resources=[result.problem.resources[k].label for k, _ in s.row.usage]
-                     or ["cloud (no quota)"])
+                     or ["cloud (no quota)"], placement=why.get(job.name))
     else:
         entry.update(status="dropped" if s is not None else "unplanned",
                      start_hour=None, end_hour=None)
@@ -88,6 +90,7 @@ def batch_dict(result: BatchResult) -> dict[str, Any]:
     """
     problem = result.problem
     by_name = {s.name: s for s in result.jobs}
+    why = placements(result)
     return emit(BatchOutput, {
         "status": str(result.status),
         "total_cost_usd": round(result.total_cost_usd, 2) if result.jobs else None,
@@ -96,7 +99,7 @@ def batch_dict(result: BatchResult) -> dict[str, Any]:
                                "reservations": round(result.reservation_usd, 2),
                                "dropped_value": round(result.dropped_value_usd, 2)},
         "horizon_hours": problem.horizon_h,
-        "jobs": [_job_dict(result, job, by_name.get(job.name)) for job in problem.jobs],
+        "jobs": [_job_dict(result, job, by_name.get(job.name), why) for job in problem.jobs],
         "dropped": [s.name for s in result.jobs if s.row is None],
         "resources": _resource_dicts(result),
         "explanation": _explanation_dict(result.explanation),

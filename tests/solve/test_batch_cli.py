@@ -149,3 +149,23 @@ def test_example_file_loads() -> None:
                          "job": [{"model": {"preset": "gpt2"},
                                   "workload": {"tokens": 1e6, "global_batch": 8},
                                   "hardware": {"owned": [{"gpu": "RTX4090", "boxes": 1}]}}]})
+
+
+def test_a_cloud_placement_names_the_jobs_that_kept_the_box_busy(tmp_path) -> None:
+    # two 8B LoRA jobs of 3e8 tokens: ~4 h each on the owned 4090 box, due in 6 h. The box
+    # carries one; the other must rent, and says which job held the box during its window.
+    body = SMALL + _job("first", 3e8, 0.25) + _job("second", 3e8, 0.25)
+    path = tmp_path / "busy.toml"
+    path.write_text(body, encoding="utf-8")
+    result = runner.invoke(app, ["batch", str(path), "--json"])
+    assert result.exit_code == 0, result.stderr
+    jobs = {j["name"]: j for j in json.loads(result.stdout)["jobs"]}
+    kinds = sorted(j["kind"] for j in jobs.values())
+    assert kinds == ["cloud", "owned"]
+    cloud = next(j for j in jobs.values() if j["kind"] == "cloud")
+    owned = next(j for j in jobs.values() if j["kind"] == "owned")
+    assert cloud["placement"].startswith("cloud: owned 8x RTX4090 box busy with " + owned["name"])
+    assert "its window: day 0.0 to day 0.2" in cloud["placement"]
+    assert owned["placement"].startswith("owned box: $")
+    text = runner.invoke(app, ["batch", str(path)]).stdout
+    assert f"{cloud['name']} on the cloud: owned 8x RTX4090 box busy with" in " ".join(text.split())
