@@ -158,4 +158,5 @@ def test_removing_an_offering_never_lowers_cost(job, offerings) -> None:
     if fewer is None or fewer.plan is None:
         return
     assert full.plan is not None
-    assert full.plan.cost_usd <= fewer.plan.cost_usd + 1e-9
+    # the objective is whole cents (ties within a cent go to the faster plan): one cent slack
+    assert full.plan.cost_usd <= fewer.plan.cost_usd + 0.01
