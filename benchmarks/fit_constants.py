@@ -4,9 +4,12 @@ Run: python benchmarks/fit_constants.py [--dry-run]
 
 What is fitted (log-additive groups, never per case; optimizer/model/fitted.py reads them):
 - training speed: a multiplier of achievable compute efficiency per
-  all + GPU generation + generation × precision + stack + generation × precision × stack;
-- serving speed: a multiplier of decode bandwidth and prefill efficiency per
-  all + generation + serving stack + generation × stack (max-throughput and per-GPU rows);
+  all + GPU generation + generation × precision + stack + generation × precision × stack,
+  and one global term of the size curve (`shape`: hidden size at half GEMM efficiency);
+- serving speed: multipliers of decode HBM bandwidth (`serve`) and of compute efficiency
+  (`serve_flops`), each per all + generation + serving stack + generation × stack; of the
+  all-reduce bandwidth per GPU class (`serve_comm`, tp > 1 rows) and of MoE expert-GEMM
+  efficiency (`serve_moe`, MoE rows);
 - training memory: a multiplier of the activation term per all + stack + method + checkpointing.
 Method: Gauss-Newton on log(measured/predicted) with the per-case sensitivity of the prediction
 to the multiplier (finite difference), ridge penalties per group level (RIDGE), residuals
@@ -35,9 +38,11 @@ sys.path.insert(0, str(HERE))
 from cases import Case, build_cases, log_ratio, predict  # noqa: E402
 
 from optimizer.model.fitted import (  # noqa: E402
+    FAMILY_TABLES,
     FittedConstants,
     gpu_class,
     memory_features,
+    serve_comm_features,
     serve_features,
     train_features,
 )
@@ -45,34 +50,50 @@ from optimizer.model.setup import PerfAssumptions  # noqa: E402
 
 OUT = HERE.parent / "optimizer" / "model" / "data" / "fitted.toml"
 RIDGE = {"all": 0.05, "gen": 1.0, "genprec": 1.0, "stack": 1.0, "cell": 2.0, "method": 1.0,
-         "ckpt": 1.0}
+         "ckpt": 1.0, "class": 0.3}
 CLIP = 0.5  # |log residual| used in the regression (robustness to mis-recorded rows)
 ITERATIONS = 4
 STEP = 0.05  # finite-difference step of the log multiplier for the sensitivity
 MIN_INTERVAL_CASES = 8
-FAMILIES = ("train", "serve", "memory")
+FAMILIES = FAMILY_TABLES
+
+
+def families(case: Case) -> list[str]:
+    """Which fitted groups a case informs ([]: scored only)."""
+    if case.kind == "train_throughput":
+        return ["train", "shape"]
+    if case.kind == "train_memory":
+        return ["memory"]
+    if case.kind == "serve_throughput":
+        assert case.serve is not None
+        out = ["serve", "serve_flops"]
+        if case.serve[1] > 1:
+            out.append("serve_comm")
+        if case.spec.is_moe:
+            out.append("serve_moe")
+        return out
+    return []
 
 
 def family(case: Case) -> str | None:
-    """Which fitted group a case informs (None: scored only)."""
-    if case.kind == "train_throughput":
-        return "train"
-    if case.kind == "train_memory":
-        return "memory"
-    if case.kind == "serve_throughput":
-        return "serve"
-    return None
+    """The main fitted group of a case (None: scored only)."""
+    fams = families(case)
+    return fams[0] if fams else None
 
 
-def features(case: Case) -> list[str]:
-    fam = family(case)
+def features(case: Case, fam: str | None = None) -> list[str]:
+    fam = fam or family(case)
     if fam == "train":
         assert case.train is not None
         setup = case.train[0]
         return train_features(case.gpu, setup.precision, setup.stack)
-    if fam == "serve":
+    if fam in ("shape", "serve_moe"):
+        return ["all"]
+    if fam in ("serve", "serve_flops"):
         assert case.serve is not None
         return serve_features(case.gpu, case.serve[0].stack)
+    if fam == "serve_comm":
+        return serve_comm_features(case.gpu)
     assert case.train is not None
     setup, layout, _ = case.train
     return memory_features(setup.stack, setup.method, layout.checkpointing)
@@ -98,7 +119,7 @@ def _bump(fit: FittedConstants, fam: str, by: float) -> FittedConstants:
 
 def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedConstants:
     """One Gauss-Newton ridge step of one family's coefficients."""
-    chosen = [c for c in cases if family(c) == fam]
+    chosen = [c for c in cases if fam in families(c)]
     if not chosen:
         return fit
     a0, a1 = assumptions_for(fit), assumptions_for(_bump(fit, fam, STEP))
@@ -112,7 +133,9 @@ def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedC
         if not c.speed_like:
             sens = -sens
         r = max(-CLIP, min(CLIP, log_ratio(c, p0)))
-        rows.append((features(c), r, sens, 1.0 / math.sqrt(per_source[c.source])))
+        if abs(sens) < 1e-6:
+            continue  # the term does not move this case
+        rows.append((features(c, fam), r, sens, 1.0 / math.sqrt(per_source[c.source])))
     if not rows:
         return fit
     names = sorted({f for feats, *_ in rows for f in feats})
@@ -211,9 +234,8 @@ def write_fitted(fit: FittedConstants, cases: Sequence[Case],
              f"sources = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]",
              f"cases = {len(used)}",
              "case_ids = [" + ", ".join(f'"{c}"' for c in used) + "]", ""]
-    lines += _toml_table("train", fit.train)
-    lines += _toml_table("serve", fit.serve)
-    lines += _toml_table("memory", fit.memory)
+    for table in FAMILY_TABLES:
+        lines += _toml_table(table, getattr(fit, table))
     lines.append("[intervals]")
     for key, (lo, hi, n) in sorted(intervals.items()):
         lines.append(f'"{key}" = {{p10 = {lo:.4f}, p90 = {hi:.4f}, cases = {n}}}')
@@ -230,8 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     residuals = [item for _, results in folds.values() for item in results]
     intervals = intervals_from(residuals)
     print(f"fitted on {sum(family(c) is not None for c in cases)} cases from "
-          f"{len({c.source for c in cases})} sources: {len(fit.train)} train, "
-          f"{len(fit.serve)} serve, {len(fit.memory)} memory terms, {len(intervals)} intervals")
+          f"{len({c.source for c in cases})} sources: "
+          + ", ".join(f"{len(getattr(fit, t))} {t}" for t in FAMILY_TABLES)
+          + f" terms, {len(intervals)} intervals")
     if not args.dry_run:
         write_fitted(fit, cases, intervals)
         print(f"wrote {OUT}")

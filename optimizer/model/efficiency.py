@@ -15,13 +15,22 @@ benchmark case); override with PerfAssumptions.efficiency or `ccopt calibrate`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from optimizer.model.fitted import load_fitted, serve_multiplier, train_multiplier
+from optimizer.model.fitted import (
+    family_multiplier,
+    load_fitted,
+    serve_comm_features,
+    serve_features,
+    serve_multiplier,
+    train_multiplier,
+)
 from optimizer.model.hardware import GpuSpec
 
 __all__ = ["default_efficiency", "size_factor", "DEFAULT_EFFICIENCY", "base_efficiency",
-           "serve_efficiency_multiplier", "fitted_constants"]
+           "serve_efficiency_multiplier", "fitted_constants", "hidden_half",
+           "ServeMultipliers", "serve_multipliers"]
 
 DEFAULT_EFFICIENCY: dict[str, float] = {
     "A100-80GB": 0.78, "A100-40GB": 0.78, "A100-80GB-PCIE": 0.72, "A100-40GB-PCIE": 0.72,
@@ -49,13 +58,23 @@ def default_efficiency(gpu: GpuSpec, precision: str) -> float:
     return base
 
 
-def size_factor(tokens_per_microbatch: float, hidden: float) -> float:
-    """Efficiency loss of smaller matmuls: h/(h + 1000) × 1/(1 + 256/(b·s)). GUESS.
+def size_factor(tokens_per_microbatch: float, hidden: float,
+                half: float = HIDDEN_HALF_EFFICIENCY) -> float:
+    """Efficiency loss of smaller matmuls: h/(h + half) × 1/(1 + 256/(b·s)). GUESS.
 
     Larger hidden sizes and more tokens per micro-batch keep tensor cores busier (MAMF sweeps
-    in stas00/ml-engineering; the MPT trend in the module docstring); the constants are guesses.
+    in stas00/ml-engineering; the MPT trend in the module docstring); `half` defaults to the
+    guess 1000 and is scaled by the fitted `shape` term (hidden_half).
     """
-    return hidden / (hidden + HIDDEN_HALF_EFFICIENCY) / (1.0 + 256.0 / max(tokens_per_microbatch, 1.0))
+    return hidden / (hidden + half) / (1.0 + 256.0 / max(tokens_per_microbatch, 1.0))
+
+
+def hidden_half(assumptions: Any) -> float:
+    """The size curve's half-efficiency hidden size: the guess × the fitted shape term."""
+    fit = fitted_constants(assumptions)  # also under an explicit efficiency: the curve's shape
+    if fit is None:  # is part of the model, the efficiency its level (ccopt calibrate)
+        return HIDDEN_HALF_EFFICIENCY
+    return HIDDEN_HALF_EFFICIENCY * family_multiplier(fit, "shape", ["all"])
 
 
 def fitted_constants(assumptions: Any) -> Any:
@@ -95,3 +114,26 @@ def serve_efficiency_multiplier(gpu: GpuSpec, stack: str, assumptions: Any) -> f
         return 1.0
     fit = fitted_constants(assumptions)
     return serve_multiplier(fit, gpu, stack) if fit is not None else 1.0
+
+
+@dataclass(frozen=True)
+class ServeMultipliers:
+    """Fitted serving multipliers (1 when un-fitted): decode HBM bandwidth, compute efficiency,
+    all-reduce bandwidth and MoE expert-GEMM efficiency (data/fitted.toml)."""
+
+    bandwidth: float = 1.0
+    flops: float = 1.0
+    comm: float = 1.0
+    moe: float = 1.0
+
+
+def serve_multipliers(gpu: GpuSpec, stack: str, assumptions: Any) -> ServeMultipliers:
+    """The fitted serving multipliers of `stack` on `gpu` (all 1 with an explicit efficiency)."""
+    fit = fitted_constants(assumptions)
+    if fit is None or assumptions.efficiency is not None:
+        return ServeMultipliers()
+    feats = serve_features(gpu, stack)
+    return ServeMultipliers(bandwidth=family_multiplier(fit, "serve", feats),
+                            flops=family_multiplier(fit, "serve_flops", feats),
+                            comm=family_multiplier(fit, "serve_comm", serve_comm_features(gpu)),
+                            moe=family_multiplier(fit, "serve_moe", ["all"]))

@@ -2,7 +2,11 @@
 
 The fit is log-additive over coarse groups, never per case: the achievable-efficiency multiplier
 of a training run is exp(c_all + c_gen + c_gen×precision + c_stack + c_gen×precision×stack);
-serving speed the same over generation × serving stack. A group absent from the fit data has no
+`shape` scales the hidden size at which GEMM efficiency halves (the size curve, one global term).
+Serving has three physical multipliers: decode HBM bandwidth (`serve`), prefill/compute
+efficiency (`serve_flops`), each per generation × serving stack, the achieved all-reduce
+bandwidth of the GPU class (`serve_comm`: NVLink vs PCIe), and the efficiency of MoE expert
+GEMMs relative to dense ones (`serve_moe`). A group absent from the fit data has no
 coefficient (multiplier 1 for that term), so a held-out source falls back to coarser groups.
 Prediction intervals are quantiles of the cross-validated step-time ratio per stack × GPU class.
 """
@@ -20,7 +24,8 @@ from optimizer.model.hardware import GpuSpec
 
 __all__ = ["FittedConstants", "load_fitted", "gpu_generation", "gpu_class", "precision_group",
            "train_features", "serve_features", "memory_features", "memory_multiplier",
-           "train_multiplier", "serve_multiplier",
+           "train_multiplier", "serve_multiplier", "serve_comm_features", "family_multiplier",
+           "FAMILY_TABLES",
            "step_time_interval", "EMPTY_FIT"]
 
 _GENERATIONS = (("GB200", "blackwell"), ("B200", "blackwell"), ("B300", "blackwell"),
@@ -38,6 +43,14 @@ class FittedConstants:
     serve: dict[str, float] = field(default_factory=dict)
     #: log-multipliers of the activation term of training memory
     memory: dict[str, float] = field(default_factory=dict)
+    #: log-multiplier of the size-curve constant (hidden size at half GEMM efficiency)
+    shape: dict[str, float] = field(default_factory=dict)
+    #: log-multipliers of serving compute (prefill / compute-bound decode) efficiency
+    serve_flops: dict[str, float] = field(default_factory=dict)
+    #: log-multipliers of the achieved all-reduce bandwidth of a serving replica (GPU class)
+    serve_comm: dict[str, float] = field(default_factory=dict)
+    #: log-multipliers of MoE expert-GEMM efficiency relative to dense GEMMs (serving)
+    serve_moe: dict[str, float] = field(default_factory=dict)
     #: "stack/gpu_class" -> (p10, p90, cases) of measured/predicted step time (CV residuals)
     intervals: dict[str, tuple[float, float, int]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
@@ -47,6 +60,8 @@ class FittedConstants:
 
 
 EMPTY_FIT = FittedConstants()
+#: the log-multiplier tables of FittedConstants (one per fitted family)
+FAMILY_TABLES = ("train", "shape", "serve", "serve_flops", "serve_comm", "serve_moe", "memory")
 
 
 def gpu_generation(gpu: GpuSpec | str) -> str:
@@ -81,6 +96,17 @@ def serve_features(gpu: GpuSpec | str, stack: str) -> list[str]:
     return ["all", f"gen:{gen}", f"stack:{stack}", f"cell:{gen}/{stack}"]
 
 
+def serve_comm_features(gpu: GpuSpec) -> list[str]:
+    """Names of the fitted terms of a replica's tensor-parallel all-reduce bandwidth."""
+    return ["all", f"class:{gpu_class(gpu)}"]
+
+
+def family_multiplier(fit: FittedConstants, table: str, features: list[str]) -> float:
+    """exp(sum of the fitted log terms of `features` in `table`)."""
+    coefs = getattr(fit, table)
+    return math.exp(sum(coefs.get(f, 0.0) for f in features))
+
+
 def memory_features(stack: str, method: str, checkpointing: str) -> list[str]:
     """Names of the fitted terms that scale a run's activation memory (what a stack saves for
     backward and its loss buffers are the least known part of the memory model)."""
@@ -99,10 +125,8 @@ def memory_multiplier(fit: FittedConstants, stack: str, method: str, checkpointi
 def _parse(data: dict[str, Any]) -> FittedConstants:
     intervals = {k: (float(v["p10"]), float(v["p90"]), int(v["cases"]))
                  for k, v in data.get("intervals", {}).items()}
-    return FittedConstants(train={k: float(v) for k, v in data.get("train", {}).items()},
-                           serve={k: float(v) for k, v in data.get("serve", {}).items()},
-                           memory={k: float(v) for k, v in data.get("memory", {}).items()},
-                           intervals=intervals, meta=dict(data.get("meta", {})))
+    tables = {t: {k: float(v) for k, v in data.get(t, {}).items()} for t in FAMILY_TABLES}
+    return FittedConstants(**tables, intervals=intervals, meta=dict(data.get("meta", {})))
 
 
 @cache

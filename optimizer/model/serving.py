@@ -8,10 +8,10 @@ Continuous batching (Yu et al. 2022, Orca; vLLM) interleaves prefills with decod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from optimizer.model.comms import ring_allreduce_s
-from optimizer.model.efficiency import default_efficiency, serve_efficiency_multiplier
+from optimizer.model.efficiency import default_efficiency, hidden_half, serve_multipliers
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import kv_cache_bytes_per_token, serving_memory, serving_weight_bytes
 from optimizer.model.setup import PerfAssumptions, ServeSetup
@@ -33,6 +33,7 @@ class ServePerf:
     output_tokens_per_s: float
     requests_per_s: float
     bound: str  # "memory" or "compute" for the decode step
+    parts_s: dict[str, float] = field(default_factory=dict)  # per-iteration terms (seconds)
 
 
 def compute_precision_for_weights(gpu: GpuSpec, weight_precision: str) -> str:
@@ -52,12 +53,22 @@ def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
     a = assumptions or PerfAssumptions()
     precision = compute_precision_for_weights(gpu, serve.weight_precision)
     peak = (gpu.peak_tflops(precision) or gpu.fp32_tflops or 1.0) * 1e12 * tp
-    speed = serve_efficiency_multiplier(gpu, serve.stack, a)  # fitted per generation × stack
+    fit = serve_multipliers(gpu, serve.stack, a)  # fitted per generation × stack, GPU class
     eff = min(1.0, (a.efficiency if a.efficiency is not None else a.calibrated.get(
-        (gpu.gpu_id, precision), default_efficiency(gpu, precision))) * speed)
-    bw_eff = min(1.0, a.bw_efficiency * speed)
+        (gpu.gpu_id, precision), default_efficiency(gpu, precision))) * fit.flops)
+    # GEMMs of a tp-way split replica are tp times narrower per GPU: the training size curve
+    # (efficiency.size_factor, h/(h + half)) at width hidden/tp, relative to the full width
+    width = model.hidden / tp
+    eff *= width / (width + hidden_half(a)) * (model.hidden + hidden_half(a)) / model.hidden
+    bw_eff = min(1.0, a.bw_efficiency * fit.bandwidth)
     n_active = model.active_params()
-    link_bw = gpu.intra_node_bw_gb_s * a.link_efficiency
+    # MoE: the routed expert GEMMs (grouped GEMMs of B·k/E tokens each) run at fit.moe × the
+    # dense efficiency; counted as extra equivalent parameters (Fedus et al. 2022 §2: per
+    # token only k experts' FFN FLOPs; the grouped-GEMM efficiency is the fitted part)
+    if model.is_moe:
+        expert = model.layers * model.moe_active * model.mlp_params()
+        n_active += expert * (1.0 / fit.moe - 1.0)
+    link_bw = gpu.intra_node_bw_gb_s * a.link_efficiency * fit.comm
     lat = a.small_message_latency_s
 
     # prefill: 2·N per token + causal attention 2·s²·(a·d) per layer (half of the full s×s)
@@ -94,6 +105,8 @@ def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
         ttft_s=prefill_s + step_s, tpot_s=tpot_s, decode_step_s=step_s, prefill_s=prefill_s,
         output_tokens_per_s=requests_per_s * output_tokens, requests_per_s=requests_per_s,
         bound="memory" if mem_s >= comp_s else "compute",
+        parts_s={"weights_kv_read": mem_s, "decode_flops": comp_s, "decode_comm": comm_s,
+                 "prefill": prefill_s, "cycle": cycle_s},
     )
 
 

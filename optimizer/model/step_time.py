@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from optimizer.errors import ConfigError
 from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
-from optimizer.model.efficiency import base_efficiency, size_factor
+from optimizer.model.efficiency import base_efficiency, hidden_half, size_factor
 from optimizer.model.flops import (
     attention_flops_per_token_layer,
     model_flops_per_token,
@@ -124,7 +124,7 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     if peak is None:
         raise ConfigError(f"{gpu.gpu_id} has no {setup.precision} tensor path")
     tokens_mb = b * s / cp  # tokens of one micro-batch on one GPU of the tp × pp × cp group
-    size = size_factor(tokens_mb, model.hidden)
+    size = size_factor(tokens_mb, model.hidden, hidden_half(a))
     eff = compute_efficiency(gpu, setup.precision, a, setup.stack)[0] * size
 
     # compute: GEMMs at the precision's peak; attention core in 16 bit when training in fp8

@@ -3,7 +3,8 @@
 Usage: ``python -m optimizer.pricing.build_bundled REFERENCE_DIR [OUT_CSV]`` where REFERENCE_DIR
 holds ``cloud_prices.csv`` (one row per provider × instance with on-demand / spot prices).
 Every rule applied here is documented in pricing_data/README.md; the tables below are the
-single place where reserved discounts and interconnect defaults are chosen.
+single place where reserved discounts are chosen; per-instance network figures and their
+sources live in pricing_data/instance_network.csv.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import data_path, load_gpus, resolve_gpu_id
 from optimizer.pricing.catalog import COLUMNS, COMMITMENT_HOURS
 
-__all__ = ["RESERVED_DISCOUNTS", "INTERCONNECT", "LAMBDA_PCIE_A100", "build_rows", "main"]
+__all__ = ["RESERVED_DISCOUNTS", "INTERCONNECT", "PROVIDER_DEFAULT", "LAMBDA_PCIE_A100",
+           "load_network_table", "build_rows", "main"]
 
 READ_DATE = "2026-12-02"  # date the reference rows were read (reference/README.md)
 
@@ -48,91 +50,53 @@ COREWEAVE_L40S_RESERVED_USD_PER_GPU_HOUR = 0.90
 #: catalog maps them to the PCIe part (gpus.csv notes for A100-40GB-PCIE).
 LAMBDA_PCIE_A100 = {"gpu_1x_a100", "gpu_2x_a100", "gpu_4x_a100"}
 
-# (kind, Gbit/s per instance, provenance) per (provider, instance_type). provenance is one of
-# "reference" (read in the shared reference data; inter_node_is_default=False),
-# "remembered" (vendor-published figure recalled, not re-read), "guess".
+#: The per-instance network source table (pricing_data/instance_network.csv): one row per
+#: (provider, instance_type) with inter_node_kind, inter_node_gbps (Gbit/s per instance, the
+#: sustained figure available to GPU-to-GPU traffic between instances), inter_node_is_default
+#: (true = no published figure was read; the value is a documented guess), source_url,
+#: source_version (file @ commit or page date) and notes (what the figure means, or why it is a guess).
+NETWORK_CSV = "instance_network.csv"
+NETWORK_COLUMNS = ("provider", "instance_type", "inter_node_kind", "inter_node_gbps",
+                   "inter_node_is_default", "source_url", "source_version", "notes")
+
+# (kind, Gbit/s per instance, provenance); provenance "published" (read in the source named in
+# instance_network.csv; inter_node_is_default=False) or "default" (a documented guess).
 _IC = tuple[str, float, str]
+
+
+def load_network_table(path: Path | None = None) -> dict[tuple[str, str], dict[str, str]]:
+    """Rows of pricing_data/instance_network.csv keyed by (provider, instance_type)."""
+    path = path or data_path(NETWORK_CSV)
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        if tuple(reader.fieldnames or ()) != NETWORK_COLUMNS:
+            raise ConfigError(f"{path}: columns must be {', '.join(NETWORK_COLUMNS)}")
+        table: dict[tuple[str, str], dict[str, str]] = {}
+        for line, row in enumerate(reader, start=2):
+            key = (row["provider"], row["instance_type"])
+            if key in table:
+                raise ConfigError(f"{path}: line {line}: duplicate {key}")
+            if row["inter_node_is_default"] not in ("true", "false"):
+                raise ConfigError(f"{path}: line {line}: inter_node_is_default must be true/false")
+            if row["inter_node_is_default"] == "false" and not row["source_url"].startswith("https://"):
+                raise ConfigError(f"{path}: line {line}: a published figure needs a source_url")
+            table[key] = row
+    return table
+
+
 INTERCONNECT: dict[tuple[str, str], _IC] = {
-    # --- AWS (EC2 instance-type pages; p4d/p5/p5e figures in the reference Capacity Blocks page)
-    ("aws", "p4d.24xlarge"): ("efa", 400, "reference"),
-    ("aws", "p4de.24xlarge"): ("efa", 400, "remembered"),  # reference: "assumed same as p4d"
-    ("aws", "p5.48xlarge"): ("efa", 3200, "reference"),
-    ("aws", "p5.4xlarge"): ("efa", 100, "guess"),
-    ("aws", "p5e.48xlarge"): ("efa", 3200, "reference"),
-    ("aws", "p5en.48xlarge"): ("efa", 3200, "remembered"),
-    ("aws", "p6-b200.48xlarge"): ("efa", 3200, "remembered"),
-    ("aws", "p6-b300.48xlarge"): ("efa", 6400, "remembered"),
-    ("aws", "p3dn.24xlarge"): ("efa", 100, "remembered"),
-    ("aws", "p3.2xlarge"): ("ethernet", 10, "remembered"),  # "up to 10 Gigabit"
-    ("aws", "p3.8xlarge"): ("ethernet", 10, "remembered"),
-    ("aws", "p3.16xlarge"): ("ethernet", 25, "remembered"),
-    ("aws", "g4dn.xlarge"): ("ethernet", 25, "remembered"),  # "up to 25"
-    ("aws", "g4dn.12xlarge"): ("ethernet", 50, "remembered"),
-    ("aws", "g5.xlarge"): ("ethernet", 10, "remembered"),  # "up to 10"
-    ("aws", "g5.12xlarge"): ("ethernet", 40, "remembered"),
-    ("aws", "g5.16xlarge"): ("ethernet", 25, "remembered"),
-    ("aws", "g5.48xlarge"): ("efa", 100, "remembered"),
-    ("aws", "g6.xlarge"): ("ethernet", 10, "remembered"),  # "up to 10"
-    ("aws", "g6.12xlarge"): ("ethernet", 40, "remembered"),
-    ("aws", "g6.48xlarge"): ("efa", 100, "remembered"),
-    ("aws", "g6e.xlarge"): ("ethernet", 20, "remembered"),  # "up to 20"
-    ("aws", "g6e.12xlarge"): ("efa", 100, "remembered"),
-    ("aws", "g6e.48xlarge"): ("efa", 400, "remembered"),
-    # --- GCP (A3: GPUDirect-TCPX/TCPXO over Ethernet NICs; A3 Ultra: RDMA over CX-7)
-    ("gcp", "a3-highgpu-8g"): ("ethernet", 800, "remembered"),  # 4 x 200 Gbps, GPUDirect-TCPX
-    ("gcp", "a3-highgpu-4g"): ("ethernet", 400, "guess"),
-    ("gcp", "a3-megagpu-8g"): ("ethernet", 1600, "remembered"),  # 8 x 200 Gbps, TCPXO
-    ("gcp", "a3-ultragpu-8g"): ("rdma", 3200, "remembered"),  # 8 x 400 Gbps RoCE
-    ("gcp", "a2-highgpu-1g"): ("ethernet", 24, "remembered"),
-    ("gcp", "a2-highgpu-2g"): ("ethernet", 32, "remembered"),
-    ("gcp", "a2-highgpu-4g"): ("ethernet", 50, "remembered"),
-    ("gcp", "a2-highgpu-8g"): ("ethernet", 100, "remembered"),
-    ("gcp", "a2-ultragpu-1g"): ("ethernet", 24, "remembered"),
-    ("gcp", "a2-ultragpu-8g"): ("ethernet", 100, "remembered"),
-    ("gcp", "g2-standard-4"): ("ethernet", 10, "remembered"),
-    ("gcp", "g2-standard-8"): ("ethernet", 16, "remembered"),
-    ("gcp", "g2-standard-48"): ("ethernet", 50, "remembered"),
-    ("gcp", "n1-standard-8+1xT4"): ("ethernet", 16, "remembered"),  # N1: 2 Gbps per vCPU
-    ("gcp", "n1-standard-8+1xV100"): ("ethernet", 16, "remembered"),
-    ("gcp", "n1-standard-64+8xV100"): ("ethernet", 32, "remembered"),
-    # --- Azure (ND-series: one InfiniBand HCA per GPU)
-    ("azure", "Standard_ND96asr_v4"): ("infiniband", 1600, "remembered"),  # 8 x 200 HDR
-    ("azure", "Standard_ND96amsr_A100_v4"): ("infiniband", 1600, "remembered"),
-    ("azure", "Standard_ND96isr_H100_v5"): ("infiniband", 3200, "remembered"),  # 8 x 400 NDR
-    ("azure", "Standard_ND40rs_v2"): ("infiniband", 100, "remembered"),  # EDR
-    ("azure", "Standard_NC24ads_A100_v4"): ("ethernet", 20, "remembered"),
-    ("azure", "Standard_NC96ads_A100_v4"): ("ethernet", 80, "remembered"),
-    ("azure", "Standard_NC40ads_H100_v5"): ("ethernet", 40, "guess"),
-    ("azure", "Standard_NC4as_T4_v3"): ("ethernet", 8, "remembered"),
-    ("azure", "Standard_NV36ads_A10_v5"): ("ethernet", 40, "guess"),
-    ("azure", "Standard_NC6s_v3"): ("ethernet", 10, "guess"),
-    ("azure", "Standard_NC24s_v3"): ("ethernet", 25, "guess"),
-    # --- OCI bare-metal GPU shapes: RoCE cluster networking
-    ("oci", "BM.GPU4.8"): ("rdma", 1600, "remembered"),  # 8 x 200 Gbps
-    ("oci", "BM.GPU.A100-v2.8"): ("rdma", 1600, "remembered"),
-    ("oci", "BM.GPU.H100.8"): ("rdma", 3200, "remembered"),  # 16 x 200 Gbps
-    ("oci", "BM.GPU.H200.8"): ("rdma", 3200, "remembered"),
-    ("oci", "BM.GPU.B200.8"): ("rdma", 3200, "guess"),
-    ("oci", "BM.GPU.B300.8"): ("rdma", 3200, "guess"),
-    ("oci", "BM.GPU.MI300X.8"): ("rdma", 3200, "remembered"),
-    ("oci", "BM.GPU.MI355X.8"): ("rdma", 3200, "guess"),
-    ("oci", "BM.GPU.L40S.4"): ("rdma", 800, "guess"),
-    ("oci", "BM.GPU.A10.4"): ("ethernet", 100, "guess"),
-    ("oci", "BM.GPU3.8"): ("ethernet", 50, "guess"),
-    ("oci", "VM.GPU.A10.1"): ("ethernet", 24, "guess"),
-    ("oci", "VM.GPU.A10.2"): ("ethernet", 48, "guess"),
-    ("oci", "VM.GPU3.1"): ("ethernet", 8, "guess"),
-    ("oci", "VM.GPU3.2"): ("ethernet", 16, "guess"),
-    ("oci", "VM.GPU3.4"): ("ethernet", 24, "guess"),
+    key: (row["inter_node_kind"], float(row["inter_node_gbps"]),
+          "default" if row["inter_node_is_default"] == "true" else "published")
+    for key, row in load_network_table().items()
 }
 #: per-provider fallback (kind, Gbit/s, provenance) for instances not listed above.
 #: Lambda on-demand instances: plain Ethernet between instances; the 3200 Gbps InfiniBand
 #: fabric belongs to Lambda's 1-Click Clusters, which are priced separately (not in the data).
 PROVIDER_DEFAULT: dict[str, tuple[_IC, _IC]] = {  # (fewer than 8 GPUs, 8 GPUs)
-    "lambda": (("ethernet", 25, "guess"), ("ethernet", 100, "guess")),
-    "runpod": (("ethernet", 10, "guess"), ("ethernet", 10, "guess")),
-    "vast": (("ethernet", 10, "guess"), ("ethernet", 10, "guess")),
-    "coreweave": (("ethernet", 25, "guess"), ("ethernet", 25, "guess")),
+    "lambda": (("ethernet", 25, "default"), ("ethernet", 100, "default")),
+    "runpod": (("ethernet", 10, "default"), ("ethernet", 10, "default")),
+    "vast": (("ethernet", 10, "default"), ("ethernet", 10, "default")),
+    "coreweave": (("ethernet", 25, "default"), ("ethernet", 25, "default")),
 }
 #: max instances rentable together; NaN = no limit in the data (quota-bound).
 #: GUESS for Vast: each (GPU, count) price repeats over a few hosts in different locations.
@@ -159,7 +123,7 @@ def _interconnect(provider: str, instance: str, gpus: int) -> tuple[str, float, 
     else:
         small, eight = PROVIDER_DEFAULT[provider]
         kind, gbps, how = eight if gpus >= 8 else small
-    return kind, float(gbps), how != "reference"
+    return kind, float(gbps), how != "published"
 
 
 def _fmt(value: float) -> str:

@@ -1,5 +1,6 @@
 """Step-time model: FLOPs, collectives, bubble, monotonic properties, calibration."""
 
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -8,6 +9,7 @@ from hypothesis import strategies as st
 from optimizer.inputs.calibration import fit_efficiency, load_calibration, save_calibration
 from optimizer.inputs.gpus import get_gpu
 from optimizer.model.comms import ring_allgather_s, ring_allreduce_s
+from optimizer.model.fitted import FittedConstants
 from optimizer.model.flops import model_flops_per_token, training_flops_per_token
 from optimizer.model.memory import training_memory
 from optimizer.model.presets import PRESETS
@@ -21,7 +23,7 @@ GPT3 = ModelSpec(layers=96, hidden=12288, heads=96, ffn=4 * 12288, ffn_kind="pla
 
 
 def test_flops_full_recompute_narayanan_eq3() -> None:
-    s, l, h, V = 2048, 96, 12288, 51200
+    s, l, h, V = 2048, 96, 12288, 51200  # noqa: E741 - the paper's symbols
     setup = TrainingSetup(seq_len=s)
     # F = 96·B·s·l·h²·(1 + s/6h + V/16lh) per iteration -> divide by B·s tokens
     per_token = 96 * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
@@ -29,7 +31,7 @@ def test_flops_full_recompute_narayanan_eq3() -> None:
 
 
 def test_flops_without_recompute_by_hand() -> None:
-    s, l, h, V = 2048, 96, 12288, 51200
+    s, l, h, V = 2048, 96, 12288, 51200  # noqa: E741 - the paper's symbols
     # no recompute: 3 passes of (24·h² + 4·s·h) per layer per token + 3 × 2·V·h for the head
     # = 72·l·h²·(1 + s/6h + V/12lh). (The issue text quotes V/16lh, which keeps the 96-variant's
     # head term; by the same derivation the 72-variant's head term is V/12lh.)
@@ -72,9 +74,22 @@ def test_compute_time_by_hand() -> None:
     spec = PRESETS["gpt2"]
     setup = TrainingSetup(seq_len=1024)
     flops_tok = 3 * (2 * 12 * 12 * 768**2 + 4 * 1024 * 768 * 12 + 2 * 50257 * 768)
-    a = PerfAssumptions(efficiency=0.5)
+    a = PerfAssumptions(efficiency=0.5, use_fitted=False)
     step = training_step_time(spec, setup, Layout(micro_batch=1), Cluster(get_gpu("a100"), 1), a)
     size = 768 / (768 + 1000) / (1 + 256 / 1024)  # the stated small-matmul factor
+    assert step.parts_s["compute"] == pytest.approx(flops_tok * 1024 / (312e12 * 0.5 * size))
+
+
+def test_fitted_shape_scales_the_half_efficiency_width() -> None:
+    # a fitted shape term c makes the size curve h/(h + 1000·e^c): with c = ln 0.5 the
+    # half-efficiency width is 500, so GPT-2 small (h = 768) runs at 768/1268 instead of 768/1768
+    spec = PRESETS["gpt2"]
+    setup = TrainingSetup(seq_len=1024)
+    flops_tok = 3 * (2 * 12 * 12 * 768**2 + 4 * 1024 * 768 * 12 + 2 * 50257 * 768)
+    fit = FittedConstants(shape={"all": math.log(0.5)})
+    a = PerfAssumptions(efficiency=0.5, fitted=fit)
+    step = training_step_time(spec, setup, Layout(micro_batch=1), Cluster(get_gpu("a100"), 1), a)
+    size = 768 / (768 + 500) / (1 + 256 / 1024)
     assert step.parts_s["compute"] == pytest.approx(flops_tok * 1024 / (312e12 * 0.5 * size))
 
 
