@@ -95,8 +95,9 @@ def test_interconnect_defaults(bundled):
     assert (p4d["inter_node_kind"], p4d["inter_node_gbps"]) == ("efa", 400.0)
     assert not bool(p4d["inter_node_is_default"])  # read in the reference
     nd = _one(bundled, instance_type="Standard_ND96isr_H100_v5", pricing_model="on_demand")
+    # ND H100 v5: 8 × 400 Gb/s InfiniBand, published on the series page (instance_network.csv)
     assert (nd["inter_node_kind"], nd["inter_node_gbps"], bool(nd["inter_node_is_default"])) == (
-        "infiniband", 3200.0, True)
+        "infiniband", 3200.0, False)
     vast = bundled[bundled["provider"] == "vast"]
     assert (vast["inter_node_kind"] == "ethernet").all() and (vast["inter_node_gbps"] <= 25).all()
     assert (vast["max_instances"] == 4).all()
