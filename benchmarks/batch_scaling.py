@@ -71,7 +71,7 @@ def generate_batch(n: int, seed: int = 7, boxes: int = 2) -> dict[str, Any]:
     capacity = dict(CAPACITY, owned=[dict(CAPACITY["owned"][0], boxes=boxes)])
     return {"name": f"generated-{n}", "capacity": capacity,
             "defaults": {"workload": {"seq_len": 2048, "global_batch": 64},
-                         "constraints": {"gpus": ["H100-80GB", "A100-80GB", "RTX4090"]}},
+                         "constraints": {"gpu_types": ["H100-80GB", "A100-80GB", "RTX4090"]}},
             "job": jobs}
 
 
@@ -154,8 +154,9 @@ def main() -> None:
                         help="write the 50-job generated batch as TOML and exit")
     args = parser.parse_args()
     if args.write_example is not None:
-        header = ("# 50 generated fine-tuning jobs over 30 days (benchmarks/batch_scaling.py "
-                  f"--write-example --boxes {args.boxes}, seed {args.seed}).\n# ccopt batch "
+        header = ("# 50 generated fine-tuning jobs over 30 days, written by\n#   python "
+                  f"benchmarks/batch_scaling.py --write-example {args.write_example.as_posix()} "
+                  f"--boxes {args.boxes} --seed {args.seed}\n# plan it: ccopt batch "
                   f"{args.write_example.as_posix()}\n")
         args.write_example.write_text(to_toml(generate_batch(50, args.seed, args.boxes), header),
                                       encoding="utf-8")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from optimizer import __version__
 from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, schema_cmd, serve_cmd
-from optimizer.cli.common import show_deprecations
+from optimizer.cli.common import EXIT_INTERNAL, show_deprecations
 from optimizer.cli.prices_cmd import prices_app
 
 __all__ = ["app", "main"]
@@ -18,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,  # help texts mention TOML tables like [capacity]: print them as written
 )
 
 
@@ -29,8 +32,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit")) -> None:
-    """The cheapest GPU cluster that finishes an ML job on time."""
+                                       help="Print the version and exit"),
+          debug: bool = typer.Option(False, "--debug", help="Show the traceback of an internal "
+                                     "error (exit code 3) instead of one line")) -> None:
+    """The cheapest GPU cluster that finishes an ML job on time.
+
+    Exit codes: 0 an answer, 1 infeasible (with the binding constraint and the nearest fix),
+    2 bad input (one line naming the file, field and allowed values), 3 internal error.
+    """
     show_deprecations()
 
 
@@ -44,6 +53,15 @@ serve_cmd.register(app)
 schema_cmd.register(app)
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: our errors exit 1/2 with one line (common.user_errors);
+    anything else is a bug, reported in one line with exit code 3 (`--debug`: traceback)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:  # standalone mode: usage errors exit 2 and typer.Exit codes pass as SystemExit
+        app(args=args, prog_name="ccopt")
+    except Exception as exc:
+        if "--debug" in args:
+            raise
+        sys.stderr.write(f"internal error: {type(exc).__name__}: {exc} — a bug in ccopt; rerun "
+                         "with --debug for the traceback and report it\n")
+        sys.exit(EXIT_INTERNAL)

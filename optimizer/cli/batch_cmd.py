@@ -13,7 +13,16 @@ from rich.live import Live
 from rich.table import Table
 
 from optimizer import api
-from optimizer.cli.common import EXIT_INFEASIBLE, console, money, print_json, user_errors
+from optimizer.cli.common import (
+    EXIT_INFEASIBLE,
+    JsonOpt,
+    OfflineOpt,
+    PricesOpt,
+    console,
+    money,
+    print_json,
+    user_errors,
+)
 from optimizer.cli.plot import _pyplot, save_figure
 from optimizer.errors import ConfigError, Status
 from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR
@@ -26,17 +35,14 @@ PROGRESS_AFTER_S = 1.0  # show solver progress only for solves longer than this
 _SINGULAR = {"boxes": "box", "instances": "instance"}
 
 
-def batch(jobs: Annotated[Path, typer.Argument(help="Batch file (TOML): [capacity] + [[job]]")],
-          json_out: Annotated[bool, Opt("--json", help="JSON output (the documented contract)")]
-          = False,
+def batch(jobs: Annotated[Path, typer.Argument(
+              help="Batch file (TOML): a [capacity] table and [[job]] tables", metavar="JOBS")],
+          json_out: JsonOpt = False,
           plot: Annotated[Path | None, Opt("--plot", help="Write the schedule as PNG "
                                                       "(needs the 'plot' extra)")] = None,
           time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 30.0,
           workers: Annotated[int, Opt(help="CP-SAT worker threads")] = 2,
-          prices: Annotated[Path | None, Opt("--prices", help="Offerings CSV to use instead")]
-          = None,
-          offline: Annotated[bool, Opt("--offline", help="Use the bundled price tables only")]
-          = False) -> None:
+          prices: PricesOpt = None, offline: OfflineOpt = False) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
         if time_limit <= 0:

@@ -17,7 +17,7 @@ from optimizer.errors import CatalogError, ConfigError, InfeasibleError, Optimiz
 from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
-           "EXIT_BAD_INPUT", "EXIT_REFRESH_FAILED", "header_or_infeasible", "catalog_line",
+           "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_REFRESH_FAILED", "header_or_infeasible", "catalog_line",
            "layout_words", "interconnect_words", "renamed_flag", "show_deprecations", "PricesOpt",
            "OfflineOpt", "JsonOpt"]
 
@@ -26,7 +26,7 @@ PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV 
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the bundled price tables only")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the documented contract)")]
 
-EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_REFRESH_FAILED = 1  # `prices refresh` could not replace the tables (the previous ones stay)
 
 

@@ -11,6 +11,9 @@ from rich.table import Table
 from optimizer.cli.common import console, print_json, user_errors
 from optimizer.inputs.gpus import load_gpus
 from optimizer.model.presets import PRESETS
+from optimizer.model.stacks import get_stack, stack_names
+from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, StacksOutput
+from optimizer.report.contract.common import emit_list
 
 __all__ = ["register"]
 
@@ -23,7 +26,7 @@ def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")]
              "ffn": s.ffn, "ffn_kind": s.ffn_kind, "vocab": s.vocab,
              "moe_experts": s.moe_experts, "max_seq_len": s.max_seq_len} for s in PRESETS.values()]
     if json_out:
-        print_json(rows)
+        print_json(emit_list(ModelsOutput, rows))
         return
 
     table = Table(title="Model presets (or pass the path of a Hugging Face config.json)")
@@ -43,7 +46,7 @@ def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] =
 
         specs = load_gpus()
     if json_out:
-        print_json([asdict(s) for s in specs.values()])
+        print_json(emit_list(GpusOutput, [asdict(s) for s in specs.values()]))
         return
 
     table = Table(title="GPU catalog (dense peaks; pricing_data/gpus.csv)")
@@ -60,6 +63,30 @@ def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] =
     console().print(table)
 
 
+def stacks(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
+    """Software-stack profiles (`--stack`, `stack = ...`): what each stack overlaps, shards and
+    reserves, every value with its source or marked a guess."""
+    rows = []
+    for name in stack_names():
+        prof = get_stack(name)
+        rows.append({"name": prof.name, "kind": prof.kind, "description": prof.description,
+                     "values": {k: {"value": list(v.value) if isinstance(v.value, tuple)
+                                    else v.value, "guess": v.guess, "source": v.source}
+                                for k, v in sorted(prof.provenance.items())}})
+    if json_out:
+        print_json(emit_list(StacksOutput, rows))
+        return
+    table = Table(title="Stack profiles (optimizer/model/data/stacks.toml; * = a guess)")
+    for col in ("name", "kind", "description", "own values"):
+        table.add_column(col)
+    for r in rows:
+        own = ", ".join(f"{k}={v['value']}{'*' if v['guess'] else ''}"
+                        for k, v in r["values"].items())
+        table.add_row(r["name"], r["kind"], r["description"], own)
+    console().print(table)
+
+
 def register(app: typer.Typer) -> None:
     app.command("models")(models)
     app.command("gpus")(gpus)
+    app.command("stacks")(stacks)

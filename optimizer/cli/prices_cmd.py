@@ -19,6 +19,8 @@ from optimizer.pricing.catalog import filter_rows, load_catalog_rows
 from optimizer.pricing.refresh import refresh_prices
 from optimizer.pricing.sanity import PriceFlag, RowKey, catalog_flags
 from optimizer.pricing.schema import rows_to_frame
+from optimizer.report.contract.catalogs import PricesOutput
+from optimizer.report.contract.common import emit_list
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -166,7 +168,8 @@ def prices(
     typer.echo(_age_line(loaded.description, loaded.age.age_days), err=True)
     frame = rows_to_frame(rows).sort_values(_SORT, kind="mergesort").reset_index(drop=True)
     if as_json:
-        typer.echo(json.dumps(offerings_to_records(frame, flags), indent=2))
+        typer.echo(json.dumps(emit_list(PricesOutput, offerings_to_records(frame, flags)),
+                              indent=2, allow_nan=False))
     elif as_csv:
         typer.echo(frame.to_csv(index=False), nl=False)
     elif frame.empty:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer.cli import app
+from optimizer import api
+from optimizer.cli import app, main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -218,3 +219,17 @@ def test_plan_bad_filters_name_the_job_field(tmp_path, constraints: str, phrase:
     result = runner.invoke(app, ["plan", str(job)])
     assert result.exit_code == 2
     assert phrase in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_internal_error_is_one_line_and_exit_3(monkeypatch, capsys) -> None:
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(api, "plan", broken)
+    with pytest.raises(SystemExit) as stop:
+        main(["plan", str(EXAMPLES / "llama7b_10days.toml")])
+    assert stop.value.code == 3
+    err = capsys.readouterr().err
+    assert err.startswith("internal error: RuntimeError: boom") and "Traceback" not in err
+    with pytest.raises(RuntimeError):  # --debug shows the real exception (and its traceback)
+        main(["--debug", "plan", str(EXAMPLES / "llama7b_10days.toml")])

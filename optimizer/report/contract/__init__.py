@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.report.contract.batch import BatchOutput
-from optimizer.report.contract.common import SCHEMA_VERSION, Contract, emit
+from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, PricesOutput, StacksOutput
+from optimizer.report.contract.common import SCHEMA_VERSION, Contract, emit, emit_list
 from optimizer.report.contract.serve import ServeCompareOutput, ServeOutput
 from optimizer.report.contract.train import (
     CalibrateOutput,
@@ -14,13 +15,14 @@ from optimizer.report.contract.train import (
     PlanOutput,
 )
 
-__all__ = ["SCHEMA_VERSION", "OUTPUTS", "output_schema", "emit", "Contract"]
+__all__ = ["SCHEMA_VERSION", "OUTPUTS", "output_schema", "emit", "emit_list", "Contract"]
 
 #: command -> the model of its `--json` output
-OUTPUTS: dict[str, type[Contract]] = {
+OUTPUTS: dict[str, Any] = {
     "plan": PlanOutput, "compare": CompareOutput, "estimate": EstimateOutput,
     "calibrate": CalibrateOutput, "serve": ServeOutput, "serve-compare": ServeCompareOutput,
-    "batch": BatchOutput,
+    "batch": BatchOutput, "prices": PricesOutput, "gpus": GpusOutput, "models": ModelsOutput,
+    "stacks": StacksOutput,
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SCHEMA_VERSION", "Contract", "MemoryGiB", "LayoutOut", "StepOut", "SolverOut",
-           "FixOut", "ExplanationOut", "RejectedOut", "emit", "explanation_of", "rejected_list"]
+           "FixOut", "ExplanationOut", "RejectedOut", "emit", "emit_list", "explanation_of", "rejected_list"]
 
 #: version of every command's JSON contract; bumped only when a field is removed or reshaped.
 #: 2 (this release): schema_version added; explanation is an object with a `text`; `rejected` a
@@ -132,6 +132,11 @@ def emit(model: type[Contract], data: dict[str, Any]) -> dict[str, Any]:
     if "schema_version" in model.model_fields:
         data = {"schema_version": SCHEMA_VERSION, **data}
     return model.model_validate(data).model_dump(mode="json", exclude_unset=True)
+
+
+def emit_list(model: Any, rows: list[dict[str, Any]]) -> list[Any]:
+    """A list output (a RootModel of rows) checked against its contract, as plain JSON."""
+    return model.model_validate(rows).model_dump(mode="json")
 
 
 def explanation_of(text: str | None, binding: str | None = None,

@@ -1,0 +1,100 @@
+"""The JSON contract of the list commands: `ccopt prices`, `ccopt gpus`, `ccopt models`,
+`ccopt stacks` (each prints a JSON array of rows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, RootModel
+
+from optimizer.report.contract.common import Contract
+from optimizer.report.contract.train import PriceFlagOut
+
+__all__ = ["PriceRowOut", "PricesOutput", "GpuRowOut", "GpusOutput", "ModelRowOut",
+           "ModelsOutput", "StackRowOut", "StacksOutput"]
+
+
+class PriceRowOut(Contract):
+    """One catalog offering (the columns of pricing_data/offerings.csv, plus aligned names)."""
+
+    provider: str
+    instance_type: str
+    region: str
+    gpu_id: str
+    gpus_per_instance: int
+    vcpus: float | None
+    ram_gib: float | None
+    intra_node_link: str
+    intra_node_bw_gb_s: float
+    inter_node_gbps: float
+    inter_node_kind: str
+    inter_node_is_default: bool
+    max_instances: int | None
+    pricing_model: str
+    usd_per_hour: float
+    usd_per_gpu_hour: float
+    commitment_hours: float
+    derived: bool
+    as_of: str
+    source: str
+    gpu: str = Field(description="same as gpu_id (the name plans use)")
+    instance: str = Field(description="same as instance_type (the name plans use)")
+    pricing: str = Field(description="same as pricing_model (the name plans use)")
+    flags: list[PriceFlagOut] = Field(description="price-sanity rules this row trips")
+
+
+class PricesOutput(RootModel[list[PriceRowOut]]):
+    """`ccopt prices --json`: the offerings, cheapest GPU-hour first."""
+
+
+class GpuRowOut(Contract):
+    gpu_id: str
+    vendor: str
+    memory_gib: float
+    mem_bandwidth_gb_s: float
+    fp32_tflops: float | None
+    tf32_tflops: float | None
+    bf16_tflops: float | None
+    fp16_tflops: float | None
+    fp8_tflops: float | None
+    int8_tops: float | None
+    intra_node_link: str
+    intra_node_bw_gb_s: float
+    tdp_w: float | None
+    street_price_usd: float | None
+    spec_confidence: str = Field(description="published | derived | estimated | unverified")
+    aliases: list[str]
+
+
+class GpusOutput(RootModel[list[GpuRowOut]]):
+    """`ccopt gpus --json`: the GPU catalog (dense peaks, no sparsity)."""
+
+
+class ModelRowOut(Contract):
+    name: str
+    params: int
+    active_params: int
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    ffn_kind: str
+    vocab: int
+    moe_experts: int
+    max_seq_len: int | None
+
+
+class ModelsOutput(RootModel[list[ModelRowOut]]):
+    """`ccopt models --json`: the model presets."""
+
+
+class StackRowOut(Contract):
+    name: str
+    kind: str = Field(description="train | serve")
+    description: str
+    values: dict[str, Any] = Field(description="each default with {value, guess, source}")
+
+
+class StacksOutput(RootModel[list[StackRowOut]]):
+    """`ccopt stacks --json`: the software-stack profiles (optimizer/model/data/stacks.toml)."""
