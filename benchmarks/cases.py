@@ -7,7 +7,9 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
 - inter-node bandwidth: the row's value, else the GPU class default (optimizer.model.fabric);
 - grad_accum = global_batch / (dp · micro_batch) rounded (>= 1); empty zero_stage -> 0,
   optimizer -> adamw, lora_rank -> 16; torchtune rows whose recipe sets optimizer_in_bwd=True
-  (stated in the row's assumptions) run with the optimizer step fused into backward;
+  (stated in the row's assumptions) run with the optimizer step fused into backward; rows
+  whose assumptions say `fsdp_cpu_offload: True` offload params + optimizer to CPU, and
+  bitsandbytes PagedAdamW* rows keep optimizer states in managed memory (not allocated);
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
   reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
 - throughput metrics: tflops_per_gpu with "hardware ... recompute" in its meaning counts the
@@ -161,6 +163,8 @@ def _train_case(row: Row) -> Case:
     meaning, metric = _lower(row.metric_meaning), row.metric
     if metric == "peak_memory_gb" and "not a measured peak" in meaning:
         raise Skip("memory row is a fit boundary, not a measurement")
+    if meaning.startswith("device count unknown"):
+        raise Skip("device count of the measurement unknown (source inconsistent)")
     if metric == "tflops_per_gpu" and not ("model" in meaning or
                                            ("hardware" in meaning and "recompute" in meaning)):
         raise Skip("tflops_per_gpu: FLOP convention unclear")
@@ -180,14 +184,19 @@ def _train_case(row: Row) -> Case:
     precision = row.precision or "bf16"
     if not gpu.supports(precision) and not metric.startswith("peak_memory"):
         raise Skip(f"GPU has no {precision} tensor path")
-    opt_bwd = True if "optimizer_in_bwd=true" in _lower(row.assumptions).replace(" ", "") \
-        else None
+    said = _lower(row.assumptions).replace(" ", "")
+    opt_bwd = True if "optimizer_in_bwd=true" in said else None
+    # FSDP CPUOffload (torchtune fsdp_cpu_offload: True): sharded params, grads and optimizer
+    # states live in CPU memory; bitsandbytes Paged* optimizers keep states in managed memory
+    cpu_offload = "fsdp_cpu_offload:true" in said
+    paged = "pagedadamw" in said
     setup = TrainingSetup(
         seq_len=s, precision=precision, optimizer=row.optimizer or "adamw",
         method=row.method or "full", lora_rank=row.lora_rank or 16,
         lora_targets=_targets(row.lora_targets, stack.lora_targets), attention=None,
         sequence_parallel=row.sequence_parallel, stack=stack.name,
-        optimizer_in_backward=opt_bwd)
+        optimizer_in_backward=opt_bwd, offload_optimizer=cpu_offload, offload_params=cpu_offload,
+        paged_optimizer=paged)
     layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, vp=vp, zero_stage=row.zero_stage or 0,
                     checkpointing=row.activation_checkpointing or stack.checkpointing,
                     micro_batch=mb, grad_accum=ga)

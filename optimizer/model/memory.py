@@ -52,6 +52,9 @@ class MemoryBreakdown:
     overhead: float
     cache: float = 0.0  # reserved − allocated (allocator cache, fragmentation)
     context: float = 0.0  # CUDA context + library workspaces outside the allocator
+    #: optimizer state in CUDA managed memory (bitsandbytes paged optimizers): outside the
+    #: PyTorch allocator, so not in allocated/reserved; counted in device (resident at worst)
+    managed: float = 0.0
 
     @property
     def total(self) -> float:
@@ -68,7 +71,7 @@ class MemoryBreakdown:
 
     @property
     def device(self) -> float:
-        return self.reserved + self.context
+        return self.reserved + self.context + self.managed
 
     def fits(self, capacity_gib: float) -> bool:
         """Whether the device-level peak (nvidia-smi) fits the card."""
@@ -276,12 +279,17 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
     fit = fitted_constants(a)
     if fit is not None:  # fitted per stack / method / checkpointing (data/fitted.toml)
         acts *= memory_multiplier(fit, setup.stack, setup.method, layout.checkpointing)
+    managed = 0.0
+    if setup.paged_optimizer:
+        # bitsandbytes paged optimizers allocate their states with cudaMallocManaged
+        # (bitsandbytes functional.get_paged), invisible to torch.cuda.max_memory_allocated
+        managed, optimizer = optimizer, 0.0
 
     overhead = a.workspace_gib * GIB
     allocated = weights + gradients + optimizer + acts + overhead
     return MemoryBreakdown(weights / GIB, gradients / GIB, optimizer / GIB, acts / GIB, 0.0,
                            overhead / GIB, cache=k.allocator_cache * allocated / GIB,
-                           context=k.context_gib)
+                           context=k.context_gib, managed=managed / GIB)
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "fp16") -> float:

@@ -50,6 +50,8 @@ class TrainingSetup:
     sequence_parallel: bool | None = None
     offload_optimizer: bool = False  # ZeRO-Offload: master weights + optimizer state in CPU RAM
     offload_params: bool = False  # ZeRO-Infinity: parameters in CPU RAM (needs zero_stage 3)
+    #: bitsandbytes paged optimizer (PagedAdamW/PagedAdamW8bit): states in CUDA managed memory
+    paged_optimizer: bool = False
     stack: str = "generic"  # software stack profile (optimizer/model/data/stacks.toml)
     #: optimizer step fused into backward (torchtune optimizer_in_bwd); None: stack default
     optimizer_in_backward: bool | None = None
