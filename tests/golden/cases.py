@@ -23,6 +23,7 @@ CASES: dict[str, list[str]] = {
     "compare_finetune_8b_4090_vs_cloud": ["compare", "examples/finetune_8b_4090_vs_cloud.toml", "--json"],
     "compare_llama7b_10days": ["compare", "examples/llama7b_10days.toml", "--json"],
     "batch_12_finetunes": ["batch", "examples/batch_12_finetunes.toml", "--json"],
+    "batch_50_generated": ["batch", "examples/batch_50_generated.toml", "--json"],
     "serve_mistral7b_chatbot": ["serve", "examples/serve_mistral7b_chatbot.toml", "--json"],
     "serve_llama70b_5rps": ["serve", "examples/serve_llama70b_5rps.toml", "--json"],
     "serve_8b_4090_vs_cloud": ["serve", "examples/serve_8b_4090_vs_cloud.toml", "--json"],

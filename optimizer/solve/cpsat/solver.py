@@ -20,6 +20,10 @@ class SolverConfig:
     seed: int = 0
     relative_gap: float = 0.0
     log: bool = False
+    #: CP-SAT's interleaved search: the workers' subsolvers run in fixed batches, so the same
+    #: model gives the same answer whatever the thread timing (ties between equal-cost optima
+    #: are broken the same way every run; sat_parameters.proto `interleave_search`)
+    deterministic: bool = True
     #: any other CP-SAT parameter by name (e.g. {"linearization_level": 2}); list values extend
     #: repeated fields such as "subsolvers"
     extra: dict[str, Any] = field(default_factory=dict)
@@ -51,6 +55,7 @@ def solve(model: Any, config: SolverConfig | None = None, callback: Any = None) 
     params.random_seed = cfg.seed
     params.relative_gap_limit = cfg.relative_gap
     params.log_search_progress = cfg.log
+    params.interleave_search = cfg.deterministic
     for name, value in cfg.extra.items():
         if isinstance(value, (list, tuple)):
             getattr(params, name).extend(value)
