@@ -15,6 +15,7 @@ from optimizer.cli.common import (
     JsonOpt,
     OfflineOpt,
     PricesOpt,
+    catalog_line,
     console,
     header_or_infeasible,
     money,
@@ -39,7 +40,10 @@ def render_serve(data: dict[str, Any]) -> None:
     s = data["solver"]
     c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('precision')}, "
             f"{p['load_requests_per_s']:.3g} requests/s — [b]{data['status']}[/b] "
-            f"(CP-SAT, {s.get('options')} replica options, {s.get('wall_s', 0):.3f} s)")
+            f"(CP-SAT, {s.get('rows')} replica options, {s.get('wall_s', 0):.3f} s; "
+            f"{catalog_line(data.get('catalog'))})")
+    for note in data.get("notes", []):
+        c.print(f"  [bold yellow]note:[/bold yellow] {note}")
     c.print(f"  [b]{money(p['usd_per_hour'])}/h[/b], {money(p['usd_per_month'])}/month "
             f"({job.get('hours_per_day', 24):g} h/day); capacity "
             f"{p['capacity_requests_per_s']:.3g} requests/s (headroom {p['headroom']:.0%}); "

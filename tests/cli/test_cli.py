@@ -176,6 +176,10 @@ def test_calibrate_then_estimate_is_calibrated() -> None:
     code, est = _json(["estimate", *args, "--json"])
     assert est["calibrated"] is True
     assert est["tokens_per_s"] == pytest.approx(30000, rel=1e-3)
+    # calibrate reports what estimate then reports: one efficiency, one step time
+    assert data["effective_efficiency"] == est["efficiency"]
+    assert data["calibrated_prediction_step_s"] == est["step"]["time_s"]
+    assert data["measured_step_s"] == pytest.approx(est["step"]["time_s"], rel=1e-3)
 
 
 def test_models_and_gpus_json() -> None:

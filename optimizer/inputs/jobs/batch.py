@@ -61,7 +61,7 @@ class BatchJob(Job):
                           description="among plans of equal cost, finish higher priority first")
     value_usd: float | None = Field(default=None, gt=0,
                                     description="what leaving the job out costs (droppable)")
-    droppable: bool = False
+    droppable: bool = Field(default=False, description="may be left out at a penalty of value_usd")
 
     @model_validator(mode="after")
     def _check_batch(self) -> BatchJob:
@@ -87,10 +87,11 @@ class Quota(BaseModel):
     (in `region` if given). Applies to on-demand and spot rows, not to sized reservations."""
 
     model_config = _STRICT
-    provider: str
+    provider: str = Field(description="provider of the quota")
     gpu: str
     max_gpus: int = Field(ge=0)
-    region: str | None = None
+    region: str | None = Field(default=None,
+                               description="region the quota applies to (default: every region)")
 
 
 class Reservation(BaseModel):
@@ -104,12 +105,13 @@ class Reservation(BaseModel):
 
     model_config = _STRICT
     provider: str
-    instance: str | None = None
+    instance: str | None = Field(default=None, description="instance type to reserve (a catalog row)")
     gpu: str | None = None
     region: str | None = None
     pricing: Literal["reserved_1y", "reserved_3y"] = "reserved_1y"
     max_instances: int = Field(gt=0)
-    bill: Literal["term", "horizon"] = "term"
+    bill: Literal["term", "horizon"] = Field(default="term",
+                                             description="how the reservation's term is billed")
 
     @model_validator(mode="after")
     def _check(self) -> Reservation:
@@ -122,8 +124,9 @@ class Capacity(BaseModel):
     """`[capacity]`: the planning horizon and everything the jobs share."""
 
     model_config = _STRICT
-    horizon_days: float | None = Field(default=None, gt=0)
-    horizon_hours: float | None = Field(default=None, gt=0)
+    horizon_days: float | None = Field(default=None, gt=0,
+                                       description="planning horizon, days (or horizon_hours)")
+    horizon_hours: float | None = Field(default=None, gt=0, description="planning horizon, hours")
     quota_only: bool = Field(
         default=False, description="rent only (provider, GPU) pairs that have a quota")
     quota: tuple[Quota, ...] = ()

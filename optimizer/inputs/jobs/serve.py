@@ -80,14 +80,20 @@ class ServeWorkload(BaseModel):
         default="fp16", description="KV-cache precision (fp8/int8 halve the cache)")
     stack: str = Field(default="generic", description="serving stack profile: vllm, "
                        "tensorrt-llm, tgi, llama.cpp, ... (`ccopt stacks`)")
-    requests_per_s: float | None = Field(default=None, gt=0)
-    concurrent_users: int | None = Field(default=None, gt=0)
+    requests_per_s: float | None = Field(default=None, gt=0,
+                                         description="mean request rate (or concurrent_users with "
+                                         "think_time_s)")
+    concurrent_users: int | None = Field(default=None, gt=0,
+                                         description="users sending a request every think_time_s")
     think_time_s: float | None = Field(default=None, gt=0,
                                        description="mean pause of a user between requests")
-    prompt_tokens: int | None = Field(default=None, gt=0)
-    output_tokens: int | None = Field(default=None, gt=0)
+    prompt_tokens: int | None = Field(default=None, gt=0,
+                                      description="mean prompt tokens per request (one bucket; or "
+                                      "[[workload.buckets]])")
+    output_tokens: int | None = Field(default=None, gt=0, description="mean output tokens per request")
     buckets: tuple[Bucket, ...] = ()
-    hours_per_day: float = Field(default=24.0, gt=0, le=24)
+    hours_per_day: float = Field(default=24.0, gt=0, le=24,
+                                 description="hours a day the service runs (costs per served hour)")
 
     @model_validator(mode="before")
     @classmethod
@@ -166,7 +172,7 @@ class ServeConstraints(BaseModel):
     redundancy: str | int = Field(default=0, description='"n+1", "n+2" or spare replicas')
     headroom: float = Field(default=0.0, ge=0, le=10,
                             description="capacity ≥ load × (1 + headroom)")
-    max_replicas: int | None = Field(default=None, gt=0)
+    max_replicas: int | None = Field(default=None, gt=0, description="at most this many replicas in total")
     max_batch: int = Field(default=MAX_BATCH_DEFAULT, gt=0, le=4096,
                            description="cap on concurrent sequences per replica")
     tp: tuple[int, ...] | None = Field(default=None, description="allowed TP degrees")

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import MISSING, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
@@ -38,8 +46,9 @@ class ModelRef(BaseModel):
     """`[model]`: a preset, a Hugging Face config.json path, or an explicit shape."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    preset: str | None = None
-    hf_config: str | None = None
+    preset: str | None = Field(default=None, description="a preset name (`ccopt models`)")
+    hf_config: str | None = Field(default=None,
+                                  description="path of a Hugging Face config.json (relative to the job file)")
 
     def resolve(self, base_dir: Path | None = None) -> ModelSpec:
 
@@ -70,19 +79,26 @@ class Workload(BaseModel):
     """`[workload]`: what is trained and how much."""
 
     model_config = _STRICT
-    kind: Literal["pretrain", "finetune", "lora", "qlora"] = "pretrain"
-    tokens: float | None = Field(default=None, gt=0)
-    steps: int | None = Field(default=None, gt=0)
-    epochs: float = Field(default=1.0, gt=0)
-    seq_len: int = Field(default=2048, gt=0)
+    kind: Literal["pretrain", "finetune", "lora", "qlora"] = Field(default="pretrain",
+                                                                   description="pretrain | finetune "
+                                                                   "(full) | lora | qlora")
+    tokens: float | None = Field(default=None, gt=0,
+                                 description="tokens to process (× epochs); or give steps")
+    steps: int | None = Field(default=None, gt=0, description="optimizer steps; or give tokens")
+    epochs: float = Field(default=1.0, gt=0, description="passes over `tokens`")
+    seq_len: int = Field(default=2048, gt=0, description="tokens per sequence")
     global_batch: int | None = Field(default=None, gt=0, description="sequences per step")
-    global_batch_tokens: int | None = Field(default=None, gt=0)
+    global_batch_tokens: int | None = Field(default=None, gt=0,
+                                            description="tokens per optimizer step (alternative to "
+                                            "global_batch)")
     batch_tolerance: float = Field(default=0.0, ge=0, lt=1,
                                    description="allowed relative deviation of the global batch")
-    precision: TrainPrecision = "bf16"
-    optimizer: Optimizer = "adamw"
-    lora_rank: int = Field(default=16, gt=0)
-    lora_targets: tuple[str, ...] = LINEAR_MODULES
+    precision: TrainPrecision = Field(default="bf16",
+                                      description="compute precision (mixed precision with fp32 master "
+                                      "weights)")
+    optimizer: Optimizer = Field(default="adamw", description="optimizer (its state bytes per parameter)")
+    lora_rank: int = Field(default=16, gt=0, description="LoRA / QLoRA rank")
+    lora_targets: tuple[str, ...] = Field(default=LINEAR_MODULES, description="modules with adapters")
     attention: Attention | None = Field(default=None, description="flash | eager "
                                         "(default: the stack's kernel)")
     offload_optimizer: bool = Field(default=False, description="ZeRO-Offload: optimizer in CPU RAM")
@@ -141,23 +157,29 @@ class Constraints(BaseModel):
     """`[constraints]`: deadline, budget and what may be used."""
 
     model_config = _STRICT
-    deadline_days: float | None = Field(default=None, gt=0)
-    deadline_hours: float | None = Field(default=None, gt=0)
-    budget_usd: float | None = Field(default=None, gt=0)
+    deadline_days: float | None = Field(default=None, gt=0,
+                                        description="finish within this many days (or deadline_hours)")
+    deadline_hours: float | None = Field(default=None, gt=0, description="finish within this many hours")
+    budget_usd: float | None = Field(default=None, gt=0, description="spend at most this (USD)")
     gpu_types: tuple[str, ...] | None = Field(default=None, description="GPU types allowed "
                                               "(ids or aliases; old name: gpus)")
-    providers: tuple[str, ...] | None = None
-    regions: tuple[str, ...] | None = None
-    pricing: tuple[PricingModel, ...] = ("on_demand",)
-    max_gpus: int | None = Field(default=None, gt=0)
-    min_instances: int = Field(default=1, gt=0)
-    max_instances: int | None = Field(default=None, gt=0)
+    providers: tuple[str, ...] | None = Field(default=None,
+                                              description="providers allowed (aws, gcp, azure, lambda, "
+                                              "oci, runpod, vast, coreweave)")
+    regions: tuple[str, ...] | None = Field(default=None,
+                                            description="regions allowed (as in `ccopt prices`)")
+    pricing: tuple[PricingModel, ...] = Field(default=("on_demand",), description="pricing models allowed")
+    max_gpus: int | None = Field(default=None, gt=0,
+                                 description="at most this many GPUs in total (searched up to 4,096 "
+                                 "without it)")
+    min_instances: int = Field(default=1, gt=0, description="at least this many instances")
+    max_instances: int | None = Field(default=None, gt=0, description="at most this many instances")
     spot_interruption_overhead: float = Field(
         default=0.15, ge=0, le=2,
         description="GUESS: extra wall time from preemptions + restarts from checkpoints")
     reservation_prepaid: bool = Field(
         default=False, description="reserved capacity already paid/shared: charge hours used")
-    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    zero_stages: tuple[int, ...] = Field(default=(0, 1, 2, 3), description="ZeRO stages the planner may use")
     activation_checkpointing: tuple[str, ...] = Field(
         default=CHECKPOINTING, description="modes allowed (old name: checkpointing)")
     jobs_per_month: float | None = Field(
@@ -198,7 +220,7 @@ class HardwareEntry(BaseModel):
     field overrides the defaults of pricing_data/hardware.csv."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    gpu: str
+    gpu: str = Field(description="GPU type of the box (pricing_data/hardware.csv defaults for it)")
     boxes: int | None = Field(default=None, gt=0, description="owned: boxes we have")
     max_count: int | None = Field(default=None, gt=0, description="buy: max GPUs to buy")
     inter_node_gbps: float = Field(default=10.0, gt=0, description="network between boxes")
@@ -216,17 +238,22 @@ class Calibration(BaseModel):
 
     model_config = _STRICT
     gpu: str
-    tokens_per_s: float | None = Field(default=None, gt=0)
-    step_time_s: float | None = Field(default=None, gt=0)
+    tokens_per_s: float | None = Field(default=None, gt=0,
+                                       description="measured tokens/s of the whole run (or step_time_s)")
+    step_time_s: float | None = Field(default=None, gt=0, description="measured seconds per optimizer step")
     num_gpus: int = Field(default=1, gt=0, description="GPUs of the measured run (old: gpus)")
-    gpus_per_node: int | None = Field(default=None, gt=0)
-    tp: int = Field(default=1, gt=0)
-    pp: int = Field(default=1, gt=0)
-    zero_stage: int = Field(default=0, ge=0, le=3)
-    activation_checkpointing: Checkpointing = "none"
-    micro_batch: int = Field(default=1, gt=0)
-    grad_accum: int = Field(default=1, gt=0)
-    inter_node_gbps: float = Field(default=100.0, gt=0)
+    gpus_per_node: int | None = Field(default=None, gt=0, description="GPUs per node of the measured run")
+    tp: int = Field(default=1, gt=0, description="tensor-parallel degree of the measured run")
+    pp: int = Field(default=1, gt=0, description="pipeline stages of the measured run")
+    zero_stage: int = Field(default=0, ge=0, le=3, description="ZeRO stage of the measured run")
+    activation_checkpointing: Checkpointing = Field(default="none",
+                                                    description="checkpointing of the measured run (old "
+                                                    "name: checkpointing)")
+    micro_batch: int = Field(default=1, gt=0,
+                             description="sequences per GPU per micro-step of the measured run")
+    grad_accum: int = Field(default=1, gt=0, description="micro-steps per optimizer step of the measured run")
+    inter_node_gbps: float = Field(default=100.0, gt=0,
+                                   description="network per node of the measured run, Gbit/s")
 
     @model_validator(mode="before")
     @classmethod
@@ -250,32 +277,53 @@ class Calibration(BaseModel):
         return self.activation_checkpointing
 
 
-class AssumptionOverrides(BaseModel):
-    """`[assumptions]`: override any guessed constant of the performance model."""
+class _Overrides(BaseModel):
+    """`[assumptions]`: override any guessed constant of the performance model
+    (optimizer/model/setup.py PerfAssumptions; unset fields keep the model's default)."""
 
     model_config = _STRICT
-    efficiency: float | None = Field(default=None, gt=0, le=1)
-    dp_overlap: float | None = Field(default=None, ge=0, le=1)
-    link_efficiency: float | None = Field(default=None, gt=0, le=1)
-    overhead_gib: float | None = Field(default=None, ge=0)
-    fragmentation: float | None = Field(default=None, ge=0, lt=1)
-    qlora_dequant_factor: float | None = Field(default=None, ge=1)
-    logits_bytes_per_value: float | None = Field(default=None, ge=0)
-    zero3_prefetch_layers: int | None = Field(default=None, ge=0)
-    bw_efficiency: float | None = Field(default=None, gt=0, le=1)
-    small_message_latency_s: float | None = Field(default=None, ge=0)
 
     def apply(self, base: PerfAssumptions) -> PerfAssumptions:
-
         changes = {k: v for k, v in self.model_dump().items() if v is not None}
         return replace(base, **changes)
+
+
+#: bounds of the overridable constants (others: ≥ 0); fractions stay in (0, 1]
+_BOUNDS: dict[str, dict[str, float]] = {
+    "efficiency": {"gt": 0, "le": 1}, "link_efficiency": {"gt": 0, "le": 1},
+    "bw_efficiency": {"gt": 0, "le": 1}, "fp8_gemm_factor": {"gt": 0, "le": 1},
+    "dp_overlap": {"ge": 0, "le": 1}, "tp_overlap": {"ge": 0, "le": 1},
+    "pp_overlap": {"ge": 0, "le": 1}, "cp_overlap": {"ge": 0, "le": 1},
+    "fragmentation": {"ge": 0, "lt": 1}, "qlora_dequant_factor": {"ge": 1},
+}
+
+
+def _override_fields() -> dict[str, Any]:
+    """One optional field per numeric PerfAssumptions constant (the list lives there once)."""
+    hints = get_type_hints(PerfAssumptions)
+    out: dict[str, Any] = {}
+    for f in fields(PerfAssumptions):
+        hint = hints[f.name]
+        scalar = [t for t in (hint, *get_args(hint)) if t in (bool, int, float)]
+        kind = scalar[0] if scalar and set(get_args(hint)) <= {*scalar, type(None)} else None
+        if kind is None or f.name == "use_fitted":
+            continue  # calibrated / fitted tables are not job-file values
+        default = f.default if f.default is not MISSING else None
+        out[f.name] = (kind | None, Field(
+            default=None, **_BOUNDS.get(f.name, {"ge": 0}) if kind is not bool else {},
+            description=f"override PerfAssumptions.{f.name} (model default: {default!r})"))
+    return out
+
+
+AssumptionOverrides = create_model("AssumptionOverrides", __base__=_Overrides,
+                                   **_override_fields())
 
 
 class JobFile(BaseModel):
     """What every job file has: a name, a model, owned/buyable hardware and assumption overrides."""
 
     model_config = _STRICT
-    name: str = "job"
+    name: str = Field(default="job", description="a label for the job in outputs")
     model: ModelRef
     hardware: Hardware = Hardware()
     assumptions: AssumptionOverrides = AssumptionOverrides()
