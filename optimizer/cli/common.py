@@ -17,9 +17,9 @@ from optimizer.errors import CatalogError, ConfigError, InfeasibleError, Optimiz
 from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
-           "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_REFRESH_FAILED", "header_or_infeasible", "catalog_line",
-           "layout_words", "interconnect_words", "renamed_flag", "show_deprecations", "PricesOpt",
-           "OfflineOpt", "JsonOpt"]
+           "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_REFRESH_FAILED", "header_or_infeasible",
+           "catalog_line", "layout_words", "interconnect_words", "answer", "print_notes",
+           "renamed_flag", "show_deprecations", "PricesOpt", "OfflineOpt", "JsonOpt"]
 
 #: options shared by the commands that read a job file (one definition each)
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
@@ -101,6 +101,22 @@ def header_or_infeasible(data: dict[str, Any]) -> tuple[Any, dict[str, Any]] | N
         c.print(f"[red]infeasible[/red]: {(data['explanation'] or {}).get('text')}")
         return None
     return c, data.get("job") or {}
+
+
+def answer(data: Any, json_out: bool, render: Any, status: str | None = None) -> None:
+    """Print the contract (--json) or its rendering; exit 1 when the answer is infeasible."""
+    if json_out:
+        print_json(data)
+    else:
+        render(data)
+    if (status or data.get("status")) == "infeasible":
+        raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def print_notes(c: Any, data: dict[str, Any]) -> None:
+    """The answer's notes (flagged prices a plan relies on), right under its first line."""
+    for note in data.get("notes", []):
+        c.print(f"  [bold yellow]note:[/bold yellow] {note}")
 
 
 def catalog_line(catalog: dict[str, Any] | None) -> str:

@@ -22,6 +22,7 @@ from optimizer.cli.common import (
     layout_words,
     money,
     print_json,
+    print_notes,
     user_errors,
 )
 from optimizer.cli.plot import plot_pareto
@@ -66,8 +67,7 @@ def render_plan(data: dict[str, Any]) -> None:
     c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "
             f"(CP-SAT, {data['solver'].get('rows')} candidates, "
             f"{data['solver'].get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})")
-    for note in data.get("notes", []):
-        c.print(f"  [bold yellow]note:[/bold yellow] {note}")
+    print_notes(c, data)
     c.print(f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
             f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
             f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)")

@@ -11,15 +11,15 @@ from rich.table import Table
 from optimizer.api import serve as run_serve
 from optimizer.api import serve_compare as run_serve_compare
 from optimizer.cli.common import (
-    EXIT_INFEASIBLE,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
+    answer,
     catalog_line,
     console,
     header_or_infeasible,
     money,
-    print_json,
+    print_notes,
     user_errors,
 )
 
@@ -42,8 +42,7 @@ def render_serve(data: dict[str, Any]) -> None:
             f"{p['load_requests_per_s']:.3g} requests/s — [b]{data['status']}[/b] "
             f"(CP-SAT, {s.get('rows')} replica options, {s.get('wall_s', 0):.3f} s; "
             f"{catalog_line(data.get('catalog'))})")
-    for note in data.get("notes", []):
-        c.print(f"  [bold yellow]note:[/bold yellow] {note}")
+    print_notes(c, data)
     c.print(f"  [b]{money(p['usd_per_hour'])}/h[/b], {money(p['usd_per_month'])}/month "
             f"({job.get('hours_per_day', 24):g} h/day); capacity "
             f"{p['capacity_requests_per_s']:.3g} requests/s (headroom {p['headroom']:.0%}); "
@@ -97,12 +96,7 @@ def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
     with user_errors():
         data = run_serve(job, prices=prices, offline=True if offline else None,
                          time_limit_s=time_limit)
-    if json_out:
-        print_json(data)
-    else:
-        render_serve(data)
-    if data["status"] == "infeasible":
-        raise typer.Exit(EXIT_INFEASIBLE)
+    answer(data, json_out, render_serve)
 
 
 def serve_compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
@@ -111,12 +105,7 @@ def serve_compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = No
     with user_errors():
         data = run_serve_compare(job, prices=prices, offline=True if offline else None,
                                  time_limit_s=time_limit)
-    if json_out:
-        print_json(data)
-    else:
-        render_compare(data)
-    if data["best"]["status"] == "infeasible":
-        raise typer.Exit(EXIT_INFEASIBLE)
+    answer(data, json_out, render_compare, data["best"]["status"])
 
 
 def register(app: typer.Typer) -> None:
