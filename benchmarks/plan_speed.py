@@ -24,8 +24,8 @@ from optimizer.model.setup import Layout
 from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offering import cost_usd
-from optimizer.solve.train.enumerate import BatchRule, instance_counts, layouts_for
 from optimizer.solve.cpsat.scale import to_cents
+from optimizer.solve.train.enumerate import BatchRule, instance_counts, layouts_for
 from optimizer.solve.train.plan import plan_job
 from optimizer.solve.train.prepare import prepare_job
 
@@ -49,17 +49,17 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
         gpn = off.gpus_per_instance
         high = min((c.max_gpus or 4096) // gpn, off.max_instances or 10**9,
                    c.max_instances or 10**9)
-        for n in instance_counts(c.min_instances, high):
+        for n in instance_counts(c.min_instances, high, gpn, batch, model):
             key = (off.gpu_id, gpn, off.inter_node_gbps, n)
             if key not in perf:  # same hardware, same times: evaluate once per class
                 rows = []
                 for tp, pp, dp, zero, mb, ga in layouts_for(model, n * gpn, gpn, batch,
                                                             c.zero_stages):
-                    for ckpt in c.checkpointing:
+                    for ckpt in c.activation_checkpointing:
                         lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
                                      micro_batch=mb, grad_accum=ga)
                         evaluated += 1
-                        if training_memory(model, setup, lay, a).total > off.gpu.memory_gib:
+                        if training_memory(model, setup, lay, a).device > off.gpu.memory_gib:
                             continue
                         step = training_step_time(
                             model, setup, lay, Cluster(off.gpu, gpn, n, off.inter_node_gbps), a)

@@ -54,7 +54,7 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
                             for ckpt in CHECKPOINTING:
                                 lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero,
                                              checkpointing=ckpt, micro_batch=mb, grad_accum=ga)
-                                if training_memory(model, setup, lay, A).total > off.gpu.memory_gib:
+                                if training_memory(model, setup, lay, A).device > off.gpu.memory_gib:
                                     continue
                                 step = training_step_time(
                                     model, setup, lay,

@@ -8,8 +8,10 @@ is kept (more recompute never speeds a step); every rejected hardware class keep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
@@ -31,7 +33,9 @@ __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_cou
 MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max_gpus
 MICRO_BATCHES = (32, 16, 8, 4, 2, 1)  # largest first: the fastest layouts are found early
 PIPELINE_DEGREES = (1, 2, 4, 8, 16)
-SATURATION = 0.98  # a larger instance count must be ≥ 2% faster to keep scaling up
+#: a larger instance count must win ≥ 4% of its ideal speed-up (n_prev/n) to keep scaling up
+#: (doubling the count: ≥ 2% faster); two such stalls in a row end the scan of a class
+SATURATION_SHARE = 0.04
 SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
 
 
@@ -82,14 +86,34 @@ class BatchRule:
         return None
 
 
-def instance_counts(low: int, high: int) -> list[int]:
-    """Instance counts searched: every count 1–8, then 2^k and 3·2^k (a stated approximation)."""
-    counts = set(range(1, 9))
-    k = 8
-    while k <= high:
-        counts.update((k, 3 * k // 2))
-        k *= 2
-    return sorted(n for n in counts if low <= n <= high)
+def instance_counts(low: int, high: int, gpus_per_node: int = 1, batch: BatchRule | None = None,
+                    model: ModelSpec | None = None) -> list[int]:
+    """Every instance count in [low, high] on which some layout realises the global batch.
+
+    n instances hold n·g GPUs = dp·tp·pp (tp within a node, pp ≤ layers); the batch is
+    realisable when some multiple m·dp (micro-batch × accumulation) lies within the tolerance
+    of the global batch, and micro-batch 1 gives every multiple, so dp alone decides. Without
+    `batch` every count is returned. (MPT-7B's 440 A100s are 55 nodes: dp = 440 divides its
+    1,760-sequence batch; no power-of-two ladder contains 55.)
+    """
+    if batch is None:
+        return list(range(max(1, low), high + 1))
+    tps = tuple(tensor_degrees(model, gpus_per_node) if model is not None else
+                [t for t in TP_DEGREES if gpus_per_node % t == 0])
+    pps = tuple(p for p in PIPELINE_DEGREES if model is None or p <= model.layers)
+    return list(_counts(max(1, low), high, gpus_per_node, batch.sequences, batch.tolerance,
+                        tps, pps))
+
+
+@lru_cache(maxsize=4096)
+def _counts(low: int, high: int, gpn: int, sequences: int, tolerance: float,
+            tps: tuple[int, ...], pps: tuple[int, ...]) -> tuple[int, ...]:
+    lo, hi = sequences * (1 - tolerance), sequences * (1 + tolerance)
+    # dp realises the batch iff a multiple of dp lies in [lo, hi]
+    ok = {dp for dp in range(1, int(hi + 1e-9) + 1) if math.ceil(lo / dp - 1e-9) * dp <= hi + 1e-9}
+    splits = {t * p for t in tps for p in pps}
+    return tuple(n for n in range(low, high + 1)
+                 if any((n * gpn) % k == 0 and (n * gpn) // k in ok for k in splits))
 
 
 def tensor_degrees(model: ModelSpec, gpus_per_node: int) -> list[int]:
@@ -252,7 +276,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
         high = min(cap_gpus // gpn, off.max_instances or 10**9, max_instances or 10**9)
         found = pruned = False
         previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")
-        for n in instance_counts(min_instances, high):
+        previous_n = 0
+        for n in instance_counts(min_instances, high, gpn, batch, model):
             # one instance never uses the inter-node network: share its result across NICs
             key = (gpu.gpu_id, gpu.intra_node_bw_gb_s, gpn,
                    off.inter_node_gbps if n > 1 else 0.0, n)
@@ -284,8 +309,10 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             # hardware class out when two larger counts in a row are < 2% faster, or when its
             # GPU-hours exceed SCALING_CUTOFF × the least GPU-hours seen on that class (below
             # 50% scaling efficiency a plan costs over twice the same hardware's cheapest)
-            stalls = stalls + 1 if step.time_s > previous_time * SATURATION else 0
-            previous_time = min(previous_time, step.time_s)
+            ideal = previous_n / n if previous_n else 0.0
+            stalls = stalls + 1 if step.time_s > previous_time * (
+                1 - SATURATION_SHARE * (1 - ideal)) else 0
+            previous_time, previous_n = min(previous_time, step.time_s), n
             gpu_hours = n * gpn * step.time_s
             least_gpu_hours = min(least_gpu_hours, gpu_hours)
             if stalls >= 2 or gpu_hours > SCALING_CUTOFF * least_gpu_hours:
