@@ -44,7 +44,9 @@ from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
 from optimizer.model.fitted import FittedConstants  # noqa: E402
 from optimizer.model.step_time import training_step_time  # noqa: E402
 
-KINDS = ("train_throughput", "train_memory", "serve_throughput", "serve_latency")
+#: scored families: training throughput of decoder LMs (headline) and of encoders (BERT) apart
+KINDS = ("train_throughput", "train_throughput_encoder", "train_memory", "serve_throughput",
+         "serve_latency")
 CAL_BAND = 0.10
 Scored = list[tuple[Case, float | None]]
 
@@ -58,7 +60,8 @@ def summary(results: Scored, band: float | None = None) -> tuple[int, float | No
     errs = _errors(results)
     if not errs:
         return 0, None, None
-    within = [abs(e) <= (band if band is not None else BANDS[c.kind]) + 1e-12 for c, e in errs]
+    within = [abs(e) <= (band if band is not None else BANDS[c.score_kind]) + 1e-12
+              for c, e in errs]
     return len(errs), sum(within) / len(within), statistics.median(abs(e) for _, e in errs)
 
 
@@ -66,13 +69,14 @@ def calibrated(folds: dict[str, tuple[FittedConstants, Scored]]) -> Scored:
     """Held-out training-throughput cases after one calibration point per GPU type × precision."""
     out: Scored = []
     for fit, results in folds.values():
-        groups: dict[tuple[str, str], list[tuple[Case, float | None]]] = defaultdict(list)
+        groups: dict[tuple[str, str, str], list[tuple[Case, float | None]]] = defaultdict(list)
         for case, pred in results:
             if case.kind == "train_throughput" and pred is not None:
-                assert case.train is not None
-                groups[(case.gpu.gpu_id, case.train[0].precision)].append((case, pred))
+                assert case.train is not None  # encoders calibrate on an encoder point
+                groups[(case.score_kind, case.gpu.gpu_id, case.train[0].precision)].append(
+                    (case, pred))
         base = assumptions_for(fit)
-        for (gpu_id, precision), items in groups.items():
+        for (_, gpu_id, precision), items in groups.items():
             ref, ref_pred = items[0]
             assert ref.train is not None
             setup, layout, cluster = ref.train
@@ -88,14 +92,16 @@ def calibrated(folds: dict[str, tuple[FittedConstants, Scored]]) -> Scored:
     return out
 
 
-def coverage(folds: dict[str, tuple[FittedConstants, Scored]]) -> tuple[int, float | None]:
-    """(cases, share inside the nominal 80% band) of held-out training-throughput cases."""
+def coverage(folds: dict[str, tuple[FittedConstants, Scored]],
+             kinds: tuple[str, ...] = ("train_throughput",)) -> tuple[int, float | None]:
+    """(cases, share inside the nominal 80% band) of held-out training-throughput cases of the
+    scored families `kinds` (default: decoder LMs)."""
     inside = total = 0
     for source, (_, results) in folds.items():
         others = [item for s, (_, res) in folds.items() if s != source for item in res]
         bands = intervals_from(others)
         for case, pred in results:
-            if case.kind != "train_throughput" or pred is None:
+            if case.score_kind not in kinds or pred is None:
                 continue
             stack, cls = interval_key_parts(case)
             key = next((k for k in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*")
@@ -129,7 +135,7 @@ def _cells(results: Scored, band: float | None = None) -> list[str]:
 
 
 def report(cases: Sequence[Case], folds: dict[str, tuple[FittedConstants, Scored]],
-           insample: Scored, cal: Scored, cover: tuple[int, float | None],
+           insample: Scored, cal: Scored, cover: dict[str, tuple[int, float | None]],
            skipped: int, markdown: bool) -> str:
     h = "### " if markdown else ""
     held = [item for _, res in folds.values() for item in res]
@@ -137,18 +143,23 @@ def report(cases: Sequence[Case], folds: dict[str, tuple[FittedConstants, Scored
              f"({skipped} rows not mappable)\n", f"{h}Overall\n"]
     rows = []
     for kind in KINDS:
-        lo = [i for i in held if i[0].kind == kind]
-        ins = [i for i in insample if i[0].kind == kind]
+        lo = [i for i in held if i[0].score_kind == kind]
+        ins = [i for i in insample if i[0].score_kind == kind]
         rows.append([kind, f"±{BANDS[kind]:.0%}", *_cells(lo), *_cells(ins)[1:]])
     lines.append(_table(["kind", "band", "cases", "LOSO within", "LOSO median |err|",
                          "in-sample within", "in-sample median |err|"], rows, markdown))
-    n, w, m = summary(cal, CAL_BAND)
-    n15, w15, _ = summary(cal)
-    lines.append(f"\ncalibrated (one point per GPU type × precision, LOSO constants): "
-                 f"{n} training-throughput cases, {_pct(w)} within ±10%, {_pct(w15)} within "
-                 f"±15%, median |error| {_pct(m)}")
-    lines.append(f"P10–P90 interval coverage of held-out training-throughput cases: "
-                 f"{_pct(cover[1])} of {cover[0]} (nominal 80%)\n")
+    for label, kinds in (("decoder LMs", ("train_throughput",)),
+                         ("all incl. encoders", ("train_throughput", "train_throughput_encoder"))):
+        sub = [i for i in cal if i[0].score_kind in kinds]
+        n, w, m = summary(sub, CAL_BAND)
+        n15, w15, _ = summary(sub)
+        lines.append(f"\ncalibrated, {label} (one point per GPU type × precision, LOSO "
+                     f"constants): {n} training-throughput cases, {_pct(w)} within ±10%, "
+                     f"{_pct(w15)} within ±15%, median |error| {_pct(m)}")
+    for label, (n, share) in cover.items():
+        lines.append(f"P10–P90 interval coverage of held-out training-throughput cases, {label}: "
+                     f"{_pct(share)} of {n} (nominal 80%)")
+    lines.append("")
     lines.append(f"{h}Per source (LOSO | in-sample)\n")
     rows = []
     by_src_ins: dict[str, Scored] = defaultdict(list)
@@ -156,10 +167,10 @@ def report(cases: Sequence[Case], folds: dict[str, tuple[FittedConstants, Scored
         by_src_ins[item[0].source].append(item)
     for source, (_, res) in sorted(folds.items()):
         for kind in KINDS:
-            lo = [i for i in res if i[0].kind == kind]
+            lo = [i for i in res if i[0].score_kind == kind]
             if not lo:
                 continue
-            ins = [i for i in by_src_ins[source] if i[0].kind == kind]
+            ins = [i for i in by_src_ins[source] if i[0].score_kind == kind]
             bias = [e for _, e in _errors(lo)]
             rows.append([source, kind, *_cells(lo),
                          f"{statistics.median(bias):+.0%}" if bias else "–", *_cells(ins)[1:]])
@@ -177,7 +188,7 @@ def write_csv(held: Scored, insample: Scored, path: Path) -> None:
                     "loso_predicted", "loso_error", "insample_predicted"])
         for c, p in held:
             q = ins.get(id(c))
-            w.writerow([c.row.case_id, c.source, c.kind, c.row.metric, c.gpu.gpu_id, c.stack,
+            w.writerow([c.row.case_id, c.source, c.score_kind, c.row.metric, c.gpu.gpu_id, c.stack,
                         f"{c.measured:.6g}", "" if p is None else f"{p:.6g}",
                         "" if p is None else f"{p / c.measured - 1:+.4f}",
                         "" if q is None else f"{q:.6g}"])
@@ -195,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     a = assumptions_for(fit)
     insample = [(c, predict(c, a)) for c in cases]
     cal = calibrated(folds)
-    cover = coverage(folds)
+    cover = {"decoder LMs": coverage(folds),
+             "all incl. encoders": coverage(folds, ("train_throughput",
+                                                    "train_throughput_encoder"))}
     print(report(cases, folds, insample, cal, cover, sum(len(v) for v in skipped.values()),
                  args.markdown))
     print(f"\nran in {time.perf_counter() - start:.1f} s")

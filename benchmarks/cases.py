@@ -13,7 +13,8 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
   reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
 - throughput metrics: tflops_per_gpu with "hardware ... recompute" in its meaning counts the
-  recompute FLOPs, else model FLOPs; mfu against the dense bf16 peak when the meaning names it;
+  recompute FLOPs, else model FLOPs; mfu against the dense bf16 peak when the meaning names it
+  (the fp8 peak when it says 'fp8 dense peak');
 - serving: rows without serve_batch from offline / all-at-once runs use the largest batch the
   stack admits (`serving_max_batch`: its KV budget, KV occupancy and scheduler cap, capped by
   the requests of the run); single-stream rows compare 1000 / tpot_ms.
@@ -50,8 +51,8 @@ from optimizer.units import GIB  # noqa: E402
 
 __all__ = ["Case", "Skip", "build_cases", "predict", "BANDS", "load_rows"]
 
-BANDS = {"train_throughput": 0.15, "train_memory": 0.15, "serve_throughput": 0.20,
-         "serve_latency": 0.20}
+BANDS = {"train_throughput": 0.15, "train_throughput_encoder": 0.15, "train_memory": 0.15,
+         "serve_throughput": 0.20, "serve_latency": 0.20}
 MAX_FIT_BATCH_CAP = 8192
 
 
@@ -81,6 +82,21 @@ class Case:
     def stack(self) -> str:
         return (self.train[0].stack if self.train else self.serve[0].stack) if (
             self.train or self.serve) else "generic"
+
+    @property
+    def encoder(self) -> bool:
+        """A bidirectional encoder (BERT family): scored apart from decoder LMs (accuracy.py),
+        because the model's FLOPs and efficiency are those of a causal decoder LM (LM head on
+        every token, no MLM/NSP/QA head, no LAMB) and nearly all its V100 data are BERT."""
+        return "bert" in self.row.model.lower()
+
+    @property
+    def score_kind(self) -> str:
+        """The family the case is scored in: its kind, with training throughput of encoder
+        models apart (`train_throughput_encoder`)."""
+        if self.kind == "train_throughput" and self.encoder:
+            return "train_throughput_encoder"
+        return self.kind
 
     @property
     def speed_like(self) -> bool:
@@ -303,6 +319,8 @@ def _train_value(case: Case, a: PerfAssumptions) -> float:
         if "hardware" in meaning and "recompute" in meaning:
             return training_flops_per_token(case.spec, setup, layout.checkpointing) * tps / 1e12
         return model_flops_per_token(case.spec, setup) * tps / 1e12
+    if "fp8 dense peak" in meaning:
+        return step.mfu  # against the peak of the run's precision (fp8)
     if any(s in meaning for s in ("312", "989", "bf16")) and case.gpu.bf16_tflops:
         return model_flops_per_token(case.spec, setup) * tps / (case.gpu.bf16_tflops * 1e12)
     return step.mfu

@@ -20,6 +20,7 @@ from typing import Any
 
 from optimizer.model.fitted import (
     family_multiplier,
+    gpu_generation,
     load_fitted,
     serve_comm_features,
     serve_features,
@@ -28,7 +29,8 @@ from optimizer.model.fitted import (
 )
 from optimizer.model.hardware import GpuSpec
 
-__all__ = ["default_efficiency", "size_factor", "DEFAULT_EFFICIENCY", "base_efficiency",
+__all__ = ["default_efficiency", "attention_efficiency", "ATTENTION_KERNEL_FRACTION",
+           "size_factor", "DEFAULT_EFFICIENCY", "base_efficiency",
            "serve_efficiency_multiplier", "fitted_constants", "hidden_half",
            "ServeMultipliers", "serve_multipliers"]
 
@@ -46,6 +48,19 @@ HIDDEN_HALF_EFFICIENCY = 1000  # GUESS: hidden size at which matmul efficiency h
 FP8_FACTOR = 0.8  # GUESS: fp8 GEMM efficiency = 0.8 × bf16 efficiency (≈1.6× bf16 GEMM speed);
 #                   the attention core stays in bf16 (step_time splits the FLOPs)
 FP32_FACTOR = 0.8  # GUESS: TF32 matmuls reach a lower fraction of their peak than bf16
+#: fraction of the dense 16-bit peak a fused attention kernel reaches in training (forward +
+#: backward), per GPU generation × kernel generation; absent: the GEMM efficiency applies.
+ATTENTION_KERNEL_FRACTION: dict[tuple[str, str], float] = {
+    # FlashAttention-2 (Dao 2023, arXiv:2307.08691 abstract/§4: 50-73% of A100 peak forward,
+    # lower backward) -> 0.60 forward+backward, GUESS within that range
+    ("ampere-dc", "fa2"): 0.60, ("ampere-dc", "fa3"): 0.60,
+    # FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608 abstract): "FlashAttention-2
+    # achiev[es] only 35% utilization on the H100"; FA3 reaches 75% forward (740 TFLOPS), its
+    # backward less -> 0.60 forward+backward, GUESS
+    ("hopper", "fa2"): 0.35, ("hopper", "fa3"): 0.60,
+    # GUESS: FA2 on the small Ampere / Ada parts (sm86/sm89, supported by flash-attn 2)
+    ("ampere", "fa2"): 0.55, ("ampere", "fa3"): 0.55, ("ada", "fa2"): 0.55, ("ada", "fa3"): 0.55,
+}
 
 
 def default_efficiency(gpu: GpuSpec, precision: str) -> float:
@@ -56,6 +71,13 @@ def default_efficiency(gpu: GpuSpec, precision: str) -> float:
     if precision in ("fp32", "tf32"):
         return base * FP32_FACTOR
     return base
+
+
+def attention_efficiency(gpu: GpuSpec, kernel: str, gemm_efficiency: float) -> float:
+    """Efficiency of the fused attention core: the kernel's published fraction of the 16-bit
+    peak (ATTENTION_KERNEL_FRACTION), never above the run's 16-bit GEMM efficiency."""
+    frac = ATTENTION_KERNEL_FRACTION.get((gpu_generation(gpu), kernel))
+    return gemm_efficiency if frac is None else min(gemm_efficiency, frac)
 
 
 def size_factor(tokens_per_microbatch: float, hidden: float,

@@ -50,6 +50,9 @@ class StackProfile:
     sequence_parallel: bool = True
     distributed_optimizer_zero: int = 1
     attention: str = "flash"
+    #: generation of the fused attention kernel behind `attention = "flash"`: fa2 (FlashAttention-2
+    #: class: flash-attn 2, PyTorch SDPA flash) | fa3 (Hopper-native: FlashAttention-3, cuDNN)
+    attention_kernel: str = "fa2"
     fp32_grad_buffer: bool = False
     fp32_master: bool = True
     optimizer_in_backward: bool = False

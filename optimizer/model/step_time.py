@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 
 from optimizer.errors import ConfigError
 from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
-from optimizer.model.efficiency import base_efficiency, hidden_half, size_factor
+from optimizer.model.efficiency import (
+    attention_efficiency,
+    base_efficiency,
+    hidden_half,
+    size_factor,
+)
 from optimizer.model.flops import (
     attention_flops_per_token_layer,
     model_flops_per_token,
@@ -136,6 +141,8 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
         eff16 = eff / a.fp8_gemm_factor
     else:
         peak16, eff16 = peak, eff
+    if k.attention != "eager":  # fused kernel: its own published fraction of the peak
+        eff16 = attention_efficiency(gpu, k.stack.attention_kernel, eff16)
     work = tokens_mb / (layout.tp * layout.pp)
     compute_mb = work * (gemm_tok / (peak * 1e12 * eff) + attn_tok / (peak16 * 1e12 * eff16))
     layers_stage = math.ceil(model.layers / layout.pp)
