@@ -1,0 +1,44 @@
+"""Row readings of benchmarks/cases.py checked against the source numbers by hand."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+from cases import build_cases, load_rows  # noqa: E402
+
+TITAN = BENCH / "validation" / "torchtitan-perf-a100-202408.csv"
+
+
+def _titan_rows() -> dict[str, dict[str, str]]:
+    with TITAN.open(encoding="utf-8") as fh:
+        return {r["case_id"]: r for r in csv.DictReader(fh)}
+
+
+def test_torchtitan_float8_mfu_is_against_twice_the_bf16_peak() -> None:
+    # docs/performance.md at 3faaa1a: 405B None 109 WPS 29.0%; Float8 177 WPS 23.46%. One
+    # formula and one peak would give 29.0 × 177/109 = 47.1%; the table shows half of it.
+    rows = _titan_rows()
+    bf16 = rows["titan2408-llama31-405b-h100-128gpu-fsdp16-tp8-none-mfu"]
+    fp8 = rows["titan2408-llama31-405b-h100-128gpu-fsdp16-tp8-float8-mfu"]
+    ratio = (float(fp8["value"]) / 177) / (float(bf16["value"]) / 109)
+    assert ratio == pytest.approx(0.5, abs=0.01)
+    assert "fp8 dense peak" in fp8["metric_meaning"]
+    assert "fp8 dense peak" not in bf16["metric_meaning"]
+
+
+def test_encoder_rows_are_scored_apart_from_decoder_lms() -> None:
+    rows = [r for r in load_rows() if r.source_id in ("nvidia-deeplearningexamples",
+                                                      "fms-fsdp-readme")]
+    cases, _ = build_cases(rows)
+    kinds = {(c.row.model.lower().startswith("bert"), c.score_kind) for c in cases
+             if c.kind == "train_throughput"}
+    assert (True, "train_throughput_encoder") in kinds
+    assert (False, "train_throughput") in kinds
+    assert not {k for k in kinds if k[0] and k[1] == "train_throughput"}
