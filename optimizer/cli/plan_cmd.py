@@ -75,8 +75,11 @@ def render_plan(data: dict[str, Any]) -> None:
             f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}")
     c.print(f"  speed: {p['steps']:,} steps of {p['step_time_s']:.2f} s; {p['tokens_per_s']:,.0f} "
             f"tokens/s, MFU {p['mfu']:.1%}")
-    c.print(f"  memory: {p['memory_gib']['total']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB per "
-            f"GPU; relies on {interconnect_words(p)}")
+    c.print(f"  memory: {p['memory_gib']['device']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB "
+            f"per GPU on the device ({p['memory_gib']['total']:.1f} allocated; "
+            f"{p.get('memory_headroom_gib', 0):.1f} GiB free, "
+            f"{p.get('memory_headroom_required_gib') or 0:.1f} GiB required); relies on "
+            f"{interconnect_words(p)}")
     if data.get("binding_constraint") == "deadline":
         c.print("  why this plan: the deadline binds (a cheaper, slower plan would finish late)")
     for warning in p.get("warnings", []):

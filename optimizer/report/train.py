@@ -12,6 +12,7 @@ from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.solve.train.compare import BreakEven, CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.plan import PlanResult
+from optimizer.solve.train.prepare import headroom_of
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
 
@@ -36,6 +37,9 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
         "cost_usd": round(c.cost_usd, 2), "capital_usd": round(c.capital_usd, 2),
         "cost_usd_p90": round(cost_usd(off, c.instances, c.hours * p90).total_usd, 2),
         "memory_gib": c.memory.as_dict(2), "gpu_memory_gib": off.gpu.memory_gib,
+        "memory_headroom_gib": round(off.gpu.memory_gib - c.memory.device, 2),
+        "memory_headroom_required_gib": round(
+            headroom_of(job.constraints).kept_gib(off.gpu.memory_gib), 2) if job else None,
         "step": c.step.as_dict(), "intra_node_link": off.gpu.intra_node_link,
         "tokens_per_s": round(c.step.tokens_per_s, 1),
         "tokens_per_s_per_gpu": round(c.step.tokens_per_s_per_gpu, 1),

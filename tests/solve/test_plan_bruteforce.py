@@ -54,7 +54,10 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
                             for ckpt in CHECKPOINTING:
                                 lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero,
                                              checkpointing=ckpt, micro_batch=mb, grad_accum=ga)
-                                if training_memory(model, setup, lay, A).device > off.gpu.memory_gib:
+                                # usable device memory: card × (1 − fraction) − GiB kept free
+                                usable = off.gpu.memory_gib * (1 - c.memory_headroom_fraction) \
+                                    - c.memory_headroom_gib
+                                if training_memory(model, setup, lay, A).device > usable:
                                     continue
                                 step = training_step_time(
                                     model, setup, lay,
@@ -160,3 +163,25 @@ def test_removing_an_offering_never_lowers_cost(job, offerings) -> None:
     assert full.plan is not None
     # the objective is whole cents (ties within a cent go to the faster plan): one cent slack
     assert full.plan.cost_usd <= fewer.plan.cost_usd + 0.01
+
+
+@settings(max_examples=200, deadline=None)
+@given(jobs_strategy(), offerings_strategy(), st.floats(0.0, 20.0), st.floats(0.0, 0.4))
+def test_no_plan_exceeds_the_card_minus_its_headroom(job, offerings, gib, fraction) -> None:
+    job = _with(job, memory_headroom_gib=gib, memory_headroom_fraction=fraction)
+    result = _plan(job, offerings)
+    if result.plan is None:
+        return
+    card = result.plan.offering.gpu.memory_gib
+    assert result.plan.memory.device <= card * (1 - fraction) - gib + 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(jobs_strategy(), offerings_strategy(), st.floats(0.0, 10.0), st.floats(0.0, 10.0))
+def test_more_headroom_never_lowers_cost(job, offerings, gib, extra) -> None:
+    less = _plan(_with(job, memory_headroom_gib=gib), offerings)
+    more = _plan(_with(job, memory_headroom_gib=gib + extra), offerings)
+    if more.plan is None:
+        return
+    assert less.plan is not None  # what fits with more headroom fits with less
+    assert less.plan.cost_usd <= more.plan.cost_usd + 0.01  # one cent: the solver's unit

@@ -63,6 +63,11 @@ class PlanOut(Contract):
     capital_usd: float = Field(description="purchase price of bought boxes (0 for cloud)")
     memory_gib: MemoryGiB
     gpu_memory_gib: float | None = Field(default=None, description="memory of one card")
+    memory_headroom_gib: float | None = Field(default=None, description="card memory minus the "
+                                              "device memory the plan needs, per GPU")
+    memory_headroom_required_gib: float | None = Field(
+        default=None, description="the headroom the job asked to keep (memory_headroom_gib + "
+        "memory_headroom_fraction × card)")
     step: StepOut
     tokens_per_s: float
     tokens_per_s_per_gpu: float

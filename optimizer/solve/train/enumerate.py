@@ -8,15 +8,13 @@ is kept (more recompute never speeds a step); every rejected hardware class keep
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
-from optimizer.model.setup import CHECKPOINTING, TP_DEGREES, Layout, PerfAssumptions, TrainingSetup
+from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import (
     Cluster,
@@ -26,16 +24,24 @@ from optimizer.model.step_time import (
     training_step_time,
 )
 from optimizer.pricing.offering import Offering, cost_usd
+from optimizer.solve.train.search_space import (
+    NO_HEADROOM,
+    BatchRule,
+    Headroom,
+    effective_zero_stages,
+    instance_counts,
+    layouts_for,
+)
 
-__all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "instance_counts",
+__all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "Headroom", "NO_HEADROOM",
+           "instance_counts",
            "layouts_for", "enumerate_candidates", "MAX_GPUS_DEFAULT"]
 
 MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max_gpus
-MICRO_BATCHES = (32, 16, 8, 4, 2, 1)  # largest first: the fastest layouts are found early
-PIPELINE_DEGREES = (1, 2, 4, 8, 16)
 #: a larger instance count must win ≥ 4% of its ideal speed-up (n_prev/n) to keep scaling up
 #: (doubling the count: ≥ 2% faster); two such stalls in a row end the scan of a class
 SATURATION_SHARE = 0.04
+FitList = list[tuple[Layout, MemoryBreakdown]]
 SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
 
 
@@ -66,93 +72,6 @@ class Candidate:
 class CandidateTable:
     candidates: list[Candidate]
     rejected: dict[str, str] = field(default_factory=dict)  # hardware class -> reason
-
-
-@dataclass(frozen=True)
-class BatchRule:
-    """Global batch (sequences) and the allowed relative deviation."""
-
-    sequences: int
-    tolerance: float = 0.0
-
-    def grad_accum(self, dp: int, micro_batch: int) -> int | None:
-        """Gradient accumulation that realises the batch within tolerance, or None."""
-        per_step = dp * micro_batch
-        if self.tolerance == 0:
-            return self.sequences // per_step if self.sequences % per_step == 0 else None
-        ga = max(1, round(self.sequences / per_step))
-        if abs(ga * per_step - self.sequences) <= self.tolerance * self.sequences:
-            return ga
-        return None
-
-
-def instance_counts(low: int, high: int, gpus_per_node: int = 1, batch: BatchRule | None = None,
-                    model: ModelSpec | None = None) -> list[int]:
-    """Every instance count in [low, high] on which some layout realises the global batch.
-
-    n instances hold n·g GPUs = dp·tp·pp (tp within a node, pp ≤ layers); the batch is
-    realisable when some multiple m·dp (micro-batch × accumulation) lies within the tolerance
-    of the global batch, and micro-batch 1 gives every multiple, so dp alone decides. Without
-    `batch` every count is returned. (MPT-7B's 440 A100s are 55 nodes: dp = 440 divides its
-    1,760-sequence batch; no power-of-two ladder contains 55.)
-    """
-    if batch is None:
-        return list(range(max(1, low), high + 1))
-    tps = tuple(tensor_degrees(model, gpus_per_node) if model is not None else
-                [t for t in TP_DEGREES if gpus_per_node % t == 0])
-    pps = tuple(p for p in PIPELINE_DEGREES if model is None or p <= model.layers)
-    return list(_counts(max(1, low), high, gpus_per_node, batch.sequences, batch.tolerance,
-                        tps, pps))
-
-
-@lru_cache(maxsize=4096)
-def _counts(low: int, high: int, gpn: int, sequences: int, tolerance: float,
-            tps: tuple[int, ...], pps: tuple[int, ...]) -> tuple[int, ...]:
-    lo, hi = sequences * (1 - tolerance), sequences * (1 + tolerance)
-    # dp realises the batch iff a multiple of dp lies in [lo, hi]
-    ok = {dp for dp in range(1, int(hi + 1e-9) + 1) if math.ceil(lo / dp - 1e-9) * dp <= hi + 1e-9}
-    splits = {t * p for t in tps for p in pps}
-    return tuple(n for n in range(low, high + 1)
-                 if any((n * gpn) % k == 0 and (n * gpn) // k in ok for k in splits))
-
-
-def tensor_degrees(model: ModelSpec, gpus_per_node: int) -> list[int]:
-    """TP degrees within one node that divide both the query and the KV heads."""
-    return [t for t in TP_DEGREES if gpus_per_node % t == 0 and model.heads % t == 0
-            and model.n_kv_heads % t == 0]
-
-
-def effective_zero_stages(zero_stages: Sequence[int]) -> tuple[int, ...]:
-    """Stages worth trying: of 0, 1, 2 only the highest allowed, plus 3.
-
-    In this model ZeRO-1/2 move the same bytes as plain DP (reduce-scatter + all-gather =
-    all-reduce, Rajbhandari et al. 2020 §7) and shard the optimizer update, so a higher stage
-    among 0-2 is never slower and never uses more memory: it dominates the lower ones.
-    """
-    low = [z for z in zero_stages if z < 3]
-    return tuple(([max(low)] if low else []) + ([3] if 3 in zero_stages else []))
-
-
-def layouts_for(model: ModelSpec, gpus: int, gpus_per_node: int, batch: BatchRule,
-                zero_stages: Sequence[int]) -> Iterable[tuple[int, int, int, int, int, int]]:
-    """(tp, pp, dp, zero, micro_batch, grad_accum) tuples for `gpus` GPUs (checkpointing apart)."""
-    for tp in tensor_degrees(model, gpus_per_node):
-        for pp in PIPELINE_DEGREES:
-            if pp > model.layers or gpus % (tp * pp):
-                continue
-            dp = gpus // (tp * pp)
-            for mb in MICRO_BATCHES:
-                ga = batch.grad_accum(dp, mb)
-                if ga is None:
-                    continue
-                if dp == 1:  # nothing to shard over: every ZeRO stage is plain training
-                    yield tp, pp, dp, 0, mb, ga
-                    continue
-                for zero in zero_stages:
-                    yield tp, pp, dp, zero, mb, ga
-
-
-FitList = list[tuple[Layout, MemoryBreakdown]]
 
 
 def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_node: int,
@@ -248,7 +167,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                          assumptions: PerfAssumptions | None = None,
                          prune_hours: float | None = None,
                          tokens_lower_bound: float = 0.0,
-                         slack_stop: bool = False) -> CandidateTable:
+                         slack_stop: bool = False,
+                         headroom: Headroom = NO_HEADROOM) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
     With `prune_hours` (the deadline), instance counts whose time lower bound (model FLOPs at
@@ -277,6 +197,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
         found = pruned = False
         previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")
         previous_n = 0
+        met_deadline = prune_hours is None
         for n in instance_counts(min_instances, high, gpn, batch, model):
             # one instance never uses the inter-node network: share its result across NICs
             key = (gpu.gpu_id, gpu.intra_node_bw_gb_s, gpn,
@@ -287,9 +208,10 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 continue
             if key not in perf_cache:
                 cluster = off.cluster(n)
-                fkey = (n * gpn, gpn, gpu.memory_gib)
+                usable = headroom.usable_gib(gpu.memory_gib)
+                fkey = (n * gpn, gpn, usable)
                 if fkey not in fit_cache:
-                    fit_cache[fkey] = fitting_layouts(model, setup, n * gpn, gpn, gpu.memory_gib,
+                    fit_cache[fkey] = fitting_layouts(model, setup, n * gpn, gpn, usable,
                                                       batch, zero_stages, checkpointing, a,
                                                       memory_cache)
                 fits, smallest = fit_cache[fkey]
@@ -315,7 +237,9 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             previous_time, previous_n = min(previous_time, step.time_s), n
             gpu_hours = n * gpn * step.time_s
             least_gpu_hours = min(least_gpu_hours, gpu_hours)
-            if stalls >= 2 or gpu_hours > SCALING_CUTOFF * least_gpu_hours:
+            # the cutoff only once a smaller count meets the deadline: until then a costlier,
+            # faster count may be the only feasible one (brute-force tests found such a case)
+            if stalls >= 2 or (met_deadline and gpu_hours > SCALING_CUTOFF * least_gpu_hours):
                 break
             if slack_stop and prune_hours is not None and gpu_hours > 1.1 * least_gpu_hours \
                     and steps_for_batch(layout.global_batch) * step.time_s / 3600 < prune_hours / 4:
@@ -325,6 +249,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             if off.commitment_hours and hours > off.commitment_hours:
                 continue
             cost = cost_usd(off, n, hours)
+            met_deadline = met_deadline or hours <= prune_hours  # type: ignore[operator]
             table.candidates.append(Candidate(off, n, layout, memory, step, steps, hours,
                                               cost.total_usd, cost.capital_usd))
             found = True
@@ -343,7 +268,11 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 table.rejected[_class_label(off)] = (
                     f"needs {mem:.1f} GiB per GPU at best (tp={lay.tp}, pp={lay.pp}, "
                     f"zero={lay.zero_stage}, checkpointing={lay.checkpointing}, micro-batch "
-                    f"{lay.micro_batch}, {lay.gpus} GPUs); {gpu.gpu_id} has {gpu.memory_gib:g}")
+                    f"{lay.micro_batch}, {lay.gpus} GPUs); {gpu.gpu_id} has {gpu.memory_gib:g}"
+                    + (f", {headroom.usable_gib(gpu.memory_gib):.1f} usable with the headroom "
+                       f"kept ({headroom.kept_gib(gpu.memory_gib):.1f} GiB; "
+                       f"constraints.memory_headroom_gib/_fraction)"
+                       if headroom.kept_gib(gpu.memory_gib) > 0 else ""))
     table.candidates = prune_dominated(table.candidates)
     return table
 

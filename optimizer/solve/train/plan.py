@@ -16,7 +16,7 @@ from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.model import candidate_key, solve_table
-from optimizer.solve.train.prepare import PreparedJob, prepare_job
+from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
 from optimizer.units import SECONDS_PER_HOUR
 
@@ -89,7 +89,7 @@ def _check(prep: PreparedJob, plan: Candidate) -> None:
     w, c = prep.job.workload, prep.job.constraints
     validate_plan(plan, prep.model, w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance),
                   prep.deadline_h, prep.budget_usd, prep.assumptions, max_gpus=c.max_gpus,
-                  max_instances=c.max_instances)
+                  max_instances=c.max_instances, headroom=headroom_of(c))
 
 
 def pareto_front(cands: Sequence[Candidate], budget_usd: float | None,

@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
@@ -15,7 +16,7 @@ from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import job_offerings
 from optimizer.pricing.schema import OfferingRow
-from optimizer.solve.train.enumerate import BatchRule, CandidateTable, enumerate_candidates
+from optimizer.solve.train.enumerate import BatchRule, CandidateTable, Headroom, enumerate_candidates
 
 __all__ = ["PreparedJob", "prepare_job", "prepare_from_offerings"]
 
@@ -32,6 +33,12 @@ class PreparedJob:
     deadline_h: float | None
     budget_usd: float | None
     enumerate_s: float = 0.0
+
+
+def headroom_of(constraints: Any) -> Headroom:
+    """The job's device-memory headroom (constraints.memory_headroom_gib / _fraction)."""
+    return Headroom(getattr(constraints, "memory_headroom_gib", 0.0),
+                    getattr(constraints, "memory_headroom_fraction", 0.0))
 
 
 def prepare_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None,
@@ -59,6 +66,6 @@ def prepare_from_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offer
         offerings, zero_stages=c.zero_stages, checkpointing=c.activation_checkpointing,
         min_instances=c.min_instances, max_instances=c.max_instances, max_gpus=c.max_gpus,
         assumptions=assumptions, prune_hours=c.deadline_h if prune else None,
-        tokens_lower_bound=tokens_lb, slack_stop=slack_stop)
+        tokens_lower_bound=tokens_lb, slack_stop=slack_stop, headroom=headroom_of(c))
     return PreparedJob(job, model, assumptions, list(offerings), table, c.deadline_h,
                        c.budget_usd, time.perf_counter() - start)

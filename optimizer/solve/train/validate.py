@@ -9,7 +9,7 @@ from optimizer.model.memory import training_memory
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import cost_usd
-from optimizer.solve.train.enumerate import BatchRule, Candidate
+from optimizer.solve.train.enumerate import NO_HEADROOM, BatchRule, Candidate, Headroom
 
 __all__ = ["plan_violations", "validate_plan"]
 
@@ -17,7 +17,8 @@ __all__ = ["plan_violations", "validate_plan"]
 def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch: BatchRule,
                     deadline_h: float | None, budget_usd: float | None,
                     assumptions: PerfAssumptions, max_gpus: int | None = None,
-                    max_instances: int | None = None) -> list[str]:
+                    max_instances: int | None = None, headroom: Headroom = NO_HEADROOM
+                    ) -> list[str]:
     """Every constraint the plan breaks, recomputed from scratch (empty list = valid)."""
     problems: list[str] = []
     lay, off = c.layout, c.offering
@@ -29,8 +30,10 @@ def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch:
     if abs(realised - batch.sequences) > batch.tolerance * batch.sequences + 1e-9:
         problems.append(f"global batch {realised} != {batch.sequences} (±{batch.tolerance:.0%})")
     mem = training_memory(model, setup, lay, assumptions).device
-    if mem > off.gpu.memory_gib + 1e-9:
-        problems.append(f"needs {mem:.2f} GiB on the device > {off.gpu.memory_gib} GiB")
+    usable = headroom.usable_gib(off.gpu.memory_gib)
+    if mem > usable + 1e-9:
+        problems.append(f"needs {mem:.2f} GiB on the device > {usable:.2f} GiB usable of "
+                        f"{off.gpu.memory_gib} GiB")
     if deadline_h is not None and c.hours > deadline_h + 1e-9:
         problems.append(f"{c.hours:.2f} h exceeds the deadline {deadline_h:.2f} h")
     cost = cost_usd(off, c.instances, c.hours).total_usd
