@@ -6,6 +6,7 @@ from typing import Any
 
 from optimizer.inputs.jobs.train import Job
 from optimizer.model.fitted import step_time_interval
+from optimizer.model.setup import TrainingSetup
 from optimizer.pricing.offering import cost_usd
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
@@ -13,6 +14,7 @@ from optimizer.solve.train.compare import BreakEven, CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import headroom_of
+from optimizer.solve.train.variants import options_of
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
 
@@ -47,6 +49,8 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
         "inter_node_gbps": off.inter_node_gbps, "commitment_hours": off.commitment_hours,
         "kind": off.kind, "calibrated": c.step.calibrated,
         "inter_node_kind": off.inter_node_kind, "inter_node_is_default": off.inter_node_is_default,
+        "options": options_of(c.setup or (job.workload.setup() if job else TrainingSetup(
+            seq_len=0)), c.layout.vp),
         "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
         "warnings": plan_warnings(c),
     }

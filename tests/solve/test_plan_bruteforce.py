@@ -185,3 +185,46 @@ def test_more_headroom_never_lowers_cost(job, offerings, gib, extra) -> None:
         return
     assert less.plan is not None  # what fits with more headroom fits with less
     assert less.plan.cost_usd <= more.plan.cost_usd + 0.01  # one cent: the solver's unit
+
+
+OPTION_SETS = [("precision", ["bf16", "fp8"]), ("optimizer", ["adamw", "adam-8bit"])]
+
+
+def _fixed(job: Job, field: str, value: str) -> Job:
+    data = job.model_dump()
+    data["workload"][field] = value
+    return Job.model_validate(data)
+
+
+def _searching(job: Job, field: str, values: list[str]) -> Job:
+    data = job.model_dump()
+    data["search"] = {field: values}
+    return Job.model_validate(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(jobs_strategy(), offerings_strategy(), st.sampled_from(OPTION_SETS))
+def test_cp_sat_equals_brute_force_over_searched_options(job, offerings, option) -> None:
+    """With [search] the optimum is the best brute force over each allowed value fixed."""
+    field, values = option
+    result = _plan(_searching(job, field, values), offerings)
+    fixed = [brute_force(_fixed(job, field, v), offerings) for v in values]
+    found = [f for f in fixed if f is not None]
+    if not found:
+        assert result.status == "infeasible"
+        return
+    assert result.status == "optimal"
+    assert math.ceil(result.plan.cost_usd * 100) == min(math.ceil(f[0] * 100) for f in found)
+    chosen = getattr(result.plan.setup, field)
+    assert chosen in values
+
+
+@settings(max_examples=200, deadline=None)
+@given(jobs_strategy(), offerings_strategy(), st.sampled_from(OPTION_SETS))
+def test_allowing_an_extra_option_never_raises_cost(job, offerings, option) -> None:
+    field, values = option
+    one = _plan(_searching(job, field, values[:1]), offerings)
+    both = _plan(_searching(job, field, values), offerings)
+    if one.plan is None:
+        return
+    assert both.plan is not None and both.plan.cost_usd <= one.plan.cost_usd + 0.01

@@ -37,6 +37,16 @@ class CatalogOut(Contract):
     path: str | None = None
 
 
+class OptionsOut(Contract):
+    """The training options of a plan (chosen by the planner where [search] allows)."""
+
+    precision: str = Field(description="fp32 | bf16 | fp16 | fp8 (GEMMs; fp32 master weights)")
+    optimizer: str
+    offload: str = Field(description="none | optimizer (ZeRO-Offload) | params (ZeRO-Infinity)")
+    sequence_parallel: bool | None = Field(description="null: the stack's default")
+    virtual_stages: int = Field(description="interleaved pipeline chunks per stage")
+
+
 class PlanOut(Contract):
     """One training plan: where it runs, how it is split, how long and what it costs."""
 
@@ -82,6 +92,8 @@ class PlanOut(Contract):
     commitment_hours: float
     kind: str = Field(description="cloud | owned | buy")
     calibrated: bool = Field(description="compute efficiency from a measured run")
+    options: OptionsOut | None = Field(default=None, description="the options chosen (what "
+                                       "[search] lets the planner vary)")
     price_flags: list[PriceFlagOut] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

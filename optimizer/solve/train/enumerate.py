@@ -35,7 +35,7 @@ from optimizer.solve.train.search_space import (
 
 __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "Headroom", "NO_HEADROOM",
            "instance_counts",
-           "layouts_for", "enumerate_candidates", "MAX_GPUS_DEFAULT"]
+           "layouts_for", "enumerate_candidates", "MAX_GPUS_DEFAULT", "class_label", "prune_dominated"]
 
 MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max_gpus
 #: a larger instance count must win ≥ 4% of its ideal speed-up (n_prev/n) to keep scaling up
@@ -58,6 +58,7 @@ class Candidate:
     hours: float
     cost_usd: float
     capital_usd: float = 0.0
+    setup: TrainingSetup | None = None  # the options chosen ([search]); None: the job's
 
     @property
     def gpus(self) -> int:
@@ -77,8 +78,8 @@ class CandidateTable:
 def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_node: int,
                     capacity_gib: float, batch: BatchRule, zero_stages: Sequence[int],
                     checkpointing: Sequence[str], assumptions: PerfAssumptions,
-                    memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]]
-                    ) -> tuple[FitList, tuple[float, Layout] | None]:
+                    memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]],
+                    virtual_stages: int = 1) -> tuple[FitList, tuple[float, Layout] | None]:
     """Layouts worth timing on `gpus` GPUs of `capacity_gib`, and the smallest memory seen.
 
     Per (tp, pp, zero, micro-batch) only the least checkpointing that fits is kept (more
@@ -86,6 +87,8 @@ def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_
     smaller micro-batch at the same or more checkpointing is never faster (lower matmul
     efficiency, less DP overlap, more TP latency) and is dropped. None of this depends on the
     network, so the list is shared by every offering with the same GPU memory and count.
+    With `virtual_stages` v > 1 only pipelined layouts whose stages split into v chunks are
+    kept (interleaved 1F1B, Narayanan et al. 2021 §2.2; pp = 1 is the v = 1 search's).
     """
     ordered = [c for c in CHECKPOINTING if c in checkpointing]
     fits: FitList = []
@@ -93,12 +96,15 @@ def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_
     fitted_level: dict[tuple[int, int, int], int] = {}
     for tp, pp, dp, zero, mb, ga in layouts_for(model, gpus, gpus_per_node, batch,
                                                 effective_zero_stages(zero_stages)):
+        vp = virtual_stages
+        if vp > 1 and (pp == 1 or model.layers % (pp * vp)):
+            continue
         for level, ckpt in enumerate(ordered):
-            key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga))
+            key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga), vp)
             cached = memory_cache.get(key)
             if cached is None:
                 layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
-                                micro_batch=mb, grad_accum=ga)
+                                micro_batch=mb, grad_accum=ga, vp=vp)
                 memory = training_memory(model, setup, layout, assumptions)
                 # the fit test is what the device holds (nvidia-smi): allocated + allocator
                 # cache + CUDA context (MemoryBreakdown.device, model/memory.py)
@@ -115,7 +121,7 @@ def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_
                     break
             if layout.grad_accum != ga:
                 layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
-                                micro_batch=mb, grad_accum=ga)
+                                micro_batch=mb, grad_accum=ga, vp=vp)
             fits.append((layout, memory))
             break
     return fits, smallest
@@ -168,7 +174,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                          prune_hours: float | None = None,
                          tokens_lower_bound: float = 0.0,
                          slack_stop: bool = False,
-                         headroom: Headroom = NO_HEADROOM) -> CandidateTable:
+                         headroom: Headroom = NO_HEADROOM,
+                         virtual_stages: int = 1) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
     With `prune_hours` (the deadline), instance counts whose time lower bound (model FLOPs at
@@ -188,7 +195,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
     for off in offerings:
         gpu = off.gpu
         if not gpu.supports(setup.precision):
-            table.rejected[_class_label(off)] = (
+            table.rejected[class_label(off)] = (
                 f"{gpu.gpu_id} has no {setup.precision} tensor cores")
             continue
         gpn = off.gpus_per_instance
@@ -213,7 +220,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 if fkey not in fit_cache:
                     fit_cache[fkey] = fitting_layouts(model, setup, n * gpn, gpn, usable,
                                                       batch, zero_stages, checkpointing, a,
-                                                      memory_cache)
+                                                      memory_cache, virtual_stages)
                 fits, smallest = fit_cache[fkey]
                 best = _best_layout(
                     model, setup, cluster, fits, a,
@@ -251,21 +258,21 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             cost = cost_usd(off, n, hours)
             met_deadline = met_deadline or hours <= prune_hours  # type: ignore[operator]
             table.candidates.append(Candidate(off, n, layout, memory, step, steps, hours,
-                                              cost.total_usd, cost.capital_usd))
+                                              cost.total_usd, cost.capital_usd, setup))
             found = True
-        if not found and _class_label(off) not in table.rejected:
+        if not found and class_label(off) not in table.rejected:
             smallest = smallest_by_class.get(off.hardware_class)
             if smallest is None and pruned and prune_hours is not None:
-                table.rejected[_class_label(off)] = (
+                table.rejected[class_label(off)] = (
                     f"cannot meet the deadline ({prune_hours / 24:.1f} days) with up to {high} "
                     f"instance(s) even at full speed")
             elif smallest is None:
-                table.rejected[_class_label(off)] = (
+                table.rejected[class_label(off)] = (
                     f"no layout realises global batch {batch.sequences} on up to {high} "
                     f"instance(s) of {gpn} GPU(s)")
             else:
                 mem, lay = smallest
-                table.rejected[_class_label(off)] = (
+                table.rejected[class_label(off)] = (
                     f"needs {mem:.1f} GiB per GPU at best (tp={lay.tp}, pp={lay.pp}, "
                     f"zero={lay.zero_stage}, checkpointing={lay.checkpointing}, micro-batch "
                     f"{lay.micro_batch}, {lay.gpus} GPUs); {gpu.gpu_id} has {gpu.memory_gib:g}"
@@ -296,6 +303,6 @@ def prune_dominated(candidates: Sequence[Candidate]) -> list[Candidate]:
     return kept
 
 
-def _class_label(off: Offering) -> str:
+def class_label(off: Offering) -> str:
     return f"{off.gpu_id} ×{off.gpus_per_instance} ({off.provider} {off.instance})"
 

@@ -87,7 +87,7 @@ def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path
 
 def _check(prep: PreparedJob, plan: Candidate) -> None:
     w, c = prep.job.workload, prep.job.constraints
-    validate_plan(plan, prep.model, w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance),
+    validate_plan(plan, prep.model, plan.setup or w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance),
                   prep.deadline_h, prep.budget_usd, prep.assumptions, max_gpus=c.max_gpus,
                   max_instances=c.max_instances, headroom=headroom_of(c))
 

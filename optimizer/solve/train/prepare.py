@@ -16,7 +16,15 @@ from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import job_offerings
 from optimizer.pricing.schema import OfferingRow
-from optimizer.solve.train.enumerate import BatchRule, CandidateTable, Headroom, enumerate_candidates
+from optimizer.solve.train.enumerate import (
+    BatchRule,
+    CandidateTable,
+    Headroom,
+    class_label,
+    enumerate_candidates,
+    prune_dominated,
+)
+from optimizer.solve.train.variants import search_variants
 
 __all__ = ["PreparedJob", "prepare_job", "prepare_from_offerings"]
 
@@ -33,6 +41,21 @@ class PreparedJob:
     deadline_h: float | None
     budget_usd: float | None
     enumerate_s: float = 0.0
+
+
+def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
+    """The candidates of every searched variant; a hardware class stays rejected only when no
+    variant has a candidate on it (the reasons of the first variant are kept)."""
+    if len(tables) == 1:
+        return tables[0]
+    cands = prune_dominated([c for t in tables for c in t.candidates])
+    placed = {class_label(c.offering) for c in cands}
+    rejected: dict[str, str] = {}
+    for t in tables:
+        for k, why in t.rejected.items():
+            if k not in placed:
+                rejected.setdefault(k, why)
+    return CandidateTable(cands, rejected)
 
 
 def headroom_of(constraints: Any) -> Headroom:
@@ -61,11 +84,20 @@ def prepare_from_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offer
     w, c = job.workload, job.constraints
     start = time.perf_counter()
     tokens_lb = w.total_tokens() * ((1 - w.batch_tolerance) if w.steps is not None else 1.0)
-    table = enumerate_candidates(
-        model, w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance), w.steps_for_batch,
-        offerings, zero_stages=c.zero_stages, checkpointing=c.activation_checkpointing,
-        min_instances=c.min_instances, max_instances=c.max_instances, max_gpus=c.max_gpus,
-        assumptions=assumptions, prune_hours=c.deadline_h if prune else None,
-        tokens_lower_bound=tokens_lb, slack_stop=slack_stop, headroom=headroom_of(c))
+    tables = []
+    for variant in search_variants(job):
+        zero = c.zero_stages if variant.offload != "params" else \
+            tuple(z for z in c.zero_stages if z == 3)  # parameters offload per ZeRO-3 shard
+        if not zero:
+            continue
+        tables.append(enumerate_candidates(
+            model, variant.setup, BatchRule(w.batch_sequences, w.batch_tolerance),
+            w.steps_for_batch, offerings, zero_stages=zero,
+            checkpointing=c.activation_checkpointing, min_instances=c.min_instances,
+            max_instances=c.max_instances, max_gpus=c.max_gpus, assumptions=assumptions,
+            prune_hours=c.deadline_h if prune else None, tokens_lower_bound=tokens_lb,
+            slack_stop=slack_stop, headroom=headroom_of(c),
+            virtual_stages=variant.virtual_stages))
+    table = merge_tables(tables)
     return PreparedJob(job, model, assumptions, list(offerings), table, c.deadline_h,
                        c.budget_usd, time.perf_counter() - start)
