@@ -10,6 +10,8 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   (stated in the row's assumptions) run with the optimizer step fused into backward; rows
   whose assumptions say `fsdp_cpu_offload: True` offload params + optimizer to CPU, and
   bitsandbytes PagedAdamW* rows keep optimizer states in managed memory (not allocated);
+  `compile=True` / `enable_activation_offloading=True` in the assumptions switch torch.compile
+  and torchtune activation offloading on; `EXCLUDED: seq_len unknown` rows are skipped;
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
   reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
 - throughput metrics: tflops_per_gpu with "hardware ... recompute" in its meaning counts the
@@ -181,6 +183,8 @@ def _train_case(row: Row) -> Case:
         raise Skip("memory row is a fit boundary, not a measurement")
     if meaning.startswith("device count unknown"):
         raise Skip("device count of the measurement unknown (source inconsistent)")
+    if "excluded: seq_len unknown" in _lower(row.assumptions):
+        raise Skip("sequence length of the measurement unknown (unpacked, lengths not given)")
     if metric == "tflops_per_gpu" and not ("model" in meaning or
                                            ("hardware" in meaning and "recompute" in meaning)):
         raise Skip("tflops_per_gpu: FLOP convention unclear")
@@ -206,13 +210,16 @@ def _train_case(row: Row) -> Case:
     # states live in CPU memory; bitsandbytes Paged* optimizers keep states in managed memory
     cpu_offload = "fsdp_cpu_offload:true" in said
     paged = "pagedadamw" in said
+    # torch.compile and torchtune activation offloading, as the row says they were on
+    compiled = "compile=true" in said
+    offload_acts = "enable_activation_offloading=true" in said
     setup = TrainingSetup(
         seq_len=s, precision=precision, optimizer=row.optimizer or "adamw",
         method=row.method or "full", lora_rank=row.lora_rank or 16,
         lora_targets=_targets(row.lora_targets, stack.lora_targets), attention=None,
         sequence_parallel=row.sequence_parallel, stack=stack.name,
         optimizer_in_backward=opt_bwd, offload_optimizer=cpu_offload, offload_params=cpu_offload,
-        paged_optimizer=paged)
+        paged_optimizer=paged, compile=compiled, offload_activations=offload_acts)
     layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, vp=vp, zero_stage=row.zero_stage or 0,
                     checkpointing=row.activation_checkpointing or stack.checkpointing,
                     micro_batch=mb, grad_accum=ga)

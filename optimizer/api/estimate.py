@@ -9,8 +9,10 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import warn_renamed
 from optimizer.inputs.calibration import base_assumptions
+from optimizer.inputs.calibration_file import check_calibration_store
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
+from optimizer.inputs.validation import check_number
 from optimizer.model.fabric import default_fabric
 from optimizer.model.fitted import step_time_interval
 from optimizer.model.memory import serving_memory, training_memory
@@ -63,9 +65,24 @@ def _targets(targets: tuple[str, ...] | None) -> tuple[str, ...]:
     return tuple(targets)
 
 
+#: upper ends of the flags' ranges (each also > 0 and finite); far beyond any real run
+_FLAG_MAX: dict[str, float] = {
+    "--num-gpus": 10**6, "--tp": 1024, "--pp": 1024, "--context-parallel": 1024,
+    "--virtual-stages": 64, "--micro-batch": 2**20, "--seq-len": 2**22, "--context": 2**22,
+    "--global-batch": 2**24, "--lora-rank": 65_536, "--gpus-per-node": 1024,
+    "--inter-node-gbps": 100_000, "--output-tokens": 2**22, "--prompt-tokens": 2**22,
+    "--batch": 2**20}
+#: flags that take a real number (the others are counts)
+_REAL_FLAGS = ("--inter-node-gbps",)
+
+
 def _positive(field: str, value: int | float | None) -> None:
-    if value is not None and value <= 0:
-        raise ConfigError(f"{field}: must be > 0, got {value}")
+    """A flag's value: finite, > 0 and at most _FLAG_MAX (a count also whole).
+
+    Raises:
+        ConfigError: "--inter-node-gbps: nan is not allowed; allowed: a number > 0 and ≤ 100000".
+    """
+    check_number(value, field, gt=0, le=_FLAG_MAX.get(field), integer=field not in _REAL_FLAGS)
 
 
 def _renamed(new: Any, old: Any, new_name: str, old_name: str, default: Any) -> Any:
@@ -131,6 +148,7 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
     Raises:
         ConfigError: a value out of range (names the flag and the allowed values).
     """
+    check_calibration_store()
     spec = resolve_model(model)
     num_gpus = _renamed(num_gpus, gpus, "--num-gpus", "--gpus", None)
     zero_stage = _renamed(zero_stage, zero, "--zero-stage", "--zero", 0)

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from optimizer import __version__
-from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, schema_cmd, serve_cmd
+from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, report_cmd, schema_cmd, serve_cmd
 from optimizer.cli.common import EXIT_INTERNAL, show_deprecations
 from optimizer.cli.prices_cmd import prices_app
 
@@ -51,6 +51,7 @@ app.add_typer(prices_app, name="prices")
 batch_cmd.register(app)
 serve_cmd.register(app)
 schema_cmd.register(app)
+report_cmd.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,16 +15,20 @@ from rich.table import Table
 from optimizer import api
 from optimizer.cli.common import (
     EXIT_INFEASIBLE,
+    MAX_TIME_LIMIT_S,
+    MAX_WORKERS,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
     console,
     money,
+    print_fallback,
     print_json,
     user_errors,
 )
-from optimizer.cli.plot import _pyplot, save_figure
-from optimizer.errors import ConfigError, Status
+from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
+from optimizer.errors import Status
+from optimizer.inputs.validation import check_number
 from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR
 
 __all__ = ["register", "render_batch", "plot_schedule"]
@@ -45,10 +49,10 @@ def batch(jobs: Annotated[Path, typer.Argument(
           prices: PricesOpt = None, offline: OfflineOpt = False) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
-        if time_limit <= 0:
-            raise ConfigError(f"--time-limit: must be > 0, got {time_limit}")
-        if workers < 1:
-            raise ConfigError(f"--workers: must be >= 1, got {workers}")
+        check_number(time_limit, "--time-limit", gt=0, le=MAX_TIME_LIMIT_S)
+        check_number(workers, "--workers", ge=1, le=MAX_WORKERS, integer=True)
+        if plot is not None:
+            check_plot_path(plot)
         with _Progress() as progress:
             result = api.batch(jobs, prices=prices, offline=True if offline else None,
                                 time_limit_s=time_limit, workers=workers,
@@ -62,6 +66,8 @@ def batch(jobs: Annotated[Path, typer.Argument(
         render_batch(data)
         if plot is not None and result.jobs:
             console().print(f"schedule plot written to {plot}")
+    if plot is not None and not result.jobs:
+        sys.stderr.write(f"no plot written to {plot}: {data['status']}, no schedule to plot\n")
     if data["status"] == Status.INFEASIBLE:
         raise typer.Exit(EXIT_INFEASIBLE)
 
@@ -119,6 +125,7 @@ def render_batch(data: dict[str, Any]) -> None:
     if data["status"] == Status.INFEASIBLE:
         expl = data.get("explanation") or {}
         c.print(f"[red]infeasible[/red]: {expl.get('text', 'no plan meets the constraints')}")
+        print_fallback(c, data)
         for f in expl.get("fixes", []):
             c.print(f"  fix: {f['change']} → total {_money(f['cost_usd'])}")
         return
@@ -130,6 +137,7 @@ def render_batch(data: dict[str, Any]) -> None:
             + (f", dropped value {_money(br['dropped_value'])}" if br["dropped_value"] else "")
             + f"); CP-SAT {s.get('wall_s', 0):.2f} s, {s.get('model_rows')} rows, gap "
             f"{gap:.2%}, time step {s.get('time_unit_hours', 0) * MINUTES_PER_HOUR:g} min")
+    print_fallback(c, data)
     table = Table(title="Jobs")
     for col in ("job", "plan", "GPUs", "start d", "end d", "deadline d", "cost"):
         table.add_column(col, justify="left" if col in ("job", "plan") else "right")

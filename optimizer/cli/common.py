@@ -18,16 +18,24 @@ from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
            "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_REFRESH_FAILED", "header_or_infeasible",
-           "catalog_line", "layout_words", "interconnect_words", "answer", "print_notes",
-           "renamed_flag", "show_deprecations", "PricesOpt", "OfflineOpt", "JsonOpt"]
+           "catalog_line", "print_fallback", "layout_words", "interconnect_words", "answer", "print_notes",
+           "renamed_flag", "show_deprecations", "MAX_TIME_LIMIT_S", "MAX_WORKERS",
+           "MAX_ALTERNATIVES", "PricesOpt", "OfflineOpt", "JsonOpt"]
 
 #: options shared by the commands that read a job file (one definition each)
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the bundled price tables only")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the documented contract)")]
 
+#: ranges of the solver flags (--time-limit seconds, --workers threads, --alternatives plans)
+MAX_TIME_LIMIT_S = 86_400.0
+MAX_WORKERS = 256
+MAX_ALTERNATIVES = 100
+
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-EXIT_REFRESH_FAILED = 1  # `prices refresh` could not replace the tables (the previous ones stay)
+#: `prices refresh` could not replace the tables (network, server, an invalid or shrunken table;
+#: the previous ones stay): neither infeasible (1) nor bad input (2) — a script may retry later
+EXIT_REFRESH_FAILED = 4
 
 
 @contextlib.contextmanager
@@ -99,6 +107,7 @@ def header_or_infeasible(data: dict[str, Any]) -> tuple[Any, dict[str, Any]] | N
     c = console()
     if data["status"] == "infeasible":
         c.print(f"[red]infeasible[/red]: {(data['explanation'] or {}).get('text')}")
+        print_fallback(c, data)
         return None
     return c, data.get("job") or {}
 
@@ -119,13 +128,22 @@ def print_notes(c: Any, data: dict[str, Any]) -> None:
         c.print(f"  [bold yellow]note:[/bold yellow] {note}")
 
 
+def print_fallback(c: Any, data: dict[str, Any]) -> None:
+    """The price-table fallback (an invalid cache → bundled), for outputs without catalog_line."""
+    note = (data.get("catalog") or {}).get("note")
+    if note:
+        c.print(f"  [bold yellow]note:[/bold yellow] prices: {note}")
+
+
 def catalog_line(catalog: dict[str, Any] | None) -> str:
-    """'prices as of 2026-12-02, 1 day old (bundled)' or 'no cloud prices used'."""
+    """'prices as of 2026-12-02, 1 day old (bundled)' or 'no cloud prices used'; a fallback
+    (an invalid cache → the bundled tables) is stated: '...; NOTE: ignored invalid cache: ...'."""
     if not catalog:
         return "no cloud prices used"
     days = catalog.get("age_days")
     age = "" if days is None else f", {days} day{'' if days == 1 else 's'} old"
-    return f"prices as of {catalog.get('as_of')}{age} ({catalog.get('source')})"
+    line = f"prices as of {catalog.get('as_of')}{age} ({catalog.get('source')})"
+    return f"{line}; NOTE: {catalog['note']}" if catalog.get("note") else line
 
 
 def layout_words(lay: dict[str, Any], short: bool = False) -> str:

@@ -21,7 +21,9 @@ from optimizer.cli.common import (
 )
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import base_assumptions, fit_efficiency, save_calibration
+from optimizer.inputs.calibration_file import EFFICIENCY_RANGE, check_calibration_store
 from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.validation import check_number
 from optimizer.model.setup import Layout, TrainingSetup
 from optimizer.model.step_time import Cluster
 from optimizer.report.contract.common import emit
@@ -199,6 +201,9 @@ def calibrate(
     with user_errors():
         if (tokens_per_s is None) == (step_time_s is None):
             raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
+        check_number(tokens_per_s, "--tokens-per-s", gt=0, le=1e12)
+        check_number(step_time_s, "--step-time-s", gt=0, le=1e6)
+        check_calibration_store()
         num_gpus = renamed_flag(num_gpus, gpus, "--num-gpus", "--gpus", 1)
         zero_stage = renamed_flag(zero_stage, zero, "--zero-stage", "--zero", 0)
         ckpt = renamed_flag(activation_checkpointing, checkpointing, "--activation-checkpointing",
@@ -221,6 +226,9 @@ def calibrate(
                           probe["inter_node_gbps"])
         measured = step_time_s or layout.global_batch * seq_len / float(tokens_per_s or 1)
         eff = fit_efficiency(spec, setup, layout, cluster, measured, uncalibrated)
+        if not 0 < eff <= 1:  # never store what the loader would refuse
+            raise ConfigError(f"calibrate: the fit gave efficiency {eff!r}; allowed: "
+                              f"{EFFICIENCY_RANGE}; check the measurement and the layout")
         path = save_calibration(g.gpu_id, precision, eff, {
             "model": spec.name, "gpus": num_gpus, "layout": lay, "seq_len": seq_len,
             "stack": stack, "step_time_s": measured,

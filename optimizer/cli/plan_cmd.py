@@ -12,6 +12,8 @@ from rich.table import Table
 from optimizer import api
 from optimizer.cli.common import (
     EXIT_INFEASIBLE,
+    MAX_ALTERNATIVES,
+    MAX_TIME_LIMIT_S,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
@@ -25,7 +27,8 @@ from optimizer.cli.common import (
     print_notes,
     user_errors,
 )
-from optimizer.cli.plot import plot_pareto
+from optimizer.cli.plot import check_plot_path, plot_pareto
+from optimizer.inputs.validation import check_number
 
 __all__ = ["register", "render_plan"]
 
@@ -42,17 +45,24 @@ def plan(job: JobArg, json_out: JsonOpt = False,
          time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 10.0) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
+        check_number(time_limit, "--time-limit", gt=0, le=MAX_TIME_LIMIT_S)
+        check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
+        if plot is not None:
+            check_plot_path(plot)
         data = api.plan(job, prices=prices, offline=True if offline else None,
                         alternatives=alternatives, pareto=pareto or plot is not None,
                         time_limit_s=time_limit)
-        if plot is not None and data.get("pareto"):
+        written = plot is not None and bool(data.get("pareto"))
+        if written:
             plot_pareto(data["pareto"], plot, title=data["job"]["name"])
     if json_out:
         print_json(data)
     else:
         render_plan(data)
-        if plot is not None:
+        if written:
             console().print(f"Pareto plot written to {plot}")
+    if plot is not None and not written:
+        sys.stderr.write(f"no plot written to {plot}: {data['status']}, no plans to plot\n")
     if data["status"] == "infeasible":
         raise typer.Exit(EXIT_INFEASIBLE)
 

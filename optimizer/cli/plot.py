@@ -11,7 +11,10 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["plot_pareto", "save_figure"]
+__all__ = ["plot_pareto", "save_figure", "check_plot_path", "PLOT_FORMATS"]
+
+#: file extensions matplotlib's Agg backend writes (a subset that needs no extra package)
+PLOT_FORMATS = ("png", "pdf", "svg", "svgz", "jpg", "jpeg", "tif", "tiff", "webp", "eps", "ps")
 
 
 def _pyplot() -> Any:
@@ -23,6 +26,30 @@ def _pyplot() -> Any:
     except ImportError:
         raise ConfigError("--plot: needs matplotlib; pip install 'ccopt[plot]'") from None
     return plt
+
+
+def check_plot_path(path: Path, flag: str = "--plot") -> Path:
+    """`path` when a plot can be written there: checked before any solving.
+
+    Raises:
+        ConfigError: a directory, an unknown extension, a parent that is a file or not
+            writable, or matplotlib missing — one line naming the flag and what is allowed.
+    """
+    path = Path(path).expanduser()
+    allowed = ", ".join(f".{f}" for f in PLOT_FORMATS)
+    if path.is_dir():
+        raise ConfigError(f"{flag}: {path} is a directory; allowed: a file name ending in "
+                          f"{allowed}")
+    if path.suffix.lower().lstrip(".") not in PLOT_FORMATS:
+        raise ConfigError(f"{flag}: {path}: unknown extension {path.suffix or '(none)'!r}; "
+                          f"allowed: {allowed}")
+    parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise ConfigError(f"{flag}: {path}: {parent} is a file, not a directory")
+    if parent is not None and not os.access(parent, os.W_OK):
+        raise ConfigError(f"{flag}: {path}: cannot write in {parent}")
+    _pyplot()
+    return path
 
 
 def save_figure(fig: Any, path: Path) -> None:

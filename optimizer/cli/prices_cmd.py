@@ -189,13 +189,25 @@ def _age_line(description: str, age_days: int) -> str:
 def refresh(
     url: Annotated[str | None, typer.Option(  # noqa: UP007
         "--url", help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL).")] = None,
-    timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds per attempt.")] = 10.0,
-    retries: Annotated[int, typer.Option("--retries", help="Extra attempts on failure.")] = 3,
+    timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds per read (connect, "
+                                             "each read of the body); > 0, at most 600.")] = 10.0,
+    deadline_s: Annotated[float, typer.Option("--deadline", help="Seconds for the whole refresh "
+                                              "(every attempt); > 0, at most 3600.")] = 60.0,
+    retries: Annotated[int, typer.Option("--retries", help="Extra attempts on timeouts, "
+                                         "connection errors and 5xx; 0 to 10.")] = 3,
+    allow_shrink: Annotated[bool, typer.Option("--allow-shrink", help="Accept a table that lost "
+                                               "more than 20% of the rows in use or a whole "
+                                               "provider.")] = False,
 ) -> None:
-    """Download newer price tables into the user cache (previous tables kept on any failure)."""
+    """Download newer price tables into the user cache (previous tables kept on any failure).
+
+    Exit codes: 0 updated or not modified, 2 bad arguments, 4 the download or the new table
+    failed (network, server, invalid or shrunken table); the cache stays byte-identical.
+    """
 
     try:
-        result = refresh_prices(url, timeout_s=timeout_s, retries=retries)
+        result = refresh_prices(url, timeout_s=timeout_s, retries=retries, deadline_s=deadline_s,
+                                allow_shrink=allow_shrink)
     except RefreshError as exc:
         raise _fail(str(exc), code=EXIT_REFRESH_FAILED) from None
     except OptimizerError as exc:

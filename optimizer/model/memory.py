@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from optimizer.model.activations import extra_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
 from optimizer.model.setup import (
@@ -193,6 +194,12 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
         # softmax output 2·a·s²·b, plus dropout mask a·s²·b and dropout output 2·a·s²·b
         # (with cp each GPU holds its s/cp queries against all s keys)
         scores = model.heads * s * setup.seq_len * b * (2 + 3 * mask)
+    # what PyTorch stacks save beyond this count: frozen bases, eager norms/SwiGLU, GQA expansion
+    dropout_p = k.stack.lora_dropout if setup.lora_dropout is None else setup.lora_dropout
+    extra_out, extra_in = extra_bytes_per_token(model, setup.method, setup.lora_targets,
+                                                k.stack, dropout_p, setup.compile)
+    replicated += s * b * extra_out
+    split += s * b * extra_in
     if sp:
         return scale * (replicated + split + scores) / t
     return scale * (replicated + split / t + scores / t)
@@ -270,6 +277,9 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
                 / layout.tp * min(w_b, 2.0)
 
     layers_per_stage = math.ceil(model.layers / layout.pp)
+    if setup.offload_activations and layout.checkpointing == "full":
+        # torchtune OffloadActivations: checkpointed inputs go to CPU RAM as they are made
+        layers_per_stage = min(layers_per_stage, a.offload_resident_layers)
     acts = activation_bytes_per_layer(model, setup, layout) * layers_per_stage \
         * in_flight_microbatches(layout) * interleave_factor(layout)
     if layout.checkpointing == "full":  # one layer is recomputed at a time

@@ -55,6 +55,13 @@ class TrainingSetup:
     stack: str = "generic"  # software stack profile (optimizer/model/data/stacks.toml)
     #: optimizer step fused into backward (torchtune optimizer_in_bwd); None: stack default
     optimizer_in_backward: bool | None = None
+    #: torch.compile: AOTAutograd recomputes pointwise ops, eager-only saved tensors drop
+    #: (optimizer.model.activations)
+    compile: bool = False
+    #: checkpointed layer inputs offloaded to CPU RAM (torchtune enable_activation_offloading)
+    offload_activations: bool = False
+    #: LoRA dropout probability; None: the stack's recipe default (stacks.toml lora_dropout)
+    lora_dropout: float | None = None
 
     @property
     def is_adapter(self) -> bool:
@@ -128,6 +135,9 @@ class PerfAssumptions:
     logits_bytes_per_value: float | None = None
     workspace_gib: float = 0.25  # GUESS: allocated temporaries (cuBLAS workspace, comm buckets)
     zero3_prefetch_layers: int = 2  # DeepSpeed/FSDP keep ~2 layers gathered (prefetch)
+    #: GUESS: layers of checkpointed inputs resident on the GPU with activation offloading
+    #: (torchtune OffloadActivations copies each on a side stream as the next layer runs)
+    offload_resident_layers: int = 2
     efficiency: float | None = None  # override of achievable compute efficiency (0..1]
     # GUESS: fraction of DP communication hidden behind compute (DDP gradient buckets and
     # FSDP prefetch overlap by design: Li et al. 2020, "PyTorch Distributed", §3.2.3)

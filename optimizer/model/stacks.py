@@ -61,6 +61,13 @@ class StackProfile:
     context_gib: float = 0.6
     checkpointing: str = "none"
     lora_targets: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+    #: what its layers save for backward beyond the Korthikanti count (optimizer.model.activations)
+    lora_dropout: float = 0.0  # LoRA dropout of its recipes (saves output + mask per module)
+    fused_qkv_lora: bool = False  # one LoRA branch (one dropout) for the fused QKV projection
+    qlora_saves_inputs: bool = False  # its 4-bit base linear keeps its input (bitsandbytes)
+    norm_fp32_saved: bool = False  # eager RMSNorm saves fp32 input (+ fp32 normalised if trained)
+    eager_swiglu: bool = False  # silu input and output both saved (no fused SwiGLU)
+    gqa_kv_expanded: bool = False  # K/V expanded to the query heads before attention
     paged_kv: bool = True
     kv_reservation: str = "max"  # KV admitted per sequence: "max" (prompt + max output) | "average"
     fused_prefill: bool = False  # prompt chunks ride in the decode iterations (in-flight batching)
@@ -80,7 +87,7 @@ class StackProfile:
 
 
 _NUMERIC = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "logits_bytes_per_value",
-            "allocator_cache", "context_gib", "kv_memory_fraction")
+            "allocator_cache", "context_gib", "kv_memory_fraction", "lora_dropout")
 _FRACTIONS = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "kv_memory_fraction")
 
 

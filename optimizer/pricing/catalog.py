@@ -6,7 +6,7 @@ import datetime as dt
 import functools
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,12 +90,14 @@ class CatalogAge:
         as_of: the newest as_of date among the rows.
         path: the file that was read.
         today: the date the age is measured on (injected in tests).
+        note: why a fallback happened (e.g. an invalid cache → bundled), else "".
     """
 
     source: str
     as_of: dt.date
     path: str
     today: dt.date
+    note: str = ""
 
     @property
     def age_days(self) -> int:
@@ -109,9 +111,10 @@ class CatalogAge:
         return f"prices as of {self.as_of} ({age}, {self.source})"
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: source, as_of (ISO), age_days, path."""
-        return {"source": self.source, "as_of": self.as_of.isoformat(),
-                "age_days": self.age_days, "path": self.path}
+        """JSON-ready: source, as_of (ISO), age_days, path (and note when a fallback happened)."""
+        out: dict[str, Any] = {"source": self.source, "as_of": self.as_of.isoformat(),
+                               "age_days": self.age_days, "path": self.path}
+        return {**out, "note": self.note} if self.note else out
 
 
 @dataclass(frozen=True)
@@ -155,11 +158,19 @@ def _read_cached(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
     return read_offerings(Path(path))
 
 
-def _read(path: Path) -> pd.DataFrame:
+def _stat(path: Path) -> os.stat_result:
+    """The file's stat; CatalogError when it is missing, unreadable or a directory."""
     try:
         stat = path.stat()
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if path.is_dir():
+        raise CatalogError(f"{path}: is a directory; allowed: an offerings CSV file")
+    return stat
+
+
+def _read(path: Path) -> pd.DataFrame:
+    stat = _stat(path)
     return _read_cached(str(path), stat.st_mtime_ns, stat.st_size).copy()
 
 
@@ -224,14 +235,13 @@ def _rows_cached(path: str, mtime_ns: int, size: int) -> tuple[Any, ...]:
         with open(path, newline="", encoding="utf-8") as handle:
             return tuple(validate_csv(handle, path))
     except UnicodeDecodeError as exc:
-        raise CatalogError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise CatalogError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def _read_rows(path: Path) -> tuple[Any, ...]:
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    stat = _stat(path)
     return _rows_cached(str(path), stat.st_mtime_ns, stat.st_size)
 
 
@@ -256,7 +266,7 @@ def load_catalog_rows(path: str | Path | None = None, *, offline: bool | None = 
         CatalogError: the chosen file fails validation (names file, row and column).
     """
     rows, source, file, note = _load_first(_read_rows, path, offline)
-    age = catalog_age(rows, source, file, today)
+    age = replace(catalog_age(rows, source, file, today), note=note)
     label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)
     line = f"prices: {label}, as of {age.as_of}"
     return CatalogRows(rows=rows, age=age, description=f"{line} ({note})" if note else line,

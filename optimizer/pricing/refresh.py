@@ -7,22 +7,29 @@ import datetime as dt
 import hashlib
 import json
 import os
-import re
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.errors import CatalogError, RefreshError
+from optimizer.errors import CatalogError, ConfigError, RefreshError
+from optimizer.inputs.validation import check_number
 from optimizer.pricing.catalog import CACHE_FILE
 from optimizer.pricing.catalog import cache_dir as default_cache_dir
+from optimizer.pricing.download import Deadline, download
 from optimizer.pricing.schema import read_offerings
+from optimizer.pricing.shrink import check_shrink
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RefreshResult", "refresh_prices", "META_FILE", "read_meta"]
 
 META_FILE = "offerings.meta.json"
-_CHUNK_BYTES = 64 * 1024
+#: the ranges of the arguments (`prices refresh --timeout/--deadline/--retries`)
+MAX_TIMEOUT_S = 600.0
+MAX_DEADLINE_S = 3600.0
+MAX_RETRIES = 10
 
 
 @dataclass(frozen=True)
@@ -94,83 +101,9 @@ def _summary(path: Path, label: str) -> tuple[int, str]:
     return len(frame), str(frame["as_of"].max())
 
 
-def _download(
-    url: str, headers: dict[str, str], timeout_s: float, retries: int, max_bytes: int,
-    backoff_s: float,
-) -> tuple[int, bytes, dict[str, str]]:
-    """GET with bounded retries on timeouts, connection errors and 5xx; stream with a size cap.
-
-    Returns (status, body, response headers); status 304 has an empty body.
-    """
-    import requests  # lazy: only `prices refresh` talks HTTP; keeps start-up fast
-
-    last = ""
-    for attempt in range(retries + 1):
-        if attempt:
-            time.sleep(backoff_s * 2 ** (attempt - 1))  # exponential backoff: b, 2b, 4b, ...
-        try:
-            with requests.get(url, headers=headers, timeout=(timeout_s, timeout_s),
-                              stream=True, allow_redirects=True) as response:
-                status = response.status_code
-                if status >= 500:
-                    last = f"HTTP {status} {response.reason or ''}".strip()
-                    continue
-                if status == 304:
-                    return status, b"", dict(response.headers)
-                if status != 200:
-                    raise RefreshError(f"HTTP {status} {response.reason or ''}".strip())
-                return status, _read_body(response, max_bytes), dict(response.headers)
-        except requests.Timeout:
-            last = f"timed out after {timeout_s:g} s"
-        except requests.exceptions.ChunkedEncodingError as exc:
-            raise RefreshError(_truncated(exc)) from None
-        except requests.ConnectionError as exc:
-            if "timed out" in str(exc).lower():
-                last = f"timed out after {timeout_s:g} s"
-            else:
-                errno = re.search(r"\[Errno -?\d+\] [^'\")]+", str(exc))
-                last = f"connection failed ({errno.group(0) if errno else _short(exc)})"
-        except requests.RequestException as exc:
-            raise RefreshError(f"request failed ({_short(exc)})") from None
-    tries = "attempt" if retries == 0 else "attempts"
-    raise RefreshError(f"{last} ({retries + 1} {tries})")
-
-
 def _utc_now_iso() -> str:
     """Current UTC time, ISO 8601 to the second (dt.UTC needs Python 3.11)."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")  # noqa: UP017
-
-
-def _truncated(exc: BaseException) -> str:
-    match = re.search(r"IncompleteRead\((\d+) bytes read, (\d+) more expected", str(exc))
-    if match:
-        got, more = int(match.group(1)), int(match.group(2))
-        return f"truncated body: got {got} of {got + more} bytes"
-    return f"truncated body ({_short(exc)})"
-
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 160 else text[:157] + "..."
-
-
-def _read_body(response: Any, max_bytes: int) -> bytes:
-    declared = response.headers.get("Content-Length")
-    expected = int(declared) if declared and declared.isdigit() else None
-    if expected is not None and expected > max_bytes:
-        raise RefreshError(f"body of {expected} bytes exceeds the {max_bytes}-byte limit")
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_content(_CHUNK_BYTES):
-        size += len(chunk)
-        if size > max_bytes:
-            raise RefreshError(f"body exceeds the {max_bytes}-byte limit")
-        chunks.append(chunk)
-    body = b"".join(chunks)
-    encoded = response.headers.get("Content-Encoding", "identity").lower() != "identity"
-    if expected is not None and not encoded and len(body) != expected:
-        raise RefreshError(f"truncated body: got {len(body)} of {expected} bytes")
-    return body
 
 
 def refresh_prices(
@@ -181,6 +114,8 @@ def refresh_prices(
     retries: int = 3,
     max_bytes: int = 20_000_000,
     backoff_s: float = 0.5,
+    deadline_s: float = 60.0,
+    allow_shrink: bool = False,
 ) -> RefreshResult:
     """Download an offerings CSV from `url` into the user cache.
 
@@ -191,18 +126,29 @@ def refresh_prices(
         retries: extra attempts after the first, only on timeouts, connection errors and 5xx.
         max_bytes: largest body accepted, enforced while streaming.
         backoff_s: sleep before the first retry, doubled for each further retry, seconds.
+        deadline_s: total wall time of the refresh (all attempts, backoff and body), seconds;
+            a server that trickles bytes is cut off here.
+        allow_shrink: accept a table that lost more than shrink.MAX_ROW_LOSS of the rows of the
+            cached table or a whole provider (without a valid cache there is nothing to lose).
 
     Returns:
         RefreshResult (status "updated" or "not_modified").
 
     Raises:
+        ConfigError: a bad argument (no URL, not http(s), a timeout or deadline out of range).
         RefreshError: any failure; the previous cache files are left byte-identical.
     """
     target = url or os.environ.get("CCOPT_PRICES_URL", "").strip()
     if not target:
-        raise RefreshError("no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
+        raise ConfigError("no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
     if not target.startswith(("http://", "https://")):
-        raise RefreshError(f"url: {target!r} is not an http(s) URL")
+        raise ConfigError(f"--url: {target!r} is not an http(s) URL; allowed: http://... or "
+                          "https://...")
+    check_number(timeout_s, "--timeout", gt=0, le=MAX_TIMEOUT_S)
+    check_number(deadline_s, "--deadline", gt=0, le=MAX_DEADLINE_S)
+    check_number(retries, "--retries", ge=0, le=MAX_RETRIES, integer=True)
+    check_number(backoff_s, "backoff_s", ge=0, le=MAX_TIMEOUT_S)
+    deadline = Deadline.after(deadline_s)
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     csv_path = directory / CACHE_FILE
     meta = read_meta(directory)
@@ -213,22 +159,30 @@ def refresh_prices(
         if meta.get("last_modified"):
             headers["If-Modified-Since"] = str(meta["last_modified"])
     try:
-        status, body, response_headers = _download(
-            target, headers, timeout_s, retries, max_bytes, backoff_s
-        )
+        status, body, response_headers = download(
+            target, headers, timeout_s, retries, max_bytes, backoff_s, deadline)
         if status == 304:
             if not csv_path.is_file():
                 raise RefreshError("server answered 304 Not Modified but there is no cached table")
             rows, as_of = _summary(csv_path, str(csv_path))
             return RefreshResult("not_modified", csv_path, target, rows, as_of, 0)
-        return _install(directory, csv_path, target, body, response_headers)
+        return _install(directory, csv_path, target, body, response_headers, allow_shrink)
     except RefreshError as exc:
         message = f"refresh from {target} failed: {exc}; keeping previous tables"
         raise RefreshError(message) from None
 
 
+def _cached(csv_path: Path) -> pd.DataFrame | None:
+    """The cached table a refresh would replace, or None (absent or invalid: nothing to lose)."""
+    if csv_path.is_file():
+        with contextlib.suppress(CatalogError):
+            return read_offerings(csv_path)
+    return None
+
+
 def _install(
-    directory: Path, csv_path: Path, url: str, body: bytes, headers: dict[str, str]
+    directory: Path, csv_path: Path, url: str, body: bytes, headers: dict[str, str],
+    allow_shrink: bool = False,
 ) -> RefreshResult:
     """Validate `body` completely, then atomically replace the cached CSV and metadata."""
     try:
@@ -241,9 +195,13 @@ def _install(
         raise RefreshError(f"cannot write to {directory} ({exc.strerror or exc})") from None
     try:
         try:
-            rows, as_of = _summary(Path(tmp), url)
+            frame = read_offerings(Path(tmp), name=url)
         except CatalogError as exc:
             raise RefreshError(f"downloaded table is invalid: {exc}") from None
+        rows, as_of = len(frame), str(frame["as_of"].max())
+        old = None if allow_shrink else _cached(csv_path)
+        if old is not None:
+            check_shrink(old, frame, "cached table")
         lowered = {k.lower(): v for k, v in headers.items()}
         meta = {
             "url": url,

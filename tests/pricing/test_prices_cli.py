@@ -94,9 +94,9 @@ def test_offline_flag_ignores_cache(isolated_env, tiny_csv):
     assert "bundled tables" in offline.stderr
 
 
-def test_refresh_failure_exit_1_and_success(httpserver, isolated_env, tiny_csv):
+def test_refresh_failure_exit_4_bad_args_2_and_success(httpserver, isolated_env, tiny_csv):
     failed = runner.invoke(app, ["prices", "refresh"])
-    assert failed.exit_code == 1
+    assert failed.exit_code == 2  # no URL: bad input
     assert failed.stderr.strip() == (
         "error: no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
     httpserver.expect_request("/p.csv").respond_with_data(tiny_csv.read_bytes())
@@ -108,7 +108,7 @@ def test_refresh_failure_exit_1_and_success(httpserver, isolated_env, tiny_csv):
     httpserver.expect_request("/p.csv").respond_with_data("x", status=503)
     down = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv"),
                                "--retries", "0"])
-    assert down.exit_code == 1
+    assert down.exit_code == 4  # EXIT_REFRESH_FAILED: the download failed, tables kept
     assert "HTTP 503" in down.stderr and "keeping previous tables" in down.stderr
     assert (isolated_env / "offerings.csv").read_bytes() == tiny_csv.read_bytes()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from werkzeug import Request, Response
 
-from optimizer.errors import RefreshError
+from optimizer.errors import ConfigError, RefreshError
 from optimizer.pricing.catalog import load_catalog
 from optimizer.pricing.refresh import META_FILE, refresh_prices
 
@@ -140,9 +140,9 @@ def test_connection_refused(isolated_env, previous):
 
 
 def test_url_from_env_and_missing_url(httpserver, isolated_env, body, monkeypatch):
-    with pytest.raises(RefreshError, match="pass --url URL or set CCOPT_PRICES_URL"):
+    with pytest.raises(ConfigError, match="pass --url URL or set CCOPT_PRICES_URL"):
         refresh_prices()
-    with pytest.raises(RefreshError, match="not an http"):
+    with pytest.raises(ConfigError, match="not an http"):
         refresh_prices("ftp://example.invalid/x.csv")
     httpserver.expect_request("/env.csv").respond_with_data(body)
     monkeypatch.setenv("CCOPT_PRICES_URL", httpserver.url_for("/env.csv"))

@@ -38,10 +38,11 @@ import copy
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
+from optimizer.inputs.jobs.common import MAX_DAYS, MAX_USD, StrictModel
 from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
 from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
@@ -49,17 +50,15 @@ from optimizer.units import HOURS_PER_DAY
 __all__ = ["BatchJob", "Quota", "Reservation", "Capacity", "BatchFile", "batch_from_dict",
            "load_batch"]
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
-
 class BatchJob(Job):
     """One `[[job]]`: a single job (optimizer.inputs.jobs.train.Job) plus its place in the batch."""
 
-    release_days: float | None = Field(default=None, ge=0, description="earliest start, days")
-    release_hours: float | None = Field(default=None, ge=0, description="earliest start, hours")
+    release_days: float | None = Field(default=None, ge=0, le=MAX_DAYS, description="earliest start, days")
+    release_hours: float | None = Field(default=None, ge=0, le=MAX_DAYS * 24,
+                                        description="earliest start, hours")
     priority: int = Field(default=0, ge=0, le=100,
                           description="among plans of equal cost, finish higher priority first")
-    value_usd: float | None = Field(default=None, gt=0,
+    value_usd: float | None = Field(default=None, gt=0, le=MAX_USD,
                                     description="what leaving the job out costs (droppable)")
     droppable: bool = Field(default=False, description="may be left out at a penalty of value_usd")
 
@@ -82,19 +81,18 @@ class BatchJob(Job):
         return (self.release_days or 0.0) * HOURS_PER_DAY
 
 
-class Quota(BaseModel):
+class Quota(StrictModel):
     """`[[capacity.quota]]`: at most `max_gpus` GPUs of `gpu` rented at once from `provider`
     (in `region` if given). Applies to on-demand and spot rows, not to sized reservations."""
 
-    model_config = _STRICT
     provider: str = Field(description="provider of the quota")
     gpu: str
-    max_gpus: int = Field(ge=0)
+    max_gpus: int = Field(ge=0, le=10**6)
     region: str | None = Field(default=None,
                                description="region the quota applies to (default: every region)")
 
 
-class Reservation(BaseModel):
+class Reservation(StrictModel):
     """`[[capacity.reservation]]`: reserve R ∈ [0, max_instances] instances for a term.
 
     The commitment R × usd_per_hour × billed hours is paid whether used or not; jobs on it
@@ -103,13 +101,12 @@ class Reservation(BaseModel):
     assumed to be used by other work — a user choice, stated in the output).
     """
 
-    model_config = _STRICT
     provider: str
     instance: str | None = Field(default=None, description="instance type to reserve (a catalog row)")
     gpu: str | None = None
     region: str | None = None
     pricing: Literal["reserved_1y", "reserved_3y"] = "reserved_1y"
-    max_instances: int = Field(gt=0)
+    max_instances: int = Field(gt=0, le=10**5)
     bill: Literal["term", "horizon"] = Field(default="term",
                                              description="how the reservation's term is billed")
 
@@ -120,13 +117,13 @@ class Reservation(BaseModel):
         return self
 
 
-class Capacity(BaseModel):
+class Capacity(StrictModel):
     """`[capacity]`: the planning horizon and everything the jobs share."""
 
-    model_config = _STRICT
-    horizon_days: float | None = Field(default=None, gt=0,
+    horizon_days: float | None = Field(default=None, gt=0, le=MAX_DAYS,
                                        description="planning horizon, days (or horizon_hours)")
-    horizon_hours: float | None = Field(default=None, gt=0, description="planning horizon, hours")
+    horizon_hours: float | None = Field(default=None, gt=0, le=MAX_DAYS * 24,
+                                        description="planning horizon, hours")
     quota_only: bool = Field(
         default=False, description="rent only (provider, GPU) pairs that have a quota")
     quota: tuple[Quota, ...] = ()
@@ -151,10 +148,9 @@ class Capacity(BaseModel):
             else float(self.horizon_days or 0.0) * HOURS_PER_DAY
 
 
-class BatchFile(BaseModel):
+class BatchFile(StrictModel):
     """A validated batch: capacity and jobs (defaults already merged into each job)."""
 
-    model_config = _STRICT
     name: str = "batch"
     capacity: Capacity
     job: tuple[BatchJob, ...] = Field(min_length=1)
@@ -214,17 +210,11 @@ def batch_from_dict(data: dict[str, Any], source: str = "batch") -> BatchFile:
     try:
         return BatchFile.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = err["loc"]
-        prefix = ""
+        line = format_validation_error(exc, model=BatchFile)
+        loc = exc.errors()[0]["loc"]
         if len(loc) >= 2 and loc[0] == "job" and isinstance(loc[1], int):
-            prefix = f"job[{loc[1]}] ({merged[loc[1]].get('name')})"
-            exc_line = format_validation_error(exc)
-            rest = exc_line.split(": ", 1)[1] if ": " in exc_line else exc_line
-            field = ".".join(str(p) for p in loc[2:])
-            raise ConfigError(f"{source}: {prefix}.{field}: {rest}" if field
-                              else f"{source}: {prefix}: {rest}") from None
-        raise ConfigError(f"{source}: {format_validation_error(exc)}") from None
+            line = line.replace(f"job[{loc[1]}]", f"job[{loc[1]}] ({merged[loc[1]].get('name')})", 1)
+        raise ConfigError(f"{source}: {line}") from None
 
 
 def load_batch(path: str | Path) -> tuple[BatchFile, Path]:

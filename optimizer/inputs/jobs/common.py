@@ -11,16 +11,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.models import load_hf_config
+from optimizer.inputs.validation import format_validation_error
 from optimizer.model.presets import get_preset
 from optimizer.model.setup import Checkpointing, PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
 
-__all__ = ["StrictModel", "ModelRef", "STRICT", "HardwareEntry", "Hardware", "Calibration",
+__all__ = ["MAX_TOKENS", "MAX_DAYS", "MAX_USD", "StrictModel", "ModelRef", "STRICT", "HardwareEntry",
+           "Hardware", "Calibration",
            "AssumptionOverrides", "JobFile", "stack_name", "format_validation_error", "coerce_document"]
 
 #: every job-file table: unknown keys rejected, no NaN/inf, no bool or string where a number is
 #: meant (strict), immutable once read
+#: upper ends of the stated ranges (far beyond any real job; they keep hours, cents and CP-SAT's
+#: integers finite): 10^15 tokens (~70× the largest published pretraining run), ten years, $10^10
+MAX_TOKENS = 1e15
+MAX_DAYS = 3650.0
+MAX_USD = 1e10
+
 STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
@@ -81,9 +89,9 @@ class HardwareEntry(StrictModel):
 
     model_config = ConfigDict(**{**STRICT, "extra": "allow"})
     gpu: str = Field(description="GPU type of the box (pricing_data/hardware.csv defaults for it)")
-    boxes: int | None = Field(default=None, gt=0, description="owned: boxes we have")
-    max_count: int | None = Field(default=None, gt=0, description="buy: max GPUs to buy")
-    inter_node_gbps: float = Field(default=10.0, gt=0, description="network between boxes")
+    boxes: int | None = Field(default=None, gt=0, le=10_000, description="owned: boxes we have")
+    max_count: int | None = Field(default=None, gt=0, le=100_000, description="buy: max GPUs to buy")
+    inter_node_gbps: float = Field(default=10.0, gt=0, le=100_000, description="network between boxes")
     charge_capital: bool = Field(default=False, description="owned: also charge amortised capital")
 
 
@@ -96,21 +104,24 @@ class Calibration(StrictModel):
     """`[calibration]`: one measured run that fixes the efficiency of a GPU type."""
 
     gpu: str
-    tokens_per_s: float | None = Field(default=None, gt=0,
+    tokens_per_s: float | None = Field(default=None, gt=0, le=1e12,
                                        description="measured tokens/s of the whole run (or step_time_s)")
-    step_time_s: float | None = Field(default=None, gt=0, description="measured seconds per optimizer step")
-    num_gpus: int = Field(default=1, gt=0, description="GPUs of the measured run (old: gpus)")
-    gpus_per_node: int | None = Field(default=None, gt=0, description="GPUs per node of the measured run")
-    tp: int = Field(default=1, gt=0, description="tensor-parallel degree of the measured run")
-    pp: int = Field(default=1, gt=0, description="pipeline stages of the measured run")
+    step_time_s: float | None = Field(default=None, gt=0, le=1e6,
+                                      description="measured seconds per optimizer step")
+    num_gpus: int = Field(default=1, gt=0, le=10**6, description="GPUs of the measured run (old: gpus)")
+    gpus_per_node: int | None = Field(default=None, gt=0, le=1024,
+                                      description="GPUs per node of the measured run")
+    tp: int = Field(default=1, gt=0, le=1024, description="tensor-parallel degree of the measured run")
+    pp: int = Field(default=1, gt=0, le=1024, description="pipeline stages of the measured run")
     zero_stage: int = Field(default=0, ge=0, le=3, description="ZeRO stage of the measured run")
     activation_checkpointing: Checkpointing = Field(default="none",
                                                     description="checkpointing of the measured run (old "
                                                     "name: checkpointing)")
-    micro_batch: int = Field(default=1, gt=0,
+    micro_batch: int = Field(default=1, gt=0, le=2**20,
                              description="sequences per GPU per micro-step of the measured run")
-    grad_accum: int = Field(default=1, gt=0, description="micro-steps per optimizer step of the measured run")
-    inter_node_gbps: float = Field(default=100.0, gt=0,
+    grad_accum: int = Field(default=1, gt=0, le=2**20,
+                            description="micro-steps per optimizer step of the measured run")
+    inter_node_gbps: float = Field(default=100.0, gt=0, le=100_000,
                                    description="network per node of the measured run, Gbit/s")
 
     @model_validator(mode="before")
@@ -195,19 +206,6 @@ def stack_name(value: str) -> str:
         return get_stack(value, "stack").name
     except ConfigError as exc:
         raise ValueError(str(exc).removeprefix("stack: ")) from None
-
-
-def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
-    """One line naming the field and the problem (and allowed values where pydantic gives them)."""
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"] if not isinstance(p, int) or True)
-    field = ".".join(filter(None, [prefix, loc]))
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown field"
-    value = err.get("input")
-    shown = f" (got {value!r})" if err["type"] != "missing" and not isinstance(value, dict) else ""
-    return f"{field or 'job'}: {msg}{shown}"
 
 
 def coerce_document(doc: Any, cls: type, load_file: Any, from_dict: Any,

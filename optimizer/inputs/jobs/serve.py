@@ -24,10 +24,11 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields, warn_renamed
+from optimizer.inputs.jobs.common import StrictModel
 from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_name
 from optimizer.inputs.toml_file import read_toml
 from optimizer.model.setup import TP_DEGREES
@@ -35,7 +36,8 @@ from optimizer.model.setup import TP_DEGREES
 __all__ = ["ServeJob", "ServeWorkload", "ServeConstraints", "Bucket", "QUANTIZATIONS",
            "QUANT_ALIASES", "MAX_BATCH_DEFAULT", "load_serve_job", "serve_job_from_dict"]
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+#: at most a million requests per second (think_time_s ≥ 1 ms keeps concurrent users below it too)
+MAX_REQUESTS_PER_S = 1e6
 
 #: weight formats a serving job may name; awq / gptq are 4-bit weight-only formats (= int4)
 QUANTIZATIONS = ("fp16", "bf16", "fp8", "int8", "int4")
@@ -55,13 +57,12 @@ def _quant(value: Any) -> Any:
     return v
 
 
-class Bucket(BaseModel):
+class Bucket(StrictModel):
     """`[[workload.buckets]]`: a share of the requests with its mean prompt and output length."""
 
-    model_config = _STRICT
     share: float = Field(gt=0, le=1, description="fraction of requests (shares sum to 1)")
-    prompt_tokens: int = Field(gt=0)
-    output_tokens: int = Field(gt=0)
+    prompt_tokens: int = Field(gt=0, le=2**22)
+    output_tokens: int = Field(gt=0, le=2**22)
 
     @property
     def context(self) -> int:
@@ -69,10 +70,9 @@ class Bucket(BaseModel):
         return self.prompt_tokens + self.output_tokens
 
 
-class ServeWorkload(BaseModel):
+class ServeWorkload(StrictModel):
     """`[workload]` of a serving job: load, request sizes and weight format."""
 
-    model_config = _STRICT
     kind: Literal["serve"] = "serve"
     precision: str | None = Field(default=None, description="weight format")
     quantization: str | None = Field(default=None, description="alias of precision")
@@ -80,17 +80,18 @@ class ServeWorkload(BaseModel):
         default="fp16", description="KV-cache precision (fp8/int8 halve the cache)")
     stack: str = Field(default="generic", description="serving stack profile: vllm, "
                        "tensorrt-llm, tgi, llama.cpp, ... (`ccopt stacks`)")
-    requests_per_s: float | None = Field(default=None, gt=0,
+    requests_per_s: float | None = Field(default=None, gt=0, le=MAX_REQUESTS_PER_S,
                                          description="mean request rate (or concurrent_users with "
                                          "think_time_s)")
-    concurrent_users: int | None = Field(default=None, gt=0,
+    concurrent_users: int | None = Field(default=None, gt=0, le=10**9,
                                          description="users sending a request every think_time_s")
-    think_time_s: float | None = Field(default=None, gt=0,
+    think_time_s: float | None = Field(default=None, ge=0.001, le=86_400,
                                        description="mean pause of a user between requests")
-    prompt_tokens: int | None = Field(default=None, gt=0,
+    prompt_tokens: int | None = Field(default=None, gt=0, le=2**22,
                                       description="mean prompt tokens per request (one bucket; or "
                                       "[[workload.buckets]])")
-    output_tokens: int | None = Field(default=None, gt=0, description="mean output tokens per request")
+    output_tokens: int | None = Field(default=None, gt=0, le=2**22,
+                                      description="mean output tokens per request")
     buckets: tuple[Bucket, ...] = ()
     hours_per_day: float = Field(default=24.0, gt=0, le=24,
                                  description="hours a day the service runs (costs per served hour)")
@@ -157,22 +158,23 @@ class ServeWorkload(BaseModel):
                        output_tokens=self.output_tokens or 1),)
 
 
-class ServeConstraints(BaseModel):
+class ServeConstraints(StrictModel):
     """`[constraints]` of a serving job: latency targets, redundancy and what may be used."""
 
-    model_config = _STRICT
-    ttft_s: float | None = Field(default=None, gt=0, description="time to first token")
-    tpot_ms: float | None = Field(default=None, gt=0, description="time per output token")
-    e2e_p50_s: float | None = Field(default=None, gt=0, description="end-to-end latency")
-    gpu_types: tuple[str, ...] | None = Field(default=None, description="GPU types allowed "
+    ttft_s: float | None = Field(default=None, gt=0, le=3600, description="time to first token")
+    tpot_ms: float | None = Field(default=None, gt=0, le=60_000, description="time per output token")
+    e2e_p50_s: float | None = Field(default=None, gt=0, le=86_400, description="end-to-end latency")
+    gpu_types: tuple[str, ...] | None = Field(min_length=1, default=None, description="GPU types allowed "
                                               "(ids or aliases; old name: gpus)")
-    providers: tuple[str, ...] | None = None
-    regions: tuple[str, ...] | None = None
-    pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = ("on_demand",)
+    providers: tuple[str, ...] | None = Field(default=None, min_length=1)
+    regions: tuple[str, ...] | None = Field(default=None, min_length=1)
+    pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = Field(
+        default=("on_demand",), min_length=1, description="pricing models allowed")
     redundancy: str | int = Field(default=0, description='"n+1", "n+2" or spare replicas')
     headroom: float = Field(default=0.0, ge=0, le=10,
                             description="capacity ≥ load × (1 + headroom)")
-    max_replicas: int | None = Field(default=None, gt=0, description="at most this many replicas in total")
+    max_replicas: int | None = Field(default=None, gt=0, le=100_000,
+                                     description="at most this many replicas in total")
     max_batch: int = Field(default=MAX_BATCH_DEFAULT, gt=0, le=4096,
                            description="cap on concurrent sequences per replica")
     tp: tuple[int, ...] | None = Field(default=None, description="allowed TP degrees")
@@ -234,7 +236,7 @@ def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:
     try:
         return ServeJob.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {format_validation_error(exc)}") from None
+        raise ConfigError(f"{source}: {format_validation_error(exc, model=ServeJob)}") from None
 
 
 def load_serve_job(path: str | Path) -> tuple[ServeJob, Path]:

@@ -11,6 +11,9 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import (
+    MAX_DAYS,
+    MAX_TOKENS,
+    MAX_USD,
     AssumptionOverrides,
     Calibration,
     Hardware,
@@ -45,13 +48,13 @@ class Workload(StrictModel):
     kind: Literal["pretrain", "finetune", "lora", "qlora"] = Field(default="pretrain",
                                                                    description="pretrain | finetune "
                                                                    "(full) | lora | qlora")
-    tokens: float | None = Field(default=None, gt=0,
+    tokens: float | None = Field(default=None, gt=0, le=MAX_TOKENS,
                                  description="tokens to process (× epochs); or give steps")
-    steps: int | None = Field(default=None, gt=0, description="optimizer steps; or give tokens")
-    epochs: float = Field(default=1.0, gt=0, description="passes over `tokens`")
-    seq_len: int = Field(default=2048, gt=0, description="tokens per sequence")
-    global_batch: int | None = Field(default=None, gt=0, description="sequences per step")
-    global_batch_tokens: int | None = Field(default=None, gt=0,
+    steps: int | None = Field(default=None, gt=0, le=10**9, description="optimizer steps; or give tokens")
+    epochs: float = Field(default=1.0, gt=0, le=10_000, description="passes over `tokens`")
+    seq_len: int = Field(default=2048, gt=0, le=2**22, description="tokens per sequence")
+    global_batch: int | None = Field(default=None, gt=0, le=2**24, description="sequences per step")
+    global_batch_tokens: int | None = Field(default=None, gt=0, le=2**36,
                                             description="tokens per optimizer step (alternative to "
                                             "global_batch)")
     batch_tolerance: float = Field(default=0.0, ge=0, lt=1,
@@ -60,7 +63,7 @@ class Workload(StrictModel):
                                       description="compute precision (mixed precision with fp32 master "
                                       "weights)")
     optimizer: Optimizer = Field(default="adamw", description="optimizer (its state bytes per parameter)")
-    lora_rank: int = Field(default=16, gt=0, description="LoRA / QLoRA rank")
+    lora_rank: int = Field(default=16, gt=0, le=65_536, description="LoRA / QLoRA rank")
     lora_targets: tuple[str, ...] = Field(default=LINEAR_MODULES, description="modules with adapters")
     attention: Attention | None = Field(default=None, description="flash | eager "
                                         "(default: the stack's kernel)")
@@ -81,10 +84,23 @@ class Workload(StrictModel):
             raise ValueError("give exactly one of tokens or steps")
         if (self.global_batch is None) == (self.global_batch_tokens is None):
             raise ValueError("give exactly one of global_batch (sequences) or global_batch_tokens")
+        if self.global_batch_tokens is not None:
+            self._check_batch_tokens(self.global_batch_tokens)
         bad = [t for t in self.lora_targets if t not in LINEAR_MODULES]
         if bad:
             raise ValueError(f"lora_targets: unknown {bad}; allowed: {', '.join(LINEAR_MODULES)}")
         return self
+
+    def _check_batch_tokens(self, tokens: int) -> None:
+        """global_batch_tokens must be whole sequences of seq_len, within batch_tolerance."""
+        seqs = max(1, round(tokens / self.seq_len))
+        off = abs(seqs * self.seq_len - tokens) / tokens
+        if off > self.batch_tolerance + 1e-12:
+            raise ValueError(
+                f"global_batch_tokens = {tokens} is not a multiple of seq_len = {self.seq_len}: the "
+                f"nearest batch, {seqs} sequence{'s' if seqs > 1 else ''} = {seqs * self.seq_len} tokens, "
+                f"is {off:.1%} off and batch_tolerance = {self.batch_tolerance:g}; allowed: a "
+                f"multiple of {self.seq_len}, or raise batch_tolerance")
 
     @property
     def method(self) -> str:
@@ -119,33 +135,36 @@ class Workload(StrictModel):
 class Constraints(StrictModel):
     """`[constraints]`: deadline, budget and what may be used."""
 
-    deadline_days: float | None = Field(default=None, gt=0,
+    deadline_days: float | None = Field(default=None, gt=0, le=MAX_DAYS,
                                         description="finish within this many days (or deadline_hours)")
-    deadline_hours: float | None = Field(default=None, gt=0, description="finish within this many hours")
-    budget_usd: float | None = Field(default=None, gt=0, description="spend at most this (USD)")
-    gpu_types: tuple[str, ...] | None = Field(default=None, description="GPU types allowed "
+    deadline_hours: float | None = Field(default=None, gt=0, le=MAX_DAYS * 24,
+                                         description="finish within this many hours")
+    budget_usd: float | None = Field(default=None, gt=0, le=MAX_USD, description="spend at most this (USD)")
+    gpu_types: tuple[str, ...] | None = Field(min_length=1, default=None, description="GPU types allowed "
                                               "(ids or aliases; old name: gpus)")
-    providers: tuple[str, ...] | None = Field(default=None,
+    providers: tuple[str, ...] | None = Field(min_length=1, default=None,
                                               description="providers allowed (aws, gcp, azure, lambda, "
                                               "oci, runpod, vast, coreweave)")
-    regions: tuple[str, ...] | None = Field(default=None,
+    regions: tuple[str, ...] | None = Field(min_length=1, default=None,
                                             description="regions allowed (as in `ccopt prices`)")
-    pricing: tuple[PricingModel, ...] = Field(default=("on_demand",), description="pricing models allowed")
-    max_gpus: int | None = Field(default=None, gt=0,
+    pricing: tuple[PricingModel, ...] = Field(min_length=1, default=("on_demand",),
+                                              description="pricing models allowed")
+    max_gpus: int | None = Field(default=None, gt=0, le=10**6,
                                  description="at most this many GPUs in total (searched up to 4,096 "
                                  "without it)")
-    min_instances: int = Field(default=1, gt=0, description="at least this many instances")
-    max_instances: int | None = Field(default=None, gt=0, description="at most this many instances")
+    min_instances: int = Field(default=1, gt=0, le=10**5, description="at least this many instances")
+    max_instances: int | None = Field(default=None, gt=0, le=10**5, description="at most this many instances")
     spot_interruption_overhead: float = Field(
         default=0.15, ge=0, le=2,
         description="GUESS: extra wall time from preemptions + restarts from checkpoints")
     reservation_prepaid: bool = Field(
         default=False, description="reserved capacity already paid/shared: charge hours used")
-    zero_stages: tuple[int, ...] = Field(default=(0, 1, 2, 3), description="ZeRO stages the planner may use")
+    zero_stages: tuple[int, ...] = Field(min_length=1, default=(0, 1, 2, 3),
+                                         description="ZeRO stages the planner may use")
     activation_checkpointing: tuple[str, ...] = Field(
-        default=CHECKPOINTING, description="modes allowed (old name: checkpointing)")
+        min_length=1, default=CHECKPOINTING, description="modes allowed (old name: checkpointing)")
     jobs_per_month: float | None = Field(
-        default=None, gt=0, description="compare: how often this job runs, for the months to "
+        default=None, gt=0, le=10_000, description="compare: how often this job runs, for the months to "
         "break even of buying (default: back to back)")
     cloud: bool = Field(default=True, description="consider cloud offerings")
     trust_guessed_network: bool = Field(
@@ -201,7 +220,7 @@ def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:
     try:
         return Job.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {format_validation_error(exc)}") from None
+        raise ConfigError(f"{source}: {format_validation_error(exc, model=Job)}") from None
 
 
 def load_job(path: str | Path) -> tuple[Job, Path]:

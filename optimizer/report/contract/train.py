@@ -35,6 +35,8 @@ class CatalogOut(Contract):
     as_of: str | None = Field(default=None, description="newest row date, YYYY-MM-DD")
     age_days: int | None = None
     path: str | None = None
+    note: str | None = Field(default=None, description="why a fallback happened (an invalid cache "
+                             "→ the bundled tables); absent when none did")
 
 
 class OptionsOut(Contract):

@@ -1,0 +1,77 @@
+"""What one transformer layer saves for backward beyond the Korthikanti et al. count, per stack.
+
+memory.activation_bytes_per_layer counts the tensors of full training as Korthikanti et al. 2022
+(§4, Table 2) list them, generalised to GQA / gated FFNs / FlashAttention. Three things change
+that count in real PyTorch stacks, each a sourced stack field (data/stacks.toml):
+
+1. Frozen base weights (LoRA / QLoRA). PyTorch autograd saves a linear layer's input only to
+   compute its weight gradient: a frozen nn.Linear whose input requires grad saves no input
+   (checked with torch.autograd.graph.saved_tensors_hooks: the mm node saves `self` only when
+   `mat2` requires grad). So a LoRA layer keeps only the inputs of its adapted modules (the
+   LoRA-A matmul saves its input), or, with LoRA dropout p > 0, the dropout output (2 B) and its
+   bool mask (1 B) per adapted module (litgpt lora.py, peft LoraLayer: lora_A(dropout(x))).
+   bitsandbytes 4-bit layers (MatMul4Bit, bitsandbytes 0.42 autograd/_functions.py) keep their
+   input in `ctx.tensors = (A, B)` whenever the input requires grad, so a bnb-QLoRA layer keeps
+   every linear input like full training; torchao's NF4 `linear_nf4` (torchtune QLoRA) saves
+   only the weight (`ctx.nf4_weight = weight`).
+2. Eager fp32 RMSNorm (litgpt, transformers, torchtune in eager mode): `x.float()` and the
+   normalised fp32 tensor are saved (4 B per element each) instead of one 16-bit input; the
+   normalised tensor only when the norm weight is trained.
+3. Eager SwiGLU `silu(gate(x)) * up(x)`: silu's input and output are both saved (+2 B × ffn);
+   GQA keys/values expanded to the query heads before SDPA (`k.expand(...).reshape(...)` in
+   litgpt model.py, transformers `repeat_kv`): K and V are saved at the query width.
+torch.compile (AOTAutograd's min-cut rematerialisation partitioner, Ansel et al. 2024 "PyTorch 2",
+§4.2) recomputes cheap pointwise ops in backward, so items 2 and 3 are off for compiled runs.
+"""
+
+from __future__ import annotations
+
+from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import StackProfile
+
+__all__ = ["extra_bytes_per_token", "input_groups"]
+
+
+def input_groups(model: ModelSpec) -> list[tuple[tuple[str, ...], float, bool]]:
+    """(modules sharing one input, input width, inside the TP region) of one layer."""
+    ffn = model.ffn * (model.moe_active if model.is_moe else 1)
+    ffn_in = ("gate", "up") if model.ffn_kind == "gated" else ("up",)
+    return [(("q", "k", "v"), model.hidden, False), (("o",), model.q_dim, True),
+            (ffn_in, model.hidden, False), (("down",), ffn, True)]
+
+
+def _adapted(modules: tuple[str, ...], targets: tuple[str, ...], fused_qkv: bool) -> int:
+    """Adapted modules with their own LoRA branch among `modules` (fused QKV: one branch)."""
+    n = sum(1 for m in modules if m in targets)
+    return min(n, 1) if fused_qkv and modules == ("q", "k", "v") else n
+
+
+def extra_bytes_per_token(model: ModelSpec, method: str, targets: tuple[str, ...],
+                          prof: StackProfile, lora_dropout: float, compiled: bool
+                          ) -> tuple[float, float]:
+    """(outside-TP, inside-TP) bytes per token of one layer to add to the full-training count
+    (negative when a frozen base saves less), for 16-bit activations."""
+    outside = inside = 0.0
+    adapter = method in ("lora", "qlora")
+    if adapter:
+        base_keeps = method == "qlora" and prof.qlora_saves_inputs  # bnb ctx.tensors = (A, B)
+        for modules, width, in_tp in input_groups(model):
+            n = _adapted(modules, targets, prof.fused_qkv_lora)
+            if lora_dropout > 0:  # per adapted module: dropout output (2 B) + bool mask (1 B)
+                kept = (2.0 if base_keeps else 0.0) + 3.0 * n
+            else:  # the adapted modules' matmuls save the shared input itself
+                kept = 2.0 if (base_keeps or n) else 0.0
+            delta = (kept - 2.0) * width  # the full-training count holds 2 B of each input
+            if in_tp:
+                inside += delta
+            else:
+                outside += delta
+    if not compiled:
+        if prof.norm_fp32_saved and model.norm == "rmsnorm":
+            # two norms: fp32 input (4 B) instead of 2 B, + fp32 normalised (4 B) if trained
+            outside += 2 * model.hidden * (2.0 if adapter else 6.0)
+        if prof.eager_swiglu and model.ffn_kind == "gated":
+            inside += 2.0 * model.ffn * (model.moe_active if model.is_moe else 1)
+        if prof.gqa_kv_expanded and model.kv_dim < model.q_dim:
+            inside += 4.0 * (model.q_dim - model.kv_dim)  # K and V at the query width
+    return outside, inside

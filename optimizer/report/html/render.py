@@ -1,0 +1,64 @@
+"""Render a report page to one self-contained HTML document (jinja2 template, plotly.js and
+the styles inlined, the JSON results embedded; nothing is loaded from outside the file)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+from plotly.offline import get_plotlyjs
+
+from optimizer import __version__
+from optimizer.report.html.inputs import ReportInputs
+from optimizer.report.html.ops import batch_page, serve_page
+from optimizer.report.html.page import Page
+from optimizer.report.html.train import train_page
+
+__all__ = ["render_html", "build_page"]
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader("optimizer.report.html", "templates"),
+                              autoescape=jinja2.select_autoescape(["html", "j2"]),
+                              undefined=jinja2.StrictUndefined, trim_blocks=True,
+                              lstrip_blocks=True)
+
+
+def build_page(inputs: ReportInputs) -> Page:
+    """The page model of a report (sections, tables, charts) from its JSON inputs."""
+    if inputs.kind == "train":
+        return train_page(inputs)
+    if inputs.kind == "batch":
+        return batch_page(inputs)
+    return serve_page(inputs)
+
+
+def _embedded_json(inputs: ReportInputs) -> Markup:
+    """The results the page was made from, as a JSON script block ('</' escaped)."""
+    data: dict[str, Any] = {"kind": inputs.kind, "result": inputs.result}
+    if inputs.compare is not None:
+        data["compare"] = inputs.compare
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")
+    return Markup(text)  # noqa: S704 - JSON with '</' escaped cannot close the script
+
+
+def render_html(inputs: ReportInputs, generated_at: datetime | None = None) -> str:
+    """One self-contained HTML document for a report.
+
+    Args:
+        inputs: the JSON results of the report (see ReportInputs).
+        generated_at: the time stamped in the footer (default: now, UTC).
+    Returns:
+        The HTML text (a few MB: plotly.js is inlined once for all charts).
+    """
+    page = build_page(inputs)
+    stamp = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    template = _environment().get_template("report.html.j2")
+    return template.render(page=page, plotly_js=Markup(get_plotlyjs()),  # noqa: S704
+                           result_json=_embedded_json(inputs), generated_at=stamp,
+                           version=__version__)
