@@ -118,6 +118,14 @@ def _stack(row: Row) -> str:
         return "generic"
 
 
+def _tied(row: Row) -> bool:
+    """Input and output embeddings share one tensor in memory: the row says the model ties them
+    and the stack keeps the tie (litgpt's convert_hf_checkpoint copies wte into a separate
+    lm_head: scripts/convert_hf_checkpoint.py at 00af8b0d)."""
+    text = f"{row.model} {row.assumptions or ''}".lower()
+    return "tied embeddings" in text and "untied" not in text and row.stack != "litgpt"
+
+
 def _spec(row: Row) -> ModelSpec:
     if row.model in PRESETS:
         return PRESETS[row.model]
@@ -131,7 +139,7 @@ def _spec(row: Row) -> ModelSpec:
         return ModelSpec(name=row.model[:60], layers=row.layers, hidden=row.hidden,
                          heads=row.heads, kv_heads=row.kv_heads, ffn=row.ffn, vocab=row.vocab,
                          ffn_kind="plain" if plain else "gated",
-                         norm="layernorm" if plain else "rmsnorm",
+                         norm="layernorm" if plain else "rmsnorm", tied_embeddings=_tied(row),
                          moe_experts=row.moe_experts or 0, moe_active=row.moe_active or 0)
     except ValueError as exc:
         raise Skip(f"model shape invalid ({str(exc).splitlines()[0][:50]})") from None
@@ -164,6 +172,8 @@ def _memory_kind(meaning: str) -> str:
         return "reserved"
     if meaning.startswith("nvidia-smi") or "nvidia-smi" in meaning.split(".")[0]:
         return "device"
+    if "allocated" in meaning.split(":")[0]:  # the first clause names the allocated peak
+        return "allocated"
     if "does not say" in meaning or "not stated" in meaning:
         return "reserved"
     if "allocated" in meaning or "active" in meaning:
@@ -208,7 +218,9 @@ def _train_case(row: Row) -> Case:
     opt_bwd = True if "optimizer_in_bwd=true" in said else None
     # FSDP CPUOffload (torchtune fsdp_cpu_offload: True): sharded params, grads and optimizer
     # states live in CPU memory; bitsandbytes Paged* optimizers keep states in managed memory
-    cpu_offload = "fsdp_cpu_offload:true" in said
+    cpu_offload = "fsdp_cpu_offload:true" in said or "param+optimizeroffload" in said
+    # parameters loaded in bf16 without AMP: torch AdamW keeps bf16 states, no fp32 master
+    master = False if "nofp32master" in said else None
     paged = "pagedadamw" in said
     # torch.compile and torchtune activation offloading, as the row says they were on
     compiled = "compile=true" in said
@@ -219,7 +231,8 @@ def _train_case(row: Row) -> Case:
         lora_targets=_targets(row.lora_targets, stack.lora_targets), attention=None,
         sequence_parallel=row.sequence_parallel, stack=stack.name,
         optimizer_in_backward=opt_bwd, offload_optimizer=cpu_offload, offload_params=cpu_offload,
-        paged_optimizer=paged, compile=compiled, offload_activations=offload_acts)
+        paged_optimizer=paged, compile=compiled, offload_activations=offload_acts,
+        fp32_master=master)
     layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, vp=vp, zero_stage=row.zero_stage or 0,
                     checkpointing=row.activation_checkpointing or stack.checkpointing,
                     micro_batch=mb, grad_accum=ga)

@@ -240,8 +240,9 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
     k = knobs(setup, a)
     dp, zero = layout.dp * layout.cp, layout.zero_stage  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
+    master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = model_state_bytes_per_param(setup.precision, setup.optimizer, model.hidden,
-                                                k.stack.fp32_grad_buffer, k.stack.fp32_master)
+                                                k.stack.fp32_grad_buffer, master)
 
     if setup.is_adapter:
         base_b = qlora_bytes_per_param() if setup.method == "qlora" else \
@@ -253,6 +254,9 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
         n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
         # adapters: 16-bit weights + grads + optimizer state as the stack keeps it
         weights = base_bytes / (dp if zero >= 3 else 1) + n_adapter * w_b
+        if setup.offload_params and zero >= 3:  # ZeRO-3 param offload: ~2 layers gathered
+            weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() \
+                / layout.tp * base_b + n_adapter * w_b
         gradients = n_adapter * g_b
         optimizer = n_adapter * o_b
     else:

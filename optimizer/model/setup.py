@@ -62,6 +62,9 @@ class TrainingSetup:
     offload_activations: bool = False
     #: LoRA dropout probability; None: the stack's recipe default (stacks.toml lora_dropout)
     lora_dropout: float | None = None
+    #: fp32 master weights + fp32 moments; None: the stack's (False: parameters loaded in bf16
+    #: without AMP, torch AdamW keeps its states in the parameter dtype)
+    fp32_master: bool | None = None
 
     @property
     def is_adapter(self) -> bool:

@@ -1,0 +1,36 @@
+"""Per-run overrides of training memory (TrainingSetup.fp32_master, offload for adapters,
+activation offloading), expected bytes by hand."""
+
+from optimizer.model.memory import GIB, training_memory
+from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
+from optimizer.model.spec import ModelSpec
+
+SPEC = ModelSpec(name="m", layers=8, hidden=1024, heads=8, kv_heads=8, ffn=2816, vocab=32000)
+A = PerfAssumptions(use_fitted=False)
+
+
+def test_pure_bf16_without_amp_keeps_8_bytes_per_param():
+    # bf16 params + bf16 grads + torch AdamW moments in the param dtype: 2 + 2 + 4 B
+    m = training_memory(SPEC, TrainingSetup(seq_len=128, fp32_master=False), Layout(), A)
+    n = SPEC.params()
+    assert abs(m.weights * GIB - 2 * n) < 1
+    assert abs(m.gradients * GIB - 2 * n) < 1
+    assert abs(m.optimizer * GIB - 4 * n) < 1
+
+
+def test_adapter_with_zero3_param_offload_keeps_prefetched_layers_only():
+    setup = TrainingSetup(seq_len=128, method="lora", lora_rank=8, lora_targets=("q", "v"),
+                          offload_params=True, offload_optimizer=True)
+    m = training_memory(SPEC, setup, Layout(zero_stage=3), A)
+    adapters = SPEC.layers * 2 * 8 * (1024 + 1024)  # r·(d_in + d_out) for q and v
+    expected = 2 * SPEC.layer_params() * 2 + adapters * 2  # 2 gathered layers + bf16 adapters
+    assert abs(m.weights * GIB - expected) < 1
+
+
+def test_activation_offloading_keeps_two_checkpointed_layers():
+    base = TrainingSetup(seq_len=128, stack="torchtune")
+    off = TrainingSetup(seq_len=128, stack="torchtune", offload_activations=True)
+    lay = Layout(checkpointing="full")
+    full, kept = training_memory(SPEC, base, lay, A), training_memory(SPEC, off, lay, A)
+    layer_input = 2 * 128 * 1024  # full recompute keeps the 16-bit layer input (2·s·b·h)
+    assert abs((full.activations - kept.activations) * GIB - (8 - 2) * layer_input) < 1
