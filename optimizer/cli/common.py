@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError
+from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
 from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
@@ -49,6 +49,11 @@ def user_errors() -> Iterator[None]:
     except InfeasibleError as exc:
         typer.echo(f"infeasible: {exc}", err=True)
         raise typer.Exit(EXIT_INFEASIBLE) from None
+    except SolverError as exc:  # not the user's fault: a bug, exit 3 like any other
+        text = " ".join(str(exc).split())  # one line, however CP-SAT words it
+        typer.echo(f"internal error: {text[:300]} — a bug in ccopt; rerun with --debug for the "
+                   "traceback and report it", err=True)
+        raise typer.Exit(EXIT_INTERNAL) from None
     except OptimizerError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None

@@ -89,7 +89,9 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
         "e2e_s": max(d["e2e_s"] for d in deps),
         "replicas": sum(d["replicas"] for d in deps),
         "gpus": sum(d["gpus"] for d in deps),
-        "spare_replicas": c.spare_replicas * len(deps),
+        "spare_replicas": sum(c.spare_replicas * d.option.replicas_per_instance
+                              for d in result.deployments),
+        "instance_failures_survived": result.instance_failures_survived,
     }
     return out
 

@@ -30,6 +30,12 @@ def strict_json(text: str) -> object:
     return json.loads(text, parse_constant=_strict_constant)
 
 
+@pytest.fixture
+def loads() -> Callable[[str], object]:
+    """strict_json, for tests (conftest modules are not importable by name)."""
+    return strict_json
+
+
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Offline, no stored calibration, an empty price cache."""

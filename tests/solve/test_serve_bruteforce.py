@@ -18,7 +18,7 @@ from optimizer.solve.serve.plan import plan_serving
 from optimizer.solve.serve.problem import IntOption, IntProblem, problem_cost_cents
 
 CFG = SolverConfig(time_limit_s=5.0, workers=1)
-MAX_COUNT = 7  # ≥ loads (≤ 3 units × 2 buckets) + 1 spare: each replica serves ≥ 1 unit
+MAX_COUNT = 7  # ≥ loads (≤ 3 units × 2 buckets) + 1 spare instance: each replica serves ≥ 1 unit
 
 
 def _splits(total: int, parts: int):
@@ -48,7 +48,7 @@ def _assignable(p: IntProblem, counts: tuple[int, ...]) -> bool:
             if not ok:
                 break
             spare = p.spare if counts[i] else 0
-            if busy > p.time_per_replica * (o.replicas_per_instance * counts[i] - spare):
+            if busy > p.time_per_replica * o.replicas_per_instance * (counts[i] - spare):
                 ok = False
                 break
         if ok:
@@ -114,7 +114,7 @@ def test_cp_sat_equals_brute_force(p):
     for i, o in enumerate(p.options):
         busy = sum(u * (t or 0) for u, t in zip(sol.assignment[i], o.time_per_unit, strict=True))
         spare = p.spare if sol.counts[i] else 0
-        assert busy <= p.time_per_replica * (o.replicas_per_instance * sol.counts[i] - spare)
+        assert busy <= p.time_per_replica * o.replicas_per_instance * (sol.counts[i] - spare)
 
 
 @settings(max_examples=60, deadline=None)

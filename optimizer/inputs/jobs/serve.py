@@ -38,6 +38,8 @@ __all__ = ["ServeJob", "ServeWorkload", "ServeConstraints", "Bucket", "QUANTIZAT
 
 #: at most a million requests per second (think_time_s ≥ 1 ms keeps concurrent users below it too)
 MAX_REQUESTS_PER_S = 1e6
+#: at most this many spare instances per deployment (N+k redundancy)
+MAX_SPARE = 100
 
 #: weight formats a serving job may name; awq / gptq are 4-bit weight-only formats (= int4)
 QUANTIZATIONS = ("fp16", "bf16", "fp8", "int8", "int4")
@@ -170,7 +172,9 @@ class ServeConstraints(StrictModel):
     regions: tuple[str, ...] | None = Field(default=None, min_length=1)
     pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = Field(
         default=("on_demand",), min_length=1, description="pricing models allowed")
-    redundancy: str | int = Field(default=0, description='"n+1", "n+2" or spare replicas')
+    redundancy: str | int = Field(default=0, description='"n+1", "n+2" or an integer: spare '
+                                   'instances per deployment (a failed box loses all its '
+                                   'replicas)')
     headroom: float = Field(default=0.0, ge=0, le=10,
                             description="capacity ≥ load × (1 + headroom)")
     max_replicas: int | None = Field(default=None, gt=0, le=100_000,
@@ -189,15 +193,17 @@ class ServeConstraints(StrictModel):
     @classmethod
     def _redundancy(cls, v: str | int) -> str | int:
         if isinstance(v, int):
-            if v < 0:
-                raise ValueError("must be >= 0 spare replicas, or \"n+1\"")
+            if not 0 <= v <= MAX_SPARE:
+                raise ValueError(f"{v} is not allowed; allowed: \"n+1\", \"n+2\", ... or an "
+                                 f"integer 0 to {MAX_SPARE} (spare instances)")
             return v
         text = v.strip().lower().replace(" ", "")
         if text in ("n", "none", "0"):
             return 0
-        if text.startswith("n+") and text[2:].isdigit():
+        if text.startswith("n+") and text[2:].isdigit() and int(text[2:]) <= MAX_SPARE:
             return int(text[2:])
-        raise ValueError(f"{v!r} is not allowed; allowed: \"n+1\", \"n+2\", ... or an integer >= 0")
+        raise ValueError(f"{v!r} is not allowed; allowed: \"n+1\", \"n+2\", ... or an integer "
+                         f"0 to {MAX_SPARE} (spare instances)")
 
     @field_validator("tp")
     @classmethod
@@ -211,7 +217,7 @@ class ServeConstraints(StrictModel):
 
     @property
     def spare_replicas(self) -> int:
-        """Spare replicas each deployment keeps (N+k redundancy)."""
+        """Spare instances each deployment keeps (N+k redundancy; the old name says replicas)."""
         return int(self.redundancy)
 
 

@@ -60,7 +60,11 @@ class ServePlanOut(Contract):
     e2e_s: float
     replicas: int
     gpus: int
-    spare_replicas: int
+    spare_replicas: int = Field(description="replicas on the spare instances N+k keeps (k per "
+                                "deployment × its replicas per instance)")
+    instance_failures_survived: int = Field(
+        description="instances that may fail, each losing all its replicas, with the load "
+        "(with headroom) still carried: the fewest spare instances of any deployment")
 
 
 class ServeTargetsOut(Contract):

@@ -99,8 +99,8 @@ def explain_solver_infeasible(problem: IntProblem, c: ServeConstraints, load: fl
             pairs = zip(relaxed.options, sol.counts, strict=True)
             need = sum(o.replicas_per_instance * v for o, v in pairs)
             return (f"max_replicas = {c.max_replicas} is too few for {load:.3g} requests/s "
-                    f"(headroom {c.headroom:g}, {c.spare_replicas} spare); the cheapest plan "
+                    f"(headroom {c.headroom:g}, {c.spare_replicas} spare instance(s)); the cheapest plan "
                     f"needs {need} replicas; nearest fix: max_replicas = {need}")
     return (f"the instance limits (owned boxes, max_count, catalog max_instances) cannot carry "
             f"{load:.3g} requests/s with headroom {c.headroom:g} and {c.spare_replicas} spare "
-            "replica(s) per deployment; add hardware, allow cloud offerings or lower the load")
+            "instance(s) per deployment; add hardware, allow cloud offerings or lower the load")

@@ -60,7 +60,10 @@ def _variables(problem: IntProblem) -> _Vars:
 
 
 def _add_capacity(v: _Vars, problem: IntProblem) -> None:
-    """Σ_b t_ob·x_ob ≤ T·(rpi_o·n_o − k·used_o), n_o ≤ ub_o·used_o; n_o = 0 serving nothing."""
+    """Σ_b t_ob·x_ob ≤ T·rpi_o·(n_o − k·used_o), n_o ≤ ub_o·used_o; n_o = 0 serving nothing.
+
+    N+k counts instances (failure domains): a box that fails takes all its replicas, so each
+    deployment keeps k spare instances, not k spare replicas."""
     k, T, m = problem.spare, problem.time_per_replica, v.model
     for i, o in enumerate(problem.options):
         row = v.x[i]
@@ -71,7 +74,7 @@ def _add_capacity(v: _Vars, problem: IntProblem) -> None:
         if k:
             used = v.used[i] = m.new_bool_var(f"used{i}")
             m.add(v.n[i] <= v.ubs[i] * used)
-            m.add(busy <= T * (o.replicas_per_instance * v.n[i] - k * used))
+            m.add(busy <= T * o.replicas_per_instance * (v.n[i] - k * used))
         else:
             m.add(busy <= T * o.replicas_per_instance * v.n[i])
 
@@ -118,8 +121,8 @@ def _greedy_hint(problem: IntProblem, ubs: Sequence[int]) -> list[int] | None:
         if any(t is None for t, load in pairs if load):
             continue
         work = sum(u * (t or 0) for u, t in zip(problem.load_units, o.time_per_unit, strict=True))
-        inst = math.ceil((math.ceil(work / problem.time_per_replica) + problem.spare)
-                         / o.replicas_per_instance)
+        inst = math.ceil(math.ceil(work / problem.time_per_replica) / o.replicas_per_instance) \
+            + problem.spare  # spare instances (failure domains), not replicas
         if inst <= ubs[i] and (best is None or inst * o.cost_cents < best[0]):
             best = (inst * o.cost_cents, i, inst)
     if best is None:

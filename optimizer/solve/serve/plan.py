@@ -14,9 +14,10 @@ problem (problem.py) → CP-SAT (model.py) → capacity at the chosen fleet → 
 
 Simplifications, stated: TTFT is one prefill plus one decode step (no queueing delay); the
 arrival rate of N users with think time Z is N/Z (an upper bound); N+k redundancy keeps k spare
-replicas per deployment (each deployment survives k failures on its own, exact for one GPU
-type, conservative for mixes); replicas of one option fill their instances (replicas =
-instances × GPUs per instance / tp).
+instances per deployment — failure domains: a box that fails loses all its replicas — so
+each deployment survives k instance failures on its own (exact for one GPU type,
+conservative for mixes; the plan states instance_failures_survived); replicas of one option
+fill their instances (replicas = instances × GPUs per instance / tp).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ class IntProblem:
     options: tuple[IntOption, ...]
     load_units: tuple[int, ...]  # per bucket
     time_per_replica: int = TIME_UNITS
-    spare: int = 0  # spare replicas per deployment used
+    spare: int = 0  # spare instances per deployment used (a failed box loses all its replicas)
     max_replicas: int | None = None
 
     def upper_bound(self, i: int) -> int:
@@ -57,8 +57,8 @@ class IntProblem:
         work = sum(u * t for u, t in pairs if t is not None and u)
         if work == 0:
             return 0
-        replicas = math.ceil(work / self.time_per_replica) + self.spare
-        ub = math.ceil(replicas / o.replicas_per_instance)
+        replicas = math.ceil(work / self.time_per_replica)
+        ub = math.ceil(replicas / o.replicas_per_instance) + self.spare  # spare instances
         if o.max_instances is not None:
             ub = min(ub, o.max_instances)
         if self.max_replicas is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,16 @@ class Deployment:
     def usd_per_hour(self) -> float:
         return self.instances * self.option.usd_per_instance_hour
 
+    def busy_replicas(self) -> float:
+        """Replicas kept busy by the assigned load (Σ_b rps_b ÷ rate of one replica)."""
+        return sum(r / p.requests_per_s for p, r in zip(self.option.perf, self.assigned_rps,
+                                                         strict=True) if p and r > 0)
+
+    def spare_instances(self) -> int:
+        """Instances that may fail (each taking all its replicas) with the load still carried."""
+        busy_instances = self.busy_replicas() / self.option.replicas_per_instance
+        return max(0, math.floor(self.instances - busy_instances + 1e-9))
+
     def served(self) -> list[BucketPerf]:
         """Performance on the buckets this deployment is assigned (all it can serve if none)."""
         got = [p for p, r in zip(self.option.perf, self.assigned_rps, strict=True) if p and r > 0]
@@ -64,6 +75,12 @@ class ServeResult:
     @property
     def usd_per_hour(self) -> float:
         return sum(d.usd_per_hour for d in self.deployments)
+
+    @property
+    def instance_failures_survived(self) -> int:
+        """Instance failures the plan survives, wherever they hit: the fewest spare instances
+        of any deployment (each deployment carries its own share of the load)."""
+        return min((d.spare_instances() for d in self.deployments), default=0)
 
     @property
     def usd_per_month(self) -> float:

@@ -50,10 +50,11 @@ def _deployment_violations(result: ServeResult) -> list[str]:
                 out.append(f"{name}: assigned bucket {b + 1}, which it cannot serve")
             elif perf is not None and rps > 0:
                 busy += rps / perf.requests_per_s
-        up = d.replicas - c.spare_replicas
+        rpi = o.replicas_per_instance
+        up = (d.instances - c.spare_replicas) * rpi  # N+k: k whole instances may fail
         if busy > up * (1 + _REL_TOL):
             out.append(f"{name}: busy {busy:.6g} replica-seconds per second > {up} replicas "
-                       f"({d.replicas} − {c.spare_replicas} spare)")
+                       f"(({d.instances} − {c.spare_replicas} spare) instances × {rpi})")
         for b, perf in enumerate(o.perf):
             if perf is None:
                 continue

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
+from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
 
 __all__ = ["explain_infeasible", "Diagnosis"]
@@ -16,7 +17,7 @@ class Diagnosis:
     """Why a job is infeasible: the sentence, the binding requirement, the nearest fixes."""
 
     text: str
-    binding: str  # deadline | budget | memory | filters
+    binding: str  # deadline | budget | deadline+budget | memory | filters
     fixes: tuple[dict[str, Any], ...] = ()
 
 
@@ -25,8 +26,9 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
     if prep.deadline_h is not None:  # look past the deadline pruning for the fastest plan
         prep = prepare_from_offerings(prep.job, prep.model, prep.offerings, prep.assumptions,
                                       prune=False)
-        if not core and prep.table.candidates:
-            core = ["deadline"]
+        if prep.table.candidates:  # the conflict among all plans, not the pruned ones
+            _, best, core = solve_table(prep.table.candidates, prep.deadline_h, prep.budget_usd)
+            core = core if best is None else ["deadline"]
     cands = prep.table.candidates
     if not cands:
         reasons = prep.table.rejected
@@ -44,6 +46,9 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
     fixes: list[dict[str, Any]] = []
     deadline, budget = prep.deadline_h, prep.budget_usd
     fastest = min(cands, key=lambda c: (c.hours, c.cost_usd))
+    if {"deadline", "budget"} <= set(core) and deadline is not None and budget is not None \
+            and fastest.hours <= deadline:
+        return _together(cands, deadline, budget)
     if "deadline" in core and deadline is not None:
         searched = prep.job.constraints.max_gpus or MAX_GPUS_DEFAULT
         parts.append(
@@ -84,3 +89,20 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
     binding = "deadline" if "deadline" in core else "budget" if "budget" in core else "deadline"
     fixes.sort(key=lambda f: f.get("cost_usd") or 0.0)
     return Diagnosis("; ".join(parts) or "infeasible", binding, tuple(fixes))
+
+
+def _together(cands: list[Any], deadline_h: float, budget_usd: float) -> Diagnosis:
+    """Deadline and budget each meetable alone, not together: both named, both fixes priced."""
+    in_time = min((c for c in cands if c.hours <= deadline_h), key=lambda c: c.cost_usd)
+    affordable = [c for c in cands if c.cost_usd <= budget_usd]
+    fixes = [{"requirement": "budget", "change": f"budget_usd = {in_time.cost_usd:.0f}",
+              "cost_usd": round(in_time.cost_usd, 2)}]
+    text = (f"the deadline ({deadline_h / 24:.1f} days) and the budget (${budget_usd:,.0f}) bind "
+            f"together: the cheapest plan that meets the deadline costs ${in_time.cost_usd:,.0f}")
+    if affordable:
+        quick = min(affordable, key=lambda c: (c.hours, c.cost_usd))
+        text += f"; the fastest plan within the budget needs {quick.hours / 24:.1f} days"
+        fixes.append({"requirement": "deadline", "change": f"deadline_days = "
+                      f"{quick.hours / 24:.1f}", "cost_usd": round(quick.cost_usd, 2)})
+    fixes.sort(key=lambda f: f["cost_usd"])
+    return Diagnosis(text, "deadline+budget", tuple(fixes))

@@ -17,7 +17,7 @@ from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.units import SECONDS_PER_MINUTE
 
-__all__ = ["candidate_key", "solve_table"]
+__all__ = ["candidate_key", "solve_table", "minimal_core"]
 
 
 def candidate_key(c: Candidate) -> tuple[str, str, str]:
@@ -43,9 +43,11 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
     secs = [to_seconds(c.hours) for c in candidates]
     minutes = [-(-s // SECONDS_PER_MINUTE) for s in secs]  # rounded up
     weight = max(minutes, default=0) + 1
-    lexicographic = max(cost, default=0) * weight < 2**62
+    # CP-SAT refuses an objective whose coefficients could sum past int64: bound the sum
+    lexicographic = (sum(cost) + 1) * weight < 2**62
 
-    def build(with_assumptions: bool) -> tuple[Any, list[Any], dict[int, str]]:
+    def build(with_assumptions: bool, kinds: Sequence[str] = ("deadline", "budget")
+              ) -> tuple[Any, list[Any], dict[int, str]]:
         m = cp_model.CpModel()
         x = [m.new_bool_var(f"x{i}") for i in range(len(candidates))]
         m.add_exactly_one(x)
@@ -60,7 +62,7 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
         for name, values, limit in (
                 ("deadline", secs, None if deadline_h is None else deadline_seconds(deadline_h)),
                 ("budget", cost, None if budget_usd is None else budget_cents(budget_usd))):
-            if limit is None:
+            if limit is None or name not in kinds:
                 continue
             lit = m.new_bool_var(name)
             for xi, value in zip(x, values, strict=True):
@@ -82,7 +84,7 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
         again = solve(model, config)
         core = [requirement[i] for i in again.solver.sufficient_assumptions_for_infeasibility()
                 if i in requirement] if again.status == "infeasible" else []
-        return result, None, core or sorted(requirement.values())
+        return result, None, _minimal(core or sorted(requirement.values()), build, config)
     chosen = next(i for i, xi in enumerate(x) if result.solver.boolean_value(xi))
     if not lexicographic:  # rare: enormous costs; fall back to a second phase on time
         model, x, _ = build(False)
@@ -92,3 +94,23 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
         chosen = next(i for i, xi in enumerate(x) if second.solver.boolean_value(xi))
     return result, candidates[chosen], []
 
+
+
+def _minimal(core: list[str], build: Any, config: SolverConfig | None) -> list[str]:
+    """The core shrunk by deletion: a requirement stays only if the others alone are feasible.
+
+    CP-SAT's sufficient assumptions need not be minimal (with a budget nothing meets, it may
+    name the deadline too); each requirement is dropped in turn and the rest re-solved.
+    """
+    return minimal_core(core, lambda kinds: solve(build(False, kinds)[0], config).status
+                        == "infeasible")
+
+
+def minimal_core(core: Sequence[str], infeasible: Any) -> list[str]:
+    """Deletion-based minimal subset of `core` for which `infeasible(subset)` still holds."""
+    kept = list(core)
+    for name in list(core):
+        rest = [k for k in kept if k != name]
+        if rest and infeasible(rest):
+            kept = rest
+    return kept
