@@ -15,7 +15,8 @@ PRICING_MODELS: tuple[str, ...] = get_args(PricingModel)
 COMMITMENT_HOURS = {"on_demand": 0, "spot": 0, "reserved_1y": HOURS_PER_YEAR,
                     "reserved_3y": 3 * HOURS_PER_YEAR}
 
-InterNodeKind = Literal["infiniband", "efa", "ethernet", "rdma", "none"]
+#: internet: marketplace hosts in different locations, joined only by the public internet
+InterNodeKind = Literal["infiniband", "efa", "ethernet", "rdma", "internet", "none"]
 INTER_NODE_KINDS: tuple[str, ...] = get_args(InterNodeKind)
 IntraNodeLink = Literal["nvlink", "pcie", "xgmi", "nvlink-c2c"]
 INTRA_NODE_LINKS: tuple[str, ...] = get_args(IntraNodeLink)

@@ -94,8 +94,9 @@ INTERCONNECT: dict[tuple[str, str], _IC] = {
 #: fabric belongs to Lambda's 1-Click Clusters, which are priced separately (not in the data).
 PROVIDER_DEFAULT: dict[str, tuple[_IC, _IC]] = {  # (fewer than 8 GPUs, 8 GPUs)
     "lambda": (("ethernet", 25, "default"), ("ethernet", 100, "default")),
-    "runpod": (("ethernet", 10, "default"), ("ethernet", 10, "default")),
-    "vast": (("ethernet", 10, "default"), ("ethernet", 10, "default")),
+    # marketplace hosts sit in different locations: the path between two is the public internet
+    "runpod": (("internet", 10, "default"), ("internet", 10, "default")),
+    "vast": (("internet", 10, "default"), ("internet", 10, "default")),
     "coreweave": (("ethernet", 25, "default"), ("ethernet", 25, "default")),
 }
 #: max instances rentable together; NaN = no limit in the data (quota-bound).

@@ -49,3 +49,16 @@ def test_virtual_stages_only_on_pipelined_layouts(no_user_state):
         vp = plan["options"]["virtual_stages"]
         assert vp == plan["layout"].get("vp", 1)
         assert vp == 1 or plan["layout"]["pp"] > 1
+
+
+def test_marketplace_hosts_scale_out_over_the_internet_only_when_allowed(no_user_state):
+    base = _example("lora_70b_budget")
+    base["constraints"]["gpu_types"] = ["RTX4090"]
+    base["constraints"]["providers"] = ["vast"]
+    one = api.plan(job_from_dict(base), offline=True, alternatives=0)
+    assert one["status"] == "infeasible" or one["plan"]["instances"] == 1
+    base["constraints"]["allow_internet_multi_node"] = True
+    many = api.plan(job_from_dict(base), offline=True, alternatives=0)
+    assert many["status"] == "optimal" and many["plan"]["instances"] > 1
+    assert many["plan"]["inter_node_kind"] == "internet"
+    assert any("relies on the public internet" in n for n in many["notes"])

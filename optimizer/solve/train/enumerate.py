@@ -175,7 +175,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                          tokens_lower_bound: float = 0.0,
                          slack_stop: bool = False,
                          headroom: Headroom = NO_HEADROOM,
-                         virtual_stages: int = 1) -> CandidateTable:
+                         virtual_stages: int = 1,
+                         allow_internet_multi_node: bool = False) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
     With `prune_hours` (the deadline), instance counts whose time lower bound (model FLOPs at
@@ -201,6 +202,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
         gpn = off.gpus_per_instance
         cap_gpus = max_gpus or MAX_GPUS_DEFAULT  # the user's max_gpus may search further
         high = min(cap_gpus // gpn, off.max_instances or 10**9, max_instances or 10**9)
+        if off.inter_node_kind == "internet" and not allow_internet_multi_node:
+            high = min(high, 1)  # hosts joined by the public internet: one host unless allowed
         found = pruned = False
         previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")
         previous_n = 0

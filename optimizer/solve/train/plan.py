@@ -18,6 +18,7 @@ from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
+from optimizer.solve.train.warnings import network_notes
 from optimizer.units import SECONDS_PER_HOUR
 
 __all__ = ["PlanResult", "plan_job", "pareto_front"]
@@ -70,7 +71,7 @@ def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path
     _check(prep, best)
     out = PlanResult(Status(result.status), best, solver=solver_info, prepared=prep,
                      binding=binding_of(best, cands, prep.budget_usd),
-                     notes=tuple(flag_notes([best.offering])))
+                     notes=tuple(network_notes(best) + flag_notes([best.offering])))
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
         res, alt, _core = solve_table(cands, prep.deadline_h, prep.budget_usd, exclude=excluded,

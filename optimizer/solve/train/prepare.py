@@ -97,7 +97,8 @@ def prepare_from_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offer
             max_instances=c.max_instances, max_gpus=c.max_gpus, assumptions=assumptions,
             prune_hours=c.deadline_h if prune else None, tokens_lower_bound=tokens_lb,
             slack_stop=slack_stop, headroom=headroom_of(c),
-            virtual_stages=variant.virtual_stages))
+            virtual_stages=variant.virtual_stages,
+            allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False)))
     table = merge_tables(tables)
     return PreparedJob(job, model, assumptions, list(offerings), table, c.deadline_h,
                        c.budget_usd, time.perf_counter() - start)

@@ -5,14 +5,33 @@ from __future__ import annotations
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.units import HOURS_PER_YEAR
 
-__all__ = ["plan_warnings"]
+__all__ = ["plan_warnings", "network_notes"]
+
+
+def network_notes(c: Candidate) -> list[str]:
+    """First-line notes: a multi-instance plan that rests on a guessed network or on the
+    public internet between marketplace hosts."""
+    off = c.offering
+    if c.instances < 2 or off.kind != "cloud":
+        return []
+    out = []
+    if off.inter_node_kind == "internet":
+        out.append(f"relies on the public internet between {c.instances} {off.provider} hosts "
+                   f"({off.inter_node_gbps:g} Gbit/s assumed; allowed by "
+                   "constraints.allow_internet_multi_node)")
+    elif off.inter_node_is_default:
+        out.append(f"relies on a guessed inter-node network: {off.inter_node_gbps:g} Gbit/s "
+                   f"{off.inter_node_kind} between {c.instances} {off.provider} {off.instance} "
+                   "instances (no published figure; pricing_data/instance_network.csv)")
+    return out
 
 
 def plan_warnings(c: Candidate) -> list[str]:
     """What a careful user should double-check before spending money on this plan."""
     off, out = c.offering, []
     if c.instances > 1 and off.kind == "cloud" and (off.inter_node_is_default
-                                                    or off.inter_node_kind == "ethernet"):
+                                                    or off.inter_node_kind in ("ethernet",
+                                                                               "internet")):
         source = "a documented guess" if off.inter_node_is_default else "published"
         out.append(f"{c.instances} instances exchange gradients over {off.inter_node_gbps:g} Gbit/s "
                    f"{off.inter_node_kind} ({source}); step time is sensitive to it — confirm "
