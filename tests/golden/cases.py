@@ -40,7 +40,9 @@ VOLATILE_KEYS = frozenset({"wall_s", "solve_s", "enumerate_s", "age_days"})  # t
 def mask(obj: Any) -> Any:
     """The document with every timing value replaced by a fixed marker."""
     if isinstance(obj, dict):
-        return {k: ("<timing>" if k in VOLATILE_KEYS else mask(v)) for k, v in obj.items()}
+        return {k: ("<timing>" if k in VOLATILE_KEYS else
+                    Path(v).name if k == "path" and isinstance(v, str) else mask(v))
+                for k, v in obj.items()}  # a catalog path depends on the checkout: its name
     if isinstance(obj, list):
         return [mask(v) for v in obj]
     return obj
