@@ -19,7 +19,10 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   (the fp8 peak when it says 'fp8 dense peak');
 - serving: rows without serve_batch from offline / all-at-once runs use the largest batch the
   stack admits (`serving_max_batch`: its KV budget, KV occupancy and scheduler cap, capped by
-  the requests of the run); single-stream rows compare 1000 / tpot_ms.
+  the requests of the run; trtllm-bench rows: the engine's max_batch_size and max_num_tokens
+  from its build heuristics, trtllm_bench.py); rows whose assumptions say "Static batching"
+  (gptSessionBenchmark, TensorRT-LLM < v0.10) run static batches; single-stream rows compare
+  1000 / tpot_ms.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path.insert(0, str(HERE / "validation"))
 sys.path.insert(0, str(HERE.parent))
 
 from load import Row, load_rows  # noqa: E402
+from trtllm_bench import engine_settings  # noqa: E402
 
 from optimizer.errors import ConfigError  # noqa: E402
 from optimizer.inputs.gpus import get_gpu  # noqa: E402
@@ -287,15 +291,22 @@ def _serve_case(row: Row) -> Case:
     quant = (row.weight_precision or row.precision or "fp16").lower()
     kv = (row.kv_cache_precision or "fp16").lower()
     stack = _stack(row)
+    notes = _lower(row.assumptions)
     serve = ServeSetup(weight_precision=quant, kv_precision=kv, batch=1, context=prompt + out,
-                       stack=stack, output_tokens=out)
+                       stack=stack, output_tokens=out,
+                       batching="static" if "static batching" in notes else None)
     batch = row.serve_batch
     if batch is None:
         if single:
             batch = 1
         elif _all_at_once(meaning):
-            batch = serving_max_batch(spec, serve, gpu, row.tp, PerfAssumptions(),
-                                      cap=_request_cap(row))
+            cap = _request_cap(row)
+            if stack == "tensorrt-llm" and "trtllm-bench" in notes:
+                # the engine trtllm-bench builds from the dataset (benchmarks/trtllm_bench.py)
+                cap, budget = engine_settings(spec, gpu, row.tp, prompt, out, quant == "fp8",
+                                              kv == "fp8")
+                serve = replace(serve, max_num_tokens=budget)
+            batch = serving_max_batch(spec, serve, gpu, row.tp, PerfAssumptions(), cap=cap)
             if batch < 1:
                 raise Skip("model does not fit at batch 1")
         else:

@@ -120,6 +120,12 @@ class ServeSetup:
     #: attention: blocks of the tokens present, on average prompt + output/2); None: the stack's
     kv_occupancy: str | None = None
     output_tokens: int = 0  # generated tokens per sequence (part of `context`), for "average"
+    #: tokens one in-flight-batching iteration may carry (decode + prompt chunks; TensorRT-LLM
+    #: max_num_tokens, vLLM max_num_batched_tokens); None: unlimited
+    max_num_tokens: int | None = None
+    #: "continuous" (requests join as others finish) | "static" (a batch starts together and
+    #: runs to its end: TensorRT-LLM gptSessionBenchmark before v0.10); None: continuous
+    batching: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,9 @@ class PerfAssumptions:
     qlora_dequant_factor: float = 1.25  # GUESS: 4-bit dequantisation slows base matmuls 25%
     bw_efficiency: float = 0.8  # GUESS: achieved fraction of HBM bandwidth in decode
     small_message_latency_s: float = 10e-6  # GUESS: per collective launch latency
+    #: GUESS: tokens per expert at which a grouped expert GEMM reaches half its dense-GEMM
+    #: efficiency (tiles of 64-128 rows are mostly empty below it; CUTLASS grouped GEMM tiles)
+    moe_expert_half_tokens: float = 32.0
     cpu_adam_slowdown: float = 20.0  # GUESS: CPU Adam over PCIe (ZeRO-Offload) vs on-GPU update time
     calibrated: dict[tuple[str, str], float] = field(default_factory=dict)
     #: fitted constants (optimizer.model.fitted.FittedConstants); None: the packaged fit

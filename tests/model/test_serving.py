@@ -26,8 +26,11 @@ def test_prefill_is_compute_bound() -> None:
     p = 1024
     perf = serving_perf(spec, ServeSetup(batch=1), gpu, tp=1, prompt_tokens=p,
                         output_tokens=1, assumptions=A)
-    # 2·N·p + causal attention 2·L·p²·(a·d), at 312 TFLOPS fp16 × 0.5
-    flops = 2 * 6_738_415_616 * p + 2 * 32 * p * p * 4096
+    # 2·N·p, the LM head (32000 × 4096) only for the last prompt token, + causal attention
+    # 2·L·p²·(a·d), at 312 TFLOPS fp16 × 0.5; the weight read (13.5 GB / 1.6 TB/s = 8 ms) is
+    # below the GEMM time, so the GEMM roofline is compute
+    head = 32000 * 4096
+    flops = 2 * (6_738_415_616 - head) * p + 2 * head + 2 * 32 * p * p * 4096
     assert perf.prefill_s == pytest.approx(flops / (312e12 * 0.5))
     assert perf.ttft_s == pytest.approx(perf.prefill_s + perf.decode_step_s)
 
@@ -45,3 +48,40 @@ def test_int4_weights_read_fewer_bytes() -> None:
     fp16 = serving_perf(spec, ServeSetup(batch=1, weight_precision="fp16"), gpu, 1, 128, 128)
     int4 = serving_perf(spec, ServeSetup(batch=1, weight_precision="int4"), gpu, 1, 128, 128)
     assert int4.decode_step_s < fp16.decode_step_s / 3
+
+
+def test_pass_costs_the_sum_of_per_kernel_rooflines() -> None:
+    # Llama-2-7B, A100, batch 64 at mean context 1024 + 64: the GEMMs are weight-read bound
+    # (64 tokens: 2·N·64 = 0.86 TFLOP / 156 TFLOP/s = 5.5 ms < 13.5 GB / 1.63 TB/s = 8.3 ms)
+    # and attention is KV-read bound; the two kernels add, they do not overlap
+    spec, gpu = PRESETS["llama-2-7b"], get_gpu("A100-80GB")
+    serve = ServeSetup(batch=64, context=1152, output_tokens=128)
+    perf = serving_perf(spec, serve, gpu, 1, 1024, 128, A)
+    bw = 2039e9 * 0.8
+    weights = 6_738_415_616 * 2 / bw
+    kv = 524_288 * 64 * (1024 + 64) / bw
+    assert perf.decode_step_s == pytest.approx(weights + kv)
+
+
+def test_static_batching_prefills_the_whole_batch_then_decodes() -> None:
+    # TensorRT-LLM v0.9 gptSessionBenchmark: B prompts in one pass, then O steps together
+    spec, gpu = PRESETS["llama-2-7b"], get_gpu("A100-80GB")
+    b, p, o = 32, 128, 128
+    serve = ServeSetup(batch=b, context=p + o, output_tokens=o, batching="static",
+                       stack="tensorrt-llm")
+    perf = serving_perf(spec, serve, gpu, 1, p, o, A)
+    head = 32000 * 4096
+    first = (2 * (6_738_415_616 - head) * b * p + 2 * head * b
+             + 2 * 32 * p * b * p * 4096) / (312e12 * 0.5)
+    assert perf.parts_s["cycle"] == pytest.approx(first + o * perf.decode_step_s)
+    assert perf.output_tokens_per_s == pytest.approx(b * o / perf.parts_s["cycle"])
+
+
+def test_iteration_token_budget_caps_fused_concurrency() -> None:
+    # max_num_tokens 2048 with 2048/128 requests: each iteration carries B·(1 + 2048/128)
+    # = 17·B tokens, so at most 2048/17 ≈ 120.5 sequences generate at once
+    spec, gpu = PRESETS["llama-2-7b"], get_gpu("H100-80GB")
+    serve = ServeSetup(batch=400, context=2176, output_tokens=128, stack="tensorrt-llm",
+                       max_num_tokens=2048)
+    perf = serving_perf(spec, serve, gpu, 1, 2048, 128, A)
+    assert perf.concurrency == pytest.approx(2048 / 17)
