@@ -17,6 +17,7 @@ from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_TIME_LIMIT_S,
     MAX_WORKERS,
+    MIN_TIME_LIMIT_S,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
@@ -49,7 +50,7 @@ def batch(jobs: Annotated[Path, typer.Argument(
           prices: PricesOpt = None, offline: OfflineOpt = False) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
-        check_number(time_limit, "--time-limit", gt=0, le=MAX_TIME_LIMIT_S)
+        check_number(time_limit, "--time-limit", ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
         check_number(workers, "--workers", ge=1, le=MAX_WORKERS, integer=True)
         if plot is not None:
             check_plot_path(plot)

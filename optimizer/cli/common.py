@@ -19,7 +19,7 @@ from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
            "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_REFRESH_FAILED", "header_or_infeasible",
            "catalog_line", "print_fallback", "layout_words", "interconnect_words", "answer", "print_notes",
-           "renamed_flag", "show_deprecations", "MAX_TIME_LIMIT_S", "MAX_WORKERS",
+           "renamed_flag", "show_deprecations", "MAX_TIME_LIMIT_S", "MIN_TIME_LIMIT_S", "MAX_WORKERS",
            "MAX_ALTERNATIVES", "PricesOpt", "OfflineOpt", "JsonOpt"]
 
 #: options shared by the commands that read a job file (one definition each)
@@ -29,8 +29,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the document
 
 #: ranges of the solver flags (--time-limit seconds, --workers threads, --alternatives plans)
 MAX_TIME_LIMIT_S = 86_400.0
+MIN_TIME_LIMIT_S = 0.1
 MAX_WORKERS = 256
-MAX_ALTERNATIVES = 100
+MAX_ALTERNATIVES = 20
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 #: `prices refresh` could not replace the tables (network, server, an invalid or shrunken table;
@@ -49,8 +50,11 @@ def user_errors() -> Iterator[None]:
     except InfeasibleError as exc:
         typer.echo(f"infeasible: {exc}", err=True)
         raise typer.Exit(EXIT_INFEASIBLE) from None
-    except SolverError as exc:  # not the user's fault: a bug, exit 3 like any other
+    except SolverError as exc:  # not the user's fault (a bug: exit 3), unless it ran out of time
         text = " ".join(str(exc).split())  # one line, however CP-SAT words it
+        if "raise the time limit" in text:  # no answer within --time-limit: the flag's value
+            typer.echo(f"error: {text}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
         typer.echo(f"internal error: {text[:300]} — a bug in ccopt; rerun with --debug for the "
                    "traceback and report it", err=True)
         raise typer.Exit(EXIT_INTERNAL) from None

@@ -21,7 +21,11 @@ from optimizer.cli.common import (
 )
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import base_assumptions, fit_efficiency, save_calibration
-from optimizer.inputs.calibration_file import EFFICIENCY_RANGE, check_calibration_store
+from optimizer.inputs.calibration_file import (
+    EFFICIENCY_RANGE,
+    MIN_EFFICIENCY,
+    check_calibration_store,
+)
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.validation import check_number
 from optimizer.model.setup import Layout, TrainingSetup
@@ -226,7 +230,7 @@ def calibrate(
                           probe["inter_node_gbps"])
         measured = step_time_s or layout.global_batch * seq_len / float(tokens_per_s or 1)
         eff = fit_efficiency(spec, setup, layout, cluster, measured, uncalibrated)
-        if not 0 < eff <= 1:  # never store what the loader would refuse
+        if not MIN_EFFICIENCY <= eff <= 1:  # never store what the check would refuse
             raise ConfigError(f"calibrate: the fit gave efficiency {eff!r}; allowed: "
                               f"{EFFICIENCY_RANGE}; check the measurement and the layout")
         path = save_calibration(g.gpu_id, precision, eff, {

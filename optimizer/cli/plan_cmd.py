@@ -14,6 +14,7 @@ from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_ALTERNATIVES,
     MAX_TIME_LIMIT_S,
+    MIN_TIME_LIMIT_S,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
@@ -45,7 +46,7 @@ def plan(job: JobArg, json_out: JsonOpt = False,
          time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 10.0) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
-        check_number(time_limit, "--time-limit", gt=0, le=MAX_TIME_LIMIT_S)
+        check_number(time_limit, "--time-limit", ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
         if plot is not None:
             check_plot_path(plot)

@@ -11,6 +11,8 @@ from rich.table import Table
 from optimizer.api import serve as run_serve
 from optimizer.api import serve_compare as run_serve_compare
 from optimizer.cli.common import (
+    MAX_TIME_LIMIT_S,
+    MIN_TIME_LIMIT_S,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
@@ -22,6 +24,7 @@ from optimizer.cli.common import (
     print_notes,
     user_errors,
 )
+from optimizer.inputs.validation import check_number
 
 __all__ = ["register", "render_serve", "render_compare"]
 
@@ -94,6 +97,7 @@ def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
         serve_compare(job, json_out, prices, offline, time_limit)
         return
     with user_errors():
+        check_number(time_limit, "--time-limit", ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
         data = run_serve(job, prices=prices, offline=True if offline else None,
                          time_limit_s=time_limit)
     answer(data, json_out, render_serve)
@@ -103,6 +107,7 @@ def serve_compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = No
                   offline: OfflineOpt = False, time_limit: TimeOpt = 10.0) -> None:
     """Best serving deployment per GPU type (and the best mix over all types)."""
     with user_errors():
+        check_number(time_limit, "--time-limit", ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
         data = run_serve_compare(job, prices=prices, offline=True if offline else None,
                                  time_limit_s=time_limit)
     answer(data, json_out, render_compare, data["best"]["status"])

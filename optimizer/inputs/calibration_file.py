@@ -3,7 +3,7 @@
 optimizer.inputs.calibration loads the store without range checks; every command that uses it
 calls `check_calibration_store` first (the API functions and `ccopt calibrate`), so a store
 that is a directory, not UTF-8, not JSON, or holds an efficiency that is not a finite number
-in (0, 1] is a one-line error naming the file, the entry and the allowed values.
+in [0.001, 1] is a one-line error naming the file, the entry and the allowed values.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import calibration_path
 
-__all__ = ["check_calibration_store", "EFFICIENCY_RANGE"]
+__all__ = ["check_calibration_store", "EFFICIENCY_RANGE", "MIN_EFFICIENCY"]
 
 #: what a stored base efficiency may be: calibration fits it by bisection on [0.001, 1]
-EFFICIENCY_RANGE = "a number > 0 and ≤ 1"
+EFFICIENCY_RANGE = "a number ≥ 0.001 and ≤ 1"
+MIN_EFFICIENCY = 0.001
 
 
 def _entries(file: Path) -> Any:
@@ -57,7 +58,7 @@ def check_calibration_store(path: Path | None = None) -> None:
             raise ConfigError(f"{where}: key must be \"GPU_ID/precision\"; delete or fix it")
         value = entry.get("efficiency") if isinstance(entry, dict) else None
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value) and 0 < value <= 1
+            and math.isfinite(value) and MIN_EFFICIENCY <= value <= 1
         if not ok:
             raise ConfigError(f"{where}.efficiency: {value!r} is not allowed; allowed: "
                               f"{EFFICIENCY_RANGE} (rerun `ccopt calibrate` or delete the entry)")

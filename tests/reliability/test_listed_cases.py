@@ -147,7 +147,7 @@ def test_bad_option_is_one_line_exit_2(ccopt, isolated, args, phrase) -> None:
 @pytest.mark.parametrize(("store", "phrase"), [
     ('{"entries": {"H100-80GB/bf16": {"efficiency": NaN}}}', ".efficiency: nan is not allowed"),
     ('{"entries": {"H100-80GB/bf16": {"efficiency": 5}}}', ".efficiency: 5 is not allowed"),
-    ('{"entries": {"H100-80GB/bf16": {"efficiency": -1}}}', "allowed: a number > 0 and ≤ 1"),
+    ('{"entries": {"H100-80GB/bf16": {"efficiency": -1}}}', "allowed: a number ≥ 0.001 and ≤ 1"),
     (None, "is a directory; allowed: a JSON file path"),
 ])
 def test_bad_calibration_store_is_exit_2(ccopt, tmp_path, monkeypatch, store, phrase) -> None:
