@@ -185,8 +185,9 @@ def serving_max_batch(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int
     budget, at the stack's KV occupancy, capped by its scheduler limit (stacks.toml max_batch).
 
     The budget is kv_memory_fraction × the card (vLLM gpu_memory_utilization) minus weights,
-    activations and the stack's reserve; `serve.batch` is ignored. Returns 0 when not even one
-    sequence fits.
+    activations and the stack's reserve, or (kv_fraction_of = "free", TensorRT-LLM) that
+    fraction of what weights, activations and reserve leave free; `serve.batch` is ignored.
+    Returns 0 when not even one sequence fits.
     """
     a = assumptions or PerfAssumptions()
     prof = get_stack(serve.stack)
@@ -195,6 +196,9 @@ def serving_max_batch(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int
 
     def fits(batch: int) -> bool:
         mem = serving_memory(model, replace(serve, batch=batch), tp, a)
+        if prof.kv_fraction_of == "free":  # KV gets a fraction of what the rest leaves free
+            rest = mem.total - mem.kv_cache + mem.context
+            return mem.kv_cache <= prof.kv_memory_fraction * (gpu.memory_gib - rest)
         return mem.total + mem.context <= budget
 
     if not fits(1):

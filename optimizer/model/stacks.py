@@ -73,6 +73,9 @@ class StackProfile:
     fused_prefill: bool = False  # prompt chunks ride in the decode iterations (in-flight batching)
     kv_block_tokens: int = 16
     kv_memory_fraction: float = 0.9
+    #: what kv_memory_fraction is a fraction of: "total" (the card: vLLM
+    #: gpu_memory_utilization) | "free" (memory left after weights and activations)
+    kv_fraction_of: str = "total"
     max_batch: int = 256
     #: {field: StackValue} for every number read from the file (provenance)
     provenance: dict[str, StackValue] = field(default_factory=dict, compare=False, repr=False)

@@ -85,3 +85,19 @@ def test_iteration_token_budget_caps_fused_concurrency() -> None:
                        max_num_tokens=2048)
     perf = serving_perf(spec, serve, gpu, 1, 2048, 128, A)
     assert perf.concurrency == pytest.approx(2048 / 17)
+
+
+def test_trtllm_kv_fraction_is_of_the_free_memory() -> None:
+    # TensorRT-LLM free_gpu_memory_fraction 0.95 is of what the rest leaves free. Llama-3-70B
+    # fp8 on one H100 (80 GiB): weights (70,553,706,496 − 2·128,256·8,192 embedding/head
+    # kept 16-bit) × 1 B + 2,101,346,304 × 2 B = 67.665 GiB; activations of one 8192-token
+    # chunk 8192·(4·8192 + 3·28672)·2 B = 1.8125 GiB (+ 4 B logits per vocab row per
+    # sequence); workspace 0.25, context 0.8 GiB. KV per sequence 2·80·8·128·1 B ×
+    # (2176 + 32 half block) = 0.33691 GiB -> 0.95 × (80 − 67.665 − 1.8125 − 0.25 − 0.8 −
+    # 0.0005·26) / 0.33691 = 26.7 -> 26 sequences (the "total" rule would admit 16)
+    from optimizer.model.serving import serving_max_batch
+
+    spec, gpu = PRESETS["llama-3-70b"], get_gpu("H100-80GB")
+    trt = ServeSetup(weight_precision="fp8", kv_precision="fp8", context=2176,
+                     output_tokens=2048, stack="tensorrt-llm")
+    assert serving_max_batch(spec, trt, gpu, 1) == 26
