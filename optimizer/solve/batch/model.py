@@ -19,7 +19,7 @@ the relaxation minimised before cost), so explain.py reuses the same builders.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,8 @@ from optimizer.solve.batch.problem import BatchProblem, JobRows, ScheduledJob
 from optimizer.solve.cpsat.solver import SolveResult
 
 __all__ = ["HARD", "ASSUME", "MINIMISE", "deadline_req", "capacity_req", "BatchVars",
-           "usable_rows", "add_choice", "add_windows", "add_capacity", "add_energy_bounds",
+           "usable_rows", "add_choice", "add_windows", "add_capacity", "energy_windows",
+           "add_energy_bounds",
            "add_symmetry_breaking", "add_objective", "build_model", "read_plan"]
 
 HARD, ASSUME, MINIMISE = "hard", "assume", "minimise"
@@ -179,30 +180,33 @@ def add_capacity(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) 
             m.add_cumulative([i for i, _ in items], [d for _, d in items], capacity)
 
 
-def add_energy_bounds(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
-    """Redundant linear cuts (energetic reasoning): for windows [a, b) with a a release and b
-    a due time, Σ demand × (the part of the row that must fall inside [a, b) whatever its
-    start) ≤ capacity × (b − a).
+def energy_windows(problem: BatchProblem, rows: Sequence[Sequence[int]],
+                   modes: Mapping[str, str], reservations: bool = False
+                   ) -> Iterator[tuple[str, tuple[int, int], list[tuple[int, int, int]]]]:
+    """Energetic-reasoning windows that can bind: (resource, (a, b), [(job, row, energy)]).
 
-    Implied by the cumulatives, but linear in the choice literals, so CP-SAT's LP relaxation
-    sees that the cheap shared resources (owned boxes, quotas) run out and the lower bound
-    rises toward the optimum. Mandatory part of a row of duration d in window [r, due):
-    max(0, min(d, b − a, r + d − a, b − due + d)) (Baptiste, Le Pape, Nuijten 2001, §3.3).
+    For windows [a, b) with a a release and b a due time, Σ demand × (the part of the row
+    that must fall inside [a, b) whatever its start) ≤ capacity × (b − a) holds in every
+    schedule; only windows whose rows could exceed that are yielded. Mandatory part of a row
+    of duration d in window [r, due): max(0, min(d, b − a, r + d − a, b − due + d))
+    (Baptiste, Le Pape, Nuijten 2001, §3.3). Reservations (capacity R, a variable) are
+    yielded only if `reservations`, tested against their largest R.
     """
     releases = sorted({j.release for j in problem.jobs})
     dues = sorted({j.due if modes.get(deadline_req(j), HARD) == HARD else problem.horizon
                    for j in problem.jobs})
     for key, res in problem.resources.items():
-        if res.kind == "reservation" or modes.get(capacity_req(key), HARD) != HARD:
+        if (res.kind == "reservation" and not reservations) \
+                or modes.get(capacity_req(key), HARD) != HARD:
             continue
-        terms: list[tuple[int, int, int, Any, int]] = []  # release, due, d, literal, demand
+        terms: list[tuple[int, int, int, int, int, int]] = []  # release, due, d, job, row, demand
         for j, job in enumerate(problem.jobs):
             due = job.due if modes.get(deadline_req(job), HARD) == HARD else problem.horizon
-            for xi, i in zip(v.x[j], v.rows[j], strict=True):
+            for i in rows[j]:
                 row = job.rows[i]
                 for k, demand in row.usage:
                     if k == key:
-                        terms.append((job.release, due, row.duration, xi, demand))
+                        terms.append((job.release, due, row.duration, j, i, demand))
         if len(terms) < 2:
             continue
         for a in releases:
@@ -210,13 +214,25 @@ def add_energy_bounds(v: BatchVars, problem: BatchProblem, modes: Mapping[str, s
                 if b <= a:
                     continue
                 inside = []
-                for r, due, d, x, demand in terms:
+                for r, due, d, j, i, demand in terms:
                     part = min(d, b - a, r + d - a, b - due + d)
                     if part > 0:
-                        inside.append((x, demand * part))
-                limit = res.capacity * (b - a)
-                if len(inside) > 1 and sum(e for _, e in inside) > limit:
-                    v.model.add(sum(e * x for x, e in inside) <= limit)
+                        inside.append((j, i, demand * part))
+                if len(inside) > 1 and sum(e for _, _, e in inside) > res.capacity * (b - a):
+                    yield key, (a, b), inside
+
+
+def add_energy_bounds(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
+    """Redundant linear cuts (energetic reasoning, energy_windows) on the choice literals.
+
+    Implied by the cumulatives, but linear in the choice literals, so CP-SAT's LP relaxation
+    sees that the cheap shared resources (owned boxes, quotas) run out and the lower bound
+    rises toward the optimum.
+    """
+    lit = {(j, i): xi for j in range(len(v.rows)) for xi, i in zip(v.x[j], v.rows[j], strict=True)}
+    for key, (a, b), inside in energy_windows(problem, v.rows, modes):
+        limit = problem.resources[key].capacity * (b - a)
+        v.model.add(sum(e * lit[j, i] for j, i, e in inside) <= limit)
 
 
 def add_symmetry_breaking(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:

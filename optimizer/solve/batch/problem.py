@@ -274,6 +274,8 @@ class BatchResult:
     solver: dict[str, Any] = field(default_factory=dict)
     catalog: dict[str, Any] | None = None  # source, as_of, age_days, path of the price tables
     progress: list[ProgressEvent] = field(default_factory=list)
+    #: how the Benders decomposition went (rounds, cuts, proven, stopped); not in the JSON
+    benders: dict[str, Any] = field(default_factory=dict)
 
     def _sum(self, kinds: tuple[str, ...]) -> float:
         return sum(s.row.candidate.cost_usd for s in self.jobs

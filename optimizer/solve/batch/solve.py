@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ortools.sat.python import cp_model
 
 from optimizer.errors import SolverError, Status
+from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
 from optimizer.solve.batch.hints import add_hints, left_shift
 from optimizer.solve.batch.model import build_model, read_plan
-from optimizer.solve.batch.problem import BatchProblem, BatchResult, ProgressEvent
+from optimizer.solve.batch.problem import BatchProblem, BatchResult, ProgressEvent, ScheduledJob
 from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import from_cents
 from optimizer.solve.cpsat.solver import SolverConfig, solve
@@ -38,6 +40,29 @@ class ProgressCallback(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
 
 def _elapsed(started: float) -> float:
     return round(time.perf_counter() - started, 4)
+
+
+def _proven(problem: BatchProblem, bend: BendersOutcome, info: dict[str, Any], started: float,
+            compact: bool, on_progress: Callable[[ProgressEvent], None] | None) -> BatchResult:
+    """The result of a plan the Benders decomposition proved optimal."""
+    cents = bend.objective_cents or 0
+    info.update(status=Status.OPTIMAL, solve_s=_elapsed(started), proven_optimal=True,
+                objective_usd=from_cents(cents), best_bound_usd=from_cents(cents), gap=0.0)
+    jobs = [ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
+            for job, i, t in zip(problem.jobs, bend.rows, bend.starts, strict=True)]
+    if compact:
+        jobs = left_shift(problem, jobs, bend.reserved)
+    event = ProgressEvent(_elapsed(started), from_cents(cents), from_cents(cents))
+    if on_progress is not None:
+        on_progress(event)
+    out = BatchResult(Status.OPTIMAL, problem, jobs, dict(bend.reserved), solver=info,
+                      progress=[event])
+    problems = validate_batch(out)
+    if problems:
+        raise SolverError("internal error, the batch plan breaks a constraint: "
+                          + "; ".join(problems[:5]))
+    info["wall_s"] = _elapsed(started)
+    return out
 
 
 def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
@@ -73,27 +98,42 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
         info.update(status=Status.INFEASIBLE, wall_s=_elapsed(started), proven_optimal=True)
         return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
     v = build_model(problem)
-    add_hints(v, problem)
     info["model_rows"] = sum(len(r) for r in v.rows)
+    bend = solve_benders(problem, cfg.time_limit_s)
+    stats = {"rounds": bend.rounds, "cuts": len(bend.cuts), "proven": bend.proven,
+                       "stopped": bend.stopped, "wall_s": _elapsed(started)}
+    if bend.proven:
+        out = _proven(problem, bend, info, started, compact, on_progress)
+        out.benders = stats
+        return out
+    add_hints(v, problem)
+    lit = {(j, i): xi for j in range(len(v.rows)) for xi, i in zip(v.x[j], v.rows[j], strict=True)}
+    for cut in bend.cuts:  # valid no-goods: row sets no schedule realises
+        v.model.add(sum(lit[j, i] for j, group in cut for i in group) <= len(cut) - 1)
+    left = max(0.1, cfg.time_limit_s - (time.perf_counter() - started))
     callback = ProgressCallback(on_progress)
-    result = solve(v.model, cfg, callback)
+    result = solve(v.model, replace(cfg, time_limit_s=left), callback)
     status = Status(result.status)
-    info.update(status=status, solve_s=round(result.wall_s, 4),
-                proven_optimal=result.proven_optimal)
+    proven = result.proven_optimal
+    if bend.bound_cents is not None and result.objective is not None \
+            and int(round(result.objective)) <= bend.bound_cents:
+        proven, status = True, Status.OPTIMAL  # the Benders master proved this bound
+    info.update(status=status, solve_s=_elapsed(started), proven_optimal=proven)
     if status == Status.INFEASIBLE:
-        out = BatchResult(status, problem, solver=info, progress=callback.events)
+        out = BatchResult(status, problem, solver=info, progress=callback.events, benders=stats)
         if explain:
             out.explanation = explain_infeasible(problem, cfg)
         info["wall_s"] = _elapsed(started)
         return out
     objective = int(round(result.objective or 0))
-    bound = int(round(result.bound or 0))
+    bound = min(objective, max(int(round(result.bound or 0)), bend.bound_cents or 0))
     info.update(objective_usd=from_cents(objective), best_bound_usd=from_cents(bound),
                 gap=round((objective - bound) / max(1, abs(objective)), 6))
     jobs, reserved = read_plan(v, problem, result)
     if compact:
         jobs = left_shift(problem, jobs, reserved)
-    out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events)
+    out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events,
+                      benders=stats)
     problems = validate_batch(out)
     if problems:
         raise SolverError("internal error, the batch plan breaks a constraint: "

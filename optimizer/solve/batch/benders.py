@@ -1,0 +1,329 @@
+"""Logic-based Benders decomposition of a batch (Hooker 2007, "Planning and scheduling by
+logic-based Benders decomposition").
+
+* **master** — a 0-1 MIP (HiGHS through OR-Tools' MathOpt, gap 0): each
+  job's row (or its drop), the reserved counts R, cost in cents; time enters only through the
+  energetic-reasoning cuts of model.add_energy_bounds (every resource, reservations against
+  R), so it is a relaxation of the batch and its optimum a lower bound. On the saturated
+  owned-box instances this knapsack-like master is where CP-SAT spends its time closing the
+  bound; a MIP solver proves it in a fraction of a second.
+* **subproblem** — CP-SAT (one worker, deterministic): the master's rows fixed, can every job
+  start in its window with every cumulative respected? Yes: the master's plan is optimal.
+  No: a minimal infeasible set of (job, row) is found (assumption core, then a deletion
+  filter) and the no-good Σ x ≤ |set| − 1 is added, over each job's row and the rows that
+  occupy a superset of it (same resources, ≥ demand, ≥ duration, so no easier to place).
+  Up to MAX_CUTS_PER_ROUND disjoint sets are cut per round.
+
+Every cut only removes row choices no schedule can realise, so the master bound stays valid
+and the first master plan whose subproblem is feasible is optimal. Rounds are capped by
+count (not time), so the answer is deterministic; if the cap or the time limit is hit, the
+caller solves the full CP-SAT model with the cuts (`BendersOutcome.cuts`) and the bound.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from ortools.math_opt.python import mathopt
+from ortools.sat.python import cp_model
+
+from optimizer.solve.batch.model import energy_windows, usable_rows
+from optimizer.solve.batch.problem import BatchProblem
+
+__all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "solve_benders"]
+
+#: CHOICE: rounds of master + subproblem before handing over to the full CP-SAT model; the
+#: 50-job saturated benchmark needs ~20; a count, not a time, keeps the answer deterministic
+MAX_ROUNDS = 120
+#: disjoint infeasible sets cut per round (fewer master solves)
+MAX_CUTS_PER_ROUND = 6
+SUB_DETERMINISTIC_LIMIT = 20.0  # CP-SAT deterministic time per subproblem check
+
+#: a cut: (job index, rows of that job) pairs, not all of which can be chosen together
+Cut = tuple[tuple[int, tuple[int, ...]], ...]
+
+
+@dataclass
+class BendersOutcome:
+    """What the decomposition reached: a proven plan, or cuts and a bound for the full model."""
+
+    proven: bool
+    bound_cents: int | None = None  # master lower bound (valid whether or not proven)
+    rows: list[int | None] = field(default_factory=list)  # chosen row per job (None: dropped)
+    starts: list[int | None] = field(default_factory=list)
+    reserved: dict[str, int] = field(default_factory=dict)
+    objective_cents: int | None = None
+    cuts: list[Cut] = field(default_factory=list)
+    rounds: int = 0
+    stopped: str = ""  # why it handed over: rounds | time | master | subproblem
+
+
+@contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Silence file descriptor 1: HiGHS 1.12 prints debug lines there whatever its options
+    (e.g. 'HighsMipSolverData::transformNewIntegerFeasibleSolution'), which would corrupt
+    `ccopt batch --json`."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(null)
+        os.close(saved)
+
+
+class _Master:
+    """The MIP master (mathopt + HiGHS), built once; cuts are added between solves."""
+
+    def __init__(self, problem: BatchProblem, rows: Sequence[Sequence[int]]) -> None:
+        m = self.model = mathopt.Model(name="batch-master")
+        self.problem, self.rows = problem, rows
+        self.x = [[m.add_binary_variable(name=f"x{j}_{i}") for i in idx]
+                  for j, idx in enumerate(rows)]
+        self.reserve = {k: m.add_integer_variable(lb=0, ub=r.capacity, name=f"R_{k}")
+                        for k, r in problem.resources.items() if r.kind == "reservation"}
+        self.lit = {(j, i): xi for j in range(len(rows))
+                    for xi, i in zip(self.x[j], rows[j], strict=True)}
+        obj = []
+        for j, job in enumerate(problem.jobs):
+            choice = list(self.x[j])
+            if job.penalty_cents is not None:
+                drop = m.add_binary_variable(name=f"d{j}")
+                choice.append(drop)
+                obj.append((job.penalty_cents or 0) * drop)
+            m.add_linear_constraint(mathopt.fast_sum(choice) == 1)
+            for xi, i in zip(self.x[j], rows[j], strict=True):
+                obj.append(job.rows[i].cost_cents * xi)
+                for key, demand in job.rows[i].usage:
+                    if key in self.reserve:
+                        m.add_linear_constraint(demand * xi <= self.reserve[key])
+        obj += [problem.resources[k].commitment_cents * r for k, r in self.reserve.items()]
+        for key, (a, b), terms in energy_windows(problem, rows, {}, reservations=True):
+            cap = self.reserve[key] if key in self.reserve else problem.resources[key].capacity
+            m.add_linear_constraint(
+                mathopt.fast_sum(e * self.lit[j, i] for j, i, e in terms) <= (b - a) * cap)
+        m.minimize(mathopt.fast_sum(obj))
+
+    def add_cut(self, cut: Cut) -> None:
+        self.model.add_linear_constraint(mathopt.fast_sum(
+            self.lit[j, i] for j, group in cut for i in group) <= len(cut) - 1)
+
+    def solve(self, time_limit_s: float
+              ) -> tuple[list[int | None], dict[str, int], float, bool] | None:
+        """(row per job, R per reservation, lower bound, optimal); bound inf: infeasible."""
+        params = mathopt.SolveParameters(enable_output=False, relative_gap_tolerance=0.0,
+                                         absolute_gap_tolerance=0.0,
+                                         time_limit=timedelta(seconds=max(0.01, time_limit_s)))
+        with _quiet_stdout():
+            res = mathopt.solve(self.model, mathopt.SolverType.HIGHS, params=params)
+        reason = res.termination.reason
+        if reason in (mathopt.TerminationReason.INFEASIBLE,
+                      mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED):
+            return [], {}, math.inf, True
+        if not res.has_primal_feasible_solution():
+            return None
+        values = res.variable_values()
+        chosen: list[int | None] = []
+        for j in range(len(self.rows)):
+            picked = [i for xi, i in zip(self.x[j], self.rows[j], strict=True)
+                      if values[xi] > 0.5]
+            chosen.append(picked[0] if picked else None)
+        held = {k: int(round(values[r])) for k, r in self.reserve.items()}
+        return chosen, held, res.best_objective_bound(), \
+            reason == mathopt.TerminationReason.OPTIMAL
+
+
+def _cost(problem: BatchProblem, chosen: Sequence[int | None], reserved: dict[str, int]) -> int:
+    """Cents of a choice of rows: rows, dropped jobs' value, reservation commitments."""
+    total = sum(problem.resources[k].commitment_cents * n for k, n in reserved.items())
+    for job, i in zip(problem.jobs, chosen, strict=True):
+        total += job.rows[i].cost_cents if i is not None else (job.penalty_cents or 0)
+    return total
+
+
+def _check(problem: BatchProblem, items: Sequence[tuple[int, Sequence[int]]],
+           reserved: dict[str, int], minimise: bool = False
+           ) -> tuple[str, list[int], list[int], list[int]]:
+    """Can the jobs all be scheduled, each on one of its rows? (status, core positions,
+    starts, rows). `minimise`: the cheapest such schedule (status "optimal")."""
+    m = cp_model.CpModel()
+    present, starts, picks, cost = [], [], [], []
+    users: dict[str, list[tuple[cp_model.IntervalVar, int]]] = {}
+    for pos, (j, group) in enumerate(items):
+        job = problem.jobs[j]
+        a = m.new_bool_var(f"a{pos}")
+        shortest = min(job.rows[i].duration for i in group)
+        s = m.new_int_var(job.release, max(job.release, job.due - shortest), f"s{pos}")
+        present.append(a)
+        starts.append(s)
+        ys = [a] if len(group) == 1 else [m.new_bool_var(f"y{pos}_{i}") for i in group]
+        if len(group) > 1:
+            m.add(sum(ys) == 1).only_enforce_if(a)
+        picks.append(ys)
+        for y, i in zip(ys, group, strict=True):
+            row = job.rows[i]
+            cost.append(row.cost_cents * y)
+            if len(group) > 1:
+                m.add(s + row.duration <= job.due).only_enforce_if(y)
+            itv = m.new_optional_fixed_size_interval_var(s, row.duration, y, f"i{pos}_{i}")
+            for key, demand in row.usage:
+                users.setdefault(key, []).append((itv, demand))
+    for key, lst in users.items():
+        res = problem.resources[key]
+        cap = reserved.get(key, 0) if res.kind == "reservation" else res.capacity
+        if sum(d for _, d in lst) > cap:
+            m.add_cumulative([itv for itv, _ in lst], [d for _, d in lst], cap)
+    if minimise:
+        m.minimize(sum(cost))
+        for lit in present:
+            m.add(lit == 1)
+    else:
+        m.add_assumptions(present)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_deterministic_time = SUB_DETERMINISTIC_LIMIT
+    status = solver.solve(m)
+    if status == cp_model.OPTIMAL or (status == cp_model.FEASIBLE and not minimise):
+        chosen = [next(i for y, i in zip(ys, group, strict=True) if solver.boolean_value(y))
+                  for ys, (_, group) in zip(picks, items, strict=True)]
+        return "feasible", [], [int(solver.value(s)) for s in starts], chosen
+    if status == cp_model.INFEASIBLE:
+        if minimise:
+            return "infeasible", list(range(len(items))), [], []
+        index = {lit.index: pos for pos, lit in enumerate(present)}
+        core = sorted(index[c] for c in solver.sufficient_assumptions_for_infeasibility())
+        return "infeasible", core or list(range(len(items))), [], []
+    return "unknown", [], [], []
+
+
+def _minimal(problem: BatchProblem, items: list[tuple[int, tuple[int, ...]]], core: list[int],
+             reserved: dict[str, int]) -> list[tuple[int, tuple[int, ...]]] | None:
+    """A minimal infeasible subset of items[core] (deletion filter); None if a check fails."""
+    cur = [items[c] for c in core]
+    k = 0
+    while k < len(cur):
+        trial = cur[:k] + cur[k + 1:]
+        status, _, _, _ = _check(problem, trial, reserved)
+        if status == "unknown":
+            return None
+        if status == "infeasible":
+            cur = trial
+        else:
+            k += 1
+    return cur
+
+
+def _lift(problem: BatchProblem, rows: Sequence[Sequence[int]],
+          items: list[tuple[int, tuple[int, ...]]]) -> Cut:
+    """Each (job, row) with the job's rows that occupy at least as much: no easier to place."""
+    out = []
+    for j, (i,) in items:
+        job, base = problem.jobs[j], problem.jobs[j].rows[i]
+        need = dict(base.usage)
+        group = tuple(k for k in rows[j] if job.rows[k].duration >= base.duration
+                      and all(dict(job.rows[k].usage).get(key, 0) >= d for key, d in need.items()))
+        out.append((j, group))
+    return tuple(sorted(out))
+
+
+def _neighbours(problem: BatchProblem, rows: Sequence[Sequence[int]],
+                found: list[tuple[int, tuple[int, ...]]], reserved: dict[str, int]) -> list[Cut]:
+    """Cuts the next rounds would need: the conflict with one job moved to another row on the
+    same resources (e.g. 2 boxes for a shorter time) that still cannot be scheduled."""
+    cuts: list[Cut] = []
+    for k, (j, (i,)) in enumerate(found):
+        keys = {key for key, _ in problem.jobs[j].rows[i].usage}
+        for alt in rows[j]:
+            if alt == i or {key for key, _ in problem.jobs[j].rows[alt].usage} != keys:
+                continue
+            trial = found[:k] + [(j, (alt,))] + found[k + 1:]
+            status, core, _, _ = _check(problem, trial, reserved)
+            if status != "infeasible":
+                continue
+            smaller = _minimal(problem, trial, core, reserved)
+            if smaller and (j, (alt,)) in smaller:
+                cuts.append(_lift(problem, rows, smaller))
+    return cuts
+
+
+def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = MAX_ROUNDS
+                  ) -> BendersOutcome:
+    """Master MIP + CP-SAT subproblems until the bound meets a schedulable plan (module doc)."""
+    started = time.perf_counter()
+    rows = [usable_rows(job, problem, {}) for job in problem.jobs]
+    out = BendersOutcome(proven=False)
+    master_mip = _Master(problem, rows)
+    most = {k: r.capacity for k, r in problem.resources.items() if r.kind == "reservation"}
+    best: tuple[int, list[int | None], list[int], dict[str, int]] | None = None
+
+    def finish(plan: tuple[int, list[int | None], list[int], dict[str, int]]) -> BendersOutcome:
+        out.objective_cents, out.rows, starts, out.reserved = plan
+        it = iter(starts)
+        out.starts = [next(it) if i is not None else None for i in out.rows]
+        out.proven = True
+        return out
+
+    for _ in range(max_rounds):
+        left = time_limit_s - (time.perf_counter() - started)
+        if left <= 0:
+            out.stopped = "time"
+            return out
+        master = master_mip.solve(left)
+        out.rounds += 1
+        if master is None:
+            out.stopped = "master"
+            return out
+        chosen, reserved, bound, optimal = master
+        if math.isinf(bound):  # no choice of rows passes the cuts: the batch is infeasible
+            out.stopped = "infeasible"
+            return out
+        if optimal:
+            out.bound_cents = max(out.bound_cents or 0, math.ceil(bound - 1e-6))
+        if best is not None and out.bound_cents is not None and best[0] <= out.bound_cents:
+            return finish(best)
+        items = [(j, (i,)) for j, i in enumerate(chosen) if i is not None]
+        status, core, starts, _ = _check(problem, items, reserved)
+        if status == "feasible":
+            cost = _cost(problem, chosen, reserved)
+            if best is None or cost < best[0]:
+                best = (cost, chosen, starts, reserved)
+            if optimal and out.bound_cents is not None and cost <= out.bound_cents:
+                return finish(best)
+            out.stopped = "master"  # master not proven optimal (its time ran out)
+            return out
+        if status != "infeasible":
+            out.stopped = "subproblem"
+            return out
+        if reserved != most:  # cuts must hold whatever R: find them at the largest R
+            status, core, _, _ = _check(problem, items, most)
+            if status != "infeasible":  # the conflict involves R; CP-SAT takes it from here
+                out.stopped = "subproblem" if status == "unknown" else "reservation"
+                return out
+        reserved = most
+        for _cut in range(MAX_CUTS_PER_ROUND):
+            found = _minimal(problem, items, core, reserved)
+            if not found:
+                out.stopped = "subproblem"
+                return out
+            out.cuts.append(_lift(problem, rows, found))
+            master_mip.add_cut(out.cuts[-1])
+            for cut in _neighbours(problem, rows, found, reserved):
+                out.cuts.append(cut)
+                master_mip.add_cut(cut)
+            taken = set(found)
+            items = [it for it in items if it not in taken]
+            status, core, _, _ = _check(problem, items, reserved)
+            if status != "infeasible":
+                break
+    out.stopped = "rounds"
+    return out
