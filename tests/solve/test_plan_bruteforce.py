@@ -24,6 +24,16 @@ TINY = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1536, "voc
         "name": "tiny"}
 GPUS = ["L4", "A10", "RTX4090", "A100-40GB", "T4"]
 
+def _cents(usd: float) -> int:
+    """Whole cents, rounded up after dropping float noise below 1e-6 cent (1752.0000000000002
+    is 175200 cents, as the plan's stated convention says: money is whole cents, rounded up)."""
+    return math.ceil(round(usd * 100, 6))
+
+
+def _seconds(hours: float) -> int:
+    return math.ceil(round(hours * 3600, 6))
+
+
 
 def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | None:
     """Cheapest (cost, hours) over every offering, instance count, layout and micro-batch."""
@@ -67,12 +77,12 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
                                 if off.commitment_hours and hours > off.commitment_hours:
                                     continue
                                 cost = (off.commitment_hours or hours) * off.usd_per_hour * n
-                                if c.deadline_h is not None and math.ceil(hours * 3600) > c.deadline_h * 3600:
+                                if c.deadline_h is not None and _seconds(hours) > c.deadline_h * 3600:
                                     continue
-                                if c.budget_usd is not None and math.ceil(cost * 100) > c.budget_usd * 100:
+                                if c.budget_usd is not None and _cents(cost) > c.budget_usd * 100:
                                     continue
-                                key = (math.ceil(cost * 100), hours)
-                                if best is None or key < (math.ceil(best[0] * 100), best[1]):
+                                key = (_cents(cost), hours)
+                                if best is None or key < (_cents(best[0]), best[1]):
                                     best = (cost, hours)
     return best
 
@@ -126,7 +136,7 @@ def test_cp_sat_equals_brute_force(job: Job, offerings: list[Offering]) -> None:
         assert result.explanation
         return
     assert result.status == "optimal"
-    assert math.ceil(result.plan.cost_usd * 100) == math.ceil(expected[0] * 100)
+    assert _cents(result.plan.cost_usd) == _cents(expected[0])
     w, c = job.workload, job.constraints
     assert plan_violations(result.plan, job.model.resolve(), w.setup(),
                            BatchRule(w.batch_sequences), c.deadline_h, c.budget_usd, A) == []
@@ -214,7 +224,7 @@ def test_cp_sat_equals_brute_force_over_searched_options(job, offerings, option)
         assert result.status == "infeasible"
         return
     assert result.status == "optimal"
-    assert math.ceil(result.plan.cost_usd * 100) == min(math.ceil(f[0] * 100) for f in found)
+    assert _cents(result.plan.cost_usd) == min(_cents(f[0]) for f in found)
     chosen = getattr(result.plan.setup, field)
     assert chosen in values
 
