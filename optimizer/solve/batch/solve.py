@@ -60,12 +60,7 @@ def _proven(problem: BatchProblem, bend: BendersOutcome, info: dict[str, Any], s
         on_progress(event)
     out = BatchResult(Status.OPTIMAL, problem, jobs, dict(bend.reserved), solver=info,
                       progress=[event])
-    problems = validate_batch(out)
-    if problems:
-        raise SolverError("internal error, the batch plan breaks a constraint: "
-                          + "; ".join(problems[:5]))
-    info["wall_s"] = _elapsed(started)
-    return out
+    return _validated(out, info, started)
 
 
 def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
@@ -139,6 +134,11 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
         jobs = left_shift(problem, jobs, reserved)
     out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events,
                       benders=stats)
+    return _validated(out, info, started)
+
+
+def _validated(out: BatchResult, info: dict[str, Any], started: float) -> BatchResult:
+    """The plan, after validate_batch found no broken constraint (else a SolverError: a bug)."""
     problems = validate_batch(out)
     if problems:
         raise SolverError("internal error, the batch plan breaks a constraint: "
