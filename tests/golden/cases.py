@@ -22,6 +22,7 @@ CASES: dict[str, list[str]] = {
     "plan_finetune_8b_4090_vs_cloud": ["plan", "examples/finetune_8b_4090_vs_cloud.toml", "--json"],
     "compare_finetune_8b_4090_vs_cloud": ["compare", "examples/finetune_8b_4090_vs_cloud.toml", "--json"],
     "compare_llama7b_10days": ["compare", "examples/llama7b_10days.toml", "--json"],
+    "plan_resnet50_imagenet_3days": ["plan", "examples/resnet50_imagenet_3days.toml", "--json"],
     "batch_12_finetunes": ["batch", "examples/batch_12_finetunes.toml", "--json"],
     "batch_50_generated": ["batch", "examples/batch_50_generated.toml", "--json"],
     "serve_mistral7b_chatbot": ["serve", "examples/serve_mistral7b_chatbot.toml", "--json"],
