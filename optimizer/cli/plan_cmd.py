@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from optimizer import api
@@ -137,7 +138,7 @@ def data_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
             out.append("[yellow]check:[/yellow] prices unknown, counted as $0: "
                        + "; ".join(d["unknown"]))
     elif d:
-        out.append(f"data: {d.get('note')}")
+        out.append(f"data: {escape(d.get('note') or '')}")
     if h and h.get("loader_samples_per_s") is not None:
         words = (f"host: {h['vcpus'] * p['instances']:,.0f} vCPUs load "
                  f"{h['loader_samples_per_s']:,.0f} {h.get('unit', 'samples/s')}, the GPUs need "
@@ -154,7 +155,7 @@ def data_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
     cheaper = [r for r in data.get("loader_bound", [])
                if float(r["reason"].split("/GPU-h")[0].lstrip("$").replace(",", "")) < plan_price]
     for r in cheaper[:3]:
-        out.append(f"loader-bound (cheaper GPU-hour): {r['option']}: {r['reason']}")
+        out.append(f"loader-bound (cheaper GPU-hour): {escape(r['option'])}: {escape(r['reason'])}")
     if len(cheaper) > 3:
         out.append(f"(+{len(cheaper) - 3} more loader-bound offerings in --json loader_bound)")
     return out
