@@ -17,7 +17,7 @@ from optimizer.errors import CatalogError, ConfigError, InfeasibleError, Optimiz
 from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
-           "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_REFRESH_FAILED", "header_or_infeasible",
+           "EXIT_BAD_INPUT", "EXIT_INTERNAL", "header_or_infeasible",
            "catalog_line", "print_fallback", "layout_words", "interconnect_words", "answer", "print_notes",
            "renamed_flag", "show_deprecations", "MAX_TIME_LIMIT_S", "MIN_TIME_LIMIT_S", "MAX_WORKERS",
            "MAX_ALTERNATIVES", "PricesOpt", "OfflineOpt", "JsonOpt"]
@@ -34,9 +34,6 @@ MAX_WORKERS = 256
 MAX_ALTERNATIVES = 20
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-#: `prices refresh` could not replace the tables (network, server, an invalid or shrunken table;
-#: the previous ones stay): neither infeasible (1) nor bad input (2) — a script may retry later
-EXIT_REFRESH_FAILED = 4
 
 
 @contextlib.contextmanager

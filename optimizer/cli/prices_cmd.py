@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from optimizer.cli.common import EXIT_BAD_INPUT, EXIT_REFRESH_FAILED
-from optimizer.errors import OptimizerError, RefreshError
+from optimizer.cli.common import EXIT_BAD_INPUT
+from optimizer.errors import OptimizerError
 from optimizer.pricing.catalog import filter_rows, load_catalog_rows
 from optimizer.pricing.refresh import refresh_prices
 from optimizer.pricing.sanity import PriceFlag, RowKey, catalog_flags
@@ -201,15 +201,14 @@ def refresh(
 ) -> None:
     """Download newer price tables into the user cache (previous tables kept on any failure).
 
-    Exit codes: 0 updated or not modified, 2 bad arguments, 4 the download or the new table
-    failed (network, server, invalid or shrunken table); the cache stays byte-identical.
+    Exit codes, as every command: 0 updated or not modified, 2 the arguments or the price source
+    are unusable (network, server, an invalid or shrunken table: the one line says which, and
+    that the previous tables are kept byte-identical).
     """
 
     try:
         result = refresh_prices(url, timeout_s=timeout_s, retries=retries, deadline_s=deadline_s,
                                 allow_shrink=allow_shrink)
-    except RefreshError as exc:
-        raise _fail(str(exc), code=EXIT_REFRESH_FAILED) from None
-    except OptimizerError as exc:
+    except OptimizerError as exc:  # RefreshError included: the message says the cache was kept
         raise _fail(str(exc)) from None
     typer.echo(result.describe(), err=True)

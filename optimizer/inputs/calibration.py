@@ -7,6 +7,7 @@ mapping "GPU_ID/precision" to an efficiency; it is written atomically (temp file
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import replace
@@ -14,6 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.calibration_file import (
+    EFFICIENCY_RANGE,
+    MIN_EFFICIENCY,
+    calibration_path,
+    check_calibration_store,
+)
 from optimizer.inputs.gpus import get_gpu
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
@@ -24,17 +31,11 @@ __all__ = ["calibration_path", "load_calibration", "save_calibration", "fit_effi
            "assumptions_for_job", "base_assumptions"]
 
 
-def calibration_path() -> Path:
-    env = os.environ.get("CCOPT_CALIBRATION")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(base) / "ccopt" / "calibration.json"
-
-
 def load_calibration(path: Path | None = None) -> dict[tuple[str, str], float]:
-    """{(gpu_id, precision): efficiency}; empty when no file. Raises ConfigError if corrupt."""
+    """{(gpu_id, precision): efficiency}; empty when no file. Raises ConfigError if corrupt or
+    out of range (calibration_file.check_calibration_store)."""
     file = path or calibration_path()
+    check_calibration_store(file)
     if not file.is_file():
         return {}
     try:
@@ -50,6 +51,10 @@ def save_calibration(gpu_id: str, precision: str, efficiency: float, measured: d
                      path: Path | None = None) -> Path:
     """Add/replace one entry and write the file atomically."""
     file = path or calibration_path()
+    check_calibration_store(file)  # never rewrite a store we could not read back
+    if not (math.isfinite(efficiency) and MIN_EFFICIENCY <= efficiency <= 1):
+        raise ConfigError(f"calibration {gpu_id}/{precision}: efficiency {efficiency!r} is not "
+                          f"allowed; allowed: {EFFICIENCY_RANGE}")
     file.parent.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"entries": {}}
     if file.is_file():

@@ -1,7 +1,7 @@
 """Checks of the calibration store ($CCOPT_CALIBRATION) before anything reads or writes it.
 
-optimizer.inputs.calibration loads the store without range checks; every command that uses it
-calls `check_calibration_store` first (the API functions and `ccopt calibrate`), so a store
+optimizer.inputs.calibration calls `check_calibration_store` in every load and save (and the
+API functions and `ccopt calibrate` call it before solving), so a store
 that is a directory, not UTF-8, not JSON, or holds an efficiency that is not a finite number
 in [0.001, 1] is a one-line error naming the file, the entry and the allowed values.
 """
@@ -10,17 +10,26 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.calibration import calibration_path
 
-__all__ = ["check_calibration_store", "EFFICIENCY_RANGE", "MIN_EFFICIENCY"]
+__all__ = ["calibration_path", "check_calibration_store", "EFFICIENCY_RANGE", "MIN_EFFICIENCY"]
 
 #: what a stored base efficiency may be: calibration fits it by bisection on [0.001, 1]
 EFFICIENCY_RANGE = "a number ≥ 0.001 and ≤ 1"
 MIN_EFFICIENCY = 0.001
+
+
+def calibration_path() -> Path:
+    """$CCOPT_CALIBRATION, else $XDG_CONFIG_HOME/ccopt/calibration.json (~/.config by default)."""
+    env = os.environ.get("CCOPT_CALIBRATION")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "ccopt" / "calibration.json"
 
 
 def _entries(file: Path) -> Any:

