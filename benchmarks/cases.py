@@ -11,7 +11,8 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   whose assumptions say `fsdp_cpu_offload: True` offload params + optimizer to CPU, and
   bitsandbytes PagedAdamW* rows keep optimizer states in managed memory (not allocated);
   `compile=True` / `enable_activation_offloading=True` in the assumptions switch torch.compile
-  and torchtune activation offloading on; `EXCLUDED: seq_len unknown` rows are skipped;
+  and torchtune activation offloading on; "eager attention" / "dropout 0.1" in the assumptions
+  set the attention kernel and dropout masks; `EXCLUDED: seq_len unknown` rows are skipped;
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
   reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
 - throughput metrics: tflops_per_gpu with "hardware ... recompute" in its meaning counts the
@@ -229,10 +230,16 @@ def _train_case(row: Row) -> Case:
     # torch.compile and torchtune activation offloading, as the row says they were on
     compiled = "compile=true" in said
     offload_acts = "enable_activation_offloading=true" in said
+    # attention kernel and dropout as the row states them (BERT rows of the transformers 4.2x
+    # era: eager attention, hidden/attention dropout 0.1); unstated -> the stack's kernel, none
+    notes = _lower(row.assumptions)
+    eager = "eager attention" in notes
+    dropout = re.search(r"(?<!lora_)dropout (0\.\d*[1-9])", notes) is not None
     setup = TrainingSetup(
         seq_len=s, precision=precision, optimizer=row.optimizer or "adamw",
         method=row.method or "full", lora_rank=row.lora_rank or 16,
-        lora_targets=_targets(row.lora_targets, stack.lora_targets), attention=None,
+        lora_targets=_targets(row.lora_targets, stack.lora_targets),
+        attention="eager" if eager else None, dropout=dropout,
         sequence_parallel=row.sequence_parallel, stack=stack.name,
         optimizer_in_backward=opt_bwd, offload_optimizer=cpu_offload, offload_params=cpu_offload,
         paged_optimizer=paged, compile=compiled, offload_activations=offload_acts,

@@ -10,7 +10,7 @@ What is fitted (log-additive groups, never per case; optimizer/model/fitted.py r
   (`serve_flops`), each per all + generation + serving stack + generation × stack; of the
   all-reduce bandwidth per GPU class (`serve_comm`, tp > 1 rows) and of MoE expert-GEMM
   efficiency (`serve_moe`, MoE rows);
-- training memory: a multiplier of the activation term per all + stack + method + checkpointing.
+- training memory: a multiplier of the activation term per all + stack.
 Method: Gauss-Newton on log(measured/predicted) with the per-case sensitivity of the prediction
 to the multiplier (finite difference), ridge penalties per group level (RIDGE), residuals
 clipped at ±CLIP, each source weighted 1/sqrt(its cases) so that no table dominates.
@@ -49,8 +49,8 @@ from optimizer.model.fitted import (  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 
 OUT = HERE.parent / "optimizer" / "model" / "data" / "fitted.toml"
-RIDGE = {"all": 0.05, "gen": 1.0, "genprec": 1.0, "stack": 1.0, "cell": 2.0, "method": 1.0,
-         "ckpt": 1.0, "class": 0.3}
+RIDGE = {"all": 0.05, "gen": 1.0, "genprec": 1.0, "stack": 1.0, "cell": 2.0,
+         "class": 0.3}
 CLIP = 0.5  # |log residual| used in the regression (robustness to mis-recorded rows)
 ITERATIONS = 4
 STEP = 0.05  # finite-difference step of the log multiplier for the sensitivity

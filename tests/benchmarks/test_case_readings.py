@@ -13,6 +13,8 @@ sys.path.insert(0, str(BENCH))
 
 from cases import build_cases, load_rows  # noqa: E402
 
+from optimizer.model.memory import activation_bytes_per_layer  # noqa: E402
+
 TITAN = BENCH / "validation" / "torchtitan-perf-a100-202408.csv"
 
 
@@ -42,3 +44,25 @@ def test_encoder_rows_are_scored_apart_from_decoder_lms() -> None:
     assert (True, "train_throughput_encoder") in kinds
     assert (False, "train_throughput") in kinds
     assert not {k for k in kinds if k[0] and k[1] == "train_throughput"}
+
+
+def test_bert_rows_that_state_eager_attention_and_dropout_keep_their_scores() -> None:
+    # hf model_memory_anatomy / perf_train_gpu_one rows: "eager attention and dropout 0.1"
+    # (BERT in transformers 4.2x). Korthikanti et al. 2022 Table 2, no TP, 16-bit:
+    # s·b·h·(34 + 5·a·s/h) bytes per layer; the rows train in fp32, so twice that.
+    rows = [r for r in load_rows()
+            if r.case_id == "hf-model-memory-anatomy-bert-large-bs4-vanilla-mem"]
+    (case,), _ = build_cases(rows)
+    setup, layout, _ = case.train
+    assert setup.attention == "eager" and setup.dropout
+    s, b, h, a = 512, 4, 1024, 16  # bert-large-uncased, batch 4 × 512 (the doc's dummy data)
+    by_hand = 2 * s * b * h * (34 + 5 * a * s / h)
+    assert by_hand == 310_378_496
+    assert activation_bytes_per_layer(case.spec, setup, layout) == pytest.approx(by_hand)
+
+
+def test_rows_without_a_stated_kernel_keep_the_stacks_attention() -> None:
+    rows = [r for r in load_rows() if r.source_id == "peft-method-comparison-metamathqa"]
+    cases, _ = build_cases(rows)
+    assert cases and all(c.train[0].attention is None and not c.train[0].dropout
+                         for c in cases)

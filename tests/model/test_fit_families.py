@@ -104,3 +104,16 @@ def test_tensor_parallel_serving_gemms_are_narrower() -> None:
                                               a.small_message_latency_s)
     factor = (1024 / 2024) / (8192 / 9192)
     assert (eight.prefill_s - comm) == pytest.approx(one.prefill_s / 8 / factor)
+
+
+def test_fitted_memory_terms_are_per_stack_not_per_method() -> None:
+    # the activation multiplier is exp(all + stack); a stale per-method term is ignored
+    fit = FittedConstants(memory={"all": 0.1, "stack:litgpt": -0.2, "method:lora": 0.5})
+    spec = PRESETS["llama-2-7b"]
+    layout = Layout(micro_batch=2)
+    raw = {m: training_memory(spec, TrainingSetup(seq_len=512, stack="litgpt", method=m),
+                              layout, RAW) for m in ("lora", "qlora")}
+    fitted = {m: training_memory(spec, TrainingSetup(seq_len=512, stack="litgpt", method=m),
+                                 layout, PerfAssumptions(fitted=fit)) for m in ("lora", "qlora")}
+    for m in ("lora", "qlora"):
+        assert fitted[m].activations == pytest.approx(raw[m].activations * math.exp(0.1 - 0.2))
