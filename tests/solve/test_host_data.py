@@ -93,8 +93,9 @@ def test_compare_totals_include_the_data_lines(rows) -> None:
     out = api.compare(job, offline=True)
     lam = out["per_provider"]["lambda"]
     assert lam["data"]["egress_usd"] == pytest.approx(180.0)
+    # hours are rounded to 0.01 h in the JSON: ±0.005 h × $22.32/h
     assert lam["cost_usd"] == pytest.approx(lam["usd_per_hour"] * lam["hours"]
-                                            + lam["data_usd"], abs=0.05)
+                                            + lam["data_usd"], abs=0.005 * 22.32 + 0.01)
     assert out["cloud"]["provider"] == "aws"
 
 
