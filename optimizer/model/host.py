@@ -13,13 +13,15 @@ from optimizer.model.memory import (
     activation_bytes_per_layer,
     in_flight_microbatches,
     lora_params,
-    model_state_bytes_per_param,
     params_per_gpu,
     qlora_bytes_per_param,
 )
+from optimizer.model.profile import is_profile
+from optimizer.model.profile_memory import ADAFACTOR_HIDDEN
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import knobs
+from optimizer.model.states import model_state_bytes_per_param
 from optimizer.model.step_time import StepTime
 from optimizer.units import GIB
 
@@ -29,6 +31,8 @@ __all__ = ["offloaded_gib_per_gpu", "checkpoint_gb", "loader_vcpus", "loader_sam
 
 def _state_bytes(model: ModelSpec, setup: TrainingSetup,
                  a: PerfAssumptions) -> tuple[float, float, float]:
+    if is_profile(model):  # a per-sample profile: plain mixed-precision states (profile_memory)
+        return model_state_bytes_per_param(setup.precision, setup.optimizer, ADAFACTOR_HIDDEN)
     k = knobs(setup, a)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     return model_state_bytes_per_param(setup.precision, setup.optimizer, model.hidden,
@@ -51,6 +55,13 @@ def offloaded_gib_per_gpu(model: ModelSpec, setup: TrainingSetup, layout: Layout
     w_b, g_b, o_b = _state_bytes(model, setup, a)
     shard = dp if zero >= 1 else 1
     out = 0.0
+    if is_profile(model):  # one block, data parallelism only: the trained parameters
+        n = model.trained_params  # type: ignore[attr-defined]
+        if setup.offload_optimizer:
+            out += n * (o_b + g_b) / shard
+        if setup.offload_params and zero >= 3:
+            out += n * w_b / dp
+        return out / GIB
     if setup.is_adapter:
         n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
         if setup.offload_optimizer:
@@ -80,8 +91,12 @@ def checkpoint_gb(model: ModelSpec, setup: TrainingSetup,
     QLoRA checkpoint holds only the adapters and their state (the frozen base is not saved)."""
     a = assumptions or PerfAssumptions()
     w_b, _g_b, o_b = _state_bytes(model, setup, a)
-    trained = lora_params(model, setup.lora_rank, setup.lora_targets) if setup.is_adapter \
-        else model.params()
+    if is_profile(model):
+        trained = model.trained_params  # type: ignore[attr-defined]
+    elif setup.is_adapter:
+        trained = lora_params(model, setup.lora_rank, setup.lora_targets)
+    else:
+        trained = model.params()
     return trained * (w_b + o_b) / 1e9
 
 

@@ -135,5 +135,6 @@ def loader_words(check: HostCheck, off: Offering, instances: int, rule_kind: str
     unit = unit_of(rule_kind)
     gpus = instances * off.gpus_per_instance
     vcpus = (check.vcpus or 0) * instances
+    where = f" on {instances} instances" if instances > 1 else ""
     return (f"{vcpus:,.0f} vCPUs load {check.loader_samples_per_s or 0:,.0f} {unit}, {gpus} GPUs "
-            f"need {check.gpu_samples_per_s:,.0f}")
+            f"need {check.gpu_samples_per_s:,.0f}{where}")
