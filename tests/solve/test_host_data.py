@@ -160,3 +160,36 @@ def test_image_plan_text_explains_the_slowed_cheaper_box() -> None:
     assert "loader-bound (cheaper GPU-hour): RTX4090 ×8 (vast 8x-RTX_4090-32-65536)" in text
     assert "32 vCPUs load 2,880 img/s" in text
     assert "transfer $12.60 (140 GB, aws us-east-1" in text  # 140 GB × $0.09
+
+
+BATCH = """name = "two-jobs-data"
+[capacity]
+horizon_days = 14
+[[job]]
+name = "with-data"
+model = { preset = "llama-3-8b" }
+workload = { kind = "lora", tokens = 1.1e+09, seq_len = 2048, global_batch = 64 }
+constraints = { deadline_days = 3, gpu_types = ["H100-80GB"], providers = ["lambda"] }
+data = { dataset_gb = 1000, provider = "aws", region = "us-east-1" }
+[[job]]
+name = "without"
+model = { preset = "llama-3-8b" }
+workload = { kind = "lora", tokens = 1.1e+09, seq_len = 2048, global_batch = 64 }
+constraints = { deadline_days = 3, gpu_types = ["H100-80GB"], providers = ["lambda"] }
+"""
+
+
+def test_batch_total_counts_each_jobs_data(tmp_path) -> None:
+    path = tmp_path / "batch.toml"
+    path.write_text(BATCH)
+    out = api.batch_json(api.batch(path, offline=True))
+    jobs = {j["name"]: j for j in out["jobs"]}
+    a, b = jobs["with-data"], jobs["without"]
+    assert (a["instance"], b["instance"]) == (b["instance"], a["instance"])  # same choice
+    # 1,000 GB × $0.09 out of S3 + the copy at Lambda's $0.20/GB-month over the job's hours
+    # (LoRA checkpoints: adapters only, a few hundred MB)
+    expected = 1000 * AWS_EGRESS_USD_PER_GB + 1000 * 0.20 * a["hours"] / HOURS_PER_MONTH
+    assert a["data_usd"] == pytest.approx(expected, abs=0.05)
+    assert b["data_usd"] == 0.0 and b["data"]["counted"] is False
+    assert out["total_cost_usd"] == pytest.approx(a["cost_usd"] + b["cost_usd"], abs=0.02)
+    assert a["cost_usd"] - b["cost_usd"] == pytest.approx(a["data_usd"], abs=0.02)
