@@ -267,16 +267,33 @@ class EstimateOutput(Contract):
     bound: str | None = Field(default=None, description="serve: memory | compute (decode)")
 
 
+class PredictionOut(Contract):
+    """A per-sample model's predicted speed on one GPU and its P10-P90 step-time band."""
+
+    samples_per_s: float
+    band: list[float] = Field(description="(P10, P90) multipliers of the step time")
+
+
 class CalibrateOutput(Contract):
     """`ccopt calibrate --json`."""
 
     schema_version: int = SCHEMA_VERSION
+    kind: str = Field(default="efficiency", description="efficiency (a transformer: the GPU "
+                      "type's base efficiency is fitted) | profile_point (a per-sample model: "
+                      "the run is stored as a measured point)")
     gpu: str
     precision: str
-    efficiency: float = Field(description="stored base efficiency of the GPU type × precision")
+    efficiency: float | None = Field(default=None, description="stored base efficiency of the "
+                                     "GPU type × precision (kind efficiency)")
     effective_efficiency: float | None = Field(default=None, description="what estimate "
                                                "reports for this run: base × size factor")
-    default_prediction_step_s: float
+    default_prediction_step_s: float | None = None
     calibrated_prediction_step_s: float | None = None
-    measured_step_s: float
+    measured_step_s: float | None = None
     file: str
+    model: str | None = Field(default=None, description="kind profile_point: the model name")
+    samples_per_s: float | None = Field(default=None, description="kind profile_point: measured")
+    micro_batch: int | None = None
+    before: PredictionOut | None = Field(default=None, description="kind profile_point: the "
+                                         "prediction on that GPU before the run was stored")
+    after: PredictionOut | None = Field(default=None, description="kind profile_point: after")
