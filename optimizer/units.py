@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "HOURS_PER_DAY", "HOURS_PER_YEAR", "HOURS_PER_MONTH", "DAYS_PER_MONTH", "SECONDS_PER_HOUR",
-    "SECONDS_PER_MINUTE", "MINUTES_PER_HOUR", "GIB", "GB", "CENTS_PER_USD", "BYTES_PER_DTYPE",
+    "SECONDS_PER_MINUTE", "MINUTES_PER_HOUR", "GIB", "MIB", "GB", "CENTS_PER_USD", "BYTES_PER_DTYPE",
     "hours_to_days",
 ]
 
@@ -16,6 +16,7 @@ SECONDS_PER_MINUTE = 60
 MINUTES_PER_HOUR = 60
 SECONDS_PER_HOUR = 3600
 GIB = 2**30  # bytes in a GiB (memory is reported in GiB)
+MIB = 2**20  # bytes in a MiB (activation sizes per sample in job files)
 GB = 1e9  # bytes in a GB (bandwidths are GB/s, dataset sizes GB)
 CENTS_PER_USD = 100
 #: bytes per element of each numeric format (weights, gradients, activations, KV cache)

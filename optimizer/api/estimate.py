@@ -16,6 +16,7 @@ from optimizer.inputs.validation import check_number
 from optimizer.model.fabric import default_fabric
 from optimizer.model.fitted import step_time_interval
 from optimizer.model.memory import serving_memory, training_memory
+from optimizer.model.profile import is_profile
 from optimizer.model.serving import serving_max_batch, serving_perf
 from optimizer.model.setup import (
     ATTENTION_KERNELS,
@@ -39,6 +40,10 @@ from optimizer.pricing.offerings import cloud_offering
 from optimizer.report.estimate import serve_estimate_json, train_estimate_json
 
 __all__ = ["estimate", "resolve_model", "instance_offering"]
+
+
+#: sequence length of an LM estimate when neither the flag nor the model gives one
+DEFAULT_SEQ_LEN = 2048
 
 
 def resolve_model(model: str | ModelSpec) -> ModelSpec:
@@ -126,7 +131,7 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
              tp: int = 1, pp: int = 1, context_parallel: int = 1, virtual_stages: int = 1,
              zero_stage: int | None = None, activation_checkpointing: str | None = None,
              sequence_parallel: bool | None = None, micro_batch: int = 1,
-             global_batch: int | None = None, seq_len: int = 2048, precision: str = "bf16",
+             global_batch: int | None = None, seq_len: int | None = None, precision: str = "bf16",
              optimizer: str = "adamw", method: str = "full", lora_rank: int = 16,
              attention: str | None = None, inter_node_gbps: float | None = None,
              stack: str = "generic", mode: str = "train", batch: int | str = 1,
@@ -150,6 +155,11 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
     """
     check_calibration_store()
     spec = resolve_model(model)
+    if seq_len is None:  # the model's own sample length (a profile counts samples), else 2048
+        seq_len = 1 if is_profile(spec) else (spec.sample_tokens or DEFAULT_SEQ_LEN)
+    if is_profile(spec) and mode == "serve":
+        raise ConfigError(f"--mode: {spec.name} is a per-sample profile; allowed: train "
+                          "(serving plans decoder LMs)")
     num_gpus = _renamed(num_gpus, gpus, "--num-gpus", "--gpus", None)
     zero_stage = _renamed(zero_stage, zero, "--zero-stage", "--zero", 0)
     ckpt_value = _renamed(activation_checkpointing, checkpointing, "--activation-checkpointing",
@@ -279,6 +289,6 @@ def _train(spec: ModelSpec, g: Any, n_gpus: int, cluster: Cluster, a: PerfAssump
                     micro_batch=micro_batch, grad_accum=grad_accum, cp=cp, vp=vp)
     mem = training_memory(spec, setup, layout, a)
     step = training_step_time(spec, setup, layout, cluster, a) if g.supports(precision) else None
-    interval = step_time_interval(g, stack) if step is not None else None
+    interval = (step.interval or step_time_interval(g, stack)) if step is not None else None
     return train_estimate_json(spec, g, n_gpus, layout, mem, step, precision,
                                {**where, "interval": interval})

@@ -60,7 +60,8 @@ def estimate(
                                                   "stack's)")] = None,
     micro_batch: Annotated[int, Opt(help="Sequences per GPU per micro-step")] = 1,
     global_batch: Annotated[int | None, Opt(help="Sequences per step (sets grad accumulation)")] = None,
-    seq_len: Annotated[int, Opt(help="Tokens per sequence")] = 2048,
+    seq_len: Annotated[int | None, Opt(help="Tokens per sequence (default: the model's sample "
+                                        "length; 2048 for LMs)")] = None,
     precision: Annotated[str, Opt(help="train: fp32 | bf16 | fp16 | fp8; serve (weights): fp16 | "
                                   "bf16 | fp8 | int8 | int4")] = "bf16",
     optimizer: Annotated[str, Opt(help="adamw | adam-8bit | sgd | adafactor")] = "adamw",

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from optimizer.cli.common import console, print_json, user_errors
 from optimizer.inputs.gpus import load_gpus
-from optimizer.model.presets import PRESETS
+from optimizer.model.presets import PRESETS, PROFILE_PRESETS
 from optimizer.model.stacks import get_stack, stack_names
 from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, StacksOutput
 from optimizer.report.contract.common import emit_list
@@ -24,9 +24,16 @@ def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")]
     rows: list[dict[str, Any]] = [{"name": s.name, "params": s.params(), "active_params": s.active_params(),
              "layers": s.layers, "hidden": s.hidden, "heads": s.heads, "kv_heads": s.n_kv_heads,
              "ffn": s.ffn, "ffn_kind": s.ffn_kind, "vocab": s.vocab,
-             "moe_experts": s.moe_experts, "max_seq_len": s.max_seq_len} for s in PRESETS.values()]
+             "moe_experts": s.moe_experts, "max_seq_len": s.max_seq_len,
+             "sample_tokens": s.sample_tokens} for s in PRESETS.values()]
+    profiles: list[dict[str, Any]] = [
+        {"name": p.name, "kind": "profile", "params": p.params(), "active_params": p.params(),
+         **dict.fromkeys(("layers", "hidden", "heads", "kv_heads", "ffn", "ffn_kind", "vocab",
+                          "moe_experts", "max_seq_len")),
+         "sample_unit": p.sample_unit, "forward_gflops_per_sample": p.forward_gflops_per_sample,
+         "measured_points": len(p.measured), "notes": p.notes} for p in PROFILE_PRESETS.values()]
     if json_out:
-        print_json(emit_list(ModelsOutput, rows))
+        print_json(emit_list(ModelsOutput, rows + profiles))
         return
 
     table = Table(title="Model presets (or pass the path of a Hugging Face config.json)")
@@ -37,6 +44,16 @@ def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")]
                       str(r["layers"]), str(r["hidden"]), str(r["heads"]), str(r["kv_heads"]),
                       f"{r['ffn']} {r['ffn_kind']}", str(r["vocab"]))
     console().print(table)
+    ptable = Table(title="Per-sample presets (profiles: known by FLOPs, activations and measured "
+                         "runs per sample; \\[model.measured] adds your own)")
+    for col in ("name", "trained+frozen", "per", "fwd GFLOPs", "measured", "notes"):
+        ptable.add_column(col, justify="right" if col in ("fwd GFLOPs", "measured") else "left")
+    for r in profiles:
+        gflops = r["forward_gflops_per_sample"]
+        ptable.add_row(r["name"], f"{r['params'] / 1e9:.3f}B", r["sample_unit"],
+                       "unknown" if gflops is None else f"{gflops:.1f}", str(r["measured_points"]),
+                       r["notes"])
+    console().print(ptable)
 
 
 def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
@@ -49,7 +66,7 @@ def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] =
         print_json(emit_list(GpusOutput, [asdict(s) for s in specs.values()]))
         return
 
-    table = Table(title="GPU catalog (dense peaks; pricing_data/gpus.csv)")
+    table = Table(title="GPU catalog (dense peaks; pricing_data/gpus.csv + gpus_consumer.csv)")
     for col in ("id", "GiB", "GB/s", "bf16 TF", "fp16 TF", "fp8 TF", "link", "GB/s/dir", "TDP W",
                 "aliases", "confidence"):
         table.add_column(col, justify="left" if col in ("id", "link", "aliases", "confidence")

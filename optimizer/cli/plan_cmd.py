@@ -68,6 +68,17 @@ def plan(job: JobArg, json_out: JsonOpt = False,
         raise typer.Exit(EXIT_INFEASIBLE)
 
 
+def speed_words(p: dict[str, Any]) -> str:
+    """"201,203 tokens/s, MFU 51.5%", or samples/s in the job's unit; MFU unknown without FLOPs."""
+    mfu = f"MFU {p['mfu']:.1%}" if p["mfu"] > 0 else "MFU unknown (no FLOPs source)"
+    if p.get("sample_unit"):
+        rate = f"{p['samples_per_s']:,.1f} {p['sample_unit']}s/s"
+        if p["tokens_per_s"] > 1.5 * p["samples_per_s"]:  # samples of several tokens
+            rate += f" ({p['tokens_per_s']:,.0f} tokens/s)"
+        return f"{rate}, {mfu}"
+    return f"{p['tokens_per_s']:,.0f} tokens/s, {mfu}"
+
+
 def render_plan(data: dict[str, Any]) -> None:
     shown = header_or_infeasible(data)
     if shown is None:
@@ -84,8 +95,7 @@ def render_plan(data: dict[str, Any]) -> None:
             f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)")
     c.print(f"  layout: {layout_words(lay)}; micro-batch {lay['micro_batch']} × grad-accum "
             f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}")
-    c.print(f"  speed: {p['steps']:,} steps of {p['step_time_s']:.2f} s; {p['tokens_per_s']:,.0f} "
-            f"tokens/s, MFU {p['mfu']:.1%}")
+    c.print(f"  speed: {p['steps']:,} steps of {p['step_time_s']:.2f} s; {speed_words(p)}")
     c.print(f"  memory: {p['memory_gib']['device']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB "
             f"per GPU on the device ({p['memory_gib']['total']:.1f} allocated; "
             f"{p.get('memory_headroom_gib', 0):.1f} GiB free, "

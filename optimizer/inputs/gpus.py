@@ -10,7 +10,7 @@ from pathlib import Path
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
 from optimizer.model.hardware import GpuSpec
 
-__all__ = ["load_gpus", "get_gpu", "resolve_gpu_id", "gpu_ids", "data_path"]
+__all__ = ["BUNDLED_GPU_FILES", "load_gpus", "get_gpu", "resolve_gpu_id", "gpu_ids", "data_path"]
 
 _FLOAT_COLUMNS = (
     "memory_gib",
@@ -77,21 +77,31 @@ def _parse_row(row: dict[str, str], path: Path, line: int) -> GpuSpec:
     )
 
 
-@functools.lru_cache(maxsize=4)
-def load_gpus(path: str | None = None) -> dict[str, GpuSpec]:
-    """Load the GPU catalog; keys are canonical ids. Raises CatalogError naming row and column."""
-    file = Path(path) if path else data_path("gpus.csv")
+#: the bundled GPU tables: data-centre and workstation cards, then consumer (GeForce) cards
+BUNDLED_GPU_FILES = ("gpus.csv", "gpus_consumer.csv")
+
+
+def _read_table(file: Path, gpus: dict[str, GpuSpec]) -> None:
     with open(file, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in _REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
             raise CatalogError(f"{file}: missing column(s) {', '.join(missing)}")
-        gpus: dict[str, GpuSpec] = {}
         for line, row in enumerate(reader, start=2):
             spec = _parse_row(row, file, line)
             if spec.gpu_id in gpus:
                 raise CatalogError(f"{file}: row {line}, column 'gpu_id': duplicate {spec.gpu_id!r}")
             gpus[spec.gpu_id] = spec
+
+
+@functools.lru_cache(maxsize=4)
+def load_gpus(path: str | None = None) -> dict[str, GpuSpec]:
+    """Load the GPU catalog (`path`, else every bundled table); keys are canonical ids.
+    Raises CatalogError naming row and column."""
+    files = [Path(path)] if path else [data_path(name) for name in BUNDLED_GPU_FILES]
+    gpus: dict[str, GpuSpec] = {}
+    for file in files:
+        _read_table(file, gpus)
     return gpus
 
 

@@ -9,7 +9,9 @@ from pydantic import ValidationError
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.hf_config import spec_from_hf_config
-from optimizer.model.presets import PRESETS, get_preset
+from optimizer.inputs.profiles import resolve_profile
+from optimizer.model.presets import PRESETS, PROFILE_PRESETS, get_preset
+from optimizer.model.profile import SampleProfile
 from optimizer.model.spec import ModelSpec
 
 __all__ = ["load_model", "load_hf_config"]
@@ -38,10 +40,13 @@ def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:
                           f"{err['msg']}") from None
 
 
-def load_model(ref: str) -> ModelSpec:
-    """A preset name, or a path to config.json / a model directory."""
+def load_model(ref: str) -> ModelSpec | SampleProfile:
+    """A preset name (a per-sample profile with its measured points resolved), or a path to
+    config.json / a model directory."""
     if ref.strip().lower() in PRESETS:
         return PRESETS[ref.strip().lower()]
-    if ref.endswith(".json") or Path(ref).exists() or "/" in ref:
+    if ref.strip().lower() not in PROFILE_PRESETS and (
+            ref.endswith(".json") or Path(ref).exists() or "/" in ref):
         return load_hf_config(ref)
-    return get_preset(ref)
+    model = get_preset(ref)
+    return resolve_profile(model) if isinstance(model, SampleProfile) else model

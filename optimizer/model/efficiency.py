@@ -40,6 +40,10 @@ DEFAULT_EFFICIENCY: dict[str, float] = {
     "GH200-96GB": 0.60, "B200": 0.50, "B300": 0.50,
     "L40S": 0.60, "L4": 0.55, "A10G": 0.60, "A10": 0.60, "A6000": 0.60, "RTX6000-Ada": 0.60,
     "RTX4090": 0.70, "RTX3090": 0.65,
+    # GeForce cards of pricing_data/gpus_consumer.csv: by analogy with the 3090 / 4090 / T4 /
+    # B200 of the same generation (GUESSES)
+    "RTX3090Ti": 0.65, "RTX3080": 0.65, "RTX3060": 0.65, "RTX4080": 0.70, "RTX4070Ti": 0.70,
+    "RTX5090": 0.50, "RTX2080Ti": 0.45, "RTX2070": 0.45,
     "T4": 0.45, "V100-16GB": 0.60, "V100-32GB": 0.60,
     "MI300X": 0.45, "MI355X": 0.45, "MI250X": 0.45,
 }

@@ -32,6 +32,8 @@ _GENERATIONS = (("GB200", "blackwell"), ("B200", "blackwell"), ("B300", "blackwe
                 ("GH200", "hopper"), ("H100", "hopper"), ("H200", "hopper"),
                 ("A100", "ampere-dc"), ("A10", "ampere"), ("A6000", "ampere"),
                 ("RTX3090", "ampere"), ("RTX4090", "ada"), ("RTX6000-ADA", "ada"), ("L40S", "ada"),
+                # GeForce families by model number (pricing_data/gpus_consumer.csv)
+                ("RTX20", "turing"), ("RTX30", "ampere"), ("RTX40", "ada"), ("RTX50", "blackwell"),
                 ("L4", "ada"), ("V100", "volta"), ("T4", "turing"), ("MI", "cdna"))
 
 

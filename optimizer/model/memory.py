@@ -9,11 +9,13 @@ attention definition (2 tensors × layers × kv_heads × head_dim per token).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from optimizer.model.activations import extra_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
+from optimizer.model.memory_breakdown import MemoryBreakdown
+from optimizer.model.profile import is_profile
+from optimizer.model.profile_memory import profile_training_memory
 from optimizer.model.setup import (
     WEIGHT_PRECISIONS,
     Layout,
@@ -23,6 +25,7 @@ from optimizer.model.setup import (
 )
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack, knobs
+from optimizer.model.states import model_state_bytes_per_param
 from optimizer.units import BYTES_PER_DTYPE, GIB
 
 _DEFAULT_ASSUMPTIONS = PerfAssumptions()
@@ -35,88 +38,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class MemoryBreakdown:
-    """Peak memory of one GPU by term, in GiB.
-
-    `total` is the peak allocated (torch.cuda.max_memory_allocated: the terms + allocated
-    workspaces in `overhead`); `reserved` adds what the caching allocator holds beyond it
-    (max_memory_reserved); `device` adds memory outside the allocator (CUDA context, cuBLAS,
-    NCCL): what nvidia-smi shows (PyTorch docs, "CUDA semantics / Memory management").
-    """
-
-    weights: float
-    gradients: float
-    optimizer: float
-    activations: float
-    kv_cache: float
-    overhead: float
-    cache: float = 0.0  # reserved − allocated (allocator cache, fragmentation)
-    context: float = 0.0  # CUDA context + library workspaces outside the allocator
-    #: optimizer state in CUDA managed memory (bitsandbytes paged optimizers): outside the
-    #: PyTorch allocator, so not in allocated/reserved; counted in device (resident at worst)
-    managed: float = 0.0
-
-    @property
-    def total(self) -> float:
-        return (self.weights + self.gradients + self.optimizer + self.activations
-                + self.kv_cache + self.overhead)
-
-    @property
-    def allocated(self) -> float:
-        return self.total
-
-    @property
-    def reserved(self) -> float:
-        return self.total + self.cache
-
-    @property
-    def device(self) -> float:
-        return self.reserved + self.context + self.managed
-
-    def fits(self, capacity_gib: float) -> bool:
-        """Whether the device-level peak (nvidia-smi) fits the card."""
-        return self.device <= capacity_gib
-
-    def as_dict(self, digits: int = 3) -> dict[str, float]:
-        return {k: round(v, digits) for k, v in (
-            ("weights", self.weights), ("gradients", self.gradients),
-            ("optimizer", self.optimizer), ("activations", self.activations),
-            ("kv_cache", self.kv_cache), ("overhead", self.overhead), ("total", self.total),
-            ("reserved", self.reserved), ("device", self.device))}
-
-    def metric(self, kind: str) -> float:
-        """The figure a framework reports: "allocated" | "reserved" | "device" (nvidia-smi)."""
-        return {"allocated": self.total, "reserved": self.reserved, "device": self.device,
-                "nvidia-smi": self.device}[kind]
-
-
 # ---- model states -----------------------------------------------------------------------
-
-def model_state_bytes_per_param(precision: str, optimizer: str, hidden: int = 4096,
-                                fp32_grad_buffer: bool = False,
-                                fp32_master: bool = True) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per trained parameter, unsharded.
-
-    Mixed precision (bf16/fp16/fp8) keeps 16-bit weights and gradients plus an fp32 master
-    copy inside the optimizer state: AdamW 2 + 2 + (4 + 4 + 4) = 16 B (ZeRO §3, K = 12).
-    fp8 (Transformer Engine) keeps the 16-bit weights and caches an fp8 copy (+1 B).
-    fp32 training: 4 + 4 + optimizer moments, no master copy.
-    Optimizer moments: AdamW 8 B (m, v fp32); 8-bit Adam 2 B (Dettmers et al. 2022);
-    SGD with momentum 4 B; Adafactor factored second moment ≈ 4·2/hidden B (Shazeer & Stern
-    2018: row + column statistics of an h×h matrix), no first moment.
-    `fp32_grad_buffer` (Megatron main_grad): 4-byte gradients (dist_optimizer.md: bf16 params
-    + fp32 grads = 18 B/param). `fp32_master=False` (torchtune bf16): no master copy, 16-bit
-    moments (AdamW 2 + 2 + 4 = 8 B/param).
-    """
-    moments = {"adamw": 8.0, "adam-8bit": 2.0, "sgd": 4.0, "adafactor": 8.0 / hidden}[optimizer]
-    if precision == "fp32":
-        return 4.0, 4.0, moments
-    weights = 3.0 if precision == "fp8" else 2.0
-    if not fp32_master:
-        return weights, 2.0, moments if optimizer == "adam-8bit" else moments / 2
-    return weights, 4.0 if fp32_grad_buffer else 2.0, 4.0 + moments
-
 
 def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
     """Parameters held by the busiest GPU before ZeRO sharding: its pipeline stage / tp.
@@ -236,6 +158,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
     holds allocated workspaces; `cache` the allocator cache and `context` the CUDA context of
     the stack's profile (stacks.toml), so `reserved` and `device` are as frameworks report them.
     """
+    if is_profile(model):
+        return profile_training_memory(model, setup, layout, assumptions)  # type: ignore[arg-type]
     a = assumptions or PerfAssumptions()
     k = knobs(setup, a)
     dp, zero = layout.dp * layout.cp, layout.zero_stage  # ZeRO shards over dp × cp (Megatron CP)

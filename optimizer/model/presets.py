@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.errors import ConfigError, did_you_mean
+from optimizer.model.profile import SampleProfile
+from optimizer.model.profile_presets import PROFILE_PRESETS
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["PRESETS", "get_preset", "preset_names"]
+__all__ = ["PRESETS", "PROFILE_PRESETS", "get_preset", "preset_names"]
 
 _LLAMA2: dict[str, Any] = dict(vocab=32000, ffn_kind="gated", norm="rmsnorm", max_seq_len=4096)
 _LLAMA3: dict[str, Any] = dict(vocab=128256, ffn_kind="gated", norm="rmsnorm", kv_heads=8, max_seq_len=8192)
@@ -21,6 +23,22 @@ PRESETS: dict[str, ModelSpec] = {
         ModelSpec(name="bert-base", layers=12, hidden=768, heads=12, ffn=3072, vocab=30522,
                   learned_positions=512, extra_embedding_rows=2, extra_params=768 * 768 + 768,
                   max_seq_len=512, **_GPT),
+        # BERT-large: Devlin et al. 2019 Sec. 3 (L=24, H=1024, A=16) / bert-large-uncased
+        # config.json (vocab 30522, 512 positions, 2 token types, pooler)
+        ModelSpec(name="bert-large", layers=24, hidden=1024, heads=16, ffn=4096, vocab=30522,
+                  learned_positions=512, extra_embedding_rows=2,
+                  extra_params=1024 * 1024 + 1024, max_seq_len=512, **_GPT),
+        # ViT-B/16 and ViT-L/16: Dosovitskiy et al. 2021 Table 1 (layers, hidden, MLP, heads) at
+        # 224² (196 patches + [CLS] = 197 tokens). Counted as a transformer: the patch projection
+        # (3·16·16 = 768 inputs) and [CLS] are embedding rows, the 1000-class head is the tied
+        # "vocabulary", its bias and the projection bias extra_params: 86,567,656 and
+        # 304,326,632 parameters, torchvision's num_params exactly
+        ModelSpec(name="vit-b16", layers=12, hidden=768, heads=12, ffn=3072, vocab=1000,
+                  learned_positions=197, extra_embedding_rows=3 * 16 * 16 + 1,
+                  extra_params=768 + 1000, max_seq_len=197, sample_tokens=197, **_GPT),
+        ModelSpec(name="vit-l16", layers=24, hidden=1024, heads=16, ffn=4096, vocab=1000,
+                  learned_positions=197, extra_embedding_rows=3 * 16 * 16 + 1,
+                  extra_params=1024 + 1000, max_seq_len=197, sample_tokens=197, **_GPT),
         # GPT-2 small: openai-community/gpt2 config.json
         ModelSpec(name="gpt2", layers=12, hidden=768, heads=12, ffn=3072, vocab=50257,
                   learned_positions=1024, max_seq_len=1024, **_GPT),
@@ -51,16 +69,19 @@ PRESETS: dict[str, ModelSpec] = {
 
 
 def preset_names() -> list[str]:
-    """Names of the bundled presets."""
-    return list(PRESETS)
+    """Names of the bundled presets (transformer shapes, then per-sample profiles)."""
+    return list(PRESETS) + list(PROFILE_PRESETS)
 
 
-def get_preset(name: str, field: str = "model") -> ModelSpec:
+def get_preset(name: str, field: str = "model") -> ModelSpec | SampleProfile:
     """Preset by name (case-insensitive). Raises ConfigError listing close matches."""
     key = name.strip().lower()
     if key in PRESETS:
         return PRESETS[key]
+    if key in PROFILE_PRESETS:
+        return PROFILE_PRESETS[key]
+    names = preset_names()
     raise ConfigError(
-        f"{field}: unknown model {name!r}{did_you_mean(name, PRESETS)} "
-        f"Presets: {', '.join(PRESETS)}; or pass the path of a Hugging Face config.json"
+        f"{field}: unknown model {name!r}{did_you_mean(name, names)} "
+        f"Presets: {', '.join(names)}; or pass the path of a Hugging Face config.json"
     )

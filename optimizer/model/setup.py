@@ -163,6 +163,20 @@ class PerfAssumptions:
     moe_expert_half_tokens: float = 32.0
     cpu_adam_slowdown: float = 20.0  # GUESS: CPU Adam over PCIe (ZeRO-Offload) vs on-GPU update time
     calibrated: dict[tuple[str, str], float] = field(default_factory=dict)
+    # ---- SampleProfile models (optimizer.model.profile_time) ----
+    #: GUESS: a micro-batch of b samples takes (1 + h/b) × the per-sample time of a large one
+    #: (small batches under-fill the GPU); h in samples
+    sample_batch_half: float = 1.0
+    #: GUESS: HBM traffic per saved activation byte in a training step (written in forward,
+    #: read in backward, its gradient written and read)
+    activation_traffic: float = 4.0
+    #: GUESS: (P10, P90) of measured/predicted step time for a profile: on the GPU type it was
+    #: measured on, on another type of the same generation, across generations, and with no
+    #: measured point (FLOPs at the default efficiency only)
+    profile_band_same_gpu: tuple[float, float] = (0.9, 1.15)
+    profile_band_same_generation: tuple[float, float] = (0.75, 1.35)
+    profile_band_cross_generation: tuple[float, float] = (0.6, 1.7)
+    profile_band_unmeasured: tuple[float, float] = (0.5, 3.0)
     #: fitted constants (optimizer.model.fitted.FittedConstants); None: the packaged fit
     fitted: Any = None
     use_fitted: bool = True  # False: the un-fitted model (guessed constants only)

@@ -43,6 +43,9 @@ class ModelSpec(BaseModel):
     moe_active: int = Field(default=0, ge=0)
     extra_params: int = Field(default=0, ge=0, description="parameters outside the layers (pooler)")
     max_seq_len: int | None = Field(default=None, gt=0)
+    #: tokens one sample is made of when the model reads a fixed length (ViT-B/16 at 224²:
+    #: 196 patches + [CLS] = 197); job files may then count `samples`/`images`
+    sample_tokens: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

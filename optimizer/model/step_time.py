@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from optimizer.errors import ConfigError
+from optimizer.model.cluster import Cluster, StepTime
 from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
 from optimizer.model.efficiency import (
     attention_efficiency,
@@ -20,6 +20,8 @@ from optimizer.model.flops import (
 )
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import lora_params, params_per_gpu, qlora_bytes_per_param
+from optimizer.model.profile import is_profile
+from optimizer.model.profile_time import profile_microbatch_times_s, profile_step_time
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import knobs
@@ -33,42 +35,6 @@ COMM_BYTES = BYTES_PER_DTYPE["bf16"]
 #: optimizer update traffic per parameter: fp32 master + two Adam moments + fp32 gradient
 #: (Rajbhandari et al. 2020 §3: 16 bytes of mixed-precision Adam state), read and written
 ADAM_STATE_BYTES = 16.0
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """The hardware a layout runs on: `nodes` instances of `gpus_per_node` GPUs each."""
-
-    gpu: GpuSpec
-    gpus_per_node: int
-    nodes: int = 1
-    inter_node_gbps: float = 100.0  # Gbit/s per node (NIC aggregate)
-
-    @property
-    def gpus(self) -> int:
-        return self.gpus_per_node * self.nodes
-
-
-@dataclass(frozen=True)
-class StepTime:
-    """One optimizer step in seconds, with its parts and throughput figures."""
-
-    time_s: float
-    compute_s: float
-    communication_s: float
-    bubble_s: float
-    tokens_per_s: float
-    tokens_per_s_per_gpu: float
-    mfu: float
-    hfu: float
-    efficiency: float
-    calibrated: bool
-    parts_s: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, float]:
-        return {"time_s": round(self.time_s, 4), "compute_s": round(self.compute_s, 4),
-                "communication_s": round(self.communication_s, 4),
-                "bubble_s": round(self.bubble_s, 4)}
 
 
 def bubble_fraction(pp: int, microbatches: int) -> float:
@@ -122,6 +88,9 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     The step time is at least (grad_accum + pp − 1) × their sum (micro-batches plus bubble),
     which the planner uses as a cheap lower bound before the full model.
     """
+    if is_profile(model):
+        return profile_microbatch_times_s(model, setup, layout, cluster,  # type: ignore[arg-type]
+                                          assumptions)
     a = assumptions or PerfAssumptions()
     k = knobs(setup, a)
     gpu, s, b, cp = cluster.gpu, setup.seq_len, layout.micro_batch, layout.cp
@@ -195,6 +164,10 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     `microbatch` passes a precomputed microbatch_times_s(...) result (the planner caches it).
     """
     a = assumptions or PerfAssumptions()
+    if is_profile(model):
+        bw = dp_bus_bandwidth_gb_s(cluster, layout.gpus > cluster.gpus_per_node, a)
+        return profile_step_time(model, setup, layout, cluster, bw, a,  # type: ignore[arg-type]
+                                 microbatch)
     k = knobs(setup, a)
     gpu, s, m = cluster.gpu, setup.seq_len, layout.grad_accum
     peak = gpu.peak_tflops(setup.precision) or 0.0

@@ -105,7 +105,8 @@ def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
     """A HardwareSpec from the default box of `gpu_id` with `fields` replaced (job-file overrides).
 
     For a GPU without a default box, gpus_per_box, price_per_gpu_usd and host_price_usd are
-    required; gpu_power_w defaults to the GPU catalog TDP; the rest to the generic defaults.
+    required; price_per_gpu_usd defaults to the GPU catalog's street price and gpu_power_w to
+    its TDP where the catalog has them; the rest to the generic defaults.
 
     Raises:
         ConfigError: unknown field, missing required field or invalid value (names the field).
@@ -124,9 +125,11 @@ def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
         base = dict(defaults[gpu])
     else:
         base = dict(_GENERIC_DEFAULTS, gpu=gpu)
-        tdp = load_gpus()[gpu].tdp_w
-        if tdp:
-            base["gpu_power_w"] = tdp
+        spec = load_gpus()[gpu]
+        if spec.tdp_w:
+            base["gpu_power_w"] = spec.tdp_w
+        if spec.street_price_usd:  # the catalog's sourced street price (gpus*.csv notes)
+            base["price_per_gpu_usd"] = spec.street_price_usd
     base.update({k: v for k, v in fields.items() if v is not None})
     missing = [f for f in ("gpus_per_box", "price_per_gpu_usd", "host_price_usd", "gpu_power_w")
                if f not in base]

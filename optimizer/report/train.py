@@ -25,7 +25,10 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
     """A plan in the JSON contract of DESIGN.md (plus extra fields)."""
     off = c.offering
     tokens = c.steps * c.layout.global_batch * (job.workload.seq_len if job else 0)
-    p10, p90 = step_time_interval(off.gpu, job.workload.stack if job else "generic")
+    p10, p90 = c.step.interval or step_time_interval(off.gpu, job.workload.stack if job else
+                                                     "generic")
+    unit = job.workload.sample_unit if job else None
+    seq_len = job.workload.seq_len if job else 1
     return {
         "gpu": off.gpu_id, "provider": off.provider, "instance": off.instance,
         "region": off.region, "pricing": off.pricing, "instances": c.instances, "gpus": c.gpus,
@@ -46,6 +49,8 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
         "tokens_per_s": round(c.step.tokens_per_s, 1),
         "tokens_per_s_per_gpu": round(c.step.tokens_per_s_per_gpu, 1),
         "mfu": round(c.step.mfu, 4), "tokens": tokens,
+        "sample_unit": unit,
+        "samples_per_s": round(c.step.tokens_per_s / seq_len, 2) if unit else None,
         "inter_node_gbps": off.inter_node_gbps, "commitment_hours": off.commitment_hours,
         "kind": off.kind, "calibrated": c.step.calibrated,
         "inter_node_kind": off.inter_node_kind, "inter_node_is_default": off.inter_node_is_default,

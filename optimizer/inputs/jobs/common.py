@@ -6,13 +6,17 @@ from dataclasses import MISSING, fields, replace
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import ConfigDict, Field, ValidationError, create_model, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
+from optimizer.inputs.jobs.profile import MeasuredIn, ProfileIn
+from optimizer.inputs.jobs.strict import STRICT, StrictModel
 from optimizer.inputs.models import load_hf_config
+from optimizer.inputs.profiles import resolve_profile
 from optimizer.inputs.validation import format_validation_error
 from optimizer.model.presets import get_preset
+from optimizer.model.profile import MeasuredPoint, SampleProfile
 from optimizer.model.setup import Checkpointing, PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
@@ -29,58 +33,60 @@ MAX_TOKENS = 1e15
 MAX_DAYS = 3650.0
 MAX_USD = 1e10
 
-STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-def _tuples(value: Any) -> Any:
-    """TOML arrays arrive as lists; strict tuple fields want tuples (elements are left as they are)."""
-    if isinstance(value, dict):
-        return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
-    return value
-
-
-class StrictModel(BaseModel):
-    """Base of the job-file tables: STRICT, with TOML arrays accepted for tuple fields."""
-
-    model_config = STRICT
-
-    @model_validator(mode="before")
-    @classmethod
-    def _arrays(cls, data: Any) -> Any:
-        return _tuples(data)
-
-
 class ModelRef(StrictModel):
-    """`[model]`: a preset, a Hugging Face config.json path, or an explicit shape."""
+    """`[model]`: a preset, a Hugging Face config.json path, an explicit shape, or a per-sample
+    profile (`[model.profile]`); measured runs of a profile in `[model.measured]`."""
 
     model_config = ConfigDict(**{**STRICT, "extra": "allow"})
     preset: str | None = Field(default=None, description="a preset name (`ccopt models`)")
     hf_config: str | None = Field(default=None,
                                   description="path of a Hugging Face config.json (relative to the job file)")
+    profile: ProfileIn | None = Field(default=None, description="a model known per sample: "
+                                      "parameters, FLOPs and activation size per sample")
+    measured: MeasuredIn | tuple[MeasuredIn, ...] | None = Field(
+        default=None, description="measured training runs of a per-sample model (preset or "
+        "profile): they fix its speed and memory")
 
-    def resolve(self, base_dir: Path | None = None) -> ModelSpec:
+    def _measured_points(self) -> tuple[MeasuredPoint, ...]:
+        if self.measured is None:
+            return ()
+        runs = self.measured if isinstance(self.measured, tuple) else (self.measured,)
+        return tuple(r.point() for r in runs)
 
-        if (self.preset or self.hf_config) and self.model_extra:
-            raise ConfigError(f"model: give one of preset, hf_config or an explicit shape; got "
-                              f"{'preset' if self.preset else 'hf_config'} and "
-                              f"{', '.join(sorted(self.model_extra))}")
-        if self.preset and self.hf_config:
-            raise ConfigError("model: give one of preset or hf_config, not both")
+    def resolve(self, base_dir: Path | None = None) -> ModelSpec | SampleProfile:
+        given = [k for k in ("preset", "hf_config", "profile") if getattr(self, k) is not None]
+        if given and self.model_extra:
+            raise ConfigError(f"model: give one of preset, hf_config or an explicit shape "
+                              f"(or profile); got {given[0]} and {', '.join(sorted(self.model_extra))}")
+        if len(given) > 1:
+            raise ConfigError(f"model: give one of preset, hf_config or profile, not "
+                              f"{' and '.join(given)}")
+        model: ModelSpec | SampleProfile
+        if self.profile is not None:
+            return resolve_profile(self.profile.profile(), self._measured_points())
         if self.preset:
-            return get_preset(self.preset, "model.preset")
-        if self.hf_config:
+            model = get_preset(self.preset, "model.preset")
+            if isinstance(model, SampleProfile):
+                return resolve_profile(model, self._measured_points())
+        elif self.hf_config:
             path = Path(self.hf_config)
             if base_dir is not None and not path.is_absolute():
                 path = base_dir / path
-            return load_hf_config(path)
-        shape = dict(self.model_extra or {})
-        if not shape:
-            raise ConfigError("model: give one of preset, hf_config, or an explicit shape "
-                              "(layers, hidden, heads, ffn, vocab, ...)")
-        try:
-            return ModelSpec(**shape)
-        except ValidationError as exc:
-            raise ConfigError(format_validation_error(exc, "model")) from None
+            model = load_hf_config(path)
+        else:
+            shape = dict(self.model_extra or {})
+            if not shape:
+                raise ConfigError("model: give one of preset, hf_config, profile, or an explicit "
+                                  "shape (layers, hidden, heads, ffn, vocab, ...)")
+            try:
+                model = ModelSpec(**shape)
+            except ValidationError as exc:
+                raise ConfigError(format_validation_error(exc, "model")) from None
+        if self.measured is not None:
+            raise ConfigError(f"model.measured: measured runs describe a per-sample model "
+                              f"(`ccopt models` kind profile, or [model.profile]); {model.name} is "
+                              "a transformer shape: use [calibration] or `ccopt calibrate`")
+        return model
 
 
 class HardwareEntry(StrictModel):

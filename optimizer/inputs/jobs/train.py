@@ -27,6 +27,7 @@ from optimizer.inputs.jobs.common import (
 )
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.toml_file import read_toml
+from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
 from optimizer.model.setup import (
     CHECKPOINTING,
     Attention,
@@ -34,11 +35,11 @@ from optimizer.model.setup import (
     TrainingSetup,
     TrainPrecision,
 )
-from optimizer.model.spec import LINEAR_MODULES
+from optimizer.model.spec import LINEAR_MODULES, ModelSpec
 from optimizer.vocabulary import PricingModel
 
 __all__ = ["Job", "ModelRef", "Workload", "Constraints", "HardwareEntry", "Calibration",
-           "AssumptionOverrides", "load_job", "job_from_dict", "format_validation_error",
+           "AssumptionOverrides", "load_job", "job_from_dict", "fit_job_to_model", "format_validation_error",
            "coerce_document", "Search", "Hardware", "JobFile", "stack_name"]
 
 
@@ -50,7 +51,13 @@ class Workload(StrictModel):
                                                                    "(full) | lora | qlora")
     tokens: float | None = Field(default=None, gt=0, le=MAX_TOKENS,
                                  description="tokens to process (× epochs); or give steps")
+    samples: float | None = Field(default=None, gt=0, le=MAX_TOKENS,
+                                  description="samples to process (× epochs): images, clips or "
+                                  "sequences of seq_len (old name: images); or give tokens/steps")
     steps: int | None = Field(default=None, gt=0, le=10**9, description="optimizer steps; or give tokens")
+    sample_unit: Literal[SAMPLE_UNITS] | None = Field(  # type: ignore[valid-type]
+        default=None, description="what one sample is (image, clip, sequence, ...); default: "
+        "the model's, when the job counts samples")
     epochs: float = Field(default=1.0, gt=0, le=10_000, description="passes over `tokens`")
     seq_len: int = Field(default=2048, gt=0, le=2**22, description="tokens per sequence")
     global_batch: int | None = Field(default=None, gt=0, le=2**24, description="sequences per step")
@@ -78,10 +85,21 @@ class Workload(StrictModel):
     def _stack(cls, v: str) -> str:
         return stack_name(v)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _images(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "images" in data:
+            if "samples" in data:
+                raise ValueError("give samples or images, not both")
+            data = {**data, "samples": data["images"]}
+            del data["images"]
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> Workload:
-        if (self.tokens is None) == (self.steps is None):
-            raise ValueError("give exactly one of tokens or steps")
+        amounts = [k for k in ("tokens", "steps", "samples") if getattr(self, k) is not None]
+        if len(amounts) != 1:
+            raise ValueError("give exactly one of tokens or steps (or samples / images instead of tokens)")
         if (self.global_batch is None) == (self.global_batch_tokens is None):
             raise ValueError("give exactly one of global_batch (sequences) or global_batch_tokens")
         if self.global_batch_tokens is not None:
@@ -116,6 +134,8 @@ class Workload(StrictModel):
         """Tokens processed over the job (tokens × epochs, or steps × batch × seq_len)."""
         if self.tokens is not None:
             return self.tokens * self.epochs
+        if self.samples is not None:
+            return self.samples * self.epochs * self.seq_len
         return float(self.steps or 0) * self.batch_sequences * self.seq_len
 
     def steps_for_batch(self, batch_sequences: int) -> int:
@@ -213,6 +233,29 @@ class Job(JobFile):
     calibration: Calibration | None = None
     search: Search | None = Field(default=None, description="what the planner may search beyond the "
                                   "workload's own choices (issue 14; not used by the planner yet)")
+
+
+def fit_job_to_model(job: Job, model: ModelSpec | SampleProfile) -> Job:
+    """The job in the model's units: a per-sample profile counts samples (seq_len 1, one
+    "token" per sample); a transformer that reads fixed-length samples (ViT: 197 tokens)
+    takes that length unless the workload sets seq_len. Raises ConfigError on tokens for a
+    profile."""
+    w = job.workload
+    if isinstance(model, SampleProfile):
+        if w.tokens is not None:
+            raise ConfigError(f"workload.tokens: {model.name} is counted in samples "
+                              f"({model.sample_unit}s); allowed: samples (or images) or steps")
+        if "seq_len" in w.model_fields_set and w.seq_len != 1:
+            raise ConfigError(f"workload.seq_len: {model.name} is counted per "
+                              f"{model.sample_unit}; allowed: leave seq_len out")
+        update: dict[str, Any] = {"seq_len": 1, "sample_unit": w.sample_unit or model.sample_unit}
+    elif model.sample_tokens and "seq_len" not in w.model_fields_set:
+        update = {"seq_len": model.sample_tokens, "sample_unit": w.sample_unit or "image"}
+    elif w.samples is not None and w.sample_unit is None:
+        update = {"sample_unit": "sequence"}
+    else:
+        return job
+    return job.model_copy(update={"workload": w.model_copy(update=update)})
 
 
 def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:

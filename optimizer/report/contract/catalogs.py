@@ -71,18 +71,28 @@ class GpusOutput(RootModel[list[GpuRowOut]]):
 
 
 class ModelRowOut(Contract):
+    """A preset: a transformer shape, or a per-sample profile (shape fields null)."""
+
     name: str
+    kind: str = Field(default="transformer", description="transformer | profile")
     params: int
     active_params: int
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    ffn: int
-    ffn_kind: str
-    vocab: int
-    moe_experts: int
+    layers: int | None
+    hidden: int | None
+    heads: int | None
+    kv_heads: int | None
+    ffn: int | None
+    ffn_kind: str | None
+    vocab: int | None
+    moe_experts: int | None
     max_seq_len: int | None
+    sample_tokens: int | None = Field(default=None, description="tokens per sample (ViT: 197)")
+    sample_unit: str | None = Field(default=None, description="profile: what a sample is")
+    forward_gflops_per_sample: float | None = Field(default=None, description="profile: "
+                                                    "trained forward GFLOPs per sample; null: "
+                                                    "unknown")
+    measured_points: int = Field(default=0, description="profile: bundled measured runs")
+    notes: str | None = None
 
 
 class ModelsOutput(RootModel[list[ModelRowOut]]):

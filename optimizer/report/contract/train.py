@@ -86,6 +86,11 @@ class PlanOut(Contract):
     mfu: float = Field(description="model FLOPs utilisation: 6·N·tokens/s ÷ dense peak "
                        "(PaLM appendix B; attention FLOPs included)")
     tokens: int = Field(description="tokens processed over the job")
+    sample_unit: str | None = Field(default=None, description="what a sample is when the job "
+                                    "counts samples (image, clip, sequence, ...); null: tokens")
+    samples_per_s: float | None = Field(default=None, description="samples trained per second "
+                                        "over all GPUs (what the data loader must feed); null "
+                                        "when the job counts tokens")
     intra_node_link: str | None = Field(default=None, description="nvlink | pcie | ...")
     inter_node_gbps: float = Field(description="network per instance, Gbit/s")
     inter_node_kind: str

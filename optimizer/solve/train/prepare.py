@@ -10,7 +10,8 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
-from optimizer.inputs.jobs.train import Job
+from optimizer.inputs.jobs.train import Job, fit_job_to_model
+from optimizer.model.profile import SampleProfile
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import Offering
@@ -34,7 +35,7 @@ class PreparedJob:
     """A validated job with its model, assumptions and candidate table."""
 
     job: Job
-    model: ModelSpec
+    model: ModelSpec | SampleProfile
     assumptions: PerfAssumptions
     offerings: list[Offering]
     table: CandidateTable
@@ -76,11 +77,12 @@ def prepare_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: P
     return prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto)
 
 
-def prepare_from_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offering],
+def prepare_from_offerings(job: Job, model: ModelSpec | SampleProfile, offerings: Sequence[Offering],
                            assumptions: PerfAssumptions, prune: bool = True,
                            slack_stop: bool = False) -> PreparedJob:
     """Enumerate candidates; with `prune`, instance counts that cannot meet the deadline are
     skipped (the explanation of an infeasible job re-enumerates without pruning)."""
+    job = fit_job_to_model(job, model)
     w, c = job.workload, job.constraints
     start = time.perf_counter()
     tokens_lb = w.total_tokens() * ((1 - w.batch_tolerance) if w.steps is not None else 1.0)

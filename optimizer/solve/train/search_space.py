@@ -8,13 +8,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from optimizer.model.profile import is_profile
 from optimizer.model.setup import TP_DEGREES
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["BatchRule", "Headroom", "NO_HEADROOM", "MICRO_BATCHES", "PIPELINE_DEGREES",
-           "instance_counts", "tensor_degrees", "effective_zero_stages", "layouts_for"]
+__all__ = ["BatchRule", "Headroom", "NO_HEADROOM", "MICRO_BATCHES", "PROFILE_MICRO_BATCHES",
+           "PIPELINE_DEGREES", "instance_counts", "tensor_degrees", "effective_zero_stages", "layouts_for"]
 
 MICRO_BATCHES = (32, 16, 8, 4, 2, 1)  # largest first: the fastest layouts are found early
+#: per-sample models (CNNs, UNets) train with hundreds of samples per GPU (ResNet-50 recipes:
+#: 256 per GPU, NVIDIA DeepLearningExamples configs.yml)
+PROFILE_MICRO_BATCHES = (1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
 PIPELINE_DEGREES = (1, 2, 4, 8, 16)
 
 
@@ -91,7 +95,7 @@ def layouts_for(model: ModelSpec, gpus: int, gpus_per_node: int, batch: BatchRul
             if pp > model.layers or gpus % (tp * pp):
                 continue
             dp = gpus // (tp * pp)
-            for mb in MICRO_BATCHES:
+            for mb in PROFILE_MICRO_BATCHES if is_profile(model) else MICRO_BATCHES:
                 ga = batch.grad_accum(dp, mb)
                 if ga is None:
                     continue

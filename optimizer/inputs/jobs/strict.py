@@ -1,0 +1,29 @@
+"""The strict base of every job-file table (unknown keys rejected, no NaN/inf, immutable)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+__all__ = ["STRICT", "StrictModel"]
+
+STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+def _tuples(value: Any) -> Any:
+    """TOML arrays arrive as lists; strict tuple fields want tuples (elements are left as they are)."""
+    if isinstance(value, dict):
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+    return value
+
+
+class StrictModel(BaseModel):
+    """Base of the job-file tables: STRICT, with TOML arrays accepted for tuple fields."""
+
+    model_config = STRICT
+
+    @model_validator(mode="before")
+    @classmethod
+    def _arrays(cls, data: Any) -> Any:
+        return _tuples(data)

@@ -1,0 +1,48 @@
+"""The hardware a layout runs on (`Cluster`) and one timed optimizer step (`StepTime`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from optimizer.model.hardware import GpuSpec
+
+__all__ = ["Cluster", "StepTime"]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The hardware a layout runs on: `nodes` instances of `gpus_per_node` GPUs each."""
+
+    gpu: GpuSpec
+    gpus_per_node: int
+    nodes: int = 1
+    inter_node_gbps: float = 100.0  # Gbit/s per node (NIC aggregate)
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One optimizer step in seconds, with its parts and throughput figures."""
+
+    time_s: float
+    compute_s: float
+    communication_s: float
+    bubble_s: float
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    mfu: float
+    hfu: float
+    efficiency: float
+    calibrated: bool
+    parts_s: dict[str, float] = field(default_factory=dict)
+    #: (P10, P90) multipliers of time_s when the model states its own band (a SampleProfile);
+    #: None: the fitted interval of the stack and GPU class applies
+    interval: tuple[float, float] | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        return {"time_s": round(self.time_s, 4), "compute_s": round(self.compute_s, 4),
+                "communication_s": round(self.communication_s, 4),
+                "bubble_s": round(self.bubble_s, 4)}

@@ -1,0 +1,63 @@
+"""`MemoryBreakdown`: peak memory of one GPU by term (allocated, reserved, device)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MemoryBreakdown"]
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Peak memory of one GPU by term, in GiB.
+
+    `total` is the peak allocated (torch.cuda.max_memory_allocated: the terms + allocated
+    workspaces in `overhead`); `reserved` adds what the caching allocator holds beyond it
+    (max_memory_reserved); `device` adds memory outside the allocator (CUDA context, cuBLAS,
+    NCCL): what nvidia-smi shows (PyTorch docs, "CUDA semantics / Memory management").
+    """
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    kv_cache: float
+    overhead: float
+    cache: float = 0.0  # reserved − allocated (allocator cache, fragmentation)
+    context: float = 0.0  # CUDA context + library workspaces outside the allocator
+    #: optimizer state in CUDA managed memory (bitsandbytes paged optimizers): outside the
+    #: PyTorch allocator, so not in allocated/reserved; counted in device (resident at worst)
+    managed: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return (self.weights + self.gradients + self.optimizer + self.activations
+                + self.kv_cache + self.overhead)
+
+    @property
+    def allocated(self) -> float:
+        return self.total
+
+    @property
+    def reserved(self) -> float:
+        return self.total + self.cache
+
+    @property
+    def device(self) -> float:
+        return self.reserved + self.context + self.managed
+
+    def fits(self, capacity_gib: float) -> bool:
+        """Whether the device-level peak (nvidia-smi) fits the card."""
+        return self.device <= capacity_gib
+
+    def as_dict(self, digits: int = 3) -> dict[str, float]:
+        return {k: round(v, digits) for k, v in (
+            ("weights", self.weights), ("gradients", self.gradients),
+            ("optimizer", self.optimizer), ("activations", self.activations),
+            ("kv_cache", self.kv_cache), ("overhead", self.overhead), ("total", self.total),
+            ("reserved", self.reserved), ("device", self.device))}
+
+    def metric(self, kind: str) -> float:
+        """The figure a framework reports: "allocated" | "reserved" | "device" (nvidia-smi)."""
+        return {"allocated": self.total, "reserved": self.reserved, "device": self.device,
+                "nvidia-smi": self.device}[kind]
