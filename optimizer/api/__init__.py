@@ -17,15 +17,17 @@ from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
 from optimizer.report.batch import batch_dict
 from optimizer.report.serve import serve_compare_json, serve_json
+from optimizer.report.sizing import sizing_json
 from optimizer.report.train import compare_json, plan_json
 from optimizer.solve.batch.plan import plan_batch
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.serve.plan import run_serve, run_serve_compare
 from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.plan import PlanResult, plan_job
+from optimizer.solve.train.sizing import SizingRule, size_job
 
 __all__ = ["estimate", "plan", "plan_result", "plan_json", "compare", "serve", "serve_compare", "batch",
-           "batch_json", "resolve_model"]
+           "batch_json", "resolve_model", "sizing"]
 
 
 def _train_job(job: Any, prices: str | Path | None, offline: bool | None
@@ -64,6 +66,14 @@ def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None 
     job, base_dir, rows, age = _train_job(job, prices, offline)
     out = compare_json(compare_job(job, rows, base_dir))
     return {**out, "catalog": age} if age is not None else out
+
+
+def sizing(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
+           rule: SizingRule | None = None) -> dict[str, Any]:
+    """The sizing runs that would settle a training job: contending GPU types, steps, minutes,
+    offering and cost of each reading, and the `ccopt calibrate` line to feed it back."""
+    job, base_dir, rows, _ = _train_job(job, prices, offline)
+    return sizing_json(size_job(job, rows, base_dir, rule), rule)
 
 
 def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,

@@ -10,7 +10,16 @@ import typer
 from typer import _click as click
 
 from optimizer import __version__
-from optimizer.cli import batch_cmd, estimate_cmd, info_cmd, plan_cmd, report_cmd, schema_cmd, serve_cmd
+from optimizer.cli import (
+    batch_cmd,
+    estimate_cmd,
+    info_cmd,
+    plan_cmd,
+    report_cmd,
+    schema_cmd,
+    serve_cmd,
+    sizing_cmd,
+)
 from optimizer.cli.common import EXIT_INTERNAL, EXIT_OK, show_deprecations
 from optimizer.cli.prices_cmd import prices_app
 
@@ -55,6 +64,7 @@ batch_cmd.register(app)
 serve_cmd.register(app)
 schema_cmd.register(app)
 report_cmd.register(app)
+sizing_cmd.register(app)
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from optimizer.api import estimate as run
 from optimizer.api import resolve_model
+from optimizer.api.calibrate import calibrate_profile, read_point_file
 from optimizer.cli.common import (
     JsonOpt,
     OfflineOpt,
@@ -28,6 +29,8 @@ from optimizer.inputs.calibration_file import (
 )
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.validation import check_number
+from optimizer.model.presets import PROFILE_PRESETS
+from optimizer.model.profile import MeasuredPoint
 from optimizer.model.setup import Layout, TrainingSetup
 from optimizer.model.step_time import Cluster
 from optimizer.report.contract.common import emit
@@ -178,10 +181,20 @@ def _render(r: dict[str, Any]) -> None:
 
 
 def calibrate(
-    model: Annotated[str, Opt("--model", "-m", help="Preset name or HF config.json")],
-    gpu: Annotated[str, Opt("--gpu", "-g", help="GPU id or alias of the measured run")],
+    model: Annotated[str | None, Opt("--model", "-m", help="Preset name or HF config.json "
+                                     "(default: the --from file's)")] = None,
+    gpu: Annotated[str | None, Opt("--gpu", "-g", help="GPU id or alias of the measured run "
+                                   "(default: the --from file's)")] = None,
     tokens_per_s: Annotated[float | None, Opt(help="Measured tokens/s of the whole run")] = None,
     step_time_s: Annotated[float | None, Opt(help="Measured seconds per optimizer step")] = None,
+    samples_per_s: Annotated[float | None, Opt(help="Per-sample models: measured samples/s of "
+                                               "the whole run")] = None,
+    peak_memory_gib: Annotated[float | None, Opt(help="Per-sample models: measured peak memory "
+                                                 "per GPU")] = None,
+    memory_metric: Annotated[str, Opt(help="allocated | reserved | device (nvidia-smi)")] = "device",
+    optimizer: Annotated[str, Opt(help="Per-sample models: optimizer of the run")] = "adamw",
+    from_file: Annotated[str | None, Opt("--from", help="A calibration point written by "
+                                         "`ccopt measure`")] = None,
     num_gpus: Annotated[int | None, Opt(help="GPUs of the measured run")] = None,
     gpus_per_node: Annotated[int | None, Opt(help="GPUs per node")] = None,
     tp: Annotated[int, Opt()] = 1,
@@ -204,6 +217,30 @@ def calibrate(
     """Fit the compute efficiency of a GPU type to one measured run and store it for later
     estimates and plans (file: $CCOPT_CALIBRATION or ~/.config/ccopt/calibration.json)."""
     with user_errors():
+        if from_file is not None:
+            point = read_point_file(from_file)
+            model = model or point["model"]
+            if gpu is None and point["device"] == "cpu":
+                raise ConfigError(f"--gpu: {from_file} was measured on the CPU ({point.get('note')}); "
+                                  "give --gpu to say which catalog GPU type the run stands for")
+            gpu = gpu or point.get("gpu")
+            precision, micro_batch = point["precision"], int(point["micro_batch"])
+            if point.get("model_kind") == "lm":
+                tokens_per_s, seq_len = float(point["tokens_per_s"]), int(point["seq_len"])
+                global_batch = micro_batch
+            else:
+                samples_per_s = float(point["samples_per_s"])
+                peak_memory_gib = point.get("peak_memory_gib")
+                memory_metric = point.get("memory_metric", "allocated")
+                optimizer = point.get("optimizer", optimizer)
+        if model is None or gpu is None:
+            raise ConfigError("give --model and --gpu (or --from a `ccopt measure` file)")
+        if samples_per_s is not None or _is_profile_name(model):
+            _calibrate_profile(model, gpu, samples_per_s, peak_memory_gib, memory_metric,
+                               optimizer, precision, micro_batch, num_gpus or gpus or 1,
+                               activation_checkpointing or checkpointing or "none",
+                               from_file, json_out)
+            return
         if (tokens_per_s is None) == (step_time_s is None):
             raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
         check_number(tokens_per_s, "--tokens-per-s", gt=0, le=1e12)
@@ -253,6 +290,41 @@ def calibrate(
             f"plan now predict {after['step']['time_s']:.3f} s/step for this run (measured "
             f"{measured:.3f} s, default model {probe['step']['time_s']:.3f} s) at an effective "
             f"efficiency of {after['efficiency']:.3f} (the base × this layout's size factor)")
+
+
+def _is_profile_name(model: str) -> bool:
+    return model.strip().lower() in PROFILE_PRESETS
+
+
+def _calibrate_profile(model: str, gpu: str, samples_per_s: float | None,
+                       peak_memory_gib: float | None, memory_metric: str, optimizer: str,
+                       precision: str, micro_batch: int, num_gpus: int, checkpointing: str,
+                       source: str | None, json_out: bool) -> None:
+    """Store a measured run of a per-sample model; print the prediction before and after."""
+    if samples_per_s is None:
+        raise ConfigError(f"--samples-per-s: {model} is a per-sample model; give the measured "
+                          "samples/s of the run")
+    check_number(samples_per_s, "--samples-per-s", gt=0, le=1e12)
+    check_number(peak_memory_gib, "--peak-memory-gib", gt=0, le=1e5)
+    check_number(micro_batch, "--micro-batch", gt=0, le=2**20)
+    name = model.strip().lower() if _is_profile_name(model) else model
+    point = MeasuredPoint(gpu_id=gpu, precision=precision, micro_batch=micro_batch,
+                          samples_per_s=samples_per_s, num_gpus=num_gpus,
+                          peak_memory_gib=peak_memory_gib, memory_metric=memory_metric,
+                          checkpointing=checkpointing, optimizer=optimizer,
+                          source=f"ccopt calibrate{' --from ' + source if source else ''}")
+    out = emit(CalibrateOutput, dict(calibrate_profile(name, point), kind="profile_point"))
+    if json_out:
+        print_json(out)
+        return
+    words = f"{name} on {out['gpu']} {precision}: run stored in {out['file']}"
+    before, after = out.get("before"), out.get("after")
+    if before and after:
+        words += (f"; predicted {before['samples_per_s']:,.1f} samples/s before (band "
+                  f"{before['band'][0]:g}-{before['band'][1]:g}×), {after['samples_per_s']:,.1f} "
+                  f"now (band {after['band'][0]:g}-{after['band'][1]:g}×); measured "
+                  f"{samples_per_s:,.1f}")
+    console().print(words)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from optimizer import api
@@ -31,7 +32,7 @@ from optimizer.cli.common import (
 from optimizer.cli.plot import check_plot_path, plot_pareto
 from optimizer.inputs.validation import check_number
 
-__all__ = ["register", "render_plan"]
+__all__ = ["register", "render_plan", "data_lines"]
 
 Opt = typer.Option
 JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)")]
@@ -101,6 +102,8 @@ def render_plan(data: dict[str, Any]) -> None:
             f"{p.get('memory_headroom_gib', 0):.1f} GiB free, "
             f"{p.get('memory_headroom_required_gib') or 0:.1f} GiB required); relies on "
             f"{interconnect_words(p)}")
+    for line in data_lines(p, data):
+        c.print(f"  {line}")
     if data.get("binding_constraint") == "deadline":
         c.print("  why this plan: the deadline binds (a cheaper, slower plan would finish late)")
     for warning in p.get("warnings", []):
@@ -125,6 +128,47 @@ def render_plan(data: dict[str, Any]) -> None:
             front.add_row(f"{r['days']:.2f}", money(r["cost_usd"]), str(r["gpus"]), r["gpu"],
                           r["provider"], r["pricing"])
         c.print(front)
+
+
+def data_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """The plan's data and host lines: what the data costs, whether the loader keeps up, and
+    which cheaper GPUs their hosts slow down."""
+    out: list[str] = []
+    d, h = p.get("data") or {}, p.get("host") or {}
+    if d.get("counted"):
+        ckpt = (f"{d['checkpoints_kept']}× {d['checkpoint_gb']:,.1f} GB checkpoints every "
+                f"{d['checkpoint_every_hours']:g} h" if d.get("checkpoint_gb") else
+                "checkpoints on local disk")
+        out.append(f"data: {money(d['total_usd'])} ({d['share_of_cost']:.1%} of the plan) = "
+                   f"transfer {money(d['egress_usd'])} ({d['egress_gb']:,.0f} GB, {d['route']}) + "
+                   f"storage {money(d['dataset_storage_usd'] + d['checkpoint_storage_usd'])} "
+                   f"(dataset {money(d['dataset_storage_usd'])}, {ckpt} "
+                   f"{money(d['checkpoint_storage_usd'])})")
+        if d.get("unknown"):
+            out.append("[yellow]check:[/yellow] prices unknown, counted as $0: "
+                       + "; ".join(d["unknown"]))
+    elif d:
+        out.append(f"data: {escape(d.get('note') or '')}")
+    if h and h.get("loader_samples_per_s") is not None:
+        words = (f"host: {h['vcpus'] * p['instances']:,.0f} vCPUs load "
+                 f"{h['loader_samples_per_s']:,.0f} {h.get('unit', 'samples/s')}, the GPUs need "
+                 f"{h['gpu_samples_per_s']:,.0f}")
+        if h.get("loader_bound"):
+            words += (f" — [b]loader-bound[/b]: the step is slowed {h['slowdown']:.2f}× to the "
+                      f"loader's rate")
+        out.append(words + f"; host RAM {h['ram_needed_gib']:,.0f} of "
+                   f"{h['ram_gib'] or 0:,.0f} GiB per instance" if h.get("ram_gib") else
+                   words + "; host RAM unknown")
+    for note in h.get("notes", []):
+        out.append(f"[yellow]check:[/yellow] {note}")
+    plan_price = p["usd_per_hour"] / max(1, p["gpus"])
+    cheaper = [r for r in data.get("loader_bound", [])
+               if float(r["reason"].split("/GPU-h")[0].lstrip("$").replace(",", "")) < plan_price]
+    for r in cheaper[:3]:
+        out.append(f"loader-bound (cheaper GPU-hour): {escape(r['option'])}: {escape(r['reason'])}")
+    if len(cheaper) > 3:
+        out.append(f"(+{len(cheaper) - 3} more loader-bound offerings in --json loader_bound)")
+    return out
 
 
 def compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,

@@ -28,7 +28,7 @@ from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import Cluster, training_step_time
 
 __all__ = ["calibration_path", "load_calibration", "save_calibration", "fit_efficiency",
-           "assumptions_for_job", "base_assumptions"]
+           "assumptions_for_job", "base_assumptions", "read_store", "write_store"]
 
 
 def load_calibration(path: Path | None = None) -> dict[tuple[str, str], float]:
@@ -55,15 +55,27 @@ def save_calibration(gpu_id: str, precision: str, efficiency: float, measured: d
     if not (math.isfinite(efficiency) and MIN_EFFICIENCY <= efficiency <= 1):
         raise ConfigError(f"calibration {gpu_id}/{precision}: efficiency {efficiency!r} is not "
                           f"allowed; allowed: {EFFICIENCY_RANGE}")
-    file.parent.mkdir(parents=True, exist_ok=True)
-    data: dict[str, Any] = {"entries": {}}
-    if file.is_file():
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except ValueError:
-            raise ConfigError(f"calibration file {file} is corrupt; delete or fix it") from None
+    data = read_store(file)
     data.setdefault("entries", {})[f"{gpu_id}/{precision}"] = {
         "efficiency": efficiency, "measured": measured}
+    write_store(file, data)
+    return file
+
+
+def read_store(file: Path) -> dict[str, Any]:
+    """The store's JSON document ({"entries": {}} when absent). Raises ConfigError if corrupt."""
+    if not file.is_file():
+        return {"entries": {}}
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError:
+        raise ConfigError(f"calibration file {file} is corrupt; delete or fix it") from None
+    return data if isinstance(data, dict) else {"entries": {}}
+
+
+def write_store(file: Path, data: dict[str, Any]) -> None:
+    """Write the store atomically (temp file + fsync + rename)."""
+    file.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -74,7 +86,6 @@ def save_calibration(gpu_id: str, precision: str, efficiency: float, measured: d
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return file
 
 
 def fit_efficiency(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,

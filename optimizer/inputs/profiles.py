@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.profile_store import load_profile_points
 from optimizer.model.profile import MeasuredPoint, SampleProfile
 
 __all__ = ["resolve_profile"]
@@ -14,12 +15,13 @@ __all__ = ["resolve_profile"]
 
 def resolve_profile(profile: SampleProfile, extra: tuple[MeasuredPoint, ...] = (),
                     field: str = "model") -> SampleProfile:
-    """The profile with `extra` measured points first and every point's GPU looked up in the
+    """The profile with `extra` measured points first, then the runs stored by `ccopt
+    calibrate` (inputs.profile_store), then its own, every point's GPU looked up in the
     catalog. Raises ConfigError for an unknown GPU, a GPU without the point's precision, a
     peak below the model states, or a profile that cannot be planned (no FLOPs and no
     measured point, or no activation size anywhere)."""
     points = []
-    for i, p in enumerate(extra + profile.measured):
+    for i, p in enumerate(extra + load_profile_points(profile.name) + profile.measured):
         where = f"{field}.measured" + (f"[{i}]" if len(extra) > 1 else "")
         gpu = get_gpu(p.gpu_id, f"{where}.gpu")
         if not gpu.supports(p.precision):

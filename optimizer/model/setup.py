@@ -184,3 +184,22 @@ class PerfAssumptions:
     fp8_gemm_factor: float = 0.8
     # GUESS: bytes moved per attention-score element (fwd + bwd) by an eager softmax kernel
     eager_score_bytes: float = 20.0
+    # ---- the host and the data (optimizer/model/host.py) ----
+    #: GUESS: samples/s one vCPU decodes + augments for [data] kind = "image" (JPEG decode +
+    #: random-resized crop at ~224 px; NVIDIA DALI's motivation is that CPU decode cannot feed
+    #: 8 GPUs of ResNet-50 — the per-core figure itself is not sourced)
+    samples_per_s_per_vcpu_image: float = 120.0
+    #: GUESS: samples/s one vCPU serves for kind = "text" (pre-tokenized, memory-mapped shards:
+    #: a copy and a collate, no decode)
+    samples_per_s_per_vcpu_text: float = 2000.0
+    #: GUESS: vCPUs kept per GPU process (its Python main loop, NCCL and CUDA threads), not
+    #: available to loader workers (one training process per GPU: PyTorch DDP)
+    loader_reserve_vcpus_per_gpu: float = 1.0
+    #: GUESS: page-locked host RAM per GPU process (pin_memory batches, NCCL/CUDA host buffers)
+    pinned_buffer_gib_per_gpu: float = 2.0
+    #: GUESS: host RAM per busy loader worker process (its copy of the dataset index + batches)
+    loader_worker_ram_gib: float = 1.0
+    #: GUESS: hours between checkpoints when [data] does not say (checkpoint_every_hours)
+    checkpoint_every_hours: float = 2.0
+    #: GUESS: checkpoints kept in object storage when [data] does not say (checkpoints_kept)
+    checkpoints_kept: int = 2

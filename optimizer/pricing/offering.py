@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.step_time import Cluster
+from optimizer.pricing.data_cost import NO_DATA, DataCharge
 from optimizer.pricing.sanity import PriceFlag
 
 __all__ = ["Offering", "Cost", "cost_usd", "hourly_usd", "OFFERING_KINDS"]
@@ -46,6 +47,12 @@ class Offering:
     inter_node_is_default: bool = False  # the bandwidth is a documented guess, not published
     #: price-sanity flags of the catalog row (pricing/sanity.py); () for owned/buy boxes
     flags: tuple[PriceFlag, ...] = ()
+    #: the host of one instance (None = unknown): vCPUs, RAM, local NVMe/SSD
+    vcpus: float | None = None
+    ram_gib: float | None = None
+    local_nvme_gb: float | None = None
+    #: what this job's data costs here (moved once, stored while running); per job
+    data: DataCharge = NO_DATA
 
     @property
     def gpu_id(self) -> str:
@@ -73,10 +80,11 @@ class Cost:
 
     running_usd: float  # instance-hours (or the whole reserved term), power of owned boxes
     capital_usd: float  # purchase (upfront, net of resale) or amortised capital
+    data_usd: float = 0.0  # dataset transfer + dataset and checkpoint storage (Offering.data)
 
     @property
     def total_usd(self) -> float:
-        return self.running_usd + self.capital_usd
+        return self.running_usd + self.capital_usd + self.data_usd
 
 
 def cost_usd(offering: Offering, instances: int, hours: float) -> Cost:
@@ -84,13 +92,14 @@ def cost_usd(offering: Offering, instances: int, hours: float) -> Cost:
 
     running = usd_per_hour × instances × hours, or × commitment_hours for a reserved term that
     bills every hour whatever is used; capital = upfront net price × instances + amortised
-    capital per hour × instances × hours (pricing/owned.py derives both from the box).
+    capital per hour × instances × hours (pricing/owned.py derives both from the box);
+    data = the job's data charge over `hours` (pricing/data_cost.py: one transfer + storage).
     """
     billed_h = offering.commitment_hours if offering.commitment_hours else hours
     running = offering.usd_per_hour * instances * billed_h
     capital = offering.capital_usd_per_instance * instances \
         + offering.capital_usd_per_instance_hour * instances * hours
-    return Cost(running, capital)
+    return Cost(running, capital, offering.data.usd(hours))
 
 
 def hourly_usd(offering: Offering) -> tuple[float, float]:

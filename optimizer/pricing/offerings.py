@@ -15,6 +15,7 @@ from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 from optimizer.inputs.jobs.train import HardwareEntry
 from optimizer.model.hardware import GpuSpec
 from optimizer.pricing.catalog import filter_rows
+from optimizer.pricing.host import local_nvme_gb
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.owned import (
     HOURS_PER_MONTH,
@@ -63,7 +64,8 @@ def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud
         commitment_hours=0.0 if reservation_prepaid else float(row.commitment_hours),
         spot_overhead=spot_overhead if row.pricing_model == "spot" else 0.0,
         inter_node_kind=row.inter_node_kind, inter_node_is_default=row.inter_node_is_default,
-        flags=flags)
+        flags=flags, vcpus=row.vcpus, ram_gib=row.ram_gib,
+        local_nvme_gb=local_nvme_gb(row.provider, row.instance_type))
 
 
 def cloud_offerings(rows: Sequence[OfferingRow], *, gpus: Iterable[str] | None = None,
@@ -119,7 +121,8 @@ def box_offering(kind: str, spec: HardwareSpec, gpu: GpuSpec, *, boxes: int, ind
         usd_per_hour=power_usd_per_hour(spec, 1, 1.0), max_instances=boxes,
         capital_usd_per_instance=capital_fixed, capital_usd_per_instance_hour=capital_hourly,
         box_net_price_usd=capital_usd(spec, 1),
-        amortisation_hours=spec.amortisation_months * HOURS_PER_MONTH)
+        amortisation_hours=spec.amortisation_months * HOURS_PER_MONTH,
+        vcpus=spec.vcpus, ram_gib=spec.ram_gib, local_nvme_gb=spec.local_nvme_gb)
 
 
 def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry],

@@ -55,6 +55,10 @@ class HardwareSpec(BaseModel):
     resale_fraction: float = Field(ge=0, lt=1)  # of the purchase price, at the end
     accounting: Literal["upfront", "amortised"] = "amortised"
     max_boxes: int | None = Field(default=None, ge=1)
+    #: the host (pricing_data/hardware_host.csv; None = unknown, set them in the job file)
+    vcpus: float | None = Field(default=None, gt=0, le=100_000)
+    ram_gib: float | None = Field(default=None, gt=0, le=1e6)
+    local_nvme_gb: float | None = Field(default=None, ge=0, le=1e8)
 
 
 def _first_error(exc: ValidationError) -> tuple[str, str]:
@@ -81,6 +85,19 @@ def _defaults(path: str) -> dict[str, dict[str, Any]]:
                 column, message = _first_error(exc)
                 raise CatalogError(f"{path}: row {line}, column '{column}': {message}") from None
             rows[spec.gpu] = spec.model_dump()
+    host_path = str(data_path("hardware_host.csv"))
+    with open(host_path, newline="", encoding="utf-8") as handle:
+        for line, raw in enumerate(csv.DictReader(handle), start=2):
+            known = {k: v.strip() for k, v in raw.items()
+                     if k in ("vcpus", "ram_gib", "local_nvme_gb") and v and v.strip()}
+            gpu = raw["gpu"].strip()
+            if gpu in rows and known:
+                try:
+                    rows[gpu] = HardwareSpec.model_validate({**rows[gpu], **known}).model_dump()
+                except ValidationError as exc:
+                    column, message = _first_error(exc)
+                    raise CatalogError(f"{host_path}: row {line}, column '{column}': "
+                                       f"{message}") from None
     return rows
 
 

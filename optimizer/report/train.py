@@ -11,7 +11,8 @@ from optimizer.pricing.offering import cost_usd
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.solve.train.compare import BreakEven, CompareResult
-from optimizer.solve.train.enumerate import Candidate
+from optimizer.solve.train.enumerate import Candidate, class_label
+from optimizer.solve.train.host_check import unit_of
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import headroom_of
 from optimizer.solve.train.variants import options_of
@@ -19,6 +20,56 @@ from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["plan_dict", "plan_json", "compare_json", "solver_block"]
+
+
+NO_DATA_NOTE = ("no [data] section: dataset transfer, storage and the data loader are not "
+                "counted or checked")
+
+
+def data_block(c: Candidate) -> dict[str, Any]:
+    """The plan's data lines (what `cost_usd` added for [data])."""
+    d = c.offering.data
+    if not d.counted:
+        return {"counted": False, "note": NO_DATA_NOTE}
+    total = d.usd(c.hours)
+    return {"counted": True, "dataset_gb": d.dataset_gb, "egress_gb": d.egress_gb,
+            "egress_usd_per_gb": d.egress_usd_per_gb, "egress_usd": round(d.egress_usd, 2),
+            "route": d.route, "storage_usd_per_gb_month": d.storage_usd_per_gb_month,
+            "dataset_storage_usd": round(d.dataset_storage_usd(c.hours), 2),
+            "checkpoint_gb": round(d.checkpoint_gb, 2),
+            "checkpoint_every_hours": d.checkpoint_every_h,
+            "checkpoints_kept": d.checkpoints_kept,
+            "checkpoint_storage_usd": round(d.checkpoint_storage_usd(c.hours), 2),
+            "total_usd": round(total, 2),
+            "share_of_cost": round(total / c.cost_usd, 6) if c.cost_usd > 0 else 0.0,
+            "unknown": list(d.unknown)}
+
+
+def host_block(c: Candidate, job: Job | None = None) -> dict[str, Any] | None:
+    h = c.host
+    if h is None:
+        return None
+    kind = job.data.kind if job is not None and job.data is not None else "text"
+    return {"unit": unit_of(kind), "vcpus": h.vcpus, "ram_gib": h.ram_gib, "local_nvme_gb": h.local_nvme_gb,
+            "ram_needed_gib": round(h.ram_needed_gib, 2),
+            "offloaded_gib_per_gpu": round(h.offloaded_gib_per_gpu, 2),
+            "gpu_samples_per_s": round(h.gpu_samples_per_s, 1),
+            "loader_samples_per_s": None if h.loader_samples_per_s is None
+            else round(h.loader_samples_per_s, 1),
+            "loader_bound": h.slowdown > 1.0 + 1e-9, "slowdown": round(h.slowdown, 4),
+            "notes": list(h.notes)}
+
+
+LOADER_FIX = ("fix: an instance with more vCPUs per GPU, or preprocess offline (decoded, "
+              "resized shards: a higher data.samples_per_s_per_vcpu)")
+
+
+def loader_bound_list(prep: Any) -> list[dict[str, str]]:
+    """Offerings slowed to their loader rate, cheapest GPU-hour first, with the nearest fix."""
+    price = {class_label(o): o.usd_per_hour / o.gpus_per_instance for o in prep.offerings}
+    ranked = sorted(prep.table.slowed.items(), key=lambda kv: (price.get(kv[0], 0.0), kv[0]))
+    return [{"option": k, "reason": f"${price.get(k, 0.0):,.3f}/GPU-h, {why}; {LOADER_FIX}"}
+            for k, why in ranked]
 
 
 def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
@@ -58,6 +109,8 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
             seq_len=0)), c.layout.vp),
         "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
         "warnings": plan_warnings(c),
+        "data_usd": round(cost_usd(off, c.instances, c.hours).data_usd, 2),
+        "data": data_block(c), "host": host_block(c, job),
     }
 
 
@@ -82,6 +135,7 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         out["catalog"] = dict(result.catalog)
     if result.prepared is not None:
         out["rejected"] = rejected_list(result.prepared.table.rejected)
+        out["loader_bound"] = loader_bound_list(result.prepared)
         out["job"] = {"name": job.name if job else None,
                       "model": result.prepared.model.name,
                       "params": result.prepared.model.params(),

@@ -168,6 +168,12 @@ _BOUNDS: dict[str, dict[str, float]] = {
     "dp_overlap": {"ge": 0, "le": 1}, "tp_overlap": {"ge": 0, "le": 1},
     "pp_overlap": {"ge": 0, "le": 1}, "cp_overlap": {"ge": 0, "le": 1},
     "fragmentation": {"ge": 0, "lt": 1}, "qlora_dequant_factor": {"ge": 1},
+    "samples_per_s_per_vcpu_image": {"gt": 0, "le": 1e7},
+    "samples_per_s_per_vcpu_text": {"gt": 0, "le": 1e7},
+    "loader_reserve_vcpus_per_gpu": {"ge": 0, "le": 64},
+    "pinned_buffer_gib_per_gpu": {"ge": 0, "le": 1024},
+    "loader_worker_ram_gib": {"ge": 0, "le": 1024},
+    "checkpoint_every_hours": {"gt": 0, "le": 87600}, "checkpoints_kept": {"ge": 1, "le": 10**6},
 }
 
 

@@ -25,6 +25,7 @@ from optimizer.inputs.jobs.common import (
     format_validation_error,
     stack_name,
 )
+from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.toml_file import read_toml
 from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
@@ -40,7 +41,7 @@ from optimizer.vocabulary import PricingModel
 
 __all__ = ["Job", "ModelRef", "Workload", "Constraints", "HardwareEntry", "Calibration",
            "AssumptionOverrides", "load_job", "job_from_dict", "fit_job_to_model", "format_validation_error",
-           "coerce_document", "Search", "Hardware", "JobFile", "stack_name"]
+           "coerce_document", "Search", "Hardware", "JobFile", "stack_name", "DataSpec"]
 
 
 class Workload(StrictModel):
@@ -231,6 +232,8 @@ class Job(JobFile):
     workload: Workload
     constraints: Constraints = Constraints()
     calibration: Calibration | None = None
+    data: DataSpec | None = Field(default=None, description="the dataset: size, loader rate, "
+                                  "where it lives (transfer, storage and loader checks)")
     search: Search | None = Field(default=None, description="what the planner may search beyond the "
                                   "workload's own choices (issue 14; not used by the planner yet)")
 

@@ -17,7 +17,7 @@ from optimizer.report.contract.common import (
     StepOut,
 )
 
-__all__ = ["PriceFlagOut", "CatalogOut", "PlanOut", "AlternativeOut", "PlanJobOut", "PlanOutput",
+__all__ = ["DataOut", "HostOut", "PriceFlagOut", "CatalogOut", "PlanOut", "AlternativeOut", "PlanJobOut", "PlanOutput",
            "BreakEvenOut", "CompareOutput", "ModelOut", "EstimateOutput", "CalibrateOutput"]
 
 
@@ -47,6 +47,48 @@ class OptionsOut(Contract):
     offload: str = Field(description="none | optimizer (ZeRO-Offload) | params (ZeRO-Infinity)")
     sequence_parallel: bool | None = Field(description="null: the stack's default")
     virtual_stages: int = Field(description="interleaved pipeline chunks per stage")
+
+
+class DataOut(Contract):
+    """What the job's data costs on this plan ([data]; pricing_data/provider_storage.csv)."""
+
+    counted: bool = Field(description="false: the job has no [data] section; nothing counted")
+    note: str | None = None
+    dataset_gb: float | None = None
+    egress_gb: float | None = Field(default=None, description="GB moved once to the plan")
+    egress_usd_per_gb: float | None = None
+    egress_usd: float | None = None
+    route: str | None = Field(default=None, description="from where to where, at which price")
+    storage_usd_per_gb_month: float | None = Field(
+        default=None, description="object storage at the plan's provider/region (0: local disks)")
+    dataset_storage_usd: float | None = None
+    checkpoint_gb: float | None = Field(default=None, description="one checkpoint (weights + "
+                                        "optimizer state); 0 when written to local disks")
+    checkpoint_every_hours: float | None = None
+    checkpoints_kept: int | None = None
+    checkpoint_storage_usd: float | None = None
+    total_usd: float | None = None
+    share_of_cost: float | None = Field(default=None, description="total_usd / the plan's cost_usd")
+    unknown: list[str] = Field(default_factory=list, description="prices not in the tables "
+                               "(counted as 0)")
+
+
+class HostOut(Contract):
+    """The host of one instance and what the plan asks of it (None: unknown)."""
+
+    vcpus: float | None
+    ram_gib: float | None
+    local_nvme_gb: float | None
+    ram_needed_gib: float = Field(description="offloaded states + pinned buffers + loader "
+                                  "workers, per instance")
+    offloaded_gib_per_gpu: float
+    gpu_samples_per_s: float = Field(description="samples/s the GPUs consume at their speed")
+    loader_samples_per_s: float | None = Field(description="samples/s all instances' free "
+                                               "vCPUs load (null: not checked)")
+    unit: str = Field(default="samples/s", description="img/s for [data] kind = image")
+    loader_bound: bool
+    slowdown: float = Field(description="step time / GPU step time")
+    notes: list[str] = Field(default_factory=list)
 
 
 class PlanOut(Contract):
@@ -103,6 +145,10 @@ class PlanOut(Contract):
                                        "[search] lets the planner vary)")
     price_flags: list[PriceFlagOut] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    data_usd: float | None = Field(default=None, description="dataset transfer + dataset and "
+                                   "checkpoint storage, included in cost_usd")
+    data: DataOut | None = None
+    host: HostOut | None = None
 
 
 class AlternativeOut(PlanOut):
@@ -135,6 +181,9 @@ class PlanOutput(Contract):
     job: PlanJobOut | None = None
     catalog: CatalogOut | None = None
     notes: list[str] = Field(default_factory=list, description="what a buyer should double-check")
+    loader_bound: list[RejectedOut] = Field(
+        default_factory=list, description="offerings slowed to their data-loader rate, and by "
+        "how much (why cheaper GPUs may lose)")
 
 
 class BreakEvenOut(Contract):
@@ -218,16 +267,33 @@ class EstimateOutput(Contract):
     bound: str | None = Field(default=None, description="serve: memory | compute (decode)")
 
 
+class PredictionOut(Contract):
+    """A per-sample model's predicted speed on one GPU and its P10-P90 step-time band."""
+
+    samples_per_s: float
+    band: list[float] = Field(description="(P10, P90) multipliers of the step time")
+
+
 class CalibrateOutput(Contract):
     """`ccopt calibrate --json`."""
 
     schema_version: int = SCHEMA_VERSION
+    kind: str = Field(default="efficiency", description="efficiency (a transformer: the GPU "
+                      "type's base efficiency is fitted) | profile_point (a per-sample model: "
+                      "the run is stored as a measured point)")
     gpu: str
     precision: str
-    efficiency: float = Field(description="stored base efficiency of the GPU type × precision")
+    efficiency: float | None = Field(default=None, description="stored base efficiency of the "
+                                     "GPU type × precision (kind efficiency)")
     effective_efficiency: float | None = Field(default=None, description="what estimate "
                                                "reports for this run: base × size factor")
-    default_prediction_step_s: float
+    default_prediction_step_s: float | None = None
     calibrated_prediction_step_s: float | None = None
-    measured_step_s: float
+    measured_step_s: float | None = None
     file: str
+    model: str | None = Field(default=None, description="kind profile_point: the model name")
+    samples_per_s: float | None = Field(default=None, description="kind profile_point: measured")
+    micro_batch: int | None = None
+    before: PredictionOut | None = Field(default=None, description="kind profile_point: the "
+                                         "prediction on that GPU before the run was stored")
+    after: PredictionOut | None = Field(default=None, description="kind profile_point: after")

@@ -138,6 +138,7 @@ def _enumerate_job(job: BatchJob, offerings: Sequence[Offering], horizon_h: floa
                     enum_job.constraints.model_dump_json(),
                     enum_job.assumptions.model_dump_json(),
                     enum_job.calibration.model_dump_json() if enum_job.calibration else "",
+                    enum_job.data.model_dump_json() if enum_job.data else "",
                     ",".join(o.key for o in offerings)])
     if key not in cache:
         model = job.model.resolve(base_dir)

@@ -24,6 +24,15 @@ from optimizer.model.step_time import (
     training_step_time,
 )
 from optimizer.pricing.offering import Offering, cost_usd
+from optimizer.solve.train.host_check import (
+    NO_HOST_RULE,
+    HostCheck,
+    HostRule,
+    check_host,
+    host_need_gib,
+    loader_words,
+    offering_rejection,
+)
 from optimizer.solve.train.search_space import (
     NO_HEADROOM,
     BatchRule,
@@ -59,6 +68,7 @@ class Candidate:
     cost_usd: float
     capital_usd: float = 0.0
     setup: TrainingSetup | None = None  # the options chosen ([search]); None: the job's
+    host: HostCheck | None = None  # loader rate, host RAM, local disk of this candidate
 
     @property
     def gpus(self) -> int:
@@ -73,6 +83,8 @@ class Candidate:
 class CandidateTable:
     candidates: list[Candidate]
     rejected: dict[str, str] = field(default_factory=dict)  # hardware class -> reason
+    #: offerings slowed to their loader rate -> "32 vCPUs load 3,720 img/s, 8 GPUs need 9,800"
+    slowed: dict[str, str] = field(default_factory=dict)
 
 
 def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_node: int,
@@ -129,9 +141,12 @@ def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_
 
 def _best_layout(model: ModelSpec, setup: TrainingSetup, cluster: Cluster, fits: FitList,
                  assumptions: PerfAssumptions,
-                 microbatch_cache: dict[tuple, tuple[float, float, float, float]]
+                 microbatch_cache: dict[tuple, tuple[float, float, float, float]],
+                 host_ram: Callable[[Layout, StepTime], float] | None = None,
+                 ram_gib: float | None = None, least_ram: list[float] | None = None,
                  ) -> tuple[Layout, MemoryBreakdown, StepTime] | None:
-    """Fastest of the fitting layouts on `cluster`.
+    """Fastest of the fitting layouts on `cluster` (whose host RAM need, if `ram_gib` is
+    known, fits the instance's RAM; the least need seen goes to `least_ram`).
 
     A layout whose (micro-batches + bubble) × micro-batch time — a lower bound of its step —
     is no better than the best step so far is skipped without the full step-time model.
@@ -152,6 +167,12 @@ def _best_layout(model: ModelSpec, setup: TrainingSetup, cluster: Cluster, fits:
             continue
         step = training_step_time(model, setup, layout, cluster, assumptions, micro)
         if best is None or step.time_s < best[2].time_s:
+            if host_ram is not None and ram_gib is not None:
+                need = host_ram(layout, step)
+                if least_ram is not None:
+                    least_ram.append(need)
+                if need > ram_gib:
+                    continue
             best = (layout, memory, step)
     return best
 
@@ -176,7 +197,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                          slack_stop: bool = False,
                          headroom: Headroom = NO_HEADROOM,
                          virtual_stages: int = 1,
-                         allow_internet_multi_node: bool = False) -> CandidateTable:
+                         allow_internet_multi_node: bool = False,
+                         host: HostRule = NO_HOST_RULE) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
     With `prune_hours` (the deadline), instance counts whose time lower bound (model FLOPs at
@@ -184,6 +206,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
     With `slack_stop` as well, a hardware class stops scaling out once a count finishes in a
     quarter of the deadline while already paying ≥ 10% more GPU-hours than its most efficient
     count (faster plans are then only needed for a Pareto front, which turns this off).
+    `host` adds the host constraints (solve/train/host_check.py): offerings without room for
+    the data are rejected, layouts must fit the host RAM, loader-bound candidates are slowed.
     """
     a = assumptions or PerfAssumptions()
     memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]] = {}
@@ -199,6 +223,14 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             table.rejected[class_label(off)] = (
                 f"{gpu.gpu_id} has no {setup.precision} tensor cores")
             continue
+        host_why = offering_rejection(off, host, a)
+        if host_why is not None:
+            table.rejected.setdefault(class_label(off), host_why)
+            continue
+        least_ram: list[float] = []
+
+        def ram_need(layout: Layout, step: StepTime, off: Offering = off) -> float:
+            return host_need_gib(model, setup, layout, off, step, host, a)[0]
         gpn = off.gpus_per_instance
         cap_gpus = max_gpus or MAX_GPUS_DEFAULT  # the user's max_gpus may search further
         high = min(cap_gpus // gpn, off.max_instances or 10**9, max_instances or 10**9)
@@ -211,7 +243,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
         for n in instance_counts(min_instances, high, gpn, batch, model):
             # one instance never uses the inter-node network: share its result across NICs
             key = (gpu.gpu_id, gpu.intra_node_bw_gb_s, gpn,
-                   off.inter_node_gbps if n > 1 else 0.0, n)
+                   off.inter_node_gbps if n > 1 else 0.0, n, off.ram_gib, off.vcpus)
             if prune_hours is not None and time_lower_bound_h(
                     model, setup, tokens_lower_bound, gpu, n * gpn, a) > prune_hours:
                 pruned = True
@@ -227,7 +259,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 fits, smallest = fit_cache[fkey]
                 best = _best_layout(
                     model, setup, cluster, fits, a,
-                    microbatch_caches.setdefault(off.hardware_class, {}))
+                    microbatch_caches.setdefault(off.hardware_class, {}),
+                    ram_need, off.ram_gib, least_ram)
                 perf_cache[key] = best
                 if smallest is not None:
                     cls = off.hardware_class
@@ -236,7 +269,12 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             best = perf_cache[key]
             if best is None:
                 continue
-            layout, memory, step = best
+            layout, memory, gpu_step = best
+            step, check = check_host(model, setup, layout, off, n, gpu_step, host, a)
+            if check.slowdown > 1.0 + 1e-9 and class_label(off) not in table.slowed:
+                table.slowed[class_label(off)] = (
+                    f"slowed {check.slowdown:.2f}× to its loader rate: "
+                    f"{loader_words(check, off, n, host.kind)}")
             # search limits (stated, and checked against brute force in tests): stop scaling a
             # hardware class out when two larger counts in a row are < 2% faster, or when its
             # GPU-hours exceed SCALING_CUTOFF × the least GPU-hours seen on that class (below
@@ -261,11 +299,16 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             cost = cost_usd(off, n, hours)
             met_deadline = met_deadline or hours <= prune_hours  # type: ignore[operator]
             table.candidates.append(Candidate(off, n, layout, memory, step, steps, hours,
-                                              cost.total_usd, cost.capital_usd, setup))
+                                              cost.total_usd, cost.capital_usd, setup, check))
             found = True
         if not found and class_label(off) not in table.rejected:
             smallest = smallest_by_class.get(off.hardware_class)
-            if smallest is None and pruned and prune_hours is not None:
+            if least_ram and off.ram_gib is not None and min(least_ram) > off.ram_gib:
+                table.rejected[class_label(off)] = (
+                    f"host RAM: needs {min(least_ram):,.1f} GiB per instance at best (offloaded "
+                    f"states + pinned buffers + loader workers); the instance has "
+                    f"{off.ram_gib:,.0f} GiB; fix: an instance with more RAM, or offload less")
+            elif smallest is None and pruned and prune_hours is not None:
                 table.rejected[class_label(off)] = (
                     f"cannot meet the deadline ({prune_hours / 24:.1f} days) with up to {high} "
                     f"instance(s) even at full speed")

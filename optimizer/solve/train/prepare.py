@@ -11,9 +11,11 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.jobs.train import Job, fit_job_to_model
+from optimizer.model.host import checkpoint_gb
 from optimizer.model.profile import SampleProfile
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
+from optimizer.pricing.data_cost import with_data
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import job_offerings
 from optimizer.pricing.schema import OfferingRow
@@ -25,6 +27,7 @@ from optimizer.solve.train.enumerate import (
     enumerate_candidates,
     prune_dominated,
 )
+from optimizer.solve.train.host_check import host_rule_of
 from optimizer.solve.train.variants import search_variants
 
 __all__ = ["PreparedJob", "prepare_job", "prepare_from_offerings"]
@@ -85,6 +88,8 @@ def prepare_from_offerings(job: Job, model: ModelSpec | SampleProfile, offerings
     job = fit_job_to_model(job, model)
     w, c = job.workload, job.constraints
     start = time.perf_counter()
+    offerings = job_data_offerings(job, model, offerings, assumptions)
+    host = host_rule_of(job.data, assumptions)
     tokens_lb = w.total_tokens() * ((1 - w.batch_tolerance) if w.steps is not None else 1.0)
     tables = []
     for variant in search_variants(job):
@@ -100,7 +105,28 @@ def prepare_from_offerings(job: Job, model: ModelSpec | SampleProfile, offerings
             prune_hours=c.deadline_h if prune else None, tokens_lower_bound=tokens_lb,
             slack_stop=slack_stop, headroom=headroom_of(c),
             virtual_stages=variant.virtual_stages,
-            allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False)))
+            allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False),
+            host=host))
     table = merge_tables(tables)
     return PreparedJob(job, model, assumptions, list(offerings), table, c.deadline_h,
                        c.budget_usd, time.perf_counter() - start)
+
+
+def job_data_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offering],
+                       assumptions: PerfAssumptions) -> list[Offering]:
+    """The offerings with the job's data charge attached ([data]: dataset transfer, dataset and
+    checkpoint storage; a checkpoint is the model's trained weights + optimizer state); as
+    they are without a [data] section.
+
+    Raises:
+        ConfigError: the dataset's provider or region is unknown.
+    """
+    data = job.data
+    if data is None:
+        return list(offerings)
+    a = assumptions
+    every = data.checkpoint_every_hours or a.checkpoint_every_hours
+    kept = data.checkpoints_kept or a.checkpoints_kept
+    size = checkpoint_gb(model, job.workload.setup(), a)
+    providers = sorted({o.provider for o in offerings if o.kind == "cloud"})
+    return with_data(offerings, data, size, every, kept, providers)

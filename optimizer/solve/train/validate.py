@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from optimizer.errors import SolverError
+from optimizer.model.host import offloaded_gib_per_gpu
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -49,6 +50,29 @@ def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch:
         problems.append(f"{c.gpus} GPUs > max_gpus {max_gpus}")
     if off.commitment_hours and c.hours > off.commitment_hours:
         problems.append("runs longer than the reservation term")
+    problems.extend(_host_violations(c, model, setup, assumptions))
+    return problems
+
+
+def _host_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup,
+                     assumptions: PerfAssumptions) -> list[str]:
+    """The host figures of the plan: offloaded states within the host RAM, a step no faster
+    than its loader delivers the batch."""
+    problems: list[str] = []
+    off, h = c.offering, c.host
+    offloaded = offloaded_gib_per_gpu(model, setup, c.layout, assumptions) * off.gpus_per_instance
+    if off.ram_gib is not None and offloaded > off.ram_gib + 1e-9:
+        problems.append(f"offloads {offloaded:.1f} GiB per instance > host RAM {off.ram_gib:g} GiB")
+    if h is None:
+        return problems
+    if off.ram_gib is not None and h.ram_needed_gib > off.ram_gib + 1e-9:
+        problems.append(f"host RAM need {h.ram_needed_gib:.1f} GiB > {off.ram_gib:g} GiB")
+    if h.ram_needed_gib + 1e-9 < offloaded:
+        problems.append(f"host RAM need {h.ram_needed_gib:.1f} GiB < offloaded {offloaded:.1f} GiB")
+    if h.loader_samples_per_s is not None and h.loader_samples_per_s > 0 and \
+            c.step.time_s + 1e-9 < c.layout.global_batch / h.loader_samples_per_s:
+        problems.append(f"step {c.step.time_s:.4f} s is faster than the loader delivers "
+                        f"{c.layout.global_batch} samples at {h.loader_samples_per_s:.1f}/s")
     return problems
 
 

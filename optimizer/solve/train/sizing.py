@@ -1,0 +1,148 @@
+"""The cheapest sizing run that would settle a training job's decision (`ccopt sizing`).
+
+The guides' advice — run a little on demand, measure the throughput, then extrapolate — made
+concrete: the best plan of every GPU type carries a P10-P90 cost band (its step-time band);
+the GPU types whose band overlaps the cheapest plan's are still contending. For each, a short
+run on one instance of its cheapest on-demand offering reads the throughput: warm-up steps
+(excluded from the reading) + enough steps for a stable average, at the plan's layout where one
+instance holds it. Feeding the reading back (`ccopt calibrate`) replaces the model's guess on
+that GPU type by the measurement, and the plan's band narrows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optimizer.inputs.jobs.train import Job
+from optimizer.model.fitted import step_time_interval
+from optimizer.model.profile import SampleProfile
+from optimizer.pricing.offering import cost_usd
+from optimizer.pricing.schema import OfferingRow
+from optimizer.solve.train.compare import compare_job
+from optimizer.solve.train.enumerate import Candidate
+from optimizer.solve.train.prepare import prepare_job
+from optimizer.units import MINUTES_PER_HOUR, SECONDS_PER_MINUTE
+
+__all__ = ["SizingRule", "SizingRun", "SizingResult", "size_job", "cost_band"]
+
+
+@dataclass(frozen=True)
+class SizingRule:
+    """How long a reading takes (all GUESSES, overridable from the CLI)."""
+
+    #: steps run before the reading starts (allocator warm-up, cuDNN autotuning, torch.compile,
+    #: data-loader fill): excluded from the measurement
+    warmup_steps: int = 10
+    #: steps averaged at least, and seconds measured at least (whichever is longer)
+    min_steps: int = 20
+    min_measure_s: float = 120.0
+    #: minutes to boot an instance, install and load the model before the first step
+    startup_minutes: float = 15.0
+
+
+@dataclass(frozen=True)
+class SizingRun:
+    """One GPU type still in contention and the run that would measure it."""
+
+    gpu: str
+    plan: Candidate
+    cost_p10_usd: float
+    cost_p90_usd: float
+    probe: Candidate
+    warmup_steps: int
+    measured_steps: int
+    minutes: float
+    cost_usd: float
+    command: str
+
+
+@dataclass
+class SizingResult:
+    job: Job
+    runs: list[SizingRun]
+    settled: dict[str, str] = field(default_factory=dict)  # GPU type -> why it is out
+    best_gpu: str | None = None
+
+    @property
+    def total_cost_usd(self) -> float:
+        return sum(r.cost_usd for r in self.runs)
+
+
+def cost_band(c: Candidate, stack: str) -> tuple[float, float]:
+    """(P10, P90) cost of a plan: its hours × the step-time band (the model's own for a
+    per-sample profile, else the fitted interval of the stack on the GPU class)."""
+    p10, p90 = c.step.interval or step_time_interval(c.offering.gpu, stack)
+    return (cost_usd(c.offering, c.instances, c.hours * p10).total_usd,
+            cost_usd(c.offering, c.instances, c.hours * p90).total_usd)
+
+
+def _probe(cands: list[Candidate], gpu: str) -> Candidate | None:
+    """The cheapest-per-hour candidate of `gpu` on the fewest instances, billed by the hour
+    (on demand, owned or bought: never a reservation's commitment)."""
+    rows = [c for c in cands if c.offering.gpu_id == gpu and not c.offering.commitment_hours
+            and c.offering.pricing != "spot"]
+    if not rows:
+        return None
+    fewest = min(c.instances for c in rows)
+    return min((c for c in rows if c.instances == fewest), key=lambda c: c.usd_per_hour)
+
+
+def _model_ref(job: Job, base_dir: Path | None, model: Any) -> str:
+    if job.model.hf_config:
+        path = Path(job.model.hf_config)
+        return str(base_dir / path if base_dir is not None and not path.is_absolute() else path)
+    return model.name
+
+
+def _command(job: Job, model_ref: str, model: Any, c: Candidate) -> str:
+    """The `ccopt calibrate` line that feeds the reading back (MEASURED: what the run shows)."""
+    w, lay = job.workload, c.layout
+    if isinstance(model, SampleProfile):
+        return (f"ccopt calibrate --model {model_ref} --gpu {c.offering.gpu_id} --samples-per-s "
+                f"MEASURED --peak-memory-gib MEASURED --micro-batch {lay.micro_batch} "
+                f"--num-gpus {c.gpus} --precision {w.precision} --optimizer {w.optimizer}"
+                + (" --activation-checkpointing full" if lay.checkpointing == "full" else ""))
+    return (f"ccopt calibrate --model {model_ref} --gpu {c.offering.gpu_id} --tokens-per-s "
+            f"MEASURED --num-gpus {c.gpus} --gpus-per-node {c.offering.gpus_per_instance} "
+            f"--tp {lay.tp} --pp {lay.pp} --zero-stage {lay.zero_stage} "
+            f"--activation-checkpointing {lay.checkpointing} --micro-batch {lay.micro_batch} "
+            f"--global-batch {lay.global_batch} --seq-len {w.seq_len} --precision {w.precision} "
+            f"--method {w.method} --stack {w.stack}")
+
+
+def size_job(job: Job, rows: list[OfferingRow] | tuple[OfferingRow, ...] | None = None,
+             base_dir: Path | None = None, rule: SizingRule | None = None) -> SizingResult:
+    """The sizing runs that would settle `job` (see the module docstring)."""
+    rule = rule or SizingRule()
+    compared = compare_job(job, rows, base_dir)
+    prep = prepare_job(job, rows, base_dir)
+    stack = job.workload.stack
+    plans = {g: c for g, c in compared.per_gpu.items() if c is not None}
+    result = SizingResult(job, [])
+    if not plans:
+        return result
+    best_gpu, best = min(plans.items(), key=lambda kv: kv[1].cost_usd)
+    result.best_gpu = best_gpu
+    best_p90 = cost_band(best, stack)[1]
+    model_ref = _model_ref(job, base_dir, prep.model)
+    for gpu, plan in sorted(plans.items(), key=lambda kv: kv[1].cost_usd):
+        p10, p90 = cost_band(plan, stack)
+        if gpu != best_gpu and p10 > best_p90:
+            result.settled[gpu] = (f"even at its P10 (${p10:,.2f}) dearer than {best_gpu} at its "
+                                   f"P90 (${best_p90:,.2f})")
+            continue
+        probe = _probe(prep.table.candidates, gpu)
+        if probe is None:
+            result.settled[gpu] = "no hourly-billed offering to measure on"
+            continue
+        step_s = probe.step.time_s
+        measured = max(rule.min_steps, math.ceil(rule.min_measure_s / step_s))
+        minutes = (rule.warmup_steps + measured) * step_s / SECONDS_PER_MINUTE \
+            + rule.startup_minutes
+        cost = cost_usd(probe.offering, probe.instances, minutes / MINUTES_PER_HOUR).total_usd
+        result.runs.append(SizingRun(gpu, plan, p10, p90, probe, rule.warmup_steps, measured,
+                                     minutes, cost, _command(job, model_ref, prep.model, probe)))
+    return result
