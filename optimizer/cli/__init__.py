@@ -14,6 +14,7 @@ from optimizer.cli import (
     batch_cmd,
     estimate_cmd,
     info_cmd,
+    measure_cmd,
     plan_cmd,
     report_cmd,
     schema_cmd,
@@ -65,6 +66,7 @@ serve_cmd.register(app)
 schema_cmd.register(app)
 report_cmd.register(app)
 sizing_cmd.register(app)
+measure_cmd.register(app)
 
 
 @functools.cache

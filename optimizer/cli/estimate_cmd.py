@@ -231,7 +231,7 @@ def calibrate(
             else:
                 samples_per_s = float(point["samples_per_s"])
                 peak_memory_gib = point.get("peak_memory_gib")
-                memory_metric = point.get("memory_metric", "allocated")
+                memory_metric = point.get("memory_metric") or "allocated"
                 optimizer = point.get("optimizer", optimizer)
         if model is None or gpu is None:
             raise ConfigError("give --model and --gpu (or --from a `ccopt measure` file)")

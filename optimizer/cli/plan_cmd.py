@@ -83,6 +83,8 @@ def speed_words(p: dict[str, Any]) -> str:
 def render_plan(data: dict[str, Any]) -> None:
     shown = header_or_infeasible(data)
     if shown is None:
+        for r in data.get("loader_bound", [])[:3]:  # what the hosts' vCPUs cost in speed
+            console().print(f"  loader-bound: {escape(r['option'])}: {escape(r['reason'])}")
         return
     c, job = shown
     p = data["plan"]

@@ -4,6 +4,7 @@ pricing_data/provider_storage.csv, offerings.csv and the stated guesses."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,12 @@ LAMBDA_A100X8_USD_PER_HOUR = 22.32  # lambda gpu_8x_a100_80gb_sxm4 us-east-1
 # fp32 master + Adam moments: Rajbhandari et al. 2020 §3) = one checkpoint
 LLAMA2_7B_PARAMS = 6_738_415_616
 CKPT_GB = LLAMA2_7B_PARAMS * 14 / 1e9
+
+
+@functools.lru_cache(maxsize=None)
+def _planned(example: str) -> dict:
+    """`ccopt plan --json` of an example, computed once per test run."""
+    return api.plan(EXAMPLES / example, offline=True, alternatives=0)
 
 
 def _stored_gb_hours(size_gb: float, every_h: float, kept: int, hours: float) -> float:
@@ -100,8 +107,7 @@ def test_compare_totals_include_the_data_lines(rows) -> None:
 
 
 def test_lm_job_data_costs_are_negligible_and_shown() -> None:
-    out = api.plan(EXAMPLES / "llama7b_data_in_s3.toml", offline=True, alternatives=0)
-    base = api.plan(EXAMPLES / "llama7b_10days.toml", offline=True, alternatives=0)
+    out, base = _planned("llama7b_data_in_s3.toml"), _planned("llama7b_10days.toml")
     p, d = out["plan"], out["plan"]["data"]
     # the same cluster is chosen as without [data]: the data does not move the answer
     assert (p["provider"], p["instance"]) == (base["plan"]["provider"], base["plan"]["instance"])
@@ -160,3 +166,49 @@ def test_image_plan_text_explains_the_slowed_cheaper_box() -> None:
     assert "loader-bound (cheaper GPU-hour): RTX4090 ×8 (vast 8x-RTX_4090-32-65536)" in text
     assert "32 vCPUs load 2,880 img/s" in text
     assert "transfer $12.60 (140 GB, aws us-east-1" in text  # 140 GB × $0.09
+
+
+BATCH = """name = "two-jobs-data"
+[capacity]
+horizon_days = 14
+[[job]]
+name = "with-data"
+model = { preset = "llama-3-8b" }
+workload = { kind = "lora", tokens = 1.1e+09, seq_len = 2048, global_batch = 64 }
+constraints = { deadline_days = 3, gpu_types = ["H100-80GB"], providers = ["lambda"] }
+data = { dataset_gb = 1000, provider = "aws", region = "us-east-1" }
+[[job]]
+name = "without"
+model = { preset = "llama-3-8b" }
+workload = { kind = "lora", tokens = 1.1e+09, seq_len = 2048, global_batch = 64 }
+constraints = { deadline_days = 3, gpu_types = ["H100-80GB"], providers = ["lambda"] }
+"""
+
+
+def test_batch_total_counts_each_jobs_data(tmp_path) -> None:
+    path = tmp_path / "batch.toml"
+    path.write_text(BATCH)
+    out = api.batch_json(api.batch(path, offline=True))
+    jobs = {j["name"]: j for j in out["jobs"]}
+    a, b = jobs["with-data"], jobs["without"]
+    assert (a["instance"], b["instance"]) == (b["instance"], a["instance"])  # same choice
+    # 1,000 GB × $0.09 out of S3 + the copy at Lambda's $0.20/GB-month over the job's hours
+    # (LoRA checkpoints: adapters only, a few hundred MB)
+    expected = 1000 * AWS_EGRESS_USD_PER_GB + 1000 * 0.20 * a["hours"] / HOURS_PER_MONTH
+    assert a["data_usd"] == pytest.approx(expected, abs=0.05)
+    assert b["data_usd"] == 0.0 and b["data"]["counted"] is False
+    assert out["total_cost_usd"] == pytest.approx(a["cost_usd"] + b["cost_usd"], abs=0.02)
+    assert a["cost_usd"] - b["cost_usd"] == pytest.approx(a["data_usd"], abs=0.02)
+
+
+def test_report_cost_table_itemises_the_data_lines() -> None:
+    from optimizer.report.html.train import _cost_table
+
+    p = _planned("llama7b_data_in_s3.toml")["plan"]
+    rows = {r[0]: r for r in _cost_table(p).rows}
+    assert rows["dataset transfer"][2] == "$25.20"  # 280 GB × $0.09
+    assert "aws us-east-1 → lambda us-east-1" in rows["dataset transfer"][1]
+    gpu = float(rows["GPU time"][2].lstrip("$").replace(",", ""))
+    assert gpu == pytest.approx(p["cost_usd"] - p["data_usd"], abs=0.5)
+    bare = _planned("llama7b_10days.toml")["plan"]
+    assert {r[0]: r for r in _cost_table(bare).rows}["data and storage"][2] == "—"

@@ -76,20 +76,32 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
 
 def _cost_table(p: dict[str, Any]) -> Table:
     gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {p['gpus'] * p['hours']:,.0f} GPU-hours"
+    data = p.get("data") or {}
+    data_usd = p.get("data_usd") or 0.0
+    hardware_usd = p["cost_usd"] - data_usd
     if p["kind"] != "cloud":
         rows = [("owned capital", f"{p['kind']}: {p['gpus']}× {p['gpu']}, purchase less resale "
                  "charged to this job", money(p["capital_usd"])),
                 ("power and running", f"{gpu_hours} at {money(p['usd_per_hour'])}/h",
-                 money(p["cost_usd"] - p["capital_usd"]))]
+                 money(hardware_usd - p["capital_usd"]))]
     elif p.get("commitment_hours"):
         rows = [("reserved commitment", f"{gpu_hours} used; {p['commitment_hours']:,.0f} "
                  f"committed hours ({p['pricing']}) paid at {money(p['usd_per_hour'])}/h",
-                 money(p["cost_usd"]))]
+                 money(hardware_usd))]
     else:
         rows = [("GPU time", f"{gpu_hours} at {money(p['usd_per_hour'])}/h ({p['pricing']})",
-                 money(p["cost_usd"]))]
-    rows += [("data and storage", "not modelled (egress, checkpoints, datasets)", "—"),
-             ("total", "what the job costs", money(p["cost_usd"]))]
+                 money(hardware_usd))]
+    if data.get("counted"):
+        unknown = f"; unknown, counted $0: {'; '.join(data['unknown'])}" if data.get("unknown") else ""
+        rows += [("dataset transfer", f"{data['egress_gb']:,.0f} GB, {data['route']}",
+                  money(data["egress_usd"])),
+                 ("storage", f"dataset copy {money(data['dataset_storage_usd'])}, checkpoints "
+                  f"{money(data['checkpoint_storage_usd'])} at "
+                  f"${data['storage_usd_per_gb_month']:g}/GB-month{unknown}",
+                  money(data["dataset_storage_usd"] + data["checkpoint_storage_usd"]))]
+    else:
+        rows += [("data and storage", "not counted: the job has no [data] section", "—")]
+    rows += [("total", "what the job costs", money(p["cost_usd"]))]
     return Table("Cost breakdown", ("item", "how", "USD"), tuple(rows), numeric=(2,))
 
 

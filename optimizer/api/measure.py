@@ -1,0 +1,230 @@
+"""`ccopt measure`: a few training steps on the local device, written as a calibration point.
+
+The model is a Hugging Face causal LM built from a local config.json (random weights, no
+download: transformers' AutoModelForCausalLM.from_config when transformers is installed, else
+a minimal pre-norm decoder of the config's shape in plain torch), or a user's factory
+`package.module:function` returning a torch.nn.Module (or `(module, make_batch)`, where
+`make_batch(micro_batch)` returns the forward's positional inputs). Data are synthetic. The
+reading excludes the warm-up steps. Memory on CUDA is torch.cuda.max_memory_allocated /
+max_memory_reserved; on the CPU there is no device memory to read, so the file says so and
+records the process's peak resident set size growth (resource.getrusage ru_maxrss) instead.
+PyTorch is imported only here, only when measuring (extra `[measure]`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+from optimizer.api.calibrate import POINT_FILE_KIND
+from optimizer.errors import ConfigError
+from optimizer.inputs.gpus import resolve_gpu_id
+from optimizer.units import GIB
+
+__all__ = ["measure", "write_point"]
+
+_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+_KIB = 1024  # ru_maxrss is in KiB on Linux
+
+
+def _torch() -> Any:
+    try:
+        return importlib.import_module("torch")
+    except ImportError:
+        raise ConfigError("measure: PyTorch is not installed; allowed: pip install "
+                          "'ccopt[measure]' (or any torch build for your device)") from None
+
+
+def _hf_config(path: str | Path) -> dict[str, Any]:
+    file = Path(path)
+    if file.is_dir():
+        file = file / "config.json"
+    try:
+        return dict(json.loads(file.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ConfigError(f"--hf-config: file not found: {file}") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--hf-config: {file} is not a JSON config ({exc})") from None
+
+
+def _builtin_decoder(torch: Any, cfg: dict[str, Any]) -> Any:
+    """A pre-norm decoder of the config's shape: embedding, layers of causal self-attention +
+    MLP (torch.nn.TransformerEncoderLayer with a causal mask), final norm, LM head."""
+    nn = torch.nn
+    try:
+        hidden, layers = int(cfg["hidden_size"]), int(cfg["num_hidden_layers"])
+        heads, vocab = int(cfg["num_attention_heads"]), int(cfg["vocab_size"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"--hf-config: needs hidden_size, num_hidden_layers, "
+                          f"num_attention_heads, vocab_size ({exc})") from None
+    ffn = int(cfg.get("intermediate_size") or 4 * hidden)
+
+    class Decoder(nn.Module):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(vocab, hidden)
+            self.blocks = nn.ModuleList(
+                nn.TransformerEncoderLayer(hidden, heads, ffn, dropout=0.0, batch_first=True,
+                                           norm_first=True) for _ in range(layers))
+            self.norm = nn.LayerNorm(hidden)
+            self.head = nn.Linear(hidden, vocab, bias=False)
+
+        def forward(self, ids: Any) -> Any:
+            mask = nn.Transformer.generate_square_subsequent_mask(ids.shape[1], device=ids.device)
+            x = self.embed(ids)
+            for block in self.blocks:
+                x = block(x, src_mask=mask, is_causal=True)
+            return self.head(self.norm(x))
+
+    return Decoder()
+
+
+def _lm(torch: Any, path: str | Path) -> tuple[Any, str, int]:
+    """(module, builder used, vocab size) for a config.json."""
+    cfg = _hf_config(path)
+    try:
+        transformers = importlib.import_module("transformers")
+    except ImportError:
+        return _builtin_decoder(torch, cfg), "built-in torch decoder (transformers absent)", \
+            int(cfg["vocab_size"])
+    config = transformers.AutoConfig.for_model(**cfg) if "model_type" in cfg else None
+    if config is None:
+        return _builtin_decoder(torch, cfg), "built-in torch decoder (no model_type)", \
+            int(cfg["vocab_size"])
+    return transformers.AutoModelForCausalLM.from_config(config), \
+        f"transformers {transformers.__version__} AutoModelForCausalLM.from_config", \
+        int(config.vocab_size)
+
+
+def _factory(spec: str) -> tuple[Any, Any]:
+    """(module, make_batch or None) from 'package.module:function'."""
+    if ":" not in spec:
+        raise ConfigError(f"--module: {spec!r} is not allowed; allowed: package.module:function")
+    mod_name, func_name = spec.split(":", 1)
+    try:
+        func = getattr(importlib.import_module(mod_name), func_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"--module: cannot load {spec!r} ({exc})") from None
+    made = func()
+    return made if isinstance(made, tuple) else (made, None)
+
+
+def _loss(torch: Any, out: Any) -> Any:
+    """A scalar to differentiate: the model's loss if it returns one, else mean(output²)."""
+    if hasattr(out, "logits"):
+        out = out.logits
+    if isinstance(out, (tuple, list)):
+        out = out[0]
+    return out.float().pow(2).mean()
+
+
+def measure(*, hf_config: str | None = None, module: str | None = None, name: str | None = None,
+            input_shape: tuple[int, ...] | None = None, micro_batch: int = 2, seq_len: int = 128,
+            steps: int = 10, warmup_steps: int = 3, precision: str = "fp32",
+            optimizer: str = "adamw", device: str = "auto") -> dict[str, Any]:
+    """Train `steps` steps after `warmup_steps` and return the calibration point (a dict)."""
+    if (hf_config is None) == (module is None):
+        raise ConfigError("give exactly one of --hf-config or --module")
+    if precision not in _DTYPES:
+        raise ConfigError(f"--precision: {precision!r} is not allowed; allowed: {', '.join(_DTYPES)}")
+    if optimizer not in ("adamw", "sgd"):
+        raise ConfigError(f"--optimizer: {optimizer!r} is not allowed; allowed: adamw, sgd")
+    torch = _torch()
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    if dev not in ("cpu", "cuda") or (dev == "cuda" and not torch.cuda.is_available()):
+        raise ConfigError(f"--device: {device!r} is not available; allowed: auto, cpu"
+                          + (", cuda" if torch.cuda.is_available() else ""))
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    torch.manual_seed(0)
+    if hf_config is not None:
+        net, builder, vocab = _lm(torch, hf_config)
+        label = str(hf_config)
+
+        def make_batch(b: int) -> tuple[Any, ...]:
+            return (torch.randint(0, vocab, (b, seq_len), device=dev),)
+    else:
+        net, maker = _factory(str(module))
+        builder, label = f"user factory {module}", name or str(module).split(":")[-1]
+        if maker is not None:
+            make_batch = maker
+        elif input_shape:
+            def make_batch(b: int) -> tuple[Any, ...]:
+                return (torch.randn(b, *input_shape, device=dev),)
+        else:
+            raise ConfigError("--input-shape: the factory returns no make_batch; give the shape "
+                              "of one sample, e.g. 3,224,224")
+    net = net.to(dev)
+    net.train()
+    trained = sum(p.numel() for p in net.parameters() if p.requires_grad)
+    frozen = sum(p.numel() for p in net.parameters() if not p.requires_grad)
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4) if optimizer == "adamw" else \
+        torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+    autocast = torch.autocast(dev, dtype=getattr(torch, _DTYPES[precision]),
+                              enabled=precision != "fp32")
+    scaler = torch.amp.GradScaler(dev, enabled=precision == "fp16" and dev == "cuda")
+
+    def step() -> None:
+        inputs = make_batch(micro_batch)
+        with autocast:
+            loss = _loss(torch, net(*inputs))
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+
+    def sync() -> None:
+        if dev == "cuda":
+            torch.cuda.synchronize()
+
+    for _ in range(warmup_steps):
+        step()
+    sync()
+    if dev == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync()
+    elapsed = time.perf_counter() - start
+    step_s = elapsed / steps
+    out: dict[str, Any] = {
+        "kind": POINT_FILE_KIND, "model": label, "model_kind": "lm" if hf_config else "profile",
+        "builder": builder, "device": dev, "precision": precision, "optimizer": optimizer,
+        "micro_batch": micro_batch, "num_gpus": 1, "steps": steps, "warmup_steps": warmup_steps,
+        "step_time_s": step_s, "samples_per_s": micro_batch / step_s,
+        "trained_params": trained, "frozen_params": frozen, "torch": torch.__version__}
+    if hf_config is not None:
+        out.update(seq_len=seq_len, tokens_per_s=micro_batch * seq_len / step_s)
+    if dev == "cuda":
+        gpu_name = torch.cuda.get_device_name()
+        try:
+            out["gpu"] = resolve_gpu_id(gpu_name.replace(" ", "-"))
+        except ConfigError:
+            out["gpu"] = None  # not in the catalog under that name: calibrate asks for --gpu
+        out.update(device_name=gpu_name, memory_metric="allocated",
+                   peak_memory_gib=torch.cuda.max_memory_allocated() / GIB,
+                   peak_reserved_gib=torch.cuda.max_memory_reserved() / GIB,
+                   note="peak memory: torch.cuda.max_memory_allocated (reserved beside it)")
+    else:
+        rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * _KIB / GIB
+        out.update(gpu=None, peak_memory_gib=None, memory_metric=None,
+                   cpu_peak_rss_growth_gib=max(rss, 0.0),
+                   note="measured on the CPU: no device memory; cpu_peak_rss_growth_gib is the "
+                        "growth of the process's peak resident set (getrusage ru_maxrss) while "
+                        "building and training, an upper bound of what training held")
+    return out
+
+
+def write_point(point: dict[str, Any], path: str | Path) -> Path:
+    """Write the calibration point as JSON (what `ccopt calibrate --from` reads)."""
+    file = Path(path)
+    try:
+        file.write_text(json.dumps(point, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--output: cannot write {file} ({exc.strerror or exc})") from None
+    return file
