@@ -164,16 +164,18 @@ def layout_words(lay: dict[str, Any], short: bool = False) -> str:
 
 def interconnect_words(p: dict[str, Any]) -> str:
     """The links a plan's layout communicates over, in words."""
-    intra = p.get("intra_node_link") or "?"
+    intra = (p.get("intra_node_link") or "?").upper()
+    if p.get("intra_node_path") == "host":
+        intra = "PCIe through host memory (no peer-to-peer)"
     lay = p["layout"]
-    parts = [f"{intra.upper()} inside the instance"] if p.get("gpus_per_instance", 1) > 1 else []
+    parts = [f"{intra} inside the instance"] if p.get("gpus_per_instance", 1) > 1 else []
     if p["instances"] > 1:
         guess = ", a documented default" if p.get("inter_node_is_default") else ""
         parts.append(f"{p['inter_node_gbps']:g} Gbit/s {p['inter_node_kind']} between "
                      f"{p['instances']} instances{guess}")
     if not parts:
         return "one GPU (no interconnect)"
-    tp = " (tensor parallel over " + intra.upper() + ")" if lay["tp"] > 1 else ""
+    tp = " (tensor parallel over " + intra + ")" if lay["tp"] > 1 else ""
     return " and ".join(parts) + tp
 
 

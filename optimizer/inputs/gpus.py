@@ -74,7 +74,30 @@ def _parse_row(row: dict[str, str], path: Path, line: int) -> GpuSpec:
         street_price_usd=values["street_price_usd"],
         spec_confidence=(row.get("spec_confidence") or "published").strip(),
         aliases=aliases,
+        pcie_gen=_int_or_none(row, "pcie_gen", path, line),
+        pcie_lanes=_int_or_none(row, "pcie_lanes", path, line),
+        peer_to_peer=_yes_no(row, "peer_to_peer", path, line),
     )
+
+
+def _int_or_none(row: dict[str, str], column: str, path: Path, line: int) -> int | None:
+    raw = (row.get(column) or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) <= 0:
+        raise CatalogError(f"{path}: row {line}, column '{column}': {raw!r} is not a positive "
+                           "whole number")
+    return int(raw)
+
+
+def _yes_no(row: dict[str, str], column: str, path: Path, line: int) -> bool | None:
+    raw = (row.get(column) or "").strip().lower()
+    if raw in ("", "unknown"):
+        return None
+    if raw not in ("yes", "no"):
+        raise CatalogError(f"{path}: row {line}, column '{column}': {raw!r}; allowed: yes, no, "
+                           "unknown or empty")
+    return raw == "yes"
 
 
 #: the bundled GPU tables: data-centre and workstation cards, then consumer (GeForce) cards

@@ -30,6 +30,11 @@ class GpuSpec:
     street_price_usd: float | None = None
     spec_confidence: str = "published"  # published | derived | estimated | unverified
     aliases: tuple[str, ...] = ()
+    pcie_gen: int | None = None  # PCIe generation of the board's host link
+    pcie_lanes: int | None = None  # lanes of that link
+    #: PCIe peer-to-peer between two such GPUs: False for GeForce (traffic goes through host
+    #: memory), None unknown (modelled as peer-to-peer); NVLink/xGMI boards are peers
+    peer_to_peer: bool | None = None
 
     def peak_tflops(self, precision: str) -> float | None:
         """Dense tensor peak for a compute precision, or None if unsupported.

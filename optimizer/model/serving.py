@@ -18,6 +18,7 @@ from optimizer.model.comms import ring_allreduce_s
 from optimizer.model.efficiency import default_efficiency, hidden_half, serve_multipliers
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import kv_cache_bytes_per_token, serving_memory, serving_weight_bytes
+from optimizer.model.pcie import intra_node_bw_gb_s
 from optimizer.model.setup import WEIGHT_PRECISIONS, PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
@@ -91,7 +92,7 @@ def _replica(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
     total = serving_weight_bytes(model, serve.weight_precision)
     return _Replica(model, tp, peak * eff, peak16 * eff16,
                     gpu.mem_bandwidth_gb_s * GB * min(1.0, a.bw_efficiency * fit.bandwidth) * tp,
-                    gpu.intra_node_bw_gb_s * a.link_efficiency * fit.comm,
+                    intra_node_bw_gb_s(gpu, a) * fit.comm,  # host-staged without P2P
                     a.small_message_latency_s, total - model.moe_experts * expert * bpp,
                     expert * bpp, kv_cache_bytes_per_token(model, serve.kv_precision), fit.moe,
                     a.moe_expert_half_tokens)

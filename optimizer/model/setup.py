@@ -155,6 +155,11 @@ class PerfAssumptions:
     pp_overlap: float | None = None  # None: the stack's
     cp_overlap: float | None = None  # None: the stack's
     link_efficiency: float = 0.8  # GUESS: achieved / nominal bandwidth for collectives
+    #: GPU-to-GPU copies staged through host memory (no peer-to-peer) reach this fraction of
+    #: the PCIe link per direction: 3× RTX 4090 on gen 4 x16, p2pBandwidthLatencyTest
+    #: "P2P=Disabled" bidirectional 25.6-26.2 GB/s (mean 25.8 → 12.9 per direction of 31.5;
+    #: tinygrad/open-gpu-kernel-modules issue 6). Measured on one box; overridable
+    host_staged_fraction: float = 0.41
     qlora_dequant_factor: float = 1.25  # GUESS: 4-bit dequantisation slows base matmuls 25%
     bw_efficiency: float = 0.8  # GUESS: achieved fraction of HBM bandwidth in decode
     small_message_latency_s: float = 10e-6  # GUESS: per collective launch latency

@@ -20,6 +20,7 @@ from optimizer.model.flops import (
 )
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import lora_params, params_per_gpu, qlora_bytes_per_param
+from optimizer.model.pcie import intra_node_bw_gb_s
 from optimizer.model.profile import is_profile
 from optimizer.model.profile_time import profile_microbatch_times_s, profile_step_time
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
@@ -51,9 +52,10 @@ def compute_efficiency(gpu: GpuSpec, precision: str, assumptions: PerfAssumption
 
 
 def dp_bus_bandwidth_gb_s(cluster: Cluster, group_spans_nodes: bool, a: PerfAssumptions) -> float:
-    """Bus bandwidth of the data-parallel ring in GB/s: NVLink/PCIe inside a node; across nodes
-    the node's NIC (Gbit/s / 8) bounds every ring, shared by nothing else (NCCL busBW model)."""
-    intra = cluster.gpu.intra_node_bw_gb_s * a.link_efficiency
+    """Bus bandwidth of the data-parallel ring in GB/s: NVLink/PCIe inside a node (through host
+    memory without peer-to-peer, model.pcie); across nodes the node's NIC (Gbit/s / 8) bounds
+    every ring, shared by nothing else (NCCL busBW model)."""
+    intra = intra_node_bw_gb_s(cluster.gpu, a)
     if not group_spans_nodes:
         return intra
     return min(intra, cluster.inter_node_gbps / 8.0 * a.link_efficiency)
@@ -63,7 +65,7 @@ def p2p_bandwidth_gb_s(cluster: Cluster, spans_nodes: bool, a: PerfAssumptions) 
     """One GPU's point-to-point bandwidth: its NVLink/PCIe share inside a node, its rail (the
     node's NIC bandwidth / GPUs per node, one NIC per GPU on HGX nodes) across nodes."""
     if not spans_nodes:
-        return cluster.gpu.intra_node_bw_gb_s * a.link_efficiency
+        return intra_node_bw_gb_s(cluster.gpu, a)
     return cluster.inter_node_gbps / 8.0 / cluster.gpus_per_node * a.link_efficiency
 
 
@@ -124,11 +126,12 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
 
     # tensor parallel: 4 all-reduces (SP: reduce-scatter + all-gather, same volume) of b·s·h
     # 2-byte values per layer per micro-batch (Megatron §3; Korthikanti 2022 §4.2.2), +2 with
-    # full recompute; the stack hides tp_overlap of it (TE userbuffers)
+    # full recompute; the stack hides tp_overlap of it (TE userbuffers); GPUs without
+    # peer-to-peer all-reduce through host memory (model.pcie)
     tp_mb = 0.0
     if layout.tp > 1:
         tp_msgs = 4 + (2 if layout.checkpointing == "full" else 0)
-        tp_bw = gpu.intra_node_bw_gb_s * a.link_efficiency
+        tp_bw = intra_node_bw_gb_s(gpu, a)
         tp_mb = layers_stage * tp_msgs * ring_allreduce_s(
             tokens_mb * model.hidden * COMM_BYTES, layout.tp, tp_bw, a.small_message_latency_s)
         tp_mb *= 1.0 - k.tp_overlap

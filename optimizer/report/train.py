@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.inputs.jobs.train import Job
+from optimizer.inputs.calibration import base_assumptions
 from optimizer.model.fitted import step_time_interval
+from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
 from optimizer.model.setup import TrainingSetup
 from optimizer.pricing.offering import cost_usd
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
@@ -16,6 +18,7 @@ from optimizer.solve.train.host_check import unit_of
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import headroom_of
 from optimizer.solve.train.variants import options_of
+from optimizer.solve.train.pcie_note import host_path_warning
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
 
@@ -80,6 +83,7 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
                                                      "generic")
     unit = job.workload.sample_unit if job else None
     seq_len = job.workload.seq_len if job else 1
+    a = base_assumptions(job.assumptions if job else None)
     return {
         "gpu": off.gpu_id, "provider": off.provider, "instance": off.instance,
         "region": off.region, "pricing": off.pricing, "instances": c.instances, "gpus": c.gpus,
@@ -97,6 +101,8 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
         "memory_headroom_required_gib": round(
             headroom_of(job.constraints).kept_gib(off.gpu.memory_gib), 2) if job else None,
         "step": c.step.as_dict(), "intra_node_link": off.gpu.intra_node_link,
+        "intra_node_path": intra_node_path(off.gpu),
+        "intra_node_bw_gb_s": round(intra_node_bw_gb_s(off.gpu, a), 2),
         "tokens_per_s": round(c.step.tokens_per_s, 1),
         "tokens_per_s_per_gpu": round(c.step.tokens_per_s_per_gpu, 1),
         "mfu": round(c.step.mfu, 4), "tokens": tokens,
@@ -108,7 +114,7 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
         "options": options_of(c.setup or (job.workload.setup() if job else TrainingSetup(
             seq_len=0)), c.layout.vp),
         "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
-        "warnings": plan_warnings(c),
+        "warnings": plan_warnings(c) + host_path_warning(c, a),
         "data_usd": round(cost_usd(off, c.instances, c.hours).data_usd, 2),
         "data": data_block(c), "host": host_block(c, job),
     }
@@ -120,7 +126,8 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
     best = result.plan
     out: dict[str, Any] = {
         "status": str(result.status),
-        "plan": plan_dict(best, job) if best else None,
+        "plan": dict(plan_dict(best, job), tensor_parallel_avoided=result.tp_avoided)
+        if best else None,
         "alternatives": [dict(plan_dict(a, job), extra_cost_usd=round(a.cost_usd - best.cost_usd, 2))
                          for a in result.alternatives] if best else [],
         "explanation": explanation_of(result.explanation, result.binding,

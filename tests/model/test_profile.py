@@ -182,7 +182,7 @@ def test_data_parallel_allreduce_by_hand() -> None:
     gpu = get_gpu("RTX4090")
     a = PerfAssumptions()
     step = training_step_time(rn, SGD16, Layout(dp=2, micro_batch=64), Cluster(gpu, 2), a)
-    bw = gpu.intra_node_bw_gb_s * a.link_efficiency
+    bw = gpu.intra_node_bw_gb_s * a.host_staged_fraction  # no peer-to-peer: via host memory
     by_hand = 2 * (2 - 1) / 2 * 25_557_032 * 2 / (bw * GB) + 2 * a.small_message_latency_s
     assert step.parts_s["dp_total"] == pytest.approx(by_hand)
     assert step.parts_s["dp_total"] == pytest.approx(

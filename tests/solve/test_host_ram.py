@@ -49,10 +49,15 @@ def test_an_offload_plan_never_offloads_more_than_the_host_has(ram_gib: float, z
         assert any("host RAM" in why for why in result.prepared.table.rejected.values())
         return
     lay = p.layout
-    # by hand: 6.74 B params / tp × 14 B / dp (ZeRO ≥ 1 partitions over the dp ranks), per GPU,
-    # times the 8 GPUs of the box
-    per_gpu = 6_738_415_616 / lay.tp / lay.pp * OFFLOAD_BYTES_PER_PARAM / lay.dp / 2**30
-    assert p.host.offloaded_gib_per_gpu == pytest.approx(per_gpu, rel=0.05)  # pp stage share
+    # by hand: the busiest pipeline stage's params / tp × 14 B / dp (ZeRO ≥ 1 partitions over
+    # the dp ranks), per GPU, times the 8 GPUs of the box. Llama-2-7B: 32 layers of 202,383,360
+    # params, embedding and LM head 32,000 × 4,096 each, final norm 4,096; with pp > 1 the
+    # first/last stage holds ceil(32/pp) layers + the head and norm (Narayanan et al. 2021 §2.2)
+    layer, emb, norm = 202_383_360, 32_000 * 4096, 4096
+    stage = (32 * layer + 2 * emb + norm if lay.pp == 1
+             else -(-32 // lay.pp) * layer + emb + norm)
+    per_gpu = stage / lay.tp * OFFLOAD_BYTES_PER_PARAM / lay.dp / 2**30
+    assert p.host.offloaded_gib_per_gpu == pytest.approx(per_gpu, rel=1e-6)
     assert per_gpu * 8 <= ram_gib * 1.05
     assert p.host.offloaded_gib_per_gpu * 8 <= ram_gib + 1e-9
     assert p.host.ram_needed_gib <= ram_gib + 1e-9

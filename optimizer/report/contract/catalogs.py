@@ -64,6 +64,10 @@ class GpuRowOut(Contract):
     street_price_usd: float | None
     spec_confidence: str = Field(description="published | derived | estimated | unverified")
     aliases: list[str]
+    pcie_gen: int | None = Field(default=None, description="PCIe generation of the host link")
+    pcie_lanes: int | None = Field(default=None, description="lanes of the host link")
+    peer_to_peer: bool | None = Field(default=None, description="PCIe peer-to-peer between two "
+                                      "such GPUs (false: through host memory; null: unknown)")
 
 
 class GpusOutput(RootModel[list[GpuRowOut]]):

@@ -49,6 +49,20 @@ class OptionsOut(Contract):
     virtual_stages: int = Field(description="interleaved pipeline chunks per stage")
 
 
+class TpAvoidedOut(Contract):
+    """Tensor parallelism left out because the GPUs cannot talk peer-to-peer."""
+
+    reason: Literal["no_peer_to_peer"]
+    gpu: str
+    tp: int = Field(description="the tensor-parallel degree compared")
+    host_bw_gb_s: float = Field(description="GB/s per direction through host memory")
+    p2p_bw_gb_s: float = Field(description="GB/s per direction were the GPUs peers")
+    step_time_s: float = Field(description="the plan's step (tp 1)")
+    step_time_s_tp_host: float
+    step_time_s_tp_p2p: float
+    step_time_s_p2p: float = Field(description="tp 1 were the GPUs peers")
+
+
 class DataOut(Contract):
     """What the job's data costs on this plan ([data]; pricing_data/provider_storage.csv)."""
 
@@ -134,6 +148,14 @@ class PlanOut(Contract):
                                         "over all GPUs (what the data loader must feed); null "
                                         "when the job counts tokens")
     intra_node_link: str | None = Field(default=None, description="nvlink | pcie | ...")
+    intra_node_path: str | None = Field(default=None, description="how two GPUs of an instance "
+                                        "exchange data: nvlink | xgmi | nvlink-c2c | p2p (PCIe "
+                                        "peer-to-peer) | host (PCIe through host memory)")
+    intra_node_bw_gb_s: float | None = Field(default=None, description="achieved GB/s per "
+                                             "direction between two GPUs of an instance")
+    tensor_parallel_avoided: TpAvoidedOut | None = Field(
+        default=None, description="the plan keeps tp 1 because its GPUs have no peer-to-peer "
+        "(tp 2 would be faster over peer-to-peer, slower through host memory)")
     inter_node_gbps: float = Field(description="network per instance, Gbit/s")
     inter_node_kind: str
     inter_node_is_default: bool = Field(description="the bandwidth is a documented default, "

@@ -18,6 +18,7 @@ from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
+from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import SECONDS_PER_HOUR
 
@@ -37,6 +38,7 @@ class PlanResult:
     fixes: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
     catalog: dict[str, Any] | None = None
+    tp_avoided: dict[str, Any] | None = None  # pcie_note.tp_avoided of the plan
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
@@ -69,9 +71,13 @@ def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path
     if best is None:
         return _infeasible(explain_infeasible(prep, core), solver_info, prep)
     _check(prep, best)
+    avoided = tp_avoided(best, prep.model, best.setup or prep.job.workload.setup(),
+                         prep.assumptions)
     out = PlanResult(Status(result.status), best, solver=solver_info, prepared=prep,
                      binding=binding_of(best, cands, prep.budget_usd),
-                     notes=tuple(network_notes(best) + flag_notes([best.offering])))
+                     notes=tuple(network_notes(best) + flag_notes([best.offering])
+                                 + ([tp_avoided_text(avoided)] if avoided else [])),
+                     tp_avoided=avoided)
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
         res, alt, _core = solve_table(cands, prep.deadline_h, prep.budget_usd, exclude=excluded,
