@@ -185,6 +185,10 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
         optimizer = n_adapter * o_b
     else:
         weights = p_gpu * w_b / (dp if zero >= 3 else 1)
+        if k.stack.autocast_weight_cache and master and setup.precision in ("fp16", "bf16"):
+            # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
+            # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard
+            weights += p_gpu * 2.0 / (dp if zero >= 3 else 1)
         gradients = p_gpu * g_b / (dp if zero >= 2 else 1)
         optimizer = p_gpu * o_b / (dp if zero >= 1 else 1)
         if zero >= 3:  # gathered full-size parameters of the layers being computed

@@ -68,6 +68,9 @@ class StackProfile:
     norm_fp32_saved: bool = False  # eager RMSNorm saves fp32 input (+ fp32 normalised if trained)
     eager_swiglu: bool = False  # silu input and output both saved (no fused SwiGLU)
     gqa_kv_expanded: bool = False  # K/V expanded to the query heads before attention
+    #: torch.autocast mixed precision over fp32 parameters: the 16-bit cast of every weight is
+    #: cached in forward and saved by its matmul for backward (+2 B/param at the peak)
+    autocast_weight_cache: bool = False
     paged_kv: bool = True
     kv_reservation: str = "max"  # KV admitted per sequence: "max" (prompt + max output) | "average"
     fused_prefill: bool = False  # prompt chunks ride in the decode iterations (in-flight batching)

@@ -238,3 +238,20 @@ def test_an_internal_error_is_one_line_and_exit_3(monkeypatch, capsys) -> None:
     assert err.startswith("internal error: RuntimeError: boom") and "Traceback" not in err
     with pytest.raises(RuntimeError):  # --debug shows the real exception (and its traceback)
         main(["--debug", "plan", str(EXAMPLES / "llama7b_10days.toml")])
+
+
+@pytest.mark.parametrize(("instance", "gbps"), [("aws:p4d.24xlarge", 400.0),
+                                                ("aws:p5.48xlarge", 3200.0)])
+def test_estimate_instance_uses_the_catalogs_published_network(instance: str, gbps: float) -> None:
+    # AWS EC2 "Network specifications": p4d.24xlarge 4 × 100 Gbps EFA = 400 Gbit/s (not the
+    # DGX A100 default of 8 × 200); p5.48xlarge 32 EFA cards, 3,200 Gbps
+    code, data = _json(["estimate", "--model", "llama-3-8b", "--instance", instance,
+                        "--num-gpus", "16", "--zero-stage", "3", "--seq-len", "4096",
+                        "--global-batch", "64", "--json"])
+    assert code == 0
+    assert data["inter_node_gbps"] == gbps and data["inter_node_assumed"] is False
+    gpu = data["gpu"]
+    code, bare = _json(["estimate", "--model", "llama-3-8b", "--gpu", gpu, "--num-gpus", "16",
+                        "--zero-stage", "3", "--seq-len", "4096", "--global-batch", "64",
+                        "--json"])
+    assert code == 0 and bare["inter_node_assumed"] is True

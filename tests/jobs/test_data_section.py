@@ -64,3 +64,16 @@ def test_assumption_overrides_of_the_host_guesses_are_bounded(tmp_path) -> None:
     result = runner.invoke(app, ["plan", str(path)])
     assert result.exit_code == 2
     assert "assumptions.samples_per_s_per_vcpu_image" in result.stderr
+
+
+@pytest.mark.parametrize(("field", "value"), [("ram_gib", -4), ("vcpus", 0),
+                                              ("local_nvme_gb", -1)])
+def test_bad_host_figures_of_a_box_name_the_field(tmp_path, field: str, value: float) -> None:
+    path = tmp_path / "job.toml"
+    path.write_text(JOB.format(data="dataset_gb = 10").replace(
+        "deadline_days = 5", "deadline_days = 5\ncloud = false")
+        + f"[[hardware.owned]]\ngpu = \"RTX4090\"\nboxes = 1\n{field} = {value}\n")
+    result = runner.invoke(app, ["plan", str(path)])
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert f"hardware.{field}" in result.stderr

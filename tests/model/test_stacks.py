@@ -241,3 +241,21 @@ def test_fitted_multiplier_scales_efficiency() -> None:
     fitted = training_step_time(PRESETS["gpt2"], TrainingSetup(seq_len=1024, stack="fsdp"),
                                 Layout(), Cluster(gpu, 1), PerfAssumptions(fitted=fit))
     assert fitted.efficiency == pytest.approx(base.efficiency * 1.1051709, rel=1e-6)
+
+
+def test_autocast_weight_cache_adds_two_bytes_per_param_over_fp32_params() -> None:
+    # HF Trainer fp16 = torch.autocast over fp32 params: fp32 weights 4 + fp32 grads 4 + Adam 8
+    # = 16 B/param as any mixed-precision run, plus the cached fp16 weight casts saved for
+    # backward (torch.amp autocast cache_enabled=True): 2 B/param more at the peak
+    spec = PRESETS["llama-2-7b"]
+    layout = Layout()
+    hf = training_memory(spec, TrainingSetup(seq_len=512, precision="fp16", stack="hf-trainer"),
+                         layout, RAW)
+    plain = training_memory(spec, TrainingSetup(seq_len=512, precision="fp16"), layout, RAW)
+    assert (hf.weights - plain.weights) * GIB == pytest.approx(2 * spec.params())
+    assert (hf.weights + hf.gradients + hf.optimizer) * GIB / spec.params() == pytest.approx(18)
+    # pure bf16 parameters (no fp32 master, no AMP): nothing is cast, nothing cached
+    pure = TrainingSetup(seq_len=512, precision="bf16", stack="hf-trainer", fp32_master=False)
+    pure_plain = TrainingSetup(seq_len=512, precision="bf16", fp32_master=False)
+    assert training_memory(spec, pure, layout, RAW).weights == pytest.approx(
+        training_memory(spec, pure_plain, layout, RAW).weights)
