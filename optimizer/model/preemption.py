@@ -1,4 +1,4 @@
-"""Interrupted runs (spot capacity): checkpoint size, the optimum checkpoint interval and the
+"""Interrupted runs (spot capacity): the optimum checkpoint interval and the
 expected wall time of a job that is preempted at random and restarts from its last checkpoint."""
 
 from __future__ import annotations
@@ -6,27 +6,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optimizer.model.memory import lora_params, model_state_bytes_per_param
-from optimizer.model.setup import TrainingSetup
-from optimizer.model.spec import ModelSpec
 from optimizer.units import GB, GIB, HOURS_PER_DAY, SECONDS_PER_HOUR
 
 SECONDS_PER_DAY = HOURS_PER_DAY * SECONDS_PER_HOUR
 
-__all__ = ["checkpoint_bytes", "young_interval_s", "daly_interval_s", "expected_wall_s",
+__all__ = ["young_interval_s", "daly_interval_s", "expected_wall_s",
            "Preemption", "preemption"]
-
-
-def checkpoint_bytes(model: ModelSpec, setup: TrainingSetup) -> float:
-    """Bytes of a resumable checkpoint: the trained weights and their optimizer state (master
-    copy and moments; gradients are not saved), from the per-parameter state of memory.py.
-    Adapter runs save only the adapters and their state (the frozen base is reloaded); an
-    unstated master copy counts as kept (the larger checkpoint)."""
-    weights, _grads, optimizer = model_state_bytes_per_param(
-        setup.precision, setup.optimizer, model.hidden, fp32_master=setup.fp32_master is not False)
-    trained = (lora_params(model, setup.lora_rank, setup.lora_targets) if setup.is_adapter
-               else model.params())
-    return trained * (weights + optimizer)
 
 
 def young_interval_s(write_s: float, mtbf_s: float) -> float:

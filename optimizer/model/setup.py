@@ -206,5 +206,10 @@ class PerfAssumptions:
     loader_worker_ram_gib: float = 1.0
     #: GUESS: hours between checkpoints when [data] does not say (checkpoint_every_hours)
     checkpoint_every_hours: float = 2.0
+    #: GUESS: GB/s one instance writes its checkpoint shard at (network storage / object store)
+    checkpoint_write_gb_s_per_instance: float = 1.0
+    #: GUESS: seconds from an interruption to training again (re-provision, load the checkpoint,
+    #: warm up), on top of the lost work since the last checkpoint
+    restart_s: float = 600.0
     #: GUESS: checkpoints kept in object storage when [data] does not say (checkpoints_kept)
     checkpoints_kept: int = 2

@@ -40,7 +40,10 @@ class Offering:
     commitment_hours: float = 0.0  # a reserved term billed in full (0: billed per hour used)
     capital_usd_per_instance: float = 0.0  # buy with upfront accounting: net price per box
     capital_usd_per_instance_hour: float = 0.0  # amortised capital charged per busy box-hour
-    spot_overhead: float = 0.0  # extra wall time for preemptions (training on spot)
+    spot_overhead: float = 0.0  # extra wall time for preemptions (the fixed, old spot rule)
+    #: spot: interruptions per instance-day (pricing/spot.py); None: the fixed spot_overhead
+    spot_interruptions_per_day: float | None = None
+    spot_rate_source: str = ""  # where that rate comes from ("GUESS", a source, "job")
     box_net_price_usd: float = 0.0  # owned/buy: purchase price − resale of one box
     amortisation_hours: float = 0.0  # owned/buy: hours the net price is spread over
     inter_node_kind: str = "ethernet"  # infiniband | efa | ethernet | rdma | none

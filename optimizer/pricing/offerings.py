@@ -27,6 +27,7 @@ from optimizer.pricing.owned import (
 )
 from optimizer.pricing.sanity import PriceFlag, catalog_flags, flags_of, row_key
 from optimizer.pricing.schema import OfferingRow
+from optimizer.pricing.spot import spot_rate
 
 __all__ = ["flag_notes", "cloud_offering", "cloud_offerings", "box_offering", "box_spec",
            "hardware_offerings", "job_offerings"]
@@ -35,14 +36,18 @@ _FILTER_FIELDS = {"gpu": "gpu_types", "provider": "providers", "region": "region
 
 
 def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud",
-                   spot_overhead: float = 0.0, trust_guessed_network: bool = True,
+                   spot_overhead: float | None = 0.0, trust_guessed_network: bool = True,
+                   spot_rate_override: float | None = None,
+                   availability: Sequence[Any] = (),
                    reservation_prepaid: bool = False, usd_per_hour: float | None = None,
                    max_instances: int | None = None,
                    catalog_rows: Sequence[OfferingRow] | None = None,
                    flags: tuple[PriceFlag, ...] | None = None) -> Offering:
     """One catalog row as an Offering.
 
-    Spot rows get `spot_overhead`; with `trust_guessed_network` false an instance whose
+    Spot rows get `spot_overhead` (a fixed extra wall time, the old rule) or, when it is None,
+    an interruption rate (pricing/spot.py; `spot_rate_override` replaces it); `availability`
+    entries (provider, instance or None for all, max_instances) replace the row's cap; with `trust_guessed_network` false an instance whose
     inter-node bandwidth is a guess is usable only alone; a prepaid reservation bills per hour
     used (commitment 0). `usd_per_hour` and `max_instances` override the row's (a batch-level
     reservation is billed apart and capped by its size). The Offering carries the row's
@@ -52,6 +57,12 @@ def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud
     if flags is None:
         flags = flags_of(row, catalog_rows) if catalog_rows is not None else ()
     limit = row.max_instances if max_instances is None else max_instances
+    for entry in availability:
+        if entry.provider == row.provider and entry.instance in (None, row.instance_type):
+            limit = entry.max_instances
+    spot = row.pricing_model == "spot"
+    rate = spot_rate(row.provider, row.gpu_id, spot_rate_override) \
+        if spot and spot_overhead is None else None
     if not trust_guessed_network and row.inter_node_is_default:
         limit = 1
     return Offering(
@@ -62,7 +73,9 @@ def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud
         usd_per_hour=row.usd_per_hour if usd_per_hour is None else usd_per_hour,
         max_instances=limit,
         commitment_hours=0.0 if reservation_prepaid else float(row.commitment_hours),
-        spot_overhead=spot_overhead if row.pricing_model == "spot" else 0.0,
+        spot_overhead=(spot_overhead or 0.0) if spot else 0.0,
+        spot_interruptions_per_day=rate.per_instance_day if rate else None,
+        spot_rate_source=rate.source if rate else "",
         inter_node_kind=row.inter_node_kind, inter_node_is_default=row.inter_node_is_default,
         flags=flags, vcpus=row.vcpus, ram_gib=row.ram_gib,
         local_nvme_gb=local_nvme_gb(row.provider, row.instance_type))
@@ -159,6 +172,8 @@ def job_offerings(rows: Sequence[OfferingRow] | None, constraints: Any,
             rows, gpus=constraints.gpu_types, providers=constraints.providers,
             regions=constraints.regions, pricing=constraints.pricing,
             spot_overhead=constraints.spot_interruption_overhead,
+            spot_rate_override=constraints.spot_interruptions_per_instance_day,
+            availability=constraints.availability,
             trust_guessed_network=constraints.trust_guessed_network,
             reservation_prepaid=constraints.reservation_prepaid)
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types)

@@ -115,9 +115,25 @@ def plan_dict(c: Candidate, job: Job | None = None) -> dict[str, Any]:
             seq_len=0)), c.layout.vp),
         "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
         "warnings": plan_warnings(c) + host_path_warning(c, a),
+        "spot": spot_block(c),
         "data_usd": round(cost_usd(off, c.instances, c.hours).data_usd, 2),
         "data": data_block(c), "host": host_block(c, job),
     }
+
+
+def spot_block(c: Candidate) -> dict[str, Any] | None:
+    """The interruption estimate of a spot plan (None otherwise or under the fixed rule)."""
+    s = c.spot
+    if s is None:
+        return None
+    return {"interruptions_per_instance_day": s.interruptions_per_instance_day,
+            "rate_source": c.offering.spot_rate_source,
+            "expected_interruptions": round(s.expected_interruptions, 3),
+            "checkpoint_gib": round(s.checkpoint_gib, 2),
+            "checkpoint_write_s": round(s.checkpoint_write_s, 1),
+            "checkpoint_interval_h": round(s.checkpoint_interval_s / 3600, 3),
+            "restart_s": s.restart_s, "work_hours": round(s.work_s / 3600, 3),
+            "expected_hours": round(s.expected_wall_s / 3600, 3)}
 
 
 def plan_json(result: PlanResult) -> dict[str, Any]:

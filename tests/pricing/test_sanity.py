@@ -195,7 +195,8 @@ def test_offerings_carry_flags_judged_against_the_whole_catalog(bundled_rows):
 def test_job_offerings_and_single_row_constructor(bundled_rows):
     constraints = SimpleNamespace(  # the attributes job_offerings reads from a job's constraints
         cloud=True, gpu_types=["A100-40GB"], providers=None, regions=None, pricing=["spot"],
-        spot_interruption_overhead=0.1, trust_guessed_network=True, reservation_prepaid=False)
+        spot_interruption_overhead=0.1, trust_guessed_network=True, reservation_prepaid=False,
+        spot_interruptions_per_instance_day=None, availability=())
     offers = job_offerings(bundled_rows, constraints, (), ())
     assert any(o.flags and o.flags[0].rule == "spot-extreme" for o in offers)
     row = next(r for r in bundled_rows if row_key(r) == P4D_SPOT)

@@ -153,6 +153,14 @@ class Workload(StrictModel):
                              offload_params=self.offload_params, stack=self.stack)
 
 
+class Availability(StrictModel):
+    """How many instances of a provider's offering one can actually get."""
+
+    provider: str = Field(min_length=1, description="provider (aws, gcp, lambda, ...)")
+    instance: str | None = Field(default=None, description="instance type; all when omitted")
+    max_instances: int = Field(gt=0, le=10**5, description="at most this many at once")
+
+
 class Constraints(StrictModel):
     """`[constraints]`: deadline, budget and what may be used."""
 
@@ -175,9 +183,17 @@ class Constraints(StrictModel):
                                  "without it)")
     min_instances: int = Field(default=1, gt=0, le=10**5, description="at least this many instances")
     max_instances: int | None = Field(default=None, gt=0, le=10**5, description="at most this many instances")
-    spot_interruption_overhead: float = Field(
-        default=0.15, ge=0, le=2,
-        description="GUESS: extra wall time from preemptions + restarts from checkpoints")
+    spot_interruption_overhead: float | None = Field(
+        default=None, ge=0, le=2,
+        description="a fixed extra wall time on spot (the old rule) instead of the interruption "
+        "model (rate × instances, checkpoint every Daly 2006 interval, restart time)")
+    spot_interruptions_per_instance_day: float | None = Field(
+        default=None, ge=0, le=100,
+        description="spot interruptions per instance-day for every spot offering (default: "
+        "pricing_data/spot_interruptions.csv, published bands where known, else a guess)")
+    availability: tuple[Availability, ...] = Field(
+        default=(), description="instances obtainable per offering: replaces the catalog's "
+        "max_instances for a provider (and instance)")
     reservation_prepaid: bool = Field(
         default=False, description="reserved capacity already paid/shared: charge hours used")
     zero_stages: tuple[int, ...] = Field(min_length=1, default=(0, 1, 2, 3),

@@ -105,6 +105,21 @@ class HostOut(Contract):
     notes: list[str] = Field(default_factory=list)
 
 
+class SpotOut(Contract):
+    """What interruptions cost a spot plan (Daly 2006 expected wall time)."""
+
+    interruptions_per_instance_day: float
+    rate_source: str = Field(description="where the rate comes from (GUESS, a source, job)")
+    expected_interruptions: float = Field(description="over the run, all instances")
+    checkpoint_gib: float = Field(description="one resumable checkpoint (weights + optimizer)")
+    checkpoint_write_s: float
+    checkpoint_interval_h: float = Field(description="compute hours between checkpoints "
+                                         "(Daly 2006 optimum)")
+    restart_s: float
+    work_hours: float = Field(description="hours of uninterrupted training")
+    expected_hours: float = Field(description="expected wall hours with interruptions (= hours)")
+
+
 class PlanOut(Contract):
     """One training plan: where it runs, how it is split, how long and what it costs."""
 
@@ -153,6 +168,8 @@ class PlanOut(Contract):
                                         "peer-to-peer) | host (PCIe through host memory)")
     intra_node_bw_gb_s: float | None = Field(default=None, description="achieved GB/s per "
                                              "direction between two GPUs of an instance")
+    spot: SpotOut | None = Field(default=None, description="spot plans: expected "
+                                 "interruptions, checkpoints and restarts behind `hours`")
     tensor_parallel_avoided: TpAvoidedOut | None = Field(
         default=None, description="the plan keeps tp 1 because its GPUs have no peer-to-peer "
         "(tp 2 would be faster over peer-to-peer, slower through host memory)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
+from optimizer.model.preemption import Preemption
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import (
@@ -33,6 +34,7 @@ from optimizer.solve.train.host_check import (
     loader_words,
     offering_rejection,
 )
+from optimizer.solve.train.spot import spot_hours
 from optimizer.solve.train.search_space import (
     NO_HEADROOM,
     BatchRule,
@@ -69,6 +71,7 @@ class Candidate:
     capital_usd: float = 0.0
     setup: TrainingSetup | None = None  # the options chosen ([search]); None: the job's
     host: HostCheck | None = None  # loader rate, host RAM, local disk of this candidate
+    spot: Preemption | None = None  # spot rows: the interruption estimate behind `hours`
 
     @property
     def gpus(self) -> int:
@@ -293,13 +296,14 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                     and steps_for_batch(layout.global_batch) * step.time_s / 3600 < prune_hours / 4:
                 break
             steps = steps_for_batch(layout.global_batch)
-            hours = steps * step.time_s / 3600.0 * (1.0 + off.spot_overhead)
+            hours, spot = spot_hours(off, n, steps * step.time_s / 3600.0, model, setup, a)
             if off.commitment_hours and hours > off.commitment_hours:
                 continue
             cost = cost_usd(off, n, hours)
             met_deadline = met_deadline or hours <= prune_hours  # type: ignore[operator]
             table.candidates.append(Candidate(off, n, layout, memory, step, steps, hours,
-                                              cost.total_usd, cost.capital_usd, setup, check))
+                                              cost.total_usd, cost.capital_usd, setup, check,
+                                              spot))
             found = True
         if not found and class_label(off) not in table.rejected:
             smallest = smallest_by_class.get(off.hardware_class)

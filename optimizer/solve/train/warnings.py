@@ -36,7 +36,17 @@ def plan_warnings(c: Candidate) -> list[str]:
         out.append(f"{c.instances} instances exchange gradients over {off.inter_node_gbps:g} Gbit/s "
                    f"{off.inter_node_kind} ({source}); step time is sensitive to it — confirm "
                    f"the network with {off.provider} or calibrate on 2 instances")
-    if off.pricing == "spot":
+    if off.pricing == "spot" and c.spot is not None:
+        s = c.spot
+        guess = " (GUESS)" if off.spot_rate_source.upper().startswith("GUESS") else ""
+        out.append(f"spot: expects {s.expected_interruptions:.2f} interruptions "
+                   f"({s.interruptions_per_instance_day:g} per instance-day{guess} × "
+                   f"{s.instances}); a {s.checkpoint_gib:.0f} GiB checkpoint every "
+                   f"{s.checkpoint_interval_s / 3600:.1f} h ({s.checkpoint_write_s:.0f} s to "
+                   f"write), {s.restart_s / 60:.0f} min per restart: "
+                   f"+{s.expected_wall_s / s.work_s - 1:.1%} wall time; capacity is not "
+                   "guaranteed")
+    elif off.pricing == "spot":
         out.append(f"spot: assumes +{off.spot_overhead:.0%} wall time for preemptions and restarts "
                    "from checkpoints; capacity is not guaranteed")
     if off.commitment_hours:
