@@ -123,3 +123,34 @@ def test_vit_counts_images_of_197_tokens(tmp_path) -> None:
     assert data["plan"]["tokens"] == data["plan"]["steps"] * 1024 * 197
     assert data["plan"]["samples_per_s"] == pytest.approx(data["plan"]["tokens_per_s"] / 197,
                                                           rel=1e-3)
+
+
+def test_batch_accepts_a_profile_job(tmp_path) -> None:
+    batch = """
+name = "mixed"
+[capacity]
+horizon_days = 10
+[[capacity.owned]]
+gpu = "RTX4090"
+boxes = 1
+gpus_per_box = 8
+[[job]]
+name = "rn50"
+[job.model]
+preset = "resnet50"
+[job.workload]
+images = 1281167
+epochs = 10
+global_batch = 1024
+precision = "fp16"
+optimizer = "sgd"
+[job.constraints]
+deadline_days = 5
+"""
+    path = tmp_path / "batch.toml"
+    path.write_text(batch)
+    result = runner.invoke(app, ["batch", str(path), "--json"])
+    assert result.exit_code == 0, result.stderr
+    job = json.loads(result.stdout)["jobs"][0]
+    assert job["steps"] == math.ceil(1281167 * 10 / 1024)
+    assert job["tokens"] == job["steps"] * 1024  # a sample is one "token"
