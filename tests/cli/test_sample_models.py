@@ -154,3 +154,23 @@ deadline_days = 5
     job = json.loads(result.stdout)["jobs"][0]
     assert job["steps"] == math.ceil(1281167 * 10 / 1024)
     assert job["tokens"] == job["steps"] * 1024  # a sample is one "token"
+
+
+def test_serving_a_profile_is_one_clear_line(tmp_path) -> None:
+    job = (Path(__file__).resolve().parents[2] / "examples/serve_bert_base.toml").read_text()
+    result = runner.invoke(app, ["serve", _write(tmp_path, job.replace('"bert-base"',
+                                                                        '"resnet50"'))])
+    assert result.exit_code == 2
+    assert "per-sample profile" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_estimate_of_a_profile_counts_samples() -> None:
+    result = runner.invoke(app, ["estimate", "--model", "resnet50", "--gpu", "v100-32gb",
+                                 "--micro-batch", "256", "--global-batch", "256", "--precision",
+                                 "fp16", "--optimizer", "sgd", "--json"])
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["sample_unit"] == "image" and out["band_source"] == "profile"
+    assert out["samples_per_s"] == pytest.approx(256 / out["step"]["time_s"], rel=1e-3)
+    # another generation than the measured A100: the wide band (0.6-1.7 × the step time)
+    assert out["step_time_s_p90"] / out["step"]["time_s"] == pytest.approx(1.7, rel=1e-3)
