@@ -164,15 +164,23 @@ def _render(r: dict[str, Any]) -> None:
     if r["mode"] == "train" and r.get("step"):
         s = r["step"]
         cal = "calibrated" if r.get("calibrated") else "default, uncalibrated"
+        unit = f"{r['sample_unit']}s" if r.get("sample_unit") else "tokens"
+        rate = r["samples_per_s"] if r.get("sample_unit") else r["tokens_per_s"]
+        per_gpu = rate * r["tokens_per_s_per_gpu"] / r["tokens_per_s"] if r["tokens_per_s"] else 0
+        flops = (f"MFU {r['mfu']:.1%}, HFU {r['hfu']:.1%}; compute efficiency "
+                 f"{r['efficiency']:.3f}") if r["mfu"] else "MFU unknown (no FLOPs source)"
+        cal = ("scaled to a measured run" if r.get("band_source") else "calibrated") \
+            if r.get("calibrated") else "default, uncalibrated"
         c.print(f"step {s['time_s']:.3f} s = compute {s['compute_s']:.3f} + communication "
                 f"{s['communication_s']:.3f} + bubble {s['bubble_s']:.3f}; "
-                f"{r['tokens_per_s']:,.0f} tokens/s ({r['tokens_per_s_per_gpu']:,.0f} per GPU), "
-                f"MFU {r['mfu']:.1%}, HFU {r['hfu']:.1%}; compute efficiency {r['efficiency']:.3f} "
-                f"({cal})")
+                f"{rate:,.{1 if r.get('sample_unit') else 0}f} {unit}/s "
+                f"({per_gpu:,.{1 if r.get('sample_unit') else 0}f} per GPU), {flops} ({cal})")
         if r.get("step_time_s_p10") is not None:
+            source = ("the profile's band: measured GPU type, its generation, or across "
+                      "generations") if r.get("band_source") else \
+                "cross-validated residuals of this stack and GPU class"
             c.print(f"P10–P90 of the step time: {r['step_time_s_p10']:.3f}–"
-                    f"{r['step_time_s_p90']:.3f} s (cross-validated residuals of this stack and "
-                    "GPU class)")
+                    f"{r['step_time_s_p90']:.3f} s ({source})")
     elif r["mode"] == "serve":
         c.print(f"TTFT {r['ttft_s'] * 1e3:.1f} ms, TPOT {r['tpot_ms']:.2f} ms, "
                 f"{r['output_tokens_per_s']:,.0f} output tokens/s, {r['requests_per_s']:.2f} "

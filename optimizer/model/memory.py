@@ -169,8 +169,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
                                                 k.stack.fp32_grad_buffer, master)
 
     if setup.is_adapter:
-        base_b = qlora_bytes_per_param() if setup.method == "qlora" else \
-            {"fp32": 4.0}.get(setup.precision, 2.0)
+        base_b = (qlora_bytes_per_param(k.stack.qlora_double_quant) if setup.method == "qlora"
+                  else {"fp32": 4.0}.get(setup.precision, 2.0))
         # QLoRA leaves embeddings and LM head in 16 bit (bitsandbytes quantises Linear layers)
         dense_fraction = (model.embedding_params() + model.head_params()) / model.params()
         base_bytes = p_gpu * ((1 - dense_fraction) * base_b + dense_fraction * 2.0) \

@@ -65,6 +65,7 @@ class StackProfile:
     lora_dropout: float = 0.0  # LoRA dropout of its recipes (saves output + mask per module)
     fused_qkv_lora: bool = False  # one LoRA branch (one dropout) for the fused QKV projection
     qlora_saves_inputs: bool = False  # its 4-bit base linear keeps its input (bitsandbytes)
+    qlora_double_quant: bool = True  # NF4 absmax constants quantised again (Dettmers 2023 §3)
     norm_fp32_saved: bool = False  # eager RMSNorm saves fp32 input (+ fp32 normalised if trained)
     eager_swiglu: bool = False  # silu input and output both saved (no fused SwiGLU)
     gqa_kv_expanded: bool = False  # K/V expanded to the query heads before attention

@@ -198,7 +198,7 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
         # per step). Adapter methods shard and gather the frozen base too (NF4 for QLoRA).
         weight_bytes = held * COMM_BYTES
         if setup.method == "qlora":
-            weight_bytes = held * qlora_bytes_per_param()
+            weight_bytes = held * qlora_bytes_per_param(k.stack.qlora_double_quant)
         gathers = 2 * m * ring_allgather_s(weight_bytes, dp_group, dp_bw, lat)
         dp_comm = gathers + ring_reduce_scatter_s(grad_bytes, dp_group, dp_bw, lat)
         window = compute_mb * m  # gathers prefetch during the whole step

@@ -6,6 +6,7 @@ from typing import Any
 
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown
+from optimizer.model.profile import SampleProfile
 from optimizer.model.serving import ServePerf
 from optimizer.model.setup import Layout, ServeSetup
 from optimizer.model.spec import ModelSpec
@@ -46,6 +47,9 @@ def train_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, layout: Layout
                mfu=round(step.mfu, 4), hfu=round(step.hfu, 4),
                efficiency=round(step.efficiency, 4), calibrated=step.calibrated,
                precision=precision)
+    if isinstance(spec, SampleProfile):  # a sample is one "token" of seq_len 1
+        out.update(sample_unit=spec.sample_unit, samples_per_s=round(step.tokens_per_s, 2),
+                   band_source="profile")
     return emit(EstimateOutput, out)
 
 

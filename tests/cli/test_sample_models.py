@@ -123,3 +123,54 @@ def test_vit_counts_images_of_197_tokens(tmp_path) -> None:
     assert data["plan"]["tokens"] == data["plan"]["steps"] * 1024 * 197
     assert data["plan"]["samples_per_s"] == pytest.approx(data["plan"]["tokens_per_s"] / 197,
                                                           rel=1e-3)
+
+
+def test_batch_accepts_a_profile_job(tmp_path) -> None:
+    batch = """
+name = "mixed"
+[capacity]
+horizon_days = 10
+[[capacity.owned]]
+gpu = "RTX4090"
+boxes = 1
+gpus_per_box = 8
+[[job]]
+name = "rn50"
+[job.model]
+preset = "resnet50"
+[job.workload]
+images = 1281167
+epochs = 10
+global_batch = 1024
+precision = "fp16"
+optimizer = "sgd"
+[job.constraints]
+deadline_days = 5
+"""
+    path = tmp_path / "batch.toml"
+    path.write_text(batch)
+    result = runner.invoke(app, ["batch", str(path), "--json"])
+    assert result.exit_code == 0, result.stderr
+    job = json.loads(result.stdout)["jobs"][0]
+    assert job["steps"] == math.ceil(1281167 * 10 / 1024)
+    assert job["tokens"] == job["steps"] * 1024  # a sample is one "token"
+
+
+def test_serving_a_profile_is_one_clear_line(tmp_path) -> None:
+    job = (Path(__file__).resolve().parents[2] / "examples/serve_bert_base.toml").read_text()
+    result = runner.invoke(app, ["serve", _write(tmp_path, job.replace('"bert-base"',
+                                                                        '"resnet50"'))])
+    assert result.exit_code == 2
+    assert "per-sample profile" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_estimate_of_a_profile_counts_samples() -> None:
+    result = runner.invoke(app, ["estimate", "--model", "resnet50", "--gpu", "v100-32gb",
+                                 "--micro-batch", "256", "--global-batch", "256", "--precision",
+                                 "fp16", "--optimizer", "sgd", "--json"])
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["sample_unit"] == "image" and out["band_source"] == "profile"
+    assert out["samples_per_s"] == pytest.approx(256 / out["step"]["time_s"], rel=1e-3)
+    # another generation than the measured A100: the wide band (0.6-1.7 × the step time)
+    assert out["step_time_s_p90"] / out["step"]["time_s"] == pytest.approx(1.7, rel=1e-3)

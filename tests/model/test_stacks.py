@@ -259,3 +259,18 @@ def test_autocast_weight_cache_adds_two_bytes_per_param_over_fp32_params() -> No
     pure_plain = TrainingSetup(seq_len=512, precision="bf16", fp32_master=False)
     assert training_memory(spec, pure, layout, RAW).weights == pytest.approx(
         training_memory(spec, pure_plain, layout, RAW).weights)
+
+
+def test_litgpt_qlora_keeps_fp32_absmax_constants() -> None:
+    # litgpt quantize: bnb.nf4 = Lightning _NF4Linear(compress_statistics=False): 4 bits + one
+    # fp32 absmax per 64 weights = 4.5 bit/param; the QLoRA recipe's double quantisation stores
+    # them in 8 bit with an fp32 constant per 256 blocks: 4 + 8/64 + 32/(64·256) bit/param
+    spec = PRESETS["llama-2-7b"]
+    layout = Layout()
+    quantised = spec.params() - spec.embedding_params() - spec.head_params()
+    setups = {s: TrainingSetup(seq_len=512, method="qlora", lora_rank=8, stack=s)
+              for s in ("litgpt", "generic")}
+    mem = {s: training_memory(spec, setup, layout, RAW) for s, setup in setups.items()}
+    per_param = (4.5 - (4 + 8 / 64 + 32 / (64 * 256))) / 8
+    assert (mem["litgpt"].weights - mem["generic"].weights) * GIB == pytest.approx(
+        quantised * per_param, rel=1e-9)

@@ -69,3 +69,24 @@ def test_small_host_ram_rejects_the_offload_plan_with_the_reason() -> None:
     assert result.plan is None
     why = next(iter(result.prepared.table.rejected.values()))
     assert "host RAM" in why and "32 GiB" in why and "more RAM" in why
+
+
+def test_cloud_offload_plans_fit_the_catalogs_host_ram(rows) -> None:
+    # a 70B full fine-tune with ZeRO-Offload: 68.98e9 params × 14 B ≈ 900 GiB of host state over
+    # the data-parallel ranks; every plan and alternative must fit its instance's RAM
+    job = Job.model_validate({
+        "name": "offload-70b", "model": {"preset": "llama-2-70b"},
+        "workload": {"kind": "finetune", "tokens": 2e7, "seq_len": 2048, "global_batch": 16,
+                     "offload_optimizer": True},
+        "constraints": {"deadline_days": 30, "max_instances": 2,
+                        "gpu_types": ["A100-80GB", "H100-80GB", "L40S"]}})
+    result = plan_job(job, rows, alternatives=3)
+    assert result.plan is not None
+    for c in [result.plan, *result.alternatives]:
+        ram = c.offering.ram_gib
+        per_instance = c.host.offloaded_gib_per_gpu * c.offering.gpus_per_instance
+        by_hand = 68_976_648_192 / (c.layout.tp * c.layout.pp) * OFFLOAD_BYTES_PER_PARAM \
+            / (c.layout.dp if c.layout.zero_stage >= 1 else 1) / 2**30 * c.offering.gpus_per_instance
+        assert per_instance == pytest.approx(by_hand, rel=0.1)  # pipeline stages differ a little
+        if ram is not None:
+            assert c.host.ram_needed_gib <= ram + 1e-9

@@ -42,7 +42,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_examples_validate():
-    assert len(EXAMPLES) == 3
+    assert len(EXAMPLES) == 4  # mistral chatbot, llama-70B, 8B on a 4090, BERT-base
     for path in EXAMPLES:
         job, _ = load_serve_job(path)
         assert job.workload.kind == "serve"

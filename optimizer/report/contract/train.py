@@ -288,6 +288,11 @@ class EstimateOutput(Contract):
     step_time_s_p10: float | None = None
     step_time_s_p90: float | None = None
     step_parts_s: dict[str, float] | None = None
+    sample_unit: str | None = Field(default=None, description="a per-sample model: what a "
+                                    "sample is (tokens_per_s then counts samples)")
+    samples_per_s: float | None = Field(default=None, description="a per-sample model: samples/s")
+    band_source: str | None = Field(default=None, description="profile: the P10-P90 band is the "
+                                    "profile's (measured GPU / generation); absent: fitted")
     tokens_per_s: float | None = None
     tokens_per_s_per_gpu: float | None = None
     mfu: float | None = None

@@ -14,6 +14,7 @@ from optimizer.errors import ConfigError, did_you_mean
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.inputs.jobs.batch import BatchFile, BatchJob, Quota, Reservation
+from optimizer.inputs.jobs.train import fit_job_to_model
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import cloud_offering, hardware_offerings, job_offerings
 from optimizer.pricing.schema import OfferingRow
@@ -184,7 +185,8 @@ def build_problem(batch: BatchFile, rows: Sequence[OfferingRow] | None = None,
         c = job.constraints
         specs.append(JobSpec(job.name, prep.table.candidates, job.release_h, c.deadline_h,
                              job.value_usd if job.droppable else None, job.priority,
-                             c.budget_usd, job, prep.model.name, prep.table.rejected))
+                             c.budget_usd, fit_job_to_model(job, prep.model), prep.model.name,
+                             prep.table.rejected))
     problem = BatchProblem.build(specs, resources, horizon_h, name=batch.name)
     problem.enumerate_s = time.perf_counter() - t0
     if cap.quota_only:

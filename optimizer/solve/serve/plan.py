@@ -27,11 +27,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.errors import InfeasibleError, Status
+from optimizer.errors import ConfigError, InfeasibleError, Status
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.inputs.jobs.serve import ServeConstraints, ServeJob, load_serve_job, serve_job_from_dict
 from optimizer.inputs.jobs.train import HardwareEntry, coerce_document
+from optimizer.model.profile import SampleProfile
 from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.offering import Offering
@@ -97,6 +98,10 @@ def plan_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
 def _plan(job: ServeJob, rows: Rows, base_dir: Path | None, config: SolverConfig | None,
           assumptions: PerfAssumptions | None) -> ServeResult:
     model = job.model.resolve(base_dir)
+    if isinstance(model, SampleProfile):
+        raise ConfigError(f"model: {model.name} is a per-sample profile; serving plans "
+                          "transformer shapes (presets such as bert-base, vit-b16, llama-*; or "
+                          "hf_config)")
     w, c = job.workload, job.constraints
     a = assumptions or base_assumptions(job.assumptions)
     offerings = serve_offerings(rows, c, job.hardware.owned, job.hardware.buy)
