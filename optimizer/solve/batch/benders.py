@@ -152,10 +152,14 @@ def _cost(problem: BatchProblem, chosen: Sequence[int | None], reserved: dict[st
 
 
 def _check(problem: BatchProblem, items: Sequence[tuple[int, Sequence[int]]],
-           reserved: dict[str, int], minimise: bool = False
+           reserved: dict[str, int], minimise: bool = False, deadline: float = math.inf
            ) -> tuple[str, list[int], list[int], list[int]]:
     """Can the jobs all be scheduled, each on one of its rows? (status, core positions,
-    starts, rows). `minimise`: the cheapest such schedule (status "optimal")."""
+    starts, rows). `minimise`: the cheapest such schedule (status "optimal"). "unknown" when
+    the wall-clock `deadline` (time.perf_counter) has passed or arrives first."""
+    left_s = deadline - time.perf_counter()
+    if left_s <= 0:
+        return "unknown", [], [], []
     m = cp_model.CpModel()
     present, starts, picks, cost = [], [], [], []
     users: dict[str, list[tuple[cp_model.IntervalVar, int]]] = {}
@@ -192,6 +196,8 @@ def _check(problem: BatchProblem, items: Sequence[tuple[int, Sequence[int]]],
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_deterministic_time = SUB_DETERMINISTIC_LIMIT
+    if math.isfinite(left_s):
+        solver.parameters.max_time_in_seconds = left_s
     status = solver.solve(m)
     if status == cp_model.OPTIMAL or (status == cp_model.FEASIBLE and not minimise):
         chosen = [next(i for y, i in zip(ys, group, strict=True) if solver.boolean_value(y))
@@ -207,13 +213,14 @@ def _check(problem: BatchProblem, items: Sequence[tuple[int, Sequence[int]]],
 
 
 def _minimal(problem: BatchProblem, items: list[tuple[int, tuple[int, ...]]], core: list[int],
-             reserved: dict[str, int]) -> list[tuple[int, tuple[int, ...]]] | None:
+             reserved: dict[str, int], deadline: float = math.inf
+             ) -> list[tuple[int, tuple[int, ...]]] | None:
     """A minimal infeasible subset of items[core] (deletion filter); None if a check fails."""
     cur = [items[c] for c in core]
     k = 0
     while k < len(cur):
         trial = cur[:k] + cur[k + 1:]
-        status, _, _, _ = _check(problem, trial, reserved)
+        status, _, _, _ = _check(problem, trial, reserved, deadline=deadline)
         if status == "unknown":
             return None
         if status == "infeasible":
@@ -237,7 +244,8 @@ def _lift(problem: BatchProblem, rows: Sequence[Sequence[int]],
 
 
 def _neighbours(problem: BatchProblem, rows: Sequence[Sequence[int]],
-                found: list[tuple[int, tuple[int, ...]]], reserved: dict[str, int]) -> list[Cut]:
+                found: list[tuple[int, tuple[int, ...]]], reserved: dict[str, int],
+                deadline: float = math.inf) -> list[Cut]:
     """Cuts the next rounds would need: the conflict with one job moved to another row on the
     same resources (e.g. 2 boxes for a shorter time) that still cannot be scheduled."""
     cuts: list[Cut] = []
@@ -247,10 +255,10 @@ def _neighbours(problem: BatchProblem, rows: Sequence[Sequence[int]],
             if alt == i or {key for key, _ in problem.jobs[j].rows[alt].usage} != keys:
                 continue
             trial = found[:k] + [(j, (alt,))] + found[k + 1:]
-            status, core, _, _ = _check(problem, trial, reserved)
+            status, core, _, _ = _check(problem, trial, reserved, deadline=deadline)
             if status != "infeasible":
                 continue
-            smaller = _minimal(problem, trial, core, reserved)
+            smaller = _minimal(problem, trial, core, reserved, deadline)
             if smaller and (j, (alt,)) in smaller:
                 cuts.append(_lift(problem, rows, smaller))
     return cuts
@@ -260,6 +268,7 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
                   ) -> BendersOutcome:
     """Master MIP + CP-SAT subproblems until the bound meets a schedulable plan (module doc)."""
     started = time.perf_counter()
+    deadline = started + time_limit_s  # every subproblem check stops here too
     rows = [usable_rows(job, problem, {}) for job in problem.jobs]
     out = BendersOutcome(proven=False)
     master_mip = _Master(problem, rows)
@@ -292,7 +301,7 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
         if best is not None and out.bound_cents is not None and best[0] <= out.bound_cents:
             return finish(best)
         items = [(j, (i,)) for j, i in enumerate(chosen) if i is not None]
-        status, core, starts, _ = _check(problem, items, reserved)
+        status, core, starts, _ = _check(problem, items, reserved, deadline=deadline)
         if status == "feasible":
             cost = _cost(problem, chosen, reserved)
             if best is None or cost < best[0]:
@@ -305,24 +314,24 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
             out.stopped = "subproblem"
             return out
         if reserved != most:  # cuts must hold whatever R: find them at the largest R
-            status, core, _, _ = _check(problem, items, most)
+            status, core, _, _ = _check(problem, items, most, deadline=deadline)
             if status != "infeasible":  # the conflict involves R; CP-SAT takes it from here
                 out.stopped = "subproblem" if status == "unknown" else "reservation"
                 return out
         reserved = most
         for _cut in range(MAX_CUTS_PER_ROUND):
-            found = _minimal(problem, items, core, reserved)
+            found = _minimal(problem, items, core, reserved, deadline)
             if not found:
                 out.stopped = "subproblem"
                 return out
             out.cuts.append(_lift(problem, rows, found))
             master_mip.add_cut(out.cuts[-1])
-            for cut in _neighbours(problem, rows, found, reserved):
+            for cut in _neighbours(problem, rows, found, reserved, deadline):
                 out.cuts.append(cut)
                 master_mip.add_cut(cut)
             taken = set(found)
             items = [it for it in items if it not in taken]
-            status, core, _, _ = _check(problem, items, reserved)
+            status, core, _, _ = _check(problem, items, reserved, deadline=deadline)
             if status != "infeasible":
                 break
     out.stopped = "rounds"

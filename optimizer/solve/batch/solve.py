@@ -21,6 +21,9 @@ from optimizer.solve.cpsat.solver import SolverConfig, solve
 
 #: the least solver time a batch gets, even when enumeration used up the user's time limit
 MIN_SOLVE_S = 0.1
+#: share of the solve budget the Benders loop may use before handing over to the full CP-SAT
+#: model (a tuning choice, not a measurement): the rest is left for CP-SAT to find a plan
+BENDERS_SHARE = 0.6
 
 __all__ = ["ProgressCallback", "solve_batch"]
 
@@ -99,7 +102,7 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
     info["model_rows"] = sum(len(r) for r in v.rows)
     # the user's time limit covers the whole plan: enumeration already spent part of it
     budget_s = max(MIN_SOLVE_S, cfg.time_limit_s - problem.enumerate_s)
-    bend = solve_benders(problem, budget_s)
+    bend = solve_benders(problem, BENDERS_SHARE * budget_s)
     stats = {"rounds": bend.rounds, "cuts": len(bend.cuts), "proven": bend.proven,
                        "stopped": bend.stopped, "wall_s": _elapsed(started)}
     if bend.proven:
