@@ -10,3 +10,13 @@ def no_user_state(monkeypatch, tmp_path):
     """No stored calibration and an empty price cache for this test."""
     monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "none.json"))
     monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(autouse=True)
+def fresh_rename_warnings():
+    """Old-name warnings are once per process; each test starts as a new process would, so a
+    test that expects the warning does not depend on which tests ran before it."""
+    from optimizer.inputs import aliases
+
+    aliases._warned.clear()
+    yield
