@@ -21,13 +21,15 @@ from pathlib import Path
 from optimizer.inputs.jobs.train import load_job
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import Layout
-from optimizer.model.step_time import Cluster, training_step_time
+from optimizer.model.step_time import StepTime, training_step_time
 from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.train.enumerate import BatchRule, instance_counts, layouts_for
 from optimizer.solve.train.plan import plan_job
-from optimizer.solve.train.prepare import prepare_job
+from optimizer.solve.train.host_check import check_host, host_need_gib, host_rule_of, offering_rejection
+from optimizer.solve.train.prepare import headroom_of, prepare_job
+from optimizer.solve.train.spot import spot_hours
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JOBS = ["examples/llama7b_10days.toml", "examples/qlora_70b_single_node.toml",
@@ -35,22 +37,29 @@ DEFAULT_JOBS = ["examples/llama7b_10days.toml", "examples/qlora_70b_single_node.
 
 
 def exhaustive(job_path: str) -> tuple[float | None, int]:
-    """Cheapest cost by brute force and the number of layouts evaluated."""
+    """Cheapest cost by brute force and the number of layouts evaluated: every offering ×
+    instance count × layout, with the planner's model and rules (memory headroom, the
+    internet multi-node rule, host RAM and loader limits, spot interruptions) but none of its
+    dominance rules, pruning or solver."""
     job, base = load_job(ROOT / job_path)
     prep = prepare_job(job, load_offering_rows(offline=True)[0], base)
     model, setup, a = prep.model, job.workload.setup(), prep.assumptions
     w, c = job.workload, job.constraints
     batch = BatchRule(w.batch_sequences, w.batch_tolerance)
+    headroom, host = headroom_of(c), host_rule_of(job.data, a)
     best, evaluated = None, 0
-    perf: dict[tuple, list[tuple[float, int]]] = {}
+    perf: dict[tuple, list[tuple[Layout, StepTime]]] = {}
     for off in prep.offerings:
-        if not off.gpu.supports(setup.precision):
+        if not off.gpu.supports(setup.precision) or offering_rejection(off, host, a):
             continue
         gpn = off.gpus_per_instance
         high = min((c.max_gpus or 4096) // gpn, off.max_instances or 10**9,
                    c.max_instances or 10**9)
+        if off.inter_node_kind == "internet" and not c.allow_internet_multi_node:
+            high = min(high, 1)
+        usable = headroom.usable_gib(off.gpu.memory_gib)
         for n in instance_counts(c.min_instances, high, gpn, batch, model):
-            key = (off.gpu_id, gpn, off.inter_node_gbps, n)
+            key = (*off.hardware_class, n)
             if key not in perf:  # same hardware, same times: evaluate once per class
                 rows = []
                 for tp, pp, dp, zero, mb, ga in layouts_for(model, n * gpn, gpn, batch,
@@ -59,14 +68,18 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
                         lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
                                      micro_batch=mb, grad_accum=ga)
                         evaluated += 1
-                        if training_memory(model, setup, lay, a).device > off.gpu.memory_gib:
+                        if training_memory(model, setup, lay, a).device > usable:
                             continue
-                        step = training_step_time(
-                            model, setup, lay, Cluster(off.gpu, gpn, n, off.inter_node_gbps), a)
-                        rows.append((step.time_s, lay.global_batch))
+                        rows.append((lay, training_step_time(model, setup, lay,
+                                                             off.cluster(n), a)))
                 perf[key] = rows
-            for step_s, gb in perf[key]:
-                hours = w.steps_for_batch(gb) * step_s / 3600 * (1 + off.spot_overhead)
+            for lay, gpu_step in perf[key]:
+                if off.ram_gib is not None and host_need_gib(
+                        model, setup, lay, off, gpu_step, host, a)[0] > off.ram_gib:
+                    continue
+                step, _ = check_host(model, setup, lay, off, n, gpu_step, host, a)
+                work_h = w.steps_for_batch(lay.global_batch) * step.time_s / 3600
+                hours, _ = spot_hours(off, n, work_h, model, setup, a)
                 if off.commitment_hours and hours > off.commitment_hours:
                     continue
                 if c.deadline_h is not None and hours > c.deadline_h:
