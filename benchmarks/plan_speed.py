@@ -26,8 +26,8 @@ from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.train.enumerate import BatchRule, instance_counts, layouts_for
-from optimizer.solve.train.plan import plan_job
 from optimizer.solve.train.host_check import check_host, host_need_gib, host_rule_of, offering_rejection
+from optimizer.solve.train.plan import plan_job
 from optimizer.solve.train.prepare import headroom_of, prepare_job
 from optimizer.solve.train.spot import spot_hours
 

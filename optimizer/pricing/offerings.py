@@ -47,8 +47,9 @@ def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud
 
     Spot rows get `spot_overhead` (a fixed extra wall time, the old rule) or, when it is None,
     an interruption rate (pricing/spot.py; `spot_rate_override` replaces it); `availability`
-    entries (provider, instance or None for all, max_instances) replace the row's cap; with `trust_guessed_network` false an instance whose
-    inter-node bandwidth is a guess is usable only alone; a prepaid reservation bills per hour
+    entries (provider, instance or None for all, max_instances) replace the row's cap; with
+    `trust_guessed_network` false an instance whose inter-node bandwidth is a guess is usable
+    only alone; a prepaid reservation bills per hour
     used (commitment 0). `usd_per_hour` and `max_instances` override the row's (a batch-level
     reservation is billed apart and capped by its size). The Offering carries the row's
     price-sanity `flags` (pricing/sanity.py): given, or judged against `catalog_rows` (the

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.inputs.jobs.train import Job
 from optimizer.inputs.calibration import base_assumptions
+from optimizer.inputs.jobs.train import Job
 from optimizer.model.fitted import step_time_interval
 from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
 from optimizer.model.setup import TrainingSetup
@@ -15,10 +15,10 @@ from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.solve.train.compare import BreakEven, CompareResult
 from optimizer.solve.train.enumerate import Candidate, class_label
 from optimizer.solve.train.host_check import unit_of
+from optimizer.solve.train.pcie_note import host_path_warning
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import headroom_of
 from optimizer.solve.train.variants import options_of
-from optimizer.solve.train.pcie_note import host_path_warning
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
 

@@ -18,14 +18,6 @@ EXAMPLES = ROOT / "examples"
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    """No user calibration or price cache leaks into CLI tests."""
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
-
-
 def _json(args: list[str]) -> tuple[int, dict]:
     result = runner.invoke(app, args)
     return result.exit_code, json.loads(result.stdout) if result.stdout.strip() else {}

@@ -23,12 +23,6 @@ def tiny():
 """
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
-
-
 def test_module_factory_point_is_accepted_by_calibrate(tmp_path, monkeypatch) -> None:
     (tmp_path / "tinynet.py").write_text(TINY)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -30,13 +30,6 @@ gpu_types = ["A100-80GB", "H100-80GB", "RTX4090"]
 """
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
-
-
 def _write(tmp_path: Path, text: str) -> str:
     path = tmp_path / "job.toml"
     path.write_text(text)

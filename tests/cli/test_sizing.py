@@ -17,13 +17,6 @@ JOB = str(ROOT / "examples/resnet50_imagenet_3days.toml")
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
-
-
 def _json(args: list[str]) -> dict:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr

@@ -3,8 +3,6 @@ time, the checkpoint size, and what a spot plan and an availability cap do to a 
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from optimizer import api

@@ -30,7 +30,7 @@ LLAMA2_7B_PARAMS = 6_738_415_616
 CKPT_GB = LLAMA2_7B_PARAMS * 14 / 1e9
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _planned(example: str) -> dict:
     """`ccopt plan --json` of an example, computed once per test run."""
     return api.plan(EXAMPLES / example, offline=True, alternatives=0)

@@ -17,8 +17,8 @@ from optimizer.report.contract.common import (
     StepOut,
 )
 
-__all__ = ["DataOut", "HostOut", "PriceFlagOut", "CatalogOut", "PlanOut", "AlternativeOut", "PlanJobOut", "PlanOutput",
-           "BreakEvenOut", "CompareOutput", "ModelOut", "EstimateOutput", "CalibrateOutput"]
+__all__ = ["DataOut", "HostOut", "PriceFlagOut", "CatalogOut", "PlanOut", "AlternativeOut",
+           "PlanJobOut", "PlanOutput", "BreakEvenOut", "CompareOutput", "ModelOut", "EstimateOutput", "CalibrateOutput"]
 
 
 class PriceFlagOut(Contract):

@@ -34,7 +34,6 @@ from optimizer.solve.train.host_check import (
     loader_words,
     offering_rejection,
 )
-from optimizer.solve.train.spot import spot_hours
 from optimizer.solve.train.search_space import (
     NO_HEADROOM,
     BatchRule,
@@ -43,6 +42,7 @@ from optimizer.solve.train.search_space import (
     instance_counts,
     layouts_for,
 )
+from optimizer.solve.train.spot import spot_hours
 
 __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "Headroom", "NO_HEADROOM",
            "instance_counts",
