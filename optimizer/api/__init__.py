@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.api.estimate import estimate, resolve_model
-from optimizer.inputs.calibration_file import check_calibration_store
 from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
@@ -34,7 +33,6 @@ def _train_job(job: Any, prices: str | Path | None, offline: bool | None
                ) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None, dict[str, Any] | None]:
     """The job (TOML path, dict or Job), its base directory, the price rows it needs and their
     age (None without cloud)."""
-    check_calibration_store()
     job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
     if not job.constraints.cloud:
         return job, base_dir, None, None
@@ -80,14 +78,12 @@ def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = 
           time_limit_s: float = 10.0) -> dict[str, Any]:
     """Cheapest replica mix for a serving job (TOML path, dict or ServeJob), as `ccopt serve
     --json` returns it."""
-    check_calibration_store()
     return serve_json(run_serve(job, prices=prices, offline=offline, time_limit_s=time_limit_s))
 
 
 def serve_compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
                   time_limit_s: float = 10.0) -> dict[str, Any]:
     """Best serving deployment per GPU type."""
-    check_calibration_store()
     return serve_compare_json(run_serve_compare(job, prices=prices, offline=offline,
                                                 time_limit_s=time_limit_s))
 
@@ -96,7 +92,6 @@ def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | 
           time_limit_s: float = 30.0, workers: int = 2, on_progress: Any = None) -> Any:
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
     batch_json(result) gives the `ccopt batch --json` contract."""
-    check_calibration_store()
     return plan_batch(batch_file, prices=prices, offline=offline,
                       config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
                       on_progress=on_progress)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.calibration_file import check_calibration_store
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
 from optimizer.inputs.profile_store import save_profile_point
@@ -45,7 +44,6 @@ def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
     """Store `point` for model `name` in the calibration store; what the model predicted on that
     GPU before and predicts after (samples/s, P10-P90 band). Raises ConfigError for an unknown
     GPU or a run the store refuses."""
-    check_calibration_store()
     gpu = get_gpu(point.gpu_id, "--gpu")
     if not gpu.supports(point.precision):
         raise ConfigError(f"--precision: {gpu.gpu_id} has no {point.precision} tensor path")

@@ -9,7 +9,6 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import warn_renamed
 from optimizer.inputs.calibration import base_assumptions
-from optimizer.inputs.calibration_file import check_calibration_store
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
 from optimizer.inputs.validation import check_number
@@ -153,7 +152,6 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
     Raises:
         ConfigError: a value out of range (names the flag and the allowed values).
     """
-    check_calibration_store()
     spec = resolve_model(model)
     if seq_len is None:  # the model's own sample length (a profile counts samples), else 2048
         seq_len = 1 if is_profile(spec) else (spec.sample_tokens or DEFAULT_SEQ_LEN)

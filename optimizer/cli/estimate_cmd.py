@@ -25,7 +25,6 @@ from optimizer.inputs.calibration import base_assumptions, fit_efficiency, save_
 from optimizer.inputs.calibration_file import (
     EFFICIENCY_RANGE,
     MIN_EFFICIENCY,
-    check_calibration_store,
 )
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.validation import check_number
@@ -253,7 +252,6 @@ def calibrate(
             raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
         check_number(tokens_per_s, "--tokens-per-s", gt=0, le=1e12)
         check_number(step_time_s, "--step-time-s", gt=0, le=1e6)
-        check_calibration_store()
         num_gpus = renamed_flag(num_gpus, gpus, "--num-gpus", "--gpus", 1)
         zero_stage = renamed_flag(zero_stage, zero, "--zero-stage", "--zero", 0)
         ckpt = renamed_flag(activation_checkpointing, checkpointing, "--activation-checkpointing",

@@ -1,9 +1,9 @@
 """Checks of the calibration store ($CCOPT_CALIBRATION) before anything reads or writes it.
 
-optimizer.inputs.calibration calls `check_calibration_store` in every load and save (and the
-API functions and `ccopt calibrate` call it before solving), so a store
-that is a directory, not UTF-8, not JSON, or holds an efficiency that is not a finite number
-in [0.001, 1] is a one-line error naming the file, the entry and the allowed values.
+Every load and save of the store (optimizer.inputs.calibration, inputs.profile_store) calls
+`check_calibration_store` first, so a store that is a directory, not UTF-8, not JSON, or holds
+an efficiency that is not a finite number in [0.001, 1] is a one-line error naming the file,
+the entry and the allowed values.
 """
 
 from __future__ import annotations

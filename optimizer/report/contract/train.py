@@ -18,7 +18,8 @@ from optimizer.report.contract.common import (
 )
 
 __all__ = ["DataOut", "HostOut", "PriceFlagOut", "CatalogOut", "PlanOut", "AlternativeOut",
-           "PlanJobOut", "PlanOutput", "BreakEvenOut", "CompareOutput", "ModelOut", "EstimateOutput", "CalibrateOutput"]
+           "PlanJobOut", "PlanOutput",
+           "BreakEvenOut", "CompareOutput", "ModelOut", "EstimateOutput", "CalibrateOutput"]
 
 
 class PriceFlagOut(Contract):
