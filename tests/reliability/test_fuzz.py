@@ -1,7 +1,7 @@
 """Fuzzing through `ccopt` as users run it (in-process `main`, offline): generated job files,
 option values, calibration stores and price tables, valid and invalid.
 
-Properties: the exit code is 0, 1 or 2 (`prices refresh`: 4 when the download fails); never a
+Properties: the exit code is 0, 1 or 2 (`prices refresh` too: 2 when the download fails); never a
 traceback or an internal error; bad input is one line on stderr; `--json` is strict JSON (no
 NaN/Infinity); for valid inputs every answer satisfies every constraint of the file.
 EXAMPLES examples per family (≥ 500), derandomized so CI sees the same inputs every run.
@@ -56,6 +56,19 @@ def check(code: int, out: str, err: str, allowed: tuple[int, ...] = (0, 1, 2)) -
     return json.loads(out, parse_constant=_strict) if out.strip() else None
 
 
+def _run_file(work: Path, capsys: pytest.CaptureFixture[str], doc: dict[str, Any], valid: bool,
+              command: str, *options: str) -> tuple[int, Any]:
+    """Write `doc` as a job file, run `ccopt COMMAND FILE --json OPTIONS`, check the common
+    properties, and that a valid file gets an answer or an infeasibility (exit 0 or 1)."""
+    path = work / f"{command}.toml"
+    path.write_text(toml(doc))
+    code, out, err = run(capsys, command, str(path), "--json", *options)
+    data = check(code, out, err)
+    if valid:
+        assert code in (0, 1), err
+    return code, data
+
+
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CCOPT_OFFLINE", "1")
@@ -78,12 +91,7 @@ def _plan_meets(plan: dict[str, Any], c: dict[str, Any]) -> None:
 @given(case=train_job())
 def test_fuzz_plan(work: Path, capsys: pytest.CaptureFixture[str], case: Any) -> None:
     doc, valid = case
-    job = work / "job.toml"
-    job.write_text(toml(doc))
-    code, out, err = run(capsys, "plan", str(job), "--json", "--alternatives", "0")
-    data = check(code, out, err)
-    if valid:
-        assert code in (0, 1), err
+    code, data = _run_file(work, capsys, doc, valid, "plan", "--alternatives", "0")
     if code == 0:
         for plan in [data["plan"], *data["alternatives"]]:
             _plan_meets(plan, doc["constraints"])
@@ -93,12 +101,7 @@ def test_fuzz_plan(work: Path, capsys: pytest.CaptureFixture[str], case: Any) ->
 @given(case=serve_job())
 def test_fuzz_serve(work: Path, capsys: pytest.CaptureFixture[str], case: Any) -> None:
     doc, valid = case
-    job = work / "serve.toml"
-    job.write_text(toml(doc))
-    code, out, err = run(capsys, "serve", str(job), "--json", "--time-limit", "2")
-    data = check(code, out, err)
-    if valid:
-        assert code in (0, 1), err
+    code, data = _run_file(work, capsys, doc, valid, "serve", "--time-limit", "2")
     if code == 0:
         c, plan = doc["constraints"], data["plan"]
         assert plan["ttft_s"] <= c["ttft_s"] * (1 + TOL) and plan["tpot_ms"] <= c["tpot_ms"] * (1 + TOL)
@@ -112,12 +115,7 @@ def test_fuzz_serve(work: Path, capsys: pytest.CaptureFixture[str], case: Any) -
 @given(case=batch_file())
 def test_fuzz_batch(work: Path, capsys: pytest.CaptureFixture[str], case: Any) -> None:
     doc, valid = case
-    path = work / "batch.toml"
-    path.write_text(toml(doc))
-    code, out, err = run(capsys, "batch", str(path), "--json", "--time-limit", "2")
-    data = check(code, out, err)
-    if valid:
-        assert code in (0, 1), err
+    code, data = _run_file(work, capsys, doc, valid, "batch", "--time-limit", "2")
     if code == 0:
         horizon_h = doc["capacity"]["horizon_days"] * 24
         by_name = {j["name"]: j for j in doc["job"]}
