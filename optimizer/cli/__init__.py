@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 import typer
 from typer import _click as click
@@ -75,10 +76,46 @@ def _command() -> Any:
     return typer.main.get_command(app)
 
 
+class _ReaderMayLeave:
+    """stdout that outlives its reader: when the reader closes the pipe early (`ccopt plan … |
+    head -1`), the rest of the output is dropped quietly and the command still exits with its
+    answer's code (0 or 1), not click's 1 for a broken pipe (which would read as "infeasible")."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.reader_left = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_left:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop_the_rest()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_left:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop_the_rest()
+
+    def _drop_the_rest(self) -> None:
+        self.reader_left = True
+        devnull = os.open(os.devnull, os.O_WRONLY)  # the interpreter's final flush goes there
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the real stream's
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: our errors exit 1/2 with one line (common.user_errors);
     anything else is a bug, reported in one line with exit code 3 (`--debug`: traceback)."""
     args = sys.argv[1:] if argv is None else argv
+    if not isinstance(sys.stdout, _ReaderMayLeave) and hasattr(sys.stdout, "fileno"):
+        sys.stdout = _ReaderMayLeave(sys.stdout)  # type: ignore[assignment]
     try:  # not standalone: usage errors come back here, to be told in one line
         code = _command().main(args=args, prog_name="ccopt", standalone_mode=False)
     except click.exceptions.ClickException as exc:  # a bad flag or argument: exit 2, one line

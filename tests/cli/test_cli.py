@@ -194,6 +194,23 @@ def test_module_entry_point_subprocess() -> None:
     assert "Traceback" not in bad.stderr
 
 
+@pytest.mark.parametrize("args, code", [
+    (["plan", "examples/llama7b_10days.toml"], 0),
+    (["plan", "examples/infeasible_70b_week.toml", "--json"], 1),
+    (["prices", "--json"], 0),
+])
+def test_a_reader_that_leaves_early_keeps_the_answers_exit_code(args, code) -> None:
+    """`ccopt plan … | head -1`: the reader closes the pipe before the answer is written; the
+    exit code is still the answer's (click alone exits 1 on a broken pipe: "infeasible")."""
+    proc = subprocess.Popen([sys.executable, "-m", "optimizer", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first byte (imports take ~1 s)
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == code, stderr
+    assert "Traceback" not in stderr and "Broken pipe" not in stderr
+
+
 def test_plan_plot_writes_png(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "front.png"
