@@ -178,8 +178,6 @@ def render_batch(data: dict[str, Any]) -> None:
                 f"{n} {unit if n != 1 else _SINGULAR.get(unit, unit)}"
             gantt.add_row(j["name"], use, _bar(j["start_hour"], j["end_hour"], horizon))
         c.print(gantt)
-    for note in data.get("notes", []):
-        c.print(f"[dim]note: {note}[/dim]")
 
 
 def _days(hours: float | None) -> str:

@@ -107,7 +107,12 @@ def render_plan(data: dict[str, Any]) -> None:
     for line in data_lines(p, data):
         c.print(f"  {line}")
     if data.get("binding_constraint") == "deadline":
-        c.print("  why this plan: the deadline binds (a cheaper, slower plan would finish late)")
+        late = data.get("cheaper_if_later")
+        slower = ("a cheaper, slower plan would finish late" if not late else
+                  f"{late['gpus']}× {late['gpu']} ({late['provider']} {late['instance']}, "
+                  f"{late['pricing']}) would cost {money(late['cost_usd'])} but needs "
+                  f"{late['days']:.1f} days")
+        c.print(f"  why this plan: the deadline binds ({slower})")
     for warning in p.get("warnings", []):
         c.print(f"  [yellow]check:[/yellow] {warning}")
     rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(data["alternatives"])]

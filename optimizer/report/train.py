@@ -148,10 +148,12 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
                          for a in result.alternatives] if best else [],
         "explanation": explanation_of(result.explanation, result.binding,
                                       [dict(f) for f in result.fixes]),
-        "binding_constraint": result.binding if best else None,
+        "binding_constraint": result.binding,
         "solver": solver_block(result.solver, str(result.status)),
         "notes": list(result.notes),
     }
+    if result.cheaper_if_later is not None:
+        out["cheaper_if_later"] = plan_dict(result.cheaper_if_later, job)
     if result.pareto:
         out["pareto"] = [plan_dict(c, job) for c in result.pareto]
     if result.catalog is not None:

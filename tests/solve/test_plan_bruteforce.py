@@ -238,3 +238,25 @@ def test_allowing_an_extra_option_never_raises_cost(job, offerings, option) -> N
     if one.plan is None:
         return
     assert both.plan is not None and both.plan.cost_usd <= one.plan.cost_usd + 0.01
+
+
+@settings(max_examples=120, deadline=None)
+@given(jobs_strategy(), offerings_strategy())
+def test_the_deadline_binds_exactly_when_a_cheaper_late_plan_exists(job, offerings) -> None:
+    """`binding_constraint = "deadline"` iff exhaustive search without the deadline finds a
+    cheaper plan; `cheaper_if_later` is that plan (late, and as cheap as the brute force)."""
+    result = _plan(job, offerings)
+    if result.plan is None:
+        return
+    free = brute_force(_with(job, deadline_hours=None), offerings)
+    assert free is not None  # the plan itself is feasible without the deadline
+    plan_usd = result.plan.cost_usd
+    if free[0] < plan_usd - 0.01:  # one cent: the solver's unit
+        assert result.binding == "deadline"
+    if result.binding == "deadline":
+        late = result.cheaper_if_later
+        assert late is not None and late.cost_usd < plan_usd
+        assert late.hours > job.constraints.deadline_h
+        assert abs(late.cost_usd - free[0]) <= 0.01
+    else:
+        assert result.binding == "none" and result.cheaper_if_later is None

@@ -214,7 +214,10 @@ class PlanOutput(Contract):
     alternatives: list[AlternativeOut] = Field(description="next-best distinct plans")
     explanation: ExplanationOut | None = Field(description="why infeasible (null otherwise)")
     binding_constraint: str | None = Field(default=None, description="feasible: what the plan "
-                                           "is pressed against (deadline | budget | none)")
+                                           "is pressed against (deadline | none); infeasible: "
+                                           "what binds, as explanation.binding_constraint")
+    cheaper_if_later: PlanOut | None = Field(default=None, description="binding deadline: the "
+                                             "cheapest plan that finishes after the deadline")
     solver: SolverOut
     pareto: list[PlanOut] | None = Field(default=None, description="--pareto: cost vs time")
     rejected: list[RejectedOut] = Field(default_factory=list)

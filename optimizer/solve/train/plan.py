@@ -17,7 +17,7 @@ from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
-from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
+from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings, prepare_job
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import SECONDS_PER_HOUR
@@ -39,6 +39,7 @@ class PlanResult:
     notes: tuple[str, ...] = ()
     catalog: dict[str, Any] | None = None
     tp_avoided: dict[str, Any] | None = None  # pcie_note.tp_avoided of the plan
+    cheaper_if_later: Candidate | None = None  # binding "deadline": the cheaper, slower plan
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
@@ -46,13 +47,28 @@ def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob)
                       prepared=prep, binding=diagnosis.binding, fixes=diagnosis.fixes)
 
 
-def binding_of(plan: Candidate, cands: Sequence[Candidate], budget_usd: float | None) -> str:
-    """"deadline" when a cheaper candidate (within budget) exists, so only the deadline keeps
-    it out; "none" when the plan is the cheapest at any speed. A budget never binds a feasible
-    optimum (minimising cost under cost ≤ B gives the unconstrained minimum)."""
-    cheaper = any(c.cost_usd < plan.cost_usd - 0.005 and (budget_usd is None or c.cost_usd <= budget_usd)
-                  for c in cands)
-    return "deadline" if cheaper else "none"
+def cheaper_than(plan: Candidate, cands: Sequence[Candidate],
+                 budget_usd: float | None) -> Candidate | None:
+    """The cheapest candidate (within budget) that costs less than `plan`, if any (ties: the
+    faster, then fewer GPUs)."""
+    cheaper = [c for c in cands if c.cost_usd < plan.cost_usd - 0.005
+               and (budget_usd is None or c.cost_usd <= budget_usd)]
+    return min(cheaper, key=lambda c: (c.cost_usd, c.hours, c.gpus, candidate_key(c)),
+               default=None)
+
+
+def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:
+    """The cheapest plan the deadline rules out, or None when the plan is the cheapest at any
+    speed. The candidate table skips instance counts that cannot meet the deadline, so the
+    check enumerates again without that pruning (a deadline-free table, ~0.1 s)."""
+    cands = prep.table.candidates
+    found = cheaper_than(plan, cands, prep.budget_usd)
+    if found is not None or prep.deadline_h is None:
+        return found
+    free = prepare_from_offerings(prep.job, prep.model, prep.offerings, prep.assumptions,
+                                  prune=False)
+    late = [c for c in free.table.candidates if c.hours > prep.deadline_h]
+    return cheaper_than(plan, late, prep.budget_usd)
 
 
 def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None, *,
@@ -73,8 +89,9 @@ def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path
     _check(prep, best)
     avoided = tp_avoided(best, prep.model, best.setup or prep.job.workload.setup(),
                          prep.assumptions)
+    later = cheaper_if_later(prep, best)
     out = PlanResult(Status(result.status), best, solver=solver_info, prepared=prep,
-                     binding=binding_of(best, cands, prep.budget_usd),
+                     binding="deadline" if later is not None else "none", cheaper_if_later=later,
                      notes=tuple(network_notes(best) + flag_notes([best.offering])
                                  + ([tp_avoided_text(avoided)] if avoided else [])),
                      tp_avoided=avoided)
