@@ -45,7 +45,7 @@ CAPACITY: dict[str, Any] = {
     "quota": [{"provider": "lambda", "gpu": "H100-80GB", "max_gpus": 16},
               {"provider": "lambda", "gpu": "A100-80GB", "max_gpus": 16},
               {"provider": "aws", "gpu": "H100-80GB", "max_gpus": 8}],
-    "owned": [{"gpu": "RTX4090", "boxes": 2, "gpus_per_box": 8}],
+    "owned": [{"gpu": "RTX4090", "num_boxes": 2, "gpus_per_box": 8}],
     "reservation": [{"provider": "aws", "instance": "p5.48xlarge", "pricing": "reserved_1y",
                      "max_instances": 1, "bill": "horizon"}],
 }
@@ -72,7 +72,7 @@ def generate_batch(n: int, seed: int = 7, boxes: int = 2) -> dict[str, Any]:
         if rng.random() < 0.1:
             job.update(droppable=True, value_usd=float(rng.randrange(300, 3001, 100)))
         jobs.append(job)
-    capacity = dict(CAPACITY, owned=[dict(CAPACITY["owned"][0], boxes=boxes)])
+    capacity = dict(CAPACITY, owned=[dict(CAPACITY["owned"][0], num_boxes=boxes)])
     return {"name": f"generated-{n}", "capacity": capacity,
             "defaults": {"workload": {"seq_len": 2048, "global_batch": 64},
                          "constraints": {"gpu_types": ["H100-80GB", "A100-80GB", "RTX4090"]}},

@@ -64,8 +64,29 @@ def rows(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str, 
     return out
 
 
+def old_names() -> str:
+    """The old spellings that still load (optimizer.inputs.aliases.JOB_FIELD_ALIASES)."""
+    from optimizer.inputs.aliases import HARDWARE_TABLES, JOB_FIELD_ALIASES
+
+    lines = ["| job file | old name | current name |", "|---|---|---|"]
+    for table, names in JOB_FIELD_ALIASES.items():
+        if table == "hardware":  # the entries' own table; listed under their full paths
+            continue
+        kind = "serving" if table.startswith("serve.") else "batch" if \
+            table.startswith("capacity.") else "training, serving" if table in HARDWARE_TABLES \
+            else "training"
+        shown = table.removeprefix("serve.")
+        lines += [f"| {kind} | `{shown}.{old}` | `{shown}.{new}` |" for old, new in names.items()
+                  if table not in HARDWARE_TABLES  # owned boxes count num_boxes, a buy max_gpus
+                  or (new == "max_gpus") == table.endswith(".buy")]
+    return "\n".join(lines)
+
+
 def markdown(kind: str) -> str:
-    """The field table of one job-file kind (job, serve-job, batch-job)."""
+    """The field table of one job-file kind (job, serve-job, batch-job), or `aliases`: the old
+    spellings that still load."""
+    if kind == "aliases":
+        return old_names()
     lines = ["| field | type | default | meaning |", "|---|---|---|---|"]
     lines += [f"| `{p}` | {t} | {d} | {m} |" for p, t, d, m in rows(INPUTS[kind])]
     return "\n".join(lines)

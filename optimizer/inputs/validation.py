@@ -126,6 +126,8 @@ def format_validation_error(exc: ValidationError, prefix: str = "",
             return f"{field}: {_toml(value)} is not allowed; allowed: {allowed}"
     elif err["type"] == "too_short":
         msg, shown = "must list at least one value", ""
+    elif " is not allowed; allowed: " in msg:
+        shown = ""  # the message already states the value
     return f"{field or 'job'}: {msg}{shown}"
 
 

@@ -116,7 +116,7 @@ def _gpu_in_instance(gpu: GpuSpec, row: OfferingRow) -> GpuSpec:
 
 def box_spec(entry: HardwareEntry) -> HardwareSpec:
     """The box of a `[[hardware.*]]` entry: the default box of its GPU with the entry's overrides."""
-    return hardware_from_overrides(entry.gpu, **dict(entry.model_extra or {}))
+    return hardware_from_overrides(entry.gpu, **entry.overrides())
 
 
 def box_offering(kind: str, spec: HardwareSpec, gpu: GpuSpec, *, boxes: int, index: int = 0,
@@ -141,7 +141,8 @@ def box_offering(kind: str, spec: HardwareSpec, gpu: GpuSpec, *, boxes: int, ind
 
 def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry],
                        gpus: Iterable[str] | None = None) -> list[Offering]:
-    """Owned boxes (`boxes`, default 1) and boxes to buy (`max_count` GPUs, default one box),
+    """Owned boxes (`num_boxes`, default max_boxes or 1) and boxes to buy (`max_gpus` GPUs in
+    whole boxes, default max_boxes or one box),
     keeping only the GPU types in `gpus` when given."""
     catalog = load_gpus()
     allowed = {resolve_gpu_id(g, "constraints.gpu_types") for g in gpus} if gpus else None
@@ -153,9 +154,9 @@ def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEnt
             if allowed is not None and gpu.gpu_id not in allowed:
                 continue
             if kind == "owned":
-                boxes = entry.boxes or spec.max_boxes or 1
+                boxes = entry.num_boxes or spec.max_boxes or 1
             else:
-                boxes = (entry.max_count // spec.gpus_per_box) if entry.max_count else \
+                boxes = (entry.max_gpus // spec.gpus_per_box) if entry.max_gpus else \
                     (spec.max_boxes or 1)
             if boxes >= 1:
                 out.append(box_offering(kind, spec, gpu, boxes=boxes, index=i,

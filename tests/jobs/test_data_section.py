@@ -72,8 +72,9 @@ def test_bad_host_figures_of_a_box_name_the_field(tmp_path, field: str, value: f
     path = tmp_path / "job.toml"
     path.write_text(JOB.format(data="dataset_gb = 10").replace(
         "deadline_days = 5", "deadline_days = 5\ncloud = false")
-        + f"[[hardware.owned]]\ngpu = \"RTX4090\"\nboxes = 1\n{field} = {value}\n")
+        + f"[[hardware.owned]]\ngpu = \"RTX4090\"\nnum_boxes = 1\n{field} = {value}\n")
     result = runner.invoke(app, ["plan", str(path)])
     assert result.exit_code == 2
     assert len(result.stderr.strip().splitlines()) == 1
-    assert f"hardware.{field}" in result.stderr
+    # the file and the entry's path, as every job-file error names them
+    assert f"job.toml: hardware.owned[0].{field}: {value} is not allowed" in result.stderr

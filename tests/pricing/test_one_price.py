@@ -61,11 +61,11 @@ def test_batch_planner_charges_the_same_as_the_single_job_planner(lambda_row) ->
 
 
 def test_owned_box_costs_power_per_busy_hour_in_train_and_batch() -> None:
-    box = {"hardware": {"owned": [{"gpu": "RTX4090", "boxes": 1}]}}
+    box = {"hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 1}]}}
     single = api.plan_result({**_train_job(**OWNED), **box}, offline=True).plan
     assert single.cost_usd == pytest.approx(BOX_POWER_USD_PER_HOUR * single.hours, rel=1e-9)
     batch = {"name": "b", "capacity": {"horizon_days": 14,
-                                       "owned": [{"gpu": "RTX4090", "boxes": 1}]},
+                                       "owned": [{"gpu": "RTX4090", "num_boxes": 1}]},
              "job": [{"name": "ft", **TRAIN, "constraints": {"deadline_days": 10, "cloud": False}}]}
     cand = api.batch(batch, offline=True).jobs[0].row.candidate
     assert cand.hours == pytest.approx(single.hours, rel=1e-12)
@@ -95,6 +95,6 @@ def test_serving_planner_charges_the_same_hourly_rate(lambda_row) -> None:
 
 def test_serving_an_owned_box_costs_its_power() -> None:
     job = ServeJob.model_validate({**_serve_job(cloud=False).model_dump(exclude_none=True),
-                                   "hardware": {"owned": [{"gpu": "RTX4090", "boxes": 1}]}})
+                                   "hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 1}]}})
     (dep,) = plan_serving(job, None).deployments
     assert dep.usd_per_hour == pytest.approx(BOX_POWER_USD_PER_HOUR * dep.instances, rel=1e-9)

@@ -130,7 +130,8 @@ def serve_job(draw: Any) -> tuple[dict[str, Any], bool]:
     broken = _maybe_break(draw, doc, [("workload", "requests_per_s"), ("workload", "think_time_s"),
                                       ("workload", "prompt_tokens"), ("workload", "hours_per_day"),
                                       ("constraints", "ttft_s"), ("constraints", "tpot_ms"),
-                                      ("constraints", "redundancy"), ("constraints", "headroom"),
+                                      ("constraints", "redundancy"),
+                                      ("constraints", "min_capacity_headroom_fraction"),
                                       ("constraints", "max_replicas")])
     return doc, not broken
 
@@ -152,7 +153,7 @@ def batch_file(draw: Any) -> tuple[dict[str, Any], bool]:
         jobs.append(job)
     capacity: dict[str, Any] = {"horizon_days": horizon}
     if draw(st.booleans()):
-        capacity["owned"] = [{"gpu": "RTX4090", "boxes": draw(number(1, 3, integer=True))}]
+        capacity["owned"] = [{"gpu": "RTX4090", "num_boxes": draw(number(1, 3, integer=True))}]
     doc = {"name": "fuzz", "capacity": capacity, "job": jobs}
     broken = _maybe_break(draw, doc, [("capacity", "horizon_days"), ("capacity", "quota_only"),
                                       ("name",), ("capacity", "horizon_hours")])

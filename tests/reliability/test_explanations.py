@@ -112,7 +112,7 @@ def test_quota_is_blamed(ccopt, tmp_path) -> None:
 
 
 def test_owned_capacity_is_in_the_conflict(ccopt, tmp_path) -> None:
-    owned = '[[capacity.owned]]\ngpu = "RTX4090"\nboxes = 1\ngpus_per_box = 1'
+    owned = '[[capacity.owned]]\ngpu = "RTX4090"\nnum_boxes = 1\ngpus_per_box = 1'
     jobs = "".join(BATCH_JOB.format(name=n, kind="qlora", tokens="3e8", deadline=2, gpu="RTX4090")
                    for n in "ab")
     expl = _batch(ccopt, tmp_path, BATCH.format(horizon=3, capacity=owned) + jobs)

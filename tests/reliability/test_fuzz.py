@@ -101,7 +101,7 @@ def test_fuzz_plan(work: Path, capsys: pytest.CaptureFixture[str], case: Any) ->
 @given(case=serve_job())
 def test_fuzz_serve(work: Path, capsys: pytest.CaptureFixture[str], case: Any) -> None:
     doc, valid = case
-    code, data = _run_file(work, capsys, doc, valid, "serve", "--time-limit", "2")
+    code, data = _run_file(work, capsys, doc, valid, "serve", "--time-limit-s", "2")
     if code == 0:
         c, plan = doc["constraints"], data["plan"]
         assert plan["ttft_s"] <= c["ttft_s"] * (1 + TOL) and plan["tpot_ms"] <= c["tpot_ms"] * (1 + TOL)
@@ -115,7 +115,7 @@ def test_fuzz_serve(work: Path, capsys: pytest.CaptureFixture[str], case: Any) -
 @given(case=batch_file())
 def test_fuzz_batch(work: Path, capsys: pytest.CaptureFixture[str], case: Any) -> None:
     doc, valid = case
-    code, data = _run_file(work, capsys, doc, valid, "batch", "--time-limit", "2")
+    code, data = _run_file(work, capsys, doc, valid, "batch", "--time-limit-s", "2")
     if code == 0:
         horizon_h = doc["capacity"]["horizon_days"] * 24
         by_name = {j["name"]: j for j in doc["job"]}
@@ -146,15 +146,15 @@ def test_fuzz_options(work: Path, capsys: pytest.CaptureFixture[str], command: s
         which = "--tokens-per-s" if flag < "--m" else "--step-time-s"
         args = ["calibrate", "--model", "llama-3-8b", "--gpu", "l4", which, value, "--json"]
     elif command == "refresh":  # a closed port: valid arguments fail fast with exit 2 (unusable price source)
-        which = {"--tp": "--retries", "--pp": "--deadline"}.get(flag, "--timeout")
+        which = {"--tp": "--retries", "--pp": "--deadline-s"}.get(flag, "--timeout-s")
         args = ["prices", "refresh", "--url", "http://127.0.0.1:9/p.csv", "--retries", "0",
-                "--deadline", "0.3", which, value]  # retries back off past the deadline: fast
+                "--deadline-s", "0.3", which, value]  # retries back off past the deadline: fast
     else:
         job = work / "job.toml"
         job.write_text('[model]\nlayers = 2\nhidden = 256\nheads = 4\nffn = 1024\nvocab = 1000\n'
                        '[workload]\ntokens = 1e7\nseq_len = 256\nglobal_batch = 8\n'
                        '[constraints]\ngpu_types = ["L4"]\n')
-        which = "--alternatives" if flag < "--m" else "--time-limit"
+        which = "--alternatives" if flag < "--m" else "--time-limit-s"
         args = ["plan", str(job), which, value, "--json"]
     (work / "calibration.json").unlink(missing_ok=True)  # the fixture outlives one example
     code, out, err = run(capsys, *args)

@@ -122,10 +122,10 @@ def test_job_path_that_is_a_directory(ccopt, tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("args", "phrase"), [
-    (["prices", "refresh", "--timeout", "0"], "--timeout: 0.0 is not allowed; allowed: a number > 0"),
-    (["prices", "refresh", "--timeout", "-1"], "--timeout: -1.0 is not allowed"),
-    (["prices", "refresh", "--timeout", "nan"], "--timeout: nan is not allowed"),
-    (["prices", "refresh", "--deadline", "inf"], "--deadline: inf is not allowed"),
+    (["prices", "refresh", "--timeout-s", "0"], "--timeout-s: 0.0 is not allowed; allowed: a number > 0"),
+    (["prices", "refresh", "--timeout-s", "-1"], "--timeout-s: -1.0 is not allowed"),
+    (["prices", "refresh", "--timeout-s", "nan"], "--timeout-s: nan is not allowed"),
+    (["prices", "refresh", "--deadline-s", "inf"], "--deadline-s: inf is not allowed"),
     (["prices", "refresh", "--retries", "-1"], "--retries: -1 is not allowed; allowed: an integer ≥ 0"),
     (["estimate", "--model", "llama-3-8b", "--gpu", "h100", "--num-gpus", "16",
       "--inter-node-gbps", "nan", "--json"], "--inter-node-gbps: nan is not allowed"),

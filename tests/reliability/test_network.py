@@ -72,7 +72,7 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
 def test_trickling_server_ends_within_the_deadline(ccopt, cache, trickling_url) -> None:
     before = _snapshot(cache)
     start = time.monotonic()
-    run = ccopt("prices", "refresh", "--url", trickling_url, "--timeout", "5", "--deadline", "2",
+    run = ccopt("prices", "refresh", "--url", trickling_url, "--timeout-s", "5", "--deadline-s", "2",
                 "--retries", "0")
     elapsed = time.monotonic() - start
     assert run.code == 2, run.err

@@ -26,7 +26,7 @@ gpu = "H100"
 max_gpus = 8
 [[capacity.owned]]
 gpu = "RTX4090"
-boxes = 1
+num_boxes = 1
 gpus_per_box = 8
 [defaults.workload]
 seq_len = 2048
@@ -102,8 +102,8 @@ def test_bad_batch_file_exits_2_with_one_line(tmp_path: Path, body: str, phrase:
 def test_missing_file_and_bad_flag_exit_2(tmp_path: Path) -> None:
     result = runner.invoke(app, ["batch", str(tmp_path / "nope.toml")])
     assert result.exit_code == 2 and "not found" in result.stderr
-    result = runner.invoke(app, ["batch", str(EXAMPLE), "--time-limit", "0"])
-    assert result.exit_code == 2 and "--time-limit" in result.stderr
+    result = runner.invoke(app, ["batch", str(EXAMPLE), "--time-limit-s", "0"])
+    assert result.exit_code == 2 and "--time-limit-s" in result.stderr
 
 
 def test_infeasible_batch_exits_1_and_names_the_fix(tmp_path: Path) -> None:
@@ -143,12 +143,12 @@ def test_defaults_merge_and_job_overrides() -> None:
 def test_example_file_loads() -> None:
     batch, base = load_batch(EXAMPLE)
     assert len(batch.job) == 12 and base == EXAMPLE.parent
-    assert batch.capacity.quota[0].max_gpus == 16 and batch.capacity.owned[0].boxes == 1
+    assert batch.capacity.quota[0].max_gpus == 16 and batch.capacity.owned[0].num_boxes == 1
     with pytest.raises(ConfigError, match="owned"):
         batch_from_dict({"capacity": {"horizon_days": 1},
                          "job": [{"model": {"preset": "gpt2"},
                                   "workload": {"tokens": 1e6, "global_batch": 8},
-                                  "hardware": {"owned": [{"gpu": "RTX4090", "boxes": 1}]}}]})
+                                  "hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 1}]}}]})
 
 
 def test_a_cloud_placement_names_the_jobs_that_kept_the_box_busy(tmp_path) -> None:

@@ -34,7 +34,7 @@ def _job(ram_gib: float, zero: tuple[int, ...]) -> Job:
         "workload": {"kind": "finetune", "tokens": 5e7, "seq_len": 1024, "global_batch": 32,
                      "offload_optimizer": True},
         "constraints": {"cloud": False, "deadline_days": 60, "zero_stages": list(zero)},
-        "hardware": {"owned": [{"gpu": "RTX4090", "boxes": 2, "ram_gib": ram_gib,
+        "hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 2, "ram_gib": ram_gib,
                                 "vcpus": 64}]}})
 
 

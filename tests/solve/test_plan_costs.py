@@ -18,7 +18,7 @@ def _job(**hardware) -> Job:
 
 
 def test_owned_box_costs_only_power() -> None:
-    result = plan_job(_job(owned=[{"gpu": "RTX4090", "boxes": 1}]))
+    result = plan_job(_job(owned=[{"gpu": "RTX4090", "num_boxes": 1}]))
     plan = result.plan
     # default box (pricing_data/hardware.csv): (8 × 450 W + 500 W) × PUE 1.0 × $0.15/kWh
     # = 4.1 kW × 0.15 = $0.615 per busy hour
@@ -28,7 +28,7 @@ def test_owned_box_costs_only_power() -> None:
 
 
 def test_bought_box_upfront_charges_net_purchase_plus_power() -> None:
-    result = plan_job(_job(buy=[{"gpu": "RTX4090", "max_count": 8, "accounting": "upfront"}]))
+    result = plan_job(_job(buy=[{"gpu": "RTX4090", "max_gpus": 8, "accounting": "upfront"}]))
     plan = result.plan
     # (8 × $1,650 + $6,000 host) × (1 − 25% resale) = $14,400, plus power while running
     assert plan.capital_usd == pytest.approx(14400.0)
@@ -36,7 +36,7 @@ def test_bought_box_upfront_charges_net_purchase_plus_power() -> None:
 
 
 def test_bought_box_amortised_charges_capital_per_hour() -> None:
-    result = plan_job(_job(buy=[{"gpu": "RTX4090", "max_count": 8}]))  # default: amortised
+    result = plan_job(_job(buy=[{"gpu": "RTX4090", "max_gpus": 8}]))  # default: amortised
     plan = result.plan
     # $14,400 over 36 months × 730 h = $0.5479 per hour, plus $0.615 power
     assert plan.cost_usd == pytest.approx((14400 / (36 * 730) + 0.615) * plan.hours, rel=1e-9)

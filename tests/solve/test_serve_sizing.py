@@ -91,7 +91,8 @@ def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(rows):
                                            job.constraints, offerings, PerfAssumptions())
     small = [o for o in options if o.offering.gpu.memory_gib <= 80]
     assert small and all(o.tp >= 2 for o in small)
-    assert any("H100-80GB TP1" in r and "GPU has 80" in r for r in rejected)
+    assert any(r.startswith("H100-80GB ×") and " TP1 (" in r and "GPU has 80" in r
+               for r in rejected)
     # the plan restricted to 80 GB GPUs uses TP ≥ 2 in every deployment
     data = _job("llama-2-70b", requests_per_s=2.0)
     data["constraints"] = {"gpu_types": ["H100-80GB", "A100-80GB"]}
@@ -117,7 +118,7 @@ def test_bought_box_cost_per_served_hour():
     # = 14400 / 26280 = $0.5479/h for every hour of the day
     job = serve_job_from_dict({**_job("llama-3-8b", hours_per_day=10),
                                "constraints": {"cloud": False},
-                               "hardware": {"buy": [{"gpu": "RTX4090", "max_count": 16}]}})
+                               "hardware": {"buy": [{"gpu": "RTX4090", "max_gpus": 16}]}})
     [off] = serve_offerings(None, job.constraints, job.hardware.owned, job.hardware.buy)
     running, fixed = hourly_usd(off)
     assert off.max_instances == 2 and off.gpus_per_instance == 8

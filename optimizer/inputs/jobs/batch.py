@@ -12,7 +12,7 @@ they share over a planning horizon::
     max_gpus = 16
     [[capacity.owned]]             # boxes we already have (HardwareSpec fields override)
     gpu = "RTX4090"
-    boxes = 1
+    num_boxes = 1
     gpus_per_box = 8
     [[capacity.reservation]]       # the solver picks how many instances to reserve (0..max)
     provider = "aws"
@@ -42,7 +42,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
-from optimizer.inputs.jobs.common import MAX_DAYS, MAX_USD, StrictModel
+from optimizer.inputs.jobs.common import MAX_DAYS, MAX_USD, StrictModel, entries_old_names
 from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
 from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
@@ -85,9 +85,10 @@ class Quota(StrictModel):
     """`[[capacity.quota]]`: at most `max_gpus` GPUs of `gpu` rented at once from `provider`
     (in `region` if given). Applies to on-demand and spot rows, not to sized reservations."""
 
-    provider: str = Field(description="provider of the quota")
-    gpu: str
-    max_gpus: int = Field(ge=0, le=10**6)
+    provider: str = Field(description="provider of the quota (aws, gcp, lambda, ...)")
+    gpu: str = Field(description="GPU type the quota is for (id or alias, `ccopt gpus`)")
+    max_gpus: int = Field(ge=0, le=10**6, description="at most this many GPUs of `gpu` rented "
+                          "from `provider` at the same time (on-demand and spot, all jobs together)")
     region: str | None = Field(default=None,
                                description="region the quota applies to (default: every region)")
 
@@ -101,14 +102,22 @@ class Reservation(StrictModel):
     assumed to be used by other work — a user choice, stated in the output).
     """
 
-    provider: str
-    instance: str | None = Field(default=None, description="instance type to reserve (a catalog row)")
-    gpu: str | None = None
-    region: str | None = None
-    pricing: Literal["reserved_1y", "reserved_3y"] = "reserved_1y"
-    max_instances: int = Field(gt=0, le=10**5)
-    bill: Literal["term", "horizon"] = Field(default="term",
-                                             description="how the reservation's term is billed")
+    provider: str = Field(description="provider to reserve at (aws, gcp, azure, ...)")
+    instance: str | None = Field(default=None, description="instance type to reserve (a catalog "
+                                 "row; or gpu)")
+    gpu: str | None = Field(default=None, description="GPU type to reserve: any instance of it at "
+                            "the provider (or instance)")
+    region: str | None = Field(default=None, description="region of the reservation (default: "
+                               "any region of the catalog)")
+    pricing: Literal["reserved_1y", "reserved_3y"] = Field(
+        default="reserved_1y", description="term of the reservation: reserved_1y | reserved_3y "
+        "(its catalog price)")
+    max_instances: int = Field(gt=0, le=10**5, description="at most this many instances reserved; "
+                               "the solver picks how many (0 to max_instances)")
+    bill: Literal["term", "horizon"] = Field(
+        default="term", description="term: the commitment of the whole term (1 or 3 years) is "
+        "charged to the batch | horizon: only the planning horizon's share is charged (the rest "
+        "of the term assumed used by other work)")
 
     @model_validator(mode="after")
     def _check(self) -> Reservation:
@@ -126,19 +135,27 @@ class Capacity(StrictModel):
                                         description="planning horizon, hours")
     quota_only: bool = Field(
         default=False, description="rent only (provider, GPU) pairs that have a quota")
-    quota: tuple[Quota, ...] = ()
-    owned: tuple[HardwareEntry, ...] = ()
-    reservation: tuple[Reservation, ...] = ()
+    quota: tuple[Quota, ...] = Field(default=(), description="`[[capacity.quota]]`: max GPUs "
+                                     "of a type rented at once from a provider")
+    owned: tuple[HardwareEntry, ...] = Field(default=(), description="`[[capacity.owned]]`: "
+                                             "boxes we have, shared by all jobs")
+    reservation: tuple[Reservation, ...] = Field(default=(), description="`[[capacity.reservation]]"
+                                                 "`: reserved instances the solver may size")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return entries_old_names(data, {"owned": "capacity.owned"})
 
     @model_validator(mode="after")
     def _check(self) -> Capacity:
         if (self.horizon_days is None) == (self.horizon_hours is None):
             raise ValueError("give exactly one of horizon_days or horizon_hours")
         for i, entry in enumerate(self.owned):
-            if entry.boxes is None:
-                raise ValueError(f"owned[{i}] ({entry.gpu}): give boxes (how many we have)")
-            if entry.max_count is not None:
-                raise ValueError(f"owned[{i}]: max_count is for [[hardware.buy]]; use boxes")
+            if entry.num_boxes is None:
+                raise ValueError(f"owned[{i}] ({entry.gpu}): give num_boxes (how many we have)")
+            if entry.max_gpus is not None:
+                raise ValueError(f"owned[{i}]: max_gpus is for [[hardware.buy]]; use num_boxes")
         return self
 
     @property
@@ -151,9 +168,13 @@ class Capacity(StrictModel):
 class BatchFile(StrictModel):
     """A validated batch: capacity and jobs (defaults already merged into each job)."""
 
-    name: str = "batch"
-    capacity: Capacity
-    job: tuple[BatchJob, ...] = Field(min_length=1)
+    name: str = Field(default="batch", description="a label for the batch in outputs (default: "
+                      "the file name without .toml)")
+    capacity: Capacity = Field(description="`[capacity]`: the planning horizon and the quotas, "
+                               "owned boxes and reservations the jobs share")
+    job: tuple[BatchJob, ...] = Field(min_length=1, description="`[[job]]`: the jobs, each a "
+                                      "training job (`ccopt plan` fields) plus release, priority "
+                                      "and value; `[defaults]` is merged under each")
 
     @model_validator(mode="after")
     def _check(self) -> BatchFile:

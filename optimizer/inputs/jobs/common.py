@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, fields, replace
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
-from pydantic import ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
+from optimizer.inputs.jobs.hardware import HARDWARE_OVERRIDES, Hardware, HardwareEntry, entries_old_names
+from optimizer.inputs.jobs.limits import MAX_DAYS, MAX_TOKENS, MAX_USD
 from optimizer.inputs.jobs.profile import MeasuredIn, ProfileIn
 from optimizer.inputs.jobs.strict import STRICT, StrictModel
 from optimizer.inputs.models import load_hf_config
@@ -22,16 +25,9 @@ from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
 
 __all__ = ["MAX_TOKENS", "MAX_DAYS", "MAX_USD", "StrictModel", "ModelRef", "STRICT", "HardwareEntry",
-           "Hardware", "Calibration",
+           "HARDWARE_OVERRIDES", "Hardware", "Calibration", "entries_old_names",
            "AssumptionOverrides", "JobFile", "stack_name", "format_validation_error", "coerce_document"]
 
-#: every job-file table: unknown keys rejected, no NaN/inf, no bool or string where a number is
-#: meant (strict), immutable once read
-#: upper ends of the stated ranges (far beyond any real job; they keep hours, cents and CP-SAT's
-#: integers finite): 10^15 tokens (~70× the largest published pretraining run), ten years, $10^10
-MAX_TOKENS = 1e15
-MAX_DAYS = 3650.0
-MAX_USD = 1e10
 
 class ModelRef(StrictModel):
     """`[model]`: a preset, a Hugging Face config.json path, an explicit shape, or a per-sample
@@ -89,27 +85,11 @@ class ModelRef(StrictModel):
         return model
 
 
-class HardwareEntry(StrictModel):
-    """`[[hardware.owned]]` / `[[hardware.buy]]`: boxes we have or may buy; any HardwareSpec
-    field overrides the defaults of pricing_data/hardware.csv."""
-
-    model_config = ConfigDict(**{**STRICT, "extra": "allow"})
-    gpu: str = Field(description="GPU type of the box (pricing_data/hardware.csv defaults for it)")
-    boxes: int | None = Field(default=None, gt=0, le=10_000, description="owned: boxes we have")
-    max_count: int | None = Field(default=None, gt=0, le=100_000, description="buy: max GPUs to buy")
-    inter_node_gbps: float = Field(default=10.0, gt=0, le=100_000, description="network between boxes")
-    charge_capital: bool = Field(default=False, description="owned: also charge amortised capital")
-
-
-class Hardware(StrictModel):
-    owned: tuple[HardwareEntry, ...] = ()
-    buy: tuple[HardwareEntry, ...] = ()
-
-
 class Calibration(StrictModel):
     """`[calibration]`: one measured run that fixes the efficiency of a GPU type."""
 
-    gpu: str
+    gpu: str = Field(description="GPU type of the measured run (id or alias, `ccopt gpus`): the "
+                     "efficiency it fixes applies to this type at the workload's precision")
     tokens_per_s: float | None = Field(default=None, gt=0, le=1e12,
                                        description="measured tokens/s of the whole run (or step_time_s)")
     step_time_s: float | None = Field(default=None, gt=0, le=1e6,
@@ -165,6 +145,7 @@ class _Overrides(StrictModel):
 _BOUNDS: dict[str, dict[str, float]] = {
     "efficiency": {"gt": 0, "le": 1}, "link_efficiency": {"gt": 0, "le": 1},
     "bw_efficiency": {"gt": 0, "le": 1}, "fp8_gemm_factor": {"gt": 0, "le": 1},
+    "host_staged_fraction": {"gt": 0, "le": 1},
     "dp_overlap": {"ge": 0, "le": 1}, "tp_overlap": {"ge": 0, "le": 1},
     "pp_overlap": {"ge": 0, "le": 1}, "cp_overlap": {"ge": 0, "le": 1},
     "fragmentation": {"ge": 0, "lt": 1}, "qlora_dequant_factor": {"ge": 1},
@@ -174,37 +155,158 @@ _BOUNDS: dict[str, dict[str, float]] = {
     "pinned_buffer_gib_per_gpu": {"ge": 0, "le": 1024},
     "loader_worker_ram_gib": {"ge": 0, "le": 1024},
     "checkpoint_every_hours": {"gt": 0, "le": 87600}, "checkpoints_kept": {"ge": 1, "le": 10**6},
+    "checkpoint_write_gb_s_per_instance": {"gt": 0, "le": 1e5},
 }
+
+#: what each overridable constant means, with its unit (optimizer/model/setup.py
+#: PerfAssumptions); a constant missing here has no description (tests/jobs/test_field_docs.py)
+_MEANINGS: dict[str, str] = {
+    "overhead_gib": "device memory outside the allocator (CUDA context, cuBLAS/NCCL), GiB per GPU",
+    "fragmentation": "allocator cache as a share of allocated memory: (reserved − allocated) ÷ "
+                     "allocated",
+    "logits_bytes_per_value": "bytes held per logit at the loss (6 = bf16 logits + an fp32 copy)",
+    "workspace_gib": "allocated temporaries (cuBLAS workspace, communication buckets), GiB per GPU",
+    "zero3_prefetch_layers": "layers ZeRO-3 / FSDP keep gathered ahead (prefetch), layers",
+    "offload_resident_layers": "layers of checkpointed inputs kept on the GPU with activation "
+                               "offloading, layers",
+    "efficiency": "achieved share of the GPU's peak FLOP/s in compute (0..1]; replaces the "
+                  "model's own",
+    "dp_overlap": "share of data-parallel communication hidden behind compute, 0..1",
+    "tp_overlap": "share of tensor-parallel communication hidden behind compute, 0..1",
+    "pp_overlap": "share of pipeline-parallel transfers hidden behind compute, 0..1",
+    "cp_overlap": "share of context-parallel communication hidden behind compute, 0..1",
+    "link_efficiency": "achieved ÷ nominal bandwidth of collectives, (0, 1]",
+    "host_staged_fraction": "share of the PCIe link per direction reached by GPU-to-GPU copies "
+                            "staged through host memory (no peer-to-peer), (0, 1]",
+    "qlora_dequant_factor": "slowdown of the base matmuls by 4-bit dequantisation (QLoRA), "
+                            "a factor ≥ 1",
+    "bw_efficiency": "achieved share of HBM bandwidth in decode (serving), (0, 1]",
+    "small_message_latency_s": "launch latency of one collective, seconds",
+    "moe_expert_half_tokens": "tokens per expert at which a grouped expert GEMM reaches half its "
+                              "dense efficiency, tokens",
+    "cpu_adam_slowdown": "CPU Adam over PCIe (ZeRO-Offload) ÷ on-GPU optimizer update time, "
+                         "a factor",
+    "sample_batch_half": "per-sample models: a micro-batch of b samples takes (1 + h/b) × the "
+                         "per-sample time of a large one; h, samples",
+    "activation_traffic": "per-sample models: HBM bytes moved per saved activation byte in a "
+                          "training step, a factor",
+    "profile_band_same_gpu": "per-sample models: [P10, P90] of measured ÷ predicted step time on "
+                             "the GPU type (and precision) it was measured on; [low, high] with "
+                             "low ≤ 1 ≤ high",
+    "profile_band_same_generation": "per-sample models: [P10, P90] of measured ÷ predicted step "
+                                    "time on another GPU type of the same generation; [low, "
+                                    "high] with low ≤ 1 ≤ high",
+    "profile_band_cross_generation": "per-sample models: [P10, P90] of measured ÷ predicted step "
+                                     "time across GPU generations; [low, high] with low ≤ 1 ≤ "
+                                     "high",
+    "profile_band_unmeasured": "per-sample models: [P10, P90] of measured ÷ predicted step time "
+                               "with no measured point (FLOPs only); [low, high] with low ≤ 1 ≤ "
+                               "high",
+    "fp8_gemm_factor": "fp8 GEMMs reach this share of the bf16 efficiency (at twice the peak), "
+                       "(0, 1]",
+    "eager_score_bytes": "bytes moved per attention-score element (forward + backward) by an "
+                         "eager softmax kernel",
+    "samples_per_s_per_vcpu_image": "samples/s one vCPU decodes and augments for [data] kind = "
+                                    "\"image\"",
+    "samples_per_s_per_vcpu_text": "samples/s one vCPU serves for [data] kind = \"text\" "
+                                   "(pre-tokenized shards)",
+    "loader_reserve_vcpus_per_gpu": "vCPUs each GPU process keeps (not available to loader "
+                                    "workers), vCPUs per GPU",
+    "pinned_buffer_gib_per_gpu": "page-locked host RAM per GPU process, GiB per GPU",
+    "loader_worker_ram_gib": "host RAM per busy data-loader worker, GiB",
+    "checkpoint_every_hours": "hours between checkpoints when [data] does not say",
+    "checkpoint_write_gb_s_per_instance": "checkpoint write speed of one instance, GB/s",
+    "restart_s": "seconds from an interruption to training again (re-provision, load the "
+                 "checkpoint, warm up)",
+    "checkpoints_kept": "checkpoints kept in object storage when [data] does not say",
+}
+
+#: "None" defaults of PerfAssumptions: what the model uses instead
+_NONE_DEFAULT = {"efficiency": "fitted per GPU type and precision",
+                 "overhead_gib": "the stack's context_gib", "fragmentation": "the stack's",
+                 "logits_bytes_per_value": "the stack's"}
+
+
+def _band(value: Any) -> Any:
+    """A [low, high] band of multipliers around 1 (TOML array), as a tuple."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for v in value):
+        raise ValueError(f"{_toml_value(value)} is not allowed; allowed: two numbers [low, high] "
+                         "with 0 < low ≤ 1 ≤ high ≤ 100")
+    low, high = float(value[0]), float(value[1])
+    if not 0 < low <= 1 <= high <= 100:
+        raise ValueError(f"[{low:g}, {high:g}] is not allowed; allowed: two numbers [low, high] "
+                         "with 0 < low ≤ 1 ≤ high ≤ 100")
+    return (low, high)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
+def _description(name: str, default: Any) -> str:
+    meaning = _MEANINGS.get(name)
+    if not meaning:
+        return ""
+    if default is None:
+        shown = _NONE_DEFAULT.get(name, "the stack's (stacks.toml)")
+    elif isinstance(default, tuple):
+        shown = "[" + ", ".join(f"{v:g}" for v in default) + "]"
+    else:
+        shown = f"{default:g}" if isinstance(default, float) else repr(default)
+    return f"{meaning} (model default: {shown})"
 
 
 def _override_fields() -> dict[str, Any]:
-    """One optional field per numeric PerfAssumptions constant (the list lives there once)."""
+    """One optional field per numeric PerfAssumptions constant (the list lives there once);
+    a (low, high) band is a two-number list."""
     hints = get_type_hints(PerfAssumptions)
     out: dict[str, Any] = {}
     for f in fields(PerfAssumptions):
         hint = hints[f.name]
+        default = f.default if f.default is not MISSING else None
+        if get_origin(hint) is tuple and get_args(hint) == (float, float):
+            out[f.name] = (tuple[float, float] | None, Field(
+                default=None, description=_description(f.name, default)))
+            continue
         scalar = [t for t in (hint, *get_args(hint)) if t in (bool, int, float)]
         kind = scalar[0] if scalar and set(get_args(hint)) <= {*scalar, type(None)} else None
-        if kind is None or f.name == "use_fitted":
+        if kind is None or f.name == "use_fitted" or get_origin(hint) is tuple:
             continue  # calibrated / fitted tables are not job-file values
-        default = f.default if f.default is not MISSING else None
-        out[f.name] = (kind | None, Field(
-            default=None, **_BOUNDS.get(f.name, {"ge": 0}) if kind is not bool else {},
-            description=f"override PerfAssumptions.{f.name} (model default: {default!r})"))
+        bounds: dict[str, Any] = _BOUNDS.get(f.name, {"ge": 0}) if kind is not bool else {}
+        out[f.name] = (kind | None, Field(default=None, description=_description(f.name, default),
+                                          **bounds))
     return out
 
 
-AssumptionOverrides = create_model("AssumptionOverrides", __base__=_Overrides,
-                                   **_override_fields())
+def _band_fields() -> list[str]:
+    hints = get_type_hints(PerfAssumptions)
+    return [f.name for f in fields(PerfAssumptions)
+            if get_origin(hints[f.name]) is tuple and get_args(hints[f.name]) == (float, float)]
+
+
+AssumptionOverrides = create_model(
+    "AssumptionOverrides", __base__=_Overrides, **_override_fields(),
+    __validators__={"_bands": field_validator(*_band_fields(), mode="before")(
+        lambda cls, v: _band(v))})
 
 
 class JobFile(StrictModel):
     """What every job file has: a name, a model, owned/buyable hardware and assumption overrides."""
 
     name: str = Field(default="job", description="a label for the job in outputs")
-    model: ModelRef
-    hardware: Hardware = Hardware()
-    assumptions: AssumptionOverrides = AssumptionOverrides()
+    model: ModelRef = Field(description="`[model]`: what is trained or served (a preset, a "
+                            "Hugging Face config.json, an explicit shape or a per-sample profile)")
+    hardware: Hardware = Field(default=Hardware(), description="`[hardware]`: boxes we own or may "
+                               "buy, beside the cloud offerings")
+    assumptions: AssumptionOverrides = Field(  # type: ignore[valid-type]
+        default=AssumptionOverrides(), description="`[assumptions]`: overrides of the guessed "
+        "constants of the performance model (unset: the model's defaults)")
 
 
 

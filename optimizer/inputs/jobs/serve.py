@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.aliases import rename_old_fields, warn_renamed
+from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import StrictModel
 from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_name
 from optimizer.inputs.toml_file import read_toml
@@ -63,8 +63,11 @@ class Bucket(StrictModel):
     """`[[workload.buckets]]`: a share of the requests with its mean prompt and output length."""
 
     share: float = Field(gt=0, le=1, description="fraction of requests (shares sum to 1)")
-    prompt_tokens: int = Field(gt=0, le=2**22)
-    output_tokens: int = Field(gt=0, le=2**22)
+    prompt_tokens: int = Field(gt=0, le=2**22,
+                               description="mean prompt (input) tokens of a request in this bucket")
+    output_tokens: int = Field(gt=0, le=2**22,
+                               description="mean output (generated) tokens of a request in this "
+                               "bucket")
 
     @property
     def context(self) -> int:
@@ -75,11 +78,14 @@ class Bucket(StrictModel):
 class ServeWorkload(StrictModel):
     """`[workload]` of a serving job: load, request sizes and weight format."""
 
-    kind: Literal["serve"] = "serve"
-    precision: str | None = Field(default=None, description="weight format")
-    quantization: str | None = Field(default=None, description="alias of precision")
-    kv_precision: Literal["fp16", "bf16", "fp8", "int8"] = Field(
-        default="fp16", description="KV-cache precision (fp8/int8 halve the cache)")
+    kind: Literal["serve"] = Field(default="serve", description="\"serve\": marks a serving job "
+                                   "(`ccopt serve`; training kinds go to `ccopt plan`)")
+    precision: str | None = Field(default=None, description="weight format: fp16 | bf16 | fp8 | "
+                                  "int8 | int4 (awq, gptq = int4); default fp16 (old name: "
+                                  "quantization)")
+    kv_cache_precision: Literal["fp16", "bf16", "fp8", "int8"] = Field(
+        default="fp16", description="KV-cache precision (fp8/int8 halve the cache; old name: "
+        "kv_precision)")
     stack: str = Field(default="generic", description="serving stack profile: vllm, "
                        "tensorrt-llm, tgi, llama.cpp, ... (`ccopt stacks`)")
     requests_per_s: float | None = Field(default=None, gt=0, le=MAX_REQUESTS_PER_S,
@@ -94,32 +100,29 @@ class ServeWorkload(StrictModel):
                                       "[[workload.buckets]])")
     output_tokens: int | None = Field(default=None, gt=0, le=2**22,
                                       description="mean output tokens per request")
-    buckets: tuple[Bucket, ...] = ()
+    buckets: tuple[Bucket, ...] = Field(default=(), description="`[[workload.buckets]]`: the "
+                                        "request mix as shares with their own mean prompt and "
+                                        "output tokens (instead of prompt_tokens/output_tokens)")
     hours_per_day: float = Field(default=24.0, gt=0, le=24,
                                  description="hours a day the service runs (costs per served hour)")
 
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "quantization" in data:
-            warn_renamed("workload.quantization", "workload.precision")
-        return data
+        return rename_old_fields(data, "serve.workload")
 
     @field_validator("stack")
     @classmethod
     def _stack(cls, v: str) -> str:
         return stack_name(v)
 
-    @field_validator("precision", "quantization", mode="before")
+    @field_validator("precision", mode="before")
     @classmethod
     def _norm_precision(cls, v: Any) -> Any:
         return _quant(v)
 
     @model_validator(mode="after")
     def _check(self) -> ServeWorkload:
-        if self.precision and self.quantization and self.precision != self.quantization:
-            raise ValueError(f"precision {self.precision!r} and quantization "
-                             f"{self.quantization!r} disagree; give one")
         if (self.requests_per_s is None) == (self.concurrent_users is None):
             raise ValueError("give exactly one of requests_per_s or concurrent_users")
         if self.concurrent_users is not None and self.think_time_s is None:
@@ -137,9 +140,14 @@ class ServeWorkload(StrictModel):
         return self
 
     @property
+    def kv_precision(self) -> str:
+        """Old name of kv_cache_precision (optimizer.model.setup.ServeSetup keeps it)."""
+        return self.kv_cache_precision
+
+    @property
     def weight_precision(self) -> str:
         """Canonical weight format (fp16 when none is given)."""
-        return self.precision or self.quantization or "fp16"
+        return self.precision or "fp16"
 
     @property
     def load_requests_per_s(self) -> float:
@@ -163,31 +171,45 @@ class ServeWorkload(StrictModel):
 class ServeConstraints(StrictModel):
     """`[constraints]` of a serving job: latency targets, redundancy and what may be used."""
 
-    ttft_s: float | None = Field(default=None, gt=0, le=3600, description="time to first token")
-    tpot_ms: float | None = Field(default=None, gt=0, le=60_000, description="time per output token")
-    e2e_p50_s: float | None = Field(default=None, gt=0, le=86_400, description="end-to-end latency")
+    ttft_s: float | None = Field(default=None, gt=0, le=3600,
+                                 description="at most this time to the first token, seconds "
+                                 "(one prefill and one decode step, no queueing)")
+    tpot_ms: float | None = Field(default=None, gt=0, le=60_000,
+                                  description="at most this time per output token, milliseconds")
+    e2e_p50_s: float | None = Field(default=None, gt=0, le=86_400,
+                                    description="at most this end-to-end latency of a request "
+                                    "(first token + every output token), seconds")
     gpu_types: tuple[str, ...] | None = Field(min_length=1, default=None, description="GPU types allowed "
                                               "(ids or aliases; old name: gpus)")
-    providers: tuple[str, ...] | None = Field(default=None, min_length=1)
-    regions: tuple[str, ...] | None = Field(default=None, min_length=1)
+    providers: tuple[str, ...] | None = Field(default=None, min_length=1,
+                                              description="providers allowed (aws, gcp, azure, "
+                                              "lambda, oci, runpod, vast, coreweave; `ccopt "
+                                              "prices`); default: all")
+    regions: tuple[str, ...] | None = Field(default=None, min_length=1,
+                                            description="regions allowed (as in `ccopt prices`); "
+                                            "default: all")
     pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = Field(
         default=("on_demand",), min_length=1, description="pricing models allowed")
     redundancy: str | int = Field(default=0, description='"n+1", "n+2" or an integer: spare '
                                    'instances per deployment (a failed box loses all its '
                                    'replicas)')
-    headroom: float = Field(default=0.0, ge=0, le=10,
-                            description="capacity ≥ load × (1 + headroom)")
+    min_capacity_headroom_fraction: float = Field(
+        default=0.0, ge=0, le=10, description="spare capacity kept above the load: capacity ≥ "
+        "load × (1 + this) (old name: headroom)")
     max_replicas: int | None = Field(default=None, gt=0, le=100_000,
                                      description="at most this many replicas in total")
     max_batch: int = Field(default=MAX_BATCH_DEFAULT, gt=0, le=4096,
                            description="cap on concurrent sequences per replica")
-    tp: tuple[int, ...] | None = Field(default=None, description="allowed TP degrees")
+    tp_degrees: tuple[int, ...] | None = Field(
+        default=None, min_length=1, description="tensor-parallel degrees a replica may use (1, "
+        "2, 4, 8; within one instance); default: every degree that divides the GPUs per "
+        "instance and the heads (old name: tp)")
     cloud: bool = Field(default=True, description="consider cloud offerings")
 
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return rename_old_fields(data, "constraints")
+        return rename_old_fields(data, "serve.constraints")
 
     @field_validator("redundancy")
     @classmethod
@@ -205,15 +227,25 @@ class ServeConstraints(StrictModel):
         raise ValueError(f"{v!r} is not allowed; allowed: \"n+1\", \"n+2\", ... or an integer "
                          f"0 to {MAX_SPARE} (spare instances)")
 
-    @field_validator("tp")
+    @field_validator("tp_degrees")
     @classmethod
     def _tp(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
         if v is not None:
             bad = [t for t in v if t not in TP_DEGREES]
-            if bad or not v:
+            if bad:
                 raise ValueError(f"{bad or v} not allowed; allowed: "
                                  f"{', '.join(map(str, TP_DEGREES))}")
         return v
+
+    @property
+    def headroom(self) -> float:
+        """Old name of min_capacity_headroom_fraction (read by optimizer.report.serve)."""
+        return self.min_capacity_headroom_fraction
+
+    @property
+    def tp(self) -> tuple[int, ...] | None:
+        """Old name of tp_degrees."""
+        return self.tp_degrees
 
     @property
     def spare_replicas(self) -> int:
@@ -224,9 +256,11 @@ class ServeConstraints(StrictModel):
 class ServeJob(JobFile):
     """One serving job file."""
 
-    name: str = "serve"
-    workload: ServeWorkload
-    constraints: ServeConstraints = ServeConstraints()
+    name: str = Field(default="serve", description="a label for the serving job in outputs")
+    workload: ServeWorkload = Field(description="`[workload]`: load, request sizes and weight "
+                                    "format (kind = \"serve\")")
+    constraints: ServeConstraints = Field(default=ServeConstraints(), description="`[constraints]`"
+                                          ": latency targets, redundancy and what may be used")
 
 
 def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:

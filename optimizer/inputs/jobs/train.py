@@ -59,9 +59,14 @@ class Workload(StrictModel):
     sample_unit: Literal[SAMPLE_UNITS] | None = Field(  # type: ignore[valid-type]
         default=None, description="what one sample is (image, clip, sequence, ...); default: "
         "the model's, when the job counts samples")
-    epochs: float = Field(default=1.0, gt=0, le=10_000, description="passes over `tokens`")
+    epochs: float = Field(default=1.0, gt=0, le=10_000,
+                          description="passes over `tokens` or `samples` (the amount is multiplied "
+                          "by it; not with steps)")
     seq_len: int = Field(default=2048, gt=0, le=2**22, description="tokens per sequence")
-    global_batch: int | None = Field(default=None, gt=0, le=2**24, description="sequences per step")
+    global_batch: int | None = Field(default=None, gt=0, le=2**24,
+                                     description="samples per optimizer step: sequences of "
+                                     "seq_len, or images / clips of a per-sample model (or "
+                                     "global_batch_tokens)")
     global_batch_tokens: int | None = Field(default=None, gt=0, le=2**36,
                                             description="tokens per optimizer step (alternative to "
                                             "global_batch)")
@@ -88,13 +93,8 @@ class Workload(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _images(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "images" in data:
-            if "samples" in data:
-                raise ValueError("give samples or images, not both")
-            data = {**data, "samples": data["images"]}
-            del data["images"]
-        return data
+    def _old_names(cls, data: Any) -> Any:
+        return rename_old_fields(data, "workload")
 
     @model_validator(mode="after")
     def _check(self) -> Workload:
@@ -207,12 +207,14 @@ class Constraints(StrictModel):
     trust_guessed_network: bool = Field(
         default=True, description="false: offerings whose inter-node bandwidth is a documented "
         "guess (pricing_data/README.md) are used as a single instance only")
-    memory_headroom_gib: float = Field(
+    min_memory_headroom_gib: float = Field(
         default=1.0, ge=0, le=64,
-        description="GiB of device memory kept free per GPU (CUDA context spikes, fragmentation)")
-    memory_headroom_fraction: float = Field(
+        description="at least this much device memory kept free per GPU, GiB (CUDA context "
+        "spikes, fragmentation; old name: memory_headroom_gib)")
+    min_memory_headroom_fraction: float = Field(
         default=0.05, ge=0, lt=0.5,
-        description="share of device memory kept free per GPU, on top of memory_headroom_gib")
+        description="at least this share of device memory kept free per GPU, on top of "
+        "min_memory_headroom_gib (old name: memory_headroom_fraction)")
     allow_internet_multi_node: bool = Field(
         default=False, description="true: instances without a cluster interconnect (internet-grade "
         "networking between them) may be joined into a multi-node plan")
@@ -236,6 +238,16 @@ class Constraints(StrictModel):
         return self
 
     @property
+    def memory_headroom_gib(self) -> float:
+        """Old name of min_memory_headroom_gib."""
+        return self.min_memory_headroom_gib
+
+    @property
+    def memory_headroom_fraction(self) -> float:
+        """Old name of min_memory_headroom_fraction."""
+        return self.min_memory_headroom_fraction
+
+    @property
     def deadline_h(self) -> float | None:
         if self.deadline_hours is not None:
             return self.deadline_hours
@@ -245,9 +257,11 @@ class Constraints(StrictModel):
 class Job(JobFile):
     """One training job file."""
 
-    workload: Workload
-    constraints: Constraints = Constraints()
-    calibration: Calibration | None = None
+    workload: Workload = Field(description="`[workload]`: what is trained and how much")
+    constraints: Constraints = Field(default=Constraints(), description="`[constraints]`: "
+                                     "deadline, budget and what the planner may use")
+    calibration: Calibration | None = Field(default=None, description="`[calibration]`: one "
+                                            "measured run that fixes the efficiency of a GPU type")
     data: DataSpec | None = Field(default=None, description="the dataset: size, loader rate, "
                                   "where it lives (transfer, storage and loader checks)")
     search: Search | None = Field(default=None, description="what the planner may search beyond the "

@@ -21,7 +21,7 @@ from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import Offering, hourly_usd
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["BucketPerf", "ReplicaOption", "BestLatency", "TP_DEGREES", "tp_degrees",
+__all__ = ["BucketPerf", "ReplicaOption", "BestLatency", "TP_DEGREES", "tp_degrees", "option_label",
            "batch_ladder", "max_batch_that_fits", "latency_violations", "served_hour_usd",
            "replica_options"]
 
@@ -75,7 +75,8 @@ class ReplicaOption:
 
     @property
     def label(self) -> str:
-        return f"{self.tp}× {self.offering.gpu_id} TP{self.tp}"
+        """"L4 ×1 TP1 (aws g6.xlarge)": the offering and the TP degree (option_label)."""
+        return option_label(self.offering, self.tp)
 
     @property
     def key(self) -> str:
@@ -99,6 +100,14 @@ class BestLatency:
     def see(self, store: dict[int, tuple[float, str]], b: int, value: float, label: str) -> None:
         if b not in store or value < store[b][0]:
             store[b] = (value, label)
+
+
+def option_label(offering: Offering, tp: int | None = None) -> str:
+    """"L4 ×1 TP1 (aws g6.xlarge)": GPU, GPUs per instance, TP degree (when given), provider and
+    instance (as the training planner's class_label names an offering)."""
+    degree = f" TP{tp}" if tp is not None else ""
+    return (f"{offering.gpu_id} ×{offering.gpus_per_instance}{degree} "
+            f"({offering.provider} {offering.instance})")
 
 
 def tp_degrees(model: ModelSpec, gpus_per_instance: int,
@@ -153,7 +162,7 @@ def latency_violations(p: BucketPerf, c: ServeConstraints) -> list[str]:
 
 def _bucket_perf(model: ModelSpec, w: ServeWorkload, gpu: GpuSpec, tp: int, batch: int,
                  bucket: Bucket, a: PerfAssumptions) -> BucketPerf:
-    setup = _setup(w.weight_precision, w.kv_precision, batch, bucket, w.stack)
+    setup = _setup(w.weight_precision, w.kv_cache_precision, batch, bucket, w.stack)
     perf = serving_perf(model, setup, gpu, tp, bucket.prompt_tokens, bucket.output_tokens, a)
     mem = serving_memory(model, setup, tp, a)
     return BucketPerf(requests_per_s=perf.requests_per_s, ttft_s=perf.ttft_s, tpot_s=perf.tpot_s,
@@ -185,29 +194,31 @@ Template = tuple[int, int, tuple[BucketPerf | None, ...]]  # (tp, batch, per-buc
 
 
 def _templates(model: ModelSpec, w: ServeWorkload, c: ServeConstraints, gpu: GpuSpec,
-               per_instance: int, a: PerfAssumptions, best: BestLatency,
-               rejected: list[str]) -> list[Template]:
-    """Non-dominated (tp, batch) choices of one hardware class that meet the targets."""
+               cheapest: Offering, a: PerfAssumptions, best: BestLatency,
+               rejected: list[tuple[int | None, str]]) -> list[Template]:
+    """Non-dominated (tp, batch) choices of one hardware class that meet the targets; the
+    rejections as (tp or None, reason), for every offering of the class; best latencies are
+    labelled with the class's cheapest offering."""
     buckets = w.request_buckets()
-    tps = tp_degrees(model, per_instance, c.tp)
+    per_instance = cheapest.gpus_per_instance
+    tps = tp_degrees(model, per_instance, c.tp_degrees)
     if not tps:
-        rejected.append(f"{per_instance}× {gpu.gpu_id}: no TP degree divides both the "
-                        f"{per_instance} GPUs and the {model.heads} heads / "
-                        f"{model.n_kv_heads} KV heads")
+        rejected.append((None, f"no TP degree divides both the {per_instance} GPUs and the "
+                               f"{model.heads} heads / {model.n_kv_heads} KV heads"))
         return []
     templates: list[Template] = []
     for tp in tps:
-        label = f"{tp}× {gpu.gpu_id} TP{tp}"
-        limits = [max_batch_that_fits(model, w.weight_precision, w.kv_precision, gpu, tp, bk,
+        label = option_label(cheapest, tp)
+        limits = [max_batch_that_fits(model, w.weight_precision, w.kv_cache_precision, gpu, tp, bk,
                                       c.max_batch, a, w.stack) for bk in buckets]
         if not any(limits):
-            need = serving_memory(model, _setup(w.weight_precision, w.kv_precision, 1,
+            need = serving_memory(model, _setup(w.weight_precision, w.kv_cache_precision, 1,
                                                 buckets[0], w.stack), tp, a)
             if best.min_memory is None or \
                     need.device / gpu.memory_gib < best.min_memory[0] / best.min_memory[2]:
                 best.min_memory = (need.device, label, gpu.memory_gib)
-            rejected.append(f"{label}: needs {need.device:.1f} GiB per GPU at batch 1 "
-                            f"(weights {need.weights:.1f}), GPU has {gpu.memory_gib:g}")
+            rejected.append((tp, f"needs {need.device:.1f} GiB per GPU at batch 1 "
+                                 f"(weights {need.weights:.1f}), GPU has {gpu.memory_gib:g}"))
             continue
         rows: list[tuple[int, tuple[BucketPerf | None, ...]]] = []
         why: set[str] = set()
@@ -228,8 +239,8 @@ def _templates(model: ModelSpec, w: ServeWorkload, c: ServeConstraints, gpu: Gpu
             rows.append((batch, tuple(perfs)))
         kept = _pareto_batches(rows)
         if not kept:
-            rejected.append(f"{label}: misses the latency targets at every batch "
-                            f"({'; '.join(sorted(why)) or 'no batch fits'})")
+            rejected.append((tp, f"misses the latency targets at every batch "
+                                 f"({'; '.join(sorted(why)) or 'no batch fits'})"))
         templates.extend((tp, b, p) for b, p in kept)
     return templates
 
@@ -241,23 +252,27 @@ def replica_options(model: ModelSpec, workload: ServeWorkload, constraints: Serv
 
     Offerings with the same GPU (and link) and GPUs per instance perform alike: for each such
     class only the cheaper offerings up to the first one without an instance limit are kept
-    (a dearer offering of the same class can never be in an optimal plan).
+    (a dearer offering of the same class can never be in an optimal plan). A rejection is
+    "label: reason", one per offering of the class (option_label; regions of one instance
+    type collapse), without repeats, sorted by (label, reason).
     """
     a = assumptions or PerfAssumptions()
     classes: dict[tuple[GpuSpec, int], list[Offering]] = {}
     for off in offerings:
         classes.setdefault((off.gpu, off.gpus_per_instance), []).append(off)
     best = BestLatency()
-    rejected: list[str] = []
+    rejected: set[tuple[str, str]] = set()
     options: list[ReplicaOption] = []
-    for (gpu, per_instance), items in classes.items():
-        templates = _templates(model, workload, constraints, gpu, per_instance, a, best, rejected)
+    for (gpu, _per_instance), items in classes.items():
+        items = sorted(items, key=lambda o: (served_hour_usd(o, workload.hours_per_day), o.key))
+        why: list[tuple[int | None, str]] = []
+        templates = _templates(model, workload, constraints, gpu, items[0], a, best, why)
+        rejected.update((option_label(off, tp), reason) for tp, reason in why for off in items)
         if not templates:
             continue
-        items = sorted(items, key=lambda o: (served_hour_usd(o, workload.hours_per_day), o.key))
         for off in items:
             for tp, batch, perf in templates:
                 options.append(ReplicaOption(off, tp, batch, perf, workload.hours_per_day))
             if off.max_instances is None:
                 break
-    return options, rejected, best
+    return options, [f"{label}: {reason}" for label, reason in sorted(rejected)], best

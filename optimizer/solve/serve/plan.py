@@ -40,8 +40,8 @@ from optimizer.pricing.offerings import cloud_offerings, flag_notes, hardware_of
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.serve.explain import (
-    explain_no_options,
-    explain_solver_infeasible,
+    diagnose_no_options,
+    diagnose_solver_infeasible,
     no_options_binding,
 )
 from optimizer.solve.serve.model import max_load_scale, solve_problem
@@ -110,21 +110,23 @@ def _plan(job: ServeJob, rows: Rows, base_dir: Path | None, config: SolverConfig
     base: dict[str, Any] = dict(name=job.name, model=model, workload=w, constraints=c,
                                 load_rps=load, options=len(options), rejected=tuple(rejected))
     if not options:
-        return ServeResult(Status.INFEASIBLE, explanation=explain_no_options(
-            model, w, c, best, len(offerings)), solver={"name": "cp-sat", "options": 0},
-            binding=no_options_binding(best, len(offerings)), **base)
+        text, fixes = diagnose_no_options(model, w, c, best, len(offerings))
+        return ServeResult(Status.INFEASIBLE, explanation=text, fixes=fixes,
+                           solver={"name": "cp-sat", "options": 0},
+                           binding=no_options_binding(best, len(offerings)), **base)
     problem, unit_rps = build_problem(options, [load * bk.share for bk in w.request_buckets()], c)
     missing = [i for i, u in enumerate(problem.load_units) if u and not any(
         o.time_per_unit[i] is not None for o in problem.options)]
     if missing:
-        return ServeResult(Status.INFEASIBLE, explanation=explain_no_options(
-            model, w, c, best, len(offerings)), binding="latency",
-            solver={"name": "cp-sat", "options": len(options)}, **base)
+        text, fixes = diagnose_no_options(model, w, c, best, len(offerings))
+        return ServeResult(Status.INFEASIBLE, explanation=text, fixes=fixes, binding="latency",
+                           solver={"name": "cp-sat", "options": len(options)}, **base)
     sol = solve_problem(problem, config)
     solver_info = dict(sol.result.as_dict() if sol.result else {}, options=len(options))
     if sol.status == Status.INFEASIBLE:
-        return ServeResult(Status.INFEASIBLE, explanation=explain_solver_infeasible(
-            problem, c, load, config), solver=solver_info, binding="capacity", **base)
+        text, fixes = diagnose_solver_infeasible(problem, c, load, config)
+        return ServeResult(Status.INFEASIBLE, explanation=text, fixes=fixes, solver=solver_info,
+                           binding="capacity", **base)
     alpha, at_alpha = max_load_scale(problem, sol.counts, config)
     deployments = []
     for i, count in enumerate(sol.counts):
@@ -137,7 +139,8 @@ def _plan(job: ServeJob, rows: Rows, base_dir: Path | None, config: SolverConfig
     solver_info.update(objective_cents=sol.cost_cents)
     return ServeResult(sol.status, deployments=tuple(deployments),
                        notes=tuple(flag_notes(d.option.offering for d in deployments)),
-                       capacity_rps=alpha * load * (1 + c.headroom), solver=solver_info, **base)
+                       capacity_rps=alpha * load * (1 + c.min_capacity_headroom_fraction),
+                       solver=solver_info, **base)
 
 
 def compare_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,

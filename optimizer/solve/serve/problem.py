@@ -105,7 +105,7 @@ def build_problem(options: Sequence[ReplicaOption], load_rps: Sequence[float],
 
     Returns the problem and the request rate of one load unit per bucket (req/s).
     """
-    factor = 1.0 + constraints.headroom
+    factor = 1.0 + constraints.min_capacity_headroom_fraction
     unit_rps = tuple(load * factor / LOAD_UNITS for load in load_rps)
     int_options = []
     ranks = tie_ranks(options, load_rps)

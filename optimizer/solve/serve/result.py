@@ -69,6 +69,9 @@ class ServeResult:
     options: int = 0
     rejected: tuple[str, ...] = ()
     binding: str | None = None  # infeasible: latency | memory | capacity | filters
+    #: infeasible: the nearest fixes, [{change, requirement, usd_per_hour}] (USD per served
+    #: hour of the plan after the change where it was re-solved, else None)
+    fixes: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
     catalog: dict[str, Any] | None = None  # source, as_of, age_days, path of the price tables
 

@@ -27,7 +27,7 @@ def _load_violations(result: ServeResult) -> list[str]:
     c = result.constraints
     out = []
     for b, bucket in enumerate(result.workload.request_buckets()):
-        need = result.load_rps * bucket.share * (1 + c.headroom)
+        need = result.load_rps * bucket.share * (1 + c.min_capacity_headroom_fraction)
         got = sum(d.assigned_rps[b] for d in result.deployments)
         if not math.isclose(got, need, rel_tol=1e-6, abs_tol=1e-9):
             out.append(f"bucket {b + 1}: {got:.6g} requests/s assigned, load is {need:.6g}")

@@ -63,9 +63,9 @@ def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
 
 
 def headroom_of(constraints: Any) -> Headroom:
-    """The job's device-memory headroom (constraints.memory_headroom_gib / _fraction)."""
-    return Headroom(getattr(constraints, "memory_headroom_gib", 0.0),
-                    getattr(constraints, "memory_headroom_fraction", 0.0))
+    """The job's device-memory headroom (constraints.min_memory_headroom_gib / _fraction)."""
+    return Headroom(getattr(constraints, "min_memory_headroom_gib", 0.0),
+                    getattr(constraints, "min_memory_headroom_fraction", 0.0))
 
 
 def prepare_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None,

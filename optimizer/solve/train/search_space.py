@@ -113,7 +113,7 @@ class Headroom:
     """Device memory kept free per GPU: a fixed GiB plus a share of the card. Device memory
     already counts the CUDA context and the allocator cache (model/memory.py); the headroom
     covers what the model does not see (spikes at the loss, NCCL buffers growing, a longer
-    batch). Defaults in the job file: 1 GiB + 5% (GUESS, constraints.memory_headroom_*)."""
+    batch). Defaults in the job file: 1 GiB + 5% (GUESS, constraints.min_memory_headroom_*)."""
 
     gib: float = 0.0
     fraction: float = 0.0
