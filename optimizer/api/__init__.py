@@ -70,8 +70,9 @@ def sizing(job: Any, *, prices: str | Path | None = None, offline: bool | None =
            rule: SizingRule | None = None) -> dict[str, Any]:
     """The sizing runs that would settle a training job: contending GPU types, steps, minutes,
     offering and cost of each reading, and the `ccopt calibrate` line to feed it back."""
-    job, base_dir, rows, _ = _train_job(job, prices, offline)
-    return sizing_json(size_job(job, rows, base_dir, rule), rule)
+    job, base_dir, rows, age = _train_job(job, prices, offline)
+    out = sizing_json(size_job(job, rows, base_dir, rule), rule)
+    return {**out, "catalog": age} if age is not None else out
 
 
 def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,

@@ -42,8 +42,9 @@ def _prediction(name: str, point: MeasuredPoint) -> dict[str, Any] | None:
 
 def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
     """Store `point` for model `name` in the calibration store; what the model predicted on that
-    GPU before and predicts after (samples/s, P10-P90 band). Raises ConfigError for an unknown
-    GPU or a run the store refuses."""
+    GPU before and predicts after (samples/s of one GPU, P10-P90 band; the measured run is
+    also given per GPU, `samples_per_s_per_gpu`, to compare on the same basis). Raises
+    ConfigError for an unknown GPU or a run the store refuses."""
     gpu = get_gpu(point.gpu_id, "--gpu")
     if not gpu.supports(point.precision):
         raise ConfigError(f"--precision: {gpu.gpu_id} has no {point.precision} tensor path")
@@ -52,7 +53,9 @@ def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
     path = save_profile_point(name, point)
     after = _prediction(name, point)
     return {"model": name, "gpu": gpu.gpu_id, "precision": point.precision,
-            "samples_per_s": point.samples_per_s, "micro_batch": point.micro_batch,
+            "samples_per_s": point.samples_per_s, "num_gpus": point.num_gpus,
+            "samples_per_s_per_gpu": round(point.samples_per_s / point.num_gpus, 4),
+            "micro_batch": point.micro_batch,
             "before": before, "after": after, "file": str(path)}
 
 

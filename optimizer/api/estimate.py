@@ -10,6 +10,7 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import warn_renamed
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.jobs.serve import ServeWorkload
 from optimizer.inputs.models import load_model
 from optimizer.inputs.validation import check_number
 from optimizer.model.fabric import default_fabric
@@ -32,17 +33,56 @@ from optimizer.model.setup import (
 )
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
 from optimizer.model.stacks import get_stack
-from optimizer.model.step_time import Cluster, training_step_time
+from optimizer.model.step_time import Cluster, compute_efficiency, training_step_time
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import cloud_offering
 from optimizer.report.estimate import serve_estimate_json, train_estimate_json
 
-__all__ = ["estimate", "resolve_model", "instance_offering"]
+__all__ = ["estimate", "resolve_model", "instance_offering", "method_of_kind", "default_seq_len",
+           "serve_default_precision", "DEFAULT_TRAIN_PRECISION", "KIND_METHODS", "check_seq_len"]
 
 
 #: sequence length of an LM estimate when neither the flag nor the model gives one
 DEFAULT_SEQ_LEN = 2048
+#: training precision when none is given (as a job file's workload.precision)
+DEFAULT_TRAIN_PRECISION = "bf16"
+#: a job file's workload.kind -> the training method it means (pretrain and finetune: full)
+KIND_METHODS: dict[str, str] = {"pretrain": "full", "finetune": "full", "lora": "lora",
+                                "qlora": "qlora"}
+
+
+def method_of_kind(kind: str, field: str = "--kind") -> str:
+    """The training method (full | lora | qlora) of a workload kind (pretrain | finetune | lora
+    | qlora, as in a job file).
+
+    Raises:
+        ConfigError: an unknown kind (names the allowed ones).
+    """
+    return KIND_METHODS[_choice(field, kind, tuple(KIND_METHODS))]
+
+
+def serve_default_precision() -> str:
+    """The weight format of a serving job file that names none (inputs/jobs/serve.py)."""
+    return ServeWorkload.model_construct().weight_precision
+
+
+def default_seq_len(spec: ModelSpec) -> int:
+    """The sequence length of a run that gives none: 1 for a per-sample profile (it counts
+    samples), else the model's sample length (ViT: 197), else 2048."""
+    return 1 if is_profile(spec) else (spec.sample_tokens or DEFAULT_SEQ_LEN)
+
+
+def check_seq_len(spec: ModelSpec, seq_len: int | None) -> None:
+    """A per-sample model takes no sequence length (as the job loader: workload.seq_len).
+
+    Raises:
+        ConfigError: "--seq-len: resnet50 is counted per image; allowed: leave --seq-len out".
+    """
+    if is_profile(spec) and seq_len is not None and seq_len != 1:
+        unit = getattr(spec, "sample_unit", "sample")
+        raise ConfigError(f"--seq-len: {spec.name} is a per-sample model (counted per {unit}); "
+                          "allowed: leave --seq-len out")
 
 
 def resolve_model(model: str | ModelSpec) -> ModelSpec:
@@ -73,7 +113,7 @@ def _targets(targets: tuple[str, ...] | None) -> tuple[str, ...]:
 _FLAG_MAX: dict[str, float] = {
     "--num-gpus": 10**6, "--tp": 1024, "--pp": 1024, "--context-parallel": 1024,
     "--virtual-stages": 64, "--micro-batch": 2**20, "--seq-len": 2**22, "--context": 2**22,
-    "--global-batch": 2**24, "--lora-rank": 65_536, "--gpus-per-node": 1024,
+    "--global-batch": 2**24, "--lora-rank": 65_536, "--gpus-per-instance": 1024,
     "--inter-node-gbps": 100_000, "--output-tokens": 2**22, "--prompt-tokens": 2**22,
     "--batch": 2**20}
 #: flags that take a real number (the others are counts)
@@ -125,13 +165,14 @@ def instance_offering(instance: str, prices: str | Path | None = None,
 
 
 def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | None = None,
-             gpus_per_node: int | None = None, instance: str | None = None,
+             gpus_per_instance: int | None = None, instance: str | None = None,
              prices: str | Path | None = None, offline: bool | None = None,
              tp: int = 1, pp: int = 1, context_parallel: int = 1, virtual_stages: int = 1,
              zero_stage: int | None = None, activation_checkpointing: str | None = None,
              sequence_parallel: bool | None = None, micro_batch: int = 1,
-             global_batch: int | None = None, seq_len: int | None = None, precision: str = "bf16",
-             optimizer: str = "adamw", method: str = "full", lora_rank: int = 16,
+             global_batch: int | None = None, seq_len: int | None = None,
+             precision: str | None = None, optimizer: str = "adamw", method: str = "full",
+             kind: str | None = None, lora_rank: int = 16,
              attention: str | None = None, inter_node_gbps: float | None = None,
              stack: str = "generic", mode: str = "train", batch: int | str = 1,
              context: int | None = None, prompt_tokens: int | None = None,
@@ -139,22 +180,28 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
              assumptions: PerfAssumptions | None = None, offload_optimizer: bool = False,
              offload_params: bool = False, lora_targets: tuple[str, ...] | None = None,
              gpus: int | None = None, zero: int | None = None, checkpointing: str | None = None,
-             quantization: str | None = None) -> dict[str, Any]:
+             quantization: str | None = None, gpus_per_node: int | None = None
+             ) -> dict[str, Any]:
     """Memory and speed of one fixed configuration, as the `ccopt estimate --json` contract.
 
     `instance` ("aws:p5.48xlarge") takes the GPU, GPUs per node, intra-node link and network
     from the catalog, exactly as the planners do; without it the network is the GPU class's
     default (model/fabric.py) and the output says it assumed it. Serving rates are those of a
     request of `prompt_tokens` + `output_tokens` (context = their sum), as `serve` computes per
-    request bucket. `gpus`, `zero`, `checkpointing` and `quantization` are the old names of
-    `num_gpus`, `zero_stage`, `activation_checkpointing` and `precision` (serve).
+    request bucket. `gpus`, `zero`, `checkpointing`, `quantization` and `gpus_per_node` are the
+    old names of `num_gpus`, `zero_stage`, `activation_checkpointing`, `precision` (serve) and
+    `gpus_per_instance`. `precision` None: bf16 to train, the serving job file's default
+    (fp16) to serve. `kind` (pretrain | finetune | lora | qlora, as a job file's workload.kind)
+    sets `method` (pretrain and finetune: full).
 
     Raises:
         ConfigError: a value out of range (names the flag and the allowed values).
     """
     spec = resolve_model(model)
+    mode = _choice("--mode", mode, ("train", "serve"))
+    check_seq_len(spec, seq_len)
     if seq_len is None:  # the model's own sample length (a profile counts samples), else 2048
-        seq_len = 1 if is_profile(spec) else (spec.sample_tokens or DEFAULT_SEQ_LEN)
+        seq_len = default_seq_len(spec)
     if is_profile(spec) and mode == "serve":
         raise ConfigError(f"--mode: {spec.name} is a per-sample profile; allowed: train "
                           "(serving plans decoder LMs)")
@@ -162,9 +209,13 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
     zero_stage = _renamed(zero_stage, zero, "--zero-stage", "--zero", 0)
     ckpt_value = _renamed(activation_checkpointing, checkpointing, "--activation-checkpointing",
                           "--checkpointing", "none")
-    if quantization is not None:
-        precision = _renamed(None if precision == "bf16" else precision, quantization,
-                             "--precision", "--quantization", precision)
+    gpus_per_instance = _renamed(gpus_per_instance, gpus_per_node, "--gpus-per-instance",
+                                 "--gpus-per-node", None)
+    precision = _renamed(precision, quantization, "--precision", "--quantization", None)
+    if precision is None:
+        precision = serve_default_precision() if mode == "serve" else DEFAULT_TRAIN_PRECISION
+    if kind is not None:
+        method = method_of_kind(kind)
     offering = instance_offering(instance, prices, offline) if instance else None
     if offering is None and gpu is None:
         raise ConfigError("--gpu: give a GPU type or --instance PROVIDER:INSTANCE")
@@ -172,21 +223,20 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
         raise ConfigError(f"--gpu: {gpu} differs from the GPUs of {instance} ({offering.gpu_id})")
     g = offering.gpu if offering else get_gpu(str(gpu), "--gpu")
     gpn = offering.gpus_per_instance if offering else None
-    if offering and gpus_per_node is not None and gpus_per_node != gpn:
-        raise ConfigError(f"--gpus-per-node: {instance} has {gpn} GPUs per instance")
+    if offering and gpus_per_instance is not None and gpus_per_instance != gpn:
+        raise ConfigError(f"--gpus-per-instance: {instance} has {gpn} GPUs per instance")
     n_gpus = num_gpus if num_gpus is not None else (gpn or 1)
-    gpn = gpn or gpus_per_node or min(n_gpus, 8)
+    gpn = gpn or gpus_per_instance or min(n_gpus, 8)
     for name, value in (("--num-gpus", n_gpus), ("--tp", tp), ("--pp", pp),
                         ("--context-parallel", context_parallel),
                         ("--virtual-stages", virtual_stages), ("--micro-batch", micro_batch),
                         ("--seq-len", seq_len), ("--context", context),
                         ("--global-batch", global_batch), ("--lora-rank", lora_rank),
-                        ("--gpus-per-node", gpn), ("--inter-node-gbps", inter_node_gbps),
+                        ("--gpus-per-instance", gpn), ("--inter-node-gbps", inter_node_gbps),
                         ("--output-tokens", output_tokens), ("--prompt-tokens", prompt_tokens)):
         _positive(name, value)
     if zero_stage not in (0, 1, 2, 3):
         raise ConfigError(f"--zero-stage: {zero_stage} is not allowed; allowed: 0, 1, 2, 3")
-    mode = _choice("--mode", mode, ("train", "serve"))
     stack_name = get_stack(stack, "--stack").name
     if spec.heads % tp or spec.n_kv_heads % tp:
         raise ConfigError(f"--tp: {tp} must divide the attention heads ({spec.heads}) and KV heads "
@@ -203,11 +253,17 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
         cluster = Cluster(g, gpn, nodes, inter_node_gbps)
     elif cluster is None:
         cluster = Cluster(g, gpn, nodes, fabric.inter_node_gbps)
-    where = {"gpus_per_node": gpn, "inter_node_gbps": cluster.inter_node_gbps,
-             "inter_node_assumed": offering is None and inter_node_gbps is None,
+    # a documented default, not a published or given figure: the GPU class's (no instance) or
+    # the catalog row's own guess (e.g. lambda B200), exactly as plan's inter_node_is_default
+    guessed = inter_node_gbps is None and (offering is None or offering.inter_node_is_default)
+    where = {"gpus_per_node": gpn, "gpus_per_instance": gpn,
+             "inter_node_gbps": cluster.inter_node_gbps,
+             "inter_node_assumed": guessed, "inter_node_is_default": guessed,
              "instance": f"{offering.provider}:{offering.instance}" if offering else None,
+             "provider": offering.provider if offering else None,
+             "instance_type": offering.instance if offering else None,
              "stack": stack_name}
-    if where["inter_node_assumed"] and nodes > 1:
+    if offering is None and inter_node_gbps is None and nodes > 1:
         where["note"] = fabric.assumption
     if mode == "serve":
         return _serve(spec, g, n_gpus, tp, precision, batch, context, prompt_tokens,
@@ -288,5 +344,7 @@ def _train(spec: ModelSpec, g: Any, n_gpus: int, cluster: Cluster, a: PerfAssump
     mem = training_memory(spec, setup, layout, a)
     step = training_step_time(spec, setup, layout, cluster, a) if g.supports(precision) else None
     interval = (step.interval or step_time_interval(g, stack)) if step is not None else None
+    if step is not None and not is_profile(spec):  # before the size factor (what calibrate fits)
+        where = {**where, "base_efficiency": round(compute_efficiency(g, precision, a, stack)[0], 4)}
     return train_estimate_json(spec, g, n_gpus, layout, mem, step, precision,
-                               {**where, "interval": interval})
+                               {**where, "interval": interval, "seq_len": seq_len})

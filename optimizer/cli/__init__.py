@@ -13,6 +13,7 @@ from typer import _click as click
 from optimizer import __version__
 from optimizer.cli import (
     batch_cmd,
+    calibrate_cmd,
     estimate_cmd,
     info_cmd,
     measure_cmd,
@@ -59,6 +60,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 info_cmd.register(app)
 estimate_cmd.register(app)
+calibrate_cmd.register(app)
 plan_cmd.register(app)
 app.add_typer(prices_app, name="prices")
 

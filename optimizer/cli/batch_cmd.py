@@ -15,16 +15,17 @@ from rich.table import Table
 from optimizer import api
 from optimizer.cli.common import (
     EXIT_INFEASIBLE,
-    MAX_TIME_LIMIT_S,
     MAX_WORKERS,
-    MIN_TIME_LIMIT_S,
     JsonOpt,
     OfflineOpt,
+    OldTimeLimitOpt,
     PricesOpt,
     console,
     money,
     print_fallback,
     print_json,
+    time_limit_help,
+    time_limit_s,
     user_errors,
 )
 from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
@@ -37,6 +38,7 @@ __all__ = ["register", "render_batch", "plot_schedule"]
 Opt = typer.Option
 GANTT_WIDTH = 48  # characters of the horizon bar in the Gantt tables
 PROGRESS_AFTER_S = 1.0  # show solver progress only for solves longer than this
+DEFAULT_BATCH_TIME_LIMIT_S = 30.0  # a batch solves one larger model than plan
 _SINGULAR = {"boxes": "box", "instances": "instance"}
 
 
@@ -45,12 +47,15 @@ def batch(jobs: Annotated[Path, typer.Argument(
           json_out: JsonOpt = False,
           plot: Annotated[Path | None, Opt("--plot", help="Write the schedule as PNG "
                                                       "(needs the 'plot' extra)")] = None,
-          time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 30.0,
-          workers: Annotated[int, Opt(help="CP-SAT worker threads")] = 2,
-          prices: PricesOpt = None, offline: OfflineOpt = False) -> None:
+          time_limit: Annotated[float | None, Opt(
+              "--time-limit-s", help=time_limit_help(DEFAULT_BATCH_TIME_LIMIT_S),
+              show_default=False)] = None,
+          workers: Annotated[int, Opt(help=f"CP-SAT worker threads: 1–{MAX_WORKERS}")] = 2,
+          prices: PricesOpt = None, offline: OfflineOpt = False,
+          old_time_limit: OldTimeLimitOpt = None) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
-        check_number(time_limit, "--time-limit", ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
+        time_limit = time_limit_s(time_limit, old_time_limit, DEFAULT_BATCH_TIME_LIMIT_S)
         check_number(workers, "--workers", ge=1, le=MAX_WORKERS, integer=True)
         if plot is not None:
             check_plot_path(plot)
@@ -136,8 +141,9 @@ def render_batch(data: dict[str, Any]) -> None:
             f"[b]{_money(data['total_cost_usd'])}[/b] (cloud {_money(br['cloud'])}, owned "
             f"{_money(br['owned'])}, reservations {_money(br['reservations'])}"
             + (f", dropped value {_money(br['dropped_value'])}" if br["dropped_value"] else "")
-            + f"); CP-SAT {s.get('wall_s', 0):.2f} s, {s.get('model_rows')} rows, gap "
-            f"{gap:.2%}, time step {s.get('time_unit_hours', 0) * MINUTES_PER_HOUR:g} min")
+            + f"); CP-SAT {s.get('wall_s', 0):.2f} s, {s.get('rows')} options "
+            f"({s.get('num_model_rows')} in the model), gap {gap:.2%}, time step "
+            f"{s.get('time_unit_hours', 0) * MINUTES_PER_HOUR:g} min")
     print_fallback(c, data)
     table = Table(title="Jobs")
     for col in ("job", "plan", "GPUs", "start d", "end d", "deadline d", "cost"):

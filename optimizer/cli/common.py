@@ -15,23 +15,55 @@ from rich.console import Console
 
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
 from optimizer.inputs.aliases import DeprecatedName, warn_renamed
+from optimizer.inputs.validation import check_number
 
 __all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
            "EXIT_BAD_INPUT", "EXIT_INTERNAL", "header_or_infeasible",
            "catalog_line", "print_fallback", "layout_words", "interconnect_words", "answer", "print_notes",
            "renamed_flag", "show_deprecations", "MAX_TIME_LIMIT_S", "MIN_TIME_LIMIT_S", "MAX_WORKERS",
-           "MAX_ALTERNATIVES", "PricesOpt", "OfflineOpt", "JsonOpt"]
+           "MAX_ALTERNATIVES", "PricesOpt", "OfflineOpt", "JsonOpt", "TimeLimitOpt",
+           "OldTimeLimitOpt", "time_limit_s", "time_limit_help", "AlternativesOpt",
+           "DEFAULT_TIME_LIMIT_S"]
 
 #: options shared by the commands that read a job file (one definition each)
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the bundled price tables only")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the documented contract)")]
 
-#: ranges of the solver flags (--time-limit seconds, --workers threads, --alternatives plans)
+#: ranges of the solver flags (--time-limit-s seconds, --workers threads, --alternatives plans)
 MAX_TIME_LIMIT_S = 86_400.0
 MIN_TIME_LIMIT_S = 0.1
 MAX_WORKERS = 256
 MAX_ALTERNATIVES = 20
+#: the solver time limit of plan, serve, serve-compare and report (batch: its own default)
+DEFAULT_TIME_LIMIT_S = 10.0
+
+
+def time_limit_help(default_s: float, what: str = "Solver time limit") -> str:
+    """Help of --time-limit-s: its range and default (the option itself defaults to None, so
+    that its old spelling --time-limit can be told apart)."""
+    return f"{what}, seconds: {MIN_TIME_LIMIT_S:g}–{MAX_TIME_LIMIT_S:g} (default {default_s:g})"
+
+
+TimeLimitOpt = Annotated[float | None, typer.Option(
+    "--time-limit-s", help=time_limit_help(DEFAULT_TIME_LIMIT_S), show_default=False)]
+OldTimeLimitOpt = Annotated[float | None, typer.Option("--time-limit", hidden=True)]
+AlternativesOpt = Annotated[int, typer.Option(
+    "--alternatives", help=f"Next-best distinct plans to show: 0–{MAX_ALTERNATIVES}")]
+
+
+def time_limit_s(new: float | None, old: float | None,
+                 default_s: float = DEFAULT_TIME_LIMIT_S) -> float:
+    """The solver time limit from --time-limit-s or its old spelling --time-limit (warns once;
+    both given and different: bad input), checked against its range under the name given.
+
+    Raises:
+        ConfigError: out of range, or the two spellings disagree.
+    """
+    value = renamed_flag(new, old, "--time-limit-s", "--time-limit", default_s)
+    name = "--time-limit" if old is not None else "--time-limit-s"
+    check_number(value, name, ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
+    return float(value)
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -61,14 +93,16 @@ def user_errors() -> Iterator[None]:
 
 
 def renamed_flag(new_value: Any, old_value: Any, new_flag: str, old_flag: str,
-                 default: Any) -> Any:
+                 default: Any, new_text: Any = None) -> Any:
     """The value of a flag that has an old spelling: the old one still works (warns once);
-    both given with different values is bad input."""
+    both given with different values is bad input. `new_text`: the new flag's value as the
+    user typed it, when `new_value` is its translation to the old flag's vocabulary."""
     if old_value is None:
         return default if new_value is None else new_value
     warn_renamed(old_flag, new_flag)
     if new_value is not None and new_value != old_value:
-        raise ConfigError(f"{new_flag} {new_value} and {old_flag} {old_value} disagree; "
+        shown = new_value if new_text is None else new_text
+        raise ConfigError(f"{new_flag} {shown} and {old_flag} {old_value} disagree; "
                           f"give only {new_flag}")
     return old_value
 

@@ -63,7 +63,8 @@ def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] =
 
         specs = load_gpus()
     if json_out:
-        print_json(emit_list(GpusOutput, [asdict(s) for s in specs.values()]))
+        print_json(emit_list(GpusOutput, [dict(asdict(s), gpu=s.gpu_id, gpu_memory_gib=s.memory_gib)
+                                          for s in specs.values()]))
         return
 
     table = Table(title="GPU catalog (dense peaks; pricing_data/gpus.csv + gpus_consumer.csv)")

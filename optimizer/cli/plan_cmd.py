@@ -14,11 +14,13 @@ from optimizer import api
 from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_ALTERNATIVES,
-    MAX_TIME_LIMIT_S,
-    MIN_TIME_LIMIT_S,
+    AlternativesOpt,
     JsonOpt,
     OfflineOpt,
+    OldTimeLimitOpt,
     PricesOpt,
+    TimeLimitOpt,
+    answer,
     catalog_line,
     console,
     header_or_infeasible,
@@ -27,6 +29,7 @@ from optimizer.cli.common import (
     money,
     print_json,
     print_notes,
+    time_limit_s,
     user_errors,
 )
 from optimizer.cli.plot import check_plot_path, plot_pareto
@@ -35,19 +38,19 @@ from optimizer.inputs.validation import check_number
 __all__ = ["register", "render_plan", "data_lines"]
 
 Opt = typer.Option
-JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)")]
+JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")]
 
 
 def plan(job: JobArg, json_out: JsonOpt = False,
          pareto: Annotated[bool, Opt("--pareto", help="Also the cost-vs-time Pareto front")] = False,
          plot: Annotated[Path | None, Opt("--plot", help="Write the Pareto front as PNG "
                                                     "(needs the 'plot' extra)")] = None,
-         alternatives: Annotated[int, Opt(help="Next-best distinct plans to show")] = 3,
+         alternatives: AlternativesOpt = 3,
          prices: PricesOpt = None, offline: OfflineOpt = False,
-         time_limit: Annotated[float, Opt(help="Solver time limit, seconds")] = 10.0) -> None:
+         time_limit: TimeLimitOpt = None, old_time_limit: OldTimeLimitOpt = None) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
-        check_number(time_limit, "--time-limit", ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
+        time_limit = time_limit_s(time_limit, old_time_limit)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
         if plot is not None:
             check_plot_path(plot)
@@ -183,19 +186,24 @@ def compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
     """Best plan per GPU type and per provider; cloud vs owned/bought with the break-even."""
     with user_errors():
         data = api.compare(job, prices=prices, offline=True if offline else None)
-    if json_out:
-        print_json(data)
-        return
+    answer(data, json_out, render_compare)
 
+
+def render_compare(data: dict[str, Any]) -> None:
+    """The per-GPU and per-provider tables, cloud vs owned, and the break-even table (rich)."""
+    if header_or_infeasible(data) is None:
+        return
     c = console()
     for title, key in (("Best plan per GPU type", "per_gpu"), ("Best plan per provider", "per_provider")):
         table = Table(title=title)
         for col in ("", "plan", "GPUs", "days", "cost"):
             table.add_column(col, justify="right" if col in ("GPUs", "days", "cost") else "left")
         ranked = sorted(data[key].items(), key=lambda kv: kv[1]["cost_usd"] if kv[1] else 1e30)
+        why = data.get(f"{key}_explanation") or {}
         for name, r in ranked:
             if r is None:
-                table.add_row(name, "[dim]no plan meets the deadline/budget[/dim]", "", "", "")
+                table.add_row(name, f"[dim]no plan: {escape(why.get(name, 'deadline/budget'))}[/dim]",
+                              "", "", "")
                 continue
             table.add_row(name, f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
                           str(r["gpus"]), f"{r['days']:.2f}", money(r["cost_usd"]))
@@ -224,9 +232,6 @@ def compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
         c.print(table)
         c.print("months (duty cycle): such jobs back to back on the boxes, or at "
                 "constraints.jobs_per_month")
-    if not cloud and not local:
-        sys.stderr.write("no plan meets the constraints\n")
-        raise typer.Exit(EXIT_INFEASIBLE)
 
 
 def register(app: typer.Typer) -> None:

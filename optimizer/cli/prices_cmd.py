@@ -13,10 +13,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from optimizer.cli.common import EXIT_BAD_INPUT
+from optimizer.cli.common import EXIT_BAD_INPUT, renamed_flag
 from optimizer.errors import OptimizerError
+from optimizer.inputs.validation import check_number
 from optimizer.pricing.catalog import filter_rows, load_catalog_rows
-from optimizer.pricing.refresh import refresh_prices
+from optimizer.pricing.refresh import MAX_DEADLINE_S, MAX_TIMEOUT_S, refresh_prices
 from optimizer.pricing.sanity import PriceFlag, RowKey, catalog_flags
 from optimizer.pricing.schema import rows_to_frame
 from optimizer.report.contract.catalogs import PricesOutput
@@ -41,8 +42,6 @@ _SORT = ["usd_per_gpu_hour", "provider", "instance_type", "region", "pricing_mod
 #: JSON names aligned with plan output (issue 19 item 2), written beside the catalog columns
 _ALIASES = {"gpu": "gpu_id", "instance": "instance_type", "pricing": "pricing_model"}
 _KEY = ("provider", "instance_type", "region", "pricing_model")
-_DEPRECATED_MAX = ("warning: --max-instances is deprecated (it always meant 'at least N'); "
-                   "use --min-instances")
 
 Flags = Mapping[RowKey, tuple[PriceFlag, ...]]
 
@@ -109,32 +108,45 @@ def _render_table(frame: pd.DataFrame, flags: Flags) -> None:
 
 
 def _min_instances(min_instances: int | None, max_instances: int | None) -> int | None:
-    """The --min-instances value, taking the deprecated --max-instances alias (warns once)."""
-    if max_instances is None:
-        return min_instances
-    typer.echo(_DEPRECATED_MAX, err=True)
-    if min_instances is not None and min_instances != max_instances:
-        raise _fail(f"--min-instances {min_instances} and --max-instances {max_instances} "
-                    "disagree; give only --min-instances")
-    return max_instances
+    """The --min-instances value, taking the old spelling --max-instances (it always meant
+    'at least N'; warns once, as every renamed flag)."""
+    try:
+        return renamed_flag(min_instances, max_instances, "--min-instances", "--max-instances",
+                            None)
+    except OptimizerError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _seconds(new: float | None, old: float | None, name: str, default: float,
+             most: float) -> float:
+    """A refresh time from --NAME-s or its old spelling --NAME (warns once), in range."""
+    try:
+        value = renamed_flag(new, old, f"--{name}-s", f"--{name}", default)
+        check_number(value, f"--{name}" if old is not None else f"--{name}-s", gt=0, le=most)
+    except OptimizerError as exc:
+        raise _fail(str(exc)) from None
+    return float(value)
 
 
 @prices_app.callback()
 def prices(
     ctx: typer.Context,
     gpu: Annotated[list[str] | None, typer.Option(  # noqa: UP007 (typer needs Optional)
-        "--gpu", "-g", help="GPU id or alias; repeat or comma-separate.")] = None,
+        "--gpu", "-g", metavar="GPU", help="GPU id or alias; repeat or comma-separate.")] = None,
     provider: Annotated[list[str] | None, typer.Option(  # noqa: UP007
-        "--provider", "-p", help="Provider (aws, gcp, azure, lambda, ...).")] = None,
+        "--provider", "-p", metavar="PROVIDER", help="Provider (aws, gcp, azure, lambda, ...); "
+        "repeat for several.")] = None,
     pricing: Annotated[list[str] | None, typer.Option(  # noqa: UP007
-        "--pricing", help="on_demand, spot, reserved_1y, reserved_3y.")] = None,
+        "--pricing", metavar="PRICING", help="on_demand, spot, reserved_1y, reserved_3y; "
+        "repeat for several.")] = None,
     region: Annotated[list[str] | None, typer.Option(  # noqa: UP007
-        "--region", help="Region name as in the table; repeat for several.")] = None,
-    min_instances: Annotated[int | None, typer.Option(  # noqa: UP007
-        "--min-instances", help="Only offerings that can supply at least N instances together.")
+        "--region", metavar="REGION", help="Region name as in the table; repeat for several.")
     ] = None,
+    min_instances: Annotated[int | None, typer.Option(  # noqa: UP007
+        "--min-instances", metavar="N",
+        help="Only offerings that can supply at least N instances together.")] = None,
     max_instances: Annotated[int | None, typer.Option(  # noqa: UP007
-        "--max-instances", hidden=True, help="Deprecated alias of --min-instances.")] = None,
+        "--max-instances", hidden=True, help="Old name of --min-instances.")] = None,
     flagged: Annotated[bool, typer.Option(
         "--flagged", help="Only rows flagged by a price-sanity rule.")] = False,
     as_json: Annotated[bool, typer.Option(
@@ -189,23 +201,29 @@ def _age_line(description: str, age_days: int) -> str:
 def refresh(
     url: Annotated[str | None, typer.Option(  # noqa: UP007
         "--url", help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL).")] = None,
-    timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds per read (connect, "
-                                             "each read of the body); > 0, at most 600.")] = 10.0,
-    deadline_s: Annotated[float, typer.Option("--deadline", help="Seconds for the whole refresh "
-                                              "(every attempt); > 0, at most 3600.")] = 60.0,
+    timeout_s: Annotated[float | None, typer.Option(
+        "--timeout-s", help=f"Seconds per read (connect, each read of the body): > 0 and ≤ "
+        f"{MAX_TIMEOUT_S:g} (default 10).", show_default=False)] = None,
+    deadline_s: Annotated[float | None, typer.Option(
+        "--deadline-s", help=f"Seconds for the whole refresh (every attempt): > 0 and ≤ "
+        f"{MAX_DEADLINE_S:g} (default 60).", show_default=False)] = None,
     retries: Annotated[int, typer.Option("--retries", help="Extra attempts on timeouts, "
                                          "connection errors and 5xx; 0 to 10.")] = 3,
     allow_shrink: Annotated[bool, typer.Option("--allow-shrink", help="Accept a table that lost "
                                                "more than 20% of the rows in use or a whole "
                                                "provider.")] = False,
+    old_timeout: Annotated[float | None, typer.Option("--timeout", hidden=True)] = None,
+    old_deadline: Annotated[float | None, typer.Option("--deadline", hidden=True)] = None,
 ) -> None:
     """Download newer price tables into the user cache (previous tables kept on any failure).
 
     Exit codes, as every command: 0 updated or not modified, 2 the arguments or the price source
     are unusable (network, server, an invalid or shrunken table: the one line says which, and
-    that the previous tables are kept byte-identical).
+    that the previous tables are kept byte-identical), 3 an internal error (a bug in ccopt;
+    `ccopt --debug prices refresh` shows the traceback).
     """
-
+    timeout_s = _seconds(timeout_s, old_timeout, "timeout", 10.0, MAX_TIMEOUT_S)
+    deadline_s = _seconds(deadline_s, old_deadline, "deadline", 60.0, MAX_DEADLINE_S)
     try:
         result = refresh_prices(url, timeout_s=timeout_s, retries=retries, deadline_s=deadline_s,
                                 allow_shrink=allow_shrink)

@@ -16,7 +16,17 @@ from typing import Annotated, Any
 import typer
 
 from optimizer import api
-from optimizer.cli.common import EXIT_INFEASIBLE, OfflineOpt, PricesOpt, console, user_errors
+from optimizer.cli.common import (
+    DEFAULT_TIME_LIMIT_S,
+    EXIT_INFEASIBLE,
+    OfflineOpt,
+    OldTimeLimitOpt,
+    PricesOpt,
+    console,
+    time_limit_help,
+    time_limit_s,
+    user_errors,
+)
 from optimizer.errors import ConfigError, OptimizerError
 from optimizer.inputs.toml_file import read_toml
 
@@ -126,7 +136,7 @@ def _latency_estimates(doc: dict[str, Any], base_dir: Path, result: dict[str, An
     dep = plan["deployments"][0]
     bucket = max(job["buckets"], key=lambda b: b["share"])
     batches = sorted({*LATENCY_BATCHES, dep["batch"]})
-    kv = (doc.get("workload") or {}).get("kv_precision", "fp16")
+    kv = job["kv_cache_precision"]  # as the serve planner read it (old names resolved)
     return tuple(api.estimate(name, dep["gpu"], num_gpus=dep["tp"], tp=dep["tp"], mode="serve",
                               batch=b, prompt_tokens=bucket["prompt_tokens"],
                               output_tokens=bucket["output_tokens"], precision=dep["precision"],
@@ -178,12 +188,17 @@ def _renderer() -> Any:
 def report(source: Annotated[Path, typer.Argument(help="Job file (TOML: training, batch or "
                                                   "serve) or a saved --json result", metavar="SOURCE")],
            output: Annotated[Path | None, Opt("-o", "--output", help="HTML file to write "
-                                              "(default: SOURCE with .html)")] = None,
+                                              "(default: SOURCE's file name with .html, in "
+                                              "the current directory)")] = None,
            prices: PricesOpt = None, offline: OfflineOpt = False,
-           time_limit: Annotated[float, Opt(help="Solver time limit per solve, seconds")] = 10.0
-           ) -> None:
+           time_limit: Annotated[float | None, Opt(
+               "--time-limit-s", help=time_limit_help(DEFAULT_TIME_LIMIT_S,
+                                                      "Solver time limit per solve"),
+               show_default=False)] = None,
+           old_time_limit: OldTimeLimitOpt = None) -> None:
     """A shareable, self-contained HTML report of a plan, a batch or a serving job."""
     with user_errors():
+        time_limit = time_limit_s(time_limit, old_time_limit)
         out = check_output_path(output or Path(source.with_suffix(".html").name))
         html = _renderer()
         made_by = f"ccopt report {source.name}" + (" --offline" if offline else "")

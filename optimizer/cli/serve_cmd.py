@@ -11,26 +11,27 @@ from rich.table import Table
 from optimizer.api import serve as run_serve
 from optimizer.api import serve_compare as run_serve_compare
 from optimizer.cli.common import (
-    MAX_TIME_LIMIT_S,
-    MIN_TIME_LIMIT_S,
     JsonOpt,
     OfflineOpt,
+    OldTimeLimitOpt,
     PricesOpt,
+    TimeLimitOpt,
     answer,
     catalog_line,
     console,
     header_or_infeasible,
     money,
     print_notes,
+    time_limit_s,
     user_errors,
 )
-from optimizer.inputs.validation import check_number
+from optimizer.inputs.aliases import warn_renamed
 
 __all__ = ["register", "render_serve", "render_compare"]
 
 Opt = typer.Option
-JobArg = Annotated[Path, typer.Argument(help="Serving job file (TOML, workload.kind = \"serve\")")]
-TimeOpt = Annotated[float, Opt("--time-limit", help="Solver time limit, seconds")]
+JobArg = Annotated[Path, typer.Argument(help="Serving job file (TOML, workload.kind = \"serve\")",
+                                        metavar="JOB")]
 
 
 def render_serve(data: dict[str, Any]) -> None:
@@ -90,26 +91,28 @@ def render_compare(data: dict[str, Any]) -> None:
 
 def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
           offline: OfflineOpt = False,
-          compare: Annotated[bool, Opt("--compare", help="Best deployment per GPU type")] = False,
-          time_limit: TimeOpt = 10.0) -> None:
+          time_limit: TimeLimitOpt = None, old_time_limit: OldTimeLimitOpt = None,
+          compare: Annotated[bool, Opt("--compare", hidden=True)] = False) -> None:
     """The cheapest replica mix that serves JOB's load within its latency targets."""
-    if compare:
-        serve_compare(job, json_out, prices, offline, time_limit)
+    if compare:  # the old spelling of `serve-compare`
+        warn_renamed("serve --compare", "serve-compare")
+        serve_compare(job, json_out, prices, offline, time_limit, old_time_limit)
         return
     with user_errors():
-        check_number(time_limit, "--time-limit", ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
+        limit = time_limit_s(time_limit, old_time_limit)
         data = run_serve(job, prices=prices, offline=True if offline else None,
-                         time_limit_s=time_limit)
+                         time_limit_s=limit)
     answer(data, json_out, render_serve)
 
 
 def serve_compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
-                  offline: OfflineOpt = False, time_limit: TimeOpt = 10.0) -> None:
+                  offline: OfflineOpt = False, time_limit: TimeLimitOpt = None,
+                  old_time_limit: OldTimeLimitOpt = None) -> None:
     """Best serving deployment per GPU type (and the best mix over all types)."""
     with user_errors():
-        check_number(time_limit, "--time-limit", ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
+        limit = time_limit_s(time_limit, old_time_limit)
         data = run_serve_compare(job, prices=prices, offline=True if offline else None,
-                                 time_limit_s=time_limit)
+                                 time_limit_s=limit)
     answer(data, json_out, render_compare, data["best"]["status"])
 
 

@@ -29,7 +29,8 @@ __all__ = ["register"]
 _DEFAULT = SizingRule()
 
 
-def sizing(job: Annotated[Path, typer.Argument(help="Job file (TOML)")], json_out: JsonOpt = False,
+def sizing(job: Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")],
+           json_out: JsonOpt = False,
            prices: PricesOpt = None, offline: OfflineOpt = False,
            warmup_steps: Annotated[int, typer.Option(help="Steps before the reading (excluded)")]
            = _DEFAULT.warmup_steps,

@@ -14,7 +14,17 @@ from optimizer.model.step_time import StepTime
 from optimizer.report.contract.common import emit
 from optimizer.report.contract.train import EstimateOutput
 
-__all__ = ["train_estimate_json", "serve_estimate_json"]
+__all__ = ["train_estimate_json", "serve_estimate_json", "significant"]
+
+
+def significant(value: float, digits: int = 4) -> float:
+    """`value` rounded to `digits` significant figures (as serve rounds its latencies), so a
+    sub-millisecond TTFT keeps its precision: 0.000123456 -> 0.0001235."""
+    return float(f"{value:.{digits}g}")
+
+
+def _status(fits: bool) -> str:
+    return "fits" if fits else "does_not_fit"
 
 
 def _head(spec: ModelSpec, gpu: GpuSpec, gpus: int) -> dict[str, Any]:
@@ -27,14 +37,19 @@ def train_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, layout: Layout
                         where: dict[str, Any] | None = None) -> dict[str, Any]:
     """Memory and step time of one training layout (step None: the GPU lacks the precision).
 
-    `where`: the hardware context (gpus_per_node, inter_node_gbps, inter_node_assumed,
-    instance, stack, note) and `interval`, the (P10, P90) multipliers of the step time."""
+    `where`: the hardware context (gpus_per_instance and its old name gpus_per_node,
+    inter_node_gbps, inter_node_assumed, inter_node_is_default, instance, provider,
+    instance_type, stack, note, seq_len, base_efficiency) and `interval`, the (P10, P90)
+    multipliers of the step time."""
     where = dict(where or {})
     interval = where.pop("interval", None)
+    if step is None:
+        where.pop("base_efficiency", None)
     out = _head(spec, gpu, gpus)
     out.update({k: v for k, v in where.items() if v is not None})
-    out.update(mode="train", layout=layout.as_dict(), memory_gib=mem.as_dict(2),
-               fits=mem.fits(gpu.memory_gib))
+    fits = mem.fits(gpu.memory_gib)
+    out.update(mode="train", status=_status(fits), layout=layout.as_dict(),
+               memory_gib=mem.as_dict(2), fits=fits)
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
         return emit(EstimateOutput, out)
@@ -45,7 +60,8 @@ def train_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, layout: Layout
                tokens_per_s=round(step.tokens_per_s, 1),
                tokens_per_s_per_gpu=round(step.tokens_per_s_per_gpu, 1),
                mfu=round(step.mfu, 4), hfu=round(step.hfu, 4),
-               efficiency=round(step.efficiency, 4), calibrated=step.calibrated,
+               efficiency=round(step.efficiency, 4),
+               effective_efficiency=round(step.efficiency, 4), calibrated=step.calibrated,
                precision=precision)
     if isinstance(spec, SampleProfile):  # a sample is one "token" of seq_len 1
         out.update(sample_unit=spec.sample_unit, samples_per_s=round(step.tokens_per_s, 2),
@@ -59,12 +75,15 @@ def serve_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, serve: ServeSe
     """Memory, latency and throughput of `gpus // tp` serving replicas of one setup."""
     replicas = gpus // tp
     out = _head(spec, gpu, gpus)
-    out.update({k: v for k, v in (where or {}).items() if v is not None and k != "interval"})
-    out.update(mode="serve", precision=serve.weight_precision, quantization=serve.weight_precision,
+    out.update({k: v for k, v in (where or {}).items()
+                if v is not None and k not in ("interval", "seq_len", "base_efficiency")})
+    fits = mem.fits(gpu.memory_gib)
+    out.update(mode="serve", status=_status(fits), precision=serve.weight_precision,
+               quantization=serve.weight_precision,
                kv_cache_precision=serve.kv_precision,
                layout={"tp": tp, "replicas": replicas, "batch": serve.batch, "context": serve.context},
-               memory_gib=mem.as_dict(2), fits=mem.fits(gpu.memory_gib),
-               ttft_s=round(perf.ttft_s, 4), tpot_ms=round(perf.tpot_s * 1e3, 3),
+               memory_gib=mem.as_dict(2), fits=fits,
+               ttft_s=significant(perf.ttft_s), tpot_ms=round(perf.tpot_s * 1e3, 3),
                decode_step_ms=round(perf.decode_step_s * 1e3, 3),
                output_tokens_per_s=round(perf.output_tokens_per_s * replicas, 1),
                requests_per_s=round(perf.requests_per_s * replicas, 3),

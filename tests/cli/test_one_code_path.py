@@ -57,7 +57,7 @@ def test_estimate_serve_reproduces_the_per_replica_rate(example, no_user_state):
                 if dep["pricing"] not in ("owned", "buy") else {"gpu": dep["gpu"]}
             est = api.estimate(job.model.preset or job.model.hf_config, mode="serve",
                                num_gpus=dep["tp"], tp=dep["tp"], batch=dep["batch"],
-                               precision=w.weight_precision, kv_cache_precision=w.kv_precision,
+                               precision=w.weight_precision, kv_cache_precision=w.kv_cache_precision,
                                prompt_tokens=bucket.prompt_tokens,
                                output_tokens=bucket.output_tokens, stack=w.stack, offline=True,
                                **where)

@@ -36,7 +36,7 @@ def test_h100_json_has_all_pricing_models_from_several_providers():
     for model in ("on_demand", "spot", "reserved_1y"):
         assert len({r["provider"] for r in rows if r["pricing_model"] == model}) >= 2, model
     # the catalog columns first (scripts rely on them), then the plan's names and the flags
-    assert list(rows[0]) == [*COLUMNS, "gpu", "instance", "pricing", "flags"]
+    assert list(rows[0]) == [*COLUMNS, "gpu", "instance", "pricing", "flags", "schema_version"]
     for r in rows:
         assert (r["gpu"], r["instance"], r["pricing"]) == (r["gpu_id"], r["instance_type"],
                                                            r["pricing_model"])
@@ -173,14 +173,16 @@ def test_csv_stays_a_valid_offerings_file(tmp_path):
 
 
 def test_min_instances_and_the_deprecated_alias_warns_once():
-    new = runner.invoke(app, ["prices", "--min-instances", "2", "--json"])
-    assert new.exit_code == 0 and "deprecated" not in new.stderr
-    old = runner.invoke(app, ["prices", "--max-instances", "2", "--json"])
+    from optimizer.cli import app as ccopt  # its callback prints old-name warnings on stderr
+
+    new = runner.invoke(ccopt, ["prices", "--min-instances", "2", "--json"])
+    assert new.exit_code == 0 and "warning:" not in new.stderr
+    old = runner.invoke(ccopt, ["prices", "--max-instances", "2", "--json"])
     assert old.exit_code == 0
     assert old.stdout == new.stdout  # same meaning: at least 2 instances
     warnings = [line for line in old.stderr.splitlines() if line.startswith("warning:")]
-    assert warnings == ["warning: --max-instances is deprecated (it always meant 'at least N'); "
-                        "use --min-instances"]
+    assert warnings == ["warning: --max-instances is now called --min-instances; the old name "
+                        "still works but will be removed in the next schema version"]
     rows = json.loads(new.stdout)
     assert rows and all(r["max_instances"] is None or r["max_instances"] >= 2 for r in rows)
     hidden = runner.invoke(app, ["prices", "--help"])
