@@ -43,3 +43,34 @@ def test_mask_ignores_timings_and_age_only():
     later = "x — optimal (CP-SAT, 12 candidates, 0.420 s; prices as of 2026-12-02, 9 days old"
     assert mask(shown) == mask(later)
     assert mask("33,379 steps of 16.54 s") != mask("33,379 steps of 16.55 s")
+
+
+def test_every_environment_variable_the_code_reads_is_documented():
+    import re
+
+    from tools.readme import ROOT
+
+    read = set()
+    for path in (ROOT / "optimizer").rglob("*.py"):
+        read |= set(re.findall(r"environ(?:\.get\(|\[)\s*\"([A-Z_]+)\"", path.read_text()))
+    assert {"CCOPT_OFFLINE", "CCOPT_CACHE_DIR", "CCOPT_CALIBRATION", "CCOPT_PRICES_URL"} <= read
+    table = README.read_text(encoding="utf-8").split("### Environment variables", 1)[1]
+    table = table.split("\n### ", 1)[0]
+    assert [v for v in sorted(read) if f"`{v}" not in table] == []
+
+
+def test_the_annotated_job_file_is_valid_in_todays_names():
+    """The README's TOML job snippet loads with no error and no old-name warning."""
+    import tomllib
+    import warnings
+
+    from optimizer.inputs.aliases import DeprecatedName
+    from optimizer.inputs.jobs.train import job_from_dict
+
+    text = README.read_text(encoding="utf-8").split("### Job files", 1)[1]
+    snippet = text.split("```toml\n", 1)[1].split("```", 1)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecatedName)
+        job = job_from_dict(tomllib.loads(snippet), "README.md")
+    assert job.constraints.gpu_types == ("A100-80GB", "H100-80GB", "RTX4090")
+    assert job.hardware.buy and job.hardware.buy[0].gpu == "RTX4090"

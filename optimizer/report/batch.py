@@ -49,7 +49,7 @@ def _job_dict(result: BatchResult, job: JobRows, s: ScheduledJob | None,
                      start_hour=None, end_hour=None)
     entry.update(model=spec.model_name, release_hour=round(spec.release_h, 2),
                  deadline_hour=spec.deadline_h, priority=spec.priority,
-                 value_usd=spec.penalty_usd, candidates=len(job.rows))
+                 value_usd=spec.penalty_usd, candidates=len(job.rows), rows=len(job.rows))
     return entry
 
 
@@ -106,5 +106,16 @@ def batch_dict(result: BatchResult) -> dict[str, Any]:
         "notes": problem.notes + flag_notes(s.row.candidate.offering for s in result.jobs
                                             if s.row is not None),
         **({"catalog": result.catalog} if result.catalog is not None else {}),
-        "solver": solver_block(result.solver, str(result.status)),
+        "solver": _batch_solver(result.solver, str(result.status)),
     })
+
+
+def _batch_solver(solver: dict[str, Any], status: str) -> dict[str, Any]:
+    """The batch solver block: counts named num_* beside their older names (`jobs` and
+    `resources` are lists at the top level of the same output)."""
+    block = solver_block(solver, status)
+    for old, new in (("jobs", "num_jobs"), ("resources", "num_resources"),
+                     ("model_rows", "num_model_rows")):
+        if block.get(old) is not None:
+            block[new] = block[old]
+    return block

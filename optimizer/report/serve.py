@@ -60,13 +60,18 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
            "hours_per_day": w.hours_per_day,
            "buckets": [b.model_dump() for b in w.request_buckets()],
            "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},
-           "redundancy_spare_replicas": c.spare_replicas, "headroom_required": c.headroom,
-           "stack": w.stack}
+           "redundancy_spare_replicas": c.spare_replicas,
+           "spare_instances_per_deployment": c.spare_replicas,
+           "headroom_required": c.min_capacity_headroom_fraction,
+           "min_capacity_headroom_fraction": c.min_capacity_headroom_fraction,
+           "kv_cache_precision": w.kv_cache_precision, "stack": w.stack}
     solver = dict(result.solver)
     if solver.get("objective_cents") is not None:
+        solver["objective_cents_per_hour"] = solver["objective_cents"]
         solver["objective_usd_per_hour"] = round(solver["objective_cents"] / 100, 2)
     out: dict[str, Any] = {"status": str(result.status), "plan": None,
-                           "explanation": explanation_of(result.explanation, result.binding),
+                           "explanation": explanation_of(result.explanation, result.binding,
+                                                         [dict(f) for f in result.fixes]),
                            "solver": solver_block(solver, str(result.status)), "job": job,
                            "rejected": rejected_list([r.split(": ", 1) if ": " in r else (r, "")
                                                       for r in result.rejected]),

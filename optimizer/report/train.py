@@ -17,7 +17,7 @@ from optimizer.solve.train.enumerate import Candidate, class_label
 from optimizer.solve.train.host_check import unit_of
 from optimizer.solve.train.pcie_note import host_path_warning
 from optimizer.solve.train.plan import PlanResult
-from optimizer.solve.train.prepare import headroom_of
+from optimizer.solve.train.prepare import PreparedJob, headroom_of
 from optimizer.solve.train.variants import options_of
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
@@ -161,14 +161,16 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
     if result.prepared is not None:
         out["rejected"] = rejected_list(result.prepared.table.rejected)
         out["loader_bound"] = loader_bound_list(result.prepared)
-        out["job"] = {"name": job.name if job else None,
-                      "model": result.prepared.model.name,
-                      "params": result.prepared.model.params(),
-                      "tokens": job.workload.total_tokens() if job else None,
-                      "deadline_hours": result.prepared.deadline_h,
-                      "budget_usd": result.prepared.budget_usd,
-                      "stack": job.workload.stack if job else None}
+        out["job"] = job_block(result.prepared)
     return emit(PlanOutput, out)
+
+
+def job_block(prep: PreparedJob) -> dict[str, Any]:
+    """The job as planned: the `job` object of `ccopt plan --json` (compare: `job_detail`)."""
+    job = prep.job
+    return {"name": job.name, "model": prep.model.name, "params": prep.model.params(),
+            "tokens": job.workload.total_tokens(), "deadline_hours": prep.deadline_h,
+            "budget_usd": prep.budget_usd, "stack": job.workload.stack}
 
 
 def solver_block(solver: dict[str, Any], status: str) -> dict[str, Any]:
@@ -201,11 +203,16 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
     job = result.job
     be = result.break_even
     found = result.cloud is not None or result.local is not None
+    diag = result.diagnosis
     return emit(CompareOutput, {
         "status": "optimal" if found else "infeasible",
-        "explanation": None if found else explanation_of(
-            "no plan meets the deadline and budget with any allowed GPU type", "deadline"),
+        "explanation": None if diag is None else explanation_of(
+            diag.text, diag.binding, [dict(f) for f in diag.fixes]),
         "job": job.name,
+        "job_detail": job_block(result.prepared) if result.prepared else None,
+        "solver": solver_block(result.solver, "optimal" if found else "infeasible"),
+        "per_gpu_explanation": result.per_gpu_explanation,
+        "per_provider_explanation": result.per_provider_explanation,
         "per_gpu": _plans(result.per_gpu, job),
         "per_provider": _plans(result.per_provider, job),
         "cloud": plan_dict(result.cloud, job) if result.cloud else None,

@@ -65,8 +65,8 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
                                 lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero,
                                              checkpointing=ckpt, micro_batch=mb, grad_accum=ga)
                                 # usable device memory: card × (1 − fraction) − GiB kept free
-                                usable = off.gpu.memory_gib * (1 - c.memory_headroom_fraction) \
-                                    - c.memory_headroom_gib
+                                usable = off.gpu.memory_gib * (1 - c.min_memory_headroom_fraction) \
+                                    - c.min_memory_headroom_gib
                                 if training_memory(model, setup, lay, A).device > usable:
                                     continue
                                 step = training_step_time(
@@ -178,7 +178,7 @@ def test_removing_an_offering_never_lowers_cost(job, offerings) -> None:
 @settings(max_examples=200, deadline=None)
 @given(jobs_strategy(), offerings_strategy(), st.floats(0.0, 20.0), st.floats(0.0, 0.4))
 def test_no_plan_exceeds_the_card_minus_its_headroom(job, offerings, gib, fraction) -> None:
-    job = _with(job, memory_headroom_gib=gib, memory_headroom_fraction=fraction)
+    job = _with(job, min_memory_headroom_gib=gib, min_memory_headroom_fraction=fraction)
     result = _plan(job, offerings)
     if result.plan is None:
         return
@@ -189,8 +189,8 @@ def test_no_plan_exceeds_the_card_minus_its_headroom(job, offerings, gib, fracti
 @settings(max_examples=200, deadline=None)
 @given(jobs_strategy(), offerings_strategy(), st.floats(0.0, 10.0), st.floats(0.0, 10.0))
 def test_more_headroom_never_lowers_cost(job, offerings, gib, extra) -> None:
-    less = _plan(_with(job, memory_headroom_gib=gib), offerings)
-    more = _plan(_with(job, memory_headroom_gib=gib + extra), offerings)
+    less = _plan(_with(job, min_memory_headroom_gib=gib), offerings)
+    more = _plan(_with(job, min_memory_headroom_gib=gib + extra), offerings)
     if more.plan is None:
         return
     assert less.plan is not None  # what fits with more headroom fits with less

@@ -34,7 +34,9 @@ class BatchJobOut(_PlanFields):  # type: ignore[misc,valid-type]
     deadline_hour: float | None
     priority: int
     value_usd: float | None
-    candidates: int = Field(description="plan options of this job")
+    candidates: int = Field(description="plan options of this job (old name of rows)")
+    rows: int | None = Field(default=None, description="plan options of this job (as the "
+                             "solver block's rows)")
 
 
 class ResourceOut(Contract):

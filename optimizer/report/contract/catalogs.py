@@ -1,5 +1,5 @@
 """The JSON contract of the list commands: `ccopt prices`, `ccopt gpus`, `ccopt models`,
-`ccopt stacks` (each prints a JSON array of rows)."""
+`ccopt stacks` (each prints a JSON array of rows; every row carries `schema_version`)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,21 @@ from typing import Any
 
 from pydantic import Field, RootModel
 
-from optimizer.report.contract.common import Contract
+from optimizer.report.contract.common import SCHEMA_VERSION, Contract
 from optimizer.report.contract.train import PriceFlagOut
 
-__all__ = ["PriceRowOut", "PricesOutput", "GpuRowOut", "GpusOutput", "ModelRowOut",
+__all__ = ["Row", "PriceRowOut", "PricesOutput", "GpuRowOut", "GpusOutput", "ModelRowOut",
            "ModelsOutput", "StackRowOut", "StacksOutput"]
 
 
-class PriceRowOut(Contract):
+class Row(Contract):
+    """A row of a list command: the array stays the documented shape (prices: "a list of
+    offering rows"), so the version rides on every row."""
+
+    schema_version: int = SCHEMA_VERSION
+
+
+class PriceRowOut(Row):
     """One catalog offering (the columns of pricing_data/offerings.csv, plus aligned names)."""
 
     provider: str
@@ -47,10 +54,12 @@ class PricesOutput(RootModel[list[PriceRowOut]]):
     """`ccopt prices --json`: the offerings, cheapest GPU-hour first."""
 
 
-class GpuRowOut(Contract):
+class GpuRowOut(Row):
     gpu_id: str
+    gpu: str = Field(description="same as gpu_id (the name plans use)")
     vendor: str
-    memory_gib: float
+    memory_gib: float = Field(description="the card's memory, GiB (old name of gpu_memory_gib)")
+    gpu_memory_gib: float = Field(description="the card's memory, GiB (as in plans and estimate)")
     mem_bandwidth_gb_s: float
     fp32_tflops: float | None
     tf32_tflops: float | None
@@ -74,7 +83,7 @@ class GpusOutput(RootModel[list[GpuRowOut]]):
     """`ccopt gpus --json`: the GPU catalog (dense peaks, no sparsity)."""
 
 
-class ModelRowOut(Contract):
+class ModelRowOut(Row):
     """A preset: a transformer shape, or a per-sample profile (shape fields null)."""
 
     name: str
@@ -103,7 +112,7 @@ class ModelsOutput(RootModel[list[ModelRowOut]]):
     """`ccopt models --json`: the model presets."""
 
 
-class StackRowOut(Contract):
+class StackRowOut(Row):
     name: str
     kind: str = Field(description="train | serve")
     description: str

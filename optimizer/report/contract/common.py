@@ -81,17 +81,25 @@ class SolverOut(Contract):
     objective: float | None = Field(default=None, description="raw solver objective (scaled "
                                     "integer units; see the *_usd / *_cents fields)")
     best_bound: float | None = None
-    objective_cents: int | None = Field(default=None, description="serve: cents per hour")
+    objective_cents: int | None = Field(default=None, description="serve: cents per hour (old "
+                                        "name of objective_cents_per_hour)")
     objective_usd_per_hour: float | None = Field(default=None, description="serve: the optimum")
     objective_usd: float | None = Field(default=None, description="batch: the optimum")
     best_bound_usd: float | None = None
     gap: float | None = Field(default=None, description="batch: relative optimality gap")
     solve_s: float | None = None
+    solves: int | None = Field(default=None, description="compare: solver calls summed here")
     horizon_steps: int | None = None
     time_unit_hours: float | None = None
-    jobs: int | None = None
-    model_rows: int | None = None
-    resources: int | None = None
+    jobs: int | None = Field(default=None, description="batch: old name of num_jobs")
+    model_rows: int | None = Field(default=None, description="batch: old name of num_model_rows")
+    resources: int | None = Field(default=None, description="batch: old name of num_resources")
+    num_jobs: int | None = Field(default=None, description="batch: jobs in the model")
+    num_model_rows: int | None = Field(default=None, description="batch: rows left in the "
+                                       "CP-SAT model after pruning (rows: all options)")
+    num_resources: int | None = Field(default=None, description="batch: shared resources")
+    objective_cents_per_hour: int | None = Field(default=None, description="serve: the optimum, "
+                                                 "cents per hour (objective_cents, named)")
 
 
 class FixOut(Contract):
@@ -100,6 +108,8 @@ class FixOut(Contract):
     change: str
     requirement: str | None = Field(default=None, description="the requirement it relaxes")
     cost_usd: float | None = Field(default=None, description="total cost after the change")
+    usd_per_hour: float | None = Field(default=None, description="serve: USD per served hour "
+                                       "of the plan after the change (null: not re-solved)")
     total_cost_usd: float | None = Field(default=None, description="batch: old name of cost_usd")
     detail: dict[str, Any] | str | None = Field(default=None, description="batch: per "
                                                 "requirement, what was needed")
@@ -135,8 +145,12 @@ def emit(model: type[Contract], data: dict[str, Any]) -> dict[str, Any]:
 
 
 def emit_list(model: Any, rows: list[dict[str, Any]]) -> list[Any]:
-    """A list output (a RootModel of rows) checked against its contract, as plain JSON."""
-    return model.model_validate(rows).model_dump(mode="json")
+    """A list output (a RootModel of rows) checked against its contract, as plain JSON; each
+    row's own columns come first, its `schema_version` last (scripts read the columns)."""
+    out = model.model_validate(rows).model_dump(mode="json")
+    return [{k: v for k, v in r.items() if k != "schema_version"}
+            | ({"schema_version": r["schema_version"]} if "schema_version" in r else {})
+            for r in out]
 
 
 def explanation_of(text: str | None, binding: str | None = None,
@@ -148,8 +162,11 @@ def explanation_of(text: str | None, binding: str | None = None,
 
 
 def rejected_list(rejected: dict[str, str] | list[Any]) -> list[dict[str, str]]:
-    """Rejected options as [{option, reason}] (from {option: reason} or a list of those)."""
+    """Rejected options as [{option, reason}] (from {option: reason} or a list of those),
+    sorted by option then reason: the same catalog in another row order gives the same list."""
     if isinstance(rejected, dict):
-        return [{"option": k, "reason": v} for k, v in rejected.items()]
-    return [r if isinstance(r, dict) else {"option": str(r[0]), "reason": str(r[1])}
-            for r in rejected]
+        rows = [{"option": k, "reason": v} for k, v in rejected.items()]
+    else:
+        rows = [r if isinstance(r, dict) else {"option": str(r[0]), "reason": str(r[1])}
+                for r in rejected]
+    return sorted(rows, key=lambda r: (r["option"], r["reason"]))

@@ -89,8 +89,14 @@ class ServeJobOut(Contract):
     hours_per_day: float
     buckets: list[BucketOut]
     targets: ServeTargetsOut
-    redundancy_spare_replicas: int
-    headroom_required: float
+    redundancy_spare_replicas: int = Field(description="old name of "
+                                           "spare_instances_per_deployment")
+    spare_instances_per_deployment: int | None = Field(default=None, description="N+k: k spare "
+                                                       "instances per deployment")
+    headroom_required: float = Field(description="old name of min_capacity_headroom_fraction")
+    min_capacity_headroom_fraction: float | None = Field(default=None, description="capacity ≥ "
+                                                         "load × (1 + this)")
+    kv_cache_precision: str | None = Field(default=None, description="KV cache element type")
     stack: str | None = None
 
 

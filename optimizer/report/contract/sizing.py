@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract, LayoutOut
+from optimizer.report.contract.train import CatalogOut
 
 __all__ = ["SizingRunOut", "SettledOut", "SizingOutput"]
 
@@ -55,3 +56,5 @@ class SizingOutput(Contract):
     total_cost_usd: float = Field(description="all sizing runs together")
     rule: dict[str, float] = Field(description="warm-up steps, minimum steps and seconds, "
                                    "start-up minutes (GUESSES)")
+    catalog: CatalogOut | None = Field(default=None, description="the price tables used: "
+                                       "source, as_of, age_days (as in plan)")

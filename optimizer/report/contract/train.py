@@ -150,8 +150,8 @@ class PlanOut(Contract):
     memory_headroom_gib: float | None = Field(default=None, description="card memory minus the "
                                               "device memory the plan needs, per GPU")
     memory_headroom_required_gib: float | None = Field(
-        default=None, description="the headroom the job asked to keep (memory_headroom_gib + "
-        "memory_headroom_fraction × card)")
+        default=None, description="the headroom the job asked to keep (min_memory_headroom_gib "
+        "+ min_memory_headroom_fraction × card)")
     step: StepOut
     tokens_per_s: float
     tokens_per_s_per_gpu: float
@@ -249,7 +249,7 @@ class CompareOutput(Contract):
 
     schema_version: int = SCHEMA_VERSION
     status: Literal["optimal", "infeasible"]
-    job: str
+    job: str = Field(description="the job's name (plan: an object; see job_detail)")
     per_gpu: dict[str, PlanOut | None]
     per_provider: dict[str, PlanOut | None]
     cloud: PlanOut | None
@@ -260,6 +260,16 @@ class CompareOutput(Contract):
     rejected: list[RejectedOut] = Field(default_factory=list)
     catalog: CatalogOut | None = None
     explanation: ExplanationOut | None = None
+    job_detail: PlanJobOut | None = Field(default=None, description="the job as planned: "
+                                          "plan's `job` object (`job` here is the name; schema "
+                                          "version 3 will make `job` this object)")
+    solver: SolverOut | None = Field(default=None, description="every solve of the comparison "
+                                     "together: rows, wall_s, proven_optimal, solves")
+    per_gpu_explanation: dict[str, str] = Field(
+        default_factory=dict, description="GPU types with options but no plan: why (deadline "
+        "or budget, with the fastest/cheapest option's numbers)")
+    per_provider_explanation: dict[str, str] = Field(
+        default_factory=dict, description="providers with options but no plan: why")
 
 
 class ModelOut(Contract):
@@ -273,21 +283,31 @@ class EstimateOutput(Contract):
 
     schema_version: int = SCHEMA_VERSION
     mode: Literal["train", "serve"]
+    status: Literal["fits", "does_not_fit"] | None = Field(
+        default=None, description="fits: the configuration fits GPU memory (as `fits`)")
     model: ModelOut
     gpu: str
     gpus: int
-    gpus_per_node: int | None = None
+    gpus_per_instance: int | None = Field(default=None, description="GPUs per instance (node)")
+    gpus_per_node: int | None = Field(default=None, description="old name of gpus_per_instance")
     gpu_memory_gib: float
     layout: dict[str, int | str | bool | None] = Field(description="train: as in plan; serve: "
                                                         "tp, replicas, batch, context")
     memory_gib: MemoryGiB
     fits: bool
     inter_node_gbps: float | None = None
-    inter_node_assumed: bool | None = Field(default=None, description="the network is a "
-                                            "default for this GPU class, not given")
-    instance: str | None = None
+    inter_node_assumed: bool | None = Field(default=None, description="= inter_node_is_default")
+    inter_node_is_default: bool | None = Field(default=None, description="the bandwidth is a "
+                                               "documented default (the GPU class's or the "
+                                               "catalog row's guess), not published or given")
+    instance: str | None = Field(default=None, description="--instance as PROVIDER:INSTANCE "
+                                 "(e.g. aws:p5.48xlarge); see provider and instance_type")
+    provider: str | None = None
+    instance_type: str | None = Field(default=None, description="the instance name alone")
     stack: str | None = None
     note: str | None = None
+    seq_len: int | None = Field(default=None, description="train: tokens per sequence (1 for a "
+                                "per-sample model)")
     step: StepOut | None = None
     step_time_s_p10: float | None = None
     step_time_s_p90: float | None = None
@@ -301,12 +321,19 @@ class EstimateOutput(Contract):
     tokens_per_s_per_gpu: float | None = None
     mfu: float | None = None
     hfu: float | None = None
-    efficiency: float | None = None
+    efficiency: float | None = Field(default=None, description="train: the effective compute "
+                                     "efficiency of this layout (= effective_efficiency)")
+    effective_efficiency: float | None = Field(default=None, description="train: base "
+                                               "efficiency × this layout's size factor")
+    base_efficiency: float | None = Field(default=None, description="train: the GPU type × "
+                                          "precision's efficiency before the size factor (what "
+                                          "calibrate fits and stores)")
     calibrated: bool | None = None
     precision: str | None = None
     quantization: str | None = Field(default=None, description="serve: old name of precision")
     kv_cache_precision: str | None = None
-    ttft_s: float | None = None
+    ttft_s: float | None = Field(default=None, description="serve: time to first token, 4 "
+                                 "significant figures (as serve)")
     tpot_ms: float | None = None
     decode_step_ms: float | None = None
     output_tokens_per_s: float | None = None
@@ -318,7 +345,7 @@ class EstimateOutput(Contract):
 class PredictionOut(Contract):
     """A per-sample model's predicted speed on one GPU and its P10-P90 step-time band."""
 
-    samples_per_s: float
+    samples_per_s: float = Field(description="samples/s of one GPU at the run's micro-batch")
     band: list[float] = Field(description="(P10, P90) multipliers of the step time")
 
 
@@ -326,21 +353,38 @@ class CalibrateOutput(Contract):
     """`ccopt calibrate --json`."""
 
     schema_version: int = SCHEMA_VERSION
+    status: Literal["calibrated"] | None = Field(default=None, description="calibrated: the "
+                                                 "run is stored")
     kind: str = Field(default="efficiency", description="efficiency (a transformer: the GPU "
                       "type's base efficiency is fitted) | profile_point (a per-sample model: "
                       "the run is stored as a measured point)")
     gpu: str
     precision: str
-    efficiency: float | None = Field(default=None, description="stored base efficiency of the "
-                                     "GPU type × precision (kind efficiency)")
+    efficiency: float | None = Field(default=None, description="stored BASE efficiency of the "
+                                     "GPU type × precision (kind efficiency; = base_efficiency; "
+                                     "estimate's `efficiency` is the effective one)")
+    base_efficiency: float | None = Field(default=None, description="kind efficiency: the "
+                                          "stored efficiency before the size factor")
     effective_efficiency: float | None = Field(default=None, description="what estimate "
                                                "reports for this run: base × size factor")
     default_prediction_step_s: float | None = None
     calibrated_prediction_step_s: float | None = None
     measured_step_s: float | None = None
+    measured_tokens_per_s: float | None = Field(default=None, description="over all GPUs")
+    gpus: int | None = Field(default=None, description="GPUs of the measured run")
+    gpus_per_instance: int | None = None
+    inter_node_gbps: float | None = Field(default=None, description="network the fit used")
+    inter_node_is_default: bool | None = None
+    instance: str | None = Field(default=None, description="--instance as PROVIDER:INSTANCE")
+    provider: str | None = None
+    instance_type: str | None = None
     file: str
     model: str | None = Field(default=None, description="kind profile_point: the model name")
-    samples_per_s: float | None = Field(default=None, description="kind profile_point: measured")
+    samples_per_s: float | None = Field(default=None, description="kind profile_point: measured "
+                                        "over all num_gpus GPUs")
+    num_gpus: int | None = Field(default=None, description="kind profile_point: GPUs of the run")
+    samples_per_s_per_gpu: float | None = Field(default=None, description="kind profile_point: "
+                                                "measured per GPU (the basis of before/after)")
     micro_batch: int | None = None
     before: PredictionOut | None = Field(default=None, description="kind profile_point: the "
                                          "prediction on that GPU before the run was stored")

@@ -70,7 +70,10 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
                   ("speed", f"{p['tokens_per_s']:,.0f} tokens/s ({p['tokens_per_s_per_gpu']:,.0f} "
                             f"per GPU), MFU {p['mfu']:.1%}")]
     if result.get("binding_constraint"):
-        facts.append(("what binds", str(result["binding_constraint"])))
+        late = result.get("cheaper_if_later")
+        facts.append(("what binds", str(result["binding_constraint"]) + (
+            "" if not late else f": {late['gpus']}× {late['gpu']} ({late['provider']}) would "
+            f"cost {money(late['cost_usd'])} but needs {days_words(late['days'])}")))
     return facts
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from optimizer.inputs.jobs.train import Job
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
+from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.model import solve_table
-from optimizer.solve.train.prepare import prepare_job
-from optimizer.units import HOURS_PER_MONTH
+from optimizer.solve.train.prepare import PreparedJob, prepare_job
+from optimizer.units import HOURS_PER_DAY, HOURS_PER_MONTH
 
 __all__ = ["BreakEven", "CompareResult", "compare_job", "break_even"]
 
@@ -34,7 +36,7 @@ class BreakEven:
 
 @dataclass(frozen=True)
 class CompareResult:
-    job: Job
+    job: Job  # as planned (fitted to the model: a per-sample job counts samples, not tokens)
     per_gpu: dict[str, Candidate | None]
     per_provider: dict[str, Candidate | None]
     cloud: Candidate | None
@@ -42,18 +44,64 @@ class CompareResult:
     break_even: BreakEven | None
     rejected: dict[str, str]
     break_even_per_gpu: dict[str, BreakEven] = field(default_factory=dict)
+    #: why a GPU type / provider with candidates has no plan (deadline or budget, with numbers)
+    per_gpu_explanation: dict[str, str] = field(default_factory=dict)
+    per_provider_explanation: dict[str, str] = field(default_factory=dict)
+    solver: dict[str, Any] = field(default_factory=dict)  # every solve: rows, wall_s, proven
+    diagnosis: Diagnosis | None = None  # no plan at all: the single-job planner's explanation
+    prepared: PreparedJob | None = None  # the job with its model and candidate table
+
+
+class _Solves:
+    """The solver calls of one comparison, summed into the contract's solver block."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows, self.wall_s, self.calls, self.proven = rows, 0.0, 0, True
+
+    def best(self, cands: Sequence[Candidate], deadline_h: float | None,
+             budget_usd: float | None) -> tuple[Candidate | None, list[str]]:
+        result, best, core = solve_table(cands, deadline_h, budget_usd)
+        self.wall_s += result.wall_s
+        self.calls += 1
+        self.proven = self.proven and result.proven_optimal
+        return best, core
+
+    def block(self, found: bool) -> dict[str, Any]:
+        return {"name": "cp-sat", "status": "optimal" if found else "infeasible",
+                "proven_optimal": self.proven, "wall_s": round(self.wall_s, 4),
+                "rows": self.rows, "solves": self.calls}
+
+
+def why_no_plan(rows: Sequence[Candidate], deadline_h: float | None,
+                budget_usd: float | None) -> str:
+    """Why none of `rows` is a plan: the fastest misses the deadline, or the cheapest the
+    budget, or each meets one requirement but not both."""
+    fastest = min(rows, key=lambda c: (c.hours, c.cost_usd))
+    cheapest = min(rows, key=lambda c: (c.cost_usd, c.hours))
+    if deadline_h is not None and fastest.hours > deadline_h:
+        return (f"deadline: the fastest plan needs {fastest.hours / HOURS_PER_DAY:.1f} days "
+                f"({fastest.gpus} GPUs, ${fastest.cost_usd:,.0f})")
+    if budget_usd is not None and cheapest.cost_usd > budget_usd:
+        return (f"budget: the cheapest plan costs ${cheapest.cost_usd:,.0f} "
+                f"({cheapest.hours / HOURS_PER_DAY:.1f} days)")
+    return ("deadline and budget together: no plan meets both (fastest "
+            f"{fastest.hours / HOURS_PER_DAY:.1f} days for ${fastest.cost_usd:,.0f}; cheapest "
+            f"${cheapest.cost_usd:,.0f} in {cheapest.hours / HOURS_PER_DAY:.1f} days)")
 
 
 def _best_by(cands: Sequence[Candidate], key: Callable[[Candidate], str],
-             deadline_h: float | None, budget_usd: float | None) -> dict[str, Candidate | None]:
+             deadline_h: float | None, budget_usd: float | None, solves: _Solves
+             ) -> tuple[dict[str, Candidate | None], dict[str, str]]:
     groups: dict[str, list[Candidate]] = {}
     for c in cands:
         groups.setdefault(key(c), []).append(c)
     out: dict[str, Candidate | None] = {}
+    why: dict[str, str] = {}
     for name, rows in sorted(groups.items()):
-        _res, best, _core = solve_table(rows, deadline_h, budget_usd)
-        out[name] = best
-    return out
+        out[name] = solves.best(rows, deadline_h, budget_usd)[0]
+        if out[name] is None:
+            why[name] = why_no_plan(rows, deadline_h, budget_usd)
+    return out, why
 
 
 def break_even(cloud: Candidate, owned: Candidate, jobs_per_month: float | None = None) -> BreakEven:
@@ -89,16 +137,24 @@ def compare_job(job: Job, rows: Sequence[OfferingRow] | None = None,
     prep = prepare_job(job, rows, base_dir)
     cands = prep.table.candidates
     d, b = prep.deadline_h, prep.budget_usd
+    solves = _Solves(len(cands))
     cloud = [c for c in cands if c.offering.kind == "cloud"]
     local = [c for c in cands if c.offering.kind != "cloud"]
-    best_cloud = solve_table(cloud, d, b)[1] if cloud else None
-    best_local = solve_table(local, d, b)[1] if local else None
+    best_cloud = solves.best(cloud, d, b)[0] if cloud else None
+    best_local = solves.best(local, d, b)[0] if local else None
     per_month = job.constraints.jobs_per_month
     buys = best_local is not None and best_local.offering.box_net_price_usd > 0
     be = break_even(best_cloud, best_local, per_month) if best_cloud and buys else None
-    cloud_per_gpu = _best_by(cloud, lambda c: c.offering.gpu_id, d, b)
+    per_gpu, gpu_why = _best_by(cands, lambda c: c.offering.gpu_id, d, b, solves)
+    per_provider, provider_why = _best_by(cands, lambda c: c.offering.provider, d, b, solves)
+    cloud_per_gpu = _best_by(cloud, lambda c: c.offering.gpu_id, d, b, solves)[0]
     per_gpu_be = {gpu: break_even(plan, best_local, per_month)
                   for gpu, plan in cloud_per_gpu.items() if plan is not None and buys}
-    return CompareResult(job, _best_by(cands, lambda c: c.offering.gpu_id, d, b),
-                         _best_by(cands, lambda c: c.offering.provider, d, b), best_cloud,
-                         best_local, be, prep.table.rejected, per_gpu_be)
+    found = best_cloud is not None or best_local is not None
+    diagnosis = None
+    if not found:  # the single-job planner's explanation: what binds and the nearest fix
+        core = solves.best(cands, d, b)[1] if cands else []
+        diagnosis = explain_infeasible(prep, core)
+    return CompareResult(prep.job, per_gpu, per_provider, best_cloud, best_local, be,
+                         prep.table.rejected, per_gpu_be, gpu_why, provider_why,
+                         solves.block(found), diagnosis, prep)

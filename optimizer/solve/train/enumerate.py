@@ -43,6 +43,7 @@ from optimizer.solve.train.search_space import (
     layouts_for,
 )
 from optimizer.solve.train.spot import spot_hours
+from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "Headroom", "NO_HEADROOM",
            "instance_counts",
@@ -219,7 +220,6 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
     table = CandidateTable([])
     perf_cache: dict[tuple[str, float, int, float, int],
                      tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
-    smallest_by_class: dict[tuple[str, float, int, float], tuple[float, Layout]] = {}
     for off in offerings:
         gpu = off.gpu
         if not gpu.supports(setup.precision):
@@ -240,6 +240,10 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
         if off.inter_node_kind == "internet" and not allow_internet_multi_node:
             high = min(high, 1)  # hosts joined by the public internet: one host unless allowed
         found = pruned = False
+        # the smallest memory of any layout at the counts tried on THIS offering (a rejection
+        # reason must not depend on which offering of the catalog came first)
+        smallest_here: tuple[float, Layout] | None = None
+        usable = headroom.usable_gib(gpu.memory_gib)
         previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")
         previous_n = 0
         met_deadline = prune_hours is None
@@ -251,24 +255,19 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                     model, setup, tokens_lower_bound, gpu, n * gpn, a) > prune_hours:
                 pruned = True
                 continue
+            fkey = (n * gpn, gpn, usable)
+            if fkey not in fit_cache:
+                fit_cache[fkey] = fitting_layouts(model, setup, n * gpn, gpn, usable,
+                                                  batch, zero_stages, checkpointing, a,
+                                                  memory_cache, virtual_stages)
+            fits, smallest = fit_cache[fkey]
+            if smallest is not None and (smallest_here is None or smallest[0] < smallest_here[0]):
+                smallest_here = smallest
             if key not in perf_cache:
-                cluster = off.cluster(n)
-                usable = headroom.usable_gib(gpu.memory_gib)
-                fkey = (n * gpn, gpn, usable)
-                if fkey not in fit_cache:
-                    fit_cache[fkey] = fitting_layouts(model, setup, n * gpn, gpn, usable,
-                                                      batch, zero_stages, checkpointing, a,
-                                                      memory_cache, virtual_stages)
-                fits, smallest = fit_cache[fkey]
-                best = _best_layout(
-                    model, setup, cluster, fits, a,
+                perf_cache[key] = _best_layout(
+                    model, setup, off.cluster(n), fits, a,
                     microbatch_caches.setdefault(off.hardware_class, {}),
                     ram_need, off.ram_gib, least_ram)
-                perf_cache[key] = best
-                if smallest is not None:
-                    cls = off.hardware_class
-                    if cls not in smallest_by_class or smallest[0] < smallest_by_class[cls][0]:
-                        smallest_by_class[cls] = smallest
             best = perf_cache[key]
             if best is None:
                 continue
@@ -306,13 +305,13 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                                               spot))
             found = True
         if not found and class_label(off) not in table.rejected:
-            smallest = smallest_by_class.get(off.hardware_class)
+            smallest = smallest_here
             if least_ram and off.ram_gib is not None and min(least_ram) > off.ram_gib:
                 table.rejected[class_label(off)] = (
                     f"host RAM: needs {min(least_ram):,.1f} GiB per instance at best (offloaded "
                     f"states + pinned buffers + loader workers); the instance has "
                     f"{off.ram_gib:,.0f} GiB; fix: an instance with more RAM, or offload less")
-            elif smallest is None and pruned and prune_hours is not None:
+            elif pruned and prune_hours is not None and (smallest is None or smallest[0] <= usable):
                 table.rejected[class_label(off)] = (
                     f"cannot meet the deadline ({prune_hours / 24:.1f} days) with up to {high} "
                     f"instance(s) even at full speed")
@@ -320,6 +319,13 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 table.rejected[class_label(off)] = (
                     f"no layout realises global batch {batch.sequences} on up to {high} "
                     f"instance(s) of {gpn} GPU(s)")
+            elif smallest[0] <= usable:  # it fits: a limit other than memory ruled it out
+                limit = (f"each runs past its {off.commitment_hours / HOURS_PER_DAY:,.0f}-day "
+                         "reserved term" if off.commitment_hours else
+                         "the host (RAM, vCPUs or local disk) or the search limits rule each out")
+                table.rejected[class_label(off)] = (
+                    f"layouts fit the GPU memory ({smallest[0]:.1f} of {usable:.1f} GiB usable) "
+                    f"on up to {high} instance(s), but {limit}")
             else:
                 mem, lay = smallest
                 table.rejected[class_label(off)] = (
@@ -328,7 +334,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                     f"{lay.micro_batch}, {lay.gpus} GPUs); {gpu.gpu_id} has {gpu.memory_gib:g}"
                     + (f", {headroom.usable_gib(gpu.memory_gib):.1f} usable with the headroom "
                        f"kept ({headroom.kept_gib(gpu.memory_gib):.1f} GiB; "
-                       f"constraints.memory_headroom_gib/_fraction)"
+                       f"constraints.min_memory_headroom_gib/_fraction)"
                        if headroom.kept_gib(gpu.memory_gib) > 0 else ""))
     table.candidates = prune_dominated(table.candidates)
     return table
