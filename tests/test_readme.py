@@ -74,3 +74,48 @@ def test_the_annotated_job_file_is_valid_in_todays_names():
         job = job_from_dict(tomllib.loads(snippet), "README.md")
     assert job.constraints.gpu_types == ("A100-80GB", "H100-80GB", "RTX4090")
     assert job.hardware.buy and job.hardware.buy[0].gpu == "RTX4090"
+
+
+def _commands():
+    """{command path: click command} of the real app, subcommands included."""
+    import typer
+
+    from optimizer.cli import app
+
+    root = typer.main.get_command(app)
+    out = {}
+    for name, cmd in root.commands.items():
+        out[name] = cmd
+        for sub, subcmd in getattr(cmd, "commands", {}).items():
+            out[f"{name} {sub}"] = subcmd
+    return out
+
+
+def test_the_usage_table_names_only_flags_that_exist():
+    import re
+
+    text = README.read_text(encoding="utf-8").split("## Usage", 1)[1].split("\n\n", 2)[1]
+    commands = _commands()
+    checked = 0
+    for row in text.splitlines()[2:]:
+        cell = row.split(" | ", 1)[0]
+        for usage in re.findall(r"`ccopt ([^`]+)`", cell):
+            words = usage.split()
+            name = " ".join(words[:2]) if " ".join(words[:2]) in commands else words[0]
+            if name.startswith("--"):  # `ccopt --version`
+                continue
+            known = {opt for p in commands[name].params for opt in p.opts if not p.hidden}
+            flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", usage))
+            assert flags <= known | {"--version"}, (name, sorted(flags - known))
+            checked += len(flags)
+    assert checked > 40
+
+
+def test_every_hidden_old_flag_is_listed():
+    text = README.read_text(encoding="utf-8").split("Old flag spellings still work", 1)[1]
+    text = text.split("\n\n", 1)[0]
+    hidden = {(name, opt) for name, cmd in _commands().items() for p in cmd.params
+              if p.hidden for opt in p.opts}
+    assert hidden and [h for h in sorted(hidden) if f"`{h[1]}`" not in text
+                       and f"{h[1]}`" not in text] == []
+    assert "`serve --compare`" in text
