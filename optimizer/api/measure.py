@@ -23,6 +23,8 @@ from typing import Any
 from optimizer.api.calibrate import POINT_FILE_KIND
 from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import resolve_gpu_id
+from optimizer.report.contract.common import emit
+from optimizer.report.contract.measure import MeasureOutput
 from optimizer.units import GIB
 
 __all__ = ["measure", "write_point"]
@@ -217,7 +219,7 @@ def measure(*, hf_config: str | None = None, module: str | None = None, name: st
                    note="measured on the CPU: no device memory; cpu_peak_rss_growth_gib is the "
                         "growth of the process's peak resident set (getrusage ru_maxrss) while "
                         "building and training, an upper bound of what training held")
-    return out
+    return emit(MeasureOutput, out)
 
 
 def write_point(point: dict[str, Any], path: str | Path) -> Path:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 from typer.testing import CliRunner
 
 from optimizer.cli import app
+from optimizer.cli.schema_cmd import schema_of
 
 torch = pytest.importorskip("torch")
 runner = CliRunner()
@@ -35,6 +37,7 @@ def test_module_factory_point_is_accepted_by_calibrate(tmp_path, monkeypatch) ->
     assert point["device"] == "cpu" and point["peak_memory_gib"] is None  # no device memory
     assert point["trained_params"] == 3 * 8 * 8 * 16 + 16 + 16 * 10 + 10  # counted by hand
     assert point["samples_per_s"] == pytest.approx(4 / point["step_time_s"])
+    jsonschema.validate(point, schema_of("measure"), cls=jsonschema.Draft202012Validator)
     # a CPU run stands for a GPU type only when told which
     refused = runner.invoke(app, ["calibrate", "--from", str(out)])
     assert refused.exit_code == 2 and "--gpu" in refused.stderr
@@ -56,6 +59,13 @@ def test_hf_config_lm_point(tmp_path) -> None:
     point = json.loads(out.read_text())
     assert point["model_kind"] == "lm" and point["seq_len"] == 16
     assert point["tokens_per_s"] == pytest.approx(point["samples_per_s"] * 16)
+    jsonschema.validate(point, schema_of("measure"), cls=jsonschema.Draft202012Validator)
+    printed = runner.invoke(app, ["measure", "--hf-config", str(tmp_path / "config.json"),
+                                  "--seq-len", "16", "--steps", "1", "--warmup-steps", "0",
+                                  "--device", "cpu", "-o", str(tmp_path / "again.json"), "--json"])
+    assert printed.exit_code == 0, printed.stderr
+    jsonschema.validate(json.loads(printed.stdout), schema_of("measure"),
+                        cls=jsonschema.Draft202012Validator)
     assert point["trained_params"] > 64 * 32  # at least the embedding
 
 

@@ -14,7 +14,7 @@ from optimizer.report.contract import OUTPUTS
 
 runner = CliRunner()
 COMMANDS = ["plan", "compare", "estimate", "calibrate", "serve", "serve-compare", "batch",
-            "prices", "gpus", "models", "stacks", "sizing"]
+            "prices", "gpus", "models", "stacks", "sizing", "measure"]
 
 
 def test_every_command_with_json_output_has_a_schema():

@@ -7,6 +7,7 @@ from typing import Any
 from optimizer.report.contract.batch import BatchOutput
 from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, PricesOutput, StacksOutput
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract, emit, emit_list
+from optimizer.report.contract.measure import MeasureOutput
 from optimizer.report.contract.serve import ServeCompareOutput, ServeOutput
 from optimizer.report.contract.sizing import SizingOutput
 from optimizer.report.contract.train import (
@@ -23,7 +24,7 @@ OUTPUTS: dict[str, Any] = {
     "plan": PlanOutput, "compare": CompareOutput, "estimate": EstimateOutput,
     "calibrate": CalibrateOutput, "serve": ServeOutput, "serve-compare": ServeCompareOutput,
     "batch": BatchOutput, "prices": PricesOutput, "gpus": GpusOutput, "models": ModelsOutput,
-    "stacks": StacksOutput, "sizing": SizingOutput,
+    "stacks": StacksOutput, "sizing": SizingOutput, "measure": MeasureOutput,
 }
 
 
