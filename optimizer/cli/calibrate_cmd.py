@@ -171,7 +171,7 @@ def calibrate(
             raise ConfigError(f"calibrate: the fit gave efficiency {eff!r}; allowed: "
                               f"{EFFICIENCY_RANGE}; check the measurement and the layout")
         path = save_calibration(g.gpu_id, precision, eff, {
-            "model": spec.name, "gpus": n_gpus, "layout": lay, "seq_len": seq,
+            "model": spec.name, "num_gpus": n_gpus, "layout": lay, "seq_len": seq,
             "stack": stack, "step_time_s": measured,
             "tokens_per_s": layout.global_batch * seq / measured})
         after = run(model, gpu, **shape)  # what estimate and plan now report for this run

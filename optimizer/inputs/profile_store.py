@@ -23,7 +23,9 @@ __all__ = ["load_profile_points", "save_profile_point", "point_record", "MEMORY_
 MEMORY_METRICS = ("allocated", "reserved", "device")
 _NUMBERS = {"micro_batch": (1, 2**20), "samples_per_s": (1e-9, 1e12), "num_gpus": (1, 10**6)}
 _CHOICES = {"precision": TRAIN_PRECISIONS, "optimizer": OPTIMIZERS,
-            "checkpointing": CHECKPOINTING, "memory_metric": MEMORY_METRICS}
+            "activation_checkpointing": CHECKPOINTING, "memory_metric": MEMORY_METRICS}
+#: a record's old key (stores written before the one vocabulary) -> its current key
+_OLD_KEYS = {"checkpointing": "activation_checkpointing"}
 
 
 def point_record(point: MeasuredPoint) -> dict[str, Any]:
@@ -31,8 +33,15 @@ def point_record(point: MeasuredPoint) -> dict[str, Any]:
     return {"gpu": point.gpu_id, "precision": point.precision, "micro_batch": point.micro_batch,
             "samples_per_s": point.samples_per_s, "num_gpus": point.num_gpus,
             "peak_memory_gib": point.peak_memory_gib, "memory_metric": point.memory_metric,
-            "checkpointing": point.checkpointing, "optimizer": point.optimizer,
+            "activation_checkpointing": point.checkpointing, "optimizer": point.optimizer,
             "source": point.source}
+
+
+def _current_keys(record: dict[str, Any]) -> dict[str, Any]:
+    """A stored run with old key names read as the current ones (a store written before the
+    rename keeps loading; it is rewritten with the current names on the next save)."""
+    return {_OLD_KEYS.get(k, k) if _OLD_KEYS.get(k, k) not in record else k: v
+            for k, v in record.items()}
 
 
 def _point(record: Any, where: str) -> MeasuredPoint:
@@ -40,6 +49,7 @@ def _point(record: Any, where: str) -> MeasuredPoint:
     if not isinstance(record, dict) or not isinstance(record.get("gpu"), str):
         raise ConfigError(f"{where}: must be a table with gpu, precision, micro_batch, "
                           "samples_per_s; delete or fix it")
+    record = _current_keys(record)
     for key, (lo, hi) in _NUMBERS.items():
         value = record.get(key, 1)
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -51,7 +61,7 @@ def _point(record: Any, where: str) -> MeasuredPoint:
                              or not math.isfinite(peak) or peak <= 0):
         raise ConfigError(f"{where}.peak_memory_gib: {peak!r} is not allowed; allowed: a "
                           "number > 0 or null")
-    defaults = {"precision": "bf16", "optimizer": "adamw", "checkpointing": "none",
+    defaults = {"precision": "bf16", "optimizer": "adamw", "activation_checkpointing": "none",
                 "memory_metric": "device"}
     for key, allowed in _CHOICES.items():
         if record.get(key, defaults[key]) not in allowed:
@@ -63,7 +73,7 @@ def _point(record: Any, where: str) -> MeasuredPoint:
         num_gpus=int(record.get("num_gpus", 1)),
         peak_memory_gib=None if peak is None else float(peak),
         memory_metric=record.get("memory_metric", "device"),
-        checkpointing=record.get("checkpointing", "none"),
+        checkpointing=record.get("activation_checkpointing", "none"),
         optimizer=record.get("optimizer", "adamw"), source=str(record.get("source", "")))
 
 
@@ -93,8 +103,10 @@ def save_profile_point(name: str, point: MeasuredPoint, path: Path | None = None
     _point(record, f"calibrate {name}")
     data = read_store(file)
     runs = [r for r in data.setdefault("profiles", {}).get(name, [])
-            if (r.get("gpu"), r.get("precision"), r.get("micro_batch"), r.get("checkpointing"))
+            if not isinstance(r, dict) or (r.get("gpu"), r.get("precision"), r.get("micro_batch"),
+                                           _current_keys(r).get("activation_checkpointing", "none"))
             != (point.gpu_id, point.precision, point.micro_batch, point.checkpointing)]
-    data["profiles"][name] = [record, *runs]
+    data["profiles"][name] = [record, *(_current_keys(r) if isinstance(r, dict) else r
+                                        for r in runs)]
     write_store(file, data)
     return file

@@ -44,3 +44,27 @@ def test_a_valid_store_round_trips(tmp_path):
     file = tmp_path / "calibration.json"
     save_calibration("H100-80GB", "bf16", 0.42, {"tokens_per_s": 1000.0}, path=file)
     assert load_calibration(file) == {("H100-80GB", "bf16"): 0.42}
+
+
+def test_a_store_written_with_the_old_key_loads_and_is_rewritten(tmp_path) -> None:
+    """Runs stored before the rename say `checkpointing`; they load as before, and the next
+    save writes every run with `activation_checkpointing` (no user data lost)."""
+    import json
+
+    from optimizer.inputs.profile_store import load_profile_points, save_profile_point
+    from optimizer.model.profile import MeasuredPoint
+
+    store = tmp_path / "calibration.json"
+    old = {"gpu": "A100-80GB", "precision": "bf16", "micro_batch": 32, "samples_per_s": 900.0,
+           "checkpointing": "full", "optimizer": "adamw"}
+    store.write_text(json.dumps({"profiles": {"resnet50": [old]}}))
+    (point,) = load_profile_points("resnet50", store)
+    assert (point.checkpointing, point.samples_per_s) == ("full", 900.0)
+    new = MeasuredPoint(gpu_id="H100-80GB", precision="bf16", micro_batch=32,
+                        samples_per_s=2000.0)
+    save_profile_point("resnet50", new, store)
+    runs = json.loads(store.read_text())["profiles"]["resnet50"]
+    assert [r["gpu"] for r in runs] == ["H100-80GB", "A100-80GB"]
+    assert all("checkpointing" not in r for r in runs)
+    assert runs[1]["activation_checkpointing"] == "full"
+    assert [p.checkpointing for p in load_profile_points("resnet50", store)] == ["none", "full"]

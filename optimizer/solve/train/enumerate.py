@@ -330,7 +330,8 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 mem, lay = smallest
                 table.rejected[class_label(off)] = (
                     f"needs {mem:.1f} GiB per GPU at best (tp={lay.tp}, pp={lay.pp}, "
-                    f"zero={lay.zero_stage}, checkpointing={lay.checkpointing}, micro-batch "
+                    f"zero_stage={lay.zero_stage}, activation_checkpointing={lay.checkpointing}, "
+                    f"micro-batch "
                     f"{lay.micro_batch}, {lay.gpus} GPUs); {gpu.gpu_id} has {gpu.memory_gib:g}"
                     + (f", {headroom.usable_gib(gpu.memory_gib):.1f} usable with the headroom "
                        f"kept ({headroom.kept_gib(gpu.memory_gib):.1f} GiB; "
