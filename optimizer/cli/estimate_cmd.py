@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from typer._click.core import ParameterSource  # typer vendors click: its own enum
 
 from optimizer.api import estimate as run
 from optimizer.api.estimate import (
     method_of_kind,
 )
+from optimizer.api.plan_row import plan_row_settings, read_plan_file
 from optimizer.cli.common import (
     JsonOpt,
     OfflineOpt,
@@ -82,8 +85,21 @@ def training_method(kind: str | None, method: str | None) -> str:
     return renamed_flag(new, old, "--kind", "--method", "full", new_text=kind)
 
 
+#: options that may go with --from-plan (the plan's row sets everything else)
+_WITH_FROM_PLAN = {"from_plan", "row", "prices", "offline", "json_out", "efficiency", "model"}
+
+
 def estimate(
-    model: Annotated[str, Opt("--model", "-m", help="Preset name or path of a HF config.json")],
+    ctx: typer.Context,
+    model: Annotated[str | None, Opt("--model", "-m", help="Preset name or path of a HF "
+                                     "config.json (with --from-plan: only for a job whose model "
+                                     "is an inline shape)")] = None,
+    from_plan: Annotated[Path | None, Opt("--from-plan", help="A saved `ccopt plan --json`: "
+                                          "estimate its row's own configuration (model, "
+                                          "instance, layout, workload) instead of giving flags")
+                         ] = None,
+    row: Annotated[int, Opt("--row", help="With --from-plan: 0 the plan, k its k-th "
+                            "alternative")] = 0,
     gpu: Annotated[str | None, Opt("--gpu", "-g", help="GPU id or alias (A100-80GB, h100, "
                                    "4090, ...); not needed with --instance")] = None,
     instance: InstanceOpt = None,
@@ -141,24 +157,41 @@ def estimate(
         if efficiency is not None:
             check_number(efficiency, "--efficiency", ge=MIN_EFFICIENCY, le=1)
             a = replace(a, efficiency=efficiency)
-        result = run(model, gpu, num_gpus=num_gpus, gpus_per_instance=gpus_per_instance,
-                     instance=instance, prices=prices, offline=True if offline else None,
-                     tp=tp, pp=pp, context_parallel=context_parallel,
-                     virtual_stages=virtual_stages, zero_stage=zero_stage,
-                     activation_checkpointing=activation_checkpointing,
-                     sequence_parallel=sequence_parallel, micro_batch=micro_batch,
-                     global_batch=global_batch, seq_len=seq_len, precision=precision,
-                     optimizer=optimizer, method=training_method(kind, method), lora_rank=lora_rank,
-                     attention=attention,
-                     stack=stack, inter_node_gbps=inter_node_gbps, mode=mode,
-                     batch=_batch(batch), context=context, prompt_tokens=prompt_tokens,
-                     output_tokens=output_tokens, kv_cache_precision=kv_cache_precision,
-                     assumptions=a, offload_optimizer=offload_optimizer,
-                     offload_params=offload_params,
-                     lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip())
-                     if lora_targets else None,
-                     gpus=gpus, zero=zero, checkpointing=checkpointing, quantization=quantization,
-                     gpus_per_node=gpus_per_node)
+        if from_plan is not None:
+            given = sorted(name for name in ctx.params if name not in _WITH_FROM_PLAN
+                           and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE)
+            if given:
+                raise ConfigError(f"--from-plan sets the configuration from the plan's row; "
+                                  f"leave out --{given[0].replace('_', '-')}")
+            settings = plan_row_settings(read_plan_file(from_plan), row)
+            if model is not None:
+                settings["model"] = model
+            result = run(**settings, prices=prices, offline=True if offline else None,
+                         assumptions=a)
+        elif model is None:
+            raise ConfigError("--model is required (a preset or a config.json), or give "
+                              "--from-plan PLAN.json")
+        else:
+            result = run(model, gpu, num_gpus=num_gpus, gpus_per_instance=gpus_per_instance,
+                         instance=instance, prices=prices, offline=True if offline else None,
+                         tp=tp, pp=pp, context_parallel=context_parallel,
+                         virtual_stages=virtual_stages, zero_stage=zero_stage,
+                         activation_checkpointing=activation_checkpointing,
+                         sequence_parallel=sequence_parallel, micro_batch=micro_batch,
+                         global_batch=global_batch, seq_len=seq_len, precision=precision,
+                         optimizer=optimizer, method=training_method(kind, method),
+                         lora_rank=lora_rank,
+                         attention=attention,
+                         stack=stack, inter_node_gbps=inter_node_gbps, mode=mode,
+                         batch=_batch(batch), context=context, prompt_tokens=prompt_tokens,
+                         output_tokens=output_tokens, kv_cache_precision=kv_cache_precision,
+                         assumptions=a, offload_optimizer=offload_optimizer,
+                         offload_params=offload_params,
+                         lora_targets=tuple(t.strip() for t in lora_targets.split(",")
+                                            if t.strip()) if lora_targets else None,
+                         gpus=gpus, zero=zero, checkpointing=checkpointing,
+                         quantization=quantization,
+                         gpus_per_node=gpus_per_node)
     if json_out:
         print_json(result)
         return

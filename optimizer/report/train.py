@@ -167,10 +167,13 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
 
 def job_block(prep: PreparedJob) -> dict[str, Any]:
     """The job as planned: the `job` object of `ccopt plan --json` (compare: `job_detail`)."""
-    job = prep.job
+    job, w = prep.job, prep.job.workload
+    ref = job.model.preset or job.model.hf_config
     return {"name": job.name, "model": prep.model.name, "params": prep.model.params(),
-            "tokens": job.workload.total_tokens(), "deadline_hours": prep.deadline_h,
-            "budget_usd": prep.budget_usd, "stack": job.workload.stack}
+            "tokens": w.total_tokens(), "deadline_hours": prep.deadline_h,
+            "budget_usd": prep.budget_usd, "stack": w.stack, "model_ref": ref,
+            "kind": w.kind, "seq_len": w.seq_len, "lora_rank": w.lora_rank,
+            "lora_targets": list(w.lora_targets), "attention": w.attention}
 
 
 def solver_block(solver: dict[str, Any], status: str) -> dict[str, Any]:

@@ -203,6 +203,14 @@ class PlanJobOut(Contract):
     deadline_hours: float | None
     budget_usd: float | None
     stack: str | None = None
+    model_ref: str | None = Field(default=None, description="what `estimate --model` takes: "
+                                  "the preset, or the config.json path as the job file gives "
+                                  "it (relative to the job file); null: an inline shape")
+    kind: str | None = Field(default=None, description="workload.kind")
+    seq_len: int | None = Field(default=None, description="tokens per sequence (1: per-sample)")
+    lora_rank: int | None = None
+    lora_targets: list[str] | None = None
+    attention: str | None = Field(default=None, description="flash | eager (null: the stack's)")
 
 
 class PlanOutput(Contract):
