@@ -110,12 +110,14 @@ def shown_output(block: Block) -> str:
     return block.body.removeprefix("```\n").removesuffix("```\n").rstrip("\n")
 
 
-def regenerate(text: str, benchmarks: bool = False) -> str:
-    """README text with every run block (and bench blocks if asked) re-run."""
+def regenerate(text: str, benchmarks: bool = False, only: str | None = None) -> str:
+    """README text with every run block (and bench blocks if asked: all, or those whose
+    command contains `only`) re-run."""
     out, last = [], 0
     for b in blocks(text):
         out.append(text[last:b.span[0]])
-        out.append(render(b) if b.kind != "bench" or benchmarks else text[b.span[0]:b.span[1]])
+        rerun = b.kind != "bench" or (benchmarks and (only is None or only in b.command))
+        out.append(render(b) if rerun else text[b.span[0]:b.span[1]])
         last = b.span[1]
     out.append(text[last:])
     return "".join(out)
@@ -133,11 +135,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite the documents in place")
     parser.add_argument("--benchmarks", action="store_true", help="also rerun benchmark blocks")
+    parser.add_argument("--only", help="with --benchmarks: only the blocks whose command "
+                        "contains this text (e.g. plan_speed)")
     args = parser.parse_args()
     stale: list[str] = []
     for path in DOCUMENTS:
         if args.write:
-            new = regenerate(path.read_text(encoding="utf-8"), benchmarks=args.benchmarks)
+            new = regenerate(path.read_text(encoding="utf-8"), benchmarks=args.benchmarks,
+                             only=args.only)
             tmp = path.with_suffix(".md.tmp")
             tmp.write_text(new, encoding="utf-8")
             tmp.replace(path)  # atomic: never a half-written document

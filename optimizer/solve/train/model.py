@@ -17,7 +17,7 @@ from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.units import SECONDS_PER_MINUTE
 
-__all__ = ["candidate_key", "solve_table", "minimal_core"]
+__all__ = ["candidate_key", "tie_key", "solve_table", "minimal_core"]
 
 
 def candidate_key(c: Candidate) -> tuple[str, str, str]:
@@ -29,7 +29,9 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
                 budget_usd: float | None, *, exclude: Sequence[tuple[str, str, str]] = (),
                 config: SolverConfig | None = None
                 ) -> tuple[SolveResult, Candidate | None, list[str]]:
-    """Pick one candidate: min cost (cents), ties broken by min time.
+    """Pick one candidate: min cost (cents), ties broken by min time, then by `tie_key` (fewer
+    GPUs, then provider, instance, region, pricing, layout: the same input gives the same plan
+    whatever the catalog's row order).
 
     The objective is lexicographic in one integer: cost_cents × (T + 1) + minutes, with T the
     largest duration in minutes, so no tie-break can outweigh one cent. Deadline and budget
@@ -92,7 +94,22 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
         model.minimize(cp_model.LinearExpr.weighted_sum(x, secs))
         second = solve(model, config)
         chosen = next(i for i, xi in enumerate(x) if second.solver.boolean_value(xi))
-    return result, candidates[chosen], []
+    deadline_s = None if deadline_h is None else deadline_seconds(deadline_h)
+    budget_c = None if budget_usd is None else budget_cents(budget_usd)
+    level = (cost[chosen], minutes[chosen] if lexicographic else secs[chosen])
+    ties = [i for i, c in enumerate(candidates)
+            if (cost[i], minutes[i] if lexicographic else secs[i]) == level
+            and candidate_key(c) not in exclude
+            and (deadline_s is None or secs[i] <= deadline_s)
+            and (budget_c is None or cost[i] <= budget_c)]
+    return result, min((candidates[i] for i in ties), key=tie_key), []
+
+
+def tie_key(c: Candidate) -> tuple[Any, ...]:
+    """The stated order among plans of equal cost (cents) and time (minutes)."""
+    o, lay = c.offering, c.layout
+    return (c.gpus, o.provider, o.instance, o.region, o.pricing, lay.tp, lay.pp, lay.dp,
+            lay.zero_stage, lay.checkpointing, lay.micro_batch, c.hours)
 
 
 
