@@ -233,8 +233,9 @@ def train_prediction(row: Row, res: Result) -> float:
     if origin != "row" and gpus > (row.gpus_per_node or min(gpus, 8)):
         res.notes.append(f"inter_node_gbps {gbps:g} ({origin})")
     kwargs: dict[str, Any] = dict(
-        gpus=gpus, gpus_per_node=row.gpus_per_node, tp=tp, pp=pp, zero=row.zero_stage or 0,
-        checkpointing=row.activation_checkpointing or "none", micro_batch=mb,
+        num_gpus=gpus, gpus_per_instance=row.gpus_per_node, tp=tp, pp=pp,
+        zero_stage=row.zero_stage or 0,
+        activation_checkpointing=row.activation_checkpointing or "none", micro_batch=mb,
         global_batch=global_batch, seq_len=row.seq_len, precision=row.precision or "bf16",
         optimizer=row.optimizer or "adamw", method=row.method or "full",
         lora_rank=row.lora_rank or 16, lora_targets=_targets(row.lora_targets),
@@ -274,7 +275,7 @@ def train_prediction(row: Row, res: Result) -> float:
                           lora_targets=kwargs["lora_targets"] or LINEAR_MODULES)
     if metric == "tflops_per_gpu":
         if "hardware" in meaning and "recompute" in meaning:
-            flops = training_flops_per_token(spec, setup, kwargs["checkpointing"])
+            flops = training_flops_per_token(spec, setup, kwargs["activation_checkpointing"])
         else:
             flops = model_flops_per_token(spec, setup)
         return flops * tps_gpu / 1e12
@@ -324,11 +325,12 @@ def serve_prediction(row: Row, res: Result) -> float:
     gpus = row.num_gpus or row.tp
     quant = (row.weight_precision or row.precision or "fp16").lower()
     context = prompt + row.output_tokens
-    base: dict[str, Any] = dict(gpus=gpus, gpus_per_node=row.gpus_per_node or min(gpus, 8),
-                                tp=row.tp, mode="serve", context=context, quantization=quant,
+    base: dict[str, Any] = dict(num_gpus=gpus,
+                                gpus_per_instance=row.gpus_per_node or min(gpus, 8),
+                                tp=row.tp, mode="serve", context=context, precision=quant,
                                 prompt_tokens=prompt, output_tokens=row.output_tokens)
-    if base["gpus_per_node"] > gpus:
-        base["gpus_per_node"] = gpus
+    if base["gpus_per_instance"] > gpus:
+        base["gpus_per_instance"] = gpus
     batch = row.serve_batch
     if batch is None:
         if single_stream:

@@ -66,7 +66,7 @@ def rows(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str, 
 
 def old_names() -> str:
     """The old spellings that still load (optimizer.inputs.aliases.JOB_FIELD_ALIASES)."""
-    from optimizer.inputs.aliases import HARDWARE_TABLES, JOB_FIELD_ALIASES
+    from optimizer.inputs.aliases import HARDWARE_TABLES, JOB_FIELD_ALIASES, shown_table
 
     lines = ["| job file | old name | current name |", "|---|---|---|"]
     for table, names in JOB_FIELD_ALIASES.items():
@@ -75,7 +75,7 @@ def old_names() -> str:
         kind = "serving" if table.startswith("serve.") else "batch" if \
             table.startswith("capacity.") else "training, serving" if table in HARDWARE_TABLES \
             else "training"
-        shown = table.removeprefix("serve.")
+        shown = shown_table(table)
         lines += [f"| {kind} | `{shown}.{old}` | `{shown}.{new}` |" for old, new in names.items()
                   if table not in HARDWARE_TABLES  # owned boxes count num_boxes, a buy max_gpus
                   or (new == "max_gpus") == table.endswith(".buy")]

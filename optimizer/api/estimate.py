@@ -184,7 +184,7 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
              ) -> dict[str, Any]:
     """Memory and speed of one fixed configuration, as the `ccopt estimate --json` contract.
 
-    `instance` ("aws:p5.48xlarge") takes the GPU, GPUs per node, intra-node link and network
+    `instance` ("aws:p5.48xlarge") takes the GPU, GPUs per instance, intra-node link and network
     from the catalog, exactly as the planners do; without it the network is the GPU class's
     default (model/fabric.py) and the output says it assumed it. Serving rates are those of a
     request of `prompt_tokens` + `output_tokens` (context = their sum), as `serve` computes per
@@ -243,9 +243,11 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
                           f"({spec.n_kv_heads}) of {spec.name}")
     a = assumptions or base_assumptions()
     if n_gpus % gpn and mode == "train":
-        raise ConfigError(f"--num-gpus: {n_gpus} must be a multiple of the GPUs per node ({gpn})")
+        raise ConfigError(f"--num-gpus: {n_gpus} must be a multiple of the GPUs per instance "
+                          f"({gpn})")
     if tp > gpn:
-        raise ConfigError(f"--tp: {tp} exceeds GPUs per node ({gpn}); TP stays within a node")
+        raise ConfigError(f"--tp: {tp} exceeds the GPUs per instance ({gpn}); TP stays within "
+                          "an instance")
     nodes = max(1, n_gpus // gpn)
     cluster = offering.cluster(nodes) if offering else None
     fabric = default_fabric(g)
@@ -315,7 +317,7 @@ def _train(spec: ModelSpec, g: Any, n_gpus: int, cluster: Cluster, a: PerfAssump
     precision = _choice("--precision", precision, TRAIN_PRECISIONS)
     setup = TrainingSetup(
         seq_len=seq_len, precision=precision, optimizer=_choice("--optimizer", optimizer, OPTIMIZERS),
-        method=_choice("--method", method, METHODS), lora_rank=lora_rank,
+        method=_choice("method (--kind)", method, METHODS), lora_rank=lora_rank,
         attention=None if attention is None else _choice("--attention", attention,
                                                          ATTENTION_KERNELS),
         sequence_parallel=sequence_parallel, stack=stack,

@@ -29,9 +29,11 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def plan_row_settings(doc: dict[str, Any], row: int = 0) -> dict[str, Any]:
+def plan_row_settings(doc: dict[str, Any], row: int = 0,
+                      model: str | None = None) -> dict[str, Any]:
     """The `optimizer.api.estimate` arguments that reproduce row `row` of a plan output (0: the
-    plan, k: alternative k).
+    plan, k: alternative k). `model` names the model only when the plan cannot (an inline shape
+    in the job file); a plan that names its model refuses another.
 
     Raises:
         ConfigError: the plan is infeasible, the row does not exist, or the output lacks what
@@ -49,14 +51,17 @@ def plan_row_settings(doc: dict[str, Any], row: int = 0) -> dict[str, Any]:
     if missing:
         raise ConfigError(f"--from-plan: job.{missing[0]} is missing (a plan saved by an older "
                           "ccopt); plan the job again with this version")
-    if job["model_ref"] is None:
+    if job["model_ref"] is None and model is None:
         raise ConfigError("--from-plan: the job's model is an inline shape or profile, which "
                           "estimate cannot name; give --model too")
+    if job["model_ref"] is not None and model is not None and model != job["model_ref"]:
+        raise ConfigError(f"--model: {model!r} is not the plan's model; allowed: leave it out "
+                          f"(the plan names {job['model_ref']!r})")
     lay, opts = r["layout"], r.get("options") or {}
     where: dict[str, Any] = {"instance": f"{r['provider']}:{r['instance']}"} \
         if r["kind"] == "cloud" else {"gpu": r["gpu"], "gpus_per_instance": r["gpus_per_instance"],
                                       "inter_node_gbps": r["inter_node_gbps"]}
-    return {"model": job["model_ref"], **where, "num_gpus": r["gpus"], "tp": lay["tp"],
+    return {"model": job["model_ref"] or model, **where, "num_gpus": r["gpus"], "tp": lay["tp"],
             "pp": lay["pp"], "context_parallel": lay.get("cp") or 1,
             "virtual_stages": lay.get("vp") or opts.get("virtual_stages") or 1,
             "zero_stage": lay["zero_stage"],

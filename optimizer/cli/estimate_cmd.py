@@ -163,11 +163,11 @@ def estimate(
             if given:
                 raise ConfigError(f"--from-plan sets the configuration from the plan's row; "
                                   f"leave out --{given[0].replace('_', '-')}")
-            settings = plan_row_settings(read_plan_file(from_plan), row)
-            if model is not None:
-                settings["model"] = model
+            settings = plan_row_settings(read_plan_file(from_plan), row, model)
             result = run(**settings, prices=prices, offline=True if offline else None,
                          assumptions=a)
+        elif ctx.get_parameter_source("row") == ParameterSource.COMMANDLINE:
+            raise ConfigError("--row picks a row of --from-plan; give --from-plan PLAN.json too")
         elif model is None:
             raise ConfigError("--model is required (a preset or a config.json), or give "
                               "--from-plan PLAN.json")

@@ -30,7 +30,7 @@ JOB_FIELD_ALIASES: dict[str, dict[str, str]] = {
                     "memory_headroom_gib": "min_memory_headroom_gib",
                     "memory_headroom_fraction": "min_memory_headroom_fraction"},
     "calibration": {"gpus": "num_gpus", "checkpointing": "activation_checkpointing",
-                    "zero": "zero_stage"},
+                    "zero": "zero_stage", "gpus_per_node": "gpus_per_instance"},
     "workload": {"images": "samples"},
     "serve.workload": {"quantization": "precision", "kv_precision": "kv_cache_precision"},
     "serve.constraints": {"gpus": "gpu_types", "headroom": "min_capacity_headroom_fraction",

@@ -136,14 +136,14 @@ def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
         return a
     gpu: GpuSpec = get_gpu(cal.gpu, "calibration.gpu")
     setup = job.workload.setup()
-    dp = cal.gpus // (cal.tp * cal.pp)
-    if dp < 1 or cal.gpus % (cal.tp * cal.pp):
-        raise ConfigError("calibration.gpus: must be a multiple of tp × pp")
+    dp = cal.num_gpus // (cal.tp * cal.pp)
+    if dp < 1 or cal.num_gpus % (cal.tp * cal.pp):
+        raise ConfigError("calibration.num_gpus: must be a multiple of tp × pp")
     layout = Layout(dp=dp, tp=cal.tp, pp=cal.pp, zero_stage=cal.zero_stage,
-                    checkpointing=cal.checkpointing, micro_batch=cal.micro_batch,
+                    checkpointing=cal.activation_checkpointing, micro_batch=cal.micro_batch,
                     grad_accum=cal.grad_accum)
-    gpn = cal.gpus_per_node or min(cal.gpus, 8)
-    cluster = Cluster(gpu, gpn, max(1, cal.gpus // gpn), cal.inter_node_gbps)
+    gpn = cal.gpus_per_instance or min(cal.num_gpus, 8)
+    cluster = Cluster(gpu, gpn, max(1, cal.num_gpus // gpn), cal.inter_node_gbps)
     step_s = cal.step_time_s or layout.global_batch * setup.seq_len / (cal.tokens_per_s or 1)
     eff = fit_efficiency(model, setup, layout, cluster, step_s, replace(a, efficiency=None))
     return replace(a, calibrated={**a.calibrated, (gpu.gpu_id, setup.precision): eff})

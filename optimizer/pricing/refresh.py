@@ -144,8 +144,8 @@ def refresh_prices(
     if not target.startswith(("http://", "https://")):
         raise ConfigError(f"--url: {target!r} is not an http(s) URL; allowed: http://... or "
                           "https://...")
-    check_number(timeout_s, "--timeout", gt=0, le=MAX_TIMEOUT_S)
-    check_number(deadline_s, "--deadline", gt=0, le=MAX_DEADLINE_S)
+    check_number(timeout_s, "--timeout-s", gt=0, le=MAX_TIMEOUT_S)
+    check_number(deadline_s, "--deadline-s", gt=0, le=MAX_DEADLINE_S)
     check_number(retries, "--retries", ge=0, le=MAX_RETRIES, integer=True)
     check_number(backoff_s, "backoff_s", ge=0, le=MAX_TIMEOUT_S)
     deadline = Deadline.after(deadline_s)

@@ -11,16 +11,10 @@ from optimizer.model.serving import ServePerf
 from optimizer.model.setup import Layout, ServeSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import StepTime
-from optimizer.report.contract.common import emit
+from optimizer.report.contract.common import emit, significant
 from optimizer.report.contract.train import EstimateOutput
 
 __all__ = ["train_estimate_json", "serve_estimate_json", "significant"]
-
-
-def significant(value: float, digits: int = 4) -> float:
-    """`value` rounded to `digits` significant figures (as serve rounds its latencies), so a
-    sub-millisecond TTFT keeps its precision: 0.000123456 -> 0.0001235."""
-    return float(f"{value:.{digits}g}")
 
 
 def _status(fits: bool) -> str:
@@ -83,7 +77,7 @@ def serve_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, serve: ServeSe
                kv_cache_precision=serve.kv_precision,
                layout={"tp": tp, "replicas": replicas, "batch": serve.batch, "context": serve.context},
                memory_gib=mem.as_dict(2), fits=fits,
-               ttft_s=significant(perf.ttft_s), tpot_ms=round(perf.tpot_s * 1e3, 3),
+               ttft_s=significant(perf.ttft_s), tpot_ms=significant(perf.tpot_s * 1e3),
                decode_step_ms=round(perf.decode_step_s * 1e3, 3),
                output_tokens_per_s=round(perf.output_tokens_per_s * replicas, 1),
                requests_per_s=round(perf.requests_per_s * replicas, 3),

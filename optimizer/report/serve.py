@@ -5,16 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.errors import Status
-from optimizer.report.contract.common import emit, explanation_of, rejected_list
+from optimizer.report.contract.common import emit, explanation_of, rejected_list, significant
 from optimizer.report.contract.serve import ServeCompareOutput, ServeOutput
 from optimizer.report.train import solver_block
 from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
 
 __all__ = ["serve_json", "serve_compare_json"]
-
-
-def _r(v: float, digits: int = 4) -> float:
-    return float(f"{v:.{digits}g}")
 
 
 def _memory(d: Deployment) -> dict[str, float]:
@@ -39,9 +35,9 @@ def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
         "capacity_requests_per_s": round(d.capacity_rps, 4),
         "requests_per_s_per_replica": [round(r, 4) for r in o.rates],
         "bucket_requests_per_s": [round(r, 4) for r in d.assigned_rps],
-        "ttft_s": _r(max(p.ttft_s for p in served)),
-        "tpot_ms": _r(max(p.tpot_s for p in served) * 1e3),
-        "e2e_s": _r(max(p.e2e_s for p in served)),
+        "ttft_s": significant(max(p.ttft_s for p in served)),
+        "tpot_ms": significant(max(p.tpot_s for p in served) * 1e3),
+        "e2e_s": significant(max(p.e2e_s for p in served)),
         "memory_gib": _memory(d),
         "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
     }
@@ -56,7 +52,7 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
     w, c = result.workload, result.constraints
     job = {"name": result.name, "model": result.model.name, "params": result.model.params(),
            "precision": w.weight_precision, "quantization": w.weight_precision,
-           "load_requests_per_s": _r(result.load_rps),
+           "load_requests_per_s": significant(result.load_rps),
            "hours_per_day": w.hours_per_day,
            "buckets": [b.model_dump() for b in w.request_buckets()],
            "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},

@@ -168,7 +168,7 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
 def job_block(prep: PreparedJob) -> dict[str, Any]:
     """The job as planned: the `job` object of `ccopt plan --json` (compare: `job_detail`)."""
     job, w = prep.job, prep.job.workload
-    ref = job.model.preset or job.model.hf_config
+    ref = job.model.reference(prep.base_dir)
     return {"name": job.name, "model": prep.model.name, "params": prep.model.params(),
             "tokens": w.total_tokens(), "deadline_hours": prep.deadline_h,
             "budget_usd": prep.budget_usd, "stack": w.stack, "model_ref": ref,

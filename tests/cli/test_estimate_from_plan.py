@@ -56,3 +56,39 @@ def test_from_plan_refuses_flags_bad_rows_and_infeasible_plans(tmp_path) -> None
     assert junk.exit_code == 2 and "not a `ccopt plan --json` output" in junk.stderr
     neither = runner.invoke(app, ["estimate"])
     assert neither.exit_code == 2 and "--model is required" in neither.stderr
+
+
+def test_row_needs_a_plan_and_model_must_match(tmp_path) -> None:
+    alone = runner.invoke(app, ["estimate", "-m", "llama-2-7b", "-g", "h100", "--row", "1"])
+    assert alone.exit_code == 2 and "--from-plan" in alone.stderr
+    path, _ = _plan_file(tmp_path, "lora_70b_budget")
+    other = runner.invoke(app, ["estimate", "--from-plan", str(path), "-m", "llama-2-7b"])
+    assert other.exit_code == 2 and "not the plan's model" in other.stderr
+    same = runner.invoke(app, ["estimate", "--from-plan", str(path), "-m", "llama-2-70b"])
+    assert same.exit_code == 0, same.stderr
+
+
+def test_a_relative_hf_config_is_found_from_any_folder(tmp_path, monkeypatch) -> None:
+    """A job naming `config.json` next to it: the plan's model_ref is resolved against the job
+    file's folder, so --from-plan works from another working directory."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "config.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 8,
+        "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 2816,
+        "vocab_size": 32000, "max_position_embeddings": 2048}))
+    (jobs / "job.toml").write_text('name = "small"\n[model]\nhf_config = "config.json"\n'
+                                   '[workload]\ntokens = 1e9\nseq_len = 2048\nglobal_batch = 64\n'
+                                   '[constraints]\ndeadline_days = 5\ngpu_types = ["A100-80GB"]\n')
+    out = runner.invoke(app, ["plan", str(jobs / "job.toml"), "--json"])
+    assert out.exit_code == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan["job"]["model_ref"] == str(jobs / "config.json")
+    (tmp_path / "plan.json").write_text(out.stdout)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    est = runner.invoke(app, ["estimate", "--from-plan", str(tmp_path / "plan.json"), "--json"])
+    assert est.exit_code == 0, est.stderr
+    assert json.loads(est.stdout)["step"]["time_s"] == pytest.approx(plan["plan"]["step_time_s"],
+                                                                     abs=6e-4)

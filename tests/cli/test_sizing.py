@@ -73,3 +73,25 @@ def test_band_narrows_after_calibrating() -> None:
 
     assert width(after) < width(before)
     assert after["step_time_s"] > before["step_time_s"]  # measured 20% slower than predicted
+
+
+def test_a_language_model_sizing_command_runs_as_printed(tmp_path) -> None:
+    """The calibrate line of an LM sizing run uses today's flags (no old-name warning), names
+    the catalog instance (its network), and stores what it was given: estimating the same
+    configuration afterwards gives back the measured tokens/s."""
+    job = str(ROOT / "examples/llama7b_10days.toml")
+    sizing = _json(["sizing", job, "--json"])
+    assert sizing["runs"]
+    run = sizing["runs"][0]
+    assert "--gpus-per-node" not in run["command"] and "--method" not in run["command"]
+    args = run["command"].split()[1:]
+    seq = int(args[args.index("--seq-len") + 1])
+    measured = 0.7 * run["layout"]["micro_batch"] * run["layout"]["grad_accum"] \
+        * run["layout"]["dp"] * seq / run["step_time_s"]  # 30% slower than predicted
+    args[args.index("--tokens-per-s") + 1] = f"{measured:.1f}"
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert "warning:" not in result.stderr
+    cal = json.loads(result.stdout)
+    assert cal["provider"] == run["provider"] and cal["instance_type"] == run["instance"]
+    assert cal["measured_tokens_per_s"] == pytest.approx(measured, rel=1e-3)

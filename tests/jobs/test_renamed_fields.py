@@ -125,12 +125,12 @@ def test_the_new_names_mean_what_they_say() -> None:
     owned, buy = hardware_offerings(job.hardware.owned, job.hardware.buy)
     assert (owned.max_instances, buy.max_instances) == (3, 2)
     assert owned.gpus_per_instance == buy.gpus_per_instance == 8
-    # the old attribute names stay readable (report code reads c.headroom, w.kv_precision)
     serve = _load("serve-job", _doc("serve-job", ("constraints",), {
         "min_capacity_headroom_fraction": 0.25, "tp_degrees": [1, 2]}))
-    assert serve.constraints.headroom == 0.25 and serve.constraints.tp == (1, 2)
-    assert serve.workload.kv_precision == serve.workload.kv_cache_precision == "fp16"
-    assert job.hardware.owned[0].boxes == 3 and job.hardware.buy[0].max_count == 20
+    assert serve.constraints.min_capacity_headroom_fraction == 0.25
+    assert serve.constraints.tp_degrees == (1, 2)
+    assert serve.workload.kv_cache_precision == "fp16"
+    assert (job.hardware.owned[0].num_boxes, job.hardware.buy[0].max_gpus) == (3, 20)
 
 
 def test_counts_belong_to_their_table() -> None:

@@ -118,3 +118,26 @@ def test_owned_capacity_is_in_the_conflict(ccopt, tmp_path) -> None:
     expl = _batch(ccopt, tmp_path, BATCH.format(horizon=3, capacity=owned) + jobs)
     assert "capacity:owned#0" in expl["conflict"]
     assert any(f["change"] == "grow owned 1x RTX4090 box from 1 to 2 boxes" for f in expl["fixes"])
+
+
+def test_a_job_no_reserved_term_can_hold_is_not_called_a_memory_problem(tmp_path) -> None:
+    """Llama-2-70B pretraining on reserved 1-year rows capped at 16 GPUs: layouts fit the GPU
+    memory, but on 16 GPUs 1T tokens take longer than the 365-day term, so no offering gives a
+    plan; the explanation says so and its fix is pricing or more GPUs, not more memory."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    job = tmp_path / "term.toml"
+    job.write_text('name = "term"\n[model]\npreset = "llama-2-70b"\n[workload]\nkind = "pretrain"\n'
+                   'tokens = 1e12\nseq_len = 4096\nglobal_batch = 1024\n[constraints]\n'
+                   'deadline_days = 3000\npricing = ["reserved_1y"]\nmax_gpus = 16\n'
+                   'gpu_types = ["H100-80GB"]\n')
+    out = CliRunner().invoke(app, ["plan", str(job), "--json"])
+    assert out.exit_code == 1, out.stderr
+    expl = json.loads(out.stdout)["explanation"]
+    assert expl["binding_constraint"] == "limits"
+    assert "reserved term" in expl["text"] and "nothing fits in GPU memory" not in expl["text"]
+    assert any("on_demand" in f["change"] for f in expl["fixes"])

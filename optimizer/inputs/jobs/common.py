@@ -49,6 +49,16 @@ class ModelRef(StrictModel):
         runs = self.measured if isinstance(self.measured, tuple) else (self.measured,)
         return tuple(r.point() for r in runs)
 
+    def reference(self, base_dir: Path | None = None) -> str | None:
+        """What `ccopt estimate --model` / `calibrate --model` take for this model: the preset,
+        or the config.json's path resolved against the job file's folder; None for an inline
+        shape or profile (no name a command could look up)."""
+        if self.hf_config:
+            path = Path(self.hf_config)
+            return str(base_dir / path if base_dir is not None and not path.is_absolute()
+                       else path)
+        return self.preset
+
     def resolve(self, base_dir: Path | None = None) -> ModelSpec | SampleProfile:
         given = [k for k in ("preset", "hf_config", "profile") if getattr(self, k) is not None]
         if given and self.model_extra:
@@ -95,8 +105,9 @@ class Calibration(StrictModel):
     step_time_s: float | None = Field(default=None, gt=0, le=1e6,
                                       description="measured seconds per optimizer step")
     num_gpus: int = Field(default=1, gt=0, le=10**6, description="GPUs of the measured run (old: gpus)")
-    gpus_per_node: int | None = Field(default=None, gt=0, le=1024,
-                                      description="GPUs per node of the measured run")
+    gpus_per_instance: int | None = Field(default=None, gt=0, le=1024,
+                                          description="GPUs per instance (node) of the measured "
+                                          "run (old name: gpus_per_node); default min(num_gpus, 8)")
     tp: int = Field(default=1, gt=0, le=1024, description="tensor-parallel degree of the measured run")
     pp: int = Field(default=1, gt=0, le=1024, description="pipeline stages of the measured run")
     zero_stage: int = Field(default=0, ge=0, le=3, description="ZeRO stage of the measured run")
@@ -120,16 +131,6 @@ class Calibration(StrictModel):
         if (self.tokens_per_s is None) == (self.step_time_s is None):
             raise ValueError("give exactly one of tokens_per_s or step_time_s")
         return self
-
-    @property
-    def gpus(self) -> int:
-        """Old name of num_gpus (read by optimizer.inputs.calibration)."""
-        return self.num_gpus
-
-    @property
-    def checkpointing(self) -> str:
-        """Old name of activation_checkpointing."""
-        return self.activation_checkpointing
 
 
 class _Overrides(StrictModel):
@@ -307,7 +308,6 @@ class JobFile(StrictModel):
     assumptions: AssumptionOverrides = Field(  # type: ignore[valid-type]
         default=AssumptionOverrides(), description="`[assumptions]`: overrides of the guessed "
         "constants of the performance model (unset: the model's defaults)")
-
 
 
 def stack_name(value: str) -> str:

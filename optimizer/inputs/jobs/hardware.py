@@ -86,16 +86,6 @@ class HardwareEntry(StrictModel):
         """The box fields the entry sets (for optimizer.pricing.owned.hardware_from_overrides)."""
         return {k: getattr(self, k) for k in HARDWARE_OVERRIDES if getattr(self, k) is not None}
 
-    @property
-    def boxes(self) -> int | None:
-        """Old name of num_boxes."""
-        return self.num_boxes
-
-    @property
-    def max_count(self) -> int | None:
-        """Old name of max_gpus."""
-        return self.max_gpus
-
 
 def entries_old_names(data: Any, tables: dict[str, str]) -> Any:
     """Rename old field names in the entry lists of `data` (key -> alias table), naming the

@@ -139,10 +139,6 @@ class ServeWorkload(StrictModel):
                              "or [[workload.buckets]]")
         return self
 
-    @property
-    def kv_precision(self) -> str:
-        """Old name of kv_cache_precision (optimizer.model.setup.ServeSetup keeps it)."""
-        return self.kv_cache_precision
 
     @property
     def weight_precision(self) -> str:
@@ -237,15 +233,6 @@ class ServeConstraints(StrictModel):
                                  f"{', '.join(map(str, TP_DEGREES))}")
         return v
 
-    @property
-    def headroom(self) -> float:
-        """Old name of min_capacity_headroom_fraction (read by optimizer.report.serve)."""
-        return self.min_capacity_headroom_fraction
-
-    @property
-    def tp(self) -> tuple[int, ...] | None:
-        """Old name of tp_degrees."""
-        return self.tp_degrees
 
     @property
     def spare_replicas(self) -> int:

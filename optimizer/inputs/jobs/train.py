@@ -237,15 +237,6 @@ class Constraints(StrictModel):
                              f"{', '.join(CHECKPOINTING)}")
         return self
 
-    @property
-    def memory_headroom_gib(self) -> float:
-        """Old name of min_memory_headroom_gib."""
-        return self.min_memory_headroom_gib
-
-    @property
-    def memory_headroom_fraction(self) -> float:
-        """Old name of min_memory_headroom_fraction."""
-        return self.min_memory_headroom_fraction
 
     @property
     def deadline_h(self) -> float | None:

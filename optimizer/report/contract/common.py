@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SCHEMA_VERSION", "Contract", "MemoryGiB", "LayoutOut", "StepOut", "SolverOut",
-           "FixOut", "ExplanationOut", "RejectedOut", "emit", "emit_list", "explanation_of", "rejected_list"]
+           "FixOut", "ExplanationOut", "RejectedOut", "significant", "emit", "emit_list",
+           "explanation_of", "rejected_list"]
 
 #: version of every command's JSON contract; bumped only when a field is removed or reshaped.
 #: 2 (this release): schema_version added; explanation is an object with a `text`; `rejected` a
@@ -132,6 +133,12 @@ class RejectedOut(Contract):
 
     option: str
     reason: str
+
+
+def significant(value: float, digits: int = 4) -> float:
+    """`value` rounded to `digits` significant figures (as serve rounds its latencies), so a
+    sub-millisecond TTFT keeps its precision: 0.000123456 -> 0.0001235."""
+    return float(f"{value:.{digits}g}")
 
 
 def emit(model: type[Contract], data: dict[str, Any]) -> dict[str, Any]:

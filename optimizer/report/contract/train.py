@@ -204,8 +204,8 @@ class PlanJobOut(Contract):
     budget_usd: float | None
     stack: str | None = None
     model_ref: str | None = Field(default=None, description="what `estimate --model` takes: "
-                                  "the preset, or the config.json path as the job file gives "
-                                  "it (relative to the job file); null: an inline shape")
+                                  "the preset, or the config.json's path resolved against the "
+                                  "job file's folder; null: an inline shape or profile")
     kind: str | None = Field(default=None, description="workload.kind")
     seq_len: int | None = Field(default=None, description="tokens per sequence (1: per-sample)")
     lora_rank: int | None = None
@@ -225,7 +225,8 @@ class PlanOutput(Contract):
                                            "is pressed against (deadline | none); infeasible: "
                                            "what binds, as explanation.binding_constraint")
     cheaper_if_later: PlanOut | None = Field(default=None, description="binding deadline: the "
-                                             "cheapest plan that finishes after the deadline")
+                                             "cheapest plan that finishes after the deadline "
+                                             "(only the deadline rules it out)")
     solver: SolverOut
     pareto: list[PlanOut] | None = Field(default=None, description="--pareto: cost vs time")
     rejected: list[RejectedOut] = Field(default_factory=list)

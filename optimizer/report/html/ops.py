@@ -111,8 +111,8 @@ def _serve_facts(job: dict[str, Any]) -> list[tuple[str, str]]:
             ("requests", buckets),
             ("targets", f"TTFT ≤ {num(t['ttft_s'], 3)} s, TPOT ≤ {num(t['tpot_ms'], 1)} ms"
                         + (f", median end-to-end ≤ {t['e2e_p50_s']:g} s" if t.get("e2e_p50_s") else "")),
-            ("redundancy", f"{job['redundancy_spare_replicas']} spare replica(s); headroom "
-                           f"{job['headroom_required']:.0%}")]
+            ("redundancy", f"{job['spare_instances_per_deployment']} spare instance(s) per "
+                           f"deployment; headroom {job['min_capacity_headroom_fraction']:.0%}")]
 
 
 def _deployments_table(p: dict[str, Any]) -> Table:

@@ -21,8 +21,7 @@ from optimizer.solve.serve.options import BestLatency
 from optimizer.solve.serve.problem import IntProblem
 from optimizer.units import CENTS_PER_USD, GIB
 
-__all__ = ["explain_no_options", "explain_solver_infeasible", "diagnose_no_options",
-           "diagnose_solver_infeasible", "no_options_binding"]
+__all__ = ["diagnose_no_options", "diagnose_solver_infeasible", "no_options_binding"]
 
 
 def _shown(v: Any) -> Any:
@@ -30,7 +29,7 @@ def _shown(v: Any) -> Any:
 
 
 def no_options_binding(best: BestLatency, n_offerings: int) -> str:
-    """What explain_no_options blames: filters, memory or latency."""
+    """What diagnose_no_options blames: filters, memory or latency."""
     return "filters" if n_offerings == 0 else "memory" if not best.ttft else "latency"
 
 
@@ -111,12 +110,6 @@ def diagnose_no_options(model: ModelSpec, w: ServeWorkload, c: ServeConstraints,
     return ("; ".join(parts) if parts else "no replica option meets the targets"), latency
 
 
-def explain_no_options(model: ModelSpec, w: ServeWorkload, c: ServeConstraints,
-                       best: BestLatency, n_offerings: int) -> str:
-    """Why no replica option serves the job (the text of diagnose_no_options)."""
-    return diagnose_no_options(model, w, c, best, n_offerings)[0]
-
-
 def diagnose_solver_infeasible(problem: IntProblem, c: ServeConstraints, load: float,
                                config: SolverConfig | None
                                ) -> tuple[str, tuple[dict[str, Any], ...]]:
@@ -146,9 +139,3 @@ def diagnose_solver_infeasible(problem: IntProblem, c: ServeConstraints, load: f
             "instance(s) per deployment; add hardware, allow cloud offerings or lower the load",
             (_fix("add hardware (num_boxes, max_gpus), allow cloud offerings or lower the load",
                   "capacity"),))
-
-
-def explain_solver_infeasible(problem: IntProblem, c: ServeConstraints, load: float,
-                              config: SolverConfig | None) -> str:
-    """Why the options cannot carry the load (the text of diagnose_solver_infeasible)."""
-    return diagnose_solver_infeasible(problem, c, load, config)[0]

@@ -147,7 +147,11 @@ def compare_job(job: Job, rows: Sequence[OfferingRow] | None = None,
     be = break_even(best_cloud, best_local, per_month) if best_cloud and buys else None
     per_gpu, gpu_why = _best_by(cands, lambda c: c.offering.gpu_id, d, b, solves)
     per_provider, provider_why = _best_by(cands, lambda c: c.offering.provider, d, b, solves)
-    cloud_per_gpu = _best_by(cloud, lambda c: c.offering.gpu_id, d, b, solves)[0]
+    # the best cloud plan per GPU type: per_gpu's own where no owned/bought box has that type
+    local_gpus = {c.offering.gpu_id for c in local}
+    cloud_per_gpu = {g: p for g, p in per_gpu.items() if g not in local_gpus}
+    cloud_per_gpu.update(_best_by([c for c in cloud if c.offering.gpu_id in local_gpus],
+                                  lambda c: c.offering.gpu_id, d, b, solves)[0])
     per_gpu_be = {gpu: break_even(plan, best_local, per_month)
                   for gpu, plan in cloud_per_gpu.items() if plan is not None and buys}
     found = best_cloud is not None or best_local is not None

@@ -89,6 +89,8 @@ class CandidateTable:
     rejected: dict[str, str] = field(default_factory=dict)  # hardware class -> reason
     #: offerings slowed to their loader rate -> "32 vCPUs load 3,720 img/s, 8 GPUs need 9,800"
     slowed: dict[str, str] = field(default_factory=dict)
+    #: some instance count was skipped because it cannot meet the deadline
+    pruned_by_deadline: bool = False
 
 
 def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_node: int,
@@ -253,7 +255,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                    off.inter_node_gbps if n > 1 else 0.0, n, off.ram_gib, off.vcpus)
             if prune_hours is not None and time_lower_bound_h(
                     model, setup, tokens_lower_bound, gpu, n * gpn, a) > prune_hours:
-                pruned = True
+                pruned = table.pruned_by_deadline = True
                 continue
             fkey = (n * gpn, gpn, usable)
             if fkey not in fit_cache:

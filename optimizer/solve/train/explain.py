@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
@@ -17,15 +17,50 @@ class Diagnosis:
     """Why a job is infeasible: the sentence, the binding requirement, the nearest fixes."""
 
     text: str
-    binding: str  # deadline | budget | deadline+budget | memory | filters
+    binding: str  # deadline | budget | deadline+budget | memory | filters | limits | host
     fixes: tuple[dict[str, Any], ...] = ()
+
+
+#: what keeps an offering out (by a phrase of its rejection reason, solve/train/enumerate.py
+#: and host_check.py), the binding name, and the change that would let it in
+_REJECTIONS = (
+    ("GiB per GPU at best", "memory", "allow GPUs with more memory, more GPUs (ZeRO-3, tp/pp), "
+     "checkpointing, LoRA/QLoRA or offloading"),
+    ("reserved term", "limits", "allow on_demand or spot pricing, or more GPUs (max_gpus, "
+     "max_instances): the job must finish within a reserved row's term"),
+    ("tensor cores", "filters", "another precision, or GPU types that support it"),
+    ("no layout realises", "filters", "a global_batch that more GPU counts divide, or "
+     "batch_tolerance"),
+    ("host RAM", "host", "instances with more host RAM, vCPUs or local disk, or offload less"),
+    ("local NVMe", "host", "instances with more host RAM, vCPUs or local disk, or offload less"),
+    ("vCPUs leave none", "host", "instances with more host RAM, vCPUs or local disk, or offload "
+     "less"),
+)
+
+
+def _nothing_to_plan(reasons: dict[str, str]) -> Diagnosis:
+    """No candidate at all: what kept each offering out, grouped, with the change per group
+    (the most common reason binds)."""
+    kinds: dict[str, list[str]] = {}
+    fixes: dict[str, str] = {}
+    for option, why in sorted(reasons.items()):
+        phrase, binding, fix = next((r for r in _REJECTIONS if r[0] in why),
+                                    ("", "limits", "relax the search limits (max_gpus, "
+                                     "max_instances, min_instances)"))
+        kinds.setdefault(binding, []).append(f"{option}: {why}")
+        fixes.setdefault(binding, fix)
+    binding = max(kinds, key=lambda k: (len(kinds[k]), k))
+    shown = [line for k in sorted(kinds, key=lambda k: -len(kinds[k])) for line in kinds[k]]
+    more = f" (+{len(shown) - 6} more)" if len(shown) > 6 else ""
+    head = "nothing fits in GPU memory" if binding == "memory" else "no offering gives a plan"
+    return Diagnosis(f"{head}: {'; '.join(shown[:6])}{more}", binding,
+                     tuple({"change": fixes[k], "requirement": k} for k in kinds))
 
 
 def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
     """Which requirement binds and the nearest change that makes the job feasible."""
     if prep.deadline_h is not None:  # look past the deadline pruning for the fastest plan
-        prep = prepare_from_offerings(prep.job, prep.model, prep.offerings, prep.assumptions,
-                                      prune=False)
+        prep = replace(prep, table=prep.deadline_free())
         if prep.table.candidates:  # the conflict among all plans, not the pruned ones
             _, best, core = solve_table(prep.table.candidates, prep.deadline_h, prep.budget_usd)
             core = core if best is None else ["deadline"]
@@ -36,12 +71,7 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
             return Diagnosis("no offering matches the filters (gpu_types, providers, regions, "
                              "pricing)", "filters", ({"change": "widen gpu_types, providers, "
                                                      "regions or pricing"},))
-        smallest = sorted(reasons.items())[:6]
-        lines = "; ".join(f"{k}: {v}" for k, v in smallest)
-        more = f" (+{len(reasons) - 6} more)" if len(reasons) > 6 else ""
-        return Diagnosis(f"nothing fits in GPU memory: {lines}{more}", "memory", (
-            {"change": "allow GPUs with more memory, more GPUs (ZeRO-3, tp/pp), checkpointing, "
-                       "LoRA/QLoRA or offloading"},))
+        return _nothing_to_plan(reasons)
     parts: list[str] = []
     fixes: list[dict[str, Any]] = []
     deadline, budget = prep.deadline_h, prep.budget_usd

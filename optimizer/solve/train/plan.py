@@ -17,7 +17,7 @@ from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
-from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings, prepare_job
+from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import SECONDS_PER_HOUR
@@ -59,16 +59,14 @@ def cheaper_than(plan: Candidate, cands: Sequence[Candidate],
 
 
 def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:
-    """The cheapest plan the deadline rules out, or None when the plan is the cheapest at any
-    speed. The candidate table skips instance counts that cannot meet the deadline, so the
-    check enumerates again without that pruning (a deadline-free table, ~0.1 s)."""
-    cands = prep.table.candidates
-    found = cheaper_than(plan, cands, prep.budget_usd)
-    if found is not None or prep.deadline_h is None:
-        return found
-    free = prepare_from_offerings(prep.job, prep.model, prep.offerings, prep.assumptions,
-                                  prune=False)
-    late = [c for c in free.table.candidates if c.hours > prep.deadline_h]
+    """The cheapest plan that only the deadline rules out, or None when there is no deadline
+    or the plan is the cheapest at any speed. The candidate table skips instance counts that
+    cannot meet the deadline; when it skipped any, the deadline-free table is searched too
+    (enumerated once, ~0.1 s)."""
+    if prep.deadline_h is None:
+        return None
+    tables = [prep.table] + ([prep.deadline_free()] if prep.table.pruned_by_deadline else [])
+    late = [c for t in tables for c in t.candidates if c.hours > prep.deadline_h]
     return cheaper_than(plan, late, prep.budget_usd)
 
 

@@ -45,6 +45,18 @@ class PreparedJob:
     deadline_h: float | None
     budget_usd: float | None
     enumerate_s: float = 0.0
+    base_dir: Path | None = None  # the job file's folder (relative model paths)
+    _deadline_free: CandidateTable | None = None
+
+    def deadline_free(self) -> CandidateTable:
+        """The candidates enumerated without the deadline (no count skipped as too slow): built
+        once, for the deadline-binding check and the infeasibility diagnosis."""
+        if self.deadline_h is None:
+            return self.table
+        if self._deadline_free is None:
+            self._deadline_free = prepare_from_offerings(
+                self.job, self.model, self.offerings, self.assumptions, prune=False).table
+        return self._deadline_free
 
 
 def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
@@ -59,7 +71,8 @@ def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
         for k, why in t.rejected.items():
             if k not in placed:
                 rejected.setdefault(k, why)
-    return CandidateTable(cands, rejected)
+    return CandidateTable(cands, rejected,
+                          pruned_by_deadline=any(t.pruned_by_deadline for t in tables))
 
 
 def headroom_of(constraints: Any) -> Headroom:
@@ -77,7 +90,9 @@ def prepare_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: P
         raise ConfigError("prepare_job: a cloud job needs the price rows "
                           "(optimizer.pricing.catalog.load_offering_rows)")
     offerings = job_offerings(rows, job.constraints, job.hardware.owned, job.hardware.buy)
-    return prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto)
+    prep = prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto)
+    prep.base_dir = base_dir
+    return prep
 
 
 def prepare_from_offerings(job: Job, model: ModelSpec | SampleProfile, offerings: Sequence[Offering],

@@ -23,7 +23,6 @@ from optimizer.pricing.offering import cost_usd
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.enumerate import Candidate
-from optimizer.solve.train.prepare import prepare_job
 from optimizer.units import MINUTES_PER_HOUR, SECONDS_PER_MINUTE
 
 __all__ = ["SizingRule", "SizingRun", "SizingResult", "size_job", "cost_band"]
@@ -90,13 +89,6 @@ def _probe(cands: list[Candidate], gpu: str) -> Candidate | None:
     return min((c for c in rows if c.instances == fewest), key=lambda c: c.usd_per_hour)
 
 
-def _model_ref(job: Job, base_dir: Path | None, model: Any) -> str:
-    if job.model.hf_config:
-        path = Path(job.model.hf_config)
-        return str(base_dir / path if base_dir is not None and not path.is_absolute() else path)
-    return model.name
-
-
 def _command(job: Job, model_ref: str, model: Any, c: Candidate) -> str:
     """The `ccopt calibrate` line that feeds the reading back (MEASURED: what the run shows)."""
     w, lay = job.workload, c.layout
@@ -105,12 +97,15 @@ def _command(job: Job, model_ref: str, model: Any, c: Candidate) -> str:
                 f"MEASURED --peak-memory-gib MEASURED --micro-batch {lay.micro_batch} "
                 f"--num-gpus {c.gpus} --precision {w.precision} --optimizer {w.optimizer}"
                 + (" --activation-checkpointing full" if lay.checkpointing == "full" else ""))
-    return (f"ccopt calibrate --model {model_ref} --gpu {c.offering.gpu_id} --tokens-per-s "
-            f"MEASURED --num-gpus {c.gpus} --gpus-per-node {c.offering.gpus_per_instance} "
-            f"--tp {lay.tp} --pp {lay.pp} --zero-stage {lay.zero_stage} "
+    o = c.offering
+    where = (f"--instance {o.provider}:{o.instance}" if o.kind == "cloud" else
+             f"--gpu {o.gpu_id} --gpus-per-instance {o.gpus_per_instance} --inter-node-gbps "
+             f"{o.inter_node_gbps:g}")
+    return (f"ccopt calibrate --model {model_ref} {where} --tokens-per-s MEASURED "
+            f"--num-gpus {c.gpus} --tp {lay.tp} --pp {lay.pp} --zero-stage {lay.zero_stage} "
             f"--activation-checkpointing {lay.checkpointing} --micro-batch {lay.micro_batch} "
             f"--global-batch {lay.global_batch} --seq-len {w.seq_len} --precision {w.precision} "
-            f"--method {w.method} --stack {w.stack}")
+            f"--kind {w.kind} --stack {w.stack}")
 
 
 def size_job(job: Job, rows: list[OfferingRow] | tuple[OfferingRow, ...] | None = None,
@@ -118,7 +113,8 @@ def size_job(job: Job, rows: list[OfferingRow] | tuple[OfferingRow, ...] | None 
     """The sizing runs that would settle `job` (see the module docstring)."""
     rule = rule or SizingRule()
     compared = compare_job(job, rows, base_dir)
-    prep = prepare_job(job, rows, base_dir)
+    prep = compared.prepared  # the same candidate table (enumerated once)
+    assert prep is not None  # compare_job always keeps it
     stack = job.workload.stack
     plans = {g: c for g, c in compared.per_gpu.items() if c is not None}
     result = SizingResult(job, [])
@@ -127,7 +123,7 @@ def size_job(job: Job, rows: list[OfferingRow] | tuple[OfferingRow, ...] | None 
     best_gpu, best = min(plans.items(), key=lambda kv: kv[1].cost_usd)
     result.best_gpu = best_gpu
     best_p90 = cost_band(best, stack)[1]
-    model_ref = _model_ref(job, base_dir, prep.model)
+    model_ref = job.model.reference(base_dir) or prep.model.name
     for gpu, plan in sorted(plans.items(), key=lambda kv: kv[1].cost_usd):
         p10, p90 = cost_band(plan, stack)
         if gpu != best_gpu and p10 > best_p90:
