@@ -12,6 +12,15 @@ def no_user_state(monkeypatch, tmp_path):
     monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
 
 
+@pytest.fixture
+def isolated(monkeypatch, tmp_path):
+    """A user with no stored calibration, an empty price cache, and offline (bundled prices):
+    what the CLI and planner tests run as (`pytestmark = pytest.mark.usefixtures("isolated")`)."""
+    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
+    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CCOPT_OFFLINE", "1")
+
+
 @pytest.fixture(autouse=True)
 def fresh_rename_warnings():
     """Old-name warnings are once per process; each test starts as a new process would, so a

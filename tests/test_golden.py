@@ -20,10 +20,7 @@ from tests.golden.cases import CASES, ROOT, mask, path, run
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
+def _at_root(isolated, monkeypatch):
     monkeypatch.chdir(ROOT)
 
 

@@ -18,11 +18,7 @@ BANDS = ("profile_band_same_gpu", "profile_band_same_generation",
          "profile_band_cross_generation", "profile_band_unmeasured")
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("isolated")
 
 
 def _plan(tmp_path: Path, assumptions: str) -> tuple[int, str, str]:

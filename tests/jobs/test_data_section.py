@@ -25,11 +25,7 @@ deadline_days = 5
 """
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("isolated")
 
 
 @pytest.mark.parametrize(("data", "phrases"), [

@@ -20,11 +20,7 @@ from optimizer.report.html import detect_command, inputs_from_saved, render_html
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("isolated")
 
 
 @pytest.mark.parametrize("name, kind", [

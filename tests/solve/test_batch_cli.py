@@ -42,12 +42,7 @@ def _job(name: str, tokens: float, deadline_days: float, extra: str = "") -> str
             f"constraints = {{ deadline_days = {deadline_days} }}\n{extra}")
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    """No user calibration or price cache leaks into the tests."""
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
+pytestmark = pytest.mark.usefixtures("isolated")
 
 
 def test_batch_example_json_contract() -> None:

@@ -17,10 +17,7 @@ runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CCOPT_OFFLINE", "1")
+def _at_root(isolated, monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
