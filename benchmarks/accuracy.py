@@ -45,8 +45,7 @@ from optimizer.model.fitted import FittedConstants  # noqa: E402
 from optimizer.model.step_time import training_step_time  # noqa: E402
 
 #: scored families: training throughput of decoder LMs (headline) and of encoders (BERT) apart
-KINDS = ("train_throughput", "train_throughput_encoder", "train_memory", "serve_throughput",
-         "serve_latency")
+KINDS = ("train_throughput", "train_throughput_encoder", "train_memory", "serve_throughput", "serve_latency")
 CAL_BAND = 0.10
 Scored = list[tuple[Case, float | None]]
 
@@ -60,8 +59,7 @@ def summary(results: Scored, band: float | None = None) -> tuple[int, float | No
     errs = _errors(results)
     if not errs:
         return 0, None, None
-    within = [abs(e) <= (band if band is not None else BANDS[c.score_kind]) + 1e-12
-              for c, e in errs]
+    within = [abs(e) <= (band if band is not None else BANDS[c.score_kind]) + 1e-12 for c, e in errs]
     return len(errs), sum(within) / len(within), statistics.median(abs(e) for _, e in errs)
 
 
@@ -73,8 +71,7 @@ def calibrated(folds: dict[str, tuple[FittedConstants, Scored]]) -> Scored:
         for case, pred in results:
             if case.kind == "train_throughput" and pred is not None:
                 assert case.train is not None  # encoders calibrate on an encoder point
-                groups[(case.score_kind, case.gpu.gpu_id, case.train[0].precision)].append(
-                    (case, pred))
+                groups[(case.score_kind, case.gpu.gpu_id, case.train[0].precision)].append((case, pred))
         base = assumptions_for(fit)
         for (_, gpu_id, precision), items in groups.items():
             ref, ref_pred = items[0]
@@ -92,8 +89,9 @@ def calibrated(folds: dict[str, tuple[FittedConstants, Scored]]) -> Scored:
     return out
 
 
-def coverage(folds: dict[str, tuple[FittedConstants, Scored]],
-             kinds: tuple[str, ...] = ("train_throughput",)) -> tuple[int, float | None]:
+def coverage(
+    folds: dict[str, tuple[FittedConstants, Scored]], kinds: tuple[str, ...] = ("train_throughput",)
+) -> tuple[int, float | None]:
     """(cases, share inside the nominal 80% band) of held-out training-throughput cases of the
     scored families `kinds` (default: decoder LMs)."""
     inside = total = 0
@@ -104,8 +102,7 @@ def coverage(folds: dict[str, tuple[FittedConstants, Scored]],
             if case.score_kind not in kinds or pred is None:
                 continue
             stack, cls = interval_key_parts(case)
-            key = next((k for k in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*")
-                        if k in bands), None)
+            key = next((k for k in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*") if k in bands), None)
             if key is None:
                 continue
             lo, hi, _ = bands[key]
@@ -120,13 +117,15 @@ def _pct(x: float | None) -> str:
 
 def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> str:
     if markdown:
-        return "\n".join(["| " + " | ".join(headers) + " |",
-                          "|" + "|".join("---" for _ in headers) + "|"]
-                         + ["| " + " | ".join(r) + " |" for r in rows])
+        return "\n".join(
+            ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+            + ["| " + " | ".join(r) + " |" for r in rows]
+        )
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     fmt = "  ".join(f"{{:{w}}}" for w in widths)
-    return "\n".join([fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
-                     + [fmt.format(*r) for r in rows])
+    return "\n".join(
+        [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
+    )
 
 
 def _cells(results: Scored, band: float | None = None) -> list[str]:
@@ -134,31 +133,58 @@ def _cells(results: Scored, band: float | None = None) -> list[str]:
     return [str(n), _pct(within), _pct(med)]
 
 
-def report(cases: Sequence[Case], folds: dict[str, tuple[FittedConstants, Scored]],
-           insample: Scored, cal: Scored, cover: dict[str, tuple[int, float | None]],
-           skipped: int, markdown: bool) -> str:
+def report(
+    cases: Sequence[Case],
+    folds: dict[str, tuple[FittedConstants, Scored]],
+    insample: Scored,
+    cal: Scored,
+    cover: dict[str, tuple[int, float | None]],
+    skipped: int,
+    markdown: bool,
+) -> str:
     h = "### " if markdown else ""
     held = [item for _, res in folds.values() for item in res]
-    lines = [f"{h}Accuracy: {len(cases)} cases from {len(folds)} sources "
-             f"({skipped} rows not mappable)\n", f"{h}Overall\n"]
+    lines = [
+        f"{h}Accuracy: {len(cases)} cases from {len(folds)} sources ({skipped} rows not mappable)\n",
+        f"{h}Overall\n",
+    ]
     rows = []
     for kind in KINDS:
         lo = [i for i in held if i[0].score_kind == kind]
         ins = [i for i in insample if i[0].score_kind == kind]
         rows.append([kind, f"±{BANDS[kind]:.0%}", *_cells(lo), *_cells(ins)[1:]])
-    lines.append(_table(["kind", "band", "cases", "LOSO within", "LOSO median |err|",
-                         "in-sample within", "in-sample median |err|"], rows, markdown))
-    for label, kinds in (("decoder LMs", ("train_throughput",)),
-                         ("all incl. encoders", ("train_throughput", "train_throughput_encoder"))):
+    lines.append(
+        _table(
+            [
+                "kind",
+                "band",
+                "cases",
+                "LOSO within",
+                "LOSO median |err|",
+                "in-sample within",
+                "in-sample median |err|",
+            ],
+            rows,
+            markdown,
+        )
+    )
+    for label, kinds in (
+        ("decoder LMs", ("train_throughput",)),
+        ("all incl. encoders", ("train_throughput", "train_throughput_encoder")),
+    ):
         sub = [i for i in cal if i[0].score_kind in kinds]
         n, w, m = summary(sub, CAL_BAND)
         n15, w15, _ = summary(sub)
-        lines.append(f"\ncalibrated, {label} (one point per GPU type × precision, LOSO "
-                     f"constants): {n} training-throughput cases, {_pct(w)} within ±10%, "
-                     f"{_pct(w15)} within ±15%, median |error| {_pct(m)}")
+        lines.append(
+            f"\ncalibrated, {label} (one point per GPU type × precision, LOSO "
+            f"constants): {n} training-throughput cases, {_pct(w)} within ±10%, "
+            f"{_pct(w15)} within ±15%, median |error| {_pct(m)}"
+        )
     for label, (n, share) in cover.items():
-        lines.append(f"P10–P90 interval coverage of held-out training-throughput cases, {label}: "
-                     f"{_pct(share)} of {n} (nominal 80%)")
+        lines.append(
+            f"P10–P90 interval coverage of held-out training-throughput cases, {label}: "
+            f"{_pct(share)} of {n} (nominal 80%)"
+        )
     lines.append("")
     lines.append(f"{h}Per source (LOSO | in-sample)\n")
     rows = []
@@ -172,11 +198,31 @@ def report(cases: Sequence[Case], folds: dict[str, tuple[FittedConstants, Scored
                 continue
             ins = [i for i in by_src_ins[source] if i[0].score_kind == kind]
             bias = [e for _, e in _errors(lo)]
-            rows.append([source, kind, *_cells(lo),
-                         f"{statistics.median(bias):+.0%}" if bias else "–", *_cells(ins)[1:]])
-    lines.append(_table(["source", "kind", "cases", "LOSO within", "LOSO median |err|",
-                         "LOSO bias", "in-sample within", "in-sample median |err|"], rows,
-                        markdown))
+            rows.append(
+                [
+                    source,
+                    kind,
+                    *_cells(lo),
+                    f"{statistics.median(bias):+.0%}" if bias else "–",
+                    *_cells(ins)[1:],
+                ]
+            )
+    lines.append(
+        _table(
+            [
+                "source",
+                "kind",
+                "cases",
+                "LOSO within",
+                "LOSO median |err|",
+                "LOSO bias",
+                "in-sample within",
+                "in-sample median |err|",
+            ],
+            rows,
+            markdown,
+        )
+    )
     return "\n".join(lines)
 
 
@@ -184,14 +230,36 @@ def write_csv(held: Scored, insample: Scored, path: Path) -> None:
     ins = {id(c): p for c, p in insample}
     with path.open("w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["case_id", "source", "kind", "metric", "gpu", "stack", "measured",
-                    "loso_predicted", "loso_error", "insample_predicted"])
+        w.writerow(
+            [
+                "case_id",
+                "source",
+                "kind",
+                "metric",
+                "gpu",
+                "stack",
+                "measured",
+                "loso_predicted",
+                "loso_error",
+                "insample_predicted",
+            ]
+        )
         for c, p in held:
             q = ins.get(id(c))
-            w.writerow([c.row.case_id, c.source, c.score_kind, c.row.metric, c.gpu.gpu_id, c.stack,
-                        f"{c.measured:.6g}", "" if p is None else f"{p:.6g}",
-                        "" if p is None else f"{p / c.measured - 1:+.4f}",
-                        "" if q is None else f"{q:.6g}"])
+            w.writerow(
+                [
+                    c.row.case_id,
+                    c.source,
+                    c.score_kind,
+                    c.row.metric,
+                    c.gpu.gpu_id,
+                    c.stack,
+                    f"{c.measured:.6g}",
+                    "" if p is None else f"{p:.6g}",
+                    "" if p is None else f"{p / c.measured - 1:+.4f}",
+                    "" if q is None else f"{q:.6g}",
+                ]
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,11 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     a = assumptions_for(fit)
     insample = [(c, predict(c, a)) for c in cases]
     cal = calibrated(folds)
-    cover = {"decoder LMs": coverage(folds),
-             "all incl. encoders": coverage(folds, ("train_throughput",
-                                                    "train_throughput_encoder"))}
-    print(report(cases, folds, insample, cal, cover, sum(len(v) for v in skipped.values()),
-                 args.markdown))
+    cover = {
+        "decoder LMs": coverage(folds),
+        "all incl. encoders": coverage(folds, ("train_throughput", "train_throughput_encoder")),
+    }
+    print(report(cases, folds, insample, cal, cover, sum(len(v) for v in skipped.values()), args.markdown))
     print(f"\nran in {time.perf_counter() - start:.1f} s")
     if args.csv:
         write_csv([i for _, r in folds.values() for i in r], insample, args.csv)

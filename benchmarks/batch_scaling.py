@@ -42,12 +42,21 @@ TEMPLATES = [
 CAPACITY: dict[str, Any] = {
     "horizon_days": 30,
     "quota_only": True,
-    "quota": [{"provider": "lambda", "gpu": "H100-80GB", "max_gpus": 16},
-              {"provider": "lambda", "gpu": "A100-80GB", "max_gpus": 16},
-              {"provider": "aws", "gpu": "H100-80GB", "max_gpus": 8}],
+    "quota": [
+        {"provider": "lambda", "gpu": "H100-80GB", "max_gpus": 16},
+        {"provider": "lambda", "gpu": "A100-80GB", "max_gpus": 16},
+        {"provider": "aws", "gpu": "H100-80GB", "max_gpus": 8},
+    ],
     "owned": [{"gpu": "RTX4090", "num_boxes": 2, "gpus_per_box": 8}],
-    "reservation": [{"provider": "aws", "instance": "p5.48xlarge", "pricing": "reserved_1y",
-                     "max_instances": 1, "bill": "horizon"}],
+    "reservation": [
+        {
+            "provider": "aws",
+            "instance": "p5.48xlarge",
+            "pricing": "reserved_1y",
+            "max_instances": 1,
+            "bill": "horizon",
+        }
+    ],
 }
 
 
@@ -73,10 +82,15 @@ def generate_batch(n: int, seed: int = 7, boxes: int = 2) -> dict[str, Any]:
             job.update(droppable=True, value_usd=float(rng.randrange(300, 3001, 100)))
         jobs.append(job)
     capacity = dict(CAPACITY, owned=[dict(CAPACITY["owned"][0], num_boxes=boxes)])
-    return {"name": f"generated-{n}", "capacity": capacity,
-            "defaults": {"workload": {"seq_len": 2048, "global_batch": 64},
-                         "constraints": {"gpu_types": ["H100-80GB", "A100-80GB", "RTX4090"]}},
-            "job": jobs}
+    return {
+        "name": f"generated-{n}",
+        "capacity": capacity,
+        "defaults": {
+            "workload": {"seq_len": 2048, "global_batch": 64},
+            "constraints": {"gpu_types": ["H100-80GB", "A100-80GB", "RTX4090"]},
+        },
+        "job": jobs,
+    }
 
 
 def _value(v: Any) -> str:
@@ -106,8 +120,9 @@ def to_toml(batch: dict[str, Any], header: str = "") -> str:
     return "\n".join(out) + "\n"
 
 
-def run(sizes: list[int], time_limit_s: float, workers: int, seed: int,
-        boxes: int = 2) -> list[dict[str, Any]]:
+def run(
+    sizes: list[int], time_limit_s: float, workers: int, seed: int, boxes: int = 2
+) -> list[dict[str, Any]]:
     catalog, _ = load_offering_rows(offline=True)
     rows = []
     for n in sizes:
@@ -118,47 +133,76 @@ def run(sizes: list[int], time_limit_s: float, workers: int, seed: int,
         # the solver's limit covers enumeration too (the user's view); here the limit is the
         # solve's own, so time to proof is not cut short by a slow enumeration
         try:
-            result = solve_batch(problem, SolverConfig(time_limit_s=time_limit_s + enumerate_s,
-                                                       workers=workers))
+            result = solve_batch(
+                problem, SolverConfig(time_limit_s=time_limit_s + enumerate_s, workers=workers)
+            )
         except SolverError as exc:  # no solution within the limit: say so, do not crash
-            rows.append({"jobs": n, "rows": sum(len(j.rows) for j in problem.jobs),
-                         "enumerate_s": enumerate_s, "solve_s": time_limit_s,
-                         "total_s": enumerate_s + time_limit_s, "status": f"no solution ({exc})",
-                         "proven": False, "gap": None, "bound": None, "rounds": 0,
-                         "cost": None, "dropped": 0, "cloud_jobs": 0, "reserved": 0})
+            rows.append(
+                {
+                    "jobs": n,
+                    "rows": sum(len(j.rows) for j in problem.jobs),
+                    "enumerate_s": enumerate_s,
+                    "solve_s": time_limit_s,
+                    "total_s": enumerate_s + time_limit_s,
+                    "status": f"no solution ({exc})",
+                    "proven": False,
+                    "gap": None,
+                    "bound": None,
+                    "rounds": 0,
+                    "cost": None,
+                    "dropped": 0,
+                    "cloud_jobs": 0,
+                    "reserved": 0,
+                }
+            )
             continue
         s = result.solver
-        rows.append({"jobs": n, "rows": s.get("model_rows", 0), "enumerate_s": enumerate_s,
-                     "solve_s": s.get("solve_s", s.get("wall_s", 0.0)),
-                     "total_s": enumerate_s + s.get("wall_s", 0.0), "status": result.status,
-                     "proven": s.get("proven_optimal", False), "gap": s.get("gap"),
-                     "bound": s.get("best_bound_usd"), "rounds": result.benders.get("rounds", 0),
-                     "cost": result.total_cost_usd if result.jobs else None,
-                     "dropped": sum(1 for j in result.jobs if j.row is None),
-                     "cloud_jobs": sum(1 for j in result.jobs
-                                       if j.row and j.row.candidate.offering.kind == "cloud"),
-                     "reserved": sum(result.reserved.values())})
+        rows.append(
+            {
+                "jobs": n,
+                "rows": s.get("model_rows", 0),
+                "enumerate_s": enumerate_s,
+                "solve_s": s.get("solve_s", s.get("wall_s", 0.0)),
+                "total_s": enumerate_s + s.get("wall_s", 0.0),
+                "status": result.status,
+                "proven": s.get("proven_optimal", False),
+                "gap": s.get("gap"),
+                "bound": s.get("best_bound_usd"),
+                "rounds": result.benders.get("rounds", 0),
+                "cost": result.total_cost_usd if result.jobs else None,
+                "dropped": sum(1 for j in result.jobs if j.row is None),
+                "cloud_jobs": sum(
+                    1 for j in result.jobs if j.row and j.row.candidate.offering.kind == "cloud"
+                ),
+                "reserved": sum(result.reserved.values()),
+            }
+        )
     return rows
 
 
-def markdown(rows: list[dict[str, Any]], workers: int, time_limit_s: float,
-             boxes: int = 2) -> str:
-    head = ("| jobs | rows in model | enumerate (s) | solve (s) | time to proof (s) | status "
-            "| Benders rounds | gap | lower bound | total cost | on cloud | dropped | reserved |\n"
-            "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+def markdown(rows: list[dict[str, Any]], workers: int, time_limit_s: float, boxes: int = 2) -> str:
+    head = (
+        "| jobs | rows in model | enumerate (s) | solve (s) | time to proof (s) | status "
+        "| Benders rounds | gap | lower bound | total cost | on cloud | dropped | reserved |\n"
+        "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+    )
     lines = [head]
     for r in rows:
         gap = "-" if r["gap"] is None else f"{r['gap']:.2%}"
         cost = "-" if r["cost"] is None else f"${r['cost']:,.0f}"
         proof = f"{r['solve_s']:.2f}" if r["proven"] else f"> {time_limit_s:g}"
         bound = "-" if r["bound"] is None else f"${r['bound']:,.2f}"
-        lines.append(f"| {r['jobs']} | {r['rows']} | {r['enumerate_s']:.2f} | {r['solve_s']:.2f}"
-                     f" | {proof} | {r['status']} | {r['rounds']} | {gap} | {bound} | {cost} | "
-                     f"{r['cloud_jobs']} | {r['dropped']} | {r['reserved']} |")
-    lines.append(f"\nBenders master (HiGHS MIP) + CP-SAT subproblems, then CP-SAT {workers} workers "
-                 f"with the cuts if unproven; time limit {time_limit_s:g} s; horizon 30 days on "
-                 "30-min steps; bundled catalog, quotas lambda H100 16 / A100 16 and aws H100 8, "
-                 f"{boxes} owned 8× RTX 4090 boxes, ≤ 1 reserved p5.48xlarge (billed over the horizon).")
+        lines.append(
+            f"| {r['jobs']} | {r['rows']} | {r['enumerate_s']:.2f} | {r['solve_s']:.2f}"
+            f" | {proof} | {r['status']} | {r['rounds']} | {gap} | {bound} | {cost} | "
+            f"{r['cloud_jobs']} | {r['dropped']} | {r['reserved']} |"
+        )
+    lines.append(
+        f"\nBenders master (HiGHS MIP) + CP-SAT subproblems, then CP-SAT {workers} workers "
+        f"with the cuts if unproven; time limit {time_limit_s:g} s; horizon 30 days on "
+        "30-min steps; bundled catalog, quotas lambda H100 16 / A100 16 and aws H100 8, "
+        f"{boxes} owned 8× RTX 4090 boxes, ≤ 1 reserved p5.48xlarge (billed over the horizon)."
+    )
     return "\n".join(lines)
 
 
@@ -169,16 +213,20 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--boxes", type=int, default=2, help="owned 8× RTX 4090 boxes")
-    parser.add_argument("--write-example", type=Path, default=None,
-                        help="write the 50-job generated batch as TOML and exit")
+    parser.add_argument(
+        "--write-example", type=Path, default=None, help="write the 50-job generated batch as TOML and exit"
+    )
     args = parser.parse_args()
     if args.write_example is not None:
-        header = ("# 50 generated fine-tuning jobs over 30 days, written by\n#   python "
-                  f"benchmarks/batch_scaling.py --write-example {args.write_example.as_posix()} "
-                  f"--boxes {args.boxes} --seed {args.seed}\n# plan it: ccopt batch "
-                  f"{args.write_example.as_posix()}\n")
-        args.write_example.write_text(to_toml(generate_batch(50, args.seed, args.boxes), header),
-                                      encoding="utf-8")
+        header = (
+            "# 50 generated fine-tuning jobs over 30 days, written by\n#   python "
+            f"benchmarks/batch_scaling.py --write-example {args.write_example.as_posix()} "
+            f"--boxes {args.boxes} --seed {args.seed}\n# plan it: ccopt batch "
+            f"{args.write_example.as_posix()}\n"
+        )
+        args.write_example.write_text(
+            to_toml(generate_batch(50, args.seed, args.boxes), header), encoding="utf-8"
+        )
         print(f"wrote {args.write_example}")
         return
     rows = run(args.sizes, args.time_limit, args.workers, args.seed, args.boxes)

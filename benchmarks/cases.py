@@ -58,8 +58,13 @@ from optimizer.units import GIB  # noqa: E402
 
 __all__ = ["Case", "Skip", "build_cases", "predict", "BANDS", "load_rows"]
 
-BANDS = {"train_throughput": 0.15, "train_throughput_encoder": 0.15, "train_memory": 0.15,
-         "serve_throughput": 0.20, "serve_latency": 0.20}
+BANDS = {
+    "train_throughput": 0.15,
+    "train_throughput_encoder": 0.15,
+    "train_memory": 0.15,
+    "serve_throughput": 0.20,
+    "serve_latency": 0.20,
+}
 MAX_FIT_BATCH_CAP = 8192
 
 
@@ -87,8 +92,11 @@ class Case:
 
     @property
     def stack(self) -> str:
-        return (self.train[0].stack if self.train else self.serve[0].stack) if (
-            self.train or self.serve) else "generic"
+        return (
+            (self.train[0].stack if self.train else self.serve[0].stack)
+            if (self.train or self.serve)
+            else "generic"
+        )
 
     @property
     def encoder(self) -> bool:
@@ -141,11 +149,20 @@ def _spec(row: Row) -> ModelSpec:
         raise Skip("model shape incomplete")
     plain = (row.ffn_kind or "gated") == "plain"
     try:
-        return ModelSpec(name=row.model[:60], layers=row.layers, hidden=row.hidden,
-                         heads=row.heads, kv_heads=row.kv_heads, ffn=row.ffn, vocab=row.vocab,
-                         ffn_kind="plain" if plain else "gated",
-                         norm="layernorm" if plain else "rmsnorm", tied_embeddings=_tied(row),
-                         moe_experts=row.moe_experts or 0, moe_active=row.moe_active or 0)
+        return ModelSpec(
+            name=row.model[:60],
+            layers=row.layers,
+            hidden=row.hidden,
+            heads=row.heads,
+            kv_heads=row.kv_heads,
+            ffn=row.ffn,
+            vocab=row.vocab,
+            ffn_kind="plain" if plain else "gated",
+            norm="layernorm" if plain else "rmsnorm",
+            tied_embeddings=_tied(row),
+            moe_experts=row.moe_experts or 0,
+            moe_active=row.moe_active or 0,
+        )
     except ValueError as exc:
         raise Skip(f"model shape invalid ({str(exc).splitlines()[0][:50]})") from None
 
@@ -200,11 +217,19 @@ def _train_case(row: Row) -> Case:
         raise Skip("device count of the measurement unknown (source inconsistent)")
     if "excluded: seq_len unknown" in _lower(row.assumptions):
         raise Skip("sequence length of the measurement unknown (unpacked, lengths not given)")
-    if metric == "tflops_per_gpu" and not ("model" in meaning or
-                                           ("hardware" in meaning and "recompute" in meaning)):
+    if metric == "tflops_per_gpu" and not (
+        "model" in meaning or ("hardware" in meaning and "recompute" in meaning)
+    ):
         raise Skip("tflops_per_gpu: FLOP convention unclear")
-    if metric not in ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "step_time_s",
-                      "samples_per_s", "peak_memory_gib", "peak_memory_gb"):
+    if metric not in (
+        "tokens_per_s_per_gpu",
+        "tflops_per_gpu",
+        "mfu",
+        "step_time_s",
+        "samples_per_s",
+        "peak_memory_gib",
+        "peak_memory_gb",
+    ):
         raise Skip(f"metric {metric} not comparable for training")
     if spec.heads % tp or spec.n_kv_heads % tp:
         raise Skip("tp does not divide the heads")
@@ -236,17 +261,35 @@ def _train_case(row: Row) -> Case:
     eager = "eager attention" in notes
     dropout = re.search(r"(?<!lora_)dropout (0\.\d*[1-9])", notes) is not None
     setup = TrainingSetup(
-        seq_len=s, precision=precision, optimizer=row.optimizer or "adamw",
-        method=row.method or "full", lora_rank=row.lora_rank or 16,
+        seq_len=s,
+        precision=precision,
+        optimizer=row.optimizer or "adamw",
+        method=row.method or "full",
+        lora_rank=row.lora_rank or 16,
         lora_targets=_targets(row.lora_targets, stack.lora_targets),
-        attention="eager" if eager else None, dropout=dropout,
-        sequence_parallel=row.sequence_parallel, stack=stack.name,
-        optimizer_in_backward=opt_bwd, offload_optimizer=cpu_offload, offload_params=cpu_offload,
-        paged_optimizer=paged, compile=compiled, offload_activations=offload_acts,
-        fp32_master=master)
-    layout = Layout(dp=dp, tp=tp, pp=pp, cp=cp, vp=vp, zero_stage=row.zero_stage or 0,
-                    checkpointing=row.activation_checkpointing or stack.checkpointing,
-                    micro_batch=mb, grad_accum=ga)
+        attention="eager" if eager else None,
+        dropout=dropout,
+        sequence_parallel=row.sequence_parallel,
+        stack=stack.name,
+        optimizer_in_backward=opt_bwd,
+        offload_optimizer=cpu_offload,
+        offload_params=cpu_offload,
+        paged_optimizer=paged,
+        compile=compiled,
+        offload_activations=offload_acts,
+        fp32_master=master,
+    )
+    layout = Layout(
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        vp=vp,
+        zero_stage=row.zero_stage or 0,
+        checkpointing=row.activation_checkpointing or stack.checkpointing,
+        micro_batch=mb,
+        grad_accum=ga,
+    )
     gpn = min(row.gpus_per_node or min(gpus, 8), gpus)
     if gpus % gpn or tp > gpn:
         raise Skip("gpus_per_node inconsistent")
@@ -258,21 +301,21 @@ def _train_case(row: Row) -> Case:
         mem_kind = _memory_kind(meaning)
         if metric == "peak_memory_gb":
             measured = row.value * 1e9 / GIB
-    return Case(row, kind, measured, spec, gpu, train=(setup, layout, cluster),
-                memory_kind=mem_kind)
+    return Case(row, kind, measured, spec, gpu, train=(setup, layout, cluster), memory_kind=mem_kind)
 
 
 def _request_cap(row: Row) -> int:
     text = f"{row.metric_meaning or ''} {row.assumptions or ''}"
-    counts = [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) (?:synthetic )?requests",
-                                                          text)]
+    counts = [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) (?:synthetic )?requests", text)]
     counts += [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) prompts", text)]
     return min([MAX_FIT_BATCH_CAP] + [c for c in counts if c > 0])
 
 
 def _all_at_once(meaning: str) -> bool:
-    return any(s in meaning for s in ("max-throughput", "offline", "at once", "qps inf",
-                                      "infinite rate", "infinite request rate"))
+    return any(
+        s in meaning
+        for s in ("max-throughput", "offline", "at once", "qps inf", "infinite rate", "infinite request rate")
+    )
 
 
 def _serve_case(row: Row) -> Case:
@@ -289,8 +332,14 @@ def _serve_case(row: Row) -> Case:
     single = "single-stream" in meaning
     if row.output_tokens is None or (row.input_tokens is None and not single):
         raise Skip("missing input/output tokens")
-    if row.metric not in ("output_tokens_per_s", "output_tokens_per_s_per_gpu",
-                          "requests_per_s", "ttft_ms", "tpot_ms", "e2e_latency_s"):
+    if row.metric not in (
+        "output_tokens_per_s",
+        "output_tokens_per_s_per_gpu",
+        "requests_per_s",
+        "ttft_ms",
+        "tpot_ms",
+        "e2e_latency_s",
+    ):
         raise Skip(f"metric {row.metric} not comparable for serving")
     if spec.heads % row.tp or spec.n_kv_heads % row.tp:
         raise Skip("tp does not divide the heads")
@@ -299,9 +348,15 @@ def _serve_case(row: Row) -> Case:
     kv = (row.kv_cache_precision or "fp16").lower()
     stack = _stack(row)
     notes = _lower(row.assumptions)
-    serve = ServeSetup(weight_precision=quant, kv_precision=kv, batch=1, context=prompt + out,
-                       stack=stack, output_tokens=out,
-                       batching="static" if "static batching" in notes else None)
+    serve = ServeSetup(
+        weight_precision=quant,
+        kv_precision=kv,
+        batch=1,
+        context=prompt + out,
+        stack=stack,
+        output_tokens=out,
+        batching="static" if "static batching" in notes else None,
+    )
     batch = row.serve_batch
     if batch is None:
         if single:
@@ -310,16 +365,22 @@ def _serve_case(row: Row) -> Case:
             cap = _request_cap(row)
             if stack == "tensorrt-llm" and "trtllm-bench" in notes:
                 # the engine trtllm-bench builds from the dataset (benchmarks/trtllm_bench.py)
-                cap, budget = engine_settings(spec, gpu, row.tp, prompt, out, quant == "fp8",
-                                              kv == "fp8")
+                cap, budget = engine_settings(spec, gpu, row.tp, prompt, out, quant == "fp8", kv == "fp8")
                 serve = replace(serve, max_num_tokens=budget)
             batch = serving_max_batch(spec, serve, gpu, row.tp, PerfAssumptions(), cap=cap)
             if batch < 1:
                 raise Skip("model does not fit at batch 1")
         else:
             raise Skip("serve batch / concurrency not stated (arrival-rate run)")
-    return Case(row, row.kind, row.value, spec, gpu,
-                serve=(replace(serve, batch=batch), row.tp, prompt, out), single_stream=single)
+    return Case(
+        row,
+        row.kind,
+        row.value,
+        spec,
+        gpu,
+        serve=(replace(serve, batch=batch), row.tp, prompt, out),
+        single_stream=single,
+    )
 
 
 def build_cases(rows: list[Row] | None = None) -> tuple[list[Case], dict[str, list[Row]]]:
@@ -373,11 +434,14 @@ def _serve_value(case: Case, a: PerfAssumptions) -> float:
     replicas = max(1, gpus // tp)
     if case.single_stream:
         return 1.0 / perf.tpot_s
-    return {"output_tokens_per_s": perf.output_tokens_per_s * replicas,
-            "output_tokens_per_s_per_gpu": perf.output_tokens_per_s / tp,
-            "requests_per_s": perf.requests_per_s * replicas,
-            "ttft_ms": perf.ttft_s * 1e3, "tpot_ms": perf.tpot_s * 1e3,
-            "e2e_latency_s": perf.ttft_s + (out - 1) * perf.tpot_s}[metric]
+    return {
+        "output_tokens_per_s": perf.output_tokens_per_s * replicas,
+        "output_tokens_per_s_per_gpu": perf.output_tokens_per_s / tp,
+        "requests_per_s": perf.requests_per_s * replicas,
+        "ttft_ms": perf.ttft_s * 1e3,
+        "tpot_ms": perf.tpot_s * 1e3,
+        "e2e_latency_s": perf.ttft_s + (out - 1) * perf.tpot_s,
+    }[metric]
 
 
 def predict(case: Case, a: PerfAssumptions) -> float | None:
@@ -398,5 +462,11 @@ def log_ratio(case: Case, predicted: float) -> float:
 
 def describe(case: Case) -> dict[str, Any]:
     """Short fields for per-case tables."""
-    return {"case_id": case.row.case_id, "source": case.source, "kind": case.kind,
-            "metric": case.row.metric, "gpu": case.gpu.gpu_id, "stack": case.stack}
+    return {
+        "case_id": case.row.case_id,
+        "source": case.source,
+        "kind": case.kind,
+        "metric": case.row.metric,
+        "gpu": case.gpu.gpu_id,
+        "stack": case.stack,
+    }

@@ -49,8 +49,7 @@ from optimizer.model.fitted import (  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 
 OUT = HERE.parent / "optimizer" / "model" / "data" / "fitted.toml"
-RIDGE = {"all": 0.05, "gen": 1.0, "genprec": 1.0, "stack": 1.0, "cell": 2.0,
-         "class": 0.3}
+RIDGE = {"all": 0.05, "gen": 1.0, "genprec": 1.0, "stack": 1.0, "cell": 2.0, "class": 0.3}
 CLIP = 0.5  # |log residual| used in the regression (robustness to mis-recorded rows)
 ITERATIONS = 4
 STEP = 0.05  # finite-difference step of the log multiplier for the sensitivity
@@ -170,8 +169,9 @@ def fit_constants(cases: Sequence[Case], iterations: int = ITERATIONS) -> Fitted
     return fit
 
 
-def loso(cases: Sequence[Case], progress: Callable[[str], None] | None = None
-         ) -> dict[str, tuple[FittedConstants, list[tuple[Case, float | None]]]]:
+def loso(
+    cases: Sequence[Case], progress: Callable[[str], None] | None = None
+) -> dict[str, tuple[FittedConstants, list[tuple[Case, float | None]]]]:
     """Leave-one-source-out: {source: (constants fitted without it, [(case, prediction)])}."""
     out = {}
     for source in sorted({c.source for c in cases}):
@@ -193,8 +193,7 @@ def step_ratio(case: Case, predicted: float) -> float:
     return math.exp(-log_ratio(case, predicted))
 
 
-def intervals_from(results: Sequence[tuple[Case, float | None]]
-                   ) -> dict[str, tuple[float, float, int]]:
+def intervals_from(results: Sequence[tuple[Case, float | None]]) -> dict[str, tuple[float, float, int]]:
     """P10/P90 of measured/predicted step time per stack × GPU class (with fallbacks)."""
     groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for case, pred in results:
@@ -219,21 +218,31 @@ def _toml_table(name: str, values: dict[str, float]) -> list[str]:
     return lines + [""]
 
 
-def write_fitted(fit: FittedConstants, cases: Sequence[Case],
-                 intervals: dict[str, tuple[float, float, int]], path: Path = OUT) -> None:
+def write_fitted(
+    fit: FittedConstants,
+    cases: Sequence[Case],
+    intervals: dict[str, tuple[float, float, int]],
+    path: Path = OUT,
+) -> None:
     used = sorted(c.row.case_id for c in cases if family(c) is not None)
     sources = sorted({c.source for c in cases})
-    lines = ["# Fitted constants of the ccopt model: written by benchmarks/fit_constants.py.",
-             "# Do not edit by hand; rerun the script. Log-multipliers by feature (see",
-             "# optimizer/model/fitted.py); intervals = measured/predicted step-time quantiles",
-             "# of the leave-one-source-out residuals per stack/GPU class.", "",
-             "[meta]", f'date = "{dt.date.today().isoformat()}"',
-             'command = "python benchmarks/fit_constants.py"',
-             f"ridge = {{{', '.join(f'{k} = {v}' for k, v in RIDGE.items())}}}",
-             f"clip = {CLIP}", f"iterations = {ITERATIONS}",
-             f"sources = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]",
-             f"cases = {len(used)}",
-             "case_ids = [" + ", ".join(f'"{c}"' for c in used) + "]", ""]
+    lines = [
+        "# Fitted constants of the ccopt model: written by benchmarks/fit_constants.py.",
+        "# Do not edit by hand; rerun the script. Log-multipliers by feature (see",
+        "# optimizer/model/fitted.py); intervals = measured/predicted step-time quantiles",
+        "# of the leave-one-source-out residuals per stack/GPU class.",
+        "",
+        "[meta]",
+        f'date = "{dt.date.today().isoformat()}"',
+        'command = "python benchmarks/fit_constants.py"',
+        f"ridge = {{{', '.join(f'{k} = {v}' for k, v in RIDGE.items())}}}",
+        f"clip = {CLIP}",
+        f"iterations = {ITERATIONS}",
+        f"sources = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]",
+        f"cases = {len(used)}",
+        "case_ids = [" + ", ".join(f'"{c}"' for c in used) + "]",
+        "",
+    ]
     for table in FAMILY_TABLES:
         lines += _toml_table(table, getattr(fit, table))
     lines.append("[intervals]")
@@ -251,10 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     folds = loso(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
     residuals = [item for _, results in folds.values() for item in results]
     intervals = intervals_from(residuals)
-    print(f"fitted on {sum(family(c) is not None for c in cases)} cases from "
-          f"{len({c.source for c in cases})} sources: "
-          + ", ".join(f"{len(getattr(fit, t))} {t}" for t in FAMILY_TABLES)
-          + f" terms, {len(intervals)} intervals")
+    print(
+        f"fitted on {sum(family(c) is not None for c in cases)} cases from "
+        f"{len({c.source for c in cases})} sources: "
+        + ", ".join(f"{len(getattr(fit, t))} {t}" for t in FAMILY_TABLES)
+        + f" terms, {len(intervals)} intervals"
+    )
     if not args.dry_run:
         write_fitted(fit, cases, intervals)
         print(f"wrote {OUT}")

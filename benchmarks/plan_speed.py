@@ -32,8 +32,11 @@ from optimizer.solve.train.prepare import headroom_of, prepare_job
 from optimizer.solve.train.spot import spot_hours
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_JOBS = ["examples/llama7b_10days.toml", "examples/qlora_70b_single_node.toml",
-                "examples/lora_70b_budget.toml"]
+DEFAULT_JOBS = [
+    "examples/llama7b_10days.toml",
+    "examples/qlora_70b_single_node.toml",
+    "examples/lora_70b_budget.toml",
+]
 
 
 def exhaustive(job_path: str) -> tuple[float | None, int]:
@@ -53,8 +56,7 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
         if not off.gpu.supports(setup.precision) or offering_rejection(off, host, a):
             continue
         gpn = off.gpus_per_instance
-        high = min((c.max_gpus or 4096) // gpn, off.max_instances or 10**9,
-                   c.max_instances or 10**9)
+        high = min((c.max_gpus or 4096) // gpn, off.max_instances or 10**9, c.max_instances or 10**9)
         if off.inter_node_kind == "internet" and not c.allow_internet_multi_node:
             high = min(high, 1)
         usable = headroom.usable_gib(off.gpu.memory_gib)
@@ -62,20 +64,27 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
             key = (*off.hardware_class, n)
             if key not in perf:  # same hardware, same times: evaluate once per class
                 rows = []
-                for tp, pp, dp, zero, mb, ga in layouts_for(model, n * gpn, gpn, batch,
-                                                            c.zero_stages):
+                for tp, pp, dp, zero, mb, ga in layouts_for(model, n * gpn, gpn, batch, c.zero_stages):
                     for ckpt in c.activation_checkpointing:
-                        lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
-                                     micro_batch=mb, grad_accum=ga)
+                        lay = Layout(
+                            dp=dp,
+                            tp=tp,
+                            pp=pp,
+                            zero_stage=zero,
+                            checkpointing=ckpt,
+                            micro_batch=mb,
+                            grad_accum=ga,
+                        )
                         evaluated += 1
                         if training_memory(model, setup, lay, a).device > usable:
                             continue
-                        rows.append((lay, training_step_time(model, setup, lay,
-                                                             off.cluster(n), a)))
+                        rows.append((lay, training_step_time(model, setup, lay, off.cluster(n), a)))
                 perf[key] = rows
             for lay, gpu_step in perf[key]:
-                if off.ram_gib is not None and host_need_gib(
-                        model, setup, lay, off, gpu_step, host, a)[0] > off.ram_gib:
+                if (
+                    off.ram_gib is not None
+                    and host_need_gib(model, setup, lay, off, gpu_step, host, a)[0] > off.ram_gib
+                ):
                     continue
                 step, _ = check_host(model, setup, lay, off, n, gpu_step, host, a)
                 work_h = w.steps_for_batch(lay.global_batch) * step.time_s / 3600
@@ -96,15 +105,21 @@ def cli_seconds(job_path: str, runs: int = 5) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "optimizer", "plan", job_path, "--json",
-                        "--offline"], cwd=ROOT, capture_output=True, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "optimizer", "plan", job_path, "--json", "--offline"],
+            cwd=ROOT,
+            capture_output=True,
+            check=False,
+        )
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
 def main(jobs: list[str]) -> None:
-    print("| job | plan (API) s | exhaustive s | ratio | same optimum | layouts (exhaustive) | "
-          "CLI end to end s (median of 5) |")
+    print(
+        "| job | plan (API) s | exhaustive s | ratio | same optimum | layouts (exhaustive) | "
+        "CLI end to end s (median of 5) |"
+    )
     print("|---|---:|---:|---:|---|---:|---:|")
     for path in jobs:
         job, base = load_job(ROOT / path)
@@ -116,10 +131,14 @@ def main(jobs: list[str]) -> None:
         brute, evaluated = exhaustive(path)
         brute_s = time.perf_counter() - start
         same = (result.plan is None and brute is None) or (
-            result.plan is not None and brute is not None
-            and to_cents(result.plan.cost_usd) == to_cents(brute))  # the solver's scale
-        print(f"| {path} | {planned:.3f} | {brute_s:.1f} | {brute_s / planned:.0f}× | "
-              f"{'yes' if same else 'NO'} | {evaluated:,} | {cli_seconds(path):.2f} |")
+            result.plan is not None
+            and brute is not None
+            and to_cents(result.plan.cost_usd) == to_cents(brute)
+        )  # the solver's scale
+        print(
+            f"| {path} | {planned:.3f} | {brute_s:.1f} | {brute_s / planned:.0f}× | "
+            f"{'yes' if same else 'NO'} | {evaluated:,} | {cli_seconds(path):.2f} |"
+        )
 
 
 if __name__ == "__main__":

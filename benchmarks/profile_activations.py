@@ -31,13 +31,13 @@ def resnet50_saved_elements(image_side: int = 224) -> tuple[int, int]:
         o = side(out)
         for b in range(blocks):
             first_side = in_side if b == 0 else o  # 1×1 reduce runs before the strided 3×3
-            convs = [width * first_side ** 2, width * o ** 2, 4 * width * o ** 2]
+            convs = [width * first_side**2, width * o**2, 4 * width * o**2]
             units += sum(convs)
             relu_outputs += sum(convs)  # the third ReLU follows the residual add
             if b == 0:
-                downsample += 4 * width * o ** 2
+                downsample += 4 * width * o**2
         in_side = o
-    image = 3 * image_side ** 2
+    image = 3 * image_side**2
     return units + relu_outputs + downsample + pooled + image + 2048, pooled
 
 
@@ -49,5 +49,7 @@ def resnet50_activation_bytes(image_side: int = 224, value_bytes: float = 2.0) -
 
 if __name__ == "__main__":
     values, idx = resnet50_saved_elements()
-    print(f"ResNet-50 v1.5 @224: {values:,} saved values + {idx:,} indices per image = "
-          f"{resnet50_activation_bytes() / 2**20:.1f} MiB at 16 bit")
+    print(
+        f"ResNet-50 v1.5 @224: {values:,} saved values + {idx:,} indices per image = "
+        f"{resnet50_activation_bytes() / 2**20:.1f} MiB at 16 bit"
+    )

@@ -36,20 +36,33 @@ def rows() -> list[dict[str, object]]:
             measured = float(r["value"])
             ratio = predicted / measured  # measured / predicted step time
             lo, hi = profile_interval(model, gpu, a, precision)
-            out.append({"case": r["case_id"], "gpu": gpu.gpu_id, "precision": precision,
-                        "measured": measured, "predicted": round(predicted, 1),
-                        "ratio": round(ratio, 3), "band": (lo, hi), "inside": lo <= ratio <= hi})
+            out.append(
+                {
+                    "case": r["case_id"],
+                    "gpu": gpu.gpu_id,
+                    "precision": precision,
+                    "measured": measured,
+                    "predicted": round(predicted, 1),
+                    "ratio": round(ratio, 3),
+                    "band": (lo, hi),
+                    "inside": lo <= ratio <= hi,
+                }
+            )
     return out
 
 
 if __name__ == "__main__":
     table = rows()
-    print("| DeepLearningExamples row | GPU | precision | measured img/s | predicted img/s | "
-          "measured / predicted step | band | inside |")
+    print(
+        "| DeepLearningExamples row | GPU | precision | measured img/s | predicted img/s | "
+        "measured / predicted step | band | inside |"
+    )
     print("|---|---|---|---:|---:|---:|---|---|")
     for r in table:
         lo, hi = r["band"]  # type: ignore[misc]
-        print(f"| {r['case']} | {r['gpu']} | {r['precision']} | {r['measured']:,.0f} | "
-              f"{r['predicted']:,.0f} | {r['ratio']:.2f} | {lo:.2f}–{hi:.2f} | "
-              f"{'yes' if r['inside'] else '**no**'} |")
+        print(
+            f"| {r['case']} | {r['gpu']} | {r['precision']} | {r['measured']:,.0f} | "
+            f"{r['predicted']:,.0f} | {r['ratio']:.2f} | {lo:.2f}–{hi:.2f} | "
+            f"{'yes' if r['inside'] else '**no**'} |"
+        )
     print(f"\n{sum(bool(r['inside']) for r in table)} of {len(table)} inside their band.")

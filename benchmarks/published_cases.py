@@ -36,8 +36,15 @@ HOURS_PER_DAY = 24
 LLAMA2 = "Touvron et al. 2023, Llama 2 (arXiv:2307.09288)"
 # MPT-7B (MosaicML model card, huggingface.co/mosaicml/mpt-7b): 32 layers, d_model 4096,
 # 32 heads, expansion ratio 4 (plain GELU MLP), vocabulary 50,432 (a multiple of 128)
-MPT_7B = {"name": "mpt-7b", "layers": 32, "hidden": 4096, "heads": 32, "ffn": 16384,
-          "ffn_kind": "plain", "vocab": 50432}
+MPT_7B = {
+    "name": "mpt-7b",
+    "layers": 32,
+    "hidden": 4096,
+    "heads": 32,
+    "ffn": 16384,
+    "ffn_kind": "plain",
+    "vocab": 50432,
+}
 
 
 @dataclass(frozen=True)
@@ -59,74 +66,152 @@ class PublishedRun:
 
 RUNS: tuple[PublishedRun, ...] = (
     PublishedRun(
-        "llama-2-7b", {"preset": "llama-2-7b"}, 2e12, "A100-80GB", 2000, "generic", 4096, 1024,
-        184_320, f"{LLAMA2}: Table 1 (2.0T tokens, 4k context, global batch 4M tokens), Table 2 "
+        "llama-2-7b",
+        {"preset": "llama-2-7b"},
+        2e12,
+        "A100-80GB",
+        2000,
+        "generic",
+        4096,
+        1024,
+        184_320,
+        f"{LLAMA2}: Table 1 (2.0T tokens, 4k context, global batch 4M tokens), Table 2 "
         "(184,320 A100-80GB GPU-hours), §2.2.1 (RSC and production clusters; RoCE scales "
         "'up to 2000 GPUs')",
-        ("per-model GPU count not published: capped at the 2,000 GPUs of §2.2.1",
-         "stack: Meta's own training code, planned as 'generic'",
-         "global batch 4M tokens = 1,024 sequences of 4,096")),
+        (
+            "per-model GPU count not published: capped at the 2,000 GPUs of §2.2.1",
+            "stack: Meta's own training code, planned as 'generic'",
+            "global batch 4M tokens = 1,024 sequences of 4,096",
+        ),
+    ),
     PublishedRun(
-        "llama-2-13b", {"preset": "llama-2-13b"}, 2e12, "A100-80GB", 2000, "generic", 4096,
-        1024, 368_640, f"{LLAMA2}: Table 1, Table 2 (368,640 GPU-hours), §2.2.1",
-        ("per-model GPU count not published: capped at the 2,000 GPUs of §2.2.1",
-         "stack: Meta's own training code, planned as 'generic'")),
+        "llama-2-13b",
+        {"preset": "llama-2-13b"},
+        2e12,
+        "A100-80GB",
+        2000,
+        "generic",
+        4096,
+        1024,
+        368_640,
+        f"{LLAMA2}: Table 1, Table 2 (368,640 GPU-hours), §2.2.1",
+        (
+            "per-model GPU count not published: capped at the 2,000 GPUs of §2.2.1",
+            "stack: Meta's own training code, planned as 'generic'",
+        ),
+    ),
     PublishedRun(
-        "llama-2-70b", {"preset": "llama-2-70b"}, 2e12, "A100-80GB", 2000, "generic", 4096,
-        1024, 1_720_320, f"{LLAMA2}: Table 1, Table 2 (1,720,320 GPU-hours), §2.2.1",
-        ("per-model GPU count not published: capped at the 2,000 GPUs of §2.2.1",
-         "stack: Meta's own training code, planned as 'generic'")),
+        "llama-2-70b",
+        {"preset": "llama-2-70b"},
+        2e12,
+        "A100-80GB",
+        2000,
+        "generic",
+        4096,
+        1024,
+        1_720_320,
+        f"{LLAMA2}: Table 1, Table 2 (1,720,320 GPU-hours), §2.2.1",
+        (
+            "per-model GPU count not published: capped at the 2,000 GPUs of §2.2.1",
+            "stack: Meta's own training code, planned as 'generic'",
+        ),
+    ),
     PublishedRun(
-        "llama-3-8b", {"preset": "llama-3-8b"}, 15e12, "H100-80GB", 16_000, "generic", 8192,
-        512, 1_300_000, "Meta Llama 3 model card (github.com/meta-llama/llama3 MODEL_CARD.md: "
+        "llama-3-8b",
+        {"preset": "llama-3-8b"},
+        15e12,
+        "H100-80GB",
+        16_000,
+        "generic",
+        8192,
+        512,
+        1_300_000,
+        "Meta Llama 3 model card (github.com/meta-llama/llama3 MODEL_CARD.md: "
         "8k context, 15T+ tokens, 'Time (GPU hours)' 1.3M on H100-80GB); Meta Llama 3 blog "
         "(2024-04-18: trained on 16K GPUs simultaneously, two 24K-GPU clusters)",
-        ("GPU count cap: the 16K GPUs the blog names (per-model count not published)",
-         "global batch not published for 8B: 4M tokens (512 × 8,192) assumed, the 405B's "
-         "initial batch (Dubey et al. 2024 §3.4.1)",
-         "tokens '15T+' planned as 15T; stack: Meta's own code, planned as 'generic'")),
+        (
+            "GPU count cap: the 16K GPUs the blog names (per-model count not published)",
+            "global batch not published for 8B: 4M tokens (512 × 8,192) assumed, the 405B's "
+            "initial batch (Dubey et al. 2024 §3.4.1)",
+            "tokens '15T+' planned as 15T; stack: Meta's own code, planned as 'generic'",
+        ),
+    ),
     PublishedRun(
-        "mpt-7b", MPT_7B, 1e12, "A100-40GB", 440, "llm-foundry", 2048, 1760,
+        "mpt-7b",
+        MPT_7B,
+        1e12,
+        "A100-40GB",
+        440,
+        "llm-foundry",
+        2048,
+        1760,
         440 * 9.5 * HOURS_PER_DAY,  # "440 A100-40GBs for about 9.5 days" = 100,320 GPU-hours
         "MosaicML MPT-7B model card (huggingface.co/mosaicml/mpt-7b: 1T tokens, 2048 sequence "
         "length, 'trained on 440 A100-40GBs for about 9.5 days', FSDP, LION); MPT-7B blog "
         "(databricks.com/blog/mpt-7b: 9.5 days); MPT-7B-8k model card (its first stage: "
         "440 A100-40GBs, batch size 1760)",
-        ("reported GPU-hours = 440 × 9.5 days × 24 ('about 9.5 days')",
-         "optimizer LION (one state) planned as AdamW (two): memory only, the step is the same",
-         "global batch 1,760 from the MPT-7B-8k card's first stage (the MPT-7B card gives none)")),
+        (
+            "reported GPU-hours = 440 × 9.5 days × 24 ('about 9.5 days')",
+            "optimizer LION (one state) planned as AdamW (two): memory only, the step is the same",
+            "global batch 1,760 from the MPT-7B-8k card's first stage (the MPT-7B card gives none)",
+        ),
+    ),
 )
 
 
 def job_of(r: PublishedRun, deadline_days: float) -> dict[str, Any]:
     """The job a user would write for run `r`."""
-    return {"name": r.name, "model": r.model,
-            "workload": {"kind": "pretrain", "tokens": r.tokens, "seq_len": r.seq_len,
-                         "global_batch": r.global_batch, "stack": r.stack},
-            "constraints": {"gpu_types": [r.gpu], "max_gpus": r.max_gpus,
-                            "deadline_days": deadline_days}}
+    return {
+        "name": r.name,
+        "model": r.model,
+        "workload": {
+            "kind": "pretrain",
+            "tokens": r.tokens,
+            "seq_len": r.seq_len,
+            "global_batch": r.global_batch,
+            "stack": r.stack,
+        },
+        "constraints": {"gpu_types": [r.gpu], "max_gpus": r.max_gpus, "deadline_days": deadline_days},
+    }
 
 
 def plan_run(r: PublishedRun, deadline_days: float = 90.0) -> dict[str, Any]:
     """Plan run `r` with ccopt; planned vs reported GPU-hours."""
     data = api.plan(job_of(r, deadline_days), offline=True, alternatives=0)
     p = data["plan"]
-    out: dict[str, Any] = {"name": r.name, "gpu": r.gpu, "max_gpus": r.max_gpus,
-                           "reported_gpu_hours": r.reported_gpu_hours, "status": data["status"]}
+    out: dict[str, Any] = {
+        "name": r.name,
+        "gpu": r.gpu,
+        "max_gpus": r.max_gpus,
+        "reported_gpu_hours": r.reported_gpu_hours,
+        "status": data["status"],
+    }
     if p is None:
-        return {**out, "planned_gpu_hours": None, "ratio": None, "within": False,
-                "explanation": (data.get("explanation") or {}).get("text")}
+        return {
+            **out,
+            "planned_gpu_hours": None,
+            "ratio": None,
+            "within": False,
+            "explanation": (data.get("explanation") or {}).get("text"),
+        }
     planned = p["gpus"] * p["hours"]
     ratio = planned / r.reported_gpu_hours
     # the plan's P90 (days_p90, from the cross-validated residuals): does it cover the report?
     p90 = p["gpus"] * p["days_p90"] * HOURS_PER_DAY if p.get("days_p90") is not None else None
     lay = p["layout"]
-    return {**out, "planned_gpu_hours": planned, "ratio": ratio,
-            "p90_ratio": None if p90 is None else p90 / r.reported_gpu_hours,
-            "within": abs(ratio - 1) <= TOLERANCE, "gpus": p["gpus"], "days": p["hours"] / 24,
-            "instance": f"{p['provider']} {p['instance']}", "mfu": p.get("mfu"),
-            "layout": f"tp{lay['tp']}×pp{lay['pp']}×dp{lay['dp']} ZeRO-{lay['zero_stage']} "
-                      f"{lay['activation_checkpointing']}"}
+    return {
+        **out,
+        "planned_gpu_hours": planned,
+        "ratio": ratio,
+        "p90_ratio": None if p90 is None else p90 / r.reported_gpu_hours,
+        "within": abs(ratio - 1) <= TOLERANCE,
+        "gpus": p["gpus"],
+        "days": p["hours"] / 24,
+        "instance": f"{p['provider']} {p['instance']}",
+        "mfu": p.get("mfu"),
+        "layout": f"tp{lay['tp']}×pp{lay['pp']}×dp{lay['dp']} ZeRO-{lay['zero_stage']} "
+        f"{lay['activation_checkpointing']}",
+    }
 
 
 def run(deadline_days: float = 90.0, only: str | None = None) -> list[dict[str, Any]]:
@@ -134,13 +219,18 @@ def run(deadline_days: float = 90.0, only: str | None = None) -> list[dict[str, 
 
 
 def markdown(rows: list[dict[str, Any]], deadline_days: float) -> str:
-    lines = ["| run | GPU (cap) | reported GPU-h | planned GPU-h | planned / reported | ±30% "
-             "| plan P90 / reported | plan | MFU |", "|---|---|---:|---:|---:|---|---:|---|---:|"]
+    lines = [
+        "| run | GPU (cap) | reported GPU-h | planned GPU-h | planned / reported | ±30% "
+        "| plan P90 / reported | plan | MFU |",
+        "|---|---|---:|---:|---:|---|---:|---|---:|",
+    ]
     for x in rows:
         if x["planned_gpu_hours"] is None:
-            lines.append(f"| {x['name']} | {x['gpu']} (≤ {x['max_gpus']:,}) | "
-                         f"{x['reported_gpu_hours']:,.0f} | - | - | no | - | {x['status']}: "
-                         f"{x['explanation']} | - |")
+            lines.append(
+                f"| {x['name']} | {x['gpu']} (≤ {x['max_gpus']:,}) | "
+                f"{x['reported_gpu_hours']:,.0f} | - | - | no | - | {x['status']}: "
+                f"{x['explanation']} | - |"
+            )
             continue
         lines.append(
             f"| {x['name']} | {x['gpu']} (≤ {x['max_gpus']:,}) | {x['reported_gpu_hours']:,.0f} "
@@ -148,14 +238,17 @@ def markdown(rows: list[dict[str, Any]], deadline_days: float) -> str:
             f"{'yes' if x['within'] else 'no'} | "
             f"{'-' if x['p90_ratio'] is None else format(x['p90_ratio'], '.2f')} | "
             f"{x['gpus']:,} GPUs, {x['days']:.1f} days, "
-            f"{x['instance']}, {x['layout']} | {x['mfu']:.0%} |")
+            f"{x['instance']}, {x['layout']} | {x['mfu']:.0%} |"
+        )
     hits = sum(x["within"] for x in rows)
     covered = sum((x.get("p90_ratio") or 0) >= 1 for x in rows)
-    lines.append(f"\n{hits} of {len(rows)} within ±{TOLERANCE:.0%} (target: {TARGET_WITHIN} of "
-                 f"5); deadline {deadline_days:g} days, cheapest on-demand plan on the bundled "
-                 "catalog, model constants as fitted on benchmarks/validation/ (none fitted to "
-                 f"these runs); the report is at or below the plan's P90 in {covered} of "
-                 f"{len(rows)}. Sources and assumptions per run: benchmarks/published_cases.py.")
+    lines.append(
+        f"\n{hits} of {len(rows)} within ±{TOLERANCE:.0%} (target: {TARGET_WITHIN} of "
+        f"5); deadline {deadline_days:g} days, cheapest on-demand plan on the bundled "
+        "catalog, model constants as fitted on benchmarks/validation/ (none fitted to "
+        f"these runs); the report is at or below the plan's P90 in {covered} of "
+        f"{len(rows)}. Sources and assumptions per run: benchmarks/published_cases.py."
+    )
     return "\n".join(lines)
 
 

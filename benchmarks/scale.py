@@ -44,8 +44,7 @@ def big_catalog(factor: int, path: Path) -> int:
         writer.writeheader()
         for k in range(factor):
             for row in rows:
-                writer.writerow({**row, "region": row["region"] if k == 0 else
-                                 f"{row['region']}~{k}"})
+                writer.writerow({**row, "region": row["region"] if k == 0 else f"{row['region']}~{k}"})
     return len(rows) * factor
 
 
@@ -61,25 +60,38 @@ def bench_catalog(factor: int, job: Path = EXAMPLE) -> dict[str, Any]:
     small = api.plan(job, offline=True, alternatives=3)
     small_s = time.perf_counter() - t
     same = (big["plan"] or {}).get("cost_usd") == (small["plan"] or {}).get("cost_usd")
-    return {"rows": n, "plan_s": big_s, "bundled_plan_s": small_s, "same_answer": same,
-            "cost_usd": (big["plan"] or {}).get("cost_usd"), "ok": big_s <= MAX_PLAN_S and same}
+    return {
+        "rows": n,
+        "plan_s": big_s,
+        "bundled_plan_s": small_s,
+        "same_answer": same,
+        "cost_usd": (big["plan"] or {}).get("cost_usd"),
+        "ok": big_s <= MAX_PLAN_S and same,
+    }
 
 
 def bench_batch(jobs: int, time_limit_s: float, workers: int = 2) -> dict[str, Any]:
     """Plan a generated batch of `jobs` jobs: wall time against the limit, bound and gap."""
     t = time.perf_counter()
-    result = api.batch(generate_batch(jobs), offline=True, time_limit_s=time_limit_s,
-                       workers=workers)
+    result = api.batch(generate_batch(jobs), offline=True, time_limit_s=time_limit_s, workers=workers)
     wall_s = time.perf_counter() - t
     data = api.batch_json(result)
     s = data["solver"]
     bound, objective = s.get("best_bound_usd"), s.get("objective_usd")
     honest = bound is None or objective is None or (bound <= objective + 1e-6 and s["gap"] >= 0)
-    return {"jobs": jobs, "status": data["status"], "wall_s": wall_s,
-            "solve_s": s.get("solve_s", s.get("wall_s")), "enumerate_s": s.get("enumerate_s"),
-            "time_limit_s": time_limit_s, "objective_usd": objective, "bound_usd": bound,
-            "gap": s.get("gap"), "honest_bound": honest,
-            "ok": honest and (s.get("solve_s") or 0) <= time_limit_s * 1.1 + 1}
+    return {
+        "jobs": jobs,
+        "status": data["status"],
+        "wall_s": wall_s,
+        "solve_s": s.get("solve_s", s.get("wall_s")),
+        "enumerate_s": s.get("enumerate_s"),
+        "time_limit_s": time_limit_s,
+        "objective_usd": objective,
+        "bound_usd": bound,
+        "gap": s.get("gap"),
+        "honest_bound": honest,
+        "ok": honest and (s.get("solve_s") or 0) <= time_limit_s * 1.1 + 1,
+    }
 
 
 def max_rss_gib() -> float:
@@ -95,14 +107,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     cat = bench_catalog(args.factor)
-    print(f"catalog {args.factor}× ({cat['rows']:,} rows): plan in {cat['plan_s']:.2f} s "
-          f"(target ≤ {MAX_PLAN_S:g} s; bundled {cat['bundled_plan_s']:.2f} s), same answer as "
-          f"bundled: {cat['same_answer']} (${cat['cost_usd']:,.2f})")
+    print(
+        f"catalog {args.factor}× ({cat['rows']:,} rows): plan in {cat['plan_s']:.2f} s "
+        f"(target ≤ {MAX_PLAN_S:g} s; bundled {cat['bundled_plan_s']:.2f} s), same answer as "
+        f"bundled: {cat['same_answer']} (${cat['cost_usd']:,.2f})"
+    )
     b = bench_batch(args.jobs, args.time_limit, args.workers)
-    print(f"batch {b['jobs']} jobs: {b['status']} in {b['wall_s']:.1f} s wall (solve "
-          f"{b['solve_s']:.1f} s of a {b['time_limit_s']:g} s limit, enumerate "
-          f"{b['enumerate_s'] or 0:.1f} s); objective ${b['objective_usd'] or 0:,.2f}, bound "
-          f"${b['bound_usd'] or 0:,.2f}, gap {b['gap'] or 0:.2%}; honest bound: {b['honest_bound']}")
+    print(
+        f"batch {b['jobs']} jobs: {b['status']} in {b['wall_s']:.1f} s wall (solve "
+        f"{b['solve_s']:.1f} s of a {b['time_limit_s']:g} s limit, enumerate "
+        f"{b['enumerate_s'] or 0:.1f} s); objective ${b['objective_usd'] or 0:,.2f}, bound "
+        f"${b['bound_usd'] or 0:,.2f}, gap {b['gap'] or 0:.2%}; honest bound: {b['honest_bound']}"
+    )
     rss = max_rss_gib()
     print(f"peak memory {rss:.2f} GiB (target < {MAX_RSS_GIB:g} GiB)")
     sys.exit(0 if cat["ok"] and b["ok"] and rss < MAX_RSS_GIB else 1)

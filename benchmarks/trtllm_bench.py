@@ -24,12 +24,12 @@ from optimizer.model.spec import ModelSpec
 __all__ = ["engine_settings"]
 
 
-def engine_settings(spec: ModelSpec, gpu: GpuSpec, tp: int, isl: int, osl: int,
-                    fp8_weights: bool, fp8_kv: bool, pp: int = 1) -> tuple[int, int]:
+def engine_settings(
+    spec: ModelSpec, gpu: GpuSpec, tp: int, isl: int, osl: int, fp8_weights: bool, fp8_kv: bool, pp: int = 1
+) -> tuple[int, int]:
     """(max_batch_size, max_num_tokens) trtllm-bench builds for this model and dataset."""
-    kv_gib = 2 * spec.layers * max(tp, spec.n_kv_heads) * spec.d_head \
-        * (1 if fp8_kv else 2) / 1024 ** 3
-    engine = spec.params() / 1000 ** 3 * (1 if fp8_weights else 2)
+    kv_gib = 2 * spec.layers * max(tp, spec.n_kv_heads) * spec.d_head * (1 if fp8_kv else 2) / 1024**3
+    engine = spec.params() / 1000**3 * (1 if fp8_weights else 2)
     requests = 0.95 * (gpu.memory_gib * tp * pp - engine) / (kv_gib * (isl + osl))
     raw_bs = min(requests, 4096) / pp
     raw_tokens = min(raw_bs * (1 + isl / osl), 32768)

@@ -59,13 +59,11 @@ from optimizer.model.presets import PRESETS  # noqa: E402
 from optimizer.model.setup import TrainingSetup  # noqa: E402
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec  # noqa: E402
 
-GIB = 2 ** 30
-BANDS = {"train_throughput": 0.15, "train_memory": 0.15, "serve_throughput": 0.20,
-         "serve_latency": 0.20}
+GIB = 2**30
+BANDS = {"train_throughput": 0.15, "train_memory": 0.15, "serve_throughput": 0.20, "serve_latency": 0.20}
 KINDS = tuple(BANDS)
 #: per-node inter-node bandwidth (Gbit/s) when the row does not state it
-NODE_GBPS_DEFAULT = {"A100": 400.0, "H100": 3200.0, "H200": 3200.0, "B200": 3200.0,
-                     "B300": 3200.0}
+NODE_GBPS_DEFAULT = {"A100": 400.0, "H100": 3200.0, "H200": 3200.0, "B200": 3200.0, "B300": 3200.0}
 API_DEFAULT_GBPS = 100.0
 MAX_FIT_BATCH_CAP = 8192
 
@@ -100,9 +98,9 @@ class Result:
 
 # ---- cached estimate ----------------------------------------------------------------------
 
+
 @cache
-def _estimate(model: str | ModelSpec, gpu: str, items: tuple[tuple[str, Any], ...]
-              ) -> dict[str, Any]:
+def _estimate(model: str | ModelSpec, gpu: str, items: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
     return api.estimate(model, gpu, **dict(items))
 
 
@@ -128,6 +126,7 @@ def _config_reason(message: str) -> str:
 
 
 # ---- mapping of a row ---------------------------------------------------------------------
+
 
 def _gpu_id(row: Row) -> str:
     if not row.gpu:
@@ -155,11 +154,19 @@ def _spec(row: Row) -> str | ModelSpec:
         raise Skip("model shape incomplete (layers/hidden/heads/ffn/vocab)")
     plain = (row.ffn_kind or "gated") == "plain"
     try:
-        return ModelSpec(name=row.model[:60], layers=layers, hidden=hidden, heads=heads,
-                         kv_heads=row.kv_heads, ffn=ffn, vocab=vocab,
-                         ffn_kind="plain" if plain else "gated",
-                         norm="layernorm" if plain else "rmsnorm",
-                         moe_experts=row.moe_experts or 0, moe_active=row.moe_active or 0)
+        return ModelSpec(
+            name=row.model[:60],
+            layers=layers,
+            hidden=hidden,
+            heads=heads,
+            kv_heads=row.kv_heads,
+            ffn=ffn,
+            vocab=vocab,
+            ffn_kind="plain" if plain else "gated",
+            norm="layernorm" if plain else "rmsnorm",
+            moe_experts=row.moe_experts or 0,
+            moe_active=row.moe_active or 0,
+        )
     except ValueError as exc:
         raise Skip(f"model shape invalid ({str(exc).splitlines()[0][:60]})") from None
 
@@ -210,11 +217,19 @@ def train_prediction(row: Row, res: Result) -> float:
     metric = row.metric
     if metric == "peak_memory_gb" and "not a measured peak" in meaning:
         raise Skip("memory row is a fit boundary, not a measurement")
-    if metric == "tflops_per_gpu" and not ("model" in meaning or
-                                           ("hardware" in meaning and "recompute" in meaning)):
+    if metric == "tflops_per_gpu" and not (
+        "model" in meaning or ("hardware" in meaning and "recompute" in meaning)
+    ):
         raise Skip("tflops_per_gpu: FLOP convention unclear")
-    if metric not in ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "step_time_s",
-                      "samples_per_s", "peak_memory_gib", "peak_memory_gb"):
+    if metric not in (
+        "tokens_per_s_per_gpu",
+        "tflops_per_gpu",
+        "mfu",
+        "step_time_s",
+        "samples_per_s",
+        "peak_memory_gib",
+        "peak_memory_gb",
+    ):
         raise Skip(f"metric {metric} not comparable for training")
 
     if (row.cp or 1) > 1:
@@ -233,13 +248,23 @@ def train_prediction(row: Row, res: Result) -> float:
     if origin != "row" and gpus > (row.gpus_per_node or min(gpus, 8)):
         res.notes.append(f"inter_node_gbps {gbps:g} ({origin})")
     kwargs: dict[str, Any] = dict(
-        num_gpus=gpus, gpus_per_instance=row.gpus_per_node, tp=tp, pp=pp,
+        num_gpus=gpus,
+        gpus_per_instance=row.gpus_per_node,
+        tp=tp,
+        pp=pp,
         zero_stage=row.zero_stage or 0,
-        activation_checkpointing=row.activation_checkpointing or "none", micro_batch=mb,
-        global_batch=global_batch, seq_len=row.seq_len, precision=row.precision or "bf16",
-        optimizer=row.optimizer or "adamw", method=row.method or "full",
-        lora_rank=row.lora_rank or 16, lora_targets=_targets(row.lora_targets),
-        inter_node_gbps=gbps, mode="train")
+        activation_checkpointing=row.activation_checkpointing or "none",
+        micro_batch=mb,
+        global_batch=global_batch,
+        seq_len=row.seq_len,
+        precision=row.precision or "bf16",
+        optimizer=row.optimizer or "adamw",
+        method=row.method or "full",
+        lora_rank=row.lora_rank or 16,
+        lora_targets=_targets(row.lora_targets),
+        inter_node_gbps=gbps,
+        mode="train",
+    )
     out = estimate(model, gpu_id, **kwargs)
 
     if metric in ("peak_memory_gib", "peak_memory_gb"):
@@ -269,10 +294,14 @@ def train_prediction(row: Row, res: Result) -> float:
         return out["tokens_per_s"] / row.seq_len
 
     spec = api.resolve_model(model)
-    setup = TrainingSetup(seq_len=row.seq_len, precision=kwargs["precision"],
-                          optimizer=kwargs["optimizer"], method=kwargs["method"],
-                          lora_rank=kwargs["lora_rank"],
-                          lora_targets=kwargs["lora_targets"] or LINEAR_MODULES)
+    setup = TrainingSetup(
+        seq_len=row.seq_len,
+        precision=kwargs["precision"],
+        optimizer=kwargs["optimizer"],
+        method=kwargs["method"],
+        lora_rank=kwargs["lora_rank"],
+        lora_targets=kwargs["lora_targets"] or LINEAR_MODULES,
+    )
     if metric == "tflops_per_gpu":
         if "hardware" in meaning and "recompute" in meaning:
             flops = training_flops_per_token(spec, setup, kwargs["activation_checkpointing"])
@@ -289,16 +318,17 @@ def train_prediction(row: Row, res: Result) -> float:
 
 def _request_cap(row: Row) -> int:
     text = f"{row.metric_meaning or ''} {row.assumptions or ''}"
-    counts = [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) (?:synthetic )?requests",
-                                                          text)]
+    counts = [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) (?:synthetic )?requests", text)]
     counts += [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) prompts", text)]
     return min([MAX_FIT_BATCH_CAP] + [c for c in counts if c > 0])
 
 
 def _all_at_once(row: Row) -> bool:
     text = _lower(row.metric_meaning)
-    return any(s in text for s in ("max-throughput", "offline", "at once", "qps inf",
-                                   "infinite rate", "infinite request rate"))
+    return any(
+        s in text
+        for s in ("max-throughput", "offline", "at once", "qps inf", "infinite rate", "infinite request rate")
+    )
 
 
 def serve_prediction(row: Row, res: Result) -> float:
@@ -325,10 +355,16 @@ def serve_prediction(row: Row, res: Result) -> float:
     gpus = row.num_gpus or row.tp
     quant = (row.weight_precision or row.precision or "fp16").lower()
     context = prompt + row.output_tokens
-    base: dict[str, Any] = dict(num_gpus=gpus,
-                                gpus_per_instance=row.gpus_per_node or min(gpus, 8),
-                                tp=row.tp, mode="serve", context=context, precision=quant,
-                                prompt_tokens=prompt, output_tokens=row.output_tokens)
+    base: dict[str, Any] = dict(
+        num_gpus=gpus,
+        gpus_per_instance=row.gpus_per_node or min(gpus, 8),
+        tp=row.tp,
+        mode="serve",
+        context=context,
+        precision=quant,
+        prompt_tokens=prompt,
+        output_tokens=row.output_tokens,
+    )
     if base["gpus_per_instance"] > gpus:
         base["gpus_per_instance"] = gpus
     batch = row.serve_batch
@@ -392,15 +428,20 @@ def score(row: Row) -> Result:
 
 # ---- reporting ----------------------------------------------------------------------------
 
+
 def _summary(results: list[Result]) -> dict[str, Any]:
     scored = [r for r in results if r.scored]
     errors = [abs(r.error) for r in scored if r.error is not None]
     within = [abs(r.error) <= BANDS[r.row.kind] + 1e-12 for r in scored if r.error is not None]
     signed = [r.error for r in scored if r.error is not None]
-    return {"rows": len(results), "scored": len(scored), "skipped": len(results) - len(scored),
-            "median": statistics.median(errors) if errors else None,
-            "bias": statistics.median(signed) if signed else None,
-            "within": sum(within) / len(within) if within else None}
+    return {
+        "rows": len(results),
+        "scored": len(scored),
+        "skipped": len(results) - len(scored),
+        "median": statistics.median(errors) if errors else None,
+        "bias": statistics.median(signed) if signed else None,
+        "within": sum(within) / len(within) if within else None,
+    }
 
 
 def _pct(x: float | None, signed: bool = False) -> str:
@@ -416,24 +457,30 @@ def _band_label(kinds: set[str]) -> str:
 
 def _table(headers: list[str], rows: list[list[str]], markdown: bool, right: set[int]) -> str:
     if markdown:
-        lines = ["| " + " | ".join(headers) + " |",
-                 "|" + "|".join("---:" if i in right else "---" for i in range(len(headers)))
-                 + "|"]
+        lines = [
+            "| " + " | ".join(headers) + " |",
+            "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|",
+        ]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
     def fmt(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
 
 
 def report(results: list[Result], markdown: bool, elapsed: float) -> str:
     out: list[str] = []
     h = "### " if markdown else ""
-    out.append(f"{h}Validation scores: current (un-fitted) model, "
-               f"{len(results)} rows from {len({r.row.source_id for r in results})} sources\n")
+    out.append(
+        f"{h}Validation scores: current (un-fitted) model, "
+        f"{len(results)} rows from {len({r.row.source_id for r in results})} sources\n"
+    )
 
     by_source: dict[str, list[Result]] = defaultdict(list)
     for r in results:
@@ -443,13 +490,38 @@ def report(results: list[Result], markdown: bool, elapsed: float) -> str:
         group = by_source[source]
         s = _summary(group)
         kinds = {r.row.kind for r in group}
-        rows.append([source, ", ".join(k for k in KINDS if k in kinds), str(s["rows"]),
-                     str(s["scored"]), str(s["skipped"]), _pct(s["median"]),
-                     _pct(s["bias"], True), _pct(s["within"]), _band_label(kinds)])
+        rows.append(
+            [
+                source,
+                ", ".join(k for k in KINDS if k in kinds),
+                str(s["rows"]),
+                str(s["scored"]),
+                str(s["skipped"]),
+                _pct(s["median"]),
+                _pct(s["bias"], True),
+                _pct(s["within"]),
+                _band_label(kinds),
+            ]
+        )
     out.append(f"{h}Per source\n")
-    out.append(_table(["source", "kinds", "rows", "scored", "skipped", "median abs. error",
-                       "median error", "within band", "band"], rows, markdown,
-                      {2, 3, 4, 5, 6, 7}))
+    out.append(
+        _table(
+            [
+                "source",
+                "kinds",
+                "rows",
+                "scored",
+                "skipped",
+                "median abs. error",
+                "median error",
+                "within band",
+                "band",
+            ],
+            rows,
+            markdown,
+            {2, 3, 4, 5, 6, 7},
+        )
+    )
 
     out.append(f"\n{h}Per kind\n")
     rows = []
@@ -457,34 +529,89 @@ def report(results: list[Result], markdown: bool, elapsed: float) -> str:
         group = [r for r in results if r.row.kind == kind]
         s = _summary(group)
         hm = _summary([r for r in group if r.row.confidence in ("high", "medium")])
-        rows.append([kind, str(s["rows"]), str(s["scored"]), str(s["skipped"]),
-                     _pct(s["median"]), _pct(s["bias"], True), _pct(s["within"]),
-                     f"±{BANDS[kind]:.0%}", str(hm["scored"]), _pct(hm["median"]),
-                     _pct(hm["within"])])
+        rows.append(
+            [
+                kind,
+                str(s["rows"]),
+                str(s["scored"]),
+                str(s["skipped"]),
+                _pct(s["median"]),
+                _pct(s["bias"], True),
+                _pct(s["within"]),
+                f"±{BANDS[kind]:.0%}",
+                str(hm["scored"]),
+                _pct(hm["median"]),
+                _pct(hm["within"]),
+            ]
+        )
     s = _summary(results)
-    rows.append(["all", str(s["rows"]), str(s["scored"]), str(s["skipped"]), _pct(s["median"]),
-                 _pct(s["bias"], True), _pct(s["within"]), "±15%/±20%", "", "", ""])
-    out.append(_table(["kind", "rows", "scored", "skipped", "median abs. error", "median error",
-                       "within band", "band", "scored (high/med conf.)",
-                       "median abs. error (high/med)", "within band (high/med)"], rows, markdown,
-                      {1, 2, 3, 4, 5, 6, 8, 9, 10}))
+    rows.append(
+        [
+            "all",
+            str(s["rows"]),
+            str(s["scored"]),
+            str(s["skipped"]),
+            _pct(s["median"]),
+            _pct(s["bias"], True),
+            _pct(s["within"]),
+            "±15%/±20%",
+            "",
+            "",
+            "",
+        ]
+    )
+    out.append(
+        _table(
+            [
+                "kind",
+                "rows",
+                "scored",
+                "skipped",
+                "median abs. error",
+                "median error",
+                "within band",
+                "band",
+                "scored (high/med conf.)",
+                "median abs. error (high/med)",
+                "within band (high/med)",
+            ],
+            rows,
+            markdown,
+            {1, 2, 3, 4, 5, 6, 8, 9, 10},
+        )
+    )
 
     out.append(f"\n{h}Per metric\n")
     rows = []
-    metrics = sorted({(r.row.kind, r.row.metric) for r in results},
-                     key=lambda km: (KINDS.index(km[0]), km[1]))
+    metrics = sorted(
+        {(r.row.kind, r.row.metric) for r in results}, key=lambda km: (KINDS.index(km[0]), km[1])
+    )
     for kind, metric in metrics:
         group = [r for r in results if r.row.kind == kind and r.row.metric == metric]
         s = _summary(group)
-        rows.append([kind, metric, str(s["rows"]), str(s["scored"]), _pct(s["median"]),
-                     _pct(s["bias"], True), _pct(s["within"])])
-    out.append(_table(["kind", "metric", "rows", "scored", "median abs. error", "median error",
-                       "within band"], rows, markdown, {2, 3, 4, 5, 6}))
+        rows.append(
+            [
+                kind,
+                metric,
+                str(s["rows"]),
+                str(s["scored"]),
+                _pct(s["median"]),
+                _pct(s["bias"], True),
+                _pct(s["within"]),
+            ]
+        )
+    out.append(
+        _table(
+            ["kind", "metric", "rows", "scored", "median abs. error", "median error", "within band"],
+            rows,
+            markdown,
+            {2, 3, 4, 5, 6},
+        )
+    )
 
     out.append(f"\n{h}Skipped rows by reason\n")
     reasons = Counter(r.reason or "" for r in results if not r.scored)
-    out.append(_table(["reason", "rows"], [[k, str(v)] for k, v in reasons.most_common()],
-                      markdown, {1}))
+    out.append(_table(["reason", "rows"], [[k, str(v)] for k, v in reasons.most_common()], markdown, {1}))
 
     notes: Counter[str] = Counter()
     for r in results:
@@ -492,41 +619,79 @@ def report(results: list[Result], markdown: bool, elapsed: float) -> str:
             for n in r.notes:
                 notes[re.sub(r"\d+(\.\d+)?", "N", n)] += 1
     out.append(f"\n{h}Conventions applied to scored rows\n")
-    out.append(_table(["convention", "rows"], [[k, str(v)] for k, v in notes.most_common()],
-                      markdown, {1}))
+    out.append(_table(["convention", "rows"], [[k, str(v)] for k, v in notes.most_common()], markdown, {1}))
     out.append("")
     out.append("- error = predicted / measured − 1; median error is the signed median (bias).")
-    out.append("- inter_node_gbps: the row's value when given, else 400 Gbit/s per node for A100, "
-               "3200 for H100/H200/B200/B300, else estimate's default 100 (multi-node rows only "
-               "depend on it).")
-    out.append("- no constant of the model is tuned: api.estimate with its default assumptions; "
-               "ConfigError from estimate counts as a skip.")
-    out.append("- serving: estimate() has no KV-cache dtype input, so every row uses an fp16 KV "
-               "cache; rows without serve_batch from offline / all-at-once runs use the largest "
-               "batch that fits the model's memory (capped by the requests in the run and 8192).")
-    out.append("- training: cp as data parallelism; vp (interleaving) not modelled; empty "
-               "zero_stage → 0, activation_checkpointing → none, optimizer → adamw.")
-    out.append(f"\nran in {elapsed:.2f} s ({_estimate.cache_info().currsize} distinct estimate "
-               "calls)")
+    out.append(
+        "- inter_node_gbps: the row's value when given, else 400 Gbit/s per node for A100, "
+        "3200 for H100/H200/B200/B300, else estimate's default 100 (multi-node rows only "
+        "depend on it)."
+    )
+    out.append(
+        "- no constant of the model is tuned: api.estimate with its default assumptions; "
+        "ConfigError from estimate counts as a skip."
+    )
+    out.append(
+        "- serving: estimate() has no KV-cache dtype input, so every row uses an fp16 KV "
+        "cache; rows without serve_batch from offline / all-at-once runs use the largest "
+        "batch that fits the model's memory (capped by the requests in the run and 8192)."
+    )
+    out.append(
+        "- training: cp as data parallelism; vp (interleaving) not modelled; empty "
+        "zero_stage → 0, activation_checkpointing → none, optimizer → adamw."
+    )
+    out.append(f"\nran in {elapsed:.2f} s ({_estimate.cache_info().currsize} distinct estimate calls)")
     return "\n".join(out)
 
 
 def write_csv(results: list[Result], path: Path) -> None:
     with path.open("w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["case_id", "source_id", "kind", "metric", "unit", "model", "gpu",
-                    "num_gpus", "value", "measured", "predicted", "error", "within_band",
-                    "status", "skip_reason", "notes", "confidence"])
+        w.writerow(
+            [
+                "case_id",
+                "source_id",
+                "kind",
+                "metric",
+                "unit",
+                "model",
+                "gpu",
+                "num_gpus",
+                "value",
+                "measured",
+                "predicted",
+                "error",
+                "within_band",
+                "status",
+                "skip_reason",
+                "notes",
+                "confidence",
+            ]
+        )
         for r in results:
             row, err = r.row, r.error
             unit = "GiB" if row.metric.startswith("peak_memory") else row.metric
-            w.writerow([row.case_id, row.source_id, row.kind, row.metric, unit, row.model,
-                        row.gpu or "", row.num_gpus or "", row.value, f"{r.measured:.6g}",
-                        "" if r.predicted is None else f"{r.predicted:.6g}",
-                        "" if err is None else f"{err:+.4f}",
-                        "" if err is None else str(abs(err) <= BANDS[row.kind] + 1e-12).lower(),
-                        "scored" if r.scored else "skipped", r.reason or "",
-                        "; ".join(r.notes), row.confidence or ""])
+            w.writerow(
+                [
+                    row.case_id,
+                    row.source_id,
+                    row.kind,
+                    row.metric,
+                    unit,
+                    row.model,
+                    row.gpu or "",
+                    row.num_gpus or "",
+                    row.value,
+                    f"{r.measured:.6g}",
+                    "" if r.predicted is None else f"{r.predicted:.6g}",
+                    "" if err is None else f"{err:+.4f}",
+                    "" if err is None else str(abs(err) <= BANDS[row.kind] + 1e-12).lower(),
+                    "scored" if r.scored else "skipped",
+                    r.reason or "",
+                    "; ".join(r.notes),
+                    row.confidence or "",
+                ]
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

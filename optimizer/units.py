@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 __all__ = [
-    "HOURS_PER_DAY", "HOURS_PER_YEAR", "HOURS_PER_MONTH", "DAYS_PER_MONTH", "SECONDS_PER_HOUR",
-    "SECONDS_PER_MINUTE", "MINUTES_PER_HOUR", "GIB", "MIB", "GB", "CENTS_PER_USD", "BYTES_PER_DTYPE",
+    "HOURS_PER_DAY",
+    "HOURS_PER_YEAR",
+    "HOURS_PER_MONTH",
+    "DAYS_PER_MONTH",
+    "SECONDS_PER_HOUR",
+    "SECONDS_PER_MINUTE",
+    "MINUTES_PER_HOUR",
+    "GIB",
+    "MIB",
+    "GB",
+    "CENTS_PER_USD",
+    "BYTES_PER_DTYPE",
     "hours_to_days",
 ]
 
@@ -20,8 +30,15 @@ MIB = 2**20  # bytes in a MiB (activation sizes per sample in job files)
 GB = 1e9  # bytes in a GB (bandwidths are GB/s, dataset sizes GB)
 CENTS_PER_USD = 100
 #: bytes per element of each numeric format (weights, gradients, activations, KV cache)
-BYTES_PER_DTYPE: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1,
-                                     "int4": 0.5}
+BYTES_PER_DTYPE: dict[str, float] = {
+    "fp32": 4,
+    "tf32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "int4": 0.5,
+}
 
 
 def hours_to_days(hours: float) -> float:

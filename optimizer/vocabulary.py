@@ -6,14 +6,25 @@ from typing import Literal, get_args
 
 from optimizer.units import HOURS_PER_YEAR
 
-__all__ = ["PricingModel", "PRICING_MODELS", "COMMITMENT_HOURS", "InterNodeKind", "INTER_NODE_KINDS",
-           "IntraNodeLink", "INTRA_NODE_LINKS"]
+__all__ = [
+    "PricingModel",
+    "PRICING_MODELS",
+    "COMMITMENT_HOURS",
+    "InterNodeKind",
+    "INTER_NODE_KINDS",
+    "IntraNodeLink",
+    "INTRA_NODE_LINKS",
+]
 
 PricingModel = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
 PRICING_MODELS: tuple[str, ...] = get_args(PricingModel)
 #: hours billed by a commitment, per pricing model (1 or 3 years of the instance)
-COMMITMENT_HOURS = {"on_demand": 0, "spot": 0, "reserved_1y": HOURS_PER_YEAR,
-                    "reserved_3y": 3 * HOURS_PER_YEAR}
+COMMITMENT_HOURS = {
+    "on_demand": 0,
+    "spot": 0,
+    "reserved_1y": HOURS_PER_YEAR,
+    "reserved_3y": 3 * HOURS_PER_YEAR,
+}
 
 #: internet: marketplace hosts in different locations, joined only by the public internet
 InterNodeKind = Literal["infiniband", "efa", "ethernet", "rdma", "internet", "none"]

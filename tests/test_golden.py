@@ -49,13 +49,27 @@ def test_example_json_validates_against_its_schema(name: str) -> None:
 def test_examples_solve_identically_in_another_process(tmp_path) -> None:
     """Solving every example again, in a fresh interpreter with a different hash seed (set and
     dict orders change), gives the golden JSON: ties are broken by a stated key, not by luck."""
-    env = dict(os.environ, PYTHONHASHSEED="4242", CCOPT_OFFLINE="1",
-               CCOPT_CALIBRATION=str(tmp_path / "c.json"), CCOPT_CACHE_DIR=str(tmp_path / "cache"))
-    script = ("import json; from tests.golden.cases import CASES, mask, run; "
-              "print(json.dumps({n: [c, mask(d)] for n, (c, d) in "
-              "((n, run(a)) for n, a in CASES.items())}))")
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300, check=True)
+    env = dict(
+        os.environ,
+        PYTHONHASHSEED="4242",
+        CCOPT_OFFLINE="1",
+        CCOPT_CALIBRATION=str(tmp_path / "c.json"),
+        CCOPT_CACHE_DIR=str(tmp_path / "cache"),
+    )
+    script = (
+        "import json; from tests.golden.cases import CASES, mask, run; "
+        "print(json.dumps({n: [c, mask(d)] for n, (c, d) in "
+        "((n, run(a)) for n, a in CASES.items())}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     again = json.loads(out.stdout)
     for name in CASES:
         expected = json.loads(path(name).read_text())

@@ -22,11 +22,12 @@ def test_readme_shows_the_commands_users_meet_first():
 def test_readme_command_output_matches(block, no_user_state):
     fresh = blocks(regenerate(block_text(block)))[0]
     assert mask(shown_output(block)) == mask(shown_output(fresh)), (
-        f"README output of `{block.command}` drifted; run: python -m tools.readme --write")
+        f"README output of `{block.command}` drifted; run: python -m tools.readme --write"
+    )
 
 
 def block_text(block) -> str:
-    return (f"<!-- ccopt:{block.kind} {block.command} -->\n{block.body}<!-- ccopt:end -->\n")
+    return f"<!-- ccopt:{block.kind} {block.command} -->\n{block.body}<!-- ccopt:end -->\n"
 
 
 @pytest.mark.parametrize("path", DOCUMENTS[1:], ids=lambda p: p.name)
@@ -114,8 +115,8 @@ def test_the_usage_table_names_only_flags_that_exist():
 def test_every_hidden_old_flag_is_listed():
     text = README.read_text(encoding="utf-8").split("Old flag spellings still work", 1)[1]
     text = text.split("\n\n", 1)[0]
-    hidden = {(name, opt) for name, cmd in _commands().items() for p in cmd.params
-              if p.hidden for opt in p.opts}
-    assert hidden and [h for h in sorted(hidden) if f"`{h[1]}`" not in text
-                       and f"{h[1]}`" not in text] == []
+    hidden = {
+        (name, opt) for name, cmd in _commands().items() for p in cmd.params if p.hidden for opt in p.opts
+    }
+    assert hidden and [h for h in sorted(hidden) if f"`{h[1]}`" not in text and f"{h[1]}`" not in text] == []
     assert "`serve --compare`" in text

@@ -72,13 +72,22 @@ def old_names() -> str:
     for table, names in JOB_FIELD_ALIASES.items():
         if table == "hardware":  # the entries' own table; listed under their full paths
             continue
-        kind = "serving" if table.startswith("serve.") else "batch" if \
-            table.startswith("capacity.") else "training, serving" if table in HARDWARE_TABLES \
+        kind = (
+            "serving"
+            if table.startswith("serve.")
+            else "batch"
+            if table.startswith("capacity.")
+            else "training, serving"
+            if table in HARDWARE_TABLES
             else "training"
+        )
         shown = shown_table(table)
-        lines += [f"| {kind} | `{shown}.{old}` | `{shown}.{new}` |" for old, new in names.items()
-                  if table not in HARDWARE_TABLES  # owned boxes count num_boxes, a buy max_gpus
-                  or (new == "max_gpus") == table.endswith(".buy")]
+        lines += [
+            f"| {kind} | `{shown}.{old}` | `{shown}.{new}` |"
+            for old, new in names.items()
+            if table not in HARDWARE_TABLES  # owned boxes count num_boxes, a buy max_gpus
+            or (new == "max_gpus") == table.endswith(".buy")
+        ]
     return "\n".join(lines)
 
 

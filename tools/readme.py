@@ -31,8 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 #: the documents with generated blocks (fields blocks: tools/job_fields.py tables)
 DOCUMENTS = (README, ROOT / "docs" / "job-files.md")
-_BLOCK = re.compile(r"<!-- ccopt:(run|bench|fields) (?P<cmd>.+?) -->\n(?P<body>.*?)"
-                    r"<!-- ccopt:end -->\n", re.S)
+_BLOCK = re.compile(
+    r"<!-- ccopt:(run|bench|fields) (?P<cmd>.+?) -->\n(?P<body>.*?)"
+    r"<!-- ccopt:end -->\n",
+    re.S,
+)
 #: what changes run to run or day to day, masked before comparing
 _VOLATILE = [
     (re.compile(r"(CP-SAT, \d+ [a-z ]+, )\d+\.\d+ s"), r"\1<t> s"),
@@ -52,8 +55,7 @@ class Block:
 
 def blocks(text: str) -> list[Block]:
     """The generated blocks of a README text, in order."""
-    return [Block(m.group(1), m.group("cmd"), m.group("body"), m.span())
-            for m in _BLOCK.finditer(text)]
+    return [Block(m.group(1), m.group("cmd"), m.group("body"), m.span()) for m in _BLOCK.finditer(text)]
 
 
 def mask(text: str) -> str:
@@ -72,8 +74,12 @@ def run_ccopt(command: str) -> str:
     args = shlex.split(command)
     assert args[0] == "ccopt", command
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"CCOPT_OFFLINE": "1", "CCOPT_CALIBRATION": str(Path(tmp) / "cal.json"),
-               "CCOPT_CACHE_DIR": str(Path(tmp) / "cache"), "COLUMNS": "160"}
+        env = {
+            "CCOPT_OFFLINE": "1",
+            "CCOPT_CALIBRATION": str(Path(tmp) / "cal.json"),
+            "CCOPT_CACHE_DIR": str(Path(tmp) / "cache"),
+            "COLUMNS": "160",
+        }
         cwd = os.getcwd()
         os.chdir(ROOT)
         try:
@@ -87,9 +93,14 @@ def run_ccopt(command: str) -> str:
 
 def run_bench(command: str) -> str:
     """Output of a benchmark script (a subprocess), stamped with today's date."""
-    out = subprocess.run(shlex.split(command.replace("python ", f"{sys.executable} ", 1)),
-                         cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={**os.environ, "CCOPT_OFFLINE": "1"}).stdout.rstrip("\n")
+    out = subprocess.run(
+        shlex.split(command.replace("python ", f"{sys.executable} ", 1)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "CCOPT_OFFLINE": "1"},
+    ).stdout.rstrip("\n")
     return f"{out}\n\n_Regenerated {dt.date.today().isoformat()} by `{command}`._"
 
 
@@ -115,9 +126,9 @@ def regenerate(text: str, benchmarks: bool = False, only: str | None = None) -> 
     command contains `only`) re-run."""
     out, last = [], 0
     for b in blocks(text):
-        out.append(text[last:b.span[0]])
+        out.append(text[last : b.span[0]])
         rerun = b.kind != "bench" or (benchmarks and (only is None or only in b.command))
-        out.append(render(b) if rerun else text[b.span[0]:b.span[1]])
+        out.append(render(b) if rerun else text[b.span[0] : b.span[1]])
         last = b.span[1]
     out.append(text[last:])
     return "".join(out)
@@ -127,22 +138,25 @@ def stale_blocks(path: Path) -> list[str]:
     """Commands (or field tables) whose shown output differs from a fresh run (masked)."""
     text = path.read_text(encoding="utf-8")
     new = regenerate(text)
-    return [b.command for b, n in zip(blocks(text), blocks(new), strict=True)
-            if b.kind != "bench" and mask(shown_output(b)) != mask(shown_output(n))]
+    return [
+        b.command
+        for b, n in zip(blocks(text), blocks(new), strict=True)
+        if b.kind != "bench" and mask(shown_output(b)) != mask(shown_output(n))
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite the documents in place")
     parser.add_argument("--benchmarks", action="store_true", help="also rerun benchmark blocks")
-    parser.add_argument("--only", help="with --benchmarks: only the blocks whose command "
-                        "contains this text (e.g. plan_speed)")
+    parser.add_argument(
+        "--only", help="with --benchmarks: only the blocks whose command contains this text (e.g. plan_speed)"
+    )
     args = parser.parse_args()
     stale: list[str] = []
     for path in DOCUMENTS:
         if args.write:
-            new = regenerate(path.read_text(encoding="utf-8"), benchmarks=args.benchmarks,
-                             only=args.only)
+            new = regenerate(path.read_text(encoding="utf-8"), benchmarks=args.benchmarks, only=args.only)
             tmp = path.with_suffix(".md.tmp")
             tmp.write_text(new, encoding="utf-8")
             tmp.replace(path)  # atomic: never a half-written document

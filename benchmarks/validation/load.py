@@ -17,8 +17,17 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["HERE", "SCHEMA", "EXCLUDED_FILES", "Row", "ValidationError", "schema_columns",
-           "csv_files", "load_file", "load_rows"]
+__all__ = [
+    "HERE",
+    "SCHEMA",
+    "EXCLUDED_FILES",
+    "Row",
+    "ValidationError",
+    "schema_columns",
+    "csv_files",
+    "load_file",
+    "load_rows",
+]
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = HERE / "SCHEMA.md"
@@ -89,10 +98,32 @@ class Row:
     line: int = 0
 
 
-_INT = {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "moe_experts", "moe_active",
-        "num_gpus", "gpus_per_node", "lora_rank", "tp", "pp", "dp", "cp", "vp", "ep",
-        "zero_stage", "micro_batch", "global_batch", "seq_len", "serve_batch", "input_tokens",
-        "output_tokens"}
+_INT = {
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn",
+    "vocab",
+    "moe_experts",
+    "moe_active",
+    "num_gpus",
+    "gpus_per_node",
+    "lora_rank",
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "vp",
+    "ep",
+    "zero_stage",
+    "micro_batch",
+    "global_batch",
+    "seq_len",
+    "serve_batch",
+    "input_tokens",
+    "output_tokens",
+}
 _FLOAT = {"inter_node_gbps", "value"}
 _BOOL = {"sequence_parallel"}
 _REQUIRED = {"case_id", "source_id", "kind", "stack", "model", "metric", "value"}
@@ -179,19 +210,22 @@ def load_file(path: Path) -> list[Row]:
         if tuple(header) != columns:
             missing = [c for c in columns if c not in header]
             extra = [c for c in header if c not in columns]
-            raise ValidationError(f"{path.name}: header differs from SCHEMA.md (missing "
-                                  f"{missing or 'none'}, unexpected {extra or 'none'}"
-                                  f"{', order differs' if not missing and not extra else ''})")
+            raise ValidationError(
+                f"{path.name}: header differs from SCHEMA.md (missing "
+                f"{missing or 'none'}, unexpected {extra or 'none'}"
+                f"{', order differs' if not missing and not extra else ''})"
+            )
         rows: list[Row] = []
         for record in reader:
             line = reader.line_num
             if not any(cell.strip() for cell in record):
                 continue
             if len(record) != len(columns):
-                raise ValidationError(f"{path.name}:{line}: {len(record)} fields, expected "
-                                      f"{len(columns)}")
-            values = {name: _parse(name, raw, f"{path.name}:{line}")
-                      for name, raw in zip(columns, record, strict=True)}
+                raise ValidationError(f"{path.name}:{line}: {len(record)} fields, expected {len(columns)}")
+            values = {
+                name: _parse(name, raw, f"{path.name}:{line}")
+                for name, raw in zip(columns, record, strict=True)
+            }
             rows.append(Row(**values, file=path.name, line=line))  # type: ignore[arg-type]
     return rows
 

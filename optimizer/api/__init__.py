@@ -1,8 +1,8 @@
 """Python API: everything the CLI does, as functions returning plain dicts / results.
 
-    >>> from optimizer import api
-    >>> api.estimate("llama-2-7b", "A100-80GB", num_gpus=8, zero_stage=3, seq_len=4096)
-    >>> result = api.plan("examples/llama7b_10days.toml")
+>>> from optimizer import api
+>>> api.estimate("llama-2-7b", "A100-80GB", num_gpus=8, zero_stage=3, seq_len=4096)
+>>> result = api.plan("examples/llama7b_10days.toml")
 """
 
 from __future__ import annotations
@@ -25,12 +25,24 @@ from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.plan import PlanResult, plan_job
 from optimizer.solve.train.sizing import SizingRule, size_job
 
-__all__ = ["estimate", "plan", "plan_result", "plan_json", "compare", "serve", "serve_compare", "batch",
-           "batch_json", "resolve_model", "sizing"]
+__all__ = [
+    "estimate",
+    "plan",
+    "plan_result",
+    "plan_json",
+    "compare",
+    "serve",
+    "serve_compare",
+    "batch",
+    "batch_json",
+    "resolve_model",
+    "sizing",
+]
 
 
-def _train_job(job: Any, prices: str | Path | None, offline: bool | None
-               ) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None, dict[str, Any] | None]:
+def _train_job(
+    job: Any, prices: str | Path | None, offline: bool | None
+) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None, dict[str, Any] | None]:
     """The job (TOML path, dict or Job), its base directory, the price rows it needs and their
     age (None without cloud)."""
     job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
@@ -40,16 +52,28 @@ def _train_job(job: Any, prices: str | Path | None, offline: bool | None
     return job, base_dir, loaded.rows, loaded.age.as_dict()
 
 
-def plan_result(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
-                alternatives: int = 3, pareto: bool = False, time_limit_s: float = 10.0
-                ) -> PlanResult:
+def plan_result(
+    job: Any,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    alternatives: int = 3,
+    pareto: bool = False,
+    time_limit_s: float = 10.0,
+) -> PlanResult:
     """Plan a job (a Job, a dict, or a TOML path). Returns the PlanResult (objects).
 
     `prices` is an offerings CSV to use instead of the user cache / bundled tables.
     """
     job, base_dir, rows, age = _train_job(job, prices, offline)
-    result = plan_job(job, rows, base_dir, alternatives=alternatives, pareto=pareto,
-                      config=SolverConfig(time_limit_s=time_limit_s))
+    result = plan_job(
+        job,
+        rows,
+        base_dir,
+        alternatives=alternatives,
+        pareto=pareto,
+        config=SolverConfig(time_limit_s=time_limit_s),
+    )
     result.catalog = age
     return result
 
@@ -66,8 +90,9 @@ def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None 
     return {**out, "catalog": age} if age is not None else out
 
 
-def sizing(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
-           rule: SizingRule | None = None) -> dict[str, Any]:
+def sizing(
+    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, rule: SizingRule | None = None
+) -> dict[str, Any]:
     """The sizing runs that would settle a training job: contending GPU types, steps, minutes,
     offering and cost of each reading, and the `ccopt calibrate` line to feed it back."""
     job, base_dir, rows, age = _train_job(job, prices, offline)
@@ -75,27 +100,41 @@ def sizing(job: Any, *, prices: str | Path | None = None, offline: bool | None =
     return {**out, "catalog": age} if age is not None else out
 
 
-def serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
-          time_limit_s: float = 10.0) -> dict[str, Any]:
+def serve(
+    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+) -> dict[str, Any]:
     """Cheapest replica mix for a serving job (TOML path, dict or ServeJob), as `ccopt serve
     --json` returns it."""
     return serve_json(run_serve(job, prices=prices, offline=offline, time_limit_s=time_limit_s))
 
 
-def serve_compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
-                  time_limit_s: float = 10.0) -> dict[str, Any]:
+def serve_compare(
+    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+) -> dict[str, Any]:
     """Best serving deployment per GPU type."""
-    return serve_compare_json(run_serve_compare(job, prices=prices, offline=offline,
-                                                time_limit_s=time_limit_s))
+    return serve_compare_json(
+        run_serve_compare(job, prices=prices, offline=offline, time_limit_s=time_limit_s)
+    )
 
 
-def batch(batch_file: Any, *, prices: str | Path | None = None, offline: bool | None = None,
-          time_limit_s: float = 30.0, workers: int = 2, on_progress: Any = None) -> Any:
+def batch(
+    batch_file: Any,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    time_limit_s: float = 30.0,
+    workers: int = 2,
+    on_progress: Any = None,
+) -> Any:
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
     batch_json(result) gives the `ccopt batch --json` contract."""
-    return plan_batch(batch_file, prices=prices, offline=offline,
-                      config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
-                      on_progress=on_progress)
+    return plan_batch(
+        batch_file,
+        prices=prices,
+        offline=offline,
+        config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
+        on_progress=on_progress,
+    )
 
 
 def batch_json(result: Any) -> dict[str, Any]:

@@ -35,9 +35,10 @@ def _prediction(name: str, point: MeasuredPoint) -> dict[str, Any] | None:
     gpu = get_gpu(point.gpu_id)
     setup = TrainingSetup(seq_len=1, precision=point.precision, optimizer=point.optimizer)
     a = PerfAssumptions()
-    return {"samples_per_s": round(predicted_samples_per_s(model, setup, gpu, point.micro_batch,
-                                                           a), 4),
-            "band": list(profile_interval(model, gpu, a, point.precision))}
+    return {
+        "samples_per_s": round(predicted_samples_per_s(model, setup, gpu, point.micro_batch, a), 4),
+        "band": list(profile_interval(model, gpu, a, point.precision)),
+    }
 
 
 def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
@@ -52,11 +53,18 @@ def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
     before = _prediction(name, point)
     path = save_profile_point(name, point)
     after = _prediction(name, point)
-    return {"model": name, "gpu": gpu.gpu_id, "precision": point.precision,
-            "samples_per_s": point.samples_per_s, "num_gpus": point.num_gpus,
-            "samples_per_s_per_gpu": round(point.samples_per_s / point.num_gpus, 4),
-            "micro_batch": point.micro_batch,
-            "before": before, "after": after, "file": str(path)}
+    return {
+        "model": name,
+        "gpu": gpu.gpu_id,
+        "precision": point.precision,
+        "samples_per_s": point.samples_per_s,
+        "num_gpus": point.num_gpus,
+        "samples_per_s_per_gpu": round(point.samples_per_s / point.num_gpus, 4),
+        "micro_batch": point.micro_batch,
+        "before": before,
+        "after": after,
+        "file": str(path),
+    }
 
 
 def read_point_file(path: str | Path) -> dict[str, Any]:
@@ -70,8 +78,9 @@ def read_point_file(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"--from: {file} is not a JSON calibration point ({exc})") from None
     if not isinstance(data, dict) or data.get("kind") != POINT_FILE_KIND:
-        raise ConfigError(f"--from: {file}: kind must be {POINT_FILE_KIND!r} (a file written by "
-                          "`ccopt measure`)")
+        raise ConfigError(
+            f"--from: {file}: kind must be {POINT_FILE_KIND!r} (a file written by `ccopt measure`)"
+        )
     for key in ("model", "device", "precision", "micro_batch", "samples_per_s"):
         if key not in data:
             raise ConfigError(f"--from: {file}: {key} is missing")

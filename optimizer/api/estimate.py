@@ -39,8 +39,17 @@ from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import cloud_offering
 from optimizer.report.estimate import serve_estimate_json, train_estimate_json
 
-__all__ = ["estimate", "resolve_model", "instance_offering", "method_of_kind", "default_seq_len",
-           "serve_default_precision", "DEFAULT_TRAIN_PRECISION", "KIND_METHODS", "check_seq_len"]
+__all__ = [
+    "estimate",
+    "resolve_model",
+    "instance_offering",
+    "method_of_kind",
+    "default_seq_len",
+    "serve_default_precision",
+    "DEFAULT_TRAIN_PRECISION",
+    "KIND_METHODS",
+    "check_seq_len",
+]
 
 
 #: sequence length of an LM estimate when neither the flag nor the model gives one
@@ -48,8 +57,7 @@ DEFAULT_SEQ_LEN = 2048
 #: training precision when none is given (as a job file's workload.precision)
 DEFAULT_TRAIN_PRECISION = "bf16"
 #: a job file's workload.kind -> the training method it means (pretrain and finetune: full)
-KIND_METHODS: dict[str, str] = {"pretrain": "full", "finetune": "full", "lora": "lora",
-                                "qlora": "qlora"}
+KIND_METHODS: dict[str, str] = {"pretrain": "full", "finetune": "full", "lora": "lora", "qlora": "qlora"}
 
 
 def method_of_kind(kind: str, field: str = "--kind") -> str:
@@ -81,8 +89,9 @@ def check_seq_len(spec: ModelSpec, seq_len: int | None) -> None:
     """
     if is_profile(spec) and seq_len is not None and seq_len != 1:
         unit = getattr(spec, "sample_unit", "sample")
-        raise ConfigError(f"--seq-len: {spec.name} is a per-sample model (counted per {unit}); "
-                          "allowed: leave --seq-len out")
+        raise ConfigError(
+            f"--seq-len: {spec.name} is a per-sample model (counted per {unit}); allowed: leave --seq-len out"
+        )
 
 
 def resolve_model(model: str | ModelSpec) -> ModelSpec:
@@ -104,18 +113,30 @@ def _targets(targets: tuple[str, ...] | None) -> tuple[str, ...]:
         return LINEAR_MODULES
     bad = [t for t in targets if t not in LINEAR_MODULES]
     if bad:
-        raise ConfigError(f"--lora-targets: {', '.join(bad)} not allowed; allowed: "
-                          f"{', '.join(LINEAR_MODULES)}")
+        raise ConfigError(
+            f"--lora-targets: {', '.join(bad)} not allowed; allowed: {', '.join(LINEAR_MODULES)}"
+        )
     return tuple(targets)
 
 
 #: upper ends of the flags' ranges (each also > 0 and finite); far beyond any real run
 _FLAG_MAX: dict[str, float] = {
-    "--num-gpus": 10**6, "--tp": 1024, "--pp": 1024, "--context-parallel": 1024,
-    "--virtual-stages": 64, "--micro-batch": 2**20, "--seq-len": 2**22, "--context": 2**22,
-    "--global-batch": 2**24, "--lora-rank": 65_536, "--gpus-per-instance": 1024,
-    "--inter-node-gbps": 100_000, "--output-tokens": 2**22, "--prompt-tokens": 2**22,
-    "--batch": 2**20}
+    "--num-gpus": 10**6,
+    "--tp": 1024,
+    "--pp": 1024,
+    "--context-parallel": 1024,
+    "--virtual-stages": 64,
+    "--micro-batch": 2**20,
+    "--seq-len": 2**22,
+    "--context": 2**22,
+    "--global-batch": 2**24,
+    "--lora-rank": 65_536,
+    "--gpus-per-instance": 1024,
+    "--inter-node-gbps": 100_000,
+    "--output-tokens": 2**22,
+    "--prompt-tokens": 2**22,
+    "--batch": 2**20,
+}
 #: flags that take a real number (the others are counts)
 _REAL_FLAGS = ("--inter-node-gbps",)
 
@@ -139,8 +160,9 @@ def _renamed(new: Any, old: Any, new_name: str, old_name: str, default: Any) -> 
     return old
 
 
-def instance_offering(instance: str, prices: str | Path | None = None,
-                      offline: bool | None = None) -> Offering:
+def instance_offering(
+    instance: str, prices: str | Path | None = None, offline: bool | None = None
+) -> Offering:
     """The catalog offering named "PROVIDER:INSTANCE" (its GPUs, links and network).
 
     Raises:
@@ -148,8 +170,7 @@ def instance_offering(instance: str, prices: str | Path | None = None,
     """
     provider, sep, name = instance.partition(":")
     if not sep or not provider or not name:
-        raise ConfigError(f"--instance: {instance!r} must be PROVIDER:INSTANCE, e.g. "
-                          "aws:p5.48xlarge")
+        raise ConfigError(f"--instance: {instance!r} must be PROVIDER:INSTANCE, e.g. aws:p5.48xlarge")
     rows = load_catalog_rows(prices, offline=offline).rows
     same = [r for r in rows if r.provider == provider.lower()]
     if not same:
@@ -158,30 +179,54 @@ def instance_offering(instance: str, prices: str | Path | None = None,
     match = [r for r in same if r.instance_type.lower() == name.lower()]
     if not match:
         names = ", ".join(sorted({r.instance_type for r in same})[:12])
-        raise ConfigError(f"--instance: {name!r} is not a {provider} instance in the catalog; "
-                          f"e.g. {names}")
+        raise ConfigError(f"--instance: {name!r} is not a {provider} instance in the catalog; e.g. {names}")
     match.sort(key=lambda r: (r.pricing_model != "on_demand", r.region))
     return cloud_offering(match[0], catalog_rows=rows)
 
 
-def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | None = None,
-             gpus_per_instance: int | None = None, instance: str | None = None,
-             prices: str | Path | None = None, offline: bool | None = None,
-             tp: int = 1, pp: int = 1, context_parallel: int = 1, virtual_stages: int = 1,
-             zero_stage: int | None = None, activation_checkpointing: str | None = None,
-             sequence_parallel: bool | None = None, micro_batch: int = 1,
-             global_batch: int | None = None, seq_len: int | None = None,
-             precision: str | None = None, optimizer: str = "adamw", method: str = "full",
-             kind: str | None = None, lora_rank: int = 16,
-             attention: str | None = None, inter_node_gbps: float | None = None,
-             stack: str = "generic", mode: str = "train", batch: int | str = 1,
-             context: int | None = None, prompt_tokens: int | None = None,
-             output_tokens: int = 256, kv_cache_precision: str = "fp16",
-             assumptions: PerfAssumptions | None = None, offload_optimizer: bool = False,
-             offload_params: bool = False, lora_targets: tuple[str, ...] | None = None,
-             gpus: int | None = None, zero: int | None = None, checkpointing: str | None = None,
-             quantization: str | None = None, gpus_per_node: int | None = None
-             ) -> dict[str, Any]:
+def estimate(
+    model: str | ModelSpec,
+    gpu: str | None = None,
+    *,
+    num_gpus: int | None = None,
+    gpus_per_instance: int | None = None,
+    instance: str | None = None,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    context_parallel: int = 1,
+    virtual_stages: int = 1,
+    zero_stage: int | None = None,
+    activation_checkpointing: str | None = None,
+    sequence_parallel: bool | None = None,
+    micro_batch: int = 1,
+    global_batch: int | None = None,
+    seq_len: int | None = None,
+    precision: str | None = None,
+    optimizer: str = "adamw",
+    method: str = "full",
+    kind: str | None = None,
+    lora_rank: int = 16,
+    attention: str | None = None,
+    inter_node_gbps: float | None = None,
+    stack: str = "generic",
+    mode: str = "train",
+    batch: int | str = 1,
+    context: int | None = None,
+    prompt_tokens: int | None = None,
+    output_tokens: int = 256,
+    kv_cache_precision: str = "fp16",
+    assumptions: PerfAssumptions | None = None,
+    offload_optimizer: bool = False,
+    offload_params: bool = False,
+    lora_targets: tuple[str, ...] | None = None,
+    gpus: int | None = None,
+    zero: int | None = None,
+    checkpointing: str | None = None,
+    quantization: str | None = None,
+    gpus_per_node: int | None = None,
+) -> dict[str, Any]:
     """Memory and speed of one fixed configuration, as the `ccopt estimate --json` contract.
 
     `instance` ("aws:p5.48xlarge") takes the GPU, GPUs per instance, intra-node link and network
@@ -203,14 +248,17 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
     if seq_len is None:  # the model's own sample length (a profile counts samples), else 2048
         seq_len = default_seq_len(spec)
     if is_profile(spec) and mode == "serve":
-        raise ConfigError(f"--mode: {spec.name} is a per-sample profile; allowed: train "
-                          "(serving plans decoder LMs)")
+        raise ConfigError(
+            f"--mode: {spec.name} is a per-sample profile; allowed: train (serving plans decoder LMs)"
+        )
     num_gpus = _renamed(num_gpus, gpus, "--num-gpus", "--gpus", None)
     zero_stage = _renamed(zero_stage, zero, "--zero-stage", "--zero", 0)
-    ckpt_value = _renamed(activation_checkpointing, checkpointing, "--activation-checkpointing",
-                          "--checkpointing", "none")
-    gpus_per_instance = _renamed(gpus_per_instance, gpus_per_node, "--gpus-per-instance",
-                                 "--gpus-per-node", None)
+    ckpt_value = _renamed(
+        activation_checkpointing, checkpointing, "--activation-checkpointing", "--checkpointing", "none"
+    )
+    gpus_per_instance = _renamed(
+        gpus_per_instance, gpus_per_node, "--gpus-per-instance", "--gpus-per-node", None
+    )
     precision = _renamed(precision, quantization, "--precision", "--quantization", None)
     if precision is None:
         precision = serve_default_precision() if mode == "serve" else DEFAULT_TRAIN_PRECISION
@@ -227,27 +275,36 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
         raise ConfigError(f"--gpus-per-instance: {instance} has {gpn} GPUs per instance")
     n_gpus = num_gpus if num_gpus is not None else (gpn or 1)
     gpn = gpn or gpus_per_instance or min(n_gpus, 8)
-    for name, value in (("--num-gpus", n_gpus), ("--tp", tp), ("--pp", pp),
-                        ("--context-parallel", context_parallel),
-                        ("--virtual-stages", virtual_stages), ("--micro-batch", micro_batch),
-                        ("--seq-len", seq_len), ("--context", context),
-                        ("--global-batch", global_batch), ("--lora-rank", lora_rank),
-                        ("--gpus-per-instance", gpn), ("--inter-node-gbps", inter_node_gbps),
-                        ("--output-tokens", output_tokens), ("--prompt-tokens", prompt_tokens)):
+    for name, value in (
+        ("--num-gpus", n_gpus),
+        ("--tp", tp),
+        ("--pp", pp),
+        ("--context-parallel", context_parallel),
+        ("--virtual-stages", virtual_stages),
+        ("--micro-batch", micro_batch),
+        ("--seq-len", seq_len),
+        ("--context", context),
+        ("--global-batch", global_batch),
+        ("--lora-rank", lora_rank),
+        ("--gpus-per-instance", gpn),
+        ("--inter-node-gbps", inter_node_gbps),
+        ("--output-tokens", output_tokens),
+        ("--prompt-tokens", prompt_tokens),
+    ):
         _positive(name, value)
     if zero_stage not in (0, 1, 2, 3):
         raise ConfigError(f"--zero-stage: {zero_stage} is not allowed; allowed: 0, 1, 2, 3")
     stack_name = get_stack(stack, "--stack").name
     if spec.heads % tp or spec.n_kv_heads % tp:
-        raise ConfigError(f"--tp: {tp} must divide the attention heads ({spec.heads}) and KV heads "
-                          f"({spec.n_kv_heads}) of {spec.name}")
+        raise ConfigError(
+            f"--tp: {tp} must divide the attention heads ({spec.heads}) and KV heads "
+            f"({spec.n_kv_heads}) of {spec.name}"
+        )
     a = assumptions or base_assumptions()
     if n_gpus % gpn and mode == "train":
-        raise ConfigError(f"--num-gpus: {n_gpus} must be a multiple of the GPUs per instance "
-                          f"({gpn})")
+        raise ConfigError(f"--num-gpus: {n_gpus} must be a multiple of the GPUs per instance ({gpn})")
     if tp > gpn:
-        raise ConfigError(f"--tp: {tp} exceeds the GPUs per instance ({gpn}); TP stays within "
-                          "an instance")
+        raise ConfigError(f"--tp: {tp} exceeds the GPUs per instance ({gpn}); TP stays within an instance")
     nodes = max(1, n_gpus // gpn)
     cluster = offering.cluster(nodes) if offering else None
     fabric = default_fabric(g)
@@ -258,71 +315,160 @@ def estimate(model: str | ModelSpec, gpu: str | None = None, *, num_gpus: int | 
     # a documented default, not a published or given figure: the GPU class's (no instance) or
     # the catalog row's own guess (e.g. lambda B200), exactly as plan's inter_node_is_default
     guessed = inter_node_gbps is None and (offering is None or offering.inter_node_is_default)
-    where = {"gpus_per_node": gpn, "gpus_per_instance": gpn,
-             "inter_node_gbps": cluster.inter_node_gbps,
-             "inter_node_assumed": guessed, "inter_node_is_default": guessed,
-             "instance": f"{offering.provider}:{offering.instance}" if offering else None,
-             "provider": offering.provider if offering else None,
-             "instance_type": offering.instance if offering else None,
-             "stack": stack_name}
+    where = {
+        "gpus_per_node": gpn,
+        "gpus_per_instance": gpn,
+        "inter_node_gbps": cluster.inter_node_gbps,
+        "inter_node_assumed": guessed,
+        "inter_node_is_default": guessed,
+        "instance": f"{offering.provider}:{offering.instance}" if offering else None,
+        "provider": offering.provider if offering else None,
+        "instance_type": offering.instance if offering else None,
+        "stack": stack_name,
+    }
     if offering is None and inter_node_gbps is None and nodes > 1:
         where["note"] = fabric.assumption
     if mode == "serve":
-        return _serve(spec, g, n_gpus, tp, precision, batch, context, prompt_tokens,
-                      output_tokens, kv_cache_precision, stack_name, a, where)
-    return _train(spec, g, n_gpus, cluster, a, where, tp=tp, pp=pp, cp=context_parallel,
-                  vp=virtual_stages, zero_stage=zero_stage, ckpt=ckpt_value,
-                  sequence_parallel=sequence_parallel, micro_batch=micro_batch,
-                  global_batch=global_batch, seq_len=seq_len, precision=precision,
-                  optimizer=optimizer, method=method, lora_rank=lora_rank, attention=attention,
-                  stack=stack_name, offload_optimizer=offload_optimizer,
-                  offload_params=offload_params, lora_targets=lora_targets)
+        return _serve(
+            spec,
+            g,
+            n_gpus,
+            tp,
+            precision,
+            batch,
+            context,
+            prompt_tokens,
+            output_tokens,
+            kv_cache_precision,
+            stack_name,
+            a,
+            where,
+        )
+    return _train(
+        spec,
+        g,
+        n_gpus,
+        cluster,
+        a,
+        where,
+        tp=tp,
+        pp=pp,
+        cp=context_parallel,
+        vp=virtual_stages,
+        zero_stage=zero_stage,
+        ckpt=ckpt_value,
+        sequence_parallel=sequence_parallel,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        seq_len=seq_len,
+        precision=precision,
+        optimizer=optimizer,
+        method=method,
+        lora_rank=lora_rank,
+        attention=attention,
+        stack=stack_name,
+        offload_optimizer=offload_optimizer,
+        offload_params=offload_params,
+        lora_targets=lora_targets,
+    )
 
 
-def _serve(spec: ModelSpec, g: Any, n_gpus: int, tp: int, precision: str, batch: int | str,
-           context: int | None, prompt_tokens: int | None, output_tokens: int, kv: str,
-           stack: str, a: PerfAssumptions, where: dict[str, Any]) -> dict[str, Any]:
+def _serve(
+    spec: ModelSpec,
+    g: Any,
+    n_gpus: int,
+    tp: int,
+    precision: str,
+    batch: int | str,
+    context: int | None,
+    prompt_tokens: int | None,
+    output_tokens: int,
+    kv: str,
+    stack: str,
+    a: PerfAssumptions,
+    where: dict[str, Any],
+) -> dict[str, Any]:
     quant = _choice("--precision", precision, list(WEIGHT_PRECISIONS))
     kv = _choice("--kv-cache-precision", kv, KV_PRECISIONS)
     if n_gpus % tp:
         raise ConfigError(f"--num-gpus: {n_gpus} must be a multiple of --tp ({tp})")
-    prompt = prompt_tokens or (context - output_tokens if context and context > output_tokens
-                               else 1024)
+    prompt = prompt_tokens or (context - output_tokens if context and context > output_tokens else 1024)
     ctx = context or prompt + output_tokens
-    setup = ServeSetup(weight_precision=quant, kv_precision=kv, batch=1, context=ctx,
-                       stack=stack, output_tokens=output_tokens)
+    setup = ServeSetup(
+        weight_precision=quant,
+        kv_precision=kv,
+        batch=1,
+        context=ctx,
+        stack=stack,
+        output_tokens=output_tokens,
+    )
     if isinstance(batch, str):
         if batch.strip().lower() != "max":
             raise ConfigError(f"--batch: {batch!r} is not allowed; allowed: an integer > 0 or max")
         size = serving_max_batch(spec, setup, g, tp, a)
         if size < 1:
-            raise ConfigError(f"--batch max: one {ctx}-token sequence of {spec.name} at {quant} "
-                              f"does not fit {tp}× {g.gpu_id}")
+            raise ConfigError(
+                f"--batch max: one {ctx}-token sequence of {spec.name} at {quant} "
+                f"does not fit {tp}× {g.gpu_id}"
+            )
     else:
         _positive("--batch", batch)
         size = batch
-    setup = ServeSetup(weight_precision=quant, kv_precision=kv, batch=size, context=ctx,
-                       stack=stack, output_tokens=output_tokens)
+    setup = ServeSetup(
+        weight_precision=quant,
+        kv_precision=kv,
+        batch=size,
+        context=ctx,
+        stack=stack,
+        output_tokens=output_tokens,
+    )
     mem = serving_memory(spec, setup, tp, a)
     perf = serving_perf(spec, setup, g, tp, prompt, output_tokens, a)
     return serve_estimate_json(spec, g, n_gpus, setup, tp, mem, perf, where)
 
 
-def _train(spec: ModelSpec, g: Any, n_gpus: int, cluster: Cluster, a: PerfAssumptions,
-           where: dict[str, Any], *, tp: int, pp: int, cp: int, vp: int, zero_stage: int,
-           ckpt: str, sequence_parallel: bool | None, micro_batch: int, global_batch: int | None,
-           seq_len: int, precision: str, optimizer: str, method: str, lora_rank: int,
-           attention: str | None, stack: str, offload_optimizer: bool, offload_params: bool,
-           lora_targets: tuple[str, ...] | None) -> dict[str, Any]:
+def _train(
+    spec: ModelSpec,
+    g: Any,
+    n_gpus: int,
+    cluster: Cluster,
+    a: PerfAssumptions,
+    where: dict[str, Any],
+    *,
+    tp: int,
+    pp: int,
+    cp: int,
+    vp: int,
+    zero_stage: int,
+    ckpt: str,
+    sequence_parallel: bool | None,
+    micro_batch: int,
+    global_batch: int | None,
+    seq_len: int,
+    precision: str,
+    optimizer: str,
+    method: str,
+    lora_rank: int,
+    attention: str | None,
+    stack: str,
+    offload_optimizer: bool,
+    offload_params: bool,
+    lora_targets: tuple[str, ...] | None,
+) -> dict[str, Any]:
     precision = _choice("--precision", precision, TRAIN_PRECISIONS)
     setup = TrainingSetup(
-        seq_len=seq_len, precision=precision, optimizer=_choice("--optimizer", optimizer, OPTIMIZERS),
-        method=_choice("method (--kind)", method, METHODS), lora_rank=lora_rank,
-        attention=None if attention is None else _choice("--attention", attention,
-                                                         ATTENTION_KERNELS),
-        sequence_parallel=sequence_parallel, stack=stack,
-        offload_optimizer=offload_optimizer, offload_params=offload_params,
-        lora_targets=_targets(lora_targets))
+        seq_len=seq_len,
+        precision=precision,
+        optimizer=_choice("--optimizer", optimizer, OPTIMIZERS),
+        method=_choice("method (--kind)", method, METHODS),
+        lora_rank=lora_rank,
+        attention=None if attention is None else _choice("--attention", attention, ATTENTION_KERNELS),
+        sequence_parallel=sequence_parallel,
+        stack=stack,
+        offload_optimizer=offload_optimizer,
+        offload_params=offload_params,
+        lora_targets=_targets(lora_targets),
+    )
     if offload_params and zero_stage < 3:
         raise ConfigError("--offload-params: needs --zero-stage 3 (parameters are offloaded per shard)")
     ckpt = _choice("--activation-checkpointing", ckpt, CHECKPOINTING)
@@ -331,22 +477,34 @@ def _train(spec: ModelSpec, g: Any, n_gpus: int, cluster: Cluster, a: PerfAssump
     if pp > spec.layers:
         raise ConfigError(f"--pp: {pp} exceeds the {spec.layers} layers of {spec.name}")
     if vp > 1 and (pp == 1 or spec.layers % (pp * vp)):
-        raise ConfigError(f"--virtual-stages: {vp} needs --pp > 1 and pp × vp dividing the "
-                          f"{spec.layers} layers")
+        raise ConfigError(
+            f"--virtual-stages: {vp} needs --pp > 1 and pp × vp dividing the {spec.layers} layers"
+        )
     dp = n_gpus // (tp * pp * cp)
     if global_batch is None:
         grad_accum = 1
     elif global_batch % (dp * micro_batch):
-        raise ConfigError(f"--global-batch: {global_batch} is not a multiple of dp × micro-batch "
-                          f"= {dp} × {micro_batch}")
+        raise ConfigError(
+            f"--global-batch: {global_batch} is not a multiple of dp × micro-batch = {dp} × {micro_batch}"
+        )
     else:
         grad_accum = global_batch // (dp * micro_batch)
-    layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero_stage, checkpointing=ckpt,
-                    micro_batch=micro_batch, grad_accum=grad_accum, cp=cp, vp=vp)
+    layout = Layout(
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        zero_stage=zero_stage,
+        checkpointing=ckpt,
+        micro_batch=micro_batch,
+        grad_accum=grad_accum,
+        cp=cp,
+        vp=vp,
+    )
     mem = training_memory(spec, setup, layout, a)
     step = training_step_time(spec, setup, layout, cluster, a) if g.supports(precision) else None
     interval = (step.interval or step_time_interval(g, stack)) if step is not None else None
     if step is not None and not is_profile(spec):  # before the size factor (what calibrate fits)
         where = {**where, "base_efficiency": round(compute_efficiency(g, precision, a, stack)[0], 4)}
-    return train_estimate_json(spec, g, n_gpus, layout, mem, step, precision,
-                               {**where, "interval": interval, "seq_len": seq_len})
+    return train_estimate_json(
+        spec, g, n_gpus, layout, mem, step, precision, {**where, "interval": interval, "seq_len": seq_len}
+    )

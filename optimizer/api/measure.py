@@ -37,8 +37,10 @@ def _torch() -> Any:
     try:
         return importlib.import_module("torch")
     except ImportError:
-        raise ConfigError("measure: PyTorch is not installed; allowed: pip install "
-                          "'ccopt[measure]' (or any torch build for your device)") from None
+        raise ConfigError(
+            "measure: PyTorch is not installed; allowed: pip install "
+            "'ccopt[measure]' (or any torch build for your device)"
+        ) from None
 
 
 def _hf_config(path: str | Path) -> dict[str, Any]:
@@ -61,8 +63,9 @@ def _builtin_decoder(torch: Any, cfg: dict[str, Any]) -> Any:
         hidden, layers = int(cfg["hidden_size"]), int(cfg["num_hidden_layers"])
         heads, vocab = int(cfg["num_attention_heads"]), int(cfg["vocab_size"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"--hf-config: needs hidden_size, num_hidden_layers, "
-                          f"num_attention_heads, vocab_size ({exc})") from None
+        raise ConfigError(
+            f"--hf-config: needs hidden_size, num_hidden_layers, num_attention_heads, vocab_size ({exc})"
+        ) from None
     ffn = int(cfg.get("intermediate_size") or 4 * hidden)
 
     class Decoder(nn.Module):  # type: ignore[misc,name-defined]
@@ -70,8 +73,9 @@ def _builtin_decoder(torch: Any, cfg: dict[str, Any]) -> Any:
             super().__init__()
             self.embed = nn.Embedding(vocab, hidden)
             self.blocks = nn.ModuleList(
-                nn.TransformerEncoderLayer(hidden, heads, ffn, dropout=0.0, batch_first=True,
-                                           norm_first=True) for _ in range(layers))
+                nn.TransformerEncoderLayer(hidden, heads, ffn, dropout=0.0, batch_first=True, norm_first=True)
+                for _ in range(layers)
+            )
             self.norm = nn.LayerNorm(hidden)
             self.head = nn.Linear(hidden, vocab, bias=False)
 
@@ -91,15 +95,19 @@ def _lm(torch: Any, path: str | Path) -> tuple[Any, str, int]:
     try:
         transformers = importlib.import_module("transformers")
     except ImportError:
-        return _builtin_decoder(torch, cfg), "built-in torch decoder (transformers absent)", \
-            int(cfg["vocab_size"])
+        return (
+            _builtin_decoder(torch, cfg),
+            "built-in torch decoder (transformers absent)",
+            int(cfg["vocab_size"]),
+        )
     config = transformers.AutoConfig.for_model(**cfg) if "model_type" in cfg else None
     if config is None:
-        return _builtin_decoder(torch, cfg), "built-in torch decoder (no model_type)", \
-            int(cfg["vocab_size"])
-    return transformers.AutoModelForCausalLM.from_config(config), \
-        f"transformers {transformers.__version__} AutoModelForCausalLM.from_config", \
-        int(config.vocab_size)
+        return _builtin_decoder(torch, cfg), "built-in torch decoder (no model_type)", int(cfg["vocab_size"])
+    return (
+        transformers.AutoModelForCausalLM.from_config(config),
+        f"transformers {transformers.__version__} AutoModelForCausalLM.from_config",
+        int(config.vocab_size),
+    )
 
 
 def _factory(spec: str) -> tuple[Any, Any]:
@@ -124,10 +132,20 @@ def _loss(torch: Any, out: Any) -> Any:
     return out.float().pow(2).mean()
 
 
-def measure(*, hf_config: str | None = None, module: str | None = None, name: str | None = None,
-            input_shape: tuple[int, ...] | None = None, micro_batch: int = 2, seq_len: int = 128,
-            steps: int = 10, warmup_steps: int = 3, precision: str = "fp32",
-            optimizer: str = "adamw", device: str = "auto") -> dict[str, Any]:
+def measure(
+    *,
+    hf_config: str | None = None,
+    module: str | None = None,
+    name: str | None = None,
+    input_shape: tuple[int, ...] | None = None,
+    micro_batch: int = 2,
+    seq_len: int = 128,
+    steps: int = 10,
+    warmup_steps: int = 3,
+    precision: str = "fp32",
+    optimizer: str = "adamw",
+    device: str = "auto",
+) -> dict[str, Any]:
     """Train `steps` steps after `warmup_steps` and return the calibration point (a dict)."""
     if (hf_config is None) == (module is None):
         raise ConfigError("give exactly one of --hf-config or --module")
@@ -138,8 +156,10 @@ def measure(*, hf_config: str | None = None, module: str | None = None, name: st
     torch = _torch()
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
     if dev not in ("cpu", "cuda") or (dev == "cuda" and not torch.cuda.is_available()):
-        raise ConfigError(f"--device: {device!r} is not available; allowed: auto, cpu"
-                          + (", cuda" if torch.cuda.is_available() else ""))
+        raise ConfigError(
+            f"--device: {device!r} is not available; allowed: auto, cpu"
+            + (", cuda" if torch.cuda.is_available() else "")
+        )
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     torch.manual_seed(0)
     if hf_config is not None:
@@ -154,20 +174,25 @@ def measure(*, hf_config: str | None = None, module: str | None = None, name: st
         if maker is not None:
             make_batch = maker
         elif input_shape:
+
             def make_batch(b: int) -> tuple[Any, ...]:
                 return (torch.randn(b, *input_shape, device=dev),)
         else:
-            raise ConfigError("--input-shape: the factory returns no make_batch; give the shape "
-                              "of one sample, e.g. 3,224,224")
+            raise ConfigError(
+                "--input-shape: the factory returns no make_batch; give the shape "
+                "of one sample, e.g. 3,224,224"
+            )
     net = net.to(dev)
     net.train()
     trained = sum(p.numel() for p in net.parameters() if p.requires_grad)
     frozen = sum(p.numel() for p in net.parameters() if not p.requires_grad)
     params = [p for p in net.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=1e-4) if optimizer == "adamw" else \
-        torch.optim.SGD(params, lr=1e-3, momentum=0.9)
-    autocast = torch.autocast(dev, dtype=getattr(torch, _DTYPES[precision]),
-                              enabled=precision != "fp32")
+    opt = (
+        torch.optim.AdamW(params, lr=1e-4)
+        if optimizer == "adamw"
+        else torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+    )
+    autocast = torch.autocast(dev, dtype=getattr(torch, _DTYPES[precision]), enabled=precision != "fp32")
     scaler = torch.amp.GradScaler(dev, enabled=precision == "fp16" and dev == "cuda")
 
     def step() -> None:
@@ -195,11 +220,23 @@ def measure(*, hf_config: str | None = None, module: str | None = None, name: st
     elapsed = time.perf_counter() - start
     step_s = elapsed / steps
     out: dict[str, Any] = {
-        "kind": POINT_FILE_KIND, "model": label, "model_kind": "lm" if hf_config else "profile",
-        "builder": builder, "device": dev, "precision": precision, "optimizer": optimizer,
-        "micro_batch": micro_batch, "num_gpus": 1, "steps": steps, "warmup_steps": warmup_steps,
-        "step_time_s": step_s, "samples_per_s": micro_batch / step_s,
-        "trained_params": trained, "frozen_params": frozen, "torch": torch.__version__}
+        "kind": POINT_FILE_KIND,
+        "model": label,
+        "model_kind": "lm" if hf_config else "profile",
+        "builder": builder,
+        "device": dev,
+        "precision": precision,
+        "optimizer": optimizer,
+        "micro_batch": micro_batch,
+        "num_gpus": 1,
+        "steps": steps,
+        "warmup_steps": warmup_steps,
+        "step_time_s": step_s,
+        "samples_per_s": micro_batch / step_s,
+        "trained_params": trained,
+        "frozen_params": frozen,
+        "torch": torch.__version__,
+    }
     if hf_config is not None:
         out.update(seq_len=seq_len, tokens_per_s=micro_batch * seq_len / step_s)
     if dev == "cuda":
@@ -208,17 +245,24 @@ def measure(*, hf_config: str | None = None, module: str | None = None, name: st
             out["gpu"] = resolve_gpu_id(gpu_name.replace(" ", "-"))
         except ConfigError:
             out["gpu"] = None  # not in the catalog under that name: calibrate asks for --gpu
-        out.update(device_name=gpu_name, memory_metric="allocated",
-                   peak_memory_gib=torch.cuda.max_memory_allocated() / GIB,
-                   peak_reserved_gib=torch.cuda.max_memory_reserved() / GIB,
-                   note="peak memory: torch.cuda.max_memory_allocated (reserved beside it)")
+        out.update(
+            device_name=gpu_name,
+            memory_metric="allocated",
+            peak_memory_gib=torch.cuda.max_memory_allocated() / GIB,
+            peak_reserved_gib=torch.cuda.max_memory_reserved() / GIB,
+            note="peak memory: torch.cuda.max_memory_allocated (reserved beside it)",
+        )
     else:
         rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * _KIB / GIB
-        out.update(gpu=None, peak_memory_gib=None, memory_metric=None,
-                   cpu_peak_rss_growth_gib=max(rss, 0.0),
-                   note="measured on the CPU: no device memory; cpu_peak_rss_growth_gib is the "
-                        "growth of the process's peak resident set (getrusage ru_maxrss) while "
-                        "building and training, an upper bound of what training held")
+        out.update(
+            gpu=None,
+            peak_memory_gib=None,
+            memory_metric=None,
+            cpu_peak_rss_growth_gib=max(rss, 0.0),
+            note="measured on the CPU: no device memory; cpu_peak_rss_growth_gib is the "
+            "growth of the process's peak resident set (getrusage ru_maxrss) while "
+            "building and training, an upper bound of what training held",
+        )
     return emit(MeasureOutput, out)
 
 

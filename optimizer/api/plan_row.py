@@ -21,16 +21,16 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise ConfigError(f"--from-plan: file not found: {file}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"--from-plan: {file} is not the JSON of `ccopt plan --json` "
-                          f"({exc})") from None
+        raise ConfigError(f"--from-plan: {file} is not the JSON of `ccopt plan --json` ({exc})") from None
     if not isinstance(doc, dict) or "plan" not in doc or "job" not in doc:
-        raise ConfigError(f"--from-plan: {file}: not a `ccopt plan --json` output (no plan and "
-                          "job); save one with `ccopt plan JOB.toml --json > plan.json`")
+        raise ConfigError(
+            f"--from-plan: {file}: not a `ccopt plan --json` output (no plan and "
+            "job); save one with `ccopt plan JOB.toml --json > plan.json`"
+        )
     return doc
 
 
-def plan_row_settings(doc: dict[str, Any], row: int = 0,
-                      model: str | None = None) -> dict[str, Any]:
+def plan_row_settings(doc: dict[str, Any], row: int = 0, model: str | None = None) -> dict[str, Any]:
     """The `optimizer.api.estimate` arguments that reproduce row `row` of a plan output (0: the
     plan, k: alternative k). `model` names the model only when the plan cannot (an inline shape
     in the job file); a plan that names its model refuses another.
@@ -41,37 +41,59 @@ def plan_row_settings(doc: dict[str, Any], row: int = 0,
     """
     rows = ([doc["plan"]] if doc.get("plan") else []) + list(doc.get("alternatives") or [])
     if not rows:
-        raise ConfigError("--from-plan: the plan is infeasible: there is no configuration to "
-                          "estimate")
+        raise ConfigError("--from-plan: the plan is infeasible: there is no configuration to estimate")
     if not 0 <= row < len(rows):
-        raise ConfigError(f"--row: {row} is not allowed; allowed: 0 (the plan) to "
-                          f"{len(rows) - 1} (its alternatives)")
+        raise ConfigError(
+            f"--row: {row} is not allowed; allowed: 0 (the plan) to {len(rows) - 1} (its alternatives)"
+        )
     r, job = rows[row], doc["job"]
     missing = [k for k in ("model_ref", "seq_len", "kind") if k not in job]
     if missing:
-        raise ConfigError(f"--from-plan: job.{missing[0]} is missing (a plan saved by an older "
-                          "ccopt); plan the job again with this version")
+        raise ConfigError(
+            f"--from-plan: job.{missing[0]} is missing (a plan saved by an older "
+            "ccopt); plan the job again with this version"
+        )
     if job["model_ref"] is None and model is None:
-        raise ConfigError("--from-plan: the job's model is an inline shape or profile, which "
-                          "estimate cannot name; give --model too")
+        raise ConfigError(
+            "--from-plan: the job's model is an inline shape or profile, which "
+            "estimate cannot name; give --model too"
+        )
     if job["model_ref"] is not None and model is not None and model != job["model_ref"]:
-        raise ConfigError(f"--model: {model!r} is not the plan's model; allowed: leave it out "
-                          f"(the plan names {job['model_ref']!r})")
+        raise ConfigError(
+            f"--model: {model!r} is not the plan's model; allowed: leave it out "
+            f"(the plan names {job['model_ref']!r})"
+        )
     lay, opts = r["layout"], r.get("options") or {}
-    where: dict[str, Any] = {"instance": f"{r['provider']}:{r['instance']}"} \
-        if r["kind"] == "cloud" else {"gpu": r["gpu"], "gpus_per_instance": r["gpus_per_instance"],
-                                      "inter_node_gbps": r["inter_node_gbps"]}
-    return {"model": job["model_ref"] or model, **where, "num_gpus": r["gpus"], "tp": lay["tp"],
-            "pp": lay["pp"], "context_parallel": lay.get("cp") or 1,
-            "virtual_stages": lay.get("vp") or opts.get("virtual_stages") or 1,
-            "zero_stage": lay["zero_stage"],
-            "activation_checkpointing": lay["activation_checkpointing"],
-            "sequence_parallel": opts.get("sequence_parallel"),
-            "micro_batch": lay["micro_batch"], "global_batch": r["global_batch"],
-            "seq_len": job["seq_len"], "precision": opts.get("precision"),
-            "optimizer": opts.get("optimizer", "adamw"), "kind": job["kind"],
-            "lora_rank": job.get("lora_rank") or 16,
-            "lora_targets": tuple(job["lora_targets"]) if job.get("lora_targets") else None,
-            "attention": job.get("attention"), "stack": job.get("stack") or "generic",
-            "offload_optimizer": opts.get("offload") in ("optimizer", "params"),
-            "offload_params": opts.get("offload") == "params"}
+    where: dict[str, Any] = (
+        {"instance": f"{r['provider']}:{r['instance']}"}
+        if r["kind"] == "cloud"
+        else {
+            "gpu": r["gpu"],
+            "gpus_per_instance": r["gpus_per_instance"],
+            "inter_node_gbps": r["inter_node_gbps"],
+        }
+    )
+    return {
+        "model": job["model_ref"] or model,
+        **where,
+        "num_gpus": r["gpus"],
+        "tp": lay["tp"],
+        "pp": lay["pp"],
+        "context_parallel": lay.get("cp") or 1,
+        "virtual_stages": lay.get("vp") or opts.get("virtual_stages") or 1,
+        "zero_stage": lay["zero_stage"],
+        "activation_checkpointing": lay["activation_checkpointing"],
+        "sequence_parallel": opts.get("sequence_parallel"),
+        "micro_batch": lay["micro_batch"],
+        "global_batch": r["global_batch"],
+        "seq_len": job["seq_len"],
+        "precision": opts.get("precision"),
+        "optimizer": opts.get("optimizer", "adamw"),
+        "kind": job["kind"],
+        "lora_rank": job.get("lora_rank") or 16,
+        "lora_targets": tuple(job["lora_targets"]) if job.get("lora_targets") else None,
+        "attention": job.get("attention"),
+        "stack": job.get("stack") or "generic",
+        "offload_optimizer": opts.get("offload") in ("optimizer", "params"),
+        "offload_params": opts.get("offload") == "params",
+    }

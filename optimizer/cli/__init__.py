@@ -46,10 +46,14 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit"),
-          debug: bool = typer.Option(False, "--debug", help="Show the traceback of an internal "
-                                     "error (exit code 3) instead of one line")) -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit"
+    ),
+    debug: bool = typer.Option(
+        False, "--debug", help="Show the traceback of an internal error (exit code 3) instead of one line"
+    ),
+) -> None:
     """The cheapest GPU cluster that finishes an ML job on time.
 
     Exit codes: 0 an answer, 1 infeasible (with the binding constraint and the nearest fix),
@@ -131,7 +135,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if "--debug" in args:
             raise
-        sys.stderr.write(f"internal error: {type(exc).__name__}: {exc} — a bug in ccopt; rerun "
-                         "with --debug for the traceback and report it\n")
+        sys.stderr.write(
+            f"internal error: {type(exc).__name__}: {exc} — a bug in ccopt; rerun "
+            "with --debug for the traceback and report it\n"
+        )
         sys.exit(EXIT_INTERNAL)
     sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -42,17 +42,23 @@ DEFAULT_BATCH_TIME_LIMIT_S = 30.0  # a batch solves one larger model than plan
 _SINGULAR = {"boxes": "box", "instances": "instance"}
 
 
-def batch(jobs: Annotated[Path, typer.Argument(
-              help="Batch file (TOML): a [capacity] table and [[job]] tables", metavar="JOBS")],
-          json_out: JsonOpt = False,
-          plot: Annotated[Path | None, Opt("--plot", help="Write the schedule as PNG "
-                                                      "(needs the 'plot' extra)")] = None,
-          time_limit: Annotated[float | None, Opt(
-              "--time-limit-s", help=time_limit_help(DEFAULT_BATCH_TIME_LIMIT_S),
-              show_default=False)] = None,
-          workers: Annotated[int, Opt(help=f"CP-SAT worker threads: 1–{MAX_WORKERS}")] = 2,
-          prices: PricesOpt = None, offline: OfflineOpt = False,
-          old_time_limit: OldTimeLimitOpt = None) -> None:
+def batch(
+    jobs: Annotated[
+        Path, typer.Argument(help="Batch file (TOML): a [capacity] table and [[job]] tables", metavar="JOBS")
+    ],
+    json_out: JsonOpt = False,
+    plot: Annotated[
+        Path | None, Opt("--plot", help="Write the schedule as PNG (needs the 'plot' extra)")
+    ] = None,
+    time_limit: Annotated[
+        float | None,
+        Opt("--time-limit-s", help=time_limit_help(DEFAULT_BATCH_TIME_LIMIT_S), show_default=False),
+    ] = None,
+    workers: Annotated[int, Opt(help=f"CP-SAT worker threads: 1–{MAX_WORKERS}")] = 2,
+    prices: PricesOpt = None,
+    offline: OfflineOpt = False,
+    old_time_limit: OldTimeLimitOpt = None,
+) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
         time_limit = time_limit_s(time_limit, old_time_limit, DEFAULT_BATCH_TIME_LIMIT_S)
@@ -60,9 +66,14 @@ def batch(jobs: Annotated[Path, typer.Argument(
         if plot is not None:
             check_plot_path(plot)
         with _Progress() as progress:
-            result = api.batch(jobs, prices=prices, offline=True if offline else None,
-                                time_limit_s=time_limit, workers=workers,
-                                on_progress=progress.update)
+            result = api.batch(
+                jobs,
+                prices=prices,
+                offline=True if offline else None,
+                time_limit_s=time_limit,
+                workers=workers,
+                on_progress=progress.update,
+            )
         data = api.batch_json(result)
         if plot is not None and result.jobs:
             plot_schedule(data, plot)
@@ -94,8 +105,7 @@ class _Progress:
         return self
 
     def _start(self) -> None:
-        self.live = Live(self, console=Console(stderr=True), refresh_per_second=4,
-                         transient=True)
+        self.live = Live(self, console=Console(stderr=True), refresh_per_second=4, transient=True)
         self.live.start()
 
     def __rich__(self) -> str:
@@ -103,8 +113,10 @@ class _Progress:
 
     def update(self, event: Any) -> None:  # a ProgressEvent of the batch planner
         gap = (event.objective_usd - event.bound_usd) / max(abs(event.objective_usd), 1e-9)
-        self.text = (f"{event.wall_s:6.1f} s  best ${event.objective_usd:,.2f}  bound "
-                     f"${event.bound_usd:,.2f}  gap {gap:.2%}")
+        self.text = (
+            f"{event.wall_s:6.1f} s  best ${event.objective_usd:,.2f}  bound "
+            f"${event.bound_usd:,.2f}  gap {gap:.2%}"
+        )
 
     def __exit__(self, *exc: Any) -> None:
         if self.timer is not None:
@@ -137,25 +149,40 @@ def render_batch(data: dict[str, Any]) -> None:
         return
     br = data["cost_breakdown_usd"]
     gap = s.get("gap", 0.0)
-    c.print(f"[b]{len(data['jobs'])} jobs[/b] — [b]{data['status']}[/b]: total "
-            f"[b]{_money(data['total_cost_usd'])}[/b] (cloud {_money(br['cloud'])}, owned "
-            f"{_money(br['owned'])}, reservations {_money(br['reservations'])}"
-            + (f", dropped value {_money(br['dropped_value'])}" if br["dropped_value"] else "")
-            + f"); CP-SAT {s.get('wall_s', 0):.2f} s, {s.get('rows')} options "
-            f"({s.get('num_model_rows')} in the model), gap {gap:.2%}, time step "
-            f"{s.get('time_unit_hours', 0) * MINUTES_PER_HOUR:g} min")
+    c.print(
+        f"[b]{len(data['jobs'])} jobs[/b] — [b]{data['status']}[/b]: total "
+        f"[b]{_money(data['total_cost_usd'])}[/b] (cloud {_money(br['cloud'])}, owned "
+        f"{_money(br['owned'])}, reservations {_money(br['reservations'])}"
+        + (f", dropped value {_money(br['dropped_value'])}" if br["dropped_value"] else "")
+        + f"); CP-SAT {s.get('wall_s', 0):.2f} s, {s.get('rows')} options "
+        f"({s.get('num_model_rows')} in the model), gap {gap:.2%}, time step "
+        f"{s.get('time_unit_hours', 0) * MINUTES_PER_HOUR:g} min"
+    )
     print_fallback(c, data)
     table = Table(title="Jobs")
     for col in ("job", "plan", "GPUs", "start d", "end d", "deadline d", "cost"):
         table.add_column(col, justify="left" if col in ("job", "plan") else "right")
     for j in data["jobs"]:
         if j["status"] != "scheduled":
-            table.add_row(j["name"], f"[dim]{j['status']} (value {_money(j['value_usd'])})[/dim]",
-                          "", "", "", _days(j["deadline_hour"]), "")
+            table.add_row(
+                j["name"],
+                f"[dim]{j['status']} (value {_money(j['value_usd'])})[/dim]",
+                "",
+                "",
+                "",
+                _days(j["deadline_hour"]),
+                "",
+            )
             continue
-        table.add_row(j["name"], f"{j['instances']}× {j['instance']} ({j['provider']}, "
-                      f"{j['pricing']})", str(j["gpus"]), _days(j["start_hour"]),
-                      _days(j["end_hour"]), _days(j["deadline_hour"]), _money(j["cost_usd"]))
+        table.add_row(
+            j["name"],
+            f"{j['instances']}× {j['instance']} ({j['provider']}, {j['pricing']})",
+            str(j["gpus"]),
+            _days(j["start_hour"]),
+            _days(j["end_hour"]),
+            _days(j["deadline_hour"]),
+            _money(j["cost_usd"]),
+        )
     c.print(table)
     for j in data["jobs"]:
         if j.get("placement", "").startswith("cloud"):
@@ -170,9 +197,11 @@ def render_batch(data: dict[str, Any]) -> None:
     caps = {r["label"]: r for r in data["resources"]}
     for label, members in lanes.items():
         res = caps.get(label)
-        title = label if res is None else (
-            f"{label}: peak {res['peak']} of "
-            f"{res.get('reserved', res['capacity'])} {res['unit']}")
+        title = (
+            label
+            if res is None
+            else (f"{label}: peak {res['peak']} of {res.get('reserved', res['capacity'])} {res['unit']}")
+        )
         gantt = Table(title=title, title_justify="left")
         gantt.add_column("job")
         gantt.add_column("use", justify="right")
@@ -180,8 +209,11 @@ def render_batch(data: dict[str, Any]) -> None:
         for j in sorted(members, key=lambda j: j["start_hour"]):
             n = j["instances"]
             unit = res["unit"] if res is not None else "GPUs"
-            use = f"{j['gpus']} GPUs" if unit == "GPUs" else \
-                f"{n} {unit if n != 1 else _SINGULAR.get(unit, unit)}"
+            use = (
+                f"{j['gpus']} GPUs"
+                if unit == "GPUs"
+                else f"{n} {unit if n != 1 else _SINGULAR.get(unit, unit)}"
+            )
             gantt.add_row(j["name"], use, _bar(j["start_hour"], j["end_hour"], horizon))
         c.print(gantt)
 

@@ -17,13 +17,38 @@ from optimizer.errors import CatalogError, ConfigError, InfeasibleError, Optimiz
 from optimizer.inputs.aliases import DeprecatedName, warn_renamed
 from optimizer.inputs.validation import check_number
 
-__all__ = ["user_errors", "print_json", "console", "money", "EXIT_OK", "EXIT_INFEASIBLE",
-           "EXIT_BAD_INPUT", "EXIT_INTERNAL", "header_or_infeasible",
-           "catalog_line", "print_fallback", "layout_words", "interconnect_words", "answer", "print_notes",
-           "renamed_flag", "show_deprecations", "MAX_TIME_LIMIT_S", "MIN_TIME_LIMIT_S", "MAX_WORKERS",
-           "MAX_ALTERNATIVES", "PricesOpt", "OfflineOpt", "JsonOpt", "TimeLimitOpt",
-           "OldTimeLimitOpt", "time_limit_s", "time_limit_help", "AlternativesOpt",
-           "DEFAULT_TIME_LIMIT_S"]
+__all__ = [
+    "user_errors",
+    "print_json",
+    "console",
+    "money",
+    "EXIT_OK",
+    "EXIT_INFEASIBLE",
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+    "header_or_infeasible",
+    "catalog_line",
+    "print_fallback",
+    "layout_words",
+    "interconnect_words",
+    "answer",
+    "print_notes",
+    "renamed_flag",
+    "show_deprecations",
+    "MAX_TIME_LIMIT_S",
+    "MIN_TIME_LIMIT_S",
+    "MAX_WORKERS",
+    "MAX_ALTERNATIVES",
+    "PricesOpt",
+    "OfflineOpt",
+    "JsonOpt",
+    "TimeLimitOpt",
+    "OldTimeLimitOpt",
+    "time_limit_s",
+    "time_limit_help",
+    "AlternativesOpt",
+    "DEFAULT_TIME_LIMIT_S",
+]
 
 #: options shared by the commands that read a job file (one definition each)
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
@@ -45,15 +70,17 @@ def time_limit_help(default_s: float, what: str = "Solver time limit") -> str:
     return f"{what}, seconds: {MIN_TIME_LIMIT_S:g}–{MAX_TIME_LIMIT_S:g} (default {default_s:g})"
 
 
-TimeLimitOpt = Annotated[float | None, typer.Option(
-    "--time-limit-s", help=time_limit_help(DEFAULT_TIME_LIMIT_S), show_default=False)]
+TimeLimitOpt = Annotated[
+    float | None,
+    typer.Option("--time-limit-s", help=time_limit_help(DEFAULT_TIME_LIMIT_S), show_default=False),
+]
 OldTimeLimitOpt = Annotated[float | None, typer.Option("--time-limit", hidden=True)]
-AlternativesOpt = Annotated[int, typer.Option(
-    "--alternatives", help=f"Next-best distinct plans to show: 0–{MAX_ALTERNATIVES}")]
+AlternativesOpt = Annotated[
+    int, typer.Option("--alternatives", help=f"Next-best distinct plans to show: 0–{MAX_ALTERNATIVES}")
+]
 
 
-def time_limit_s(new: float | None, old: float | None,
-                 default_s: float = DEFAULT_TIME_LIMIT_S) -> float:
+def time_limit_s(new: float | None, old: float | None, default_s: float = DEFAULT_TIME_LIMIT_S) -> float:
     """The solver time limit from --time-limit-s or its old spelling --time-limit (warns once;
     both given and different: bad input), checked against its range under the name given.
 
@@ -64,6 +91,7 @@ def time_limit_s(new: float | None, old: float | None,
     name = "--time-limit" if old is not None else "--time-limit-s"
     check_number(value, name, ge=MIN_TIME_LIMIT_S, le=MAX_TIME_LIMIT_S)
     return float(value)
+
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -84,16 +112,20 @@ def user_errors() -> Iterator[None]:
         if "raise the time limit" in text:  # no answer within --time-limit: the flag's value
             typer.echo(f"error: {text}", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
-        typer.echo(f"internal error: {text[:300]} — a bug in ccopt; rerun with --debug for the "
-                   "traceback and report it", err=True)
+        typer.echo(
+            f"internal error: {text[:300]} — a bug in ccopt; rerun with --debug for the "
+            "traceback and report it",
+            err=True,
+        )
         raise typer.Exit(EXIT_INTERNAL) from None
     except OptimizerError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
-def renamed_flag(new_value: Any, old_value: Any, new_flag: str, old_flag: str,
-                 default: Any, new_text: Any = None) -> Any:
+def renamed_flag(
+    new_value: Any, old_value: Any, new_flag: str, old_flag: str, default: Any, new_text: Any = None
+) -> Any:
     """The value of a flag that has an old spelling: the old one still works (warns once);
     both given with different values is bad input. `new_text`: the new flag's value as the
     user typed it, when `new_value` is its translation to the old flag's vocabulary."""
@@ -102,8 +134,7 @@ def renamed_flag(new_value: Any, old_value: Any, new_flag: str, old_flag: str,
     warn_renamed(old_flag, new_flag)
     if new_value is not None and new_value != old_value:
         shown = new_value if new_text is None else new_text
-        raise ConfigError(f"{new_flag} {shown} and {old_flag} {old_value} disagree; "
-                          f"give only {new_flag}")
+        raise ConfigError(f"{new_flag} {shown} and {old_flag} {old_value} disagree; give only {new_flag}")
     return old_value
 
 
@@ -111,8 +142,9 @@ def show_deprecations() -> None:
     """Print DeprecatedName warnings as one 'warning:' line on stderr (no file:line noise)."""
     original = warnings.showwarning
 
-    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
-             line: Any = None) -> None:
+    def show(
+        message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
         if issubclass(category, DeprecatedName):
             sys.stderr.write(f"warning: {message}\n")
         else:
@@ -190,10 +222,14 @@ def layout_words(lay: dict[str, Any], short: bool = False) -> str:
     """A training layout in words: 'tp 2 × pp 2 × dp 2, ZeRO-1, selective checkpointing'."""
     ckpt = lay["activation_checkpointing"]
     if short:
-        return (f"tp{lay['tp']}×pp{lay['pp']}×dp{lay['dp']} ZeRO-{lay['zero_stage']} {ckpt} "
-                f"mb{lay['micro_batch']}×ga{lay['grad_accum']}")
-    return (f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, "
-            f"{'no' if ckpt == 'none' else ckpt} activation checkpointing")
+        return (
+            f"tp{lay['tp']}×pp{lay['pp']}×dp{lay['dp']} ZeRO-{lay['zero_stage']} {ckpt} "
+            f"mb{lay['micro_batch']}×ga{lay['grad_accum']}"
+        )
+    return (
+        f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, "
+        f"{'no' if ckpt == 'none' else ckpt} activation checkpointing"
+    )
 
 
 def interconnect_words(p: dict[str, Any]) -> str:
@@ -205,8 +241,10 @@ def interconnect_words(p: dict[str, Any]) -> str:
     parts = [f"{intra} inside the instance"] if p.get("gpus_per_instance", 1) > 1 else []
     if p["instances"] > 1:
         guess = ", a documented default" if p.get("inter_node_is_default") else ""
-        parts.append(f"{p['inter_node_gbps']:g} Gbit/s {p['inter_node_kind']} between "
-                     f"{p['instances']} instances{guess}")
+        parts.append(
+            f"{p['inter_node_gbps']:g} Gbit/s {p['inter_node_kind']} between "
+            f"{p['instances']} instances{guess}"
+        )
     if not parts:
         return "one GPU (no interconnect)"
     tp = " (tensor parallel over " + intra + ")" if lay["tp"] > 1 else ""

@@ -15,16 +15,23 @@ __all__ = ["register"]
 
 
 def measure(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the calibration "
-                                         "point (JSON)")],
-    hf_config: Annotated[str | None, typer.Option(help="A Hugging Face causal-LM config.json "
-                                                  "(random weights, no download)")] = None,
-    module: Annotated[str | None, typer.Option(help="package.module:function returning a "
-                                               "torch.nn.Module (or (module, make_batch))")] = None,
-    name: Annotated[str | None, typer.Option(help="Model name to calibrate under (--module; "
-                                             "default: the function's name)")] = None,
-    input_shape: Annotated[str | None, typer.Option(help="--module without make_batch: one "
-                                                    "sample's shape, e.g. 3,224,224")] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the calibration point (JSON)")
+    ],
+    hf_config: Annotated[
+        str | None, typer.Option(help="A Hugging Face causal-LM config.json (random weights, no download)")
+    ] = None,
+    module: Annotated[
+        str | None,
+        typer.Option(help="package.module:function returning a torch.nn.Module (or (module, make_batch))"),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(help="Model name to calibrate under (--module; default: the function's name)"),
+    ] = None,
+    input_shape: Annotated[
+        str | None, typer.Option(help="--module without make_batch: one sample's shape, e.g. 3,224,224")
+    ] = None,
     micro_batch: Annotated[int, typer.Option(help="Samples per step")] = 2,
     seq_len: Annotated[int, typer.Option(help="--hf-config: tokens per sample")] = 128,
     steps: Annotated[int, typer.Option(help="Steps averaged")] = 10,
@@ -50,25 +57,40 @@ def measure(
             try:
                 shape = tuple(int(x) for x in input_shape.split(","))
             except ValueError:
-                raise ConfigError(f"--input-shape: {input_shape!r} is not allowed; allowed: "
-                                  "comma-separated positive integers, e.g. 3,224,224") from None
+                raise ConfigError(
+                    f"--input-shape: {input_shape!r} is not allowed; allowed: "
+                    "comma-separated positive integers, e.g. 3,224,224"
+                ) from None
             if not shape or min(shape) <= 0:
                 raise ConfigError(f"--input-shape: {input_shape!r}: sizes must be > 0")
-        point = run(hf_config=hf_config, module=module, name=name, input_shape=shape,
-                    micro_batch=micro_batch, seq_len=seq_len, steps=steps,
-                    warmup_steps=warmup_steps, precision=precision, optimizer=optimizer,
-                    device=device)
+        point = run(
+            hf_config=hf_config,
+            module=module,
+            name=name,
+            input_shape=shape,
+            micro_batch=micro_batch,
+            seq_len=seq_len,
+            steps=steps,
+            warmup_steps=warmup_steps,
+            precision=precision,
+            optimizer=optimizer,
+            device=device,
+        )
         path = write_point(point, output)
     if json_out:
         print_json(point)
         return
-    mem = (f"peak {point['peak_memory_gib']:.2f} GiB allocated" if point["peak_memory_gib"]
-           is not None else point["note"])
-    console().print(f"{point['model']} on {point['device']}: {point['samples_per_s']:,.2f} "
-                    f"samples/s ({point['step_time_s']:.4f} s/step over {steps} steps after "
-                    f"{warmup_steps} warm-up); {mem}; written to {path} — feed it back with "
-                    f"`ccopt calibrate --from {path}"
-                    + (" --gpu GPU`" if point.get("gpu") is None else "`"))
+    mem = (
+        f"peak {point['peak_memory_gib']:.2f} GiB allocated"
+        if point["peak_memory_gib"] is not None
+        else point["note"]
+    )
+    console().print(
+        f"{point['model']} on {point['device']}: {point['samples_per_s']:,.2f} "
+        f"samples/s ({point['step_time_s']:.4f} s/step over {steps} steps after "
+        f"{warmup_steps} warm-up); {mem}; written to {path} — feed it back with "
+        f"`ccopt calibrate --from {path}" + (" --gpu GPU`" if point.get("gpu") is None else "`")
+    )
 
 
 def register(app: typer.Typer) -> None:

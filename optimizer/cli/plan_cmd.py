@@ -41,22 +41,33 @@ Opt = typer.Option
 JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")]
 
 
-def plan(job: JobArg, json_out: JsonOpt = False,
-         pareto: Annotated[bool, Opt("--pareto", help="Also the cost-vs-time Pareto front")] = False,
-         plot: Annotated[Path | None, Opt("--plot", help="Write the Pareto front as PNG "
-                                                    "(needs the 'plot' extra)")] = None,
-         alternatives: AlternativesOpt = 3,
-         prices: PricesOpt = None, offline: OfflineOpt = False,
-         time_limit: TimeLimitOpt = None, old_time_limit: OldTimeLimitOpt = None) -> None:
+def plan(
+    job: JobArg,
+    json_out: JsonOpt = False,
+    pareto: Annotated[bool, Opt("--pareto", help="Also the cost-vs-time Pareto front")] = False,
+    plot: Annotated[
+        Path | None, Opt("--plot", help="Write the Pareto front as PNG (needs the 'plot' extra)")
+    ] = None,
+    alternatives: AlternativesOpt = 3,
+    prices: PricesOpt = None,
+    offline: OfflineOpt = False,
+    time_limit: TimeLimitOpt = None,
+    old_time_limit: OldTimeLimitOpt = None,
+) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
         time_limit = time_limit_s(time_limit, old_time_limit)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
         if plot is not None:
             check_plot_path(plot)
-        data = api.plan(job, prices=prices, offline=True if offline else None,
-                        alternatives=alternatives, pareto=pareto or plot is not None,
-                        time_limit_s=time_limit)
+        data = api.plan(
+            job,
+            prices=prices,
+            offline=True if offline else None,
+            alternatives=alternatives,
+            pareto=pareto or plot is not None,
+            time_limit_s=time_limit,
+        )
         written = plot is not None and bool(data.get("pareto"))
         if written:
             plot_pareto(data["pareto"], plot, title=data["job"]["name"])
@@ -73,7 +84,7 @@ def plan(job: JobArg, json_out: JsonOpt = False,
 
 
 def speed_words(p: dict[str, Any]) -> str:
-    """"201,203 tokens/s, MFU 51.5%", or samples/s in the job's unit; MFU unknown without FLOPs."""
+    """ "201,203 tokens/s, MFU 51.5%", or samples/s in the job's unit; MFU unknown without FLOPs."""
     mfu = f"MFU {p['mfu']:.1%}" if p["mfu"] > 0 else "MFU unknown (no FLOPs source)"
     if p.get("sample_unit"):
         rate = f"{p['samples_per_s']:,.1f} {p['sample_unit']}s/s"
@@ -92,51 +103,76 @@ def render_plan(data: dict[str, Any]) -> None:
     c, job = shown
     p = data["plan"]
     lay = p["layout"]
-    c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "
-            f"(CP-SAT, {data['solver'].get('rows')} candidates, "
-            f"{data['solver'].get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})")
+    c.print(
+        f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "
+        f"(CP-SAT, {data['solver'].get('rows')} candidates, "
+        f"{data['solver'].get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})"
+    )
     print_notes(c, data)
-    c.print(f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
-            f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
-            f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)")
-    c.print(f"  layout: {layout_words(lay)}; micro-batch {lay['micro_batch']} × grad-accum "
-            f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}")
+    c.print(
+        f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
+        f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
+        f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)"
+    )
+    c.print(
+        f"  layout: {layout_words(lay)}; micro-batch {lay['micro_batch']} × grad-accum "
+        f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}"
+    )
     c.print(f"  speed: {p['steps']:,} steps of {p['step_time_s']:.2f} s; {speed_words(p)}")
-    c.print(f"  memory: {p['memory_gib']['device']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB "
-            f"per GPU on the device ({p['memory_gib']['total']:.1f} allocated; "
-            f"{p.get('memory_headroom_gib', 0):.1f} GiB free, "
-            f"{p.get('memory_headroom_required_gib') or 0:.1f} GiB required); relies on "
-            f"{interconnect_words(p)}")
+    c.print(
+        f"  memory: {p['memory_gib']['device']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB "
+        f"per GPU on the device ({p['memory_gib']['total']:.1f} allocated; "
+        f"{p.get('memory_headroom_gib', 0):.1f} GiB free, "
+        f"{p.get('memory_headroom_required_gib') or 0:.1f} GiB required); relies on "
+        f"{interconnect_words(p)}"
+    )
     for line in data_lines(p, data):
         c.print(f"  {line}")
     if data.get("binding_constraint") == "deadline":
         late = data.get("cheaper_if_later")
-        slower = ("a cheaper, slower plan would finish late" if not late else
-                  f"{late['gpus']}× {late['gpu']} ({late['provider']} {late['instance']}, "
-                  f"{late['pricing']}) would cost {money(late['cost_usd'])} but needs "
-                  f"{late['days']:.1f} days")
+        slower = (
+            "a cheaper, slower plan would finish late"
+            if not late
+            else f"{late['gpus']}× {late['gpu']} ({late['provider']} {late['instance']}, "
+            f"{late['pricing']}) would cost {money(late['cost_usd'])} but needs "
+            f"{late['days']:.1f} days"
+        )
         c.print(f"  why this plan: the deadline binds ({slower})")
     for warning in p.get("warnings", []):
         c.print(f"  [yellow]check:[/yellow] {warning}")
     rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(data["alternatives"])]
     table = Table(title="Plan and next-best distinct alternatives")
-    for col in ("", "gpu", "provider", "instance", "pricing", "GPUs", "days", "cost", "extra",
-                "layout"):
+    for col in ("", "gpu", "provider", "instance", "pricing", "GPUs", "days", "cost", "extra", "layout"):
         table.add_column(col, justify="right" if col in ("GPUs", "days", "cost", "extra") else "left")
     for label, r in rows:
         lay = r["layout"]
         extra = "" if label == "plan" else f"+{money(r.get('extra_cost_usd', 0))}"
-        table.add_row(label, r["gpu"], r["provider"], r["instance"], r["pricing"], str(r["gpus"]),
-                      f"{r['days']:.2f}", money(r["cost_usd"]), extra,
-                      layout_words(lay, short=True))
+        table.add_row(
+            label,
+            r["gpu"],
+            r["provider"],
+            r["instance"],
+            r["pricing"],
+            str(r["gpus"]),
+            f"{r['days']:.2f}",
+            money(r["cost_usd"]),
+            extra,
+            layout_words(lay, short=True),
+        )
     c.print(table)
     if data.get("pareto"):
         front = Table(title="Pareto front: cost vs finish time")
         for col in ("days", "cost", "gpus", "gpu", "provider", "pricing"):
             front.add_column(col, justify="right" if col in ("days", "cost", "gpus") else "left")
         for r in data["pareto"]:
-            front.add_row(f"{r['days']:.2f}", money(r["cost_usd"]), str(r["gpus"]), r["gpu"],
-                          r["provider"], r["pricing"])
+            front.add_row(
+                f"{r['days']:.2f}",
+                money(r["cost_usd"]),
+                str(r["gpus"]),
+                r["gpu"],
+                r["provider"],
+                r["pricing"],
+            )
         c.print(front)
 
 
@@ -146,34 +182,44 @@ def data_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
     out: list[str] = []
     d, h = p.get("data") or {}, p.get("host") or {}
     if d.get("counted"):
-        ckpt = (f"{d['checkpoints_kept']}× {d['checkpoint_gb']:,.1f} GB checkpoints every "
-                f"{d['checkpoint_every_hours']:g} h" if d.get("checkpoint_gb") else
-                "checkpoints on local disk")
-        out.append(f"data: {money(d['total_usd'])} ({d['share_of_cost']:.1%} of the plan) = "
-                   f"transfer {money(d['egress_usd'])} ({d['egress_gb']:,.0f} GB, {d['route']}) + "
-                   f"storage {money(d['dataset_storage_usd'] + d['checkpoint_storage_usd'])} "
-                   f"(dataset {money(d['dataset_storage_usd'])}, {ckpt} "
-                   f"{money(d['checkpoint_storage_usd'])})")
+        ckpt = (
+            f"{d['checkpoints_kept']}× {d['checkpoint_gb']:,.1f} GB checkpoints every "
+            f"{d['checkpoint_every_hours']:g} h"
+            if d.get("checkpoint_gb")
+            else "checkpoints on local disk"
+        )
+        out.append(
+            f"data: {money(d['total_usd'])} ({d['share_of_cost']:.1%} of the plan) = "
+            f"transfer {money(d['egress_usd'])} ({d['egress_gb']:,.0f} GB, {d['route']}) + "
+            f"storage {money(d['dataset_storage_usd'] + d['checkpoint_storage_usd'])} "
+            f"(dataset {money(d['dataset_storage_usd'])}, {ckpt} "
+            f"{money(d['checkpoint_storage_usd'])})"
+        )
         if d.get("unknown"):
-            out.append("[yellow]check:[/yellow] prices unknown, counted as $0: "
-                       + "; ".join(d["unknown"]))
+            out.append("[yellow]check:[/yellow] prices unknown, counted as $0: " + "; ".join(d["unknown"]))
     elif d:
         out.append(f"data: {escape(d.get('note') or '')}")
     if h and h.get("loader_samples_per_s") is not None:
-        words = (f"host: {h['vcpus'] * p['instances']:,.0f} vCPUs load "
-                 f"{h['loader_samples_per_s']:,.0f} {h.get('unit', 'samples/s')}, the GPUs need "
-                 f"{h['gpu_samples_per_s']:,.0f}")
+        words = (
+            f"host: {h['vcpus'] * p['instances']:,.0f} vCPUs load "
+            f"{h['loader_samples_per_s']:,.0f} {h.get('unit', 'samples/s')}, the GPUs need "
+            f"{h['gpu_samples_per_s']:,.0f}"
+        )
         if h.get("loader_bound"):
-            words += (f" — [b]loader-bound[/b]: the step is slowed {h['slowdown']:.2f}× to the "
-                      f"loader's rate")
-        out.append(words + f"; host RAM {h['ram_needed_gib']:,.0f} of "
-                   f"{h['ram_gib'] or 0:,.0f} GiB per instance" if h.get("ram_gib") else
-                   words + "; host RAM unknown")
+            words += f" — [b]loader-bound[/b]: the step is slowed {h['slowdown']:.2f}× to the loader's rate"
+        out.append(
+            words + f"; host RAM {h['ram_needed_gib']:,.0f} of {h['ram_gib'] or 0:,.0f} GiB per instance"
+            if h.get("ram_gib")
+            else words + "; host RAM unknown"
+        )
     for note in h.get("notes", []):
         out.append(f"[yellow]check:[/yellow] {note}")
     plan_price = p["usd_per_hour"] / max(1, p["gpus"])
-    cheaper = [r for r in data.get("loader_bound", [])
-               if float(r["reason"].split("/GPU-h")[0].lstrip("$").replace(",", "")) < plan_price]
+    cheaper = [
+        r
+        for r in data.get("loader_bound", [])
+        if float(r["reason"].split("/GPU-h")[0].lstrip("$").replace(",", "")) < plan_price
+    ]
     for r in cheaper[:3]:
         out.append(f"loader-bound (cheaper GPU-hour): {escape(r['option'])}: {escape(r['reason'])}")
     if len(cheaper) > 3:
@@ -181,8 +227,9 @@ def data_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
     return out
 
 
-def compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
-            offline: OfflineOpt = False) -> None:
+def compare(
+    job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None, offline: OfflineOpt = False
+) -> None:
     """Best plan per GPU type and per provider; cloud vs owned/bought with the break-even."""
     with user_errors():
         data = api.compare(job, prices=prices, offline=True if offline else None)
@@ -202,36 +249,58 @@ def render_compare(data: dict[str, Any]) -> None:
         why = data.get(f"{key}_explanation") or {}
         for name, r in ranked:
             if r is None:
-                table.add_row(name, f"[dim]no plan: {escape(why.get(name, 'deadline/budget'))}[/dim]",
-                              "", "", "")
+                table.add_row(
+                    name, f"[dim]no plan: {escape(why.get(name, 'deadline/budget'))}[/dim]", "", "", ""
+                )
                 continue
-            table.add_row(name, f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
-                          str(r["gpus"]), f"{r['days']:.2f}", money(r["cost_usd"]))
+            table.add_row(
+                name,
+                f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
+                str(r["gpus"]),
+                f"{r['days']:.2f}",
+                money(r["cost_usd"]),
+            )
         c.print(table)
     cloud, local = data["cloud"], data["owned_or_bought"]
     if cloud:
-        c.print(f"cloud: {money(cloud['cost_usd'])} in {cloud['days']:.2f} days "
-                f"({cloud['gpus']}× {cloud['gpu']}, {cloud['provider']})")
+        c.print(
+            f"cloud: {money(cloud['cost_usd'])} in {cloud['days']:.2f} days "
+            f"({cloud['gpus']}× {cloud['gpu']}, {cloud['provider']})"
+        )
     if local:
-        c.print(f"owned/bought: {money(local['cost_usd'])} in {local['days']:.2f} days "
-                f"({local['gpus']}× {local['gpu']}, capital {money(local['capital_usd'])})")
+        c.print(
+            f"owned/bought: {money(local['cost_usd'])} in {local['days']:.2f} days "
+            f"({local['gpus']}× {local['gpu']}, capital {money(local['capital_usd'])})"
+        )
     per_gpu_be = data.get("break_even_per_gpu") or {}
     if local and per_gpu_be:
-        table = Table(title=f"Buying {local['gpus']}× {local['gpu']} (net "
-                            f"{money(data['break_even']['net_capital_usd'])}) against the best "
-                            "cloud plan of each GPU type")
-        for col in ("cloud plan", "cloud per job", "jobs to break even", "months (duty cycle)",
-                    "months (24/7)"):
+        table = Table(
+            title=f"Buying {local['gpus']}× {local['gpu']} (net "
+            f"{money(data['break_even']['net_capital_usd'])}) against the best "
+            "cloud plan of each GPU type"
+        )
+        for col in (
+            "cloud plan",
+            "cloud per job",
+            "jobs to break even",
+            "months (duty cycle)",
+            "months (24/7)",
+        ):
             table.add_column(col, justify="left" if col == "cloud plan" else "right")
         for be in sorted(per_gpu_be.values(), key=lambda x: x["cloud_usd_per_job"]):
+
             def shown(v: float | None) -> str:
                 return "never" if v is None else f"{v:,.1f}"
-            table.add_row(be["cloud_plan"], money(be["cloud_usd_per_job"]),
-                          shown(be["jobs_to_break_even"]), shown(be["months_to_break_even"]),
-                          shown(be["months_continuous"]))
+
+            table.add_row(
+                be["cloud_plan"],
+                money(be["cloud_usd_per_job"]),
+                shown(be["jobs_to_break_even"]),
+                shown(be["months_to_break_even"]),
+                shown(be["months_continuous"]),
+            )
         c.print(table)
-        c.print("months (duty cycle): such jobs back to back on the boxes, or at "
-                "constraints.jobs_per_month")
+        c.print("months (duty cycle): such jobs back to back on the boxes, or at constraints.jobs_per_month")
 
 
 def register(app: typer.Typer) -> None:

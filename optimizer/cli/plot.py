@@ -38,11 +38,11 @@ def check_plot_path(path: Path, flag: str = "--plot") -> Path:
     path = Path(path).expanduser()
     allowed = ", ".join(f".{f}" for f in PLOT_FORMATS)
     if path.is_dir():
-        raise ConfigError(f"{flag}: {path} is a directory; allowed: a file name ending in "
-                          f"{allowed}")
+        raise ConfigError(f"{flag}: {path} is a directory; allowed: a file name ending in {allowed}")
     if path.suffix.lower().lstrip(".") not in PLOT_FORMATS:
-        raise ConfigError(f"{flag}: {path}: unknown extension {path.suffix or '(none)'!r}; "
-                          f"allowed: {allowed}")
+        raise ConfigError(
+            f"{flag}: {path}: unknown extension {path.suffix or '(none)'!r}; allowed: {allowed}"
+        )
     parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
     if parent is not None and not parent.is_dir():
         raise ConfigError(f"{flag}: {path}: {parent} is a file, not a directory")
@@ -75,9 +75,13 @@ def plot_pareto(front: Sequence[dict[str, Any]], path: Path, title: str = "") ->
     ax.step(days, cost, where="post", color="tab:blue", alpha=0.5)
     ax.scatter(days, cost, color="tab:blue")
     for k, (c, x, y) in enumerate(zip(front, days, cost, strict=True)):
-        ax.annotate(f"{c['gpus']}× {c['gpu']}\n{c['provider']} {c['pricing']}",
-                    (x, y), fontsize=7, xytext=(4, 6 if k % 2 else -18),
-                    textcoords="offset points")
+        ax.annotate(
+            f"{c['gpus']}× {c['gpu']}\n{c['provider']} {c['pricing']}",
+            (x, y),
+            fontsize=7,
+            xytext=(4, 6 if k % 2 else -18),
+            textcoords="offset points",
+        )
     if days and max(days) > 10 * min(days):
         ax.set_xscale("log")  # finish times often span orders of magnitude
     ax.set_xlabel("finish time (days)")

@@ -31,7 +31,7 @@ __all__ = ["prices_app", "offerings_to_records"]
 prices_app = typer.Typer(
     name="prices",
     help="Cloud GPU offerings sorted by USD per GPU-hour, with price-sanity flags; `refresh` "
-         "downloads newer tables.",
+    "downloads newer tables.",
     invoke_without_command=True,
     no_args_is_help=False,
     add_completion=False,
@@ -52,12 +52,10 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 def _key(record: Mapping[str, Any]) -> RowKey:
-    return (record["provider"], record["instance_type"], record["region"],
-            record["pricing_model"])
+    return (record["provider"], record["instance_type"], record["region"], record["pricing_model"])
 
 
-def offerings_to_records(frame: pd.DataFrame, flags: Flags | None = None
-                         ) -> list[dict[str, Any]]:
+def offerings_to_records(frame: pd.DataFrame, flags: Flags | None = None) -> list[dict[str, Any]]:
     """Rows as JSON-ready dicts: the catalog columns (NaN -> None; max_instances as int), then
     `gpu`, `instance`, `pricing` (the plan's names for gpu_id, instance_type, pricing_model)
     and `flags` ([{"rule", "reason"}], empty when none)."""
@@ -77,10 +75,20 @@ def offerings_to_records(frame: pd.DataFrame, flags: Flags | None = None
 def _render_table(frame: pd.DataFrame, flags: Flags) -> None:
 
     table = Table(title=f"{len(frame)} offerings, cheapest GPU-hour first")
-    for name, justify in (("provider", "left"), ("instance", "left"), ("region", "left"),
-                          ("gpu", "left"), ("gpus", "right"), ("pricing", "left"),
-                          ("$/h", "right"), ("$/GPU-h", "right"), ("intra", "left"),
-                          ("inter-node", "right"), ("max", "right"), ("flags", "left")):
+    for name, justify in (
+        ("provider", "left"),
+        ("instance", "left"),
+        ("region", "left"),
+        ("gpu", "left"),
+        ("gpus", "right"),
+        ("pricing", "left"),
+        ("$/h", "right"),
+        ("$/GPU-h", "right"),
+        ("intra", "left"),
+        ("inter-node", "right"),
+        ("max", "right"),
+        ("flags", "left"),
+    ):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     notes: list[str] = []
     for row in frame.itertuples(index=False):
@@ -92,15 +100,28 @@ def _render_table(frame: pd.DataFrame, flags: Flags) -> None:
         first = len(notes) + 1  # footnote number of this row's first flag
         notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
         marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
-        table.add_row(row.provider, row.instance_type, row.region, row.gpu_id,
-                      str(row.gpus_per_instance), pricing, f"{row.usd_per_hour:.2f}",
-                      f"{row.usd_per_gpu_hour:.3f}", row.intra_node_link, inter, limit, marks)
+        table.add_row(
+            row.provider,
+            row.instance_type,
+            row.region,
+            row.gpu_id,
+            str(row.gpus_per_instance),
+            pricing,
+            f"{row.usd_per_hour:.2f}",
+            f"{row.usd_per_gpu_hour:.3f}",
+            row.intra_node_link,
+            inter,
+            limit,
+            marks,
+        )
     console = Console()
     if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
         console = Console(width=200)
     console.print(table)
-    console.print("* reserved rate derived from a published discount (reserved rows bill every "
-                  "hour of the 1- or 3-year term); ^ inter-node bandwidth is a documented default")
+    console.print(
+        "* reserved rate derived from a published discount (reserved rows bill every "
+        "hour of the 1- or 3-year term); ^ inter-node bandwidth is a documented default"
+    )
     if notes:
         console.print("flags (double-check these prices before relying on them):", markup=False)
         for note in notes:
@@ -111,14 +132,12 @@ def _min_instances(min_instances: int | None, max_instances: int | None) -> int 
     """The --min-instances value, taking the old spelling --max-instances (it always meant
     'at least N'; warns once, as every renamed flag)."""
     try:
-        return renamed_flag(min_instances, max_instances, "--min-instances", "--max-instances",
-                            None)
+        return renamed_flag(min_instances, max_instances, "--min-instances", "--max-instances", None)
     except OptimizerError as exc:
         raise _fail(str(exc)) from None
 
 
-def _seconds(new: float | None, old: float | None, name: str, default: float,
-             most: float) -> float:
+def _seconds(new: float | None, old: float | None, name: str, default: float, most: float) -> float:
     """A refresh time from --NAME-s or its old spelling --NAME (warns once), in range."""
     try:
         value = renamed_flag(new, old, f"--{name}-s", f"--{name}", default)
@@ -131,31 +150,64 @@ def _seconds(new: float | None, old: float | None, name: str, default: float,
 @prices_app.callback()
 def prices(
     ctx: typer.Context,
-    gpu: Annotated[list[str] | None, typer.Option(  # noqa: UP007 (typer needs Optional)
-        "--gpu", "-g", metavar="GPU", help="GPU id or alias; repeat or comma-separate.")] = None,
-    provider: Annotated[list[str] | None, typer.Option(  # noqa: UP007
-        "--provider", "-p", metavar="PROVIDER", help="Provider (aws, gcp, azure, lambda, ...); "
-        "repeat for several.")] = None,
-    pricing: Annotated[list[str] | None, typer.Option(  # noqa: UP007
-        "--pricing", metavar="PRICING", help="on_demand, spot, reserved_1y, reserved_3y; "
-        "repeat for several.")] = None,
-    region: Annotated[list[str] | None, typer.Option(  # noqa: UP007
-        "--region", metavar="REGION", help="Region name as in the table; repeat for several.")
+    gpu: Annotated[
+        list[str] | None,
+        typer.Option(  # noqa: UP007 (typer needs Optional)
+            "--gpu", "-g", metavar="GPU", help="GPU id or alias; repeat or comma-separate."
+        ),
     ] = None,
-    min_instances: Annotated[int | None, typer.Option(  # noqa: UP007
-        "--min-instances", metavar="N",
-        help="Only offerings that can supply at least N instances together.")] = None,
-    max_instances: Annotated[int | None, typer.Option(  # noqa: UP007
-        "--max-instances", hidden=True, help="Old name of --min-instances.")] = None,
-    flagged: Annotated[bool, typer.Option(
-        "--flagged", help="Only rows flagged by a price-sanity rule.")] = False,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="JSON list of rows on stdout (catalog columns, gpu/instance/pricing, "
-                       "flags).")] = False,
-    as_csv: Annotated[bool, typer.Option(
-        "--csv", help="CSV on stdout (the catalog columns only: a valid offerings file).")] = False,
-    offline: Annotated[bool, typer.Option(
-        "--offline", help="Use the bundled tables (also CCOPT_OFFLINE=1).")] = False,
+    provider: Annotated[
+        list[str] | None,
+        typer.Option(  # noqa: UP007
+            "--provider",
+            "-p",
+            metavar="PROVIDER",
+            help="Provider (aws, gcp, azure, lambda, ...); repeat for several.",
+        ),
+    ] = None,
+    pricing: Annotated[
+        list[str] | None,
+        typer.Option(  # noqa: UP007
+            "--pricing",
+            metavar="PRICING",
+            help="on_demand, spot, reserved_1y, reserved_3y; repeat for several.",
+        ),
+    ] = None,
+    region: Annotated[
+        list[str] | None,
+        typer.Option(  # noqa: UP007
+            "--region", metavar="REGION", help="Region name as in the table; repeat for several."
+        ),
+    ] = None,
+    min_instances: Annotated[
+        int | None,
+        typer.Option(  # noqa: UP007
+            "--min-instances",
+            metavar="N",
+            help="Only offerings that can supply at least N instances together.",
+        ),
+    ] = None,
+    max_instances: Annotated[
+        int | None,
+        typer.Option(  # noqa: UP007
+            "--max-instances", hidden=True, help="Old name of --min-instances."
+        ),
+    ] = None,
+    flagged: Annotated[
+        bool, typer.Option("--flagged", help="Only rows flagged by a price-sanity rule.")
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="JSON list of rows on stdout (catalog columns, gpu/instance/pricing, flags)."
+        ),
+    ] = False,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="CSV on stdout (the catalog columns only: a valid offerings file).")
+    ] = False,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Use the bundled tables (also CCOPT_OFFLINE=1).")
+    ] = False,
 ) -> None:
     """List offerings sorted by USD per GPU-hour (source, as-of date and age on stderr).
 
@@ -169,19 +221,20 @@ def prices(
 
     try:
         loaded = load_catalog_rows(offline=True if offline else None)
-        rows: Sequence[Any] = filter_rows(loaded.rows, gpus=gpu, providers=provider,
-                                          regions=region, pricing=pricing, min_instances=least)
+        rows: Sequence[Any] = filter_rows(
+            loaded.rows, gpus=gpu, providers=provider, regions=region, pricing=pricing, min_instances=least
+        )
     except OptimizerError as exc:
         raise _fail(str(exc)) from None
     flags = catalog_flags(loaded.rows)
     if flagged:
-        rows = [r for r in rows if (r.provider, r.instance_type, r.region, r.pricing_model)
-                in flags]
+        rows = [r for r in rows if (r.provider, r.instance_type, r.region, r.pricing_model) in flags]
     typer.echo(_age_line(loaded.description, loaded.age.age_days), err=True)
     frame = rows_to_frame(rows).sort_values(_SORT, kind="mergesort").reset_index(drop=True)
     if as_json:
-        typer.echo(json.dumps(emit_list(PricesOutput, offerings_to_records(frame, flags)),
-                              indent=2, allow_nan=False))
+        typer.echo(
+            json.dumps(emit_list(PricesOutput, offerings_to_records(frame, flags)), indent=2, allow_nan=False)
+        )
     elif as_csv:
         typer.echo(frame.to_csv(index=False), nl=False)
     elif frame.empty:
@@ -192,26 +245,45 @@ def prices(
 
 def _age_line(description: str, age_days: int) -> str:
     """The stderr summary with the tables' age: '..., as of 2026-12-02; 1 day old'."""
-    age = "dated today" if age_days == 0 else \
-        f"{age_days} day{'' if abs(age_days) == 1 else 's'} old"
+    age = "dated today" if age_days == 0 else f"{age_days} day{'' if abs(age_days) == 1 else 's'} old"
     return f"{description}; {age}"
 
 
 @prices_app.command("refresh")
 def refresh(
-    url: Annotated[str | None, typer.Option(  # noqa: UP007
-        "--url", help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL).")] = None,
-    timeout_s: Annotated[float | None, typer.Option(
-        "--timeout-s", help=f"Seconds per read (connect, each read of the body): > 0 and ≤ "
-        f"{MAX_TIMEOUT_S:g} (default 10).", show_default=False)] = None,
-    deadline_s: Annotated[float | None, typer.Option(
-        "--deadline-s", help=f"Seconds for the whole refresh (every attempt): > 0 and ≤ "
-        f"{MAX_DEADLINE_S:g} (default 60).", show_default=False)] = None,
-    retries: Annotated[int, typer.Option("--retries", help="Extra attempts on timeouts, "
-                                         "connection errors and 5xx; 0 to 10.")] = 3,
-    allow_shrink: Annotated[bool, typer.Option("--allow-shrink", help="Accept a table that lost "
-                                               "more than 20% of the rows in use or a whole "
-                                               "provider.")] = False,
+    url: Annotated[
+        str | None,
+        typer.Option(  # noqa: UP007
+            "--url", help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL)."
+        ),
+    ] = None,
+    timeout_s: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout-s",
+            help=f"Seconds per read (connect, each read of the body): > 0 and ≤ "
+            f"{MAX_TIMEOUT_S:g} (default 10).",
+            show_default=False,
+        ),
+    ] = None,
+    deadline_s: Annotated[
+        float | None,
+        typer.Option(
+            "--deadline-s",
+            help=f"Seconds for the whole refresh (every attempt): > 0 and ≤ {MAX_DEADLINE_S:g} (default 60).",
+            show_default=False,
+        ),
+    ] = None,
+    retries: Annotated[
+        int, typer.Option("--retries", help="Extra attempts on timeouts, connection errors and 5xx; 0 to 10.")
+    ] = 3,
+    allow_shrink: Annotated[
+        bool,
+        typer.Option(
+            "--allow-shrink",
+            help="Accept a table that lost more than 20% of the rows in use or a whole provider.",
+        ),
+    ] = False,
     old_timeout: Annotated[float | None, typer.Option("--timeout", hidden=True)] = None,
     old_deadline: Annotated[float | None, typer.Option("--deadline", hidden=True)] = None,
 ) -> None:
@@ -225,8 +297,9 @@ def refresh(
     timeout_s = _seconds(timeout_s, old_timeout, "timeout", 10.0, MAX_TIMEOUT_S)
     deadline_s = _seconds(deadline_s, old_deadline, "deadline", 60.0, MAX_DEADLINE_S)
     try:
-        result = refresh_prices(url, timeout_s=timeout_s, retries=retries, deadline_s=deadline_s,
-                                allow_shrink=allow_shrink)
+        result = refresh_prices(
+            url, timeout_s=timeout_s, retries=retries, deadline_s=deadline_s, allow_shrink=allow_shrink
+        )
     except OptimizerError as exc:  # RefreshError included: the message says the cache was kept
         raise _fail(str(exc)) from None
     typer.echo(result.describe(), err=True)

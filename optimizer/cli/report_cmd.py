@@ -49,8 +49,12 @@ def job_kind(doc: dict[str, Any]) -> str:
         return "batch"
     workload = doc.get("workload") if isinstance(doc.get("workload"), dict) else {}
     constraints = doc.get("constraints") if isinstance(doc.get("constraints"), dict) else {}
-    if workload.get("kind") == "serve" or any(k in workload for k in _SERVE_FIELDS) \
-            or "ttft_s" in constraints or "tpot_ms" in constraints:
+    if (
+        workload.get("kind") == "serve"
+        or any(k in workload for k in _SERVE_FIELDS)
+        or "ttft_s" in constraints
+        or "tpot_ms" in constraints
+    ):
         return "serve"
     return "train"
 
@@ -119,13 +123,16 @@ def _train(path: Path, doc: dict[str, Any], options: dict[str, Any]) -> dict[str
     deadline_h = (result.get("job") or {}).get("deadline_hours")
     if deadline_h:
         base = _absolute_model(doc, path.parent)
-        sweep = [api.plan(_with_deadline(base, deadline_h * f), alternatives=0, **options)
-                 for f in DEADLINE_FACTORS]
+        sweep = [
+            api.plan(_with_deadline(base, deadline_h * f), alternatives=0, **options)
+            for f in DEADLINE_FACTORS
+        ]
     return {"result": result, "compare": compare, "deadline_sweep": tuple(sweep)}
 
 
-def _latency_estimates(doc: dict[str, Any], base_dir: Path, result: dict[str, Any],
-                       options: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+def _latency_estimates(
+    doc: dict[str, Any], base_dir: Path, result: dict[str, Any], options: dict[str, Any]
+) -> tuple[dict[str, Any], ...]:
     """`estimate --mode serve` of the first deployment's replica at several batches (empty when
     the model is an explicit shape, which estimate cannot name)."""
     plan, job = result.get("plan"), result["job"]
@@ -137,13 +144,25 @@ def _latency_estimates(doc: dict[str, Any], base_dir: Path, result: dict[str, An
     bucket = max(job["buckets"], key=lambda b: b["share"])
     batches = sorted({*LATENCY_BATCHES, dep["batch"]})
     kv = job["kv_cache_precision"]  # as the serve planner read it (old names resolved)
-    return tuple(api.estimate(name, dep["gpu"], num_gpus=dep["tp"], tp=dep["tp"], mode="serve",
-                              batch=b, prompt_tokens=bucket["prompt_tokens"],
-                              output_tokens=bucket["output_tokens"], precision=dep["precision"],
-                              kv_cache_precision=kv, stack=job.get("stack") or "generic",
-                              instance=f"{dep['provider']}:{dep['instance']}",
-                              prices=options.get("prices"), offline=options.get("offline"))
-                 for b in batches)
+    return tuple(
+        api.estimate(
+            name,
+            dep["gpu"],
+            num_gpus=dep["tp"],
+            tp=dep["tp"],
+            mode="serve",
+            batch=b,
+            prompt_tokens=bucket["prompt_tokens"],
+            output_tokens=bucket["output_tokens"],
+            precision=dep["precision"],
+            kv_cache_precision=kv,
+            stack=job.get("stack") or "generic",
+            instance=f"{dep['provider']}:{dep['instance']}",
+            prices=options.get("prices"),
+            offline=options.get("offline"),
+        )
+        for b in batches
+    )
 
 
 def _serve(path: Path, doc: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
@@ -151,12 +170,16 @@ def _serve(path: Path, doc: dict[str, Any], options: dict[str, Any]) -> dict[str
     load = result["job"]["load_requests_per_s"]
     base = _absolute_model(doc, path.parent)
     sweep = tuple(api.serve(_with_load(base, load * f), **options) for f in LOAD_FACTORS)
-    return {"result": result, "load_sweep": sweep,
-            "latency_by_batch": _latency_estimates(doc, path.parent, result, options)}
+    return {
+        "result": result,
+        "load_sweep": sweep,
+        "latency_by_batch": _latency_estimates(doc, path.parent, result, options),
+    }
 
 
-def gather_job(path: Path, *, prices: Path | None = None, offline: bool | None = None,
-               time_limit_s: float = 10.0) -> tuple[str, dict[str, Any]]:
+def gather_job(
+    path: Path, *, prices: Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+) -> tuple[str, dict[str, Any]]:
     """(report kind, the JSON results of a report) for a job file, solved through optimizer.api."""
     doc = read_toml(path)
     kind = job_kind(doc)
@@ -180,22 +203,39 @@ def _renderer() -> Any:
     try:  # lazy: plotly and jinja2 are the optional 'report' extra, slow to import
         from optimizer.report import html  # lazy
     except ImportError as exc:
-        raise ConfigError(f"ccopt report needs the 'report' extra ({exc.name} is missing): "
-                          "pip install 'ccopt[report]'") from None
+        raise ConfigError(
+            f"ccopt report needs the 'report' extra ({exc.name} is missing): pip install 'ccopt[report]'"
+        ) from None
     return html
 
 
-def report(source: Annotated[Path, typer.Argument(help="Job file (TOML: training, batch or "
-                                                  "serve) or a saved --json result", metavar="SOURCE")],
-           output: Annotated[Path | None, Opt("-o", "--output", help="HTML file to write "
-                                              "(default: SOURCE's file name with .html, in "
-                                              "the current directory)")] = None,
-           prices: PricesOpt = None, offline: OfflineOpt = False,
-           time_limit: Annotated[float | None, Opt(
-               "--time-limit-s", help=time_limit_help(DEFAULT_TIME_LIMIT_S,
-                                                      "Solver time limit per solve"),
-               show_default=False)] = None,
-           old_time_limit: OldTimeLimitOpt = None) -> None:
+def report(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="Job file (TOML: training, batch or serve) or a saved --json result", metavar="SOURCE"
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        Opt(
+            "-o",
+            "--output",
+            help="HTML file to write (default: SOURCE's file name with .html, in the current directory)",
+        ),
+    ] = None,
+    prices: PricesOpt = None,
+    offline: OfflineOpt = False,
+    time_limit: Annotated[
+        float | None,
+        Opt(
+            "--time-limit-s",
+            help=time_limit_help(DEFAULT_TIME_LIMIT_S, "Solver time limit per solve"),
+            show_default=False,
+        ),
+    ] = None,
+    old_time_limit: OldTimeLimitOpt = None,
+) -> None:
     """A shareable, self-contained HTML report of a plan, a batch or a serving job."""
     with user_errors():
         time_limit = time_limit_s(time_limit, old_time_limit)
@@ -205,8 +245,9 @@ def report(source: Annotated[Path, typer.Argument(help="Job file (TOML: training
         if source.suffix.lower() == ".json":
             inputs = html.inputs_from_saved(_read_result(source), made_by=made_by)
         else:
-            kind, parts = gather_job(source, prices=prices, offline=True if offline else None,
-                                     time_limit_s=time_limit)
+            kind, parts = gather_job(
+                source, prices=prices, offline=True if offline else None, time_limit_s=time_limit
+            )
             inputs = html.ReportInputs(kind, made_by=made_by, **parts)
         try:
             write_atomically(out, html.render_html(inputs))

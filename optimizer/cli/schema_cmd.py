@@ -29,18 +29,25 @@ def schema_of(name: str) -> dict[str, Any]:
 
 
 def schema(
-    name: Annotated[str, typer.Argument(
-        help=f"A command ({', '.join(OUTPUTS)}) or a job file kind ({', '.join(INPUTS)})",
-        metavar="COMMAND")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help=f"A command ({', '.join(OUTPUTS)}) or a job file kind ({', '.join(INPUTS)})",
+            metavar="COMMAND",
+        ),
+    ],
 ) -> None:
     """Print the JSON Schema of COMMAND's `--json` output (or of a job file), then exit."""
     if name not in OUTPUTS and name not in INPUTS:
-        typer.echo(f"error: schema: {name!r} is not known; allowed: "
-                   f"{', '.join([*OUTPUTS, *INPUTS])}", err=True)
+        typer.echo(
+            f"error: schema: {name!r} is not known; allowed: {', '.join([*OUTPUTS, *INPUTS])}", err=True
+        )
         raise typer.Exit(EXIT_BAD_INPUT)
     print_json(schema_of(name))
 
 
 def register(app: typer.Typer) -> None:
-    app.command("schema", help=f"JSON Schema of a command's --json output (schema_version "
-                f"{SCHEMA_VERSION}) or of a job file.")(schema)
+    app.command(
+        "schema",
+        help=f"JSON Schema of a command's --json output (schema_version {SCHEMA_VERSION}) or of a job file.",
+    )(schema)

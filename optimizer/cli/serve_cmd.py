@@ -30,8 +30,9 @@ from optimizer.inputs.aliases import warn_renamed
 __all__ = ["register", "render_serve", "render_compare"]
 
 Opt = typer.Option
-JobArg = Annotated[Path, typer.Argument(help="Serving job file (TOML, workload.kind = \"serve\")",
-                                        metavar="JOB")]
+JobArg = Annotated[
+    Path, typer.Argument(help='Serving job file (TOML, workload.kind = "serve")', metavar="JOB")
+]
 
 
 def render_serve(data: dict[str, Any]) -> None:
@@ -42,26 +43,51 @@ def render_serve(data: dict[str, Any]) -> None:
     c, job = shown
     p = data["plan"]
     s = data["solver"]
-    c.print(f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('precision')}, "
-            f"{p['load_requests_per_s']:.3g} requests/s — [b]{data['status']}[/b] "
-            f"(CP-SAT, {s.get('rows')} replica options, {s.get('wall_s', 0):.3f} s; "
-            f"{catalog_line(data.get('catalog'))})")
+    c.print(
+        f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('precision')}, "
+        f"{p['load_requests_per_s']:.3g} requests/s — [b]{data['status']}[/b] "
+        f"(CP-SAT, {s.get('rows')} replica options, {s.get('wall_s', 0):.3f} s; "
+        f"{catalog_line(data.get('catalog'))})"
+    )
     print_notes(c, data)
-    c.print(f"  [b]{money(p['usd_per_hour'])}/h[/b], {money(p['usd_per_month'])}/month "
-            f"({job.get('hours_per_day', 24):g} h/day); capacity "
-            f"{p['capacity_requests_per_s']:.3g} requests/s (headroom {p['headroom']:.0%}); "
-            f"TTFT ≤ {p['ttft_s']:.3g} s, TPOT ≤ {p['tpot_ms']:.3g} ms")
+    c.print(
+        f"  [b]{money(p['usd_per_hour'])}/h[/b], {money(p['usd_per_month'])}/month "
+        f"({job.get('hours_per_day', 24):g} h/day); capacity "
+        f"{p['capacity_requests_per_s']:.3g} requests/s (headroom {p['headroom']:.0%}); "
+        f"TTFT ≤ {p['ttft_s']:.3g} s, TPOT ≤ {p['tpot_ms']:.3g} ms"
+    )
     table = Table(title="Deployments")
-    cols = ("instances", "instance", "provider", "pricing", "GPUs", "TP", "replicas", "batch",
-            "req/s", "TTFT s", "TPOT ms", "$/h")
+    cols = (
+        "instances",
+        "instance",
+        "provider",
+        "pricing",
+        "GPUs",
+        "TP",
+        "replicas",
+        "batch",
+        "req/s",
+        "TTFT s",
+        "TPOT ms",
+        "$/h",
+    )
     for col in cols:
-        table.add_column(col, justify="left" if col in ("instance", "provider", "pricing")
-                         else "right")
+        table.add_column(col, justify="left" if col in ("instance", "provider", "pricing") else "right")
     for d in p["deployments"]:
-        table.add_row(str(d["instances"]), d["instance"], d["provider"], d["pricing"],
-                      f"{d['gpus']}× {d['gpu']}", str(d["tp"]), str(d["replicas"]),
-                      str(d["batch"]), f"{d['requests_per_s']:.3g}", f"{d['ttft_s']:.3g}",
-                      f"{d['tpot_ms']:.3g}", money(d["usd_per_hour"]))
+        table.add_row(
+            str(d["instances"]),
+            d["instance"],
+            d["provider"],
+            d["pricing"],
+            f"{d['gpus']}× {d['gpu']}",
+            str(d["tp"]),
+            str(d["replicas"]),
+            str(d["batch"]),
+            f"{d['requests_per_s']:.3g}",
+            f"{d['ttft_s']:.3g}",
+            f"{d['tpot_ms']:.3g}",
+            money(d["usd_per_hour"]),
+        )
     c.print(table)
 
 
@@ -72,27 +98,38 @@ def render_compare(data: dict[str, Any]) -> None:
     for col in ("gpu", "deployment", "$/h", "$/month", "capacity req/s"):
         table.add_column(col, justify="right" if col[0] in "$c" else "left")
     why = data.get("per_gpu_explanation", {})
-    ranked = sorted(data["per_gpu"].items(),
-                    key=lambda kv: (kv[1] or {}).get("usd_per_hour", float("inf")))
+    ranked = sorted(data["per_gpu"].items(), key=lambda kv: (kv[1] or {}).get("usd_per_hour", float("inf")))
     for gpu, p in ranked:
         if p is None:
             table.add_row(gpu, f"[dim]{why.get(gpu, {}).get('text', '')}[/dim]", "", "", "")
             continue
-        what = " + ".join(f"{d['instances']}× {d['instance']} ({d['provider']}, TP{d['tp']}, "
-                          f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})"
-                          for d in p["deployments"])
-        table.add_row(gpu, what, money(p["usd_per_hour"]), money(p["usd_per_month"]),
-                      f"{p['capacity_requests_per_s']:.3g}")
+        what = " + ".join(
+            f"{d['instances']}× {d['instance']} ({d['provider']}, TP{d['tp']}, "
+            f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})"
+            for d in p["deployments"]
+        )
+        table.add_row(
+            gpu,
+            what,
+            money(p["usd_per_hour"]),
+            money(p["usd_per_month"]),
+            f"{p['capacity_requests_per_s']:.3g}",
+        )
     c.print(table)
     best = data["best"]
     if best["plan"]:
         c.print(f"best overall (mixes allowed): {money(best['plan']['usd_per_hour'])}/h")
 
 
-def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
-          offline: OfflineOpt = False,
-          time_limit: TimeLimitOpt = None, old_time_limit: OldTimeLimitOpt = None,
-          compare: Annotated[bool, Opt("--compare", hidden=True)] = False) -> None:
+def serve(
+    job: JobArg,
+    json_out: JsonOpt = False,
+    prices: PricesOpt = None,
+    offline: OfflineOpt = False,
+    time_limit: TimeLimitOpt = None,
+    old_time_limit: OldTimeLimitOpt = None,
+    compare: Annotated[bool, Opt("--compare", hidden=True)] = False,
+) -> None:
     """The cheapest replica mix that serves JOB's load within its latency targets."""
     if compare:  # the old spelling of `serve-compare`
         warn_renamed("serve --compare", "serve-compare")
@@ -100,19 +137,22 @@ def serve(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
         return
     with user_errors():
         limit = time_limit_s(time_limit, old_time_limit)
-        data = run_serve(job, prices=prices, offline=True if offline else None,
-                         time_limit_s=limit)
+        data = run_serve(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
     answer(data, json_out, render_serve)
 
 
-def serve_compare(job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None,
-                  offline: OfflineOpt = False, time_limit: TimeLimitOpt = None,
-                  old_time_limit: OldTimeLimitOpt = None) -> None:
+def serve_compare(
+    job: JobArg,
+    json_out: JsonOpt = False,
+    prices: PricesOpt = None,
+    offline: OfflineOpt = False,
+    time_limit: TimeLimitOpt = None,
+    old_time_limit: OldTimeLimitOpt = None,
+) -> None:
     """Best serving deployment per GPU type (and the best mix over all types)."""
     with user_errors():
         limit = time_limit_s(time_limit, old_time_limit)
-        data = run_serve_compare(job, prices=prices, offline=True if offline else None,
-                                 time_limit_s=limit)
+        data = run_serve_compare(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
     answer(data, json_out, render_compare, data["best"]["status"])
 
 

@@ -29,17 +29,20 @@ __all__ = ["register"]
 _DEFAULT = SizingRule()
 
 
-def sizing(job: Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")],
-           json_out: JsonOpt = False,
-           prices: PricesOpt = None, offline: OfflineOpt = False,
-           warmup_steps: Annotated[int, typer.Option(help="Steps before the reading (excluded)")]
-           = _DEFAULT.warmup_steps,
-           min_steps: Annotated[int, typer.Option(help="Steps averaged at least")] = _DEFAULT.min_steps,
-           min_measure_s: Annotated[float, typer.Option(help="Seconds measured at least")]
-           = _DEFAULT.min_measure_s,
-           startup_minutes: Annotated[float, typer.Option(help="Boot + install + load before "
-                                                          "the first step")]
-           = _DEFAULT.startup_minutes) -> None:
+def sizing(
+    job: Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")],
+    json_out: JsonOpt = False,
+    prices: PricesOpt = None,
+    offline: OfflineOpt = False,
+    warmup_steps: Annotated[
+        int, typer.Option(help="Steps before the reading (excluded)")
+    ] = _DEFAULT.warmup_steps,
+    min_steps: Annotated[int, typer.Option(help="Steps averaged at least")] = _DEFAULT.min_steps,
+    min_measure_s: Annotated[float, typer.Option(help="Seconds measured at least")] = _DEFAULT.min_measure_s,
+    startup_minutes: Annotated[
+        float, typer.Option(help="Boot + install + load before the first step")
+    ] = _DEFAULT.startup_minutes,
+) -> None:
     """Which GPU types still contend (their plans' cost bands overlap), the short on-demand run
     that measures each (steps, minutes, offering, cost) and the `ccopt calibrate` line to feed
     the reading back, after which the plan's band narrows."""
@@ -64,21 +67,28 @@ def _render(data: dict) -> None:
         sys.stderr.write("no plan meets the constraints: nothing to size (see `ccopt plan`)\n")
         return
     runs = data["runs"]
-    words = {"contending": f"{len(runs)} GPU types still contend (their P10-P90 cost bands "
-                           f"overlap {data['best_gpu']}'s)",
-             "settled": f"settled: {data['best_gpu']} wins even at its P90 against every other "
-                        "type's P10; a reading only narrows its own band"}
-    c.print(f"[b]{data['job']}[/b] — {words[data['status']]}; sizing runs "
-            f"{money(data['total_cost_usd'])} in all")
+    words = {
+        "contending": f"{len(runs)} GPU types still contend (their P10-P90 cost bands "
+        f"overlap {data['best_gpu']}'s)",
+        "settled": f"settled: {data['best_gpu']} wins even at its P90 against every other "
+        "type's P10; a reading only narrows its own band",
+    }
+    c.print(
+        f"[b]{data['job']}[/b] — {words[data['status']]}; sizing runs {money(data['total_cost_usd'])} in all"
+    )
     table = Table(title="Sizing runs (one instance, on demand; warm-up excluded from the reading)")
     for col in ("gpu", "plan P10-P90", "run on", "layout", "steps", "minutes", "cost"):
         table.add_column(col, justify="right" if col in ("steps", "minutes", "cost") else "left")
     for r in runs:
-        table.add_row(r["gpu"], f"{money(r['plan_cost_p10_usd'])}-{money(r['plan_cost_p90_usd'])}",
-                      f"{r['instances']}× {r['instance']} ({r['provider']})",
-                      layout_words(r["layout"], short=True),
-                      f"{r['warmup_steps']}+{r['measured_steps']}", f"{r['minutes']:.0f}",
-                      money(r["cost_usd"]))
+        table.add_row(
+            r["gpu"],
+            f"{money(r['plan_cost_p10_usd'])}-{money(r['plan_cost_p90_usd'])}",
+            f"{r['instances']}× {r['instance']} ({r['provider']})",
+            layout_words(r["layout"], short=True),
+            f"{r['warmup_steps']}+{r['measured_steps']}",
+            f"{r['minutes']:.0f}",
+            money(r["cost_usd"]),
+        )
     c.print(table)
     for r in runs:
         c.print(f"  then: {r['command']}", soft_wrap=True)

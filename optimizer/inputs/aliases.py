@@ -6,8 +6,14 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-__all__ = ["DeprecatedName", "JOB_FIELD_ALIASES", "HARDWARE_TABLES", "rename_old_fields",
-           "warn_renamed", "shown_table"]
+__all__ = [
+    "DeprecatedName",
+    "JOB_FIELD_ALIASES",
+    "HARDWARE_TABLES",
+    "rename_old_fields",
+    "warn_renamed",
+    "shown_table",
+]
 
 
 class DeprecatedName(UserWarning):
@@ -26,15 +32,25 @@ HARDWARE_TABLES = ("hardware", "hardware.owned", "hardware.buy", "capacity.owned
 #: ("workload", "constraints"); a serving job's are prefixed "serve." (its old names differ:
 #: `quantization` is a serving name only, so a training job with it is rejected as unknown).
 JOB_FIELD_ALIASES: dict[str, dict[str, str]] = {
-    "constraints": {"gpus": "gpu_types", "checkpointing": "activation_checkpointing",
-                    "memory_headroom_gib": "min_memory_headroom_gib",
-                    "memory_headroom_fraction": "min_memory_headroom_fraction"},
-    "calibration": {"gpus": "num_gpus", "checkpointing": "activation_checkpointing",
-                    "zero": "zero_stage", "gpus_per_node": "gpus_per_instance"},
+    "constraints": {
+        "gpus": "gpu_types",
+        "checkpointing": "activation_checkpointing",
+        "memory_headroom_gib": "min_memory_headroom_gib",
+        "memory_headroom_fraction": "min_memory_headroom_fraction",
+    },
+    "calibration": {
+        "gpus": "num_gpus",
+        "checkpointing": "activation_checkpointing",
+        "zero": "zero_stage",
+        "gpus_per_node": "gpus_per_instance",
+    },
     "workload": {"images": "samples"},
     "serve.workload": {"quantization": "precision", "kv_precision": "kv_cache_precision"},
-    "serve.constraints": {"gpus": "gpu_types", "headroom": "min_capacity_headroom_fraction",
-                          "tp": "tp_degrees"},
+    "serve.constraints": {
+        "gpus": "gpu_types",
+        "headroom": "min_capacity_headroom_fraction",
+        "tp": "tp_degrees",
+    },
     **{table: _HARDWARE_ENTRY for table in HARDWARE_TABLES},
 }
 
@@ -46,8 +62,11 @@ def warn_renamed(old: str, new: str) -> None:
     if old in _warned:
         return
     _warned.add(old)
-    warnings.warn(f"{old} is now called {new}; the old name still works but will be removed "
-                  "in the next schema version", DeprecatedName, stacklevel=3)
+    warnings.warn(
+        f"{old} is now called {new}; the old name still works but will be removed in the next schema version",
+        DeprecatedName,
+        stacklevel=3,
+    )
 
 
 def shown_table(table: str) -> str:

@@ -27,8 +27,16 @@ from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import Cluster, training_step_time
 
-__all__ = ["calibration_path", "load_calibration", "save_calibration", "fit_efficiency",
-           "assumptions_for_job", "base_assumptions", "read_store", "write_store"]
+__all__ = [
+    "calibration_path",
+    "load_calibration",
+    "save_calibration",
+    "fit_efficiency",
+    "assumptions_for_job",
+    "base_assumptions",
+    "read_store",
+    "write_store",
+]
 
 
 def load_calibration(path: Path | None = None) -> dict[tuple[str, str], float]:
@@ -40,24 +48,27 @@ def load_calibration(path: Path | None = None) -> dict[tuple[str, str], float]:
         return {}
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
-        return {tuple(k.split("/", 1)): float(v["efficiency"])  # type: ignore[misc]
-                for k, v in data.get("entries", {}).items()}
+        return {
+            tuple(k.split("/", 1)): float(v["efficiency"])  # type: ignore[misc]
+            for k, v in data.get("entries", {}).items()
+        }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ConfigError(f"calibration file {file} is corrupt ({exc}); delete or fix it") \
-            from None
+        raise ConfigError(f"calibration file {file} is corrupt ({exc}); delete or fix it") from None
 
 
-def save_calibration(gpu_id: str, precision: str, efficiency: float, measured: dict[str, Any],
-                     path: Path | None = None) -> Path:
+def save_calibration(
+    gpu_id: str, precision: str, efficiency: float, measured: dict[str, Any], path: Path | None = None
+) -> Path:
     """Add/replace one entry and write the file atomically."""
     file = path or calibration_path()
     check_calibration_store(file)  # never rewrite a store we could not read back
     if not (math.isfinite(efficiency) and MIN_EFFICIENCY <= efficiency <= 1):
-        raise ConfigError(f"calibration {gpu_id}/{precision}: efficiency {efficiency!r} is not "
-                          f"allowed; allowed: {EFFICIENCY_RANGE}")
+        raise ConfigError(
+            f"calibration {gpu_id}/{precision}: efficiency {efficiency!r} is not "
+            f"allowed; allowed: {EFFICIENCY_RANGE}"
+        )
     data = read_store(file)
-    data.setdefault("entries", {})[f"{gpu_id}/{precision}"] = {
-        "efficiency": efficiency, "measured": measured}
+    data.setdefault("entries", {})[f"{gpu_id}/{precision}"] = {"efficiency": efficiency, "measured": measured}
     write_store(file, data)
     return file
 
@@ -88,8 +99,14 @@ def write_store(file: Path, data: dict[str, Any]) -> None:
         raise
 
 
-def fit_efficiency(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,
-                   measured_step_s: float, assumptions: PerfAssumptions | None = None) -> float:
+def fit_efficiency(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    layout: Layout,
+    cluster: Cluster,
+    measured_step_s: float,
+    assumptions: PerfAssumptions | None = None,
+) -> float:
     """Efficiency e such that the predicted step time equals `measured_step_s` (bisection).
 
     Step time falls monotonically as efficiency rises, so bisection on e in (0, 1] converges;
@@ -106,7 +123,8 @@ def fit_efficiency(model: ModelSpec, setup: TrainingSetup, layout: Layout, clust
     if step(hi) > measured_step_s:
         raise ConfigError(
             f"measured step {measured_step_s:.4g} s is faster than the model allows even at 100% "
-            f"efficiency ({step(hi):.4g} s): check the layout and the interconnect")
+            f"efficiency ({step(hi):.4g} s): check the layout and the interconnect"
+        )
     if step(lo) < measured_step_s:
         raise ConfigError(f"measured step {measured_step_s:.4g} s implies < 0.1% efficiency")
     for _ in range(200):
@@ -139,9 +157,15 @@ def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
     dp = cal.num_gpus // (cal.tp * cal.pp)
     if dp < 1 or cal.num_gpus % (cal.tp * cal.pp):
         raise ConfigError("calibration.num_gpus: must be a multiple of tp × pp")
-    layout = Layout(dp=dp, tp=cal.tp, pp=cal.pp, zero_stage=cal.zero_stage,
-                    checkpointing=cal.activation_checkpointing, micro_batch=cal.micro_batch,
-                    grad_accum=cal.grad_accum)
+    layout = Layout(
+        dp=dp,
+        tp=cal.tp,
+        pp=cal.pp,
+        zero_stage=cal.zero_stage,
+        checkpointing=cal.activation_checkpointing,
+        micro_batch=cal.micro_batch,
+        grad_accum=cal.grad_accum,
+    )
     gpn = cal.gpus_per_instance or min(cal.num_gpus, 8)
     cluster = Cluster(gpu, gpn, max(1, cal.num_gpus // gpn), cal.inter_node_gbps)
     step_s = cal.step_time_s or layout.global_batch * setup.seq_len / (cal.tokens_per_s or 1)

@@ -36,21 +36,25 @@ def _entries(file: Path) -> Any:
     try:
         text = file.read_bytes().decode("utf-8")
     except IsADirectoryError:
-        raise ConfigError(f"calibration store {file} (CCOPT_CALIBRATION) is a directory; "
-                          "allowed: a JSON file path (created by `ccopt calibrate`)") from None
+        raise ConfigError(
+            f"calibration store {file} (CCOPT_CALIBRATION) is a directory; "
+            "allowed: a JSON file path (created by `ccopt calibrate`)"
+        ) from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"calibration store {file}: not UTF-8 text (byte {exc.start}: "
-                          f"{exc.reason}); delete or fix it") from None
+        raise ConfigError(
+            f"calibration store {file}: not UTF-8 text (byte {exc.start}: {exc.reason}); delete or fix it"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"calibration store {file}: cannot read ({exc.strerror or exc})") from None
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ConfigError(f"calibration store {file}: not valid JSON ({exc}); delete or fix it") \
-            from None
+        raise ConfigError(f"calibration store {file}: not valid JSON ({exc}); delete or fix it") from None
     if not isinstance(data, dict) or not isinstance(data.get("entries", {}), dict):
-        raise ConfigError(f"calibration store {file}: entries: must be a table of "
-                          "\"GPU/precision\" → {efficiency: ...}; delete or fix it")
+        raise ConfigError(
+            f"calibration store {file}: entries: must be a table of "
+            '"GPU/precision" → {efficiency: ...}; delete or fix it'
+        )
     return data.get("entries", {})
 
 
@@ -64,10 +68,16 @@ def check_calibration_store(path: Path | None = None) -> None:
     for key, entry in _entries(file).items():
         where = f"calibration store {file}: entries.{key}"
         if not isinstance(key, str) or "/" not in key:
-            raise ConfigError(f"{where}: key must be \"GPU_ID/precision\"; delete or fix it")
+            raise ConfigError(f'{where}: key must be "GPU_ID/precision"; delete or fix it')
         value = entry.get("efficiency") if isinstance(entry, dict) else None
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value) and MIN_EFFICIENCY <= value <= 1
+        ok = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and MIN_EFFICIENCY <= value <= 1
+        )
         if not ok:
-            raise ConfigError(f"{where}.efficiency: {value!r} is not allowed; allowed: "
-                              f"{EFFICIENCY_RANGE} (rerun `ccopt calibrate` or delete the entry)")
+            raise ConfigError(
+                f"{where}.efficiency: {value!r} is not allowed; allowed: "
+                f"{EFFICIENCY_RANGE} (rerun `ccopt calibrate` or delete the entry)"
+            )

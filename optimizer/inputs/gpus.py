@@ -25,8 +25,7 @@ _FLOAT_COLUMNS = (
     "tdp_w",
     "street_price_usd",
 )
-_REQUIRED = ("gpu_id", "vendor", "memory_gib", "mem_bandwidth_gb_s", "intra_node_link",
-             "intra_node_bw_gb_s")
+_REQUIRED = ("gpu_id", "vendor", "memory_gib", "mem_bandwidth_gb_s", "intra_node_link", "intra_node_bw_gb_s")
 
 
 def data_path(name: str) -> Path:
@@ -50,9 +49,7 @@ def _parse_row(row: dict[str, str], path: Path, line: int) -> GpuSpec:
         try:
             number = float(raw)
         except ValueError:
-            raise CatalogError(
-                f"{path}: row {line}, column '{column}': {raw!r} is not a number"
-            ) from None
+            raise CatalogError(f"{path}: row {line}, column '{column}': {raw!r} is not a number") from None
         if number <= 0:
             raise CatalogError(f"{path}: row {line}, column '{column}': must be > 0, got {raw}")
         values[column] = number
@@ -85,8 +82,7 @@ def _int_or_none(row: dict[str, str], column: str, path: Path, line: int) -> int
     if not raw:
         return None
     if not raw.isdigit() or int(raw) <= 0:
-        raise CatalogError(f"{path}: row {line}, column '{column}': {raw!r} is not a positive "
-                           "whole number")
+        raise CatalogError(f"{path}: row {line}, column '{column}': {raw!r} is not a positive whole number")
     return int(raw)
 
 
@@ -95,8 +91,9 @@ def _yes_no(row: dict[str, str], column: str, path: Path, line: int) -> bool | N
     if raw in ("", "unknown"):
         return None
     if raw not in ("yes", "no"):
-        raise CatalogError(f"{path}: row {line}, column '{column}': {raw!r}; allowed: yes, no, "
-                           "unknown or empty")
+        raise CatalogError(
+            f"{path}: row {line}, column '{column}': {raw!r}; allowed: yes, no, unknown or empty"
+        )
     return raw == "yes"
 
 
@@ -151,8 +148,7 @@ def resolve_gpu_id(name: str, field: str = "gpu") -> str:
     if key.startswith("nvidia-") and key[7:] in index:
         return index[key[7:]]
     raise ConfigError(
-        f"{field}: unknown GPU {name!r}{did_you_mean(name, list(index))} "
-        f"Known GPUs: {', '.join(gpu_ids())}"
+        f"{field}: unknown GPU {name!r}{did_you_mean(name, list(index))} Known GPUs: {', '.join(gpu_ids())}"
     )
 
 

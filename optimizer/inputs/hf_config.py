@@ -22,20 +22,19 @@ def _get(cfg: dict[str, Any], source: str, *keys: str, default: Any = ...) -> An
         if cfg.get(key) is not None:
             return cfg[key]
     if default is ...:
-        raise ConfigError(f"{source}: missing field {keys[0]!r} (also tried: "
-                          f"{', '.join(keys[1:]) or 'none'})")
+        raise ConfigError(
+            f"{source}: missing field {keys[0]!r} (also tried: {', '.join(keys[1:]) or 'none'})"
+        )
     return default
 
 
 def _positive_int(value: Any, source: str, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value \
-            or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value <= 0:
         raise ConfigError(f"{source}: field {key!r} must be a positive integer, got {value!r}")
     return int(value)
 
 
-def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom",
-                        source: str = "config.json") -> ModelSpec:
+def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom", source: str = "config.json") -> ModelSpec:
     """Build a ModelSpec from a decoded Hugging Face config dict.
 
     Raises:
@@ -45,8 +44,10 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom",
         raise ConfigError(f"{source}: expected a JSON object at top level")
     model_type = str(cfg.get("model_type", "")).lower()
     if model_type not in SUPPORTED_MODEL_TYPES:
-        raise ConfigError(f"{source}: field 'model_type' is {model_type or 'missing'!r}; "
-                          f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+        raise ConfigError(
+            f"{source}: field 'model_type' is {model_type or 'missing'!r}; "
+            f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
 
     def num(*keys: str, default: Any = ...) -> Any:
         value = _get(cfg, source, *keys, default=default)
@@ -56,16 +57,24 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom",
         hidden = num("hidden_size")
         heads = num("num_attention_heads")
         experts = num("num_local_experts", "num_experts", default=0)
-        ffn = num("moe_intermediate_size", default=0) if experts and model_type == "qwen2_moe" \
+        ffn = (
+            num("moe_intermediate_size", default=0)
+            if experts and model_type == "qwen2_moe"
             else num("intermediate_size")
+        )
         return ModelSpec(
-            name=name, layers=num("num_hidden_layers"), hidden=hidden, heads=heads,
+            name=name,
+            layers=num("num_hidden_layers"),
+            hidden=hidden,
+            heads=heads,
             kv_heads=num("num_key_value_heads", default=heads),
             head_dim=num("head_dim", default=hidden // heads),
-            ffn=ffn, ffn_kind="gated", vocab=num("vocab_size"),
+            ffn=ffn,
+            ffn_kind="gated",
+            vocab=num("vocab_size"),
             tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            norm="rmsnorm", qkv_bias=model_type.startswith("qwen2") or
-            bool(cfg.get("attention_bias", False)),
+            norm="rmsnorm",
+            qkv_bias=model_type.startswith("qwen2") or bool(cfg.get("attention_bias", False)),
             moe_experts=experts,
             moe_active=num("num_experts_per_tok", default=0) if experts else 0,
             max_seq_len=num("max_position_embeddings", default=None),
@@ -73,30 +82,55 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom",
     if model_type == "gpt2":
         hidden = num("n_embd", "hidden_size")
         return ModelSpec(
-            name=name, layers=num("n_layer", "num_hidden_layers"), hidden=hidden,
-            heads=num("n_head", "num_attention_heads"), ffn=num("n_inner", default=4 * hidden),
-            ffn_kind="plain", vocab=num("vocab_size"), tied_embeddings=True,
+            name=name,
+            layers=num("n_layer", "num_hidden_layers"),
+            hidden=hidden,
+            heads=num("n_head", "num_attention_heads"),
+            ffn=num("n_inner", default=4 * hidden),
+            ffn_kind="plain",
+            vocab=num("vocab_size"),
+            tied_embeddings=True,
             learned_positions=num("n_positions", "max_position_embeddings"),
-            norm="layernorm", qkv_bias=True, out_bias=True, mlp_bias=True,
+            norm="layernorm",
+            qkv_bias=True,
+            out_bias=True,
+            mlp_bias=True,
             max_seq_len=num("n_positions", "max_position_embeddings"),
         )
     if model_type == "gpt_neox":
         hidden = num("hidden_size")
         return ModelSpec(
-            name=name, layers=num("num_hidden_layers"), hidden=hidden,
-            heads=num("num_attention_heads"), ffn=num("intermediate_size"), ffn_kind="plain",
-            vocab=num("vocab_size"), tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            norm="layernorm", qkv_bias=True, out_bias=True, mlp_bias=True,
+            name=name,
+            layers=num("num_hidden_layers"),
+            hidden=hidden,
+            heads=num("num_attention_heads"),
+            ffn=num("intermediate_size"),
+            ffn_kind="plain",
+            vocab=num("vocab_size"),
+            tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+            norm="layernorm",
+            qkv_bias=True,
+            out_bias=True,
+            mlp_bias=True,
             max_seq_len=num("max_position_embeddings", default=None),
         )
     # bert
     hidden = num("hidden_size")
     return ModelSpec(
-        name=name, layers=num("num_hidden_layers"), hidden=hidden,
-        heads=num("num_attention_heads"), ffn=num("intermediate_size"), ffn_kind="plain",
-        vocab=num("vocab_size"), tied_embeddings=True,
+        name=name,
+        layers=num("num_hidden_layers"),
+        hidden=hidden,
+        heads=num("num_attention_heads"),
+        ffn=num("intermediate_size"),
+        ffn_kind="plain",
+        vocab=num("vocab_size"),
+        tied_embeddings=True,
         learned_positions=num("max_position_embeddings"),
         extra_embedding_rows=num("type_vocab_size", default=2),
-        extra_params=hidden * hidden + hidden, norm="layernorm", qkv_bias=True, out_bias=True,
-        mlp_bias=True, max_seq_len=num("max_position_embeddings"),
+        extra_params=hidden * hidden + hidden,
+        norm="layernorm",
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+        max_seq_len=num("max_position_embeddings"),
     )

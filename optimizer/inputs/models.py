@@ -29,15 +29,15 @@ def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"model: cannot read {file}: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"model: {file} is not valid JSON (line {exc.lineno}: {exc.msg})") \
-            from None
+        raise ConfigError(f"model: {file} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
     label = name or (file.parent.name if file.name == "config.json" else file.stem)
     try:
         return spec_from_hf_config(cfg, name=label or "custom", source=str(file))
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ConfigError(f"model: {file}: {'.'.join(map(str, err['loc'])) or 'shape'}: "
-                          f"{err['msg']}") from None
+        raise ConfigError(
+            f"model: {file}: {'.'.join(map(str, err['loc'])) or 'shape'}: {err['msg']}"
+        ) from None
 
 
 def load_model(ref: str) -> ModelSpec | SampleProfile:
@@ -46,7 +46,8 @@ def load_model(ref: str) -> ModelSpec | SampleProfile:
     if ref.strip().lower() in PRESETS:
         return PRESETS[ref.strip().lower()]
     if ref.strip().lower() not in PROFILE_PRESETS and (
-            ref.endswith(".json") or Path(ref).exists() or "/" in ref):
+        ref.endswith(".json") or Path(ref).exists() or "/" in ref
+    ):
         return load_hf_config(ref)
     model = get_preset(ref)
     return resolve_profile(model) if isinstance(model, SampleProfile) else model

@@ -22,59 +22,84 @@ __all__ = ["load_profile_points", "save_profile_point", "point_record", "MEMORY_
 
 MEMORY_METRICS = ("allocated", "reserved", "device")
 _NUMBERS = {"micro_batch": (1, 2**20), "samples_per_s": (1e-9, 1e12), "num_gpus": (1, 10**6)}
-_CHOICES = {"precision": TRAIN_PRECISIONS, "optimizer": OPTIMIZERS,
-            "activation_checkpointing": CHECKPOINTING, "memory_metric": MEMORY_METRICS}
+_CHOICES = {
+    "precision": TRAIN_PRECISIONS,
+    "optimizer": OPTIMIZERS,
+    "activation_checkpointing": CHECKPOINTING,
+    "memory_metric": MEMORY_METRICS,
+}
 #: a record's old key (stores written before the one vocabulary) -> its current key
 _OLD_KEYS = {"checkpointing": "activation_checkpointing"}
 
 
 def point_record(point: MeasuredPoint) -> dict[str, Any]:
     """A measured point as the store keeps it (no resolved GpuSpec)."""
-    return {"gpu": point.gpu_id, "precision": point.precision, "micro_batch": point.micro_batch,
-            "samples_per_s": point.samples_per_s, "num_gpus": point.num_gpus,
-            "peak_memory_gib": point.peak_memory_gib, "memory_metric": point.memory_metric,
-            "activation_checkpointing": point.checkpointing, "optimizer": point.optimizer,
-            "source": point.source}
+    return {
+        "gpu": point.gpu_id,
+        "precision": point.precision,
+        "micro_batch": point.micro_batch,
+        "samples_per_s": point.samples_per_s,
+        "num_gpus": point.num_gpus,
+        "peak_memory_gib": point.peak_memory_gib,
+        "memory_metric": point.memory_metric,
+        "activation_checkpointing": point.checkpointing,
+        "optimizer": point.optimizer,
+        "source": point.source,
+    }
 
 
 def _current_keys(record: dict[str, Any]) -> dict[str, Any]:
     """A stored run with old key names read as the current ones (a store written before the
     rename keeps loading; it is rewritten with the current names on the next save)."""
-    return {_OLD_KEYS.get(k, k) if _OLD_KEYS.get(k, k) not in record else k: v
-            for k, v in record.items()}
+    return {_OLD_KEYS.get(k, k) if _OLD_KEYS.get(k, k) not in record else k: v for k, v in record.items()}
 
 
 def _point(record: Any, where: str) -> MeasuredPoint:
     """One stored run, checked: a one-line ConfigError names the field and the allowed values."""
     if not isinstance(record, dict) or not isinstance(record.get("gpu"), str):
-        raise ConfigError(f"{where}: must be a table with gpu, precision, micro_batch, "
-                          "samples_per_s; delete or fix it")
+        raise ConfigError(
+            f"{where}: must be a table with gpu, precision, micro_batch, samples_per_s; delete or fix it"
+        )
     record = _current_keys(record)
     for key, (lo, hi) in _NUMBERS.items():
         value = record.get(key, 1)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or not lo <= value <= hi:
-            raise ConfigError(f"{where}.{key}: {value!r} is not allowed; allowed: a number in "
-                              f"[{lo:g}, {hi:g}]")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or not lo <= value <= hi
+        ):
+            raise ConfigError(
+                f"{where}.{key}: {value!r} is not allowed; allowed: a number in [{lo:g}, {hi:g}]"
+            )
     peak = record.get("peak_memory_gib")
-    if peak is not None and (isinstance(peak, bool) or not isinstance(peak, (int, float))
-                             or not math.isfinite(peak) or peak <= 0):
-        raise ConfigError(f"{where}.peak_memory_gib: {peak!r} is not allowed; allowed: a "
-                          "number > 0 or null")
-    defaults = {"precision": "bf16", "optimizer": "adamw", "activation_checkpointing": "none",
-                "memory_metric": "device"}
+    if peak is not None and (
+        isinstance(peak, bool) or not isinstance(peak, (int, float)) or not math.isfinite(peak) or peak <= 0
+    ):
+        raise ConfigError(f"{where}.peak_memory_gib: {peak!r} is not allowed; allowed: a number > 0 or null")
+    defaults = {
+        "precision": "bf16",
+        "optimizer": "adamw",
+        "activation_checkpointing": "none",
+        "memory_metric": "device",
+    }
     for key, allowed in _CHOICES.items():
         if record.get(key, defaults[key]) not in allowed:
-            raise ConfigError(f"{where}.{key}: {record.get(key)!r} is not allowed; allowed: "
-                              f"{', '.join(allowed)}")
+            raise ConfigError(
+                f"{where}.{key}: {record.get(key)!r} is not allowed; allowed: {', '.join(allowed)}"
+            )
     return MeasuredPoint(
-        gpu_id=record["gpu"], precision=record.get("precision", "bf16"),
-        micro_batch=int(record["micro_batch"]), samples_per_s=float(record["samples_per_s"]),
+        gpu_id=record["gpu"],
+        precision=record.get("precision", "bf16"),
+        micro_batch=int(record["micro_batch"]),
+        samples_per_s=float(record["samples_per_s"]),
         num_gpus=int(record.get("num_gpus", 1)),
         peak_memory_gib=None if peak is None else float(peak),
         memory_metric=record.get("memory_metric", "device"),
         checkpointing=record.get("activation_checkpointing", "none"),
-        optimizer=record.get("optimizer", "adamw"), source=str(record.get("source", "")))
+        optimizer=record.get("optimizer", "adamw"),
+        source=str(record.get("source", "")),
+    )
 
 
 def load_profile_points(name: str, path: Path | None = None) -> tuple[MeasuredPoint, ...]:
@@ -85,13 +110,13 @@ def load_profile_points(name: str, path: Path | None = None) -> tuple[MeasuredPo
         return ()
     profiles = read_store(file).get("profiles", {})
     if not isinstance(profiles, dict):
-        raise ConfigError(f"calibration store {file}: profiles: must be a table of model name → "
-                          "runs; delete or fix it")
+        raise ConfigError(
+            f"calibration store {file}: profiles: must be a table of model name → runs; delete or fix it"
+        )
     runs = profiles.get(name, [])
     if not isinstance(runs, list):
         raise ConfigError(f"calibration store {file}: profiles.{name}: must be a list of runs")
-    return tuple(_point(r, f"calibration store {file}: profiles.{name}[{i}]")
-                 for i, r in enumerate(runs))
+    return tuple(_point(r, f"calibration store {file}: profiles.{name}[{i}]") for i, r in enumerate(runs))
 
 
 def save_profile_point(name: str, point: MeasuredPoint, path: Path | None = None) -> Path:
@@ -102,11 +127,18 @@ def save_profile_point(name: str, point: MeasuredPoint, path: Path | None = None
     record = point_record(point)
     _point(record, f"calibrate {name}")
     data = read_store(file)
-    runs = [r for r in data.setdefault("profiles", {}).get(name, [])
-            if not isinstance(r, dict) or (r.get("gpu"), r.get("precision"), r.get("micro_batch"),
-                                           _current_keys(r).get("activation_checkpointing", "none"))
-            != (point.gpu_id, point.precision, point.micro_batch, point.checkpointing)]
-    data["profiles"][name] = [record, *(_current_keys(r) if isinstance(r, dict) else r
-                                        for r in runs)]
+    runs = [
+        r
+        for r in data.setdefault("profiles", {}).get(name, [])
+        if not isinstance(r, dict)
+        or (
+            r.get("gpu"),
+            r.get("precision"),
+            r.get("micro_batch"),
+            _current_keys(r).get("activation_checkpointing", "none"),
+        )
+        != (point.gpu_id, point.precision, point.micro_batch, point.checkpointing)
+    ]
+    data["profiles"][name] = [record, *(_current_keys(r) if isinstance(r, dict) else r for r in runs)]
     write_store(file, data)
     return file

@@ -21,9 +21,19 @@ from optimizer.errors import ConfigError
 __all__ = ["format_validation_error", "allowed_range", "check_number"]
 
 #: pydantic error types that mean "not a number in the allowed range"
-_NUMBER_ERRORS = {"finite_number", "greater_than", "greater_than_equal", "less_than",
-                  "less_than_equal", "float_type", "int_type", "int_from_float", "float_parsing",
-                  "int_parsing", "int_parsing_size"}
+_NUMBER_ERRORS = {
+    "finite_number",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "float_type",
+    "int_type",
+    "int_from_float",
+    "float_parsing",
+    "int_parsing",
+    "int_parsing_size",
+}
 
 
 #: names pydantic puts in an error's location for the member of a union that failed
@@ -52,8 +62,9 @@ def _scalar(annotation: Any) -> type | None:
     return None
 
 
-def _walk(model: type[BaseModel] | None,
-          loc: tuple[Any, ...]) -> tuple[str, FieldInfo | None, type[BaseModel] | None]:
+def _walk(
+    model: type[BaseModel] | None, loc: tuple[Any, ...]
+) -> tuple[str, FieldInfo | None, type[BaseModel] | None]:
     """The dotted field name (union tags dropped, indices as [i]), the field's FieldInfo and
     the model the last name was looked up in."""
     name, info, cur, parent = "", None, model, model
@@ -77,11 +88,17 @@ def _num(v: float, integer: bool) -> str:
     return f"{int(v):,}" if integer else f"{v:g}"
 
 
-def allowed_range(gt: float | None = None, ge: float | None = None, lt: float | None = None,
-                  le: float | None = None, integer: bool = False) -> str:
+def allowed_range(
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+    integer: bool = False,
+) -> str:
     """'a number > 0 and ≤ 3650' / 'an integer ≥ 1'."""
-    parts = [f"{op} {_num(v, integer)}" for op, v in (("≥", ge), (">", gt), ("<", lt), ("≤", le))
-             if v is not None]
+    parts = [
+        f"{op} {_num(v, integer)}" for op, v in (("≥", ge), (">", gt), ("<", lt), ("≤", le)) if v is not None
+    ]
     return ("an integer" if integer else "a number") + (" " + " and ".join(parts) if parts else "")
 
 
@@ -101,8 +118,9 @@ def _field_range(info: FieldInfo | None) -> str | None:
     return allowed_range(**bounds, integer=kind is int)
 
 
-def format_validation_error(exc: ValidationError, prefix: str = "",
-                            model: type[BaseModel] | None = None) -> str:
+def format_validation_error(
+    exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+) -> str:
     """One line naming the field, the value and the allowed values.
 
     Args:
@@ -136,9 +154,16 @@ def _toml(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
-def check_number(value: float | None, flag: str, *, gt: float | None = None,
-                 ge: float | None = None, lt: float | None = None, le: float | None = None,
-                 integer: bool = False) -> float | None:
+def check_number(
+    value: float | None,
+    flag: str,
+    *,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+    integer: bool = False,
+) -> float | None:
     """`value` when it is finite and in range (None passes through).
 
     Raises:
@@ -151,6 +176,7 @@ def check_number(value: float | None, flag: str, *, gt: float | None = None,
     ok = ok and (lt is None or value < lt) and (le is None or value <= le)
     ok = ok and (not integer or float(value).is_integer())
     if not ok:
-        raise ConfigError(f"{flag}: {value!r} is not allowed; allowed: "
-                          f"{allowed_range(gt, ge, lt, le, integer)}")
+        raise ConfigError(
+            f"{flag}: {value!r} is not allowed; allowed: {allowed_range(gt, ge, lt, le, integer)}"
+        )
     return value

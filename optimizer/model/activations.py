@@ -36,8 +36,12 @@ def input_groups(model: ModelSpec) -> list[tuple[tuple[str, ...], float, bool]]:
     """(modules sharing one input, input width, inside the TP region) of one layer."""
     ffn = model.ffn * (model.moe_active if model.is_moe else 1)
     ffn_in = ("gate", "up") if model.ffn_kind == "gated" else ("up",)
-    return [(("q", "k", "v"), model.hidden, False), (("o",), model.q_dim, True),
-            (ffn_in, model.hidden, False), (("down",), ffn, True)]
+    return [
+        (("q", "k", "v"), model.hidden, False),
+        (("o",), model.q_dim, True),
+        (ffn_in, model.hidden, False),
+        (("down",), ffn, True),
+    ]
 
 
 def _adapted(modules: tuple[str, ...], targets: tuple[str, ...], fused_qkv: bool) -> int:
@@ -46,9 +50,14 @@ def _adapted(modules: tuple[str, ...], targets: tuple[str, ...], fused_qkv: bool
     return min(n, 1) if fused_qkv and modules == ("q", "k", "v") else n
 
 
-def extra_bytes_per_token(model: ModelSpec, method: str, targets: tuple[str, ...],
-                          prof: StackProfile, lora_dropout: float, compiled: bool
-                          ) -> tuple[float, float]:
+def extra_bytes_per_token(
+    model: ModelSpec,
+    method: str,
+    targets: tuple[str, ...],
+    prof: StackProfile,
+    lora_dropout: float,
+    compiled: bool,
+) -> tuple[float, float]:
     """(outside-TP, inside-TP) bytes per token of one layer to add to the full-training count
     (negative when a frozen base saves less), for 16-bit activations."""
     outside = inside = 0.0

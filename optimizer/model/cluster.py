@@ -43,6 +43,9 @@ class StepTime:
     interval: tuple[float, float] | None = None
 
     def as_dict(self) -> dict[str, float]:
-        return {"time_s": round(self.time_s, 4), "compute_s": round(self.compute_s, 4),
-                "communication_s": round(self.communication_s, 4),
-                "bubble_s": round(self.bubble_s, 4)}
+        return {
+            "time_s": round(self.time_s, 4),
+            "compute_s": round(self.compute_s, 4),
+            "communication_s": round(self.communication_s, 4),
+            "bubble_s": round(self.bubble_s, 4),
+        }

@@ -25,8 +25,7 @@ def ring_allgather_s(nbytes: float, n: int, bus_bw_gb_s: float, latency_s: float
     return (n - 1) / n * nbytes / (bus_bw_gb_s * GB) + (n - 1) * latency_s
 
 
-def ring_reduce_scatter_s(nbytes: float, n: int, bus_bw_gb_s: float,
-                          latency_s: float = 0.0) -> float:
+def ring_reduce_scatter_s(nbytes: float, n: int, bus_bw_gb_s: float, latency_s: float = 0.0) -> float:
     """Ring reduce-scatter of an `nbytes` tensor over `n` GPUs (same volume as all-gather)."""
     return ring_allgather_s(nbytes, n, bus_bw_gb_s, latency_s)
 

@@ -29,23 +29,56 @@ from optimizer.model.fitted import (
 )
 from optimizer.model.hardware import GpuSpec
 
-__all__ = ["default_efficiency", "attention_efficiency", "ATTENTION_KERNEL_FRACTION",
-           "size_factor", "DEFAULT_EFFICIENCY", "base_efficiency",
-           "serve_efficiency_multiplier", "fitted_constants", "hidden_half",
-           "ServeMultipliers", "serve_multipliers"]
+__all__ = [
+    "default_efficiency",
+    "attention_efficiency",
+    "ATTENTION_KERNEL_FRACTION",
+    "size_factor",
+    "DEFAULT_EFFICIENCY",
+    "base_efficiency",
+    "serve_efficiency_multiplier",
+    "fitted_constants",
+    "hidden_half",
+    "ServeMultipliers",
+    "serve_multipliers",
+]
 
 DEFAULT_EFFICIENCY: dict[str, float] = {
-    "A100-80GB": 0.78, "A100-40GB": 0.78, "A100-80GB-PCIE": 0.72, "A100-40GB-PCIE": 0.72,
-    "H100-80GB": 0.57, "H100-80GB-PCIE": 0.55, "H100-NVL-94GB": 0.55, "H200-141GB": 0.60,
-    "GH200-96GB": 0.60, "B200": 0.50, "B300": 0.50,
-    "L40S": 0.60, "L4": 0.55, "A10G": 0.60, "A10": 0.60, "A6000": 0.60, "RTX6000-Ada": 0.60,
-    "RTX4090": 0.70, "RTX3090": 0.65,
+    "A100-80GB": 0.78,
+    "A100-40GB": 0.78,
+    "A100-80GB-PCIE": 0.72,
+    "A100-40GB-PCIE": 0.72,
+    "H100-80GB": 0.57,
+    "H100-80GB-PCIE": 0.55,
+    "H100-NVL-94GB": 0.55,
+    "H200-141GB": 0.60,
+    "GH200-96GB": 0.60,
+    "B200": 0.50,
+    "B300": 0.50,
+    "L40S": 0.60,
+    "L4": 0.55,
+    "A10G": 0.60,
+    "A10": 0.60,
+    "A6000": 0.60,
+    "RTX6000-Ada": 0.60,
+    "RTX4090": 0.70,
+    "RTX3090": 0.65,
     # GeForce cards of pricing_data/gpus_consumer.csv: by analogy with the 3090 / 4090 / T4 /
     # B200 of the same generation (GUESSES)
-    "RTX3090Ti": 0.65, "RTX3080": 0.65, "RTX3060": 0.65, "RTX4080": 0.70, "RTX4070Ti": 0.70,
-    "RTX5090": 0.50, "RTX2080Ti": 0.45, "RTX2070": 0.45,
-    "T4": 0.45, "V100-16GB": 0.60, "V100-32GB": 0.60,
-    "MI300X": 0.45, "MI355X": 0.45, "MI250X": 0.45,
+    "RTX3090Ti": 0.65,
+    "RTX3080": 0.65,
+    "RTX3060": 0.65,
+    "RTX4080": 0.70,
+    "RTX4070Ti": 0.70,
+    "RTX5090": 0.50,
+    "RTX2080Ti": 0.45,
+    "RTX2070": 0.45,
+    "T4": 0.45,
+    "V100-16GB": 0.60,
+    "V100-32GB": 0.60,
+    "MI300X": 0.45,
+    "MI355X": 0.45,
+    "MI250X": 0.45,
 }
 HIDDEN_HALF_EFFICIENCY = 1000  # GUESS: hidden size at which matmul efficiency halves (fit to
 #                                the MPT-7B -> MPT-70B utilisation trend above)
@@ -57,13 +90,18 @@ FP32_FACTOR = 0.8  # GUESS: TF32 matmuls reach a lower fraction of their peak th
 ATTENTION_KERNEL_FRACTION: dict[tuple[str, str], float] = {
     # FlashAttention-2 (Dao 2023, arXiv:2307.08691 abstract/§4: 50-73% of A100 peak forward,
     # lower backward) -> 0.60 forward+backward, GUESS within that range
-    ("ampere-dc", "fa2"): 0.60, ("ampere-dc", "fa3"): 0.60,
+    ("ampere-dc", "fa2"): 0.60,
+    ("ampere-dc", "fa3"): 0.60,
     # FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608 abstract): "FlashAttention-2
     # achiev[es] only 35% utilization on the H100"; FA3 reaches 75% forward (740 TFLOPS), its
     # backward less -> 0.60 forward+backward, GUESS
-    ("hopper", "fa2"): 0.35, ("hopper", "fa3"): 0.60,
+    ("hopper", "fa2"): 0.35,
+    ("hopper", "fa3"): 0.60,
     # GUESS: FA2 on the small Ampere / Ada parts (sm86/sm89, supported by flash-attn 2)
-    ("ampere", "fa2"): 0.55, ("ampere", "fa3"): 0.55, ("ada", "fa2"): 0.55, ("ada", "fa3"): 0.55,
+    ("ampere", "fa2"): 0.55,
+    ("ampere", "fa3"): 0.55,
+    ("ada", "fa2"): 0.55,
+    ("ada", "fa3"): 0.55,
 }
 
 
@@ -84,8 +122,7 @@ def attention_efficiency(gpu: GpuSpec, kernel: str, gemm_efficiency: float) -> f
     return gemm_efficiency if frac is None else min(gemm_efficiency, frac)
 
 
-def size_factor(tokens_per_microbatch: float, hidden: float,
-                half: float = HIDDEN_HALF_EFFICIENCY) -> float:
+def size_factor(tokens_per_microbatch: float, hidden: float, half: float = HIDDEN_HALF_EFFICIENCY) -> float:
     """Efficiency loss of smaller matmuls: h/(h + half) × 1/(1 + 256/(b·s)). GUESS.
 
     Larger hidden sizes and more tokens per micro-batch keep tensor cores busier (MAMF sweeps
@@ -110,8 +147,9 @@ def fitted_constants(assumptions: Any) -> Any:
     return assumptions.fitted if assumptions.fitted is not None else load_fitted()
 
 
-def base_efficiency(gpu: GpuSpec, precision: str, assumptions: Any,
-                    stack: str = "generic") -> tuple[float, bool]:
+def base_efficiency(
+    gpu: GpuSpec, precision: str, assumptions: Any, stack: str = "generic"
+) -> tuple[float, bool]:
     """(efficiency before the size curve, calibrated?) of `precision` on `gpu` under `stack`.
 
     Explicit override > user calibration (`ccopt calibrate`) > default table × the fitted
@@ -159,7 +197,9 @@ def serve_multipliers(gpu: GpuSpec, stack: str, assumptions: Any) -> ServeMultip
     if fit is None or assumptions.efficiency is not None:
         return ServeMultipliers()
     feats = serve_features(gpu, stack)
-    return ServeMultipliers(bandwidth=family_multiplier(fit, "serve", feats),
-                            flops=family_multiplier(fit, "serve_flops", feats),
-                            comm=family_multiplier(fit, "serve_comm", serve_comm_features(gpu)),
-                            moe=family_multiplier(fit, "serve_moe", ["all"]))
+    return ServeMultipliers(
+        bandwidth=family_multiplier(fit, "serve", feats),
+        flops=family_multiplier(fit, "serve_flops", feats),
+        comm=family_multiplier(fit, "serve_comm", serve_comm_features(gpu)),
+        moe=family_multiplier(fit, "serve_moe", ["all"]),
+    )

@@ -18,8 +18,13 @@ from dataclasses import dataclass
 
 from optimizer.model.hardware import GpuSpec
 
-__all__ = ["FabricDefault", "default_fabric", "default_inter_node_gbps", "PCIE_DEFAULT_GBPS",
-           "HGX_DEFAULT_GBPS"]
+__all__ = [
+    "FabricDefault",
+    "default_fabric",
+    "default_inter_node_gbps",
+    "PCIE_DEFAULT_GBPS",
+    "HGX_DEFAULT_GBPS",
+]
 
 HGX_DEFAULT_GBPS = 3200.0  # 8 × 400 Gbit/s, DGX H100 / B200 (see module docstring)
 A100_HGX_GBPS = 1600.0  # 8 × 200 Gbit/s HDR, DGX A100
@@ -39,9 +44,12 @@ class FabricDefault:
 def default_fabric(gpu: GpuSpec) -> FabricDefault:
     """Inter-node bandwidth assumed for `gpu` when no instance or flag gives one."""
     if gpu.intra_node_link == "pcie":
-        return FabricDefault(PCIE_DEFAULT_GBPS, "pcie",
-                             f"assumed {PCIE_DEFAULT_GBPS:g} Gbit/s Ethernet between nodes "
-                             f"(PCIe {gpu.gpu_id} servers; pass --inter-node-gbps or --instance)")
+        return FabricDefault(
+            PCIE_DEFAULT_GBPS,
+            "pcie",
+            f"assumed {PCIE_DEFAULT_GBPS:g} Gbit/s Ethernet between nodes "
+            f"(PCIe {gpu.gpu_id} servers; pass --inter-node-gbps or --instance)",
+        )
     gid = gpu.gpu_id.upper()
     if gid.startswith("A100"):
         gbps, what = A100_HGX_GBPS, "8 × 200 Gbit/s HDR InfiniBand (DGX A100 class)"
@@ -49,8 +57,11 @@ def default_fabric(gpu: GpuSpec) -> FabricDefault:
         gbps, what = V100_SXM_GBPS, "4 × 100 Gbit/s EDR InfiniBand (DGX-1 class)"
     else:
         gbps, what = HGX_DEFAULT_GBPS, "8 × 400 Gbit/s (DGX/HGX H100-B200 class)"
-    return FabricDefault(gbps, "hgx", f"assumed {gbps:g} Gbit/s per node: {what}; pass "
-                                      "--inter-node-gbps or --instance for your network")
+    return FabricDefault(
+        gbps,
+        "hgx",
+        f"assumed {gbps:g} Gbit/s per node: {what}; pass --inter-node-gbps or --instance for your network",
+    )
 
 
 def default_inter_node_gbps(gpu: GpuSpec) -> float:

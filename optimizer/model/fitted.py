@@ -22,19 +22,49 @@ from typing import Any
 
 from optimizer.model.hardware import GpuSpec
 
-__all__ = ["FittedConstants", "load_fitted", "gpu_generation", "gpu_class", "precision_group",
-           "train_features", "serve_features", "memory_features", "memory_multiplier",
-           "train_multiplier", "serve_multiplier", "serve_comm_features", "family_multiplier",
-           "FAMILY_TABLES",
-           "step_time_interval", "EMPTY_FIT"]
+__all__ = [
+    "FittedConstants",
+    "load_fitted",
+    "gpu_generation",
+    "gpu_class",
+    "precision_group",
+    "train_features",
+    "serve_features",
+    "memory_features",
+    "memory_multiplier",
+    "train_multiplier",
+    "serve_multiplier",
+    "serve_comm_features",
+    "family_multiplier",
+    "FAMILY_TABLES",
+    "step_time_interval",
+    "EMPTY_FIT",
+]
 
-_GENERATIONS = (("GB200", "blackwell"), ("B200", "blackwell"), ("B300", "blackwell"),
-                ("GH200", "hopper"), ("H100", "hopper"), ("H200", "hopper"),
-                ("A100", "ampere-dc"), ("A10", "ampere"), ("A6000", "ampere"),
-                ("RTX3090", "ampere"), ("RTX4090", "ada"), ("RTX6000-ADA", "ada"), ("L40S", "ada"),
-                # GeForce families by model number (pricing_data/gpus_consumer.csv)
-                ("RTX20", "turing"), ("RTX30", "ampere"), ("RTX40", "ada"), ("RTX50", "blackwell"),
-                ("L4", "ada"), ("V100", "volta"), ("T4", "turing"), ("MI", "cdna"))
+_GENERATIONS = (
+    ("GB200", "blackwell"),
+    ("B200", "blackwell"),
+    ("B300", "blackwell"),
+    ("GH200", "hopper"),
+    ("H100", "hopper"),
+    ("H200", "hopper"),
+    ("A100", "ampere-dc"),
+    ("A10", "ampere"),
+    ("A6000", "ampere"),
+    ("RTX3090", "ampere"),
+    ("RTX4090", "ada"),
+    ("RTX6000-ADA", "ada"),
+    ("L40S", "ada"),
+    # GeForce families by model number (pricing_data/gpus_consumer.csv)
+    ("RTX20", "turing"),
+    ("RTX30", "ampere"),
+    ("RTX40", "ada"),
+    ("RTX50", "blackwell"),
+    ("L4", "ada"),
+    ("V100", "volta"),
+    ("T4", "turing"),
+    ("MI", "cdna"),
+)
 
 
 @dataclass(frozen=True)
@@ -76,7 +106,7 @@ def gpu_generation(gpu: GpuSpec | str) -> str:
 
 
 def gpu_class(gpu: GpuSpec) -> str:
-    """"hgx" for SXM/OAM boards with NVLink/xGMI, "pcie" for PCIe cards."""
+    """ "hgx" for SXM/OAM boards with NVLink/xGMI, "pcie" for PCIe cards."""
     return "pcie" if gpu.intra_node_link == "pcie" else "hgx"
 
 
@@ -88,8 +118,7 @@ def precision_group(precision: str) -> str:
 def train_features(gpu: GpuSpec | str, precision: str, stack: str) -> list[str]:
     """Names of the fitted terms that apply to a training run."""
     gen, prec = gpu_generation(gpu), precision_group(precision)
-    return ["all", f"gen:{gen}", f"genprec:{gen}/{prec}", f"stack:{stack}",
-            f"cell:{gen}/{prec}/{stack}"]
+    return ["all", f"gen:{gen}", f"genprec:{gen}/{prec}", f"stack:{stack}", f"cell:{gen}/{prec}/{stack}"]
 
 
 def serve_features(gpu: GpuSpec | str, stack: str) -> list[str]:
@@ -122,13 +151,13 @@ def memory_features(stack: str, method: str, checkpointing: str) -> list[str]:
 
 def memory_multiplier(fit: FittedConstants, stack: str, method: str, checkpointing: str) -> float:
     """exp(sum of fitted log terms) multiplying the activation bytes."""
-    return math.exp(sum(fit.memory.get(f, 0.0)
-                        for f in memory_features(stack, method, checkpointing)))
+    return math.exp(sum(fit.memory.get(f, 0.0) for f in memory_features(stack, method, checkpointing)))
 
 
 def _parse(data: dict[str, Any]) -> FittedConstants:
-    intervals = {k: (float(v["p10"]), float(v["p90"]), int(v["cases"]))
-                 for k, v in data.get("intervals", {}).items()}
+    intervals = {
+        k: (float(v["p10"]), float(v["p90"]), int(v["cases"])) for k, v in data.get("intervals", {}).items()
+    }
     tables = {t: {k: float(v) for k, v in data.get(t, {}).items()} for t in FAMILY_TABLES}
     return FittedConstants(**tables, intervals=intervals, meta=dict(data.get("meta", {})))
 
@@ -152,8 +181,9 @@ def serve_multiplier(fit: FittedConstants, gpu: GpuSpec | str, stack: str) -> fl
     return math.exp(sum(fit.serve.get(f, 0.0) for f in serve_features(gpu, stack)))
 
 
-def step_time_interval(gpu: GpuSpec, stack: str = "generic",
-                       fit: FittedConstants | None = None) -> tuple[float, float]:
+def step_time_interval(
+    gpu: GpuSpec, stack: str = "generic", fit: FittedConstants | None = None
+) -> tuple[float, float]:
     """(P10, P90) multipliers of a predicted step time: measured/predicted quantiles of the
     leave-one-source-out residuals of `stack` on `gpu`'s class (fallback: the stack on any GPU,
     any stack on the class, all cases). Multiply the step time (and days, cost) by them.

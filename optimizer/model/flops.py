@@ -17,8 +17,12 @@ from optimizer.model.profile_time import model_gflop_per_sample, training_gflop_
 from optimizer.model.setup import TrainingSetup
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["forward_flops_per_token", "training_flops_per_token", "model_flops_per_token",
-           "attention_flops_per_token_layer"]
+__all__ = [
+    "forward_flops_per_token",
+    "training_flops_per_token",
+    "model_flops_per_token",
+    "attention_flops_per_token_layer",
+]
 
 
 def attention_flops_per_token_layer(model: ModelSpec, seq_len: int) -> float:

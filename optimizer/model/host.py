@@ -25,22 +25,31 @@ from optimizer.model.states import model_state_bytes_per_param
 from optimizer.model.step_time import StepTime
 from optimizer.units import GIB
 
-__all__ = ["offloaded_gib_per_gpu", "checkpoint_gb", "loader_vcpus", "loader_samples_per_s",
-           "loader_workers", "host_ram_gib", "loader_bound_step", "samples_per_s_per_vcpu"]
+__all__ = [
+    "offloaded_gib_per_gpu",
+    "checkpoint_gb",
+    "loader_vcpus",
+    "loader_samples_per_s",
+    "loader_workers",
+    "host_ram_gib",
+    "loader_bound_step",
+    "samples_per_s_per_vcpu",
+]
 
 
-def _state_bytes(model: ModelSpec, setup: TrainingSetup,
-                 a: PerfAssumptions) -> tuple[float, float, float]:
+def _state_bytes(model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> tuple[float, float, float]:
     if is_profile(model):  # a per-sample profile: plain mixed-precision states (profile_memory)
         return model_state_bytes_per_param(setup.precision, setup.optimizer, ADAFACTOR_HIDDEN)
     k = knobs(setup, a)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
-    return model_state_bytes_per_param(setup.precision, setup.optimizer, model.hidden,
-                                       k.stack.fp32_grad_buffer, master)
+    return model_state_bytes_per_param(
+        setup.precision, setup.optimizer, model.hidden, k.stack.fp32_grad_buffer, master
+    )
 
 
-def offloaded_gib_per_gpu(model: ModelSpec, setup: TrainingSetup, layout: Layout,
-                          assumptions: PerfAssumptions | None = None) -> float:
+def offloaded_gib_per_gpu(
+    model: ModelSpec, setup: TrainingSetup, layout: Layout, assumptions: PerfAssumptions | None = None
+) -> float:
     """GiB one GPU process keeps in host RAM: what ZeRO-Offload / -Infinity and activation
     offloading move off the card.
 
@@ -67,8 +76,11 @@ def offloaded_gib_per_gpu(model: ModelSpec, setup: TrainingSetup, layout: Layout
         if setup.offload_optimizer:
             out += n_adapter * (o_b + g_b) / shard
         if setup.offload_params and zero >= 3:
-            base_b = qlora_bytes_per_param() if setup.method == "qlora" else \
-                {"fp32": 4.0}.get(setup.precision, 2.0)
+            base_b = (
+                qlora_bytes_per_param()
+                if setup.method == "qlora"
+                else {"fp32": 4.0}.get(setup.precision, 2.0)
+            )
             out += params_per_gpu(model, layout) * base_b / dp
     else:
         p_gpu = params_per_gpu(model, layout)
@@ -79,13 +91,13 @@ def offloaded_gib_per_gpu(model: ModelSpec, setup: TrainingSetup, layout: Layout
     if setup.offload_activations and layout.checkpointing == "full":
         layers = math.ceil(model.layers / layout.pp)
         off_layers = max(0, layers - a.offload_resident_layers)
-        out += activation_bytes_per_layer(model, setup, layout) * off_layers \
-            * in_flight_microbatches(layout)
+        out += activation_bytes_per_layer(model, setup, layout) * off_layers * in_flight_microbatches(layout)
     return out / GIB
 
 
-def checkpoint_gb(model: ModelSpec, setup: TrainingSetup,
-                  assumptions: PerfAssumptions | None = None) -> float:
+def checkpoint_gb(
+    model: ModelSpec, setup: TrainingSetup, assumptions: PerfAssumptions | None = None
+) -> float:
     """GB one checkpoint writes: the trained weights and their optimizer state (a PyTorch /
     DeepSpeed checkpoint saves model and optimizer state_dicts, not gradients); a LoRA /
     QLoRA checkpoint holds only the adapters and their state (the frozen base is not saved)."""
@@ -102,8 +114,10 @@ def checkpoint_gb(model: ModelSpec, setup: TrainingSetup,
 
 def samples_per_s_per_vcpu(kind: str, assumptions: PerfAssumptions) -> float:
     """The guessed decode rate of one vCPU for a [data] kind (text | image)."""
-    return {"image": assumptions.samples_per_s_per_vcpu_image,
-            "text": assumptions.samples_per_s_per_vcpu_text}[kind]
+    return {
+        "image": assumptions.samples_per_s_per_vcpu_image,
+        "text": assumptions.samples_per_s_per_vcpu_text,
+    }[kind]
 
 
 def loader_vcpus(vcpus: float, gpus_per_instance: int, reserve_per_gpu: float) -> float:
@@ -111,8 +125,9 @@ def loader_vcpus(vcpus: float, gpus_per_instance: int, reserve_per_gpu: float) -
     return max(0.0, vcpus - reserve_per_gpu * gpus_per_instance)
 
 
-def loader_samples_per_s(vcpus: float, gpus_per_instance: int, per_vcpu: float,
-                         reserve_per_gpu: float) -> float:
+def loader_samples_per_s(
+    vcpus: float, gpus_per_instance: int, per_vcpu: float, reserve_per_gpu: float
+) -> float:
     """Samples/s one instance's loader delivers: free vCPUs × samples/s per vCPU (loading is
     embarrassingly parallel over DataLoader worker processes, one per vCPU)."""
     return loader_vcpus(vcpus, gpus_per_instance, reserve_per_gpu) * per_vcpu
@@ -124,13 +139,16 @@ def loader_workers(needed_samples_per_s: float, per_vcpu: float, free_vcpus: flo
     return min(free_vcpus, math.ceil(needed_samples_per_s / per_vcpu)) if per_vcpu > 0 else 0.0
 
 
-def host_ram_gib(offloaded_per_gpu_gib: float, gpus_per_instance: int, workers: float,
-                 assumptions: PerfAssumptions) -> float:
+def host_ram_gib(
+    offloaded_per_gpu_gib: float, gpus_per_instance: int, workers: float, assumptions: PerfAssumptions
+) -> float:
     """Host RAM one instance needs: every GPU process's offloaded states and pinned buffers,
     plus the loader workers' RAM."""
     a = assumptions
-    return gpus_per_instance * (offloaded_per_gpu_gib + a.pinned_buffer_gib_per_gpu) \
+    return (
+        gpus_per_instance * (offloaded_per_gpu_gib + a.pinned_buffer_gib_per_gpu)
         + workers * a.loader_worker_ram_gib
+    )
 
 
 def loader_bound_step(step: StepTime, samples_per_step: int, loader_samples_per_s: float) -> StepTime:
@@ -143,6 +161,12 @@ def loader_bound_step(step: StepTime, samples_per_step: int, loader_samples_per_
         return step
     scale = step.time_s / loader_s
     parts = dict(step.parts_s, loader_wait_s=loader_s - step.time_s)
-    return replace(step, time_s=loader_s, tokens_per_s=step.tokens_per_s * scale,
-                   tokens_per_s_per_gpu=step.tokens_per_s_per_gpu * scale,
-                   mfu=step.mfu * scale, hfu=step.hfu * scale, parts_s=parts)
+    return replace(
+        step,
+        time_s=loader_s,
+        tokens_per_s=step.tokens_per_s * scale,
+        tokens_per_s_per_gpu=step.tokens_per_s_per_gpu * scale,
+        mfu=step.mfu * scale,
+        hfu=step.hfu * scale,
+        parts_s=parts,
+    )

@@ -31,14 +31,23 @@ from optimizer.units import BYTES_PER_DTYPE, GIB
 _DEFAULT_ASSUMPTIONS = PerfAssumptions()
 
 __all__ = [
-    "GIB", "MemoryBreakdown", "training_memory", "serving_memory",
-    "model_state_bytes_per_param", "activation_bytes_per_layer", "kv_cache_bytes_per_token",
-    "lora_params", "params_per_gpu", "qlora_bytes_per_param", "interleave_factor",
+    "GIB",
+    "MemoryBreakdown",
+    "training_memory",
+    "serving_memory",
+    "model_state_bytes_per_param",
+    "activation_bytes_per_layer",
+    "kv_cache_bytes_per_token",
+    "lora_params",
+    "params_per_gpu",
+    "qlora_bytes_per_param",
+    "interleave_factor",
     "kv_tokens_held",
 ]
 
 
 # ---- model states -----------------------------------------------------------------------
+
 
 def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
     """Parameters held by the busiest GPU before ZeRO sharding: its pipeline stage / tp.
@@ -49,8 +58,13 @@ def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
     layers_per_stage = math.ceil(model.layers / layout.pp)
     layer_part = layers_per_stage * model.layer_params()
     if layout.pp == 1:
-        stage = layer_part + model.embedding_params() + model.head_params() \
-            + model.norm_params() + model.extra_params
+        stage = (
+            layer_part
+            + model.embedding_params()
+            + model.head_params()
+            + model.norm_params()
+            + model.extra_params
+        )
     else:
         head = model.head_params() or model.vocab * model.hidden  # tied: last stage keeps a copy
         stage = layer_part + max(model.embedding_params(), head + model.norm_params())
@@ -62,8 +76,11 @@ def lora_params(model: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:
     shapes = model.linear_shapes()
     per_layer = sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets if t in shapes)
     if model.is_moe:
-        ffn = sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets
-                  if t in ("gate", "up", "down") and t in shapes)
+        ffn = sum(
+            rank * (shapes[t][0] + shapes[t][1])
+            for t in targets
+            if t in ("gate", "up", "down") and t in shapes
+        )
         per_layer += ffn * (model.moe_experts - 1)
     return model.layers * per_layer
 
@@ -79,6 +96,7 @@ def qlora_bytes_per_param(double_quant: bool = True) -> float:
 
 
 # ---- activations --------------------------------------------------------------------------
+
 
 def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: Layout) -> float:
     """Activation bytes one layer keeps for backward, for one micro-batch.
@@ -118,8 +136,9 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
         scores = model.heads * s * setup.seq_len * b * (2 + 3 * mask)
     # what PyTorch stacks save beyond this count: frozen bases, eager norms/SwiGLU, GQA expansion
     dropout_p = k.stack.lora_dropout if setup.lora_dropout is None else setup.lora_dropout
-    extra_out, extra_in = extra_bytes_per_token(model, setup.method, setup.lora_targets,
-                                                k.stack, dropout_p, setup.compile)
+    extra_out, extra_in = extra_bytes_per_token(
+        model, setup.method, setup.lora_targets, k.stack, dropout_p, setup.compile
+    )
     replicated += s * b * extra_out
     split += s * b * extra_in
     if sp:
@@ -127,8 +146,9 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     return scale * (replicated + split / t + scores / t)
 
 
-def logits_bytes(model: ModelSpec, setup: TrainingSetup, layout: Layout,
-                 assumptions: PerfAssumptions) -> float:
+def logits_bytes(
+    model: ModelSpec, setup: TrainingSetup, layout: Layout, assumptions: PerfAssumptions
+) -> float:
     """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
     s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less)."""
     per_value = knobs(setup, assumptions).logits_bytes_per_value
@@ -150,8 +170,10 @@ def interleave_factor(layout: Layout) -> float:
 
 # ---- totals -------------------------------------------------------------------------------
 
-def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
-                    assumptions: PerfAssumptions | None = None) -> MemoryBreakdown:
+
+def training_memory(
+    model: ModelSpec, setup: TrainingSetup, layout: Layout, assumptions: PerfAssumptions | None = None
+) -> MemoryBreakdown:
     """Peak memory of the busiest GPU of a training layout (GiB per term).
 
     Model states follow the stack (fp32 grad buffer, bf16-only optimizer state); `overhead`
@@ -165,22 +187,31 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
     dp, zero = layout.dp * layout.cp, layout.zero_stage  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
-    w_b, g_b, o_b = model_state_bytes_per_param(setup.precision, setup.optimizer, model.hidden,
-                                                k.stack.fp32_grad_buffer, master)
+    w_b, g_b, o_b = model_state_bytes_per_param(
+        setup.precision, setup.optimizer, model.hidden, k.stack.fp32_grad_buffer, master
+    )
 
     if setup.is_adapter:
-        base_b = (qlora_bytes_per_param(k.stack.qlora_double_quant) if setup.method == "qlora"
-                  else {"fp32": 4.0}.get(setup.precision, 2.0))
+        base_b = (
+            qlora_bytes_per_param(k.stack.qlora_double_quant)
+            if setup.method == "qlora"
+            else {"fp32": 4.0}.get(setup.precision, 2.0)
+        )
         # QLoRA leaves embeddings and LM head in 16 bit (bitsandbytes quantises Linear layers)
         dense_fraction = (model.embedding_params() + model.head_params()) / model.params()
-        base_bytes = p_gpu * ((1 - dense_fraction) * base_b + dense_fraction * 2.0) \
-            if setup.method == "qlora" else p_gpu * base_b
+        base_bytes = (
+            p_gpu * ((1 - dense_fraction) * base_b + dense_fraction * 2.0)
+            if setup.method == "qlora"
+            else p_gpu * base_b
+        )
         n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
         # adapters: 16-bit weights + grads + optimizer state as the stack keeps it
         weights = base_bytes / (dp if zero >= 3 else 1) + n_adapter * w_b
         if setup.offload_params and zero >= 3:  # ZeRO-3 param offload: ~2 layers gathered
-            weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() \
-                / layout.tp * base_b + n_adapter * w_b
+            weights = (
+                min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
+                + n_adapter * w_b
+            )
         gradients = n_adapter * g_b
         optimizer = n_adapter * o_b
     else:
@@ -192,8 +223,9 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
         gradients = p_gpu * g_b / (dp if zero >= 2 else 1)
         optimizer = p_gpu * o_b / (dp if zero >= 1 else 1)
         if zero >= 3:  # gathered full-size parameters of the layers being computed
-            prefetch = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() \
-                / layout.tp * min(w_b, 2.0)
+            prefetch = (
+                min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
+            )
             weights += prefetch
         if k.optimizer_in_backward:
             # each parameter is stepped as its gradient is produced (torchtune optimizer_in_bwd):
@@ -205,18 +237,24 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
             optimizer = 0.0
             gradients = min(gradients, model.layer_params() / layout.tp * g_b)
         if setup.offload_params and zero >= 3:
-            weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() \
-                / layout.tp * min(w_b, 2.0)
+            weights = (
+                min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
+            )
 
     layers_per_stage = math.ceil(model.layers / layout.pp)
     if setup.offload_activations and layout.checkpointing == "full":
         # torchtune OffloadActivations: checkpointed inputs go to CPU RAM as they are made
         layers_per_stage = min(layers_per_stage, a.offload_resident_layers)
-    acts = activation_bytes_per_layer(model, setup, layout) * layers_per_stage \
-        * in_flight_microbatches(layout) * interleave_factor(layout)
+    acts = (
+        activation_bytes_per_layer(model, setup, layout)
+        * layers_per_stage
+        * in_flight_microbatches(layout)
+        * interleave_factor(layout)
+    )
     if layout.checkpointing == "full":  # one layer is recomputed at a time
         acts += activation_bytes_per_layer(
-            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp))
+            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
+        )
     acts += logits_bytes(model, setup, layout, a)
     fit = fitted_constants(a)
     if fit is not None:  # fitted per stack / method / checkpointing (data/fitted.toml)
@@ -229,9 +267,17 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, layout: Layout,
 
     overhead = a.workspace_gib * GIB
     allocated = weights + gradients + optimizer + acts + overhead
-    return MemoryBreakdown(weights / GIB, gradients / GIB, optimizer / GIB, acts / GIB, 0.0,
-                           overhead / GIB, cache=k.allocator_cache * allocated / GIB,
-                           context=k.context_gib, managed=managed / GIB)
+    return MemoryBreakdown(
+        weights / GIB,
+        gradients / GIB,
+        optimizer / GIB,
+        acts / GIB,
+        0.0,
+        overhead / GIB,
+        cache=k.allocator_cache * allocated / GIB,
+        context=k.context_gib,
+        managed=managed / GIB,
+    )
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "fp16") -> float:
@@ -261,14 +307,14 @@ def kv_tokens_held(serve: ServeSetup) -> float:
     return serve.context - serve.output_tokens / 2.0 + waste
 
 
-def serving_memory(model: ModelSpec, serve: ServeSetup, tp: int = 1,
-                   assumptions: PerfAssumptions | None = None) -> MemoryBreakdown:
+def serving_memory(
+    model: ModelSpec, serve: ServeSetup, tp: int = 1, assumptions: PerfAssumptions | None = None
+) -> MemoryBreakdown:
     """Per-GPU memory of an inference replica split over `tp` GPUs (GiB per term)."""
     a = assumptions or PerfAssumptions()
     k = knobs(serve, a)
     weights = serving_weight_bytes(model, serve.weight_precision) / tp
-    kv = kv_cache_bytes_per_token(model, serve.kv_precision) * serve.batch \
-        * kv_tokens_held(serve) / tp
+    kv = kv_cache_bytes_per_token(model, serve.kv_precision) * serve.batch * kv_tokens_held(serve) / tp
     # activations of one prefill chunk: residual, QKV, FFN intermediates (16-bit), plus fp32
     # logits of the last token of each sequence
     chunk = min(serve.prefill_chunk_tokens, serve.batch * serve.context)
@@ -276,5 +322,13 @@ def serving_memory(model: ModelSpec, serve: ServeSetup, tp: int = 1,
     acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.vocab * 4
     overhead = a.workspace_gib * GIB
     allocated = weights + kv + acts + overhead
-    return MemoryBreakdown(weights / GIB, 0.0, 0.0, acts / GIB, kv / GIB, overhead / GIB,
-                           cache=k.allocator_cache * allocated / GIB, context=k.context_gib)
+    return MemoryBreakdown(
+        weights / GIB,
+        0.0,
+        0.0,
+        acts / GIB,
+        kv / GIB,
+        overhead / GIB,
+        cache=k.allocator_cache * allocated / GIB,
+        context=k.context_gib,
+    )

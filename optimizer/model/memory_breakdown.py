@@ -31,8 +31,9 @@ class MemoryBreakdown:
 
     @property
     def total(self) -> float:
-        return (self.weights + self.gradients + self.optimizer + self.activations
-                + self.kv_cache + self.overhead)
+        return (
+            self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache + self.overhead
+        )
 
     @property
     def allocated(self) -> float:
@@ -51,13 +52,26 @@ class MemoryBreakdown:
         return self.device <= capacity_gib
 
     def as_dict(self, digits: int = 3) -> dict[str, float]:
-        return {k: round(v, digits) for k, v in (
-            ("weights", self.weights), ("gradients", self.gradients),
-            ("optimizer", self.optimizer), ("activations", self.activations),
-            ("kv_cache", self.kv_cache), ("overhead", self.overhead), ("total", self.total),
-            ("reserved", self.reserved), ("device", self.device))}
+        return {
+            k: round(v, digits)
+            for k, v in (
+                ("weights", self.weights),
+                ("gradients", self.gradients),
+                ("optimizer", self.optimizer),
+                ("activations", self.activations),
+                ("kv_cache", self.kv_cache),
+                ("overhead", self.overhead),
+                ("total", self.total),
+                ("reserved", self.reserved),
+                ("device", self.device),
+            )
+        }
 
     def metric(self, kind: str) -> float:
         """The figure a framework reports: "allocated" | "reserved" | "device" (nvidia-smi)."""
-        return {"allocated": self.total, "reserved": self.reserved, "device": self.device,
-                "nvidia-smi": self.device}[kind]
+        return {
+            "allocated": self.total,
+            "reserved": self.reserved,
+            "device": self.device,
+            "nvidia-smi": self.device,
+        }[kind]

@@ -20,7 +20,7 @@ def pcie_link_gb_s(gen: int, lanes: int) -> float:
 
 
 def intra_node_path(gpu: GpuSpec) -> str:
-    """"host" when PCIe GPUs cannot talk peer-to-peer (traffic staged through host memory),
+    """ "host" when PCIe GPUs cannot talk peer-to-peer (traffic staged through host memory),
     "p2p" for PCIe peer-to-peer, else the GPU's own link (nvlink, xgmi, nvlink-c2c)."""
     if gpu.intra_node_link != "pcie":
         return gpu.intra_node_link

@@ -10,8 +10,7 @@ from optimizer.units import GB, GIB, HOURS_PER_DAY, SECONDS_PER_HOUR
 
 SECONDS_PER_DAY = HOURS_PER_DAY * SECONDS_PER_HOUR
 
-__all__ = ["young_interval_s", "daly_interval_s", "expected_wall_s",
-           "Preemption", "preemption"]
+__all__ = ["young_interval_s", "daly_interval_s", "expected_wall_s", "Preemption", "preemption"]
 
 
 def young_interval_s(write_s: float, mtbf_s: float) -> float:
@@ -28,8 +27,9 @@ def daly_interval_s(write_s: float, mtbf_s: float) -> float:
     return young_interval_s(write_s, mtbf_s) * (1 + math.sqrt(x) / 3 + x / 9) - write_s
 
 
-def expected_wall_s(work_s: float, interval_s: float, write_s: float, restart_s: float,
-                    mtbf_s: float) -> float:
+def expected_wall_s(
+    work_s: float, interval_s: float, write_s: float, restart_s: float, mtbf_s: float
+) -> float:
     """Expected wall time of `work_s` of computation checkpointed every `interval_s` (writes of
     `write_s`), exponential failures of mean `mtbf_s`, `restart_s` per restart:
     T_w = M·e^(R/M)·(e^((τ+δ)/M) − 1)·T_s/τ (Daly 2006, eq. 13)."""
@@ -60,18 +60,30 @@ class Preemption:
         return self.expected_wall_s / self.mtbf_s
 
 
-def preemption(work_s: float, instances: int, interruptions_per_instance_day: float,
-               ckpt_bytes: float, write_gb_s_per_instance: float, restart_s: float) -> Preemption:
+def preemption(
+    work_s: float,
+    instances: int,
+    interruptions_per_instance_day: float,
+    ckpt_bytes: float,
+    write_gb_s_per_instance: float,
+    restart_s: float,
+) -> Preemption:
     """The expected cost of interruptions for one run: each instance is reclaimed at
     `interruptions_per_instance_day`; any reclaim stops the job (rates add over instances);
     every instance writes its shard at `write_gb_s_per_instance`; the interval is Daly's."""
     per_day = interruptions_per_instance_day * instances
     write_s = ckpt_bytes / (write_gb_s_per_instance * GB * instances)
     if per_day <= 0:
-        return Preemption(0.0, instances, ckpt_bytes / GIB, write_s, math.inf, restart_s,
-                          work_s, work_s)
+        return Preemption(0.0, instances, ckpt_bytes / GIB, write_s, math.inf, restart_s, work_s, work_s)
     mtbf_s = SECONDS_PER_DAY / per_day
     tau = daly_interval_s(write_s, mtbf_s)
-    return Preemption(interruptions_per_instance_day, instances, ckpt_bytes / GIB, write_s,
-                      tau, restart_s, work_s,
-                      expected_wall_s(work_s, tau, write_s, restart_s, mtbf_s))
+    return Preemption(
+        interruptions_per_instance_day,
+        instances,
+        ckpt_bytes / GIB,
+        write_s,
+        tau,
+        restart_s,
+        work_s,
+        expected_wall_s(work_s, tau, write_s, restart_s, mtbf_s),
+    )

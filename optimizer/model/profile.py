@@ -92,11 +92,12 @@ class SampleProfile:
     @property
     def plannable(self) -> bool:
         """Step time needs FLOPs or a measured point; memory needs activations somewhere."""
-        timed = self.forward_gflops_per_sample is not None or any(
-            p.gpu is not None for p in self.measured)
-        sized = self.activation_bytes_per_sample is not None \
-            or self.checkpointed_activation_bytes_per_sample is not None \
+        timed = self.forward_gflops_per_sample is not None or any(p.gpu is not None for p in self.measured)
+        sized = (
+            self.activation_bytes_per_sample is not None
+            or self.checkpointed_activation_bytes_per_sample is not None
             or any(p.peak_memory_gib is not None and p.gpu is not None for p in self.measured)
+        )
         return timed and sized
 
 

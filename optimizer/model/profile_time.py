@@ -23,9 +23,16 @@ from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.stacks import knobs
 from optimizer.units import BYTES_PER_DTYPE, GB
 
-__all__ = ["training_gflop_per_sample", "model_gflop_per_sample", "profile_microbatch_times_s",
-           "profile_step_time", "profile_interval", "measured_scale", "reference_point",
-           "predicted_samples_per_s"]
+__all__ = [
+    "training_gflop_per_sample",
+    "model_gflop_per_sample",
+    "profile_microbatch_times_s",
+    "profile_step_time",
+    "profile_interval",
+    "measured_scale",
+    "reference_point",
+    "predicted_samples_per_s",
+]
 
 #: gradients travel as 16-bit values (DDP under autocast keeps parameter-dtype grads; bf16)
 GRAD_BYTES = BYTES_PER_DTYPE["bf16"]
@@ -53,8 +60,9 @@ def _relative_work(checkpointing: str) -> float:
     return 4.0 if checkpointing == "full" else 3.0
 
 
-def _roofline_s(profile: SampleProfile, gpu: GpuSpec, setup: TrainingSetup, checkpointing: str,
-                a: PerfAssumptions) -> float:
+def _roofline_s(
+    profile: SampleProfile, gpu: GpuSpec, setup: TrainingSetup, checkpointing: str, a: PerfAssumptions
+) -> float:
     """Seconds per sample at a large micro-batch (before the measured scale)."""
     peak = gpu.peak_tflops(setup.precision)
     if peak is None:
@@ -65,8 +73,9 @@ def _roofline_s(profile: SampleProfile, gpu: GpuSpec, setup: TrainingSetup, chec
         return _relative_work(checkpointing) / (peak * eff)
     compute = flops * 1e9 / (peak * 1e12 * eff)
     acts = activation_bytes_per_sample(profile, setup, checkpointing, a)
-    traffic = 0.0 if acts is None else \
-        acts * a.activation_traffic / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency)
+    traffic = (
+        0.0 if acts is None else acts * a.activation_traffic / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency)
+    )
     return max(compute, traffic)
 
 
@@ -76,8 +85,13 @@ def _batch_factor(micro_batch: int, a: PerfAssumptions) -> float:
 
 def _update_s(profile: SampleProfile, gpu: GpuSpec, shard: int, a: PerfAssumptions) -> float:
     """Optimizer update, memory-bound: read + write 16 B of state per trained parameter."""
-    return profile.trained_params / shard * ADAM_STATE_BYTES * 2 \
+    return (
+        profile.trained_params
+        / shard
+        * ADAM_STATE_BYTES
+        * 2
         / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency)
+    )
 
 
 def reference_point(profile: SampleProfile, gpu: GpuSpec | None = None) -> MeasuredPoint | None:
@@ -91,8 +105,7 @@ def reference_point(profile: SampleProfile, gpu: GpuSpec | None = None) -> Measu
     return points[0] if points else None
 
 
-def measured_scale(profile: SampleProfile, gpu: GpuSpec, setup: TrainingSetup,
-                   a: PerfAssumptions) -> float:
+def measured_scale(profile: SampleProfile, gpu: GpuSpec, setup: TrainingSetup, a: PerfAssumptions) -> float:
     """Measured / modelled seconds per sample of the reference point (1 without one).
 
     The measured step of micro-batch b on each of n GPUs lasts b·n / samples_per_s; its
@@ -101,26 +114,35 @@ def measured_scale(profile: SampleProfile, gpu: GpuSpec, setup: TrainingSetup,
     p = reference_point(profile, gpu)
     if p is None or p.gpu is None:
         if profile.forward_gflops_per_sample is None:
-            raise ConfigError(f"model {profile.name}: forward FLOPs are unknown; give "
-                              "forward_gflops_per_sample or a measured point")
+            raise ConfigError(
+                f"model {profile.name}: forward FLOPs are unknown; give "
+                "forward_gflops_per_sample or a measured point"
+            )
         return 1.0
-    measured_setup = TrainingSetup(seq_len=1, precision=p.precision, optimizer=p.optimizer,
-                                   stack=setup.stack)
+    measured_setup = TrainingSetup(seq_len=1, precision=p.precision, optimizer=p.optimizer, stack=setup.stack)
     step_s = p.micro_batch * p.num_gpus / p.samples_per_s
     compute_s = max(step_s - _update_s(profile, p.gpu, 1, a), 0.05 * step_s)
-    model_s = p.micro_batch * _batch_factor(p.micro_batch, a) \
+    model_s = (
+        p.micro_batch
+        * _batch_factor(p.micro_batch, a)
         * _roofline_s(profile, p.gpu, measured_setup, p.checkpointing, a)
+    )
     return compute_s / model_s
 
 
-def profile_microbatch_times_s(profile: SampleProfile, setup: TrainingSetup, layout: Layout,
-                               cluster: Cluster, assumptions: PerfAssumptions | None = None
-                               ) -> tuple[float, float, float, float]:
+def profile_microbatch_times_s(
+    profile: SampleProfile,
+    setup: TrainingSetup,
+    layout: Layout,
+    cluster: Cluster,
+    assumptions: PerfAssumptions | None = None,
+) -> tuple[float, float, float, float]:
     """(compute, 0, 0, efficiency) of one micro-batch: no tensor/pipeline traffic."""
     a = assumptions or PerfAssumptions()
     gpu, b = cluster.gpu, layout.micro_batch
-    per_sample = _roofline_s(profile, gpu, setup, layout.checkpointing, a) \
-        * measured_scale(profile, gpu, setup, a)
+    per_sample = _roofline_s(profile, gpu, setup, layout.checkpointing, a) * measured_scale(
+        profile, gpu, setup, a
+    )
     compute = b * _batch_factor(b, a) * per_sample
     flops = training_gflop_per_sample(profile, layout.checkpointing)
     peak = gpu.peak_tflops(setup.precision) or 0.0
@@ -128,26 +150,32 @@ def profile_microbatch_times_s(profile: SampleProfile, setup: TrainingSetup, lay
     return compute, 0.0, 0.0, eff
 
 
-def profile_step_time(profile: SampleProfile, setup: TrainingSetup, layout: Layout,
-                      cluster: Cluster, dp_bus_gb_s: float,
-                      assumptions: PerfAssumptions | None = None,
-                      microbatch: tuple[float, float, float, float] | None = None) -> StepTime:
+def profile_step_time(
+    profile: SampleProfile,
+    setup: TrainingSetup,
+    layout: Layout,
+    cluster: Cluster,
+    dp_bus_gb_s: float,
+    assumptions: PerfAssumptions | None = None,
+    microbatch: tuple[float, float, float, float] | None = None,
+) -> StepTime:
     """Seconds per optimizer step: grad_accum micro-batches + exposed data-parallel traffic +
     the optimizer update. `dp_bus_gb_s` is the data-parallel ring's bus bandwidth."""
     a = assumptions or PerfAssumptions()
     k = knobs(setup, a)
     gpu, m, dp = cluster.gpu, layout.grad_accum, layout.dp
-    compute_mb, _, _, eff = microbatch or profile_microbatch_times_s(profile, setup, layout,
-                                                                     cluster, a)
+    compute_mb, _, _, eff = microbatch or profile_microbatch_times_s(profile, setup, layout, cluster, a)
     lat = a.small_message_latency_s
     grad_bytes = profile.trained_params * GRAD_BYTES
     if layout.zero_stage >= 3:  # gather weights in forward and backward, reduce-scatter grads
-        dp_comm = 2 * m * ring_allgather_s(grad_bytes, dp, dp_bus_gb_s, lat) \
-            + ring_reduce_scatter_s(grad_bytes, dp, dp_bus_gb_s, lat)
+        dp_comm = 2 * m * ring_allgather_s(grad_bytes, dp, dp_bus_gb_s, lat) + ring_reduce_scatter_s(
+            grad_bytes, dp, dp_bus_gb_s, lat
+        )
         window = compute_mb * m
     elif layout.zero_stage >= 1:  # reduce-scatter + all-gather = one all-reduce's volume
-        dp_comm = ring_reduce_scatter_s(grad_bytes, dp, dp_bus_gb_s, lat) \
-            + ring_allgather_s(grad_bytes, dp, dp_bus_gb_s, lat)
+        dp_comm = ring_reduce_scatter_s(grad_bytes, dp, dp_bus_gb_s, lat) + ring_allgather_s(
+            grad_bytes, dp, dp_bus_gb_s, lat
+        )
         window = compute_mb
     else:  # DDP all-reduce, hidden behind the last micro-batch's backward (2/3 of it)
         dp_comm = ring_allreduce_s(grad_bytes, dp, dp_bus_gb_s, lat)
@@ -161,21 +189,38 @@ def profile_step_time(profile: SampleProfile, setup: TrainingSetup, layout: Layo
     model = model_gflop_per_sample(profile)
     hardware = training_gflop_per_sample(profile, layout.checkpointing)
     mfu = model * 1e9 * samples_per_s / peak_total if model is not None and peak_total else 0.0
-    hfu = hardware * 1e9 * samples_per_s / peak_total if hardware is not None and peak_total \
-        else 0.0
+    hfu = hardware * 1e9 * samples_per_s / peak_total if hardware is not None and peak_total else 0.0
     p = reference_point(profile, gpu)
     return StepTime(
-        time_s=time_s, compute_s=compute_s + opt_s, communication_s=dp_exposed, bubble_s=0.0,
-        tokens_per_s=samples_per_s, tokens_per_s_per_gpu=samples_per_s / layout.gpus, mfu=mfu,
-        hfu=hfu, efficiency=eff, calibrated=p is not None,
-        parts_s={"compute": compute_s, "optimizer": opt_s, "tp": 0.0, "pp": 0.0,
-                 "dp_total": dp_comm, "dp_exposed": dp_exposed, "bubble": 0.0},
-        interval=profile_interval(profile, gpu, a, setup.precision))
+        time_s=time_s,
+        compute_s=compute_s + opt_s,
+        communication_s=dp_exposed,
+        bubble_s=0.0,
+        tokens_per_s=samples_per_s,
+        tokens_per_s_per_gpu=samples_per_s / layout.gpus,
+        mfu=mfu,
+        hfu=hfu,
+        efficiency=eff,
+        calibrated=p is not None,
+        parts_s={
+            "compute": compute_s,
+            "optimizer": opt_s,
+            "tp": 0.0,
+            "pp": 0.0,
+            "dp_total": dp_comm,
+            "dp_exposed": dp_exposed,
+            "bubble": 0.0,
+        },
+        interval=profile_interval(profile, gpu, a, setup.precision),
+    )
 
 
-def profile_interval(profile: SampleProfile, gpu: GpuSpec,
-                     assumptions: PerfAssumptions | None = None,
-                     precision: str | None = None) -> tuple[float, float]:
+def profile_interval(
+    profile: SampleProfile,
+    gpu: GpuSpec,
+    assumptions: PerfAssumptions | None = None,
+    precision: str | None = None,
+) -> tuple[float, float]:
     """(P10, P90) multipliers of a profile's predicted step time on `gpu` at `precision`
     (None: the measured one): narrow on the GPU type and precision it was measured at, wider
     on another type of its generation or another precision, widest across generations or with
@@ -191,11 +236,22 @@ def profile_interval(profile: SampleProfile, gpu: GpuSpec,
     return a.profile_band_cross_generation
 
 
-def predicted_samples_per_s(profile: SampleProfile, setup: TrainingSetup, gpu: GpuSpec,
-                            micro_batch: int, assumptions: PerfAssumptions | None = None) -> float:
+def predicted_samples_per_s(
+    profile: SampleProfile,
+    setup: TrainingSetup,
+    gpu: GpuSpec,
+    micro_batch: int,
+    assumptions: PerfAssumptions | None = None,
+) -> float:
     """Samples/s one GPU trains at `micro_batch` (no data-parallel traffic): what a data
     loader must feed it."""
     a = assumptions or PerfAssumptions()
-    step = profile_step_time(profile, setup, Layout(micro_batch=micro_batch),
-                             Cluster(gpu=gpu, gpus_per_node=1), gpu.intra_node_bw_gb_s, a)
+    step = profile_step_time(
+        profile,
+        setup,
+        Layout(micro_batch=micro_batch),
+        Cluster(gpu=gpu, gpus_per_node=1),
+        gpu.intra_node_bw_gb_s,
+        a,
+    )
     return step.tokens_per_s

@@ -70,12 +70,18 @@ class _Replica:
     half_tokens: float  # tokens per expert at half expert-GEMM efficiency
 
 
-def _replica(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
-             a: PerfAssumptions) -> _Replica:
+def _replica(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int, a: PerfAssumptions) -> _Replica:
     precision = compute_precision_for_weights(gpu, serve.weight_precision)
     fit = serve_multipliers(gpu, serve.stack, a)  # fitted per generation × stack, GPU class
-    eff = min(1.0, (a.efficiency if a.efficiency is not None else a.calibrated.get(
-        (gpu.gpu_id, precision), default_efficiency(gpu, precision))) * fit.flops)
+    eff = min(
+        1.0,
+        (
+            a.efficiency
+            if a.efficiency is not None
+            else a.calibrated.get((gpu.gpu_id, precision), default_efficiency(gpu, precision))
+        )
+        * fit.flops,
+    )
     # GEMMs of a tp-way split replica are tp times narrower per GPU: the training size curve
     # (efficiency.size_factor, h/(h + half)) at width hidden/tp, relative to the full width
     width = model.hidden / tp
@@ -83,23 +89,31 @@ def _replica(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
     # attention kernels run in 16 bit whatever the GEMM format (an fp8 KV cache is
     # dequantised in the kernel: TensorRT-LLM docs "FP8 KV cache"), at the 16-bit efficiency
     p16 = "bf16" if gpu.bf16_tflops else "fp16"
-    eff16 = min(1.0, eff * default_efficiency(gpu, p16)
-                / max(default_efficiency(gpu, precision), 1e-9))
+    eff16 = min(1.0, eff * default_efficiency(gpu, p16) / max(default_efficiency(gpu, precision), 1e-9))
     peak = (gpu.peak_tflops(precision) or gpu.fp32_tflops or 1.0) * 1e12 * tp
     peak16 = (gpu.peak_tflops(p16) or gpu.fp32_tflops or 1.0) * 1e12 * tp
     expert = model.layers * model.mlp_params() if model.is_moe else 0
     bpp = WEIGHT_PRECISIONS[serve.weight_precision] / 8
     total = serving_weight_bytes(model, serve.weight_precision)
-    return _Replica(model, tp, peak * eff, peak16 * eff16,
-                    gpu.mem_bandwidth_gb_s * GB * min(1.0, a.bw_efficiency * fit.bandwidth) * tp,
-                    intra_node_bw_gb_s(gpu, a) * fit.comm,  # host-staged without P2P
-                    a.small_message_latency_s, total - model.moe_experts * expert * bpp,
-                    expert * bpp, kv_cache_bytes_per_token(model, serve.kv_precision), fit.moe,
-                    a.moe_expert_half_tokens)
+    return _Replica(
+        model,
+        tp,
+        peak * eff,
+        peak16 * eff16,
+        gpu.mem_bandwidth_gb_s * GB * min(1.0, a.bw_efficiency * fit.bandwidth) * tp,
+        intra_node_bw_gb_s(gpu, a) * fit.comm,  # host-staged without P2P
+        a.small_message_latency_s,
+        total - model.moe_experts * expert * bpp,
+        expert * bpp,
+        kv_cache_bytes_per_token(model, serve.kv_precision),
+        fit.moe,
+        a.moe_expert_half_tokens,
+    )
 
 
-def _iteration_s(r: _Replica, decode: float, context: float, prefill: float, prompt: float,
-                 logits: float) -> dict[str, float]:
+def _iteration_s(
+    r: _Replica, decode: float, context: float, prefill: float, prompt: float, logits: float
+) -> dict[str, float]:
     """Seconds of one forward pass over `decode` generating sequences (mean KV context
     `context`) and `prefill` prompt tokens of prompts of `prompt` tokens; `logits` rows go
     through the LM head. Terms: linear (dense GEMMs), experts, attention, comm (all-reduce)."""
@@ -125,19 +139,32 @@ def _iteration_s(r: _Replica, decode: float, context: float, prefill: float, pro
     # FLOPs per decode token; a prompt token attends to prompt/2 earlier tokens (causal), and
     # context (prefill) attention is a separate kernel from decode attention
     kv_mem = r.kv_token_bytes * decode * context / r.bw
-    attn_s = max(kv_mem, 4.0 * m.layers * context * m.q_dim * decode / r.attn_rate) \
+    attn_s = (
+        max(kv_mem, 4.0 * m.layers * context * m.q_dim * decode / r.attn_rate)
         + 2.0 * m.layers * prompt * m.q_dim * prefill / r.attn_rate
+    )
     # Megatron TP: 2 all-reduces per layer of the tokens' 16-bit hidden states (Shoeybi 2019)
     comm = 2 * m.layers * ring_allreduce_s(tokens * m.hidden * 2, r.tp, r.link_bw, r.lat)
-    return {"linear": max(lin_mem, lin_comp), "experts": expert_s, "attention": attn_s,
-            "comm": comm, "memory": lin_mem + expert_mem + kv_mem,
-            "memory_bound": float(lin_mem >= lin_comp),
-            "total": max(lin_mem, lin_comp) + expert_s + attn_s + comm}
+    return {
+        "linear": max(lin_mem, lin_comp),
+        "experts": expert_s,
+        "attention": attn_s,
+        "comm": comm,
+        "memory": lin_mem + expert_mem + kv_mem,
+        "memory_bound": float(lin_mem >= lin_comp),
+        "total": max(lin_mem, lin_comp) + expert_s + attn_s + comm,
+    }
 
 
-def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
-                 prompt_tokens: int, output_tokens: int,
-                 assumptions: PerfAssumptions | None = None) -> ServePerf:
+def serving_perf(
+    model: ModelSpec,
+    serve: ServeSetup,
+    gpu: GpuSpec,
+    tp: int,
+    prompt_tokens: int,
+    output_tokens: int,
+    assumptions: PerfAssumptions | None = None,
+) -> ServePerf:
     """Steady-state performance of a replica of `tp` GPUs serving `serve.batch` sequences."""
     a = assumptions or PerfAssumptions()
     r = _replica(model, serve, gpu, tp, a)
@@ -159,29 +186,42 @@ def serving_perf(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int,
         # budget max_num_tokens caps B·(1 + p/O)
         if serve.max_num_tokens:
             concurrency = min(concurrency, serve.max_num_tokens / (1.0 + p / o))
-        it = _iteration_s(r, concurrency, context, concurrency * p / o, p,
-                          concurrency * (1.0 + 1.0 / o))
+        it = _iteration_s(r, concurrency, context, concurrency * p / o, p, concurrency * (1.0 + 1.0 / o))
         cycle_s = o * it["total"]
         step = {**step, "fused_iteration": it["total"]}
     else:
         cycle_s = batch * prefill_s + o * step_s  # prefills as separate passes
     requests_per_s = concurrency / cycle_s
     return ServePerf(
-        ttft_s=prefill_s + step_s, tpot_s=cycle_s / o, decode_step_s=step_s,
-        prefill_s=prefill_s, output_tokens_per_s=requests_per_s * o,
+        ttft_s=prefill_s + step_s,
+        tpot_s=cycle_s / o,
+        decode_step_s=step_s,
+        prefill_s=prefill_s,
+        output_tokens_per_s=requests_per_s * o,
         requests_per_s=requests_per_s,
         bound="memory" if step["memory_bound"] else "compute",
-        parts_s={"weights_kv_read": step["memory"], "decode_linear": step["linear"],
-                 "decode_experts": step["experts"], "decode_attention": step["attention"],
-                 "decode_comm": step["comm"], "prefill": prefill_s, "cycle": cycle_s,
-                 **({"fused_iteration": step["fused_iteration"]}
-                    if "fused_iteration" in step else {})},
+        parts_s={
+            "weights_kv_read": step["memory"],
+            "decode_linear": step["linear"],
+            "decode_experts": step["experts"],
+            "decode_attention": step["attention"],
+            "decode_comm": step["comm"],
+            "prefill": prefill_s,
+            "cycle": cycle_s,
+            **({"fused_iteration": step["fused_iteration"]} if "fused_iteration" in step else {}),
+        },
         concurrency=concurrency,
     )
 
 
-def serving_max_batch(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int = 1,
-                      assumptions: PerfAssumptions | None = None, cap: int | None = None) -> int:
+def serving_max_batch(
+    model: ModelSpec,
+    serve: ServeSetup,
+    gpu: GpuSpec,
+    tp: int = 1,
+    assumptions: PerfAssumptions | None = None,
+    cap: int | None = None,
+) -> int:
     """Largest concurrent batch a replica holds (`--batch max`): KV memory of the stack's
     budget, at the stack's KV occupancy, capped by its scheduler limit (stacks.toml max_batch).
 

@@ -8,9 +8,22 @@ from typing import Any, Literal, get_args
 from optimizer.model.spec import LINEAR_MODULES
 
 __all__ = [
-    "TrainingSetup", "Layout", "ServeSetup", "PerfAssumptions",
-    "Optimizer", "Method", "Checkpointing", "TrainPrecision", "Attention", "ATTENTION_KERNELS",
-    "OPTIMIZERS", "METHODS", "CHECKPOINTING", "TRAIN_PRECISIONS", "TP_DEGREES", "WEIGHT_PRECISIONS",
+    "TrainingSetup",
+    "Layout",
+    "ServeSetup",
+    "PerfAssumptions",
+    "Optimizer",
+    "Method",
+    "Checkpointing",
+    "TrainPrecision",
+    "Attention",
+    "ATTENTION_KERNELS",
+    "OPTIMIZERS",
+    "METHODS",
+    "CHECKPOINTING",
+    "TRAIN_PRECISIONS",
+    "TP_DEGREES",
+    "WEIGHT_PRECISIONS",
     "KV_PRECISIONS",
 ]
 
@@ -27,8 +40,16 @@ ATTENTION_KERNELS: tuple[str, ...] = get_args(Attention)
 #: tensor-parallel degrees searched (within one node: they must divide its GPUs and the heads)
 TP_DEGREES = (1, 2, 4, 8, 16)
 #: serving weight formats -> bits per weight (int4: AWQ/GPTQ group-128 with fp16 scale+zero)
-WEIGHT_PRECISIONS = {"fp32": 32.0, "fp16": 16.0, "bf16": 16.0, "fp8": 8.0, "int8": 8.0,
-                     "int4": 4.0 + 32.0 / 128, "awq": 4.0 + 32.0 / 128, "gptq": 4.0 + 32.0 / 128}
+WEIGHT_PRECISIONS = {
+    "fp32": 32.0,
+    "fp16": 16.0,
+    "bf16": 16.0,
+    "fp8": 8.0,
+    "int8": 8.0,
+    "int4": 4.0 + 32.0 / 128,
+    "awq": 4.0 + 32.0 / 128,
+    "gptq": 4.0 + 32.0 / 128,
+}
 
 #: KV-cache formats (fp8 e4m3 / int8 with per-tensor scales: 1 byte per value)
 KV_PRECISIONS = ("fp16", "bf16", "fp8", "int8")
@@ -96,9 +117,14 @@ class Layout:
 
     def as_dict(self) -> dict[str, int | str]:
         out: dict[str, int | str] = {
-            "dp": self.dp, "tp": self.tp, "pp": self.pp, "zero_stage": self.zero_stage,
+            "dp": self.dp,
+            "tp": self.tp,
+            "pp": self.pp,
+            "zero_stage": self.zero_stage,
             "activation_checkpointing": self.checkpointing,
-            "micro_batch": self.micro_batch, "grad_accum": self.grad_accum}
+            "micro_batch": self.micro_batch,
+            "grad_accum": self.grad_accum,
+        }
         if self.cp > 1:
             out["cp"] = self.cp
         if self.vp > 1:

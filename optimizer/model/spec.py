@@ -52,8 +52,9 @@ class ModelSpec(BaseModel):
         if self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(f"kv_heads ({self.kv_heads}) must divide heads ({self.heads})")
         if self.head_dim is None and self.hidden % self.heads:
-            raise ValueError(f"heads ({self.heads}) must divide hidden ({self.hidden}) "
-                             "unless head_dim is given")
+            raise ValueError(
+                f"heads ({self.heads}) must divide hidden ({self.hidden}) unless head_dim is given"
+            )
         if self.moe_experts and not 0 < self.moe_active <= self.moe_experts:
             raise ValueError("moe_active must be in 1..moe_experts for an MoE model")
         return self
@@ -85,7 +86,8 @@ class ModelSpec(BaseModel):
     @cached_property
     def _counts(self) -> dict[str, int]:
         return {
-            "layer": self._layer_params(False), "layer_active": self._layer_params(True),
+            "layer": self._layer_params(False),
+            "layer_active": self._layer_params(True),
             "matmul": self._layer_matmul_params(False),
             "matmul_active": self._layer_matmul_params(True),
         }
@@ -94,8 +96,14 @@ class ModelSpec(BaseModel):
     def linear_shapes(self) -> dict[str, tuple[int, int]]:
         """(in, out) of each linear module of one layer, one expert for MoE."""
         h = self.hidden
-        shapes = {"q": (h, self.q_dim), "k": (h, self.kv_dim), "v": (h, self.kv_dim),
-                  "o": (self.q_dim, h), "up": (h, self.ffn), "down": (self.ffn, h)}
+        shapes = {
+            "q": (h, self.q_dim),
+            "k": (h, self.kv_dim),
+            "v": (h, self.kv_dim),
+            "o": (self.q_dim, h),
+            "up": (h, self.ffn),
+            "down": (self.ffn, h),
+        }
         if self.ffn_kind == "gated":
             shapes["gate"] = (h, self.ffn)
         return shapes
@@ -144,13 +152,23 @@ class ModelSpec(BaseModel):
 
     def params(self) -> int:
         """Total parameter count."""
-        return (self.layers * self.layer_params() + self.embedding_params()
-                + self.head_params() + self.norm_params() + self.extra_params)
+        return (
+            self.layers * self.layer_params()
+            + self.embedding_params()
+            + self.head_params()
+            + self.norm_params()
+            + self.extra_params
+        )
 
     def active_params(self) -> int:
         """Parameters touched per token (MoE: only the active experts)."""
-        return (self.layers * self.layer_params(active_only=True) + self.embedding_params()
-                + self.head_params() + self.norm_params() + self.extra_params)
+        return (
+            self.layers * self.layer_params(active_only=True)
+            + self.embedding_params()
+            + self.head_params()
+            + self.norm_params()
+            + self.extra_params
+        )
 
     def layer_matmul_params(self, active_only: bool = True) -> int:
         """Weights of one layer that take part in matrix multiplies (for FLOP counts)."""

@@ -16,15 +16,33 @@ from typing import Any
 
 from optimizer.errors import ConfigError, did_you_mean
 
-__all__ = ["StackProfile", "StackValue", "Knobs", "knobs", "get_stack", "stack_names", "train_stack_names",
-           "serve_stack_names", "DEFAULT_STACK", "STACK_ALIASES"]
+__all__ = [
+    "StackProfile",
+    "StackValue",
+    "Knobs",
+    "knobs",
+    "get_stack",
+    "stack_names",
+    "train_stack_names",
+    "serve_stack_names",
+    "DEFAULT_STACK",
+    "STACK_ALIASES",
+]
 
 DEFAULT_STACK = "generic"
 #: other names users write for a stack row
-STACK_ALIASES = {"nemo": "megatron-core", "megatron": "megatron-core", "megatron-lm": "megatron-core",
-                 "accelerate": "fsdp", "hf-accelerate": "fsdp", "transformers": "hf-trainer",
-                 "trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "llamacpp": "llama.cpp",
-                 "other": "generic"}
+STACK_ALIASES = {
+    "nemo": "megatron-core",
+    "megatron": "megatron-core",
+    "megatron-lm": "megatron-core",
+    "accelerate": "fsdp",
+    "hf-accelerate": "fsdp",
+    "transformers": "hf-trainer",
+    "trt-llm": "tensorrt-llm",
+    "trtllm": "tensorrt-llm",
+    "llamacpp": "llama.cpp",
+    "other": "generic",
+}
 
 
 @dataclass(frozen=True)
@@ -93,8 +111,17 @@ class StackProfile:
         return sorted(k for k, v in self.provenance.items() if v.guess)
 
 
-_NUMERIC = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "logits_bytes_per_value",
-            "allocator_cache", "context_gib", "kv_memory_fraction", "lora_dropout")
+_NUMERIC = (
+    "dp_overlap",
+    "tp_overlap",
+    "pp_overlap",
+    "cp_overlap",
+    "logits_bytes_per_value",
+    "allocator_cache",
+    "context_gib",
+    "kv_memory_fraction",
+    "lora_dropout",
+)
 _FRACTIONS = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "kv_memory_fraction")
 
 
@@ -166,8 +193,9 @@ def get_stack(name: str | None, field_name: str = "stack") -> StackProfile:
     key = STACK_ALIASES.get(key, key)
     if key in profiles:
         return profiles[key]
-    raise ConfigError(f"{field_name}: unknown stack {name!r}{did_you_mean(key, profiles)}. "
-                      f"Allowed: {', '.join(profiles)}")
+    raise ConfigError(
+        f"{field_name}: unknown stack {name!r}{did_you_mean(key, profiles)}. Allowed: {', '.join(profiles)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -188,8 +216,13 @@ class Knobs:
 
 
 @cache
-def _knobs(stack: str, sp: bool | None, attention: str | None, opt_bwd: bool | None,
-           overrides: tuple[float | None, ...]) -> Knobs:
+def _knobs(
+    stack: str,
+    sp: bool | None,
+    attention: str | None,
+    opt_bwd: bool | None,
+    overrides: tuple[float | None, ...],
+) -> Knobs:
     prof = get_stack(stack)
     dp, tp, pp, cp, logits, cache_frac, context = overrides
     return Knobs(
@@ -203,13 +236,25 @@ def _knobs(stack: str, sp: bool | None, attention: str | None, opt_bwd: bool | N
         cp_overlap=prof.cp_overlap if cp is None else cp,
         logits_bytes_per_value=prof.logits_bytes_per_value if logits is None else logits,
         allocator_cache=prof.allocator_cache if cache_frac is None else cache_frac,
-        context_gib=prof.context_gib if context is None else context)
+        context_gib=prof.context_gib if context is None else context,
+    )
 
 
 def knobs(setup: Any, assumptions: Any) -> Knobs:
     """Knobs of a TrainingSetup (or ServeSetup) under PerfAssumptions (cached)."""
     a = assumptions
-    return _knobs(setup.stack, getattr(setup, "sequence_parallel", None),
-                  getattr(setup, "attention", None), getattr(setup, "optimizer_in_backward", None),
-                  (a.dp_overlap, a.tp_overlap, a.pp_overlap, a.cp_overlap,
-                   a.logits_bytes_per_value, a.fragmentation, a.overhead_gib))
+    return _knobs(
+        setup.stack,
+        getattr(setup, "sequence_parallel", None),
+        getattr(setup, "attention", None),
+        getattr(setup, "optimizer_in_backward", None),
+        (
+            a.dp_overlap,
+            a.tp_overlap,
+            a.pp_overlap,
+            a.cp_overlap,
+            a.logits_bytes_per_value,
+            a.fragmentation,
+            a.overhead_gib,
+        ),
+    )

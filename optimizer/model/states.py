@@ -5,9 +5,13 @@ from __future__ import annotations
 __all__ = ["model_state_bytes_per_param"]
 
 
-def model_state_bytes_per_param(precision: str, optimizer: str, hidden: int = 4096,
-                                fp32_grad_buffer: bool = False,
-                                fp32_master: bool = True) -> tuple[float, float, float]:
+def model_state_bytes_per_param(
+    precision: str,
+    optimizer: str,
+    hidden: int = 4096,
+    fp32_grad_buffer: bool = False,
+    fp32_master: bool = True,
+) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per trained parameter, unsharded.
 
     Mixed precision (bf16/fp16/fp8) keeps 16-bit weights and gradients plus an fp32 master

@@ -28,8 +28,16 @@ from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import knobs
 from optimizer.units import BYTES_PER_DTYPE, GB
 
-__all__ = ["Cluster", "StepTime", "training_step_time", "compute_efficiency", "bubble_fraction",
-           "dp_bus_bandwidth_gb_s", "p2p_bandwidth_gb_s", "microbatch_times_s"]
+__all__ = [
+    "Cluster",
+    "StepTime",
+    "training_step_time",
+    "compute_efficiency",
+    "bubble_fraction",
+    "dp_bus_bandwidth_gb_s",
+    "p2p_bandwidth_gb_s",
+    "microbatch_times_s",
+]
 
 #: activations and gradients travel as bf16 (Megatron/FSDP mixed precision: 2-byte values)
 COMM_BYTES = BYTES_PER_DTYPE["bf16"]
@@ -43,8 +51,9 @@ def bubble_fraction(pp: int, microbatches: int) -> float:
     return (pp - 1) / (microbatches + pp - 1) if pp > 1 else 0.0
 
 
-def compute_efficiency(gpu: GpuSpec, precision: str, assumptions: PerfAssumptions,
-                       stack: str = "generic") -> tuple[float, bool]:
+def compute_efficiency(
+    gpu: GpuSpec, precision: str, assumptions: PerfAssumptions, stack: str = "generic"
+) -> tuple[float, bool]:
     """(efficiency, calibrated?): explicit override > user calibration > default table × fit.
 
     An upper bound of the achieved efficiency of any layout (the size curve is ≤ 1)."""
@@ -69,8 +78,9 @@ def p2p_bandwidth_gb_s(cluster: Cluster, spans_nodes: bool, a: PerfAssumptions) 
     return cluster.inter_node_gbps / 8.0 / cluster.gpus_per_node * a.link_efficiency
 
 
-def _flop_split(model: ModelSpec, setup: TrainingSetup, checkpointing: str,
-                attention: str) -> tuple[float, float]:
+def _flop_split(
+    model: ModelSpec, setup: TrainingSetup, checkpointing: str, attention: str
+) -> tuple[float, float]:
     """(GEMM, attention-core) hardware FLOPs per token: fp8 applies to the GEMMs only, the
     attention core (Q·Kᵀ, softmax·V) runs in bf16 (Transformer Engine fp8 recipe)."""
     total = training_flops_per_token(model, setup, checkpointing)
@@ -82,8 +92,13 @@ def _flop_split(model: ModelSpec, setup: TrainingSetup, checkpointing: str,
     return total - attn_total, attn_total
 
 
-def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,
-                       assumptions: PerfAssumptions | None = None) -> tuple[float, float, float, float]:
+def microbatch_times_s(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    layout: Layout,
+    cluster: Cluster,
+    assumptions: PerfAssumptions | None = None,
+) -> tuple[float, float, float, float]:
     """(compute, exposed tensor/context-parallel comm, exposed pipeline p2p, efficiency) of one
     micro-batch on one GPU (per virtual stage chunk summed over the GPU's layers).
 
@@ -91,8 +106,13 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     which the planner uses as a cheap lower bound before the full model.
     """
     if is_profile(model):
-        return profile_microbatch_times_s(model, setup, layout, cluster,  # type: ignore[arg-type]
-                                          assumptions)
+        return profile_microbatch_times_s(
+            model,
+            setup,
+            layout,
+            cluster,  # type: ignore[arg-type]
+            assumptions,
+        )
     a = assumptions or PerfAssumptions()
     k = knobs(setup, a)
     gpu, s, b, cp = cluster.gpu, setup.seq_len, layout.micro_batch, layout.cp
@@ -121,8 +141,7 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
         # materialised a·s² scores: softmax/mask/dropout passes are memory-bound (Dao et al.
         # 2022 §1: standard attention is bound by HBM reads/writes of the s×s matrix)
         elements = model.heads / layout.tp * tokens_mb * s * layers_stage
-        compute_mb += elements * a.eager_score_bytes / (gpu.mem_bandwidth_gb_s * GB
-                                                          * a.bw_efficiency)
+        compute_mb += elements * a.eager_score_bytes / (gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency)
 
     # tensor parallel: 4 all-reduces (SP: reduce-scatter + all-gather, same volume) of b·s·h
     # 2-byte values per layer per micro-batch (Megatron §3; Korthikanti 2022 §4.2.2), +2 with
@@ -132,8 +151,13 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     if layout.tp > 1:
         tp_msgs = 4 + (2 if layout.checkpointing == "full" else 0)
         tp_bw = intra_node_bw_gb_s(gpu, a)
-        tp_mb = layers_stage * tp_msgs * ring_allreduce_s(
-            tokens_mb * model.hidden * COMM_BYTES, layout.tp, tp_bw, a.small_message_latency_s)
+        tp_mb = (
+            layers_stage
+            * tp_msgs
+            * ring_allreduce_s(
+                tokens_mb * model.hidden * COMM_BYTES, layout.tp, tp_bw, a.small_message_latency_s
+            )
+        )
         tp_mb *= 1.0 - k.tp_overlap
 
     # context parallel: ring attention passes each GPU's K, V chunk cp−1 times forward and
@@ -151,15 +175,23 @@ def microbatch_times_s(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     if layout.pp > 1:
         pp_spans_nodes = layout.tp * layout.cp * layout.pp > cluster.gpus_per_node
         pp_bw = p2p_bandwidth_gb_s(cluster, pp_spans_nodes, a)
-        pp_mb = 2 * layout.vp * p2p_s(tokens_mb * model.hidden * COMM_BYTES / layout.tp, pp_bw,
-                                      a.small_message_latency_s)
+        pp_mb = (
+            2
+            * layout.vp
+            * p2p_s(tokens_mb * model.hidden * COMM_BYTES / layout.tp, pp_bw, a.small_message_latency_s)
+        )
         pp_mb *= 1.0 - k.pp_overlap
     return compute_mb, tp_mb, pp_mb, eff
 
 
-def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster,
-                       assumptions: PerfAssumptions | None = None,
-                       microbatch: tuple[float, float, float, float] | None = None) -> StepTime:
+def training_step_time(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    layout: Layout,
+    cluster: Cluster,
+    assumptions: PerfAssumptions | None = None,
+    microbatch: tuple[float, float, float, float] | None = None,
+) -> StepTime:
     """Seconds per optimizer step of `layout` on `cluster`, with breakdown.
 
     step = m·(compute + TP/CP comm + PP p2p) per micro-batch + bubble (p−1)/v micro-batches
@@ -169,14 +201,20 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     a = assumptions or PerfAssumptions()
     if is_profile(model):
         bw = dp_bus_bandwidth_gb_s(cluster, layout.gpus > cluster.gpus_per_node, a)
-        return profile_step_time(model, setup, layout, cluster, bw, a,  # type: ignore[arg-type]
-                                 microbatch)
+        return profile_step_time(
+            model,
+            setup,
+            layout,
+            cluster,
+            bw,
+            a,  # type: ignore[arg-type]
+            microbatch,
+        )
     k = knobs(setup, a)
     gpu, s, m = cluster.gpu, setup.seq_len, layout.grad_accum
     peak = gpu.peak_tflops(setup.precision) or 0.0
     calibrated = compute_efficiency(gpu, setup.precision, a, setup.stack)[1]
-    compute_mb, tp_mb, pp_mb, eff = microbatch or microbatch_times_s(model, setup, layout,
-                                                                     cluster, a)
+    compute_mb, tp_mb, pp_mb, eff = microbatch or microbatch_times_s(model, setup, layout, cluster, a)
     per_mb = compute_mb + tp_mb + pp_mb
     bubble = (layout.pp - 1) / layout.vp * per_mb  # interleaved 1F1B (Narayanan 2021 §2.2.2)
 
@@ -188,8 +226,7 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     trained = held
     if setup.is_adapter:
         trained = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
-    grad_value_bytes = 4.0 if k.stack.fp32_grad_buffer and setup.precision != "fp32" \
-        else COMM_BYTES
+    grad_value_bytes = 4.0 if k.stack.fp32_grad_buffer and setup.precision != "fp32" else COMM_BYTES
     grad_bytes = trained * grad_value_bytes
     lat = a.small_message_latency_s
     if layout.zero_stage >= 3:
@@ -205,8 +242,9 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     elif layout.zero_stage >= 1 and not setup.is_adapter:
         # distributed optimizer / ZeRO-1/2: reduce-scatter the gradients, all-gather the updated
         # 16-bit parameters (Megatron dist_optimizer.md; ZeRO §5: same volume as an all-reduce)
-        dp_comm = ring_reduce_scatter_s(grad_bytes, dp_group, dp_bw, lat) \
-            + ring_allgather_s(trained * COMM_BYTES, dp_group, dp_bw, lat)
+        dp_comm = ring_reduce_scatter_s(grad_bytes, dp_group, dp_bw, lat) + ring_allgather_s(
+            trained * COMM_BYTES, dp_group, dp_bw, lat
+        )
         window = compute_mb  # RS in the last backward, AG in the next forward
     else:
         dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat)  # DDP: one all-reduce
@@ -232,9 +270,23 @@ def training_step_time(model: ModelSpec, setup: TrainingSetup, layout: Layout, c
     mfu = model_flops_per_token(model, setup) * tokens_per_s / peak_total
     hfu = training_flops_per_token(model, setup, layout.checkpointing) * tokens_per_s / peak_total
     return StepTime(
-        time_s=time_s, compute_s=compute_s + opt_s, communication_s=comm_s, bubble_s=bubble,
-        tokens_per_s=tokens_per_s, tokens_per_s_per_gpu=tokens_per_s / gpus, mfu=mfu, hfu=hfu,
-        efficiency=eff, calibrated=calibrated,
-        parts_s={"compute": compute_s, "optimizer": opt_s, "tp": m * tp_mb, "pp": m * pp_mb,
-                 "dp_total": dp_comm, "dp_exposed": dp_exposed, "bubble": bubble},
+        time_s=time_s,
+        compute_s=compute_s + opt_s,
+        communication_s=comm_s,
+        bubble_s=bubble,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=tokens_per_s / gpus,
+        mfu=mfu,
+        hfu=hfu,
+        efficiency=eff,
+        calibrated=calibrated,
+        parts_s={
+            "compute": compute_s,
+            "optimizer": opt_s,
+            "tp": m * tp_mb,
+            "pp": m * pp_mb,
+            "dp_total": dp_comm,
+            "dp_exposed": dp_exposed,
+            "bubble": bubble,
+        },
     )

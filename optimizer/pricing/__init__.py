@@ -6,16 +6,27 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "PRICING_MODELS": "catalog", "HOURS_PER_YEAR": "catalog", "Catalog": "catalog",
-    "load_catalog": "catalog", "filter_offerings": "catalog",
-    "cheapest_per_gpu_hour": "catalog", "CatalogAge": "catalog", "CatalogRows": "catalog",
+    "PRICING_MODELS": "catalog",
+    "HOURS_PER_YEAR": "catalog",
+    "Catalog": "catalog",
+    "load_catalog": "catalog",
+    "filter_offerings": "catalog",
+    "cheapest_per_gpu_hour": "catalog",
+    "CatalogAge": "catalog",
+    "CatalogRows": "catalog",
     "load_catalog_rows": "catalog",
-    "PriceFlag": "sanity", "SanityThresholds": "sanity", "check_rows": "sanity",
+    "PriceFlag": "sanity",
+    "SanityThresholds": "sanity",
+    "check_rows": "sanity",
     "catalog_flags": "sanity",
-    "HardwareSpec": "owned", "default_hardware": "owned", "hardware_from_overrides": "owned",
-    "power_usd_per_hour": "owned", "capital_usd": "owned",
+    "HardwareSpec": "owned",
+    "default_hardware": "owned",
+    "hardware_from_overrides": "owned",
+    "power_usd_per_hour": "owned",
+    "capital_usd": "owned",
     "effective_usd_per_gpu_hour": "owned",
-    "RefreshResult": "refresh", "refresh_prices": "refresh",
+    "RefreshResult": "refresh",
+    "refresh_prices": "refresh",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -18,8 +18,15 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import data_path, load_gpus, resolve_gpu_id
 from optimizer.pricing.catalog import COLUMNS, COMMITMENT_HOURS
 
-__all__ = ["RESERVED_DISCOUNTS", "INTERCONNECT", "PROVIDER_DEFAULT", "LAMBDA_PCIE_A100",
-           "load_network_table", "build_rows", "main"]
+__all__ = [
+    "RESERVED_DISCOUNTS",
+    "INTERCONNECT",
+    "PROVIDER_DEFAULT",
+    "LAMBDA_PCIE_A100",
+    "load_network_table",
+    "build_rows",
+    "main",
+]
 
 READ_DATE = "2026-12-02"  # date the reference rows were read (reference/README.md)
 
@@ -56,8 +63,16 @@ LAMBDA_PCIE_A100 = {"gpu_1x_a100", "gpu_2x_a100", "gpu_4x_a100"}
 #: (true = no published figure was read; the value is a documented guess), source_url,
 #: source_version (file @ commit or page date) and notes (what the figure means, or why it is a guess).
 NETWORK_CSV = "instance_network.csv"
-NETWORK_COLUMNS = ("provider", "instance_type", "inter_node_kind", "inter_node_gbps",
-                   "inter_node_is_default", "source_url", "source_version", "notes")
+NETWORK_COLUMNS = (
+    "provider",
+    "instance_type",
+    "inter_node_kind",
+    "inter_node_gbps",
+    "inter_node_is_default",
+    "source_url",
+    "source_version",
+    "notes",
+)
 
 # (kind, Gbit/s per instance, provenance); provenance "published" (read in the source named in
 # instance_network.csv; inter_node_is_default=False) or "default" (a documented guess).
@@ -85,8 +100,11 @@ def load_network_table(path: Path | None = None) -> dict[tuple[str, str], dict[s
 
 
 INTERCONNECT: dict[tuple[str, str], _IC] = {
-    key: (row["inter_node_kind"], float(row["inter_node_gbps"]),
-          "default" if row["inter_node_is_default"] == "true" else "published")
+    key: (
+        row["inter_node_kind"],
+        float(row["inter_node_gbps"]),
+        "default" if row["inter_node_is_default"] == "true" else "published",
+    )
     for key, row in load_network_table().items()
 }
 #: per-provider fallback (kind, Gbit/s, provenance) for instances not listed above.
@@ -176,10 +194,10 @@ def build_rows(reference_csv: Path) -> tuple[list[dict[str, str]], list[dict[str
             if not math.isnan(spot) and spot != on_demand:
                 prices.append(("spot", spot, False, base["source"]))
             if provider in RESERVED_DISCOUNTS and not math.isnan(on_demand):
-                for term, discount in zip(("reserved_1y", "reserved_3y"),
-                                          RESERVED_DISCOUNTS[provider], strict=True):
-                    prices.append((term, on_demand * (1 - discount), True,
-                                   RESERVED_SOURCE[provider]))
+                for term, discount in zip(
+                    ("reserved_1y", "reserved_3y"), RESERVED_DISCOUNTS[provider], strict=True
+                ):
+                    prices.append((term, on_demand * (1 - discount), True, RESERVED_SOURCE[provider]))
             if provider == "coreweave":
                 rate = COREWEAVE_L40S_RESERVED_USD_PER_GPU_HOUR * count
                 src = "modal.com/blog/nvidia-l40s-price-article ('from $0.90/hr' reservation)"

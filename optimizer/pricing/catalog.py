@@ -77,8 +77,12 @@ class Catalog:
 
     def age(self, today: dt.date | None = None) -> CatalogAge:
         """How old these tables are on `today` (default: the local date)."""
-        return CatalogAge(source=self.source, as_of=dt.date.fromisoformat(self.as_of),
-                          path=self.path, today=today or dt.date.today())
+        return CatalogAge(
+            source=self.source,
+            as_of=dt.date.fromisoformat(self.as_of),
+            path=self.path,
+            today=today or dt.date.today(),
+        )
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,12 @@ class CatalogAge:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: source, as_of (ISO), age_days, path (and note when a fallback happened)."""
-        out: dict[str, Any] = {"source": self.source, "as_of": self.as_of.isoformat(),
-                               "age_days": self.age_days, "path": self.path}
+        out: dict[str, Any] = {
+            "source": self.source,
+            "as_of": self.as_of.isoformat(),
+            "age_days": self.age_days,
+            "path": self.path,
+        }
         return {**out, "note": self.note} if self.note else out
 
 
@@ -175,8 +183,7 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def _catalog(frame: pd.DataFrame, source: str, path: Path, note: str = "") -> Catalog:
-    return Catalog(frame=frame, source=source, as_of=str(frame["as_of"].max()), path=str(path),
-                   note=note)
+    return Catalog(frame=frame, source=source, as_of=str(frame["as_of"].max()), path=str(path), note=note)
 
 
 def _source_files(path: str | Path | None, offline: bool | None) -> list[tuple[Path, str]]:
@@ -194,8 +201,7 @@ def _source_files(path: str | Path | None, offline: bool | None) -> list[tuple[P
     return files + [(bundled_path(), "bundled")]
 
 
-def _load_first(reader: Any, path: str | Path | None,
-                offline: bool | None) -> tuple[Any, str, Path, str]:
+def _load_first(reader: Any, path: str | Path | None, offline: bool | None) -> tuple[Any, str, Path, str]:
     """(data, source, file, note) from the first file that validates; an invalid cache falls
     back to the bundled tables with a note; any other invalid file raises CatalogError."""
     note = ""
@@ -245,15 +251,18 @@ def _read_rows(path: Path) -> tuple[Any, ...]:
     return _rows_cached(str(path), stat.st_mtime_ns, stat.st_size)
 
 
-def catalog_age(rows: Iterable[OfferingRow], source: str, path: str | Path,
-                today: dt.date | None = None) -> CatalogAge:
+def catalog_age(
+    rows: Iterable[OfferingRow], source: str, path: str | Path, today: dt.date | None = None
+) -> CatalogAge:
     """The age of a set of rows: newest as_of vs `today` (default: the local date)."""
-    return CatalogAge(source=source, as_of=max(r.as_of for r in rows), path=str(path),
-                      today=today or dt.date.today())
+    return CatalogAge(
+        source=source, as_of=max(r.as_of for r in rows), path=str(path), today=today or dt.date.today()
+    )
 
 
-def load_catalog_rows(path: str | Path | None = None, *, offline: bool | None = None,
-                      today: dt.date | None = None) -> CatalogRows:
+def load_catalog_rows(
+    path: str | Path | None = None, *, offline: bool | None = None, today: dt.date | None = None
+) -> CatalogRows:
     """The validated catalog as OfferingRow objects with its age (same files, order and checks
     as load_catalog, without pandas: the planners' fast path).
 
@@ -269,12 +278,12 @@ def load_catalog_rows(path: str | Path | None = None, *, offline: bool | None = 
     age = replace(catalog_age(rows, source, file, today), note=note)
     label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)
     line = f"prices: {label}, as of {age.as_of}"
-    return CatalogRows(rows=rows, age=age, description=f"{line} ({note})" if note else line,
-                       note=note)
+    return CatalogRows(rows=rows, age=age, description=f"{line} ({note})" if note else line, note=note)
 
 
-def load_offering_rows(path: str | Path | None = None, *, offline: bool | None = None
-                       ) -> tuple[tuple[Any, ...], str]:
+def load_offering_rows(
+    path: str | Path | None = None, *, offline: bool | None = None
+) -> tuple[tuple[Any, ...], str]:
     """The validated catalog as OfferingRow objects (same files and checks as load_catalog,
     without pandas: the planner's fast path). Returns (rows, one-line description);
     `load_catalog_rows` returns the same with the catalog's age."""
@@ -305,12 +314,17 @@ def _check_known(wanted: list[str], field: str, allowed: Iterable[str]) -> set[s
     return {v.lower() for v in wanted}
 
 
-def row_filter(*, gpus: str | Iterable[str] | None = None,
-               providers: str | Iterable[str] | None = None,
-               regions: str | Iterable[str] | None = None,
-               pricing: str | Iterable[str] | None = None, min_instances: int | None = None,
-               known_providers: Iterable[str] = (), known_regions: Iterable[str] = (),
-               max_instances: int | None = None) -> Any:
+def row_filter(
+    *,
+    gpus: str | Iterable[str] | None = None,
+    providers: str | Iterable[str] | None = None,
+    regions: str | Iterable[str] | None = None,
+    pricing: str | Iterable[str] | None = None,
+    min_instances: int | None = None,
+    known_providers: Iterable[str] = (),
+    known_regions: Iterable[str] = (),
+    max_instances: int | None = None,
+) -> Any:
     """A predicate over rows (attributes gpu_id, provider, region, pricing_model,
     max_instances) implementing the filters of filter_offerings; validates the values first.
     `max_instances` is the old name of `min_instances` (it always meant "at least").
@@ -321,25 +335,28 @@ def row_filter(*, gpus: str | Iterable[str] | None = None,
     gpu_list = _as_list(gpus)
     ids = {resolve_gpu_id(g, field="gpu") for g in gpu_list} if gpu_list is not None else None
     provider_list = _as_list(providers)
-    prov = _check_known(provider_list, "provider", known_providers) \
-        if provider_list is not None else None
+    prov = _check_known(provider_list, "provider", known_providers) if provider_list is not None else None
     region_list = _as_list(regions, split=False)
     regs = _check_known(region_list, "region", known_regions) if region_list is not None else None
     pricing_list = _as_list(pricing)
-    prices = _check_known([p.replace("-", "_") for p in pricing_list], "pricing",
-                          PRICING_MODELS) if pricing_list is not None else None
+    prices = (
+        _check_known([p.replace("-", "_") for p in pricing_list], "pricing", PRICING_MODELS)
+        if pricing_list is not None
+        else None
+    )
     least = min_instances if min_instances is not None else max_instances
     if least is not None and least < 1:
         raise ConfigError(f"min_instances: must be >= 1, got {least}")
 
     def keep(row: Any) -> bool:
         limit = row.max_instances
-        return ((ids is None or row.gpu_id in ids)
-                and (prov is None or row.provider.lower() in prov)
-                and (regs is None or row.region.lower() in regs)
-                and (prices is None or row.pricing_model.lower() in prices)
-                and (least is None or limit is None or limit != limit
-                     or limit >= least))
+        return (
+            (ids is None or row.gpu_id in ids)
+            and (prov is None or row.provider.lower() in prov)
+            and (regs is None or row.region.lower() in regs)
+            and (prices is None or row.pricing_model.lower() in prices)
+            and (least is None or limit is None or limit != limit or limit >= least)
+        )
 
     return keep
 
@@ -371,18 +388,25 @@ def filter_offerings(
     Raises:
         ConfigError: an unknown value; the message names the field and the allowed values.
     """
-    keep = row_filter(gpus=gpus, providers=providers, regions=regions, pricing=pricing,
-                      min_instances=min_instances, max_instances=max_instances,
-                      known_providers=frame["provider"],
-                      known_regions=frame["region"])
+    keep = row_filter(
+        gpus=gpus,
+        providers=providers,
+        regions=regions,
+        pricing=pricing,
+        min_instances=min_instances,
+        max_instances=max_instances,
+        known_providers=frame["provider"],
+        known_regions=frame["region"],
+    )
     return frame[[keep(row) for row in frame.itertuples(index=False)]]
 
 
 def filter_rows(rows: Iterable[Any], **filters: Any) -> list[Any]:
     """filter_offerings for OfferingRow objects (see load_offering_rows)."""
     rows = list(rows)
-    keep = row_filter(known_providers={r.provider for r in rows},
-                      known_regions={r.region for r in rows}, **filters)
+    keep = row_filter(
+        known_providers={r.provider for r in rows}, known_regions={r.region for r in rows}, **filters
+    )
     return [r for r in rows if keep(r)]
 
 

@@ -16,8 +16,7 @@ from optimizer.inputs.jobs.data import ONPREM, DataSpec
 from optimizer.pricing.host import StorageRates, storage_providers, storage_rates, storage_regions
 from optimizer.units import HOURS_PER_MONTH
 
-__all__ = ["DataCharge", "NO_DATA", "data_charge", "with_data", "checkpoint_gb_hours",
-           "check_data_location"]
+__all__ = ["DataCharge", "NO_DATA", "data_charge", "with_data", "checkpoint_gb_hours", "check_data_location"]
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,7 @@ class DataCharge:
 
     def checkpoint_storage_usd(self, hours: float) -> float:
         """Checkpoints kept over the job's `hours` at the offering's object-storage price."""
-        gb_h = checkpoint_gb_hours(self.checkpoint_gb, self.checkpoint_every_h,
-                                   self.checkpoints_kept, hours)
+        gb_h = checkpoint_gb_hours(self.checkpoint_gb, self.checkpoint_every_h, self.checkpoints_kept, hours)
         return gb_h * self.storage_usd_per_gb_month / HOURS_PER_MONTH
 
     def usd(self, hours: float) -> float:
@@ -87,22 +85,28 @@ def check_data_location(spec: DataSpec, catalog_providers: Sequence[str] = ()) -
         return None
     known = sorted(set(storage_providers()) | {p.lower() for p in catalog_providers})
     if spec.provider.lower() not in known:
-        raise ConfigError(f"data.provider: unknown {spec.provider!r}"
-                          f"{did_you_mean(spec.provider, [*known, ONPREM])} Allowed: "
-                          f"{', '.join([*known, ONPREM])}")
+        raise ConfigError(
+            f"data.provider: unknown {spec.provider!r}"
+            f"{did_you_mean(spec.provider, [*known, ONPREM])} Allowed: "
+            f"{', '.join([*known, ONPREM])}"
+        )
     rates = storage_rates(spec.provider, spec.region)
     regions = storage_regions(spec.provider)
     if rates is None and spec.region is not None and regions and "all" not in regions:
-        raise ConfigError(f"data.region: {spec.region!r} has no row for {spec.provider} in "
-                          f"pricing_data/provider_storage.csv; allowed: {', '.join(regions)}")
+        raise ConfigError(
+            f"data.region: {spec.region!r} has no row for {spec.provider} in "
+            f"pricing_data/provider_storage.csv; allowed: {', '.join(regions)}"
+        )
     if rates is None and spec.region is None and len(regions) > 1:
-        raise ConfigError(f"data.region: give the region of the dataset at {spec.provider}; "
-                          f"allowed: {', '.join(regions)}")
+        raise ConfigError(
+            f"data.region: give the region of the dataset at {spec.provider}; allowed: {', '.join(regions)}"
+        )
     return rates
 
 
-def _egress(spec: DataSpec, src: StorageRates | None, provider: str, kind: str,
-            region: str) -> tuple[float, float | None, str]:
+def _egress(
+    spec: DataSpec, src: StorageRates | None, provider: str, kind: str, region: str
+) -> tuple[float, float | None, str]:
     """(GB moved, USD per GB or None if unknown, route in words) to an offering.
 
     A dataset whose region is not given (and whose provider prices every region alike) is
@@ -111,8 +115,11 @@ def _egress(spec: DataSpec, src: StorageRates | None, provider: str, kind: str,
     if spec.provider.lower() == ONPREM:
         if kind in ("owned", "buy"):
             return 0.0, 0.0, "on-premises, beside the boxes (no transfer)"
-        return spec.dataset_gb, 0.0, (f"on-premises → {provider} {region} (your own uplink; "
-                                      f"ingress is what the provider prices)")
+        return (
+            spec.dataset_gb,
+            0.0,
+            (f"on-premises → {provider} {region} (your own uplink; ingress is what the provider prices)"),
+        )
     src_region = spec.region or (src.region if src is not None and src.region != "all" else None)
     where = f"{spec.provider}" + (f" {src_region}" if src_region else "")
     same_provider = spec.provider.lower() == provider.lower()
@@ -131,8 +138,16 @@ def _egress(spec: DataSpec, src: StorageRates | None, provider: str, kind: str,
     return spec.dataset_gb, rate, f"{where} → {provider} {region} ({route_kind} {priced})"
 
 
-def data_charge(spec: DataSpec, src: StorageRates | None, provider: str, region: str, kind: str,
-                checkpoint_gb: float, every_h: float, kept: int) -> DataCharge:
+def data_charge(
+    spec: DataSpec,
+    src: StorageRates | None,
+    provider: str,
+    region: str,
+    kind: str,
+    checkpoint_gb: float,
+    every_h: float,
+    kept: int,
+) -> DataCharge:
     """The data lines of a job on one offering (cloud: object storage at its provider/region;
     owned/buy boxes: dataset and checkpoints on their own disks, no storage price)."""
     unknown: list[str] = []
@@ -152,20 +167,47 @@ def data_charge(spec: DataSpec, src: StorageRates | None, provider: str, region:
         else:
             storage = dest.object_storage_usd_per_gb_month
     return DataCharge(
-        counted=True, dataset_gb=spec.dataset_gb, egress_gb=gb, egress_usd_per_gb=rate or 0.0,
-        route=route, storage_usd_per_gb_month=storage,
+        counted=True,
+        dataset_gb=spec.dataset_gb,
+        egress_gb=gb,
+        egress_usd_per_gb=rate or 0.0,
+        route=route,
+        storage_usd_per_gb_month=storage,
         stored_dataset_gb=gb if not local_box else 0.0,
-        checkpoint_gb=0.0 if local_box else checkpoint_gb, checkpoint_every_h=every_h,
-        checkpoints_kept=kept, unknown=tuple(unknown))
+        checkpoint_gb=0.0 if local_box else checkpoint_gb,
+        checkpoint_every_h=every_h,
+        checkpoints_kept=kept,
+        unknown=tuple(unknown),
+    )
 
 
-def with_data(offerings: Sequence[object], spec: DataSpec, checkpoint_gb: float, every_h: float,
-              kept: int, catalog_providers: Sequence[str] = ()) -> list:
+def with_data(
+    offerings: Sequence[object],
+    spec: DataSpec,
+    checkpoint_gb: float,
+    every_h: float,
+    kept: int,
+    catalog_providers: Sequence[str] = (),
+) -> list:
     """The offerings with the job's data charge attached (`Offering.data`).
 
     Raises:
         ConfigError: the dataset's provider or region is unknown.
     """
     src = check_data_location(spec, catalog_providers)
-    return [replace(o, data=data_charge(spec, src, o.provider, o.region, o.kind,  # type: ignore[attr-defined,type-var]
-                                        checkpoint_gb, every_h, kept)) for o in offerings]
+    return [
+        replace(
+            o,
+            data=data_charge(
+                spec,
+                src,
+                o.provider,
+                o.region,
+                o.kind,  # type: ignore[attr-defined,type-var]
+                checkpoint_gb,
+                every_h,
+                kept,
+            ),
+        )
+        for o in offerings
+    ]

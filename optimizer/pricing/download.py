@@ -45,8 +45,15 @@ class Deadline:
         return max(0.001, min(per_read_s, self.left_s()))
 
 
-def download(url: str, headers: dict[str, str], timeout_s: float, retries: int, max_bytes: int,
-             backoff_s: float, deadline: Deadline) -> tuple[int, bytes, dict[str, str]]:
+def download(
+    url: str,
+    headers: dict[str, str],
+    timeout_s: float,
+    retries: int,
+    max_bytes: int,
+    backoff_s: float,
+    deadline: Deadline,
+) -> tuple[int, bytes, dict[str, str]]:
     """GET with bounded retries on timeouts, connection errors and 5xx; stream with a size cap.
 
     Returns (status, body, response headers); status 304 has an empty body.
@@ -60,13 +67,15 @@ def download(url: str, headers: dict[str, str], timeout_s: float, retries: int, 
         if attempt:
             pause = backoff_s * 2 ** (attempt - 1)  # exponential backoff: b, 2b, 4b, ...
             if pause >= deadline.left_s():
-                raise RefreshError(f"{last}; no time left for a retry within the total deadline "
-                                   f"of {deadline.total_s:g} s")
+                raise RefreshError(
+                    f"{last}; no time left for a retry within the total deadline of {deadline.total_s:g} s"
+                )
             time.sleep(pause)
         per_read = deadline.timeout(timeout_s)
         try:
-            with requests.get(url, headers=headers, timeout=(per_read, per_read),
-                              stream=True, allow_redirects=True) as response:
+            with requests.get(
+                url, headers=headers, timeout=(per_read, per_read), stream=True, allow_redirects=True
+            ) as response:
                 status = response.status_code
                 if status >= 500:
                     last = f"HTTP {status} {response.reason or ''}".strip()
@@ -75,8 +84,7 @@ def download(url: str, headers: dict[str, str], timeout_s: float, retries: int, 
                     return status, b"", dict(response.headers)
                 if status != 200:
                     raise RefreshError(f"HTTP {status} {response.reason or ''}".strip())
-                return status, _read_body(response, max_bytes, timeout_s, deadline), \
-                    dict(response.headers)
+                return status, _read_body(response, max_bytes, timeout_s, deadline), dict(response.headers)
         except requests.Timeout:
             deadline.check()
             last = f"timed out after {per_read:g} s"

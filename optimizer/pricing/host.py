@@ -45,8 +45,7 @@ def _number(raw: str, path: str, line: int, column: str) -> float | None:
     except ValueError:
         raise CatalogError(f"{path}: row {line}, column '{column}': not a number: {text!r}") from None
     if not math.isfinite(value) or value < 0:
-        raise CatalogError(f"{path}: row {line}, column '{column}': must be a finite number ≥ 0, "
-                           f"got {text}")
+        raise CatalogError(f"{path}: row {line}, column '{column}': must be a finite number ≥ 0, got {text}")
     return value
 
 
@@ -55,14 +54,21 @@ def _storage(path: str) -> dict[tuple[str, str], StorageRates]:
     out: dict[tuple[str, str], StorageRates] = {}
     with open(path, newline="", encoding="utf-8") as handle:
         for line, raw in enumerate(csv.DictReader(handle), start=2):
+
             def num(col: str, raw: dict[str, str] = raw, line: int = line) -> float | None:
                 return _number(raw.get(col) or "", path, line, col)
+
             key = (raw["provider"].strip().lower(), raw["region"].strip())
             out[key] = StorageRates(
-                key[0], key[1], num("egress_internet_usd_per_gb"),
-                num("egress_inter_region_usd_per_gb"), num("ingress_usd_per_gb"),
+                key[0],
+                key[1],
+                num("egress_internet_usd_per_gb"),
+                num("egress_inter_region_usd_per_gb"),
+                num("ingress_usd_per_gb"),
                 num("object_storage_usd_per_gb_month"),
-                (raw.get("object_storage_service") or "").strip(), (raw.get("source") or "").strip())
+                (raw.get("object_storage_service") or "").strip(),
+                (raw.get("source") or "").strip(),
+            )
     return out
 
 
@@ -72,7 +78,8 @@ def _nvme(path: str) -> dict[tuple[str, str], float | None]:
     with open(path, newline="", encoding="utf-8") as handle:
         for line, raw in enumerate(csv.DictReader(handle), start=2):
             out[(raw["provider"].strip().lower(), raw["instance_type"].strip())] = _number(
-                raw.get("local_nvme_gb") or "", path, line, "local_nvme_gb")
+                raw.get("local_nvme_gb") or "", path, line, "local_nvme_gb"
+            )
     return out
 
 

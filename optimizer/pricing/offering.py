@@ -64,8 +64,7 @@ class Offering:
     @property
     def hardware_class(self) -> tuple[str, float, int, float]:
         """Offerings of one class have identical performance (only prices differ)."""
-        return (self.gpu.gpu_id, self.gpu.intra_node_bw_gb_s, self.gpus_per_instance,
-                self.inter_node_gbps)
+        return (self.gpu.gpu_id, self.gpu.intra_node_bw_gb_s, self.gpus_per_instance, self.inter_node_gbps)
 
     def cluster(self, instances: int) -> Cluster:
         """The hardware `instances` of this offering give a layout (one definition, used by the
@@ -100,8 +99,10 @@ def cost_usd(offering: Offering, instances: int, hours: float) -> Cost:
     """
     billed_h = offering.commitment_hours if offering.commitment_hours else hours
     running = offering.usd_per_hour * instances * billed_h
-    capital = offering.capital_usd_per_instance * instances \
+    capital = (
+        offering.capital_usd_per_instance * instances
         + offering.capital_usd_per_instance_hour * instances * hours
+    )
     return Cost(running, capital, offering.data.usd(hours))
 
 

@@ -29,20 +29,34 @@ from optimizer.pricing.sanity import PriceFlag, catalog_flags, flags_of, row_key
 from optimizer.pricing.schema import OfferingRow
 from optimizer.pricing.spot import spot_rate
 
-__all__ = ["flag_notes", "cloud_offering", "cloud_offerings", "box_offering", "box_spec",
-           "hardware_offerings", "job_offerings"]
+__all__ = [
+    "flag_notes",
+    "cloud_offering",
+    "cloud_offerings",
+    "box_offering",
+    "box_spec",
+    "hardware_offerings",
+    "job_offerings",
+]
 
 _FILTER_FIELDS = {"gpu": "gpu_types", "provider": "providers", "region": "regions"}
 
 
-def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud",
-                   spot_overhead: float | None = 0.0, trust_guessed_network: bool = True,
-                   spot_rate_override: float | None = None,
-                   availability: Sequence[Any] = (),
-                   reservation_prepaid: bool = False, usd_per_hour: float | None = None,
-                   max_instances: int | None = None,
-                   catalog_rows: Sequence[OfferingRow] | None = None,
-                   flags: tuple[PriceFlag, ...] | None = None) -> Offering:
+def cloud_offering(
+    row: OfferingRow,
+    *,
+    key_prefix: str = "",
+    kind: str = "cloud",
+    spot_overhead: float | None = 0.0,
+    trust_guessed_network: bool = True,
+    spot_rate_override: float | None = None,
+    availability: Sequence[Any] = (),
+    reservation_prepaid: bool = False,
+    usd_per_hour: float | None = None,
+    max_instances: int | None = None,
+    catalog_rows: Sequence[OfferingRow] | None = None,
+    flags: tuple[PriceFlag, ...] | None = None,
+) -> Offering:
     """One catalog row as an Offering.
 
     Spot rows get `spot_overhead` (a fixed extra wall time, the old rule) or, when it is None,
@@ -62,30 +76,44 @@ def cloud_offering(row: OfferingRow, *, key_prefix: str = "", kind: str = "cloud
         if entry.provider == row.provider and entry.instance in (None, row.instance_type):
             limit = entry.max_instances
     spot = row.pricing_model == "spot"
-    rate = spot_rate(row.provider, row.gpu_id, spot_rate_override) \
-        if spot and spot_overhead is None else None
+    rate = spot_rate(row.provider, row.gpu_id, spot_rate_override) if spot and spot_overhead is None else None
     if not trust_guessed_network and row.inter_node_is_default:
         limit = 1
     return Offering(
         key=f"{key_prefix}{row.provider}/{row.instance_type}/{row.region}/{row.pricing_model}",
-        kind=kind, provider=row.provider, instance=row.instance_type, region=row.region,
-        pricing=row.pricing_model, gpu=_gpu_in_instance(load_gpus()[row.gpu_id], row),
-        gpus_per_instance=row.gpus_per_instance, inter_node_gbps=row.inter_node_gbps,
+        kind=kind,
+        provider=row.provider,
+        instance=row.instance_type,
+        region=row.region,
+        pricing=row.pricing_model,
+        gpu=_gpu_in_instance(load_gpus()[row.gpu_id], row),
+        gpus_per_instance=row.gpus_per_instance,
+        inter_node_gbps=row.inter_node_gbps,
         usd_per_hour=row.usd_per_hour if usd_per_hour is None else usd_per_hour,
         max_instances=limit,
         commitment_hours=0.0 if reservation_prepaid else float(row.commitment_hours),
         spot_overhead=(spot_overhead or 0.0) if spot else 0.0,
         spot_interruptions_per_day=rate.per_instance_day if rate else None,
         spot_rate_source=rate.source if rate else "",
-        inter_node_kind=row.inter_node_kind, inter_node_is_default=row.inter_node_is_default,
-        flags=flags, vcpus=row.vcpus, ram_gib=row.ram_gib,
-        local_nvme_gb=local_nvme_gb(row.provider, row.instance_type))
+        inter_node_kind=row.inter_node_kind,
+        inter_node_is_default=row.inter_node_is_default,
+        flags=flags,
+        vcpus=row.vcpus,
+        ram_gib=row.ram_gib,
+        local_nvme_gb=local_nvme_gb(row.provider, row.instance_type),
+    )
 
 
-def cloud_offerings(rows: Sequence[OfferingRow], *, gpus: Iterable[str] | None = None,
-                    providers: Iterable[str] | None = None, regions: Iterable[str] | None = None,
-                    pricing: Iterable[str] | None = None, field_prefix: str = "constraints",
-                    **options: Any) -> list[Offering]:
+def cloud_offerings(
+    rows: Sequence[OfferingRow],
+    *,
+    gpus: Iterable[str] | None = None,
+    providers: Iterable[str] | None = None,
+    regions: Iterable[str] | None = None,
+    pricing: Iterable[str] | None = None,
+    field_prefix: str = "constraints",
+    **options: Any,
+) -> list[Offering]:
     """Catalog rows allowed by the filters, as Offerings (options as in `cloud_offering`).
 
     Each Offering carries its row's price-sanity flags, judged against all of `rows` (pass the
@@ -97,8 +125,13 @@ def cloud_offerings(rows: Sequence[OfferingRow], *, gpus: Iterable[str] | None =
             (e.g. "constraints.gpu_types: unknown GPU …").
     """
     try:
-        kept = filter_rows(rows, gpus=gpus, providers=providers, regions=regions,
-                           pricing=None if pricing is None else list(pricing))
+        kept = filter_rows(
+            rows,
+            gpus=gpus,
+            providers=providers,
+            regions=regions,
+            pricing=None if pricing is None else list(pricing),
+        )
     except ConfigError as exc:  # name the job-file field: "gpu: …" -> "constraints.gpu_types: …"
         field, _, rest = str(exc).partition(": ")
         raise ConfigError(f"{field_prefix}.{_FILTER_FIELDS.get(field, field)}: {rest}") from None
@@ -119,8 +152,16 @@ def box_spec(entry: HardwareEntry) -> HardwareSpec:
     return hardware_from_overrides(entry.gpu, **entry.overrides())
 
 
-def box_offering(kind: str, spec: HardwareSpec, gpu: GpuSpec, *, boxes: int, index: int = 0,
-                 charge_capital: bool = False, inter_node_gbps: float = 10.0) -> Offering:
+def box_offering(
+    kind: str,
+    spec: HardwareSpec,
+    gpu: GpuSpec,
+    *,
+    boxes: int,
+    index: int = 0,
+    charge_capital: bool = False,
+    inter_node_gbps: float = 10.0,
+) -> Offering:
     """An owned box (power; + amortised capital with charge_capital) or a box to buy (power +
     the net price upfront, or amortised per busy hour, as its accounting says)."""
     capital_fixed = capital_hourly = 0.0
@@ -129,18 +170,30 @@ def box_offering(kind: str, spec: HardwareSpec, gpu: GpuSpec, *, boxes: int, ind
     elif kind == "buy" or charge_capital:
         capital_hourly = capital_usd_per_hour(spec, 1)
     return Offering(
-        key=f"{kind}/{gpu.gpu_id}x{spec.gpus_per_box}#{index}", kind=kind, provider=kind,
-        instance=f"{spec.gpus_per_box}x {gpu.gpu_id} box", region="local", pricing=kind, gpu=gpu,
-        gpus_per_instance=spec.gpus_per_box, inter_node_gbps=inter_node_gbps,
-        usd_per_hour=power_usd_per_hour(spec, 1, 1.0), max_instances=boxes,
-        capital_usd_per_instance=capital_fixed, capital_usd_per_instance_hour=capital_hourly,
+        key=f"{kind}/{gpu.gpu_id}x{spec.gpus_per_box}#{index}",
+        kind=kind,
+        provider=kind,
+        instance=f"{spec.gpus_per_box}x {gpu.gpu_id} box",
+        region="local",
+        pricing=kind,
+        gpu=gpu,
+        gpus_per_instance=spec.gpus_per_box,
+        inter_node_gbps=inter_node_gbps,
+        usd_per_hour=power_usd_per_hour(spec, 1, 1.0),
+        max_instances=boxes,
+        capital_usd_per_instance=capital_fixed,
+        capital_usd_per_instance_hour=capital_hourly,
         box_net_price_usd=capital_usd(spec, 1),
         amortisation_hours=spec.amortisation_months * HOURS_PER_MONTH,
-        vcpus=spec.vcpus, ram_gib=spec.ram_gib, local_nvme_gb=spec.local_nvme_gb)
+        vcpus=spec.vcpus,
+        ram_gib=spec.ram_gib,
+        local_nvme_gb=spec.local_nvme_gb,
+    )
 
 
-def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry],
-                       gpus: Iterable[str] | None = None) -> list[Offering]:
+def hardware_offerings(
+    owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry], gpus: Iterable[str] | None = None
+) -> list[Offering]:
     """Owned boxes (`num_boxes`, default max_boxes or 1) and boxes to buy (`max_gpus` GPUs in
     whole boxes, default max_boxes or one box),
     keeping only the GPU types in `gpus` when given."""
@@ -156,28 +209,43 @@ def hardware_offerings(owned: Sequence[HardwareEntry], buy: Sequence[HardwareEnt
             if kind == "owned":
                 boxes = entry.num_boxes or spec.max_boxes or 1
             else:
-                boxes = (entry.max_gpus // spec.gpus_per_box) if entry.max_gpus else \
-                    (spec.max_boxes or 1)
+                boxes = (entry.max_gpus // spec.gpus_per_box) if entry.max_gpus else (spec.max_boxes or 1)
             if boxes >= 1:
-                out.append(box_offering(kind, spec, gpu, boxes=boxes, index=i,
-                                        charge_capital=entry.charge_capital,
-                                        inter_node_gbps=entry.inter_node_gbps))
+                out.append(
+                    box_offering(
+                        kind,
+                        spec,
+                        gpu,
+                        boxes=boxes,
+                        index=i,
+                        charge_capital=entry.charge_capital,
+                        inter_node_gbps=entry.inter_node_gbps,
+                    )
+                )
     return out
 
 
-def job_offerings(rows: Sequence[OfferingRow] | None, constraints: Any,
-                  owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry]) -> list[Offering]:
+def job_offerings(
+    rows: Sequence[OfferingRow] | None,
+    constraints: Any,
+    owned: Sequence[HardwareEntry],
+    buy: Sequence[HardwareEntry],
+) -> list[Offering]:
     """Every offering a training job may use: the filtered catalog and its hardware entries."""
     cloud = []
     if rows is not None and constraints.cloud:
         cloud = cloud_offerings(
-            rows, gpus=constraints.gpu_types, providers=constraints.providers,
-            regions=constraints.regions, pricing=constraints.pricing,
+            rows,
+            gpus=constraints.gpu_types,
+            providers=constraints.providers,
+            regions=constraints.regions,
+            pricing=constraints.pricing,
             spot_overhead=constraints.spot_interruption_overhead,
             spot_rate_override=constraints.spot_interruptions_per_instance_day,
             availability=constraints.availability,
             trust_guessed_network=constraints.trust_guessed_network,
-            reservation_prepaid=constraints.reservation_prepaid)
+            reservation_prepaid=constraints.reservation_prepaid,
+        )
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
 
 
@@ -187,6 +255,9 @@ def flag_notes(offerings: Iterable[Offering]) -> list[str]:
     for off in offerings:
         if off.flags and off.key not in seen:
             seen[off.key] = off
-    return [f"relies on a flagged price: {o.provider} {o.instance} {o.region} {o.pricing} — "
-            f"{f.rule}: {f.reason} (see `ccopt prices --flagged`)"
-            for o in seen.values() for f in o.flags]
+    return [
+        f"relies on a flagged price: {o.provider} {o.instance} {o.region} {o.pricing} — "
+        f"{f.rule}: {f.reason} (see `ccopt prices --flagged`)"
+        for o in seen.values()
+        for f in o.flags
+    ]

@@ -88,16 +88,18 @@ def _defaults(path: str) -> dict[str, dict[str, Any]]:
     host_path = str(data_path("hardware_host.csv"))
     with open(host_path, newline="", encoding="utf-8") as handle:
         for line, raw in enumerate(csv.DictReader(handle), start=2):
-            known = {k: v.strip() for k, v in raw.items()
-                     if k in ("vcpus", "ram_gib", "local_nvme_gb") and v and v.strip()}
+            known = {
+                k: v.strip()
+                for k, v in raw.items()
+                if k in ("vcpus", "ram_gib", "local_nvme_gb") and v and v.strip()
+            }
             gpu = raw["gpu"].strip()
             if gpu in rows and known:
                 try:
                     rows[gpu] = HardwareSpec.model_validate({**rows[gpu], **known}).model_dump()
                 except ValidationError as exc:
                     column, message = _first_error(exc)
-                    raise CatalogError(f"{host_path}: row {line}, column '{column}': "
-                                       f"{message}") from None
+                    raise CatalogError(f"{host_path}: row {line}, column '{column}': {message}") from None
     return rows
 
 
@@ -134,8 +136,7 @@ def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
     for name in fields:
         if name not in allowed:
             raise ConfigError(
-                f"hardware.{name}: unknown field{did_you_mean(name, allowed)} "
-                f"Allowed: {', '.join(allowed)}"
+                f"hardware.{name}: unknown field{did_you_mean(name, allowed)} Allowed: {', '.join(allowed)}"
             )
     defaults = _defaults(_hardware_file())
     if gpu in defaults:
@@ -148,12 +149,12 @@ def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
         if spec.street_price_usd:  # the catalog's sourced street price (gpus*.csv notes)
             base["price_per_gpu_usd"] = spec.street_price_usd
     base.update({k: v for k, v in fields.items() if v is not None})
-    missing = [f for f in ("gpus_per_box", "price_per_gpu_usd", "host_price_usd", "gpu_power_w")
-               if f not in base]
+    missing = [
+        f for f in ("gpus_per_box", "price_per_gpu_usd", "host_price_usd", "gpu_power_w") if f not in base
+    ]
     if missing:
         raise ConfigError(
-            f"hardware.{missing[0]}: required for {gpu!r} (no default box); "
-            f"give {', '.join(missing)}"
+            f"hardware.{missing[0]}: required for {gpu!r} (no default box); give {', '.join(missing)}"
         )
     try:
         return HardwareSpec.model_validate(base)

@@ -56,8 +56,7 @@ class RefreshResult:
         """One line for the CLI."""
         if self.status == "not_modified":
             return f"prices: not modified at {self.url}; keeping {self.path} (as of {self.as_of})"
-        return (f"prices: updated {self.path} from {self.url}: {self.rows} offerings, "
-                f"as of {self.as_of}")
+        return f"prices: updated {self.path} from {self.url}: {self.rows} offerings, as of {self.as_of}"
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
@@ -142,8 +141,7 @@ def refresh_prices(
     if not target:
         raise ConfigError("no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
     if not target.startswith(("http://", "https://")):
-        raise ConfigError(f"--url: {target!r} is not an http(s) URL; allowed: http://... or "
-                          "https://...")
+        raise ConfigError(f"--url: {target!r} is not an http(s) URL; allowed: http://... or https://...")
     check_number(timeout_s, "--timeout-s", gt=0, le=MAX_TIMEOUT_S)
     check_number(deadline_s, "--deadline-s", gt=0, le=MAX_DEADLINE_S)
     check_number(retries, "--retries", ge=0, le=MAX_RETRIES, integer=True)
@@ -160,7 +158,8 @@ def refresh_prices(
             headers["If-Modified-Since"] = str(meta["last_modified"])
     try:
         status, body, response_headers = download(
-            target, headers, timeout_s, retries, max_bytes, backoff_s, deadline)
+            target, headers, timeout_s, retries, max_bytes, backoff_s, deadline
+        )
         if status == 304:
             if not csv_path.is_file():
                 raise RefreshError("server answered 304 Not Modified but there is no cached table")
@@ -181,7 +180,11 @@ def _cached(csv_path: Path) -> pd.DataFrame | None:
 
 
 def _install(
-    directory: Path, csv_path: Path, url: str, body: bytes, headers: dict[str, str],
+    directory: Path,
+    csv_path: Path,
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
     allow_shrink: bool = False,
 ) -> RefreshResult:
     """Validate `body` completely, then atomically replace the cached CSV and metadata."""

@@ -103,17 +103,34 @@ class PublishedSpotDiscount:
 #: the providers' own published spot (preemptible) discount ranges; a provider not listed here
 #: skips `spot-beyond-published`.
 PUBLISHED_SPOT_DISCOUNTS: Mapping[str, PublishedSpotDiscount] = {
-    d.provider: d for d in (
-        PublishedSpotDiscount("aws", None, 0.90, "up to 90% off the On-Demand price",
-                              "https://aws.amazon.com/ec2/spot/"),
-        PublishedSpotDiscount("gcp", 0.60, 0.91, "a 60-91% discount compared to standard VMs",
-                              "https://cloud.google.com/compute/docs/instances/spot"),
-        PublishedSpotDiscount("azure", None, 0.90, "up to 90% compared to pay-as-you-go prices",
-                              "https://azure.microsoft.com/en-us/products/virtual-machines/spot"),
-        PublishedSpotDiscount("oci", 0.50, 0.50, "always 50% off on-demand rates (preemptible)",
-                              "https://blogs.oracle.com/cloud-infrastructure/post/announcing-"
-                              "preemptible-instances-a-new-kind-of-compute-instance-available-"
-                              "at-a-50-discount"),
+    d.provider: d
+    for d in (
+        PublishedSpotDiscount(
+            "aws", None, 0.90, "up to 90% off the On-Demand price", "https://aws.amazon.com/ec2/spot/"
+        ),
+        PublishedSpotDiscount(
+            "gcp",
+            0.60,
+            0.91,
+            "a 60-91% discount compared to standard VMs",
+            "https://cloud.google.com/compute/docs/instances/spot",
+        ),
+        PublishedSpotDiscount(
+            "azure",
+            None,
+            0.90,
+            "up to 90% compared to pay-as-you-go prices",
+            "https://azure.microsoft.com/en-us/products/virtual-machines/spot",
+        ),
+        PublishedSpotDiscount(
+            "oci",
+            0.50,
+            0.50,
+            "always 50% off on-demand rates (preemptible)",
+            "https://blogs.oracle.com/cloud-infrastructure/post/announcing-"
+            "preemptible-instances-a-new-kind-of-compute-instance-available-"
+            "at-a-50-discount",
+        ),
     )
 }
 
@@ -159,23 +176,28 @@ def _spot_fractions(rows: Sequence[OfferingRow]) -> list[tuple[OfferingRow, floa
     return out
 
 
-def spot_extreme(rows: Sequence[OfferingRow], thresholds: SanityThresholds = DEFAULT_THRESHOLDS
-                 ) -> dict[RowKey, PriceFlag]:
+def spot_extreme(
+    rows: Sequence[OfferingRow], thresholds: SanityThresholds = DEFAULT_THRESHOLDS
+) -> dict[RowKey, PriceFlag]:
     """Spot rows at <= `spot_extreme_max_fraction` of their on-demand price (same instance-hour,
     so USD per GPU-hour compares alike)."""
     bar = thresholds.spot_extreme_max_fraction
     flags = {}
     for row, on_demand, fraction in _spot_fractions(rows):
         if fraction <= bar + _EPS:
-            flags[row_key(row)] = PriceFlag("spot-extreme", (
-                f"spot ${row.usd_per_gpu_hour:.3f}/GPU-h is {fraction:.1%} of on-demand "
-                f"${on_demand:.3f}/GPU-h ({_where(row)}); flagged at <= {bar:.0%}"))
+            flags[row_key(row)] = PriceFlag(
+                "spot-extreme",
+                (
+                    f"spot ${row.usd_per_gpu_hour:.3f}/GPU-h is {fraction:.1%} of on-demand "
+                    f"${on_demand:.3f}/GPU-h ({_where(row)}); flagged at <= {bar:.0%}"
+                ),
+            )
     return flags
 
 
-def spot_beyond_published(rows: Sequence[OfferingRow],
-                          published: Mapping[str, PublishedSpotDiscount] = PUBLISHED_SPOT_DISCOUNTS
-                          ) -> dict[RowKey, PriceFlag]:
+def spot_beyond_published(
+    rows: Sequence[OfferingRow], published: Mapping[str, PublishedSpotDiscount] = PUBLISHED_SPOT_DISCOUNTS
+) -> dict[RowKey, PriceFlag]:
     """Spot rows whose discount off on-demand (1 − spot/on-demand) is deeper than the
     provider's published maximum; providers absent from `published` are skipped."""
     flags = {}
@@ -183,14 +205,19 @@ def spot_beyond_published(rows: Sequence[OfferingRow],
         source = published.get(row.provider)
         discount = 1.0 - fraction
         if source is not None and discount > source.max_discount + _EPS:
-            flags[row_key(row)] = PriceFlag("spot-beyond-published", (
-                f"spot discount {discount:.1%} off on-demand is deeper than {row.provider}'s "
-                f"published {source.quote!r} ({_where(row)}; {source.url})"))
+            flags[row_key(row)] = PriceFlag(
+                "spot-beyond-published",
+                (
+                    f"spot discount {discount:.1%} off on-demand is deeper than {row.provider}'s "
+                    f"published {source.quote!r} ({_where(row)}; {source.url})"
+                ),
+            )
     return flags
 
 
-def region_outlier(rows: Sequence[OfferingRow], thresholds: SanityThresholds = DEFAULT_THRESHOLDS
-                   ) -> dict[RowKey, PriceFlag]:
+def region_outlier(
+    rows: Sequence[OfferingRow], thresholds: SanityThresholds = DEFAULT_THRESHOLDS
+) -> dict[RowKey, PriceFlag]:
     """Rows whose USD/GPU-hour is >= `region_outlier_ratio` × (or <= 1/ratio ×) the median of
     the same provider's other regions for the same instance and pricing model, when there are
     at least `region_min_other_regions` of them."""
@@ -207,15 +234,22 @@ def region_outlier(rows: Sequence[OfferingRow], thresholds: SanityThresholds = D
             median = statistics.median(others)
             ratio = row.usd_per_gpu_hour / median
             if ratio >= ratio_bar - _EPS or ratio <= 1.0 / ratio_bar + _EPS:
-                flags[row_key(row)] = PriceFlag("region-outlier", (
-                    f"${row.usd_per_gpu_hour:.3f}/GPU-h in {row.region} is {ratio:.2f}x the median "
-                    f"${median:.3f}/GPU-h of {len(others)} other {provider} regions for {instance} "
-                    f"{pricing}; flagged at >= {ratio_bar:g}x or <= 1/{ratio_bar:g}x (GUESS)"))
+                flags[row_key(row)] = PriceFlag(
+                    "region-outlier",
+                    (
+                        f"${row.usd_per_gpu_hour:.3f}/GPU-h in {row.region} is {ratio:.2f}x the median "
+                        f"${median:.3f}/GPU-h of {len(others)} other {provider} regions for {instance} "
+                        f"{pricing}; flagged at >= {ratio_bar:g}x or <= 1/{ratio_bar:g}x (GUESS)"
+                    ),
+                )
     return flags
 
 
-def stale(rows: Sequence[OfferingRow], thresholds: SanityThresholds = DEFAULT_THRESHOLDS,
-          reference_date: dt.date | None = None) -> dict[RowKey, PriceFlag]:
+def stale(
+    rows: Sequence[OfferingRow],
+    thresholds: SanityThresholds = DEFAULT_THRESHOLDS,
+    reference_date: dt.date | None = None,
+) -> dict[RowKey, PriceFlag]:
     """Rows whose as_of is more than `stale_age_days` before `reference_date` (default: the
     newest as_of among `rows`, so the flags of a catalog do not change with the calendar; the
     catalog's age against today is `catalog.CatalogAge`)."""
@@ -228,16 +262,24 @@ def stale(rows: Sequence[OfferingRow], thresholds: SanityThresholds = DEFAULT_TH
     for row in rows:
         age_days = (reference - row.as_of).days
         if age_days > thresholds.stale_age_days:
-            flags[row_key(row)] = PriceFlag("stale", (
-                f"as_of {row.as_of} is {age_days} days before {what} ({reference}) "
-                f"({_where(row)} {row.pricing_model}); "
-                f"flagged at > {thresholds.stale_age_days} days (GUESS)"))
+            flags[row_key(row)] = PriceFlag(
+                "stale",
+                (
+                    f"as_of {row.as_of} is {age_days} days before {what} ({reference}) "
+                    f"({_where(row)} {row.pricing_model}); "
+                    f"flagged at > {thresholds.stale_age_days} days (GUESS)"
+                ),
+            )
     return flags
 
 
-def check_rows(rows: Iterable[OfferingRow], *, thresholds: SanityThresholds = DEFAULT_THRESHOLDS,
-               published: Mapping[str, PublishedSpotDiscount] = PUBLISHED_SPOT_DISCOUNTS,
-               reference_date: dt.date | None = None) -> dict[RowKey, tuple[PriceFlag, ...]]:
+def check_rows(
+    rows: Iterable[OfferingRow],
+    *,
+    thresholds: SanityThresholds = DEFAULT_THRESHOLDS,
+    published: Mapping[str, PublishedSpotDiscount] = PUBLISHED_SPOT_DISCOUNTS,
+    reference_date: dt.date | None = None,
+) -> dict[RowKey, tuple[PriceFlag, ...]]:
     """Every rule over a whole catalog: {row key: flags in RULES order}; unflagged rows absent.
 
     Args:
@@ -248,8 +290,12 @@ def check_rows(rows: Iterable[OfferingRow], *, thresholds: SanityThresholds = DE
         reference_date: the `stale` rule's "now"; default the newest as_of among `rows`.
     """
     rows = list(rows)
-    per_rule = (spot_extreme(rows, thresholds), spot_beyond_published(rows, published),
-                region_outlier(rows, thresholds), stale(rows, thresholds, reference_date))
+    per_rule = (
+        spot_extreme(rows, thresholds),
+        spot_beyond_published(rows, published),
+        region_outlier(rows, thresholds),
+        stale(rows, thresholds, reference_date),
+    )
     out: dict[RowKey, tuple[PriceFlag, ...]] = {}
     for row in rows:
         key = row_key(row)

@@ -42,18 +42,21 @@ COLUMNS = (
     "source",
 )
 
-__all__ = ["COLUMNS", "OfferingRow", "validate_csv", "read_offerings", "rows_to_frame",
-           "MAX_USD_PER_GPU_HOUR"]
+__all__ = [
+    "COLUMNS",
+    "OfferingRow",
+    "validate_csv",
+    "read_offerings",
+    "rows_to_frame",
+    "MAX_USD_PER_GPU_HOUR",
+]
 
 #: sanity ceiling; the dearest GPU-hour in the reference is ~17.8 USD (p6-b300). A value far
 #: above it almost surely is cents or a per-month figure. Chosen bound, not a market fact.
 MAX_USD_PER_GPU_HOUR = 200.0
 #: relative tolerance of usd_per_gpu_hour against usd_per_hour / gpus_per_instance (rounding)
 _REL_TOL = 1e-4
-_REQUIRED = tuple(
-    c for c in COLUMNS if c not in ("vcpus", "ram_gib", "max_instances")
-)
-
+_REQUIRED = tuple(c for c in COLUMNS if c not in ("vcpus", "ram_gib", "max_instances"))
 
 
 class OfferingRow(BaseModel):
@@ -88,8 +91,7 @@ class OfferingRow(BaseModel):
         known = load_gpus()
         if value not in known:
             raise ValueError(
-                f"unknown GPU id {value!r}{did_you_mean(value, known)}; "
-                f"known: {', '.join(known)}"
+                f"unknown GPU id {value!r}{did_you_mean(value, known)}; known: {', '.join(known)}"
             )
         return value
 
@@ -124,12 +126,20 @@ def _check_row(path: object, line: int, raw: dict[str, Any]) -> OfferingRow:
         raise _fail(path, line, column, f"{err['msg']} (got {got!r})") from None
     expected = row.usd_per_hour / row.gpus_per_instance
     if not math.isclose(row.usd_per_gpu_hour, expected, rel_tol=_REL_TOL, abs_tol=1e-6):
-        raise _fail(path, line, "usd_per_gpu_hour",
-                    f"{row.usd_per_gpu_hour} != usd_per_hour / gpus_per_instance = {expected:.6g}")
+        raise _fail(
+            path,
+            line,
+            "usd_per_gpu_hour",
+            f"{row.usd_per_gpu_hour} != usd_per_hour / gpus_per_instance = {expected:.6g}",
+        )
     if row.commitment_hours != COMMITMENT_HOURS[row.pricing_model]:
-        raise _fail(path, line, "commitment_hours",
-                    f"{row.commitment_hours} does not match pricing_model {row.pricing_model!r} "
-                    f"(expected {COMMITMENT_HOURS[row.pricing_model]})")
+        raise _fail(
+            path,
+            line,
+            "commitment_hours",
+            f"{row.commitment_hours} does not match pricing_model {row.pricing_model!r} "
+            f"(expected {COMMITMENT_HOURS[row.pricing_model]})",
+        )
     if row.inter_node_kind != "none" and row.inter_node_gbps <= 0:
         raise _fail(path, line, "inter_node_gbps", "must be > 0 unless inter_node_kind is 'none'")
     if row.derived and not row.pricing_model.startswith("reserved"):
@@ -159,8 +169,7 @@ def validate_csv(lines: Iterable[str], name: object) -> list[OfferingRow]:
         row = _check_row(name, line, dict(zip(header, fields, strict=True)))
         key = (row.provider, row.instance_type, row.region, row.pricing_model)
         if key in seen:
-            raise _fail(name, line, "pricing_model",
-                        f"duplicate offering {key} (first on row {seen[key]})")
+            raise _fail(name, line, "pricing_model", f"duplicate offering {key} (first on row {seen[key]})")
         seen[key] = line
         rows.append(row)
     if not rows:
@@ -190,10 +199,16 @@ def rows_to_frame(rows: Iterable[OfferingRow]) -> pd.DataFrame:
         rec["as_of"] = rec["as_of"].isoformat()
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     dtypes = {
-        "gpus_per_instance": "int64", "vcpus": "float64", "ram_gib": "float64",
-        "intra_node_bw_gb_s": "float64", "inter_node_gbps": "float64",
-        "inter_node_is_default": "bool", "max_instances": "float64",
-        "usd_per_hour": "float64", "usd_per_gpu_hour": "float64",
-        "commitment_hours": "int64", "derived": "bool",
+        "gpus_per_instance": "int64",
+        "vcpus": "float64",
+        "ram_gib": "float64",
+        "intra_node_bw_gb_s": "float64",
+        "inter_node_gbps": "float64",
+        "inter_node_is_default": "bool",
+        "max_instances": "float64",
+        "usd_per_hour": "float64",
+        "usd_per_gpu_hour": "float64",
+        "commitment_hours": "int64",
+        "derived": "bool",
     }
     return frame.astype(dtypes)

@@ -16,8 +16,9 @@ __all__ = ["MAX_ROW_LOSS", "check_shrink"]
 MAX_ROW_LOSS = 0.2
 
 
-def check_shrink(old: pd.DataFrame, new: pd.DataFrame, old_label: str,
-                 max_loss: float = MAX_ROW_LOSS) -> None:
+def check_shrink(
+    old: pd.DataFrame, new: pd.DataFrame, old_label: str, max_loss: float = MAX_ROW_LOSS
+) -> None:
     """Raise when `new` has lost more than `max_loss` of the rows of `old`, or a whole provider.
 
     Raises:
@@ -28,10 +29,14 @@ def check_shrink(old: pd.DataFrame, new: pd.DataFrame, old_label: str,
     share = (n_old - n_new) / n_old if n_old else 0.0
     problems = []
     if share > max_loss:
-        problems.append(f"{n_new} rows against {n_old} in the {old_label} ({share:.0%} fewer; "
-                        f"at most {max_loss:.0%} allowed)")
+        problems.append(
+            f"{n_new} rows against {n_old} in the {old_label} ({share:.0%} fewer; "
+            f"at most {max_loss:.0%} allowed)"
+        )
     if lost:
         problems.append(f"no rows of provider{'s' if len(lost) > 1 else ''} {', '.join(lost)}")
     if problems:
-        raise RefreshError(f"the new table has {' and '.join(problems)}; refused as likely cut off "
-                           "or partial (pass --allow-shrink to accept it)")
+        raise RefreshError(
+            f"the new table has {' and '.join(problems)}; refused as likely cut off "
+            "or partial (pass --allow-shrink to accept it)"
+        )

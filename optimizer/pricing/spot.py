@@ -31,14 +31,17 @@ def _table() -> dict[tuple[str, str], SpotRate]:
             try:
                 rate = float(row["interruptions_per_instance_day"])
             except (KeyError, ValueError):
-                raise CatalogError(f"{path}: row {line}, column 'interruptions_per_instance_day': "
-                                   "not a number") from None
+                raise CatalogError(
+                    f"{path}: row {line}, column 'interruptions_per_instance_day': not a number"
+                ) from None
             if rate < 0:
-                raise CatalogError(f"{path}: row {line}, column 'interruptions_per_instance_day':"
-                                   " must be ≥ 0")
+                raise CatalogError(
+                    f"{path}: row {line}, column 'interruptions_per_instance_day': must be ≥ 0"
+                )
             source = row.get("source", "").strip()
             out[(row["provider"].strip(), row["gpu_id"].strip())] = SpotRate(
-                rate, source, source.upper().startswith("GUESS"))
+                rate, source, source.upper().startswith("GUESS")
+            )
     if ("*", "*") not in out:
         raise CatalogError(f"{path}: needs a default row with provider and gpu_id '*'")
     return out

@@ -22,13 +22,24 @@ def _status(fits: bool) -> str:
 
 
 def _head(spec: ModelSpec, gpu: GpuSpec, gpus: int) -> dict[str, Any]:
-    return {"model": {"name": spec.name, "params": spec.params(), "active_params": spec.active_params()},
-            "gpu": gpu.gpu_id, "gpus": gpus, "gpu_memory_gib": gpu.memory_gib}
+    return {
+        "model": {"name": spec.name, "params": spec.params(), "active_params": spec.active_params()},
+        "gpu": gpu.gpu_id,
+        "gpus": gpus,
+        "gpu_memory_gib": gpu.memory_gib,
+    }
 
 
-def train_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, layout: Layout, mem: MemoryBreakdown,
-                        step: StepTime | None, precision: str,
-                        where: dict[str, Any] | None = None) -> dict[str, Any]:
+def train_estimate_json(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    layout: Layout,
+    mem: MemoryBreakdown,
+    step: StepTime | None,
+    precision: str,
+    where: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Memory and step time of one training layout (step None: the GPU lacks the precision).
 
     `where`: the hardware context (gpus_per_instance and its old name gpus_per_node,
@@ -42,44 +53,72 @@ def train_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, layout: Layout
     out = _head(spec, gpu, gpus)
     out.update({k: v for k, v in where.items() if v is not None})
     fits = mem.fits(gpu.memory_gib)
-    out.update(mode="train", status=_status(fits), layout=layout.as_dict(),
-               memory_gib=mem.as_dict(2), fits=fits)
+    out.update(
+        mode="train", status=_status(fits), layout=layout.as_dict(), memory_gib=mem.as_dict(2), fits=fits
+    )
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
         return emit(EstimateOutput, out)
     if interval is not None:
-        out.update(step_time_s_p10=round(step.time_s * interval[0], 4),
-                   step_time_s_p90=round(step.time_s * interval[1], 4))
-    out.update(step=step.as_dict(), step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
-               tokens_per_s=round(step.tokens_per_s, 1),
-               tokens_per_s_per_gpu=round(step.tokens_per_s_per_gpu, 1),
-               mfu=round(step.mfu, 4), hfu=round(step.hfu, 4),
-               efficiency=round(step.efficiency, 4),
-               effective_efficiency=round(step.efficiency, 4), calibrated=step.calibrated,
-               precision=precision)
+        out.update(
+            step_time_s_p10=round(step.time_s * interval[0], 4),
+            step_time_s_p90=round(step.time_s * interval[1], 4),
+        )
+    out.update(
+        step=step.as_dict(),
+        step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
+        tokens_per_s=round(step.tokens_per_s, 1),
+        tokens_per_s_per_gpu=round(step.tokens_per_s_per_gpu, 1),
+        mfu=round(step.mfu, 4),
+        hfu=round(step.hfu, 4),
+        efficiency=round(step.efficiency, 4),
+        effective_efficiency=round(step.efficiency, 4),
+        calibrated=step.calibrated,
+        precision=precision,
+    )
     if isinstance(spec, SampleProfile):  # a sample is one "token" of seq_len 1
-        out.update(sample_unit=spec.sample_unit, samples_per_s=round(step.tokens_per_s, 2),
-                   band_source="profile")
+        out.update(
+            sample_unit=spec.sample_unit, samples_per_s=round(step.tokens_per_s, 2), band_source="profile"
+        )
     return emit(EstimateOutput, out)
 
 
-def serve_estimate_json(spec: ModelSpec, gpu: GpuSpec, gpus: int, serve: ServeSetup, tp: int,
-                        mem: MemoryBreakdown, perf: ServePerf,
-                        where: dict[str, Any] | None = None) -> dict[str, Any]:
+def serve_estimate_json(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    gpus: int,
+    serve: ServeSetup,
+    tp: int,
+    mem: MemoryBreakdown,
+    perf: ServePerf,
+    where: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Memory, latency and throughput of `gpus // tp` serving replicas of one setup."""
     replicas = gpus // tp
     out = _head(spec, gpu, gpus)
-    out.update({k: v for k, v in (where or {}).items()
-                if v is not None and k not in ("interval", "seq_len", "base_efficiency")})
+    out.update(
+        {
+            k: v
+            for k, v in (where or {}).items()
+            if v is not None and k not in ("interval", "seq_len", "base_efficiency")
+        }
+    )
     fits = mem.fits(gpu.memory_gib)
-    out.update(mode="serve", status=_status(fits), precision=serve.weight_precision,
-               quantization=serve.weight_precision,
-               kv_cache_precision=serve.kv_precision,
-               layout={"tp": tp, "replicas": replicas, "batch": serve.batch, "context": serve.context},
-               memory_gib=mem.as_dict(2), fits=fits,
-               ttft_s=significant(perf.ttft_s), tpot_ms=significant(perf.tpot_s * 1e3),
-               decode_step_ms=round(perf.decode_step_s * 1e3, 3),
-               output_tokens_per_s=round(perf.output_tokens_per_s * replicas, 1),
-               requests_per_s=round(perf.requests_per_s * replicas, 3),
-               requests_per_s_per_replica=round(perf.requests_per_s, 4), bound=perf.bound)
+    out.update(
+        mode="serve",
+        status=_status(fits),
+        precision=serve.weight_precision,
+        quantization=serve.weight_precision,
+        kv_cache_precision=serve.kv_precision,
+        layout={"tp": tp, "replicas": replicas, "batch": serve.batch, "context": serve.context},
+        memory_gib=mem.as_dict(2),
+        fits=fits,
+        ttft_s=significant(perf.ttft_s),
+        tpot_ms=significant(perf.tpot_s * 1e3),
+        decode_step_ms=round(perf.decode_step_s * 1e3, 3),
+        output_tokens_per_s=round(perf.output_tokens_per_s * replicas, 1),
+        requests_per_s=round(perf.requests_per_s * replicas, 3),
+        requests_per_s_per_replica=round(perf.requests_per_s, 4),
+        bound=perf.bound,
+    )
     return emit(EstimateOutput, out)

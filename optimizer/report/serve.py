@@ -25,10 +25,19 @@ def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
     o, off = d.option, d.option.offering
     served = d.served()
     return {
-        "gpu": off.gpu_id, "gpus": d.gpus, "tp": o.tp, "precision": quant, "quantization": quant,
-        "replicas": d.replicas, "provider": off.provider, "instance": off.instance,
-        "pricing": off.pricing, "region": off.region, "instances": d.instances,
-        "gpus_per_instance": off.gpus_per_instance, "batch": o.batch,
+        "gpu": off.gpu_id,
+        "gpus": d.gpus,
+        "tp": o.tp,
+        "precision": quant,
+        "quantization": quant,
+        "replicas": d.replicas,
+        "provider": off.provider,
+        "instance": off.instance,
+        "pricing": off.pricing,
+        "region": off.region,
+        "instances": d.instances,
+        "gpus_per_instance": off.gpus_per_instance,
+        "batch": o.batch,
         "usd_per_hour": round(d.usd_per_hour, 4),
         "usd_per_instance_hour": round(o.usd_per_instance_hour, 4),
         "requests_per_s": round(sum(d.assigned_rps), 4),
@@ -50,28 +59,36 @@ def serve_json(result: ServeResult) -> dict[str, Any]:
 
 def _serve_data(result: ServeResult) -> dict[str, Any]:
     w, c = result.workload, result.constraints
-    job = {"name": result.name, "model": result.model.name, "params": result.model.params(),
-           "precision": w.weight_precision, "quantization": w.weight_precision,
-           "load_requests_per_s": significant(result.load_rps),
-           "hours_per_day": w.hours_per_day,
-           "buckets": [b.model_dump() for b in w.request_buckets()],
-           "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},
-           "redundancy_spare_replicas": c.spare_replicas,
-           "spare_instances_per_deployment": c.spare_replicas,
-           "headroom_required": c.min_capacity_headroom_fraction,
-           "min_capacity_headroom_fraction": c.min_capacity_headroom_fraction,
-           "kv_cache_precision": w.kv_cache_precision, "stack": w.stack}
+    job = {
+        "name": result.name,
+        "model": result.model.name,
+        "params": result.model.params(),
+        "precision": w.weight_precision,
+        "quantization": w.weight_precision,
+        "load_requests_per_s": significant(result.load_rps),
+        "hours_per_day": w.hours_per_day,
+        "buckets": [b.model_dump() for b in w.request_buckets()],
+        "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},
+        "redundancy_spare_replicas": c.spare_replicas,
+        "spare_instances_per_deployment": c.spare_replicas,
+        "headroom_required": c.min_capacity_headroom_fraction,
+        "min_capacity_headroom_fraction": c.min_capacity_headroom_fraction,
+        "kv_cache_precision": w.kv_cache_precision,
+        "stack": w.stack,
+    }
     solver = dict(result.solver)
     if solver.get("objective_cents") is not None:
         solver["objective_cents_per_hour"] = solver["objective_cents"]
         solver["objective_usd_per_hour"] = round(solver["objective_cents"] / 100, 2)
-    out: dict[str, Any] = {"status": str(result.status), "plan": None,
-                           "explanation": explanation_of(result.explanation, result.binding,
-                                                         [dict(f) for f in result.fixes]),
-                           "solver": solver_block(solver, str(result.status)), "job": job,
-                           "rejected": rejected_list([r.split(": ", 1) if ": " in r else (r, "")
-                                                      for r in result.rejected]),
-                           "notes": list(result.notes)}
+    out: dict[str, Any] = {
+        "status": str(result.status),
+        "plan": None,
+        "explanation": explanation_of(result.explanation, result.binding, [dict(f) for f in result.fixes]),
+        "solver": solver_block(solver, str(result.status)),
+        "job": job,
+        "rejected": rejected_list([r.split(": ", 1) if ": " in r else (r, "") for r in result.rejected]),
+        "notes": list(result.notes),
+    }
     if result.catalog is not None:
         out["catalog"] = result.catalog
     if result.status == Status.INFEASIBLE:
@@ -83,15 +100,13 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
         "usd_per_month": round(result.usd_per_month, 2),
         "capacity_requests_per_s": round(result.capacity_rps, 4),
         "load_requests_per_s": round(result.load_rps, 4),
-        "headroom": round(result.capacity_rps / result.load_rps - 1, 4)
-        if result.load_rps else None,
+        "headroom": round(result.capacity_rps / result.load_rps - 1, 4) if result.load_rps else None,
         "ttft_s": max(d["ttft_s"] for d in deps),
         "tpot_ms": max(d["tpot_ms"] for d in deps),
         "e2e_s": max(d["e2e_s"] for d in deps),
         "replicas": sum(d["replicas"] for d in deps),
         "gpus": sum(d["gpus"] for d in deps),
-        "spare_replicas": sum(c.spare_replicas * d.option.replicas_per_instance
-                              for d in result.deployments),
+        "spare_replicas": sum(c.spare_replicas * d.option.replicas_per_instance for d in result.deployments),
         "instance_failures_survived": result.instance_failures_survived,
     }
     return out
@@ -112,5 +127,7 @@ def serve_compare_json(comparison: ServeComparison) -> dict[str, Any]:
         if data["explanation"] is not None:
             why[gpu] = data["explanation"]
     best = _serve_data(comparison.best)
-    return emit(ServeCompareOutput, {"status": best["status"], "best": best, "per_gpu": per_gpu,
-                                     "per_gpu_explanation": why})
+    return emit(
+        ServeCompareOutput,
+        {"status": best["status"], "best": best, "per_gpu": per_gpu, "per_gpu_explanation": why},
+    )

@@ -14,20 +14,39 @@ __all__ = ["sizing_json"]
 
 
 def sizing_json(result: SizingResult, rule: SizingRule | None = None) -> dict[str, Any]:
-    runs = [{
-        "gpu": r.gpu, "plan_cost_usd": round(r.plan.cost_usd, 2),
-        "plan_cost_p10_usd": round(r.cost_p10_usd, 2), "plan_cost_p90_usd": round(r.cost_p90_usd, 2),
-        "plan_days": round(r.plan.hours / HOURS_PER_DAY, 2),
-        "provider": r.probe.offering.provider, "instance": r.probe.offering.instance,
-        "region": r.probe.offering.region, "pricing": r.probe.offering.pricing,
-        "instances": r.probe.instances, "gpus": r.probe.gpus, "layout": r.probe.layout.as_dict(),
-        "step_time_s": round(r.probe.step.time_s, 4), "warmup_steps": r.warmup_steps,
-        "measured_steps": r.measured_steps, "minutes": round(r.minutes, 1),
-        "cost_usd": round(r.cost_usd, 2), "command": r.command} for r in result.runs]
-    status = "infeasible" if result.best_gpu is None else \
-        "contending" if len(result.runs) > 1 else "settled"
-    return emit(SizingOutput, {
-        "status": status, "job": result.job.name, "best_gpu": result.best_gpu, "runs": runs,
-        "settled": [{"gpu": g, "reason": why} for g, why in result.settled.items()],
-        "total_cost_usd": round(result.total_cost_usd, 2),
-        "rule": {k: float(v) for k, v in asdict(rule or SizingRule()).items()}})
+    runs = [
+        {
+            "gpu": r.gpu,
+            "plan_cost_usd": round(r.plan.cost_usd, 2),
+            "plan_cost_p10_usd": round(r.cost_p10_usd, 2),
+            "plan_cost_p90_usd": round(r.cost_p90_usd, 2),
+            "plan_days": round(r.plan.hours / HOURS_PER_DAY, 2),
+            "provider": r.probe.offering.provider,
+            "instance": r.probe.offering.instance,
+            "region": r.probe.offering.region,
+            "pricing": r.probe.offering.pricing,
+            "instances": r.probe.instances,
+            "gpus": r.probe.gpus,
+            "layout": r.probe.layout.as_dict(),
+            "step_time_s": round(r.probe.step.time_s, 4),
+            "warmup_steps": r.warmup_steps,
+            "measured_steps": r.measured_steps,
+            "minutes": round(r.minutes, 1),
+            "cost_usd": round(r.cost_usd, 2),
+            "command": r.command,
+        }
+        for r in result.runs
+    ]
+    status = "infeasible" if result.best_gpu is None else "contending" if len(result.runs) > 1 else "settled"
+    return emit(
+        SizingOutput,
+        {
+            "status": status,
+            "job": result.job.name,
+            "best_gpu": result.best_gpu,
+            "runs": runs,
+            "settled": [{"gpu": g, "reason": why} for g, why in result.settled.items()],
+            "total_cost_usd": round(result.total_cost_usd, 2),
+            "rule": {k: float(v) for k, v in asdict(rule or SizingRule()).items()},
+        },
+    )

@@ -36,11 +36,11 @@ def test_torchtitan_float8_mfu_is_against_twice_the_bf16_peak() -> None:
 
 
 def test_encoder_rows_are_scored_apart_from_decoder_lms() -> None:
-    rows = [r for r in load_rows() if r.source_id in ("nvidia-deeplearningexamples",
-                                                      "fms-fsdp-readme")]
+    rows = [r for r in load_rows() if r.source_id in ("nvidia-deeplearningexamples", "fms-fsdp-readme")]
     cases, _ = build_cases(rows)
-    kinds = {(c.row.model.lower().startswith("bert"), c.score_kind) for c in cases
-             if c.kind == "train_throughput"}
+    kinds = {
+        (c.row.model.lower().startswith("bert"), c.score_kind) for c in cases if c.kind == "train_throughput"
+    }
     assert (True, "train_throughput_encoder") in kinds
     assert (False, "train_throughput") in kinds
     assert not {k for k in kinds if k[0] and k[1] == "train_throughput"}
@@ -50,8 +50,7 @@ def test_bert_rows_that_state_eager_attention_and_dropout_keep_their_scores() ->
     # hf model_memory_anatomy / perf_train_gpu_one rows: "eager attention and dropout 0.1"
     # (BERT in transformers 4.2x). Korthikanti et al. 2022 Table 2, no TP, 16-bit:
     # s·b·h·(34 + 5·a·s/h) bytes per layer; the rows train in fp32, so twice that.
-    rows = [r for r in load_rows()
-            if r.case_id == "hf-model-memory-anatomy-bert-large-bs4-vanilla-mem"]
+    rows = [r for r in load_rows() if r.case_id == "hf-model-memory-anatomy-bert-large-bs4-vanilla-mem"]
     (case,), _ = build_cases(rows)
     setup, layout, _ = case.train
     assert setup.attention == "eager" and setup.dropout
@@ -64,5 +63,4 @@ def test_bert_rows_that_state_eager_attention_and_dropout_keep_their_scores() ->
 def test_rows_without_a_stated_kernel_keep_the_stacks_attention() -> None:
     rows = [r for r in load_rows() if r.source_id == "peft-method-comparison-metamathqa"]
     cases, _ = build_cases(rows)
-    assert cases and all(c.train[0].attention is None and not c.train[0].dropout
-                         for c in cases)
+    assert cases and all(c.train[0].attention is None and not c.train[0].dropout for c in cases)

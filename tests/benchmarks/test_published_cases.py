@@ -17,8 +17,10 @@ def test_reported_gpu_hours_as_published():
     assert by_name["mpt-7b"].reported_gpu_hours == pytest.approx(100_320)  # 440 GPUs × 228 h
     assert by_name["llama-3-8b"].reported_gpu_hours == 1.3e6
     # Llama 2: 2T tokens in 4M-token batches of 4,096-token sequences
-    assert all(by_name[n].global_batch * by_name[n].seq_len == 4 * 2**20
-               for n in ("llama-2-7b", "llama-2-13b", "llama-2-70b"))
+    assert all(
+        by_name[n].global_batch * by_name[n].seq_len == 4 * 2**20
+        for n in ("llama-2-7b", "llama-2-13b", "llama-2-70b")
+    )
 
 
 def test_mpt7b_is_planned_on_its_gpu_under_its_cap(no_user_state):
@@ -27,11 +29,16 @@ def test_mpt7b_is_planned_on_its_gpu_under_its_cap(no_user_state):
     assert row["ratio"] == pytest.approx(row["planned_gpu_hours"] / 100_320)
     assert row["within"] == (0.7 <= row["ratio"] <= 1.3)
     # the planned GPU-hours are the hours to process 1T tokens at the plan's throughput
-    data = api.plan({"name": "mpt-7b", "model": RUNS[-1].model,
-                     "workload": {"tokens": 1e12, "seq_len": 2048, "global_batch": 1760,
-                                  "stack": "llm-foundry"},
-                     "constraints": {"gpu_types": ["A100-40GB"], "max_gpus": 440,
-                                     "deadline_days": 90}}, offline=True, alternatives=0)
+    data = api.plan(
+        {
+            "name": "mpt-7b",
+            "model": RUNS[-1].model,
+            "workload": {"tokens": 1e12, "seq_len": 2048, "global_batch": 1760, "stack": "llm-foundry"},
+            "constraints": {"gpu_types": ["A100-40GB"], "max_gpus": 440, "deadline_days": 90},
+        },
+        offline=True,
+        alternatives=0,
+    )
     p = data["plan"]
     assert p["gpu"] == "A100-40GB"
     hours_for_tokens = 1e12 / p["tokens_per_s"] / 3600

@@ -113,9 +113,11 @@ def test_case_ids_unique_across_files(rows: list) -> None:
 
 
 def test_num_gpus_is_product_of_parallel_degrees(rows: list) -> None:
-    bad = [(r.case_id, r.num_gpus, r.tp, r.pp, r.cp, r.dp) for r in rows
-           if None not in (r.num_gpus, r.tp, r.pp, r.cp, r.dp)
-           and r.num_gpus != r.tp * r.pp * r.cp * r.dp]
+    bad = [
+        (r.case_id, r.num_gpus, r.tp, r.pp, r.cp, r.dp)
+        for r in rows
+        if None not in (r.num_gpus, r.tp, r.pp, r.cp, r.dp) and r.num_gpus != r.tp * r.pp * r.cp * r.dp
+    ]
     assert not bad
 
 

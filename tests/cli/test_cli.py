@@ -24,18 +24,49 @@ def _json(args: list[str]) -> tuple[int, dict]:
 
 
 def test_estimate_json_contract() -> None:
-    code, data = _json(["estimate", "--model", "llama-2-7b", "--gpu", "A100-80GB", "--num-gpus",
-                        "8", "--zero-stage", "3", "--micro-batch", "1", "--global-batch", "1024",
-                        "--seq-len", "4096", "--json"])
+    code, data = _json(
+        [
+            "estimate",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "A100-80GB",
+            "--num-gpus",
+            "8",
+            "--zero-stage",
+            "3",
+            "--micro-batch",
+            "1",
+            "--global-batch",
+            "1024",
+            "--seq-len",
+            "4096",
+            "--json",
+        ]
+    )
     assert code == 0
-    assert data["model"] == {"name": "llama-2-7b", "params": 6738415616,
-                             "active_params": 6738415616}
+    assert data["model"] == {"name": "llama-2-7b", "params": 6738415616, "active_params": 6738415616}
     assert data["gpu"] == "A100-80GB" and data["gpus"] == 8
-    assert data["layout"] == {"dp": 8, "tp": 1, "pp": 1, "zero_stage": 3,
-                              "activation_checkpointing": "none", "micro_batch": 1,
-                              "grad_accum": 128}
-    assert set(data["memory_gib"]) == {"weights", "gradients", "optimizer", "activations",
-                                       "kv_cache", "overhead", "total", "reserved", "device"}
+    assert data["layout"] == {
+        "dp": 8,
+        "tp": 1,
+        "pp": 1,
+        "zero_stage": 3,
+        "activation_checkpointing": "none",
+        "micro_batch": 1,
+        "grad_accum": 128,
+    }
+    assert set(data["memory_gib"]) == {
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "kv_cache",
+        "overhead",
+        "total",
+        "reserved",
+        "device",
+    }
     mem = data["memory_gib"]
     assert mem["total"] <= mem["reserved"] <= mem["device"]
     # ZeRO-3 over 8: optimizer state = 12 B × 6.738e9 / 8 / 2^30 = 9.41 GiB (Rajbhandari 2020)
@@ -47,24 +78,66 @@ def test_estimate_json_contract() -> None:
 
 
 def test_old_flag_names_still_work_and_warn_once() -> None:
-    new = ["estimate", "-m", "llama-2-7b", "-g", "A100-80GB", "--num-gpus", "8", "--zero-stage",
-           "3", "--activation-checkpointing", "full", "--json"]
-    old = ["estimate", "-m", "llama-2-7b", "-g", "A100-80GB", "--gpus", "8", "--zero", "3",
-           "--checkpointing", "full", "--json"]
+    new = [
+        "estimate",
+        "-m",
+        "llama-2-7b",
+        "-g",
+        "A100-80GB",
+        "--num-gpus",
+        "8",
+        "--zero-stage",
+        "3",
+        "--activation-checkpointing",
+        "full",
+        "--json",
+    ]
+    old = [
+        "estimate",
+        "-m",
+        "llama-2-7b",
+        "-g",
+        "A100-80GB",
+        "--gpus",
+        "8",
+        "--zero",
+        "3",
+        "--checkpointing",
+        "full",
+        "--json",
+    ]
     a, b = runner.invoke(app, new), runner.invoke(app, old)
     assert a.exit_code == b.exit_code == 0
     assert json.loads(a.stdout) == json.loads(b.stdout)
     assert "warning: --gpus is now called --num-gpus" in b.stderr
     assert b.stderr.count("--zero is now called --zero-stage") <= 1
-    clash = runner.invoke(app, ["estimate", "-m", "llama-2-7b", "-g", "h100", "--num-gpus", "8",
-                                "--gpus", "4"])
+    clash = runner.invoke(
+        app, ["estimate", "-m", "llama-2-7b", "-g", "h100", "--num-gpus", "8", "--gpus", "4"]
+    )
     assert clash.exit_code == 2 and "disagree" in clash.stderr
 
 
 def test_estimate_serve_mode() -> None:
-    code, data = _json(["estimate", "--model", "llama-2-70b", "--gpu", "h100", "--num-gpus", "2",
-                        "--tp", "2", "--mode", "serve", "--batch", "16", "--context", "4096",
-                        "--json"])
+    code, data = _json(
+        [
+            "estimate",
+            "--model",
+            "llama-2-70b",
+            "--gpu",
+            "h100",
+            "--num-gpus",
+            "2",
+            "--tp",
+            "2",
+            "--mode",
+            "serve",
+            "--batch",
+            "16",
+            "--context",
+            "4096",
+            "--json",
+        ]
+    )
     assert code == 0
     # KV: 0.3125 MiB/token × 16 × 4096 / tp 2 = 10 GiB per GPU
     assert data["memory_gib"]["kv_cache"] == pytest.approx(10.0, abs=0.01)
@@ -77,23 +150,44 @@ def test_estimate_table_says_whether_it_fits() -> None:
     assert "does NOT fit" in result.stdout
 
 
-@pytest.mark.parametrize(("args", "phrase"), [
-    (["--model", "llama-9b", "--gpu", "a100"], "model: unknown model 'llama-9b'"),
-    (["--model", "llama-2-7b", "--gpu", "a1000"], "--gpu: unknown GPU 'a1000'"),
-    (["--model", "llama-2-7b", "--gpu", "a100", "--tp", "3"], "--tp: 3 must divide"),
-    (["--model", "llama-2-7b", "--gpu", "a100", "--num-gpus", "0"],
-     "--num-gpus: 0 is not allowed; allowed: an integer > 0"),
-    (["--model", "llama-2-7b", "--gpu", "a100", "--activation-checkpointing", "some"],
-     "--activation-checkpointing: 'some' is not allowed; allowed: none, selective, full"),
-    (["--model", "llama-2-7b", "--gpu", "a100", "--stack", "megatorn"], "--stack: "),
-    (["--model", "llama-2-7b", "--instance", "aws:p9.huge"], "--instance: 'p9.huge' is not"),
-    (["--model", "llama-2-7b", "--gpu", "a100", "--mode", "serve", "--batch", "lots"],
-     "--batch: 'lots' is not allowed"),
-    (["--model", str(ROOT / "tests/model/data/malformed.json"), "--gpu", "a100"],
-     "is not valid JSON"),
-    (["--model", "llama-2-7b", "--gpu", "a100", "--num-gpus", "8", "--global-batch", "100",
-      "--micro-batch", "3"], "--global-batch: 100 is not a multiple"),
-])
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["--model", "llama-9b", "--gpu", "a100"], "model: unknown model 'llama-9b'"),
+        (["--model", "llama-2-7b", "--gpu", "a1000"], "--gpu: unknown GPU 'a1000'"),
+        (["--model", "llama-2-7b", "--gpu", "a100", "--tp", "3"], "--tp: 3 must divide"),
+        (
+            ["--model", "llama-2-7b", "--gpu", "a100", "--num-gpus", "0"],
+            "--num-gpus: 0 is not allowed; allowed: an integer > 0",
+        ),
+        (
+            ["--model", "llama-2-7b", "--gpu", "a100", "--activation-checkpointing", "some"],
+            "--activation-checkpointing: 'some' is not allowed; allowed: none, selective, full",
+        ),
+        (["--model", "llama-2-7b", "--gpu", "a100", "--stack", "megatorn"], "--stack: "),
+        (["--model", "llama-2-7b", "--instance", "aws:p9.huge"], "--instance: 'p9.huge' is not"),
+        (
+            ["--model", "llama-2-7b", "--gpu", "a100", "--mode", "serve", "--batch", "lots"],
+            "--batch: 'lots' is not allowed",
+        ),
+        (["--model", str(ROOT / "tests/model/data/malformed.json"), "--gpu", "a100"], "is not valid JSON"),
+        (
+            [
+                "--model",
+                "llama-2-7b",
+                "--gpu",
+                "a100",
+                "--num-gpus",
+                "8",
+                "--global-batch",
+                "100",
+                "--micro-batch",
+                "3",
+            ],
+            "--global-batch: 100 is not a multiple",
+        ),
+    ],
+)
 def test_bad_input_one_line_exit_2(args: list[str], phrase: str) -> None:
     result = runner.invoke(app, ["estimate", *args])
     assert result.exit_code == 2
@@ -107,9 +201,24 @@ def test_plan_headline_example_is_optimal() -> None:
     assert code == 0
     assert data["status"] == "optimal" and data["solver"]["proven_optimal"] is True
     plan = data["plan"]
-    for key in ("gpu", "provider", "instance", "region", "pricing", "instances", "gpus",
-                "layout", "global_batch", "steps", "step_time_s", "hours", "usd_per_hour",
-                "cost_usd", "memory_gib", "tokens_per_s"):
+    for key in (
+        "gpu",
+        "provider",
+        "instance",
+        "region",
+        "pricing",
+        "instances",
+        "gpus",
+        "layout",
+        "global_batch",
+        "steps",
+        "step_time_s",
+        "hours",
+        "usd_per_hour",
+        "cost_usd",
+        "memory_gib",
+        "tokens_per_s",
+    ):
         assert key in plan
     lay = plan["layout"]
     assert lay["dp"] * lay["micro_batch"] * lay["grad_accum"] == plan["global_batch"] == 1024
@@ -131,8 +240,7 @@ def test_plan_infeasible_explains_and_exits_1() -> None:
 
 
 def test_plan_pareto_front_is_monotone() -> None:
-    code, data = _json(["plan", str(EXAMPLES / "qlora_70b_single_node.toml"), "--json",
-                        "--pareto"])
+    code, data = _json(["plan", str(EXAMPLES / "qlora_70b_single_node.toml"), "--json", "--pareto"])
     assert code == 0
     front = data["pareto"]
     assert front[0]["cost_usd"] == data["plan"]["cost_usd"]
@@ -144,8 +252,10 @@ def test_plan_pareto_front_is_monotone() -> None:
 
 def test_plan_bad_job_file(tmp_path) -> None:
     bad = tmp_path / "job.toml"
-    bad.write_text('[model]\npreset = "llama-2-7b"\n[workload]\ntokens = 1e9\nseq_len = 2048\n'
-                   'global_batch = 8\nprecision = "fp64"\n')
+    bad.write_text(
+        '[model]\npreset = "llama-2-7b"\n[workload]\ntokens = 1e9\nseq_len = 2048\n'
+        'global_batch = 8\nprecision = "fp64"\n'
+    )
     result = runner.invoke(app, ["plan", str(bad)])
     assert result.exit_code == 2
     assert "workload.precision" in result.stderr and "fp32" in result.stderr
@@ -183,27 +293,36 @@ def test_models_and_gpus_json() -> None:
 
 
 def test_module_entry_point_subprocess() -> None:
-    out = subprocess.run([sys.executable, "-m", "optimizer", "--help"], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "optimizer", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0
     assert "plan" in out.stdout and "estimate" in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "optimizer", "estimate", "--model", "nope",
-                          "--gpu", "a100"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "optimizer", "estimate", "--model", "nope", "--gpu", "a100"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: model: unknown model 'nope'")
     assert "Traceback" not in bad.stderr
 
 
-@pytest.mark.parametrize("args, code", [
-    (["plan", "examples/llama7b_10days.toml"], 0),
-    (["plan", "examples/infeasible_70b_week.toml", "--json"], 1),
-    (["prices", "--json"], 0),
-])
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["plan", "examples/llama7b_10days.toml"], 0),
+        (["plan", "examples/infeasible_70b_week.toml", "--json"], 1),
+        (["prices", "--json"], 0),
+    ],
+)
 def test_a_reader_that_leaves_early_keeps_the_answers_exit_code(args, code) -> None:
     """`ccopt plan … | head -1`: the reader closes the pipe before the answer is written; the
     exit code is still the answer's (click alone exits 1 on a broken pipe: "infeasible")."""
-    proc = subprocess.Popen([sys.executable, "-m", "optimizer", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "optimizer", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()  # the reader is gone before the first byte (imports take ~1 s)
     stderr = proc.stderr.read().decode()
     proc.stderr.close()
@@ -214,22 +333,26 @@ def test_a_reader_that_leaves_early_keeps_the_answers_exit_code(args, code) -> N
 def test_plan_plot_writes_png(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "front.png"
-    result = runner.invoke(app, ["plan", str(EXAMPLES / "qlora_70b_single_node.toml"),
-                                 "--plot", str(out)])
+    result = runner.invoke(app, ["plan", str(EXAMPLES / "qlora_70b_single_node.toml"), "--plot", str(out)])
     assert result.exit_code == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob("*.tmp*"))  # written atomically, no temp file left
 
 
-@pytest.mark.parametrize(("constraints", "phrase"), [
-    ('gpu_types = ["h100", "a1000"]', "constraints.gpu_types: unknown GPU 'a1000'"),
-    ('providers = ["awss"]', "constraints.providers: unknown value 'awss' — did you mean 'aws'"),
-    ('pricing = ["monthly"]', "constraints.pricing"),
-])
+@pytest.mark.parametrize(
+    ("constraints", "phrase"),
+    [
+        ('gpu_types = ["h100", "a1000"]', "constraints.gpu_types: unknown GPU 'a1000'"),
+        ('providers = ["awss"]', "constraints.providers: unknown value 'awss' — did you mean 'aws'"),
+        ('pricing = ["monthly"]', "constraints.pricing"),
+    ],
+)
 def test_plan_bad_filters_name_the_job_field(tmp_path, constraints: str, phrase: str) -> None:
     job = tmp_path / "job.toml"
-    job.write_text('[model]\npreset = "gpt2"\n[workload]\ntokens = 1e9\nseq_len = 1024\n'
-                   f'global_batch = 8\n[constraints]\n{constraints}\n')
+    job.write_text(
+        '[model]\npreset = "gpt2"\n[workload]\ntokens = 1e9\nseq_len = 1024\n'
+        f"global_batch = 8\n[constraints]\n{constraints}\n"
+    )
     result = runner.invoke(app, ["plan", str(job)])
     assert result.exit_code == 2
     assert phrase in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -249,18 +372,47 @@ def test_an_internal_error_is_one_line_and_exit_3(monkeypatch, capsys) -> None:
         main(["--debug", "plan", str(EXAMPLES / "llama7b_10days.toml")])
 
 
-@pytest.mark.parametrize(("instance", "gbps"), [("aws:p4d.24xlarge", 400.0),
-                                                ("aws:p5.48xlarge", 3200.0)])
+@pytest.mark.parametrize(("instance", "gbps"), [("aws:p4d.24xlarge", 400.0), ("aws:p5.48xlarge", 3200.0)])
 def test_estimate_instance_uses_the_catalogs_published_network(instance: str, gbps: float) -> None:
     # AWS EC2 "Network specifications": p4d.24xlarge 4 × 100 Gbps EFA = 400 Gbit/s (not the
     # DGX A100 default of 8 × 200); p5.48xlarge 32 EFA cards, 3,200 Gbps
-    code, data = _json(["estimate", "--model", "llama-3-8b", "--instance", instance,
-                        "--num-gpus", "16", "--zero-stage", "3", "--seq-len", "4096",
-                        "--global-batch", "64", "--json"])
+    code, data = _json(
+        [
+            "estimate",
+            "--model",
+            "llama-3-8b",
+            "--instance",
+            instance,
+            "--num-gpus",
+            "16",
+            "--zero-stage",
+            "3",
+            "--seq-len",
+            "4096",
+            "--global-batch",
+            "64",
+            "--json",
+        ]
+    )
     assert code == 0
     assert data["inter_node_gbps"] == gbps and data["inter_node_assumed"] is False
     gpu = data["gpu"]
-    code, bare = _json(["estimate", "--model", "llama-3-8b", "--gpu", gpu, "--num-gpus", "16",
-                        "--zero-stage", "3", "--seq-len", "4096", "--global-batch", "64",
-                        "--json"])
+    code, bare = _json(
+        [
+            "estimate",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            gpu,
+            "--num-gpus",
+            "16",
+            "--zero-stage",
+            "3",
+            "--seq-len",
+            "4096",
+            "--global-batch",
+            "64",
+            "--json",
+        ]
+    )
     assert code == 0 and bare["inter_node_assumed"] is True

@@ -23,9 +23,18 @@ def _plan_file(tmp_path: Path, example: str) -> tuple[Path, dict]:
     return path, json.loads(out.stdout)
 
 
-@pytest.mark.parametrize("example", ["llama7b_10days", "lora_70b_budget", "qlora_70b_single_node",
-                                     "finetune_8b_4090_vs_cloud", "bert_base_finetune_8gb",
-                                     "resnet50_imagenet_3days", "gpt3_175b_a100_90days"])
+@pytest.mark.parametrize(
+    "example",
+    [
+        "llama7b_10days",
+        "lora_70b_budget",
+        "qlora_70b_single_node",
+        "finetune_8b_4090_vs_cloud",
+        "bert_base_finetune_8gb",
+        "resnet50_imagenet_3days",
+        "gpt3_175b_a100_90days",
+    ],
+)
 def test_every_row_of_a_saved_plan_is_reproduced(example, tmp_path) -> None:
     path, plan = _plan_file(tmp_path, example)
     rows = [plan["plan"], *plan["alternatives"]]
@@ -73,13 +82,25 @@ def test_a_relative_hf_config_is_found_from_any_folder(tmp_path, monkeypatch) ->
     file's folder, so --from-plan works from another working directory."""
     jobs = tmp_path / "jobs"
     jobs.mkdir()
-    (jobs / "config.json").write_text(json.dumps({
-        "model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 8,
-        "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 2816,
-        "vocab_size": 32000, "max_position_embeddings": 2048}))
-    (jobs / "job.toml").write_text('name = "small"\n[model]\nhf_config = "config.json"\n'
-                                   '[workload]\ntokens = 1e9\nseq_len = 2048\nglobal_batch = 64\n'
-                                   '[constraints]\ndeadline_days = 5\ngpu_types = ["A100-80GB"]\n')
+    (jobs / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 1024,
+                "num_hidden_layers": 8,
+                "num_attention_heads": 8,
+                "num_key_value_heads": 8,
+                "intermediate_size": 2816,
+                "vocab_size": 32000,
+                "max_position_embeddings": 2048,
+            }
+        )
+    )
+    (jobs / "job.toml").write_text(
+        'name = "small"\n[model]\nhf_config = "config.json"\n'
+        "[workload]\ntokens = 1e9\nseq_len = 2048\nglobal_batch = 64\n"
+        '[constraints]\ndeadline_days = 5\ngpu_types = ["A100-80GB"]\n'
+    )
     out = runner.invoke(app, ["plan", str(jobs / "job.toml"), "--json"])
     assert out.exit_code == 0, out.stderr
     plan = json.loads(out.stdout)
@@ -90,5 +111,4 @@ def test_a_relative_hf_config_is_found_from_any_folder(tmp_path, monkeypatch) ->
     monkeypatch.chdir(elsewhere)
     est = runner.invoke(app, ["estimate", "--from-plan", str(tmp_path / "plan.json"), "--json"])
     assert est.exit_code == 0, est.stderr
-    assert json.loads(est.stdout)["step"]["time_s"] == pytest.approx(plan["plan"]["step_time_s"],
-                                                                     abs=6e-4)
+    assert json.loads(est.stdout)["step"]["time_s"] == pytest.approx(plan["plan"]["step_time_s"], abs=6e-4)

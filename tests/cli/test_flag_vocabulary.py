@@ -57,8 +57,14 @@ def _solved(data):
 RENAMED = [
     (["estimate", *LLAMA], "--gpus-per-node", "--gpus-per-instance", "8", "4", []),
     (["estimate", *LLAMA], "--method", "--kind", "lora", "qlora", []),
-    (["calibrate", *LLAMA, "--tokens-per-s", "20000"], "--gpus-per-node",
-     "--gpus-per-instance", "8", "4", []),
+    (
+        ["calibrate", *LLAMA, "--tokens-per-s", "20000"],
+        "--gpus-per-node",
+        "--gpus-per-instance",
+        "8",
+        "4",
+        [],
+    ),
     (["calibrate", *LLAMA, "--tokens-per-s", "20000"], "--method", "--kind", "lora", "qlora", []),
     (["plan", TRAIN_JOB], "--time-limit", "--time-limit-s", "5", "6", []),
     (["serve", SERVE_JOB], "--time-limit", "--time-limit-s", "5", "6", []),
@@ -68,8 +74,9 @@ RENAMED = [
 ]
 
 
-@pytest.mark.parametrize(("head", "old", "new", "value", "other", "tail"), RENAMED,
-                         ids=[f"{r[0][0]} {r[1]}" for r in RENAMED])
+@pytest.mark.parametrize(
+    ("head", "old", "new", "value", "other", "tail"), RENAMED, ids=[f"{r[0][0]} {r[1]}" for r in RENAMED]
+)
 def test_old_spelling_works_warns_once_and_clashes(head, old, new, value, other, tail) -> None:
     json_flag = ["--json"]
     fresh = _run([*head, new, value, *tail, *json_flag])
@@ -87,9 +94,16 @@ def test_old_spelling_works_warns_once_and_clashes(head, old, new, value, other,
     assert new in _run([head[0], "--help"]).stdout
 
 
-@pytest.mark.parametrize("command", [["plan", TRAIN_JOB], ["serve", SERVE_JOB],
-                                     ["serve-compare", SERVE_JOB], ["batch", BATCH_JOB],
-                                     ["report", TRAIN_JOB]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["plan", TRAIN_JOB],
+        ["serve", SERVE_JOB],
+        ["serve-compare", SERVE_JOB],
+        ["batch", BATCH_JOB],
+        ["report", TRAIN_JOB],
+    ],
+)
 def test_time_limit_range_under_either_name(command) -> None:
     # the range 0.1–86400 s is stated in --help and enforced under the name given
     assert "0.1–86400" in _run([command[0], "--help"]).stdout
@@ -135,10 +149,13 @@ def test_kind_takes_the_job_file_vocabulary() -> None:
     assert bad.exit_code == 2 and "--kind" in bad.stderr and "pretrain" in bad.stderr
 
 
-@pytest.mark.parametrize("command", [
-    ["estimate", "-m", "resnet50", "-g", "h100"],
-    ["calibrate", "-m", "resnet50", "-g", "h100", "--samples-per-s", "1000"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["estimate", "-m", "resnet50", "-g", "h100"],
+        ["calibrate", "-m", "resnet50", "-g", "h100", "--samples-per-s", "1000"],
+    ],
+)
 def test_seq_len_is_refused_for_a_per_sample_model(command) -> None:
     result = _run([*command, "--seq-len", "2048"])
     assert result.exit_code == 2
@@ -149,15 +166,30 @@ def test_seq_len_is_refused_for_a_per_sample_model(command) -> None:
 
 def test_serve_estimate_default_precision_is_the_serve_job_default(tmp_path: Path) -> None:
     job = tmp_path / "serve.toml"  # no precision: the serving job file's default applies
-    job.write_text('[model]\npreset = "llama-2-7b"\n[workload]\nkind = "serve"\n'
-                   'requests_per_s = 1\nprompt_tokens = 512\noutput_tokens = 128\n'
-                   '[constraints]\nttft_s = 5\n')
+    job.write_text(
+        '[model]\npreset = "llama-2-7b"\n[workload]\nkind = "serve"\n'
+        "requests_per_s = 1\nprompt_tokens = 512\noutput_tokens = 128\n"
+        "[constraints]\nttft_s = 5\n"
+    )
     served = _json(["serve", str(job), "--json"])
     est = _json(["estimate", "-m", "llama-2-7b", "-g", "h100", "--mode", "serve", "--json"])
     assert est["precision"] == served["job"]["precision"]
     # an explicit --precision is no longer mistaken for "unset" against the old --quantization
-    clash = _run(["estimate", "-m", "llama-2-7b", "-g", "h100", "--mode", "serve",
-                  "--precision", "bf16", "--quantization", "int8"])
+    clash = _run(
+        [
+            "estimate",
+            "-m",
+            "llama-2-7b",
+            "-g",
+            "h100",
+            "--mode",
+            "serve",
+            "--precision",
+            "bf16",
+            "--quantization",
+            "int8",
+        ]
+    )
     assert clash.exit_code == 2 and "disagree" in clash.stderr
     train = _json(["estimate", *LLAMA, "--json"])
     assert train["precision"] == "bf16"
@@ -167,12 +199,30 @@ def test_serve_estimate_ttft_keeps_four_significant_figures_as_serve() -> None:
     served = _json(["serve", SERVE_JOB, "--json"])
     d = served["plan"]["deployments"][0]
     bucket = served["job"]["buckets"][0]
-    est = _json(["estimate", "-m", served["job"]["model"], "--instance",
-                 f"{d['provider']}:{d['instance']}", "--num-gpus", str(d["tp"]), "--tp",
-                 str(d["tp"]), "--mode", "serve", "--batch", str(d["batch"]),
-                 "--prompt-tokens", str(bucket["prompt_tokens"]), "--output-tokens",
-                 str(bucket["output_tokens"]), "--precision", served["job"]["precision"],
-                 "--json"])
+    est = _json(
+        [
+            "estimate",
+            "-m",
+            served["job"]["model"],
+            "--instance",
+            f"{d['provider']}:{d['instance']}",
+            "--num-gpus",
+            str(d["tp"]),
+            "--tp",
+            str(d["tp"]),
+            "--mode",
+            "serve",
+            "--batch",
+            str(d["batch"]),
+            "--prompt-tokens",
+            str(bucket["prompt_tokens"]),
+            "--output-tokens",
+            str(bucket["output_tokens"]),
+            "--precision",
+            served["job"]["precision"],
+            "--json",
+        ]
+    )
     assert est["ttft_s"] == d["ttft_s"]
     assert est["ttft_s"] == float(f"{est['ttft_s']:.4g}")
 
@@ -188,26 +238,53 @@ def _published_gbps(provider: str, instance: str) -> float:
 
 def test_calibrate_instance_fits_at_the_instance_network() -> None:
     gbps = _published_gbps("aws", "p4d.24xlarge")
-    out = _json(["calibrate", "-m", "llama-2-7b", "--instance", "aws:p4d.24xlarge",
-                 "--num-gpus", "16", "--global-batch", "64", "--tokens-per-s", "20000",
-                 "--json"])
+    out = _json(
+        [
+            "calibrate",
+            "-m",
+            "llama-2-7b",
+            "--instance",
+            "aws:p4d.24xlarge",
+            "--num-gpus",
+            "16",
+            "--global-batch",
+            "64",
+            "--tokens-per-s",
+            "20000",
+            "--json",
+        ]
+    )
     assert out["inter_node_gbps"] == gbps
     assert out["gpu"] == "A100-40GB" and out["gpus_per_instance"] == 8  # p4d: 8× A100 40GB
     assert out["provider"] == "aws" and out["instance_type"] == "p4d.24xlarge"
-    est = _json(["estimate", "-m", "llama-2-7b", "--instance", "aws:p4d.24xlarge",
-                 "--num-gpus", "16", "--json"])
+    est = _json(
+        ["estimate", "-m", "llama-2-7b", "--instance", "aws:p4d.24xlarge", "--num-gpus", "16", "--json"]
+    )
     assert est["inter_node_gbps"] == gbps and est["inter_node_is_default"] is False
     assert est["instance"] == "aws:p4d.24xlarge" and est["gpus_per_instance"] == 8
 
 
 def test_estimate_inter_node_is_default_follows_the_catalog_guess() -> None:
     with (PRICING / "instance_network.csv").open(encoding="utf-8") as f:
-        guessed = next((r["provider"], r["instance_type"]) for r in csv.DictReader(f)
-                       if r["inter_node_is_default"] == "true")
+        guessed = next(
+            (r["provider"], r["instance_type"])
+            for r in csv.DictReader(f)
+            if r["inter_node_is_default"] == "true"
+        )
     est = _json(["estimate", "-m", "llama-2-7b", "--instance", ":".join(guessed), "--json"])
     assert est["inter_node_is_default"] is True and est["inter_node_assumed"] is True
-    given = _json(["estimate", "-m", "llama-2-7b", "--instance", ":".join(guessed),
-                   "--inter-node-gbps", "800", "--json"])
+    given = _json(
+        [
+            "estimate",
+            "-m",
+            "llama-2-7b",
+            "--instance",
+            ":".join(guessed),
+            "--inter-node-gbps",
+            "800",
+            "--json",
+        ]
+    )
     assert given["inter_node_is_default"] is False and given["inter_node_gbps"] == 800
 
 
@@ -240,14 +317,18 @@ def test_per_sample_calibrate_compares_per_gpu_and_old_flags_warn() -> None:
     old = _run([*args, "--gpus", "2", "--checkpointing", "none", "--zero", "0", "--json"])
     assert old.exit_code == 0
     said = _warnings(old.stderr)
-    for flag, new in (("--gpus", "--num-gpus"), ("--checkpointing", "--activation-checkpointing"),
-                      ("--zero", "--zero-stage")):
+    for flag, new in (
+        ("--gpus", "--num-gpus"),
+        ("--checkpointing", "--activation-checkpointing"),
+        ("--zero", "--zero-stage"),
+    ):
         assert any(line.startswith(f"warning: {flag} is now called {new}") for line in said)
 
 
 def test_estimate_status_and_plan_names() -> None:
-    fits = _json(["estimate", "-m", "llama-2-7b", "-g", "A100-80GB", "--num-gpus", "8",
-                  "--zero-stage", "3", "--json"])
+    fits = _json(
+        ["estimate", "-m", "llama-2-7b", "-g", "A100-80GB", "--num-gpus", "8", "--zero-stage", "3", "--json"]
+    )
     assert fits["status"] == "fits" and fits["fits"] is True
     assert fits["gpus_per_instance"] == fits["gpus_per_node"] == 8
     # 70B in bf16 is 140 GB of weights alone: more than one 24 GB card
@@ -258,9 +339,16 @@ def test_estimate_status_and_plan_names() -> None:
 def test_help_texts() -> None:
     cal = " ".join(_run(["calibrate", "--help"]).stdout.split())
     est = " ".join(_run(["estimate", "--help"]).stdout.split())
-    for words in ("Tensor-parallel degree", "Pipeline-parallel degree", "ZeRO stage 0-3",
-                  "none | selective | full", "samples for per-sample models",
-                  "Tokens per sequence", "fp32 | bf16 | fp16 | fp8", "pretrain | finetune"):
+    for words in (
+        "Tensor-parallel degree",
+        "Pipeline-parallel degree",
+        "ZeRO stage 0-3",
+        "none | selective | full",
+        "samples for per-sample models",
+        "Tokens per sequence",
+        "fp32 | bf16 | fp16 | fp8",
+        "pretrain | finetune",
+    ):
         assert words in cal and words in est
     assert "--from <path>" in cal and "--instance" in cal
     assert "0.001–1" in est  # --efficiency states its range
@@ -268,8 +356,7 @@ def test_help_texts() -> None:
     assert "<list[str]>" not in prices
     for metavar in ("GPU", "PROVIDER", "PRICING", "REGION"):
         assert f" {metavar} " in prices
-    for command, metavar in (("plan", "JOB"), ("serve", "JOB"), ("batch", "JOBS"),
-                             ("report", "SOURCE")):
+    for command, metavar in (("plan", "JOB"), ("serve", "JOB"), ("batch", "JOBS"), ("report", "SOURCE")):
         assert f"{{{metavar}}}" in _run([command, "--help"]).stdout
     report = " ".join(_run(["report", "--help"]).stdout.split())
     assert "in the current directory" in report

@@ -21,9 +21,26 @@ def _run(args: list[str]) -> tuple[int, dict]:
 
 def test_bert_base_batch_16x512_fits_an_8gb_card() -> None:
     """Guide: BERT-base fine-tune, batch 16 × 512, one 8 GB RTX 2070 (fp16 mixed precision)."""
-    code, est = _run(["estimate", "--model", "bert-base", "--gpu", "rtx2070", "--micro-batch", "16",
-                      "--global-batch", "16", "--seq-len", "512", "--precision", "fp16",
-                      "--stack", "hf-trainer", "--json"])
+    code, est = _run(
+        [
+            "estimate",
+            "--model",
+            "bert-base",
+            "--gpu",
+            "rtx2070",
+            "--micro-batch",
+            "16",
+            "--global-batch",
+            "16",
+            "--seq-len",
+            "512",
+            "--precision",
+            "fp16",
+            "--stack",
+            "hf-trainer",
+            "--json",
+        ]
+    )
     assert code == 0 and est["fits"] is True
     assert est["memory_gib"]["device"] <= 8.0
     code, plan = _run(["plan", str(ROOT / "examples/bert_base_finetune_8gb.toml"), "--json"])
@@ -54,8 +71,7 @@ def test_gpt3_175b_needs_model_parallelism_over_64_a100s(tmp_path) -> None:
     in memory (exit 1); at most 64: a plan, split by tensor × pipeline parallelism."""
     code, out = _run(["plan", str(ROOT / "examples/gpt3_175b_32_a100.toml"), "--json"])
     assert code == 1 and "memory" in out["explanation"]["text"]
-    job = (ROOT / "examples/gpt3_175b_32_a100.toml").read_text().replace("max_gpus = 32",
-                                                                          "max_gpus = 64")
+    job = (ROOT / "examples/gpt3_175b_32_a100.toml").read_text().replace("max_gpus = 32", "max_gpus = 64")
     (tmp_path / "g64.toml").write_text(job)
     code, out = _run(["plan", str(tmp_path / "g64.toml"), "--json"])
     assert code == 0

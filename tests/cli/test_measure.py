@@ -29,9 +29,26 @@ def test_module_factory_point_is_accepted_by_calibrate(tmp_path, monkeypatch) ->
     (tmp_path / "tinynet.py").write_text(TINY)
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "point.json"
-    result = runner.invoke(app, ["measure", "--module", "tinynet:tiny", "--input-shape", "3,8,8",
-                                 "--micro-batch", "4", "--steps", "3", "--warmup-steps", "1",
-                                 "--device", "cpu", "-o", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "measure",
+            "--module",
+            "tinynet:tiny",
+            "--input-shape",
+            "3,8,8",
+            "--micro-batch",
+            "4",
+            "--steps",
+            "3",
+            "--warmup-steps",
+            "1",
+            "--device",
+            "cpu",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     point = json.loads(out.read_text())
     assert point["device"] == "cpu" and point["peak_memory_gib"] is None  # no device memory
@@ -48,24 +65,60 @@ def test_module_factory_point_is_accepted_by_calibrate(tmp_path, monkeypatch) ->
 
 
 def test_hf_config_lm_point(tmp_path) -> None:
-    cfg = {"model_type": "llama", "hidden_size": 32, "num_hidden_layers": 1,
-           "num_attention_heads": 2, "intermediate_size": 64, "vocab_size": 64}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "vocab_size": 64,
+    }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     out = tmp_path / "lm.json"
-    result = runner.invoke(app, ["measure", "--hf-config", str(tmp_path / "config.json"),
-                                 "--seq-len", "16", "--steps", "2", "--warmup-steps", "1",
-                                 "--device", "cpu", "-o", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "measure",
+            "--hf-config",
+            str(tmp_path / "config.json"),
+            "--seq-len",
+            "16",
+            "--steps",
+            "2",
+            "--warmup-steps",
+            "1",
+            "--device",
+            "cpu",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     point = json.loads(out.read_text())
     assert point["model_kind"] == "lm" and point["seq_len"] == 16
     assert point["tokens_per_s"] == pytest.approx(point["samples_per_s"] * 16)
     jsonschema.validate(point, schema_of("measure"), cls=jsonschema.Draft202012Validator)
-    printed = runner.invoke(app, ["measure", "--hf-config", str(tmp_path / "config.json"),
-                                  "--seq-len", "16", "--steps", "1", "--warmup-steps", "0",
-                                  "--device", "cpu", "-o", str(tmp_path / "again.json"), "--json"])
+    printed = runner.invoke(
+        app,
+        [
+            "measure",
+            "--hf-config",
+            str(tmp_path / "config.json"),
+            "--seq-len",
+            "16",
+            "--steps",
+            "1",
+            "--warmup-steps",
+            "0",
+            "--device",
+            "cpu",
+            "-o",
+            str(tmp_path / "again.json"),
+            "--json",
+        ],
+    )
     assert printed.exit_code == 0, printed.stderr
-    jsonschema.validate(json.loads(printed.stdout), schema_of("measure"),
-                        cls=jsonschema.Draft202012Validator)
+    jsonschema.validate(json.loads(printed.stdout), schema_of("measure"), cls=jsonschema.Draft202012Validator)
     assert point["trained_params"] > 64 * 32  # at least the embedding
 
 

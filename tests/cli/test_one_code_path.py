@@ -15,8 +15,9 @@ from optimizer.inputs.jobs.train import load_job
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.parametrize("example", ["llama7b_10days", "qlora_70b_single_node",
-                                     "finetune_8b_4090_vs_cloud", "lora_70b_budget"])
+@pytest.mark.parametrize(
+    "example", ["llama7b_10days", "qlora_70b_single_node", "finetune_8b_4090_vs_cloud", "lora_70b_budget"]
+)
 def test_estimate_reproduces_the_plans_step_time_and_memory(example, no_user_state):
     path = EXAMPLES / f"{example}.toml"
     data = api.plan(path, offline=True, alternatives=2)
@@ -26,41 +27,61 @@ def test_estimate_reproduces_the_plans_step_time_and_memory(example, no_user_sta
         if plan["kind"] != "cloud":
             continue  # owned / bought boxes are not catalog instances
         lay = plan["layout"]
-        est = api.estimate(job.model.preset or job.model.hf_config,
-                           instance=f"{plan['provider']}:{plan['instance']}",
-                           num_gpus=plan["gpus"], tp=lay["tp"], pp=lay["pp"],
-                           zero_stage=lay["zero_stage"],
-                           activation_checkpointing=lay["activation_checkpointing"],
-                           micro_batch=lay["micro_batch"], global_batch=plan["global_batch"],
-                           seq_len=w.seq_len, precision=w.precision, optimizer=w.optimizer,
-                           method=w.method, lora_rank=w.lora_rank, stack=w.stack,
-                           offline=True)
+        est = api.estimate(
+            job.model.preset or job.model.hf_config,
+            instance=f"{plan['provider']}:{plan['instance']}",
+            num_gpus=plan["gpus"],
+            tp=lay["tp"],
+            pp=lay["pp"],
+            zero_stage=lay["zero_stage"],
+            activation_checkpointing=lay["activation_checkpointing"],
+            micro_batch=lay["micro_batch"],
+            global_batch=plan["global_batch"],
+            seq_len=w.seq_len,
+            precision=w.precision,
+            optimizer=w.optimizer,
+            method=w.method,
+            lora_rank=w.lora_rank,
+            stack=w.stack,
+            offline=True,
+        )
         assert est["layout"] == lay
         assert est["step"]["time_s"] == pytest.approx(plan["step_time_s"], abs=6e-4)
         assert est["memory_gib"] == plan["memory_gib"]
         assert est["mfu"] == pytest.approx(plan["mfu"], abs=1e-4)
 
 
-@pytest.mark.parametrize("example", ["serve_mistral7b_chatbot", "serve_llama70b_5rps",
-                                     "serve_8b_4090_vs_cloud"])
+@pytest.mark.parametrize(
+    "example", ["serve_mistral7b_chatbot", "serve_llama70b_5rps", "serve_8b_4090_vs_cloud"]
+)
 def test_estimate_serve_reproduces_the_per_replica_rate(example, no_user_state):
     path = EXAMPLES / f"{example}.toml"
     data = api.serve(path, offline=True)
     job, _ = load_serve_job(path)
     w = job.workload
     for dep in data["plan"]["deployments"]:
-        for bucket, rate in zip(w.request_buckets(), dep["requests_per_s_per_replica"],
-                                strict=True):
+        for bucket, rate in zip(w.request_buckets(), dep["requests_per_s_per_replica"], strict=True):
             if not rate:
                 continue
-            where = {"instance": f"{dep['provider']}:{dep['instance']}"} \
-                if dep["pricing"] not in ("owned", "buy") else {"gpu": dep["gpu"]}
-            est = api.estimate(job.model.preset or job.model.hf_config, mode="serve",
-                               num_gpus=dep["tp"], tp=dep["tp"], batch=dep["batch"],
-                               precision=w.weight_precision, kv_cache_precision=w.kv_cache_precision,
-                               prompt_tokens=bucket.prompt_tokens,
-                               output_tokens=bucket.output_tokens, stack=w.stack, offline=True,
-                               **where)
+            where = (
+                {"instance": f"{dep['provider']}:{dep['instance']}"}
+                if dep["pricing"] not in ("owned", "buy")
+                else {"gpu": dep["gpu"]}
+            )
+            est = api.estimate(
+                job.model.preset or job.model.hf_config,
+                mode="serve",
+                num_gpus=dep["tp"],
+                tp=dep["tp"],
+                batch=dep["batch"],
+                precision=w.weight_precision,
+                kv_cache_precision=w.kv_cache_precision,
+                prompt_tokens=bucket.prompt_tokens,
+                output_tokens=bucket.output_tokens,
+                stack=w.stack,
+                offline=True,
+                **where,
+            )
             assert est["requests_per_s_per_replica"] == pytest.approx(rate, rel=1e-3)
             assert est["memory_gib"]["total"] <= dep["memory_gib"]["total"] + 0.01
 
@@ -81,4 +102,5 @@ def test_compare_breaks_even_against_every_allowed_gpu_type(no_user_state):
     # a dearer cloud plan pays the boxes off in fewer jobs
     ranked = sorted(per_gpu.values(), key=lambda b: b["cloud_usd_per_job"])
     assert [b["jobs_to_break_even"] for b in ranked] == sorted(
-        (b["jobs_to_break_even"] for b in ranked), reverse=True)
+        (b["jobs_to_break_even"] for b in ranked), reverse=True
+    )

@@ -23,16 +23,33 @@ def _estimate_row(row: dict, job: Job) -> dict:
     """`estimate` of a plan row: its model, instance (or GPU for a box), layout and the job's
     workload settings."""
     w, lay = job.workload, row["layout"]
-    where = {"instance": f"{row['provider']}:{row['instance']}"} if row["kind"] == "cloud" \
-        else {"gpu": row["gpu"], "gpus_per_instance": row["gpus_per_instance"],
-              "inter_node_gbps": row["inter_node_gbps"]}
-    return api.estimate(job.model.preset or job.model.hf_config, num_gpus=row["gpus"],
-                        tp=lay["tp"], pp=lay["pp"], zero_stage=lay["zero_stage"],
-                        activation_checkpointing=lay["activation_checkpointing"],
-                        micro_batch=lay["micro_batch"], global_batch=row["global_batch"],
-                        seq_len=w.seq_len, precision=w.precision, optimizer=w.optimizer,
-                        kind=w.kind, lora_rank=w.lora_rank, stack=w.stack, offline=True,
-                        **where)
+    where = (
+        {"instance": f"{row['provider']}:{row['instance']}"}
+        if row["kind"] == "cloud"
+        else {
+            "gpu": row["gpu"],
+            "gpus_per_instance": row["gpus_per_instance"],
+            "inter_node_gbps": row["inter_node_gbps"],
+        }
+    )
+    return api.estimate(
+        job.model.preset or job.model.hf_config,
+        num_gpus=row["gpus"],
+        tp=lay["tp"],
+        pp=lay["pp"],
+        zero_stage=lay["zero_stage"],
+        activation_checkpointing=lay["activation_checkpointing"],
+        micro_batch=lay["micro_batch"],
+        global_batch=row["global_batch"],
+        seq_len=w.seq_len,
+        precision=w.precision,
+        optimizer=w.optimizer,
+        kind=w.kind,
+        lora_rank=w.lora_rank,
+        stack=w.stack,
+        offline=True,
+        **where,
+    )
 
 
 def _same(est: dict, row: dict) -> None:
@@ -50,8 +67,7 @@ def test_every_compare_row_is_estimate(example, no_user_state) -> None:
     job, _ = load_job(path)
     rows = [r for group in ("per_gpu", "per_provider") for r in data[group].values() if r]
     rows += [r for r in (data["cloud"], data["owned_or_bought"]) if r]
-    assert len(rows) >= 5 and any(r["kind"] != "cloud" for r in rows) == (
-        data["owned_or_bought"] is not None)
+    assert len(rows) >= 5 and any(r["kind"] != "cloud" for r in rows) == (data["owned_or_bought"] is not None)
     for row in rows:
         _same(_estimate_row(row, job), row)
 
@@ -76,15 +92,28 @@ def test_every_serve_compare_row_is_estimate(no_user_state) -> None:
     deployments = [d for plan in data["per_gpu"].values() if plan for d in plan["deployments"]]
     assert len(deployments) >= 3
     for dep in deployments:
-        where = {"instance": f"{dep['provider']}:{dep['instance']}"} \
-            if dep["pricing"] not in ("owned", "buy") else {"gpu": dep["gpu"]}
-        est = api.estimate(job.model.preset, mode="serve", num_gpus=dep["tp"], tp=dep["tp"],
-                           batch=dep["batch"], precision=w.weight_precision,
-                           kv_cache_precision=w.kv_cache_precision,
-                           prompt_tokens=bucket.prompt_tokens, output_tokens=bucket.output_tokens,
-                           stack=w.stack, offline=True, **where)
+        where = (
+            {"instance": f"{dep['provider']}:{dep['instance']}"}
+            if dep["pricing"] not in ("owned", "buy")
+            else {"gpu": dep["gpu"]}
+        )
+        est = api.estimate(
+            job.model.preset,
+            mode="serve",
+            num_gpus=dep["tp"],
+            tp=dep["tp"],
+            batch=dep["batch"],
+            precision=w.weight_precision,
+            kv_cache_precision=w.kv_cache_precision,
+            prompt_tokens=bucket.prompt_tokens,
+            output_tokens=bucket.output_tokens,
+            stack=w.stack,
+            offline=True,
+            **where,
+        )
         assert est["requests_per_s_per_replica"] == pytest.approx(
-            dep["requests_per_s_per_replica"][0], rel=1e-3)
+            dep["requests_per_s_per_replica"][0], rel=1e-3
+        )
         assert est["ttft_s"] == pytest.approx(dep["ttft_s"], rel=1e-3)
         assert est["tpot_ms"] == pytest.approx(dep["tpot_ms"], rel=1e-3)
 
@@ -97,15 +126,36 @@ def test_a_calibration_reaches_plan_and_estimate_alike(tmp_path, monkeypatch) ->
     monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CCOPT_OFFLINE", "1")
     job_file = tmp_path / "a100.toml"
-    job_file.write_text((EXAMPLES / "llama7b_10days.toml").read_text().replace(
-        "deadline_days = 10", 'deadline_days = 60\ngpu_types = ["A100-80GB"]'))
+    job_file.write_text(
+        (EXAMPLES / "llama7b_10days.toml")
+        .read_text()
+        .replace("deadline_days = 10", 'deadline_days = 60\ngpu_types = ["A100-80GB"]')
+    )
     job, _ = load_job(job_file)
     before = api.plan(job_file, alternatives=0)["plan"]
     measured = 8 * 1000.0  # 8 GPUs × 1,000 tokens/s
     runner = CliRunner()
-    cal = runner.invoke(app, ["calibrate", "-m", "llama-2-7b", "-g", "A100-80GB", "--num-gpus", "8",
-                              "--global-batch", "1024", "--seq-len", "4096", "--micro-batch", "1",
-                              "--tokens-per-s", str(measured), "--json"])
+    cal = runner.invoke(
+        app,
+        [
+            "calibrate",
+            "-m",
+            "llama-2-7b",
+            "-g",
+            "A100-80GB",
+            "--num-gpus",
+            "8",
+            "--global-batch",
+            "1024",
+            "--seq-len",
+            "4096",
+            "--micro-batch",
+            "1",
+            "--tokens-per-s",
+            str(measured),
+            "--json",
+        ],
+    )
     assert cal.exit_code == 0, cal.stderr
     assert json.loads(cal.stdout)["status"] == "calibrated"
     after = api.plan(job_file, alternatives=0)["plan"]
@@ -115,6 +165,13 @@ def test_a_calibration_reaches_plan_and_estimate_alike(tmp_path, monkeypatch) ->
     uncalibrated = _estimate_row(after, job)  # the same layout at the default efficiency
     assert after["step_time_s"] > 1.5 * uncalibrated["step"]["time_s"]  # the slow run applied
     monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "cal.json"))
-    again = api.estimate("llama-2-7b", gpu="A100-80GB", num_gpus=8, global_batch=1024,
-                         seq_len=4096, micro_batch=1, offline=True)
+    again = api.estimate(
+        "llama-2-7b",
+        gpu="A100-80GB",
+        num_gpus=8,
+        global_batch=1024,
+        seq_len=4096,
+        micro_batch=1,
+        offline=True,
+    )
     assert again["tokens_per_s"] == pytest.approx(measured, rel=1e-3)  # the measured run back

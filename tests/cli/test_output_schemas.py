@@ -13,8 +13,21 @@ from optimizer.cli.schema_cmd import INPUTS
 from optimizer.report.contract import OUTPUTS
 
 runner = CliRunner()
-COMMANDS = ["plan", "compare", "estimate", "calibrate", "serve", "serve-compare", "batch",
-            "prices", "gpus", "models", "stacks", "sizing", "measure"]
+COMMANDS = [
+    "plan",
+    "compare",
+    "estimate",
+    "calibrate",
+    "serve",
+    "serve-compare",
+    "batch",
+    "prices",
+    "gpus",
+    "models",
+    "stacks",
+    "sizing",
+    "measure",
+]
 
 
 def test_every_command_with_json_output_has_a_schema():

@@ -46,7 +46,8 @@ def test_images_times_epochs_make_the_steps(tmp_path) -> None:
     assert plan["samples_per_s"] == pytest.approx(plan["tokens_per_s"], rel=1e-3)
     # step_time_s is rounded to the millisecond
     assert plan["samples_per_s"] * plan["step_time_s"] == pytest.approx(
-        1024, rel=0.0006 / plan["step_time_s"] + 1e-3)
+        1024, rel=0.0006 / plan["step_time_s"] + 1e-3
+    )
     assert plan["layout"]["tp"] == plan["layout"]["pp"] == 1
 
 
@@ -71,7 +72,7 @@ def test_tokens_for_a_profile_is_one_clear_line(tmp_path) -> None:
 
 
 def test_user_measured_point_sets_the_speed(tmp_path) -> None:
-    """"I measured 410 samples/s on one A10": an inline profile with that point is planned at
+    """ "I measured 410 samples/s on one A10": an inline profile with that point is planned at
     exactly that speed on one A10 (dp 1, the measured micro-batch)."""
     job = """
 name = "mine"
@@ -107,15 +108,16 @@ max_gpus = 1
 
 
 def test_vit_counts_images_of_197_tokens(tmp_path) -> None:
-    job = RESNET_JOB.replace('preset = "resnet50"', 'preset = "vit-b16"').replace(
-        'optimizer = "sgd"', 'optimizer = "adamw"').replace('precision = "fp16"',
-                                                            'precision = "bf16"')
+    job = (
+        RESNET_JOB.replace('preset = "resnet50"', 'preset = "vit-b16"')
+        .replace('optimizer = "sgd"', 'optimizer = "adamw"')
+        .replace('precision = "fp16"', 'precision = "bf16"')
+    )
     result = runner.invoke(app, ["plan", _write(tmp_path, job), "--json"])
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["plan"]["tokens"] == data["plan"]["steps"] * 1024 * 197
-    assert data["plan"]["samples_per_s"] == pytest.approx(data["plan"]["tokens_per_s"] / 197,
-                                                          rel=1e-3)
+    assert data["plan"]["samples_per_s"] == pytest.approx(data["plan"]["tokens_per_s"] / 197, rel=1e-3)
 
 
 def test_batch_accepts_a_profile_job(tmp_path) -> None:
@@ -151,16 +153,31 @@ deadline_days = 5
 
 def test_serving_a_profile_is_one_clear_line(tmp_path) -> None:
     job = (Path(__file__).resolve().parents[2] / "examples/serve_bert_base.toml").read_text()
-    result = runner.invoke(app, ["serve", _write(tmp_path, job.replace('"bert-base"',
-                                                                        '"resnet50"'))])
+    result = runner.invoke(app, ["serve", _write(tmp_path, job.replace('"bert-base"', '"resnet50"'))])
     assert result.exit_code == 2
     assert "per-sample profile" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_estimate_of_a_profile_counts_samples() -> None:
-    result = runner.invoke(app, ["estimate", "--model", "resnet50", "--gpu", "v100-32gb",
-                                 "--micro-batch", "256", "--global-batch", "256", "--precision",
-                                 "fp16", "--optimizer", "sgd", "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "estimate",
+            "--model",
+            "resnet50",
+            "--gpu",
+            "v100-32gb",
+            "--micro-batch",
+            "256",
+            "--global-batch",
+            "256",
+            "--precision",
+            "fp16",
+            "--optimizer",
+            "sgd",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["sample_unit"] == "image" and out["band_source"] == "profile"

@@ -30,8 +30,10 @@ def test_contending_types_are_those_whose_bands_overlap_the_cheapest() -> None:
     per_gpu = {g: p for g, p in _json(["compare", JOB, "--json"])["per_gpu"].items() if p}
 
     def band(p: dict) -> tuple[float, float]:
-        return (p["cost_usd"] * p["step_time_s_p10"] / p["step_time_s"],
-                p["cost_usd"] * p["step_time_s_p90"] / p["step_time_s"])
+        return (
+            p["cost_usd"] * p["step_time_s_p10"] / p["step_time_s"],
+            p["cost_usd"] * p["step_time_s_p90"] / p["step_time_s"],
+        )
 
     best = min(per_gpu, key=lambda g: per_gpu[g]["cost_usd"])
     assert sizing["best_gpu"] == best
@@ -42,8 +44,21 @@ def test_contending_types_are_those_whose_bands_overlap_the_cheapest() -> None:
 
 
 def test_reading_length_and_cost_by_hand() -> None:
-    sizing = _json(["sizing", JOB, "--json", "--warmup-steps", "5", "--min-steps", "30",
-                    "--min-measure-s", "60", "--startup-minutes", "10"])
+    sizing = _json(
+        [
+            "sizing",
+            JOB,
+            "--json",
+            "--warmup-steps",
+            "5",
+            "--min-steps",
+            "30",
+            "--min-measure-s",
+            "60",
+            "--startup-minutes",
+            "10",
+        ]
+    )
     for r in sizing["runs"]:
         step = r["step_time_s"]
         assert r["warmup_steps"] == 5
@@ -63,7 +78,7 @@ def test_band_narrows_after_calibrating() -> None:
     args = run["command"].split()[1:]
     args[args.index("--samples-per-s") + 1] = f"{measured:.3f}"
     drop = args.index("--peak-memory-gib")
-    del args[drop:drop + 2]  # a reading without a memory figure
+    del args[drop : drop + 2]  # a reading without a memory figure
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr
     after = _json(["compare", JOB, "--json"])["per_gpu"]["RTX4090"]
@@ -86,8 +101,14 @@ def test_a_language_model_sizing_command_runs_as_printed(tmp_path) -> None:
     assert "--gpus-per-node" not in run["command"] and "--method" not in run["command"]
     args = run["command"].split()[1:]
     seq = int(args[args.index("--seq-len") + 1])
-    measured = 0.7 * run["layout"]["micro_batch"] * run["layout"]["grad_accum"] \
-        * run["layout"]["dp"] * seq / run["step_time_s"]  # 30% slower than predicted
+    measured = (
+        0.7
+        * run["layout"]["micro_batch"]
+        * run["layout"]["grad_accum"]
+        * run["layout"]["dp"]
+        * seq
+        / run["step_time_s"]
+    )  # 30% slower than predicted
     args[args.index("--tokens-per-s") + 1] = f"{measured:.1f}"
     result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.stderr

@@ -37,8 +37,18 @@ CASES: dict[str, list[str]] = {
     "serve_llama70b_5rps": ["serve", "examples/serve_llama70b_5rps.toml", "--json"],
     "serve_8b_4090_vs_cloud": ["serve", "examples/serve_8b_4090_vs_cloud.toml", "--json"],
     "serve_compare_8b_4090_vs_cloud": ["serve-compare", "examples/serve_8b_4090_vs_cloud.toml", "--json"],
-    "estimate_llama7b_a100_z3": ["estimate", "--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8",
-                                 "--zero", "3", "--json"],
+    "estimate_llama7b_a100_z3": [
+        "estimate",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "A100-80GB",
+        "--gpus",
+        "8",
+        "--zero",
+        "3",
+        "--json",
+    ],
 }
 
 #: keys whose values are timings (differ run to run); masked before comparing
@@ -49,9 +59,16 @@ VOLATILE_KEYS = frozenset({"wall_s", "solve_s", "enumerate_s", "age_days"})  # t
 def mask(obj: Any) -> Any:
     """The document with every timing value replaced by a fixed marker."""
     if isinstance(obj, dict):
-        return {k: ("<timing>" if k in VOLATILE_KEYS else
-                    Path(v).name if k == "path" and isinstance(v, str) else mask(v))
-                for k, v in obj.items()}  # a catalog path depends on the checkout: its name
+        return {
+            k: (
+                "<timing>"
+                if k in VOLATILE_KEYS
+                else Path(v).name
+                if k == "path" and isinstance(v, str)
+                else mask(v)
+            )
+            for k, v in obj.items()
+        }  # a catalog path depends on the checkout: its name
     if isinstance(obj, list):
         return [mask(v) for v in obj]
     return obj
@@ -77,8 +94,9 @@ def regenerate() -> None:
     os.chdir(ROOT)
     for name, args in CASES.items():
         code, doc = run(args)
-        path(name).write_text(json.dumps({"exit_code": code, "output": mask(doc)}, indent=1,
-                                         sort_keys=True) + "\n")
+        path(name).write_text(
+            json.dumps({"exit_code": code, "output": mask(doc)}, indent=1, sort_keys=True) + "\n"
+        )
         print(f"{name}: exit {code}", file=sys.stderr)
 
 

@@ -55,13 +55,18 @@ def test_a_store_written_with_the_old_key_loads_and_is_rewritten(tmp_path) -> No
     from optimizer.model.profile import MeasuredPoint
 
     store = tmp_path / "calibration.json"
-    old = {"gpu": "A100-80GB", "precision": "bf16", "micro_batch": 32, "samples_per_s": 900.0,
-           "checkpointing": "full", "optimizer": "adamw"}
+    old = {
+        "gpu": "A100-80GB",
+        "precision": "bf16",
+        "micro_batch": 32,
+        "samples_per_s": 900.0,
+        "checkpointing": "full",
+        "optimizer": "adamw",
+    }
     store.write_text(json.dumps({"profiles": {"resnet50": [old]}}))
     (point,) = load_profile_points("resnet50", store)
     assert (point.checkpointing, point.samples_per_s) == ("full", 900.0)
-    new = MeasuredPoint(gpu_id="H100-80GB", precision="bf16", micro_batch=32,
-                        samples_per_s=2000.0)
+    new = MeasuredPoint(gpu_id="H100-80GB", precision="bf16", micro_batch=32, samples_per_s=2000.0)
     save_profile_point("resnet50", new, store)
     runs = json.loads(store.read_text())["profiles"]["resnet50"]
     assert [r["gpu"] for r in runs] == ["H100-80GB", "A100-80GB"]

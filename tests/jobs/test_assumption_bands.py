@@ -14,8 +14,12 @@ from optimizer.cli import app
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "resnet50_imagenet_3days.toml"
-BANDS = ("profile_band_same_gpu", "profile_band_same_generation",
-         "profile_band_cross_generation", "profile_band_unmeasured")
+BANDS = (
+    "profile_band_same_gpu",
+    "profile_band_same_generation",
+    "profile_band_cross_generation",
+    "profile_band_unmeasured",
+)
 
 
 pytestmark = pytest.mark.usefixtures("isolated")
@@ -46,13 +50,22 @@ def test_a_band_override_sets_p10_and_p90_of_every_plan(tmp_path) -> None:
     assert default["step_time_s_p90"] < 1.75 * default["step_time_s"]
 
 
-@pytest.mark.parametrize(("value", "shown"), [
-    ("0.9", "0.9"), ("[1.2, 2.0]", "[1.2, 2]"), ("[0.5, 0.9]", "[0.5, 0.9]"), ("[0.5]", "[0.5]"),
-    ("[0, 2]", "[0, 2]"), ('["a", 2]', "['a', 2]"), ("[0.5, 1, 2]", "[0.5, 1, 2]"),
-])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("0.9", "0.9"),
+        ("[1.2, 2.0]", "[1.2, 2]"),
+        ("[0.5, 0.9]", "[0.5, 0.9]"),
+        ("[0.5]", "[0.5]"),
+        ("[0, 2]", "[0, 2]"),
+        ('["a", 2]', "['a', 2]"),
+        ("[0.5, 1, 2]", "[0.5, 1, 2]"),
+    ],
+)
 def test_a_bad_band_is_a_one_line_error(tmp_path, value: str, shown: str) -> None:
     code, _out, err = _plan(tmp_path, f"profile_band_same_gpu = {value}\n")
     assert code == 2
     assert err.strip().splitlines() == [
         f"error: {tmp_path / 'job.toml'}: assumptions.profile_band_same_gpu: {shown} is not "
-        "allowed; allowed: two numbers [low, high] with 0 < low ≤ 1 ≤ high ≤ 100"]
+        "allowed; allowed: two numbers [low, high] with 0 < low ≤ 1 ≤ high ≤ 100"
+    ]

@@ -16,9 +16,12 @@ from tools.job_fields import rows
 def _undocumented(schema: dict[str, Any]) -> list[str]:
     """Properties (of the top level and of every $defs model) without a description."""
     tables = [("", schema), *((f"{name}.", d) for name, d in schema.get("$defs", {}).items())]
-    return [f"{prefix}{prop}" for prefix, table in tables
-            for prop, spec in (table.get("properties") or {}).items()
-            if not str(spec.get("description") or "").strip()]
+    return [
+        f"{prefix}{prop}"
+        for prefix, table in tables
+        for prop, spec in (table.get("properties") or {}).items()
+        if not str(spec.get("description") or "").strip()
+    ]
 
 
 @pytest.mark.parametrize("kind", sorted(INPUTS))
@@ -35,8 +38,10 @@ def test_every_row_of_the_generated_field_table_has_a_meaning(kind: str) -> None
 
 
 def test_the_walk_catches_a_missing_description() -> None:
-    bare = {"properties": {"a": {"type": "string", "description": "x"}, "b": {"type": "int"}},
-            "$defs": {"T": {"properties": {"c": {"description": " "}}}}}
+    bare = {
+        "properties": {"a": {"type": "string", "description": "x"}, "b": {"type": "int"}},
+        "$defs": {"T": {"properties": {"c": {"description": " "}}}},
+    }
     assert _undocumented(bare) == ["b", "T.c"]
 
 

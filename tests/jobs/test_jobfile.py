@@ -12,18 +12,24 @@ from optimizer.inputs.jobs.train import Job, job_from_dict, load_job
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import Cluster, training_step_time
 
-BASE = {"name": "j", "model": {"preset": "llama-2-7b"},
-        "workload": {"kind": "finetune", "tokens": 1e9, "seq_len": 4096, "global_batch": 64}}
+BASE = {
+    "name": "j",
+    "model": {"preset": "llama-2-7b"},
+    "workload": {"kind": "finetune", "tokens": 1e9, "seq_len": 4096, "global_batch": 64},
+}
 
 
-@pytest.mark.parametrize(("patch", "phrase"), [
-    ({"workload": {**BASE["workload"], "colour": "red"}}, "workload.colour: unknown field"),
-    ({"workload": {**BASE["workload"], "precision": "fp64"}}, "workload.precision"),
-    ({"workload": {**BASE["workload"], "seq_len": 0}}, "workload.seq_len"),
-    ({"workload": {**BASE["workload"], "steps": 5}}, "exactly one of tokens or steps"),
-    ({"constraints": {"deadline_days": -1}}, "constraints.deadline_days"),
-    ({"constraints": {"zero_stages": [4]}}, "zero_stages"),
-])
+@pytest.mark.parametrize(
+    ("patch", "phrase"),
+    [
+        ({"workload": {**BASE["workload"], "colour": "red"}}, "workload.colour: unknown field"),
+        ({"workload": {**BASE["workload"], "precision": "fp64"}}, "workload.precision"),
+        ({"workload": {**BASE["workload"], "seq_len": 0}}, "workload.seq_len"),
+        ({"workload": {**BASE["workload"], "steps": 5}}, "exactly one of tokens or steps"),
+        ({"constraints": {"deadline_days": -1}}, "constraints.deadline_days"),
+        ({"constraints": {"zero_stages": [4]}}, "zero_stages"),
+    ],
+)
 def test_validation_errors_name_the_field(patch: dict, phrase: str) -> None:
     with pytest.raises(ConfigError, match=phrase):
         job_from_dict({**BASE, **patch})
@@ -45,14 +51,25 @@ def test_bad_toml_is_one_line(tmp_path) -> None:
 def test_calibration_table_makes_the_measured_point_exact(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CCOPT_CALIBRATION", str(tmp_path / "none.json"))
     # a team measured 3,000 tokens/s/GPU for Llama-2-7B on 8× A100-80GB, ZeRO-3, mb 2, seq 4096
-    job = Job.model_validate({**BASE, "calibration": {
-        "gpu": "A100-80GB", "tokens_per_s": 24000, "num_gpus": 8, "zero_stage": 3,
-        "micro_batch": 2, "grad_accum": 4}})
+    job = Job.model_validate(
+        {
+            **BASE,
+            "calibration": {
+                "gpu": "A100-80GB",
+                "tokens_per_s": 24000,
+                "num_gpus": 8,
+                "zero_stage": 3,
+                "micro_batch": 2,
+                "grad_accum": 4,
+            },
+        }
+    )
     a = assumptions_for_job(job, job.model.resolve())
     assert ("A100-80GB", "bf16") in a.calibrated
     layout = Layout(dp=8, zero_stage=3, micro_batch=2, grad_accum=4)
-    step = training_step_time(job.model.resolve(), job.workload.setup(), layout,
-                              Cluster(get_gpu("A100-80GB"), 8, 1, 100.0), a)
+    step = training_step_time(
+        job.model.resolve(), job.workload.setup(), layout, Cluster(get_gpu("A100-80GB"), 8, 1, 100.0), a
+    )
     # 8 × 2 × 4 sequences × 4096 tokens / 24,000 tokens/s = 10.923 s per step
     assert step.time_s == pytest.approx(8 * 2 * 4 * 4096 / 24000, rel=1e-9)
     assert step.calibrated
@@ -65,8 +82,9 @@ def test_old_field_names_still_load_and_warn_once():
         warnings.simplefilter("always")
         old = job_from_dict({**base, "constraints": {"gpus": ["h100"], "checkpointing": ["full"]}})
         job_from_dict({**base, "constraints": {"gpus": ["h100"]}})
-    new = job_from_dict({**base, "constraints": {"gpu_types": ["h100"],
-                                                 "activation_checkpointing": ["full"]}})
+    new = job_from_dict(
+        {**base, "constraints": {"gpu_types": ["h100"], "activation_checkpointing": ["full"]}}
+    )
     assert old.constraints == new.constraints
     texts = [str(w.message) for w in caught if issubclass(w.category, aliases.DeprecatedName)]
     assert sum("constraints.gpus is now called constraints.gpu_types" in t for t in texts) == 1

@@ -27,16 +27,14 @@ def test_litgpt_lora_qv_with_dropout():
 
 def test_litgpt_bnb_qlora_keeps_every_linear_input():
     # bitsandbytes MatMul4Bit keeps A: qkv 2 B input + 3 B dropout branch (+3h vs 2 B), others 0
-    out, inside = extra_bytes_per_token(SPEC, "qlora", ("q", "v"), get_stack("litgpt"), 0.05,
-                                        False)
+    out, inside = extra_bytes_per_token(SPEC, "qlora", ("q", "v"), get_stack("litgpt"), 0.05, False)
     assert out == 3 * H + 4 * H
     assert inside == 2 * F
 
 
 def test_torchtune_nf4_qlora_saves_no_base_input_and_compile_drops_eager_terms():
     # torchao linear_nf4 saves only the weight; q and v LoRA share the saved input (no dropout)
-    out, inside = extra_bytes_per_token(SPEC, "qlora", ("q", "v"), get_stack("torchtune"), 0.0,
-                                        True)
+    out, inside = extra_bytes_per_token(SPEC, "qlora", ("q", "v"), get_stack("torchtune"), 0.0, True)
     assert out == -2 * H  # ffn input not saved; qkv input kept by the LoRA matmuls
     assert inside == -2 * H - 2 * F
 

@@ -27,8 +27,9 @@ def test_paged_optimizer_state_is_outside_the_allocator_but_on_the_device() -> N
     spec = PRESETS["llama-2-7b"]
     layout = Layout()
     plain = training_memory(spec, TrainingSetup(seq_len=512, optimizer="adam-8bit"), layout, RAW)
-    paged = training_memory(spec, TrainingSetup(seq_len=512, optimizer="adam-8bit",
-                                                paged_optimizer=True), layout, RAW)
+    paged = training_memory(
+        spec, TrainingSetup(seq_len=512, optimizer="adam-8bit", paged_optimizer=True), layout, RAW
+    )
     assert plain.optimizer * GIB / spec.params() == pytest.approx(6)
     assert paged.optimizer == 0.0
     assert paged.managed * GIB / spec.params() == pytest.approx(6)
@@ -40,16 +41,17 @@ def test_litgpt_bf16_true_keeps_8_bytes_per_param() -> None:
     # litgpt configs run precision bf16-true: bf16 weights 2 + grads 2 + AdamW m, v in bf16 2 + 2
     spec = PRESETS["llama-2-7b"]
     mem = training_memory(spec, TrainingSetup(seq_len=128, stack="litgpt"), Layout(), RAW)
-    assert (mem.weights + mem.gradients + mem.optimizer) * GIB / spec.params() \
-        == pytest.approx(8)
+    assert (mem.weights + mem.gradients + mem.optimizer) * GIB / spec.params() == pytest.approx(8)
 
 
-def _prefill(spec_name: str, fit: FittedConstants, tp: int = 1, gpu: str = "h100",
-             efficiency: float | None = None) -> float:
+def _prefill(
+    spec_name: str, fit: FittedConstants, tp: int = 1, gpu: str = "h100", efficiency: float | None = None
+) -> float:
     calibrated = {(get_gpu(gpu).gpu_id, "bf16"): efficiency} if efficiency else {}
     a = PerfAssumptions(fitted=fit, calibrated=calibrated)  # a calibration keeps the fit
-    serve = ServeSetup(weight_precision="bf16", kv_precision="bf16", batch=1, context=2048,
-                       stack="generic", output_tokens=1)
+    serve = ServeSetup(
+        weight_precision="bf16", kv_precision="bf16", batch=1, context=2048, stack="generic", output_tokens=1
+    )
     return serving_perf(PRESETS[spec_name], serve, get_gpu(gpu), tp, 2047, 1, a).prefill_s
 
 
@@ -67,12 +69,12 @@ def test_moe_expert_gemm_multiplier_scales_only_the_expert_flops() -> None:
     rows = p * 2 / 8
     expert_s = 2 * p * e / (989e12 * 0.5 * rows / (rows + 32))
     base = _prefill("mixtral-8x7b", FittedConstants(), efficiency=0.5)
-    slow = _prefill("mixtral-8x7b", FittedConstants(serve_moe={"all": math.log(0.5)}),
-                    efficiency=0.5)
+    slow = _prefill("mixtral-8x7b", FittedConstants(serve_moe={"all": math.log(0.5)}), efficiency=0.5)
     assert slow - base == pytest.approx(expert_s)
     # a dense model ignores the MoE term
-    assert _prefill("llama-2-7b", FittedConstants(serve_moe={"all": math.log(0.5)})) \
-        == pytest.approx(_prefill("llama-2-7b", FittedConstants()))
+    assert _prefill("llama-2-7b", FittedConstants(serve_moe={"all": math.log(0.5)})) == pytest.approx(
+        _prefill("llama-2-7b", FittedConstants())
+    )
 
 
 def test_serving_comm_multiplier_scales_the_all_reduce_bandwidth() -> None:
@@ -84,8 +86,7 @@ def test_serving_comm_multiplier_scales_the_all_reduce_bandwidth() -> None:
     perf = serving_perf(spec, serve, gpu, tp, 512, 512, PerfAssumptions(fitted=fit))
     a = PerfAssumptions()
     bw = gpu.intra_node_bw_gb_s * a.link_efficiency * 0.5 * 0.8
-    expected = 2 * spec.layers * ring_allreduce_s(batch * spec.hidden * 2, tp, bw,
-                                                  a.small_message_latency_s)
+    expected = 2 * spec.layers * ring_allreduce_s(batch * spec.hidden * 2, tp, bw, a.small_message_latency_s)
     assert perf.parts_s["decode_comm"] == pytest.approx(expected)
 
 
@@ -99,9 +100,13 @@ def test_tensor_parallel_serving_gemms_are_narrower() -> None:
     gpu = get_gpu("h100")
     one = serving_perf(spec, serve, gpu, 1, 2047, 1, a)
     eight = serving_perf(spec, serve, gpu, 8, 2047, 1, a)
-    comm = 2 * spec.layers * ring_allreduce_s(2047 * spec.hidden * 2, 8,
-                                              gpu.intra_node_bw_gb_s * a.link_efficiency,
-                                              a.small_message_latency_s)
+    comm = (
+        2
+        * spec.layers
+        * ring_allreduce_s(
+            2047 * spec.hidden * 2, 8, gpu.intra_node_bw_gb_s * a.link_efficiency, a.small_message_latency_s
+        )
+    )
     factor = (1024 / 2024) / (8192 / 9192)
     assert (eight.prefill_s - comm) == pytest.approx(one.prefill_s / 8 / factor)
 
@@ -111,9 +116,15 @@ def test_fitted_memory_terms_are_per_stack_not_per_method() -> None:
     fit = FittedConstants(memory={"all": 0.1, "stack:litgpt": -0.2, "method:lora": 0.5})
     spec = PRESETS["llama-2-7b"]
     layout = Layout(micro_batch=2)
-    raw = {m: training_memory(spec, TrainingSetup(seq_len=512, stack="litgpt", method=m),
-                              layout, RAW) for m in ("lora", "qlora")}
-    fitted = {m: training_memory(spec, TrainingSetup(seq_len=512, stack="litgpt", method=m),
-                                 layout, PerfAssumptions(fitted=fit)) for m in ("lora", "qlora")}
+    raw = {
+        m: training_memory(spec, TrainingSetup(seq_len=512, stack="litgpt", method=m), layout, RAW)
+        for m in ("lora", "qlora")
+    }
+    fitted = {
+        m: training_memory(
+            spec, TrainingSetup(seq_len=512, stack="litgpt", method=m), layout, PerfAssumptions(fitted=fit)
+        )
+        for m in ("lora", "qlora")
+    }
     for m in ("lora", "qlora"):
         assert fitted[m].activations == pytest.approx(raw[m].activations * math.exp(0.1 - 0.2))

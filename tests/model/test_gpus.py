@@ -6,11 +6,20 @@ from optimizer.errors import CatalogError, ConfigError
 from optimizer.inputs.gpus import get_gpu, load_gpus, resolve_gpu_id
 
 
-@pytest.mark.parametrize(("alias", "gpu_id"), [
-    ("a100", "A100-80GB"), ("A100-80GB-SXM", "A100-80GB"), ("h100", "H100-80GB"),
-    ("4090", "RTX4090"), ("rtx_4090", "RTX4090"), ("NVIDIA-H100", "H100-80GB"),
-    ("h100-pcie", "H100-80GB-PCIE"), ("L40S", "L40S"), ("mi300x", "MI300X"),
-])
+@pytest.mark.parametrize(
+    ("alias", "gpu_id"),
+    [
+        ("a100", "A100-80GB"),
+        ("A100-80GB-SXM", "A100-80GB"),
+        ("h100", "H100-80GB"),
+        ("4090", "RTX4090"),
+        ("rtx_4090", "RTX4090"),
+        ("NVIDIA-H100", "H100-80GB"),
+        ("h100-pcie", "H100-80GB-PCIE"),
+        ("L40S", "L40S"),
+        ("mi300x", "MI300X"),
+    ],
+)
 def test_aliases(alias: str, gpu_id: str) -> None:
     assert resolve_gpu_id(alias) == gpu_id
 
@@ -38,8 +47,10 @@ def test_precision_support() -> None:
 
 def test_bad_catalog_names_row_and_column(tmp_path) -> None:
     bad = tmp_path / "gpus.csv"
-    bad.write_text("gpu_id,vendor,memory_gib,mem_bandwidth_gb_s,intra_node_link,intra_node_bw_gb_s\n"
-                   "X1,nvidia,80,abc,nvlink,300\n")
+    bad.write_text(
+        "gpu_id,vendor,memory_gib,mem_bandwidth_gb_s,intra_node_link,intra_node_bw_gb_s\n"
+        "X1,nvidia,80,abc,nvlink,300\n"
+    )
     with pytest.raises(CatalogError, match=r"row 2, column 'mem_bandwidth_gb_s'"):
         load_gpus(str(bad))
 

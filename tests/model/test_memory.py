@@ -19,8 +19,7 @@ from optimizer.model.spec import ModelSpec
 
 MIB = 2**20
 # by-hand formulas: the un-fitted model
-NO_PREFETCH = PerfAssumptions(zero3_prefetch_layers=0, overhead_gib=0.0, fragmentation=0.0,
-                              use_fitted=False)
+NO_PREFETCH = PerfAssumptions(zero3_prefetch_layers=0, overhead_gib=0.0, fragmentation=0.0, use_fitted=False)
 
 
 def _model_state_bytes_per_param(zero: int, n: int) -> float:
@@ -58,8 +57,9 @@ def test_kv_cache_per_token() -> None:
 
 
 # GPT-style layer of Korthikanti et al. 2022: plain GeLU MLP of 4h, MHA, dropout, eager attention
-GPT = ModelSpec(layers=1, hidden=4096, heads=32, ffn=4 * 4096, ffn_kind="plain", vocab=51200,
-                norm="layernorm")
+GPT = ModelSpec(
+    layers=1, hidden=4096, heads=32, ffn=4 * 4096, ffn_kind="plain", vocab=51200, norm="layernorm"
+)
 PAPER = TrainingSetup(seq_len=2048, attention="eager", dropout=True)
 SBH = 2048 * 1 * 4096  # s·b·h = 8,388,608
 
@@ -76,8 +76,7 @@ def test_activations_tensor_parallel_table2() -> None:
     # TP + SP: sbh·(34/t + 5as/(ht)) = 956,301,312 / 8
     assert activation_bytes_per_layer(GPT, PAPER, Layout(tp=8)) == 956_301_312 / 8
     # selective recompute + SP: sbh·34/t
-    assert activation_bytes_per_layer(GPT, PAPER, Layout(tp=8, checkpointing="selective")) \
-        == SBH * 34 / 8
+    assert activation_bytes_per_layer(GPT, PAPER, Layout(tp=8, checkpointing="selective")) == SBH * 34 / 8
 
 
 def test_activations_full_recompute_keeps_layer_input() -> None:
@@ -129,13 +128,21 @@ def test_qlora_70b_fits_one_80gb_gpu_with_full_checkpointing() -> None:
 
 def test_serving_weights_and_kv() -> None:
     spec = PRESETS["llama-2-7b"]
-    mem = serving_memory(spec, ServeSetup(weight_precision="fp16", batch=8, context=2048), tp=1,
-                         assumptions=PerfAssumptions(overhead_gib=0, fragmentation=0))
+    mem = serving_memory(
+        spec,
+        ServeSetup(weight_precision="fp16", batch=8, context=2048),
+        tp=1,
+        assumptions=PerfAssumptions(overhead_gib=0, fragmentation=0),
+    )
     assert mem.weights == pytest.approx(6_738_415_616 * 2 / GIB)
     assert mem.kv_cache == pytest.approx(8 * 2048 * 0.5 / 1024)  # 8 GiB
     # tp = 2 halves both
-    mem2 = serving_memory(spec, ServeSetup(weight_precision="fp16", batch=8, context=2048), tp=2,
-                          assumptions=PerfAssumptions(overhead_gib=0, fragmentation=0))
+    mem2 = serving_memory(
+        spec,
+        ServeSetup(weight_precision="fp16", batch=8, context=2048),
+        tp=2,
+        assumptions=PerfAssumptions(overhead_gib=0, fragmentation=0),
+    )
     assert mem2.kv_cache == pytest.approx(mem.kv_cache / 2)
 
 
@@ -150,8 +157,7 @@ def test_overhead_is_stated_and_overridable() -> None:
 def test_zero_offload_keeps_optimizer_and_gradients_off_the_gpu() -> None:
     spec = PRESETS["llama-2-70b"]
     setup = TrainingSetup(seq_len=2048, offload_optimizer=True)
-    mem = training_memory(spec, setup, Layout(dp=8, zero_stage=3, checkpointing="full"),
-                          NO_PREFETCH)
+    mem = training_memory(spec, setup, Layout(dp=8, zero_stage=3, checkpointing="full"), NO_PREFETCH)
     assert mem.optimizer == 0.0
     # gradients: one layer in flight, 855,654,400 params × 2 B (Ren et al. 2021, ZeRO-Offload)
     assert mem.gradients * GIB == pytest.approx(spec.layer_params() * 2)

@@ -19,8 +19,14 @@ def test_pure_bf16_without_amp_keeps_8_bytes_per_param():
 
 
 def test_adapter_with_zero3_param_offload_keeps_prefetched_layers_only():
-    setup = TrainingSetup(seq_len=128, method="lora", lora_rank=8, lora_targets=("q", "v"),
-                          offload_params=True, offload_optimizer=True)
+    setup = TrainingSetup(
+        seq_len=128,
+        method="lora",
+        lora_rank=8,
+        lora_targets=("q", "v"),
+        offload_params=True,
+        offload_optimizer=True,
+    )
     m = training_memory(SPEC, setup, Layout(zero_stage=3), A)
     adapters = SPEC.layers * 2 * 8 * (1024 + 1024)  # r·(d_in + d_out) for q and v
     expected = 2 * SPEC.layer_params() * 2 + adapters * 2  # 2 gathered layers + bf16 adapters

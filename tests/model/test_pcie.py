@@ -55,14 +55,18 @@ def test_tensor_parallel_all_reduce_through_host_memory_by_hand():
     host = microbatch_times_s(model, setup, lay, Cluster(get_gpu("RTX4090"), 2), a)[1]
     nbytes = 2048 * 4096 * 2
     assert host == pytest.approx(32 * 4 * nbytes / (31 * 0.41 * 1e9), rel=1e-9)  # 0.1689 s
-    peer = microbatch_times_s(model, setup, lay,
-                              Cluster(replace(get_gpu("RTX4090"), peer_to_peer=True), 2), a)[1]
+    peer = microbatch_times_s(
+        model, setup, lay, Cluster(replace(get_gpu("RTX4090"), peer_to_peer=True), 2), a
+    )[1]
     assert host / peer == pytest.approx(0.8 / 0.41)
 
 
-MISTRAL = {"name": "m", "model": {"preset": "mistral-7b"},
-           "workload": {"kind": "finetune", "tokens": 1e9, "seq_len": 2048, "global_batch": 16},
-           "constraints": {"gpu_types": ["RTX4090"], "deadline_days": 60}}
+MISTRAL = {
+    "name": "m",
+    "model": {"preset": "mistral-7b"},
+    "workload": {"kind": "finetune", "tokens": 1e9, "seq_len": 2048, "global_batch": 16},
+    "constraints": {"gpu_types": ["RTX4090"], "deadline_days": 60},
+}
 
 
 def test_plan_on_geforce_names_the_host_path(no_user_state):
@@ -72,8 +76,9 @@ def test_plan_on_geforce_names_the_host_path(no_user_state):
     assert any("no peer-to-peer" in w and "12.71 GB/s" in w for w in p["warnings"])
     assert p["tensor_parallel_avoided"] is None  # the model finds no tp 2 win over P2P here
     # a host path as fast as peer-to-peer makes the same plan faster
-    fast = api.plan({**MISTRAL, "assumptions": {"host_staged_fraction": 0.8}}, offline=True,
-                    alternatives=0)["plan"]
+    fast = api.plan({**MISTRAL, "assumptions": {"host_staged_fraction": 0.8}}, offline=True, alternatives=0)[
+        "plan"
+    ]
     assert fast["step_time_s"] < p["step_time_s"]
 
 
@@ -88,17 +93,27 @@ def test_plan_says_when_it_avoided_tp_for_want_of_peer_to_peer(no_user_state, mo
         def __init__(self, t: float) -> None:
             self.time_s = t
 
-    monkeypatch.setattr(note, "training_step_time", lambda model, setup, lay, cluster, a:
-                        _Step(times[(lay.tp, bool(cluster.gpu.peer_to_peer))]))
+    monkeypatch.setattr(
+        note,
+        "training_step_time",
+        lambda model, setup, lay, cluster, a: _Step(times[(lay.tp, bool(cluster.gpu.peer_to_peer))]),
+    )
     lora = {**MISTRAL, "workload": {**MISTRAL["workload"], "kind": "lora"}}
     data = api.plan(lora, offline=True, alternatives=0)
     assert data["plan"]["layout"]["tp"] == 1 and data["plan"]["layout"]["dp"] % 2 == 0
     d = data["plan"]["tensor_parallel_avoided"]
-    assert d == {"reason": "no_peer_to_peer", "gpu": "RTX4090", "tp": 2, "host_bw_gb_s": 12.71,
-                 "p2p_bw_gb_s": 24.8, "step_time_s": 3.0, "step_time_s_tp_host": 3.6,
-                 "step_time_s_tp_p2p": 2.4, "step_time_s_p2p": 2.6}
-    assert any(n.startswith("tensor parallelism avoided: RTX4090 has no peer-to-peer")
-               for n in data["notes"])
+    assert d == {
+        "reason": "no_peer_to_peer",
+        "gpu": "RTX4090",
+        "tp": 2,
+        "host_bw_gb_s": 12.71,
+        "p2p_bw_gb_s": 24.8,
+        "step_time_s": 3.0,
+        "step_time_s_tp_host": 3.6,
+        "step_time_s_tp_p2p": 2.4,
+        "step_time_s_p2p": 2.6,
+    }
+    assert any(n.startswith("tensor parallelism avoided: RTX4090 has no peer-to-peer") for n in data["notes"])
     # and not when tp 2 would lose over peer-to-peer too
     times[(2, True)] = 2.7
     assert api.plan(lora, offline=True, alternatives=0)["plan"]["tensor_parallel_avoided"] is None

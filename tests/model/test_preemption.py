@@ -29,12 +29,19 @@ def test_expected_wall_time_by_hand():
     assert expected_wall_s(360_000, 4854, 360, 600, 36_000) == pytest.approx(423_100, rel=1e-3)
     # no failures in sight: only the checkpoint writes cost, (τ + δ) / τ
     assert expected_wall_s(360_000, 4854, 360, 600, 1e13) == pytest.approx(
-        360_000 * (4854 + 360) / 4854, rel=1e-6)
+        360_000 * (4854 + 360) / 4854, rel=1e-6
+    )
 
 
 def test_rates_add_over_instances_and_shards_write_in_parallel():
-    p = preemption(work_s=360_000, instances=2, interruptions_per_instance_day=0.5,
-                   ckpt_bytes=100e9, write_gb_s_per_instance=1.0, restart_s=600)
+    p = preemption(
+        work_s=360_000,
+        instances=2,
+        interruptions_per_instance_day=0.5,
+        ckpt_bytes=100e9,
+        write_gb_s_per_instance=1.0,
+        restart_s=600,
+    )
     assert p.mtbf_s == pytest.approx(86_400)  # 2 × 0.5 per day = one a day
     assert p.checkpoint_write_s == pytest.approx(50.0)  # 100 GB over 2 × 1 GB/s
     assert p.checkpoint_interval_s == pytest.approx(daly_interval_s(50, 86_400))
@@ -42,10 +49,17 @@ def test_rates_add_over_instances_and_shards_write_in_parallel():
     assert p.expected_wall_s > 360_000
 
 
-SPOT_JOB = {"name": "s", "model": {"preset": "llama-3-8b"},
-            "workload": {"kind": "finetune", "tokens": 2e9, "seq_len": 2048, "global_batch": 64},
-            "constraints": {"deadline_days": 5, "pricing": ["spot"],
-                            "gpu_types": ["A100-40GB"], "providers": ["aws"]}}
+SPOT_JOB = {
+    "name": "s",
+    "model": {"preset": "llama-3-8b"},
+    "workload": {"kind": "finetune", "tokens": 2e9, "seq_len": 2048, "global_batch": 64},
+    "constraints": {
+        "deadline_days": 5,
+        "pricing": ["spot"],
+        "gpu_types": ["A100-40GB"],
+        "providers": ["aws"],
+    },
+}
 
 
 def _plan(**constraints):
@@ -84,9 +98,11 @@ def test_availability_caps_the_instances_of_an_offering(no_user_state):
     # aws has one A100-40GB instance type (p4d.24xlarge); 3 instances at least
     free = _plan(min_instances=3, pricing=["on_demand"])
     assert free["status"] == "optimal" and free["plan"]["instances"] >= 3
-    capped = _plan(min_instances=3, pricing=["on_demand"],
-                   availability=[{"provider": "aws", "instance": "p4d.24xlarge",
-                                  "max_instances": 2}])
+    capped = _plan(
+        min_instances=3,
+        pricing=["on_demand"],
+        availability=[{"provider": "aws", "instance": "p4d.24xlarge", "max_instances": 2}],
+    )
     assert capped["status"] == "infeasible"
     ok = _plan(pricing=["on_demand"], availability=[{"provider": "aws", "max_instances": 1}])
     assert ok["plan"]["instances"] == 1

@@ -60,8 +60,7 @@ PUBLISHED = [
 ]
 
 
-@pytest.mark.parametrize("label, compute, published, tolerance", PUBLISHED,
-                         ids=[row[0] for row in PUBLISHED])
+@pytest.mark.parametrize("label, compute, published, tolerance", PUBLISHED, ids=[row[0] for row in PUBLISHED])
 def test_published_figures(label: str, compute, published: float, tolerance: float) -> None:
     assert compute() == pytest.approx(published, rel=tolerance, abs=0.5)
 
@@ -78,6 +77,7 @@ def _sd1_unet_params() -> int:
     1, 2, 4, 4, two residual blocks per level, cross-attention transformers at the first three
     levels (8 heads, context 768 from CLIP ViT-L/14), GEGLU feed-forward 4×, time embedding
     4 × 320, GroupNorm everywhere, 1×1-conv projections in and out of each transformer."""
+
     def resnet(i: int, o: int, t: int = 1280) -> int:
         n = 2 * i + 9 * i * o + o + t * o + o + 2 * o + 9 * o * o + o
         return n + (i * o + o if i != o else 0)  # 1×1 shortcut when widths differ
@@ -102,8 +102,7 @@ def _sd1_unet_params() -> int:
     # decoder: three blocks per level, each input widened by the skip connection
     n += 3 * resnet(2560, 1280) + conv3(1280)
     n += 2 * resnet(2560, 1280) + resnet(1920, 1280) + 3 * transformer(1280) + conv3(1280)
-    n += resnet(1920, 640) + resnet(1280, 640) + resnet(960, 640) + 3 * transformer(640) \
-        + conv3(640)
+    n += resnet(1920, 640) + resnet(1280, 640) + resnet(960, 640) + 3 * transformer(640) + conv3(640)
     n += resnet(960, 320) + 2 * resnet(640, 320) + 3 * transformer(320)
     return n
 
@@ -126,8 +125,7 @@ SGD16 = TrainingSetup(seq_len=1, precision="fp16", optimizer="sgd")
 def test_measured_point_is_reproduced_exactly() -> None:
     """DeepLearningExamples ResNet-50 v1.5, 1× A100 80GB, AMP, batch 256: 2470 img/s."""
     rn = load_model("resnet50")
-    assert predicted_samples_per_s(rn, SGD16, get_gpu("A100-80GB"), 256) == pytest.approx(2470,
-                                                                                        rel=1e-9)
+    assert predicted_samples_per_s(rn, SGD16, get_gpu("A100-80GB"), 256) == pytest.approx(2470, rel=1e-9)
 
 
 def test_second_published_point_is_inside_the_band() -> None:
@@ -156,6 +154,7 @@ def test_measured_memory_is_reproduced_on_the_device() -> None:
 
 
 # ---- memory and data-parallel time by hand ----------------------------------------------
+
 
 def test_memory_terms_by_hand() -> None:
     """ResNet-50, fp16 + SGD: 2 + 2 + (4 master + 4 momentum) bytes per parameter (ZeRO §3);
@@ -186,7 +185,8 @@ def test_data_parallel_allreduce_by_hand() -> None:
     by_hand = 2 * (2 - 1) / 2 * 25_557_032 * 2 / (bw * GB) + 2 * a.small_message_latency_s
     assert step.parts_s["dp_total"] == pytest.approx(by_hand)
     assert step.parts_s["dp_total"] == pytest.approx(
-        ring_allreduce_s(25_557_032 * 2, 2, bw, a.small_message_latency_s))
+        ring_allreduce_s(25_557_032 * 2, 2, bw, a.small_message_latency_s)
+    )
     assert step.tokens_per_s == pytest.approx(128 / step.time_s)
 
 

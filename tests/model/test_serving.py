@@ -12,8 +12,9 @@ A = PerfAssumptions(efficiency=0.5, bw_efficiency=0.8)
 
 def test_decode_step_reads_weights_and_kv_once() -> None:
     spec, gpu = PRESETS["llama-2-7b"], get_gpu("A100-80GB")
-    perf = serving_perf(spec, ServeSetup(batch=1), gpu, tp=1, prompt_tokens=128,
-                        output_tokens=128, assumptions=A)
+    perf = serving_perf(
+        spec, ServeSetup(batch=1), gpu, tp=1, prompt_tokens=128, output_tokens=128, assumptions=A
+    )
     # weights 6,738,415,616 × 2 B + KV 0.5 MiB × (128 + 64 mean context) tokens,
     # read at 2039 GB/s × 0.8
     bytes_step = 6_738_415_616 * 2 + 524_288 * 192
@@ -24,8 +25,7 @@ def test_decode_step_reads_weights_and_kv_once() -> None:
 def test_prefill_is_compute_bound() -> None:
     spec, gpu = PRESETS["llama-2-7b"], get_gpu("A100-80GB")
     p = 1024
-    perf = serving_perf(spec, ServeSetup(batch=1), gpu, tp=1, prompt_tokens=p,
-                        output_tokens=1, assumptions=A)
+    perf = serving_perf(spec, ServeSetup(batch=1), gpu, tp=1, prompt_tokens=p, output_tokens=1, assumptions=A)
     # 2·N·p, the LM head (32000 × 4096) only for the last prompt token, + causal attention
     # 2·L·p²·(a·d), at 312 TFLOPS fp16 × 0.5; the weight read (13.5 GB / 1.6 TB/s = 8 ms) is
     # below the GEMM time, so the GEMM roofline is compute
@@ -67,12 +67,10 @@ def test_static_batching_prefills_the_whole_batch_then_decodes() -> None:
     # TensorRT-LLM v0.9 gptSessionBenchmark: B prompts in one pass, then O steps together
     spec, gpu = PRESETS["llama-2-7b"], get_gpu("A100-80GB")
     b, p, o = 32, 128, 128
-    serve = ServeSetup(batch=b, context=p + o, output_tokens=o, batching="static",
-                       stack="tensorrt-llm")
+    serve = ServeSetup(batch=b, context=p + o, output_tokens=o, batching="static", stack="tensorrt-llm")
     perf = serving_perf(spec, serve, gpu, 1, p, o, A)
     head = 32000 * 4096
-    first = (2 * (6_738_415_616 - head) * b * p + 2 * head * b
-             + 2 * 32 * p * b * p * 4096) / (312e12 * 0.5)
+    first = (2 * (6_738_415_616 - head) * b * p + 2 * head * b + 2 * 32 * p * b * p * 4096) / (312e12 * 0.5)
     assert perf.parts_s["cycle"] == pytest.approx(first + o * perf.decode_step_s)
     assert perf.output_tokens_per_s == pytest.approx(b * o / perf.parts_s["cycle"])
 
@@ -81,8 +79,7 @@ def test_iteration_token_budget_caps_fused_concurrency() -> None:
     # max_num_tokens 2048 with 2048/128 requests: each iteration carries B·(1 + 2048/128)
     # = 17·B tokens, so at most 2048/17 ≈ 120.5 sequences generate at once
     spec, gpu = PRESETS["llama-2-7b"], get_gpu("H100-80GB")
-    serve = ServeSetup(batch=400, context=2176, output_tokens=128, stack="tensorrt-llm",
-                       max_num_tokens=2048)
+    serve = ServeSetup(batch=400, context=2176, output_tokens=128, stack="tensorrt-llm", max_num_tokens=2048)
     perf = serving_perf(spec, serve, gpu, 1, 2048, 128, A)
     assert perf.concurrency == pytest.approx(2048 / 17)
 
@@ -98,6 +95,7 @@ def test_trtllm_kv_fraction_is_of_the_free_memory() -> None:
     from optimizer.model.serving import serving_max_batch
 
     spec, gpu = PRESETS["llama-3-70b"], get_gpu("H100-80GB")
-    trt = ServeSetup(weight_precision="fp8", kv_precision="fp8", context=2176,
-                     output_tokens=2048, stack="tensorrt-llm")
+    trt = ServeSetup(
+        weight_precision="fp8", kv_precision="fp8", context=2176, output_tokens=2048, stack="tensorrt-llm"
+    )
     assert serving_max_batch(spec, trt, gpu, 1) == 26

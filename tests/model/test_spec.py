@@ -52,14 +52,17 @@ def test_gqa_shrinks_kv_projections() -> None:
     assert spec.attention_params() == 2 * 8192 * 8192 + 2 * 8192 * 1024
 
 
-@pytest.mark.parametrize(("file", "expected"), [
-    ("llama2_7b_config.json", 6_738_415_616),
-    ("mixtral_config.json", 46_702_792_704),
-    ("qwen2_7b_config.json", PRESETS["qwen2.5-7b"].params()),
-    ("gpt2_config.json", 124_439_808),  # GPT-2 small, published 124M
-    ("pythia_1b_config.json", 1_011_781_632),  # EleutherAI Pythia-1B: 1,011,781,632
-    ("bert_base_config.json", 109_482_240),  # bert-base-uncased: 109,482,240 (BertModel)
-])
+@pytest.mark.parametrize(
+    ("file", "expected"),
+    [
+        ("llama2_7b_config.json", 6_738_415_616),
+        ("mixtral_config.json", 46_702_792_704),
+        ("qwen2_7b_config.json", PRESETS["qwen2.5-7b"].params()),
+        ("gpt2_config.json", 124_439_808),  # GPT-2 small, published 124M
+        ("pythia_1b_config.json", 1_011_781_632),  # EleutherAI Pythia-1B: 1,011,781,632
+        ("bert_base_config.json", 109_482_240),  # bert-base-uncased: 109,482,240 (BertModel)
+    ],
+)
 def test_hf_config_loader(file: str, expected: int) -> None:
     spec = load_hf_config(DATA / file)
     assert spec.params() == expected
@@ -71,13 +74,16 @@ def test_hf_config_mixtral_active() -> None:
     assert spec.active_params() == pytest.approx(12.9e9, rel=0.01)
 
 
-@pytest.mark.parametrize(("file", "phrase"), [
-    ("malformed.json", "not valid JSON"),
-    ("missing_field.json", "num_hidden_layers"),
-    ("negative_size.json", "hidden_size"),
-    ("unknown_type.json", "model_type"),
-    ("does_not_exist.json", "not found"),
-])
+@pytest.mark.parametrize(
+    ("file", "phrase"),
+    [
+        ("malformed.json", "not valid JSON"),
+        ("missing_field.json", "num_hidden_layers"),
+        ("negative_size.json", "hidden_size"),
+        ("unknown_type.json", "model_type"),
+        ("does_not_exist.json", "not found"),
+    ],
+)
 def test_bad_config_files(file: str, phrase: str) -> None:
     with pytest.raises(ConfigError, match=phrase):
         load_hf_config(DATA / file)

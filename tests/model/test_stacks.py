@@ -36,9 +36,21 @@ from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.units import GIB
 
 RAW = PerfAssumptions(use_fitted=False, zero3_prefetch_layers=0)
-ISSUE_STACKS = ("megatron-core", "megatron-deepspeed", "deepspeed", "fsdp", "torchtitan",
-                "llm-foundry", "hf-trainer", "torchtune", "unsloth", "vllm", "tensorrt-llm",
-                "tgi", "llama.cpp")
+ISSUE_STACKS = (
+    "megatron-core",
+    "megatron-deepspeed",
+    "deepspeed",
+    "fsdp",
+    "torchtitan",
+    "llm-foundry",
+    "hf-trainer",
+    "torchtune",
+    "unsloth",
+    "vllm",
+    "tensorrt-llm",
+    "tgi",
+    "llama.cpp",
+)
 
 
 def test_every_stack_of_the_issue_has_a_profile() -> None:
@@ -67,10 +79,8 @@ def test_bloom_era_megatron_deepspeed_has_no_sequence_parallelism_and_eager_atte
     assert prof.sequence_parallel is False and prof.attention == "eager"
     spec = PRESETS["gpt3-175b"]
     layout = Layout(tp=4, micro_batch=1)
-    with_sp = activation_bytes_per_layer(spec, TrainingSetup(seq_len=2048, stack="megatron-core"),
-                                         layout)
-    no_sp = activation_bytes_per_layer(spec, TrainingSetup(seq_len=2048,
-                                                           stack="megatron-deepspeed"), layout)
+    with_sp = activation_bytes_per_layer(spec, TrainingSetup(seq_len=2048, stack="megatron-core"), layout)
+    no_sp = activation_bytes_per_layer(spec, TrainingSetup(seq_len=2048, stack="megatron-deepspeed"), layout)
     assert no_sp > with_sp  # replicated layer-norm/dropout activations + the a·s² scores
 
 
@@ -83,23 +93,20 @@ def test_megatron_distributed_optimizer_is_6_plus_12_over_d_bytes_per_param() ->
     per_param = (mem.weights + mem.gradients + mem.optimizer) * GIB / spec.params()
     assert per_param == pytest.approx(6 + 12 / d)
     plain = training_memory(spec, setup, Layout(dp=d, zero_stage=0), RAW)
-    assert (plain.weights + plain.gradients + plain.optimizer) * GIB / spec.params() \
-        == pytest.approx(18)
+    assert (plain.weights + plain.gradients + plain.optimizer) * GIB / spec.params() == pytest.approx(18)
 
 
 def test_torchtune_bf16_adamw_keeps_8_bytes_per_param() -> None:
     # torchtune trains in bf16: weights 2 + grads 2 + AdamW m, v in bf16 2 + 2 (no fp32 master)
     spec = PRESETS["llama-2-7b"]
     mem = training_memory(spec, TrainingSetup(seq_len=128, stack="torchtune"), Layout(), RAW)
-    assert (mem.weights + mem.gradients + mem.optimizer) * GIB / spec.params() \
-        == pytest.approx(8)
+    assert (mem.weights + mem.gradients + mem.optimizer) * GIB / spec.params() == pytest.approx(8)
 
 
 def test_reserved_and_device_memory_follow_the_stated_rule() -> None:
     # reserved = allocated × (1 + allocator cache); device = reserved + context (stacks.toml)
     prof = get_stack("fsdp")
-    mem = training_memory(PRESETS["gpt2"], TrainingSetup(seq_len=1024, stack="fsdp"), Layout(),
-                          RAW)
+    mem = training_memory(PRESETS["gpt2"], TrainingSetup(seq_len=1024, stack="fsdp"), Layout(), RAW)
     assert mem.reserved == pytest.approx(mem.total * (1 + prof.allocator_cache))
     assert mem.device == pytest.approx(mem.reserved + prof.context_gib)
     assert mem.fits(mem.device) and not mem.fits(mem.device - 0.01)
@@ -134,8 +141,9 @@ def test_fp8_speeds_up_the_gemms_only() -> None:
     spec = PRESETS["llama-2-7b"]
     gpu, e, s = get_gpu("h100"), 0.5, 4096
     a = PerfAssumptions(use_fitted=False, efficiency=e, fp8_gemm_factor=0.8)
-    step = training_step_time(spec, TrainingSetup(seq_len=s, precision="fp8"),
-                              Layout(micro_batch=1), Cluster(gpu, 1), a)
+    step = training_step_time(
+        spec, TrainingSetup(seq_len=s, precision="fp8"), Layout(micro_batch=1), Cluster(gpu, 1), a
+    )
     attn = 3 * spec.layers * 4 * s * spec.q_dim  # 4·s·(a·d) per token and layer, ×3 for training
     matmul = 3 * (2 * spec.layers * spec.layer_matmul_params() + 2 * spec.vocab * spec.hidden)
     size = s / (s + 256) * spec.hidden / (spec.hidden + 1000)
@@ -160,8 +168,12 @@ def test_attention_core_runs_at_the_published_kernel_fraction() -> None:
     # a long-sequence run is slower under FA2 than under the FA3-class kernel, same GEMMs
     spec = PRESETS["llama-3-8b"]
     a = PerfAssumptions(use_fitted=False, efficiency=0.7)
-    times = [training_step_time(spec, TrainingSetup(seq_len=32768, stack=st), Layout(),
-                                Cluster(h100, 1), a).compute_s for st in ("fsdp", "megatron-core")]
+    times = [
+        training_step_time(
+            spec, TrainingSetup(seq_len=32768, stack=st), Layout(), Cluster(h100, 1), a
+        ).compute_s
+        for st in ("fsdp", "megatron-core")
+    ]
     assert times[0] > times[1]
 
 
@@ -195,9 +207,18 @@ def test_max_batch_respects_the_stack_scheduler_cap() -> None:
     assert 25 <= fits <= 30
 
 
-@pytest.mark.parametrize(("gpu", "gbps"), [("h100", 3200.0), ("b200", 3200.0), ("h200", 3200.0),
-                                           ("a100", 1600.0), ("l4", 100.0), ("4090", 100.0),
-                                           ("l40s", 100.0)])
+@pytest.mark.parametrize(
+    ("gpu", "gbps"),
+    [
+        ("h100", 3200.0),
+        ("b200", 3200.0),
+        ("h200", 3200.0),
+        ("a100", 1600.0),
+        ("l4", 100.0),
+        ("4090", 100.0),
+        ("l40s", 100.0),
+    ],
+)
 def test_default_fabric_per_gpu_class(gpu: str, gbps: float) -> None:
     # DGX H100/B200 user guides: 8 × 400 Gb/s; DGX A100: 8 × 200 Gb/s; PCIe boxes: 100 GbE
     assert default_inter_node_gbps(get_gpu(gpu)) == gbps
@@ -209,8 +230,7 @@ def test_dgx_default_fabric_beats_commodity_ethernet_for_fsdp_on_8_nodes() -> No
     spec, setup, gpu = PRESETS["llama-3-8b"], TrainingSetup(seq_len=8192), get_gpu("h100")
     layout = Layout(dp=64, zero_stage=3, micro_batch=1, grad_accum=1)
     slow = training_step_time(spec, setup, layout, Cluster(gpu, 8, 8, 100.0), RAW)
-    dgx = training_step_time(spec, setup, layout, Cluster(gpu, 8, 8, default_inter_node_gbps(gpu)),
-                             RAW)
+    dgx = training_step_time(spec, setup, layout, Cluster(gpu, 8, 8, default_inter_node_gbps(gpu)), RAW)
     assert dgx.tokens_per_s > 1.5 * slow.tokens_per_s
 
 
@@ -236,10 +256,20 @@ def test_fitted_multiplier_scales_efficiency() -> None:
     gpu = get_gpu("h100")
     names = train_features(gpu, "bf16", "fsdp")
     fit = FittedConstants(train={names[1]: 0.1})
-    base = training_step_time(PRESETS["gpt2"], TrainingSetup(seq_len=1024, stack="fsdp"),
-                              Layout(), Cluster(gpu, 1), PerfAssumptions(fitted=FittedConstants()))
-    fitted = training_step_time(PRESETS["gpt2"], TrainingSetup(seq_len=1024, stack="fsdp"),
-                                Layout(), Cluster(gpu, 1), PerfAssumptions(fitted=fit))
+    base = training_step_time(
+        PRESETS["gpt2"],
+        TrainingSetup(seq_len=1024, stack="fsdp"),
+        Layout(),
+        Cluster(gpu, 1),
+        PerfAssumptions(fitted=FittedConstants()),
+    )
+    fitted = training_step_time(
+        PRESETS["gpt2"],
+        TrainingSetup(seq_len=1024, stack="fsdp"),
+        Layout(),
+        Cluster(gpu, 1),
+        PerfAssumptions(fitted=fit),
+    )
     assert fitted.efficiency == pytest.approx(base.efficiency * 1.1051709, rel=1e-6)
 
 
@@ -249,8 +279,7 @@ def test_autocast_weight_cache_adds_two_bytes_per_param_over_fp32_params() -> No
     # backward (torch.amp autocast cache_enabled=True): 2 B/param more at the peak
     spec = PRESETS["llama-2-7b"]
     layout = Layout()
-    hf = training_memory(spec, TrainingSetup(seq_len=512, precision="fp16", stack="hf-trainer"),
-                         layout, RAW)
+    hf = training_memory(spec, TrainingSetup(seq_len=512, precision="fp16", stack="hf-trainer"), layout, RAW)
     plain = training_memory(spec, TrainingSetup(seq_len=512, precision="fp16"), layout, RAW)
     assert (hf.weights - plain.weights) * GIB == pytest.approx(2 * spec.params())
     assert (hf.weights + hf.gradients + hf.optimizer) * GIB / spec.params() == pytest.approx(18)
@@ -258,7 +287,8 @@ def test_autocast_weight_cache_adds_two_bytes_per_param_over_fp32_params() -> No
     pure = TrainingSetup(seq_len=512, precision="bf16", stack="hf-trainer", fp32_master=False)
     pure_plain = TrainingSetup(seq_len=512, precision="bf16", fp32_master=False)
     assert training_memory(spec, pure, layout, RAW).weights == pytest.approx(
-        training_memory(spec, pure_plain, layout, RAW).weights)
+        training_memory(spec, pure_plain, layout, RAW).weights
+    )
 
 
 def test_litgpt_qlora_keeps_fp32_absmax_constants() -> None:
@@ -268,9 +298,11 @@ def test_litgpt_qlora_keeps_fp32_absmax_constants() -> None:
     spec = PRESETS["llama-2-7b"]
     layout = Layout()
     quantised = spec.params() - spec.embedding_params() - spec.head_params()
-    setups = {s: TrainingSetup(seq_len=512, method="qlora", lora_rank=8, stack=s)
-              for s in ("litgpt", "generic")}
+    setups = {
+        s: TrainingSetup(seq_len=512, method="qlora", lora_rank=8, stack=s) for s in ("litgpt", "generic")
+    }
     mem = {s: training_memory(spec, setup, layout, RAW) for s, setup in setups.items()}
     per_param = (4.5 - (4 + 8 / 64 + 32 / (64 * 256))) / 8
     assert (mem["litgpt"].weights - mem["generic"].weights) * GIB == pytest.approx(
-        quantised * per_param, rel=1e-9)
+        quantised * per_param, rel=1e-9
+    )

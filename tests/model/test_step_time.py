@@ -18,8 +18,16 @@ from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import Cluster, bubble_fraction, training_step_time
 
 # GPT-3 175B shape without biases, to compare with Narayanan et al. 2021, eq. 3
-GPT3 = ModelSpec(layers=96, hidden=12288, heads=96, ffn=4 * 12288, ffn_kind="plain", vocab=51200,
-                 norm="layernorm", tied_embeddings=True)
+GPT3 = ModelSpec(
+    layers=96,
+    hidden=12288,
+    heads=96,
+    ffn=4 * 12288,
+    ffn_kind="plain",
+    vocab=51200,
+    norm="layernorm",
+    tied_embeddings=True,
+)
 
 
 def test_flops_full_recompute_narayanan_eq3() -> None:
@@ -97,24 +105,36 @@ def test_slow_network_makes_data_parallel_communication_dominate() -> None:
     spec, setup = PRESETS["llama-2-7b"], TrainingSetup(seq_len=4096)
     layout = Layout(dp=64, micro_batch=1, grad_accum=16, zero_stage=2, checkpointing="full")
     fast = training_step_time(spec, setup, layout, Cluster(get_gpu("h100"), 8, 8, 3200.0))
-    slow = training_step_time(spec, setup, Layout(dp=64, micro_batch=1, grad_accum=16,
-                                                  zero_stage=2, checkpointing="full"),
-                              Cluster(get_gpu("h100"), 1, 64, 25.0))
+    slow = training_step_time(
+        spec,
+        setup,
+        Layout(dp=64, micro_batch=1, grad_accum=16, zero_stage=2, checkpointing="full"),
+        Cluster(get_gpu("h100"), 1, 64, 25.0),
+    )
     # 13.5 GB of bf16 gradients over 25 Gbit/s Ethernet at 80% link efficiency:
     # 2·63/64·13.48e9/(3.125e9·0.8) ≈ 10.6 s, plus 2·63 launches × 10 µs latency
     assert slow.parts_s["dp_total"] == pytest.approx(
-        2 * 63 / 64 * spec.params() * 2 / (25 / 8 * 0.8 * 1e9) + 2 * 63 * 10e-6, rel=1e-9)
+        2 * 63 / 64 * spec.params() * 2 / (25 / 8 * 0.8 * 1e9) + 2 * 63 * 10e-6, rel=1e-9
+    )
     assert slow.time_s > fast.time_s
 
 
-LAYOUT = st.builds(lambda mb, ck, z: (mb, ck, z), st.sampled_from([1, 2, 4]),
-                   st.sampled_from(CHECKPOINTING), st.sampled_from([0, 1, 2, 3]))
+LAYOUT = st.builds(
+    lambda mb, ck, z: (mb, ck, z),
+    st.sampled_from([1, 2, 4]),
+    st.sampled_from(CHECKPOINTING),
+    st.sampled_from([0, 1, 2, 3]),
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["gpt2", "llama-2-7b", "mistral-7b"]), st.sampled_from([1, 2, 4]),
-       st.sampled_from(["a100", "h100", "4090", "l40s"]), st.sampled_from([1, 2, 4]),
-       st.sampled_from([0, 1, 2]))
+@given(
+    st.sampled_from(["gpt2", "llama-2-7b", "mistral-7b"]),
+    st.sampled_from([1, 2, 4]),
+    st.sampled_from(["a100", "h100", "4090", "l40s"]),
+    st.sampled_from([1, 2, 4]),
+    st.sampled_from([0, 1, 2]),
+)
 def test_more_gpus_in_a_node_never_lower_tokens_per_s(model, mb, gpu, dp, zero) -> None:
     # ZeRO-3 is left out on purpose: it re-gathers the weights every micro-batch, so over a
     # PCIe link two GPUs can be slower than one (a real effect, Rajbhandari et al. 2020 §7)
@@ -129,8 +149,7 @@ def test_more_gpus_in_a_node_never_lower_tokens_per_s(model, mb, gpu, dp, zero) 
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["llama-2-7b", "llama-2-13b"]), LAYOUT, st.floats(10, 3200),
-       st.floats(1.01, 10))
+@given(st.sampled_from(["llama-2-7b", "llama-2-13b"]), LAYOUT, st.floats(10, 3200), st.floats(1.01, 10))
 def test_more_bandwidth_never_slows_a_step(model, layout, gbps, factor) -> None:
     mb, ckpt, zero = layout
     spec, setup = PRESETS[model], TrainingSetup(seq_len=2048)
@@ -142,15 +161,19 @@ def test_more_bandwidth_never_slows_a_step(model, layout, gbps, factor) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["gpt2", "llama-2-7b", "mixtral-8x7b"]), st.sampled_from([1, 2, 8]),
-       st.sampled_from([1, 2]), st.sampled_from([1, 4]), st.sampled_from(["flash", "eager"]))
+@given(
+    st.sampled_from(["gpt2", "llama-2-7b", "mixtral-8x7b"]),
+    st.sampled_from([1, 2, 8]),
+    st.sampled_from([1, 2]),
+    st.sampled_from([1, 4]),
+    st.sampled_from(["flash", "eager"]),
+)
 def test_more_checkpointing_never_raises_memory_or_speeds_up(model, mb, tp, pp, attention) -> None:
     spec, setup = PRESETS[model], TrainingSetup(seq_len=2048, attention=attention)
     cluster = Cluster(get_gpu("h100"), 8, 1)
     mems, times = [], []
     for ckpt in CHECKPOINTING:  # none < selective < full
-        lay = Layout(dp=8 // (tp * pp) or 1, tp=tp, pp=pp, micro_batch=mb, grad_accum=8,
-                     checkpointing=ckpt)
+        lay = Layout(dp=8 // (tp * pp) or 1, tp=tp, pp=pp, micro_batch=mb, grad_accum=8, checkpointing=ckpt)
         mems.append(training_memory(spec, setup, lay).total)
         times.append(training_step_time(spec, setup, lay, cluster).time_s)
     assert mems[0] >= mems[1] >= mems[2]
@@ -173,7 +196,8 @@ def test_calibration_reproduces_the_measured_point(tmp_path) -> None:
     before = training_step_time(spec, setup, other, cluster)
     after = training_step_time(spec, setup, other, cluster, calibrated)
     assert after.parts_s["compute"] == pytest.approx(
-        before.parts_s["compute"] * before.efficiency / after.efficiency, rel=1e-9)
+        before.parts_s["compute"] * before.efficiency / after.efficiency, rel=1e-9
+    )
     # stored atomically and read back
     path = save_calibration(g.gpu_id, "bf16", eff, {"step_time_s": measured}, tmp_path / "c.json")
     assert load_calibration(path) == {(g.gpu_id, "bf16"): eff}

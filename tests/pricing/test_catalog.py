@@ -49,8 +49,11 @@ def test_bundled_coverage(bundled):
     assert len(providers - {"aws", "gcp", "azure", "lambda"}) >= 2
     assert set(bundled["gpu_id"]) <= set(gpu_ids())
     # GPUs the reference rents but the GPU catalog lacks were dropped, not renamed
-    assert not bundled["instance_type"].isin(["gpu_1x_rtx6000", "BM.GPU2.2", "BM.GPU.GB200.4",
-                                               "BM.GPU.RTXPRO.8"]).any()
+    assert (
+        not bundled["instance_type"]
+        .isin(["gpu_1x_rtx6000", "BM.GPU2.2", "BM.GPU.GB200.4", "BM.GPU.RTXPRO.8"])
+        .any()
+    )
     assert set(bundled["pricing_model"]) == set(PRICING_MODELS)
     # every row carries an inter-node figure and a kind
     assert (bundled["inter_node_gbps"] > 0).all()
@@ -97,7 +100,10 @@ def test_interconnect_defaults(bundled):
     nd = _one(bundled, instance_type="Standard_ND96isr_H100_v5", pricing_model="on_demand")
     # ND H100 v5: 8 × 400 Gb/s InfiniBand, published on the series page (instance_network.csv)
     assert (nd["inter_node_kind"], nd["inter_node_gbps"], bool(nd["inter_node_is_default"])) == (
-        "infiniband", 3200.0, False)
+        "infiniband",
+        3200.0,
+        False,
+    )
     vast = bundled[bundled["provider"] == "vast"]
     # marketplace hosts in different locations: only the public internet joins them
     assert (vast["inter_node_kind"] == "internet").all() and (vast["inter_node_gbps"] <= 25).all()
@@ -147,7 +153,9 @@ def test_cheapest_per_gpu_hour(tiny_csv):
     cheapest = cheapest_per_gpu_hour(load_catalog(tiny_csv).frame)
     # H100: reserved_1y 24 $/h / 8 = 3 beats on-demand 5; RTX4090: 2.8 / 8 = 0.35
     assert cheapest[["gpu_id", "pricing_model", "usd_per_gpu_hour"]].values.tolist() == [
-        ["RTX4090", "on_demand", 0.35], ["H100-80GB", "reserved_1y", 3.0]]
+        ["RTX4090", "on_demand", 0.35],
+        ["H100-80GB", "reserved_1y", 3.0],
+    ]
 
 
 def test_cheapest_bundled_is_sorted_and_unique(bundled):
@@ -155,8 +163,7 @@ def test_cheapest_bundled_is_sorted_and_unique(bundled):
     assert cheapest["gpu_id"].is_unique
     assert cheapest["usd_per_gpu_hour"].is_monotonic_increasing
     for row in cheapest.itertuples(index=False):
-        assert row.usd_per_gpu_hour == bundled.loc[bundled["gpu_id"] == row.gpu_id,
-                                                   "usd_per_gpu_hour"].min()
+        assert row.usd_per_gpu_hour == bundled.loc[bundled["gpu_id"] == row.gpu_id, "usd_per_gpu_hour"].min()
 
 
 def test_cache_preferred_unless_offline(tiny_csv, isolated_env, monkeypatch):

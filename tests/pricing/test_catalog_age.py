@@ -21,8 +21,12 @@ def test_bundled_age_against_a_fixed_date():
     assert loaded.age.source == "bundled" and loaded.age.as_of == BUNDLED_AS_OF
     assert loaded.age.age_days == 63 and loaded.age.path.endswith("offerings.csv")
     assert loaded.age.describe() == "prices as of 2026-12-02 (63 days old, bundled)"
-    assert loaded.age.as_dict() == {"source": "bundled", "as_of": "2026-12-02", "age_days": 63,
-                                    "path": loaded.age.path}
+    assert loaded.age.as_dict() == {
+        "source": "bundled",
+        "as_of": "2026-12-02",
+        "age_days": 63,
+        "path": loaded.age.path,
+    }
     # the old call still returns (rows, description), the same rows and line
     rows, description = load_offering_rows(offline=True)
     assert rows is loaded.rows and description == loaded.description

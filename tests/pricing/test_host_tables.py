@@ -10,8 +10,12 @@ from optimizer.errors import CatalogError
 from optimizer.inputs.gpus import data_path
 from optimizer.pricing import host
 
-PRICE_COLUMNS = ("egress_internet_usd_per_gb", "egress_inter_region_usd_per_gb",
-                 "ingress_usd_per_gb", "object_storage_usd_per_gb_month")
+PRICE_COLUMNS = (
+    "egress_internet_usd_per_gb",
+    "egress_inter_region_usd_per_gb",
+    "ingress_usd_per_gb",
+    "object_storage_usd_per_gb_month",
+)
 
 
 def _rows(name: str) -> list[dict[str, str]]:
@@ -52,8 +56,10 @@ def test_lookups_read_the_published_figures() -> None:
 
 def test_a_negative_price_is_a_catalog_error(tmp_path) -> None:
     bad = tmp_path / "provider_storage.csv"
-    bad.write_text("provider,region,egress_internet_usd_per_gb,egress_inter_region_usd_per_gb,"
-                   "ingress_usd_per_gb,object_storage_usd_per_gb_month,object_storage_service,"
-                   "as_of,source,notes\naws,us-east-1,-0.09,,,,,,,\n")
+    bad.write_text(
+        "provider,region,egress_internet_usd_per_gb,egress_inter_region_usd_per_gb,"
+        "ingress_usd_per_gb,object_storage_usd_per_gb_month,object_storage_service,"
+        "as_of,source,notes\naws,us-east-1,-0.09,,,,,,,\n"
+    )
     with pytest.raises(CatalogError, match="row 2, column 'egress_internet_usd_per_gb'"):
         host._storage(str(bad))

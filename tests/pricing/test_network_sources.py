@@ -37,8 +37,7 @@ def network() -> dict[tuple[str, str], dict[str, str]]:
 def _net(offerings, provider, instance):
     rows = [r for r in offerings if (r["provider"], r["instance_type"]) == (provider, instance)]
     assert rows, (provider, instance)
-    kinds = {(r["inter_node_kind"], float(r["inter_node_gbps"]), r["inter_node_is_default"])
-             for r in rows}
+    kinds = {(r["inter_node_kind"], float(r["inter_node_gbps"]), r["inter_node_is_default"]) for r in rows}
     assert len(kinds) == 1, kinds  # every pricing row of one instance carries the same network
     return kinds.pop()
 
@@ -67,7 +66,9 @@ def test_every_non_default_offering_figure_is_sourced(offerings, network):
         assert src["inter_node_is_default"] == "false", key
         assert src["source_url"].startswith("https://"), key
         assert (row["inter_node_kind"], float(row["inter_node_gbps"])) == (
-            src["inter_node_kind"], float(src["inter_node_gbps"])), key
+            src["inter_node_kind"],
+            float(src["inter_node_gbps"]),
+        ), key
 
 
 def test_offerings_match_the_network_table(offerings, network):
@@ -77,10 +78,11 @@ def test_offerings_match_the_network_table(offerings, network):
             assert key in network, f"{key} has no row in instance_network.csv"
         if key in network:
             src = network[key]
-            assert (row["inter_node_kind"], float(row["inter_node_gbps"]),
-                    row["inter_node_is_default"]) == (
-                src["inter_node_kind"], float(src["inter_node_gbps"]),
-                src["inter_node_is_default"]), key
+            assert (row["inter_node_kind"], float(row["inter_node_gbps"]), row["inter_node_is_default"]) == (
+                src["inter_node_kind"],
+                float(src["inter_node_gbps"]),
+                src["inter_node_is_default"],
+            ), key
         else:  # marketplace / neocloud fallback: always flagged as a guess
             assert row["provider"] in PROVIDER_DEFAULT, key
             assert row["inter_node_is_default"] == "true", key

@@ -21,9 +21,19 @@ from optimizer.pricing.owned import (
 
 # 8 × RTX 4090 at $1,650 each (r/LocalLLaMA, Nov 2024) + $6,000 host (guess), 450 W per GPU
 # (TDP) + 500 W host, $0.15/kWh, PUE 1.0, 36 months, 25 % resale.
-BOX = HardwareSpec(gpu="RTX4090", gpus_per_box=8, price_per_gpu_usd=1650, host_price_usd=6000,
-                   gpu_power_w=450, host_power_w=500, electricity_usd_per_kwh=0.15, pue=1.0,
-                   amortisation_months=36, resale_fraction=0.25, accounting="amortised")
+BOX = HardwareSpec(
+    gpu="RTX4090",
+    gpus_per_box=8,
+    price_per_gpu_usd=1650,
+    host_price_usd=6000,
+    gpu_power_w=450,
+    host_power_w=500,
+    electricity_usd_per_kwh=0.15,
+    pue=1.0,
+    amortisation_months=36,
+    resale_fraction=0.25,
+    accounting="amortised",
+)
 
 
 def test_hand_checked_8x4090_per_gpu_hour():
@@ -63,8 +73,7 @@ def test_defaults_from_reference():
     assert (rtx4090.gpus_per_box, rtx4090.price_per_gpu_usd, rtx4090.gpu_power_w) == (8, 1650, 450)
     rtx3090 = default_hardware("3090")
     # host = $4,314 pro build (thinksmart.life) − 4 × $750 used cards = $1,314
-    assert (rtx3090.gpus_per_box, rtx3090.price_per_gpu_usd, rtx3090.host_price_usd) == (
-        4, 750, 1314)
+    assert (rtx3090.gpus_per_box, rtx3090.price_per_gpu_usd, rtx3090.host_price_usd) == (4, 750, 1314)
     assert rtx3090.gpu_power_w == 350 and rtx3090.accounting == "amortised"
     with pytest.raises(ConfigError, match="no default box for 'A6000'"):
         default_hardware("A6000")
@@ -73,8 +82,7 @@ def test_defaults_from_reference():
 def test_overrides():
     spec = hardware_from_overrides("RTX4090", price_per_gpu_usd=2000, accounting="upfront")
     assert (spec.price_per_gpu_usd, spec.accounting, spec.gpus_per_box) == (2000, "upfront", 8)
-    a6000 = hardware_from_overrides("A6000", gpus_per_box=4, price_per_gpu_usd=4500,
-                                    host_price_usd=3000)
+    a6000 = hardware_from_overrides("A6000", gpus_per_box=4, price_per_gpu_usd=4500, host_price_usd=3000)
     assert a6000.gpu_power_w == 300  # TDP from the GPU catalog
     with pytest.raises(ConfigError, match="hardware.price_per_gpu: unknown field"):
         hardware_from_overrides("RTX4090", price_per_gpu=1)

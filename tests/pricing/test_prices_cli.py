@@ -31,20 +31,24 @@ def test_h100_json_has_all_pricing_models_from_several_providers():
     assert result.exit_code == 0, result.stderr
     rows = json.loads(result.stdout)
     assert {r["gpu_id"] for r in rows} == {"H100-80GB"}
-    assert {r["pricing_model"] for r in rows} == {"on_demand", "spot", "reserved_1y",
-                                                 "reserved_3y"}
+    assert {r["pricing_model"] for r in rows} == {"on_demand", "spot", "reserved_1y", "reserved_3y"}
     for model in ("on_demand", "spot", "reserved_1y"):
         assert len({r["provider"] for r in rows if r["pricing_model"] == model}) >= 2, model
     # the catalog columns first (scripts rely on them), then the plan's names and the flags
     assert list(rows[0]) == [*COLUMNS, "gpu", "instance", "pricing", "flags", "schema_version"]
     for r in rows:
-        assert (r["gpu"], r["instance"], r["pricing"]) == (r["gpu_id"], r["instance_type"],
-                                                           r["pricing_model"])
+        assert (r["gpu"], r["instance"], r["pricing"]) == (
+            r["gpu_id"],
+            r["instance_type"],
+            r["pricing_model"],
+        )
     prices = [r["usd_per_gpu_hour"] for r in rows]
     assert prices == sorted(prices)
-    assert re.fullmatch(r"prices: bundled tables, as of 2026-12-02; (\d+ days?|-\d+ days?) old"
-                        r"|prices: bundled tables, as of 2026-12-02; dated today",
-                        result.stderr.strip())
+    assert re.fullmatch(
+        r"prices: bundled tables, as of 2026-12-02; (\d+ days?|-\d+ days?) old"
+        r"|prices: bundled tables, as of 2026-12-02; dated today",
+        result.stderr.strip(),
+    )
 
 
 def test_table_and_csv_outputs():
@@ -97,8 +101,7 @@ def test_offline_flag_ignores_cache(isolated_env, tiny_csv):
 def test_refresh_failure_exit_4_bad_args_2_and_success(httpserver, isolated_env, tiny_csv):
     failed = runner.invoke(app, ["prices", "refresh"])
     assert failed.exit_code == 2  # no URL: bad input
-    assert failed.stderr.strip() == (
-        "error: no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
+    assert failed.stderr.strip() == ("error: no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
     httpserver.expect_request("/p.csv").respond_with_data(tiny_csv.read_bytes())
     ok = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv")])
     assert ok.exit_code == 0, ok.stderr
@@ -106,8 +109,7 @@ def test_refresh_failure_exit_4_bad_args_2_and_success(httpserver, isolated_env,
     assert (isolated_env / "offerings.csv").read_bytes() == tiny_csv.read_bytes()
     httpserver.clear()
     httpserver.expect_request("/p.csv").respond_with_data("x", status=503)
-    down = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv"),
-                               "--retries", "0"])
+    down = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv"), "--retries", "0"])
     assert down.exit_code == 2  # the price source is unusable: bad input, tables kept
     assert "HTTP 503" in down.stderr and "keeping previous tables" in down.stderr
     assert (isolated_env / "offerings.csv").read_bytes() == tiny_csv.read_bytes()
@@ -115,8 +117,10 @@ def test_refresh_failure_exit_4_bad_args_2_and_success(httpserver, isolated_env,
 
 def test_the_model_layer_imports_no_solver_or_dataframe():
     # optimizer.model is pure arithmetic: importing it must not pull pandas, ortools or requests
-    code = ("import sys, optimizer.model.memory, optimizer.model.step_time, optimizer.model.serving; "
-            "print(sorted(m for m in ('pandas', 'ortools', 'requests', 'rich') if m in sys.modules))")
+    code = (
+        "import sys, optimizer.model.memory, optimizer.model.step_time, optimizer.model.serving; "
+        "print(sorted(m for m in ('pandas', 'ortools', 'requests', 'rich') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -133,8 +137,7 @@ def _key(r):
 def test_table_shows_flags_column_and_footnote_reasons():
     result = runner.invoke(app, ["prices", "--gpu", "A100-40GB", "--provider", "aws"])
     assert result.exit_code == 0, result.stderr
-    p4d_line = next(line for line in result.stdout.splitlines()
-                    if "p4d.24xlarge" in line and "spot" in line)
+    p4d_line = next(line for line in result.stdout.splitlines() if "p4d.24xlarge" in line and "spot" in line)
     assert "spot-extreme [1]" in p4d_line
     assert "flags (double-check these prices" in result.stdout
     assert "[1] spot-extreme: spot $0.308/GPU-h is 11.2% of on-demand" in result.stdout
@@ -153,8 +156,9 @@ def test_json_flags_and_flagged_filter():
     assert {_key(r) for r in flagged} == {_key(r) for r in everything if r["flags"]}
     # filters combine with --flagged; flags are judged on the whole catalog (the on-demand
     # reference row is filtered out here)
-    spot_only = json.loads(runner.invoke(
-        app, ["prices", "--flagged", "--pricing", "spot", "-g", "A100-40GB", "--json"]).stdout)
+    spot_only = json.loads(
+        runner.invoke(app, ["prices", "--flagged", "--pricing", "spot", "-g", "A100-40GB", "--json"]).stdout
+    )
     assert P4D_SPOT in {_key(r) for r in spot_only}
     table = runner.invoke(app, ["prices", "--flagged"])
     assert table.exit_code == 0 and "p4d.24xlarge" in table.stdout
@@ -181,8 +185,10 @@ def test_min_instances_and_the_deprecated_alias_warns_once():
     assert old.exit_code == 0
     assert old.stdout == new.stdout  # same meaning: at least 2 instances
     warnings = [line for line in old.stderr.splitlines() if line.startswith("warning:")]
-    assert warnings == ["warning: --max-instances is now called --min-instances; the old name "
-                        "still works but will be removed in the next schema version"]
+    assert warnings == [
+        "warning: --max-instances is now called --min-instances; the old name "
+        "still works but will be removed in the next schema version"
+    ]
     rows = json.loads(new.stdout)
     assert rows and all(r["max_instances"] is None or r["max_instances"] >= 2 for r in rows)
     hidden = runner.invoke(app, ["prices", "--help"])

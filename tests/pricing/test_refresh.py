@@ -26,8 +26,7 @@ def previous(isolated_env: Path, tiny_rows, make_csv) -> dict[str, bytes]:
     """A valid cache (2 rows) with metadata, as left by an earlier refresh; returns its bytes."""
     isolated_env.mkdir()
     (isolated_env / "offerings.csv").write_text(make_csv(tiny_rows[:2]), encoding="utf-8")
-    (isolated_env / META_FILE).write_text(json.dumps({"url": "http://old.invalid/x.csv"}),
-                                          encoding="utf-8")
+    (isolated_env / META_FILE).write_text(json.dumps({"url": "http://old.invalid/x.csv"}), encoding="utf-8")
     return _snapshot(isolated_env)
 
 
@@ -37,17 +36,18 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
 
 def test_success_then_304(httpserver, isolated_env, body):
     httpserver.expect_ordered_request("/prices.csv").respond_with_data(
-        body, content_type="text/csv", headers={"ETag": '"v1"',
-                                                "Last-Modified": "Tue, 01 Dec 2026 00:00:00 GMT"})
+        body,
+        content_type="text/csv",
+        headers={"ETag": '"v1"', "Last-Modified": "Tue, 01 Dec 2026 00:00:00 GMT"},
+    )
     httpserver.expect_ordered_request(
-        "/prices.csv", headers={"If-None-Match": '"v1"',
-                                "If-Modified-Since": "Tue, 01 Dec 2026 00:00:00 GMT"},
+        "/prices.csv",
+        headers={"If-None-Match": '"v1"', "If-Modified-Since": "Tue, 01 Dec 2026 00:00:00 GMT"},
     ).respond_with_data(b"", status=304)
     url = httpserver.url_for("/prices.csv")
 
     result = refresh_prices(url, **FAST)
-    assert (result.status, result.rows, result.as_of, result.bytes) == (
-        "updated", 3, "2026-12-01", len(body))
+    assert (result.status, result.rows, result.as_of, result.bytes) == ("updated", 3, "2026-12-01", len(body))
     assert (isolated_env / "offerings.csv").read_bytes() == body
     meta = json.loads((isolated_env / META_FILE).read_text())
     assert (meta["url"], meta["etag"], meta["rows"]) == (url, '"v1"', 3)
@@ -86,8 +86,7 @@ def test_timeout(httpserver, isolated_env, previous, body):
     httpserver.expect_request("/prices.csv").respond_with_handler(slow)
     started = time.monotonic()
     with pytest.raises(RefreshError, match=r"timed out after 0.1 s \(2 attempts\)"):
-        refresh_prices(httpserver.url_for("/prices.csv"), timeout_s=0.1, retries=1,
-                       backoff_s=0.01)
+        refresh_prices(httpserver.url_for("/prices.csv"), timeout_s=0.1, retries=1, backoff_s=0.01)
     assert time.monotonic() - started < 2.0
     assert _snapshot(isolated_env) == previous
 
@@ -105,8 +104,10 @@ def test_truncated_body(httpserver, isolated_env, previous, body):
 
 
 def test_wrong_columns(httpserver, isolated_env, previous, tiny_rows, make_csv):
-    renamed = make_csv([dict(r, price=r["usd_per_hour"]) for r in tiny_rows],
-                       [c if c != "usd_per_hour" else "price" for c in tiny_rows[0]])
+    renamed = make_csv(
+        [dict(r, price=r["usd_per_hour"]) for r in tiny_rows],
+        [c if c != "usd_per_hour" else "price" for c in tiny_rows[0]],
+    )
     httpserver.expect_request("/prices.csv").respond_with_data(renamed, content_type="text/csv")
     url = httpserver.url_for("/prices.csv")
     with pytest.raises(RefreshError) as info:

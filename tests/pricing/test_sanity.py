@@ -29,17 +29,36 @@ P4D_SPOT = ("aws", "p4d.24xlarge", "us-east-1", "spot")
 AS_OF = dt.date(2026, 12, 2)
 
 
-def _row(provider: str = "aws", instance: str = "p5.48xlarge", region: str = "us-east-1",
-         pricing: str = "on_demand", usd_per_hour: float = 40.0, gpus: int = 8,
-         as_of: dt.date = AS_OF) -> OfferingRow:
+def _row(
+    provider: str = "aws",
+    instance: str = "p5.48xlarge",
+    region: str = "us-east-1",
+    pricing: str = "on_demand",
+    usd_per_hour: float = 40.0,
+    gpus: int = 8,
+    as_of: dt.date = AS_OF,
+) -> OfferingRow:
     """A valid OfferingRow of a hand-made catalog (H100, 8 GPUs unless told)."""
     commitment = {"on_demand": 0, "spot": 0, "reserved_1y": 8760, "reserved_3y": 26280}[pricing]
     return OfferingRow(
-        provider=provider, instance_type=instance, region=region, gpu_id="H100-80GB",
-        gpus_per_instance=gpus, intra_node_link="nvlink", intra_node_bw_gb_s=450,
-        inter_node_gbps=3200, inter_node_kind="efa", inter_node_is_default=False,
-        pricing_model=pricing, usd_per_hour=usd_per_hour, usd_per_gpu_hour=usd_per_hour / gpus,
-        commitment_hours=commitment, derived=False, as_of=as_of, source="test")
+        provider=provider,
+        instance_type=instance,
+        region=region,
+        gpu_id="H100-80GB",
+        gpus_per_instance=gpus,
+        intra_node_link="nvlink",
+        intra_node_bw_gb_s=450,
+        inter_node_gbps=3200,
+        inter_node_kind="efa",
+        inter_node_is_default=False,
+        pricing_model=pricing,
+        usd_per_hour=usd_per_hour,
+        usd_per_gpu_hour=usd_per_hour / gpus,
+        commitment_hours=commitment,
+        derived=False,
+        as_of=as_of,
+        source="test",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +67,7 @@ def bundled_rows():
 
 
 # --- the bundled catalog -------------------------------------------------------------------
+
 
 def test_bundled_p4d_spot_is_flagged_spot_extreme(bundled_rows):
     flags = check_rows(bundled_rows)[P4D_SPOT]
@@ -60,8 +80,11 @@ def test_bundled_p4d_spot_is_flagged_spot_extreme(bundled_rows):
 
 def test_bundled_every_spot_row_at_or_below_the_bar_is_flagged(bundled_rows):
     flags = check_rows(bundled_rows)
-    on_demand = {r.provider + r.instance_type + r.region: r.usd_per_hour
-                 for r in bundled_rows if r.pricing_model == "on_demand"}
+    on_demand = {
+        r.provider + r.instance_type + r.region: r.usd_per_hour
+        for r in bundled_rows
+        if r.pricing_model == "on_demand"
+    }
     for row in bundled_rows:
         od = on_demand.get(row.provider + row.instance_type + row.region)
         if row.pricing_model != "spot" or od is None:
@@ -77,16 +100,18 @@ def test_bundled_flags_only_known_rules_and_check_is_fast(bundled_rows):
     elapsed_s = time.perf_counter() - start
     assert elapsed_s < 0.05  # ~1 ms measured for 253 rows; generous bound against slow CI
     assert flags and all(f.rule in RULES for found in flags.values() for f in found)
-    assert all(isinstance(f, PriceFlag) and "\n" not in f.reason
-               for found in flags.values() for f in found)
+    assert all(isinstance(f, PriceFlag) and "\n" not in f.reason for found in flags.values() for f in found)
 
 
 # --- spot-extreme at the boundary ----------------------------------------------------------
 
+
 def _spot_pair(fraction: float, provider: str = "aws") -> list[OfferingRow]:
     on_demand = 40.0
-    return [_row(provider=provider, usd_per_hour=on_demand),
-            _row(provider=provider, pricing="spot", usd_per_hour=on_demand * fraction)]
+    return [
+        _row(provider=provider, usd_per_hour=on_demand),
+        _row(provider=provider, pricing="spot", usd_per_hour=on_demand * fraction),
+    ]
 
 
 def test_spot_at_the_bar_is_flagged_and_above_is_not():
@@ -105,14 +130,18 @@ def test_spot_extreme_threshold_is_overridable():
 
 
 def test_spot_without_same_region_on_demand_uses_provider_median():
-    rows = [_row(region="us-west-2", usd_per_hour=30.0), _row(region="eu-west-1", usd_per_hour=50.0),
-            _row(region="us-east-2", pricing="spot", usd_per_hour=4.0)]  # 4 / median 40 = 10 %
+    rows = [
+        _row(region="us-west-2", usd_per_hour=30.0),
+        _row(region="eu-west-1", usd_per_hour=50.0),
+        _row(region="us-east-2", pricing="spot", usd_per_hour=4.0),
+    ]  # 4 / median 40 = 10 %
     flags = spot_extreme(rows)
     assert "10.0% of on-demand $5.000/GPU-h" in flags[("aws", "p5.48xlarge", "us-east-2", "spot")].reason
     assert spot_extreme(rows[2:]) == {}  # no on-demand at all: no reference, no flag
 
 
 # --- spot-beyond-published -----------------------------------------------------------------
+
 
 def test_spot_discount_beyond_the_published_maximum():
     aws = PUBLISHED_SPOT_DISCOUNTS["aws"]
@@ -135,12 +164,16 @@ def test_every_published_range_names_its_source():
 
 # --- region-outlier ------------------------------------------------------------------------
 
+
 def test_region_outlier_on_a_hand_made_catalog():
     # USD/GPU-h 5.0, 5.2, 9.0: 9.0 is 1.76x the median (5.1) of the two others; 5.0 is 0.70x
     # the median (7.1) of 5.2 and 9.0, inside 1/1.5 = 0.667
-    rows = [_row(region="us-east-1", usd_per_hour=40.0), _row(region="us-west-2", usd_per_hour=41.6),
-            _row(region="eu-north-1", usd_per_hour=72.0),
-            _row(region="eu-north-1", pricing="spot", usd_per_hour=20.0)]  # alone in its model
+    rows = [
+        _row(region="us-east-1", usd_per_hour=40.0),
+        _row(region="us-west-2", usd_per_hour=41.6),
+        _row(region="eu-north-1", usd_per_hour=72.0),
+        _row(region="eu-north-1", pricing="spot", usd_per_hour=20.0),
+    ]  # alone in its model
     flags = region_outlier(rows)
     assert list(flags) == [("aws", "p5.48xlarge", "eu-north-1", "on_demand")]
     reason = flags[("aws", "p5.48xlarge", "eu-north-1", "on_demand")].reason
@@ -152,13 +185,17 @@ def test_region_outlier_needs_enough_other_regions_and_is_overridable():
     assert region_outlier(two) == {}  # one other region: no majority to stand out from
     loose = SanityThresholds(region_min_other_regions=1)
     assert len(region_outlier(two, loose)) == 2  # 2x and 0.5x
-    cheap = [_row(region="a", usd_per_hour=40.0), _row(region="b", usd_per_hour=40.0),
-             _row(region="c", usd_per_hour=20.0)]  # 0.5x the others
+    cheap = [
+        _row(region="a", usd_per_hour=40.0),
+        _row(region="b", usd_per_hour=40.0),
+        _row(region="c", usd_per_hour=20.0),
+    ]  # 0.5x the others
     assert list(region_outlier(cheap)) == [("aws", "p5.48xlarge", "c", "on_demand")]
     assert region_outlier(cheap, SanityThresholds(region_outlier_ratio=2.5)) == {}
 
 
 # --- stale ---------------------------------------------------------------------------------
+
 
 def test_stale_against_the_newest_row_or_an_injected_date():
     limit = DEFAULT_THRESHOLDS.stale_age_days
@@ -176,27 +213,37 @@ def test_check_rows_lists_a_rows_flags_in_rule_order():
     rows = _spot_pair(0.05)  # both spot-extreme and beyond AWS's 90 %
     flags = check_rows(rows)
     assert [f.rule for f in flags[("aws", "p5.48xlarge", "us-east-1", "spot")]] == [
-        "spot-extreme", "spot-beyond-published"]
+        "spot-extreme",
+        "spot-beyond-published",
+    ]
     assert ("aws", "p5.48xlarge", "us-east-1", "on_demand") not in flags
 
 
 # --- offerings carry the flags -------------------------------------------------------------
+
 
 def test_offerings_carry_flags_judged_against_the_whole_catalog(bundled_rows):
     # a spot-only filter drops the on-demand reference row; the flag is kept regardless
     offers = cloud_offerings(bundled_rows, gpus=["A100-40GB"], providers=["aws"], pricing=["spot"])
     p4d = next(o for o in offers if o.instance == "p4d.24xlarge")
     assert [f.rule for f in p4d.flags] == ["spot-extreme"]
-    on_demand = cloud_offerings(bundled_rows, gpus=["A100-40GB"], providers=["aws"],
-                                pricing=["on_demand"])
+    on_demand = cloud_offerings(bundled_rows, gpus=["A100-40GB"], providers=["aws"], pricing=["on_demand"])
     assert all(o.flags == () for o in on_demand)
 
 
 def test_job_offerings_and_single_row_constructor(bundled_rows):
     constraints = SimpleNamespace(  # the attributes job_offerings reads from a job's constraints
-        cloud=True, gpu_types=["A100-40GB"], providers=None, regions=None, pricing=["spot"],
-        spot_interruption_overhead=0.1, trust_guessed_network=True, reservation_prepaid=False,
-        spot_interruptions_per_instance_day=None, availability=())
+        cloud=True,
+        gpu_types=["A100-40GB"],
+        providers=None,
+        regions=None,
+        pricing=["spot"],
+        spot_interruption_overhead=0.1,
+        trust_guessed_network=True,
+        reservation_prepaid=False,
+        spot_interruptions_per_instance_day=None,
+        availability=(),
+    )
     offers = job_offerings(bundled_rows, constraints, (), ())
     assert any(o.flags and o.flags[0].rule == "spot-extreme" for o in offers)
     row = next(r for r in bundled_rows if row_key(r) == P4D_SPOT)

@@ -37,8 +37,7 @@ CELL_CASES = [
 
 
 @pytest.mark.parametrize(("index", "column", "value", "phrase"), CELL_CASES)
-def test_bad_cell_names_file_row_column(tmp_path, tiny_rows, make_csv, index, column, value,
-                                        phrase):
+def test_bad_cell_names_file_row_column(tmp_path, tiny_rows, make_csv, index, column, value, phrase):
     tiny_rows[index][column] = value
     path = tmp_path / "bad.csv"
     path.write_text(make_csv(tiny_rows), encoding="utf-8")
@@ -64,8 +63,7 @@ def test_duplicate_offering(tmp_path, tiny_rows, make_csv):
     [
         ([c for c in COLUMNS if c != "source"], "source", "missing column"),
         ([*COLUMNS, "notes"], "notes", "unexpected column"),
-        ([c if c != "usd_per_hour" else "price" for c in COLUMNS], "usd_per_hour",
-         "missing column"),
+        ([c if c != "usd_per_hour" else "price" for c in COLUMNS], "usd_per_hour", "missing column"),
     ],
 )
 def test_bad_header(tmp_path, tiny_rows, make_csv, columns, column, phrase):

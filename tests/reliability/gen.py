@@ -9,8 +9,17 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["toml", "bad_value", "number", "train_job", "serve_job", "batch_file", "flag_value",
-           "TINY_MODEL", "CHEAP_GPUS"]
+__all__ = [
+    "toml",
+    "bad_value",
+    "number",
+    "train_job",
+    "serve_job",
+    "batch_file",
+    "flag_value",
+    "TINY_MODEL",
+    "CHEAP_GPUS",
+]
 
 #: a tiny explicit model shape: every plan of it is cheap to enumerate
 TINY_MODEL = {"layers": 2, "hidden": 256, "heads": 4, "ffn": 1024, "vocab": 1000}
@@ -65,8 +74,9 @@ def toml(doc: dict[str, Any]) -> str:
 
 
 #: values no numeric field accepts
-bad_value = st.sampled_from([math.nan, math.inf, -math.inf, -1, 0, 1e308, -1e-300, True, False,
-                             "inf", "12", [], [1.0], {"a": 1}])
+bad_value = st.sampled_from(
+    [math.nan, math.inf, -math.inf, -1, 0, 1e308, -1e-300, True, False, "inf", "12", [], [1.0], {"a": 1}]
+)
 
 
 def number(lo: float, hi: float, integer: bool = False) -> st.SearchStrategy[Any]:
@@ -91,48 +101,79 @@ def _maybe_break(draw: Any, doc: dict[str, Any], paths: list[tuple[str, ...]]) -
 @st.composite
 def train_job(draw: Any) -> tuple[dict[str, Any], bool]:
     """(a training job table, whether it is meant to be valid)."""
-    w: dict[str, Any] = {"kind": draw(st.sampled_from(["pretrain", "finetune", "lora"])),
-                         "tokens": draw(number(1e6, 1e10)),
-                         "seq_len": draw(st.sampled_from([128, 256, 512])),
-                         "global_batch": draw(number(1, 64, integer=True))}
-    c: dict[str, Any] = {"deadline_hours": draw(number(0.5, 500)),
-                         "gpu_types": [draw(st.sampled_from(CHEAP_GPUS))],
-                         "pricing": draw(st.lists(st.sampled_from(["on_demand", "spot"]),
-                                                  min_size=1, max_size=2, unique=True))}
+    w: dict[str, Any] = {
+        "kind": draw(st.sampled_from(["pretrain", "finetune", "lora"])),
+        "tokens": draw(number(1e6, 1e10)),
+        "seq_len": draw(st.sampled_from([128, 256, 512])),
+        "global_batch": draw(number(1, 64, integer=True)),
+    }
+    c: dict[str, Any] = {
+        "deadline_hours": draw(number(0.5, 500)),
+        "gpu_types": [draw(st.sampled_from(CHEAP_GPUS))],
+        "pricing": draw(
+            st.lists(st.sampled_from(["on_demand", "spot"]), min_size=1, max_size=2, unique=True)
+        ),
+    }
     if draw(st.booleans()):
         c["budget_usd"] = draw(number(0.01, 1e5))
     if draw(st.booleans()):
         c["max_gpus"] = draw(number(1, 64, integer=True))
     doc = {"name": "fuzz", "model": dict(TINY_MODEL), "workload": w, "constraints": c}
-    broken = _maybe_break(draw, doc, [("workload", "tokens"), ("workload", "seq_len"),
-                                      ("workload", "global_batch"), ("workload", "epochs"),
-                                      ("constraints", "deadline_hours"),
-                                      ("constraints", "budget_usd"), ("constraints", "max_gpus"),
-                                      ("constraints", "pricing"), ("constraints", "gpu_types"),
-                                      ("assumptions", "dp_overlap"), ("model", "layers")])
+    broken = _maybe_break(
+        draw,
+        doc,
+        [
+            ("workload", "tokens"),
+            ("workload", "seq_len"),
+            ("workload", "global_batch"),
+            ("workload", "epochs"),
+            ("constraints", "deadline_hours"),
+            ("constraints", "budget_usd"),
+            ("constraints", "max_gpus"),
+            ("constraints", "pricing"),
+            ("constraints", "gpu_types"),
+            ("assumptions", "dp_overlap"),
+            ("model", "layers"),
+        ],
+    )
     return doc, not broken
 
 
 @st.composite
 def serve_job(draw: Any) -> tuple[dict[str, Any], bool]:
     """(a serving job table, whether it is meant to be valid)."""
-    w: dict[str, Any] = {"kind": "serve", "prompt_tokens": draw(number(16, 2048, integer=True)),
-                         "output_tokens": draw(number(16, 512, integer=True))}
+    w: dict[str, Any] = {
+        "kind": "serve",
+        "prompt_tokens": draw(number(16, 2048, integer=True)),
+        "output_tokens": draw(number(16, 512, integer=True)),
+    }
     if draw(st.booleans()):
         w["requests_per_s"] = draw(number(0.01, 50))
     else:
         w["concurrent_users"] = draw(number(1, 1000, integer=True))
         w["think_time_s"] = draw(number(0.5, 600))
-    c: dict[str, Any] = {"ttft_s": draw(number(0.05, 10)), "tpot_ms": draw(number(5, 500)),
-                         "gpu_types": [draw(st.sampled_from(CHEAP_GPUS))],
-                         "redundancy": draw(st.sampled_from(["n", "n+1", "n+2", 0, 1]))}
+    c: dict[str, Any] = {
+        "ttft_s": draw(number(0.05, 10)),
+        "tpot_ms": draw(number(5, 500)),
+        "gpu_types": [draw(st.sampled_from(CHEAP_GPUS))],
+        "redundancy": draw(st.sampled_from(["n", "n+1", "n+2", 0, 1])),
+    }
     doc = {"model": dict(TINY_MODEL), "workload": w, "constraints": c}
-    broken = _maybe_break(draw, doc, [("workload", "requests_per_s"), ("workload", "think_time_s"),
-                                      ("workload", "prompt_tokens"), ("workload", "hours_per_day"),
-                                      ("constraints", "ttft_s"), ("constraints", "tpot_ms"),
-                                      ("constraints", "redundancy"),
-                                      ("constraints", "min_capacity_headroom_fraction"),
-                                      ("constraints", "max_replicas")])
+    broken = _maybe_break(
+        draw,
+        doc,
+        [
+            ("workload", "requests_per_s"),
+            ("workload", "think_time_s"),
+            ("workload", "prompt_tokens"),
+            ("workload", "hours_per_day"),
+            ("constraints", "ttft_s"),
+            ("constraints", "tpot_ms"),
+            ("constraints", "redundancy"),
+            ("constraints", "min_capacity_headroom_fraction"),
+            ("constraints", "max_replicas"),
+        ],
+    )
     return doc, not broken
 
 
@@ -143,11 +184,19 @@ def batch_file(draw: Any) -> tuple[dict[str, Any], bool]:
     jobs = []
     for i in range(draw(st.integers(1, 3))):
         job: dict[str, Any] = {
-            "name": f"j{i}", "model": dict(TINY_MODEL),
-            "workload": {"kind": "pretrain", "tokens": draw(number(1e6, 1e9)), "seq_len": 256,
-                         "global_batch": 8},
-            "constraints": {"deadline_days": draw(number(0.1, horizon)),
-                            "gpu_types": [draw(st.sampled_from(CHEAP_GPUS))]}}
+            "name": f"j{i}",
+            "model": dict(TINY_MODEL),
+            "workload": {
+                "kind": "pretrain",
+                "tokens": draw(number(1e6, 1e9)),
+                "seq_len": 256,
+                "global_batch": 8,
+            },
+            "constraints": {
+                "deadline_days": draw(number(0.1, horizon)),
+                "gpu_types": [draw(st.sampled_from(CHEAP_GPUS))],
+            },
+        }
         if draw(st.booleans()):
             job["droppable"], job["value_usd"] = True, draw(number(0.01, 1e6))
         jobs.append(job)
@@ -155,8 +204,11 @@ def batch_file(draw: Any) -> tuple[dict[str, Any], bool]:
     if draw(st.booleans()):
         capacity["owned"] = [{"gpu": "RTX4090", "num_boxes": draw(number(1, 3, integer=True))}]
     doc = {"name": "fuzz", "capacity": capacity, "job": jobs}
-    broken = _maybe_break(draw, doc, [("capacity", "horizon_days"), ("capacity", "quota_only"),
-                                      ("name",), ("capacity", "horizon_hours")])
+    broken = _maybe_break(
+        draw,
+        doc,
+        [("capacity", "horizon_days"), ("capacity", "quota_only"), ("name",), ("capacity", "horizon_hours")],
+    )
     if not broken and draw(st.integers(0, 3)) == 0:  # break a job field instead
         jobs[0]["constraints"]["deadline_days"] = draw(bad_value)
         broken = True
@@ -164,7 +216,8 @@ def batch_file(draw: Any) -> tuple[dict[str, Any], bool]:
 
 
 #: what a user may type for a numeric flag
-flag_value = st.one_of(st.sampled_from(["nan", "inf", "-inf", "-1", "0", "1e308", "1e-300",
-                                        "abc", "", "2", "8", "0.5", "100"]),
-                       st.integers(-5, 5000).map(str),
-                       st.floats(allow_nan=True, allow_infinity=True).map(repr))
+flag_value = st.one_of(
+    st.sampled_from(["nan", "inf", "-inf", "-1", "0", "1e308", "1e-300", "abc", "", "2", "8", "0.5", "100"]),
+    st.integers(-5, 5000).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)

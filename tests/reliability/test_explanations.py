@@ -34,8 +34,7 @@ def _plan(ccopt, tmp: Path, text: str) -> dict:
 
 
 def test_budget_alone_is_blamed_not_the_deadline(ccopt, tmp_path) -> None:
-    text = (EXAMPLES / "lora_70b_budget.toml").read_text().replace("budget_usd = 1500",
-                                                                   "budget_usd = 100")
+    text = (EXAMPLES / "lora_70b_budget.toml").read_text().replace("budget_usd = 1500", "budget_usd = 100")
     data = _plan(ccopt, tmp_path, text)
     expl = data["explanation"]
     assert expl["binding_constraint"] == "budget"
@@ -46,8 +45,11 @@ def test_budget_alone_is_blamed_not_the_deadline(ccopt, tmp_path) -> None:
 
 
 def test_deadline_alone_is_blamed(ccopt, tmp_path) -> None:
-    data = _plan(ccopt, tmp_path, SMALL.format(model="llama-3-8b", kind="pretrain", tokens="1e13",
-                                               constraints="deadline_days = 0.5"))
+    data = _plan(
+        ccopt,
+        tmp_path,
+        SMALL.format(model="llama-3-8b", kind="pretrain", tokens="1e13", constraints="deadline_days = 0.5"),
+    )
     assert data["explanation"]["binding_constraint"] == "deadline"
     assert "the deadline (0.5 days) binds" in data["explanation"]["text"]
 
@@ -66,17 +68,25 @@ def test_deadline_and_budget_together(ccopt, tmp_path) -> None:
 
 
 def test_memory_is_blamed(ccopt, tmp_path) -> None:
-    data = _plan(ccopt, tmp_path, SMALL.format(
-        model="llama-2-70b", kind="finetune", tokens="1e8",
-        constraints='deadline_days = 30\ngpu_types = ["RTX4090"]\nmax_gpus = 1'))
+    data = _plan(
+        ccopt,
+        tmp_path,
+        SMALL.format(
+            model="llama-2-70b",
+            kind="finetune",
+            tokens="1e8",
+            constraints='deadline_days = 30\ngpu_types = ["RTX4090"]\nmax_gpus = 1',
+        ),
+    )
     assert data["explanation"]["binding_constraint"] == "memory"
     assert "nothing fits in GPU memory" in data["explanation"]["text"]
 
 
 def test_latency_target_is_blamed(ccopt, tmp_path) -> None:
     job = tmp_path / "serve.toml"
-    job.write_text((EXAMPLES / "serve_mistral7b_chatbot.toml").read_text()
-                   .replace("ttft_s = 1.0", "ttft_s = 0.0001"))
+    job.write_text(
+        (EXAMPLES / "serve_mistral7b_chatbot.toml").read_text().replace("ttft_s = 1.0", "ttft_s = 0.0001")
+    )
     run = ccopt("serve", str(job), "--json")
     data = strict_json(run.out)
     assert run.code == 1 and data["explanation"]["binding_constraint"] == "latency"
@@ -105,16 +115,21 @@ def _batch(ccopt, tmp: Path, text: str) -> dict:
 
 def test_quota_is_blamed(ccopt, tmp_path) -> None:
     quota = '[[capacity.quota]]\nprovider = "lambda"\ngpu = "H100-80GB"\nmax_gpus = 1'
-    expl = _batch(ccopt, tmp_path, BATCH.format(horizon=2, capacity=quota) + BATCH_JOB.format(
-        name="a", kind="finetune", tokens="2e9", deadline=1, gpu="H100-80GB"))
+    expl = _batch(
+        ccopt,
+        tmp_path,
+        BATCH.format(horizon=2, capacity=quota)
+        + BATCH_JOB.format(name="a", kind="finetune", tokens="2e9", deadline=1, gpu="H100-80GB"),
+    )
     assert expl["binding_constraint"] == "capacity:quota#0"
     assert expl["fixes"][0]["change"].startswith("raise quota lambda H100-80GB from 1 to")
 
 
 def test_owned_capacity_is_in_the_conflict(ccopt, tmp_path) -> None:
     owned = '[[capacity.owned]]\ngpu = "RTX4090"\nnum_boxes = 1\ngpus_per_box = 1'
-    jobs = "".join(BATCH_JOB.format(name=n, kind="qlora", tokens="3e8", deadline=2, gpu="RTX4090")
-                   for n in "ab")
+    jobs = "".join(
+        BATCH_JOB.format(name=n, kind="qlora", tokens="3e8", deadline=2, gpu="RTX4090") for n in "ab"
+    )
     expl = _batch(ccopt, tmp_path, BATCH.format(horizon=3, capacity=owned) + jobs)
     assert "capacity:owned#0" in expl["conflict"]
     assert any(f["change"] == "grow owned 1x RTX4090 box from 1 to 2 boxes" for f in expl["fixes"])
@@ -131,10 +146,12 @@ def test_a_job_no_reserved_term_can_hold_is_not_called_a_memory_problem(tmp_path
     from optimizer.cli import app
 
     job = tmp_path / "term.toml"
-    job.write_text('name = "term"\n[model]\npreset = "llama-2-70b"\n[workload]\nkind = "pretrain"\n'
-                   'tokens = 1e12\nseq_len = 4096\nglobal_batch = 1024\n[constraints]\n'
-                   'deadline_days = 3000\npricing = ["reserved_1y"]\nmax_gpus = 16\n'
-                   'gpu_types = ["H100-80GB"]\n')
+    job.write_text(
+        'name = "term"\n[model]\npreset = "llama-2-70b"\n[workload]\nkind = "pretrain"\n'
+        "tokens = 1e12\nseq_len = 4096\nglobal_batch = 1024\n[constraints]\n"
+        'deadline_days = 3000\npricing = ["reserved_1y"]\nmax_gpus = 16\n'
+        'gpu_types = ["H100-80GB"]\n'
+    )
     out = CliRunner().invoke(app, ["plan", str(job), "--json"])
     assert out.exit_code == 1, out.stderr
     expl = json.loads(out.stdout)["explanation"]

@@ -25,9 +25,17 @@ from optimizer.pricing.catalog import bundled_path
 from tests.reliability.gen import batch_file, flag_value, serve_job, toml, train_job
 
 EXAMPLES = 500
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 TOL = 1e-6
 
 
@@ -56,8 +64,14 @@ def check(code: int, out: str, err: str, allowed: tuple[int, ...] = (0, 1, 2)) -
     return json.loads(out, parse_constant=_strict) if out.strip() else None
 
 
-def _run_file(work: Path, capsys: pytest.CaptureFixture[str], doc: dict[str, Any], valid: bool,
-              command: str, *options: str) -> tuple[int, Any]:
+def _run_file(
+    work: Path,
+    capsys: pytest.CaptureFixture[str],
+    doc: dict[str, Any],
+    valid: bool,
+    command: str,
+    *options: str,
+) -> tuple[int, Any]:
     """Write `doc` as a job file, run `ccopt COMMAND FILE --json OPTIONS`, check the common
     properties, and that a valid file gets an answer or an infeasibility (exit 0 or 1)."""
     path = work / f"{command}.toml"
@@ -131,15 +145,29 @@ def test_fuzz_batch(work: Path, capsys: pytest.CaptureFixture[str], case: Any) -
         assert s["gap"] >= 0
 
 
-ESTIMATE_FLAGS = ["--num-gpus", "--tp", "--pp", "--micro-batch", "--seq-len", "--global-batch",
-                  "--inter-node-gbps", "--efficiency", "--lora-rank", "--virtual-stages"]
+ESTIMATE_FLAGS = [
+    "--num-gpus",
+    "--tp",
+    "--pp",
+    "--micro-batch",
+    "--seq-len",
+    "--global-batch",
+    "--inter-node-gbps",
+    "--efficiency",
+    "--lora-rank",
+    "--virtual-stages",
+]
 
 
 @FUZZ
-@given(command=st.sampled_from(["estimate", "calibrate", "refresh", "plan"]),
-       flag=st.sampled_from(ESTIMATE_FLAGS), value=flag_value)
-def test_fuzz_options(work: Path, capsys: pytest.CaptureFixture[str], command: str, flag: str,
-                      value: str) -> None:
+@given(
+    command=st.sampled_from(["estimate", "calibrate", "refresh", "plan"]),
+    flag=st.sampled_from(ESTIMATE_FLAGS),
+    value=flag_value,
+)
+def test_fuzz_options(
+    work: Path, capsys: pytest.CaptureFixture[str], command: str, flag: str, value: str
+) -> None:
     if command == "estimate":
         args = ["estimate", "--model", "llama-3-8b", "--gpu", "l4", flag, value, "--json"]
     elif command == "calibrate":
@@ -147,13 +175,25 @@ def test_fuzz_options(work: Path, capsys: pytest.CaptureFixture[str], command: s
         args = ["calibrate", "--model", "llama-3-8b", "--gpu", "l4", which, value, "--json"]
     elif command == "refresh":  # a closed port: valid arguments fail fast with exit 2 (unusable price source)
         which = {"--tp": "--retries", "--pp": "--deadline-s"}.get(flag, "--timeout-s")
-        args = ["prices", "refresh", "--url", "http://127.0.0.1:9/p.csv", "--retries", "0",
-                "--deadline-s", "0.3", which, value]  # retries back off past the deadline: fast
+        args = [
+            "prices",
+            "refresh",
+            "--url",
+            "http://127.0.0.1:9/p.csv",
+            "--retries",
+            "0",
+            "--deadline-s",
+            "0.3",
+            which,
+            value,
+        ]  # retries back off past the deadline: fast
     else:
         job = work / "job.toml"
-        job.write_text('[model]\nlayers = 2\nhidden = 256\nheads = 4\nffn = 1024\nvocab = 1000\n'
-                       '[workload]\ntokens = 1e7\nseq_len = 256\nglobal_batch = 8\n'
-                       '[constraints]\ngpu_types = ["L4"]\n')
+        job.write_text(
+            "[model]\nlayers = 2\nhidden = 256\nheads = 4\nffn = 1024\nvocab = 1000\n"
+            "[workload]\ntokens = 1e7\nseq_len = 256\nglobal_batch = 8\n"
+            '[constraints]\ngpu_types = ["L4"]\n'
+        )
         which = "--alternatives" if flag < "--m" else "--time-limit-s"
         args = ["plan", str(job), which, value, "--json"]
     (work / "calibration.json").unlink(missing_ok=True)  # the fixture outlives one example
@@ -165,18 +205,32 @@ def test_fuzz_options(work: Path, capsys: pytest.CaptureFixture[str], command: s
 
 _ROWS = bundled_path().read_text(encoding="utf-8").splitlines()[:4]
 _HEADER = next(csv.reader([_ROWS[0]]))
-CELL = st.sampled_from(["nan", "inf", "-1", "0", "", "abc", "1e308", "true", "2", "0.5",
-                        "2026-01-01", "1e-300"])
+CELL = st.sampled_from(
+    ["nan", "inf", "-1", "0", "", "abc", "1e308", "true", "2", "0.5", "2026-01-01", "1e-300"]
+)
 
 
 @FUZZ
-@given(kind=st.sampled_from(["prices", "calibration"]), column=st.sampled_from(_HEADER),
-       row=st.integers(1, 3), cell=CELL,
-       efficiency=st.one_of(st.floats(allow_nan=True, allow_infinity=True),
-                            st.sampled_from([None, True, "x", [], 0.4, 1, 5, -1])),
-       garbage=st.one_of(st.none(), st.binary(max_size=40)))
-def test_fuzz_files(work: Path, capsys: pytest.CaptureFixture[str], kind: str, column: str,
-                    row: int, cell: str, efficiency: Any, garbage: bytes | None) -> None:
+@given(
+    kind=st.sampled_from(["prices", "calibration"]),
+    column=st.sampled_from(_HEADER),
+    row=st.integers(1, 3),
+    cell=CELL,
+    efficiency=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([None, True, "x", [], 0.4, 1, 5, -1])
+    ),
+    garbage=st.one_of(st.none(), st.binary(max_size=40)),
+)
+def test_fuzz_files(
+    work: Path,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    column: str,
+    row: int,
+    cell: str,
+    efficiency: Any,
+    garbage: bytes | None,
+) -> None:
     if kind == "prices":
         rows = [next(csv.reader([r])) for r in _ROWS]
         rows[row][_HEADER.index(column)] = cell
@@ -185,22 +239,38 @@ def test_fuzz_files(work: Path, capsys: pytest.CaptureFixture[str], kind: str, c
         prices = work / "prices.csv"
         prices.write_bytes(garbage if garbage is not None else text.getvalue().encode())
         job = work / "job.toml"
-        job.write_text('[model]\nlayers = 2\nhidden = 256\nheads = 4\nffn = 1024\nvocab = 1000\n'
-                       '[workload]\ntokens = 1e7\nseq_len = 256\nglobal_batch = 8\n')
-        code, out, err = run(capsys, "plan", str(job), "--prices", str(prices), "--json",
-                             "--alternatives", "0") if row == 1 else \
-            run(capsys, "estimate", "--model", "llama-3-8b", "--instance",
-                f"{rows[1][0]}:{rows[1][1]}", "--prices", str(prices), "--json")
+        job.write_text(
+            "[model]\nlayers = 2\nhidden = 256\nheads = 4\nffn = 1024\nvocab = 1000\n"
+            "[workload]\ntokens = 1e7\nseq_len = 256\nglobal_batch = 8\n"
+        )
+        code, out, err = (
+            run(capsys, "plan", str(job), "--prices", str(prices), "--json", "--alternatives", "0")
+            if row == 1
+            else run(
+                capsys,
+                "estimate",
+                "--model",
+                "llama-3-8b",
+                "--instance",
+                f"{rows[1][0]}:{rows[1][1]}",
+                "--prices",
+                str(prices),
+                "--json",
+            )
+        )
         check(code, out, err)
         return
     store = work / "calibration.json"
     entry = {"entries": {"L4/bf16": {"efficiency": efficiency}}}
-    store.write_bytes(garbage if garbage is not None else
-                      json.dumps(entry, allow_nan=True).encode())
+    store.write_bytes(garbage if garbage is not None else json.dumps(entry, allow_nan=True).encode())
     code, out, err = run(capsys, "estimate", "--model", "llama-3-8b", "--gpu", "l4", "--json")
     data = check(code, out, err)
-    good = isinstance(efficiency, (int, float)) and not isinstance(efficiency, bool) \
-        and math.isfinite(efficiency) and 0.001 <= efficiency <= 1
+    good = (
+        isinstance(efficiency, (int, float))
+        and not isinstance(efficiency, bool)
+        and math.isfinite(efficiency)
+        and 0.001 <= efficiency <= 1
+    )
     if garbage is None:
         assert (code == 0) == good, (efficiency, err)
     if data is not None:

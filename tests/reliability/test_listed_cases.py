@@ -52,8 +52,7 @@ value_usd = 1e300
 """
 
 
-def train(tokens: str = "1e8", deadline: str = "3", batch: str = "global_batch = 16",
-          extra: str = "") -> str:
+def train(tokens: str = "1e8", deadline: str = "3", batch: str = "global_batch = 16", extra: str = "") -> str:
     return TRAIN.format(tokens=tokens, deadline=deadline, batch=batch, extra=extra)
 
 
@@ -65,48 +64,121 @@ def write(tmp: Path, name: str, text: str | bytes) -> str:
 
 # (id, command, file text, extra args, phrase of the one-line error)
 CASES = [
-    ("tokens inf", "plan", train(tokens="inf"), [],
-     "workload.tokens: inf is not allowed; allowed: a number > 0 and ≤ 1e+15"),
+    (
+        "tokens inf",
+        "plan",
+        train(tokens="inf"),
+        [],
+        "workload.tokens: inf is not allowed; allowed: a number > 0 and ≤ 1e+15",
+    ),
     ("tokens 'inf'", "plan", train(tokens='"inf"'), [], "workload.tokens: 'inf' is not allowed"),
-    ("deadline inf", "plan", train(deadline="inf"), [],
-     "constraints.deadline_days: inf is not allowed; allowed: a number > 0 and ≤ 3650"),
-    ("deadline 1e308", "plan", train(deadline="1e308"), [],
-     "constraints.deadline_days: 1e+308 is not allowed"),
-    ("budget inf", "plan", train(extra="budget_usd = inf"), [],
-     "constraints.budget_usd: inf is not allowed"),
-    ("pricing []", "plan", train(extra="pricing = []"), [],
-     "constraints.pricing: must list at least one value"),
-    ("global_batch true", "plan", train(batch="global_batch = true"), [],
-     "workload.global_batch: true is not allowed; allowed: an integer > 0"),
-    ("global_batch_tokens 1", "plan",
-     train(batch="global_batch_tokens = 1\nbatch_tolerance = 0"), [],
-     "global_batch_tokens = 1 is not a multiple of seq_len = 2048"),
-    ("batch horizon inf", "batch", BATCH.format(horizon="inf", deadline="3", extra=""), [],
-     "capacity.horizon_days: inf is not allowed"),
-    ("batch deadline inf", "batch", BATCH.format(horizon="14", deadline="inf", extra=""), [],
-     "job[0] (a).constraints.deadline_days: inf is not allowed"),
-    ("batch value 1e300", "batch", BATCH.format(horizon="14", deadline="3", extra=DROPPABLE), [],
-     "job[1] (d).value_usd: 1e+300 is not allowed; allowed: a number > 0 and ≤ 1e+10"),
-    ("serve rps inf", "serve", SERVE.format(load="requests_per_s = inf"), [],
-     "workload.requests_per_s: inf is not allowed"),
-    ("serve think 1e-300", "serve",
-     SERVE.format(load="concurrent_users = 100\nthink_time_s = 1e-300"), [],
-     "workload.think_time_s: 1e-300 is not allowed; allowed: a number ≥ 0.001"),
-    ("latin-1 name", "plan", train().replace('"small"', '"caf\xe9"').encode("latin-1"), [],
-     "not UTF-8 text (byte 11: invalid continuation byte)"),  # len(b'name = "caf')
+    (
+        "deadline inf",
+        "plan",
+        train(deadline="inf"),
+        [],
+        "constraints.deadline_days: inf is not allowed; allowed: a number > 0 and ≤ 3650",
+    ),
+    (
+        "deadline 1e308",
+        "plan",
+        train(deadline="1e308"),
+        [],
+        "constraints.deadline_days: 1e+308 is not allowed",
+    ),
+    ("budget inf", "plan", train(extra="budget_usd = inf"), [], "constraints.budget_usd: inf is not allowed"),
+    (
+        "pricing []",
+        "plan",
+        train(extra="pricing = []"),
+        [],
+        "constraints.pricing: must list at least one value",
+    ),
+    (
+        "global_batch true",
+        "plan",
+        train(batch="global_batch = true"),
+        [],
+        "workload.global_batch: true is not allowed; allowed: an integer > 0",
+    ),
+    (
+        "global_batch_tokens 1",
+        "plan",
+        train(batch="global_batch_tokens = 1\nbatch_tolerance = 0"),
+        [],
+        "global_batch_tokens = 1 is not a multiple of seq_len = 2048",
+    ),
+    (
+        "batch horizon inf",
+        "batch",
+        BATCH.format(horizon="inf", deadline="3", extra=""),
+        [],
+        "capacity.horizon_days: inf is not allowed",
+    ),
+    (
+        "batch deadline inf",
+        "batch",
+        BATCH.format(horizon="14", deadline="inf", extra=""),
+        [],
+        "job[0] (a).constraints.deadline_days: inf is not allowed",
+    ),
+    (
+        "batch value 1e300",
+        "batch",
+        BATCH.format(horizon="14", deadline="3", extra=DROPPABLE),
+        [],
+        "job[1] (d).value_usd: 1e+300 is not allowed; allowed: a number > 0 and ≤ 1e+10",
+    ),
+    (
+        "serve rps inf",
+        "serve",
+        SERVE.format(load="requests_per_s = inf"),
+        [],
+        "workload.requests_per_s: inf is not allowed",
+    ),
+    (
+        "serve think 1e-300",
+        "serve",
+        SERVE.format(load="concurrent_users = 100\nthink_time_s = 1e-300"),
+        [],
+        "workload.think_time_s: 1e-300 is not allowed; allowed: a number ≥ 0.001",
+    ),
+    (
+        "latin-1 name",
+        "plan",
+        train().replace('"small"', '"caf\xe9"').encode("latin-1"),
+        [],
+        "not UTF-8 text (byte 11: invalid continuation byte)",
+    ),  # len(b'name = "caf')
     ("random bytes", "plan", b"\xff\xfe\x00garbage\x81", [], "not UTF-8 text (byte 0:"),
-    ("--plot unknown extension", "plan", train(), ["--plot", "{tmp}/x.xyz"],
-     "--plot: {tmp}/x.xyz: unknown extension '.xyz'; allowed: .png"),
+    (
+        "--plot unknown extension",
+        "plan",
+        train(),
+        ["--plot", "{tmp}/x.xyz"],
+        "--plot: {tmp}/x.xyz: unknown extension '.xyz'; allowed: .png",
+    ),
     ("--plot directory", "plan", train(), ["--plot", "{tmp}"], "--plot: {tmp} is a directory"),
-    ("--prices directory", "plan", train(), ["--prices", "{tmp}"],
-     "{tmp}: is a directory; allowed: an offerings CSV file"),
-    ("batch --plot directory", "batch", BATCH.format(horizon="14", deadline="3", extra=""),
-     ["--plot", "{tmp}"], "--plot: {tmp} is a directory"),
+    (
+        "--prices directory",
+        "plan",
+        train(),
+        ["--prices", "{tmp}"],
+        "{tmp}: is a directory; allowed: an offerings CSV file",
+    ),
+    (
+        "batch --plot directory",
+        "batch",
+        BATCH.format(horizon="14", deadline="3", extra=""),
+        ["--plot", "{tmp}"],
+        "--plot: {tmp} is a directory",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("command", "text", "extra", "phrase"),
-                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("command", "text", "extra", "phrase"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_bad_job_file_is_one_line_exit_2(ccopt, tmp_path, command, text, extra, phrase) -> None:
     job = write(tmp_path, "job.toml", text)
     run = ccopt(command, job, *(a.format(tmp=tmp_path) for a in extra))
@@ -121,21 +193,43 @@ def test_job_path_that_is_a_directory(ccopt, tmp_path) -> None:
     assert (run.code, run.err) == (2, f"error: job file is a directory: {tmp_path}\n")
 
 
-@pytest.mark.parametrize(("args", "phrase"), [
-    (["prices", "refresh", "--timeout-s", "0"], "--timeout-s: 0.0 is not allowed; allowed: a number > 0"),
-    (["prices", "refresh", "--timeout-s", "-1"], "--timeout-s: -1.0 is not allowed"),
-    (["prices", "refresh", "--timeout-s", "nan"], "--timeout-s: nan is not allowed"),
-    (["prices", "refresh", "--deadline-s", "inf"], "--deadline-s: inf is not allowed"),
-    (["prices", "refresh", "--retries", "-1"], "--retries: -1 is not allowed; allowed: an integer ≥ 0"),
-    (["estimate", "--model", "llama-3-8b", "--gpu", "h100", "--num-gpus", "16",
-      "--inter-node-gbps", "nan", "--json"], "--inter-node-gbps: nan is not allowed"),
-    (["estimate", "--model", "llama-3-8b", "--gpu", "h100", "--seq-len", "0"],
-     "--seq-len: 0 is not allowed; allowed: an integer > 0"),
-    (["calibrate", "--model", "llama-3-8b", "--gpu", "h100", "--tokens-per-s", "nan"],
-     "--tokens-per-s: nan is not allowed"),
-    (["calibrate", "--model", "llama-3-8b", "--gpu", "h100", "--step-time-s", "inf"],
-     "--step-time-s: inf is not allowed"),
-])
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["prices", "refresh", "--timeout-s", "0"], "--timeout-s: 0.0 is not allowed; allowed: a number > 0"),
+        (["prices", "refresh", "--timeout-s", "-1"], "--timeout-s: -1.0 is not allowed"),
+        (["prices", "refresh", "--timeout-s", "nan"], "--timeout-s: nan is not allowed"),
+        (["prices", "refresh", "--deadline-s", "inf"], "--deadline-s: inf is not allowed"),
+        (["prices", "refresh", "--retries", "-1"], "--retries: -1 is not allowed; allowed: an integer ≥ 0"),
+        (
+            [
+                "estimate",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h100",
+                "--num-gpus",
+                "16",
+                "--inter-node-gbps",
+                "nan",
+                "--json",
+            ],
+            "--inter-node-gbps: nan is not allowed",
+        ),
+        (
+            ["estimate", "--model", "llama-3-8b", "--gpu", "h100", "--seq-len", "0"],
+            "--seq-len: 0 is not allowed; allowed: an integer > 0",
+        ),
+        (
+            ["calibrate", "--model", "llama-3-8b", "--gpu", "h100", "--tokens-per-s", "nan"],
+            "--tokens-per-s: nan is not allowed",
+        ),
+        (
+            ["calibrate", "--model", "llama-3-8b", "--gpu", "h100", "--step-time-s", "inf"],
+            "--step-time-s: inf is not allowed",
+        ),
+    ],
+)
 def test_bad_option_is_one_line_exit_2(ccopt, isolated, args, phrase) -> None:
     url = ["--url", "http://127.0.0.1:9/p.csv"] if args[:2] == ["prices", "refresh"] else []
     run = ccopt(*args, *url)
@@ -144,12 +238,15 @@ def test_bad_option_is_one_line_exit_2(ccopt, isolated, args, phrase) -> None:
     assert not (isolated / "calibration.json").exists()  # nothing stored from a bad flag
 
 
-@pytest.mark.parametrize(("store", "phrase"), [
-    ('{"entries": {"H100-80GB/bf16": {"efficiency": NaN}}}', ".efficiency: nan is not allowed"),
-    ('{"entries": {"H100-80GB/bf16": {"efficiency": 5}}}', ".efficiency: 5 is not allowed"),
-    ('{"entries": {"H100-80GB/bf16": {"efficiency": -1}}}', "allowed: a number ≥ 0.001 and ≤ 1"),
-    (None, "is a directory; allowed: a JSON file path"),
-])
+@pytest.mark.parametrize(
+    ("store", "phrase"),
+    [
+        ('{"entries": {"H100-80GB/bf16": {"efficiency": NaN}}}', ".efficiency: nan is not allowed"),
+        ('{"entries": {"H100-80GB/bf16": {"efficiency": 5}}}', ".efficiency: 5 is not allowed"),
+        ('{"entries": {"H100-80GB/bf16": {"efficiency": -1}}}', "allowed: a number ≥ 0.001 and ≤ 1"),
+        (None, "is a directory; allowed: a JSON file path"),
+    ],
+)
 def test_bad_calibration_store_is_exit_2(ccopt, tmp_path, monkeypatch, store, phrase) -> None:
     path = tmp_path / "store"
     if store is None:
@@ -158,8 +255,11 @@ def test_bad_calibration_store_is_exit_2(ccopt, tmp_path, monkeypatch, store, ph
         path.write_text(store)
     monkeypatch.setenv("CCOPT_CALIBRATION", str(path))
     job = write(tmp_path, "job.toml", train())
-    for args in (["plan", job], ["estimate", "--model", "llama-3-8b", "--gpu", "h100"],
-                 ["calibrate", "--model", "llama-3-8b", "--gpu", "h100", "--step-time-s", "5"]):
+    for args in (
+        ["plan", job],
+        ["estimate", "--model", "llama-3-8b", "--gpu", "h100"],
+        ["calibrate", "--model", "llama-3-8b", "--gpu", "h100", "--step-time-s", "5"],
+    ):
         run = ccopt(*args)
         assert run.code == 2, (args, run.err)
         assert f"calibration store {path}" in run.err and phrase in run.err, run.err
@@ -175,7 +275,12 @@ def test_plot_of_an_infeasible_plan_says_nothing_was_written(ccopt, tmp_path) ->
 
 def test_subprocess_bad_input_has_no_traceback(tmp_path) -> None:
     job = write(tmp_path, "job.toml", train(deadline="inf"))
-    out = subprocess.run([sys.executable, "-m", "optimizer", "plan", job], capture_output=True,
-                         text=True, timeout=60, env={"CCOPT_OFFLINE": "1", "PATH": ""})
+    out = subprocess.run(
+        [sys.executable, "-m", "optimizer", "plan", job],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"CCOPT_OFFLINE": "1", "PATH": ""},
+    )
     assert out.returncode == 2
     assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, out.stderr

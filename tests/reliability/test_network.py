@@ -28,8 +28,7 @@ def trickling_url() -> Iterator[str]:
     def serve_one(conn: socket.socket) -> None:
         with conn:
             conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\n"
-                         b"Content-Length: 100000\r\n\r\n")
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: 100000\r\n\r\n")
             for byte in BUNDLED[:1000]:
                 if stop.wait(0.5):
                     return
@@ -72,8 +71,9 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
 def test_trickling_server_ends_within_the_deadline(ccopt, cache, trickling_url) -> None:
     before = _snapshot(cache)
     start = time.monotonic()
-    run = ccopt("prices", "refresh", "--url", trickling_url, "--timeout-s", "5", "--deadline-s", "2",
-                "--retries", "0")
+    run = ccopt(
+        "prices", "refresh", "--url", trickling_url, "--timeout-s", "5", "--deadline-s", "2", "--retries", "0"
+    )
     elapsed = time.monotonic() - start
     assert run.code == 2, run.err
     assert "total deadline of 2 s" in run.err and "keeping previous tables" in run.err
@@ -119,8 +119,10 @@ def test_table_losing_a_provider_is_refused(ccopt, cache, httpserver) -> None:
 def test_corrupt_cache_fallback_is_stated(ccopt, cache, tmp_path) -> None:
     (cache / "offerings.csv").write_text("provider,junk\nx,y\n")
     job = tmp_path / "job.toml"
-    job.write_text('[model]\npreset = "llama-3-8b"\n[workload]\nkind = "lora"\ntokens = 1e8\n'
-                   'global_batch = 16\n[constraints]\ndeadline_days = 3\n')
+    job.write_text(
+        '[model]\npreset = "llama-3-8b"\n[workload]\nkind = "lora"\ntokens = 1e8\n'
+        "global_batch = 16\n[constraints]\ndeadline_days = 3\n"
+    )
     run = ccopt("plan", str(job), "--json")
     assert run.code == 0, run.err
     catalog = json.loads(run.out)["catalog"]

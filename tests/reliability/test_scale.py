@@ -8,9 +8,12 @@ import time
 from benchmarks.scale import bench_batch, big_catalog
 from optimizer import api
 
-JOB = {"name": "s", "model": {"preset": "llama-3-8b"},
-       "workload": {"kind": "lora", "tokens": 1e9, "seq_len": 2048, "global_batch": 16},
-       "constraints": {"deadline_days": 3, "pricing": ["on_demand", "spot"]}}
+JOB = {
+    "name": "s",
+    "model": {"preset": "llama-3-8b"},
+    "workload": {"kind": "lora", "tokens": 1e9, "seq_len": 2048, "global_batch": 16},
+    "constraints": {"deadline_days": 3, "pricing": ["on_demand", "spot"]},
+}
 
 
 def test_ten_times_the_catalog_plans_the_same_answer(tmp_path) -> None:

@@ -23,11 +23,12 @@ EXAMPLES = ROOT / "examples"
 #: report kind -> (example, the charts its page must show)
 CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "plan": ("llama7b_10days.toml", ("chart-memory", "chart-step", "chart-pareto", "chart-deadline")),
-    "rent-vs-buy": ("finetune_8b_4090_vs_cloud.toml", ("chart-memory", "chart-step", "chart-pareto",
-                                                       "chart-deadline", "chart-rent-buy")),
+    "rent-vs-buy": (
+        "finetune_8b_4090_vs_cloud.toml",
+        ("chart-memory", "chart-step", "chart-pareto", "chart-deadline", "chart-rent-buy"),
+    ),
     "batch": ("batch_12_finetunes.toml", ("chart-gantt", "chart-usage")),
-    "serve": ("serve_mistral7b_chatbot.toml", ("chart-mix", "chart-memory", "chart-load",
-                                               "chart-latency")),
+    "serve": ("serve_mistral7b_chatbot.toml", ("chart-mix", "chart-memory", "chart-load", "chart-latency")),
 }
 
 
@@ -70,7 +71,8 @@ def browser() -> Iterator[Any]:
     if executable is None:
         pytest.fail("chromium not found: apt-get install -y chromium (.ci/run installs it)")
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=executable, headless=True,
-                                     args=["--no-sandbox", "--disable-gpu"])
+        chromium = p.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
         yield chromium
         chromium.close()

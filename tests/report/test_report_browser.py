@@ -86,18 +86,18 @@ def _number(text: str) -> tuple[float, float]:
     """A displayed number and half its last shown digit (what rounding may have moved)."""
     digits = re.sub(r"[$,\s]", "", text)
     decimals = len(digits.split(".")[1]) if "." in digits else 0
-    return float(digits), 0.5 * 10 ** -decimals
+    return float(digits), 0.5 * 10**-decimals
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_headline_numbers_are_the_json_result(opened: Any, reports: dict[str, Report],
-                                              kind: str) -> None:
+def test_headline_numbers_are_the_json_result(opened: Any, reports: dict[str, Report], kind: str) -> None:
     _, page, _, _ = opened[kind]
     result = reports[kind].result
     if kind == "batch":
         result = {**result, "jobs.scheduled": sum(j["status"] == "scheduled" for j in result["jobs"])}
     fields = page.eval_on_selector_all(
-        "#headline [data-field]", "els => els.map(e => [e.dataset.field, e.dataset.value, e.textContent])")
+        "#headline [data-field]", "els => els.map(e => [e.dataset.field, e.dataset.value, e.textContent])"
+    )
     assert len(fields) >= 2
     for field, value, text in fields:
         expected = result[field] if field in result else _field(result, field)
@@ -109,8 +109,9 @@ def test_headline_numbers_are_the_json_result(opened: Any, reports: dict[str, Re
         assert abs(shown - expected) <= half_digit + 1e-9 * abs(expected), (field, text, expected)
 
 
-def test_plan_page_shows_the_chosen_plan_and_the_catalog_date(opened: Any,
-                                                              reports: dict[str, Report]) -> None:
+def test_plan_page_shows_the_chosen_plan_and_the_catalog_date(
+    opened: Any, reports: dict[str, Report]
+) -> None:
     _, page, _, _ = opened["plan"]
     plan = reports["plan"].result["plan"]
     body = page.inner_text("body")

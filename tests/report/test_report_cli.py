@@ -23,10 +23,17 @@ runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("isolated")
 
 
-@pytest.mark.parametrize("name, kind", [
-    ("llama7b_10days.toml", "train"), ("finetune_8b_4090_vs_cloud.toml", "train"),
-    ("batch_12_finetunes.toml", "batch"), ("batch_50_generated.toml", "batch"),
-    ("serve_mistral7b_chatbot.toml", "serve"), ("serve_llama70b_5rps.toml", "serve")])
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("llama7b_10days.toml", "train"),
+        ("finetune_8b_4090_vs_cloud.toml", "train"),
+        ("batch_12_finetunes.toml", "batch"),
+        ("batch_50_generated.toml", "batch"),
+        ("serve_mistral7b_chatbot.toml", "serve"),
+        ("serve_llama70b_5rps.toml", "serve"),
+    ],
+)
 def test_job_kind_from_the_file(name: str, kind: str) -> None:
     assert report_cmd.job_kind(read_toml(EXAMPLES / name)) == kind
 
@@ -39,12 +46,12 @@ def test_serve_fields_without_kind_mean_a_serving_job() -> None:
 def _no_solving(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_: object, **__: object) -> None:
         raise AssertionError("solved before checking the output path")
+
     for name in ("plan", "compare", "serve", "batch"):
         monkeypatch.setattr(api, name, fail)
 
 
-def test_output_directory_is_refused_before_solving(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_output_directory_is_refused_before_solving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _no_solving(monkeypatch)
     done = runner.invoke(app, ["report", str(EXAMPLES / "llama7b_10days.toml"), "-o", str(tmp_path)])
     assert done.exit_code == 2
@@ -52,10 +59,12 @@ def test_output_directory_is_refused_before_solving(tmp_path: Path,
 
 
 def test_output_in_a_missing_directory_is_refused_before_solving(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _no_solving(monkeypatch)
-    done = runner.invoke(app, ["report", str(EXAMPLES / "llama7b_10days.toml"), "-o",
-                               str(tmp_path / "nowhere" / "r.html")])
+    done = runner.invoke(
+        app, ["report", str(EXAMPLES / "llama7b_10days.toml"), "-o", str(tmp_path / "nowhere" / "r.html")]
+    )
     assert done.exit_code == 2
     assert "does not exist" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
@@ -87,11 +96,16 @@ def test_saved_results_of_other_commands_are_detected(command: str) -> None:
     assert "<h1" in html and "chart-" in html
 
 
-@pytest.mark.parametrize("content, phrase", [
-    ("not json", "not a JSON result"), ("[1, 2]", "expected a JSON object"),
-    ('{"hello": 1}', "not a ccopt result"),
-    ('{"mode": "train", "fits": true}', "has no plan to report"),
-    ('{"plan": null, "alternatives": [], "status": "maybe"}', "not a valid plan --json result")])
+@pytest.mark.parametrize(
+    "content, phrase",
+    [
+        ("not json", "not a JSON result"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"hello": 1}', "not a ccopt result"),
+        ('{"mode": "train", "fits": true}', "has no plan to report"),
+        ('{"plan": null, "alternatives": [], "status": "maybe"}', "not a valid plan --json result"),
+    ],
+)
 def test_bad_saved_results_are_one_line_errors(tmp_path: Path, content: str, phrase: str) -> None:
     saved = tmp_path / "bad.json"
     saved.write_text(content, encoding="utf-8")
@@ -110,9 +124,10 @@ def test_infeasible_job_still_gets_a_report_and_exit_1(tmp_path: Path) -> None:
 
 
 def test_other_commands_do_not_import_plotly_or_jinja2() -> None:
-    code = ("import sys, optimizer.cli, optimizer.api; "
-            "print(sorted(m for m in ('plotly', 'jinja2', 'playwright') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60)
+    code = (
+        "import sys, optimizer.cli, optimizer.api; "
+        "print(sorted(m for m in ('plotly', 'jinja2', 'playwright') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

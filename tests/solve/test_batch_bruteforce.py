@@ -36,15 +36,20 @@ def batches(draw: st.DrawFn) -> tuple[list[JobSpec], list, float]:
     box = offering("box", "owned", "owned", gpus=8, gpu=RTX4090, max_instances=2)
     quoted = offering("q", provider="quoted", gpus=2)
     third = draw(st.sampled_from(["free", "reserved"]))
-    other = offering("o", provider="free", gpus=4) if third == "free" else \
-        offering("rsv", "reserved", provider="aws", gpus=8)
-    offerings = draw(st.lists(st.sampled_from([box, quoted, other]), min_size=1, max_size=3,
-                              unique_by=lambda o: o.key))
-    resources = [owned_resource(box, draw(st.integers(1, 2))),
-                 quota_resource("quoted", draw(st.sampled_from([2, 4, 6])))]
+    other = (
+        offering("o", provider="free", gpus=4)
+        if third == "free"
+        else offering("rsv", "reserved", provider="aws", gpus=8)
+    )
+    offerings = draw(
+        st.lists(st.sampled_from([box, quoted, other]), min_size=1, max_size=3, unique_by=lambda o: o.key)
+    )
+    resources = [
+        owned_resource(box, draw(st.integers(1, 2))),
+        quota_resource("quoted", draw(st.sampled_from([2, 4, 6]))),
+    ]
     if third == "reserved":
-        resources.append(reservation_resource(other, draw(st.integers(1, 2)),
-                                              draw(st.integers(1, 30))))
+        resources.append(reservation_resource(other, draw(st.integers(1, 2)), draw(st.integers(1, 30))))
     specs = []
     for j in range(draw(st.integers(1, 4))):
         cands = []
@@ -56,9 +61,15 @@ def batches(draw: st.DrawFn) -> tuple[list[JobSpec], list, float]:
         release = draw(st.integers(0, horizon - 1))
         deadline = draw(st.one_of(st.none(), st.integers(release + 1, horizon + 1)))
         penalty = draw(st.one_of(st.none(), st.integers(1, 60)))
-        specs.append(JobSpec(f"j{j}", cands, float(release),
-                             None if deadline is None else float(deadline),
-                             None if penalty is None else float(penalty)))
+        specs.append(
+            JobSpec(
+                f"j{j}",
+                cands,
+                float(release),
+                None if deadline is None else float(deadline),
+                None if penalty is None else float(penalty),
+            )
+        )
     return specs, resources, float(horizon)
 
 
@@ -74,8 +85,10 @@ def test_cp_sat_optimum_equals_brute_force(batch: tuple[list[JobSpec], list, flo
         return
     assert result.status == Status.OPTIMAL
     assert validate_batch(result) == []
-    objective = sum(to_cents(s.row.candidate.cost_usd) for s in result.jobs if s.row) + sum(
-        n * problem.resources[k].commitment_cents for k, n in result.reserved.items()) + sum(
-        to_cents(s.job.spec.penalty_usd or 0) for s in result.jobs if s.row is None)
+    objective = (
+        sum(to_cents(s.row.candidate.cost_usd) for s in result.jobs if s.row)
+        + sum(n * problem.resources[k].commitment_cents for k, n in result.reserved.items())
+        + sum(to_cents(s.job.spec.penalty_usd or 0) for s in result.jobs if s.row is None)
+    )
     assert objective == expected
     assert round(result.solver["objective_usd"] * 100) == expected

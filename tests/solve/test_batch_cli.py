@@ -37,9 +37,11 @@ gpu_types = ["H100-80GB", "RTX4090"]
 
 
 def _job(name: str, tokens: float, deadline_days: float, extra: str = "") -> str:
-    return (f'\n[[job]]\nname = "{name}"\nmodel = {{ preset = "llama-3-8b" }}\n'
-            f'workload = {{ kind = "lora", tokens = {tokens:g} }}\n'
-            f"constraints = {{ deadline_days = {deadline_days} }}\n{extra}")
+    return (
+        f'\n[[job]]\nname = "{name}"\nmodel = {{ preset = "llama-3-8b" }}\n'
+        f'workload = {{ kind = "lora", tokens = {tokens:g} }}\n'
+        f"constraints = {{ deadline_days = {deadline_days} }}\n{extra}"
+    )
 
 
 pytestmark = pytest.mark.usefixtures("isolated")
@@ -53,8 +55,20 @@ def test_batch_example_json_contract() -> None:
     assert len(data["jobs"]) == 12
     assert data["solver"]["name"] == "cp-sat" and data["solver"]["proven_optimal"] is True
     for job in data["jobs"]:
-        assert {"name", "gpu", "provider", "instance", "pricing", "instances", "gpus", "layout",
-                "hours", "cost_usd", "start_hour", "end_hour"} <= set(job)
+        assert {
+            "name",
+            "gpu",
+            "provider",
+            "instance",
+            "pricing",
+            "instances",
+            "gpus",
+            "layout",
+            "hours",
+            "cost_usd",
+            "start_hour",
+            "end_hour",
+        } <= set(job)
         assert job["end_hour"] <= job["deadline_hour"] + 1e-6
         assert job["start_hour"] >= job["release_hour"]
     used = {j["provider"] for j in data["jobs"]}
@@ -74,16 +88,21 @@ def test_batch_table_and_plot(tmp_path: Path) -> None:
     assert png.stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("body, phrase", [
-    ("[capacity]\nhorizon_days = 3\n", "no [[job]] tables"),
-    (SMALL.replace('provider = "lambda"', 'provider = "lamda"') + _job("a", 1e8, 2),
-     "did you mean 'lambda'"),
-    (SMALL + _job("a", 1e8, 2, "droppable = true\n"), "needs value_usd"),
-    (SMALL + _job("a", 1e8, 2) + _job("a", 1e8, 3), "unique"),
-    (SMALL + _job("a", 1e8, 2, "colour = 3\n"), "job[0] (a).colour: unknown field"),
-    (SMALL.replace("horizon_days = 4", "") + _job("a", 1e8, 2), "horizon_days"),
-    ("not toml [", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "body, phrase",
+    [
+        ("[capacity]\nhorizon_days = 3\n", "no [[job]] tables"),
+        (
+            SMALL.replace('provider = "lambda"', 'provider = "lamda"') + _job("a", 1e8, 2),
+            "did you mean 'lambda'",
+        ),
+        (SMALL + _job("a", 1e8, 2, "droppable = true\n"), "needs value_usd"),
+        (SMALL + _job("a", 1e8, 2) + _job("a", 1e8, 3), "unique"),
+        (SMALL + _job("a", 1e8, 2, "colour = 3\n"), "job[0] (a).colour: unknown field"),
+        (SMALL.replace("horizon_days = 4", "") + _job("a", 1e8, 2), "horizon_days"),
+        ("not toml [", "invalid TOML"),
+    ],
+)
 def test_bad_batch_file_exits_2_with_one_line(tmp_path: Path, body: str, phrase: str) -> None:
     path = tmp_path / "b.toml"
     path.write_text(body, encoding="utf-8")
@@ -121,13 +140,23 @@ def test_infeasible_batch_exits_1_and_names_the_fix(tmp_path: Path) -> None:
 
 
 def test_defaults_merge_and_job_overrides() -> None:
-    data = {"capacity": {"horizon_days": 2},
-            "defaults": {"workload": {"seq_len": 1024, "global_batch": 32},
-                         "constraints": {"gpu_types": ["H100"], "deadline_days": 1}},
-            "job": [{"model": {"preset": "gpt2"}, "workload": {"tokens": 1e6}},
-                    {"name": "b", "model": {"preset": "gpt2"},
-                     "workload": {"tokens": 1e6, "seq_len": 512},
-                     "constraints": {"deadline_days": 2}, "release_hours": 3}]}
+    data = {
+        "capacity": {"horizon_days": 2},
+        "defaults": {
+            "workload": {"seq_len": 1024, "global_batch": 32},
+            "constraints": {"gpu_types": ["H100"], "deadline_days": 1},
+        },
+        "job": [
+            {"model": {"preset": "gpt2"}, "workload": {"tokens": 1e6}},
+            {
+                "name": "b",
+                "model": {"preset": "gpt2"},
+                "workload": {"tokens": 1e6, "seq_len": 512},
+                "constraints": {"deadline_days": 2},
+                "release_hours": 3,
+            },
+        ],
+    }
     batch = batch_from_dict(data)
     a, b = batch.job
     assert a.name == "job-1" and a.workload.seq_len == 1024 and b.workload.seq_len == 512
@@ -140,10 +169,18 @@ def test_example_file_loads() -> None:
     assert len(batch.job) == 12 and base == EXAMPLE.parent
     assert batch.capacity.quota[0].max_gpus == 16 and batch.capacity.owned[0].num_boxes == 1
     with pytest.raises(ConfigError, match="owned"):
-        batch_from_dict({"capacity": {"horizon_days": 1},
-                         "job": [{"model": {"preset": "gpt2"},
-                                  "workload": {"tokens": 1e6, "global_batch": 8},
-                                  "hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 1}]}}]})
+        batch_from_dict(
+            {
+                "capacity": {"horizon_days": 1},
+                "job": [
+                    {
+                        "model": {"preset": "gpt2"},
+                        "workload": {"tokens": 1e6, "global_batch": 8},
+                        "hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 1}]},
+                    }
+                ],
+            }
+        )
 
 
 def test_a_cloud_placement_names_the_jobs_that_kept_the_box_busy(tmp_path) -> None:

@@ -19,8 +19,11 @@ HORIZON_H = 30 * 24.0
 
 
 def _p5(rows):
-    return next(r for r in rows if r.provider == "aws" and r.instance_type == "p5.48xlarge"
-                and r.pricing_model == "reserved_1y")
+    return next(
+        r
+        for r in rows
+        if r.provider == "aws" and r.instance_type == "p5.48xlarge" and r.pricing_model == "reserved_1y"
+    )
 
 
 @pytest.mark.parametrize("bill", ["term", "horizon"])
@@ -44,14 +47,15 @@ def test_reservation_commitment_is_cost_usd_of_the_row(rows, bill: str) -> None:
 
 def test_reservation_errors_name_the_field(rows) -> None:
     with pytest.raises(ConfigError, match=r"capacity.reservation\[0\].instance.*did you mean"):
-        reservation_resource(rows, Reservation(provider="aws", instance="p5.48xlarg",
-                                               max_instances=1), 0, HORIZON_H)
+        reservation_resource(
+            rows, Reservation(provider="aws", instance="p5.48xlarg", max_instances=1), 0, HORIZON_H
+        )
     with pytest.raises(ConfigError, match=r"capacity.reservation\[1\].provider"):
-        reservation_resource(rows, Reservation(provider="awz", gpu="H100", max_instances=1), 1,
-                             HORIZON_H)
+        reservation_resource(rows, Reservation(provider="awz", gpu="H100", max_instances=1), 1, HORIZON_H)
     with pytest.raises(ConfigError, match="longer than the reserved_1y term"):
-        reservation_resource(rows, Reservation(provider="aws", instance="p5.48xlarge",
-                                               max_instances=1), 0, 9000.0)
+        reservation_resource(
+            rows, Reservation(provider="aws", instance="p5.48xlarge", max_instances=1), 0, 9000.0
+        )
 
 
 def test_quota_provider_is_spelled_as_in_the_catalog(rows) -> None:

@@ -25,8 +25,7 @@ CONFIG = SolverConfig(time_limit_s=10.0)
 
 
 def _plan(result) -> dict[str, tuple[str | None, float | None]]:
-    return {s.name: (s.row.candidate.offering.key if s.row else None, s.start_h)
-            for s in result.jobs}
+    return {s.name: (s.row.candidate.offering.key if s.row else None, s.start_h) for s in result.jobs}
 
 
 def test_sharing_two_jobs_split_between_owned_box_and_cloud() -> None:
@@ -73,8 +72,7 @@ def test_quota_caps_concurrent_gpus() -> None:
     second must take the $50 unlimited offering: $70."""
     q = offering("q", provider="quoted", gpus=8)
     free = offering("f", provider="elsewhere", gpus=8)
-    jobs = [JobSpec(n, [candidate(q, 1, 2, 20), candidate(free, 1, 2, 50)], 0, 4)
-            for n in ("x", "y")]
+    jobs = [JobSpec(n, [candidate(q, 1, 2, 20), candidate(free, 1, 2, 50)], 0, 4) for n in ("x", "y")]
     res = [quota_resource("quoted", 8)]
     r = solve_batch(BatchProblem.build(jobs, res, 6, GRID), CONFIG)
     assert r.total_cost_usd == pytest.approx(40)
@@ -96,8 +94,9 @@ def test_reservation_is_sized_by_the_solver() -> None:
     res = [reservation_resource(rsv, 2, 50.0)]
 
     def jobs(n: int) -> list[JobSpec]:
-        return [JobSpec(f"j{i}", [candidate(rsv, 1, 3, 0.0), candidate(od, 1, 3, 40.0)], 0, 6)
-                for i in range(n)]
+        return [
+            JobSpec(f"j{i}", [candidate(rsv, 1, 3, 0.0), candidate(od, 1, 3, 40.0)], 0, 6) for i in range(n)
+        ]
 
     expected = {1: (0, 40.0), 2: (1, 100.0 - 50.0), 3: (1, 90.0)}
     for n, (reserved, total) in expected.items():
@@ -113,8 +112,9 @@ def test_droppable_job_is_dropped_when_running_it_costs_more_than_its_value() ->
     box = offering("box", "owned", "owned", gpu=RTX4090, max_instances=1)
     cloud = offering("c", provider="x")
     must = JobSpec("must", [candidate(box, 1, 6, 6.0)], 0, 6)
-    maybe = JobSpec("maybe", [candidate(box, 1, 2, 2.0), candidate(cloud, 1, 2, 90.0)], 0, 6,
-                    penalty_usd=60.0)
+    maybe = JobSpec(
+        "maybe", [candidate(box, 1, 2, 2.0), candidate(cloud, 1, 2, 90.0)], 0, 6, penalty_usd=60.0
+    )
     r = solve_batch(BatchProblem.build([must, maybe], [owned_resource(box, 1)], 6, GRID), CONFIG)
     assert _plan(r)["maybe"] == (None, None)
     assert r.total_cost_usd == pytest.approx(6.0) and r.dropped_value_usd == 60.0
@@ -163,8 +163,7 @@ def test_infeasible_batch_names_the_conflict_and_the_cheapest_fixes() -> None:
     assert r.status == Status.INFEASIBLE and r.jobs == []
     e = r.explanation
     assert e is not None
-    assert sorted(e.conflict) == ["capacity:owned#0", "capacity:quota#0", "deadline:A",
-                                  "deadline:B"]
+    assert sorted(e.conflict) == ["capacity:owned#0", "capacity:quota#0", "deadline:A", "deadline:B"]
     fixes = {f.requirement: f for f in e.fixes}
     assert fixes["deadline:A"].detail["deadline:A"]["needed_hour"] == 12.0
     assert fixes["deadline:B"].detail["deadline:B"]["needed_hour"] == 12.0
@@ -172,8 +171,7 @@ def test_infeasible_batch_names_the_conflict_and_the_cheapest_fixes() -> None:
     assert fixes["capacity:quota#0"].detail["capacity:quota#0"]["needed"] == 4
     assert fixes["capacity:quota#0"].total_cost_usd == pytest.approx(36.0)
     assert e.fixes[0].total_cost_usd == pytest.approx(12.0)
-    assert "raise quota quoted H100-80GB from 2 to 4 GPUs" in \
-        fixes["capacity:quota#0"].change
+    assert "raise quota quoted H100-80GB from 2 to 4 GPUs" in fixes["capacity:quota#0"].change
     assert "cannot all hold" in e.message and "Cheapest fix" in e.message
 
 
@@ -189,5 +187,6 @@ def test_a_job_that_cannot_fit_the_horizon_is_named_without_solving() -> None:
 def test_release_past_the_horizon_is_a_config_error() -> None:
     box = offering("box", "owned", "owned", gpu=RTX4090)
     with pytest.raises(ConfigError, match="release"):
-        BatchProblem.build([JobSpec("late", [candidate(box, 1, 1, 1)], release_h=30)],
-                           [owned_resource(box, 1)], 24, GRID)
+        BatchProblem.build(
+            [JobSpec("late", [candidate(box, 1, 1, 1)], release_h=30)], [owned_resource(box, 1)], 24, GRID
+        )

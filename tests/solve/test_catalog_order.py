@@ -56,15 +56,38 @@ def test_exact_ties_go_by_the_stated_key_in_any_order() -> None:
     from optimizer.solve.train.plan import plan_job
     from optimizer.solve.train.prepare import prepare_from_offerings
 
-    job = Job.model_validate({
-        "name": "t", "model": {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4,
-                               "ffn": 1536, "vocab": 8000, "name": "tiny"},
-        "workload": {"kind": "pretrain", "tokens": 2e8, "seq_len": 512, "global_batch": 16},
-        "constraints": {"deadline_days": 30}})
-    twins = [Offering(key=p, kind="cloud", provider=p, instance="box", region="r",
-                      pricing="on_demand", gpu=get_gpu("L4"), gpus_per_instance=1,
-                      inter_node_gbps=100.0, usd_per_hour=0.8, max_instances=2)
-             for p in ("b", "a")]
+    job = Job.model_validate(
+        {
+            "name": "t",
+            "model": {
+                "layers": 4,
+                "hidden": 512,
+                "heads": 8,
+                "kv_heads": 4,
+                "ffn": 1536,
+                "vocab": 8000,
+                "name": "tiny",
+            },
+            "workload": {"kind": "pretrain", "tokens": 2e8, "seq_len": 512, "global_batch": 16},
+            "constraints": {"deadline_days": 30},
+        }
+    )
+    twins = [
+        Offering(
+            key=p,
+            kind="cloud",
+            provider=p,
+            instance="box",
+            region="r",
+            pricing="on_demand",
+            gpu=get_gpu("L4"),
+            gpus_per_instance=1,
+            inter_node_gbps=100.0,
+            usd_per_hour=0.8,
+            max_instances=2,
+        )
+        for p in ("b", "a")
+    ]
     for order in (twins, twins[::-1]):
         prep = prepare_from_offerings(job, job.model.resolve(), order, PerfAssumptions())
         plan = plan_job(job, prepared=prep, alternatives=0).plan

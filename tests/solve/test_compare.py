@@ -45,8 +45,16 @@ def test_the_best_compared_plan_is_the_plan(example: str) -> None:
     _, plan = _run("plan", f"examples/{example}.toml", "--json")
     rows = [r for r in (data["cloud"], data["owned_or_bought"]) if r]
     best = min(rows, key=lambda r: r["cost_usd"])
-    for key in ("cost_usd", "gpu", "instances", "step_time_s", "tokens", "sample_unit",
-                "samples_per_s", "layout"):
+    for key in (
+        "cost_usd",
+        "gpu",
+        "instances",
+        "step_time_s",
+        "tokens",
+        "sample_unit",
+        "samples_per_s",
+        "layout",
+    ):
         assert best.get(key) == plan["plan"].get(key), key
     assert data["solver"]["rows"] >= 1 and data["solver"]["proven_optimal"]
     assert data["job_detail"] == plan["job"] and data["job"] == plan["job"]["name"]

@@ -46,23 +46,34 @@ def _stored_gb_hours(size_gb: float, every_h: float, kept: int, hours: float) ->
     return size_gb * total
 
 
-@pytest.mark.parametrize("every_h,kept,hours,expected", [
-    # written at 2, 4, 6; the first is deleted at 6 (keep 2): 4 + 3 + 1 = 8 GB-h per GB
-    (2.0, 2, 7.0, 8.0),
-    (5.0, 3, 4.0, 0.0),  # no checkpoint before the job ends
-    (1.0, 1, 3.5, 2.5),  # 1→2, 2→3, 3→3.5
-])
+@pytest.mark.parametrize(
+    "every_h,kept,hours,expected",
+    [
+        # written at 2, 4, 6; the first is deleted at 6 (keep 2): 4 + 3 + 1 = 8 GB-h per GB
+        (2.0, 2, 7.0, 8.0),
+        (5.0, 3, 4.0, 0.0),  # no checkpoint before the job ends
+        (1.0, 1, 3.5, 2.5),  # 1→2, 2→3, 3→3.5
+    ],
+)
 def test_checkpoint_gb_hours_by_hand(every_h, kept, hours, expected) -> None:
     assert checkpoint_gb_hours(1.0, every_h, kept, hours) == pytest.approx(expected)
     assert checkpoint_gb_hours(10.0, every_h, kept, hours) == pytest.approx(
-        _stored_gb_hours(10.0, every_h, kept, hours))
+        _stored_gb_hours(10.0, every_h, kept, hours)
+    )
 
 
 def _a100_job(data: dict | None) -> Job:
-    doc = {"name": "egress", "model": {"preset": "llama-2-7b"},
-           "workload": {"kind": "finetune", "tokens": 2e9, "seq_len": 4096, "global_batch": 256},
-           "constraints": {"deadline_days": 30, "gpu_types": ["A100-80GB"],
-                           "providers": ["aws", "lambda"], "max_instances": 1}}
+    doc = {
+        "name": "egress",
+        "model": {"preset": "llama-2-7b"},
+        "workload": {"kind": "finetune", "tokens": 2e9, "seq_len": 4096, "global_batch": 256},
+        "constraints": {
+            "deadline_days": 30,
+            "gpu_types": ["A100-80GB"],
+            "providers": ["aws", "lambda"],
+            "max_instances": 1,
+        },
+    }
     if data is not None:
         doc["data"] = data
     return Job.model_validate(doc)
@@ -71,8 +82,13 @@ def _a100_job(data: dict | None) -> Job:
 def test_dataset_in_aws_makes_lambdas_cheaper_gpus_lose_once_egress_counts(rows) -> None:
     bare = plan_job(_a100_job(None), rows, alternatives=1)
     assert bare.plan.offering.provider == "lambda"  # the cheaper GPU-hour wins without data
-    data = {"dataset_gb": 2000.0, "provider": "aws", "region": "us-east-1",
-            "checkpoint_every_hours": 4.0, "checkpoints_kept": 2}
+    data = {
+        "dataset_gb": 2000.0,
+        "provider": "aws",
+        "region": "us-east-1",
+        "checkpoint_every_hours": 4.0,
+        "checkpoints_kept": 2,
+    }
     result = plan_job(_a100_job(data), rows, alternatives=1)
     plan, alt = result.plan, result.alternatives[0]
     assert (plan.offering.provider, plan.offering.instance) == ("aws", "p4de.24xlarge")
@@ -86,11 +102,11 @@ def test_dataset_in_aws_makes_lambdas_cheaper_gpus_lose_once_egress_counts(rows)
     assert any("object storage at aws" in u for u in plan.offering.data.unknown)
     # lambda: 2,000 GB × $0.09 out of AWS, the copy and 2 checkpoints at $0.20/GB-month
     egress = 2000 * AWS_EGRESS_USD_PER_GB
-    storage = (2000 * h + _stored_gb_hours(CKPT_GB, 4.0, 2, h)) \
-        * LAMBDA_STORAGE_USD_PER_GB_MONTH / HOURS_PER_MONTH
+    storage = (
+        (2000 * h + _stored_gb_hours(CKPT_GB, 4.0, 2, h)) * LAMBDA_STORAGE_USD_PER_GB_MONTH / HOURS_PER_MONTH
+    )
     assert egress == pytest.approx(180.0)
-    assert alt.cost_usd == pytest.approx(LAMBDA_A100X8_USD_PER_HOUR * h + egress + storage,
-                                         rel=1e-9)
+    assert alt.cost_usd == pytest.approx(LAMBDA_A100X8_USD_PER_HOUR * h + egress + storage, rel=1e-9)
     # the GPU-hours alone favour lambda; egress turns it around
     assert LAMBDA_A100X8_USD_PER_HOUR * h < P4DE_USD_PER_HOUR * h < alt.cost_usd
 
@@ -101,8 +117,9 @@ def test_compare_totals_include_the_data_lines(rows) -> None:
     lam = out["per_provider"]["lambda"]
     assert lam["data"]["egress_usd"] == pytest.approx(180.0)
     # hours are rounded to 0.01 h in the JSON: ±0.005 h × $22.32/h
-    assert lam["cost_usd"] == pytest.approx(lam["usd_per_hour"] * lam["hours"]
-                                            + lam["data_usd"], abs=0.005 * 22.32 + 0.01)
+    assert lam["cost_usd"] == pytest.approx(
+        lam["usd_per_hour"] * lam["hours"] + lam["data_usd"], abs=0.005 * 22.32 + 0.01
+    )
     assert out["cloud"]["provider"] == "aws"
 
 
@@ -118,9 +135,11 @@ def test_lm_job_data_costs_are_negligible_and_shown() -> None:
     assert d["dataset_storage_usd"] == pytest.approx(280 * 0.20 * h / 730, rel=1e-3)
     assert d["checkpoint_gb"] == pytest.approx(CKPT_GB, abs=0.01)
     assert d["checkpoint_storage_usd"] == pytest.approx(
-        _stored_gb_hours(CKPT_GB, 4.0, 3, h) * 0.20 / 730, rel=1e-3)
-    assert p["data_usd"] == pytest.approx(d["egress_usd"] + d["dataset_storage_usd"]
-                                          + d["checkpoint_storage_usd"], abs=0.02)
+        _stored_gb_hours(CKPT_GB, 4.0, 3, h) * 0.20 / 730, rel=1e-3
+    )
+    assert p["data_usd"] == pytest.approx(
+        d["egress_usd"] + d["dataset_storage_usd"] + d["checkpoint_storage_usd"], abs=0.02
+    )
     assert p["cost_usd"] == pytest.approx(base["plan"]["cost_usd"] + p["data_usd"], abs=0.02)
     assert d["share_of_cost"] < 0.01  # negligible: under 1% of the GPUs' cost
     # the text loader is far from binding: (208 vCPUs − 8 reserved) × 2,000 sequences/s (guess)
@@ -146,8 +165,7 @@ def test_image_job_gpu_cheapest_offering_is_slowed_by_its_vcpus() -> None:
     assert 90 * 1281167 / 2880 / 3600 > 8
     assert out["plan"]["instance"] != "8x-RTX_4090-32-65536"
     # with a loader that never binds, that box is the plan: the vCPUs changed the answer
-    fast = job.model_copy(update={"data": job.data.model_copy(
-        update={"samples_per_s_per_vcpu": 1e6})})
+    fast = job.model_copy(update={"data": job.data.model_copy(update={"samples_per_s_per_vcpu": 1e6})})
     free = api.plan(fast, offline=True, alternatives=0)
     assert free["plan"]["instance"] == "8x-RTX_4090-32-65536"
     assert free["plan"]["cost_usd"] < out["plan"]["cost_usd"]
@@ -159,8 +177,7 @@ def test_image_plan_text_explains_the_slowed_cheaper_box() -> None:
 
     from optimizer.cli import app
 
-    result = CliRunner().invoke(app, ["plan", str(EXAMPLES / "resnet50_imagenet_loader.toml"),
-                                      "--offline"])
+    result = CliRunner().invoke(app, ["plan", str(EXAMPLES / "resnet50_imagenet_loader.toml"), "--offline"])
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
     assert "loader-bound (cheaper GPU-hour): RTX4090 ×8 (vast 8x-RTX_4090-32-65536)" in text

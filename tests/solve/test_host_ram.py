@@ -29,17 +29,24 @@ def test_offloaded_bytes_by_hand(dp: int, zero: int) -> None:
 
 
 def _job(ram_gib: float, zero: tuple[int, ...]) -> Job:
-    return Job.model_validate({
-        "name": "offload", "model": {"preset": "llama-2-7b"},
-        "workload": {"kind": "finetune", "tokens": 5e7, "seq_len": 1024, "global_batch": 32,
-                     "offload_optimizer": True},
-        "constraints": {"cloud": False, "deadline_days": 60, "zero_stages": list(zero)},
-        "hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 2, "ram_gib": ram_gib,
-                                "vcpus": 64}]}})
+    return Job.model_validate(
+        {
+            "name": "offload",
+            "model": {"preset": "llama-2-7b"},
+            "workload": {
+                "kind": "finetune",
+                "tokens": 5e7,
+                "seq_len": 1024,
+                "global_batch": 32,
+                "offload_optimizer": True,
+            },
+            "constraints": {"cloud": False, "deadline_days": 60, "zero_stages": list(zero)},
+            "hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 2, "ram_gib": ram_gib, "vcpus": 64}]},
+        }
+    )
 
 
-@settings(max_examples=8, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(ram_gib=st.floats(min_value=16, max_value=400), zero=st.sampled_from([(1,), (2,), (1, 2, 3)]))
 def test_an_offload_plan_never_offloads_more_than_the_host_has(ram_gib: float, zero) -> None:
     result = plan_job(_job(ram_gib, zero), alternatives=0)
@@ -54,8 +61,7 @@ def test_an_offload_plan_never_offloads_more_than_the_host_has(ram_gib: float, z
     # params, embedding and LM head 32,000 × 4,096 each, final norm 4,096; with pp > 1 the
     # first/last stage holds ceil(32/pp) layers + the head and norm (Narayanan et al. 2021 §2.2)
     layer, emb, norm = 202_383_360, 32_000 * 4096, 4096
-    stage = (32 * layer + 2 * emb + norm if lay.pp == 1
-             else -(-32 // lay.pp) * layer + emb + norm)
+    stage = 32 * layer + 2 * emb + norm if lay.pp == 1 else -(-32 // lay.pp) * layer + emb + norm
     per_gpu = stage / lay.tp * OFFLOAD_BYTES_PER_PARAM / lay.dp / 2**30
     assert p.host.offloaded_gib_per_gpu == pytest.approx(per_gpu, rel=1e-6)
     assert per_gpu * 8 <= ram_gib * 1.05
@@ -74,19 +80,37 @@ def test_small_host_ram_rejects_the_offload_plan_with_the_reason() -> None:
 def test_cloud_offload_plans_fit_the_catalogs_host_ram(rows) -> None:
     # a 70B full fine-tune with ZeRO-Offload: 68.98e9 params × 14 B ≈ 900 GiB of host state over
     # the data-parallel ranks; every plan and alternative must fit its instance's RAM
-    job = Job.model_validate({
-        "name": "offload-70b", "model": {"preset": "llama-2-70b"},
-        "workload": {"kind": "finetune", "tokens": 2e7, "seq_len": 2048, "global_batch": 16,
-                     "offload_optimizer": True},
-        "constraints": {"deadline_days": 30, "max_instances": 2,
-                        "gpu_types": ["A100-80GB", "H100-80GB", "L40S"]}})
+    job = Job.model_validate(
+        {
+            "name": "offload-70b",
+            "model": {"preset": "llama-2-70b"},
+            "workload": {
+                "kind": "finetune",
+                "tokens": 2e7,
+                "seq_len": 2048,
+                "global_batch": 16,
+                "offload_optimizer": True,
+            },
+            "constraints": {
+                "deadline_days": 30,
+                "max_instances": 2,
+                "gpu_types": ["A100-80GB", "H100-80GB", "L40S"],
+            },
+        }
+    )
     result = plan_job(job, rows, alternatives=3)
     assert result.plan is not None
     for c in [result.plan, *result.alternatives]:
         ram = c.offering.ram_gib
         per_instance = c.host.offloaded_gib_per_gpu * c.offering.gpus_per_instance
-        by_hand = 68_976_648_192 / (c.layout.tp * c.layout.pp) * OFFLOAD_BYTES_PER_PARAM \
-            / (c.layout.dp if c.layout.zero_stage >= 1 else 1) / 2**30 * c.offering.gpus_per_instance
+        by_hand = (
+            68_976_648_192
+            / (c.layout.tp * c.layout.pp)
+            * OFFLOAD_BYTES_PER_PARAM
+            / (c.layout.dp if c.layout.zero_stage >= 1 else 1)
+            / 2**30
+            * c.offering.gpus_per_instance
+        )
         assert per_instance == pytest.approx(by_hand, rel=0.1)  # pipeline stages differ a little
         if ram is not None:
             assert c.host.ram_needed_gib <= ram + 1e-9

@@ -12,8 +12,15 @@ from optimizer.solve.train.enumerate import BatchRule, instance_counts
 
 # MPT-7B (MosaicML model card): 32 layers, d_model 4096, 32 heads, 4× non-gated FFN, vocab
 # 50,432, 2,048-token sequences, global batch 1,760 sequences, 440 A100-40GB
-MPT_7B = {"name": "mpt-7b", "layers": 32, "hidden": 4096, "heads": 32, "ffn": 16384,
-          "ffn_kind": "plain", "vocab": 50432}
+MPT_7B = {
+    "name": "mpt-7b",
+    "layers": 32,
+    "hidden": 4096,
+    "heads": 32,
+    "ffn": 16384,
+    "ffn_kind": "plain",
+    "vocab": 50432,
+}
 
 
 def test_counts_are_the_sizes_that_realise_the_batch():
@@ -29,11 +36,14 @@ def test_counts_are_the_sizes_that_realise_the_batch():
 
 
 def _job(**constraints):
-    return job_from_dict({
-        "name": "mpt-7b-440", "model": MPT_7B,
-        "workload": {"tokens": 1e12, "seq_len": 2048, "global_batch": 1760},
-        "constraints": {"gpu_types": ["A100-40GB"], "providers": ["aws"], "max_gpus": 440,
-                        **constraints}})
+    return job_from_dict(
+        {
+            "name": "mpt-7b-440",
+            "model": MPT_7B,
+            "workload": {"tokens": 1e12, "seq_len": 2048, "global_batch": 1760},
+            "constraints": {"gpu_types": ["A100-40GB"], "providers": ["aws"], "max_gpus": 440, **constraints},
+        }
+    )
 
 
 @pytest.mark.parametrize("pricing", [["on_demand"]])
@@ -43,8 +53,7 @@ def test_mpt7b_on_440_a100s_plans_55_nodes(pricing, no_user_state):
     at_55 = forced["plan"]
     assert at_55["instances"] == 55 and at_55["gpus"] == 440
     # a deadline only 55 nodes meet: every smaller realisable count is slower, 55 is the cap
-    data = api.plan(_job(deadline_hours=at_55["hours"] + 0.01, pricing=pricing), offline=True,
-                    alternatives=0)
+    data = api.plan(_job(deadline_hours=at_55["hours"] + 0.01, pricing=pricing), offline=True, alternatives=0)
     assert data["status"] == "optimal"
     assert data["plan"]["instances"] == 55  # neither ≤ 8 nor 2^k nor 3·2^k
     assert data["plan"]["cost_usd"] == pytest.approx(at_55["cost_usd"], abs=0.01)

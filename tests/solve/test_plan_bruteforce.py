@@ -20,9 +20,9 @@ from optimizer.solve.train.prepare import prepare_from_offerings
 from optimizer.solve.train.validate import plan_violations
 
 A = PerfAssumptions()
-TINY = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1536, "vocab": 8000,
-        "name": "tiny"}
+TINY = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1536, "vocab": 8000, "name": "tiny"}
 GPUS = ["L4", "A10", "RTX4090", "A100-40GB", "T4"]
+
 
 def _cents(usd: float) -> int:
     """Whole cents, rounded up after dropping float noise below 1e-6 cent (1752.0000000000002
@@ -32,7 +32,6 @@ def _cents(usd: float) -> int:
 
 def _seconds(hours: float) -> int:
     return math.ceil(round(hours * 3600, 6))
-
 
 
 def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | None:
@@ -62,18 +61,35 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
                         ga = w.batch_sequences // (dp * mb)
                         for zero in c.zero_stages:
                             for ckpt in CHECKPOINTING:
-                                lay = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero,
-                                             checkpointing=ckpt, micro_batch=mb, grad_accum=ga)
+                                lay = Layout(
+                                    dp=dp,
+                                    tp=tp,
+                                    pp=pp,
+                                    zero_stage=zero,
+                                    checkpointing=ckpt,
+                                    micro_batch=mb,
+                                    grad_accum=ga,
+                                )
                                 # usable device memory: card × (1 − fraction) − GiB kept free
-                                usable = off.gpu.memory_gib * (1 - c.min_memory_headroom_fraction) \
+                                usable = (
+                                    off.gpu.memory_gib * (1 - c.min_memory_headroom_fraction)
                                     - c.min_memory_headroom_gib
+                                )
                                 if training_memory(model, setup, lay, A).device > usable:
                                     continue
                                 step = training_step_time(
-                                    model, setup, lay,
-                                    Cluster(off.gpu, off.gpus_per_instance, n, off.inter_node_gbps), A)
-                                hours = w.steps_for_batch(lay.global_batch) * step.time_s / 3600 \
+                                    model,
+                                    setup,
+                                    lay,
+                                    Cluster(off.gpu, off.gpus_per_instance, n, off.inter_node_gbps),
+                                    A,
+                                )
+                                hours = (
+                                    w.steps_for_batch(lay.global_batch)
+                                    * step.time_s
+                                    / 3600
                                     * (1 + off.spot_overhead)
+                                )
                                 if off.commitment_hours and hours > off.commitment_hours:
                                     continue
                                 cost = (off.commitment_hours or hours) * off.usd_per_hour * n
@@ -95,14 +111,23 @@ def offerings_strategy(draw) -> list[Offering]:
         gpu = get_gpu(draw(st.sampled_from(GPUS)))
         pricing = draw(st.sampled_from(["on_demand", "spot", "reserved_1y"]))
         gpn = draw(st.sampled_from([1, 2, 4]))
-        out.append(Offering(
-            key=f"o{i}", kind="cloud", provider=draw(st.sampled_from(["p1", "p2"])),
-            instance=f"i{i}", region="r", pricing=pricing, gpu=gpu, gpus_per_instance=gpn,
-            inter_node_gbps=draw(st.sampled_from([10.0, 100.0, 400.0])),
-            usd_per_hour=draw(st.floats(0.2, 20.0)) * gpn,
-            max_instances=draw(st.integers(1, 4)),
-            commitment_hours=8760.0 if pricing == "reserved_1y" else 0.0,
-            spot_overhead=0.15 if pricing == "spot" else 0.0))
+        out.append(
+            Offering(
+                key=f"o{i}",
+                kind="cloud",
+                provider=draw(st.sampled_from(["p1", "p2"])),
+                instance=f"i{i}",
+                region="r",
+                pricing=pricing,
+                gpu=gpu,
+                gpus_per_instance=gpn,
+                inter_node_gbps=draw(st.sampled_from([10.0, 100.0, 400.0])),
+                usd_per_hour=draw(st.floats(0.2, 20.0)) * gpn,
+                max_instances=draw(st.integers(1, 4)),
+                commitment_hours=8760.0 if pricing == "reserved_1y" else 0.0,
+                spot_overhead=0.15 if pricing == "spot" else 0.0,
+            )
+        )
     return out
 
 
@@ -110,15 +135,24 @@ def offerings_strategy(draw) -> list[Offering]:
 def jobs_strategy(draw) -> Job:
     deadline = draw(st.one_of(st.none(), st.floats(0.05, 200.0)))
     budget = draw(st.one_of(st.none(), st.floats(1.0, 5000.0)))
-    return Job.model_validate({
-        "name": "t", "model": TINY,
-        "workload": {"kind": "pretrain", "tokens": draw(st.floats(1e7, 2e9)),
-                     "seq_len": draw(st.sampled_from([256, 1024])),
-                     "global_batch": draw(st.sampled_from([8, 16, 32])),
-                     "precision": draw(st.sampled_from(["bf16", "fp16"]))},
-        "constraints": {"deadline_hours": deadline, "budget_usd": budget,
-                        "pricing": ["on_demand", "spot", "reserved_1y"]},
-    })
+    return Job.model_validate(
+        {
+            "name": "t",
+            "model": TINY,
+            "workload": {
+                "kind": "pretrain",
+                "tokens": draw(st.floats(1e7, 2e9)),
+                "seq_len": draw(st.sampled_from([256, 1024])),
+                "global_batch": draw(st.sampled_from([8, 16, 32])),
+                "precision": draw(st.sampled_from(["bf16", "fp16"])),
+            },
+            "constraints": {
+                "deadline_hours": deadline,
+                "budget_usd": budget,
+                "pricing": ["on_demand", "spot", "reserved_1y"],
+            },
+        }
+    )
 
 
 def _plan(job: Job, offerings: list[Offering]):
@@ -138,8 +172,18 @@ def test_cp_sat_equals_brute_force(job: Job, offerings: list[Offering]) -> None:
     assert result.status == "optimal"
     assert _cents(result.plan.cost_usd) == _cents(expected[0])
     w, c = job.workload, job.constraints
-    assert plan_violations(result.plan, job.model.resolve(), w.setup(),
-                           BatchRule(w.batch_sequences), c.deadline_h, c.budget_usd, A) == []
+    assert (
+        plan_violations(
+            result.plan,
+            job.model.resolve(),
+            w.setup(),
+            BatchRule(w.batch_sequences),
+            c.deadline_h,
+            c.budget_usd,
+            A,
+        )
+        == []
+    )
 
 
 def _with(job: Job, **constraints) -> Job:

@@ -8,9 +8,12 @@ from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.offering import Cost, Offering, cost_usd
 from optimizer.solve.train.plan import plan_job
 
-JOB = {"name": "ft", "model": {"preset": "llama-3-8b"},
-       "workload": {"kind": "lora", "tokens": 2e8, "seq_len": 2048, "global_batch": 64},
-       "constraints": {"cloud": False, "deadline_days": 30}}
+JOB = {
+    "name": "ft",
+    "model": {"preset": "llama-3-8b"},
+    "workload": {"kind": "lora", "tokens": 2e8, "seq_len": 2048, "global_batch": 64},
+    "constraints": {"cloud": False, "deadline_days": 30},
+}
 
 
 def _job(**hardware) -> Job:
@@ -43,9 +46,19 @@ def test_bought_box_amortised_charges_capital_per_hour() -> None:
 
 
 def _offering(pricing: str, **kw) -> Offering:
-    return Offering(key=pricing, kind="cloud", provider="p", instance="i", region="r",
-                    pricing=pricing, gpu=get_gpu("A100-80GB"), gpus_per_instance=8,
-                    inter_node_gbps=400.0, usd_per_hour=20.0, **kw)
+    return Offering(
+        key=pricing,
+        kind="cloud",
+        provider="p",
+        instance="i",
+        region="r",
+        pricing=pricing,
+        gpu=get_gpu("A100-80GB"),
+        gpus_per_instance=8,
+        inter_node_gbps=400.0,
+        usd_per_hour=20.0,
+        **kw,
+    )
 
 
 def test_reserved_bills_the_whole_term_unless_prepaid() -> None:

@@ -21,30 +21,41 @@ def _example(name: str, **search) -> dict:
 
 
 def test_auto_expands_to_the_documented_values():
-    job = job_from_dict(_example("finetune_8b_4090_vs_cloud", precision=["auto"],
-                                 optimizer=["auto"], offload=["none", "optimizer"]))
+    job = job_from_dict(
+        _example(
+            "finetune_8b_4090_vs_cloud", precision=["auto"], optimizer=["auto"], offload=["none", "optimizer"]
+        )
+    )
     combos = {(v.setup.precision, v.setup.optimizer, v.offload) for v in search_variants(job)}
-    assert combos == {(p, o, off) for p in ("bf16", "fp8") for o in ("adamw", "adam-8bit")
-                      for off in ("none", "optimizer")}
+    assert combos == {
+        (p, o, off) for p in ("bf16", "fp8") for o in ("adamw", "adam-8bit") for off in ("none", "optimizer")
+    }
     assert len(search_variants(job_from_dict(_example("finetune_8b_4090_vs_cloud")))) == 1
 
 
 def test_searching_the_optimizer_never_costs_more_and_reports_the_choice(no_user_state):
-    base = api.plan(job_from_dict(_example("finetune_8b_4090_vs_cloud")), offline=True,
-                    alternatives=0)
-    wide = api.plan(job_from_dict(_example("finetune_8b_4090_vs_cloud", optimizer=["auto"],
-                                           precision=["auto"])), offline=True, alternatives=0)
+    base = api.plan(job_from_dict(_example("finetune_8b_4090_vs_cloud")), offline=True, alternatives=0)
+    wide = api.plan(
+        job_from_dict(_example("finetune_8b_4090_vs_cloud", optimizer=["auto"], precision=["auto"])),
+        offline=True,
+        alternatives=0,
+    )
     assert wide["plan"]["cost_usd"] <= base["plan"]["cost_usd"] + 0.01
     chosen = wide["plan"]["options"]
     assert chosen["optimizer"] in ("adamw", "adam-8bit") and chosen["precision"] in ("bf16", "fp8")
-    assert base["plan"]["options"] == {"precision": "bf16", "optimizer": "adamw",
-                                       "offload": "none", "sequence_parallel": None,
-                                       "virtual_stages": 1}
+    assert base["plan"]["options"] == {
+        "precision": "bf16",
+        "optimizer": "adamw",
+        "offload": "none",
+        "sequence_parallel": None,
+        "virtual_stages": 1,
+    }
 
 
 def test_virtual_stages_only_on_pipelined_layouts(no_user_state):
-    data = api.plan(job_from_dict(_example("lora_70b_budget", virtual_stages=[1, 2])),
-                    offline=True, alternatives=3)
+    data = api.plan(
+        job_from_dict(_example("lora_70b_budget", virtual_stages=[1, 2])), offline=True, alternatives=3
+    )
     for plan in [data["plan"], *data["alternatives"]]:
         vp = plan["options"]["virtual_stages"]
         assert vp == plan["layout"].get("vp", 1)

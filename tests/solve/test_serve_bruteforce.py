@@ -58,20 +58,24 @@ def _assignable(p: IntProblem, counts: tuple[int, ...]) -> bool:
 
 def brute_force(p: IntProblem) -> int | None:
     """Least cost over every count vector in 0..MAX_COUNT that satisfies every constraint."""
-    vectors = sorted(itertools.product(range(MAX_COUNT + 1), repeat=len(p.options)),
-                     key=lambda c: problem_cost_cents(p, c))
+    vectors = sorted(
+        itertools.product(range(MAX_COUNT + 1), repeat=len(p.options)), key=lambda c: problem_cost_cents(p, c)
+    )
     for counts in vectors:
-        replicas = sum(o.replicas_per_instance * n
-                       for o, n in zip(p.options, counts, strict=True))
+        replicas = sum(o.replicas_per_instance * n for o, n in zip(p.options, counts, strict=True))
         if p.max_replicas is not None and replicas > p.max_replicas:
             continue
         groups: dict[str, list[int]] = {}
         for o, n in zip(p.options, counts, strict=True):
             if o.max_instances is not None:
                 groups.setdefault(o.group, []).append(n)
-        limits = {o.group: min(q.max_instances for q in p.options
-                               if q.group == o.group and q.max_instances is not None)
-                  for o in p.options if o.max_instances is not None}
+        limits = {
+            o.group: min(
+                q.max_instances for q in p.options if q.group == o.group and q.max_instances is not None
+            )
+            for o in p.options
+            if o.max_instances is not None
+        }
         if any(sum(ns) > limits[g] for g, ns in groups.items()):
             continue
         if _assignable(p, counts):
@@ -87,15 +91,24 @@ def problems(draw) -> IntProblem:
     for i in range(draw(st.integers(1, 3))):
         times = tuple(draw(st.one_of(st.none(), st.integers(1, T))) for _ in range(n_buckets))
         shared = draw(st.booleans())
-        options.append(IntOption(
-            cost_cents=draw(st.integers(1, 60)),
-            replicas_per_instance=draw(st.integers(1, 2)),
-            time_per_unit=times, gpus_per_instance=draw(st.sampled_from([1, 2, 4])),
-            group="g0" if shared else f"g{i + 1}",
-            max_instances=draw(st.one_of(st.none(), st.integers(1, 4)))))
+        options.append(
+            IntOption(
+                cost_cents=draw(st.integers(1, 60)),
+                replicas_per_instance=draw(st.integers(1, 2)),
+                time_per_unit=times,
+                gpus_per_instance=draw(st.sampled_from([1, 2, 4])),
+                group="g0" if shared else f"g{i + 1}",
+                max_instances=draw(st.one_of(st.none(), st.integers(1, 4))),
+            )
+        )
     loads = tuple(draw(st.integers(0, 3)) for _ in range(n_buckets))
-    return IntProblem(tuple(options), loads, T, spare=draw(st.integers(0, 1)),
-                      max_replicas=draw(st.one_of(st.none(), st.integers(1, 6))))
+    return IntProblem(
+        tuple(options),
+        loads,
+        T,
+        spare=draw(st.integers(0, 1)),
+        max_replicas=draw(st.one_of(st.none(), st.integers(1, 6))),
+    )
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -133,12 +146,18 @@ def test_more_load_never_costs_less_integer(p, bucket, extra):
 @pytest.fixture(scope="module")
 def small_rows():
     rows = load_offering_rows(offline=True)[0]
-    return [r for r in rows if r.gpu_id in ("L4", "A10G", "H100-80GB") and r.provider == "aws"
-            and r.pricing_model == "on_demand"]
+    return [
+        r
+        for r in rows
+        if r.gpu_id in ("L4", "A10G", "H100-80GB") and r.provider == "aws" and r.pricing_model == "on_demand"
+    ]
 
 
-@settings(max_examples=8, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.floats(0.2, 30.0), st.floats(1.0, 3.0), st.booleans())
 def test_more_load_never_costs_less_pipeline(small_rows, rps, factor, buckets):
     def cost(load: float) -> float:
@@ -146,14 +165,18 @@ def test_more_load_never_costs_less_pipeline(small_rows, rps, factor, buckets):
         if buckets:
             workload["buckets"] = [
                 {"share": 0.7, "prompt_tokens": 256, "output_tokens": 128},
-                {"share": 0.3, "prompt_tokens": 3000, "output_tokens": 400}]
+                {"share": 0.3, "prompt_tokens": 3000, "output_tokens": 400},
+            ]
         else:
             workload.update(prompt_tokens=512, output_tokens=256)
-        job = serve_job_from_dict({"model": {"preset": "mistral-7b"}, "workload": workload,
-                                   "constraints": {"ttft_s": 2.0, "tpot_ms": 120,
-                                                   "redundancy": "n+1"}})
-        out = serve_json(plan_serving(job, small_rows, config=CFG,
-                                      assumptions=PerfAssumptions()))
+        job = serve_job_from_dict(
+            {
+                "model": {"preset": "mistral-7b"},
+                "workload": workload,
+                "constraints": {"ttft_s": 2.0, "tpot_ms": 120, "redundancy": "n+1"},
+            }
+        )
+        out = serve_json(plan_serving(job, small_rows, config=CFG, assumptions=PerfAssumptions()))
         assert out["status"] == "optimal", out["explanation"]
         assert out["plan"]["capacity_requests_per_s"] >= load * 0.999
         return out["plan"]["usd_per_hour"]

@@ -49,18 +49,33 @@ def test_examples_validate():
 
 
 def test_serve_json_contract_on_example():
-    result = runner.invoke(app, ["serve", str(ROOT / "examples/serve_mistral7b_chatbot.toml"),
-                                 "--json", "--offline"])
+    result = runner.invoke(
+        app, ["serve", str(ROOT / "examples/serve_mistral7b_chatbot.toml"), "--json", "--offline"]
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["status"] == "optimal" and data["solver"]["proven_optimal"] is True
     plan = data["plan"]
-    for key in ("deployments", "usd_per_hour", "usd_per_month", "capacity_requests_per_s",
-                "ttft_s", "tpot_ms"):
+    for key in (
+        "deployments",
+        "usd_per_hour",
+        "usd_per_month",
+        "capacity_requests_per_s",
+        "ttft_s",
+        "tpot_ms",
+    ):
         assert key in plan
     for dep in plan["deployments"]:
-        assert set(dep) >= {"gpu", "gpus", "tp", "quantization", "replicas", "provider",
-                            "instance", "pricing"}
+        assert set(dep) >= {
+            "gpu",
+            "gpus",
+            "tp",
+            "quantization",
+            "replicas",
+            "provider",
+            "instance",
+            "pricing",
+        }
     # 100 users / 30 s think time = 3.33 requests/s; N+1: capacity with one replica lost
     assert plan["load_requests_per_s"] == pytest.approx(100 / 30, rel=1e-3)
     assert plan["capacity_requests_per_s"] >= 100 / 30
@@ -70,26 +85,27 @@ def test_serve_json_contract_on_example():
 
 
 def test_serve_table_and_compare():
-    result = runner.invoke(app, ["serve", str(ROOT / "examples/serve_8b_4090_vs_cloud.toml"),
-                                 "--offline"])
+    result = runner.invoke(app, ["serve", str(ROOT / "examples/serve_8b_4090_vs_cloud.toml"), "--offline"])
     assert result.exit_code == 0, result.stderr
     assert "Deployments" in result.stdout
-    result = runner.invoke(app, ["serve-compare",
-                                 str(ROOT / "examples/serve_8b_4090_vs_cloud.toml"),
-                                 "--offline", "--json"])
+    result = runner.invoke(
+        app, ["serve-compare", str(ROOT / "examples/serve_8b_4090_vs_cloud.toml"), "--offline", "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert set(data["per_gpu"]) == {"RTX4090", "L4", "A10G"}
     best = data["best"]["plan"]["usd_per_hour"]
-    assert all(p["usd_per_hour"] >= best - 1e-6 for p in data["per_gpu"].values()
-               if "usd_per_hour" in p)
+    assert all(p["usd_per_hour"] >= best - 1e-6 for p in data["per_gpu"].values() if "usd_per_hour" in p)
 
 
-@pytest.mark.parametrize("patch, phrase", [
-    ('precision = "int3"', "workload.precision: 'int3' is not allowed; allowed: fp16"),
-    ("think_time_s = 3", "give exactly one of requests_per_s or concurrent_users"),
-    ("hours_per_day = 25", "workload.hours_per_day"),
-])
+@pytest.mark.parametrize(
+    "patch, phrase",
+    [
+        ('precision = "int3"', "workload.precision: 'int3' is not allowed; allowed: fp16"),
+        ("think_time_s = 3", "give exactly one of requests_per_s or concurrent_users"),
+        ("hours_per_day = 25", "workload.hours_per_day"),
+    ],
+)
 def test_bad_input_exit_2_one_line(tmp_path, patch, phrase):
     text = BASE.replace('kind = "serve"', f'kind = "serve"\n{patch}')
     if "think_time_s" in patch:
@@ -122,15 +138,23 @@ def test_infeasible_ttft_names_binding_target(tmp_path):
 
 
 def test_infeasible_memory_and_replicas(rows):
-    job = serve_job_from_dict({"model": {"preset": "llama-2-70b"}, "workload": {
-        "kind": "serve", "requests_per_s": 1, "prompt_tokens": 512, "output_tokens": 128},
-        "constraints": {"gpu_types": ["T4"]}})
+    job = serve_job_from_dict(
+        {
+            "model": {"preset": "llama-2-70b"},
+            "workload": {"kind": "serve", "requests_per_s": 1, "prompt_tokens": 512, "output_tokens": 128},
+            "constraints": {"gpu_types": ["T4"]},
+        }
+    )
     out = serve_json(plan_serving(job, rows, assumptions=PerfAssumptions()))
     assert out["status"] == "infeasible" and "fits no allowed instance" in out["explanation"]["text"]
     assert "int4" in out["explanation"]["text"]
-    job = serve_job_from_dict({"model": {"preset": "mistral-7b"}, "workload": {
-        "kind": "serve", "requests_per_s": 40, "prompt_tokens": 512, "output_tokens": 256},
-        "constraints": {"gpu_types": ["L4"], "providers": ["gcp"], "max_replicas": 1}})
+    job = serve_job_from_dict(
+        {
+            "model": {"preset": "mistral-7b"},
+            "workload": {"kind": "serve", "requests_per_s": 40, "prompt_tokens": 512, "output_tokens": 256},
+            "constraints": {"gpu_types": ["L4"], "providers": ["gcp"], "max_replicas": 1},
+        }
+    )
     out = serve_json(plan_serving(job, rows, assumptions=PerfAssumptions()))
     assert out["status"] == "infeasible"
     assert "max_replicas = 1 is too few" in out["explanation"]["text"]
@@ -153,12 +177,26 @@ def test_mix_beats_single_type():
 def test_bucketed_load_mixes_gpu_types(rows):
     # 80% short chats, 20% long documents; tight TTFT/TPOT: the cheapest plan mixes H100 and
     # L40S pools and beats the best plan on either GPU type alone
-    job = serve_job_from_dict({"name": "mix", "model": {"preset": "llama-3-8b"}, "workload": {
-        "kind": "serve", "requests_per_s": 20, "buckets": [
-            {"share": 0.8, "prompt_tokens": 300, "output_tokens": 200},
-            {"share": 0.2, "prompt_tokens": 6000, "output_tokens": 500}]},
-        "constraints": {"ttft_s": 0.8, "tpot_ms": 60, "providers": ["aws"],
-                        "gpus": ["L40S", "H100-80GB"]}})
+    job = serve_job_from_dict(
+        {
+            "name": "mix",
+            "model": {"preset": "llama-3-8b"},
+            "workload": {
+                "kind": "serve",
+                "requests_per_s": 20,
+                "buckets": [
+                    {"share": 0.8, "prompt_tokens": 300, "output_tokens": 200},
+                    {"share": 0.2, "prompt_tokens": 6000, "output_tokens": 500},
+                ],
+            },
+            "constraints": {
+                "ttft_s": 0.8,
+                "tpot_ms": 60,
+                "providers": ["aws"],
+                "gpus": ["L40S", "H100-80GB"],
+            },
+        }
+    )
     data = serve_compare_json(compare_serving(job, rows, assumptions=PerfAssumptions()))
     best = data["best"]["plan"]
     assert data["best"]["status"] == "optimal"

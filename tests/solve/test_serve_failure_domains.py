@@ -36,8 +36,11 @@ def _serve(tmp_path, capsys, redundancy: str) -> dict:
 
 def _spare_instances(dep: dict) -> float:
     """Instances beyond those the assigned load keeps busy (by hand from the plan's rates)."""
-    busy = sum(r / rate for r, rate in zip(dep["bucket_requests_per_s"],
-                                          dep["requests_per_s_per_replica"], strict=True) if r)
+    busy = sum(
+        r / rate
+        for r, rate in zip(dep["bucket_requests_per_s"], dep["requests_per_s_per_replica"], strict=True)
+        if r
+    )
     return dep["instances"] - busy / (dep["replicas"] / dep["instances"])
 
 
@@ -49,8 +52,7 @@ def test_n_plus_k_survives_k_instance_failures(tmp_path, capsys, k) -> None:
         assert dep["instances"] >= k + 1  # two replicas on one box would not survive its loss
         assert _spare_instances(dep) >= k - 1e-9
     assert plan["instance_failures_survived"] >= k
-    assert plan["spare_replicas"] == sum(k * d["replicas"] // d["instances"]
-                                         for d in plan["deployments"])
+    assert plan["spare_replicas"] == sum(k * d["replicas"] // d["instances"] for d in plan["deployments"])
 
 
 def test_without_redundancy_the_survivable_failures_are_stated(tmp_path, capsys) -> None:

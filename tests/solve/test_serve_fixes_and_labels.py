@@ -11,11 +11,22 @@ from optimizer.solve.serve.plan import plan_serving
 
 
 def _job(**constraints) -> dict:
-    return {"name": "chat", "model": {"preset": "mistral-7b"},
-            "workload": {"kind": "serve", "precision": "fp16", "requests_per_s": 3.0,
-                         "prompt_tokens": 512, "output_tokens": 256},
-            "constraints": {"gpu_types": ["L4", "A10G", "H100-80GB", "V100-16GB"],
-                            "providers": ["aws"], **constraints}}
+    return {
+        "name": "chat",
+        "model": {"preset": "mistral-7b"},
+        "workload": {
+            "kind": "serve",
+            "precision": "fp16",
+            "requests_per_s": 3.0,
+            "prompt_tokens": 512,
+            "output_tokens": 256,
+        },
+        "constraints": {
+            "gpu_types": ["L4", "A10G", "H100-80GB", "V100-16GB"],
+            "providers": ["aws"],
+            **constraints,
+        },
+    }
 
 
 def _plan(rows, **constraints):

@@ -24,17 +24,25 @@ MIB = 2**20
 
 
 def _job(preset: str, **workload) -> dict:
-    base = {"kind": "serve", "precision": "fp16", "requests_per_s": 1.0,
-            "prompt_tokens": 512, "output_tokens": 256}
+    base = {
+        "kind": "serve",
+        "precision": "fp16",
+        "requests_per_s": 1.0,
+        "prompt_tokens": 512,
+        "output_tokens": 256,
+    }
     return {"model": {"preset": preset}, "workload": {**base, **workload}}
 
 
 # 2 (K, V) × layers × kv_heads × head_dim × 2 bytes (fp16), from the published configs
-@pytest.mark.parametrize("preset, mib", [
-    ("llama-2-7b", 2 * 32 * 32 * 128 * 2 / MIB),   # = 0.5 MiB/token (MHA)
-    ("llama-2-70b", 2 * 80 * 8 * 128 * 2 / MIB),   # = 0.3125 MiB/token (GQA, 8 KV heads)
-    ("mistral-7b", 2 * 32 * 8 * 128 * 2 / MIB),    # = 0.125 MiB/token
-])
+@pytest.mark.parametrize(
+    "preset, mib",
+    [
+        ("llama-2-7b", 2 * 32 * 32 * 128 * 2 / MIB),  # = 0.5 MiB/token (MHA)
+        ("llama-2-70b", 2 * 80 * 8 * 128 * 2 / MIB),  # = 0.3125 MiB/token (GQA, 8 KV heads)
+        ("mistral-7b", 2 * 32 * 8 * 128 * 2 / MIB),  # = 0.125 MiB/token
+    ],
+)
 def test_kv_cache_per_token(preset, mib):
     assert kv_cache_bytes_per_token(get_preset(preset)) / MIB == pytest.approx(mib, rel=1e-12)
     assert {"llama-2-7b": 0.5, "llama-2-70b": 0.3125, "mistral-7b": 0.125}[preset] == mib
@@ -87,12 +95,12 @@ def test_tp_degrees_divide_instance_and_heads():
 def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(rows):
     job = serve_job_from_dict(_job("llama-2-70b", requests_per_s=2.0))
     offerings = serve_offerings(rows, job.constraints)
-    options, rejected, _ = replica_options(get_preset("llama-2-70b"), job.workload,
-                                           job.constraints, offerings, PerfAssumptions())
+    options, rejected, _ = replica_options(
+        get_preset("llama-2-70b"), job.workload, job.constraints, offerings, PerfAssumptions()
+    )
     small = [o for o in options if o.offering.gpu.memory_gib <= 80]
     assert small and all(o.tp >= 2 for o in small)
-    assert any(r.startswith("H100-80GB ×") and " TP1 (" in r and "GPU has 80" in r
-               for r in rejected)
+    assert any(r.startswith("H100-80GB ×") and " TP1 (" in r and "GPU has 80" in r for r in rejected)
     # the plan restricted to 80 GB GPUs uses TP ≥ 2 in every deployment
     data = _job("llama-2-70b", requests_per_s=2.0)
     data["constraints"] = {"gpu_types": ["H100-80GB", "A100-80GB"]}
@@ -116,9 +124,13 @@ def test_bought_box_cost_per_served_hour():
     # 8× RTX 4090 box (pricing_data/hardware.csv): power (8 × 450 + 500) W × $0.15/kWh
     # = $0.615/h while serving; capital (8 × 1650 + 6000) × (1 − 0.25) / (36 × 730 h)
     # = 14400 / 26280 = $0.5479/h for every hour of the day
-    job = serve_job_from_dict({**_job("llama-3-8b", hours_per_day=10),
-                               "constraints": {"cloud": False},
-                               "hardware": {"buy": [{"gpu": "RTX4090", "max_gpus": 16}]}})
+    job = serve_job_from_dict(
+        {
+            **_job("llama-3-8b", hours_per_day=10),
+            "constraints": {"cloud": False},
+            "hardware": {"buy": [{"gpu": "RTX4090", "max_gpus": 16}]},
+        }
+    )
     [off] = serve_offerings(None, job.constraints, job.hardware.owned, job.hardware.buy)
     running, fixed = hourly_usd(off)
     assert off.max_instances == 2 and off.gpus_per_instance == 8
@@ -128,4 +140,5 @@ def test_bought_box_cost_per_served_hour():
     # served 10 h a day: capital per served hour × 24/10 -> 0.615 + 0.5479 × 2.4 = $1.930
     assert out["plan"]["usd_per_hour"] == pytest.approx(0.615 + 14400 / 26280 * 2.4, abs=1e-3)
     assert out["plan"]["usd_per_month"] == pytest.approx(
-        out["plan"]["usd_per_hour"] * 10 * 730 / 24, rel=1e-3)
+        out["plan"]["usd_per_hour"] * 10 * 730 / 24, rel=1e-3
+    )

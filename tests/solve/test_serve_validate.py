@@ -110,8 +110,13 @@ def test_same_input_same_answer(rows):
     # the answer unique (this example has ties on the RTX 4090 box and the 4× L4 instance)
     job, base_dir = load_serve_job(EXAMPLE)
     cfg = SolverConfig(workers=2)
-    runs = [json.dumps(_strip_timing(serve_compare_json(compare_serving(
-        job, rows, base_dir, cfg, PerfAssumptions()))), sort_keys=True) for _ in range(3)]
+    runs = [
+        json.dumps(
+            _strip_timing(serve_compare_json(compare_serving(job, rows, base_dir, cfg, PerfAssumptions()))),
+            sort_keys=True,
+        )
+        for _ in range(3)
+    ]
     assert runs[0] == runs[1] == runs[2]
     data = json.loads(runs[0])
     plain = serve_json(plan_serving(job, rows, base_dir, cfg, PerfAssumptions()))

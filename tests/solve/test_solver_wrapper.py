@@ -17,8 +17,7 @@ def _model(feasible: bool) -> cp_model.CpModel:
 
 
 def test_optimal_and_infeasible() -> None:
-    res = solve(_model(True), SolverConfig(extra={"linearization_level": 2,
-                                                  "subsolvers": ["default_lp"]}))
+    res = solve(_model(True), SolverConfig(extra={"linearization_level": 2, "subsolvers": ["default_lp"]}))
     assert res.status == "optimal" and res.proven_optimal and res.objective == 3
     assert solve(_model(False)).status == "infeasible"
 

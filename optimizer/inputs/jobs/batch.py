@@ -47,19 +47,22 @@ from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_er
 from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["BatchJob", "Quota", "Reservation", "Capacity", "BatchFile", "batch_from_dict",
-           "load_batch"]
+__all__ = ["BatchJob", "Quota", "Reservation", "Capacity", "BatchFile", "batch_from_dict", "load_batch"]
+
 
 class BatchJob(Job):
     """One `[[job]]`: a single job (optimizer.inputs.jobs.train.Job) plus its place in the batch."""
 
     release_days: float | None = Field(default=None, ge=0, le=MAX_DAYS, description="earliest start, days")
-    release_hours: float | None = Field(default=None, ge=0, le=MAX_DAYS * 24,
-                                        description="earliest start, hours")
-    priority: int = Field(default=0, ge=0, le=100,
-                          description="among plans of equal cost, finish higher priority first")
-    value_usd: float | None = Field(default=None, gt=0, le=MAX_USD,
-                                    description="what leaving the job out costs (droppable)")
+    release_hours: float | None = Field(
+        default=None, ge=0, le=MAX_DAYS * 24, description="earliest start, hours"
+    )
+    priority: int = Field(
+        default=0, ge=0, le=100, description="among plans of equal cost, finish higher priority first"
+    )
+    value_usd: float | None = Field(
+        default=None, gt=0, le=MAX_USD, description="what leaving the job out costs (droppable)"
+    )
     droppable: bool = Field(default=False, description="may be left out at a penalty of value_usd")
 
     @model_validator(mode="after")
@@ -69,8 +72,10 @@ class BatchJob(Job):
         if self.droppable and self.value_usd is None:
             raise ValueError("droppable = true needs value_usd (the penalty of leaving it out)")
         if self.hardware.owned or self.hardware.buy:
-            raise ValueError("hardware.owned/buy are per job; in a batch put owned boxes in "
-                             "[[capacity.owned]] (shared by all jobs)")
+            raise ValueError(
+                "hardware.owned/buy are per job; in a batch put owned boxes in "
+                "[[capacity.owned]] (shared by all jobs)"
+            )
         return self
 
     @property
@@ -87,10 +92,15 @@ class Quota(StrictModel):
 
     provider: str = Field(description="provider of the quota (aws, gcp, lambda, ...)")
     gpu: str = Field(description="GPU type the quota is for (id or alias, `ccopt gpus`)")
-    max_gpus: int = Field(ge=0, le=10**6, description="at most this many GPUs of `gpu` rented "
-                          "from `provider` at the same time (on-demand and spot, all jobs together)")
-    region: str | None = Field(default=None,
-                               description="region the quota applies to (default: every region)")
+    max_gpus: int = Field(
+        ge=0,
+        le=10**6,
+        description="at most this many GPUs of `gpu` rented "
+        "from `provider` at the same time (on-demand and spot, all jobs together)",
+    )
+    region: str | None = Field(
+        default=None, description="region the quota applies to (default: every region)"
+    )
 
 
 class Reservation(StrictModel):
@@ -103,21 +113,28 @@ class Reservation(StrictModel):
     """
 
     provider: str = Field(description="provider to reserve at (aws, gcp, azure, ...)")
-    instance: str | None = Field(default=None, description="instance type to reserve (a catalog "
-                                 "row; or gpu)")
-    gpu: str | None = Field(default=None, description="GPU type to reserve: any instance of it at "
-                            "the provider (or instance)")
-    region: str | None = Field(default=None, description="region of the reservation (default: "
-                               "any region of the catalog)")
+    instance: str | None = Field(default=None, description="instance type to reserve (a catalog row; or gpu)")
+    gpu: str | None = Field(
+        default=None, description="GPU type to reserve: any instance of it at the provider (or instance)"
+    )
+    region: str | None = Field(
+        default=None, description="region of the reservation (default: any region of the catalog)"
+    )
     pricing: Literal["reserved_1y", "reserved_3y"] = Field(
-        default="reserved_1y", description="term of the reservation: reserved_1y | reserved_3y "
-        "(its catalog price)")
-    max_instances: int = Field(gt=0, le=10**5, description="at most this many instances reserved; "
-                               "the solver picks how many (0 to max_instances)")
+        default="reserved_1y",
+        description="term of the reservation: reserved_1y | reserved_3y (its catalog price)",
+    )
+    max_instances: int = Field(
+        gt=0,
+        le=10**5,
+        description="at most this many instances reserved; the solver picks how many (0 to max_instances)",
+    )
     bill: Literal["term", "horizon"] = Field(
-        default="term", description="term: the commitment of the whole term (1 or 3 years) is "
+        default="term",
+        description="term: the commitment of the whole term (1 or 3 years) is "
         "charged to the batch | horizon: only the planning horizon's share is charged (the rest "
-        "of the term assumed used by other work)")
+        "of the term assumed used by other work)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Reservation:
@@ -129,18 +146,22 @@ class Reservation(StrictModel):
 class Capacity(StrictModel):
     """`[capacity]`: the planning horizon and everything the jobs share."""
 
-    horizon_days: float | None = Field(default=None, gt=0, le=MAX_DAYS,
-                                       description="planning horizon, days (or horizon_hours)")
-    horizon_hours: float | None = Field(default=None, gt=0, le=MAX_DAYS * 24,
-                                        description="planning horizon, hours")
-    quota_only: bool = Field(
-        default=False, description="rent only (provider, GPU) pairs that have a quota")
-    quota: tuple[Quota, ...] = Field(default=(), description="`[[capacity.quota]]`: max GPUs "
-                                     "of a type rented at once from a provider")
-    owned: tuple[HardwareEntry, ...] = Field(default=(), description="`[[capacity.owned]]`: "
-                                             "boxes we have, shared by all jobs")
-    reservation: tuple[Reservation, ...] = Field(default=(), description="`[[capacity.reservation]]"
-                                                 "`: reserved instances the solver may size")
+    horizon_days: float | None = Field(
+        default=None, gt=0, le=MAX_DAYS, description="planning horizon, days (or horizon_hours)"
+    )
+    horizon_hours: float | None = Field(
+        default=None, gt=0, le=MAX_DAYS * 24, description="planning horizon, hours"
+    )
+    quota_only: bool = Field(default=False, description="rent only (provider, GPU) pairs that have a quota")
+    quota: tuple[Quota, ...] = Field(
+        default=(), description="`[[capacity.quota]]`: max GPUs of a type rented at once from a provider"
+    )
+    owned: tuple[HardwareEntry, ...] = Field(
+        default=(), description="`[[capacity.owned]]`: boxes we have, shared by all jobs"
+    )
+    reservation: tuple[Reservation, ...] = Field(
+        default=(), description="`[[capacity.reservation]]`: reserved instances the solver may size"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -161,20 +182,29 @@ class Capacity(StrictModel):
     @property
     def horizon_h(self) -> float:
         """Planning horizon in hours."""
-        return self.horizon_hours if self.horizon_hours is not None \
+        return (
+            self.horizon_hours
+            if self.horizon_hours is not None
             else float(self.horizon_days or 0.0) * HOURS_PER_DAY
+        )
 
 
 class BatchFile(StrictModel):
     """A validated batch: capacity and jobs (defaults already merged into each job)."""
 
-    name: str = Field(default="batch", description="a label for the batch in outputs (default: "
-                      "the file name without .toml)")
-    capacity: Capacity = Field(description="`[capacity]`: the planning horizon and the quotas, "
-                               "owned boxes and reservations the jobs share")
-    job: tuple[BatchJob, ...] = Field(min_length=1, description="`[[job]]`: the jobs, each a "
-                                      "training job (`ccopt plan` fields) plus release, priority "
-                                      "and value; `[defaults]` is merged under each")
+    name: str = Field(
+        default="batch", description="a label for the batch in outputs (default: the file name without .toml)"
+    )
+    capacity: Capacity = Field(
+        description="`[capacity]`: the planning horizon and the quotas, "
+        "owned boxes and reservations the jobs share"
+    )
+    job: tuple[BatchJob, ...] = Field(
+        min_length=1,
+        description="`[[job]]`: the jobs, each a "
+        "training job (`ccopt plan` fields) plus release, priority "
+        "and value; `[defaults]` is merged under each",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> BatchFile:

@@ -24,9 +24,24 @@ from optimizer.model.setup import Checkpointing, PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
 
-__all__ = ["MAX_TOKENS", "MAX_DAYS", "MAX_USD", "StrictModel", "ModelRef", "STRICT", "HardwareEntry",
-           "HARDWARE_OVERRIDES", "Hardware", "Calibration", "entries_old_names",
-           "AssumptionOverrides", "JobFile", "stack_name", "format_validation_error", "coerce_document"]
+__all__ = [
+    "MAX_TOKENS",
+    "MAX_DAYS",
+    "MAX_USD",
+    "StrictModel",
+    "ModelRef",
+    "STRICT",
+    "HardwareEntry",
+    "HARDWARE_OVERRIDES",
+    "Hardware",
+    "Calibration",
+    "entries_old_names",
+    "AssumptionOverrides",
+    "JobFile",
+    "stack_name",
+    "format_validation_error",
+    "coerce_document",
+]
 
 
 class ModelRef(StrictModel):
@@ -35,13 +50,17 @@ class ModelRef(StrictModel):
 
     model_config = ConfigDict(**{**STRICT, "extra": "allow"})
     preset: str | None = Field(default=None, description="a preset name (`ccopt models`)")
-    hf_config: str | None = Field(default=None,
-                                  description="path of a Hugging Face config.json (relative to the job file)")
-    profile: ProfileIn | None = Field(default=None, description="a model known per sample: "
-                                      "parameters, FLOPs and activation size per sample")
+    hf_config: str | None = Field(
+        default=None, description="path of a Hugging Face config.json (relative to the job file)"
+    )
+    profile: ProfileIn | None = Field(
+        default=None, description="a model known per sample: parameters, FLOPs and activation size per sample"
+    )
     measured: MeasuredIn | tuple[MeasuredIn, ...] | None = Field(
-        default=None, description="measured training runs of a per-sample model (preset or "
-        "profile): they fix its speed and memory")
+        default=None,
+        description="measured training runs of a per-sample model (preset or "
+        "profile): they fix its speed and memory",
+    )
 
     def _measured_points(self) -> tuple[MeasuredPoint, ...]:
         if self.measured is None:
@@ -55,18 +74,18 @@ class ModelRef(StrictModel):
         shape or profile (no name a command could look up)."""
         if self.hf_config:
             path = Path(self.hf_config)
-            return str(base_dir / path if base_dir is not None and not path.is_absolute()
-                       else path)
+            return str(base_dir / path if base_dir is not None and not path.is_absolute() else path)
         return self.preset
 
     def resolve(self, base_dir: Path | None = None) -> ModelSpec | SampleProfile:
         given = [k for k in ("preset", "hf_config", "profile") if getattr(self, k) is not None]
         if given and self.model_extra:
-            raise ConfigError(f"model: give one of preset, hf_config or an explicit shape "
-                              f"(or profile); got {given[0]} and {', '.join(sorted(self.model_extra))}")
+            raise ConfigError(
+                f"model: give one of preset, hf_config or an explicit shape "
+                f"(or profile); got {given[0]} and {', '.join(sorted(self.model_extra))}"
+            )
         if len(given) > 1:
-            raise ConfigError(f"model: give one of preset, hf_config or profile, not "
-                              f"{' and '.join(given)}")
+            raise ConfigError(f"model: give one of preset, hf_config or profile, not {' and '.join(given)}")
         model: ModelSpec | SampleProfile
         if self.profile is not None:
             return resolve_profile(self.profile.profile(), self._measured_points())
@@ -82,44 +101,59 @@ class ModelRef(StrictModel):
         else:
             shape = dict(self.model_extra or {})
             if not shape:
-                raise ConfigError("model: give one of preset, hf_config, profile, or an explicit "
-                                  "shape (layers, hidden, heads, ffn, vocab, ...)")
+                raise ConfigError(
+                    "model: give one of preset, hf_config, profile, or an explicit "
+                    "shape (layers, hidden, heads, ffn, vocab, ...)"
+                )
             try:
                 model = ModelSpec(**shape)
             except ValidationError as exc:
                 raise ConfigError(format_validation_error(exc, "model")) from None
         if self.measured is not None:
-            raise ConfigError(f"model.measured: measured runs describe a per-sample model "
-                              f"(`ccopt models` kind profile, or [model.profile]); {model.name} is "
-                              "a transformer shape: use [calibration] or `ccopt calibrate`")
+            raise ConfigError(
+                f"model.measured: measured runs describe a per-sample model "
+                f"(`ccopt models` kind profile, or [model.profile]); {model.name} is "
+                "a transformer shape: use [calibration] or `ccopt calibrate`"
+            )
         return model
 
 
 class Calibration(StrictModel):
     """`[calibration]`: one measured run that fixes the efficiency of a GPU type."""
 
-    gpu: str = Field(description="GPU type of the measured run (id or alias, `ccopt gpus`): the "
-                     "efficiency it fixes applies to this type at the workload's precision")
-    tokens_per_s: float | None = Field(default=None, gt=0, le=1e12,
-                                       description="measured tokens/s of the whole run (or step_time_s)")
-    step_time_s: float | None = Field(default=None, gt=0, le=1e6,
-                                      description="measured seconds per optimizer step")
+    gpu: str = Field(
+        description="GPU type of the measured run (id or alias, `ccopt gpus`): the "
+        "efficiency it fixes applies to this type at the workload's precision"
+    )
+    tokens_per_s: float | None = Field(
+        default=None, gt=0, le=1e12, description="measured tokens/s of the whole run (or step_time_s)"
+    )
+    step_time_s: float | None = Field(
+        default=None, gt=0, le=1e6, description="measured seconds per optimizer step"
+    )
     num_gpus: int = Field(default=1, gt=0, le=10**6, description="GPUs of the measured run (old: gpus)")
-    gpus_per_instance: int | None = Field(default=None, gt=0, le=1024,
-                                          description="GPUs per instance (node) of the measured "
-                                          "run (old name: gpus_per_node); default min(num_gpus, 8)")
+    gpus_per_instance: int | None = Field(
+        default=None,
+        gt=0,
+        le=1024,
+        description="GPUs per instance (node) of the measured "
+        "run (old name: gpus_per_node); default min(num_gpus, 8)",
+    )
     tp: int = Field(default=1, gt=0, le=1024, description="tensor-parallel degree of the measured run")
     pp: int = Field(default=1, gt=0, le=1024, description="pipeline stages of the measured run")
     zero_stage: int = Field(default=0, ge=0, le=3, description="ZeRO stage of the measured run")
-    activation_checkpointing: Checkpointing = Field(default="none",
-                                                    description="checkpointing of the measured run (old "
-                                                    "name: checkpointing)")
-    micro_batch: int = Field(default=1, gt=0, le=2**20,
-                             description="sequences per GPU per micro-step of the measured run")
-    grad_accum: int = Field(default=1, gt=0, le=2**20,
-                            description="micro-steps per optimizer step of the measured run")
-    inter_node_gbps: float = Field(default=100.0, gt=0, le=100_000,
-                                   description="network per node of the measured run, Gbit/s")
+    activation_checkpointing: Checkpointing = Field(
+        default="none", description="checkpointing of the measured run (old name: checkpointing)"
+    )
+    micro_batch: int = Field(
+        default=1, gt=0, le=2**20, description="sequences per GPU per micro-step of the measured run"
+    )
+    grad_accum: int = Field(
+        default=1, gt=0, le=2**20, description="micro-steps per optimizer step of the measured run"
+    )
+    inter_node_gbps: float = Field(
+        default=100.0, gt=0, le=100_000, description="network per node of the measured run, Gbit/s"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -144,18 +178,24 @@ class _Overrides(StrictModel):
 
 #: bounds of the overridable constants (others: ≥ 0); fractions stay in (0, 1]
 _BOUNDS: dict[str, dict[str, float]] = {
-    "efficiency": {"gt": 0, "le": 1}, "link_efficiency": {"gt": 0, "le": 1},
-    "bw_efficiency": {"gt": 0, "le": 1}, "fp8_gemm_factor": {"gt": 0, "le": 1},
+    "efficiency": {"gt": 0, "le": 1},
+    "link_efficiency": {"gt": 0, "le": 1},
+    "bw_efficiency": {"gt": 0, "le": 1},
+    "fp8_gemm_factor": {"gt": 0, "le": 1},
     "host_staged_fraction": {"gt": 0, "le": 1},
-    "dp_overlap": {"ge": 0, "le": 1}, "tp_overlap": {"ge": 0, "le": 1},
-    "pp_overlap": {"ge": 0, "le": 1}, "cp_overlap": {"ge": 0, "le": 1},
-    "fragmentation": {"ge": 0, "lt": 1}, "qlora_dequant_factor": {"ge": 1},
+    "dp_overlap": {"ge": 0, "le": 1},
+    "tp_overlap": {"ge": 0, "le": 1},
+    "pp_overlap": {"ge": 0, "le": 1},
+    "cp_overlap": {"ge": 0, "le": 1},
+    "fragmentation": {"ge": 0, "lt": 1},
+    "qlora_dequant_factor": {"ge": 1},
     "samples_per_s_per_vcpu_image": {"gt": 0, "le": 1e7},
     "samples_per_s_per_vcpu_text": {"gt": 0, "le": 1e7},
     "loader_reserve_vcpus_per_gpu": {"ge": 0, "le": 64},
     "pinned_buffer_gib_per_gpu": {"ge": 0, "le": 1024},
     "loader_worker_ram_gib": {"ge": 0, "le": 1024},
-    "checkpoint_every_hours": {"gt": 0, "le": 87600}, "checkpoints_kept": {"ge": 1, "le": 10**6},
+    "checkpoint_every_hours": {"gt": 0, "le": 87600},
+    "checkpoints_kept": {"ge": 1, "le": 10**6},
     "checkpoint_write_gb_s_per_instance": {"gt": 0, "le": 1e5},
 }
 
@@ -163,84 +203,89 @@ _BOUNDS: dict[str, dict[str, float]] = {
 #: PerfAssumptions); a constant missing here has no description (tests/jobs/test_field_docs.py)
 _MEANINGS: dict[str, str] = {
     "overhead_gib": "device memory outside the allocator (CUDA context, cuBLAS/NCCL), GiB per GPU",
-    "fragmentation": "allocator cache as a share of allocated memory: (reserved − allocated) ÷ "
-                     "allocated",
+    "fragmentation": "allocator cache as a share of allocated memory: (reserved − allocated) ÷ allocated",
     "logits_bytes_per_value": "bytes held per logit at the loss (6 = bf16 logits + an fp32 copy)",
     "workspace_gib": "allocated temporaries (cuBLAS workspace, communication buckets), GiB per GPU",
     "zero3_prefetch_layers": "layers ZeRO-3 / FSDP keep gathered ahead (prefetch), layers",
     "offload_resident_layers": "layers of checkpointed inputs kept on the GPU with activation "
-                               "offloading, layers",
-    "efficiency": "achieved share of the GPU's peak FLOP/s in compute (0..1]; replaces the "
-                  "model's own",
+    "offloading, layers",
+    "efficiency": "achieved share of the GPU's peak FLOP/s in compute (0..1]; replaces the model's own",
     "dp_overlap": "share of data-parallel communication hidden behind compute, 0..1",
     "tp_overlap": "share of tensor-parallel communication hidden behind compute, 0..1",
     "pp_overlap": "share of pipeline-parallel transfers hidden behind compute, 0..1",
     "cp_overlap": "share of context-parallel communication hidden behind compute, 0..1",
     "link_efficiency": "achieved ÷ nominal bandwidth of collectives, (0, 1]",
     "host_staged_fraction": "share of the PCIe link per direction reached by GPU-to-GPU copies "
-                            "staged through host memory (no peer-to-peer), (0, 1]",
-    "qlora_dequant_factor": "slowdown of the base matmuls by 4-bit dequantisation (QLoRA), "
-                            "a factor ≥ 1",
+    "staged through host memory (no peer-to-peer), (0, 1]",
+    "qlora_dequant_factor": "slowdown of the base matmuls by 4-bit dequantisation (QLoRA), a factor ≥ 1",
     "bw_efficiency": "achieved share of HBM bandwidth in decode (serving), (0, 1]",
     "small_message_latency_s": "launch latency of one collective, seconds",
     "moe_expert_half_tokens": "tokens per expert at which a grouped expert GEMM reaches half its "
-                              "dense efficiency, tokens",
-    "cpu_adam_slowdown": "CPU Adam over PCIe (ZeRO-Offload) ÷ on-GPU optimizer update time, "
-                         "a factor",
+    "dense efficiency, tokens",
+    "cpu_adam_slowdown": "CPU Adam over PCIe (ZeRO-Offload) ÷ on-GPU optimizer update time, a factor",
     "sample_batch_half": "per-sample models: a micro-batch of b samples takes (1 + h/b) × the "
-                         "per-sample time of a large one; h, samples",
+    "per-sample time of a large one; h, samples",
     "activation_traffic": "per-sample models: HBM bytes moved per saved activation byte in a "
-                          "training step, a factor",
+    "training step, a factor",
     "profile_band_same_gpu": "per-sample models: [P10, P90] of measured ÷ predicted step time on "
-                             "the GPU type (and precision) it was measured on; [low, high] with "
-                             "low ≤ 1 ≤ high",
+    "the GPU type (and precision) it was measured on; [low, high] with "
+    "low ≤ 1 ≤ high",
     "profile_band_same_generation": "per-sample models: [P10, P90] of measured ÷ predicted step "
-                                    "time on another GPU type of the same generation; [low, "
-                                    "high] with low ≤ 1 ≤ high",
+    "time on another GPU type of the same generation; [low, "
+    "high] with low ≤ 1 ≤ high",
     "profile_band_cross_generation": "per-sample models: [P10, P90] of measured ÷ predicted step "
-                                     "time across GPU generations; [low, high] with low ≤ 1 ≤ "
-                                     "high",
+    "time across GPU generations; [low, high] with low ≤ 1 ≤ "
+    "high",
     "profile_band_unmeasured": "per-sample models: [P10, P90] of measured ÷ predicted step time "
-                               "with no measured point (FLOPs only); [low, high] with low ≤ 1 ≤ "
-                               "high",
-    "fp8_gemm_factor": "fp8 GEMMs reach this share of the bf16 efficiency (at twice the peak), "
-                       "(0, 1]",
+    "with no measured point (FLOPs only); [low, high] with low ≤ 1 ≤ "
+    "high",
+    "fp8_gemm_factor": "fp8 GEMMs reach this share of the bf16 efficiency (at twice the peak), (0, 1]",
     "eager_score_bytes": "bytes moved per attention-score element (forward + backward) by an "
-                         "eager softmax kernel",
-    "samples_per_s_per_vcpu_image": "samples/s one vCPU decodes and augments for [data] kind = "
-                                    "\"image\"",
-    "samples_per_s_per_vcpu_text": "samples/s one vCPU serves for [data] kind = \"text\" "
-                                   "(pre-tokenized shards)",
+    "eager softmax kernel",
+    "samples_per_s_per_vcpu_image": 'samples/s one vCPU decodes and augments for [data] kind = "image"',
+    "samples_per_s_per_vcpu_text": 'samples/s one vCPU serves for [data] kind = "text" '
+    "(pre-tokenized shards)",
     "loader_reserve_vcpus_per_gpu": "vCPUs each GPU process keeps (not available to loader "
-                                    "workers), vCPUs per GPU",
+    "workers), vCPUs per GPU",
     "pinned_buffer_gib_per_gpu": "page-locked host RAM per GPU process, GiB per GPU",
     "loader_worker_ram_gib": "host RAM per busy data-loader worker, GiB",
     "checkpoint_every_hours": "hours between checkpoints when [data] does not say",
     "checkpoint_write_gb_s_per_instance": "checkpoint write speed of one instance, GB/s",
     "restart_s": "seconds from an interruption to training again (re-provision, load the "
-                 "checkpoint, warm up)",
+    "checkpoint, warm up)",
     "checkpoints_kept": "checkpoints kept in object storage when [data] does not say",
 }
 
 #: "None" defaults of PerfAssumptions: what the model uses instead
-_NONE_DEFAULT = {"efficiency": "fitted per GPU type and precision",
-                 "overhead_gib": "the stack's context_gib", "fragmentation": "the stack's",
-                 "logits_bytes_per_value": "the stack's"}
+_NONE_DEFAULT = {
+    "efficiency": "fitted per GPU type and precision",
+    "overhead_gib": "the stack's context_gib",
+    "fragmentation": "the stack's",
+    "logits_bytes_per_value": "the stack's",
+}
 
 
 def _band(value: Any) -> Any:
     """A [low, high] band of multipliers around 1 (TOML array), as a tuple."""
     if value is None:
         return None
-    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            for v in value):
-        raise ValueError(f"{_toml_value(value)} is not allowed; allowed: two numbers [low, high] "
-                         "with 0 < low ≤ 1 ≤ high ≤ 100")
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 2
+        or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+        )
+    ):
+        raise ValueError(
+            f"{_toml_value(value)} is not allowed; allowed: two numbers [low, high] "
+            "with 0 < low ≤ 1 ≤ high ≤ 100"
+        )
     low, high = float(value[0]), float(value[1])
     if not 0 < low <= 1 <= high <= 100:
-        raise ValueError(f"[{low:g}, {high:g}] is not allowed; allowed: two numbers [low, high] "
-                         "with 0 < low ≤ 1 ≤ high ≤ 100")
+        raise ValueError(
+            f"[{low:g}, {high:g}] is not allowed; allowed: two numbers [low, high] "
+            "with 0 < low ≤ 1 ≤ high ≤ 100"
+        )
     return (low, high)
 
 
@@ -272,42 +317,53 @@ def _override_fields() -> dict[str, Any]:
         hint = hints[f.name]
         default = f.default if f.default is not MISSING else None
         if get_origin(hint) is tuple and get_args(hint) == (float, float):
-            out[f.name] = (tuple[float, float] | None, Field(
-                default=None, description=_description(f.name, default)))
+            out[f.name] = (
+                tuple[float, float] | None,
+                Field(default=None, description=_description(f.name, default)),
+            )
             continue
         scalar = [t for t in (hint, *get_args(hint)) if t in (bool, int, float)]
         kind = scalar[0] if scalar and set(get_args(hint)) <= {*scalar, type(None)} else None
         if kind is None or f.name == "use_fitted" or get_origin(hint) is tuple:
             continue  # calibrated / fitted tables are not job-file values
         bounds: dict[str, Any] = _BOUNDS.get(f.name, {"ge": 0}) if kind is not bool else {}
-        out[f.name] = (kind | None, Field(default=None, description=_description(f.name, default),
-                                          **bounds))
+        out[f.name] = (kind | None, Field(default=None, description=_description(f.name, default), **bounds))
     return out
 
 
 def _band_fields() -> list[str]:
     hints = get_type_hints(PerfAssumptions)
-    return [f.name for f in fields(PerfAssumptions)
-            if get_origin(hints[f.name]) is tuple and get_args(hints[f.name]) == (float, float)]
+    return [
+        f.name
+        for f in fields(PerfAssumptions)
+        if get_origin(hints[f.name]) is tuple and get_args(hints[f.name]) == (float, float)
+    ]
 
 
 AssumptionOverrides = create_model(
-    "AssumptionOverrides", __base__=_Overrides, **_override_fields(),
-    __validators__={"_bands": field_validator(*_band_fields(), mode="before")(
-        lambda cls, v: _band(v))})
+    "AssumptionOverrides",
+    __base__=_Overrides,
+    **_override_fields(),
+    __validators__={"_bands": field_validator(*_band_fields(), mode="before")(lambda cls, v: _band(v))},
+)
 
 
 class JobFile(StrictModel):
     """What every job file has: a name, a model, owned/buyable hardware and assumption overrides."""
 
     name: str = Field(default="job", description="a label for the job in outputs")
-    model: ModelRef = Field(description="`[model]`: what is trained or served (a preset, a "
-                            "Hugging Face config.json, an explicit shape or a per-sample profile)")
-    hardware: Hardware = Field(default=Hardware(), description="`[hardware]`: boxes we own or may "
-                               "buy, beside the cloud offerings")
+    model: ModelRef = Field(
+        description="`[model]`: what is trained or served (a preset, a "
+        "Hugging Face config.json, an explicit shape or a per-sample profile)"
+    )
+    hardware: Hardware = Field(
+        default=Hardware(), description="`[hardware]`: boxes we own or may buy, beside the cloud offerings"
+    )
     assumptions: AssumptionOverrides = Field(  # type: ignore[valid-type]
-        default=AssumptionOverrides(), description="`[assumptions]`: overrides of the guessed "
-        "constants of the performance model (unset: the model's defaults)")
+        default=AssumptionOverrides(),
+        description="`[assumptions]`: overrides of the guessed "
+        "constants of the performance model (unset: the model's defaults)",
+    )
 
 
 def stack_name(value: str) -> str:
@@ -322,8 +378,9 @@ def stack_name(value: str) -> str:
         raise ValueError(str(exc).removeprefix("stack: ")) from None
 
 
-def coerce_document(doc: Any, cls: type, load_file: Any, from_dict: Any,
-                    field: str = "job") -> tuple[Any, Path | None]:
+def coerce_document(
+    doc: Any, cls: type, load_file: Any, from_dict: Any, field: str = "job"
+) -> tuple[Any, Path | None]:
     """Accept a file path, a decoded dict or an already validated `cls` instance.
 
     Returns (validated object, directory for relative paths or None).
@@ -336,5 +393,4 @@ def coerce_document(doc: Any, cls: type, load_file: Any, from_dict: Any,
         return from_dict(doc), None
     if isinstance(doc, cls):
         return doc, None
-    raise ConfigError(f"{field}: expected a path, a dict or a {cls.__name__}, "
-                      f"got {type(doc).__name__}")
+    raise ConfigError(f"{field}: expected a path, a dict or a {cls.__name__}, got {type(doc).__name__}")

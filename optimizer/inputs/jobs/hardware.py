@@ -15,67 +15,127 @@ __all__ = ["HARDWARE_OVERRIDES", "HardwareEntry", "Hardware", "entries_old_names
 
 #: the box fields of pricing_data/hardware.csv a `[[hardware.*]]` entry may override
 #: (optimizer.pricing.owned.HardwareSpec, which checks them again; unset: the GPU's default box)
-HARDWARE_OVERRIDES = ("gpus_per_box", "price_per_gpu_usd", "host_price_usd", "gpu_power_w",
-                      "host_power_w", "electricity_usd_per_kwh", "pue", "amortisation_months",
-                      "resale_fraction", "accounting", "max_boxes", "vcpus", "ram_gib",
-                      "local_nvme_gb")
+HARDWARE_OVERRIDES = (
+    "gpus_per_box",
+    "price_per_gpu_usd",
+    "host_price_usd",
+    "gpu_power_w",
+    "host_power_w",
+    "electricity_usd_per_kwh",
+    "pue",
+    "amortisation_months",
+    "resale_fraction",
+    "accounting",
+    "max_boxes",
+    "vcpus",
+    "ram_gib",
+    "local_nvme_gb",
+)
 
 
 class HardwareEntry(StrictModel):
     """`[[hardware.owned]]` / `[[hardware.buy]]` / `[[capacity.owned]]`: boxes we have or may
     buy; the box fields override the defaults of pricing_data/hardware.csv for the GPU."""
 
-    gpu: str = Field(description="GPU type of the box (id or alias, `ccopt gpus`); its default box "
-                     "comes from pricing_data/hardware.csv")
-    num_boxes: int | None = Field(default=None, gt=0, le=10_000,
-                                  description="owned: how many boxes we have (old name: boxes); "
-                                  "default: max_boxes, else 1 (required in [[capacity.owned]])")
-    max_gpus: int | None = Field(default=None, gt=0, le=100_000,
-                                 description="buy: at most this many GPUs bought, in whole boxes "
-                                 "(max_gpus ÷ gpus_per_box, rounded down; old name: max_count); "
-                                 "default: max_boxes boxes, else one box")
-    inter_node_gbps: float = Field(default=10.0, gt=0, le=100_000,
-                                   description="network between boxes, Gbit/s per box")
-    charge_capital: bool = Field(default=False, description="owned: also charge the amortised "
-                                 "purchase price per busy hour (default: power only)")
-    gpus_per_box: int | None = Field(default=None, ge=1, le=16,
-                                     description="GPUs in one box (default: the GPU's box in "
-                                     "pricing_data/hardware.csv)")
-    price_per_gpu_usd: float | None = Field(default=None, ge=0, le=MAX_USD,
-                                            description="purchase price of one GPU, USD")
-    host_price_usd: float | None = Field(default=None, ge=0, le=MAX_USD,
-                                         description="purchase price of the rest of one box (CPU, "
-                                         "board, RAM, PSU, chassis, NVMe), USD")
-    gpu_power_w: float | None = Field(default=None, gt=0, le=100_000,
-                                      description="average draw of one GPU while busy, W")
-    host_power_w: float | None = Field(default=None, ge=0, le=1_000_000,
-                                       description="draw of the rest of the box while busy, W")
-    electricity_usd_per_kwh: float | None = Field(default=None, ge=0, le=100,
-                                                  description="electricity price, USD per kWh")
-    pue: float | None = Field(default=None, ge=1.0, le=3.0,
-                              description="power usage effectiveness: facility ÷ IT power (1 = "
-                              "an office box; > 1 adds cooling)")
-    amortisation_months: float | None = Field(default=None, gt=0, le=1200,
-                                              description="months over which the net purchase "
-                                              "price is spread (amortised accounting)")
-    resale_fraction: float | None = Field(default=None, ge=0, lt=1,
-                                          description="share of the purchase price recovered by "
-                                          "selling the box at the end")
+    gpu: str = Field(
+        description="GPU type of the box (id or alias, `ccopt gpus`); its default box "
+        "comes from pricing_data/hardware.csv"
+    )
+    num_boxes: int | None = Field(
+        default=None,
+        gt=0,
+        le=10_000,
+        description="owned: how many boxes we have (old name: boxes); "
+        "default: max_boxes, else 1 (required in [[capacity.owned]])",
+    )
+    max_gpus: int | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        description="buy: at most this many GPUs bought, in whole boxes "
+        "(max_gpus ÷ gpus_per_box, rounded down; old name: max_count); "
+        "default: max_boxes boxes, else one box",
+    )
+    inter_node_gbps: float = Field(
+        default=10.0, gt=0, le=100_000, description="network between boxes, Gbit/s per box"
+    )
+    charge_capital: bool = Field(
+        default=False,
+        description="owned: also charge the amortised purchase price per busy hour (default: power only)",
+    )
+    gpus_per_box: int | None = Field(
+        default=None,
+        ge=1,
+        le=16,
+        description="GPUs in one box (default: the GPU's box in pricing_data/hardware.csv)",
+    )
+    price_per_gpu_usd: float | None = Field(
+        default=None, ge=0, le=MAX_USD, description="purchase price of one GPU, USD"
+    )
+    host_price_usd: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_USD,
+        description="purchase price of the rest of one box (CPU, board, RAM, PSU, chassis, NVMe), USD",
+    )
+    gpu_power_w: float | None = Field(
+        default=None, gt=0, le=100_000, description="average draw of one GPU while busy, W"
+    )
+    host_power_w: float | None = Field(
+        default=None, ge=0, le=1_000_000, description="draw of the rest of the box while busy, W"
+    )
+    electricity_usd_per_kwh: float | None = Field(
+        default=None, ge=0, le=100, description="electricity price, USD per kWh"
+    )
+    pue: float | None = Field(
+        default=None,
+        ge=1.0,
+        le=3.0,
+        description="power usage effectiveness: facility ÷ IT power (1 = an office box; > 1 adds cooling)",
+    )
+    amortisation_months: float | None = Field(
+        default=None,
+        gt=0,
+        le=1200,
+        description="months over which the net purchase price is spread (amortised accounting)",
+    )
+    resale_fraction: float | None = Field(
+        default=None,
+        ge=0,
+        lt=1,
+        description="share of the purchase price recovered by selling the box at the end",
+    )
     accounting: Literal["upfront", "amortised"] | None = Field(
-        default=None, description="buy: upfront (the whole net price is charged to the job) | "
-        "amortised (charged per busy hour over amortisation_months)")
-    max_boxes: int | None = Field(default=None, ge=1, le=10_000,
-                                  description="at most this many boxes (the default count when "
-                                  "num_boxes / max_gpus is not given)")
-    vcpus: float | None = Field(default=None, gt=0, le=100_000,
-                                description="vCPUs of one box (data-loader check; default: "
-                                "pricing_data/hardware_host.csv, else unknown)")
-    ram_gib: float | None = Field(default=None, gt=0, le=1e6,
-                                  description="host RAM of one box, GiB (default: "
-                                  "pricing_data/hardware_host.csv, else unknown)")
-    local_nvme_gb: float | None = Field(default=None, ge=0, le=1e8,
-                                        description="local NVMe of one box, GB (dataset and "
-                                        "checkpoints; default: pricing_data/hardware_host.csv)")
+        default=None,
+        description="buy: upfront (the whole net price is charged to the job) | "
+        "amortised (charged per busy hour over amortisation_months)",
+    )
+    max_boxes: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="at most this many boxes (the default count when num_boxes / max_gpus is not given)",
+    )
+    vcpus: float | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        description="vCPUs of one box (data-loader check; default: "
+        "pricing_data/hardware_host.csv, else unknown)",
+    )
+    ram_gib: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e6,
+        description="host RAM of one box, GiB (default: pricing_data/hardware_host.csv, else unknown)",
+    )
+    local_nvme_gb: float | None = Field(
+        default=None,
+        ge=0,
+        le=1e8,
+        description="local NVMe of one box, GB (dataset and "
+        "checkpoints; default: pricing_data/hardware_host.csv)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -109,10 +169,12 @@ def entries_old_names(data: Any, tables: dict[str, str]) -> Any:
 class Hardware(StrictModel):
     """`[hardware]`: boxes of this job (owned or to buy), beside or instead of the cloud."""
 
-    owned: tuple[HardwareEntry, ...] = Field(default=(), description="`[[hardware.owned]]`: "
-                                             "boxes we have (power only, or charge_capital)")
-    buy: tuple[HardwareEntry, ...] = Field(default=(), description="`[[hardware.buy]]`: boxes "
-                                           "we may buy (power + net purchase price)")
+    owned: tuple[HardwareEntry, ...] = Field(
+        default=(), description="`[[hardware.owned]]`: boxes we have (power only, or charge_capital)"
+    )
+    buy: tuple[HardwareEntry, ...] = Field(
+        default=(), description="`[[hardware.buy]]`: boxes we may buy (power + net purchase price)"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -20,26 +20,35 @@ class MeasuredIn(StrictModel):
     gpu: str = Field(description="GPU type of the run (id or alias, `ccopt gpus`)")
     precision: TrainPrecision = Field(default="bf16", description="precision of the run")
     micro_batch: int = Field(gt=0, le=2**20, description="samples per GPU per micro-batch")
-    samples_per_s: float = Field(gt=0, le=1e12, description="samples/s over all GPUs of the run, "
-                                 "warm-up excluded")
+    samples_per_s: float = Field(
+        gt=0, le=1e12, description="samples/s over all GPUs of the run, warm-up excluded"
+    )
     num_gpus: int = Field(default=1, gt=0, le=10**6, description="GPUs of the run (data parallel)")
-    peak_memory_gib: float | None = Field(default=None, gt=0, le=1e5,
-                                          description="peak memory per GPU (see memory_metric)")
+    peak_memory_gib: float | None = Field(
+        default=None, gt=0, le=1e5, description="peak memory per GPU (see memory_metric)"
+    )
     memory_metric: Literal["allocated", "reserved", "device"] = Field(
-        default="device", description="what peak_memory_gib is: allocated "
-        "(torch.cuda.max_memory_allocated) | reserved (max_memory_reserved) | device (nvidia-smi)")
-    activation_checkpointing: Checkpointing = Field(default="none",
-                                                    description="recomputation of the run")
+        default="device",
+        description="what peak_memory_gib is: allocated "
+        "(torch.cuda.max_memory_allocated) | reserved (max_memory_reserved) | device (nvidia-smi)",
+    )
+    activation_checkpointing: Checkpointing = Field(default="none", description="recomputation of the run")
     optimizer: Optimizer = Field(default="adamw", description="optimizer of the run")
     source: str = Field(default="", description="where the figure comes from")
 
     def point(self) -> MeasuredPoint:
-        return MeasuredPoint(gpu_id=self.gpu, precision=self.precision,
-                             micro_batch=self.micro_batch, samples_per_s=self.samples_per_s,
-                             num_gpus=self.num_gpus, peak_memory_gib=self.peak_memory_gib,
-                             memory_metric=self.memory_metric,
-                             checkpointing=self.activation_checkpointing,
-                             optimizer=self.optimizer, source=self.source)
+        return MeasuredPoint(
+            gpu_id=self.gpu,
+            precision=self.precision,
+            micro_batch=self.micro_batch,
+            samples_per_s=self.samples_per_s,
+            num_gpus=self.num_gpus,
+            peak_memory_gib=self.peak_memory_gib,
+            memory_metric=self.memory_metric,
+            checkpointing=self.activation_checkpointing,
+            optimizer=self.optimizer,
+            source=self.source,
+        )
 
 
 class ProfileIn(StrictModel):
@@ -47,23 +56,34 @@ class ProfileIn(StrictModel):
 
     name: str = Field(default="custom", description="a label for reports")
     sample_unit: Literal[SAMPLE_UNITS] = Field(  # type: ignore[valid-type]
-        default="sample", description="what one sample is: " + " | ".join(SAMPLE_UNITS))
+        default="sample", description="what one sample is: " + " | ".join(SAMPLE_UNITS)
+    )
     params: float = Field(gt=0, le=1e13, description="trained parameters")
-    frozen_params: float = Field(default=0, ge=0, le=1e13,
-                                 description="frozen parameters held on the GPU (forward only)")
+    frozen_params: float = Field(
+        default=0, ge=0, le=1e13, description="frozen parameters held on the GPU (forward only)"
+    )
     forward_gflops_per_sample: float | None = Field(
-        default=None, gt=0, le=1e9, description="forward GFLOPs (2 per multiply-add) per sample "
-        "of the trained part; unknown: give a measured point")
+        default=None,
+        gt=0,
+        le=1e9,
+        description="forward GFLOPs (2 per multiply-add) per sample "
+        "of the trained part; unknown: give a measured point",
+    )
     frozen_forward_gflops_per_sample: float = Field(
-        default=0.0, ge=0, le=1e9, description="forward GFLOPs per sample of the frozen parts")
+        default=0.0, ge=0, le=1e9, description="forward GFLOPs per sample of the frozen parts"
+    )
     activation_mib_per_sample: float | None = Field(
-        default=None, gt=0, le=1e7, description="MiB one sample keeps for backward without "
-        "recomputation, at activation_precision")
+        default=None,
+        gt=0,
+        le=1e7,
+        description="MiB one sample keeps for backward without recomputation, at activation_precision",
+    )
     checkpointed_activation_mib_per_sample: float | None = Field(
-        default=None, gt=0, le=1e7, description="the same with full activation checkpointing")
-    activation_precision: TrainPrecision = Field(default="bf16",
-                                                 description="precision the activation sizes are "
-                                                 "stated at")
+        default=None, gt=0, le=1e7, description="the same with full activation checkpointing"
+    )
+    activation_precision: TrainPrecision = Field(
+        default="bf16", description="precision the activation sizes are stated at"
+    )
     source: str = Field(default="", description="where the figures come from")
 
     @model_validator(mode="after")
@@ -76,10 +96,15 @@ class ProfileIn(StrictModel):
         mib = self.activation_mib_per_sample
         ckpt = self.checkpointed_activation_mib_per_sample
         return SampleProfile(
-            name=self.name, family="custom", sample_unit=self.sample_unit,
-            trained_params=int(self.params), frozen_params=int(self.frozen_params),
+            name=self.name,
+            family="custom",
+            sample_unit=self.sample_unit,
+            trained_params=int(self.params),
+            frozen_params=int(self.frozen_params),
             forward_gflops_per_sample=self.forward_gflops_per_sample,
             frozen_forward_gflops_per_sample=self.frozen_forward_gflops_per_sample,
             activation_bytes_per_sample=None if mib is None else mib * MIB,
             checkpointed_activation_bytes_per_sample=None if ckpt is None else ckpt * MIB,
-            activation_precision=self.activation_precision, source=self.source)
+            activation_precision=self.activation_precision,
+            source=self.source,
+        )

@@ -16,28 +16,39 @@ OFFLOAD_MODES = ("none", "optimizer", "params")
 #: interleaved pipeline schedules use a handful of virtual stages per rank (Megatron: 2-8)
 MAX_VIRTUAL_STAGES = 64
 
+
 class Search(StrictModel):
     """`[search]`: lists of values the planner may try; "auto" lets it choose among all of them."""
 
     precision: tuple[TrainPrecision | Literal["auto"], ...] | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="compute precisions to try (fp32, bf16, fp16, fp8 or auto); default: the "
-        "workload's precision")
+        "workload's precision",
+    )
     optimizer: tuple[Optimizer | Literal["auto"], ...] | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="optimizers to try (adamw, adam-8bit, sgd, adafactor or auto); default: the "
-        "workload's optimizer")
+        "workload's optimizer",
+    )
     offload: tuple[Literal["none", "optimizer", "params"], ...] = Field(
-        default=("none",), min_length=1,
+        default=("none",),
+        min_length=1,
         description="what may be offloaded to CPU RAM: none, optimizer (ZeRO-Offload), params "
-        "(ZeRO-Infinity)")
+        "(ZeRO-Infinity)",
+    )
     sequence_parallel: tuple[bool, ...] | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="sequence parallelism on/off values to try (with tensor parallelism); default: "
-        "the stack's choice")
+        "the stack's choice",
+    )
     virtual_stages: tuple[int, ...] = Field(
-        default=(1,), min_length=1,
-        description=f"interleaved pipeline virtual stages per rank to try (1 to {MAX_VIRTUAL_STAGES})")
+        default=(1,),
+        min_length=1,
+        description=f"interleaved pipeline virtual stages per rank to try (1 to {MAX_VIRTUAL_STAGES})",
+    )
 
     @field_validator("virtual_stages")
     @classmethod

@@ -33,8 +33,17 @@ from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_
 from optimizer.inputs.toml_file import read_toml
 from optimizer.model.setup import TP_DEGREES
 
-__all__ = ["ServeJob", "ServeWorkload", "ServeConstraints", "Bucket", "QUANTIZATIONS",
-           "QUANT_ALIASES", "MAX_BATCH_DEFAULT", "load_serve_job", "serve_job_from_dict"]
+__all__ = [
+    "ServeJob",
+    "ServeWorkload",
+    "ServeConstraints",
+    "Bucket",
+    "QUANTIZATIONS",
+    "QUANT_ALIASES",
+    "MAX_BATCH_DEFAULT",
+    "load_serve_job",
+    "serve_job_from_dict",
+]
 
 #: at most a million requests per second (think_time_s ≥ 1 ms keeps concurrent users below it too)
 MAX_REQUESTS_PER_S = 1e6
@@ -63,11 +72,12 @@ class Bucket(StrictModel):
     """`[[workload.buckets]]`: a share of the requests with its mean prompt and output length."""
 
     share: float = Field(gt=0, le=1, description="fraction of requests (shares sum to 1)")
-    prompt_tokens: int = Field(gt=0, le=2**22,
-                               description="mean prompt (input) tokens of a request in this bucket")
-    output_tokens: int = Field(gt=0, le=2**22,
-                               description="mean output (generated) tokens of a request in this "
-                               "bucket")
+    prompt_tokens: int = Field(
+        gt=0, le=2**22, description="mean prompt (input) tokens of a request in this bucket"
+    )
+    output_tokens: int = Field(
+        gt=0, le=2**22, description="mean output (generated) tokens of a request in this bucket"
+    )
 
     @property
     def context(self) -> int:
@@ -78,33 +88,53 @@ class Bucket(StrictModel):
 class ServeWorkload(StrictModel):
     """`[workload]` of a serving job: load, request sizes and weight format."""
 
-    kind: Literal["serve"] = Field(default="serve", description="\"serve\": marks a serving job "
-                                   "(`ccopt serve`; training kinds go to `ccopt plan`)")
-    precision: str | None = Field(default=None, description="weight format: fp16 | bf16 | fp8 | "
-                                  "int8 | int4 (awq, gptq = int4); default fp16 (old name: "
-                                  "quantization)")
+    kind: Literal["serve"] = Field(
+        default="serve",
+        description='"serve": marks a serving job (`ccopt serve`; training kinds go to `ccopt plan`)',
+    )
+    precision: str | None = Field(
+        default=None,
+        description="weight format: fp16 | bf16 | fp8 | "
+        "int8 | int4 (awq, gptq = int4); default fp16 (old name: "
+        "quantization)",
+    )
     kv_cache_precision: Literal["fp16", "bf16", "fp8", "int8"] = Field(
-        default="fp16", description="KV-cache precision (fp8/int8 halve the cache; old name: "
-        "kv_precision)")
-    stack: str = Field(default="generic", description="serving stack profile: vllm, "
-                       "tensorrt-llm, tgi, llama.cpp, ... (`ccopt stacks`)")
-    requests_per_s: float | None = Field(default=None, gt=0, le=MAX_REQUESTS_PER_S,
-                                         description="mean request rate (or concurrent_users with "
-                                         "think_time_s)")
-    concurrent_users: int | None = Field(default=None, gt=0, le=10**9,
-                                         description="users sending a request every think_time_s")
-    think_time_s: float | None = Field(default=None, ge=0.001, le=86_400,
-                                       description="mean pause of a user between requests")
-    prompt_tokens: int | None = Field(default=None, gt=0, le=2**22,
-                                      description="mean prompt tokens per request (one bucket; or "
-                                      "[[workload.buckets]])")
-    output_tokens: int | None = Field(default=None, gt=0, le=2**22,
-                                      description="mean output tokens per request")
-    buckets: tuple[Bucket, ...] = Field(default=(), description="`[[workload.buckets]]`: the "
-                                        "request mix as shares with their own mean prompt and "
-                                        "output tokens (instead of prompt_tokens/output_tokens)")
-    hours_per_day: float = Field(default=24.0, gt=0, le=24,
-                                 description="hours a day the service runs (costs per served hour)")
+        default="fp16", description="KV-cache precision (fp8/int8 halve the cache; old name: kv_precision)"
+    )
+    stack: str = Field(
+        default="generic",
+        description="serving stack profile: vllm, tensorrt-llm, tgi, llama.cpp, ... (`ccopt stacks`)",
+    )
+    requests_per_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_REQUESTS_PER_S,
+        description="mean request rate (or concurrent_users with think_time_s)",
+    )
+    concurrent_users: int | None = Field(
+        default=None, gt=0, le=10**9, description="users sending a request every think_time_s"
+    )
+    think_time_s: float | None = Field(
+        default=None, ge=0.001, le=86_400, description="mean pause of a user between requests"
+    )
+    prompt_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        le=2**22,
+        description="mean prompt tokens per request (one bucket; or [[workload.buckets]])",
+    )
+    output_tokens: int | None = Field(
+        default=None, gt=0, le=2**22, description="mean output tokens per request"
+    )
+    buckets: tuple[Bucket, ...] = Field(
+        default=(),
+        description="`[[workload.buckets]]`: the "
+        "request mix as shares with their own mean prompt and "
+        "output tokens (instead of prompt_tokens/output_tokens)",
+    )
+    hours_per_day: float = Field(
+        default=24.0, gt=0, le=24, description="hours a day the service runs (costs per served hour)"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -126,8 +156,9 @@ class ServeWorkload(StrictModel):
         if (self.requests_per_s is None) == (self.concurrent_users is None):
             raise ValueError("give exactly one of requests_per_s or concurrent_users")
         if self.concurrent_users is not None and self.think_time_s is None:
-            raise ValueError("concurrent_users needs think_time_s (seconds a user pauses "
-                             "between requests, > 0)")
+            raise ValueError(
+                "concurrent_users needs think_time_s (seconds a user pauses between requests, > 0)"
+            )
         if self.buckets:
             if self.prompt_tokens is not None or self.output_tokens is not None:
                 raise ValueError("give prompt_tokens/output_tokens or buckets, not both")
@@ -135,10 +166,8 @@ class ServeWorkload(StrictModel):
             if not math.isclose(total, 1.0, abs_tol=1e-6):
                 raise ValueError(f"buckets: shares must sum to 1, got {total:g}")
         elif self.prompt_tokens is None or self.output_tokens is None:
-            raise ValueError("give prompt_tokens and output_tokens (means), "
-                             "or [[workload.buckets]]")
+            raise ValueError("give prompt_tokens and output_tokens (means), or [[workload.buckets]]")
         return self
-
 
     @property
     def weight_precision(self) -> str:
@@ -160,46 +189,72 @@ class ServeWorkload(StrictModel):
         """The request mix: the given buckets, or one bucket of the means."""
         if self.buckets:
             return self.buckets
-        return (Bucket(share=1.0, prompt_tokens=self.prompt_tokens or 1,
-                       output_tokens=self.output_tokens or 1),)
+        return (
+            Bucket(share=1.0, prompt_tokens=self.prompt_tokens or 1, output_tokens=self.output_tokens or 1),
+        )
 
 
 class ServeConstraints(StrictModel):
     """`[constraints]` of a serving job: latency targets, redundancy and what may be used."""
 
-    ttft_s: float | None = Field(default=None, gt=0, le=3600,
-                                 description="at most this time to the first token, seconds "
-                                 "(one prefill and one decode step, no queueing)")
-    tpot_ms: float | None = Field(default=None, gt=0, le=60_000,
-                                  description="at most this time per output token, milliseconds")
-    e2e_p50_s: float | None = Field(default=None, gt=0, le=86_400,
-                                    description="at most this end-to-end latency of a request "
-                                    "(first token + every output token), seconds")
-    gpu_types: tuple[str, ...] | None = Field(min_length=1, default=None, description="GPU types allowed "
-                                              "(ids or aliases; old name: gpus)")
-    providers: tuple[str, ...] | None = Field(default=None, min_length=1,
-                                              description="providers allowed (aws, gcp, azure, "
-                                              "lambda, oci, runpod, vast, coreweave; `ccopt "
-                                              "prices`); default: all")
-    regions: tuple[str, ...] | None = Field(default=None, min_length=1,
-                                            description="regions allowed (as in `ccopt prices`); "
-                                            "default: all")
+    ttft_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="at most this time to the first token, seconds "
+        "(one prefill and one decode step, no queueing)",
+    )
+    tpot_ms: float | None = Field(
+        default=None, gt=0, le=60_000, description="at most this time per output token, milliseconds"
+    )
+    e2e_p50_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=86_400,
+        description="at most this end-to-end latency of a request "
+        "(first token + every output token), seconds",
+    )
+    gpu_types: tuple[str, ...] | None = Field(
+        min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"
+    )
+    providers: tuple[str, ...] | None = Field(
+        default=None,
+        min_length=1,
+        description="providers allowed (aws, gcp, azure, "
+        "lambda, oci, runpod, vast, coreweave; `ccopt "
+        "prices`); default: all",
+    )
+    regions: tuple[str, ...] | None = Field(
+        default=None, min_length=1, description="regions allowed (as in `ccopt prices`); default: all"
+    )
     pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = Field(
-        default=("on_demand",), min_length=1, description="pricing models allowed")
-    redundancy: str | int = Field(default=0, description='"n+1", "n+2" or an integer: spare '
-                                   'instances per deployment (a failed box loses all its '
-                                   'replicas)')
+        default=("on_demand",), min_length=1, description="pricing models allowed"
+    )
+    redundancy: str | int = Field(
+        default=0,
+        description='"n+1", "n+2" or an integer: spare '
+        "instances per deployment (a failed box loses all its "
+        "replicas)",
+    )
     min_capacity_headroom_fraction: float = Field(
-        default=0.0, ge=0, le=10, description="spare capacity kept above the load: capacity ≥ "
-        "load × (1 + this) (old name: headroom)")
-    max_replicas: int | None = Field(default=None, gt=0, le=100_000,
-                                     description="at most this many replicas in total")
-    max_batch: int = Field(default=MAX_BATCH_DEFAULT, gt=0, le=4096,
-                           description="cap on concurrent sequences per replica")
+        default=0.0,
+        ge=0,
+        le=10,
+        description="spare capacity kept above the load: capacity ≥ load × (1 + this) (old name: headroom)",
+    )
+    max_replicas: int | None = Field(
+        default=None, gt=0, le=100_000, description="at most this many replicas in total"
+    )
+    max_batch: int = Field(
+        default=MAX_BATCH_DEFAULT, gt=0, le=4096, description="cap on concurrent sequences per replica"
+    )
     tp_degrees: tuple[int, ...] | None = Field(
-        default=None, min_length=1, description="tensor-parallel degrees a replica may use (1, "
+        default=None,
+        min_length=1,
+        description="tensor-parallel degrees a replica may use (1, "
         "2, 4, 8; within one instance); default: every degree that divides the GPUs per "
-        "instance and the heads (old name: tp)")
+        "instance and the heads (old name: tp)",
+    )
     cloud: bool = Field(default=True, description="consider cloud offerings")
 
     @model_validator(mode="before")
@@ -212,16 +267,20 @@ class ServeConstraints(StrictModel):
     def _redundancy(cls, v: str | int) -> str | int:
         if isinstance(v, int):
             if not 0 <= v <= MAX_SPARE:
-                raise ValueError(f"{v} is not allowed; allowed: \"n+1\", \"n+2\", ... or an "
-                                 f"integer 0 to {MAX_SPARE} (spare instances)")
+                raise ValueError(
+                    f'{v} is not allowed; allowed: "n+1", "n+2", ... or an '
+                    f"integer 0 to {MAX_SPARE} (spare instances)"
+                )
             return v
         text = v.strip().lower().replace(" ", "")
         if text in ("n", "none", "0"):
             return 0
         if text.startswith("n+") and text[2:].isdigit() and int(text[2:]) <= MAX_SPARE:
             return int(text[2:])
-        raise ValueError(f"{v!r} is not allowed; allowed: \"n+1\", \"n+2\", ... or an integer "
-                         f"0 to {MAX_SPARE} (spare instances)")
+        raise ValueError(
+            f'{v!r} is not allowed; allowed: "n+1", "n+2", ... or an integer '
+            f"0 to {MAX_SPARE} (spare instances)"
+        )
 
     @field_validator("tp_degrees")
     @classmethod
@@ -229,10 +288,8 @@ class ServeConstraints(StrictModel):
         if v is not None:
             bad = [t for t in v if t not in TP_DEGREES]
             if bad:
-                raise ValueError(f"{bad or v} not allowed; allowed: "
-                                 f"{', '.join(map(str, TP_DEGREES))}")
+                raise ValueError(f"{bad or v} not allowed; allowed: {', '.join(map(str, TP_DEGREES))}")
         return v
-
 
     @property
     def spare_replicas(self) -> int:
@@ -244,10 +301,13 @@ class ServeJob(JobFile):
     """One serving job file."""
 
     name: str = Field(default="serve", description="a label for the serving job in outputs")
-    workload: ServeWorkload = Field(description="`[workload]`: load, request sizes and weight "
-                                    "format (kind = \"serve\")")
-    constraints: ServeConstraints = Field(default=ServeConstraints(), description="`[constraints]`"
-                                          ": latency targets, redundancy and what may be used")
+    workload: ServeWorkload = Field(
+        description='`[workload]`: load, request sizes and weight format (kind = "serve")'
+    )
+    constraints: ServeConstraints = Field(
+        default=ServeConstraints(),
+        description="`[constraints]`: latency targets, redundancy and what may be used",
+    )
 
 
 def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:
@@ -258,8 +318,10 @@ def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:
     """
     kind = (data.get("workload") or {}).get("kind", "serve") if isinstance(data, dict) else None
     if kind != "serve":
-        raise ConfigError(f"{source}: workload.kind: {kind!r} is not a serving job; use "
-                          "kind = \"serve\" (or `ccopt plan` for training jobs)")
+        raise ConfigError(
+            f"{source}: workload.kind: {kind!r} is not a serving job; use "
+            'kind = "serve" (or `ccopt plan` for training jobs)'
+        )
     try:
         return ServeJob.model_validate(data)
     except ValidationError as exc:

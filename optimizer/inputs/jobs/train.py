@@ -39,52 +39,87 @@ from optimizer.model.setup import (
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
 from optimizer.vocabulary import PricingModel
 
-__all__ = ["Job", "ModelRef", "Workload", "Constraints", "HardwareEntry", "Calibration",
-           "AssumptionOverrides", "load_job", "job_from_dict", "fit_job_to_model", "format_validation_error",
-           "coerce_document", "Search", "Hardware", "JobFile", "stack_name", "DataSpec"]
+__all__ = [
+    "Job",
+    "ModelRef",
+    "Workload",
+    "Constraints",
+    "HardwareEntry",
+    "Calibration",
+    "AssumptionOverrides",
+    "load_job",
+    "job_from_dict",
+    "fit_job_to_model",
+    "format_validation_error",
+    "coerce_document",
+    "Search",
+    "Hardware",
+    "JobFile",
+    "stack_name",
+    "DataSpec",
+]
 
 
 class Workload(StrictModel):
     """`[workload]`: what is trained and how much."""
 
-    kind: Literal["pretrain", "finetune", "lora", "qlora"] = Field(default="pretrain",
-                                                                   description="pretrain | finetune "
-                                                                   "(full) | lora | qlora")
-    tokens: float | None = Field(default=None, gt=0, le=MAX_TOKENS,
-                                 description="tokens to process (× epochs); or give steps")
-    samples: float | None = Field(default=None, gt=0, le=MAX_TOKENS,
-                                  description="samples to process (× epochs): images, clips or "
-                                  "sequences of seq_len (old name: images); or give tokens/steps")
+    kind: Literal["pretrain", "finetune", "lora", "qlora"] = Field(
+        default="pretrain", description="pretrain | finetune (full) | lora | qlora"
+    )
+    tokens: float | None = Field(
+        default=None, gt=0, le=MAX_TOKENS, description="tokens to process (× epochs); or give steps"
+    )
+    samples: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TOKENS,
+        description="samples to process (× epochs): images, clips or "
+        "sequences of seq_len (old name: images); or give tokens/steps",
+    )
     steps: int | None = Field(default=None, gt=0, le=10**9, description="optimizer steps; or give tokens")
     sample_unit: Literal[SAMPLE_UNITS] | None = Field(  # type: ignore[valid-type]
-        default=None, description="what one sample is (image, clip, sequence, ...); default: "
-        "the model's, when the job counts samples")
-    epochs: float = Field(default=1.0, gt=0, le=10_000,
-                          description="passes over `tokens` or `samples` (the amount is multiplied "
-                          "by it; not with steps)")
+        default=None,
+        description="what one sample is (image, clip, sequence, ...); default: "
+        "the model's, when the job counts samples",
+    )
+    epochs: float = Field(
+        default=1.0,
+        gt=0,
+        le=10_000,
+        description="passes over `tokens` or `samples` (the amount is multiplied by it; not with steps)",
+    )
     seq_len: int = Field(default=2048, gt=0, le=2**22, description="tokens per sequence")
-    global_batch: int | None = Field(default=None, gt=0, le=2**24,
-                                     description="samples per optimizer step: sequences of "
-                                     "seq_len, or images / clips of a per-sample model (or "
-                                     "global_batch_tokens)")
-    global_batch_tokens: int | None = Field(default=None, gt=0, le=2**36,
-                                            description="tokens per optimizer step (alternative to "
-                                            "global_batch)")
-    batch_tolerance: float = Field(default=0.0, ge=0, lt=1,
-                                   description="allowed relative deviation of the global batch")
-    precision: TrainPrecision = Field(default="bf16",
-                                      description="compute precision (mixed precision with fp32 master "
-                                      "weights)")
+    global_batch: int | None = Field(
+        default=None,
+        gt=0,
+        le=2**24,
+        description="samples per optimizer step: sequences of "
+        "seq_len, or images / clips of a per-sample model (or "
+        "global_batch_tokens)",
+    )
+    global_batch_tokens: int | None = Field(
+        default=None, gt=0, le=2**36, description="tokens per optimizer step (alternative to global_batch)"
+    )
+    batch_tolerance: float = Field(
+        default=0.0, ge=0, lt=1, description="allowed relative deviation of the global batch"
+    )
+    precision: TrainPrecision = Field(
+        default="bf16", description="compute precision (mixed precision with fp32 master weights)"
+    )
     optimizer: Optimizer = Field(default="adamw", description="optimizer (its state bytes per parameter)")
     lora_rank: int = Field(default=16, gt=0, le=65_536, description="LoRA / QLoRA rank")
     lora_targets: tuple[str, ...] = Field(default=LINEAR_MODULES, description="modules with adapters")
-    attention: Attention | None = Field(default=None, description="flash | eager "
-                                        "(default: the stack's kernel)")
+    attention: Attention | None = Field(
+        default=None, description="flash | eager (default: the stack's kernel)"
+    )
     offload_optimizer: bool = Field(default=False, description="ZeRO-Offload: optimizer in CPU RAM")
     offload_params: bool = Field(default=False, description="ZeRO-Infinity: params in CPU RAM")
-    stack: str = Field(default="generic", description="training stack profile: megatron-core, "
-                       "deepspeed, fsdp, torchtitan, llm-foundry, hf-trainer, torchtune, unsloth, "
-                       "... (`ccopt stacks`)")
+    stack: str = Field(
+        default="generic",
+        description="training stack profile: megatron-core, "
+        "deepspeed, fsdp, torchtitan, llm-foundry, hf-trainer, torchtune, unsloth, "
+        "... (`ccopt stacks`)",
+    )
 
     @field_validator("stack")
     @classmethod
@@ -119,7 +154,8 @@ class Workload(StrictModel):
                 f"global_batch_tokens = {tokens} is not a multiple of seq_len = {self.seq_len}: the "
                 f"nearest batch, {seqs} sequence{'s' if seqs > 1 else ''} = {seqs * self.seq_len} tokens, "
                 f"is {off:.1%} off and batch_tolerance = {self.batch_tolerance:g}; allowed: a "
-                f"multiple of {self.seq_len}, or raise batch_tolerance")
+                f"multiple of {self.seq_len}, or raise batch_tolerance"
+            )
 
     @property
     def method(self) -> str:
@@ -146,11 +182,18 @@ class Workload(StrictModel):
         return math.ceil(self.total_tokens() / (batch_sequences * self.seq_len))
 
     def setup(self) -> TrainingSetup:
-        return TrainingSetup(seq_len=self.seq_len, precision=self.precision,
-                             optimizer=self.optimizer, method=self.method,
-                             lora_rank=self.lora_rank, lora_targets=self.lora_targets,
-                             attention=self.attention, offload_optimizer=self.offload_optimizer,
-                             offload_params=self.offload_params, stack=self.stack)
+        return TrainingSetup(
+            seq_len=self.seq_len,
+            precision=self.precision,
+            optimizer=self.optimizer,
+            method=self.method,
+            lora_rank=self.lora_rank,
+            lora_targets=self.lora_targets,
+            attention=self.attention,
+            offload_optimizer=self.offload_optimizer,
+            offload_params=self.offload_params,
+            stack=self.stack,
+        )
 
 
 class Availability(StrictModel):
@@ -164,60 +207,95 @@ class Availability(StrictModel):
 class Constraints(StrictModel):
     """`[constraints]`: deadline, budget and what may be used."""
 
-    deadline_days: float | None = Field(default=None, gt=0, le=MAX_DAYS,
-                                        description="finish within this many days (or deadline_hours)")
-    deadline_hours: float | None = Field(default=None, gt=0, le=MAX_DAYS * 24,
-                                         description="finish within this many hours")
+    deadline_days: float | None = Field(
+        default=None, gt=0, le=MAX_DAYS, description="finish within this many days (or deadline_hours)"
+    )
+    deadline_hours: float | None = Field(
+        default=None, gt=0, le=MAX_DAYS * 24, description="finish within this many hours"
+    )
     budget_usd: float | None = Field(default=None, gt=0, le=MAX_USD, description="spend at most this (USD)")
-    gpu_types: tuple[str, ...] | None = Field(min_length=1, default=None, description="GPU types allowed "
-                                              "(ids or aliases; old name: gpus)")
-    providers: tuple[str, ...] | None = Field(min_length=1, default=None,
-                                              description="providers allowed (aws, gcp, azure, lambda, "
-                                              "oci, runpod, vast, coreweave)")
-    regions: tuple[str, ...] | None = Field(min_length=1, default=None,
-                                            description="regions allowed (as in `ccopt prices`)")
-    pricing: tuple[PricingModel, ...] = Field(min_length=1, default=("on_demand",),
-                                              description="pricing models allowed")
-    max_gpus: int | None = Field(default=None, gt=0, le=10**6,
-                                 description="at most this many GPUs in total (searched up to 4,096 "
-                                 "without it)")
+    gpu_types: tuple[str, ...] | None = Field(
+        min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"
+    )
+    providers: tuple[str, ...] | None = Field(
+        min_length=1,
+        default=None,
+        description="providers allowed (aws, gcp, azure, lambda, oci, runpod, vast, coreweave)",
+    )
+    regions: tuple[str, ...] | None = Field(
+        min_length=1, default=None, description="regions allowed (as in `ccopt prices`)"
+    )
+    pricing: tuple[PricingModel, ...] = Field(
+        min_length=1, default=("on_demand",), description="pricing models allowed"
+    )
+    max_gpus: int | None = Field(
+        default=None,
+        gt=0,
+        le=10**6,
+        description="at most this many GPUs in total (searched up to 4,096 without it)",
+    )
     min_instances: int = Field(default=1, gt=0, le=10**5, description="at least this many instances")
     max_instances: int | None = Field(default=None, gt=0, le=10**5, description="at most this many instances")
     spot_interruption_overhead: float | None = Field(
-        default=None, ge=0, le=2,
+        default=None,
+        ge=0,
+        le=2,
         description="a fixed extra wall time on spot (the old rule) instead of the interruption "
-        "model (rate × instances, checkpoint every Daly 2006 interval, restart time)")
+        "model (rate × instances, checkpoint every Daly 2006 interval, restart time)",
+    )
     spot_interruptions_per_instance_day: float | None = Field(
-        default=None, ge=0, le=100,
+        default=None,
+        ge=0,
+        le=100,
         description="spot interruptions per instance-day for every spot offering (default: "
-        "pricing_data/spot_interruptions.csv, published bands where known, else a guess)")
+        "pricing_data/spot_interruptions.csv, published bands where known, else a guess)",
+    )
     availability: tuple[Availability, ...] = Field(
-        default=(), description="instances obtainable per offering: replaces the catalog's "
-        "max_instances for a provider (and instance)")
+        default=(),
+        description="instances obtainable per offering: replaces the catalog's "
+        "max_instances for a provider (and instance)",
+    )
     reservation_prepaid: bool = Field(
-        default=False, description="reserved capacity already paid/shared: charge hours used")
-    zero_stages: tuple[int, ...] = Field(min_length=1, default=(0, 1, 2, 3),
-                                         description="ZeRO stages the planner may use")
+        default=False, description="reserved capacity already paid/shared: charge hours used"
+    )
+    zero_stages: tuple[int, ...] = Field(
+        min_length=1, default=(0, 1, 2, 3), description="ZeRO stages the planner may use"
+    )
     activation_checkpointing: tuple[str, ...] = Field(
-        min_length=1, default=CHECKPOINTING, description="modes allowed (old name: checkpointing)")
+        min_length=1, default=CHECKPOINTING, description="modes allowed (old name: checkpointing)"
+    )
     jobs_per_month: float | None = Field(
-        default=None, gt=0, le=10_000, description="compare: how often this job runs, for the months to "
-        "break even of buying (default: back to back)")
+        default=None,
+        gt=0,
+        le=10_000,
+        description="compare: how often this job runs, for the months to "
+        "break even of buying (default: back to back)",
+    )
     cloud: bool = Field(default=True, description="consider cloud offerings")
     trust_guessed_network: bool = Field(
-        default=True, description="false: offerings whose inter-node bandwidth is a documented "
-        "guess (pricing_data/README.md) are used as a single instance only")
+        default=True,
+        description="false: offerings whose inter-node bandwidth is a documented "
+        "guess (pricing_data/README.md) are used as a single instance only",
+    )
     min_memory_headroom_gib: float = Field(
-        default=1.0, ge=0, le=64,
+        default=1.0,
+        ge=0,
+        le=64,
         description="at least this much device memory kept free per GPU, GiB (CUDA context "
-        "spikes, fragmentation; old name: memory_headroom_gib)")
+        "spikes, fragmentation; old name: memory_headroom_gib)",
+    )
     min_memory_headroom_fraction: float = Field(
-        default=0.05, ge=0, lt=0.5,
+        default=0.05,
+        ge=0,
+        lt=0.5,
         description="at least this share of device memory kept free per GPU, on top of "
-        "min_memory_headroom_gib (old name: memory_headroom_fraction)")
+        "min_memory_headroom_gib (old name: memory_headroom_fraction)",
+    )
     allow_internet_multi_node: bool = Field(
-        default=False, description="true: instances without a cluster interconnect (internet-grade "
-        "networking between them) may be joined into a multi-node plan")
+        default=False,
+        description="true: instances without a cluster interconnect (internet-grade "
+        "networking between them) may be joined into a multi-node plan",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -233,10 +311,10 @@ class Constraints(StrictModel):
             raise ValueError(f"zero_stages: {bad} not allowed; allowed: 0, 1, 2, 3")
         badc = [c for c in self.activation_checkpointing if c not in CHECKPOINTING]
         if badc:
-            raise ValueError(f"activation_checkpointing: {badc} not allowed; allowed: "
-                             f"{', '.join(CHECKPOINTING)}")
+            raise ValueError(
+                f"activation_checkpointing: {badc} not allowed; allowed: {', '.join(CHECKPOINTING)}"
+            )
         return self
-
 
     @property
     def deadline_h(self) -> float | None:
@@ -249,14 +327,21 @@ class Job(JobFile):
     """One training job file."""
 
     workload: Workload = Field(description="`[workload]`: what is trained and how much")
-    constraints: Constraints = Field(default=Constraints(), description="`[constraints]`: "
-                                     "deadline, budget and what the planner may use")
-    calibration: Calibration | None = Field(default=None, description="`[calibration]`: one "
-                                            "measured run that fixes the efficiency of a GPU type")
-    data: DataSpec | None = Field(default=None, description="the dataset: size, loader rate, "
-                                  "where it lives (transfer, storage and loader checks)")
-    search: Search | None = Field(default=None, description="what the planner may search beyond the "
-                                  "workload's own choices (issue 14; not used by the planner yet)")
+    constraints: Constraints = Field(
+        default=Constraints(), description="`[constraints]`: deadline, budget and what the planner may use"
+    )
+    calibration: Calibration | None = Field(
+        default=None, description="`[calibration]`: one measured run that fixes the efficiency of a GPU type"
+    )
+    data: DataSpec | None = Field(
+        default=None,
+        description="the dataset: size, loader rate, where it lives (transfer, storage and loader checks)",
+    )
+    search: Search | None = Field(
+        default=None,
+        description="what the planner may search beyond the "
+        "workload's own choices (issue 14; not used by the planner yet)",
+    )
 
 
 def fit_job_to_model(job: Job, model: ModelSpec | SampleProfile) -> Job:
@@ -267,11 +352,15 @@ def fit_job_to_model(job: Job, model: ModelSpec | SampleProfile) -> Job:
     w = job.workload
     if isinstance(model, SampleProfile):
         if w.tokens is not None:
-            raise ConfigError(f"workload.tokens: {model.name} is counted in samples "
-                              f"({model.sample_unit}s); allowed: samples (or images) or steps")
+            raise ConfigError(
+                f"workload.tokens: {model.name} is counted in samples "
+                f"({model.sample_unit}s); allowed: samples (or images) or steps"
+            )
         if "seq_len" in w.model_fields_set and w.seq_len != 1:
-            raise ConfigError(f"workload.seq_len: {model.name} is counted per "
-                              f"{model.sample_unit}; allowed: leave seq_len out")
+            raise ConfigError(
+                f"workload.seq_len: {model.name} is counted per "
+                f"{model.sample_unit}; allowed: leave seq_len out"
+            )
         update: dict[str, Any] = {"seq_len": 1, "sample_unit": w.sample_unit or model.sample_unit}
     elif model.sample_tokens and "seq_len" not in w.model_fields_set:
         update = {"seq_len": model.sample_tokens, "sample_unit": w.sample_unit or "image"}

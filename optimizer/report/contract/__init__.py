@@ -21,10 +21,19 @@ __all__ = ["SCHEMA_VERSION", "OUTPUTS", "output_schema", "emit", "emit_list", "C
 
 #: command -> the model of its `--json` output
 OUTPUTS: dict[str, Any] = {
-    "plan": PlanOutput, "compare": CompareOutput, "estimate": EstimateOutput,
-    "calibrate": CalibrateOutput, "serve": ServeOutput, "serve-compare": ServeCompareOutput,
-    "batch": BatchOutput, "prices": PricesOutput, "gpus": GpusOutput, "models": ModelsOutput,
-    "stacks": StacksOutput, "sizing": SizingOutput, "measure": MeasureOutput,
+    "plan": PlanOutput,
+    "compare": CompareOutput,
+    "estimate": EstimateOutput,
+    "calibrate": CalibrateOutput,
+    "serve": ServeOutput,
+    "serve-compare": ServeCompareOutput,
+    "batch": BatchOutput,
+    "prices": PricesOutput,
+    "gpus": GpusOutput,
+    "models": ModelsOutput,
+    "stacks": StacksOutput,
+    "sizing": SizingOutput,
+    "measure": MeasureOutput,
 }
 
 

@@ -14,9 +14,13 @@ __all__ = ["BatchJobOut", "ResourceOut", "BatchOutput"]
 
 #: the plan fields, each absent for jobs that are dropped or unplanned
 _PlanFields = create_model(  # type: ignore[call-overload]
-    "BatchPlanFields", __base__=Contract,
-    **{k: (f.annotation | None, Field(default=None, description=f.description))
-       for k, f in PlanOut.model_fields.items()})
+    "BatchPlanFields",
+    __base__=Contract,
+    **{
+        k: (f.annotation | None, Field(default=None, description=f.description))
+        for k, f in PlanOut.model_fields.items()
+    },
+)
 
 
 class BatchJobOut(_PlanFields):  # type: ignore[misc,valid-type]
@@ -35,8 +39,9 @@ class BatchJobOut(_PlanFields):  # type: ignore[misc,valid-type]
     priority: int
     value_usd: float | None
     candidates: int = Field(description="plan options of this job (old name of rows)")
-    rows: int | None = Field(default=None, description="plan options of this job (as the "
-                             "solver block's rows)")
+    rows: int | None = Field(
+        default=None, description="plan options of this job (as the solver block's rows)"
+    )
 
 
 class ResourceOut(Contract):

@@ -10,8 +10,17 @@ from pydantic import Field, RootModel
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract
 from optimizer.report.contract.train import PriceFlagOut
 
-__all__ = ["Row", "PriceRowOut", "PricesOutput", "GpuRowOut", "GpusOutput", "ModelRowOut",
-           "ModelsOutput", "StackRowOut", "StacksOutput"]
+__all__ = [
+    "Row",
+    "PriceRowOut",
+    "PricesOutput",
+    "GpuRowOut",
+    "GpusOutput",
+    "ModelRowOut",
+    "ModelsOutput",
+    "StackRowOut",
+    "StacksOutput",
+]
 
 
 class Row(Contract):
@@ -75,8 +84,10 @@ class GpuRowOut(Row):
     aliases: list[str]
     pcie_gen: int | None = Field(default=None, description="PCIe generation of the host link")
     pcie_lanes: int | None = Field(default=None, description="lanes of the host link")
-    peer_to_peer: bool | None = Field(default=None, description="PCIe peer-to-peer between two "
-                                      "such GPUs (false: through host memory; null: unknown)")
+    peer_to_peer: bool | None = Field(
+        default=None,
+        description="PCIe peer-to-peer between two such GPUs (false: through host memory; null: unknown)",
+    )
 
 
 class GpusOutput(RootModel[list[GpuRowOut]]):
@@ -101,9 +112,9 @@ class ModelRowOut(Row):
     max_seq_len: int | None
     sample_tokens: int | None = Field(default=None, description="tokens per sample (ViT: 197)")
     sample_unit: str | None = Field(default=None, description="profile: what a sample is")
-    forward_gflops_per_sample: float | None = Field(default=None, description="profile: "
-                                                    "trained forward GFLOPs per sample; null: "
-                                                    "unknown")
+    forward_gflops_per_sample: float | None = Field(
+        default=None, description="profile: trained forward GFLOPs per sample; null: unknown"
+    )
     measured_points: int = Field(default=0, description="profile: bundled measured runs")
     notes: str | None = None
 

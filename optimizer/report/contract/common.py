@@ -11,9 +11,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SCHEMA_VERSION", "Contract", "MemoryGiB", "LayoutOut", "StepOut", "SolverOut",
-           "FixOut", "ExplanationOut", "RejectedOut", "significant", "emit", "emit_list",
-           "explanation_of", "rejected_list"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Contract",
+    "MemoryGiB",
+    "LayoutOut",
+    "StepOut",
+    "SolverOut",
+    "FixOut",
+    "ExplanationOut",
+    "RejectedOut",
+    "significant",
+    "emit",
+    "emit_list",
+    "explanation_of",
+    "rejected_list",
+]
 
 #: version of every command's JSON contract; bumped only when a field is removed or reshaped.
 #: 2 (this release): schema_version added; explanation is an object with a `text`; `rejected` a
@@ -38,10 +51,12 @@ class MemoryGiB(Contract):
     kv_cache: float = 0.0
     overhead: float = Field(description="CUDA context, communication buffers, fragmentation")
     total: float = Field(description="peak allocated memory per GPU (what the planner fits)")
-    reserved: float | None = Field(default=None, description="what the caching allocator holds "
-                                   "at peak (torch.cuda.max_memory_reserved)")
-    device: float | None = Field(default=None, description="what nvidia-smi shows: reserved + "
-                                 "CUDA context and library workspaces")
+    reserved: float | None = Field(
+        default=None, description="what the caching allocator holds at peak (torch.cuda.max_memory_reserved)"
+    )
+    device: float | None = Field(
+        default=None, description="what nvidia-smi shows: reserved + CUDA context and library workspaces"
+    )
 
 
 class LayoutOut(Contract):
@@ -55,8 +70,9 @@ class LayoutOut(Contract):
     micro_batch: int = Field(ge=1, description="sequences per GPU per micro-step")
     grad_accum: int = Field(ge=1, description="micro-steps per optimizer step")
     cp: int | None = Field(default=None, description="context-parallel degree (when > 1)")
-    vp: int | None = Field(default=None, description="virtual pipeline stages per GPU, "
-                           "interleaved 1F1B (when > 1)")
+    vp: int | None = Field(
+        default=None, description="virtual pipeline stages per GPU, interleaved 1F1B (when > 1)"
+    )
 
 
 class StepOut(Contract):
@@ -79,11 +95,14 @@ class SolverOut(Contract):
     enumerate_s: float | None = Field(default=None, description="time to build the options, s")
     candidates: int | None = Field(default=None, description="plan: old name of rows")
     options: int | None = Field(default=None, description="serve: old name of rows")
-    objective: float | None = Field(default=None, description="raw solver objective (scaled "
-                                    "integer units; see the *_usd / *_cents fields)")
+    objective: float | None = Field(
+        default=None,
+        description="raw solver objective (scaled integer units; see the *_usd / *_cents fields)",
+    )
     best_bound: float | None = None
-    objective_cents: int | None = Field(default=None, description="serve: cents per hour (old "
-                                        "name of objective_cents_per_hour)")
+    objective_cents: int | None = Field(
+        default=None, description="serve: cents per hour (old name of objective_cents_per_hour)"
+    )
     objective_usd_per_hour: float | None = Field(default=None, description="serve: the optimum")
     objective_usd: float | None = Field(default=None, description="batch: the optimum")
     best_bound_usd: float | None = None
@@ -96,11 +115,13 @@ class SolverOut(Contract):
     model_rows: int | None = Field(default=None, description="batch: old name of num_model_rows")
     resources: int | None = Field(default=None, description="batch: old name of num_resources")
     num_jobs: int | None = Field(default=None, description="batch: jobs in the model")
-    num_model_rows: int | None = Field(default=None, description="batch: rows left in the "
-                                       "CP-SAT model after pruning (rows: all options)")
+    num_model_rows: int | None = Field(
+        default=None, description="batch: rows left in the CP-SAT model after pruning (rows: all options)"
+    )
     num_resources: int | None = Field(default=None, description="batch: shared resources")
-    objective_cents_per_hour: int | None = Field(default=None, description="serve: the optimum, "
-                                                 "cents per hour (objective_cents, named)")
+    objective_cents_per_hour: int | None = Field(
+        default=None, description="serve: the optimum, cents per hour (objective_cents, named)"
+    )
 
 
 class FixOut(Contract):
@@ -109,19 +130,23 @@ class FixOut(Contract):
     change: str
     requirement: str | None = Field(default=None, description="the requirement it relaxes")
     cost_usd: float | None = Field(default=None, description="total cost after the change")
-    usd_per_hour: float | None = Field(default=None, description="serve: USD per served hour "
-                                       "of the plan after the change (null: not re-solved)")
+    usd_per_hour: float | None = Field(
+        default=None,
+        description="serve: USD per served hour of the plan after the change (null: not re-solved)",
+    )
     total_cost_usd: float | None = Field(default=None, description="batch: old name of cost_usd")
-    detail: dict[str, Any] | str | None = Field(default=None, description="batch: per "
-                                                "requirement, what was needed")
+    detail: dict[str, Any] | str | None = Field(
+        default=None, description="batch: per requirement, what was needed"
+    )
 
 
 class ExplanationOut(Contract):
     """Why there is no answer (null when there is one): the sentence, what binds, what fixes it."""
 
     text: str = Field(description="one or two sentences for a human")
-    binding_constraint: str | None = Field(default=None, description="deadline | budget | "
-                                           "memory | latency | capacity | ...")
+    binding_constraint: str | None = Field(
+        default=None, description="deadline | budget | memory | latency | capacity | ..."
+    )
     fixes: list[FixOut] = Field(default_factory=list, description="nearest fixes, cheapest first")
     conflict: list[str] | None = Field(default=None, description="batch: requirement keys")
     labels: list[str] | None = Field(default=None, description="batch: requirements in words")
@@ -155,13 +180,16 @@ def emit_list(model: Any, rows: list[dict[str, Any]]) -> list[Any]:
     """A list output (a RootModel of rows) checked against its contract, as plain JSON; each
     row's own columns come first, its `schema_version` last (scripts read the columns)."""
     out = model.model_validate(rows).model_dump(mode="json")
-    return [{k: v for k, v in r.items() if k != "schema_version"}
-            | ({"schema_version": r["schema_version"]} if "schema_version" in r else {})
-            for r in out]
+    return [
+        {k: v for k, v in r.items() if k != "schema_version"}
+        | ({"schema_version": r["schema_version"]} if "schema_version" in r else {})
+        for r in out
+    ]
 
 
-def explanation_of(text: str | None, binding: str | None = None,
-                   fixes: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any] | None:
+def explanation_of(
+    text: str | None, binding: str | None = None, fixes: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any] | None:
     """The explanation object of the contract (None when there is nothing to explain)."""
     if text is None:
         return None
@@ -174,6 +202,5 @@ def rejected_list(rejected: dict[str, str] | list[Any]) -> list[dict[str, str]]:
     if isinstance(rejected, dict):
         rows = [{"option": k, "reason": v} for k, v in rejected.items()]
     else:
-        rows = [r if isinstance(r, dict) else {"option": str(r[0]), "reason": str(r[1])}
-                for r in rejected]
+        rows = [r if isinstance(r, dict) else {"option": str(r[0]), "reason": str(r[1])} for r in rejected]
     return sorted(rows, key=lambda r: (r["option"], r["reason"]))

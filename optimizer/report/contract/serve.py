@@ -60,11 +60,13 @@ class ServePlanOut(Contract):
     e2e_s: float
     replicas: int
     gpus: int
-    spare_replicas: int = Field(description="replicas on the spare instances N+k keeps (k per "
-                                "deployment × its replicas per instance)")
+    spare_replicas: int = Field(
+        description="replicas on the spare instances N+k keeps (k per deployment × its replicas per instance)"
+    )
     instance_failures_survived: int = Field(
         description="instances that may fail, each losing all its replicas, with the load "
-        "(with headroom) still carried: the fewest spare instances of any deployment")
+        "(with headroom) still carried: the fewest spare instances of any deployment"
+    )
 
 
 class ServeTargetsOut(Contract):
@@ -89,13 +91,14 @@ class ServeJobOut(Contract):
     hours_per_day: float
     buckets: list[BucketOut]
     targets: ServeTargetsOut
-    redundancy_spare_replicas: int = Field(description="old name of "
-                                           "spare_instances_per_deployment")
-    spare_instances_per_deployment: int | None = Field(default=None, description="N+k: k spare "
-                                                       "instances per deployment")
+    redundancy_spare_replicas: int = Field(description="old name of spare_instances_per_deployment")
+    spare_instances_per_deployment: int | None = Field(
+        default=None, description="N+k: k spare instances per deployment"
+    )
     headroom_required: float = Field(description="old name of min_capacity_headroom_fraction")
-    min_capacity_headroom_fraction: float | None = Field(default=None, description="capacity ≥ "
-                                                         "load × (1 + this)")
+    min_capacity_headroom_fraction: float | None = Field(
+        default=None, description="capacity ≥ load × (1 + this)"
+    )
     kv_cache_precision: str | None = Field(default=None, description="KV cache element type")
     stack: str | None = None
 

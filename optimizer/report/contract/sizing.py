@@ -32,8 +32,9 @@ class SizingRunOut(Contract):
     measured_steps: int = Field(description="steps averaged for the reading")
     minutes: float = Field(description="wall time incl. start-up")
     cost_usd: float
-    command: str = Field(description="the `ccopt calibrate` line to feed the reading back "
-                         "(MEASURED: what the run shows)")
+    command: str = Field(
+        description="the `ccopt calibrate` line to feed the reading back (MEASURED: what the run shows)"
+    )
 
 
 class SettledOut(Contract):
@@ -47,14 +48,18 @@ class SizingOutput(Contract):
     schema_version: int = SCHEMA_VERSION
     status: Literal["contending", "settled", "infeasible"] = Field(
         description="contending: several GPU types' cost bands overlap; settled: one type wins "
-        "even at its P90; infeasible: no plan")
+        "even at its P90; infeasible: no plan"
+    )
     job: str
     best_gpu: str | None
     runs: list[SizingRunOut]
-    settled: list[SettledOut] = Field(default_factory=list, description="GPU types out of "
-                                      "contention, and why")
+    settled: list[SettledOut] = Field(
+        default_factory=list, description="GPU types out of contention, and why"
+    )
     total_cost_usd: float = Field(description="all sizing runs together")
-    rule: dict[str, float] = Field(description="warm-up steps, minimum steps and seconds, "
-                                   "start-up minutes (GUESSES)")
-    catalog: CatalogOut | None = Field(default=None, description="the price tables used: "
-                                       "source, as_of, age_days (as in plan)")
+    rule: dict[str, float] = Field(
+        description="warm-up steps, minimum steps and seconds, start-up minutes (GUESSES)"
+    )
+    catalog: CatalogOut | None = Field(
+        default=None, description="the price tables used: source, as_of, age_days (as in plan)"
+    )

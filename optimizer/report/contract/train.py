@@ -17,9 +17,21 @@ from optimizer.report.contract.common import (
     StepOut,
 )
 
-__all__ = ["DataOut", "HostOut", "PriceFlagOut", "CatalogOut", "PlanOut", "AlternativeOut",
-           "PlanJobOut", "PlanOutput",
-           "BreakEvenOut", "CompareOutput", "ModelOut", "EstimateOutput", "CalibrateOutput"]
+__all__ = [
+    "DataOut",
+    "HostOut",
+    "PriceFlagOut",
+    "CatalogOut",
+    "PlanOut",
+    "AlternativeOut",
+    "PlanJobOut",
+    "PlanOutput",
+    "BreakEvenOut",
+    "CompareOutput",
+    "ModelOut",
+    "EstimateOutput",
+    "CalibrateOutput",
+]
 
 
 class PriceFlagOut(Contract):
@@ -36,8 +48,10 @@ class CatalogOut(Contract):
     as_of: str | None = Field(default=None, description="newest row date, YYYY-MM-DD")
     age_days: int | None = None
     path: str | None = None
-    note: str | None = Field(default=None, description="why a fallback happened (an invalid cache "
-                             "→ the bundled tables); absent when none did")
+    note: str | None = Field(
+        default=None,
+        description="why a fallback happened (an invalid cache → the bundled tables); absent when none did",
+    )
 
 
 class OptionsOut(Contract):
@@ -75,17 +89,18 @@ class DataOut(Contract):
     egress_usd: float | None = None
     route: str | None = Field(default=None, description="from where to where, at which price")
     storage_usd_per_gb_month: float | None = Field(
-        default=None, description="object storage at the plan's provider/region (0: local disks)")
+        default=None, description="object storage at the plan's provider/region (0: local disks)"
+    )
     dataset_storage_usd: float | None = None
-    checkpoint_gb: float | None = Field(default=None, description="one checkpoint (weights + "
-                                        "optimizer state); 0 when written to local disks")
+    checkpoint_gb: float | None = Field(
+        default=None, description="one checkpoint (weights + optimizer state); 0 when written to local disks"
+    )
     checkpoint_every_hours: float | None = None
     checkpoints_kept: int | None = None
     checkpoint_storage_usd: float | None = None
     total_usd: float | None = None
     share_of_cost: float | None = Field(default=None, description="total_usd / the plan's cost_usd")
-    unknown: list[str] = Field(default_factory=list, description="prices not in the tables "
-                               "(counted as 0)")
+    unknown: list[str] = Field(default_factory=list, description="prices not in the tables (counted as 0)")
 
 
 class HostOut(Contract):
@@ -94,12 +109,14 @@ class HostOut(Contract):
     vcpus: float | None
     ram_gib: float | None
     local_nvme_gb: float | None
-    ram_needed_gib: float = Field(description="offloaded states + pinned buffers + loader "
-                                  "workers, per instance")
+    ram_needed_gib: float = Field(
+        description="offloaded states + pinned buffers + loader workers, per instance"
+    )
     offloaded_gib_per_gpu: float
     gpu_samples_per_s: float = Field(description="samples/s the GPUs consume at their speed")
-    loader_samples_per_s: float | None = Field(description="samples/s all instances' free "
-                                               "vCPUs load (null: not checked)")
+    loader_samples_per_s: float | None = Field(
+        description="samples/s all instances' free vCPUs load (null: not checked)"
+    )
     unit: str = Field(default="samples/s", description="img/s for [data] kind = image")
     loader_bound: bool
     slowdown: float = Field(description="step time / GPU step time")
@@ -114,8 +131,7 @@ class SpotOut(Contract):
     expected_interruptions: float = Field(description="over the run, all instances")
     checkpoint_gib: float = Field(description="one resumable checkpoint (weights + optimizer)")
     checkpoint_write_s: float
-    checkpoint_interval_h: float = Field(description="compute hours between checkpoints "
-                                         "(Daly 2006 optimum)")
+    checkpoint_interval_h: float = Field(description="compute hours between checkpoints (Daly 2006 optimum)")
     restart_s: float
     work_hours: float = Field(description="hours of uninterrupted training")
     expected_hours: float = Field(description="expected wall hours with interruptions (= hours)")
@@ -147,46 +163,67 @@ class PlanOut(Contract):
     capital_usd: float = Field(description="purchase price of bought boxes (0 for cloud)")
     memory_gib: MemoryGiB
     gpu_memory_gib: float | None = Field(default=None, description="memory of one card")
-    memory_headroom_gib: float | None = Field(default=None, description="card memory minus the "
-                                              "device memory the plan needs, per GPU")
+    memory_headroom_gib: float | None = Field(
+        default=None, description="card memory minus the device memory the plan needs, per GPU"
+    )
     memory_headroom_required_gib: float | None = Field(
-        default=None, description="the headroom the job asked to keep (min_memory_headroom_gib "
-        "+ min_memory_headroom_fraction × card)")
+        default=None,
+        description="the headroom the job asked to keep (min_memory_headroom_gib "
+        "+ min_memory_headroom_fraction × card)",
+    )
     step: StepOut
     tokens_per_s: float
     tokens_per_s_per_gpu: float
-    mfu: float = Field(description="model FLOPs utilisation: 6·N·tokens/s ÷ dense peak "
-                       "(PaLM appendix B; attention FLOPs included)")
+    mfu: float = Field(
+        description="model FLOPs utilisation: 6·N·tokens/s ÷ dense peak "
+        "(PaLM appendix B; attention FLOPs included)"
+    )
     tokens: int = Field(description="tokens processed over the job")
-    sample_unit: str | None = Field(default=None, description="what a sample is when the job "
-                                    "counts samples (image, clip, sequence, ...); null: tokens")
-    samples_per_s: float | None = Field(default=None, description="samples trained per second "
-                                        "over all GPUs (what the data loader must feed); null "
-                                        "when the job counts tokens")
+    sample_unit: str | None = Field(
+        default=None,
+        description="what a sample is when the job counts samples (image, clip, sequence, ...); null: tokens",
+    )
+    samples_per_s: float | None = Field(
+        default=None,
+        description="samples trained per second "
+        "over all GPUs (what the data loader must feed); null "
+        "when the job counts tokens",
+    )
     intra_node_link: str | None = Field(default=None, description="nvlink | pcie | ...")
-    intra_node_path: str | None = Field(default=None, description="how two GPUs of an instance "
-                                        "exchange data: nvlink | xgmi | nvlink-c2c | p2p (PCIe "
-                                        "peer-to-peer) | host (PCIe through host memory)")
-    intra_node_bw_gb_s: float | None = Field(default=None, description="achieved GB/s per "
-                                             "direction between two GPUs of an instance")
-    spot: SpotOut | None = Field(default=None, description="spot plans: expected "
-                                 "interruptions, checkpoints and restarts behind `hours`")
+    intra_node_path: str | None = Field(
+        default=None,
+        description="how two GPUs of an instance "
+        "exchange data: nvlink | xgmi | nvlink-c2c | p2p (PCIe "
+        "peer-to-peer) | host (PCIe through host memory)",
+    )
+    intra_node_bw_gb_s: float | None = Field(
+        default=None, description="achieved GB/s per direction between two GPUs of an instance"
+    )
+    spot: SpotOut | None = Field(
+        default=None,
+        description="spot plans: expected interruptions, checkpoints and restarts behind `hours`",
+    )
     tensor_parallel_avoided: TpAvoidedOut | None = Field(
-        default=None, description="the plan keeps tp 1 because its GPUs have no peer-to-peer "
-        "(tp 2 would be faster over peer-to-peer, slower through host memory)")
+        default=None,
+        description="the plan keeps tp 1 because its GPUs have no peer-to-peer "
+        "(tp 2 would be faster over peer-to-peer, slower through host memory)",
+    )
     inter_node_gbps: float = Field(description="network per instance, Gbit/s")
     inter_node_kind: str
-    inter_node_is_default: bool = Field(description="the bandwidth is a documented default, "
-                                        "not the provider's published figure")
+    inter_node_is_default: bool = Field(
+        description="the bandwidth is a documented default, not the provider's published figure"
+    )
     commitment_hours: float
     kind: str = Field(description="cloud | owned | buy")
     calibrated: bool = Field(description="compute efficiency from a measured run")
-    options: OptionsOut | None = Field(default=None, description="the options chosen (what "
-                                       "[search] lets the planner vary)")
+    options: OptionsOut | None = Field(
+        default=None, description="the options chosen (what [search] lets the planner vary)"
+    )
     price_flags: list[PriceFlagOut] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    data_usd: float | None = Field(default=None, description="dataset transfer + dataset and "
-                                   "checkpoint storage, included in cost_usd")
+    data_usd: float | None = Field(
+        default=None, description="dataset transfer + dataset and checkpoint storage, included in cost_usd"
+    )
     data: DataOut | None = None
     host: HostOut | None = None
 
@@ -203,9 +240,12 @@ class PlanJobOut(Contract):
     deadline_hours: float | None
     budget_usd: float | None
     stack: str | None = None
-    model_ref: str | None = Field(default=None, description="what `estimate --model` takes: "
-                                  "the preset, or the config.json's path resolved against the "
-                                  "job file's folder; null: an inline shape or profile")
+    model_ref: str | None = Field(
+        default=None,
+        description="what `estimate --model` takes: "
+        "the preset, or the config.json's path resolved against the "
+        "job file's folder; null: an inline shape or profile",
+    )
     kind: str | None = Field(default=None, description="workload.kind")
     seq_len: int | None = Field(default=None, description="tokens per sequence (1: per-sample)")
     lora_rank: int | None = None
@@ -221,12 +261,18 @@ class PlanOutput(Contract):
     plan: PlanOut | None
     alternatives: list[AlternativeOut] = Field(description="next-best distinct plans")
     explanation: ExplanationOut | None = Field(description="why infeasible (null otherwise)")
-    binding_constraint: str | None = Field(default=None, description="feasible: what the plan "
-                                           "is pressed against (deadline | none); infeasible: "
-                                           "what binds, as explanation.binding_constraint")
-    cheaper_if_later: PlanOut | None = Field(default=None, description="binding deadline: the "
-                                             "cheapest plan that finishes after the deadline "
-                                             "(only the deadline rules it out)")
+    binding_constraint: str | None = Field(
+        default=None,
+        description="feasible: what the plan "
+        "is pressed against (deadline | none); infeasible: "
+        "what binds, as explanation.binding_constraint",
+    )
+    cheaper_if_later: PlanOut | None = Field(
+        default=None,
+        description="binding deadline: the "
+        "cheapest plan that finishes after the deadline "
+        "(only the deadline rules it out)",
+    )
     solver: SolverOut
     pareto: list[PlanOut] | None = Field(default=None, description="--pareto: cost vs time")
     rejected: list[RejectedOut] = Field(default_factory=list)
@@ -234,8 +280,9 @@ class PlanOutput(Contract):
     catalog: CatalogOut | None = None
     notes: list[str] = Field(default_factory=list, description="what a buyer should double-check")
     loader_bound: list[RejectedOut] = Field(
-        default_factory=list, description="offerings slowed to their data-loader rate, and by "
-        "how much (why cheaper GPUs may lose)")
+        default_factory=list,
+        description="offerings slowed to their data-loader rate, and by how much (why cheaper GPUs may lose)",
+    )
 
 
 class BreakEvenOut(Contract):
@@ -247,8 +294,9 @@ class BreakEvenOut(Contract):
     power_usd_per_job: float
     cloud_usd_per_job: float
     jobs_to_break_even: float | None = Field(description="null: buying never pays off")
-    months_to_break_even: float | None = Field(description="jobs run back to back on the boxes "
-                                               "(or at constraints.jobs_per_month)")
+    months_to_break_even: float | None = Field(
+        description="jobs run back to back on the boxes (or at constraints.jobs_per_month)"
+    )
     months_continuous: float | None = Field(default=None, description="boxes busy 730 h/month")
     note: str
 
@@ -265,20 +313,29 @@ class CompareOutput(Contract):
     owned_or_bought: PlanOut | None
     break_even: BreakEvenOut | None = Field(description="against the cheapest cloud plan")
     break_even_per_gpu: dict[str, BreakEvenOut] = Field(
-        default_factory=dict, description="buying vs the best cloud plan of each GPU type")
+        default_factory=dict, description="buying vs the best cloud plan of each GPU type"
+    )
     rejected: list[RejectedOut] = Field(default_factory=list)
     catalog: CatalogOut | None = None
     explanation: ExplanationOut | None = None
-    job_detail: PlanJobOut | None = Field(default=None, description="the job as planned: "
-                                          "plan's `job` object (`job` here is the name; schema "
-                                          "version 3 will make `job` this object)")
-    solver: SolverOut | None = Field(default=None, description="every solve of the comparison "
-                                     "together: rows, wall_s, proven_optimal, solves")
+    job_detail: PlanJobOut | None = Field(
+        default=None,
+        description="the job as planned: "
+        "plan's `job` object (`job` here is the name; schema "
+        "version 3 will make `job` this object)",
+    )
+    solver: SolverOut | None = Field(
+        default=None,
+        description="every solve of the comparison together: rows, wall_s, proven_optimal, solves",
+    )
     per_gpu_explanation: dict[str, str] = Field(
-        default_factory=dict, description="GPU types with options but no plan: why (deadline "
-        "or budget, with the fastest/cheapest option's numbers)")
+        default_factory=dict,
+        description="GPU types with options but no plan: why (deadline "
+        "or budget, with the fastest/cheapest option's numbers)",
+    )
     per_provider_explanation: dict[str, str] = Field(
-        default_factory=dict, description="providers with options but no plan: why")
+        default_factory=dict, description="providers with options but no plan: why"
+    )
 
 
 class ModelOut(Contract):
@@ -293,56 +350,74 @@ class EstimateOutput(Contract):
     schema_version: int = SCHEMA_VERSION
     mode: Literal["train", "serve"]
     status: Literal["fits", "does_not_fit"] | None = Field(
-        default=None, description="fits: the configuration fits GPU memory (as `fits`)")
+        default=None, description="fits: the configuration fits GPU memory (as `fits`)"
+    )
     model: ModelOut
     gpu: str
     gpus: int
     gpus_per_instance: int | None = Field(default=None, description="GPUs per instance (node)")
     gpus_per_node: int | None = Field(default=None, description="old name of gpus_per_instance")
     gpu_memory_gib: float
-    layout: dict[str, int | str | bool | None] = Field(description="train: as in plan; serve: "
-                                                        "tp, replicas, batch, context")
+    layout: dict[str, int | str | bool | None] = Field(
+        description="train: as in plan; serve: tp, replicas, batch, context"
+    )
     memory_gib: MemoryGiB
     fits: bool
     inter_node_gbps: float | None = None
     inter_node_assumed: bool | None = Field(default=None, description="= inter_node_is_default")
-    inter_node_is_default: bool | None = Field(default=None, description="the bandwidth is a "
-                                               "documented default (the GPU class's or the "
-                                               "catalog row's guess), not published or given")
-    instance: str | None = Field(default=None, description="--instance as PROVIDER:INSTANCE "
-                                 "(e.g. aws:p5.48xlarge); see provider and instance_type")
+    inter_node_is_default: bool | None = Field(
+        default=None,
+        description="the bandwidth is a "
+        "documented default (the GPU class's or the "
+        "catalog row's guess), not published or given",
+    )
+    instance: str | None = Field(
+        default=None,
+        description="--instance as PROVIDER:INSTANCE (e.g. aws:p5.48xlarge); see provider and instance_type",
+    )
     provider: str | None = None
     instance_type: str | None = Field(default=None, description="the instance name alone")
     stack: str | None = None
     note: str | None = None
-    seq_len: int | None = Field(default=None, description="train: tokens per sequence (1 for a "
-                                "per-sample model)")
+    seq_len: int | None = Field(
+        default=None, description="train: tokens per sequence (1 for a per-sample model)"
+    )
     step: StepOut | None = None
     step_time_s_p10: float | None = None
     step_time_s_p90: float | None = None
     step_parts_s: dict[str, float] | None = None
-    sample_unit: str | None = Field(default=None, description="a per-sample model: what a "
-                                    "sample is (tokens_per_s then counts samples)")
+    sample_unit: str | None = Field(
+        default=None, description="a per-sample model: what a sample is (tokens_per_s then counts samples)"
+    )
     samples_per_s: float | None = Field(default=None, description="a per-sample model: samples/s")
-    band_source: str | None = Field(default=None, description="profile: the P10-P90 band is the "
-                                    "profile's (measured GPU / generation); absent: fitted")
+    band_source: str | None = Field(
+        default=None,
+        description="profile: the P10-P90 band is the profile's (measured GPU / generation); absent: fitted",
+    )
     tokens_per_s: float | None = None
     tokens_per_s_per_gpu: float | None = None
     mfu: float | None = None
     hfu: float | None = None
-    efficiency: float | None = Field(default=None, description="train: the effective compute "
-                                     "efficiency of this layout (= effective_efficiency)")
-    effective_efficiency: float | None = Field(default=None, description="train: base "
-                                               "efficiency × this layout's size factor")
-    base_efficiency: float | None = Field(default=None, description="train: the GPU type × "
-                                          "precision's efficiency before the size factor (what "
-                                          "calibrate fits and stores)")
+    efficiency: float | None = Field(
+        default=None,
+        description="train: the effective compute efficiency of this layout (= effective_efficiency)",
+    )
+    effective_efficiency: float | None = Field(
+        default=None, description="train: base efficiency × this layout's size factor"
+    )
+    base_efficiency: float | None = Field(
+        default=None,
+        description="train: the GPU type × "
+        "precision's efficiency before the size factor (what "
+        "calibrate fits and stores)",
+    )
     calibrated: bool | None = None
     precision: str | None = None
     quantization: str | None = Field(default=None, description="serve: old name of precision")
     kv_cache_precision: str | None = None
-    ttft_s: float | None = Field(default=None, description="serve: time to first token, 4 "
-                                 "significant figures (as serve)")
+    ttft_s: float | None = Field(
+        default=None, description="serve: time to first token, 4 significant figures (as serve)"
+    )
     tpot_ms: float | None = None
     decode_step_ms: float | None = None
     output_tokens_per_s: float | None = None
@@ -362,20 +437,27 @@ class CalibrateOutput(Contract):
     """`ccopt calibrate --json`."""
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["calibrated"] | None = Field(default=None, description="calibrated: the "
-                                                 "run is stored")
-    kind: str = Field(default="efficiency", description="efficiency (a transformer: the GPU "
-                      "type's base efficiency is fitted) | profile_point (a per-sample model: "
-                      "the run is stored as a measured point)")
+    status: Literal["calibrated"] | None = Field(default=None, description="calibrated: the run is stored")
+    kind: str = Field(
+        default="efficiency",
+        description="efficiency (a transformer: the GPU "
+        "type's base efficiency is fitted) | profile_point (a per-sample model: "
+        "the run is stored as a measured point)",
+    )
     gpu: str
     precision: str
-    efficiency: float | None = Field(default=None, description="stored BASE efficiency of the "
-                                     "GPU type × precision (kind efficiency; = base_efficiency; "
-                                     "estimate's `efficiency` is the effective one)")
-    base_efficiency: float | None = Field(default=None, description="kind efficiency: the "
-                                          "stored efficiency before the size factor")
-    effective_efficiency: float | None = Field(default=None, description="what estimate "
-                                               "reports for this run: base × size factor")
+    efficiency: float | None = Field(
+        default=None,
+        description="stored BASE efficiency of the "
+        "GPU type × precision (kind efficiency; = base_efficiency; "
+        "estimate's `efficiency` is the effective one)",
+    )
+    base_efficiency: float | None = Field(
+        default=None, description="kind efficiency: the stored efficiency before the size factor"
+    )
+    effective_efficiency: float | None = Field(
+        default=None, description="what estimate reports for this run: base × size factor"
+    )
     default_prediction_step_s: float | None = None
     calibrated_prediction_step_s: float | None = None
     measured_step_s: float | None = None
@@ -389,12 +471,15 @@ class CalibrateOutput(Contract):
     instance_type: str | None = None
     file: str
     model: str | None = Field(default=None, description="kind profile_point: the model name")
-    samples_per_s: float | None = Field(default=None, description="kind profile_point: measured "
-                                        "over all num_gpus GPUs")
+    samples_per_s: float | None = Field(
+        default=None, description="kind profile_point: measured over all num_gpus GPUs"
+    )
     num_gpus: int | None = Field(default=None, description="kind profile_point: GPUs of the run")
-    samples_per_s_per_gpu: float | None = Field(default=None, description="kind profile_point: "
-                                                "measured per GPU (the basis of before/after)")
+    samples_per_s_per_gpu: float | None = Field(
+        default=None, description="kind profile_point: measured per GPU (the basis of before/after)"
+    )
     micro_batch: int | None = None
-    before: PredictionOut | None = Field(default=None, description="kind profile_point: the "
-                                         "prediction on that GPU before the run was stored")
+    before: PredictionOut | None = Field(
+        default=None, description="kind profile_point: the prediction on that GPU before the run was stored"
+    )
     after: PredictionOut | None = Field(default=None, description="kind profile_point: after")

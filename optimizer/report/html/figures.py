@@ -12,41 +12,77 @@ from markupsafe import Markup
 
 from optimizer.units import HOURS_PER_DAY, HOURS_PER_MONTH
 
-__all__ = ["PALETTE", "CHOSEN", "styled", "vertical_line", "figure_div", "memory_figure",
-           "step_figure", "pareto_figure", "deadline_figure", "rent_buy_figure", "deadline_points",
-           "jobs_per_month"]
+__all__ = [
+    "PALETTE",
+    "CHOSEN",
+    "styled",
+    "vertical_line",
+    "figure_div",
+    "memory_figure",
+    "step_figure",
+    "pareto_figure",
+    "deadline_figure",
+    "rent_buy_figure",
+    "deadline_points",
+    "jobs_per_month",
+]
 
-PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6",
-           "#9D755D", "#BAB0AC", "#EECA3B")
+PALETTE = (
+    "#4C78A8",
+    "#F58518",
+    "#54A24B",
+    "#E45756",
+    "#72B7B2",
+    "#B279A2",
+    "#FF9DA6",
+    "#9D755D",
+    "#BAB0AC",
+    "#EECA3B",
+)
 CHOSEN = "#D62728"
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
-_PLOT_CONFIG = {"displaylogo": False, "responsive": True,
-                "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
+_PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 
 
-def styled(fig: go.Figure, title: str, height_px: int, *, side_legend: bool = False,
-           **axes: Any) -> go.Figure:
+def styled(
+    fig: go.Figure, title: str, height_px: int, *, side_legend: bool = False, **axes: Any
+) -> go.Figure:
     """The house style: white template, title top left, legend under the plot (or at its right
     for short bar charts, where it would cover the axis title)."""
-    legend = ({"orientation": "v", "traceorder": "normal"} if side_legend else
-              {"orientation": "h", "yanchor": "top", "y": -0.22, "traceorder": "normal"})
-    fig.update_layout(title={"text": title, "x": 0.01}, height=height_px, template="plotly_white",
-                      margin={"l": 70, "r": 30, "t": 50, "b": 60}, font={"size": 12},
-                      legend=legend, **axes)
+    legend = (
+        {"orientation": "v", "traceorder": "normal"}
+        if side_legend
+        else {"orientation": "h", "yanchor": "top", "y": -0.22, "traceorder": "normal"}
+    )
+    fig.update_layout(
+        title={"text": title, "x": 0.01},
+        height=height_px,
+        template="plotly_white",
+        margin={"l": 70, "r": 30, "t": 50, "b": 60},
+        font={"size": 12},
+        legend=legend,
+        **axes,
+    )
     return fig
 
 
 def vertical_line(x: float, y_top: float, name: str, color: str = "#888888") -> go.Scatter:
     """A dashed vertical line as a trace (shape annotations sit in log10 units on log axes)."""
-    return go.Scatter(x=[x, x], y=[0.0, y_top], mode="lines", name=name,
-                      line={"dash": "dash", "color": color},
-                      hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>")
+    return go.Scatter(
+        x=[x, x],
+        y=[0.0, y_top],
+        mode="lines",
+        name=name,
+        line={"dash": "dash", "color": color},
+        hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>",
+    )
 
 
 def figure_div(fig: go.Figure, chart_id: str) -> Markup:
     """The figure as a <div> + inline script; plotly.js itself is inlined once by the page."""
-    html = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=chart_id,
-                       config=_PLOT_CONFIG, validate=True)
+    html = pio.to_html(
+        fig, full_html=False, include_plotlyjs=False, div_id=chart_id, config=_PLOT_CONFIG, validate=True
+    )
     return Markup(html)  # noqa: S704 - plotly's own output, no user markup
 
 
@@ -58,43 +94,91 @@ def memory_figure(rows: Sequence[tuple[str, dict[str, Any], float | None]]) -> g
     for i, part in enumerate(MEMORY_PARTS):
         values = [float(mem.get(part) or 0.0) for _, mem, _ in rows]
         if any(v > 0 for v in values):
-            fig.add_bar(y=labels, x=values, name=part.replace("_", " "), orientation="h",
-                        marker_color=PALETTE[i], hovertemplate="%{x:.2f} GiB<extra>" + part + "</extra>")
+            fig.add_bar(
+                y=labels,
+                x=values,
+                name=part.replace("_", " "),
+                orientation="h",
+                marker_color=PALETTE[i],
+                hovertemplate="%{x:.2f} GiB<extra>" + part + "</extra>",
+            )
     marks = (("reserved", "allocator reserved", "#555555"), ("device", "nvidia-smi (device)", "#000000"))
     for key, name, color in marks:
         xs = [mem.get(key) for _, mem, _ in rows]
         if any(x is not None for x in xs):
-            fig.add_scatter(y=labels, x=xs, mode="markers", name=name,
-                            marker={"symbol": "line-ns-open", "size": 26, "color": color,
-                                    "line": {"width": 3}}, hovertemplate="%{x:.2f} GiB")
+            fig.add_scatter(
+                y=labels,
+                x=xs,
+                mode="markers",
+                name=name,
+                marker={"symbol": "line-ns-open", "size": 26, "color": color, "line": {"width": 3}},
+                hovertemplate="%{x:.2f} GiB",
+            )
     cards = [card for _, _, card in rows]
     if any(c is not None for c in cards):
-        fig.add_scatter(y=labels, x=cards, mode="markers", name="card memory",
-                        marker={"symbol": "line-ns-open", "size": 34, "color": CHOSEN,
-                                "line": {"width": 4}}, hovertemplate="card %{x:.0f} GiB")
-    return styled(fig, "Memory per GPU (GiB)", max(320, 150 + 60 * len(rows)), side_legend=True,
-                  barmode="stack", xaxis={"title": "GiB", "rangemode": "tozero"})
+        fig.add_scatter(
+            y=labels,
+            x=cards,
+            mode="markers",
+            name="card memory",
+            marker={"symbol": "line-ns-open", "size": 34, "color": CHOSEN, "line": {"width": 4}},
+            hovertemplate="card %{x:.0f} GiB",
+        )
+    return styled(
+        fig,
+        "Memory per GPU (GiB)",
+        max(320, 150 + 60 * len(rows)),
+        side_legend=True,
+        barmode="stack",
+        xaxis={"title": "GiB", "rangemode": "tozero"},
+    )
 
 
 def step_figure(plan: dict[str, Any]) -> go.Figure:
     """One optimizer step: compute, exposed communication and pipeline bubble, with P10-P90."""
     step = plan["step"]
     fig = go.Figure()
-    parts = (("compute_s", "compute"), ("communication_s", "communication (exposed)"),
-             ("bubble_s", "pipeline bubble"))
+    parts = (
+        ("compute_s", "compute"),
+        ("communication_s", "communication (exposed)"),
+        ("bubble_s", "pipeline bubble"),
+    )
     for i, (key, name) in enumerate(parts):
-        fig.add_bar(y=["step"], x=[step[key]], name=name, orientation="h", marker_color=PALETTE[i],
-                    hovertemplate="%{x:.3f} s<extra>" + name + "</extra>")
+        fig.add_bar(
+            y=["step"],
+            x=[step[key]],
+            name=name,
+            orientation="h",
+            marker_color=PALETTE[i],
+            hovertemplate="%{x:.3f} s<extra>" + name + "</extra>",
+        )
     p10, p90 = plan.get("step_time_s_p10"), plan.get("step_time_s_p90")
     if p10 is not None and p90 is not None:
         t = plan["step_time_s"]
-        fig.add_scatter(y=["step"], x=[t], mode="markers", name="P10–P90 step time",
-                        marker={"color": "#000000", "size": 9},
-                        error_x={"type": "data", "symmetric": False, "array": [p90 - t],
-                                 "arrayminus": [t - p10], "thickness": 2, "width": 10},
-                        hovertemplate="%{x:.3f} s")
-    return styled(fig, "Step time (s)", 220, side_legend=True, barmode="stack",
-                   xaxis={"title": "seconds per optimizer step", "rangemode": "tozero"})
+        fig.add_scatter(
+            y=["step"],
+            x=[t],
+            mode="markers",
+            name="P10–P90 step time",
+            marker={"color": "#000000", "size": 9},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [p90 - t],
+                "arrayminus": [t - p10],
+                "thickness": 2,
+                "width": 10,
+            },
+            hovertemplate="%{x:.3f} s",
+        )
+    return styled(
+        fig,
+        "Step time (s)",
+        220,
+        side_legend=True,
+        barmode="stack",
+        xaxis={"title": "seconds per optimizer step", "rangemode": "tozero"},
+    )
 
 
 def _p10_days(row: dict[str, Any]) -> float | None:
@@ -103,8 +187,9 @@ def _p10_days(row: dict[str, Any]) -> float | None:
     return None if p10 is None or not row["step_time_s"] else row["days"] * p10 / row["step_time_s"]
 
 
-def pareto_figure(pareto: Sequence[dict[str, Any]], plan: dict[str, Any] | None,
-                  deadline_days: float | None) -> go.Figure:
+def pareto_figure(
+    pareto: Sequence[dict[str, Any]], plan: dict[str, Any] | None, deadline_days: float | None
+) -> go.Figure:
     """Cost vs finish time of the non-dominated plans, by GPU type, the chosen plan marked;
     P10–P90 of the finish time and P90 of the cost as error bars."""
     fig = go.Figure()
@@ -114,30 +199,52 @@ def pareto_figure(pareto: Sequence[dict[str, Any]], plan: dict[str, Any] | None,
         minus = [r["days"] - (_p10_days(r) or r["days"]) for r in rows]
         plus = [(r.get("days_p90") or r["days"]) - r["days"] for r in rows]
         up = [(r.get("cost_usd_p90") or r["cost_usd"]) - r["cost_usd"] for r in rows]
-        fig.add_scatter(x=[r["days"] for r in rows], y=[r["cost_usd"] for r in rows],
-                        mode="markers", name=gpu, marker={"size": 10, "color": PALETTE[i % 10]},
-                        error_x={"type": "data", "symmetric": False, "array": plus,
-                                 "arrayminus": minus, "thickness": 1},
-                        error_y={"type": "data", "symmetric": False, "array": up,
-                                 "arrayminus": [0.0] * len(rows), "thickness": 1},
-                        text=[f"{r['gpus']}× {r['gpu']} {r['provider']} {r['pricing']}" for r in rows],
-                        hovertemplate="%{text}<br>%{x:.2f} days, $%{y:,.0f}<extra></extra>")
+        fig.add_scatter(
+            x=[r["days"] for r in rows],
+            y=[r["cost_usd"] for r in rows],
+            mode="markers",
+            name=gpu,
+            marker={"size": 10, "color": PALETTE[i % 10]},
+            error_x={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "thickness": 1},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": up,
+                "arrayminus": [0.0] * len(rows),
+                "thickness": 1,
+            },
+            text=[f"{r['gpus']}× {r['gpu']} {r['provider']} {r['pricing']}" for r in rows],
+            hovertemplate="%{text}<br>%{x:.2f} days, $%{y:,.0f}<extra></extra>",
+        )
     if plan is not None:
-        fig.add_scatter(x=[plan["days"]], y=[plan["cost_usd"]], mode="markers+text",
-                        name="chosen plan", text=["chosen"], textposition="top center",
-                        marker={"symbol": "star", "size": 20, "color": CHOSEN,
-                                "line": {"color": "#000000", "width": 1}},
-                        hovertemplate="chosen: %{x:.2f} days, $%{y:,.0f}<extra></extra>")
+        fig.add_scatter(
+            x=[plan["days"]],
+            y=[plan["cost_usd"]],
+            mode="markers+text",
+            name="chosen plan",
+            text=["chosen"],
+            textposition="top center",
+            marker={"symbol": "star", "size": 20, "color": CHOSEN, "line": {"color": "#000000", "width": 1}},
+            hovertemplate="chosen: %{x:.2f} days, $%{y:,.0f}<extra></extra>",
+        )
     if deadline_days is not None and pareto:
-        fig.add_trace(vertical_line(deadline_days, max(r.get("cost_usd_p90") or r["cost_usd"]
-                                                       for r in pareto), "deadline"))
-    return styled(fig, "Cost vs finish time (Pareto front)", 420,
-                   xaxis={"title": "finish time, days (log)", "type": "log"},
-                   yaxis={"title": "cost, USD", "rangemode": "tozero"})
+        fig.add_trace(
+            vertical_line(
+                deadline_days, max(r.get("cost_usd_p90") or r["cost_usd"] for r in pareto), "deadline"
+            )
+        )
+    return styled(
+        fig,
+        "Cost vs finish time (Pareto front)",
+        420,
+        xaxis={"title": "finish time, days (log)", "type": "log"},
+        yaxis={"title": "cost, USD", "rangemode": "tozero"},
+    )
 
 
-def deadline_points(pareto: Sequence[dict[str, Any]], sweep: Sequence[dict[str, Any]]
-                    ) -> list[tuple[float, float | None, str]]:
+def deadline_points(
+    pareto: Sequence[dict[str, Any]], sweep: Sequence[dict[str, Any]]
+) -> list[tuple[float, float | None, str]]:
     """(deadline_days, cheapest cost or None when infeasible, how it was found): the Pareto
     front read as "the cheapest plan finishing within D" (exact for D up to the job's
     deadline), and the re-plans at other deadlines."""
@@ -154,30 +261,54 @@ def deadline_points(pareto: Sequence[dict[str, Any]], sweep: Sequence[dict[str, 
     return sorted(points, key=lambda p: p[0])
 
 
-def deadline_figure(points: Sequence[tuple[float, float | None, str]],
-                    deadline_days: float | None, chosen_cost_usd: float | None) -> go.Figure:
+def deadline_figure(
+    points: Sequence[tuple[float, float | None, str]],
+    deadline_days: float | None,
+    chosen_cost_usd: float | None,
+) -> go.Figure:
     """The cheapest cost as a function of the deadline (a step function: each plan holds until
     a faster one is needed)."""
     fig = go.Figure()
     for i, source in enumerate(("Pareto front", "re-planned")):
         rows = [(d, c) for d, c, s in points if s == source and c is not None]
         if rows:
-            fig.add_scatter(x=[d for d, _ in rows], y=[c for _, c in rows], name=source,
-                            mode="lines+markers" if i == 0 else "markers",
-                            line={"shape": "hv", "color": PALETTE[i]},
-                            marker={"size": 8 if i == 0 else 12, "color": PALETTE[i],
-                                    "symbol": "circle" if i == 0 else "diamond"},
-                            hovertemplate="deadline %{x:.2f} days: $%{y:,.0f}<extra>" + source + "</extra>")
+            fig.add_scatter(
+                x=[d for d, _ in rows],
+                y=[c for _, c in rows],
+                name=source,
+                mode="lines+markers" if i == 0 else "markers",
+                line={"shape": "hv", "color": PALETTE[i]},
+                marker={
+                    "size": 8 if i == 0 else 12,
+                    "color": PALETTE[i],
+                    "symbol": "circle" if i == 0 else "diamond",
+                },
+                hovertemplate="deadline %{x:.2f} days: $%{y:,.0f}<extra>" + source + "</extra>",
+            )
     late = [d for d, c, _ in points if c is None]
     if late:
-        fig.add_scatter(x=late, y=[0.0] * len(late), mode="markers", name="no plan",
-                        marker={"symbol": "x", "size": 12, "color": "#000000"})
+        fig.add_scatter(
+            x=late,
+            y=[0.0] * len(late),
+            mode="markers",
+            name="no plan",
+            marker={"symbol": "x", "size": 12, "color": "#000000"},
+        )
     if deadline_days is not None and chosen_cost_usd is not None:
-        fig.add_scatter(x=[deadline_days], y=[chosen_cost_usd], mode="markers", name="this job",
-                        marker={"symbol": "star", "size": 18, "color": CHOSEN})
-    return styled(fig, "Cheapest cost by deadline", 380,
-                   xaxis={"title": "deadline, days (log)", "type": "log"},
-                   yaxis={"title": "cost, USD", "rangemode": "tozero"})
+        fig.add_scatter(
+            x=[deadline_days],
+            y=[chosen_cost_usd],
+            mode="markers",
+            name="this job",
+            marker={"symbol": "star", "size": 18, "color": CHOSEN},
+        )
+    return styled(
+        fig,
+        "Cheapest cost by deadline",
+        380,
+        xaxis={"title": "deadline, days (log)", "type": "log"},
+        yaxis={"title": "cost, USD", "rangemode": "tozero"},
+    )
 
 
 def jobs_per_month(compare: dict[str, Any]) -> float | None:
@@ -191,8 +322,11 @@ def jobs_per_month(compare: dict[str, Any]) -> float | None:
 
 def rent_vs_buy_months(compare: dict[str, Any]) -> float:
     """How many months the rent-vs-buy chart spans: past the latest finite break-even."""
-    months = [be["months_to_break_even"] for be in (compare.get("break_even_per_gpu") or {}).values()
-              if be.get("months_to_break_even") is not None]
+    months = [
+        be["months_to_break_even"]
+        for be in (compare.get("break_even_per_gpu") or {}).values()
+        if be.get("months_to_break_even") is not None
+    ]
     return max(12.0, 1.5 * max(months, default=0.0))
 
 
@@ -206,20 +340,38 @@ def rent_buy_figure(compare: dict[str, Any]) -> go.Figure:
     fig = go.Figure()
     first = next(iter(per_gpu.values()))
     local = compare["owned_or_bought"]
-    fig.add_scatter(x=months, y=[first["net_capital_usd"] + first["power_usd_per_job"] * rate * m
-                                 for m in months],
-                    name=f"buy {local['gpus']}× {local['gpu']}", mode="lines",
-                    line={"color": "#000000", "width": 3})
+    fig.add_scatter(
+        x=months,
+        y=[first["net_capital_usd"] + first["power_usd_per_job"] * rate * m for m in months],
+        name=f"buy {local['gpus']}× {local['gpu']}",
+        mode="lines",
+        line={"color": "#000000", "width": 3},
+    )
     ranked = sorted(per_gpu.items(), key=lambda kv: kv[1]["cloud_usd_per_job"])
     for i, (gpu, be) in enumerate(ranked):
-        fig.add_scatter(x=months, y=[be["cloud_usd_per_job"] * rate * m for m in months],
-                        name=f"rent {gpu}", mode="lines", line={"color": PALETTE[i % 10]})
+        fig.add_scatter(
+            x=months,
+            y=[be["cloud_usd_per_job"] * rate * m for m in months],
+            name=f"rent {gpu}",
+            mode="lines",
+            line={"color": PALETTE[i % 10]},
+        )
         m = be.get("months_to_break_even")
         if m is not None:
-            fig.add_scatter(x=[m], y=[be["cloud_usd_per_job"] * rate * m], mode="markers+text",
-                            name=f"break-even vs {gpu}", text=[f"{m:.1f} mo"],
-                            textposition="top left", showlegend=False,
-                            marker={"size": 11, "color": PALETTE[i % 10], "symbol": "diamond"})
-    return styled(fig, f"Rent vs buy: cumulative cost at {rate:.3g} jobs/month", 420,
-                   xaxis={"title": "months", "rangemode": "tozero"},
-                   yaxis={"title": "cumulative cost, USD", "rangemode": "tozero"})
+            fig.add_scatter(
+                x=[m],
+                y=[be["cloud_usd_per_job"] * rate * m],
+                mode="markers+text",
+                name=f"break-even vs {gpu}",
+                text=[f"{m:.1f} mo"],
+                textposition="top left",
+                showlegend=False,
+                marker={"size": 11, "color": PALETTE[i % 10], "symbol": "diamond"},
+            )
+    return styled(
+        fig,
+        f"Rent vs buy: cumulative cost at {rate:.3g} jobs/month",
+        420,
+        xaxis={"title": "months", "rangemode": "tozero"},
+        yaxis={"title": "cumulative cost, USD", "rangemode": "tozero"},
+    )

@@ -15,8 +15,13 @@ __all__ = ["ReportInputs", "ReportKind", "detect_command", "inputs_from_saved"]
 ReportKind = Literal["train", "batch", "serve"]
 
 #: the `--json` outputs a report can be made from, and the report each becomes
-_REPORT_OF: dict[str, ReportKind] = {"plan": "train", "compare": "train", "batch": "batch",
-                                     "serve": "serve", "serve-compare": "serve"}
+_REPORT_OF: dict[str, ReportKind] = {
+    "plan": "train",
+    "compare": "train",
+    "batch": "batch",
+    "serve": "serve",
+    "serve-compare": "serve",
+}
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,7 @@ def detect_command(data: Any) -> str:
         ConfigError: not an output of a command a report can be made from.
     """
     if not isinstance(data, dict):
-        raise ConfigError(f"expected a JSON object (a command's --json output), got "
-                          f"{type(data).__name__}")
+        raise ConfigError(f"expected a JSON object (a command's --json output), got {type(data).__name__}")
     if "best" in data and "per_gpu" in data:
         command = "serve-compare"
     elif "per_gpu" in data and "break_even" in data:
@@ -64,11 +68,14 @@ def detect_command(data: Any) -> str:
     elif "plan" in data and "alternatives" in data:
         command = "plan"
     else:
-        raise ConfigError("not a ccopt result: expected the --json output of plan, compare, "
-                          "batch, serve or serve-compare")
+        raise ConfigError(
+            "not a ccopt result: expected the --json output of plan, compare, batch, serve or serve-compare"
+        )
     if command not in _REPORT_OF:
-        raise ConfigError(f"a {command} result has no plan to report; report a job file or "
-                          f"the --json of {', '.join(_REPORT_OF)}")
+        raise ConfigError(
+            f"a {command} result has no plan to report; report a job file or "
+            f"the --json of {', '.join(_REPORT_OF)}"
+        )
     return command
 
 
@@ -79,8 +86,10 @@ def _checked(command: str, data: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise ConfigError(f"not a valid {command} --json result: {where}: {err['msg']} "
-                          f"(`ccopt schema {command}` prints the contract)") from None
+        raise ConfigError(
+            f"not a valid {command} --json result: {where}: {err['msg']} "
+            f"(`ccopt schema {command}` prints the contract)"
+        ) from None
     return data
 
 
@@ -89,10 +98,17 @@ def _plan_view_of_compare(compare: dict[str, Any]) -> dict[str, Any]:
     no alternatives (the other is in the compare sections)."""
     options = [p for p in (compare.get("cloud"), compare.get("owned_or_bought")) if p]
     best = min(options, key=lambda p: p["cost_usd"]) if options else None
-    return {"status": "optimal" if best else "infeasible", "plan": best, "alternatives": [],
-            "explanation": compare.get("explanation"), "job": {"name": compare.get("job")},
-            "catalog": compare.get("catalog"), "rejected": compare.get("rejected", []),
-            "notes": [], "solver": {}}
+    return {
+        "status": "optimal" if best else "infeasible",
+        "plan": best,
+        "alternatives": [],
+        "explanation": compare.get("explanation"),
+        "job": {"name": compare.get("job")},
+        "catalog": compare.get("catalog"),
+        "rejected": compare.get("rejected", []),
+        "notes": [],
+        "solver": {},
+    }
 
 
 def inputs_from_saved(data: Any, made_by: str = "") -> ReportInputs:

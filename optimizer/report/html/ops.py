@@ -43,121 +43,266 @@ def batch_page(inputs: ReportInputs) -> Page:
     horizon_d = b["horizon_hours"] / HOURS_PER_DAY
     costs = b["cost_breakdown_usd"]
     if b["total_cost_usd"] is None:
-        headline = [Fragment("No schedule: "), Fragment((b.get("explanation") or {}).get("text")
-                                                       or "the jobs do not fit the capacity")]
+        headline = [
+            Fragment("No schedule: "),
+            Fragment((b.get("explanation") or {}).get("text") or "the jobs do not fit the capacity"),
+        ]
     else:
-        headline = [Fragment("Run "), Fragment(str(len(scheduled)), "jobs.scheduled", len(scheduled)),
-                    Fragment(f" of {len(jobs)} jobs within {horizon_d:g} days for "),
-                    Fragment(money(b["total_cost_usd"]), "total_cost_usd", b["total_cost_usd"]),
-                    Fragment(f": {money(costs['cloud'])} cloud, {money(costs['owned'])} owned boxes, "
-                             f"{money(costs['reservations'])} reservations"
-                             + (f", {money(costs['dropped_value'])} of dropped jobs' value"
-                                if costs["dropped_value"] else "") + ".")]
-    facts = [("jobs", f"{len(jobs)} ({len(scheduled)} scheduled, {len(b['dropped'])} dropped)"),
-             ("horizon", f"{horizon_d:g} days"),
-             ("capacity", "; ".join(f"{r['label']}: {r['capacity']} {r['unit']}" for r in b["resources"])
-              or "cloud without quota")]
+        headline = [
+            Fragment("Run "),
+            Fragment(str(len(scheduled)), "jobs.scheduled", len(scheduled)),
+            Fragment(f" of {len(jobs)} jobs within {horizon_d:g} days for "),
+            Fragment(money(b["total_cost_usd"]), "total_cost_usd", b["total_cost_usd"]),
+            Fragment(
+                f": {money(costs['cloud'])} cloud, {money(costs['owned'])} owned boxes, "
+                f"{money(costs['reservations'])} reservations"
+                + (
+                    f", {money(costs['dropped_value'])} of dropped jobs' value"
+                    if costs["dropped_value"]
+                    else ""
+                )
+                + "."
+            ),
+        ]
+    facts = [
+        ("jobs", f"{len(jobs)} ({len(scheduled)} scheduled, {len(b['dropped'])} dropped)"),
+        ("horizon", f"{horizon_d:g} days"),
+        (
+            "capacity",
+            "; ".join(f"{r['label']}: {r['capacity']} {r['unit']}" for r in b["resources"])
+            or "cloud without quota",
+        ),
+    ]
     sections = [Section("inputs", "The batch", facts=facts)]
     if b["total_cost_usd"] is None:
         sections.append(infeasible_section(b))
-    cost = Section("cost", "Cost breakdown", tables=[Table("Cost of the batch", ("item", "USD"), (
-        ("cloud (GPU hours and commitments)", money(costs["cloud"])),
-        ("owned boxes (power per busy box-hour)", money(costs["owned"])),
-        ("reservations", money(costs["reservations"])),
-        ("value of dropped jobs", money(costs["dropped_value"])),
-        ("total", money(b["total_cost_usd"]))), numeric=(1,))])
+    cost = Section(
+        "cost",
+        "Cost breakdown",
+        tables=[
+            Table(
+                "Cost of the batch",
+                ("item", "USD"),
+                (
+                    ("cloud (GPU hours and commitments)", money(costs["cloud"])),
+                    ("owned boxes (power per busy box-hour)", money(costs["owned"])),
+                    ("reservations", money(costs["reservations"])),
+                    ("value of dropped jobs", money(costs["dropped_value"])),
+                    ("total", money(b["total_cost_usd"])),
+                ),
+                numeric=(1,),
+            )
+        ],
+    )
     sections.append(cost)
-    rows = tuple((j["name"], j["status"], f"{j['gpus']}× {j['gpu']}" if j.get("gpu") else "—",
-                  ", ".join(j.get("resources") or []) or (j.get("provider") or "—"),
-                  _day(j["release_hour"]), _day(j["start_hour"]), _day(j["end_hour"]),
-                  _day(j["deadline_hour"]), money(j.get("cost_usd")), j.get("placement") or "")
-                 for j in sorted(jobs, key=lambda j: (j["start_hour"] is None, j["start_hour"] or 0)))
-    schedule = Section("schedule", "Schedule", tables=[Table(
-        "Jobs (days from the start of the horizon)", ("job", "status", "GPUs", "runs on", "release",
-                                                      "start", "end", "deadline", "cost", "why here"),
-        rows, numeric=(4, 5, 6, 7, 8))])
+    rows = tuple(
+        (
+            j["name"],
+            j["status"],
+            f"{j['gpus']}× {j['gpu']}" if j.get("gpu") else "—",
+            ", ".join(j.get("resources") or []) or (j.get("provider") or "—"),
+            _day(j["release_hour"]),
+            _day(j["start_hour"]),
+            _day(j["end_hour"]),
+            _day(j["deadline_hour"]),
+            money(j.get("cost_usd")),
+            j.get("placement") or "",
+        )
+        for j in sorted(jobs, key=lambda j: (j["start_hour"] is None, j["start_hour"] or 0))
+    )
+    schedule = Section(
+        "schedule",
+        "Schedule",
+        tables=[
+            Table(
+                "Jobs (days from the start of the horizon)",
+                (
+                    "job",
+                    "status",
+                    "GPUs",
+                    "runs on",
+                    "release",
+                    "start",
+                    "end",
+                    "deadline",
+                    "cost",
+                    "why here",
+                ),
+                rows,
+                numeric=(4, 5, 6, 7, 8),
+            )
+        ],
+    )
     if scheduled:
-        schedule.charts.append(Chart("chart-gantt", figure_div(gantt_figure(b), "chart-gantt"),
-                                     "Bars: when each job runs, coloured by the capacity it uses; "
-                                     "red ticks: deadlines; grey triangles: release times."))
+        schedule.charts.append(
+            Chart(
+                "chart-gantt",
+                figure_div(gantt_figure(b), "chart-gantt"),
+                "Bars: when each job runs, coloured by the capacity it uses; "
+                "red ticks: deadlines; grey triangles: release times.",
+            )
+        )
     if b["resources"]:
-        schedule.charts.append(Chart("chart-usage", figure_div(usage_figure(b), "chart-usage"),
-                                     "Shared owned boxes and quota in use over the horizon."))
+        schedule.charts.append(
+            Chart(
+                "chart-usage",
+                figure_div(usage_figure(b), "chart-usage"),
+                "Shared owned boxes and quota in use over the horizon.",
+            )
+        )
     sections += [schedule, assumptions_section(b, [], [])]
-    return Page(f"ccopt batch — {len(jobs)} jobs", "batch", b["status"], headline,
-                f"{b['status']} · {len(jobs)} jobs", sections, inputs.made_by)
+    return Page(
+        f"ccopt batch — {len(jobs)} jobs",
+        "batch",
+        b["status"],
+        headline,
+        f"{b['status']} · {len(jobs)} jobs",
+        sections,
+        inputs.made_by,
+    )
 
 
 def _serve_headline(job: dict[str, Any], p: dict[str, Any]) -> list[Fragment]:
     mix = " + ".join(deployment_label(d) for d in p["deployments"])
-    return [Fragment(f"Serve {job['name']} ({job['model']}, {job['precision']}) at "),
-            Fragment(f"{p['load_requests_per_s']:.3g}", "plan.load_requests_per_s",
-                     p["load_requests_per_s"]),
-            Fragment(f" requests/s on {mix} for "),
-            Fragment(money(p["usd_per_hour"]), "plan.usd_per_hour", p["usd_per_hour"]),
-            Fragment("/h ("), Fragment(money(p["usd_per_month"]), "plan.usd_per_month", p["usd_per_month"]),
-            Fragment(f"/month at {job['hours_per_day']:g} h/day) — TTFT "),
-            Fragment(f"{p['ttft_s']:.3g}", "plan.ttft_s", p["ttft_s"]), Fragment(" s, TPOT "),
-            Fragment(f"{p['tpot_ms']:.3g}", "plan.tpot_ms", p["tpot_ms"]), Fragment(" ms.")]
+    return [
+        Fragment(f"Serve {job['name']} ({job['model']}, {job['precision']}) at "),
+        Fragment(f"{p['load_requests_per_s']:.3g}", "plan.load_requests_per_s", p["load_requests_per_s"]),
+        Fragment(f" requests/s on {mix} for "),
+        Fragment(money(p["usd_per_hour"]), "plan.usd_per_hour", p["usd_per_hour"]),
+        Fragment("/h ("),
+        Fragment(money(p["usd_per_month"]), "plan.usd_per_month", p["usd_per_month"]),
+        Fragment(f"/month at {job['hours_per_day']:g} h/day) — TTFT "),
+        Fragment(f"{p['ttft_s']:.3g}", "plan.ttft_s", p["ttft_s"]),
+        Fragment(" s, TPOT "),
+        Fragment(f"{p['tpot_ms']:.3g}", "plan.tpot_ms", p["tpot_ms"]),
+        Fragment(" ms."),
+    ]
 
 
 def _serve_facts(job: dict[str, Any]) -> list[tuple[str, str]]:
     t = job["targets"]
-    buckets = "; ".join(f"{b['share']:.0%}: {b['prompt_tokens']} prompt + {b['output_tokens']} output"
-                        for b in job["buckets"])
-    return [("job", job["name"]), ("model", f"{job['model']} ({job['params'] / 1e9:.2f} B), "
-                                            f"{job['precision']} weights"),
-            ("load", f"{job['load_requests_per_s']:.3g} requests/s, {job['hours_per_day']:g} h/day"),
-            ("requests", buckets),
-            ("targets", f"TTFT ≤ {num(t['ttft_s'], 3)} s, TPOT ≤ {num(t['tpot_ms'], 1)} ms"
-                        + (f", median end-to-end ≤ {t['e2e_p50_s']:g} s" if t.get("e2e_p50_s") else "")),
-            ("redundancy", f"{job['spare_instances_per_deployment']} spare instance(s) per "
-                           f"deployment; headroom {job['min_capacity_headroom_fraction']:.0%}")]
+    buckets = "; ".join(
+        f"{b['share']:.0%}: {b['prompt_tokens']} prompt + {b['output_tokens']} output" for b in job["buckets"]
+    )
+    return [
+        ("job", job["name"]),
+        ("model", f"{job['model']} ({job['params'] / 1e9:.2f} B), {job['precision']} weights"),
+        ("load", f"{job['load_requests_per_s']:.3g} requests/s, {job['hours_per_day']:g} h/day"),
+        ("requests", buckets),
+        (
+            "targets",
+            f"TTFT ≤ {num(t['ttft_s'], 3)} s, TPOT ≤ {num(t['tpot_ms'], 1)} ms"
+            + (f", median end-to-end ≤ {t['e2e_p50_s']:g} s" if t.get("e2e_p50_s") else ""),
+        ),
+        (
+            "redundancy",
+            f"{job['spare_instances_per_deployment']} spare instance(s) per "
+            f"deployment; headroom {job['min_capacity_headroom_fraction']:.0%}",
+        ),
+    ]
 
 
 def _deployments_table(p: dict[str, Any]) -> Table:
-    rows = tuple((f"{d['instances']}× {d['instance']}", d["provider"], d["pricing"],
-                  f"{d['gpus']}× {d['gpu']}", str(d["tp"]), str(d["replicas"]), str(d["batch"]),
-                  f"{d['requests_per_s']:.3g}", f"{d['capacity_requests_per_s']:.3g}",
-                  f"{d['ttft_s']:.3g}", f"{d['tpot_ms']:.3g}", money(d["usd_per_hour"]))
-                 for d in p["deployments"])
-    return Table("Deployments", ("instances", "provider", "pricing", "GPUs", "TP", "replicas",
-                                 "batch", "req/s", "capacity", "TTFT s", "TPOT ms", "$/h"),
-                 rows, numeric=(4, 5, 6, 7, 8, 9, 10, 11))
+    rows = tuple(
+        (
+            f"{d['instances']}× {d['instance']}",
+            d["provider"],
+            d["pricing"],
+            f"{d['gpus']}× {d['gpu']}",
+            str(d["tp"]),
+            str(d["replicas"]),
+            str(d["batch"]),
+            f"{d['requests_per_s']:.3g}",
+            f"{d['capacity_requests_per_s']:.3g}",
+            f"{d['ttft_s']:.3g}",
+            f"{d['tpot_ms']:.3g}",
+            money(d["usd_per_hour"]),
+        )
+        for d in p["deployments"]
+    )
+    return Table(
+        "Deployments",
+        (
+            "instances",
+            "provider",
+            "pricing",
+            "GPUs",
+            "TP",
+            "replicas",
+            "batch",
+            "req/s",
+            "capacity",
+            "TTFT s",
+            "TPOT ms",
+            "$/h",
+        ),
+        rows,
+        numeric=(4, 5, 6, 7, 8, 9, 10, 11),
+    )
 
 
 def _serve_sections(inputs: ReportInputs, p: dict[str, Any]) -> list[Section]:
     s = inputs.result
     job = s["job"]
-    mix = Section("mix", "Replica mix and cost", tables=[_deployments_table(p)], facts=[
-        ("cost", f"{money(p['usd_per_hour'])}/h, {money(p['usd_per_month'])}/month"),
-        ("capacity", f"{p['capacity_requests_per_s']:.3g} requests/s for a load of "
-                     f"{p['load_requests_per_s']:.3g} (headroom {num((p['headroom'] or 0) * 100, 0)}%)"),
-        ("replicas", f"{p['replicas']} on {p['gpus']} GPUs, {p['spare_replicas']} spare")])
+    mix = Section(
+        "mix",
+        "Replica mix and cost",
+        tables=[_deployments_table(p)],
+        facts=[
+            ("cost", f"{money(p['usd_per_hour'])}/h, {money(p['usd_per_month'])}/month"),
+            (
+                "capacity",
+                f"{p['capacity_requests_per_s']:.3g} requests/s for a load of "
+                f"{p['load_requests_per_s']:.3g} (headroom {num((p['headroom'] or 0) * 100, 0)}%)",
+            ),
+            ("replicas", f"{p['replicas']} on {p['gpus']} GPUs, {p['spare_replicas']} spare"),
+        ],
+    )
     mix.charts.append(Chart("chart-mix", figure_div(replica_mix_figure(p), "chart-mix")))
     cards = {e["gpu"]: e["gpu_memory_gib"] for e in inputs.latency_by_batch}
-    mix.charts.append(Chart("chart-memory", figure_div(memory_figure(
-        [(f"{d['gpu']} TP{d['tp']} batch {d['batch']}", d["memory_gib"], cards.get(d["gpu"]))
-         for d in p["deployments"]]), "chart-memory"), "Per-GPU memory of each replica at its "
-        "batch and context: weights, KV cache, activations, overhead."))
+    mix.charts.append(
+        Chart(
+            "chart-memory",
+            figure_div(
+                memory_figure(
+                    [
+                        (f"{d['gpu']} TP{d['tp']} batch {d['batch']}", d["memory_gib"], cards.get(d["gpu"]))
+                        for d in p["deployments"]
+                    ]
+                ),
+                "chart-memory",
+            ),
+            "Per-GPU memory of each replica at its "
+            "batch and context: weights, KV cache, activations, overhead.",
+        )
+    )
     sections = [mix]
     load = Section("load", "Cost vs request rate and latency vs batch")
     if inputs.load_sweep:
         points = [(r["job"]["load_requests_per_s"], r) for r in inputs.load_sweep]
         if not any(abs(x - p["load_requests_per_s"]) < 1e-9 for x, _ in points):
             points.append((p["load_requests_per_s"], s))
-        load.charts.append(Chart("chart-load", figure_div(load_figure(points, p["load_requests_per_s"]),
-                                                          "chart-load"),
-                                 "Each load re-solved: the cheapest mix that carries it within the "
-                                 "latency targets."))
+        load.charts.append(
+            Chart(
+                "chart-load",
+                figure_div(load_figure(points, p["load_requests_per_s"]), "chart-load"),
+                "Each load re-solved: the cheapest mix that carries it within the latency targets.",
+            )
+        )
     else:
         load.notes.append("cost vs request rate needs re-solves: run `ccopt report` on the job file")
     if inputs.latency_by_batch:
         first = p["deployments"][0]
-        load.charts.append(Chart("chart-latency", figure_div(latency_figure(
-            inputs.latency_by_batch, job["targets"], first["batch"]), "chart-latency"),
-            f"One replica of {deployment_label(first)} (ccopt estimate --mode serve at each batch): "
-            "larger batches raise throughput per replica and the time per token."))
+        load.charts.append(
+            Chart(
+                "chart-latency",
+                figure_div(
+                    latency_figure(inputs.latency_by_batch, job["targets"], first["batch"]), "chart-latency"
+                ),
+                f"One replica of {deployment_label(first)} (ccopt estimate --mode serve at each batch): "
+                "larger batches raise throughput per replica and the time per token.",
+            )
+        )
     else:
         load.notes.append("latency vs batch needs estimates: run `ccopt report` on the job file")
     sections.append(load)
@@ -171,15 +316,26 @@ def serve_page(inputs: ReportInputs) -> Page:
     p = s.get("plan")
     sections = [Section("inputs", "The serving job", facts=_serve_facts(job))]
     if p is None:
-        headline = [Fragment("No deployment: "), Fragment((s.get("explanation") or {}).get("text")
-                                                         or "no replica mix meets the targets")]
+        headline = [
+            Fragment("No deployment: "),
+            Fragment((s.get("explanation") or {}).get("text") or "no replica mix meets the targets"),
+        ]
         sections.append(infeasible_section(s))
     else:
         headline = _serve_headline(job, p)
         sections += _serve_sections(inputs, p)
-    warnings = [f"price flagged ({f['rule']}) for {d['instance']}: {f['reason']}"
-                for d in (p or {}).get("deployments", []) for f in d.get("price_flags") or []]
-    sections.append(assumptions_section(s, [("serving stack", str(job.get("stack") or "generic"))],
-                                        warnings))
-    return Page(f"ccopt serve — {job['name']}", "serve", s["status"], headline,
-                f"{s['status']} · {job['model']}", sections, inputs.made_by)
+    warnings = [
+        f"price flagged ({f['rule']}) for {d['instance']}: {f['reason']}"
+        for d in (p or {}).get("deployments", [])
+        for f in d.get("price_flags") or []
+    ]
+    sections.append(assumptions_section(s, [("serving stack", str(job.get("stack") or "generic"))], warnings))
+    return Page(
+        f"ccopt serve — {job['name']}",
+        "serve",
+        s["status"],
+        headline,
+        f"{s['status']} · {job['model']}",
+        sections,
+        inputs.made_by,
+    )

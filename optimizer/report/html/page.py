@@ -8,8 +8,19 @@ from typing import Any
 
 from markupsafe import Markup
 
-__all__ = ["Fragment", "Table", "Chart", "Section", "Page", "money", "num", "days_words",
-           "catalog_words", "assumptions_section", "infeasible_section"]
+__all__ = [
+    "Fragment",
+    "Table",
+    "Chart",
+    "Section",
+    "Page",
+    "money",
+    "num",
+    "days_words",
+    "catalog_words",
+    "assumptions_section",
+    "infeasible_section",
+]
 
 
 @dataclass(frozen=True)
@@ -88,17 +99,18 @@ def _explanation_table(explanation: dict[str, Any]) -> Table | None:
     fixes = explanation.get("fixes") or []
     if not fixes:
         return None
-    rows = tuple((f["change"], f.get("requirement") or "", money(f.get("cost_usd")))
-                 for f in fixes)
-    return Table("Nearest changes that make it feasible", ("change", "relaxes", "cost after"),
-                 rows, numeric=(2,))
+    rows = tuple((f["change"], f.get("requirement") or "", money(f.get("cost_usd"))) for f in fixes)
+    return Table(
+        "Nearest changes that make it feasible", ("change", "relaxes", "cost after"), rows, numeric=(2,)
+    )
 
 
 def infeasible_section(result: dict[str, Any]) -> Section:
     """Why there is no plan, and the nearest fixes."""
     explanation = result.get("explanation") or {}
-    section = Section("infeasible", "Why there is no plan", lead=explanation.get("text") or
-                      "no plan meets the constraints")
+    section = Section(
+        "infeasible", "Why there is no plan", lead=explanation.get("text") or "no plan meets the constraints"
+    )
     if explanation.get("binding_constraint"):
         section.facts.append(("binding constraint", explanation["binding_constraint"]))
     table = _explanation_table(explanation)
@@ -107,8 +119,7 @@ def infeasible_section(result: dict[str, Any]) -> Section:
     return section
 
 
-def assumptions_section(result: dict[str, Any], facts: list[tuple[str, str]],
-                        warnings: list[str]) -> Section:
+def assumptions_section(result: dict[str, Any], facts: list[tuple[str, str]], warnings: list[str]) -> Section:
     """What the answer rests on: the stack, the fabric, flagged prices and guesses, notes, the
     catalog date, the rejected options and how the solver did."""
     section = Section("assumptions", "Assumptions used", facts=list(facts))
@@ -116,15 +127,26 @@ def assumptions_section(result: dict[str, Any], facts: list[tuple[str, str]],
     solver = result.get("solver") or {}
     if solver:
         proven = "proven optimal" if solver.get("proven_optimal") else "not proven optimal"
-        section.facts.append(("solver", f"{solver.get('name')}, {solver.get('status')} "
-                              f"({proven}), {solver.get('rows')} options, "
-                              f"{solver.get('wall_s', 0):.3f} s"))
+        section.facts.append(
+            (
+                "solver",
+                f"{solver.get('name')}, {solver.get('status')} "
+                f"({proven}), {solver.get('rows')} options, "
+                f"{solver.get('wall_s', 0):.3f} s",
+            )
+        )
     section.notes = [*warnings, *result.get("notes", [])]
     rejected = result.get("rejected") or []
     if rejected:
         seen: dict[tuple[str, str], None] = {}
         for r in rejected:
             seen.setdefault((r["option"], r["reason"]), None)
-        section.tables.append(Table(f"Options excluded before solving ({len(seen)})",
-                                    ("option", "why"), tuple(seen), collapsed=True))
+        section.tables.append(
+            Table(
+                f"Options excluded before solving ({len(seen)})",
+                ("option", "why"),
+                tuple(seen),
+                collapsed=True,
+            )
+        )
     return section

@@ -23,10 +23,13 @@ __all__ = ["render_html", "build_page"]
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("optimizer.report.html", "templates"),
-                              autoescape=jinja2.select_autoescape(["html", "j2"]),
-                              undefined=jinja2.StrictUndefined, trim_blocks=True,
-                              lstrip_blocks=True)
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("optimizer.report.html", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def build_page(inputs: ReportInputs) -> Page:
@@ -59,6 +62,10 @@ def render_html(inputs: ReportInputs, generated_at: datetime | None = None) -> s
     page = build_page(inputs)
     stamp = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     template = _environment().get_template("report.html.j2")
-    return template.render(page=page, plotly_js=Markup(get_plotlyjs()),  # noqa: S704
-                           result_json=_embedded_json(inputs), generated_at=stamp,
-                           version=__version__)
+    return template.render(
+        page=page,
+        plotly_js=Markup(get_plotlyjs()),  # noqa: S704
+        result_json=_embedded_json(inputs),
+        generated_at=stamp,
+        version=__version__,
+    )

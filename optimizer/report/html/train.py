@@ -35,20 +35,28 @@ __all__ = ["train_page"]
 
 def _layout_words(lay: dict[str, Any]) -> str:
     ckpt = lay["activation_checkpointing"]
-    return (f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, "
-            f"{'no' if ckpt == 'none' else ckpt} activation checkpointing; micro-batch "
-            f"{lay['micro_batch']} × grad-accum {lay['grad_accum']}")
+    return (
+        f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, "
+        f"{'no' if ckpt == 'none' else ckpt} activation checkpointing; micro-batch "
+        f"{lay['micro_batch']} × grad-accum {lay['grad_accum']}"
+    )
 
 
 def _headline(job: dict[str, Any], p: dict[str, Any]) -> list[Fragment]:
-    parts = [Fragment(f"Train {job.get('name') or job.get('model') or 'this job'} on "),
-             Fragment(f"{p['gpus']}", "plan.gpus", p["gpus"]), Fragment("× "),
-             Fragment(p["gpu"], "plan.gpu", p["gpu"]),
-             Fragment(f" ({p['instances']}× {p['instance']}, "),
-             Fragment(p["provider"], "plan.provider", p["provider"]),
-             Fragment(f" {p['region']}, "), Fragment(p["pricing"], "plan.pricing", p["pricing"]),
-             Fragment(") — finishes in "), Fragment(f"{p['days']:.2f}", "plan.days", p["days"]),
-             Fragment(" days for "), Fragment(money(p["cost_usd"]), "plan.cost_usd", p["cost_usd"])]
+    parts = [
+        Fragment(f"Train {job.get('name') or job.get('model') or 'this job'} on "),
+        Fragment(f"{p['gpus']}", "plan.gpus", p["gpus"]),
+        Fragment("× "),
+        Fragment(p["gpu"], "plan.gpu", p["gpu"]),
+        Fragment(f" ({p['instances']}× {p['instance']}, "),
+        Fragment(p["provider"], "plan.provider", p["provider"]),
+        Fragment(f" {p['region']}, "),
+        Fragment(p["pricing"], "plan.pricing", p["pricing"]),
+        Fragment(") — finishes in "),
+        Fragment(f"{p['days']:.2f}", "plan.days", p["days"]),
+        Fragment(" days for "),
+        Fragment(money(p["cost_usd"]), "plan.cost_usd", p["cost_usd"]),
+    ]
     if p.get("days_p90") is not None and p.get("cost_usd_p90") is not None:
         parts += [Fragment(f" (P90: {p['days_p90']:.2f} days, {money(p['cost_usd_p90'])})")]
     return [*parts, Fragment(".")]
@@ -65,15 +73,29 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
         facts.append(("deadline", days_words(job["deadline_hours"] / HOURS_PER_DAY)))
     facts.append(("budget", money(job.get("budget_usd")) if job.get("budget_usd") else "none"))
     if p is not None:
-        facts += [("layout", _layout_words(p["layout"])),
-                  ("steps", f"{p['steps']:,} of {p['global_batch']:,} sequences"),
-                  ("speed", f"{p['tokens_per_s']:,.0f} tokens/s ({p['tokens_per_s_per_gpu']:,.0f} "
-                            f"per GPU), MFU {p['mfu']:.1%}")]
+        facts += [
+            ("layout", _layout_words(p["layout"])),
+            ("steps", f"{p['steps']:,} of {p['global_batch']:,} sequences"),
+            (
+                "speed",
+                f"{p['tokens_per_s']:,.0f} tokens/s ({p['tokens_per_s_per_gpu']:,.0f} "
+                f"per GPU), MFU {p['mfu']:.1%}",
+            ),
+        ]
     if result.get("binding_constraint"):
         late = result.get("cheaper_if_later")
-        facts.append(("what binds", str(result["binding_constraint"]) + (
-            "" if not late else f": {late['gpus']}× {late['gpu']} ({late['provider']}) would "
-            f"cost {money(late['cost_usd'])} but needs {days_words(late['days'])}")))
+        facts.append(
+            (
+                "what binds",
+                str(result["binding_constraint"])
+                + (
+                    ""
+                    if not late
+                    else f": {late['gpus']}× {late['gpu']} ({late['provider']}) would "
+                    f"cost {money(late['cost_usd'])} but needs {days_words(late['days'])}"
+                ),
+            )
+        )
     return facts
 
 
@@ -83,25 +105,43 @@ def _cost_table(p: dict[str, Any]) -> Table:
     data_usd = p.get("data_usd") or 0.0
     hardware_usd = p["cost_usd"] - data_usd
     if p["kind"] != "cloud":
-        rows = [("owned capital", f"{p['kind']}: {p['gpus']}× {p['gpu']}, purchase less resale "
-                 "charged to this job", money(p["capital_usd"])),
-                ("power and running", f"{gpu_hours} at {money(p['usd_per_hour'])}/h",
-                 money(hardware_usd - p["capital_usd"]))]
+        rows = [
+            (
+                "owned capital",
+                f"{p['kind']}: {p['gpus']}× {p['gpu']}, purchase less resale charged to this job",
+                money(p["capital_usd"]),
+            ),
+            (
+                "power and running",
+                f"{gpu_hours} at {money(p['usd_per_hour'])}/h",
+                money(hardware_usd - p["capital_usd"]),
+            ),
+        ]
     elif p.get("commitment_hours"):
-        rows = [("reserved commitment", f"{gpu_hours} used; {p['commitment_hours']:,.0f} "
-                 f"committed hours ({p['pricing']}) paid at {money(p['usd_per_hour'])}/h",
-                 money(hardware_usd))]
+        rows = [
+            (
+                "reserved commitment",
+                f"{gpu_hours} used; {p['commitment_hours']:,.0f} "
+                f"committed hours ({p['pricing']}) paid at {money(p['usd_per_hour'])}/h",
+                money(hardware_usd),
+            )
+        ]
     else:
-        rows = [("GPU time", f"{gpu_hours} at {money(p['usd_per_hour'])}/h ({p['pricing']})",
-                 money(hardware_usd))]
+        rows = [
+            ("GPU time", f"{gpu_hours} at {money(p['usd_per_hour'])}/h ({p['pricing']})", money(hardware_usd))
+        ]
     if data.get("counted"):
         unknown = f"; unknown, counted $0: {'; '.join(data['unknown'])}" if data.get("unknown") else ""
-        rows += [("dataset transfer", f"{data['egress_gb']:,.0f} GB, {data['route']}",
-                  money(data["egress_usd"])),
-                 ("storage", f"dataset copy {money(data['dataset_storage_usd'])}, checkpoints "
-                  f"{money(data['checkpoint_storage_usd'])} at "
-                  f"${data['storage_usd_per_gb_month']:g}/GB-month{unknown}",
-                  money(data["dataset_storage_usd"] + data["checkpoint_storage_usd"]))]
+        rows += [
+            ("dataset transfer", f"{data['egress_gb']:,.0f} GB, {data['route']}", money(data["egress_usd"])),
+            (
+                "storage",
+                f"dataset copy {money(data['dataset_storage_usd'])}, checkpoints "
+                f"{money(data['checkpoint_storage_usd'])} at "
+                f"${data['storage_usd_per_gb_month']:g}/GB-month{unknown}",
+                money(data["dataset_storage_usd"] + data["checkpoint_storage_usd"]),
+            ),
+        ]
     else:
         rows += [("data and storage", "not counted: the job has no [data] section", "—")]
     rows += [("total", "what the job costs", money(p["cost_usd"]))]
@@ -111,18 +151,32 @@ def _cost_table(p: dict[str, Any]) -> Table:
 def _plan_row(label: str, r: dict[str, Any]) -> tuple[str, ...]:
     extra = "" if "extra_cost_usd" not in r else f"+{money(r['extra_cost_usd'])}"
     lay = r["layout"]
-    return (label, f"{r['gpus']}× {r['gpu']}", r["provider"], r["instance"], r["pricing"],
-            f"{r['days']:.2f}", money(r["cost_usd"]), extra,
-            f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} Z{lay['zero_stage']}")
+    return (
+        label,
+        f"{r['gpus']}× {r['gpu']}",
+        r["provider"],
+        r["instance"],
+        r["pricing"],
+        f"{r['days']:.2f}",
+        money(r["cost_usd"]),
+        extra,
+        f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} Z{lay['zero_stage']}",
+    )
 
 
 def _cost_section(result: dict[str, Any], p: dict[str, Any]) -> Section:
     section = Section("cost", "Cost and alternatives", tables=[_cost_table(p)])
-    rows = [_plan_row("chosen", p)] + [_plan_row(f"alt {i + 1}", a)
-                                       for i, a in enumerate(result.get("alternatives") or [])]
-    section.tables.append(Table("The plan and the next-best distinct alternatives",
-                                ("", "GPUs", "provider", "instance", "pricing", "days", "cost",
-                                 "extra", "layout"), tuple(rows), numeric=(5, 6, 7)))
+    rows = [_plan_row("chosen", p)] + [
+        _plan_row(f"alt {i + 1}", a) for i, a in enumerate(result.get("alternatives") or [])
+    ]
+    section.tables.append(
+        Table(
+            "The plan and the next-best distinct alternatives",
+            ("", "GPUs", "provider", "instance", "pricing", "days", "cost", "extra", "layout"),
+            tuple(rows),
+            numeric=(5, 6, 7),
+        )
+    )
     return section
 
 
@@ -130,93 +184,159 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
     mem = p["memory_gib"]
     card = p.get("gpu_memory_gib")
     section = Section("memory", "Memory and step time")
-    parts = [(k, mem.get(k) or 0.0) for k in ("weights", "gradients", "optimizer", "activations",
-                                              "kv_cache", "overhead")]
-    rows = [(k.replace("_", " "), num(v)) for k, v in parts if v] + [("total (peak allocated)",
-                                                                       num(mem["total"]))]
+    parts = [
+        (k, mem.get(k) or 0.0)
+        for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
+    ]
+    rows = [(k.replace("_", " "), num(v)) for k, v in parts if v] + [
+        ("total (peak allocated)", num(mem["total"]))
+    ]
     for key, words in (("reserved", "allocator reserved"), ("device", "nvidia-smi (device)")):
         if mem.get(key) is not None:
             rows.append((words, num(mem[key])))
     if card:
         shown = mem.get("device") or mem["total"]
         rows += [("card", num(card, 0)), ("headroom", f"{num(card - shown)} ({(card - shown) / card:.0%})")]
-    section.tables.append(Table(f"Per-GPU memory, GiB ({p['gpu']})", ("part", "GiB"),
-                                tuple(rows), numeric=(1,)))
-    section.charts.append(Chart("chart-memory", figure_div(memory_figure(
-        [(f"{p['gpu']}", mem, card)]), "chart-memory"), "Stacked parts are what the planner fits "
-        "(peak allocated); the marks show what the caching allocator reserves, what nvidia-smi "
-        "would show and the card."))
+    section.tables.append(
+        Table(f"Per-GPU memory, GiB ({p['gpu']})", ("part", "GiB"), tuple(rows), numeric=(1,))
+    )
+    section.charts.append(
+        Chart(
+            "chart-memory",
+            figure_div(memory_figure([(f"{p['gpu']}", mem, card)]), "chart-memory"),
+            "Stacked parts are what the planner fits "
+            "(peak allocated); the marks show what the caching allocator reserves, what nvidia-smi "
+            "would show and the card.",
+        )
+    )
     step = p["step"]
-    section.tables.append(Table("One optimizer step, seconds", ("part", "s"), (
-        ("compute", num(step["compute_s"], 3)),
-        ("communication not hidden behind compute", num(step["communication_s"], 3)),
-        ("pipeline bubble", num(step["bubble_s"], 3)), ("step", num(step["time_s"], 3)),
-        ("P10 – P90", f"{num(p.get('step_time_s_p10'), 3)} – {num(p.get('step_time_s_p90'), 3)}")),
-        numeric=(1,)))
-    section.charts.append(Chart("chart-step", figure_div(step_figure(p), "chart-step"),
-                                "Communication is what stays exposed after overlap with compute; "
-                                "the whisker is the P10–P90 range of the step time."))
+    section.tables.append(
+        Table(
+            "One optimizer step, seconds",
+            ("part", "s"),
+            (
+                ("compute", num(step["compute_s"], 3)),
+                ("communication not hidden behind compute", num(step["communication_s"], 3)),
+                ("pipeline bubble", num(step["bubble_s"], 3)),
+                ("step", num(step["time_s"], 3)),
+                ("P10 – P90", f"{num(p.get('step_time_s_p10'), 3)} – {num(p.get('step_time_s_p90'), 3)}"),
+            ),
+            numeric=(1,),
+        )
+    )
+    section.charts.append(
+        Chart(
+            "chart-step",
+            figure_div(step_figure(p), "chart-step"),
+            "Communication is what stays exposed after overlap with compute; "
+            "the whisker is the P10–P90 range of the step time.",
+        )
+    )
     return section
 
 
-def _pareto_section(result: dict[str, Any], p: dict[str, Any], sweep: tuple[dict[str, Any], ...]
-                    ) -> Section | None:
+def _pareto_section(
+    result: dict[str, Any], p: dict[str, Any], sweep: tuple[dict[str, Any], ...]
+) -> Section | None:
     pareto = result.get("pareto") or []
     if not pareto and not sweep:
         return None
     deadline_h = (result.get("job") or {}).get("deadline_hours")
     deadline_d = None if deadline_h is None else deadline_h / HOURS_PER_DAY
-    section = Section("pareto", "Cost vs finish time", lead="Every plan on the front is the "
-                      "cheapest that finishes by its time; no plan is both cheaper and faster.")
+    section = Section(
+        "pareto",
+        "Cost vs finish time",
+        lead="Every plan on the front is the "
+        "cheapest that finishes by its time; no plan is both cheaper and faster.",
+    )
     if pareto:
-        section.charts.append(Chart("chart-pareto", figure_div(pareto_figure(pareto, p, deadline_d),
-                                                               "chart-pareto"),
-                                    "Error bars: finish time P10–P90 (P10 scaled from the step "
-                                    "time's P10), cost up to its P90."))
+        section.charts.append(
+            Chart(
+                "chart-pareto",
+                figure_div(pareto_figure(pareto, p, deadline_d), "chart-pareto"),
+                "Error bars: finish time P10–P90 (P10 scaled from the step time's P10), cost up to its P90.",
+            )
+        )
     points = deadline_points(pareto, sweep)
     if points:
-        section.charts.append(Chart("chart-deadline", figure_div(deadline_figure(
-            points, deadline_d, p["cost_usd"]), "chart-deadline"),
-            "Up to the job's deadline the curve is read off the Pareto front (the cheapest plan "
-            "finishing within each time); diamonds are the job re-planned at longer deadlines."))
-        section.tables.append(Table("Cheapest plan by deadline", ("deadline, days", "cost", "how"),
-                                    tuple((f"{d:.2f}", money(c) if c is not None else "no plan", s)
-                                          for d, c, s in points), numeric=(0, 1)))
+        section.charts.append(
+            Chart(
+                "chart-deadline",
+                figure_div(deadline_figure(points, deadline_d, p["cost_usd"]), "chart-deadline"),
+                "Up to the job's deadline the curve is read off the Pareto front (the cheapest plan "
+                "finishing within each time); diamonds are the job re-planned at longer deadlines.",
+            )
+        )
+        section.tables.append(
+            Table(
+                "Cheapest plan by deadline",
+                ("deadline, days", "cost", "how"),
+                tuple((f"{d:.2f}", money(c) if c is not None else "no plan", s) for d, c, s in points),
+                numeric=(0, 1),
+            )
+        )
     return section
 
 
 def _rent_buy_section(compare: dict[str, Any] | None) -> Section:
     section = Section("rent-vs-buy", "Rent vs buy")
     if not compare or not compare.get("owned_or_bought") or not compare.get("break_even_per_gpu"):
-        section.lead = ("The job names no hardware to buy or own, so there is no rent-vs-buy "
-                        "comparison; add a [[hardware.buy]] table to the job file to see one.")
+        section.lead = (
+            "The job names no hardware to buy or own, so there is no rent-vs-buy "
+            "comparison; add a [[hardware.buy]] table to the job file to see one."
+        )
     else:
         local = compare["owned_or_bought"]
         be = compare.get("break_even") or {}
-        section.lead = (f"Buying {local['gpus']}× {local['gpu']} costs {money(be.get('net_capital_usd'))} "
-                        f"net of resale, then {money(be.get('power_usd_per_job'))} of power per job; "
-                        f"at {jobs_per_month(compare) or 0:.3g} jobs a month it pays off after "
-                        f"{num(be.get('months_to_break_even'), 1)} months against "
-                        f"{be.get('cloud_plan')}.")
-        section.charts.append(Chart("chart-rent-buy", figure_div(rent_buy_figure(compare),
-                                                                 "chart-rent-buy"),
-                                    be.get("note") or ""))
-        rows = tuple((gpu, b["cloud_plan"] or "", money(b["cloud_usd_per_job"]),
-                      num(b["jobs_to_break_even"], 1) if b["jobs_to_break_even"] is not None else "never",
-                      num(b["months_to_break_even"], 1) if b["months_to_break_even"] is not None else "never")
-                     for gpu, b in sorted(compare["break_even_per_gpu"].items(),
-                                          key=lambda kv: kv[1]["cloud_usd_per_job"]))
-        section.tables.append(Table("Break-even against the best cloud plan of each GPU type",
-                                    ("GPU", "cloud plan", "cloud per job", "jobs to break even",
-                                     "months"), rows, numeric=(2, 3, 4)))
+        section.lead = (
+            f"Buying {local['gpus']}× {local['gpu']} costs {money(be.get('net_capital_usd'))} "
+            f"net of resale, then {money(be.get('power_usd_per_job'))} of power per job; "
+            f"at {jobs_per_month(compare) or 0:.3g} jobs a month it pays off after "
+            f"{num(be.get('months_to_break_even'), 1)} months against "
+            f"{be.get('cloud_plan')}."
+        )
+        section.charts.append(
+            Chart(
+                "chart-rent-buy", figure_div(rent_buy_figure(compare), "chart-rent-buy"), be.get("note") or ""
+            )
+        )
+        rows = tuple(
+            (
+                gpu,
+                b["cloud_plan"] or "",
+                money(b["cloud_usd_per_job"]),
+                num(b["jobs_to_break_even"], 1) if b["jobs_to_break_even"] is not None else "never",
+                num(b["months_to_break_even"], 1) if b["months_to_break_even"] is not None else "never",
+            )
+            for gpu, b in sorted(
+                compare["break_even_per_gpu"].items(), key=lambda kv: kv[1]["cloud_usd_per_job"]
+            )
+        )
+        section.tables.append(
+            Table(
+                "Break-even against the best cloud plan of each GPU type",
+                ("GPU", "cloud plan", "cloud per job", "jobs to break even", "months"),
+                rows,
+                numeric=(2, 3, 4),
+            )
+        )
     if compare:
-        rows = tuple((gpu, f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
-                      f"{r['days']:.2f}", money(r["cost_usd"])) if r else (gpu, "no plan meets "
-                      "the deadline/budget", "", "")
-                     for gpu, r in sorted(compare["per_gpu"].items(),
-                                          key=lambda kv: kv[1]["cost_usd"] if kv[1] else 1e30))
-        section.tables.append(Table("Best plan per GPU type", ("GPU", "plan", "days", "cost"), rows,
-                                    numeric=(2, 3)))
+        rows = tuple(
+            (
+                gpu,
+                f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
+                f"{r['days']:.2f}",
+                money(r["cost_usd"]),
+            )
+            if r
+            else (gpu, "no plan meets the deadline/budget", "", "")
+            for gpu, r in sorted(
+                compare["per_gpu"].items(), key=lambda kv: kv[1]["cost_usd"] if kv[1] else 1e30
+            )
+        )
+        section.tables.append(
+            Table("Best plan per GPU type", ("GPU", "plan", "days", "cost"), rows, numeric=(2, 3))
+        )
     return section
 
 
@@ -226,10 +346,16 @@ def _assumptions(result: dict[str, Any], p: dict[str, Any] | None) -> Section:
     warnings: list[str] = []
     if p is not None:
         guess = " — a documented default, not the provider's figure" if p["inter_node_is_default"] else ""
-        facts += [("inside an instance", str(p.get("intra_node_link") or "—")),
-                  ("between instances", f"{p['inter_node_gbps']:g} Gbit/s {p['inter_node_kind']}{guess}"),
-                  ("compute efficiency", "calibrated from a measured run" if p["calibrated"]
-                   else "the model's default for this GPU (not calibrated)")]
+        facts += [
+            ("inside an instance", str(p.get("intra_node_link") or "—")),
+            ("between instances", f"{p['inter_node_gbps']:g} Gbit/s {p['inter_node_kind']}{guess}"),
+            (
+                "compute efficiency",
+                "calibrated from a measured run"
+                if p["calibrated"]
+                else "the model's default for this GPU (not calibrated)",
+            ),
+        ]
         warnings += list(p.get("warnings") or [])
         warnings += [f"price flagged ({f['rule']}): {f['reason']}" for f in p.get("price_flags") or []]
         if p["inter_node_is_default"] and p["instances"] > 1:
@@ -244,17 +370,24 @@ def train_page(inputs: ReportInputs) -> Page:
     job = result.get("job") or {}
     title = f"ccopt plan — {job.get('name') or job.get('model') or 'training job'}"
     if p is None:
-        headline = [Fragment("No plan: "), Fragment((result.get("explanation") or {}).get("text")
-                                                   or "no plan meets the constraints")]
-        sections = [Section("inputs", "The job", facts=_job_facts(result, None)),
-                    infeasible_section(result), _assumptions(result, None)]
+        headline = [
+            Fragment("No plan: "),
+            Fragment((result.get("explanation") or {}).get("text") or "no plan meets the constraints"),
+        ]
+        sections = [
+            Section("inputs", "The job", facts=_job_facts(result, None)),
+            infeasible_section(result),
+            _assumptions(result, None),
+        ]
         return Page(title, "train", result["status"], headline, "", sections, inputs.made_by)
-    sections = [Section("inputs", "The job and the plan", facts=_job_facts(result, p)),
-                _cost_section(result, p), _memory_step_section(p)]
+    sections = [
+        Section("inputs", "The job and the plan", facts=_job_facts(result, p)),
+        _cost_section(result, p),
+        _memory_step_section(p),
+    ]
     pareto = _pareto_section(result, p, inputs.deadline_sweep)
     if pareto:
         sections.append(pareto)
     sections += [_rent_buy_section(inputs.compare), _assumptions(result, p)]
     subtitle = f"{result['status']} · {job.get('model', '')}"
-    return Page(title, "train", result["status"], _headline(job, p), subtitle, sections,
-                inputs.made_by)
+    return Page(title, "train", result["status"], _headline(job, p), subtitle, sections, inputs.made_by)

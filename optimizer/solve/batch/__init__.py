@@ -22,6 +22,19 @@ from optimizer.solve.batch.problem import (
 from optimizer.solve.batch.solve import solve_batch
 from optimizer.solve.batch.validate import validate_batch
 
-__all__ = ["BatchProblem", "BatchResult", "Explanation", "Fix", "JobSpec", "ProgressEvent",
-           "Resource", "ScheduledJob", "TimeGrid", "build_problem", "choose_time_grid",
-           "plan_batch", "solve_batch", "validate_batch"]
+__all__ = [
+    "BatchProblem",
+    "BatchResult",
+    "Explanation",
+    "Fix",
+    "JobSpec",
+    "ProgressEvent",
+    "Resource",
+    "ScheduledJob",
+    "TimeGrid",
+    "build_problem",
+    "choose_time_grid",
+    "plan_batch",
+    "solve_batch",
+    "validate_batch",
+]

@@ -88,12 +88,13 @@ class _Master:
     def __init__(self, problem: BatchProblem, rows: Sequence[Sequence[int]]) -> None:
         m = self.model = mathopt.Model(name="batch-master")
         self.problem, self.rows = problem, rows
-        self.x = [[m.add_binary_variable(name=f"x{j}_{i}") for i in idx]
-                  for j, idx in enumerate(rows)]
-        self.reserve = {k: m.add_integer_variable(lb=0, ub=r.capacity, name=f"R_{k}")
-                        for k, r in problem.resources.items() if r.kind == "reservation"}
-        self.lit = {(j, i): xi for j in range(len(rows))
-                    for xi, i in zip(self.x[j], rows[j], strict=True)}
+        self.x = [[m.add_binary_variable(name=f"x{j}_{i}") for i in idx] for j, idx in enumerate(rows)]
+        self.reserve = {
+            k: m.add_integer_variable(lb=0, ub=r.capacity, name=f"R_{k}")
+            for k, r in problem.resources.items()
+            if r.kind == "reservation"
+        }
+        self.lit = {(j, i): xi for j in range(len(rows)) for xi, i in zip(self.x[j], rows[j], strict=True)}
         obj = []
         for j, job in enumerate(problem.jobs):
             choice = list(self.x[j])
@@ -111,36 +112,40 @@ class _Master:
         for key, (a, b), terms in energy_windows(problem, rows, {}, reservations=True):
             cap = self.reserve[key] if key in self.reserve else problem.resources[key].capacity
             m.add_linear_constraint(
-                mathopt.fast_sum(e * self.lit[j, i] for j, i, e in terms) <= (b - a) * cap)
+                mathopt.fast_sum(e * self.lit[j, i] for j, i, e in terms) <= (b - a) * cap
+            )
         m.minimize(mathopt.fast_sum(obj))
 
     def add_cut(self, cut: Cut) -> None:
-        self.model.add_linear_constraint(mathopt.fast_sum(
-            self.lit[j, i] for j, group in cut for i in group) <= len(cut) - 1)
+        self.model.add_linear_constraint(
+            mathopt.fast_sum(self.lit[j, i] for j, group in cut for i in group) <= len(cut) - 1
+        )
 
-    def solve(self, time_limit_s: float
-              ) -> tuple[list[int | None], dict[str, int], float, bool] | None:
+    def solve(self, time_limit_s: float) -> tuple[list[int | None], dict[str, int], float, bool] | None:
         """(row per job, R per reservation, lower bound, optimal); bound inf: infeasible."""
-        params = mathopt.SolveParameters(enable_output=False, relative_gap_tolerance=0.0,
-                                         absolute_gap_tolerance=0.0,
-                                         time_limit=timedelta(seconds=max(0.01, time_limit_s)))
+        params = mathopt.SolveParameters(
+            enable_output=False,
+            relative_gap_tolerance=0.0,
+            absolute_gap_tolerance=0.0,
+            time_limit=timedelta(seconds=max(0.01, time_limit_s)),
+        )
         with _quiet_stdout():
             res = mathopt.solve(self.model, mathopt.SolverType.HIGHS, params=params)
         reason = res.termination.reason
-        if reason in (mathopt.TerminationReason.INFEASIBLE,
-                      mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED):
+        if reason in (
+            mathopt.TerminationReason.INFEASIBLE,
+            mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED,
+        ):
             return [], {}, math.inf, True
         if not res.has_primal_feasible_solution():
             return None
         values = res.variable_values()
         chosen: list[int | None] = []
         for j in range(len(self.rows)):
-            picked = [i for xi, i in zip(self.x[j], self.rows[j], strict=True)
-                      if values[xi] > 0.5]
+            picked = [i for xi, i in zip(self.x[j], self.rows[j], strict=True) if values[xi] > 0.5]
             chosen.append(picked[0] if picked else None)
         held = {k: int(round(values[r])) for k, r in self.reserve.items()}
-        return chosen, held, res.best_objective_bound(), \
-            reason == mathopt.TerminationReason.OPTIMAL
+        return chosen, held, res.best_objective_bound(), reason == mathopt.TerminationReason.OPTIMAL
 
 
 def _cost(problem: BatchProblem, chosen: Sequence[int | None], reserved: dict[str, int]) -> int:
@@ -151,9 +156,13 @@ def _cost(problem: BatchProblem, chosen: Sequence[int | None], reserved: dict[st
     return total
 
 
-def _check(problem: BatchProblem, items: Sequence[tuple[int, Sequence[int]]],
-           reserved: dict[str, int], minimise: bool = False, deadline: float = math.inf
-           ) -> tuple[str, list[int], list[int], list[int]]:
+def _check(
+    problem: BatchProblem,
+    items: Sequence[tuple[int, Sequence[int]]],
+    reserved: dict[str, int],
+    minimise: bool = False,
+    deadline: float = math.inf,
+) -> tuple[str, list[int], list[int], list[int]]:
     """Can the jobs all be scheduled, each on one of its rows? (status, core positions,
     starts, rows). `minimise`: the cheapest such schedule (status "optimal"). "unknown" when
     the wall-clock `deadline` (time.perf_counter) has passed or arrives first."""
@@ -200,8 +209,10 @@ def _check(problem: BatchProblem, items: Sequence[tuple[int, Sequence[int]]],
         solver.parameters.max_time_in_seconds = left_s
     status = solver.solve(m)
     if status == cp_model.OPTIMAL or (status == cp_model.FEASIBLE and not minimise):
-        chosen = [next(i for y, i in zip(ys, group, strict=True) if solver.boolean_value(y))
-                  for ys, (_, group) in zip(picks, items, strict=True)]
+        chosen = [
+            next(i for y, i in zip(ys, group, strict=True) if solver.boolean_value(y))
+            for ys, (_, group) in zip(picks, items, strict=True)
+        ]
         return "feasible", [], [int(solver.value(s)) for s in starts], chosen
     if status == cp_model.INFEASIBLE:
         if minimise:
@@ -212,14 +223,18 @@ def _check(problem: BatchProblem, items: Sequence[tuple[int, Sequence[int]]],
     return "unknown", [], [], []
 
 
-def _minimal(problem: BatchProblem, items: list[tuple[int, tuple[int, ...]]], core: list[int],
-             reserved: dict[str, int], deadline: float = math.inf
-             ) -> list[tuple[int, tuple[int, ...]]] | None:
+def _minimal(
+    problem: BatchProblem,
+    items: list[tuple[int, tuple[int, ...]]],
+    core: list[int],
+    reserved: dict[str, int],
+    deadline: float = math.inf,
+) -> list[tuple[int, tuple[int, ...]]] | None:
     """A minimal infeasible subset of items[core] (deletion filter); None if a check fails."""
     cur = [items[c] for c in core]
     k = 0
     while k < len(cur):
-        trial = cur[:k] + cur[k + 1:]
+        trial = cur[:k] + cur[k + 1 :]
         status, _, _, _ = _check(problem, trial, reserved, deadline=deadline)
         if status == "unknown":
             return None
@@ -230,22 +245,31 @@ def _minimal(problem: BatchProblem, items: list[tuple[int, tuple[int, ...]]], co
     return cur
 
 
-def _lift(problem: BatchProblem, rows: Sequence[Sequence[int]],
-          items: list[tuple[int, tuple[int, ...]]]) -> Cut:
+def _lift(
+    problem: BatchProblem, rows: Sequence[Sequence[int]], items: list[tuple[int, tuple[int, ...]]]
+) -> Cut:
     """Each (job, row) with the job's rows that occupy at least as much: no easier to place."""
     out = []
     for j, (i,) in items:
         job, base = problem.jobs[j], problem.jobs[j].rows[i]
         need = dict(base.usage)
-        group = tuple(k for k in rows[j] if job.rows[k].duration >= base.duration
-                      and all(dict(job.rows[k].usage).get(key, 0) >= d for key, d in need.items()))
+        group = tuple(
+            k
+            for k in rows[j]
+            if job.rows[k].duration >= base.duration
+            and all(dict(job.rows[k].usage).get(key, 0) >= d for key, d in need.items())
+        )
         out.append((j, group))
     return tuple(sorted(out))
 
 
-def _neighbours(problem: BatchProblem, rows: Sequence[Sequence[int]],
-                found: list[tuple[int, tuple[int, ...]]], reserved: dict[str, int],
-                deadline: float = math.inf) -> list[Cut]:
+def _neighbours(
+    problem: BatchProblem,
+    rows: Sequence[Sequence[int]],
+    found: list[tuple[int, tuple[int, ...]]],
+    reserved: dict[str, int],
+    deadline: float = math.inf,
+) -> list[Cut]:
     """Cuts the next rounds would need: the conflict with one job moved to another row on the
     same resources (e.g. 2 boxes for a shorter time) that still cannot be scheduled."""
     cuts: list[Cut] = []
@@ -254,7 +278,7 @@ def _neighbours(problem: BatchProblem, rows: Sequence[Sequence[int]],
         for alt in rows[j]:
             if alt == i or {key for key, _ in problem.jobs[j].rows[alt].usage} != keys:
                 continue
-            trial = found[:k] + [(j, (alt,))] + found[k + 1:]
+            trial = found[:k] + [(j, (alt,))] + found[k + 1 :]
             status, core, _, _ = _check(problem, trial, reserved, deadline=deadline)
             if status != "infeasible":
                 continue
@@ -264,8 +288,7 @@ def _neighbours(problem: BatchProblem, rows: Sequence[Sequence[int]],
     return cuts
 
 
-def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = MAX_ROUNDS
-                  ) -> BendersOutcome:
+def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = MAX_ROUNDS) -> BendersOutcome:
     """Master MIP + CP-SAT subproblems until the bound meets a schedulable plan (module doc)."""
     started = time.perf_counter()
     deadline = started + time_limit_s  # every subproblem check stops here too

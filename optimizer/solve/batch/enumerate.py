@@ -35,22 +35,28 @@ def _pick_reservation_row(rows: Sequence[OfferingRow], r: Reservation, i: int) -
     mine = [row for row in priced if row.provider.lower() == r.provider.lower()]
     if not mine:
         providers = sorted({row.provider for row in priced})
-        raise ConfigError(f"{where}.provider: no {r.pricing} offerings from "
-                          f"{r.provider!r}{did_you_mean(r.provider, providers)} "
-                          f"Providers with {r.pricing}: {', '.join(providers)}")
+        raise ConfigError(
+            f"{where}.provider: no {r.pricing} offerings from "
+            f"{r.provider!r}{did_you_mean(r.provider, providers)} "
+            f"Providers with {r.pricing}: {', '.join(providers)}"
+        )
     if r.instance is not None:
         picked = [row for row in mine if row.instance_type.lower() == r.instance.lower()]
         if not picked:
             allowed = sorted({row.instance_type for row in mine})
-            raise ConfigError(f"{where}.instance: {r.instance!r} has no {r.pricing} row at "
-                              f"{r.provider}{did_you_mean(r.instance, allowed)} "
-                              f"Allowed: {', '.join(allowed)}")
+            raise ConfigError(
+                f"{where}.instance: {r.instance!r} has no {r.pricing} row at "
+                f"{r.provider}{did_you_mean(r.instance, allowed)} "
+                f"Allowed: {', '.join(allowed)}"
+            )
     else:
         gpu = resolve_gpu_id(r.gpu or "", f"{where}.gpu")
         picked = [row for row in mine if row.gpu_id == gpu]
         if not picked:
-            raise ConfigError(f"{where}.gpu: no {r.pricing} {gpu} at {r.provider}; GPUs: "
-                              f"{', '.join(sorted({row.gpu_id for row in mine}))}")
+            raise ConfigError(
+                f"{where}.gpu: no {r.pricing} {gpu} at {r.provider}; GPUs: "
+                f"{', '.join(sorted({row.gpu_id for row in mine}))}"
+            )
     if r.region is not None:
         picked = [row for row in picked if row.region.lower() == r.region.lower()]
         if not picked:
@@ -58,8 +64,9 @@ def _pick_reservation_row(rows: Sequence[OfferingRow], r: Reservation, i: int) -
     return min(picked, key=lambda row: (row.usd_per_gpu_hour, row.instance_type, row.region))
 
 
-def reservation_resource(rows: Sequence[OfferingRow], r: Reservation, i: int,
-                         horizon_h: float) -> tuple[Offering, Resource]:
+def reservation_resource(
+    rows: Sequence[OfferingRow], r: Reservation, i: int, horizon_h: float
+) -> tuple[Offering, Resource]:
     """The offering jobs run on and the resource it draws from, for one reservation.
 
     Jobs on a reservation pay nothing per hour (`usd_per_hour=0`, no term of their own): the
@@ -72,17 +79,33 @@ def reservation_resource(rows: Sequence[OfferingRow], r: Reservation, i: int,
     """
     row = _pick_reservation_row(rows, r, i)
     if horizon_h > row.commitment_hours:
-        raise ConfigError(f"capacity.reservation[{i}]: the horizon ({horizon_h:g} h) is longer "
-                          f"than the {r.pricing} term ({float(row.commitment_hours):g} h)")
+        raise ConfigError(
+            f"capacity.reservation[{i}]: the horizon ({horizon_h:g} h) is longer "
+            f"than the {r.pricing} term ({float(row.commitment_hours):g} h)"
+        )
     key = f"reservation#{i}"
-    run_on = cloud_offering(row, key_prefix=f"{key}/", kind="reserved", usd_per_hour=0.0,
-                            max_instances=r.max_instances, reservation_prepaid=True)
-    commitment = cloud_offering(row, key_prefix=f"{key}/", kind="reserved",
-                                reservation_prepaid=r.bill == "horizon")
+    run_on = cloud_offering(
+        row,
+        key_prefix=f"{key}/",
+        kind="reserved",
+        usd_per_hour=0.0,
+        max_instances=r.max_instances,
+        reservation_prepaid=True,
+    )
+    commitment = cloud_offering(
+        row, key_prefix=f"{key}/", kind="reserved", reservation_prepaid=r.bill == "horizon"
+    )
     label = f"reserved {row.provider} {row.instance_type} ({r.pricing}, bill {r.bill})"
-    return run_on, Resource(key, "reservation", label, r.max_instances, "instances",
-                            offering_key=run_on.key, commitment=commitment,
-                            commitment_h=horizon_h)
+    return run_on, Resource(
+        key,
+        "reservation",
+        label,
+        r.max_instances,
+        "instances",
+        offering_key=run_on.key,
+        commitment=commitment,
+        commitment_h=horizon_h,
+    )
 
 
 def quota_resource(rows: Sequence[OfferingRow] | None, q: Quota, i: int) -> Resource:
@@ -94,23 +117,47 @@ def quota_resource(rows: Sequence[OfferingRow] | None, q: Quota, i: int) -> Reso
     gpu = resolve_gpu_id(q.gpu, f"capacity.quota[{i}].gpu")
     providers = sorted({row.provider for row in rows}) if rows is not None else []
     if rows is not None and q.provider.lower() not in {p.lower() for p in providers}:
-        raise ConfigError(f"capacity.quota[{i}].provider: unknown {q.provider!r}"
-                          f"{did_you_mean(q.provider, providers)} Allowed: {', '.join(providers)}")
+        raise ConfigError(
+            f"capacity.quota[{i}].provider: unknown {q.provider!r}"
+            f"{did_you_mean(q.provider, providers)} Allowed: {', '.join(providers)}"
+        )
     provider = next((p for p in providers if p.lower() == q.provider.lower()), q.provider)
     where = f" {q.region}" if q.region else ""
-    return Resource(f"quota#{i}", "quota", f"quota {provider} {gpu}{where}", q.max_gpus, "GPUs",
-                    provider=provider, gpu_id=gpu, region=q.region)
+    return Resource(
+        f"quota#{i}",
+        "quota",
+        f"quota {provider} {gpu}{where}",
+        q.max_gpus,
+        "GPUs",
+        provider=provider,
+        gpu_id=gpu,
+        region=q.region,
+    )
 
 
 def owned_resources(owned: Sequence[Offering]) -> list[Resource]:
     """One resource per owned-box offering: its boxes."""
-    return [Resource(f"owned#{i}", "owned", f"owned {off.instance}", int(off.max_instances or 1),
-                     "boxes", offering_key=off.key) for i, off in enumerate(owned)]
+    return [
+        Resource(
+            f"owned#{i}",
+            "owned",
+            f"owned {off.instance}",
+            int(off.max_instances or 1),
+            "boxes",
+            offering_key=off.key,
+        )
+        for i, off in enumerate(owned)
+    ]
 
 
-def _job_offerings(job: BatchJob, rows: Sequence[OfferingRow] | None, quotas: Sequence[Resource],
-                   quota_only: bool, owned: Sequence[Offering],
-                   reserved: Sequence[Offering]) -> list[Offering]:
+def _job_offerings(
+    job: BatchJob,
+    rows: Sequence[OfferingRow] | None,
+    quotas: Sequence[Resource],
+    quota_only: bool,
+    owned: Sequence[Offering],
+    reserved: Sequence[Offering],
+) -> list[Offering]:
     """What one job may run on: the catalog under its filters (only under a quota with
     `quota_only`), the owned boxes and the reservations of its GPU types and providers."""
     c = job.constraints
@@ -119,37 +166,59 @@ def _job_offerings(job: BatchJob, rows: Sequence[OfferingRow] | None, quotas: Se
     cloud = job_offerings(rows, c, (), ()) if rows is not None else []
     if quota_only:
         cloud = [o for o in cloud if any(q.demand(o, 1) for q in quotas)]
-    return cloud + [o for o in owned if allowed is None or o.gpu_id in allowed] + [
-        o for o in reserved if (allowed is None or o.gpu_id in allowed)
-        and (provs is None or o.provider.lower() in provs)]
+    return (
+        cloud
+        + [o for o in owned if allowed is None or o.gpu_id in allowed]
+        + [
+            o
+            for o in reserved
+            if (allowed is None or o.gpu_id in allowed) and (provs is None or o.provider.lower() in provs)
+        ]
+    )
 
 
-def _enumerate_job(job: BatchJob, offerings: Sequence[Offering], horizon_h: float,
-                   base_dir: Path | None, cache: dict[str, PreparedJob]) -> PreparedJob:
+def _enumerate_job(
+    job: BatchJob,
+    offerings: Sequence[Offering],
+    horizon_h: float,
+    base_dir: Path | None,
+    cache: dict[str, PreparedJob],
+) -> PreparedJob:
     """The job's candidates against the horizon (not its deadline, so a deadline can be
     relaxed when explaining); jobs with the same model, workload and filters share one."""
     window_h = horizon_h - job.release_h
     if window_h <= 0:
-        raise ConfigError(f"job {job.name!r}: release (hour {job.release_h:g}) is not "
-                          f"before the horizon ({horizon_h:g} h)")
+        raise ConfigError(
+            f"job {job.name!r}: release (hour {job.release_h:g}) is not before the horizon ({horizon_h:g} h)"
+        )
     c = job.constraints
-    enum_job = job.model_copy(update={"constraints": c.model_copy(
-        update={"deadline_days": None, "deadline_hours": window_h, "budget_usd": None})})
-    key = "|".join([enum_job.model.model_dump_json(), enum_job.workload.model_dump_json(),
-                    enum_job.constraints.model_dump_json(),
-                    enum_job.assumptions.model_dump_json(),
-                    enum_job.calibration.model_dump_json() if enum_job.calibration else "",
-                    enum_job.data.model_dump_json() if enum_job.data else "",
-                    ",".join(o.key for o in offerings)])
+    enum_job = job.model_copy(
+        update={
+            "constraints": c.model_copy(
+                update={"deadline_days": None, "deadline_hours": window_h, "budget_usd": None}
+            )
+        }
+    )
+    key = "|".join(
+        [
+            enum_job.model.model_dump_json(),
+            enum_job.workload.model_dump_json(),
+            enum_job.constraints.model_dump_json(),
+            enum_job.assumptions.model_dump_json(),
+            enum_job.calibration.model_dump_json() if enum_job.calibration else "",
+            enum_job.data.model_dump_json() if enum_job.data else "",
+            ",".join(o.key for o in offerings),
+        ]
+    )
     if key not in cache:
         model = job.model.resolve(base_dir)
-        cache[key] = prepare_from_offerings(enum_job, model, offerings,
-                                            assumptions_for_job(job, model))
+        cache[key] = prepare_from_offerings(enum_job, model, offerings, assumptions_for_job(job, model))
     return cache[key]
 
 
-def build_problem(batch: BatchFile, rows: Sequence[OfferingRow] | None = None,
-                  base_dir: Path | None = None) -> BatchProblem:
+def build_problem(
+    batch: BatchFile, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None
+) -> BatchProblem:
     """Candidates of every job of a BatchFile over the batch's offerings, on a time grid.
 
     Args:
@@ -183,10 +252,20 @@ def build_problem(batch: BatchFile, rows: Sequence[OfferingRow] | None = None,
         offs = _job_offerings(job, rows, quotas, cap.quota_only, owned, reserved)
         prep = _enumerate_job(job, offs, horizon_h, base_dir, cache)
         c = job.constraints
-        specs.append(JobSpec(job.name, prep.table.candidates, job.release_h, c.deadline_h,
-                             job.value_usd if job.droppable else None, job.priority,
-                             c.budget_usd, fit_job_to_model(job, prep.model), prep.model.name,
-                             prep.table.rejected))
+        specs.append(
+            JobSpec(
+                job.name,
+                prep.table.candidates,
+                job.release_h,
+                c.deadline_h,
+                job.value_usd if job.droppable else None,
+                job.priority,
+                c.budget_usd,
+                fit_job_to_model(job, prep.model),
+                prep.model.name,
+                prep.table.rejected,
+            )
+        )
     problem = BatchProblem.build(specs, resources, horizon_h, name=batch.name)
     problem.enumerate_s = time.perf_counter() - t0
     if cap.quota_only:
@@ -194,6 +273,5 @@ def build_problem(batch: BatchFile, rows: Sequence[OfferingRow] | None = None,
     for res in resources:
         if res.kind == "reservation":
             problem.notes.append(f"{res.label}: ${res.commitment_usd:,.0f} per reserved instance")
-    problem.notes.append("owned boxes: power per busy box-hour (capital only with "
-                         "charge_capital = true)")
+    problem.notes.append("owned boxes: power per busy box-hour (capital only with charge_capital = true)")
     return problem

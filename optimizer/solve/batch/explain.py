@@ -40,19 +40,21 @@ def trivially_infeasible(problem: BatchProblem) -> Explanation | None:
         window_h = problem.horizon_h - spec.release_h
         if spec.candidates:
             fastest = min(spec.candidates, key=lambda c: (c.hours, c.cost_usd))
-            why = (f"its fastest plan needs {fastest.hours:,.1f} h ({fastest.gpus}× "
-                   f"{fastest.offering.gpu_id}, {fastest.offering.provider}) but only "
-                   f"{window_h:,.1f} h remain between its release and the horizon")
-            if spec.budget_usd is not None and all(c.cost_usd > spec.budget_usd
-                                                   for c in spec.candidates):
+            why = (
+                f"its fastest plan needs {fastest.hours:,.1f} h ({fastest.gpus}× "
+                f"{fastest.offering.gpu_id}, {fastest.offering.provider}) but only "
+                f"{window_h:,.1f} h remain between its release and the horizon"
+            )
+            if spec.budget_usd is not None and all(c.cost_usd > spec.budget_usd for c in spec.candidates):
                 why = f"no plan fits its budget (${spec.budget_usd:,.0f})"
         elif spec.rejected:
             first = sorted(spec.rejected.items())[:3]
             why = "nothing fits: " + "; ".join(f"{k}: {r}" for k, r in first)
         else:
             why = "no offering matches its filters (gpus, providers, regions, pricing, quotas)"
-        return Explanation([f"job:{job.name}"], [f"job {job.name!r}"],
-                           f"job {job.name!r} cannot run at all: {why}")
+        return Explanation(
+            [f"job:{job.name}"], [f"job {job.name!r}"], f"job {job.name!r} cannot run at all: {why}"
+        )
     return None
 
 
@@ -77,8 +79,7 @@ def _check_config(cfg: SolverConfig) -> SolverConfig:
     return replace(cfg, time_limit_s=max(0.5, min(5.0, cfg.time_limit_s / 4)))
 
 
-def _infeasible_with(v: BatchVars, lits: Mapping[str, Any], subset: Sequence[str],
-                     cfg: SolverConfig) -> bool:
+def _infeasible_with(v: BatchVars, lits: Mapping[str, Any], subset: Sequence[str], cfg: SolverConfig) -> bool:
     """True if the requirements `subset` alone are proven to conflict."""
     v.model.clear_assumptions()
     v.model.add_assumptions([lits[r] for r in subset])
@@ -116,8 +117,7 @@ def explain_infeasible(problem: BatchProblem, config: SolverConfig | None = None
         first = None
     by_index = {lit.index: r for r, lit in lits.items()}
     if first is not None and first.status == Status.INFEASIBLE:
-        core = [by_index[i] for i in first.solver.sufficient_assumptions_for_infeasibility()
-                if i in by_index]
+        core = [by_index[i] for i in first.solver.sufficient_assumptions_for_infeasibility() if i in by_index]
     else:
         core = list(lits)
     core = core or list(lits)
@@ -157,8 +157,10 @@ def _relaxed_fix(problem: BatchProblem, relax: Sequence[str], cfg: SolverConfig)
             end_h = sj.end_h if sj.end_h is not None else problem.jobs[j].spec.deadline_h or 0
             old = problem.jobs[j].spec.deadline_h or 0.0
             if end_h > old + EPS_H:
-                changes.append(f"move the deadline of {name!r} from day {hours_to_days(old):.2f} "
-                               f"to day {hours_to_days(end_h):.2f} (+{end_h - old:.1f} h)")
+                changes.append(
+                    f"move the deadline of {name!r} from day {hours_to_days(old):.2f} "
+                    f"to day {hours_to_days(end_h):.2f} (+{end_h - old:.1f} h)"
+                )
             detail[r] = {"job": name, "deadline_hour": old, "needed_hour": round(end_h, 2)}
         else:
             res_ = problem.resources[name]
@@ -167,8 +169,7 @@ def _relaxed_fix(problem: BatchProblem, relax: Sequence[str], cfg: SolverConfig)
             else:
                 new = reserved.get(name, res_.capacity)
             if new > res_.capacity:
-                changes.append(f"{_RAISE[res_.kind]} {res_.label} from {res_.capacity} to {new} "
-                               f"{res_.unit}")
+                changes.append(f"{_RAISE[res_.kind]} {res_.label} from {res_.capacity} to {new} {res_.unit}")
             detail[r] = {"resource": name, "capacity": res_.capacity, "needed": new}
     if not changes:
         changes.append("relax " + ", ".join(relax))

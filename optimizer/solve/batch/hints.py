@@ -27,8 +27,9 @@ def earliest_start(free: Mapping[str, np.ndarray], row: Row, low: int, high: int
     return int(starts[np.argmax(fits)]) if fits.any() else None
 
 
-def greedy_schedule(problem: BatchProblem, rows: Sequence[Sequence[int]]
-                    ) -> list[tuple[int | None, int | None]]:
+def greedy_schedule(
+    problem: BatchProblem, rows: Sequence[Sequence[int]]
+) -> list[tuple[int | None, int | None]]:
     """A quick feasible plan: jobs by deadline, each on its cheapest row (its single-job
     optimum) that still fits at the earliest start, else the next cheapest; droppable jobs
     that fit nowhere are dropped. Reservations are not used (R = 0).
@@ -36,11 +37,12 @@ def greedy_schedule(problem: BatchProblem, rows: Sequence[Sequence[int]]
     Returns:
         (row index, start step) per job; (None, None) where nothing fits (a partial hint).
     """
-    free = {k: np.full(problem.horizon, r.capacity if r.kind != "reservation" else 0,
-                       dtype=np.int64) for k, r in problem.resources.items()}
+    free = {
+        k: np.full(problem.horizon, r.capacity if r.kind != "reservation" else 0, dtype=np.int64)
+        for k, r in problem.resources.items()
+    }
     out: list[tuple[int | None, int | None]] = [(None, None)] * len(problem.jobs)
-    order = sorted(range(len(problem.jobs)),
-                   key=lambda j: (problem.jobs[j].due, problem.jobs[j].release, j))
+    order = sorted(range(len(problem.jobs)), key=lambda j: (problem.jobs[j].due, problem.jobs[j].release, j))
     for j in order:
         job = problem.jobs[j]
         for i in sorted(rows[j], key=lambda i: (job.rows[i].cost_cents, job.rows[i].duration)):
@@ -48,7 +50,7 @@ def greedy_schedule(problem: BatchProblem, rows: Sequence[Sequence[int]]
             t = earliest_start(free, row, job.release, job.due - row.duration)
             if t is not None:
                 for key, demand in row.usage:
-                    free[key][t:t + row.duration] -= demand
+                    free[key][t : t + row.duration] -= demand
                 out[j] = (i, t)
                 break
     return out
@@ -73,8 +75,9 @@ def add_hints(v: BatchVars, problem: BatchProblem) -> None:
         v.model.add_hint(r, 0)
 
 
-def left_shift(problem: BatchProblem, jobs: list[ScheduledJob], reserved: Mapping[str, int]
-               ) -> list[ScheduledJob]:
+def left_shift(
+    problem: BatchProblem, jobs: list[ScheduledJob], reserved: Mapping[str, int]
+) -> list[ScheduledJob]:
     """Phase 2: rows and R kept (so the cost), each job moved to its earliest feasible start.
 
     Jobs are placed in order of their phase-1 start (higher priority first on ties). A job
@@ -82,16 +85,19 @@ def left_shift(problem: BatchProblem, jobs: list[ScheduledJob], reserved: Mappin
     slot stays free and its new start is ≤ the old one: release, deadlines and capacities
     still hold (validate_batch re-checks).
     """
-    free = {k: np.full(problem.horizon, reserved.get(k, 0) if r.kind == "reservation" else r.capacity,
-                       dtype=np.int64) for k, r in problem.resources.items()}
+    free = {
+        k: np.full(
+            problem.horizon, reserved.get(k, 0) if r.kind == "reservation" else r.capacity, dtype=np.int64
+        )
+        for k, r in problem.resources.items()
+    }
     out = list(jobs)
-    placed = [(j, s, s.row, s.start) for j, s in enumerate(jobs)
-              if s.row is not None and s.start is not None]
+    placed = [(j, s, s.row, s.start) for j, s in enumerate(jobs) if s.row is not None and s.start is not None]
     placed.sort(key=lambda p: (p[3], -p[1].job.spec.priority, p[0]))
     for j, sj, row, start in placed:
         t = earliest_start(free, row, sj.job.release, start) if row.usage else sj.job.release
         t = start if t is None else t
         for key, demand in row.usage:
-            free[key][t:t + row.duration] -= demand
+            free[key][t : t + row.duration] -= demand
         out[j] = replace(sj, start=t)
     return out

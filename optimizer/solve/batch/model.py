@@ -28,10 +28,24 @@ from ortools.sat.python import cp_model
 from optimizer.solve.batch.problem import BatchProblem, JobRows, ScheduledJob
 from optimizer.solve.cpsat.solver import SolveResult
 
-__all__ = ["HARD", "ASSUME", "MINIMISE", "deadline_req", "capacity_req", "BatchVars",
-           "usable_rows", "add_choice", "add_windows", "add_capacity", "energy_windows",
-           "add_energy_bounds",
-           "add_symmetry_breaking", "add_objective", "build_model", "read_plan"]
+__all__ = [
+    "HARD",
+    "ASSUME",
+    "MINIMISE",
+    "deadline_req",
+    "capacity_req",
+    "BatchVars",
+    "usable_rows",
+    "add_choice",
+    "add_windows",
+    "add_capacity",
+    "energy_windows",
+    "add_energy_bounds",
+    "add_symmetry_breaking",
+    "add_objective",
+    "build_model",
+    "read_plan",
+]
 
 HARD, ASSUME, MINIMISE = "hard", "assume", "minimise"
 
@@ -70,14 +84,17 @@ def usable_rows(job: JobRows, problem: BatchProblem, modes: Mapping[str, str]) -
     for i, r in enumerate(job.rows):
         if job.release + r.duration > limit:
             continue
-        too_big = any(d > problem.resources[k].capacity for k, d in r.usage
-                      if modes.get(capacity_req(k), HARD) == HARD)
+        too_big = any(
+            d > problem.resources[k].capacity for k, d in r.usage if modes.get(capacity_req(k), HARD) == HARD
+        )
         if too_big:
             continue
         if not r.usage and limit == job.due:
             # unlimited rows interact with nothing: only the cheapest one that fits matters
-            if best_free is None or (r.cost_cents, r.duration) < \
-                    (job.rows[best_free].cost_cents, job.rows[best_free].duration):
+            if best_free is None or (r.cost_cents, r.duration) < (
+                job.rows[best_free].cost_cents,
+                job.rows[best_free].duration,
+            ):
                 best_free = i
             continue
         out.append(i)
@@ -138,14 +155,12 @@ def add_capacity(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) 
             row = job.rows[i]
             if not row.usage:
                 continue
-            itv = m.new_optional_fixed_size_interval_var(v.start[j], row.duration, xi,
-                                                         f"i{j}_{i}")
+            itv = m.new_optional_fixed_size_interval_var(v.start[j], row.duration, xi, f"i{j}_{i}")
             for key, demand in row.usage:
                 users[key].append((itv, demand))
                 cap = problem.resources[key].capacity
                 if demand > cap and modes.get(capacity_req(key), HARD) == ASSUME:
-                    lit = v.literal.setdefault(capacity_req(key),
-                                               m.new_bool_var(f"a_capacity:{key}"))
+                    lit = v.literal.setdefault(capacity_req(key), m.new_bool_var(f"a_capacity:{key}"))
                     m.add_implication(xi, lit.Not())
     for key, res in problem.resources.items():
         items = users[key]
@@ -180,9 +195,9 @@ def add_capacity(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) 
             m.add_cumulative([i for i, _ in items], [d for _, d in items], capacity)
 
 
-def energy_windows(problem: BatchProblem, rows: Sequence[Sequence[int]],
-                   modes: Mapping[str, str], reservations: bool = False
-                   ) -> Iterator[tuple[str, tuple[int, int], list[tuple[int, int, int]]]]:
+def energy_windows(
+    problem: BatchProblem, rows: Sequence[Sequence[int]], modes: Mapping[str, str], reservations: bool = False
+) -> Iterator[tuple[str, tuple[int, int], list[tuple[int, int, int]]]]:
     """Energetic-reasoning windows that can bind: (resource, (a, b), [(job, row, energy)]).
 
     For windows [a, b) with a a release and b a due time, Σ demand × (the part of the row
@@ -193,11 +208,11 @@ def energy_windows(problem: BatchProblem, rows: Sequence[Sequence[int]],
     yielded only if `reservations`, tested against their largest R.
     """
     releases = sorted({j.release for j in problem.jobs})
-    dues = sorted({j.due if modes.get(deadline_req(j), HARD) == HARD else problem.horizon
-                   for j in problem.jobs})
+    dues = sorted(
+        {j.due if modes.get(deadline_req(j), HARD) == HARD else problem.horizon for j in problem.jobs}
+    )
     for key, res in problem.resources.items():
-        if (res.kind == "reservation" and not reservations) \
-                or modes.get(capacity_req(key), HARD) != HARD:
+        if (res.kind == "reservation" and not reservations) or modes.get(capacity_req(key), HARD) != HARD:
             continue
         terms: list[tuple[int, int, int, int, int, int]] = []  # release, due, d, job, row, demand
         for j, job in enumerate(problem.jobs):
@@ -242,10 +257,22 @@ def add_symmetry_breaking(v: BatchVars, problem: BatchProblem, modes: Mapping[st
     for j, job in enumerate(problem.jobs):
         if modes.get(deadline_req(job), HARD) != HARD:
             continue
-        sig = (job.release, job.due, job.penalty_cents, job.spec.priority, tuple(
-            (job.rows[i].cost_cents, job.rows[i].duration, job.rows[i].usage,
-             job.rows[i].candidate.offering.key, job.rows[i].candidate.instances)
-            for i in v.rows[j]))
+        sig = (
+            job.release,
+            job.due,
+            job.penalty_cents,
+            job.spec.priority,
+            tuple(
+                (
+                    job.rows[i].cost_cents,
+                    job.rows[i].duration,
+                    job.rows[i].usage,
+                    job.rows[i].candidate.offering.key,
+                    job.rows[i].candidate.instances,
+                )
+                for i in v.rows[j]
+            ),
+        )
         groups.setdefault(sig, []).append(j)
     for members in groups.values():
         for a, b in zip(members, members[1:], strict=False):
@@ -256,8 +283,7 @@ def add_symmetry_breaking(v: BatchVars, problem: BatchProblem, modes: Mapping[st
 
 def add_objective(v: BatchVars) -> None:
     """Minimise cost in cents; any relaxation (overshoot) first, weighted above every cost."""
-    cost = cp_model.LinearExpr.weighted_sum([t for t, _, _ in v.cost_terms],
-                                            [c for _, c, _ in v.cost_terms])
+    cost = cp_model.LinearExpr.weighted_sum([t for t, _, _ in v.cost_terms], [c for _, c, _ in v.cost_terms])
     if v.overshoot:
         weight = sum(coef * high for _, coef, high in v.cost_terms) + 1  # > any cost
         v.model.minimize(weight * sum(v.overshoot) + cost)
@@ -265,8 +291,12 @@ def add_objective(v: BatchVars) -> None:
         v.model.minimize(cost)
 
 
-def build_model(problem: BatchProblem, modes: Mapping[str, str] | None = None,
-                objective: bool = True, symmetry: bool = True) -> BatchVars:
+def build_model(
+    problem: BatchProblem,
+    modes: Mapping[str, str] | None = None,
+    objective: bool = True,
+    symmetry: bool = True,
+) -> BatchVars:
     """The CP-SAT model of `problem`.
 
     Args:
@@ -292,8 +322,9 @@ def build_model(problem: BatchProblem, modes: Mapping[str, str] | None = None,
     return v
 
 
-def read_plan(v: BatchVars, problem: BatchProblem, result: SolveResult
-              ) -> tuple[list[ScheduledJob], dict[str, int]]:
+def read_plan(
+    v: BatchVars, problem: BatchProblem, result: SolveResult
+) -> tuple[list[ScheduledJob], dict[str, int]]:
     """Each job's chosen row and start, and the instances reserved, from a solved model."""
     s = result.solver
     jobs = []

@@ -17,10 +17,14 @@ from optimizer.solve.cpsat.solver import SolverConfig
 __all__ = ["plan_batch"]
 
 
-def plan_batch(batch: BatchFile | dict[str, Any] | str | Path, *,
-               prices: str | Path | None = None, offline: bool | None = None,
-               config: SolverConfig | None = None,
-               on_progress: Callable[[ProgressEvent], None] | None = None) -> BatchResult:
+def plan_batch(
+    batch: BatchFile | dict[str, Any] | str | Path,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    config: SolverConfig | None = None,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+) -> BatchResult:
     """Plan a batch: a BatchFile, a dict, or the path of a batch TOML file.
 
     Args:

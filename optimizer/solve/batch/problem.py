@@ -13,8 +13,21 @@ from optimizer.solve.batch.grid import TimeGrid, choose_time_grid
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.train.enumerate import Candidate
 
-__all__ = ["EPS_H", "RESOURCE_KINDS", "Resource", "resource_usage", "JobSpec", "Row", "JobRows",
-           "BatchProblem", "ScheduledJob", "Fix", "Explanation", "ProgressEvent", "BatchResult"]
+__all__ = [
+    "EPS_H",
+    "RESOURCE_KINDS",
+    "Resource",
+    "resource_usage",
+    "JobSpec",
+    "Row",
+    "JobRows",
+    "BatchProblem",
+    "ScheduledJob",
+    "Fix",
+    "Explanation",
+    "ProgressEvent",
+    "BatchResult",
+]
 
 EPS_H = 1e-6  # hours: tolerance on times when plans are checked in continuous time
 #: quota = max GPUs rented at once; owned = boxes we have; reservation = sized by the solver
@@ -22,6 +35,7 @@ RESOURCE_KINDS = ("quota", "owned", "reservation")
 
 
 # ---- problem ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -49,9 +63,12 @@ class Resource:
     def demand(self, offering: Offering, instances: int) -> int:
         """What `instances` of `offering` take of this resource (0: not this resource)."""
         if self.kind == "quota":
-            hit = (offering.kind == "cloud" and offering.provider == self.provider
-                   and offering.gpu_id == self.gpu_id
-                   and (self.region is None or offering.region == self.region))
+            hit = (
+                offering.kind == "cloud"
+                and offering.provider == self.provider
+                and offering.gpu_id == self.gpu_id
+                and (self.region is None or offering.region == self.region)
+            )
             return instances * offering.gpus_per_instance if hit else 0
         return instances if offering.key == self.offering_key else 0
 
@@ -143,8 +160,12 @@ def _pareto(rows: list[Row]) -> list[Row]:
         group.sort(key=lambda r: (r.cost_cents, r.duration, [d for _, d in r.usage]))
         mine: list[Row] = []
         for r in group:
-            if not any(o.cost_cents <= r.cost_cents and o.duration <= r.duration
-                       and all(a[1] <= b[1] for a, b in zip(o.usage, r.usage, strict=False)) for o in mine):
+            if not any(
+                o.cost_cents <= r.cost_cents
+                and o.duration <= r.duration
+                and all(a[1] <= b[1] for a, b in zip(o.usage, r.usage, strict=False))
+                for o in mine
+            ):
                 mine.append(r)
         kept.extend(mine)
     return kept
@@ -167,8 +188,14 @@ class BatchProblem:
         return self.grid.down(self.horizon_h)
 
     @classmethod
-    def build(cls, specs: Sequence[JobSpec], resources: Sequence[Resource], horizon_h: float,
-              grid: TimeGrid | None = None, name: str = "batch") -> BatchProblem:
+    def build(
+        cls,
+        specs: Sequence[JobSpec],
+        resources: Sequence[Resource],
+        horizon_h: float,
+        grid: TimeGrid | None = None,
+        name: str = "batch",
+    ) -> BatchProblem:
         """Put candidates on the grid, drop rows that cannot fit [release, horizon] or exceed
         the job's budget, and prune dominated rows.
 
@@ -185,8 +212,10 @@ class BatchProblem:
         for s in specs:
             release = grid.up(s.release_h)
             if release >= horizon:
-                raise ConfigError(f"job {s.name!r}: release at hour {s.release_h:g} is not "
-                                  f"before the horizon ({horizon_h:g} h)")
+                raise ConfigError(
+                    f"job {s.name!r}: release at hour {s.release_h:g} is not "
+                    f"before the horizon ({horizon_h:g} h)"
+                )
             due = horizon if s.deadline_h is None else min(horizon, grid.down(s.deadline_h))
             rows = []
             for c in s.candidates:
@@ -200,6 +229,7 @@ class BatchProblem:
 
 
 # ---- results ------------------------------------------------------------------------------
+
 
 @dataclass
 class ScheduledJob:
@@ -278,8 +308,11 @@ class BatchResult:
     benders: dict[str, Any] = field(default_factory=dict)
 
     def _sum(self, kinds: tuple[str, ...]) -> float:
-        return sum(s.row.candidate.cost_usd for s in self.jobs
-                   if s.row is not None and s.row.candidate.offering.kind in kinds)
+        return sum(
+            s.row.candidate.cost_usd
+            for s in self.jobs
+            if s.row is not None and s.row.candidate.offering.kind in kinds
+        )
 
     @property
     def cloud_usd(self) -> float:
@@ -300,5 +333,4 @@ class BatchResult:
     @property
     def total_cost_usd(self) -> float:
         """Money spent: cloud + owned (power, capital if charged) + reservation commitments."""
-        return sum(s.row.candidate.cost_usd for s in self.jobs if s.row is not None) \
-            + self.reservation_usd
+        return sum(s.row.candidate.cost_usd for s in self.jobs if s.row is not None) + self.reservation_usd

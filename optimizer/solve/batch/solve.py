@@ -37,8 +37,9 @@ class ProgressCallback(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
         self.events: list[ProgressEvent] = []
 
     def on_solution_callback(self) -> None:
-        event = ProgressEvent(self.wall_time, from_cents(int(self.objective_value)),
-                              from_cents(int(self.best_objective_bound)))
+        event = ProgressEvent(
+            self.wall_time, from_cents(int(self.objective_value)), from_cents(int(self.best_objective_bound))
+        )
         self.events.append(event)
         if self.on_progress is not None:
             self.on_progress(event)
@@ -48,27 +49,45 @@ def _elapsed(started: float) -> float:
     return round(time.perf_counter() - started, 4)
 
 
-def _proven(problem: BatchProblem, bend: BendersOutcome, info: dict[str, Any], started: float,
-            compact: bool, on_progress: Callable[[ProgressEvent], None] | None) -> BatchResult:
+def _proven(
+    problem: BatchProblem,
+    bend: BendersOutcome,
+    info: dict[str, Any],
+    started: float,
+    compact: bool,
+    on_progress: Callable[[ProgressEvent], None] | None,
+) -> BatchResult:
     """The result of a plan the Benders decomposition proved optimal."""
     cents = bend.objective_cents or 0
-    info.update(status=Status.OPTIMAL, solve_s=_elapsed(started), proven_optimal=True,
-                objective_usd=from_cents(cents), best_bound_usd=from_cents(cents), gap=0.0)
-    jobs = [ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
-            for job, i, t in zip(problem.jobs, bend.rows, bend.starts, strict=True)]
+    info.update(
+        status=Status.OPTIMAL,
+        solve_s=_elapsed(started),
+        proven_optimal=True,
+        objective_usd=from_cents(cents),
+        best_bound_usd=from_cents(cents),
+        gap=0.0,
+    )
+    jobs = [
+        ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
+        for job, i, t in zip(problem.jobs, bend.rows, bend.starts, strict=True)
+    ]
     if compact:
         jobs = left_shift(problem, jobs, bend.reserved)
     event = ProgressEvent(_elapsed(started), from_cents(cents), from_cents(cents))
     if on_progress is not None:
         on_progress(event)
-    out = BatchResult(Status.OPTIMAL, problem, jobs, dict(bend.reserved), solver=info,
-                      progress=[event])
+    out = BatchResult(Status.OPTIMAL, problem, jobs, dict(bend.reserved), solver=info, progress=[event])
     return _validated(out, info, started)
 
 
-def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
-                on_progress: Callable[[ProgressEvent], None] | None = None,
-                compact: bool = True, explain: bool = True) -> BatchResult:
+def solve_batch(
+    problem: BatchProblem,
+    config: SolverConfig | None = None,
+    *,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    compact: bool = True,
+    explain: bool = True,
+) -> BatchResult:
     """Solve a batch: cheapest plan (cents), then earliest starts at that cost.
 
     Args:
@@ -88,12 +107,15 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
     """
     cfg = config or SolverConfig()
     started = time.perf_counter()
-    info: dict[str, Any] = {"name": "cp-sat", "jobs": len(problem.jobs),
-                            "rows": sum(len(j.rows) for j in problem.jobs),
-                            "resources": len(problem.resources),
-                            "time_unit_hours": problem.grid.unit_h,
-                            "horizon_steps": problem.horizon,
-                            "enumerate_s": round(problem.enumerate_s, 3)}
+    info: dict[str, Any] = {
+        "name": "cp-sat",
+        "jobs": len(problem.jobs),
+        "rows": sum(len(j.rows) for j in problem.jobs),
+        "resources": len(problem.resources),
+        "time_unit_hours": problem.grid.unit_h,
+        "horizon_steps": problem.horizon,
+        "enumerate_s": round(problem.enumerate_s, 3),
+    }
     trivial = trivially_infeasible(problem)
     if trivial is not None:
         info.update(status=Status.INFEASIBLE, wall_s=_elapsed(started), proven_optimal=True)
@@ -103,8 +125,13 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
     # the user's time limit covers the whole plan: enumeration already spent part of it
     budget_s = max(MIN_SOLVE_S, cfg.time_limit_s - problem.enumerate_s)
     bend = solve_benders(problem, BENDERS_SHARE * budget_s)
-    stats = {"rounds": bend.rounds, "cuts": len(bend.cuts), "proven": bend.proven,
-                       "stopped": bend.stopped, "wall_s": _elapsed(started)}
+    stats = {
+        "rounds": bend.rounds,
+        "cuts": len(bend.cuts),
+        "proven": bend.proven,
+        "stopped": bend.stopped,
+        "wall_s": _elapsed(started),
+    }
     if bend.proven:
         out = _proven(problem, bend, info, started, compact, on_progress)
         out.benders = stats
@@ -118,8 +145,11 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
     result = solve(v.model, replace(cfg, time_limit_s=left), callback)
     status = Status(result.status)
     proven = result.proven_optimal
-    if bend.bound_cents is not None and result.objective is not None \
-            and int(round(result.objective)) <= bend.bound_cents:
+    if (
+        bend.bound_cents is not None
+        and result.objective is not None
+        and int(round(result.objective)) <= bend.bound_cents
+    ):
         proven, status = True, Status.OPTIMAL  # the Benders master proved this bound
     info.update(status=status, solve_s=_elapsed(started), proven_optimal=proven)
     if status == Status.INFEASIBLE:
@@ -130,13 +160,15 @@ def solve_batch(problem: BatchProblem, config: SolverConfig | None = None, *,
         return out
     objective = int(round(result.objective or 0))
     bound = min(objective, max(int(round(result.bound or 0)), bend.bound_cents or 0))
-    info.update(objective_usd=from_cents(objective), best_bound_usd=from_cents(bound),
-                gap=round((objective - bound) / max(1, abs(objective)), 6))
+    info.update(
+        objective_usd=from_cents(objective),
+        best_bound_usd=from_cents(bound),
+        gap=round((objective - bound) / max(1, abs(objective)), 6),
+    )
     jobs, reserved = read_plan(v, problem, result)
     if compact:
         jobs = left_shift(problem, jobs, reserved)
-    out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events,
-                      benders=stats)
+    out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events, benders=stats)
     return _validated(out, info, started)
 
 
@@ -144,7 +176,6 @@ def _validated(out: BatchResult, info: dict[str, Any], started: float) -> BatchR
     """The plan, after validate_batch found no broken constraint (else a SolverError: a bug)."""
     problems = validate_batch(out)
     if problems:
-        raise SolverError("internal error, the batch plan breaks a constraint: "
-                          + "; ".join(problems[:5]))
+        raise SolverError("internal error, the batch plan breaks a constraint: " + "; ".join(problems[:5]))
     info["wall_s"] = _elapsed(started)
     return out

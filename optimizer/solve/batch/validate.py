@@ -46,15 +46,17 @@ def validate_batch(result: BatchResult) -> list[str]:
             out.append(f"{sj.name}: plan is not one of the job's candidates")
         cost = _job_cost_usd(c)
         expect += cost
-        if not math.isclose(cost, c.cost_usd, rel_tol=1e-9, abs_tol=1e-6) \
-                or sj.row.cost_cents != to_cents(cost):
-            out.append(f"{sj.name}: costs {c.cost_usd} ({sj.row.cost_cents} cents in the model) "
-                       f"!= {cost} recomputed by cost_usd")
+        if not math.isclose(cost, c.cost_usd, rel_tol=1e-9, abs_tol=1e-6) or sj.row.cost_cents != to_cents(
+            cost
+        ):
+            out.append(
+                f"{sj.name}: costs {c.cost_usd} ({sj.row.cost_cents} cents in the model) "
+                f"!= {cost} recomputed by cost_usd"
+            )
         start, end = sj.start_h or 0.0, sj.end_h or 0.0
         if start < spec.release_h - EPS_H:
             out.append(f"{sj.name}: starts at {start:g} h before its release {spec.release_h:g} h")
-        limit = min(problem.horizon_h, spec.deadline_h if spec.deadline_h is not None
-                    else math.inf)
+        limit = min(problem.horizon_h, spec.deadline_h if spec.deadline_h is not None else math.inf)
         if end > limit + EPS_H:
             out.append(f"{sj.name}: ends at {end:.3f} h after its limit {limit:.3f} h")
         if spec.budget_usd is not None and c.cost_usd > spec.budget_usd + 0.005:

@@ -11,8 +11,8 @@ import math
 
 from optimizer.units import CENTS_PER_USD, SECONDS_PER_HOUR
 
-__all__ = ["CENTS_PER_USD", "to_cents", "to_seconds", "from_cents", "budget_cents",
-           "deadline_seconds"]
+__all__ = ["CENTS_PER_USD", "to_cents", "to_seconds", "from_cents", "budget_cents", "deadline_seconds"]
+
 
 def to_cents(usd: float) -> int:
     """Cost in integer cents, rounded up."""

@@ -39,9 +39,14 @@ class SolveResult:
     solver: Any  # the CpSolver, to read values
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": "cp-sat", "status": self.status, "wall_s": round(self.wall_s, 4),
-                "proven_optimal": self.proven_optimal, "objective": self.objective,
-                "best_bound": self.bound}
+        return {
+            "name": "cp-sat",
+            "status": self.status,
+            "wall_s": round(self.wall_s, 4),
+            "proven_optimal": self.proven_optimal,
+            "objective": self.objective,
+            "best_bound": self.bound,
+        }
 
 
 def solve(model: Any, config: SolverConfig | None = None, callback: Any = None) -> SolveResult:
@@ -65,14 +70,15 @@ def solve(model: Any, config: SolverConfig | None = None, callback: Any = None) 
     status = solver.solve(model, callback) if callback is not None else solver.solve(model)
     wall = time.perf_counter() - start
     if status == cp_model.OPTIMAL:
-        return SolveResult("optimal", solver.objective_value, solver.best_objective_bound, wall,
-                           True, solver)
+        return SolveResult("optimal", solver.objective_value, solver.best_objective_bound, wall, True, solver)
     if status == cp_model.FEASIBLE:
-        return SolveResult("feasible", solver.objective_value, solver.best_objective_bound, wall,
-                           False, solver)
+        return SolveResult(
+            "feasible", solver.objective_value, solver.best_objective_bound, wall, False, solver
+        )
     if status == cp_model.INFEASIBLE:
         return SolveResult("infeasible", None, None, wall, True, solver)
     if status == cp_model.MODEL_INVALID:
         raise SolverError(f"CP-SAT model invalid: {model.validate()}")
-    raise SolverError(f"CP-SAT found no solution within {cfg.time_limit_s} s (status UNKNOWN); "
-                      "raise the time limit")
+    raise SolverError(
+        f"CP-SAT found no solution within {cfg.time_limit_s} s (status UNKNOWN); raise the time limit"
+    )

@@ -54,8 +54,13 @@ def _variables(problem: IntProblem) -> _Vars:
     x: list[dict[int, Any]] = []
     for i, o in enumerate(problem.options):
         pairs = zip(o.time_per_unit, problem.load_units, strict=True)
-        x.append({b: m.new_int_var(0, load, f"x{i}_{b}") for b, (t, load) in enumerate(pairs)
-                  if t is not None and load > 0 and ubs[i] > 0})
+        x.append(
+            {
+                b: m.new_int_var(0, load, f"x{i}_{b}")
+                for b, (t, load) in enumerate(pairs)
+                if t is not None and load > 0 and ubs[i] > 0
+            }
+        )
     return _Vars(m, ubs, n, x)
 
 
@@ -96,16 +101,17 @@ def _add_instance_limits(v: _Vars, problem: IntProblem) -> None:
         limit = min(problem.options[i].max_instances or 0 for i in members)
         v.model.add(sum(v.n[i] for i in members) <= limit)
     if problem.max_replicas is not None:
-        v.model.add(sum(o.replicas_per_instance * v.n[i] for i, o in enumerate(problem.options))
-                    <= problem.max_replicas)
+        v.model.add(
+            sum(o.replicas_per_instance * v.n[i] for i, o in enumerate(problem.options))
+            <= problem.max_replicas
+        )
 
 
 def _objectives(v: _Vars, problem: IntProblem) -> list[Any]:
     """[cost cents (weighted) + GPUs, Σ rank·n, Σ rank·x]; the tie-breaks only if ranks differ."""
     opts = problem.options
     weight = 1 + sum(ub * o.gpus_per_instance for ub, o in zip(v.ubs, opts, strict=True))
-    primary = sum((o.cost_cents * weight + o.gpus_per_instance) * v.n[i]
-                  for i, o in enumerate(opts))
+    primary = sum((o.cost_cents * weight + o.gpus_per_instance) * v.n[i] for i, o in enumerate(opts))
     if len({o.rank for o in opts}) <= 1:
         return [primary]
     by_count = sum(o.rank * v.n[i] for i, o in enumerate(opts))
@@ -121,8 +127,9 @@ def _greedy_hint(problem: IntProblem, ubs: Sequence[int]) -> list[int] | None:
         if any(t is None for t, load in pairs if load):
             continue
         work = sum(u * (t or 0) for u, t in zip(problem.load_units, o.time_per_unit, strict=True))
-        inst = math.ceil(math.ceil(work / problem.time_per_replica) / o.replicas_per_instance) \
-            + problem.spare  # spare instances (failure domains), not replicas
+        inst = (
+            math.ceil(math.ceil(work / problem.time_per_replica) / o.replicas_per_instance) + problem.spare
+        )  # spare instances (failure domains), not replicas
         if inst <= ubs[i] and (best is None or inst * o.cost_cents < best[0]):
             best = (inst * o.cost_cents, i, inst)
     if best is None:
@@ -132,8 +139,9 @@ def _greedy_hint(problem: IntProblem, ubs: Sequence[int]) -> list[int] | None:
     return hint
 
 
-def _lexicographic(m: cp_model.CpModel, objectives: Sequence[Any], variables: Sequence[Any],
-                   config: SolverConfig | None) -> tuple[SolveResult, SolveResult]:
+def _lexicographic(
+    m: cp_model.CpModel, objectives: Sequence[Any], variables: Sequence[Any], config: SolverConfig | None
+) -> tuple[SolveResult, SolveResult]:
     """Minimise each objective in turn with the earlier ones fixed at their solved values.
 
     Returns the first stage's result (its objective and bound are the reported ones; wall_s
@@ -172,15 +180,18 @@ def solve_problem(problem: IntProblem, config: SolverConfig | None = None) -> In
         return IntSolution(Status.INFEASIBLE, (), (), None, first)
     s = last.solver
     counts = tuple(int(s.value(var)) for var in v.n)
-    assign = tuple(tuple(int(s.value(row[b])) if b in row else 0
-                         for b in range(len(problem.load_units))) for row in v.x)
-    return IntSolution(Status(first.status), counts, assign, problem_cost_cents(problem, counts),
-                       first)
+    assign = tuple(
+        tuple(int(s.value(row[b])) if b in row else 0 for b in range(len(problem.load_units))) for row in v.x
+    )
+    return IntSolution(Status(first.status), counts, assign, problem_cost_cents(problem, counts), first)
 
 
-def max_load_scale(problem: IntProblem, counts: Sequence[int],
-                   config: SolverConfig | None = None, cap_permille: int = 100_000) -> tuple[
-                       float, tuple[tuple[int, ...], ...]]:
+def max_load_scale(
+    problem: IntProblem,
+    counts: Sequence[int],
+    config: SolverConfig | None = None,
+    cap_permille: int = 100_000,
+) -> tuple[float, tuple[tuple[int, ...], ...]]:
     """Largest α (in steps of 0.001) such that α × the load fits the fleet with every replica up.
 
     Ties in the split at α go to the lowest-ranked options first. Returns α and the load units
@@ -196,21 +207,25 @@ def max_load_scale(problem: IntProblem, counts: Sequence[int],
                 if t is not None and load:
                     row[b] = m.new_int_var(0, load * cap_permille // PERMILLE, f"x{i}_{b}")
             if row:
-                m.add(sum((o.time_per_unit[b] or 0) * var for b, var in row.items())
-                      <= problem.time_per_replica * o.replicas_per_instance * counts[i])
+                m.add(
+                    sum((o.time_per_unit[b] or 0) * var for b, var in row.items())
+                    <= problem.time_per_replica * o.replicas_per_instance * counts[i]
+                )
         rows.append(row)
     for b, load in enumerate(problem.load_units):
         if load:
             m.add(PERMILLE * sum(r[b] for r in rows if b in r) >= load * alpha)
     objectives = [-alpha]
     if len({o.rank for o in problem.options}) > 1:
-        objectives.append(sum(o.rank * var for o, r in zip(problem.options, rows, strict=True)
-                              for var in r.values()))
+        objectives.append(
+            sum(o.rank * var for o, r in zip(problem.options, rows, strict=True) for var in r.values())
+        )
     variables = [alpha, *(var for r in rows for var in r.values())]
     first, last = _lexicographic(m, objectives, variables, config)
     if first.status == Status.INFEASIBLE:
         return 0.0, ()
     s = last.solver
-    units = tuple(tuple(int(s.value(r[b])) if b in r else 0
-                        for b in range(len(problem.load_units))) for r in rows)
+    units = tuple(
+        tuple(int(s.value(r[b])) if b in r else 0 for b in range(len(problem.load_units))) for r in rows
+    )
     return s.value(alpha) / PERMILLE, units

@@ -21,9 +21,19 @@ from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import Offering, hourly_usd
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["BucketPerf", "ReplicaOption", "BestLatency", "TP_DEGREES", "tp_degrees", "option_label",
-           "batch_ladder", "max_batch_that_fits", "latency_violations", "served_hour_usd",
-           "replica_options"]
+__all__ = [
+    "BucketPerf",
+    "ReplicaOption",
+    "BestLatency",
+    "TP_DEGREES",
+    "tp_degrees",
+    "option_label",
+    "batch_ladder",
+    "max_batch_that_fits",
+    "latency_violations",
+    "served_hour_usd",
+    "replica_options",
+]
 
 TP_DEGREES = (1, 2, 4, 8)
 
@@ -75,7 +85,7 @@ class ReplicaOption:
 
     @property
     def label(self) -> str:
-        """"L4 ×1 TP1 (aws g6.xlarge)": the offering and the TP degree (option_label)."""
+        """ "L4 ×1 TP1 (aws g6.xlarge)": the offering and the TP degree (option_label)."""
         return option_label(self.offering, self.tp)
 
     @property
@@ -103,22 +113,23 @@ class BestLatency:
 
 
 def option_label(offering: Offering, tp: int | None = None) -> str:
-    """"L4 ×1 TP1 (aws g6.xlarge)": GPU, GPUs per instance, TP degree (when given), provider and
+    """ "L4 ×1 TP1 (aws g6.xlarge)": GPU, GPUs per instance, TP degree (when given), provider and
     instance (as the training planner's class_label names an offering)."""
     degree = f" TP{tp}" if tp is not None else ""
-    return (f"{offering.gpu_id} ×{offering.gpus_per_instance}{degree} "
-            f"({offering.provider} {offering.instance})")
+    return (
+        f"{offering.gpu_id} ×{offering.gpus_per_instance}{degree} ({offering.provider} {offering.instance})"
+    )
 
 
-def tp_degrees(model: ModelSpec, gpus_per_instance: int,
-               allowed: Iterable[int] | None = None) -> list[int]:
+def tp_degrees(model: ModelSpec, gpus_per_instance: int, allowed: Iterable[int] | None = None) -> list[int]:
     """TP degrees within one instance: tp divides the GPUs per instance, the heads and KV heads.
 
     (Megatron TP splits attention by heads, Shoeybi et al. 2019 §3; TP stays inside a node.)
     """
     pool = tuple(allowed) if allowed is not None else TP_DEGREES
-    return [t for t in pool if gpus_per_instance % t == 0 and model.heads % t == 0
-            and model.n_kv_heads % t == 0]
+    return [
+        t for t in pool if gpus_per_instance % t == 0 and model.heads % t == 0 and model.n_kv_heads % t == 0
+    ]
 
 
 def batch_ladder(max_batch: int) -> list[int]:
@@ -130,22 +141,38 @@ def batch_ladder(max_batch: int) -> list[int]:
     return ladder + [max_batch] if max_batch >= 1 else []
 
 
-def _setup(weight_precision: str, kv_precision: str, batch: int, bucket: Bucket,
-           stack: str = "generic") -> ServeSetup:
-    return ServeSetup(weight_precision=weight_precision, kv_precision=kv_precision, batch=batch,
-                      context=bucket.context, stack=stack, output_tokens=bucket.output_tokens)
+def _setup(
+    weight_precision: str, kv_precision: str, batch: int, bucket: Bucket, stack: str = "generic"
+) -> ServeSetup:
+    return ServeSetup(
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+        batch=batch,
+        context=bucket.context,
+        stack=stack,
+        output_tokens=bucket.output_tokens,
+    )
 
 
-def max_batch_that_fits(model: ModelSpec, weight_precision: str, kv_precision: str,
-                        gpu: GpuSpec, tp: int, bucket: Bucket, cap: int,
-                        assumptions: PerfAssumptions | None = None, stack: str = "generic") -> int:
+def max_batch_that_fits(
+    model: ModelSpec,
+    weight_precision: str,
+    kv_precision: str,
+    gpu: GpuSpec,
+    tp: int,
+    bucket: Bucket,
+    cap: int,
+    assumptions: PerfAssumptions | None = None,
+    stack: str = "generic",
+) -> int:
     """Largest batch ≤ cap that the serving stack admits on the GPU (0 if not even batch 1).
 
     The same function `estimate --batch max` uses (model.serving.serving_max_batch): the
     stack's KV budget, its KV occupancy (paged: average context) and its scheduler cap.
     """
-    return serving_max_batch(model, _setup(weight_precision, kv_precision, 1, bucket, stack), gpu,
-                             tp, assumptions, cap=cap)
+    return serving_max_batch(
+        model, _setup(weight_precision, kv_precision, 1, bucket, stack), gpu, tp, assumptions, cap=cap
+    )
 
 
 def latency_violations(p: BucketPerf, c: ServeConstraints) -> list[str]:
@@ -160,22 +187,29 @@ def latency_violations(p: BucketPerf, c: ServeConstraints) -> list[str]:
     return out
 
 
-def _bucket_perf(model: ModelSpec, w: ServeWorkload, gpu: GpuSpec, tp: int, batch: int,
-                 bucket: Bucket, a: PerfAssumptions) -> BucketPerf:
+def _bucket_perf(
+    model: ModelSpec, w: ServeWorkload, gpu: GpuSpec, tp: int, batch: int, bucket: Bucket, a: PerfAssumptions
+) -> BucketPerf:
     setup = _setup(w.weight_precision, w.kv_cache_precision, batch, bucket, w.stack)
     perf = serving_perf(model, setup, gpu, tp, bucket.prompt_tokens, bucket.output_tokens, a)
     mem = serving_memory(model, setup, tp, a)
-    return BucketPerf(requests_per_s=perf.requests_per_s, ttft_s=perf.ttft_s, tpot_s=perf.tpot_s,
-                      e2e_s=perf.ttft_s + perf.tpot_s * max(bucket.output_tokens - 1, 0),
-                      memory_gib=mem.total, memory=mem)
+    return BucketPerf(
+        requests_per_s=perf.requests_per_s,
+        ttft_s=perf.ttft_s,
+        tpot_s=perf.tpot_s,
+        e2e_s=perf.ttft_s + perf.tpot_s * max(bucket.output_tokens - 1, 0),
+        memory_gib=mem.total,
+        memory=mem,
+    )
 
 
 def _rates(p: tuple[BucketPerf | None, ...]) -> tuple[float, ...]:
     return tuple(x.requests_per_s if x else 0.0 for x in p)
 
 
-def _pareto_batches(rows: list[tuple[int, tuple[BucketPerf | None, ...]]]
-                    ) -> list[tuple[int, tuple[BucketPerf | None, ...]]]:
+def _pareto_batches(
+    rows: list[tuple[int, tuple[BucketPerf | None, ...]]],
+) -> list[tuple[int, tuple[BucketPerf | None, ...]]]:
     """Drop batches whose per-bucket rates are all ≤ another batch's (same price, less capacity)."""
     keep = []
     for i, (b, p) in enumerate(rows):
@@ -184,7 +218,9 @@ def _pareto_batches(rows: list[tuple[int, tuple[BucketPerf | None, ...]]]
             continue
         dominated = any(
             all(x >= y for x, y in zip(_rates(q), r, strict=True)) and (_rates(q) != r or j < i)
-            for j, (_, q) in enumerate(rows) if j != i)
+            for j, (_, q) in enumerate(rows)
+            if j != i
+        )
         if not dominated:
             keep.append((b, p))
     return keep
@@ -193,9 +229,16 @@ def _pareto_batches(rows: list[tuple[int, tuple[BucketPerf | None, ...]]]
 Template = tuple[int, int, tuple[BucketPerf | None, ...]]  # (tp, batch, per-bucket perf)
 
 
-def _templates(model: ModelSpec, w: ServeWorkload, c: ServeConstraints, gpu: GpuSpec,
-               cheapest: Offering, a: PerfAssumptions, best: BestLatency,
-               rejected: list[tuple[int | None, str]]) -> list[Template]:
+def _templates(
+    model: ModelSpec,
+    w: ServeWorkload,
+    c: ServeConstraints,
+    gpu: GpuSpec,
+    cheapest: Offering,
+    a: PerfAssumptions,
+    best: BestLatency,
+    rejected: list[tuple[int | None, str]],
+) -> list[Template]:
     """Non-dominated (tp, batch) choices of one hardware class that meet the targets; the
     rejections as (tp or None, reason), for every offering of the class; best latencies are
     labelled with the class's cheapest offering."""
@@ -203,22 +246,39 @@ def _templates(model: ModelSpec, w: ServeWorkload, c: ServeConstraints, gpu: Gpu
     per_instance = cheapest.gpus_per_instance
     tps = tp_degrees(model, per_instance, c.tp_degrees)
     if not tps:
-        rejected.append((None, f"no TP degree divides both the {per_instance} GPUs and the "
-                               f"{model.heads} heads / {model.n_kv_heads} KV heads"))
+        rejected.append(
+            (
+                None,
+                f"no TP degree divides both the {per_instance} GPUs and the "
+                f"{model.heads} heads / {model.n_kv_heads} KV heads",
+            )
+        )
         return []
     templates: list[Template] = []
     for tp in tps:
         label = option_label(cheapest, tp)
-        limits = [max_batch_that_fits(model, w.weight_precision, w.kv_cache_precision, gpu, tp, bk,
-                                      c.max_batch, a, w.stack) for bk in buckets]
+        limits = [
+            max_batch_that_fits(
+                model, w.weight_precision, w.kv_cache_precision, gpu, tp, bk, c.max_batch, a, w.stack
+            )
+            for bk in buckets
+        ]
         if not any(limits):
-            need = serving_memory(model, _setup(w.weight_precision, w.kv_cache_precision, 1,
-                                                buckets[0], w.stack), tp, a)
-            if best.min_memory is None or \
-                    need.device / gpu.memory_gib < best.min_memory[0] / best.min_memory[2]:
+            need = serving_memory(
+                model, _setup(w.weight_precision, w.kv_cache_precision, 1, buckets[0], w.stack), tp, a
+            )
+            if (
+                best.min_memory is None
+                or need.device / gpu.memory_gib < best.min_memory[0] / best.min_memory[2]
+            ):
                 best.min_memory = (need.device, label, gpu.memory_gib)
-            rejected.append((tp, f"needs {need.device:.1f} GiB per GPU at batch 1 "
-                                 f"(weights {need.weights:.1f}), GPU has {gpu.memory_gib:g}"))
+            rejected.append(
+                (
+                    tp,
+                    f"needs {need.device:.1f} GiB per GPU at batch 1 "
+                    f"(weights {need.weights:.1f}), GPU has {gpu.memory_gib:g}",
+                )
+            )
             continue
         rows: list[tuple[int, tuple[BucketPerf | None, ...]]] = []
         why: set[str] = set()
@@ -239,15 +299,24 @@ def _templates(model: ModelSpec, w: ServeWorkload, c: ServeConstraints, gpu: Gpu
             rows.append((batch, tuple(perfs)))
         kept = _pareto_batches(rows)
         if not kept:
-            rejected.append((tp, f"misses the latency targets at every batch "
-                                 f"({'; '.join(sorted(why)) or 'no batch fits'})"))
+            rejected.append(
+                (
+                    tp,
+                    f"misses the latency targets at every batch "
+                    f"({'; '.join(sorted(why)) or 'no batch fits'})",
+                )
+            )
         templates.extend((tp, b, p) for b, p in kept)
     return templates
 
 
-def replica_options(model: ModelSpec, workload: ServeWorkload, constraints: ServeConstraints,
-                    offerings: Sequence[Offering], assumptions: PerfAssumptions | None = None
-                    ) -> tuple[list[ReplicaOption], list[str], BestLatency]:
+def replica_options(
+    model: ModelSpec,
+    workload: ServeWorkload,
+    constraints: ServeConstraints,
+    offerings: Sequence[Offering],
+    assumptions: PerfAssumptions | None = None,
+) -> tuple[list[ReplicaOption], list[str], BestLatency]:
     """Every non-dominated (offering, tp, batch) replica option, the rejections, best latencies.
 
     Offerings with the same GPU (and link) and GPUs per instance perform alike: for each such

@@ -50,15 +50,24 @@ from optimizer.solve.serve.problem import build_problem
 from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
 from optimizer.solve.serve.validate import validate_serve
 
-__all__ = ["serve_offerings", "plan_serving", "compare_serving", "run_serve",
-           "run_serve_compare", "require_feasible"]
+__all__ = [
+    "serve_offerings",
+    "plan_serving",
+    "compare_serving",
+    "run_serve",
+    "run_serve_compare",
+    "require_feasible",
+]
 
 Rows = Sequence[OfferingRow] | None
 
 
-def serve_offerings(rows: Rows, constraints: ServeConstraints,
-                    owned: Sequence[HardwareEntry] = (),
-                    buy: Sequence[HardwareEntry] = ()) -> list[Offering]:
+def serve_offerings(
+    rows: Rows,
+    constraints: ServeConstraints,
+    owned: Sequence[HardwareEntry] = (),
+    buy: Sequence[HardwareEntry] = (),
+) -> list[Offering]:
     """Offerings a serving job may use: catalog rows allowed by the filters (cloud = true) and
     its owned / bought boxes, from the one constructor (priced later by hourly_usd).
 
@@ -67,14 +76,23 @@ def serve_offerings(rows: Rows, constraints: ServeConstraints,
     """
     cloud: list[Offering] = []
     if rows is not None and constraints.cloud:
-        cloud = cloud_offerings(rows, gpus=constraints.gpu_types, providers=constraints.providers,
-                                regions=constraints.regions, pricing=constraints.pricing)
+        cloud = cloud_offerings(
+            rows,
+            gpus=constraints.gpu_types,
+            providers=constraints.providers,
+            regions=constraints.regions,
+            pricing=constraints.pricing,
+        )
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
 
 
-def plan_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
-                 config: SolverConfig | None = None,
-                 assumptions: PerfAssumptions | None = None) -> ServeResult:
+def plan_serving(
+    job: ServeJob,
+    rows: Rows,
+    base_dir: Path | None = None,
+    config: SolverConfig | None = None,
+    assumptions: PerfAssumptions | None = None,
+) -> ServeResult:
     """The cheapest deployment of a serving job, validated.
 
     Args:
@@ -95,38 +113,67 @@ def plan_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
     return validate_serve(_plan(job, rows, base_dir, config, assumptions))
 
 
-def _plan(job: ServeJob, rows: Rows, base_dir: Path | None, config: SolverConfig | None,
-          assumptions: PerfAssumptions | None) -> ServeResult:
+def _plan(
+    job: ServeJob,
+    rows: Rows,
+    base_dir: Path | None,
+    config: SolverConfig | None,
+    assumptions: PerfAssumptions | None,
+) -> ServeResult:
     model = job.model.resolve(base_dir)
     if isinstance(model, SampleProfile):
-        raise ConfigError(f"model: {model.name} is a per-sample profile; serving plans "
-                          "transformer shapes (presets such as bert-base, vit-b16, llama-*; or "
-                          "hf_config)")
+        raise ConfigError(
+            f"model: {model.name} is a per-sample profile; serving plans "
+            "transformer shapes (presets such as bert-base, vit-b16, llama-*; or "
+            "hf_config)"
+        )
     w, c = job.workload, job.constraints
     a = assumptions or base_assumptions(job.assumptions)
     offerings = serve_offerings(rows, c, job.hardware.owned, job.hardware.buy)
     options, rejected, best = replica_options(model, w, c, offerings, a)
     load = w.load_requests_per_s
-    base: dict[str, Any] = dict(name=job.name, model=model, workload=w, constraints=c,
-                                load_rps=load, options=len(options), rejected=tuple(rejected))
+    base: dict[str, Any] = dict(
+        name=job.name,
+        model=model,
+        workload=w,
+        constraints=c,
+        load_rps=load,
+        options=len(options),
+        rejected=tuple(rejected),
+    )
     if not options:
         text, fixes = diagnose_no_options(model, w, c, best, len(offerings))
-        return ServeResult(Status.INFEASIBLE, explanation=text, fixes=fixes,
-                           solver={"name": "cp-sat", "options": 0},
-                           binding=no_options_binding(best, len(offerings)), **base)
+        return ServeResult(
+            Status.INFEASIBLE,
+            explanation=text,
+            fixes=fixes,
+            solver={"name": "cp-sat", "options": 0},
+            binding=no_options_binding(best, len(offerings)),
+            **base,
+        )
     problem, unit_rps = build_problem(options, [load * bk.share for bk in w.request_buckets()], c)
-    missing = [i for i, u in enumerate(problem.load_units) if u and not any(
-        o.time_per_unit[i] is not None for o in problem.options)]
+    missing = [
+        i
+        for i, u in enumerate(problem.load_units)
+        if u and not any(o.time_per_unit[i] is not None for o in problem.options)
+    ]
     if missing:
         text, fixes = diagnose_no_options(model, w, c, best, len(offerings))
-        return ServeResult(Status.INFEASIBLE, explanation=text, fixes=fixes, binding="latency",
-                           solver={"name": "cp-sat", "options": len(options)}, **base)
+        return ServeResult(
+            Status.INFEASIBLE,
+            explanation=text,
+            fixes=fixes,
+            binding="latency",
+            solver={"name": "cp-sat", "options": len(options)},
+            **base,
+        )
     sol = solve_problem(problem, config)
     solver_info = dict(sol.result.as_dict() if sol.result else {}, options=len(options))
     if sol.status == Status.INFEASIBLE:
         text, fixes = diagnose_solver_infeasible(problem, c, load, config)
-        return ServeResult(Status.INFEASIBLE, explanation=text, fixes=fixes, solver=solver_info,
-                           binding="capacity", **base)
+        return ServeResult(
+            Status.INFEASIBLE, explanation=text, fixes=fixes, solver=solver_info, binding="capacity", **base
+        )
     alpha, at_alpha = max_load_scale(problem, sol.counts, config)
     deployments = []
     for i, count in enumerate(sol.counts):
@@ -137,15 +184,23 @@ def _plan(job: ServeJob, rows: Rows, base_dir: Path | None, config: SolverConfig
         deployments.append(Deployment(options[i], count, assigned, cap))
     deployments.sort(key=lambda d: -d.usd_per_hour)
     solver_info.update(objective_cents=sol.cost_cents)
-    return ServeResult(sol.status, deployments=tuple(deployments),
-                       notes=tuple(flag_notes(d.option.offering for d in deployments)),
-                       capacity_rps=alpha * load * (1 + c.min_capacity_headroom_fraction),
-                       solver=solver_info, **base)
+    return ServeResult(
+        sol.status,
+        deployments=tuple(deployments),
+        notes=tuple(flag_notes(d.option.offering for d in deployments)),
+        capacity_rps=alpha * load * (1 + c.min_capacity_headroom_fraction),
+        solver=solver_info,
+        **base,
+    )
 
 
-def compare_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
-                    config: SolverConfig | None = None,
-                    assumptions: PerfAssumptions | None = None) -> ServeComparison:
+def compare_serving(
+    job: ServeJob,
+    rows: Rows,
+    base_dir: Path | None = None,
+    config: SolverConfig | None = None,
+    assumptions: PerfAssumptions | None = None,
+) -> ServeComparison:
     """Best deployment per GPU type (each solved alone) and the best mix over all types.
 
     Raises:
@@ -155,14 +210,16 @@ def compare_serving(job: ServeJob, rows: Rows, base_dir: Path | None = None,
     offerings = serve_offerings(rows, job.constraints, job.hardware.owned, job.hardware.buy)
     per_gpu: dict[str, ServeResult] = {}
     for gpu in sorted({o.gpu_id for o in offerings}):
-        sub = job.model_copy(update={"constraints": job.constraints.model_copy(
-            update={"gpu_types": (resolve_gpu_id(gpu),)})})
+        sub = job.model_copy(
+            update={"constraints": job.constraints.model_copy(update={"gpu_types": (resolve_gpu_id(gpu),)})}
+        )
         per_gpu[gpu] = plan_serving(sub, rows, base_dir, config, assumptions)
     return ServeComparison(overall, per_gpu)
 
 
-def _load(job: Any, prices: str | Path | None, offline: bool | None
-          ) -> tuple[ServeJob, Rows, Path | None, dict[str, Any] | None]:
+def _load(
+    job: Any, prices: str | Path | None, offline: bool | None
+) -> tuple[ServeJob, Rows, Path | None, dict[str, Any] | None]:
     """The job (path, dict or ServeJob), the catalog rows if it may use cloud, its directory,
     and the catalog's age (None without cloud)."""
     job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
@@ -172,16 +229,17 @@ def _load(job: Any, prices: str | Path | None, offline: bool | None
     return job, loaded.rows, base_dir, loaded.age.as_dict()
 
 
-def run_serve(job: Any, *, prices: str | Path | None = None, offline: bool | None = None,
-              time_limit_s: float = 10.0) -> ServeResult:
+def run_serve(
+    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+) -> ServeResult:
     """Plan a serving job given as a TOML path, a dict or a ServeJob (see plan_serving)."""
     j, rows, base_dir, age = _load(job, prices, offline)
-    return replace(plan_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s)),
-                   catalog=age)
+    return replace(plan_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s)), catalog=age)
 
 
-def run_serve_compare(job: Any, *, prices: str | Path | None = None,
-                      offline: bool | None = None, time_limit_s: float = 10.0) -> ServeComparison:
+def run_serve_compare(
+    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+) -> ServeComparison:
     """Best deployment per GPU type for a serving job (see compare_serving)."""
     j, rows, base_dir, age = _load(job, prices, offline)
     result = compare_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s))
@@ -191,6 +249,5 @@ def run_serve_compare(job: Any, *, prices: str | Path | None = None,
 def require_feasible(result: ServeResult) -> ServeResult:
     """Raise InfeasibleError for an infeasible result (for API users who prefer it)."""
     if result.status == Status.INFEASIBLE:
-        raise InfeasibleError(result.explanation or "no deployment meets the targets",
-                              result.explanation)
+        raise InfeasibleError(result.explanation or "no deployment meets the targets", result.explanation)
     return result

@@ -17,8 +17,17 @@ from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolveResult
 from optimizer.solve.serve.options import ReplicaOption
 
-__all__ = ["LOAD_UNITS", "TIME_UNITS", "IntOption", "IntProblem", "IntSolution",
-           "problem_cost_cents", "build_problem", "instance_rps", "tie_ranks"]
+__all__ = [
+    "LOAD_UNITS",
+    "TIME_UNITS",
+    "IntOption",
+    "IntProblem",
+    "IntSolution",
+    "problem_cost_cents",
+    "build_problem",
+    "instance_rps",
+    "tie_ranks",
+]
 
 #: each bucket's load (after headroom) is cut into this many integer units: 0.1% resolution
 LOAD_UNITS = 1000
@@ -82,8 +91,9 @@ def problem_cost_cents(problem: IntProblem, counts: Sequence[int]) -> int:
 
 def instance_rps(option: ReplicaOption, shares: Sequence[float]) -> float:
     """Requests/s one instance of `option` carries at the request mix of the buckets it serves."""
-    served = [(share, rate) for share, rate in zip(shares, option.rates, strict=True)
-              if rate > 0 and share > 0]
+    served = [
+        (share, rate) for share, rate in zip(shares, option.rates, strict=True) if rate > 0 and share > 0
+    ]
     busy = sum(share / rate for share, rate in served)  # replica-seconds per request of the mix
     return option.replicas_per_instance * sum(share for share, _ in served) / busy if busy else 0.0
 
@@ -91,16 +101,18 @@ def instance_rps(option: ReplicaOption, shares: Sequence[float]) -> float:
 def tie_ranks(options: Sequence[ReplicaOption], shares: Sequence[float]) -> list[int]:
     """Rank of each option (1 = preferred) by the tie-break key: most requests/s per instance at
     the request mix (more headroom for the same price), then (offering key, tp, batch)."""
-    order = sorted(range(len(options)), key=lambda i: (-instance_rps(options[i], shares),
-                                                       *options[i].sort_key))
+    order = sorted(
+        range(len(options)), key=lambda i: (-instance_rps(options[i], shares), *options[i].sort_key)
+    )
     ranks = [0] * len(options)
     for r, i in enumerate(order, start=1):
         ranks[i] = r
     return ranks
 
 
-def build_problem(options: Sequence[ReplicaOption], load_rps: Sequence[float],
-                  constraints: ServeConstraints) -> tuple[IntProblem, tuple[float, ...]]:
+def build_problem(
+    options: Sequence[ReplicaOption], load_rps: Sequence[float], constraints: ServeConstraints
+) -> tuple[IntProblem, tuple[float, ...]]:
     """Integer problem of the options for per-bucket loads (req/s, before headroom).
 
     Returns the problem and the request rate of one load unit per bucket (req/s).
@@ -114,11 +126,18 @@ def build_problem(options: Sequence[ReplicaOption], load_rps: Sequence[float],
         for rate, unit in zip(opt.rates, unit_rps, strict=True):
             times.append(math.ceil(TIME_UNITS * unit / rate) if rate > 0 and unit > 0 else None)
         off = opt.offering
-        int_options.append(IntOption(
-            cost_cents=to_cents(opt.usd_per_instance_hour),
-            replicas_per_instance=opt.replicas_per_instance, time_per_unit=tuple(times),
-            gpus_per_instance=off.gpus_per_instance, group=off.key,
-            max_instances=off.max_instances, rank=rank))
+        int_options.append(
+            IntOption(
+                cost_cents=to_cents(opt.usd_per_instance_hour),
+                replicas_per_instance=opt.replicas_per_instance,
+                time_per_unit=tuple(times),
+                gpus_per_instance=off.gpus_per_instance,
+                group=off.key,
+                max_instances=off.max_instances,
+                rank=rank,
+            )
+        )
     loads = tuple(LOAD_UNITS if u > 0 else 0 for u in unit_rps)
-    return IntProblem(tuple(int_options), loads, TIME_UNITS, constraints.spare_replicas,
-                      constraints.max_replicas), unit_rps
+    return IntProblem(
+        tuple(int_options), loads, TIME_UNITS, constraints.spare_replicas, constraints.max_replicas
+    ), unit_rps

@@ -38,8 +38,11 @@ class Deployment:
 
     def busy_replicas(self) -> float:
         """Replicas kept busy by the assigned load (Σ_b rps_b ÷ rate of one replica)."""
-        return sum(r / p.requests_per_s for p, r in zip(self.option.perf, self.assigned_rps,
-                                                         strict=True) if p and r > 0)
+        return sum(
+            r / p.requests_per_s
+            for p, r in zip(self.option.perf, self.assigned_rps, strict=True)
+            if p and r > 0
+        )
 
     def spare_instances(self) -> int:
         """Instances that may fail (each taking all its replicas) with the load still carried."""

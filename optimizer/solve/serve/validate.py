@@ -53,15 +53,18 @@ def _deployment_violations(result: ServeResult) -> list[str]:
         rpi = o.replicas_per_instance
         up = (d.instances - c.spare_replicas) * rpi  # N+k: k whole instances may fail
         if busy > up * (1 + _REL_TOL):
-            out.append(f"{name}: busy {busy:.6g} replica-seconds per second > {up} replicas "
-                       f"(({d.instances} − {c.spare_replicas} spare) instances × {rpi})")
+            out.append(
+                f"{name}: busy {busy:.6g} replica-seconds per second > {up} replicas "
+                f"(({d.instances} − {c.spare_replicas} spare) instances × {rpi})"
+            )
         for b, perf in enumerate(o.perf):
             if perf is None:
                 continue
             out.extend(f"{name}, bucket {b + 1}: {v}" for v in latency_violations(perf, c))
             if perf.memory_gib > o.offering.gpu.memory_gib:
-                out.append(f"{name}: needs {perf.memory_gib:.1f} GiB per GPU, GPU has "
-                           f"{o.offering.gpu.memory_gib:g}")
+                out.append(
+                    f"{name}: needs {perf.memory_gib:.1f} GiB per GPU, GPU has {o.offering.gpu.memory_gib:g}"
+                )
         if o.offering.gpus_per_instance % o.tp:
             out.append(f"{name}: TP{o.tp} does not divide {o.offering.gpus_per_instance} GPUs")
     return out
@@ -72,8 +75,7 @@ def _limit_violations(result: ServeResult) -> list[str]:
     out = []
     per_offering: dict[str, int] = {}
     for d in result.deployments:
-        per_offering[d.option.offering.key] = per_offering.get(d.option.offering.key, 0) \
-            + d.instances
+        per_offering[d.option.offering.key] = per_offering.get(d.option.offering.key, 0) + d.instances
     limits = {d.option.offering.key: d.option.offering.max_instances for d in result.deployments}
     for key, used in per_offering.items():
         limit = limits[key]
@@ -98,8 +100,7 @@ def _cost_violations(result: ServeResult) -> list[str]:
         out.append(f"cost {result.usd_per_hour:.6g} USD/h != {usd:.6g} recomputed")
     cents = result.solver.get("objective_cents")
     # the solver prices each instance in cents rounded up: usd·100 ≤ cents < usd·100 + instances
-    if cents is not None and not usd * CENTS_PER_USD - 1e-6 <= cents \
-            < usd * CENTS_PER_USD + instances + 1e-6:
+    if cents is not None and not usd * CENTS_PER_USD - 1e-6 <= cents < usd * CENTS_PER_USD + instances + 1e-6:
         out.append(f"solver objective {cents} cents does not match {usd:.6g} USD/h")
     return out
 
@@ -110,8 +111,12 @@ def serve_violations(result: ServeResult) -> list[str]:
         return [] if not result.deployments else ["an infeasible result carries deployments"]
     if not result.deployments:
         return ["a feasible result without deployments"]
-    return (_load_violations(result) + _deployment_violations(result)
-            + _limit_violations(result) + _cost_violations(result))
+    return (
+        _load_violations(result)
+        + _deployment_violations(result)
+        + _limit_violations(result)
+        + _cost_violations(result)
+    )
 
 
 def validate_serve(result: ServeResult) -> ServeResult:

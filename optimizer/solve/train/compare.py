@@ -30,8 +30,10 @@ class BreakEven:
     months_continuous: float | None = None  # boxes busy 730 h a month, cloud rented as long
     gpu: str | None = None  # the GPU type of the cloud plan
     cloud_plan: str | None = None
-    note: str = ("net capital = purchase − resale; power only while running; months at the "
-                 "job's duty cycle: constraints.jobs_per_month, else jobs back to back on the boxes")
+    note: str = (
+        "net capital = purchase − resale; power only while running; months at the "
+        "job's duty cycle: constraints.jobs_per_month, else jobs back to back on the boxes"
+    )
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,9 @@ class _Solves:
     def __init__(self, rows: int) -> None:
         self.rows, self.wall_s, self.calls, self.proven = rows, 0.0, 0, True
 
-    def best(self, cands: Sequence[Candidate], deadline_h: float | None,
-             budget_usd: float | None) -> tuple[Candidate | None, list[str]]:
+    def best(
+        self, cands: Sequence[Candidate], deadline_h: float | None, budget_usd: float | None
+    ) -> tuple[Candidate | None, list[str]]:
         result, best, core = solve_table(cands, deadline_h, budget_usd)
         self.wall_s += result.wall_s
         self.calls += 1
@@ -67,31 +70,45 @@ class _Solves:
         return best, core
 
     def block(self, found: bool) -> dict[str, Any]:
-        return {"name": "cp-sat", "status": "optimal" if found else "infeasible",
-                "proven_optimal": self.proven, "wall_s": round(self.wall_s, 4),
-                "rows": self.rows, "solves": self.calls}
+        return {
+            "name": "cp-sat",
+            "status": "optimal" if found else "infeasible",
+            "proven_optimal": self.proven,
+            "wall_s": round(self.wall_s, 4),
+            "rows": self.rows,
+            "solves": self.calls,
+        }
 
 
-def why_no_plan(rows: Sequence[Candidate], deadline_h: float | None,
-                budget_usd: float | None) -> str:
+def why_no_plan(rows: Sequence[Candidate], deadline_h: float | None, budget_usd: float | None) -> str:
     """Why none of `rows` is a plan: the fastest misses the deadline, or the cheapest the
     budget, or each meets one requirement but not both."""
     fastest = min(rows, key=lambda c: (c.hours, c.cost_usd))
     cheapest = min(rows, key=lambda c: (c.cost_usd, c.hours))
     if deadline_h is not None and fastest.hours > deadline_h:
-        return (f"deadline: the fastest plan needs {fastest.hours / HOURS_PER_DAY:.1f} days "
-                f"({fastest.gpus} GPUs, ${fastest.cost_usd:,.0f})")
+        return (
+            f"deadline: the fastest plan needs {fastest.hours / HOURS_PER_DAY:.1f} days "
+            f"({fastest.gpus} GPUs, ${fastest.cost_usd:,.0f})"
+        )
     if budget_usd is not None and cheapest.cost_usd > budget_usd:
-        return (f"budget: the cheapest plan costs ${cheapest.cost_usd:,.0f} "
-                f"({cheapest.hours / HOURS_PER_DAY:.1f} days)")
-    return ("deadline and budget together: no plan meets both (fastest "
-            f"{fastest.hours / HOURS_PER_DAY:.1f} days for ${fastest.cost_usd:,.0f}; cheapest "
-            f"${cheapest.cost_usd:,.0f} in {cheapest.hours / HOURS_PER_DAY:.1f} days)")
+        return (
+            f"budget: the cheapest plan costs ${cheapest.cost_usd:,.0f} "
+            f"({cheapest.hours / HOURS_PER_DAY:.1f} days)"
+        )
+    return (
+        "deadline and budget together: no plan meets both (fastest "
+        f"{fastest.hours / HOURS_PER_DAY:.1f} days for ${fastest.cost_usd:,.0f}; cheapest "
+        f"${cheapest.cost_usd:,.0f} in {cheapest.hours / HOURS_PER_DAY:.1f} days)"
+    )
 
 
-def _best_by(cands: Sequence[Candidate], key: Callable[[Candidate], str],
-             deadline_h: float | None, budget_usd: float | None, solves: _Solves
-             ) -> tuple[dict[str, Candidate | None], dict[str, str]]:
+def _best_by(
+    cands: Sequence[Candidate],
+    key: Callable[[Candidate], str],
+    deadline_h: float | None,
+    budget_usd: float | None,
+    solves: _Solves,
+) -> tuple[dict[str, Candidate | None], dict[str, str]]:
     groups: dict[str, list[Candidate]] = {}
     for c in cands:
         groups.setdefault(key(c), []).append(c)
@@ -117,22 +134,29 @@ def break_even(cloud: Candidate, owned: Candidate, jobs_per_month: float | None 
     power_job = off.usd_per_hour * owned.instances * owned.hours
     saving_per_job = cloud.cost_usd - power_job
     jobs = net_capital / saving_per_job if saving_per_job > 0 else None
-    months = None if jobs is None else (
-        jobs / jobs_per_month if jobs_per_month else jobs * owned.hours / HOURS_PER_MONTH)
+    months = (
+        None
+        if jobs is None
+        else (jobs / jobs_per_month if jobs_per_month else jobs * owned.hours / HOURS_PER_MONTH)
+    )
     cloud_month = cloud.usd_per_hour * HOURS_PER_MONTH
     power_month = off.usd_per_hour * owned.instances * HOURS_PER_MONTH
     c = cloud.offering
     return BreakEven(
-        net_capital_usd=net_capital, power_usd_per_job=power_job, cloud_usd_per_job=cloud.cost_usd,
-        jobs=jobs, months=months,
-        months_continuous=net_capital / (cloud_month - power_month)
-        if cloud_month > power_month else None,
-        gpu=c.gpu_id, cloud_plan=f"{cloud.instances}× {c.instance} ({cloud.gpus}× {c.gpu_id}, "
-                                 f"{c.provider} {c.pricing})")
+        net_capital_usd=net_capital,
+        power_usd_per_job=power_job,
+        cloud_usd_per_job=cloud.cost_usd,
+        jobs=jobs,
+        months=months,
+        months_continuous=net_capital / (cloud_month - power_month) if cloud_month > power_month else None,
+        gpu=c.gpu_id,
+        cloud_plan=f"{cloud.instances}× {c.instance} ({cloud.gpus}× {c.gpu_id}, {c.provider} {c.pricing})",
+    )
 
 
-def compare_job(job: Job, rows: Sequence[OfferingRow] | None = None,
-                base_dir: Path | None = None) -> CompareResult:
+def compare_job(
+    job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None
+) -> CompareResult:
     """Best plan per GPU type / provider, and cloud vs owned/buy side by side."""
     prep = prepare_job(job, rows, base_dir)
     cands = prep.table.candidates
@@ -150,15 +174,33 @@ def compare_job(job: Job, rows: Sequence[OfferingRow] | None = None,
     # the best cloud plan per GPU type: per_gpu's own where no owned/bought box has that type
     local_gpus = {c.offering.gpu_id for c in local}
     cloud_per_gpu = {g: p for g, p in per_gpu.items() if g not in local_gpus}
-    cloud_per_gpu.update(_best_by([c for c in cloud if c.offering.gpu_id in local_gpus],
-                                  lambda c: c.offering.gpu_id, d, b, solves)[0])
-    per_gpu_be = {gpu: break_even(plan, best_local, per_month)
-                  for gpu, plan in cloud_per_gpu.items() if plan is not None and buys}
+    cloud_per_gpu.update(
+        _best_by(
+            [c for c in cloud if c.offering.gpu_id in local_gpus], lambda c: c.offering.gpu_id, d, b, solves
+        )[0]
+    )
+    per_gpu_be = {
+        gpu: break_even(plan, best_local, per_month)
+        for gpu, plan in cloud_per_gpu.items()
+        if plan is not None and buys
+    }
     found = best_cloud is not None or best_local is not None
     diagnosis = None
     if not found:  # the single-job planner's explanation: what binds and the nearest fix
         core = solves.best(cands, d, b)[1] if cands else []
         diagnosis = explain_infeasible(prep, core)
-    return CompareResult(prep.job, per_gpu, per_provider, best_cloud, best_local, be,
-                         prep.table.rejected, per_gpu_be, gpu_why, provider_why,
-                         solves.block(found), diagnosis, prep)
+    return CompareResult(
+        prep.job,
+        per_gpu,
+        per_provider,
+        best_cloud,
+        best_local,
+        be,
+        prep.table.rejected,
+        per_gpu_be,
+        gpu_why,
+        provider_why,
+        solves.block(found),
+        diagnosis,
+        prep,
+    )

@@ -45,9 +45,20 @@ from optimizer.solve.train.search_space import (
 from optimizer.solve.train.spot import spot_hours
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["Offering", "Candidate", "CandidateTable", "BatchRule", "Headroom", "NO_HEADROOM",
-           "instance_counts",
-           "layouts_for", "enumerate_candidates", "MAX_GPUS_DEFAULT", "class_label", "prune_dominated"]
+__all__ = [
+    "Offering",
+    "Candidate",
+    "CandidateTable",
+    "BatchRule",
+    "Headroom",
+    "NO_HEADROOM",
+    "instance_counts",
+    "layouts_for",
+    "enumerate_candidates",
+    "MAX_GPUS_DEFAULT",
+    "class_label",
+    "prune_dominated",
+]
 
 MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max_gpus
 #: a larger instance count must win ≥ 4% of its ideal speed-up (n_prev/n) to keep scaling up
@@ -93,11 +104,19 @@ class CandidateTable:
     pruned_by_deadline: bool = False
 
 
-def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_node: int,
-                    capacity_gib: float, batch: BatchRule, zero_stages: Sequence[int],
-                    checkpointing: Sequence[str], assumptions: PerfAssumptions,
-                    memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]],
-                    virtual_stages: int = 1) -> tuple[FitList, tuple[float, Layout] | None]:
+def fitting_layouts(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    gpus: int,
+    gpus_per_node: int,
+    capacity_gib: float,
+    batch: BatchRule,
+    zero_stages: Sequence[int],
+    checkpointing: Sequence[str],
+    assumptions: PerfAssumptions,
+    memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]],
+    virtual_stages: int = 1,
+) -> tuple[FitList, tuple[float, Layout] | None]:
     """Layouts worth timing on `gpus` GPUs of `capacity_gib`, and the smallest memory seen.
 
     Per (tp, pp, zero, micro-batch) only the least checkpointing that fits is kept (more
@@ -112,8 +131,9 @@ def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_
     fits: FitList = []
     smallest: tuple[float, Layout] | None = None
     fitted_level: dict[tuple[int, int, int], int] = {}
-    for tp, pp, dp, zero, mb, ga in layouts_for(model, gpus, gpus_per_node, batch,
-                                                effective_zero_stages(zero_stages)):
+    for tp, pp, dp, zero, mb, ga in layouts_for(
+        model, gpus, gpus_per_node, batch, effective_zero_stages(zero_stages)
+    ):
         vp = virtual_stages
         if vp > 1 and (pp == 1 or model.layers % (pp * vp)):
             continue
@@ -121,8 +141,16 @@ def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_
             key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga), vp)
             cached = memory_cache.get(key)
             if cached is None:
-                layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
-                                micro_batch=mb, grad_accum=ga, vp=vp)
+                layout = Layout(
+                    dp=dp,
+                    tp=tp,
+                    pp=pp,
+                    zero_stage=zero,
+                    checkpointing=ckpt,
+                    micro_batch=mb,
+                    grad_accum=ga,
+                    vp=vp,
+                )
                 memory = training_memory(model, setup, layout, assumptions)
                 # the fit test is what the device holds (nvidia-smi): allocated + allocator
                 # cache + CUDA context (MemoryBreakdown.device, model/memory.py)
@@ -138,19 +166,32 @@ def fitting_layouts(model: ModelSpec, setup: TrainingSetup, gpus: int, gpus_per_
                 if level >= previous:
                     break
             if layout.grad_accum != ga:
-                layout = Layout(dp=dp, tp=tp, pp=pp, zero_stage=zero, checkpointing=ckpt,
-                                micro_batch=mb, grad_accum=ga, vp=vp)
+                layout = Layout(
+                    dp=dp,
+                    tp=tp,
+                    pp=pp,
+                    zero_stage=zero,
+                    checkpointing=ckpt,
+                    micro_batch=mb,
+                    grad_accum=ga,
+                    vp=vp,
+                )
             fits.append((layout, memory))
             break
     return fits, smallest
 
 
-def _best_layout(model: ModelSpec, setup: TrainingSetup, cluster: Cluster, fits: FitList,
-                 assumptions: PerfAssumptions,
-                 microbatch_cache: dict[tuple, tuple[float, float, float, float]],
-                 host_ram: Callable[[Layout, StepTime], float] | None = None,
-                 ram_gib: float | None = None, least_ram: list[float] | None = None,
-                 ) -> tuple[Layout, MemoryBreakdown, StepTime] | None:
+def _best_layout(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    cluster: Cluster,
+    fits: FitList,
+    assumptions: PerfAssumptions,
+    microbatch_cache: dict[tuple, tuple[float, float, float, float]],
+    host_ram: Callable[[Layout, StepTime], float] | None = None,
+    ram_gib: float | None = None,
+    least_ram: list[float] | None = None,
+) -> tuple[Layout, MemoryBreakdown, StepTime] | None:
     """Fastest of the fitting layouts on `cluster` (whose host RAM need, if `ram_gib` is
     known, fits the instance's RAM; the least need seen goes to `least_ram`).
 
@@ -166,10 +207,8 @@ def _best_layout(model: ModelSpec, setup: TrainingSetup, cluster: Cluster, fits:
         mkey = (tp, pp, layout.micro_batch, layout.checkpointing, tp * pp > spans)
         micro = microbatch_cache.get(mkey)
         if micro is None:
-            micro = microbatch_cache[mkey] = microbatch_times_s(model, setup, layout, cluster,
-                                                                assumptions)
-        if best is not None and (ga + pp - 1) * (micro[0] + micro[1] + micro[2]) \
-                >= best[2].time_s:
+            micro = microbatch_cache[mkey] = microbatch_times_s(model, setup, layout, cluster, assumptions)
+        if best is not None and (ga + pp - 1) * (micro[0] + micro[1] + micro[2]) >= best[2].time_s:
             continue
         step = training_step_time(model, setup, layout, cluster, assumptions, micro)
         if best is None or step.time_s < best[2].time_s:
@@ -183,28 +222,41 @@ def _best_layout(model: ModelSpec, setup: TrainingSetup, cluster: Cluster, fits:
     return best
 
 
-def time_lower_bound_h(model: ModelSpec, setup: TrainingSetup, tokens: float, gpu: GpuSpec,
-                       gpus: int, assumptions: PerfAssumptions) -> float:
+def time_lower_bound_h(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    tokens: float,
+    gpu: GpuSpec,
+    gpus: int,
+    assumptions: PerfAssumptions,
+) -> float:
     """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency, no communication."""
     peak = gpu.peak_tflops(setup.precision) or 0.0
     eff = compute_efficiency(gpu, setup.precision, assumptions, stack=setup.stack)[0]
     return model_flops_per_token(model, setup) * tokens / (gpus * peak * 1e12 * eff) / 3600.0
 
 
-def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRule,
-                         steps_for_batch: Callable[[int], int], offerings: Sequence[Offering], *,
-                         zero_stages: Sequence[int] = (0, 1, 2, 3),
-                         checkpointing: Sequence[str] = CHECKPOINTING,
-                         min_instances: int = 1, max_instances: int | None = None,
-                         max_gpus: int | None = None,
-                         assumptions: PerfAssumptions | None = None,
-                         prune_hours: float | None = None,
-                         tokens_lower_bound: float = 0.0,
-                         slack_stop: bool = False,
-                         headroom: Headroom = NO_HEADROOM,
-                         virtual_stages: int = 1,
-                         allow_internet_multi_node: bool = False,
-                         host: HostRule = NO_HOST_RULE) -> CandidateTable:
+def enumerate_candidates(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    batch: BatchRule,
+    steps_for_batch: Callable[[int], int],
+    offerings: Sequence[Offering],
+    *,
+    zero_stages: Sequence[int] = (0, 1, 2, 3),
+    checkpointing: Sequence[str] = CHECKPOINTING,
+    min_instances: int = 1,
+    max_instances: int | None = None,
+    max_gpus: int | None = None,
+    assumptions: PerfAssumptions | None = None,
+    prune_hours: float | None = None,
+    tokens_lower_bound: float = 0.0,
+    slack_stop: bool = False,
+    headroom: Headroom = NO_HEADROOM,
+    virtual_stages: int = 1,
+    allow_internet_multi_node: bool = False,
+    host: HostRule = NO_HOST_RULE,
+) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
     With `prune_hours` (the deadline), instance counts whose time lower bound (model FLOPs at
@@ -220,13 +272,11 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
     microbatch_caches: dict[tuple, dict[tuple, tuple[float, float, float, float]]] = {}
     fit_cache: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = {}
     table = CandidateTable([])
-    perf_cache: dict[tuple[str, float, int, float, int],
-                     tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
+    perf_cache: dict[tuple[str, float, int, float, int], tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
     for off in offerings:
         gpu = off.gpu
         if not gpu.supports(setup.precision):
-            table.rejected[class_label(off)] = (
-                f"{gpu.gpu_id} has no {setup.precision} tensor cores")
+            table.rejected[class_label(off)] = f"{gpu.gpu_id} has no {setup.precision} tensor cores"
             continue
         host_why = offering_rejection(off, host, a)
         if host_why is not None:
@@ -236,6 +286,7 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
 
         def ram_need(layout: Layout, step: StepTime, off: Offering = off) -> float:
             return host_need_gib(model, setup, layout, off, step, host, a)[0]
+
         gpn = off.gpus_per_instance
         cap_gpus = max_gpus or MAX_GPUS_DEFAULT  # the user's max_gpus may search further
         high = min(cap_gpus // gpn, off.max_instances or 10**9, max_instances or 10**9)
@@ -251,25 +302,51 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
         met_deadline = prune_hours is None
         for n in instance_counts(min_instances, high, gpn, batch, model):
             # one instance never uses the inter-node network: share its result across NICs
-            key = (gpu.gpu_id, gpu.intra_node_bw_gb_s, gpn,
-                   off.inter_node_gbps if n > 1 else 0.0, n, off.ram_gib, off.vcpus)
-            if prune_hours is not None and time_lower_bound_h(
-                    model, setup, tokens_lower_bound, gpu, n * gpn, a) > prune_hours:
+            key = (
+                gpu.gpu_id,
+                gpu.intra_node_bw_gb_s,
+                gpn,
+                off.inter_node_gbps if n > 1 else 0.0,
+                n,
+                off.ram_gib,
+                off.vcpus,
+            )
+            if (
+                prune_hours is not None
+                and time_lower_bound_h(model, setup, tokens_lower_bound, gpu, n * gpn, a) > prune_hours
+            ):
                 pruned = table.pruned_by_deadline = True
                 continue
             fkey = (n * gpn, gpn, usable)
             if fkey not in fit_cache:
-                fit_cache[fkey] = fitting_layouts(model, setup, n * gpn, gpn, usable,
-                                                  batch, zero_stages, checkpointing, a,
-                                                  memory_cache, virtual_stages)
+                fit_cache[fkey] = fitting_layouts(
+                    model,
+                    setup,
+                    n * gpn,
+                    gpn,
+                    usable,
+                    batch,
+                    zero_stages,
+                    checkpointing,
+                    a,
+                    memory_cache,
+                    virtual_stages,
+                )
             fits, smallest = fit_cache[fkey]
             if smallest is not None and (smallest_here is None or smallest[0] < smallest_here[0]):
                 smallest_here = smallest
             if key not in perf_cache:
                 perf_cache[key] = _best_layout(
-                    model, setup, off.cluster(n), fits, a,
+                    model,
+                    setup,
+                    off.cluster(n),
+                    fits,
+                    a,
                     microbatch_caches.setdefault(off.hardware_class, {}),
-                    ram_need, off.ram_gib, least_ram)
+                    ram_need,
+                    off.ram_gib,
+                    least_ram,
+                )
             best = perf_cache[key]
             if best is None:
                 continue
@@ -278,14 +355,14 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             if check.slowdown > 1.0 + 1e-9 and class_label(off) not in table.slowed:
                 table.slowed[class_label(off)] = (
                     f"slowed {check.slowdown:.2f}× to its loader rate: "
-                    f"{loader_words(check, off, n, host.kind)}")
+                    f"{loader_words(check, off, n, host.kind)}"
+                )
             # search limits (stated, and checked against brute force in tests): stop scaling a
             # hardware class out when two larger counts in a row are < 2% faster, or when its
             # GPU-hours exceed SCALING_CUTOFF × the least GPU-hours seen on that class (below
             # 50% scaling efficiency a plan costs over twice the same hardware's cheapest)
             ideal = previous_n / n if previous_n else 0.0
-            stalls = stalls + 1 if step.time_s > previous_time * (
-                1 - SATURATION_SHARE * (1 - ideal)) else 0
+            stalls = stalls + 1 if step.time_s > previous_time * (1 - SATURATION_SHARE * (1 - ideal)) else 0
             previous_time, previous_n = min(previous_time, step.time_s), n
             gpu_hours = n * gpn * step.time_s
             least_gpu_hours = min(least_gpu_hours, gpu_hours)
@@ -293,8 +370,12 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
             # faster count may be the only feasible one (brute-force tests found such a case)
             if stalls >= 2 or (met_deadline and gpu_hours > SCALING_CUTOFF * least_gpu_hours):
                 break
-            if slack_stop and prune_hours is not None and gpu_hours > 1.1 * least_gpu_hours \
-                    and steps_for_batch(layout.global_batch) * step.time_s / 3600 < prune_hours / 4:
+            if (
+                slack_stop
+                and prune_hours is not None
+                and gpu_hours > 1.1 * least_gpu_hours
+                and steps_for_batch(layout.global_batch) * step.time_s / 3600 < prune_hours / 4
+            ):
                 break
             steps = steps_for_batch(layout.global_batch)
             hours, spot = spot_hours(off, n, steps * step.time_s / 3600.0, model, setup, a)
@@ -302,9 +383,22 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 continue
             cost = cost_usd(off, n, hours)
             met_deadline = met_deadline or hours <= prune_hours  # type: ignore[operator]
-            table.candidates.append(Candidate(off, n, layout, memory, step, steps, hours,
-                                              cost.total_usd, cost.capital_usd, setup, check,
-                                              spot))
+            table.candidates.append(
+                Candidate(
+                    off,
+                    n,
+                    layout,
+                    memory,
+                    step,
+                    steps,
+                    hours,
+                    cost.total_usd,
+                    cost.capital_usd,
+                    setup,
+                    check,
+                    spot,
+                )
+            )
             found = True
         if not found and class_label(off) not in table.rejected:
             smallest = smallest_here
@@ -312,22 +406,28 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                 table.rejected[class_label(off)] = (
                     f"host RAM: needs {min(least_ram):,.1f} GiB per instance at best (offloaded "
                     f"states + pinned buffers + loader workers); the instance has "
-                    f"{off.ram_gib:,.0f} GiB; fix: an instance with more RAM, or offload less")
+                    f"{off.ram_gib:,.0f} GiB; fix: an instance with more RAM, or offload less"
+                )
             elif pruned and prune_hours is not None and (smallest is None or smallest[0] <= usable):
                 table.rejected[class_label(off)] = (
                     f"cannot meet the deadline ({prune_hours / 24:.1f} days) with up to {high} "
-                    f"instance(s) even at full speed")
+                    f"instance(s) even at full speed"
+                )
             elif smallest is None:
                 table.rejected[class_label(off)] = (
                     f"no layout realises global batch {batch.sequences} on up to {high} "
-                    f"instance(s) of {gpn} GPU(s)")
+                    f"instance(s) of {gpn} GPU(s)"
+                )
             elif smallest[0] <= usable:  # it fits: a limit other than memory ruled it out
-                limit = (f"each runs past its {off.commitment_hours / HOURS_PER_DAY:,.0f}-day "
-                         "reserved term" if off.commitment_hours else
-                         "the host (RAM, vCPUs or local disk) or the search limits rule each out")
+                limit = (
+                    f"each runs past its {off.commitment_hours / HOURS_PER_DAY:,.0f}-day reserved term"
+                    if off.commitment_hours
+                    else "the host (RAM, vCPUs or local disk) or the search limits rule each out"
+                )
                 table.rejected[class_label(off)] = (
                     f"layouts fit the GPU memory ({smallest[0]:.1f} of {usable:.1f} GiB usable) "
-                    f"on up to {high} instance(s), but {limit}")
+                    f"on up to {high} instance(s), but {limit}"
+                )
             else:
                 mem, lay = smallest
                 table.rejected[class_label(off)] = (
@@ -335,10 +435,14 @@ def enumerate_candidates(model: ModelSpec, setup: TrainingSetup, batch: BatchRul
                     f"zero_stage={lay.zero_stage}, activation_checkpointing={lay.checkpointing}, "
                     f"micro-batch "
                     f"{lay.micro_batch}, {lay.gpus} GPUs); {gpu.gpu_id} has {gpu.memory_gib:g}"
-                    + (f", {headroom.usable_gib(gpu.memory_gib):.1f} usable with the headroom "
-                       f"kept ({headroom.kept_gib(gpu.memory_gib):.1f} GiB; "
-                       f"constraints.min_memory_headroom_gib/_fraction)"
-                       if headroom.kept_gib(gpu.memory_gib) > 0 else ""))
+                    + (
+                        f", {headroom.usable_gib(gpu.memory_gib):.1f} usable with the headroom "
+                        f"kept ({headroom.kept_gib(gpu.memory_gib):.1f} GiB; "
+                        f"constraints.min_memory_headroom_gib/_fraction)"
+                        if headroom.kept_gib(gpu.memory_gib) > 0
+                        else ""
+                    )
+                )
     table.candidates = prune_dominated(table.candidates)
     return table
 
@@ -349,8 +453,7 @@ def prune_dominated(candidates: Sequence[Candidate]) -> list[Candidate]:
     never the optimum, never the best alternative of its kind, nor on the Pareto front."""
     groups: dict[tuple[str, str, str], list[Candidate]] = {}
     for c in candidates:
-        groups.setdefault((c.offering.gpu_id, c.offering.provider, c.offering.pricing),
-                          []).append(c)
+        groups.setdefault((c.offering.gpu_id, c.offering.provider, c.offering.pricing), []).append(c)
     kept: list[Candidate] = []
     for rows in groups.values():
         rows.sort(key=lambda c: (c.cost_usd, c.hours, c.gpus))
@@ -364,4 +467,3 @@ def prune_dominated(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def class_label(off: Offering) -> str:
     return f"{off.gpu_id} ×{off.gpus_per_instance} ({off.provider} {off.instance})"
-

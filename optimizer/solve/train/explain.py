@@ -24,17 +24,22 @@ class Diagnosis:
 #: what keeps an offering out (by a phrase of its rejection reason, solve/train/enumerate.py
 #: and host_check.py), the binding name, and the change that would let it in
 _REJECTIONS = (
-    ("GiB per GPU at best", "memory", "allow GPUs with more memory, more GPUs (ZeRO-3, tp/pp), "
-     "checkpointing, LoRA/QLoRA or offloading"),
-    ("reserved term", "limits", "allow on_demand or spot pricing, or more GPUs (max_gpus, "
-     "max_instances): the job must finish within a reserved row's term"),
+    (
+        "GiB per GPU at best",
+        "memory",
+        "allow GPUs with more memory, more GPUs (ZeRO-3, tp/pp), checkpointing, LoRA/QLoRA or offloading",
+    ),
+    (
+        "reserved term",
+        "limits",
+        "allow on_demand or spot pricing, or more GPUs (max_gpus, "
+        "max_instances): the job must finish within a reserved row's term",
+    ),
     ("tensor cores", "filters", "another precision, or GPU types that support it"),
-    ("no layout realises", "filters", "a global_batch that more GPU counts divide, or "
-     "batch_tolerance"),
+    ("no layout realises", "filters", "a global_batch that more GPU counts divide, or batch_tolerance"),
     ("host RAM", "host", "instances with more host RAM, vCPUs or local disk, or offload less"),
     ("local NVMe", "host", "instances with more host RAM, vCPUs or local disk, or offload less"),
-    ("vCPUs leave none", "host", "instances with more host RAM, vCPUs or local disk, or offload "
-     "less"),
+    ("vCPUs leave none", "host", "instances with more host RAM, vCPUs or local disk, or offload less"),
 )
 
 
@@ -44,17 +49,21 @@ def _nothing_to_plan(reasons: dict[str, str]) -> Diagnosis:
     kinds: dict[str, list[str]] = {}
     fixes: dict[str, str] = {}
     for option, why in sorted(reasons.items()):
-        phrase, binding, fix = next((r for r in _REJECTIONS if r[0] in why),
-                                    ("", "limits", "relax the search limits (max_gpus, "
-                                     "max_instances, min_instances)"))
+        phrase, binding, fix = next(
+            (r for r in _REJECTIONS if r[0] in why),
+            ("", "limits", "relax the search limits (max_gpus, max_instances, min_instances)"),
+        )
         kinds.setdefault(binding, []).append(f"{option}: {why}")
         fixes.setdefault(binding, fix)
     binding = max(kinds, key=lambda k: (len(kinds[k]), k))
     shown = [line for k in sorted(kinds, key=lambda k: -len(kinds[k])) for line in kinds[k]]
     more = f" (+{len(shown) - 6} more)" if len(shown) > 6 else ""
     head = "nothing fits in GPU memory" if binding == "memory" else "no offering gives a plan"
-    return Diagnosis(f"{head}: {'; '.join(shown[:6])}{more}", binding,
-                     tuple({"change": fixes[k], "requirement": k} for k in kinds))
+    return Diagnosis(
+        f"{head}: {'; '.join(shown[:6])}{more}",
+        binding,
+        tuple({"change": fixes[k], "requirement": k} for k in kinds),
+    )
 
 
 def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
@@ -68,16 +77,22 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
     if not cands:
         reasons = prep.table.rejected
         if not reasons:
-            return Diagnosis("no offering matches the filters (gpu_types, providers, regions, "
-                             "pricing)", "filters", ({"change": "widen gpu_types, providers, "
-                                                     "regions or pricing"},))
+            return Diagnosis(
+                "no offering matches the filters (gpu_types, providers, regions, pricing)",
+                "filters",
+                ({"change": "widen gpu_types, providers, regions or pricing"},),
+            )
         return _nothing_to_plan(reasons)
     parts: list[str] = []
     fixes: list[dict[str, Any]] = []
     deadline, budget = prep.deadline_h, prep.budget_usd
     fastest = min(cands, key=lambda c: (c.hours, c.cost_usd))
-    if {"deadline", "budget"} <= set(core) and deadline is not None and budget is not None \
-            and fastest.hours <= deadline:
+    if (
+        {"deadline", "budget"} <= set(core)
+        and deadline is not None
+        and budget is not None
+        and fastest.hours <= deadline
+    ):
         return _together(cands, deadline, budget)
     if "deadline" in core and deadline is not None:
         searched = prep.job.constraints.max_gpus or MAX_GPUS_DEFAULT
@@ -85,37 +100,68 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
             f"the deadline ({deadline / 24:.1f} days) binds: the fastest plan needs "
             f"{fastest.hours / 24:.1f} days ({fastest.gpus}× {fastest.offering.gpu_id}, "
             f"{fastest.offering.provider} {fastest.offering.instance}, ${fastest.cost_usd:,.0f}; "
-            f"searched up to {searched:,} GPUs — set max_gpus to search further)")
-        fixes.append({"requirement": "deadline", "change": f"deadline_days = "
-                      f"{fastest.hours / 24:.1f}", "cost_usd": round(fastest.cost_usd, 2)})
-    limits = {k: v for k, v in (("max_gpus", prep.job.constraints.max_gpus),
-                                 ("max_instances", prep.job.constraints.max_instances)) if v}
+            f"searched up to {searched:,} GPUs — set max_gpus to search further)"
+        )
+        fixes.append(
+            {
+                "requirement": "deadline",
+                "change": f"deadline_days = {fastest.hours / 24:.1f}",
+                "cost_usd": round(fastest.cost_usd, 2),
+            }
+        )
+    limits = {
+        k: v
+        for k, v in (
+            ("max_gpus", prep.job.constraints.max_gpus),
+            ("max_instances", prep.job.constraints.max_instances),
+        )
+        if v
+    }
     if "deadline" in core and deadline is not None and limits:
-        relaxed_job = prep.job.model_copy(update={"constraints": prep.job.constraints.model_copy(
-            update={"max_gpus": None, "max_instances": None})})
-        relaxed = prepare_from_offerings(relaxed_job, prep.model, prep.offerings,
-                                         prep.assumptions)
+        relaxed_job = prep.job.model_copy(
+            update={
+                "constraints": prep.job.constraints.model_copy(
+                    update={"max_gpus": None, "max_instances": None}
+                )
+            }
+        )
+        relaxed = prepare_from_offerings(relaxed_job, prep.model, prep.offerings, prep.assumptions)
         in_time = [c for c in relaxed.table.candidates if c.hours <= deadline]
         if in_time:
             fix = min(in_time, key=lambda c: (c.cost_usd, c.hours))
             parts.append(
                 f"without {' and '.join(f'{k}={v}' for k, v in limits.items())} the deadline is met "
                 f"by {fix.instances}× {fix.offering.instance} ({fix.gpus}× {fix.offering.gpu_id}, "
-                f"{fix.offering.provider}) in {fix.hours / 24:.1f} days for ${fix.cost_usd:,.0f}")
-            fixes.append({"requirement": "deadline", "change": "remove " + " and ".join(limits),
-                          "cost_usd": round(fix.cost_usd, 2)})
+                f"{fix.offering.provider}) in {fix.hours / 24:.1f} days for ${fix.cost_usd:,.0f}"
+            )
+            fixes.append(
+                {
+                    "requirement": "deadline",
+                    "change": "remove " + " and ".join(limits),
+                    "cost_usd": round(fix.cost_usd, 2),
+                }
+            )
     if "budget" in core and budget is not None:
         in_time = [c for c in cands if deadline is None or c.hours <= deadline]
         if in_time:
             cheapest = min(in_time, key=lambda c: c.cost_usd)
-            parts.append(f"the budget (${budget:,.0f}) binds: the cheapest plan that meets the "
-                         f"deadline needs budget ≥ ${cheapest.cost_usd:,.0f}")
-            fixes.append({"requirement": "budget", "change": f"budget_usd = "
-                          f"{cheapest.cost_usd:.0f}", "cost_usd": round(cheapest.cost_usd, 2)})
+            parts.append(
+                f"the budget (${budget:,.0f}) binds: the cheapest plan that meets the "
+                f"deadline needs budget ≥ ${cheapest.cost_usd:,.0f}"
+            )
+            fixes.append(
+                {
+                    "requirement": "budget",
+                    "change": f"budget_usd = {cheapest.cost_usd:.0f}",
+                    "cost_usd": round(cheapest.cost_usd, 2),
+                }
+            )
         else:
             cheapest = min(cands, key=lambda c: c.cost_usd)
-            parts.append(f"the budget (${budget:,.0f}) binds too: the cheapest plan at any "
-                         f"speed costs ${cheapest.cost_usd:,.0f}")
+            parts.append(
+                f"the budget (${budget:,.0f}) binds too: the cheapest plan at any "
+                f"speed costs ${cheapest.cost_usd:,.0f}"
+            )
     binding = "deadline" if "deadline" in core else "budget" if "budget" in core else "deadline"
     fixes.sort(key=lambda f: f.get("cost_usd") or 0.0)
     return Diagnosis("; ".join(parts) or "infeasible", binding, tuple(fixes))
@@ -125,14 +171,26 @@ def _together(cands: list[Any], deadline_h: float, budget_usd: float) -> Diagnos
     """Deadline and budget each meetable alone, not together: both named, both fixes priced."""
     in_time = min((c for c in cands if c.hours <= deadline_h), key=lambda c: c.cost_usd)
     affordable = [c for c in cands if c.cost_usd <= budget_usd]
-    fixes = [{"requirement": "budget", "change": f"budget_usd = {in_time.cost_usd:.0f}",
-              "cost_usd": round(in_time.cost_usd, 2)}]
-    text = (f"the deadline ({deadline_h / 24:.1f} days) and the budget (${budget_usd:,.0f}) bind "
-            f"together: the cheapest plan that meets the deadline costs ${in_time.cost_usd:,.0f}")
+    fixes = [
+        {
+            "requirement": "budget",
+            "change": f"budget_usd = {in_time.cost_usd:.0f}",
+            "cost_usd": round(in_time.cost_usd, 2),
+        }
+    ]
+    text = (
+        f"the deadline ({deadline_h / 24:.1f} days) and the budget (${budget_usd:,.0f}) bind "
+        f"together: the cheapest plan that meets the deadline costs ${in_time.cost_usd:,.0f}"
+    )
     if affordable:
         quick = min(affordable, key=lambda c: (c.hours, c.cost_usd))
         text += f"; the fastest plan within the budget needs {quick.hours / 24:.1f} days"
-        fixes.append({"requirement": "deadline", "change": f"deadline_days = "
-                      f"{quick.hours / 24:.1f}", "cost_usd": round(quick.cost_usd, 2)})
+        fixes.append(
+            {
+                "requirement": "deadline",
+                "change": f"deadline_days = {quick.hours / 24:.1f}",
+                "cost_usd": round(quick.cost_usd, 2),
+            }
+        )
     fixes.sort(key=lambda f: f["cost_usd"])
     return Diagnosis(text, "deadline+budget", tuple(fixes))

@@ -25,8 +25,16 @@ from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import StepTime
 from optimizer.pricing.offering import Offering
 
-__all__ = ["HostRule", "HostCheck", "NO_HOST_RULE", "host_rule_of", "offering_rejection",
-           "host_need_gib", "check_host", "unit_of"]
+__all__ = [
+    "HostRule",
+    "HostCheck",
+    "NO_HOST_RULE",
+    "host_rule_of",
+    "offering_rejection",
+    "host_need_gib",
+    "check_host",
+    "unit_of",
+]
 
 
 @dataclass(frozen=True)
@@ -66,46 +74,80 @@ def host_rule_of(data: object | None, assumptions: PerfAssumptions) -> HostRule:
     if data is None:
         return NO_HOST_RULE
     guess = samples_per_s_per_vcpu(data.kind, assumptions)  # type: ignore[attr-defined]
-    return HostRule(per_vcpu=data.rate_per_vcpu(guess),  # type: ignore[attr-defined]
-                    rate_is_guess=data.rate_is_guess, kind=data.kind,  # type: ignore[attr-defined]
-                    local_dataset_gb=data.dataset_gb if data.access == "local"  # type: ignore[attr-defined]
-                    else None)
+    return HostRule(
+        per_vcpu=data.rate_per_vcpu(guess),  # type: ignore[attr-defined]
+        rate_is_guess=data.rate_is_guess,
+        kind=data.kind,  # type: ignore[attr-defined]
+        local_dataset_gb=data.dataset_gb
+        if data.access == "local"  # type: ignore[attr-defined]
+        else None,
+    )
 
 
 def offering_rejection(off: Offering, rule: HostRule, a: PerfAssumptions) -> str | None:
     """Why an offering cannot run the job at all (None: it may)."""
-    if rule.local_dataset_gb is not None and off.local_nvme_gb is not None \
-            and off.local_nvme_gb < rule.local_dataset_gb:
-        disk = f"has {off.local_nvme_gb:,.0f} GB local NVMe/SSD" if off.local_nvme_gb else \
-            "has no local NVMe/SSD (network disks only)"
-        return (f"excluded: the dataset must be local ({rule.local_dataset_gb:,.0f} GB) and the "
-                f"instance {disk}; fix: an instance with more local disk, or data.access = "
-                f"\"stream\" from object storage")
-    if rule.per_vcpu is not None and off.vcpus is not None and \
-            loader_vcpus(off.vcpus, off.gpus_per_instance, a.loader_reserve_vcpus_per_gpu) <= 0:
-        return (f"excluded: {off.vcpus:g} vCPUs leave none for data loading after "
-                f"{a.loader_reserve_vcpus_per_gpu:g} per GPU process × {off.gpus_per_instance} "
-                f"GPUs; fix: an instance with more vCPUs, or preprocess offline")
+    if (
+        rule.local_dataset_gb is not None
+        and off.local_nvme_gb is not None
+        and off.local_nvme_gb < rule.local_dataset_gb
+    ):
+        disk = (
+            f"has {off.local_nvme_gb:,.0f} GB local NVMe/SSD"
+            if off.local_nvme_gb
+            else "has no local NVMe/SSD (network disks only)"
+        )
+        return (
+            f"excluded: the dataset must be local ({rule.local_dataset_gb:,.0f} GB) and the "
+            f"instance {disk}; fix: an instance with more local disk, or data.access = "
+            f'"stream" from object storage'
+        )
+    if (
+        rule.per_vcpu is not None
+        and off.vcpus is not None
+        and loader_vcpus(off.vcpus, off.gpus_per_instance, a.loader_reserve_vcpus_per_gpu) <= 0
+    ):
+        return (
+            f"excluded: {off.vcpus:g} vCPUs leave none for data loading after "
+            f"{a.loader_reserve_vcpus_per_gpu:g} per GPU process × {off.gpus_per_instance} "
+            f"GPUs; fix: an instance with more vCPUs, or preprocess offline"
+        )
     return None
 
 
-def host_need_gib(model: ModelSpec, setup: TrainingSetup, layout: Layout, off: Offering,
-                  step: StepTime, rule: HostRule, a: PerfAssumptions) -> tuple[float, float]:
+def host_need_gib(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    layout: Layout,
+    off: Offering,
+    step: StepTime,
+    rule: HostRule,
+    a: PerfAssumptions,
+) -> tuple[float, float]:
     """(host RAM one instance needs, GiB offloaded per GPU) for a layout at its GPU speed."""
     off_gib = offloaded_gib_per_gpu(model, setup, layout, a)
     workers = 0.0
     if rule.per_vcpu is not None:
         instances = max(1, layout.gpus // off.gpus_per_instance)
         need = layout.global_batch / step.time_s / instances
-        free = loader_vcpus(off.vcpus, off.gpus_per_instance, a.loader_reserve_vcpus_per_gpu) \
-            if off.vcpus is not None else float("inf")
+        free = (
+            loader_vcpus(off.vcpus, off.gpus_per_instance, a.loader_reserve_vcpus_per_gpu)
+            if off.vcpus is not None
+            else float("inf")
+        )
         workers = loader_workers(need, rule.per_vcpu, free)
     return host_ram_gib(off_gib, off.gpus_per_instance, workers, a), off_gib
 
 
-def check_host(model: ModelSpec, setup: TrainingSetup, layout: Layout, off: Offering,
-               instances: int, step: StepTime, rule: HostRule,
-               a: PerfAssumptions) -> tuple[StepTime, HostCheck]:
+def check_host(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    layout: Layout,
+    off: Offering,
+    instances: int,
+    step: StepTime,
+    rule: HostRule,
+    a: PerfAssumptions,
+) -> tuple[StepTime, HostCheck]:
     """The candidate's step with the loader bound applied, and its host figures."""
     ram_need, off_gib = host_need_gib(model, setup, layout, off, step, rule, a)
     gpu_rate = layout.global_batch / step.time_s
@@ -117,24 +159,37 @@ def check_host(model: ModelSpec, setup: TrainingSetup, layout: Layout, off: Offe
             notes.append("vCPUs of this instance unknown: the data loader is not checked")
         else:
             loader_total = instances * loader_samples_per_s(
-                off.vcpus, off.gpus_per_instance, rule.per_vcpu, a.loader_reserve_vcpus_per_gpu)
+                off.vcpus, off.gpus_per_instance, rule.per_vcpu, a.loader_reserve_vcpus_per_gpu
+            )
             out = loader_bound_step(step, layout.global_batch, loader_total)
         if rule.local_dataset_gb is not None and off.local_nvme_gb is None:
-            notes.append("local NVMe of this instance unknown: room for the local dataset "
-                         "not checked")
+            notes.append("local NVMe of this instance unknown: room for the local dataset not checked")
     if off.ram_gib is None and off_gib > 0:
-        notes.append(f"host RAM of this instance unknown: the plan offloads {off_gib:,.1f} GiB "
-                     f"per GPU ({off_gib * off.gpus_per_instance:,.0f} GiB per instance) to CPU "
-                     f"RAM — confirm the host has it")
-    return out, HostCheck(off.vcpus, off.ram_gib, off.local_nvme_gb, ram_need, off_gib, gpu_rate,
-                          loader_total, out.time_s / step.time_s, tuple(notes))
+        notes.append(
+            f"host RAM of this instance unknown: the plan offloads {off_gib:,.1f} GiB "
+            f"per GPU ({off_gib * off.gpus_per_instance:,.0f} GiB per instance) to CPU "
+            f"RAM — confirm the host has it"
+        )
+    return out, HostCheck(
+        off.vcpus,
+        off.ram_gib,
+        off.local_nvme_gb,
+        ram_need,
+        off_gib,
+        gpu_rate,
+        loader_total,
+        out.time_s / step.time_s,
+        tuple(notes),
+    )
 
 
 def loader_words(check: HostCheck, off: Offering, instances: int, rule_kind: str) -> str:
-    """"16 vCPUs decode 1,900 img/s, 8 GPUs need 5,200" for a loader-bound candidate."""
+    """ "16 vCPUs decode 1,900 img/s, 8 GPUs need 5,200" for a loader-bound candidate."""
     unit = unit_of(rule_kind)
     gpus = instances * off.gpus_per_instance
     vcpus = (check.vcpus or 0) * instances
     where = f" on {instances} instances" if instances > 1 else ""
-    return (f"{vcpus:,.0f} vCPUs load {check.loader_samples_per_s or 0:,.0f} {unit}, {gpus} GPUs "
-            f"need {check.gpu_samples_per_s:,.0f}{where}")
+    return (
+        f"{vcpus:,.0f} vCPUs load {check.loader_samples_per_s or 0:,.0f} {unit}, {gpus} GPUs "
+        f"need {check.gpu_samples_per_s:,.0f}{where}"
+    )

@@ -25,10 +25,14 @@ def candidate_key(c: Candidate) -> tuple[str, str, str]:
     return (c.offering.gpu_id, c.offering.provider, c.offering.pricing)
 
 
-def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
-                budget_usd: float | None, *, exclude: Sequence[tuple[str, str, str]] = (),
-                config: SolverConfig | None = None
-                ) -> tuple[SolveResult, Candidate | None, list[str]]:
+def solve_table(
+    candidates: Sequence[Candidate],
+    deadline_h: float | None,
+    budget_usd: float | None,
+    *,
+    exclude: Sequence[tuple[str, str, str]] = (),
+    config: SolverConfig | None = None,
+) -> tuple[SolveResult, Candidate | None, list[str]]:
     """Pick one candidate: min cost (cents), ties broken by min time, then by `tie_key` (fewer
     GPUs, then provider, instance, region, pricing, layout: the same input gives the same plan
     whatever the catalog's row order).
@@ -48,8 +52,9 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
     # CP-SAT refuses an objective whose coefficients could sum past int64: bound the sum
     lexicographic = (sum(cost) + 1) * weight < 2**62
 
-    def build(with_assumptions: bool, kinds: Sequence[str] = ("deadline", "budget")
-              ) -> tuple[Any, list[Any], dict[int, str]]:
+    def build(
+        with_assumptions: bool, kinds: Sequence[str] = ("deadline", "budget")
+    ) -> tuple[Any, list[Any], dict[int, str]]:
         m = cp_model.CpModel()
         x = [m.new_bool_var(f"x{i}") for i in range(len(candidates))]
         m.add_exactly_one(x)
@@ -62,8 +67,9 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
         # over it: unary implications propagate at once, whereas the equivalent weighted-sum
         # constraint with 1e5-1e10 coefficients slows CP-SAT ~20× (measured: 55 vs 3 ms).
         for name, values, limit in (
-                ("deadline", secs, None if deadline_h is None else deadline_seconds(deadline_h)),
-                ("budget", cost, None if budget_usd is None else budget_cents(budget_usd))):
+            ("deadline", secs, None if deadline_h is None else deadline_seconds(deadline_h)),
+            ("budget", cost, None if budget_usd is None else budget_cents(budget_usd)),
+        ):
             if limit is None or name not in kinds:
                 continue
             lit = m.new_bool_var(name)
@@ -84,8 +90,15 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
     if result.status == "infeasible":
         model, x, requirement = build(True)
         again = solve(model, config)
-        core = [requirement[i] for i in again.solver.sufficient_assumptions_for_infeasibility()
-                if i in requirement] if again.status == "infeasible" else []
+        core = (
+            [
+                requirement[i]
+                for i in again.solver.sufficient_assumptions_for_infeasibility()
+                if i in requirement
+            ]
+            if again.status == "infeasible"
+            else []
+        )
         return result, None, _minimal(core or sorted(requirement.values()), build, config)
     chosen = next(i for i, xi in enumerate(x) if result.solver.boolean_value(xi))
     if not lexicographic:  # rare: enormous costs; fall back to a second phase on time
@@ -97,20 +110,34 @@ def solve_table(candidates: Sequence[Candidate], deadline_h: float | None,
     deadline_s = None if deadline_h is None else deadline_seconds(deadline_h)
     budget_c = None if budget_usd is None else budget_cents(budget_usd)
     level = (cost[chosen], minutes[chosen] if lexicographic else secs[chosen])
-    ties = [i for i, c in enumerate(candidates)
-            if (cost[i], minutes[i] if lexicographic else secs[i]) == level
-            and candidate_key(c) not in exclude
-            and (deadline_s is None or secs[i] <= deadline_s)
-            and (budget_c is None or cost[i] <= budget_c)]
+    ties = [
+        i
+        for i, c in enumerate(candidates)
+        if (cost[i], minutes[i] if lexicographic else secs[i]) == level
+        and candidate_key(c) not in exclude
+        and (deadline_s is None or secs[i] <= deadline_s)
+        and (budget_c is None or cost[i] <= budget_c)
+    ]
     return result, min((candidates[i] for i in ties), key=tie_key), []
 
 
 def tie_key(c: Candidate) -> tuple[Any, ...]:
     """The stated order among plans of equal cost (cents) and time (minutes)."""
     o, lay = c.offering, c.layout
-    return (c.gpus, o.provider, o.instance, o.region, o.pricing, lay.tp, lay.pp, lay.dp,
-            lay.zero_stage, lay.checkpointing, lay.micro_batch, c.hours)
-
+    return (
+        c.gpus,
+        o.provider,
+        o.instance,
+        o.region,
+        o.pricing,
+        lay.tp,
+        lay.pp,
+        lay.dp,
+        lay.zero_stage,
+        lay.checkpointing,
+        lay.micro_batch,
+        c.hours,
+    )
 
 
 def _minimal(core: list[str], build: Any, config: SolverConfig | None) -> list[str]:
@@ -119,8 +146,7 @@ def _minimal(core: list[str], build: Any, config: SolverConfig | None) -> list[s
     CP-SAT's sufficient assumptions need not be minimal (with a budget nothing meets, it may
     name the deadline too); each requirement is dropped in turn and the rest re-solved.
     """
-    return minimal_core(core, lambda kinds: solve(build(False, kinds)[0], config).status
-                        == "infeasible")
+    return minimal_core(core, lambda kinds: solve(build(False, kinds)[0], config).status == "infeasible")
 
 
 def minimal_core(core: Sequence[str], infeasible: Any) -> list[str]:

@@ -43,19 +43,27 @@ class PlanResult:
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
-    return PlanResult(Status.INFEASIBLE, None, explanation=diagnosis.text, solver=solver,
-                      prepared=prep, binding=diagnosis.binding, fixes=diagnosis.fixes)
+    return PlanResult(
+        Status.INFEASIBLE,
+        None,
+        explanation=diagnosis.text,
+        solver=solver,
+        prepared=prep,
+        binding=diagnosis.binding,
+        fixes=diagnosis.fixes,
+    )
 
 
-def cheaper_than(plan: Candidate, cands: Sequence[Candidate],
-                 budget_usd: float | None) -> Candidate | None:
+def cheaper_than(plan: Candidate, cands: Sequence[Candidate], budget_usd: float | None) -> Candidate | None:
     """The cheapest candidate (within budget) that costs less than `plan` in the solver's
     unit (whole cents), if any (ties: the faster, then fewer GPUs)."""
     plan_cents = to_cents(plan.cost_usd)
-    cheaper = [c for c in cands if to_cents(c.cost_usd) < plan_cents
-               and (budget_usd is None or c.cost_usd <= budget_usd)]
-    return min(cheaper, key=lambda c: (c.cost_usd, c.hours, c.gpus, candidate_key(c)),
-               default=None)
+    cheaper = [
+        c
+        for c in cands
+        if to_cents(c.cost_usd) < plan_cents and (budget_usd is None or c.cost_usd <= budget_usd)
+    ]
+    return min(cheaper, key=lambda c: (c.cost_usd, c.hours, c.gpus, candidate_key(c)), default=None)
 
 
 def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:
@@ -70,34 +78,54 @@ def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:
     return cheaper_than(plan, late, prep.budget_usd)
 
 
-def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None, *,
-             alternatives: int = 3, pareto: bool = False, config: SolverConfig | None = None,
-             prepared: PreparedJob | None = None) -> PlanResult:
+def plan_job(
+    job: Job,
+    rows: Sequence[OfferingRow] | None = None,
+    base_dir: Path | None = None,
+    *,
+    alternatives: int = 3,
+    pareto: bool = False,
+    config: SolverConfig | None = None,
+    prepared: PreparedJob | None = None,
+) -> PlanResult:
     """Plan one job end to end. Never raises for infeasibility: see PlanResult.status."""
     prep = prepared or prepare_job(job, rows, base_dir, pareto=pareto)
     cands = prep.table.candidates
-    solver_info: dict[str, Any] = {"name": "cp-sat", "candidates": len(cands),
-                                   "enumerate_s": round(prep.enumerate_s, 4)}
+    solver_info: dict[str, Any] = {
+        "name": "cp-sat",
+        "candidates": len(cands),
+        "enumerate_s": round(prep.enumerate_s, 4),
+    }
     if not cands:
-        return _infeasible(explain_infeasible(prep, []),
-                           {**solver_info, "wall_s": 0.0, "proven_optimal": True}, prep)
+        return _infeasible(
+            explain_infeasible(prep, []), {**solver_info, "wall_s": 0.0, "proven_optimal": True}, prep
+        )
     result, best, core = solve_table(cands, prep.deadline_h, prep.budget_usd, config=config)
     solver_info.update(wall_s=round(result.wall_s, 4), proven_optimal=result.proven_optimal)
     if best is None:
         return _infeasible(explain_infeasible(prep, core), solver_info, prep)
     _check(prep, best)
-    avoided = tp_avoided(best, prep.model, best.setup or prep.job.workload.setup(),
-                         prep.assumptions)
+    avoided = tp_avoided(best, prep.model, best.setup or prep.job.workload.setup(), prep.assumptions)
     later = cheaper_if_later(prep, best)
-    out = PlanResult(Status(result.status), best, solver=solver_info, prepared=prep,
-                     binding="deadline" if later is not None else "none", cheaper_if_later=later,
-                     notes=tuple(network_notes(best) + flag_notes([best.offering])
-                                 + ([tp_avoided_text(avoided)] if avoided else [])),
-                     tp_avoided=avoided)
+    out = PlanResult(
+        Status(result.status),
+        best,
+        solver=solver_info,
+        prepared=prep,
+        binding="deadline" if later is not None else "none",
+        cheaper_if_later=later,
+        notes=tuple(
+            network_notes(best)
+            + flag_notes([best.offering])
+            + ([tp_avoided_text(avoided)] if avoided else [])
+        ),
+        tp_avoided=avoided,
+    )
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
-        res, alt, _core = solve_table(cands, prep.deadline_h, prep.budget_usd, exclude=excluded,
-                                      config=config)
+        res, alt, _core = solve_table(
+            cands, prep.deadline_h, prep.budget_usd, exclude=excluded, config=config
+        )
         if alt is None:
             break
         _check(prep, alt)
@@ -110,14 +138,27 @@ def plan_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path
 
 def _check(prep: PreparedJob, plan: Candidate) -> None:
     w, c = prep.job.workload, prep.job.constraints
-    validate_plan(plan, prep.model, plan.setup or w.setup(), BatchRule(w.batch_sequences, w.batch_tolerance),
-                  prep.deadline_h, prep.budget_usd, prep.assumptions, max_gpus=c.max_gpus,
-                  max_instances=c.max_instances, headroom=headroom_of(c))
+    validate_plan(
+        plan,
+        prep.model,
+        plan.setup or w.setup(),
+        BatchRule(w.batch_sequences, w.batch_tolerance),
+        prep.deadline_h,
+        prep.budget_usd,
+        prep.assumptions,
+        max_gpus=c.max_gpus,
+        max_instances=c.max_instances,
+        headroom=headroom_of(c),
+    )
 
 
-def pareto_front(cands: Sequence[Candidate], budget_usd: float | None,
-                 deadline_h: float | None, config: SolverConfig | None = None,
-                 max_points: int = 25) -> list[Candidate]:
+def pareto_front(
+    cands: Sequence[Candidate],
+    budget_usd: float | None,
+    deadline_h: float | None,
+    config: SolverConfig | None = None,
+    max_points: int = 25,
+) -> list[Candidate]:
     """Cost-vs-finish-time front by the ε-constraint method: cheapest plan finishing before T,
     then T := its time − 1 s, until nothing is left."""
     front: list[Candidate] = []

@@ -55,7 +55,8 @@ class PreparedJob:
             return self.table
         if self._deadline_free is None:
             self._deadline_free = prepare_from_offerings(
-                self.job, self.model, self.offerings, self.assumptions, prune=False).table
+                self.job, self.model, self.offerings, self.assumptions, prune=False
+            ).table
         return self._deadline_free
 
 
@@ -71,33 +72,45 @@ def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
         for k, why in t.rejected.items():
             if k not in placed:
                 rejected.setdefault(k, why)
-    return CandidateTable(cands, rejected,
-                          pruned_by_deadline=any(t.pruned_by_deadline for t in tables))
+    return CandidateTable(cands, rejected, pruned_by_deadline=any(t.pruned_by_deadline for t in tables))
 
 
 def headroom_of(constraints: Any) -> Headroom:
     """The job's device-memory headroom (constraints.min_memory_headroom_gib / _fraction)."""
-    return Headroom(getattr(constraints, "min_memory_headroom_gib", 0.0),
-                    getattr(constraints, "min_memory_headroom_fraction", 0.0))
+    return Headroom(
+        getattr(constraints, "min_memory_headroom_gib", 0.0),
+        getattr(constraints, "min_memory_headroom_fraction", 0.0),
+    )
 
 
-def prepare_job(job: Job, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None,
-                assumptions: PerfAssumptions | None = None, pareto: bool = False) -> PreparedJob:
+def prepare_job(
+    job: Job,
+    rows: Sequence[OfferingRow] | None = None,
+    base_dir: Path | None = None,
+    assumptions: PerfAssumptions | None = None,
+    pareto: bool = False,
+) -> PreparedJob:
     """Resolve the model, build offerings (catalog + hardware) and the candidate table."""
     model = job.model.resolve(base_dir)
     a = assumptions or assumptions_for_job(job, model)
     if rows is None and job.constraints.cloud:
-        raise ConfigError("prepare_job: a cloud job needs the price rows "
-                          "(optimizer.pricing.catalog.load_offering_rows)")
+        raise ConfigError(
+            "prepare_job: a cloud job needs the price rows (optimizer.pricing.catalog.load_offering_rows)"
+        )
     offerings = job_offerings(rows, job.constraints, job.hardware.owned, job.hardware.buy)
     prep = prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto)
     prep.base_dir = base_dir
     return prep
 
 
-def prepare_from_offerings(job: Job, model: ModelSpec | SampleProfile, offerings: Sequence[Offering],
-                           assumptions: PerfAssumptions, prune: bool = True,
-                           slack_stop: bool = False) -> PreparedJob:
+def prepare_from_offerings(
+    job: Job,
+    model: ModelSpec | SampleProfile,
+    offerings: Sequence[Offering],
+    assumptions: PerfAssumptions,
+    prune: bool = True,
+    slack_stop: bool = False,
+) -> PreparedJob:
     """Enumerate candidates; with `prune`, instance counts that cannot meet the deadline are
     skipped (the explanation of an infeasible job re-enumerates without pruning)."""
     job = fit_job_to_model(job, model)
@@ -108,27 +121,49 @@ def prepare_from_offerings(job: Job, model: ModelSpec | SampleProfile, offerings
     tokens_lb = w.total_tokens() * ((1 - w.batch_tolerance) if w.steps is not None else 1.0)
     tables = []
     for variant in search_variants(job):
-        zero = c.zero_stages if variant.offload != "params" else \
-            tuple(z for z in c.zero_stages if z == 3)  # parameters offload per ZeRO-3 shard
+        zero = (
+            c.zero_stages if variant.offload != "params" else tuple(z for z in c.zero_stages if z == 3)
+        )  # parameters offload per ZeRO-3 shard
         if not zero:
             continue
-        tables.append(enumerate_candidates(
-            model, variant.setup, BatchRule(w.batch_sequences, w.batch_tolerance),
-            w.steps_for_batch, offerings, zero_stages=zero,
-            checkpointing=c.activation_checkpointing, min_instances=c.min_instances,
-            max_instances=c.max_instances, max_gpus=c.max_gpus, assumptions=assumptions,
-            prune_hours=c.deadline_h if prune else None, tokens_lower_bound=tokens_lb,
-            slack_stop=slack_stop, headroom=headroom_of(c),
-            virtual_stages=variant.virtual_stages,
-            allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False),
-            host=host))
+        tables.append(
+            enumerate_candidates(
+                model,
+                variant.setup,
+                BatchRule(w.batch_sequences, w.batch_tolerance),
+                w.steps_for_batch,
+                offerings,
+                zero_stages=zero,
+                checkpointing=c.activation_checkpointing,
+                min_instances=c.min_instances,
+                max_instances=c.max_instances,
+                max_gpus=c.max_gpus,
+                assumptions=assumptions,
+                prune_hours=c.deadline_h if prune else None,
+                tokens_lower_bound=tokens_lb,
+                slack_stop=slack_stop,
+                headroom=headroom_of(c),
+                virtual_stages=variant.virtual_stages,
+                allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False),
+                host=host,
+            )
+        )
     table = merge_tables(tables)
-    return PreparedJob(job, model, assumptions, list(offerings), table, c.deadline_h,
-                       c.budget_usd, time.perf_counter() - start)
+    return PreparedJob(
+        job,
+        model,
+        assumptions,
+        list(offerings),
+        table,
+        c.deadline_h,
+        c.budget_usd,
+        time.perf_counter() - start,
+    )
 
 
-def job_data_offerings(job: Job, model: ModelSpec, offerings: Sequence[Offering],
-                       assumptions: PerfAssumptions) -> list[Offering]:
+def job_data_offerings(
+    job: Job, model: ModelSpec, offerings: Sequence[Offering], assumptions: PerfAssumptions
+) -> list[Offering]:
     """The offerings with the job's data charge attached ([data]: dataset transfer, dataset and
     checkpoint storage; a checkpoint is the model's trained weights + optimizer state); as
     they are without a [data] section.

@@ -12,8 +12,18 @@ from optimizer.model.profile import is_profile
 from optimizer.model.setup import TP_DEGREES
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["BatchRule", "Headroom", "NO_HEADROOM", "MICRO_BATCHES", "PROFILE_MICRO_BATCHES",
-           "PIPELINE_DEGREES", "instance_counts", "tensor_degrees", "effective_zero_stages", "layouts_for"]
+__all__ = [
+    "BatchRule",
+    "Headroom",
+    "NO_HEADROOM",
+    "MICRO_BATCHES",
+    "PROFILE_MICRO_BATCHES",
+    "PIPELINE_DEGREES",
+    "instance_counts",
+    "tensor_degrees",
+    "effective_zero_stages",
+    "layouts_for",
+]
 
 MICRO_BATCHES = (32, 16, 8, 4, 2, 1)  # largest first: the fastest layouts are found early
 #: per-sample models (CNNs, UNets) train with hundreds of samples per GPU (ResNet-50 recipes:
@@ -40,8 +50,13 @@ class BatchRule:
         return None
 
 
-def instance_counts(low: int, high: int, gpus_per_node: int = 1, batch: BatchRule | None = None,
-                    model: ModelSpec | None = None) -> list[int]:
+def instance_counts(
+    low: int,
+    high: int,
+    gpus_per_node: int = 1,
+    batch: BatchRule | None = None,
+    model: ModelSpec | None = None,
+) -> list[int]:
     """Every instance count in [low, high] on which some layout realises the global batch.
 
     n instances hold n·g GPUs = dp·tp·pp (tp within a node, pp ≤ layers); the batch is
@@ -52,28 +67,39 @@ def instance_counts(low: int, high: int, gpus_per_node: int = 1, batch: BatchRul
     """
     if batch is None:
         return list(range(max(1, low), high + 1))
-    tps = tuple(tensor_degrees(model, gpus_per_node) if model is not None else
-                [t for t in TP_DEGREES if gpus_per_node % t == 0])
+    tps = tuple(
+        tensor_degrees(model, gpus_per_node)
+        if model is not None
+        else [t for t in TP_DEGREES if gpus_per_node % t == 0]
+    )
     pps = tuple(p for p in PIPELINE_DEGREES if model is None or p <= model.layers)
-    return list(_counts(max(1, low), high, gpus_per_node, batch.sequences, batch.tolerance,
-                        tps, pps))
+    return list(_counts(max(1, low), high, gpus_per_node, batch.sequences, batch.tolerance, tps, pps))
 
 
 @lru_cache(maxsize=4096)
-def _counts(low: int, high: int, gpn: int, sequences: int, tolerance: float,
-            tps: tuple[int, ...], pps: tuple[int, ...]) -> tuple[int, ...]:
+def _counts(
+    low: int,
+    high: int,
+    gpn: int,
+    sequences: int,
+    tolerance: float,
+    tps: tuple[int, ...],
+    pps: tuple[int, ...],
+) -> tuple[int, ...]:
     lo, hi = sequences * (1 - tolerance), sequences * (1 + tolerance)
     # dp realises the batch iff a multiple of dp lies in [lo, hi]
     ok = {dp for dp in range(1, int(hi + 1e-9) + 1) if math.ceil(lo / dp - 1e-9) * dp <= hi + 1e-9}
     splits = {t * p for t in tps for p in pps}
-    return tuple(n for n in range(low, high + 1)
-                 if any((n * gpn) % k == 0 and (n * gpn) // k in ok for k in splits))
+    return tuple(
+        n for n in range(low, high + 1) if any((n * gpn) % k == 0 and (n * gpn) // k in ok for k in splits)
+    )
 
 
 def tensor_degrees(model: ModelSpec, gpus_per_node: int) -> list[int]:
     """TP degrees within one node that divide both the query and the KV heads."""
-    return [t for t in TP_DEGREES if gpus_per_node % t == 0 and model.heads % t == 0
-            and model.n_kv_heads % t == 0]
+    return [
+        t for t in TP_DEGREES if gpus_per_node % t == 0 and model.heads % t == 0 and model.n_kv_heads % t == 0
+    ]
 
 
 def effective_zero_stages(zero_stages: Sequence[int]) -> tuple[int, ...]:
@@ -87,8 +113,9 @@ def effective_zero_stages(zero_stages: Sequence[int]) -> tuple[int, ...]:
     return tuple(([max(low)] if low else []) + ([3] if 3 in zero_stages else []))
 
 
-def layouts_for(model: ModelSpec, gpus: int, gpus_per_node: int, batch: BatchRule,
-                zero_stages: Sequence[int]) -> Iterable[tuple[int, int, int, int, int, int]]:
+def layouts_for(
+    model: ModelSpec, gpus: int, gpus_per_node: int, batch: BatchRule, zero_stages: Sequence[int]
+) -> Iterable[tuple[int, int, int, int, int, int]]:
     """(tp, pp, dp, zero, micro_batch, grad_accum) tuples for `gpus` GPUs (checkpointing apart)."""
     for tp in tensor_degrees(model, gpus_per_node):
         for pp in PIPELINE_DEGREES:
@@ -104,8 +131,6 @@ def layouts_for(model: ModelSpec, gpus: int, gpus_per_node: int, batch: BatchRul
                     continue
                 for zero in zero_stages:
                     yield tp, pp, dp, zero, mb, ga
-
-
 
 
 @dataclass(frozen=True)
@@ -127,6 +152,3 @@ class Headroom:
 
 
 NO_HEADROOM = Headroom()
-
-
-

@@ -74,15 +74,20 @@ def cost_band(c: Candidate, stack: str) -> tuple[float, float]:
     """(P10, P90) cost of a plan: its hours × the step-time band (the model's own for a
     per-sample profile, else the fitted interval of the stack on the GPU class)."""
     p10, p90 = c.step.interval or step_time_interval(c.offering.gpu, stack)
-    return (cost_usd(c.offering, c.instances, c.hours * p10).total_usd,
-            cost_usd(c.offering, c.instances, c.hours * p90).total_usd)
+    return (
+        cost_usd(c.offering, c.instances, c.hours * p10).total_usd,
+        cost_usd(c.offering, c.instances, c.hours * p90).total_usd,
+    )
 
 
 def _probe(cands: list[Candidate], gpu: str) -> Candidate | None:
     """The cheapest-per-hour candidate of `gpu` on the fewest instances, billed by the hour
     (on demand, owned or bought: never a reservation's commitment)."""
-    rows = [c for c in cands if c.offering.gpu_id == gpu and not c.offering.commitment_hours
-            and c.offering.pricing != "spot"]
+    rows = [
+        c
+        for c in cands
+        if c.offering.gpu_id == gpu and not c.offering.commitment_hours and c.offering.pricing != "spot"
+    ]
     if not rows:
         return None
     fewest = min(c.instances for c in rows)
@@ -93,23 +98,34 @@ def _command(job: Job, model_ref: str, model: Any, c: Candidate) -> str:
     """The `ccopt calibrate` line that feeds the reading back (MEASURED: what the run shows)."""
     w, lay = job.workload, c.layout
     if isinstance(model, SampleProfile):
-        return (f"ccopt calibrate --model {model_ref} --gpu {c.offering.gpu_id} --samples-per-s "
-                f"MEASURED --peak-memory-gib MEASURED --micro-batch {lay.micro_batch} "
-                f"--num-gpus {c.gpus} --precision {w.precision} --optimizer {w.optimizer}"
-                + (" --activation-checkpointing full" if lay.checkpointing == "full" else ""))
+        return (
+            f"ccopt calibrate --model {model_ref} --gpu {c.offering.gpu_id} --samples-per-s "
+            f"MEASURED --peak-memory-gib MEASURED --micro-batch {lay.micro_batch} "
+            f"--num-gpus {c.gpus} --precision {w.precision} --optimizer {w.optimizer}"
+            + (" --activation-checkpointing full" if lay.checkpointing == "full" else "")
+        )
     o = c.offering
-    where = (f"--instance {o.provider}:{o.instance}" if o.kind == "cloud" else
-             f"--gpu {o.gpu_id} --gpus-per-instance {o.gpus_per_instance} --inter-node-gbps "
-             f"{o.inter_node_gbps:g}")
-    return (f"ccopt calibrate --model {model_ref} {where} --tokens-per-s MEASURED "
-            f"--num-gpus {c.gpus} --tp {lay.tp} --pp {lay.pp} --zero-stage {lay.zero_stage} "
-            f"--activation-checkpointing {lay.checkpointing} --micro-batch {lay.micro_batch} "
-            f"--global-batch {lay.global_batch} --seq-len {w.seq_len} --precision {w.precision} "
-            f"--kind {w.kind} --stack {w.stack}")
+    where = (
+        f"--instance {o.provider}:{o.instance}"
+        if o.kind == "cloud"
+        else f"--gpu {o.gpu_id} --gpus-per-instance {o.gpus_per_instance} --inter-node-gbps "
+        f"{o.inter_node_gbps:g}"
+    )
+    return (
+        f"ccopt calibrate --model {model_ref} {where} --tokens-per-s MEASURED "
+        f"--num-gpus {c.gpus} --tp {lay.tp} --pp {lay.pp} --zero-stage {lay.zero_stage} "
+        f"--activation-checkpointing {lay.checkpointing} --micro-batch {lay.micro_batch} "
+        f"--global-batch {lay.global_batch} --seq-len {w.seq_len} --precision {w.precision} "
+        f"--kind {w.kind} --stack {w.stack}"
+    )
 
 
-def size_job(job: Job, rows: list[OfferingRow] | tuple[OfferingRow, ...] | None = None,
-             base_dir: Path | None = None, rule: SizingRule | None = None) -> SizingResult:
+def size_job(
+    job: Job,
+    rows: list[OfferingRow] | tuple[OfferingRow, ...] | None = None,
+    base_dir: Path | None = None,
+    rule: SizingRule | None = None,
+) -> SizingResult:
     """The sizing runs that would settle `job` (see the module docstring)."""
     rule = rule or SizingRule()
     compared = compare_job(job, rows, base_dir)
@@ -127,8 +143,9 @@ def size_job(job: Job, rows: list[OfferingRow] | tuple[OfferingRow, ...] | None 
     for gpu, plan in sorted(plans.items(), key=lambda kv: kv[1].cost_usd):
         p10, p90 = cost_band(plan, stack)
         if gpu != best_gpu and p10 > best_p90:
-            result.settled[gpu] = (f"even at its P10 (${p10:,.2f}) dearer than {best_gpu} at its "
-                                   f"P90 (${best_p90:,.2f})")
+            result.settled[gpu] = (
+                f"even at its P10 (${p10:,.2f}) dearer than {best_gpu} at its P90 (${best_p90:,.2f})"
+            )
             continue
         probe = _probe(prep.table.candidates, gpu)
         if probe is None:
@@ -136,9 +153,20 @@ def size_job(job: Job, rows: list[OfferingRow] | tuple[OfferingRow, ...] | None 
             continue
         step_s = probe.step.time_s
         measured = max(rule.min_steps, math.ceil(rule.min_measure_s / step_s))
-        minutes = (rule.warmup_steps + measured) * step_s / SECONDS_PER_MINUTE \
-            + rule.startup_minutes
+        minutes = (rule.warmup_steps + measured) * step_s / SECONDS_PER_MINUTE + rule.startup_minutes
         cost = cost_usd(probe.offering, probe.instances, minutes / MINUTES_PER_HOUR).total_usd
-        result.runs.append(SizingRun(gpu, plan, p10, p90, probe, rule.warmup_steps, measured,
-                                     minutes, cost, _command(job, model_ref, prep.model, probe)))
+        result.runs.append(
+            SizingRun(
+                gpu,
+                plan,
+                p10,
+                p90,
+                probe,
+                rule.warmup_steps,
+                measured,
+                minutes,
+                cost,
+                _command(job, model_ref, prep.model, probe),
+            )
+        )
     return result

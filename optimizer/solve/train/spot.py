@@ -13,14 +13,20 @@ from optimizer.units import GB, SECONDS_PER_HOUR
 __all__ = ["spot_hours"]
 
 
-def spot_hours(off: Offering, instances: int, work_h: float, model: ModelSpec,
-               setup: TrainingSetup, a: PerfAssumptions) -> tuple[float, Preemption | None]:
+def spot_hours(
+    off: Offering, instances: int, work_h: float, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions
+) -> tuple[float, Preemption | None]:
     """(expected wall hours, the interruption estimate or None) of `work_h` hours of training."""
     if off.pricing != "spot":
         return work_h, None
     if off.spot_interruptions_per_day is None:
         return work_h * (1.0 + off.spot_overhead), None
-    p = preemption(work_h * SECONDS_PER_HOUR, instances, off.spot_interruptions_per_day,
-                   checkpoint_gb(model, setup, a) * GB, a.checkpoint_write_gb_s_per_instance,
-                   a.restart_s)
+    p = preemption(
+        work_h * SECONDS_PER_HOUR,
+        instances,
+        off.spot_interruptions_per_day,
+        checkpoint_gb(model, setup, a) * GB,
+        a.checkpoint_write_gb_s_per_instance,
+        a.restart_s,
+    )
     return p.expected_wall_s / SECONDS_PER_HOUR, p

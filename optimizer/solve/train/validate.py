@@ -15,11 +15,18 @@ from optimizer.solve.train.enumerate import NO_HEADROOM, BatchRule, Candidate, H
 __all__ = ["plan_violations", "validate_plan"]
 
 
-def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch: BatchRule,
-                    deadline_h: float | None, budget_usd: float | None,
-                    assumptions: PerfAssumptions, max_gpus: int | None = None,
-                    max_instances: int | None = None, headroom: Headroom = NO_HEADROOM
-                    ) -> list[str]:
+def plan_violations(
+    c: Candidate,
+    model: ModelSpec,
+    setup: TrainingSetup,
+    batch: BatchRule,
+    deadline_h: float | None,
+    budget_usd: float | None,
+    assumptions: PerfAssumptions,
+    max_gpus: int | None = None,
+    max_instances: int | None = None,
+    headroom: Headroom = NO_HEADROOM,
+) -> list[str]:
     """Every constraint the plan breaks, recomputed from scratch (empty list = valid)."""
     problems: list[str] = []
     lay, off = c.layout, c.offering
@@ -33,8 +40,9 @@ def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch:
     mem = training_memory(model, setup, lay, assumptions).device
     usable = headroom.usable_gib(off.gpu.memory_gib)
     if mem > usable + 1e-9:
-        problems.append(f"needs {mem:.2f} GiB on the device > {usable:.2f} GiB usable of "
-                        f"{off.gpu.memory_gib} GiB")
+        problems.append(
+            f"needs {mem:.2f} GiB on the device > {usable:.2f} GiB usable of {off.gpu.memory_gib} GiB"
+        )
     if deadline_h is not None and c.hours > deadline_h + 1e-9:
         problems.append(f"{c.hours:.2f} h exceeds the deadline {deadline_h:.2f} h")
     cost = cost_usd(off, c.instances, c.hours).total_usd
@@ -54,8 +62,9 @@ def plan_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup, batch:
     return problems
 
 
-def _host_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup,
-                     assumptions: PerfAssumptions) -> list[str]:
+def _host_violations(
+    c: Candidate, model: ModelSpec, setup: TrainingSetup, assumptions: PerfAssumptions
+) -> list[str]:
     """The host figures of the plan: offloaded states within the host RAM, a step no faster
     than its loader delivers the batch."""
     problems: list[str] = []
@@ -69,10 +78,15 @@ def _host_violations(c: Candidate, model: ModelSpec, setup: TrainingSetup,
         problems.append(f"host RAM need {h.ram_needed_gib:.1f} GiB > {off.ram_gib:g} GiB")
     if h.ram_needed_gib + 1e-9 < offloaded:
         problems.append(f"host RAM need {h.ram_needed_gib:.1f} GiB < offloaded {offloaded:.1f} GiB")
-    if h.loader_samples_per_s is not None and h.loader_samples_per_s > 0 and \
-            c.step.time_s + 1e-9 < c.layout.global_batch / h.loader_samples_per_s:
-        problems.append(f"step {c.step.time_s:.4f} s is faster than the loader delivers "
-                        f"{c.layout.global_batch} samples at {h.loader_samples_per_s:.1f}/s")
+    if (
+        h.loader_samples_per_s is not None
+        and h.loader_samples_per_s > 0
+        and c.step.time_s + 1e-9 < c.layout.global_batch / h.loader_samples_per_s
+    ):
+        problems.append(
+            f"step {c.step.time_s:.4f} s is faster than the loader delivers "
+            f"{c.layout.global_batch} samples at {h.loader_samples_per_s:.1f}/s"
+        )
     return problems
 
 

@@ -31,7 +31,7 @@ def _expand(values: tuple[Any, ...] | None, default: Any, auto: tuple[Any, ...])
         return [default]
     out: list[Any] = []
     for v in values:
-        for x in (auto if v == "auto" else (v,)):
+        for x in auto if v == "auto" else (v,):
             if x not in out:
                 out.append(x)
     return out
@@ -45,20 +45,31 @@ def search_variants(job: Any) -> list[Variant]:
         return [Variant(base)]
     out = []
     for precision, optimizer, offload, sp, vp in product(
-            _expand(search.precision, base.precision, AUTO_PRECISIONS),
-            _expand(search.optimizer, base.optimizer, AUTO_OPTIMIZERS),
-            search.offload, _expand(search.sequence_parallel, base.sequence_parallel, ()),
-            search.virtual_stages):
-        setup = replace(base, precision=precision, optimizer=optimizer, sequence_parallel=sp,
-                        offload_optimizer=base.offload_optimizer or offload != "none",
-                        offload_params=base.offload_params or offload == "params")
+        _expand(search.precision, base.precision, AUTO_PRECISIONS),
+        _expand(search.optimizer, base.optimizer, AUTO_OPTIMIZERS),
+        search.offload,
+        _expand(search.sequence_parallel, base.sequence_parallel, ()),
+        search.virtual_stages,
+    ):
+        setup = replace(
+            base,
+            precision=precision,
+            optimizer=optimizer,
+            sequence_parallel=sp,
+            offload_optimizer=base.offload_optimizer or offload != "none",
+            offload_params=base.offload_params or offload == "params",
+        )
         out.append(Variant(setup, vp, offload))
     return out
 
 
 def options_of(setup: TrainingSetup, virtual_stages: int = 1) -> dict[str, Any]:
     """The searched options of a plan, as the JSON contract shows them."""
-    offload = "params" if setup.offload_params else \
-        "optimizer" if setup.offload_optimizer else "none"
-    return {"precision": setup.precision, "optimizer": setup.optimizer, "offload": offload,
-            "sequence_parallel": setup.sequence_parallel, "virtual_stages": virtual_stages}
+    offload = "params" if setup.offload_params else "optimizer" if setup.offload_optimizer else "none"
+    return {
+        "precision": setup.precision,
+        "optimizer": setup.optimizer,
+        "offload": offload,
+        "sequence_parallel": setup.sequence_parallel,
+        "virtual_stages": virtual_stages,
+    }
