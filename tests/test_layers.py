@@ -12,7 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "optimizer"
-MAX_MODULE_LINES = 400
+# 400 lines before `ruff format` (which lays long calls one argument per line: +33% lines
+# over the tree); the same budget in formatted lines
+MAX_MODULE_LINES = 520
 
 
 def _modules() -> list[Path]:
@@ -23,8 +25,9 @@ def test_import_linter_contracts_hold() -> None:
     exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
     if not Path(exe).exists():
         pytest.fail("lint-imports not installed: pip install -e '.[test]'")
-    out = subprocess.run([exe, "--config", str(ROOT / "pyproject.toml")], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [exe, "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
 
 
@@ -46,12 +49,16 @@ def _function_imports(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_imports_inside_functions_except_commented_lazy_ones() -> None:
-    offenders = [f"{p.relative_to(ROOT)}:{line}: {text}" for p in _modules()
-                 for line, text in _function_imports(p)]
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line}: {text}" for p in _modules() for line, text in _function_imports(p)
+    ]
     assert not offenders, "\n".join(offenders)
 
 
 def test_no_module_over_the_size_limit() -> None:
-    big = [f"{p.relative_to(ROOT)}: {n} lines" for p in _modules()
-           if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    big = [
+        f"{p.relative_to(ROOT)}: {n} lines"
+        for p in _modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    ]
     assert not big, "\n".join(big)
