@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from optimizer.inputs.jobs.train import load_job
@@ -64,17 +65,9 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
             key = (*off.hardware_class, n)
             if key not in perf:  # same hardware, same times: evaluate once per class
                 rows = []
-                for tp, pp, dp, zero, mb, ga in layouts_for(model, n * gpn, gpn, batch, c.zero_stages):
+                for base in layouts_for(model, n * gpn, gpn, batch, c.zero_stages):
                     for ckpt in c.activation_checkpointing:
-                        lay = Layout(
-                            dp=dp,
-                            tp=tp,
-                            pp=pp,
-                            zero_stage=zero,
-                            checkpointing=ckpt,
-                            micro_batch=mb,
-                            grad_accum=ga,
-                        )
+                        lay = replace(base, checkpointing=ckpt)
                         evaluated += 1
                         if training_memory(model, setup, lay, a).device > usable:
                             continue

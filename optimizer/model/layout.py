@@ -6,23 +6,36 @@ Rules (each a structural fact of Megatron-style parallelism, Narayanan et al. 20
   inside one instance (it needs the intra-node link);
 - pipeline stages hold whole layers: pp ≤ layers; interleaved virtual stages need pp > 1 and
   pp × vp dividing the layers (§2.2.2);
+- TP groups tile an instance: tp divides its GPUs (a group never straddles two instances, and
+  serving replicas of tp GPUs fill the instance);
 - the GPUs are dp × tp × pp × cp (cp: context parallelism splits the sequence);
 - ZeRO stages 0-3; parameter offload shards parameters, so it needs stage 3.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
 
-from optimizer.model.spec import ModelSpec
+from optimizer.model.setup import Layout
 
 __all__ = [
     "TP_DEGREES",
     "PIPELINE_DEGREES",
     "ZERO_STAGES",
+    "Shape",
+    "BatchRule",
+    "Split",
     "LayoutProblem",
     "parallel_problems",
     "grad_accum_of",
+    "tensor_degrees",
+    "pipeline_degrees",
+    "split_sizes",
+    "splits",
+    "training_layouts",
 ]
 
 #: tensor-parallel degrees searched by every planner (within one instance: they must also
@@ -34,6 +47,50 @@ PIPELINE_DEGREES: tuple[int, ...] = (1, 2, 4, 8, 16)
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 
 
+class Shape(Protocol):
+    """What the rules read of a model (ModelSpec and SampleProfile both have it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def layers(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def n_kv_heads(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class BatchRule:
+    """Global batch (sequences) and the allowed relative deviation."""
+
+    sequences: int
+    tolerance: float = 0.0
+
+    def grad_accum(self, dp: int, micro_batch: int) -> int | None:
+        """Gradient accumulation that realises the batch within tolerance, or None."""
+        if self.tolerance == 0:
+            return grad_accum_of(self.sequences, dp, micro_batch)
+        per_step = dp * micro_batch
+        ga = max(1, round(self.sequences / per_step))
+        if abs(ga * per_step - self.sequences) <= self.tolerance * self.sequences:
+            return ga
+        return None
+
+
+@dataclass(frozen=True)
+class Split:
+    """The GPUs of a job as data × tensor × pipeline parallel groups: dp × tp × pp (cp = 1)."""
+
+    tp: int
+    pp: int
+    dp: int
+
+    @property
+    def gpus(self) -> int:
+        return self.dp * self.tp * self.pp
+
+
 @dataclass(frozen=True)
 class LayoutProblem:
     """Why a layout is invalid: the configuration field it concerns and the reason in words."""
@@ -43,7 +100,7 @@ class LayoutProblem:
 
 
 def parallel_problems(
-    spec: ModelSpec,
+    spec: Shape,
     *,
     num_gpus: int,
     gpus_per_instance: int,
@@ -73,6 +130,14 @@ def parallel_problems(
         out.append(
             LayoutProblem(
                 "tp", f"{tp} exceeds the GPUs per instance ({gpus_per_instance}); TP stays within an instance"
+            )
+        )
+    elif gpus_per_instance % tp:
+        out.append(
+            LayoutProblem(
+                "tp",
+                f"{tp} must divide the GPUs per instance ({gpus_per_instance}); "
+                f"a TP group never straddles two instances",
             )
         )
     if whole_instances and num_gpus % gpus_per_instance:
@@ -111,3 +176,111 @@ def grad_accum_of(global_batch: int, dp: int, micro_batch: int) -> int | None:
     it is not a multiple."""
     per_step = dp * micro_batch
     return None if global_batch % per_step else global_batch // per_step
+
+
+# ---- generators: every split the rules above allow, searched in the degree lists' order ----
+
+
+def tensor_degrees(
+    spec: Shape, gpus_per_instance: int, allowed: Iterable[int] | None = None
+) -> tuple[int, ...]:
+    """The TP degrees of `allowed` (default TP_DEGREES) that pass the rules: they divide the
+    GPUs per instance, the heads and the KV heads."""
+    pool = TP_DEGREES if allowed is None else tuple(allowed)
+    return _tensor_degrees(spec.heads, spec.n_kv_heads, gpus_per_instance, pool)
+
+
+@lru_cache(maxsize=1024)
+def _tensor_degrees(
+    heads: int, kv_heads: int, gpus_per_instance: int, pool: tuple[int, ...]
+) -> tuple[int, ...]:
+    return tuple(t for t in pool if gpus_per_instance % t == 0 and heads % t == 0 and kv_heads % t == 0)
+
+
+def pipeline_degrees(spec: Shape | None) -> tuple[int, ...]:
+    """The pipeline degrees of PIPELINE_DEGREES a model's layers allow (all of them without one)."""
+    return PIPELINE_DEGREES if spec is None else tuple(p for p in PIPELINE_DEGREES if p <= spec.layers)
+
+
+def split_sizes(spec: Shape | None, gpus_per_instance: int) -> tuple[int, ...]:
+    """The GPUs tp × pp of one model replica, over every degree the rules allow (without a
+    model: every degree that tiles the instance)."""
+    tps = (
+        tensor_degrees(spec, gpus_per_instance)
+        if spec is not None
+        else tuple(t for t in TP_DEGREES if gpus_per_instance % t == 0)
+    )
+    return tuple(sorted({t * p for t in tps for p in pipeline_degrees(spec)}))
+
+
+def splits(spec: Shape, num_gpus: int, gpus_per_instance: int, vp: int = 1) -> tuple[Split, ...]:
+    """Every (tp, pp, dp) of `num_gpus` GPUs the rules allow (cp = 1), tp then pp ascending;
+    with `vp` > 1 only pipelines whose stages split into vp chunks (interleaved 1F1B)."""
+    return _splits(spec.heads, spec.n_kv_heads, spec.layers, num_gpus, gpus_per_instance, vp)
+
+
+@lru_cache(maxsize=4096)
+def _splits(
+    heads: int, kv_heads: int, layers: int, num_gpus: int, gpus_per_instance: int, vp: int
+) -> tuple[Split, ...]:
+    if num_gpus % gpus_per_instance:
+        return ()
+    out = []
+    for tp in _tensor_degrees(heads, kv_heads, gpus_per_instance, TP_DEGREES):
+        for pp in PIPELINE_DEGREES:
+            if pp > layers or num_gpus % (tp * pp):
+                continue
+            if vp > 1 and (pp == 1 or layers % (pp * vp)):
+                continue
+            out.append(Split(tp, pp, num_gpus // (tp * pp)))
+    return tuple(out)
+
+
+def training_layouts(
+    spec: Shape,
+    num_gpus: int,
+    gpus_per_instance: int,
+    batch: BatchRule,
+    zero_stages: Sequence[int],
+    micro_batches: Sequence[int],
+    vp: int = 1,
+) -> tuple[Layout, ...]:
+    """Every layout of `num_gpus` GPUs (checkpointing "none") the rules allow that realises
+    `batch`: splits × `micro_batches` (in their order) × `zero_stages`; with dp = 1 there is
+    nothing to shard, so only ZeRO stage 0. Cached: the planner asks again per offering."""
+    return _training_layouts(
+        spec.heads,
+        spec.n_kv_heads,
+        spec.layers,
+        num_gpus,
+        gpus_per_instance,
+        batch,
+        tuple(zero_stages),
+        tuple(micro_batches),
+        vp,
+    )
+
+
+@lru_cache(maxsize=4096)
+def _training_layouts(
+    heads: int,
+    kv_heads: int,
+    layers: int,
+    num_gpus: int,
+    gpus_per_instance: int,
+    batch: BatchRule,
+    zero_stages: tuple[int, ...],
+    micro_batches: tuple[int, ...],
+    vp: int,
+) -> tuple[Layout, ...]:
+    out = []
+    for s in _splits(heads, kv_heads, layers, num_gpus, gpus_per_instance, vp):
+        for mb in micro_batches:
+            ga = batch.grad_accum(s.dp, mb)
+            if ga is None:
+                continue
+            for zero in (0,) if s.dp == 1 else zero_stages:
+                out.append(
+                    Layout(dp=s.dp, tp=s.tp, pp=s.pp, zero_stage=zero, micro_batch=mb, grad_accum=ga, vp=vp)
+                )
+    return tuple(out)

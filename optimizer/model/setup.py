@@ -22,7 +22,6 @@ __all__ = [
     "METHODS",
     "CHECKPOINTING",
     "TRAIN_PRECISIONS",
-    "TP_DEGREES",
     "WEIGHT_PRECISIONS",
     "KV_PRECISIONS",
 ]
@@ -37,8 +36,6 @@ METHODS: tuple[str, ...] = get_args(Method)
 CHECKPOINTING: tuple[str, ...] = get_args(Checkpointing)
 TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
 ATTENTION_KERNELS: tuple[str, ...] = get_args(Attention)
-#: tensor-parallel degrees searched (within one node: they must divide its GPUs and the heads)
-TP_DEGREES = (1, 2, 4, 8, 16)
 #: serving weight formats -> bits per weight (int4: AWQ/GPTQ group-128 with fp16 scale+zero)
 WEIGHT_PRECISIONS = {
     "fp32": 32.0,

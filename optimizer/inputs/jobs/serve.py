@@ -31,7 +31,7 @@ from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import StrictModel
 from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_name
 from optimizer.inputs.toml_file import read_toml
-from optimizer.model.setup import TP_DEGREES
+from optimizer.model.layout import TP_DEGREES
 
 __all__ = [
     "ServeJob",
@@ -252,7 +252,7 @@ class ServeConstraints(StrictModel):
         default=None,
         min_length=1,
         description="tensor-parallel degrees a replica may use (1, "
-        "2, 4, 8; within one instance); default: every degree that divides the GPUs per "
+        "2, 4, 8, 16; within one instance); default: every degree that divides the GPUs per "
         "instance and the heads (old name: tp)",
     )
     cloud: bool = Field(default=True, description="consider cloud offerings")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeWorkload
 from optimizer.model.hardware import GpuSpec
+from optimizer.model.layout import tensor_degrees
 from optimizer.model.memory import MemoryBreakdown, serving_memory
 from optimizer.model.serving import serving_max_batch, serving_perf
 from optimizer.model.setup import PerfAssumptions, ServeSetup
@@ -25,7 +26,6 @@ __all__ = [
     "BucketPerf",
     "ReplicaOption",
     "BestLatency",
-    "TP_DEGREES",
     "tp_degrees",
     "option_label",
     "batch_ladder",
@@ -34,8 +34,6 @@ __all__ = [
     "served_hour_usd",
     "replica_options",
 ]
-
-TP_DEGREES = (1, 2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -122,14 +120,12 @@ def option_label(offering: Offering, tp: int | None = None) -> str:
 
 
 def tp_degrees(model: ModelSpec, gpus_per_instance: int, allowed: Iterable[int] | None = None) -> list[int]:
-    """TP degrees within one instance: tp divides the GPUs per instance, the heads and KV heads.
+    """TP degrees of a replica within one instance: the rulebook's (model/layout.py) degrees of
+    `allowed` (default: every degree) that divide the GPUs per instance, the heads and KV heads.
 
     (Megatron TP splits attention by heads, Shoeybi et al. 2019 §3; TP stays inside a node.)
     """
-    pool = tuple(allowed) if allowed is not None else TP_DEGREES
-    return [
-        t for t in pool if gpus_per_instance % t == 0 and model.heads % t == 0 and model.n_kv_heads % t == 0
-    ]
+    return list(tensor_degrees(model, gpus_per_instance, allowed))
 
 
 def batch_ladder(max_batch: int) -> list[int]:

@@ -9,7 +9,7 @@ is kept (more recompute never speeds a step); every rejected hardware class keep
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
@@ -131,26 +131,22 @@ def fitting_layouts(
     fits: FitList = []
     smallest: tuple[float, Layout] | None = None
     fitted_level: dict[tuple[int, int, int], int] = {}
-    for tp, pp, dp, zero, mb, ga in layouts_for(
-        model, gpus, gpus_per_node, batch, effective_zero_stages(zero_stages)
+    for base in layouts_for(
+        model, gpus, gpus_per_node, batch, effective_zero_stages(zero_stages), virtual_stages
     ):
-        vp = virtual_stages
-        if vp > 1 and (pp == 1 or model.layers % (pp * vp)):
-            continue
+        tp, pp, dp, zero, mb, ga = (
+            base.tp,
+            base.pp,
+            base.dp,
+            base.zero_stage,
+            base.micro_batch,
+            base.grad_accum,
+        )
         for level, ckpt in enumerate(ordered):
-            key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga), vp)
+            key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga), virtual_stages)
             cached = memory_cache.get(key)
             if cached is None:
-                layout = Layout(
-                    dp=dp,
-                    tp=tp,
-                    pp=pp,
-                    zero_stage=zero,
-                    checkpointing=ckpt,
-                    micro_batch=mb,
-                    grad_accum=ga,
-                    vp=vp,
-                )
+                layout = base if ckpt == base.checkpointing else replace(base, checkpointing=ckpt)
                 memory = training_memory(model, setup, layout, assumptions)
                 # the fit test is what the device holds (nvidia-smi): allocated + allocator
                 # cache + CUDA context (MemoryBreakdown.device, model/memory.py)
@@ -166,16 +162,7 @@ def fitting_layouts(
                 if level >= previous:
                     break
             if layout.grad_accum != ga:
-                layout = Layout(
-                    dp=dp,
-                    tp=tp,
-                    pp=pp,
-                    zero_stage=zero,
-                    checkpointing=ckpt,
-                    micro_batch=mb,
-                    grad_accum=ga,
-                    vp=vp,
-                )
+                layout = base if ckpt == base.checkpointing else replace(base, checkpointing=ckpt)
             fits.append((layout, memory))
             break
     return fits, smallest
