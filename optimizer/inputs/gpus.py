@@ -24,8 +24,24 @@ _FLOAT_COLUMNS = (
     "intra_node_bw_gb_s",
     "tdp_w",
     "street_price_usd",
+    "default_efficiency",
+    "default_inter_node_gbps",
 )
-_REQUIRED = ("gpu_id", "vendor", "memory_gib", "mem_bandwidth_gb_s", "intra_node_link", "intra_node_bw_gb_s")
+#: per-GPU facts every row must state (a missing one is an error, never a silent default)
+_REQUIRED = (
+    "gpu_id",
+    "vendor",
+    "memory_gib",
+    "mem_bandwidth_gb_s",
+    "intra_node_link",
+    "intra_node_bw_gb_s",
+    "generation",
+    "default_efficiency",
+    "efficiency_source",
+    "default_inter_node_gbps",
+    "fabric",
+    "fabric_source",
+)
 
 
 def data_path(name: str) -> Path:
@@ -67,6 +83,10 @@ def _parse_row(row: dict[str, str], path: Path, line: int) -> GpuSpec:
         int8_tops=values["int8_tops"],
         intra_node_link=row["intra_node_link"].strip(),
         intra_node_bw_gb_s=values["intra_node_bw_gb_s"] or 0.0,
+        generation=row["generation"].strip(),
+        default_efficiency=_fraction(values["default_efficiency"], path, line),
+        default_inter_node_gbps=values["default_inter_node_gbps"] or 0.0,
+        fabric=row["fabric"].strip(),
         tdp_w=values["tdp_w"],
         street_price_usd=values["street_price_usd"],
         spec_confidence=(row.get("spec_confidence") or "published").strip(),
@@ -75,6 +95,13 @@ def _parse_row(row: dict[str, str], path: Path, line: int) -> GpuSpec:
         pcie_lanes=_int_or_none(row, "pcie_lanes", path, line),
         peer_to_peer=_yes_no(row, "peer_to_peer", path, line),
     )
+
+
+def _fraction(value: float | None, path: Path, line: int) -> float:
+    """An efficiency: a share of the peak in (0, 1]."""
+    if value is None or value > 1:
+        raise CatalogError(f"{path}: row {line}, column 'default_efficiency': {value} is not in (0, 1]")
+    return value
 
 
 def _int_or_none(row: dict[str, str], column: str, path: Path, line: int) -> int | None:

@@ -2,15 +2,10 @@
 
 efficiency = E_max(GPU, precision) × hidden/(hidden + 1000) × 1/(1 + 256/(tokens per micro-batch))
 
-E_max values are GUESSES anchored on published measurements, one per GPU type (never tuned per
-benchmark case); override with PerfAssumptions.efficiency or `ccopt calibrate`.
-- A100: MosaicML llm-foundry reports hardware FLOPs utilisation rising from ≈0.63 (MPT-7B) to
-  ≈0.70 (MPT-30B/70B) on A100-80GB; max achievable bf16 matmul ≈ 86% of peak
-  (stas00/ml-engineering MAMF table) -> E_max 0.78 with the hidden-size curve below.
-- H100 SXM: MAMF ≈ 80% of 989 (ml-engineering) but end-to-end MFU 40-50% (llm-foundry MPT-7B
-  ≈ 0.46; Llama 3 paper §3.3.2: 38-43% BF16 MFU at scale) -> E_max 0.57.
-- Other GPUs: by analogy (PCIe parts and consumer cards somewhat lower clocks under sustained
-  load; AMD MI300X MAMF ≈ 50% of peak per ml-engineering) — GUESSES.
+E_max is a column of the GPU tables (pricing_data/gpus.csv `default_efficiency`, a GUESS per
+GPU anchored on published measurements, never tuned per benchmark case; its basis in
+`efficiency_source`); override with PerfAssumptions.efficiency or `ccopt calibrate`. fp8 GEMMs
+reach PerfAssumptions.fp8_gemm_factor × it (the one fp8 factor, overridable per job).
 """
 
 from __future__ import annotations
@@ -20,7 +15,6 @@ from typing import Any
 
 from optimizer.model.fitted import (
     family_multiplier,
-    gpu_generation,
     load_fitted,
     serve_comm_features,
     serve_features,
@@ -34,7 +28,6 @@ __all__ = [
     "attention_efficiency",
     "ATTENTION_KERNEL_FRACTION",
     "size_factor",
-    "DEFAULT_EFFICIENCY",
     "base_efficiency",
     "serve_efficiency_multiplier",
     "fitted_constants",
@@ -43,47 +36,8 @@ __all__ = [
     "serve_multipliers",
 ]
 
-DEFAULT_EFFICIENCY: dict[str, float] = {
-    "A100-80GB": 0.78,
-    "A100-40GB": 0.78,
-    "A100-80GB-PCIE": 0.72,
-    "A100-40GB-PCIE": 0.72,
-    "H100-80GB": 0.57,
-    "H100-80GB-PCIE": 0.55,
-    "H100-NVL-94GB": 0.55,
-    "H200-141GB": 0.60,
-    "GH200-96GB": 0.60,
-    "B200": 0.50,
-    "B300": 0.50,
-    "L40S": 0.60,
-    "L4": 0.55,
-    "A10G": 0.60,
-    "A10": 0.60,
-    "A6000": 0.60,
-    "RTX6000-Ada": 0.60,
-    "RTX4090": 0.70,
-    "RTX3090": 0.65,
-    # GeForce cards of pricing_data/gpus_consumer.csv: by analogy with the 3090 / 4090 / T4 /
-    # B200 of the same generation (GUESSES)
-    "RTX3090Ti": 0.65,
-    "RTX3080": 0.65,
-    "RTX3060": 0.65,
-    "RTX4080": 0.70,
-    "RTX4070Ti": 0.70,
-    "RTX5090": 0.50,
-    "RTX2080Ti": 0.45,
-    "RTX2070": 0.45,
-    "T4": 0.45,
-    "V100-16GB": 0.60,
-    "V100-32GB": 0.60,
-    "MI300X": 0.45,
-    "MI355X": 0.45,
-    "MI250X": 0.45,
-}
 HIDDEN_HALF_EFFICIENCY = 1000  # GUESS: hidden size at which matmul efficiency halves (fit to
 #                                the MPT-7B -> MPT-70B utilisation trend above)
-FP8_FACTOR = 0.8  # GUESS: fp8 GEMM efficiency = 0.8 × bf16 efficiency (≈1.6× bf16 GEMM speed);
-#                   the attention core stays in bf16 (step_time splits the FLOPs)
 FP32_FACTOR = 0.8  # GUESS: TF32 matmuls reach a lower fraction of their peak than bf16
 #: fraction of the dense 16-bit peak a fused attention kernel reaches in training (forward +
 #: backward), per GPU generation × kernel generation; absent: the GEMM efficiency applies.
@@ -105,11 +59,13 @@ ATTENTION_KERNEL_FRACTION: dict[tuple[str, str], float] = {
 }
 
 
-def default_efficiency(gpu: GpuSpec, precision: str) -> float:
-    """Default achievable fraction of the dense peak of `precision` on `gpu` (a guess, see above)."""
-    base = DEFAULT_EFFICIENCY.get(gpu.gpu_id, 0.45)
+def default_efficiency(gpu: GpuSpec, precision: str, assumptions: Any) -> float:
+    """Default achievable fraction of the dense peak of `precision` on `gpu`: the GPU table's
+    default_efficiency (a GUESS, see its efficiency_source) × the fp8 factor of `assumptions`
+    (fp8 GEMMs; the attention core stays in bf16, step_time splits the FLOPs) or FP32_FACTOR."""
+    base = gpu.default_efficiency
     if precision == "fp8":
-        return base * FP8_FACTOR
+        return base * assumptions.fp8_gemm_factor
     if precision in ("fp32", "tf32"):
         return base * FP32_FACTOR
     return base
@@ -118,7 +74,7 @@ def default_efficiency(gpu: GpuSpec, precision: str) -> float:
 def attention_efficiency(gpu: GpuSpec, kernel: str, gemm_efficiency: float) -> float:
     """Efficiency of the fused attention core: the kernel's published fraction of the 16-bit
     peak (ATTENTION_KERNEL_FRACTION), never above the run's 16-bit GEMM efficiency."""
-    frac = ATTENTION_KERNEL_FRACTION.get((gpu_generation(gpu), kernel))
+    frac = ATTENTION_KERNEL_FRACTION.get((gpu.generation, kernel))
     return gemm_efficiency if frac is None else min(gemm_efficiency, frac)
 
 
@@ -161,11 +117,7 @@ def base_efficiency(
     key = (gpu.gpu_id, precision)
     if key in assumptions.calibrated:
         return assumptions.calibrated[key], True
-    base = DEFAULT_EFFICIENCY.get(gpu.gpu_id, 0.45)
-    if precision == "fp8":
-        base *= assumptions.fp8_gemm_factor
-    elif precision in ("fp32", "tf32"):
-        base *= FP32_FACTOR
+    base = default_efficiency(gpu, precision, assumptions)
     fit = fitted_constants(assumptions)
     if fit is not None:
         base *= train_multiplier(fit, gpu, precision, stack)

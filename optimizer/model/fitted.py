@@ -25,7 +25,6 @@ from optimizer.model.hardware import GpuSpec
 __all__ = [
     "FittedConstants",
     "load_fitted",
-    "gpu_generation",
     "gpu_class",
     "precision_group",
     "train_features",
@@ -40,31 +39,6 @@ __all__ = [
     "step_time_interval",
     "EMPTY_FIT",
 ]
-
-_GENERATIONS = (
-    ("GB200", "blackwell"),
-    ("B200", "blackwell"),
-    ("B300", "blackwell"),
-    ("GH200", "hopper"),
-    ("H100", "hopper"),
-    ("H200", "hopper"),
-    ("A100", "ampere-dc"),
-    ("A10", "ampere"),
-    ("A6000", "ampere"),
-    ("RTX3090", "ampere"),
-    ("RTX4090", "ada"),
-    ("RTX6000-ADA", "ada"),
-    ("L40S", "ada"),
-    # GeForce families by model number (pricing_data/gpus_consumer.csv)
-    ("RTX20", "turing"),
-    ("RTX30", "ampere"),
-    ("RTX40", "ada"),
-    ("RTX50", "blackwell"),
-    ("L4", "ada"),
-    ("V100", "volta"),
-    ("T4", "turing"),
-    ("MI", "cdna"),
-)
 
 
 @dataclass(frozen=True)
@@ -96,15 +70,6 @@ EMPTY_FIT = FittedConstants()
 FAMILY_TABLES = ("train", "shape", "serve", "serve_flops", "serve_comm", "serve_moe", "memory")
 
 
-def gpu_generation(gpu: GpuSpec | str) -> str:
-    """Architecture family used to group fitted constants (A100 apart from the small Amperes)."""
-    gid = (gpu if isinstance(gpu, str) else gpu.gpu_id).upper()
-    for prefix, gen in _GENERATIONS:
-        if gid.startswith(prefix):
-            return gen
-    return "other"
-
-
 def gpu_class(gpu: GpuSpec) -> str:
     """ "hgx" for SXM/OAM boards with NVLink/xGMI, "pcie" for PCIe cards."""
     return "pcie" if gpu.intra_node_link == "pcie" else "hgx"
@@ -115,15 +80,15 @@ def precision_group(precision: str) -> str:
     return "16" if precision in ("bf16", "fp16") else precision
 
 
-def train_features(gpu: GpuSpec | str, precision: str, stack: str) -> list[str]:
-    """Names of the fitted terms that apply to a training run."""
-    gen, prec = gpu_generation(gpu), precision_group(precision)
+def train_features(gpu: GpuSpec, precision: str, stack: str) -> list[str]:
+    """Names of the fitted terms that apply to a training run (by the GPU table's generation)."""
+    gen, prec = gpu.generation, precision_group(precision)
     return ["all", f"gen:{gen}", f"genprec:{gen}/{prec}", f"stack:{stack}", f"cell:{gen}/{prec}/{stack}"]
 
 
-def serve_features(gpu: GpuSpec | str, stack: str) -> list[str]:
-    """Names of the fitted terms that apply to a serving replica."""
-    gen = gpu_generation(gpu)
+def serve_features(gpu: GpuSpec, stack: str) -> list[str]:
+    """Names of the fitted terms that apply to a serving replica (by the GPU table's generation)."""
+    gen = gpu.generation
     return ["all", f"gen:{gen}", f"stack:{stack}", f"cell:{gen}/{stack}"]
 
 
@@ -171,12 +136,12 @@ def load_fitted() -> FittedConstants:
     return _parse(tomllib.loads(path.read_text("utf-8")))
 
 
-def train_multiplier(fit: FittedConstants, gpu: GpuSpec | str, precision: str, stack: str) -> float:
+def train_multiplier(fit: FittedConstants, gpu: GpuSpec, precision: str, stack: str) -> float:
     """exp(sum of the fitted log terms) multiplying the achievable compute efficiency."""
     return math.exp(sum(fit.train.get(f, 0.0) for f in train_features(gpu, precision, stack)))
 
 
-def serve_multiplier(fit: FittedConstants, gpu: GpuSpec | str, stack: str) -> float:
+def serve_multiplier(fit: FittedConstants, gpu: GpuSpec, stack: str) -> float:
     """exp(sum of fitted log terms) multiplying serving bandwidth and compute efficiency."""
     return math.exp(sum(fit.serve.get(f, 0.0) for f in serve_features(gpu, stack)))
 

@@ -26,6 +26,16 @@ class GpuSpec:
     int8_tops: float | None
     intra_node_link: str  # nvlink | pcie | xgmi | nvlink-c2c
     intra_node_bw_gb_s: float  # per GPU, one direction, GB/s
+    #: architecture family grouping the fitted constants (data/fitted.toml): "ampere-dc" (A100)
+    #: apart from the small Amperes, "hopper", "ada", ...
+    generation: str
+    #: achievable fraction of the dense 16-bit peak before the size curve (model/efficiency.py);
+    #: a GUESS per GPU, its basis in the table's efficiency_source
+    default_efficiency: float
+    #: Gbit/s per node between nodes assumed when no instance or flag gives one
+    default_inter_node_gbps: float
+    #: the network that figure assumes ("8 × 200 Gbit/s HDR InfiniBand (DGX A100 class)")
+    fabric: str
     tdp_w: float | None = None
     street_price_usd: float | None = None
     spec_confidence: str = "published"  # published | derived | estimated | unverified

@@ -15,7 +15,6 @@ from optimizer.errors import ConfigError
 from optimizer.model.cluster import Cluster, StepTime
 from optimizer.model.comms import ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
 from optimizer.model.efficiency import base_efficiency
-from optimizer.model.fitted import gpu_generation
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.profile import MeasuredPoint, SampleProfile
 from optimizer.model.profile_memory import activation_bytes_per_sample
@@ -231,7 +230,7 @@ def profile_interval(
         return a.profile_band_unmeasured
     if p.gpu_id == gpu.gpu_id and (precision is None or precision == p.precision):
         return a.profile_band_same_gpu
-    if gpu_generation(p.gpu) == gpu_generation(gpu) != "other":
+    if p.gpu.generation == gpu.generation:
         return a.profile_band_same_generation
     return a.profile_band_cross_generation
 

@@ -78,7 +78,7 @@ def _replica(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int, a: Perf
         (
             a.efficiency
             if a.efficiency is not None
-            else a.calibrated.get((gpu.gpu_id, precision), default_efficiency(gpu, precision))
+            else a.calibrated.get((gpu.gpu_id, precision), default_efficiency(gpu, precision, a))
         )
         * fit.flops,
     )
@@ -89,7 +89,7 @@ def _replica(model: ModelSpec, serve: ServeSetup, gpu: GpuSpec, tp: int, a: Perf
     # attention kernels run in 16 bit whatever the GEMM format (an fp8 KV cache is
     # dequantised in the kernel: TensorRT-LLM docs "FP8 KV cache"), at the 16-bit efficiency
     p16 = "bf16" if gpu.bf16_tflops else "fp16"
-    eff16 = min(1.0, eff * default_efficiency(gpu, p16) / max(default_efficiency(gpu, precision), 1e-9))
+    eff16 = min(1.0, eff * default_efficiency(gpu, p16, a) / max(default_efficiency(gpu, precision, a), 1e-9))
     peak = (gpu.peak_tflops(precision) or gpu.fp32_tflops or 1.0) * 1e12 * tp
     peak16 = (gpu.peak_tflops(p16) or gpu.fp32_tflops or 1.0) * 1e12 * tp
     expert = model.layers * model.mlp_params() if model.is_moe else 0

@@ -45,14 +45,56 @@ def test_precision_support() -> None:
     assert get_gpu("H100-80GB").supports("fp8")
 
 
+HEADER = (
+    "gpu_id,vendor,memory_gib,mem_bandwidth_gb_s,intra_node_link,intra_node_bw_gb_s,generation,"
+    "default_efficiency,efficiency_source,default_inter_node_gbps,fabric,fabric_source\n"
+)
+
+
 def test_bad_catalog_names_row_and_column(tmp_path) -> None:
     bad = tmp_path / "gpus.csv"
-    bad.write_text(
-        "gpu_id,vendor,memory_gib,mem_bandwidth_gb_s,intra_node_link,intra_node_bw_gb_s\n"
-        "X1,nvidia,80,abc,nvlink,300\n"
-    )
+    bad.write_text(HEADER + "X1,nvidia,80,abc,nvlink,300,hopper,0.5,GUESS,3200,IB,guide\n")
     with pytest.raises(CatalogError, match=r"row 2, column 'mem_bandwidth_gb_s'"):
         load_gpus(str(bad))
+
+
+@pytest.mark.parametrize(
+    ("column", "row"),
+    [
+        ("generation", "X1,nvidia,80,2000,nvlink,300,,0.5,GUESS,3200,IB,guide"),
+        ("default_efficiency", "X1,nvidia,80,2000,nvlink,300,hopper,,GUESS,3200,IB,guide"),
+        ("efficiency_source", "X1,nvidia,80,2000,nvlink,300,hopper,0.5,,3200,IB,guide"),
+        ("default_inter_node_gbps", "X1,nvidia,80,2000,nvlink,300,hopper,0.5,GUESS,,IB,guide"),
+        ("fabric", "X1,nvidia,80,2000,nvlink,300,hopper,0.5,GUESS,3200,,guide"),
+        ("default_efficiency", "X1,nvidia,80,2000,nvlink,300,hopper,1.5,GUESS,3200,IB,guide"),
+    ],
+)
+def test_per_gpu_facts_are_required_never_defaulted(tmp_path, column: str, row: str) -> None:
+    # a GPU without its generation, efficiency or fabric is an error naming file, row, column
+    bad = tmp_path / "gpus.csv"
+    bad.write_text(HEADER + "Y1,nvidia,80,2000,nvlink,300,hopper,0.5,GUESS,3200,IB,guide\n" + row + "\n")
+    with pytest.raises(CatalogError, match=rf"gpus.csv: row 3, column '{column}'"):
+        load_gpus(str(bad))
+
+
+def test_a_missing_column_is_named(tmp_path) -> None:
+    bad = tmp_path / "gpus.csv"
+    bad.write_text(HEADER.replace(",fabric,", ",") + "X1,nvidia,80,2000,nvlink,300,hopper,0.5,GUESS,3200,g\n")
+    with pytest.raises(CatalogError, match=r"missing column\(s\) fabric"):
+        load_gpus(str(bad))
+
+
+def test_per_gpu_facts_come_from_the_table() -> None:
+    a100, h100, l4 = get_gpu("A100-80GB"), get_gpu("H100-80GB"), get_gpu("L4")
+    # the values the model used before they became columns (model/efficiency.py, fabric.py)
+    assert (a100.generation, a100.default_efficiency, a100.default_inter_node_gbps) == (
+        "ampere-dc",
+        0.78,
+        1600,
+    )
+    assert (h100.generation, h100.default_efficiency, h100.default_inter_node_gbps) == ("hopper", 0.57, 3200)
+    assert (l4.generation, l4.default_efficiency, l4.default_inter_node_gbps) == ("ada", 0.55, 100)
+    assert l4.fabric == "Ethernet"
 
 
 def test_every_gpu_has_memory_and_bandwidth() -> None:

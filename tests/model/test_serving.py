@@ -99,3 +99,21 @@ def test_trtllm_kv_fraction_is_of_the_free_memory() -> None:
         weight_precision="fp8", kv_precision="fp8", context=2176, output_tokens=2048, stack="tensorrt-llm"
     )
     assert serving_max_batch(spec, trt, gpu, 1) == 26
+
+
+def test_fp8_gemm_factor_override_changes_serving_speed() -> None:
+    # one fp8 factor (PerfAssumptions.fp8_gemm_factor) for training and serving: Llama-2-7B fp8
+    # weights on one H100 (fp8 peak 1979 TFLOPS, table efficiency 0.57), un-fitted. The dense
+    # GEMMs of a 4,096-token prefill run at 1979e12 × 0.57 × factor; the attention core stays at
+    # the 16-bit efficiency, so halving the factor adds exactly the GEMM time at 0.8 once more.
+    spec, gpu, p = PRESETS["llama-2-7b"], get_gpu("H100-80GB"), 4096
+    setup = ServeSetup(weight_precision="fp8")
+
+    def prefill(factor: float) -> float:
+        a = PerfAssumptions(use_fitted=False, fp8_gemm_factor=factor)
+        return serving_perf(spec, setup, gpu, 1, p, 1, a).prefill_s
+
+    head = 32000 * 4096
+    gemm_flops = 2 * (6_738_415_616 - head) * p + 2 * head
+    gemm_s_at_08 = gemm_flops / (1979e12 * 0.57 * 0.8)
+    assert prefill(0.4) - prefill(0.8) == pytest.approx(gemm_s_at_08, rel=1e-6)
