@@ -228,23 +228,34 @@ def hardware_offerings(
 def job_offerings(
     rows: Sequence[OfferingRow] | None,
     constraints: Any,
-    owned: Sequence[HardwareEntry],
-    buy: Sequence[HardwareEntry],
+    owned: Sequence[HardwareEntry] = (),
+    buy: Sequence[HardwareEntry] = (),
 ) -> list[Offering]:
-    """Every offering a training job may use: the filtered catalog and its hardware entries."""
+    """Every offering a job may use — the one filter of training, serving and batch jobs: the
+    catalog rows its constraints allow (gpu_types, providers, regions, pricing; `cloud` false:
+    none) and its owned / bought boxes.
+
+    Constraints only training has (spot_interruption_overhead,
+    spot_interruptions_per_instance_day, availability, trust_guessed_network,
+    reservation_prepaid) are read when present; a serving job's lack them and get
+    `cloud_offering`'s defaults (its cost is per served hour, hourly_usd, which they do not touch).
+
+    Raises:
+        ConfigError: an unknown GPU, provider, region or pricing model in the filters.
+    """
     cloud = []
-    if rows is not None and constraints.cloud:
+    if rows is not None and getattr(constraints, "cloud", True):
         cloud = cloud_offerings(
             rows,
             gpus=constraints.gpu_types,
             providers=constraints.providers,
             regions=constraints.regions,
             pricing=constraints.pricing,
-            spot_overhead=constraints.spot_interruption_overhead,
-            spot_rate_override=constraints.spot_interruptions_per_instance_day,
-            availability=constraints.availability,
-            trust_guessed_network=constraints.trust_guessed_network,
-            reservation_prepaid=constraints.reservation_prepaid,
+            spot_overhead=getattr(constraints, "spot_interruption_overhead", 0.0),
+            spot_rate_override=getattr(constraints, "spot_interruptions_per_instance_day", None),
+            availability=getattr(constraints, "availability", ()),
+            trust_guessed_network=getattr(constraints, "trust_guessed_network", True),
+            reservation_prepaid=getattr(constraints, "reservation_prepaid", False),
         )
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.jobs.serve import Bucket, serve_job_from_dict
 from optimizer.model.memory import GIB, kv_cache_bytes_per_token, serving_weight_bytes
@@ -11,6 +12,7 @@ from optimizer.model.presets import get_preset
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import hourly_usd
+from optimizer.pricing.offerings import job_offerings
 from optimizer.report.serve import serve_json
 from optimizer.solve.serve.options import (
     batch_ladder,
@@ -18,7 +20,7 @@ from optimizer.solve.serve.options import (
     replica_options,
     tp_degrees,
 )
-from optimizer.solve.serve.plan import plan_serving, serve_offerings
+from optimizer.solve.serve.plan import plan_serving
 
 MIB = 2**20
 
@@ -94,7 +96,7 @@ def test_tp_degrees_divide_instance_and_heads():
 
 def test_70b_fp16_never_on_fewer_than_two_80gb_gpus(rows):
     job = serve_job_from_dict(_job("llama-2-70b", requests_per_s=2.0))
-    offerings = serve_offerings(rows, job.constraints)
+    offerings = job_offerings(rows, job.constraints)
     options, rejected, _ = replica_options(
         get_preset("llama-2-70b"), job.workload, job.constraints, offerings, PerfAssumptions()
     )
@@ -131,7 +133,7 @@ def test_bought_box_cost_per_served_hour():
             "hardware": {"buy": [{"gpu": "RTX4090", "max_gpus": 16}]},
         }
     )
-    [off] = serve_offerings(None, job.constraints, job.hardware.owned, job.hardware.buy)
+    [off] = job_offerings(None, job.constraints, job.hardware.owned, job.hardware.buy)
     running, fixed = hourly_usd(off)
     assert off.max_instances == 2 and off.gpus_per_instance == 8
     assert running == pytest.approx(0.615, abs=1e-9)
@@ -142,3 +144,23 @@ def test_bought_box_cost_per_served_hour():
     assert out["plan"]["usd_per_month"] == pytest.approx(
         out["plan"]["usd_per_hour"] * 10 * 730 / 24, rel=1e-3
     )
+
+
+def test_job_file_fp8_factor_reaches_serving(rows, no_user_state):
+    # [assumptions] fp8_gemm_factor is the one fp8 factor: halving it halves the fp8 GEMM rate
+    # of a serving replica too (the exact GEMM time: tests/model/test_serving.py)
+    def ttft(factor: float | None) -> float:
+        data = _job("llama-2-7b", precision="fp8", prompt_tokens=4096, output_tokens=16)
+        data["constraints"] = {"gpu_types": ["H100-80GB"], "providers": ["aws"], "tp_degrees": [1]}
+        if factor is not None:
+            data["assumptions"] = {"fp8_gemm_factor": factor}
+        job = serve_job_from_dict(data)
+        a = base_assumptions(job.assumptions)
+        _, _, best = replica_options(
+            get_preset("llama-2-7b"), job.workload, job.constraints, job_offerings(rows, job.constraints), a
+        )
+        return best.ttft[0][0]  # TTFT at batch 1, TP 1
+
+    default, halved = ttft(None), ttft(0.4)
+    assert ttft(0.8) == default
+    assert halved > 1.5 * default  # prefill of 4,096 tokens is GEMM-bound on an H100

@@ -36,6 +36,7 @@ from ortools.sat.python import cp_model
 
 from optimizer.solve.batch.model import energy_windows, usable_rows
 from optimizer.solve.batch.problem import BatchProblem
+from optimizer.solve.cpsat.core import shrink_core
 
 __all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "solve_benders"]
 
@@ -230,19 +231,14 @@ def _minimal(
     reserved: dict[str, int],
     deadline: float = math.inf,
 ) -> list[tuple[int, tuple[int, ...]]] | None:
-    """A minimal infeasible subset of items[core] (deletion filter); None if a check fails."""
-    cur = [items[c] for c in core]
-    k = 0
-    while k < len(cur):
-        trial = cur[:k] + cur[k + 1 :]
-        status, _, _, _ = _check(problem, trial, reserved, deadline=deadline)
-        if status == "unknown":
-            return None
-        if status == "infeasible":
-            cur = trial
-        else:
-            k += 1
-    return cur
+    """A minimal infeasible subset of items[core] (deletion filter, solve/cpsat/core.py); None
+    if a check fails (unknown in time)."""
+
+    def conflicts(trial: list[tuple[int, tuple[int, ...]]]) -> bool | None:
+        status = _check(problem, trial, reserved, deadline=deadline)[0]
+        return None if status == "unknown" else status == "infeasible"
+
+    return shrink_core([items[c] for c in core], conflicts, unknown="fail")
 
 
 def _lift(

@@ -22,6 +22,7 @@ from optimizer.solve.batch.model import (
     read_plan,
 )
 from optimizer.solve.batch.problem import EPS_H, BatchProblem, BatchResult, Explanation, Fix
+from optimizer.solve.cpsat.core import shrink_core
 from optimizer.solve.cpsat.solver import SolverConfig, solve
 from optimizer.units import hours_to_days
 
@@ -79,14 +80,16 @@ def _check_config(cfg: SolverConfig) -> SolverConfig:
     return replace(cfg, time_limit_s=max(0.5, min(5.0, cfg.time_limit_s / 4)))
 
 
-def _infeasible_with(v: BatchVars, lits: Mapping[str, Any], subset: Sequence[str], cfg: SolverConfig) -> bool:
-    """True if the requirements `subset` alone are proven to conflict."""
+def _infeasible_with(
+    v: BatchVars, lits: Mapping[str, Any], subset: Sequence[str], cfg: SolverConfig
+) -> bool | None:
+    """True if the requirements `subset` alone are proven to conflict; None: unknown in time."""
     v.model.clear_assumptions()
     v.model.add_assumptions([lits[r] for r in subset])
     try:
         return solve(v.model, cfg).status == Status.INFEASIBLE
     except SolverError:
-        return False  # unknown: keep the requirement in the core
+        return None  # unknown: shrink_core keeps the requirement in the core
 
 
 def explain_infeasible(problem: BatchProblem, config: SolverConfig | None = None) -> Explanation:
@@ -121,9 +124,7 @@ def explain_infeasible(problem: BatchProblem, config: SolverConfig | None = None
     else:
         core = list(lits)
     core = core or list(lits)
-    for r in list(core):
-        if len(core) > 1 and _infeasible_with(v, lits, [c for c in core if c != r], per_check):
-            core.remove(r)
+    core = shrink_core(core, lambda subset: _infeasible_with(v, lits, subset, per_check)) or core
     fixes = [f for f in (_relaxed_fix(problem, [r], cfg) for r in core) if f is not None]
     if not fixes and len(core) > 1:
         both = _relaxed_fix(problem, core, cfg)

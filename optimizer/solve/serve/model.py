@@ -6,11 +6,12 @@ objective, minimised lexicographically:
 
 1. USD per served hour in integer cents, then fewer GPUs (one weighted objective, as reported);
 2. tie-break: Σ rank_o · n_o, rank = the option's place in the stated order of
-   problem.tie_ranks (most requests/s per instance, then offering key, tp, batch);
+   problem.option_ranks (most requests/s per instance, then offering key, tp, batch);
 3. tie-break: Σ rank_o · x_ob (load goes to the lowest-ranked deployments first).
 
-Stages 2 and 3 fix the earlier objectives at their solved values, so equal-cost optima found
-by different parallel workers come out as the same answer. `max_load_scale` is a second model:
+Stages 2 and 3 fix the earlier objectives at their solved values (solve/cpsat/lexicographic.py,
+the planners' one tie-breaking style), so equal-cost optima found by different parallel
+workers come out as the same answer. `max_load_scale` is a second model:
 with the counts fixed, the largest uniform scale of the load the fleet carries.
 """
 
@@ -18,13 +19,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ortools.sat.python import cp_model
 
 from optimizer.errors import Status
-from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
+from optimizer.solve.cpsat.lexicographic import solve_lexicographic
+from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.serve.problem import IntProblem, IntSolution, problem_cost_cents
 
 __all__ = ["solve_problem", "max_load_scale", "PERMILLE"]
@@ -139,31 +141,6 @@ def _greedy_hint(problem: IntProblem, ubs: Sequence[int]) -> list[int] | None:
     return hint
 
 
-def _lexicographic(
-    m: cp_model.CpModel, objectives: Sequence[Any], variables: Sequence[Any], config: SolverConfig | None
-) -> tuple[SolveResult, SolveResult]:
-    """Minimise each objective in turn with the earlier ones fixed at their solved values.
-
-    Returns the first stage's result (its objective and bound are the reported ones; wall_s
-    covers every stage) and the last stage's result (to read the values from).
-    """
-    m.minimize(objectives[0])
-    first = last = solve(m, config)
-    wall = first.wall_s
-    for prev, expr in zip(objectives, objectives[1:], strict=False):
-        if last.status == Status.INFEASIBLE:
-            break
-        values = [last.solver.value(var) for var in variables]
-        m.add(prev == last.solver.value(prev))
-        m.clear_hints()
-        for var, value in zip(variables, values, strict=True):
-            m.add_hint(var, value)
-        m.minimize(expr)
-        last = solve(m, config)
-        wall += last.wall_s
-    return replace(first, wall_s=wall), last
-
-
 def solve_problem(problem: IntProblem, config: SolverConfig | None = None) -> IntSolution:
     """CP-SAT: the cheapest instance counts (cents, then GPUs, then the rank tie-breaks) with
     every bucket's load assigned (see the module docstring for the model)."""
@@ -175,7 +152,7 @@ def solve_problem(problem: IntProblem, config: SolverConfig | None = None) -> In
     if hint is not None:
         for i, value in enumerate(hint):
             v.model.add_hint(v.n[i], value)
-    first, last = _lexicographic(v.model, _objectives(v, problem), v.all(), config)
+    first, last = solve_lexicographic(v.model, _objectives(v, problem), v.all(), config)
     if first.status == Status.INFEASIBLE:
         return IntSolution(Status.INFEASIBLE, (), (), None, first)
     s = last.solver
@@ -221,7 +198,7 @@ def max_load_scale(
             sum(o.rank * var for o, r in zip(problem.options, rows, strict=True) for var in r.values())
         )
     variables = [alpha, *(var for r in rows for var in r.values())]
-    first, last = _lexicographic(m, objectives, variables, config)
+    first, last = solve_lexicographic(m, objectives, variables, config)
     if first.status == Status.INFEASIBLE:
         return 0.0, ()
     s = last.solver

@@ -30,13 +30,12 @@ from typing import Any
 from optimizer.errors import ConfigError, InfeasibleError, Status
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import resolve_gpu_id
-from optimizer.inputs.jobs.serve import ServeConstraints, ServeJob, load_serve_job, serve_job_from_dict
-from optimizer.inputs.jobs.train import HardwareEntry, coerce_document
+from optimizer.inputs.jobs.serve import ServeJob, load_serve_job, serve_job_from_dict
+from optimizer.inputs.jobs.train import coerce_document
 from optimizer.model.profile import SampleProfile
 from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.catalog import load_catalog_rows
-from optimizer.pricing.offering import Offering
-from optimizer.pricing.offerings import cloud_offerings, flag_notes, hardware_offerings
+from optimizer.pricing.offerings import flag_notes, job_offerings
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.serve.explain import (
@@ -51,7 +50,6 @@ from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResul
 from optimizer.solve.serve.validate import validate_serve
 
 __all__ = [
-    "serve_offerings",
     "plan_serving",
     "compare_serving",
     "run_serve",
@@ -60,30 +58,6 @@ __all__ = [
 ]
 
 Rows = Sequence[OfferingRow] | None
-
-
-def serve_offerings(
-    rows: Rows,
-    constraints: ServeConstraints,
-    owned: Sequence[HardwareEntry] = (),
-    buy: Sequence[HardwareEntry] = (),
-) -> list[Offering]:
-    """Offerings a serving job may use: catalog rows allowed by the filters (cloud = true) and
-    its owned / bought boxes, from the one constructor (priced later by hourly_usd).
-
-    Raises:
-        ConfigError: an unknown GPU, provider, region or pricing model in the filters.
-    """
-    cloud: list[Offering] = []
-    if rows is not None and constraints.cloud:
-        cloud = cloud_offerings(
-            rows,
-            gpus=constraints.gpu_types,
-            providers=constraints.providers,
-            regions=constraints.regions,
-            pricing=constraints.pricing,
-        )
-    return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
 
 
 def plan_serving(
@@ -129,7 +103,7 @@ def _plan(
         )
     w, c = job.workload, job.constraints
     a = assumptions or base_assumptions(job.assumptions)
-    offerings = serve_offerings(rows, c, job.hardware.owned, job.hardware.buy)
+    offerings = job_offerings(rows, c, job.hardware.owned, job.hardware.buy)
     options, rejected, best = replica_options(model, w, c, offerings, a)
     load = w.load_requests_per_s
     base: dict[str, Any] = dict(
@@ -207,7 +181,7 @@ def compare_serving(
         ConfigError, SolverError: as plan_serving.
     """
     overall = plan_serving(job, rows, base_dir, config, assumptions)
-    offerings = serve_offerings(rows, job.constraints, job.hardware.owned, job.hardware.buy)
+    offerings = job_offerings(rows, job.constraints, job.hardware.owned, job.hardware.buy)
     per_gpu: dict[str, ServeResult] = {}
     for gpu in sorted({o.gpu_id for o in offerings}):
         sub = job.model_copy(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from optimizer.errors import Status
 from optimizer.inputs.jobs.serve import ServeConstraints
+from optimizer.solve.cpsat.lexicographic import tie_ranks
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolveResult
 from optimizer.solve.serve.options import ReplicaOption
@@ -26,7 +27,7 @@ __all__ = [
     "problem_cost_cents",
     "build_problem",
     "instance_rps",
-    "tie_ranks",
+    "option_ranks",
 ]
 
 #: each bucket's load (after headroom) is cut into this many integer units: 0.1% resolution
@@ -98,16 +99,10 @@ def instance_rps(option: ReplicaOption, shares: Sequence[float]) -> float:
     return option.replicas_per_instance * sum(share for share, _ in served) / busy if busy else 0.0
 
 
-def tie_ranks(options: Sequence[ReplicaOption], shares: Sequence[float]) -> list[int]:
+def option_ranks(options: Sequence[ReplicaOption], shares: Sequence[float]) -> list[int]:
     """Rank of each option (1 = preferred) by the tie-break key: most requests/s per instance at
     the request mix (more headroom for the same price), then (offering key, tp, batch)."""
-    order = sorted(
-        range(len(options)), key=lambda i: (-instance_rps(options[i], shares), *options[i].sort_key)
-    )
-    ranks = [0] * len(options)
-    for r, i in enumerate(order, start=1):
-        ranks[i] = r
-    return ranks
+    return tie_ranks(options, lambda o: (-instance_rps(o, shares), *o.sort_key))
 
 
 def build_problem(
@@ -120,7 +115,7 @@ def build_problem(
     factor = 1.0 + constraints.min_capacity_headroom_fraction
     unit_rps = tuple(load * factor / LOAD_UNITS for load in load_rps)
     int_options = []
-    ranks = tie_ranks(options, load_rps)
+    ranks = option_ranks(options, load_rps)
     for opt, rank in zip(options, ranks, strict=True):
         times: list[int | None] = []
         for rate, unit in zip(opt.rates, unit_rps, strict=True):

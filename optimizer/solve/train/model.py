@@ -2,7 +2,7 @@
 
 Data (candidate rows with integer cents and seconds) → variables (one bool per row) →
 constraints (exactly one; deadline and budget as unary implications) → objective
-(lexicographic cost-then-time in one integer) → solve → the chosen row.
+(lexicographic cost, time, tie rank in one integer) → solve → the chosen row.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from optimizer.solve.cpsat.core import shrink_core
+from optimizer.solve.cpsat.lexicographic import one_hot_key, solve_lexicographic, tie_ranks
 from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds
 from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.units import SECONDS_PER_MINUTE
 
-__all__ = ["candidate_key", "tie_key", "solve_table", "minimal_core"]
+__all__ = ["candidate_key", "tie_key", "solve_table"]
 
 
 def candidate_key(c: Candidate) -> tuple[str, str, str]:
@@ -37,20 +39,20 @@ def solve_table(
     GPUs, then provider, instance, region, pricing, layout: the same input gives the same plan
     whatever the catalog's row order).
 
-    The objective is lexicographic in one integer: cost_cents × (T + 1) + minutes, with T the
-    largest duration in minutes, so no tie-break can outweigh one cent. Deadline and budget
-    are hard constraints; only when the model is infeasible is it solved again with one
-    assumption literal per requirement, to name the ones in conflict (CP-SAT
-    sufficient_assumptions_for_infeasibility).
+    The objective is lexicographic (solve/cpsat/lexicographic.py, the planners' one tie-break
+    style): (cents, minutes, rank by tie_key) folded into one integer per row, so no tie-break
+    can outweigh one cent; when that integer could overflow, (cents, seconds, rank) are solved
+    in stages. Deadline and budget are hard constraints; only when the model is infeasible is
+    it solved again with one assumption literal per requirement, to name the ones in conflict
+    (CP-SAT sufficient_assumptions_for_infeasibility), shrunk by deletion.
 
     Returns (result, chosen or None, names of the requirements in conflict when infeasible).
     """
     cost = [to_cents(c.cost_usd) for c in candidates]
     secs = [to_seconds(c.hours) for c in candidates]
     minutes = [-(-s // SECONDS_PER_MINUTE) for s in secs]  # rounded up
-    weight = max(minutes, default=0) + 1
-    # CP-SAT refuses an objective whose coefficients could sum past int64: bound the sum
-    lexicographic = (sum(cost) + 1) * weight < 2**62
+    ranks = tie_ranks(candidates, tie_key)
+    folded = one_hot_key([cost, minutes, ranks])
 
     def build(
         with_assumptions: bool, kinds: Sequence[str] = ("deadline", "budget")
@@ -81,12 +83,15 @@ def solve_table(
                 requirement[lit.index] = name
             else:
                 m.add(lit == 1)
-        obj = [c * weight + t for c, t in zip(cost, minutes, strict=True)] if lexicographic else cost
-        m.minimize(cp_model.LinearExpr.weighted_sum(x, obj))
         return m, x, requirement
 
     model, x, _ = build(False)
-    result = solve(model, config)
+    if folded is not None:
+        model.minimize(cp_model.LinearExpr.weighted_sum(x, folded))
+        result = last = solve(model, config)
+    else:  # rare: enormous costs; the same order in stages
+        levels = [cp_model.LinearExpr.weighted_sum(x, v) for v in (cost, secs, ranks)]
+        result, last = solve_lexicographic(model, levels, x, config)
     if result.status == "infeasible":
         model, x, requirement = build(True)
         again = solve(model, config)
@@ -100,25 +105,8 @@ def solve_table(
             else []
         )
         return result, None, _minimal(core or sorted(requirement.values()), build, config)
-    chosen = next(i for i, xi in enumerate(x) if result.solver.boolean_value(xi))
-    if not lexicographic:  # rare: enormous costs; fall back to a second phase on time
-        model, x, _ = build(False)
-        model.add(cp_model.LinearExpr.weighted_sum(x, cost) <= cost[chosen])
-        model.minimize(cp_model.LinearExpr.weighted_sum(x, secs))
-        second = solve(model, config)
-        chosen = next(i for i, xi in enumerate(x) if second.solver.boolean_value(xi))
-    deadline_s = None if deadline_h is None else deadline_seconds(deadline_h)
-    budget_c = None if budget_usd is None else budget_cents(budget_usd)
-    level = (cost[chosen], minutes[chosen] if lexicographic else secs[chosen])
-    ties = [
-        i
-        for i, c in enumerate(candidates)
-        if (cost[i], minutes[i] if lexicographic else secs[i]) == level
-        and candidate_key(c) not in exclude
-        and (deadline_s is None or secs[i] <= deadline_s)
-        and (budget_c is None or cost[i] <= budget_c)
-    ]
-    return result, min((candidates[i] for i in ties), key=tie_key), []
+    chosen = next(i for i, xi in enumerate(x) if last.solver.boolean_value(xi))
+    return result, candidates[chosen], []
 
 
 def tie_key(c: Candidate) -> tuple[Any, ...]:
@@ -141,19 +129,7 @@ def tie_key(c: Candidate) -> tuple[Any, ...]:
 
 
 def _minimal(core: list[str], build: Any, config: SolverConfig | None) -> list[str]:
-    """The core shrunk by deletion: a requirement stays only if the others alone are feasible.
-
-    CP-SAT's sufficient assumptions need not be minimal (with a budget nothing meets, it may
-    name the deadline too); each requirement is dropped in turn and the rest re-solved.
-    """
-    return minimal_core(core, lambda kinds: solve(build(False, kinds)[0], config).status == "infeasible")
-
-
-def minimal_core(core: Sequence[str], infeasible: Any) -> list[str]:
-    """Deletion-based minimal subset of `core` for which `infeasible(subset)` still holds."""
-    kept = list(core)
-    for name in list(core):
-        rest = [k for k in kept if k != name]
-        if rest and infeasible(rest):
-            kept = rest
-    return kept
+    """The core shrunk by deletion (solve/cpsat/core.py): a requirement stays only if the others
+    alone are feasible (with a budget nothing meets, CP-SAT may name the deadline too)."""
+    shrunk = shrink_core(core, lambda kinds: solve(build(False, kinds)[0], config).status == "infeasible")
+    return shrunk if shrunk is not None else core
