@@ -36,8 +36,8 @@ __all__ = [
     "serve_multipliers",
 ]
 
-HIDDEN_HALF_EFFICIENCY = 1000  # GUESS: hidden size at which matmul efficiency halves (fit to
-#                                the MPT-7B -> MPT-70B utilisation trend above)
+HIDDEN_HALF_EFFICIENCY = 1000  # GUESS: hidden size at which matmul efficiency halves (fit to the
+#   MPT-7B -> MPT-70B utilisation trend, 0.63 -> 0.70 on A100: llm-foundry, gpus.csv A100 rows)
 FP32_FACTOR = 0.8  # GUESS: TF32 matmuls reach a lower fraction of their peak than bf16
 #: fraction of the dense 16-bit peak a fused attention kernel reaches in training (forward +
 #: backward), per GPU generation × kernel generation; absent: the GEMM efficiency applies.
@@ -82,7 +82,7 @@ def size_factor(tokens_per_microbatch: float, hidden: float, half: float = HIDDE
     """Efficiency loss of smaller matmuls: h/(h + half) × 1/(1 + 256/(b·s)). GUESS.
 
     Larger hidden sizes and more tokens per micro-batch keep tensor cores busier (MAMF sweeps
-    in stas00/ml-engineering; the MPT trend in the module docstring); `half` defaults to the
+    in stas00/ml-engineering; the MPT trend of HIDDEN_HALF_EFFICIENCY); `half` defaults to the
     guess 1000 and is scaled by the fitted `shape` term (hidden_half).
     """
     return hidden / (hidden + half) / (1.0 + 256.0 / max(tokens_per_microbatch, 1.0))

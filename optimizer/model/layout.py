@@ -179,6 +179,8 @@ def grad_accum_of(global_batch: int, dp: int, micro_batch: int) -> int | None:
 
 
 # ---- generators: every split the rules above allow, searched in the degree lists' order ----
+# They test the same rules inline (cached, on the planners' hot path); tests/model/test_layout.py
+# checks that each generated layout passes parallel_problems and that none it accepts is missed.
 
 
 def tensor_degrees(

@@ -4,6 +4,10 @@ import pytest
 
 from optimizer.errors import CatalogError, ConfigError
 from optimizer.inputs.gpus import get_gpu, load_gpus, resolve_gpu_id
+from optimizer.model.efficiency import base_efficiency
+from optimizer.model.fabric import default_fabric
+from optimizer.model.fitted import train_features
+from optimizer.model.setup import PerfAssumptions
 
 
 @pytest.mark.parametrize(
@@ -100,3 +104,22 @@ def test_per_gpu_facts_come_from_the_table() -> None:
 def test_every_gpu_has_memory_and_bandwidth() -> None:
     for spec in load_gpus().values():
         assert spec.memory_gib > 0 and spec.mem_bandwidth_gb_s > 0
+
+
+def test_a_new_gpu_is_one_row(tmp_path) -> None:
+    # a GPU the code has never heard of: its efficiency, fitted generation and fabric all come
+    # from its row (nothing keys on GPU ids); un-fitted bf16 efficiency = the row's 0.42,
+    # fp8 = 0.42 × the 0.8 fp8 factor, fp32 = 0.42 × 0.8
+    table = tmp_path / "gpus.csv"
+    table.write_text(
+        HEADER.rstrip("\n") + ",bf16_tflops,fp8_tflops\n"
+        "NEW-1,nvidia,96,4000,nvlink,450,hopper,0.42,GUESS,800,2 × 400 Gbit/s,guide,1000,2000\n"
+    )
+    gpu = load_gpus(str(table))["NEW-1"]
+    raw = PerfAssumptions(use_fitted=False)
+    assert base_efficiency(gpu, "bf16", raw) == (0.42, False)
+    assert base_efficiency(gpu, "fp8", raw)[0] == pytest.approx(0.42 * 0.8)
+    assert train_features(gpu, "bf16", "fsdp")[1] == "gen:hopper"
+    fabric = default_fabric(gpu)
+    assert fabric.inter_node_gbps == 800
+    assert fabric.assumption.startswith("assumed 800 Gbit/s per node: 2 × 400 Gbit/s;")
