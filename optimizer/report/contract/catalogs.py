@@ -88,6 +88,16 @@ class GpuRowOut(Row):
         default=None,
         description="PCIe peer-to-peer between two such GPUs (false: through host memory; null: unknown)",
     )
+    generation: str = Field(
+        description="architecture family grouping the fitted constants (ampere-dc, hopper, ...)"
+    )
+    default_efficiency: float = Field(
+        description="achievable share of the dense 16-bit peak assumed (a GUESS)"
+    )
+    default_inter_node_gbps: float = Field(
+        description="Gbit/s per node between nodes assumed when no instance says"
+    )
+    fabric: str = Field(description="the network that figure assumes")
 
 
 class GpusOutput(RootModel[list[GpuRowOut]]):
