@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optimizer.model.fitted import StepBand
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown
 from optimizer.model.profile import SampleProfile
@@ -44,10 +45,10 @@ def train_estimate_json(
 
     `where`: the hardware context (gpus_per_instance and its old name gpus_per_node,
     inter_node_gbps, inter_node_assumed, inter_node_is_default, instance, provider,
-    instance_type, stack, note, seq_len, base_efficiency) and `interval`, the (P10, P90)
-    multipliers of the step time."""
+    instance_type, stack, note, seq_len, base_efficiency) and `band`, the P10-P90 step times
+    (optimizer.model.fitted.StepBand)."""
     where = dict(where or {})
-    interval = where.pop("interval", None)
+    band: StepBand | None = where.pop("band", None)
     if step is None:
         where.pop("base_efficiency", None)
     out = _head(spec, gpu, gpus)
@@ -59,11 +60,8 @@ def train_estimate_json(
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
         return emit(EstimateOutput, out)
-    if interval is not None:
-        out.update(
-            step_time_s_p10=round(step.time_s * interval[0], 4),
-            step_time_s_p90=round(step.time_s * interval[1], 4),
-        )
+    if band is not None:
+        out.update(step_time_s_p10=round(band.time_s_p10, 4), step_time_s_p90=round(band.time_s_p90, 4))
     out.update(
         step=step.as_dict(),
         step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
@@ -100,7 +98,7 @@ def serve_estimate_json(
         {
             k: v
             for k, v in (where or {}).items()
-            if v is not None and k not in ("interval", "seq_len", "base_efficiency")
+            if v is not None and k not in ("band", "seq_len", "base_efficiency")
         }
     )
     fits = mem.fits(gpu.memory_gib)

@@ -100,10 +100,8 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
 
 
 def _cost_table(p: dict[str, Any]) -> Table:
-    gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {p['gpus'] * p['hours']:,.0f} GPU-hours"
+    gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {p['gpu_hours']:,.0f} GPU-hours"
     data = p.get("data") or {}
-    data_usd = p.get("data_usd") or 0.0
-    hardware_usd = p["cost_usd"] - data_usd
     if p["kind"] != "cloud":
         rows = [
             (
@@ -111,11 +109,7 @@ def _cost_table(p: dict[str, Any]) -> Table:
                 f"{p['kind']}: {p['gpus']}× {p['gpu']}, purchase less resale charged to this job",
                 money(p["capital_usd"]),
             ),
-            (
-                "power and running",
-                f"{gpu_hours} at {money(p['usd_per_hour'])}/h",
-                money(hardware_usd - p["capital_usd"]),
-            ),
+            ("power and running", f"{gpu_hours} at {money(p['usd_per_hour'])}/h", money(p["running_usd"])),
         ]
     elif p.get("commitment_hours"):
         rows = [
@@ -123,12 +117,16 @@ def _cost_table(p: dict[str, Any]) -> Table:
                 "reserved commitment",
                 f"{gpu_hours} used; {p['commitment_hours']:,.0f} "
                 f"committed hours ({p['pricing']}) paid at {money(p['usd_per_hour'])}/h",
-                money(hardware_usd),
+                money(p["running_usd"]),
             )
         ]
     else:
         rows = [
-            ("GPU time", f"{gpu_hours} at {money(p['usd_per_hour'])}/h ({p['pricing']})", money(hardware_usd))
+            (
+                "GPU time",
+                f"{gpu_hours} at {money(p['usd_per_hour'])}/h ({p['pricing']})",
+                money(p["running_usd"]),
+            )
         ]
     if data.get("counted"):
         unknown = f"; unknown, counted $0: {'; '.join(data['unknown'])}" if data.get("unknown") else ""
@@ -139,7 +137,7 @@ def _cost_table(p: dict[str, Any]) -> Table:
                 f"dataset copy {money(data['dataset_storage_usd'])}, checkpoints "
                 f"{money(data['checkpoint_storage_usd'])} at "
                 f"${data['storage_usd_per_gb_month']:g}/GB-month{unknown}",
-                money(data["dataset_storage_usd"] + data["checkpoint_storage_usd"]),
+                money(data["storage_usd"]),
             ),
         ]
     else:
@@ -195,8 +193,10 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
         if mem.get(key) is not None:
             rows.append((words, num(mem[key])))
     if card:
-        shown = mem.get("device") or mem["total"]
-        rows += [("card", num(card, 0)), ("headroom", f"{num(card - shown)} ({(card - shown) / card:.0%})")]
+        rows += [
+            ("card", num(card, 0)),
+            ("headroom", f"{num(p['memory_headroom_gib'])} ({p['memory_headroom_fraction']:.0%})"),
+        ]
     section.tables.append(
         Table(f"Per-GPU memory, GiB ({p['gpu']})", ("part", "GiB"), tuple(rows), numeric=(1,))
     )
