@@ -8,7 +8,7 @@ from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.solve.train.compare import BreakEven, CompareResult
 from optimizer.solve.train.enumerate import Candidate
-from optimizer.solve.train.figures import PlanFigures
+from optimizer.solve.train.figures import JobFigures, PlanFigures
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import PreparedJob
 
@@ -145,10 +145,10 @@ def spot_block(c: Candidate) -> dict[str, Any] | None:
         "expected_interruptions": round(s.expected_interruptions, 3),
         "checkpoint_gib": round(s.checkpoint_gib, 2),
         "checkpoint_write_s": round(s.checkpoint_write_s, 1),
-        "checkpoint_interval_h": round(s.checkpoint_interval_s / 3600, 3),
+        "checkpoint_interval_h": round(s.checkpoint_interval_h, 3),
         "restart_s": s.restart_s,
-        "work_hours": round(s.work_s / 3600, 3),
-        "expected_hours": round(s.expected_wall_s / 3600, 3),
+        "work_hours": round(s.work_h, 3),
+        "expected_hours": round(s.expected_wall_h, 3),
     }
 
 
@@ -178,23 +178,24 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
     if result.prepared is not None:
         out["rejected"] = rejected_list(result.prepared.table.rejected)
         out["loader_bound"] = list(result.loader_bound)
-        out["job"] = job_block(result.prepared)
+        out["job"] = job_block(result.prepared, result.job_figures)
     return emit(PlanOutput, out)
 
 
-def job_block(prep: PreparedJob) -> dict[str, Any]:
+def job_block(prep: PreparedJob, f: JobFigures | None) -> dict[str, Any]:
     """The job as planned: the `job` object of `ccopt plan --json` (compare: `job_detail`)."""
     job, w = prep.job, prep.job.workload
-    ref = job.model.reference(prep.base_dir)
+    if f is None:
+        raise ValueError("a result without job figures: solve attaches them (plan_figures.job_figures)")
     return {
         "name": job.name,
         "model": prep.model.name,
-        "params": prep.model.params(),
-        "tokens": w.total_tokens(),
+        "params": f.params,
+        "tokens": f.tokens,
         "deadline_hours": prep.deadline_h,
         "budget_usd": prep.budget_usd,
         "stack": w.stack,
-        "model_ref": ref,
+        "model_ref": f.model_ref,
         "kind": w.kind,
         "seq_len": w.seq_len,
         "lora_rank": w.lora_rank,
@@ -253,7 +254,7 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
             if diag is None
             else explanation_of(diag.text, diag.binding, [dict(f) for f in diag.fixes]),
             "job": job.name,
-            "job_detail": job_block(result.prepared) if result.prepared else None,
+            "job_detail": job_block(result.prepared, result.job_figures) if result.prepared else None,
             "solver": solver_block(result.solver, "optimal" if found else "infeasible"),
             "per_gpu_explanation": result.per_gpu_explanation,
             "per_provider_explanation": result.per_provider_explanation,

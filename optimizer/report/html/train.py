@@ -100,7 +100,9 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
 
 
 def _cost_table(p: dict[str, Any]) -> Table:
-    gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {p['gpu_hours']:,.0f} GPU-hours"
+    # results saved by an older ccopt lack the figures added since (running_usd, gpu_hours,
+    # data.storage_usd, memory_headroom_fraction): shown as "—", never worked out here
+    gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {num(p.get('gpu_hours'), 0)} GPU-hours"
     data = p.get("data") or {}
     if p["kind"] != "cloud":
         rows = [
@@ -109,7 +111,11 @@ def _cost_table(p: dict[str, Any]) -> Table:
                 f"{p['kind']}: {p['gpus']}× {p['gpu']}, purchase less resale charged to this job",
                 money(p["capital_usd"]),
             ),
-            ("power and running", f"{gpu_hours} at {money(p['usd_per_hour'])}/h", money(p["running_usd"])),
+            (
+                "power and running",
+                f"{gpu_hours} at {money(p['usd_per_hour'])}/h",
+                money(p.get("running_usd")),
+            ),
         ]
     elif p.get("commitment_hours"):
         rows = [
@@ -117,7 +123,7 @@ def _cost_table(p: dict[str, Any]) -> Table:
                 "reserved commitment",
                 f"{gpu_hours} used; {p['commitment_hours']:,.0f} "
                 f"committed hours ({p['pricing']}) paid at {money(p['usd_per_hour'])}/h",
-                money(p["running_usd"]),
+                money(p.get("running_usd")),
             )
         ]
     else:
@@ -125,7 +131,7 @@ def _cost_table(p: dict[str, Any]) -> Table:
             (
                 "GPU time",
                 f"{gpu_hours} at {money(p['usd_per_hour'])}/h ({p['pricing']})",
-                money(p["running_usd"]),
+                money(p.get("running_usd")),
             )
         ]
     if data.get("counted"):
@@ -137,13 +143,17 @@ def _cost_table(p: dict[str, Any]) -> Table:
                 f"dataset copy {money(data['dataset_storage_usd'])}, checkpoints "
                 f"{money(data['checkpoint_storage_usd'])} at "
                 f"${data['storage_usd_per_gb_month']:g}/GB-month{unknown}",
-                money(data["storage_usd"]),
+                money(data.get("storage_usd")),
             ),
         ]
     else:
         rows += [("data and storage", "not counted: the job has no [data] section", "—")]
     rows += [("total", "what the job costs", money(p["cost_usd"]))]
     return Table("Cost breakdown", ("item", "how", "USD"), tuple(rows), numeric=(2,))
+
+
+def _share(fraction: float | None) -> str:
+    return "—" if fraction is None else f"{fraction:.0%}"
 
 
 def _plan_row(label: str, r: dict[str, Any]) -> tuple[str, ...]:
@@ -195,7 +205,10 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
     if card:
         rows += [
             ("card", num(card, 0)),
-            ("headroom", f"{num(p['memory_headroom_gib'])} ({p['memory_headroom_fraction']:.0%})"),
+            (
+                "headroom",
+                f"{num(p.get('memory_headroom_gib'))} ({_share(p.get('memory_headroom_fraction'))})",
+            ),
         ]
     section.tables.append(
         Table(f"Per-GPU memory, GiB ({p['gpu']})", ("part", "GiB"), tuple(rows), numeric=(1,))

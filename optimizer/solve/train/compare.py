@@ -11,8 +11,9 @@ from optimizer.inputs.jobs.train import Job
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
+from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.model import solve_table
-from optimizer.solve.train.plan_figures import with_figures
+from optimizer.solve.train.plan_figures import job_figures, with_figures
 from optimizer.solve.train.prepare import PreparedJob, prepare_job
 from optimizer.units import HOURS_PER_DAY, HOURS_PER_MONTH
 
@@ -55,6 +56,7 @@ class CompareResult:
     solver: dict[str, Any] = field(default_factory=dict)  # every solve: rows, wall_s, proven
     diagnosis: Diagnosis | None = None  # no plan at all: the single-job planner's explanation
     prepared: PreparedJob | None = None  # the job with its model and candidate table
+    job_figures: JobFigures | None = None  # the job as planned (plan_figures.job_figures)
 
 
 class _Solves:
@@ -212,4 +214,5 @@ def compare_job(
         solves.block(found),
         diagnosis,
         prep,
+        job_figures(prep),
     )

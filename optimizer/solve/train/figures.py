@@ -9,7 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PlanFigures", "DataLines"]
+__all__ = ["PlanFigures", "DataLines", "JobFigures"]
+
+
+@dataclass(frozen=True)
+class JobFigures:
+    """The job as planned: what `ccopt estimate --model` takes for its model, its parameters
+    and the tokens it processes."""
+
+    model_ref: str | None  # None: an inline shape or profile
+    params: float
+    tokens: float
 
 
 @dataclass(frozen=True)

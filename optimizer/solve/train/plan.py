@@ -15,9 +15,10 @@ from optimizer.solve.cpsat.scale import to_cents, to_seconds
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
+from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
-from optimizer.solve.train.plan_figures import loader_bound_list, with_figures
+from optimizer.solve.train.plan_figures import job_figures, loader_bound_list, with_figures
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
@@ -43,6 +44,7 @@ class PlanResult:
     cheaper_if_later: Candidate | None = None  # binding "deadline": the cheaper, slower plan
     #: offerings slowed to their data loader's rate, with the nearest fix (plan_figures)
     loader_bound: list[dict[str, str]] = field(default_factory=list)
+    job_figures: JobFigures | None = None  # the job as planned (None without `prepared`)
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
@@ -55,6 +57,7 @@ def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob)
         binding=diagnosis.binding,
         fixes=diagnosis.fixes,
         loader_bound=loader_bound_list(prep),
+        job_figures=job_figures(prep),
     )
 
 
@@ -128,6 +131,7 @@ def plan_job(
         ),
         tp_avoided=avoided,
         loader_bound=loader_bound_list(prep),
+        job_figures=job_figures(prep),
     )
     excluded = [candidate_key(best)]
     for _ in range(alternatives):

@@ -13,7 +13,7 @@ from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
 from optimizer.model.setup import TrainingSetup
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.train.enumerate import Candidate, class_label
-from optimizer.solve.train.figures import DataLines, PlanFigures
+from optimizer.solve.train.figures import DataLines, JobFigures, PlanFigures
 from optimizer.solve.train.host_check import unit_of
 from optimizer.solve.train.pcie_note import host_path_warning
 from optimizer.solve.train.prepare import PreparedJob, headroom_of
@@ -21,7 +21,7 @@ from optimizer.solve.train.variants import options_of
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["plan_figures", "with_figures", "loader_bound_list", "LOADER_SLOWDOWN_TOLERANCE"]
+__all__ = ["job_figures", "plan_figures", "with_figures", "loader_bound_list", "LOADER_SLOWDOWN_TOLERANCE"]
 
 #: a loader slowdown above 1 + this is loader-bound (below: float noise)
 LOADER_SLOWDOWN_TOLERANCE = 1e-9
@@ -84,6 +84,15 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
         host_unit=unit_of(kind),
         loader_bound=c.host is not None and c.host.slowdown > 1.0 + LOADER_SLOWDOWN_TOLERANCE,
         extra_cost_usd=None if chosen is None else c.cost_usd - chosen.cost_usd,
+    )
+
+
+def job_figures(prep: PreparedJob) -> JobFigures:
+    """The figures of the job as planned (the `job` object of plan and compare)."""
+    return JobFigures(
+        model_ref=prep.job.model.reference(prep.base_dir),
+        params=prep.model.params(),
+        tokens=prep.job.workload.total_tokens(),
     )
 
 
