@@ -308,7 +308,7 @@ def deadline_figure(
 def jobs_per_month(compare: dict[str, Any]) -> float | None:
     """Jobs a month the break-even assumes (solve attaches it to every break-even)."""
     per_gpu = compare.get("break_even_per_gpu") or {}
-    be = compare.get("break_even") or next(iter(per_gpu.values()), {})
+    be: dict[str, Any] = compare.get("break_even") or next(iter(per_gpu.values()), {})
     return be.get("jobs_per_month")
 
 

@@ -187,7 +187,7 @@ def _plan(
     solver_info.update(
         objective_cents=sol.cost_cents,
         objective_cents_per_hour=sol.cost_cents,
-        objective_usd_per_hour=from_cents(sol.cost_cents),
+        objective_usd_per_hour=None if sol.cost_cents is None else from_cents(sol.cost_cents),
     )
     return ServeResult(
         sol.status,
