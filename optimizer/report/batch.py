@@ -19,7 +19,7 @@ def _job_dict(
     spec = job.spec
     entry: dict[str, Any] = {"name": job.name}
     if s is not None and s.row is not None:
-        entry.update(plan_dict(s.row.candidate))
+        entry.update(plan_dict(s.row.candidate, result.figures[job.name]))
         entry.update(
             status="scheduled",
             start_hour=round(s.start_h or 0.0, 2),

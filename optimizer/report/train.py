@@ -71,10 +71,10 @@ def figures_of(c: Candidate) -> PlanFigures:
     return c.figures
 
 
-def plan_dict(c: Candidate) -> dict[str, Any]:
+def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any]:
     """A plan in the JSON contract of DESIGN.md (plus extra fields): its own fields and the
-    figures solve attached, rounded."""
-    off, f = c.offering, figures_of(c)
+    figures solve attached, rounded (`figures`: held by the result instead, as a batch does)."""
+    off, f = c.offering, figures or figures_of(c)
     return {
         "gpu": off.gpu_id,
         "provider": off.provider,

@@ -146,3 +146,17 @@ def test_report_modules_import_neither_pricing_nor_inputs() -> None:
                 if n.startswith(("optimizer.pricing", "optimizer.inputs"))
             ]
     assert not found, found
+
+
+@pytest.mark.usefixtures("isolated")
+def test_batch_json_shows_the_figures_of_each_scheduled_plan() -> None:
+    result = api.batch(ROOT / "examples" / "batch_12_finetunes.toml", offline=True)
+    jobs = {j["name"]: j for j in api.batch_json(result)["jobs"]}
+    scheduled = [s for s in result.jobs if s.row is not None]
+    assert scheduled and set(result.figures) == {s.name for s in scheduled}
+    for s in scheduled:
+        f, shown = result.figures[s.name], jobs[s.name]
+        for key, (attr, digits) in ROUNDED.items():
+            assert shown[key] == round(getattr(f, attr), digits), (s.name, key)
+        # the rows stay the job's own candidates (validate_batch checks them by identity)
+        assert any(s.row.candidate is c for c in s.job.spec.candidates)

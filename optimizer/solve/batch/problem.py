@@ -13,6 +13,7 @@ from optimizer.pricing.offerings import flag_notes
 from optimizer.solve.batch.grid import TimeGrid, choose_time_grid
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.train.enumerate import Candidate
+from optimizer.solve.train.figures import PlanFigures
 
 __all__ = [
     "EPS_H",
@@ -307,8 +308,10 @@ class BatchResult:
     progress: list[ProgressEvent] = field(default_factory=list)
     #: how the Benders decomposition went (rounds, cuts, proven, stopped); not in the JSON
     benders: dict[str, Any] = field(default_factory=dict)
-    #: filled when the plan is validated (solve/batch/solve.py): why each scheduled job runs
-    #: where it runs (placement.py), and each resource's [[from_h, to_h, level], ...] (usage.py)
+    #: filled when the plan is validated (solve/batch/solve.py): the figures of each scheduled
+    #: job's plan (solve/train/plan_figures.py), why it runs where it runs (placement.py), and
+    #: each resource's [[from_h, to_h, level], ...] (usage.py)
+    figures: dict[str, PlanFigures] = field(default_factory=dict)  # job name -> its plan's
     placements: dict[str, str] = field(default_factory=dict)
     usage: dict[str, list[list[float]]] = field(default_factory=dict)
 

@@ -20,7 +20,7 @@ from optimizer.solve.batch.usage import usage_profiles
 from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import from_cents
 from optimizer.solve.cpsat.solver import SolverConfig, solve
-from optimizer.solve.train.plan_figures import with_figures
+from optimizer.solve.train.plan_figures import plan_figures
 
 #: the least solver time a batch gets, even when enumeration used up the user's time limit
 MIN_SOLVE_S = 0.1
@@ -177,14 +177,14 @@ def solve_batch(
 
 def _validated(out: BatchResult, info: dict[str, Any], started: float) -> BatchResult:
     """The plan, after validate_batch found no broken constraint (else a SolverError: a bug),
-    each scheduled row carrying its plan figures (solve/train/plan_figures.py), the result its
-    placements and resource usage."""
+    with the plan figures of each scheduled row (solve/train/plan_figures.py; the rows stay the
+    job's own candidate objects, which validate_batch checks), its placements and resource usage."""
     problems = validate_batch(out)
     if problems:
         raise SolverError("internal error, the batch plan breaks a constraint: " + "; ".join(problems[:5]))
-    for s in out.jobs:
-        if s.row is not None:
-            s.row = replace(s.row, candidate=with_figures(s.row.candidate, s.job.spec.job))
+    out.figures = {
+        s.name: plan_figures(s.row.candidate, s.job.spec.job) for s in out.jobs if s.row is not None
+    }
     out.placements = placements(out)
     out.usage = usage_profiles(out)
     info["wall_s"] = _elapsed(started)
