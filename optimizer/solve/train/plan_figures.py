@@ -1,6 +1,7 @@
-"""Compute a plan's figures once (PlanFigures) and attach them to its Candidate: the one place
-the P10/P90 step, days and cost, the cost lines, the memory headroom, the intra-node path and
-the warnings of a training plan are worked out (reports only format them)."""
+"""Compute a plan's figures once (PlanFigures), for the result to carry (Candidate.figures; a
+batch holds them in BatchResult.figures): the one place the P10/P90 step, days and cost, the
+cost lines, the memory headroom, the intra-node path and the warnings of a training plan are
+worked out (reports only format them)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,11 @@ __all__ = ["job_figures", "plan_figures", "with_figures", "loader_bound_list", "
 LOADER_SLOWDOWN_TOLERANCE = 1e-9
 
 
-def _data_lines(c: Candidate) -> DataLines | None:
+def _data_lines(c: Candidate, total: float) -> DataLines | None:
+    """The [data] lines of `c`, whose data cost (cost_usd's data line) is `total`."""
     d = c.offering.data
     if not d.counted:
         return None
-    total = d.usd(c.hours)
     dataset, checkpoints = d.dataset_storage_usd(c.hours), d.checkpoint_storage_usd(c.hours)
     return DataLines(
         dataset_storage_usd=dataset,
@@ -47,7 +48,7 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
     `chosen`, `c` is an alternative to that plan and its extra cost is worked out too."""
     off, w = c.offering, job.workload if job is not None else None
     band = step_band(c.step, off.gpu, w.stack if w is not None else "generic")
-    p10, p90 = band.p10, band.p90
+    hours_p10, hours_p90 = c.hours * band.p10, c.hours * band.p90
     a = base_assumptions(job.assumptions if job is not None else None)
     cost = cost_usd(off, c.instances, c.hours)  # the same formula as c.cost_usd, by line
     card = off.gpu.memory_gib
@@ -56,21 +57,21 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
     setup = c.setup or (w.setup() if w is not None else TrainingSetup(seq_len=0))
     unit = w.sample_unit if w is not None else None
     return PlanFigures(
-        p10=p10,
-        p90=p90,
+        p10=band.p10,
+        p90=band.p90,
         step_time_s_p10=band.time_s_p10,
         step_time_s_p90=band.time_s_p90,
-        hours_p10=c.hours * p10,
-        hours_p90=c.hours * p90,
+        hours_p10=hours_p10,
+        hours_p90=hours_p90,
         days=c.hours / HOURS_PER_DAY,
-        days_p10=c.hours * p10 / HOURS_PER_DAY,
-        days_p90=c.hours * p90 / HOURS_PER_DAY,
-        cost_usd_p10=cost_usd(off, c.instances, c.hours * p10).total_usd,
-        cost_usd_p90=cost_usd(off, c.instances, c.hours * p90).total_usd,
+        days_p10=hours_p10 / HOURS_PER_DAY,
+        days_p90=hours_p90 / HOURS_PER_DAY,
+        cost_usd_p10=cost_usd(off, c.instances, hours_p10).total_usd,
+        cost_usd_p90=cost_usd(off, c.instances, hours_p90).total_usd,
         running_usd=cost.running_usd,
         data_usd=cost.data_usd,
         gpu_hours=c.gpus * c.hours,
-        data=_data_lines(c),
+        data=_data_lines(c, cost.data_usd),
         memory_headroom_gib=headroom,
         memory_headroom_fraction=headroom / card if card else 0.0,
         memory_headroom_required_gib=headroom_of(job.constraints).kept_gib(card) if job is not None else None,
