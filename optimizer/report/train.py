@@ -28,7 +28,7 @@ def data_block(c: Candidate, f: PlanFigures) -> dict[str, Any]:
         "dataset_gb": d.dataset_gb,
         "egress_gb": d.egress_gb,
         "egress_usd_per_gb": d.egress_usd_per_gb,
-        "egress_usd": round(d.egress_usd, 2),
+        "egress_usd": round(lines.egress_usd, 2),
         "route": d.route,
         "storage_usd_per_gb_month": d.storage_usd_per_gb_month,
         "dataset_storage_usd": round(lines.dataset_storage_usd, 2),

@@ -26,6 +26,7 @@ class JobFigures:
 class DataLines:
     """The [data] lines of a plan's cost (what `cost_usd` added for the data), USD."""
 
+    egress_usd: float  # moving the dataset to the offering once
     dataset_storage_usd: float
     checkpoint_storage_usd: float
     storage_usd: float  # dataset copy + checkpoints

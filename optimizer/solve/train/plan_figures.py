@@ -35,6 +35,7 @@ def _data_lines(c: Candidate, total: float) -> DataLines | None:
         return None
     dataset, checkpoints = d.dataset_storage_usd(c.hours), d.checkpoint_storage_usd(c.hours)
     return DataLines(
+        egress_usd=d.egress_usd,
         dataset_storage_usd=dataset,
         checkpoint_storage_usd=checkpoints,
         storage_usd=dataset + checkpoints,
