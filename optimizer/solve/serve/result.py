@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.errors import Status
-from optimizer.inputs.jobs.serve import ServeConstraints, ServeWorkload
+from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeWorkload
 from optimizer.model.spec import ModelSpec
 from optimizer.solve.serve.options import BucketPerf, ReplicaOption
 from optimizer.units import DAYS_PER_MONTH
@@ -112,6 +112,16 @@ class ServeResult:
         """Instance failures the plan survives, wherever they hit: the fewest spare instances
         of any deployment (each deployment carries its own share of the load)."""
         return min((d.spare_instances() for d in self.deployments), default=0)
+
+    @property
+    def params(self) -> float:
+        """Parameters of the served model."""
+        return self.model.params()
+
+    @property
+    def buckets(self) -> tuple[Bucket, ...]:
+        """The request buckets the load was split into (workload.request_buckets())."""
+        return self.workload.request_buckets()
 
     @property
     def headroom(self) -> float | None:
