@@ -25,6 +25,27 @@ from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.plan import PlanResult, plan_job
 from optimizer.solve.train.sizing import SizingRule, size_job
 
+# ---- front-end support (branch `report`, issue 24 part 4): catalogs, schemas, argument
+# checks; what the CLI needs below the API, re-exported here. `optimizer.api.report` (the
+# `ccopt report` sweeps and page) builds on the functions of this module: import it as
+# `from optimizer.api import report`.
+# isort: split
+from optimizer.api.catalog import (
+    PriceListing,
+    gpu_rows,
+    gpus_json,
+    model_rows,
+    models_json,
+    price_listing,
+    refresh_prices,
+    stack_rows,
+    stacks_json,
+)
+from optimizer.api.checks import DeprecatedName, check_number, warn_renamed
+from optimizer.api.schema import schema_names, schema_of
+
+# ---- end of the front-end block
+
 __all__ = [
     "estimate",
     "plan",
@@ -37,6 +58,21 @@ __all__ = [
     "batch_json",
     "resolve_model",
     "sizing",
+    # front-end support (branch `report`, the block above)
+    "PriceListing",
+    "gpu_rows",
+    "gpus_json",
+    "model_rows",
+    "models_json",
+    "price_listing",
+    "refresh_prices",
+    "stack_rows",
+    "stacks_json",
+    "DeprecatedName",
+    "check_number",
+    "warn_renamed",
+    "schema_names",
+    "schema_of",
 ]
 
 

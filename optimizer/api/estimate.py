@@ -13,8 +13,9 @@ from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.jobs.serve import ServeWorkload
 from optimizer.inputs.models import load_model
 from optimizer.inputs.validation import check_number
+from optimizer.model.estimate_figures import serve_estimate_figures, train_estimate_figures
 from optimizer.model.fabric import default_fabric
-from optimizer.model.fitted import step_time_interval
+from optimizer.model.fitted import step_band
 from optimizer.model.memory import serving_memory, training_memory
 from optimizer.model.profile import is_profile
 from optimizer.model.serving import serving_max_batch, serving_perf
@@ -424,7 +425,8 @@ def _serve(
     )
     mem = serving_memory(spec, setup, tp, a)
     perf = serving_perf(spec, setup, g, tp, prompt, output_tokens, a)
-    return serve_estimate_json(spec, g, n_gpus, setup, tp, mem, perf, where)
+    figures = serve_estimate_figures(spec, g, n_gpus, tp, mem, perf)
+    return serve_estimate_json(spec, g, n_gpus, setup, tp, mem, perf, where, figures=figures)
 
 
 def _train(
@@ -502,9 +504,9 @@ def _train(
     )
     mem = training_memory(spec, setup, layout, a)
     step = training_step_time(spec, setup, layout, cluster, a) if g.supports(precision) else None
-    interval = (step.interval or step_time_interval(g, stack)) if step is not None else None
+    band = step_band(step, g, stack) if step is not None else None
     if step is not None and not is_profile(spec):  # before the size factor (what calibrate fits)
         where = {**where, "base_efficiency": round(compute_efficiency(g, precision, a, stack)[0], 4)}
-    return train_estimate_json(
-        spec, g, n_gpus, layout, mem, step, precision, {**where, "interval": interval, "seq_len": seq_len}
-    )
+    where = {**where, "band": band, "seq_len": seq_len}
+    figures = train_estimate_figures(spec, g, mem)
+    return train_estimate_json(spec, g, n_gpus, layout, mem, step, precision, where, figures=figures)

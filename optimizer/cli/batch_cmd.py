@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from optimizer import api
+from optimizer.api import check_number
 from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_WORKERS,
@@ -30,7 +31,6 @@ from optimizer.cli.common import (
 )
 from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
 from optimizer.errors import Status
-from optimizer.inputs.validation import check_number
 from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR
 
 __all__ = ["register", "render_batch", "plot_schedule"]

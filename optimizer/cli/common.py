@@ -13,9 +13,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from optimizer.api.checks import DeprecatedName, check_number, warn_renamed
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
-from optimizer.inputs.aliases import DeprecatedName, warn_renamed
-from optimizer.inputs.validation import check_number
 
 __all__ = [
     "user_errors",

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from optimizer import api
+from optimizer.api import check_number
 from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_ALTERNATIVES,
@@ -33,7 +34,6 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.plot import check_plot_path, plot_pareto
-from optimizer.inputs.validation import check_number
 
 __all__ = ["register", "render_plan", "data_lines"]
 

@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from optimizer import api
+from optimizer.api.catalog import MAX_DEADLINE_S, MAX_TIMEOUT_S, PriceListing, offerings_to_records
 from optimizer.cli.common import EXIT_BAD_INPUT, renamed_flag
 from optimizer.errors import OptimizerError
-from optimizer.inputs.validation import check_number
-from optimizer.pricing.catalog import filter_rows, load_catalog_rows
-from optimizer.pricing.refresh import MAX_DEADLINE_S, MAX_TIMEOUT_S, refresh_prices
-from optimizer.pricing.sanity import PriceFlag, RowKey, catalog_flags
-from optimizer.pricing.schema import rows_to_frame
-from optimizer.report.contract.catalogs import PricesOutput
-from optimizer.report.contract.common import emit_list
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = ["prices_app", "offerings_to_records"]
 
@@ -38,42 +29,14 @@ prices_app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-_SORT = ["usd_per_gpu_hour", "provider", "instance_type", "region", "pricing_model"]
-#: JSON names aligned with plan output (issue 19 item 2), written beside the catalog columns
-_ALIASES = {"gpu": "gpu_id", "instance": "instance_type", "pricing": "pricing_model"}
-_KEY = ("provider", "instance_type", "region", "pricing_model")
-
-Flags = Mapping[RowKey, tuple[PriceFlag, ...]]
-
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
 
 
-def _key(record: Mapping[str, Any]) -> RowKey:
-    return (record["provider"], record["instance_type"], record["region"], record["pricing_model"])
-
-
-def offerings_to_records(frame: pd.DataFrame, flags: Flags | None = None) -> list[dict[str, Any]]:
-    """Rows as JSON-ready dicts: the catalog columns (NaN -> None; max_instances as int), then
-    `gpu`, `instance`, `pricing` (the plan's names for gpu_id, instance_type, pricing_model)
-    and `flags` ([{"rule", "reason"}], empty when none)."""
-    records = frame.to_dict(orient="records")
-    for record in records:
-        for key, value in record.items():
-            if isinstance(value, float) and math.isnan(value):
-                record[key] = None
-        if record.get("max_instances") is not None:
-            record["max_instances"] = int(record["max_instances"])
-        for alias, column in _ALIASES.items():
-            record[alias] = record[column]
-        record["flags"] = [f.as_dict() for f in (flags or {}).get(_key(record), ())]
-    return records
-
-
-def _render_table(frame: pd.DataFrame, flags: Flags) -> None:
-
+def _render_table(listing: PriceListing) -> None:
+    frame = listing.frame
     table = Table(title=f"{len(frame)} offerings, cheapest GPU-hour first")
     for name, justify in (
         ("provider", "left"),
@@ -96,7 +59,7 @@ def _render_table(frame: pd.DataFrame, flags: Flags) -> None:
         inter = f"{row.inter_node_gbps:g} Gb/s {row.inter_node_kind}"
         inter += "^" if row.inter_node_is_default else ""
         limit = "" if math.isnan(row.max_instances) else str(int(row.max_instances))
-        found = flags.get((row.provider, row.instance_type, row.region, row.pricing_model), ())
+        found = listing.flags_of(row)
         first = len(notes) + 1  # footnote number of this row's first flag
         notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
         marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
@@ -141,7 +104,7 @@ def _seconds(new: float | None, old: float | None, name: str, default: float, mo
     """A refresh time from --NAME-s or its old spelling --NAME (warns once), in range."""
     try:
         value = renamed_flag(new, old, f"--{name}-s", f"--{name}", default)
-        check_number(value, f"--{name}" if old is not None else f"--{name}-s", gt=0, le=most)
+        api.check_number(value, f"--{name}" if old is not None else f"--{name}-s", gt=0, le=most)
     except OptimizerError as exc:
         raise _fail(str(exc)) from None
     return float(value)
@@ -220,27 +183,26 @@ def prices(
         raise _fail("output: choose one of --json or --csv")
 
     try:
-        loaded = load_catalog_rows(offline=True if offline else None)
-        rows: Sequence[Any] = filter_rows(
-            loaded.rows, gpus=gpu, providers=provider, regions=region, pricing=pricing, min_instances=least
+        listing = api.price_listing(
+            gpus=gpu,
+            providers=provider,
+            regions=region,
+            pricing=pricing,
+            min_instances=least,
+            flagged=flagged,
+            offline=True if offline else None,
         )
     except OptimizerError as exc:
         raise _fail(str(exc)) from None
-    flags = catalog_flags(loaded.rows)
-    if flagged:
-        rows = [r for r in rows if (r.provider, r.instance_type, r.region, r.pricing_model) in flags]
-    typer.echo(_age_line(loaded.description, loaded.age.age_days), err=True)
-    frame = rows_to_frame(rows).sort_values(_SORT, kind="mergesort").reset_index(drop=True)
+    typer.echo(_age_line(listing.description, listing.age_days), err=True)
     if as_json:
-        typer.echo(
-            json.dumps(emit_list(PricesOutput, offerings_to_records(frame, flags)), indent=2, allow_nan=False)
-        )
+        typer.echo(json.dumps(listing.to_json(), indent=2, allow_nan=False))
     elif as_csv:
-        typer.echo(frame.to_csv(index=False), nl=False)
-    elif frame.empty:
+        typer.echo(listing.frame.to_csv(index=False), nl=False)
+    elif listing.frame.empty:
         typer.echo("no offerings match the filters", err=True)
     else:
-        _render_table(frame, flags)
+        _render_table(listing)
 
 
 def _age_line(description: str, age_days: int) -> str:
@@ -297,7 +259,7 @@ def refresh(
     timeout_s = _seconds(timeout_s, old_timeout, "timeout", 10.0, MAX_TIMEOUT_S)
     deadline_s = _seconds(deadline_s, old_deadline, "deadline", 60.0, MAX_DEADLINE_S)
     try:
-        result = refresh_prices(
+        result = api.refresh_prices(
             url, timeout_s=timeout_s, retries=retries, deadline_s=deadline_s, allow_shrink=allow_shrink
         )
     except OptimizerError as exc:  # RefreshError included: the message says the cache was kept

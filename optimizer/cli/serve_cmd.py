@@ -10,6 +10,7 @@ from rich.table import Table
 
 from optimizer.api import serve as run_serve
 from optimizer.api import serve_compare as run_serve_compare
+from optimizer.api import warn_renamed
 from optimizer.cli.common import (
     JsonOpt,
     OfflineOpt,
@@ -25,7 +26,6 @@ from optimizer.cli.common import (
     time_limit_s,
     user_errors,
 )
-from optimizer.inputs.aliases import warn_renamed
 
 __all__ = ["register", "render_serve", "render_compare"]
 

@@ -20,6 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from optimizer.model.cluster import StepTime
 from optimizer.model.hardware import GpuSpec
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "family_multiplier",
     "FAMILY_TABLES",
     "step_time_interval",
+    "StepBand",
+    "step_band",
     "EMPTY_FIT",
 ]
 
@@ -162,3 +165,20 @@ def step_time_interval(
             lo, hi, _ = fit.intervals[key]
             return lo, hi
     return 1.0, 1.0
+
+
+@dataclass(frozen=True)
+class StepBand:
+    """The P10-P90 band of one predicted step: the multipliers and the step times they give."""
+
+    p10: float
+    p90: float
+    time_s_p10: float
+    time_s_p90: float
+
+
+def step_band(step: StepTime, gpu: GpuSpec, stack: str = "generic") -> StepBand:
+    """The band of `step` on `gpu`: the step's own (a per-sample profile carries one), else the
+    fitted interval of `stack` on the GPU class (step_time_interval)."""
+    p10, p90 = step.interval or step_time_interval(gpu, stack)
+    return StepBand(p10, p90, step.time_s * p10, step.time_s * p90)

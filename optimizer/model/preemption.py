@@ -59,6 +59,20 @@ class Preemption:
     def expected_interruptions(self) -> float:
         return self.expected_wall_s / self.mtbf_s
 
+    @property
+    def checkpoint_interval_h(self) -> float:
+        return self.checkpoint_interval_s / SECONDS_PER_HOUR
+
+    @property
+    def work_h(self) -> float:
+        """Hours of computation, without interruptions."""
+        return self.work_s / SECONDS_PER_HOUR
+
+    @property
+    def expected_wall_h(self) -> float:
+        """Expected wall-clock hours with the interruptions (what the plan's `hours` is)."""
+        return self.expected_wall_s / SECONDS_PER_HOUR
+
 
 def preemption(
     work_s: float,

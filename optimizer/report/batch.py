@@ -4,38 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.pricing.offerings import flag_notes
 from optimizer.report.contract.batch import BatchOutput
 from optimizer.report.contract.common import emit, explanation_of
 from optimizer.report.train import plan_dict, solver_block
-from optimizer.solve.batch.placement import placements
 from optimizer.solve.batch.problem import BatchResult, Explanation, JobRows, ScheduledJob
 
-__all__ = ["usage_profile", "batch_dict"]
-
-
-def usage_profile(result: BatchResult, key: str) -> list[list[float]]:
-    """[[from_hour, to_hour, level], ...] of a resource, where the level changes."""
-    res = result.problem.resources[key]
-    spans = [
-        (
-            s.start_h or 0.0,
-            s.slot_end_h or 0.0,
-            res.demand(s.row.candidate.offering, s.row.candidate.instances),
-        )
-        for s in result.jobs
-        if s.row is not None
-    ]
-    spans = [sp for sp in spans if sp[2]]
-    times = sorted({t for a, b, _ in spans for t in (a, b)})
-    out: list[list[float]] = []
-    for a, b in zip(times, times[1:], strict=False):
-        level = sum(d for s, e, d in spans if s <= a < e)
-        if out and out[-1][2] == level and out[-1][1] == a:
-            out[-1][1] = b
-        elif level:
-            out.append([round(a, 2), round(b, 2), level])
-    return out
+__all__ = ["batch_dict"]
 
 
 def _job_dict(
@@ -45,7 +19,7 @@ def _job_dict(
     spec = job.spec
     entry: dict[str, Any] = {"name": job.name}
     if s is not None and s.row is not None:
-        entry.update(plan_dict(s.row.candidate, spec.job))
+        entry.update(plan_dict(s.row.candidate, result.figures[job.name]))
         entry.update(
             status="scheduled",
             start_hour=round(s.start_h or 0.0, 2),
@@ -83,7 +57,7 @@ def _resource_dicts(result: BatchResult) -> list[dict[str, Any]]:
             item.update(
                 reserved=result.reserved.get(key, 0), commitment_usd_per_instance=round(res.commitment_usd, 2)
             )
-        profile = usage_profile(result, key) if result.jobs else []
+        profile = result.usage.get(key, [])
         item.update(peak=max((p[2] for p in profile), default=0), usage=profile)
         out.append(item)
     return out
@@ -123,7 +97,7 @@ def batch_dict(result: BatchResult) -> dict[str, Any]:
     """
     problem = result.problem
     by_name = {s.name: s for s in result.jobs}
-    why = placements(result)
+    why = result.placements
     return emit(
         BatchOutput,
         {
@@ -140,8 +114,7 @@ def batch_dict(result: BatchResult) -> dict[str, Any]:
             "dropped": [s.name for s in result.jobs if s.row is None],
             "resources": _resource_dicts(result),
             "explanation": _explanation_dict(result.explanation),
-            "notes": problem.notes
-            + flag_notes(s.row.candidate.offering for s in result.jobs if s.row is not None),
+            "notes": result.notes,
             **({"catalog": result.catalog} if result.catalog is not None else {}),
             "solver": _batch_solver(result.solver, str(result.status)),
         },

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from optimizer.model.estimate_figures import EstimateFigures
+from optimizer.model.fitted import StepBand
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown
 from optimizer.model.profile import SampleProfile
@@ -21,9 +23,9 @@ def _status(fits: bool) -> str:
     return "fits" if fits else "does_not_fit"
 
 
-def _head(spec: ModelSpec, gpu: GpuSpec, gpus: int) -> dict[str, Any]:
+def _head(spec: ModelSpec, gpu: GpuSpec, gpus: int, figures: EstimateFigures) -> dict[str, Any]:
     return {
-        "model": {"name": spec.name, "params": spec.params(), "active_params": spec.active_params()},
+        "model": {"name": spec.name, "params": figures.params, "active_params": figures.active_params},
         "gpu": gpu.gpu_id,
         "gpus": gpus,
         "gpu_memory_gib": gpu.memory_gib,
@@ -39,31 +41,30 @@ def train_estimate_json(
     step: StepTime | None,
     precision: str,
     where: dict[str, Any] | None = None,
+    *,
+    figures: EstimateFigures,
 ) -> dict[str, Any]:
     """Memory and step time of one training layout (step None: the GPU lacks the precision).
 
     `where`: the hardware context (gpus_per_instance and its old name gpus_per_node,
     inter_node_gbps, inter_node_assumed, inter_node_is_default, instance, provider,
-    instance_type, stack, note, seq_len, base_efficiency) and `interval`, the (P10, P90)
-    multipliers of the step time."""
+    instance_type, stack, note, seq_len, base_efficiency) and `band`, the P10-P90 step times
+    (optimizer.model.fitted.StepBand)."""
     where = dict(where or {})
-    interval = where.pop("interval", None)
+    band: StepBand | None = where.pop("band", None)
     if step is None:
         where.pop("base_efficiency", None)
-    out = _head(spec, gpu, gpus)
+    out = _head(spec, gpu, gpus, figures)
     out.update({k: v for k, v in where.items() if v is not None})
-    fits = mem.fits(gpu.memory_gib)
+    fits = figures.fits
     out.update(
         mode="train", status=_status(fits), layout=layout.as_dict(), memory_gib=mem.as_dict(2), fits=fits
     )
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
         return emit(EstimateOutput, out)
-    if interval is not None:
-        out.update(
-            step_time_s_p10=round(step.time_s * interval[0], 4),
-            step_time_s_p90=round(step.time_s * interval[1], 4),
-        )
+    if band is not None:
+        out.update(step_time_s_p10=round(band.time_s_p10, 4), step_time_s_p90=round(band.time_s_p90, 4))
     out.update(
         step=step.as_dict(),
         step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
@@ -92,18 +93,21 @@ def serve_estimate_json(
     mem: MemoryBreakdown,
     perf: ServePerf,
     where: dict[str, Any] | None = None,
+    *,
+    figures: EstimateFigures,
 ) -> dict[str, Any]:
-    """Memory, latency and throughput of `gpus // tp` serving replicas of one setup."""
-    replicas = gpus // tp
-    out = _head(spec, gpu, gpus)
+    """Memory, latency and throughput of `gpus // tp` serving replicas of one setup (`figures`:
+    the replicas and their totals, model/estimate_figures.py)."""
+    replicas = figures.replicas
+    out = _head(spec, gpu, gpus, figures)
     out.update(
         {
             k: v
             for k, v in (where or {}).items()
-            if v is not None and k not in ("interval", "seq_len", "base_efficiency")
+            if v is not None and k not in ("band", "seq_len", "base_efficiency")
         }
     )
-    fits = mem.fits(gpu.memory_gib)
+    fits = figures.fits
     out.update(
         mode="serve",
         status=_status(fits),
@@ -116,8 +120,8 @@ def serve_estimate_json(
         ttft_s=significant(perf.ttft_s),
         tpot_ms=significant(perf.tpot_s * 1e3),
         decode_step_ms=round(perf.decode_step_s * 1e3, 3),
-        output_tokens_per_s=round(perf.output_tokens_per_s * replicas, 1),
-        requests_per_s=round(perf.requests_per_s * replicas, 3),
+        output_tokens_per_s=round(figures.output_tokens_per_s or 0.0, 1),
+        requests_per_s=round(figures.requests_per_s or 0.0, 3),
         requests_per_s_per_replica=round(perf.requests_per_s, 4),
         bound=perf.bound,
     )

@@ -15,7 +15,7 @@ __all__ = ["serve_json", "serve_compare_json"]
 
 def _memory(d: Deployment) -> dict[str, float]:
     """Memory per GPU of the deployment's most demanding served bucket."""
-    peak = max(d.served(), key=lambda p: p.memory_gib)
+    peak = d.peak_memory
     if peak.memory is not None:
         return peak.memory.as_dict(2)
     return {"weights": 0.0, "overhead": 0.0, "total": round(peak.memory_gib, 2)}
@@ -23,7 +23,6 @@ def _memory(d: Deployment) -> dict[str, float]:
 
 def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
     o, off = d.option, d.option.offering
-    served = d.served()
     return {
         "gpu": off.gpu_id,
         "gpus": d.gpus,
@@ -40,13 +39,13 @@ def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
         "batch": o.batch,
         "usd_per_hour": round(d.usd_per_hour, 4),
         "usd_per_instance_hour": round(o.usd_per_instance_hour, 4),
-        "requests_per_s": round(sum(d.assigned_rps), 4),
+        "requests_per_s": round(d.requests_per_s, 4),
         "capacity_requests_per_s": round(d.capacity_rps, 4),
         "requests_per_s_per_replica": [round(r, 4) for r in o.rates],
         "bucket_requests_per_s": [round(r, 4) for r in d.assigned_rps],
-        "ttft_s": significant(max(p.ttft_s for p in served)),
-        "tpot_ms": significant(max(p.tpot_s for p in served) * 1e3),
-        "e2e_s": significant(max(p.e2e_s for p in served)),
+        "ttft_s": significant(d.ttft_s),
+        "tpot_ms": significant(d.tpot_s * 1e3),
+        "e2e_s": significant(d.e2e_s),
         "memory_gib": _memory(d),
         "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
     }
@@ -62,12 +61,12 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
     job = {
         "name": result.name,
         "model": result.model.name,
-        "params": result.model.params(),
+        "params": result.params,
         "precision": w.weight_precision,
         "quantization": w.weight_precision,
         "load_requests_per_s": significant(result.load_rps),
         "hours_per_day": w.hours_per_day,
-        "buckets": [b.model_dump() for b in w.request_buckets()],
+        "buckets": [b.model_dump() for b in result.buckets],
         "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},
         "redundancy_spare_replicas": c.spare_replicas,
         "spare_instances_per_deployment": c.spare_replicas,
@@ -77,9 +76,8 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
         "stack": w.stack,
     }
     solver = dict(result.solver)
-    if solver.get("objective_cents") is not None:
-        solver["objective_cents_per_hour"] = solver["objective_cents"]
-        solver["objective_usd_per_hour"] = round(solver["objective_cents"] / 100, 2)
+    if solver.get("objective_usd_per_hour") is not None:
+        solver["objective_usd_per_hour"] = round(solver["objective_usd_per_hour"], 2)
     out: dict[str, Any] = {
         "status": str(result.status),
         "plan": None,
@@ -100,13 +98,13 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
         "usd_per_month": round(result.usd_per_month, 2),
         "capacity_requests_per_s": round(result.capacity_rps, 4),
         "load_requests_per_s": round(result.load_rps, 4),
-        "headroom": round(result.capacity_rps / result.load_rps - 1, 4) if result.load_rps else None,
-        "ttft_s": max(d["ttft_s"] for d in deps),
-        "tpot_ms": max(d["tpot_ms"] for d in deps),
-        "e2e_s": max(d["e2e_s"] for d in deps),
-        "replicas": sum(d["replicas"] for d in deps),
-        "gpus": sum(d["gpus"] for d in deps),
-        "spare_replicas": sum(c.spare_replicas * d.option.replicas_per_instance for d in result.deployments),
+        "headroom": None if result.headroom is None else round(result.headroom, 4),
+        "ttft_s": significant(result.ttft_s),
+        "tpot_ms": significant(result.tpot_s * 1e3),
+        "e2e_s": significant(result.e2e_s),
+        "replicas": result.replicas,
+        "gpus": result.gpus,
+        "spare_replicas": result.spare_replicas,
         "instance_failures_survived": result.instance_failures_survived,
     }
     return out

@@ -7,8 +7,8 @@ from typing import Any
 
 from optimizer.report.contract.common import emit
 from optimizer.report.contract.sizing import SizingOutput
+from optimizer.report.train import figures_of
 from optimizer.solve.train.sizing import SizingResult, SizingRule
-from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["sizing_json"]
 
@@ -20,7 +20,7 @@ def sizing_json(result: SizingResult, rule: SizingRule | None = None) -> dict[st
             "plan_cost_usd": round(r.plan.cost_usd, 2),
             "plan_cost_p10_usd": round(r.cost_p10_usd, 2),
             "plan_cost_p90_usd": round(r.cost_p90_usd, 2),
-            "plan_days": round(r.plan.hours / HOURS_PER_DAY, 2),
+            "plan_days": round(figures_of(r.plan).days, 2),
             "provider": r.probe.offering.provider,
             "instance": r.probe.offering.instance,
             "region": r.probe.offering.region,

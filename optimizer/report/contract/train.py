@@ -98,6 +98,7 @@ class DataOut(Contract):
     checkpoint_every_hours: float | None = None
     checkpoints_kept: int | None = None
     checkpoint_storage_usd: float | None = None
+    storage_usd: float | None = Field(default=None, description="dataset copy + checkpoint storage")
     total_usd: float | None = None
     share_of_cost: float | None = Field(default=None, description="total_usd / the plan's cost_usd")
     unknown: list[str] = Field(default_factory=list, description="prices not in the tables (counted as 0)")
@@ -156,15 +157,26 @@ class PlanOut(Contract):
     step_time_s_p90: float | None = None
     hours: float
     days: float
+    days_p10: float | None = Field(default=None, description="days at the P10 step time")
     days_p90: float | None = None
     usd_per_hour: float = Field(description="running cost of all instances per hour")
     cost_usd: float = Field(description="what the job costs (committed hours for reservations)")
+    cost_usd_p10: float | None = Field(default=None, description="cost at the P10 step time")
     cost_usd_p90: float | None = None
+    running_usd: float | None = Field(
+        default=None,
+        description="the running line of cost_usd: instance-hours (the whole term for a "
+        "reservation), an owned box's power; cost_usd = running + capital + data",
+    )
+    gpu_hours: float | None = Field(default=None, description="GPUs × hours")
     capital_usd: float = Field(description="purchase price of bought boxes (0 for cloud)")
     memory_gib: MemoryGiB
     gpu_memory_gib: float | None = Field(default=None, description="memory of one card")
     memory_headroom_gib: float | None = Field(
         default=None, description="card memory minus the device memory the plan needs, per GPU"
+    )
+    memory_headroom_fraction: float | None = Field(
+        default=None, description="memory_headroom_gib as a share of the card's memory"
     )
     memory_headroom_required_gib: float | None = Field(
         default=None,
@@ -298,6 +310,11 @@ class BreakEvenOut(Contract):
         description="jobs run back to back on the boxes (or at constraints.jobs_per_month)"
     )
     months_continuous: float | None = Field(default=None, description="boxes busy 730 h/month")
+    jobs_per_month: float | None = Field(
+        default=None,
+        description="the duty cycle behind months_to_break_even: constraints.jobs_per_month, "
+        "else jobs back to back on the boxes",
+    )
     note: str
 
 

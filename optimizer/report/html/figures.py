@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from markupsafe import Markup
 
-from optimizer.units import HOURS_PER_DAY, HOURS_PER_MONTH
+from optimizer.units import HOURS_PER_DAY
 
 __all__ = [
     "PALETTE",
@@ -181,12 +181,6 @@ def step_figure(plan: dict[str, Any]) -> go.Figure:
     )
 
 
-def _p10_days(row: dict[str, Any]) -> float | None:
-    """P10 finish time: days scaled by the P10 / expected step time (the plan gives P90 only)."""
-    p10 = row.get("step_time_s_p10")
-    return None if p10 is None or not row["step_time_s"] else row["days"] * p10 / row["step_time_s"]
-
-
 def pareto_figure(
     pareto: Sequence[dict[str, Any]], plan: dict[str, Any] | None, deadline_days: float | None
 ) -> go.Figure:
@@ -196,7 +190,7 @@ def pareto_figure(
     gpus = sorted({r["gpu"] for r in pareto})
     for i, gpu in enumerate(gpus):
         rows = [r for r in pareto if r["gpu"] == gpu]
-        minus = [r["days"] - (_p10_days(r) or r["days"]) for r in rows]
+        minus = [r["days"] - (r.get("days_p10") or r["days"]) for r in rows]
         plus = [(r.get("days_p90") or r["days"]) - r["days"] for r in rows]
         up = [(r.get("cost_usd_p90") or r["cost_usd"]) - r["cost_usd"] for r in rows]
         fig.add_scatter(
@@ -312,12 +306,10 @@ def deadline_figure(
 
 
 def jobs_per_month(compare: dict[str, Any]) -> float | None:
-    """Jobs a month the break-even assumes: from the break-even itself, else back to back."""
-    be = compare.get("break_even") or {}
-    if be.get("jobs_to_break_even") and be.get("months_to_break_even"):
-        return float(be["jobs_to_break_even"]) / float(be["months_to_break_even"])
-    local = compare.get("owned_or_bought")
-    return HOURS_PER_MONTH / local["hours"] if local and local.get("hours") else None
+    """Jobs a month the break-even assumes (solve attaches it to every break-even)."""
+    per_gpu = compare.get("break_even_per_gpu") or {}
+    be: dict[str, Any] = compare.get("break_even") or next(iter(per_gpu.values()), {})
+    return be.get("jobs_per_month")
 
 
 def rent_vs_buy_months(compare: dict[str, Any]) -> float:

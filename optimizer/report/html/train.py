@@ -100,10 +100,10 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
 
 
 def _cost_table(p: dict[str, Any]) -> Table:
-    gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {p['gpus'] * p['hours']:,.0f} GPU-hours"
+    # results saved by an older ccopt lack the figures added since (running_usd, gpu_hours,
+    # data.storage_usd, memory_headroom_fraction): shown as "—", never worked out here
+    gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {num(p.get('gpu_hours'), 0)} GPU-hours"
     data = p.get("data") or {}
-    data_usd = p.get("data_usd") or 0.0
-    hardware_usd = p["cost_usd"] - data_usd
     if p["kind"] != "cloud":
         rows = [
             (
@@ -114,7 +114,7 @@ def _cost_table(p: dict[str, Any]) -> Table:
             (
                 "power and running",
                 f"{gpu_hours} at {money(p['usd_per_hour'])}/h",
-                money(hardware_usd - p["capital_usd"]),
+                money(p.get("running_usd")),
             ),
         ]
     elif p.get("commitment_hours"):
@@ -123,12 +123,16 @@ def _cost_table(p: dict[str, Any]) -> Table:
                 "reserved commitment",
                 f"{gpu_hours} used; {p['commitment_hours']:,.0f} "
                 f"committed hours ({p['pricing']}) paid at {money(p['usd_per_hour'])}/h",
-                money(hardware_usd),
+                money(p.get("running_usd")),
             )
         ]
     else:
         rows = [
-            ("GPU time", f"{gpu_hours} at {money(p['usd_per_hour'])}/h ({p['pricing']})", money(hardware_usd))
+            (
+                "GPU time",
+                f"{gpu_hours} at {money(p['usd_per_hour'])}/h ({p['pricing']})",
+                money(p.get("running_usd")),
+            )
         ]
     if data.get("counted"):
         unknown = f"; unknown, counted $0: {'; '.join(data['unknown'])}" if data.get("unknown") else ""
@@ -139,13 +143,17 @@ def _cost_table(p: dict[str, Any]) -> Table:
                 f"dataset copy {money(data['dataset_storage_usd'])}, checkpoints "
                 f"{money(data['checkpoint_storage_usd'])} at "
                 f"${data['storage_usd_per_gb_month']:g}/GB-month{unknown}",
-                money(data["dataset_storage_usd"] + data["checkpoint_storage_usd"]),
+                money(data.get("storage_usd")),
             ),
         ]
     else:
         rows += [("data and storage", "not counted: the job has no [data] section", "—")]
     rows += [("total", "what the job costs", money(p["cost_usd"]))]
     return Table("Cost breakdown", ("item", "how", "USD"), tuple(rows), numeric=(2,))
+
+
+def _share(fraction: float | None) -> str:
+    return "—" if fraction is None else f"{fraction:.0%}"
 
 
 def _plan_row(label: str, r: dict[str, Any]) -> tuple[str, ...]:
@@ -195,8 +203,13 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
         if mem.get(key) is not None:
             rows.append((words, num(mem[key])))
     if card:
-        shown = mem.get("device") or mem["total"]
-        rows += [("card", num(card, 0)), ("headroom", f"{num(card - shown)} ({(card - shown) / card:.0%})")]
+        rows += [
+            ("card", num(card, 0)),
+            (
+                "headroom",
+                f"{num(p.get('memory_headroom_gib'))} ({_share(p.get('memory_headroom_fraction'))})",
+            ),
+        ]
     section.tables.append(
         Table(f"Per-GPU memory, GiB ({p['gpu']})", ("part", "GiB"), tuple(rows), numeric=(1,))
     )

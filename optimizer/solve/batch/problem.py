@@ -9,9 +9,11 @@ from typing import Any
 from optimizer.errors import ConfigError, Status
 from optimizer.inputs.jobs.batch import BatchJob
 from optimizer.pricing.offering import Offering, cost_usd
+from optimizer.pricing.offerings import flag_notes
 from optimizer.solve.batch.grid import TimeGrid, choose_time_grid
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.train.enumerate import Candidate
+from optimizer.solve.train.figures import PlanFigures
 
 __all__ = [
     "EPS_H",
@@ -306,6 +308,12 @@ class BatchResult:
     progress: list[ProgressEvent] = field(default_factory=list)
     #: how the Benders decomposition went (rounds, cuts, proven, stopped); not in the JSON
     benders: dict[str, Any] = field(default_factory=dict)
+    #: filled when the plan is validated (solve/batch/solve.py): the figures of each scheduled
+    #: job's plan (solve/train/plan_figures.py), why it runs where it runs (placement.py), and
+    #: each resource's [[from_h, to_h, level], ...] (usage.py)
+    figures: dict[str, PlanFigures] = field(default_factory=dict)  # job name -> its plan's
+    placements: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, list[list[float]]] = field(default_factory=dict)
 
     def _sum(self, kinds: tuple[str, ...]) -> float:
         return sum(
@@ -334,3 +342,10 @@ class BatchResult:
     def total_cost_usd(self) -> float:
         """Money spent: cloud + owned (power, capital if charged) + reservation commitments."""
         return sum(s.row.candidate.cost_usd for s in self.jobs if s.row is not None) + self.reservation_usd
+
+    @property
+    def notes(self) -> list[str]:
+        """What a buyer should double-check: the problem's notes, then the price flags of the
+        offerings the plan uses."""
+        used = (s.row.candidate.offering for s in self.jobs if s.row is not None)
+        return self.problem.notes + flag_notes(used)

@@ -14,10 +14,13 @@ from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
 from optimizer.solve.batch.hints import add_hints, left_shift
 from optimizer.solve.batch.model import build_model, read_plan
+from optimizer.solve.batch.placement import placements
 from optimizer.solve.batch.problem import BatchProblem, BatchResult, ProgressEvent, ScheduledJob
+from optimizer.solve.batch.usage import usage_profiles
 from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import from_cents
 from optimizer.solve.cpsat.solver import SolverConfig, solve
+from optimizer.solve.train.plan_figures import plan_figures
 
 #: the least solver time a batch gets, even when enumeration used up the user's time limit
 MIN_SOLVE_S = 0.1
@@ -173,9 +176,16 @@ def solve_batch(
 
 
 def _validated(out: BatchResult, info: dict[str, Any], started: float) -> BatchResult:
-    """The plan, after validate_batch found no broken constraint (else a SolverError: a bug)."""
+    """The plan, after validate_batch found no broken constraint (else a SolverError: a bug),
+    with the plan figures of each scheduled row (solve/train/plan_figures.py; the rows stay the
+    job's own candidate objects, which validate_batch checks), its placements and resource usage."""
     problems = validate_batch(out)
     if problems:
         raise SolverError("internal error, the batch plan breaks a constraint: " + "; ".join(problems[:5]))
+    out.figures = {
+        s.name: plan_figures(s.row.candidate, s.job.spec.job) for s in out.jobs if s.row is not None
+    }
+    out.placements = placements(out)
+    out.usage = usage_profiles(out)
     info["wall_s"] = _elapsed(started)
     return out

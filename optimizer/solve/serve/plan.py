@@ -37,6 +37,7 @@ from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.offerings import flag_notes, job_offerings
 from optimizer.pricing.schema import OfferingRow
+from optimizer.solve.cpsat.scale import from_cents
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.serve.explain import (
     diagnose_no_options,
@@ -157,7 +158,11 @@ def _plan(
         cap = sum(u * r for u, r in zip(at_alpha[i], unit_rps, strict=True)) if at_alpha else 0.0
         deployments.append(Deployment(options[i], count, assigned, cap))
     deployments.sort(key=lambda d: -d.usd_per_hour)
-    solver_info.update(objective_cents=sol.cost_cents)
+    solver_info.update(
+        objective_cents=sol.cost_cents,
+        objective_cents_per_hour=sol.cost_cents,
+        objective_usd_per_hour=None if sol.cost_cents is None else from_cents(sol.cost_cents),
+    )
     return ServeResult(
         sol.status,
         deployments=tuple(deployments),

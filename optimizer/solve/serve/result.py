@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.errors import Status
-from optimizer.inputs.jobs.serve import ServeConstraints, ServeWorkload
+from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeWorkload
 from optimizer.model.spec import ModelSpec
 from optimizer.solve.serve.options import BucketPerf, ReplicaOption
 from optimizer.units import DAYS_PER_MONTH
@@ -54,6 +54,31 @@ class Deployment:
         got = [p for p, r in zip(self.option.perf, self.assigned_rps, strict=True) if p and r > 0]
         return got or [p for p in self.option.perf if p]
 
+    @property
+    def requests_per_s(self) -> float:
+        """The load assigned to this deployment, all buckets."""
+        return sum(self.assigned_rps)
+
+    @property
+    def peak_memory(self) -> BucketPerf:
+        """The served bucket that needs the most memory per GPU (what the GPUs must hold)."""
+        return max(self.served(), key=lambda p: p.memory_gib)
+
+    @property
+    def ttft_s(self) -> float:
+        """Time to first token of the slowest served bucket."""
+        return max(p.ttft_s for p in self.served())
+
+    @property
+    def tpot_s(self) -> float:
+        """Time per output token of the slowest served bucket."""
+        return max(p.tpot_s for p in self.served())
+
+    @property
+    def e2e_s(self) -> float:
+        """End-to-end latency of the slowest served bucket."""
+        return max(p.e2e_s for p in self.served())
+
 
 @dataclass(frozen=True)
 class ServeResult:
@@ -87,6 +112,47 @@ class ServeResult:
         """Instance failures the plan survives, wherever they hit: the fewest spare instances
         of any deployment (each deployment carries its own share of the load)."""
         return min((d.spare_instances() for d in self.deployments), default=0)
+
+    @property
+    def params(self) -> float:
+        """Parameters of the served model."""
+        return self.model.params()
+
+    @property
+    def buckets(self) -> tuple[Bucket, ...]:
+        """The request buckets the load was split into (workload.request_buckets())."""
+        return self.workload.request_buckets()
+
+    @property
+    def headroom(self) -> float | None:
+        """Capacity over the load, minus 1 (None without load)."""
+        return self.capacity_rps / self.load_rps - 1 if self.load_rps else None
+
+    @property
+    def replicas(self) -> int:
+        return sum(d.replicas for d in self.deployments)
+
+    @property
+    def ttft_s(self) -> float:
+        """Time to first token of the slowest deployment's slowest bucket."""
+        return max(d.ttft_s for d in self.deployments)
+
+    @property
+    def tpot_s(self) -> float:
+        return max(d.tpot_s for d in self.deployments)
+
+    @property
+    def e2e_s(self) -> float:
+        return max(d.e2e_s for d in self.deployments)
+
+    @property
+    def gpus(self) -> int:
+        return sum(d.gpus for d in self.deployments)
+
+    @property
+    def spare_replicas(self) -> int:
+        """Replicas kept spare: constraints.spare_replicas instances' worth per deployment."""
+        return sum(self.constraints.spare_replicas * d.option.replicas_per_instance for d in self.deployments)
 
     @property
     def usd_per_month(self) -> float:

@@ -11,7 +11,9 @@ from optimizer.inputs.jobs.train import Job
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
+from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.model import solve_table
+from optimizer.solve.train.plan_figures import job_figures, with_figures
 from optimizer.solve.train.prepare import PreparedJob, prepare_job
 from optimizer.units import HOURS_PER_DAY, HOURS_PER_MONTH
 
@@ -29,6 +31,8 @@ class BreakEven:
     months: float | None  # at the job's duty cycle (jobs_per_month, or back to back)
     months_continuous: float | None = None  # boxes busy 730 h a month, cloud rented as long
     gpu: str | None = None  # the GPU type of the cloud plan
+    #: the duty cycle behind `months`: constraints.jobs_per_month, else jobs back to back
+    jobs_per_month: float | None = None
     cloud_plan: str | None = None
     note: str = (
         "net capital = purchase − resale; power only while running; months at the "
@@ -52,6 +56,7 @@ class CompareResult:
     solver: dict[str, Any] = field(default_factory=dict)  # every solve: rows, wall_s, proven
     diagnosis: Diagnosis | None = None  # no plan at all: the single-job planner's explanation
     prepared: PreparedJob | None = None  # the job with its model and candidate table
+    job_figures: JobFigures | None = None  # the job as planned (plan_figures.job_figures)
 
 
 class _Solves:
@@ -139,6 +144,7 @@ def break_even(cloud: Candidate, owned: Candidate, jobs_per_month: float | None 
         if jobs is None
         else (jobs / jobs_per_month if jobs_per_month else jobs * owned.hours / HOURS_PER_MONTH)
     )
+    rate = jobs_per_month or (HOURS_PER_MONTH / owned.hours if owned.hours > 0 else None)
     cloud_month = cloud.usd_per_hour * HOURS_PER_MONTH
     power_month = off.usd_per_hour * owned.instances * HOURS_PER_MONTH
     c = cloud.offering
@@ -150,6 +156,7 @@ def break_even(cloud: Candidate, owned: Candidate, jobs_per_month: float | None 
         months=months,
         months_continuous=net_capital / (cloud_month - power_month) if cloud_month > power_month else None,
         gpu=c.gpu_id,
+        jobs_per_month=rate,
         cloud_plan=f"{cloud.instances}× {c.instance} ({cloud.gpus}× {c.gpu_id}, {c.provider} {c.pricing})",
     )
 
@@ -189,12 +196,16 @@ def compare_job(
     if not found:  # the single-job planner's explanation: what binds and the nearest fix
         core = solves.best(cands, d, b)[1] if cands else []
         diagnosis = explain_infeasible(prep, core)
+
+    def shown(c: Candidate | None) -> Candidate | None:  # a plan with its figures attached
+        return None if c is None else with_figures(c, prep.job)
+
     return CompareResult(
         prep.job,
-        per_gpu,
-        per_provider,
-        best_cloud,
-        best_local,
+        {k: shown(v) for k, v in per_gpu.items()},
+        {k: shown(v) for k, v in per_provider.items()},
+        shown(best_cloud),
+        shown(best_local),
         be,
         prep.table.rejected,
         per_gpu_be,
@@ -203,4 +214,5 @@ def compare_job(
         solves.block(found),
         diagnosis,
         prep,
+        job_figures(prep),
     )

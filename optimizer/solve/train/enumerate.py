@@ -25,6 +25,7 @@ from optimizer.model.step_time import (
     training_step_time,
 )
 from optimizer.pricing.offering import Offering, cost_usd
+from optimizer.solve.train.figures import PlanFigures
 from optimizer.solve.train.host_check import (
     NO_HOST_RULE,
     HostCheck,
@@ -84,6 +85,9 @@ class Candidate:
     setup: TrainingSetup | None = None  # the options chosen ([search]); None: the job's
     host: HostCheck | None = None  # loader rate, host RAM, local disk of this candidate
     spot: Preemption | None = None  # spot rows: the interruption estimate behind `hours`
+    #: what the report shows of a planned row (solve/train/plan_figures.with_figures attaches it
+    #: to the plans a result returns; None on the rows of the table); not part of equality
+    figures: PlanFigures | None = field(default=None, compare=False, repr=False)
 
     @property
     def gpus(self) -> int:

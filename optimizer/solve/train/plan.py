@@ -15,8 +15,10 @@ from optimizer.solve.cpsat.scale import to_cents, to_seconds
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
+from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
+from optimizer.solve.train.plan_figures import job_figures, loader_bound_list, with_figures
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
@@ -40,6 +42,9 @@ class PlanResult:
     catalog: dict[str, Any] | None = None
     tp_avoided: dict[str, Any] | None = None  # pcie_note.tp_avoided of the plan
     cheaper_if_later: Candidate | None = None  # binding "deadline": the cheaper, slower plan
+    #: offerings slowed to their data loader's rate, with the nearest fix (plan_figures)
+    loader_bound: list[dict[str, str]] = field(default_factory=list)
+    job_figures: JobFigures | None = None  # the job as planned (None without `prepared`)
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
@@ -51,6 +56,8 @@ def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob)
         prepared=prep,
         binding=diagnosis.binding,
         fixes=diagnosis.fixes,
+        loader_bound=loader_bound_list(prep),
+        job_figures=job_figures(prep),
     )
 
 
@@ -88,7 +95,10 @@ def plan_job(
     config: SolverConfig | None = None,
     prepared: PreparedJob | None = None,
 ) -> PlanResult:
-    """Plan one job end to end. Never raises for infeasibility: see PlanResult.status."""
+    """Plan one job end to end. Never raises for infeasibility: see PlanResult.status.
+
+    Every plan the result returns (plan, alternatives, Pareto front, cheaper_if_later) carries
+    its figures (Candidate.figures, solve/train/plan_figures.py)."""
     prep = prepared or prepare_job(job, rows, base_dir, pareto=pareto)
     cands = prep.table.candidates
     solver_info: dict[str, Any] = {
@@ -109,17 +119,19 @@ def plan_job(
     later = cheaper_if_later(prep, best)
     out = PlanResult(
         Status(result.status),
-        best,
+        with_figures(best, prep.job),
         solver=solver_info,
         prepared=prep,
         binding="deadline" if later is not None else "none",
-        cheaper_if_later=later,
+        cheaper_if_later=None if later is None else with_figures(later, prep.job),
         notes=tuple(
             network_notes(best)
             + flag_notes([best.offering])
             + ([tp_avoided_text(avoided)] if avoided else [])
         ),
         tp_avoided=avoided,
+        loader_bound=loader_bound_list(prep),
+        job_figures=job_figures(prep),
     )
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
@@ -129,10 +141,11 @@ def plan_job(
         if alt is None:
             break
         _check(prep, alt)
-        out.alternatives.append(alt)
+        out.alternatives.append(with_figures(alt, prep.job, chosen=best))
         excluded.append(candidate_key(alt))
     if pareto:
-        out.pareto = pareto_front(cands, prep.budget_usd, prep.deadline_h, config)
+        front = pareto_front(cands, prep.budget_usd, prep.deadline_h, config)
+        out.pareto = [with_figures(c, prep.job) for c in front]
     return out
 
 

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.inputs.jobs.train import Job
-from optimizer.model.fitted import step_time_interval
 from optimizer.model.profile import SampleProfile
 from optimizer.pricing.offering import cost_usd
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.enumerate import Candidate
+from optimizer.solve.train.plan_figures import plan_figures
 from optimizer.units import MINUTES_PER_HOUR, SECONDS_PER_MINUTE
 
 __all__ = ["SizingRule", "SizingRun", "SizingResult", "size_job", "cost_band"]
@@ -70,14 +70,12 @@ class SizingResult:
         return sum(r.cost_usd for r in self.runs)
 
 
-def cost_band(c: Candidate, stack: str) -> tuple[float, float]:
+def cost_band(c: Candidate, job: Job) -> tuple[float, float]:
     """(P10, P90) cost of a plan: its hours × the step-time band (the model's own for a
-    per-sample profile, else the fitted interval of the stack on the GPU class)."""
-    p10, p90 = c.step.interval or step_time_interval(c.offering.gpu, stack)
-    return (
-        cost_usd(c.offering, c.instances, c.hours * p10).total_usd,
-        cost_usd(c.offering, c.instances, c.hours * p90).total_usd,
-    )
+    per-sample profile, else the fitted interval of the stack on the GPU class), as its
+    figures give them (plan_figures: the one place they are computed)."""
+    f = c.figures or plan_figures(c, job)
+    return f.cost_usd_p10, f.cost_usd_p90
 
 
 def _probe(cands: list[Candidate], gpu: str) -> Candidate | None:
@@ -131,17 +129,16 @@ def size_job(
     compared = compare_job(job, rows, base_dir)
     prep = compared.prepared  # the same candidate table (enumerated once)
     assert prep is not None  # compare_job always keeps it
-    stack = job.workload.stack
     plans = {g: c for g, c in compared.per_gpu.items() if c is not None}
     result = SizingResult(job, [])
     if not plans:
         return result
     best_gpu, best = min(plans.items(), key=lambda kv: kv[1].cost_usd)
     result.best_gpu = best_gpu
-    best_p90 = cost_band(best, stack)[1]
+    best_p90 = cost_band(best, compared.job)[1]
     model_ref = job.model.reference(base_dir) or prep.model.name
     for gpu, plan in sorted(plans.items(), key=lambda kv: kv[1].cost_usd):
-        p10, p90 = cost_band(plan, stack)
+        p10, p90 = cost_band(plan, compared.job)
         if gpu != best_gpu and p10 > best_p90:
             result.settled[gpu] = (
                 f"even at its P10 (${p10:,.2f}) dearer than {best_gpu} at its P90 (${best_p90:,.2f})"

@@ -1,0 +1,118 @@
+"""Compute a plan's figures once (PlanFigures), for the result to carry (Candidate.figures; a
+batch holds them in BatchResult.figures): the one place the P10/P90 step, days and cost, the
+cost lines, the memory headroom, the intra-node path and the warnings of a training plan are
+worked out (reports only format them)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from optimizer.inputs.calibration import base_assumptions
+from optimizer.inputs.jobs.train import Job
+from optimizer.model.fitted import step_band
+from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
+from optimizer.model.setup import TrainingSetup
+from optimizer.pricing.offering import cost_usd
+from optimizer.solve.train.enumerate import Candidate, class_label
+from optimizer.solve.train.figures import DataLines, JobFigures, PlanFigures
+from optimizer.solve.train.host_check import unit_of
+from optimizer.solve.train.pcie_note import host_path_warning
+from optimizer.solve.train.prepare import PreparedJob, headroom_of
+from optimizer.solve.train.variants import options_of
+from optimizer.solve.train.warnings import plan_warnings
+from optimizer.units import HOURS_PER_DAY
+
+__all__ = ["job_figures", "plan_figures", "with_figures", "loader_bound_list", "LOADER_SLOWDOWN_TOLERANCE"]
+
+#: a loader slowdown above 1 + this is loader-bound (below: float noise)
+LOADER_SLOWDOWN_TOLERANCE = 1e-9
+
+
+def _data_lines(c: Candidate, total: float) -> DataLines | None:
+    """The [data] lines of `c`, whose data cost (cost_usd's data line) is `total`."""
+    d = c.offering.data
+    if not d.counted:
+        return None
+    dataset, checkpoints = d.dataset_storage_usd(c.hours), d.checkpoint_storage_usd(c.hours)
+    return DataLines(
+        egress_usd=d.egress_usd,
+        dataset_storage_usd=dataset,
+        checkpoint_storage_usd=checkpoints,
+        storage_usd=dataset + checkpoints,
+        total_usd=total,
+        share_of_cost=total / c.cost_usd if c.cost_usd > 0 else 0.0,
+    )
+
+
+def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None = None) -> PlanFigures:
+    """The figures of plan `c` of `job` (None: a bare candidate, priced on its own); with
+    `chosen`, `c` is an alternative to that plan and its extra cost is worked out too."""
+    off, w = c.offering, job.workload if job is not None else None
+    band = step_band(c.step, off.gpu, w.stack if w is not None else "generic")
+    hours_p10, hours_p90 = c.hours * band.p10, c.hours * band.p90
+    a = base_assumptions(job.assumptions if job is not None else None)
+    cost = cost_usd(off, c.instances, c.hours)  # the same formula as c.cost_usd, by line
+    card = off.gpu.memory_gib
+    headroom = card - c.memory.device
+    kind = job.data.kind if job is not None and job.data is not None else "text"
+    setup = c.setup or (w.setup() if w is not None else TrainingSetup(seq_len=0))
+    unit = w.sample_unit if w is not None else None
+    return PlanFigures(
+        p10=band.p10,
+        p90=band.p90,
+        step_time_s_p10=band.time_s_p10,
+        step_time_s_p90=band.time_s_p90,
+        hours_p10=hours_p10,
+        hours_p90=hours_p90,
+        days=c.hours / HOURS_PER_DAY,
+        days_p10=hours_p10 / HOURS_PER_DAY,
+        days_p90=hours_p90 / HOURS_PER_DAY,
+        cost_usd_p10=cost_usd(off, c.instances, hours_p10).total_usd,
+        cost_usd_p90=cost_usd(off, c.instances, hours_p90).total_usd,
+        running_usd=cost.running_usd,
+        data_usd=cost.data_usd,
+        gpu_hours=c.gpus * c.hours,
+        data=_data_lines(c, cost.data_usd),
+        memory_headroom_gib=headroom,
+        memory_headroom_fraction=headroom / card if card else 0.0,
+        memory_headroom_required_gib=headroom_of(job.constraints).kept_gib(card) if job is not None else None,
+        intra_node_path=intra_node_path(off.gpu),
+        intra_node_bw_gb_s=intra_node_bw_gb_s(off.gpu, a),
+        tokens=c.steps * c.layout.global_batch * (w.seq_len if w is not None else 0),
+        sample_unit=unit,
+        samples_per_s=c.step.tokens_per_s / w.seq_len if w is not None and unit else None,
+        options=options_of(setup, c.layout.vp),
+        warnings=tuple(plan_warnings(c) + host_path_warning(c, a)),
+        host_unit=unit_of(kind),
+        loader_bound=c.host is not None and c.host.slowdown > 1.0 + LOADER_SLOWDOWN_TOLERANCE,
+        extra_cost_usd=None if chosen is None else c.cost_usd - chosen.cost_usd,
+    )
+
+
+def job_figures(prep: PreparedJob) -> JobFigures:
+    """The figures of the job as planned (the `job` object of plan and compare)."""
+    return JobFigures(
+        model_ref=prep.job.model.reference(prep.base_dir),
+        params=prep.model.params(),
+        tokens=prep.job.workload.total_tokens(),
+    )
+
+
+def with_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None = None) -> Candidate:
+    """`c` with its figures attached (the result objects carry these to the report)."""
+    return replace(c, figures=plan_figures(c, job, chosen))
+
+
+LOADER_FIX = (
+    "fix: an instance with more vCPUs per GPU, or preprocess offline (decoded, "
+    "resized shards: a higher data.samples_per_s_per_vcpu)"
+)
+
+
+def loader_bound_list(prep: PreparedJob) -> list[dict[str, str]]:
+    """Offerings slowed to their loader rate, cheapest GPU-hour first, with the nearest fix."""
+    price = {class_label(o): o.usd_per_hour / o.gpus_per_instance for o in prep.offerings}
+    ranked = sorted(prep.table.slowed.items(), key=lambda kv: (price.get(kv[0], 0.0), kv[0]))
+    return [
+        {"option": k, "reason": f"${price.get(k, 0.0):,.3f}/GPU-h, {why}; {LOADER_FIX}"} for k, why in ranked
+    ]
