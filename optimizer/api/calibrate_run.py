@@ -151,7 +151,7 @@ def calibrate_request(
             "stack": built.stack,
             "step_time_s": measured,
             "tokens_per_s": tokens_per_step / measured,
-            "request": req.recorded(),
+            "request": {**req.recorded(), "precision": built.precision},
         },
     )
     after = evaluate(built, base_assumptions())  # what estimate and plan now report for this run
