@@ -11,9 +11,14 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import get_gpu
-from optimizer.inputs.jobs.serve import ServeWorkload
 from optimizer.inputs.models import load_model
-from optimizer.inputs.request import ConfigRequest, flag_of
+from optimizer.inputs.request import (
+    DEFAULT_SEQ_LEN,
+    DEFAULT_TRAIN_PRECISION,
+    SERVE_DEFAULT_PRECISION,
+    ConfigRequest,
+    flag_of,
+)
 from optimizer.model.fabric import default_fabric
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.layout import grad_accum_of, parallel_problems
@@ -37,11 +42,6 @@ __all__ = [
     "DEFAULT_TRAIN_PRECISION",
     "DEFAULT_SEQ_LEN",
 ]
-
-#: sequence length of an LM estimate when neither the flag nor the model gives one
-DEFAULT_SEQ_LEN = 2048
-#: training precision when none is given (as a job file's workload.precision)
-DEFAULT_TRAIN_PRECISION = "bf16"
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def resolve_model(model: str | ModelSpec) -> ModelSpec:
 
 def serve_default_precision() -> str:
     """The weight format of a serving job file that names none (inputs/jobs/serve.py)."""
-    return ServeWorkload.model_construct().weight_precision
+    return SERVE_DEFAULT_PRECISION
 
 
 def default_seq_len(spec: ModelSpec) -> int:

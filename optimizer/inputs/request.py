@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import warn_renamed
+from optimizer.inputs.jobs.serve import ServeWorkload
 from optimizer.inputs.validation import allowed_range, check_number, format_validation_error
 from optimizer.model.layout import ZERO_STAGES
 from optimizer.model.setup import (
@@ -42,6 +43,9 @@ __all__ = [
     "OLD_NAMES",
     "SERVE_FIELDS",
     "MAX_SERVE_BATCH",
+    "DEFAULT_TRAIN_PRECISION",
+    "SERVE_DEFAULT_PRECISION",
+    "DEFAULT_SEQ_LEN",
     "flag_of",
     "choice",
     "kind_of_method",
@@ -76,7 +80,12 @@ SERVE_FIELDS: tuple[str, ...] = (
 #: upper end of --batch (concurrent sequences of a serving replica)
 MAX_SERVE_BATCH = 2**20
 _SEQUENCES = "sequences (samples for per-sample models)"
-_SERVE_DEFAULT_PRECISION = "fp16"  # a serving job file's default (inputs/jobs/serve.py)
+#: training precision when none is given (as a job file's workload.precision)
+DEFAULT_TRAIN_PRECISION = "bf16"
+#: weight format of a serving request that names none: a serving job file's default
+SERVE_DEFAULT_PRECISION: str = ServeWorkload.model_construct().weight_precision
+#: sequence length of an LM request when neither it nor the model gives one
+DEFAULT_SEQ_LEN = 2048
 
 
 def flag_of(field: str) -> str:
@@ -203,13 +212,14 @@ class ConfigRequest(BaseModel):
         gt=0,
         le=2**22,
         description="Tokens per sequence; not for per-sample models",
-        json_schema_extra=_extra(default_text="the model's sample length; 2048 for LMs"),
+        json_schema_extra=_extra(default_text=f"the model's sample length; {DEFAULT_SEQ_LEN} for LMs"),
     )
     # ---- what is trained ----
     precision: str | None = Field(
         default=None,
-        description=f"train: {' | '.join(TRAIN_PRECISIONS)} (default bf16); serve (weights): "
-        f"{' | '.join(WEIGHT_PRECISIONS)} (default: a serving job file's, {_SERVE_DEFAULT_PRECISION})",
+        description=f"train: {' | '.join(TRAIN_PRECISIONS)} (default {DEFAULT_TRAIN_PRECISION}); "
+        f"serve (weights): {' | '.join(WEIGHT_PRECISIONS)} "
+        f"(default: a serving job file's, {SERVE_DEFAULT_PRECISION})",
     )
     optimizer: str = Field(
         default="adamw", description="Optimizer", json_schema_extra=_extra(allowed=OPTIMIZERS)
@@ -431,8 +441,9 @@ def _help(name: str) -> str:
     info = ConfigRequest.model_fields[name]
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
     parts: list[str] = []
-    if extra.get("allowed"):
-        parts.append(" | ".join(map(str, extra["allowed"])))
+    allowed = extra.get("allowed")
+    if isinstance(allowed, list) and allowed:
+        parts.append(" | ".join(map(str, allowed)))
     bounds = {
         key: getattr(m, key) for m in info.metadata for key in ("gt", "ge", "lt", "le") if hasattr(m, key)
     }
@@ -453,7 +464,7 @@ def request_options() -> tuple[RequestOption, ...]:
         kind = _value_type(info.annotation)
         flag = flag_of(name)
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        flags = (f"{flag}/--no-{name.replace('_', '-')}",) if kind is bool else (flag,)
+        flags: tuple[str, ...] = (f"{flag}/--no-{name.replace('_', '-')}",) if kind is bool else (flag,)
         if extra.get("short"):
             flags = (*flags, str(extra["short"]))
         out.append(RequestOption(name, flags, kind, _help(name)))
