@@ -292,3 +292,18 @@ def test_a_measure_point_maps_onto_the_request(tmp_path: Path) -> None:
         ]
     )
     assert est["tokens_per_s"] == pytest.approx(1536, rel=1e-3)
+
+
+def test_from_plan_is_a_request_of_the_plan_row(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    plan = _json(["plan", str(root / "examples/llama7b_10days.toml"), "--json"])
+    request = api.plan_row_request(plan, 0)
+    assert isinstance(request, api.ConfigRequest)
+    lay = plan["plan"]["layout"]
+    assert request.instance == f"{plan['plan']['provider']}:{plan['plan']['instance']}"
+    assert (request.num_gpus, request.tp, request.pp) == (plan["plan"]["gpus"], lay["tp"], lay["pp"])
+    file = tmp_path / "plan.json"
+    file.write_text(json.dumps(plan))
+    from_plan = _json(["estimate", "--from-plan", str(file), "--json"])
+    flags = _json(["estimate", *api.request_flags(request), "--json"])
+    assert from_plan == flags  # the plan's row and its request as flags: one configuration
