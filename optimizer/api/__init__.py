@@ -176,3 +176,44 @@ def batch(
 def batch_json(result: Any) -> dict[str, Any]:
     """A BatchResult in the `ccopt batch --json` contract."""
     return batch_dict(result)
+
+
+# ---- one request shape (issue 24): the configuration request of estimate, calibrate, sizing
+# and measure, and what their CLI modules use (they import nothing below optimizer.api) ----
+from optimizer.api.calibrate_run import calibrate_request, calibrate_run, point_request  # noqa: E402
+from optimizer.api.configuration import Built, build_configuration  # noqa: E402
+from optimizer.api.estimate import assumptions_with, estimate_request, evaluate  # noqa: E402
+from optimizer.api.plan_row import plan_row_request, read_plan_file  # noqa: E402
+from optimizer.inputs.calibration_file import MIN_EFFICIENCY  # noqa: E402
+from optimizer.inputs.request import (  # noqa: E402
+    OLD_NAMES,
+    SERVE_FIELDS,
+    ConfigRequest,
+    RequestOption,
+    request_flags,
+    request_from_options,
+    request_options,
+)
+
+__all__ += [
+    "ConfigRequest",
+    "RequestOption",
+    "OLD_NAMES",
+    "SERVE_FIELDS",
+    "request_from_options",
+    "request_options",
+    "request_flags",
+    "Built",
+    "build_configuration",
+    "estimate_request",
+    "evaluate",
+    "assumptions_with",
+    "plan_row_request",
+    "read_plan_file",
+    "calibrate_run",
+    "calibrate_request",
+    "point_request",
+    "MIN_EFFICIENCY",
+    "check_number",
+    "SizingRule",
+]

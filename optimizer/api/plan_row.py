@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.request import ConfigRequest, request_from_options
 
-__all__ = ["plan_row_settings", "read_plan_file"]
+__all__ = ["plan_row_request", "read_plan_file"]
 
 
 def read_plan_file(path: str | Path) -> dict[str, Any]:
@@ -30,8 +31,8 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def plan_row_settings(doc: dict[str, Any], row: int = 0, model: str | None = None) -> dict[str, Any]:
-    """The `optimizer.api.estimate` arguments that reproduce row `row` of a plan output (0: the
+def plan_row_request(doc: dict[str, Any], row: int = 0, model: str | None = None) -> ConfigRequest:
+    """The configuration request that reproduces row `row` of a plan output (0: the
     plan, k: alternative k). `model` names the model only when the plan cannot (an inline shape
     in the job file); a plan that names its model refuses another.
 
@@ -73,27 +74,29 @@ def plan_row_settings(doc: dict[str, Any], row: int = 0, model: str | None = Non
             "inter_node_gbps": r["inter_node_gbps"],
         }
     )
-    return {
-        "model": job["model_ref"] or model,
-        **where,
-        "num_gpus": r["gpus"],
-        "tp": lay["tp"],
-        "pp": lay["pp"],
-        "context_parallel": lay.get("cp") or 1,
-        "virtual_stages": lay.get("vp") or opts.get("virtual_stages") or 1,
-        "zero_stage": lay["zero_stage"],
-        "activation_checkpointing": lay["activation_checkpointing"],
-        "sequence_parallel": opts.get("sequence_parallel"),
-        "micro_batch": lay["micro_batch"],
-        "global_batch": r["global_batch"],
-        "seq_len": job["seq_len"],
-        "precision": opts.get("precision"),
-        "optimizer": opts.get("optimizer", "adamw"),
-        "kind": job["kind"],
-        "lora_rank": job.get("lora_rank") or 16,
-        "lora_targets": tuple(job["lora_targets"]) if job.get("lora_targets") else None,
-        "attention": job.get("attention"),
-        "stack": job.get("stack") or "generic",
-        "offload_optimizer": opts.get("offload") in ("optimizer", "params"),
-        "offload_params": opts.get("offload") == "params",
-    }
+    return request_from_options(
+        {
+            "model": job["model_ref"] or model,
+            **where,
+            "num_gpus": r["gpus"],
+            "tp": lay["tp"],
+            "pp": lay["pp"],
+            "context_parallel": lay.get("cp") or 1,
+            "virtual_stages": lay.get("vp") or opts.get("virtual_stages") or 1,
+            "zero_stage": lay["zero_stage"],
+            "activation_checkpointing": lay["activation_checkpointing"],
+            "sequence_parallel": opts.get("sequence_parallel"),
+            "micro_batch": lay["micro_batch"],
+            "global_batch": r["global_batch"],
+            "seq_len": job["seq_len"],
+            "precision": opts.get("precision"),
+            "optimizer": opts.get("optimizer", "adamw"),
+            "kind": job["kind"],
+            "lora_rank": job.get("lora_rank") or 16,
+            "lora_targets": tuple(job["lora_targets"]) if job.get("lora_targets") else None,
+            "attention": job.get("attention"),
+            "stack": job.get("stack") or "generic",
+            "offload_optimizer": opts.get("offload") in ("optimizer", "params"),
+            "offload_params": opts.get("offload") == "params",
+        }
+    )

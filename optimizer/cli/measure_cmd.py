@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
+from optimizer.api import check_number
 from optimizer.cli.common import JsonOpt, console, print_json, user_errors
 from optimizer.errors import ConfigError
-from optimizer.inputs.validation import check_number
 
 __all__ = ["register"]
 

@@ -21,12 +21,10 @@ from optimizer.cli.common import (
     print_json,
     user_errors,
 )
-from optimizer.inputs.validation import check_number
-from optimizer.solve.train.sizing import SizingRule
 
 __all__ = ["register"]
 
-_DEFAULT = SizingRule()
+_DEFAULT = api.SizingRule()
 
 
 def sizing(
@@ -47,11 +45,11 @@ def sizing(
     that measures each (steps, minutes, offering, cost) and the `ccopt calibrate` line to feed
     the reading back, after which the plan's band narrows."""
     with user_errors():
-        check_number(warmup_steps, "--warmup-steps", ge=0, le=10**6)
-        check_number(min_steps, "--min-steps", gt=0, le=10**6)
-        check_number(min_measure_s, "--min-measure-s", ge=0, le=10**6)
-        check_number(startup_minutes, "--startup-minutes", ge=0, le=10**4)
-        rule = SizingRule(warmup_steps, min_steps, min_measure_s, startup_minutes)
+        api.check_number(warmup_steps, "--warmup-steps", ge=0, le=10**6)
+        api.check_number(min_steps, "--min-steps", gt=0, le=10**6)
+        api.check_number(min_measure_s, "--min-measure-s", ge=0, le=10**6)
+        api.check_number(startup_minutes, "--startup-minutes", ge=0, le=10**4)
+        rule = api.SizingRule(warmup_steps, min_steps, min_measure_s, startup_minutes)
         data = api.sizing(job, prices=prices, offline=True if offline else None, rule=rule)
     if json_out:
         print_json(data)

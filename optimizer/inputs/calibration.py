@@ -36,6 +36,8 @@ __all__ = [
     "base_assumptions",
     "read_store",
     "write_store",
+    "calibration_requests",
+    "recorded_request",
 ]
 
 
@@ -71,6 +73,51 @@ def save_calibration(
     data.setdefault("entries", {})[f"{gpu_id}/{precision}"] = {"efficiency": efficiency, "measured": measured}
     write_store(file, data)
     return file
+
+
+def recorded_request(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The request of the run a stored efficiency was fitted to (ConfigRequest fields; the
+    GPU and precision are the entry's key). Entries stored before the whole request was kept
+    give what they recorded: the model, GPUs, layout, sequence length and stack. None when
+    the entry records no run."""
+    measured = entry.get("measured") if isinstance(entry, dict) else None
+    if not isinstance(measured, dict):
+        return None
+    if isinstance(measured.get("request"), dict):
+        return dict(measured["request"])
+    if "model" not in measured:
+        return None
+    lay = measured.get("layout") or {}
+    old = {
+        "model": measured["model"],
+        "num_gpus": measured.get("num_gpus"),
+        "tp": lay.get("tp"),
+        "pp": lay.get("pp"),
+        "context_parallel": lay.get("cp"),
+        "virtual_stages": lay.get("vp"),
+        "zero_stage": lay.get("zero_stage"),
+        "activation_checkpointing": lay.get("activation_checkpointing"),
+        "micro_batch": lay.get("micro_batch"),
+        "global_batch": (lay["dp"] * lay["micro_batch"] * lay["grad_accum"])
+        if {"dp", "micro_batch", "grad_accum"} <= set(lay)
+        else None,
+        "seq_len": measured.get("seq_len"),
+        "stack": measured.get("stack"),
+    }
+    return {k: v for k, v in old.items() if v is not None}
+
+
+def calibration_requests(path: Path | None = None) -> dict[tuple[str, str], dict[str, Any] | None]:
+    """{(gpu_id, precision): the measured run's request (recorded_request, with the entry's GPU
+    and precision when it names none)} of the store."""
+    file = path or calibration_path()
+    check_calibration_store(file)
+    out: dict[tuple[str, str], dict[str, Any] | None] = {}
+    for key, entry in read_store(file).get("entries", {}).items():
+        gpu, precision = key.split("/", 1)
+        request = recorded_request(entry)
+        out[(gpu, precision)] = None if request is None else {"gpu": gpu, "precision": precision, **request}
+    return out
 
 
 def read_store(file: Path) -> dict[str, Any]:

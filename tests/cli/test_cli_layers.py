@@ -1,6 +1,5 @@
 """The CLI goes through optimizer.api: what the import-linter contract "cli goes through the
-api" enforces, read off the source, and the contract's temporary exceptions kept to the four
-commands another branch is moving (each line marked for removal)."""
+api" enforces, read off the source, with no exception left in the contract."""
 
 from __future__ import annotations
 
@@ -10,8 +9,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "optimizer" / "cli"
-#: moved behind the API on branch `request`; until it merges they keep their own imports
-MOVING = {"estimate_cmd", "calibrate_cmd", "sizing_cmd", "measure_cmd"}
 ALLOWED = ("optimizer.api", "optimizer.errors", "optimizer.units", "optimizer.cli")
 
 
@@ -29,7 +26,6 @@ def test_cli_modules_import_only_the_api_errors_units_and_each_other() -> None:
     below = [
         f"{path.name}: {name}"
         for path in sorted(CLI.glob("*.py"))
-        if path.stem not in MOVING
         for name in _optimizer_imports(path)
         if name != "optimizer" and not name.startswith(ALLOWED)
     ]
@@ -54,17 +50,8 @@ def test_cli_contract_forbids_every_layer_below_the_api() -> None:
     }
 
 
-def test_cli_contract_exceptions_are_the_moving_commands_own_imports_marked_for_removal() -> None:
-    ignored = _contract("cli goes through the api")["ignore_imports"]
-    sources = {line.split(" -> ")[0].removeprefix("optimizer.cli.") for line in ignored}
-    assert sources <= MOVING
-    # each exception is an import the module really has (a stale one would hide nothing)
-    for line in ignored:
-        source, target = line.split(" -> ")
-        assert target in _optimizer_imports(CLI / f"{source.removeprefix('optimizer.cli.')}.py"), line
-    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    for line in ignored:
-        assert f'"{line}",  # removed by branch request' in text, line
+def test_cli_contract_has_no_exceptions() -> None:
+    assert not _contract("cli goes through the api").get("ignore_imports")
 
 
 def test_report_contract_forbids_pricing_and_inputs() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.inputs.jobs.train import Job
+from optimizer.inputs.request import ConfigRequest, request_flags
 from optimizer.model.profile import SampleProfile
 from optimizer.pricing.offering import cost_usd
 from optimizer.pricing.schema import OfferingRow
@@ -25,7 +26,7 @@ from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.plan_figures import plan_figures
 from optimizer.units import MINUTES_PER_HOUR, SECONDS_PER_MINUTE
 
-__all__ = ["SizingRule", "SizingRun", "SizingResult", "size_job", "cost_band"]
+__all__ = ["SizingRule", "SizingRun", "SizingResult", "size_job", "cost_band", "sizing_request"]
 
 
 @dataclass(frozen=True)
@@ -92,30 +93,52 @@ def _probe(cands: list[Candidate], gpu: str) -> Candidate | None:
     return min((c for c in rows if c.instances == fewest), key=lambda c: c.usd_per_hour)
 
 
-def _command(job: Job, model_ref: str, model: Any, c: Candidate) -> str:
-    """The `ccopt calibrate` line that feeds the reading back (MEASURED: what the run shows)."""
-    w, lay = job.workload, c.layout
+def sizing_request(job: Job, model_ref: str, model: Any, c: Candidate) -> ConfigRequest:
+    """The configuration a sizing run measures, as the request `ccopt calibrate` takes: the
+    candidate's hardware and layout and the job's workload (its chosen options)."""
+    w, lay, o = job.workload, c.layout, c.offering
+    setup = c.setup or w.setup()
+    fields: dict[str, Any] = {"model": model_ref, "gpu": o.gpu_id, "num_gpus": c.gpus}
     if isinstance(model, SampleProfile):
-        return (
-            f"ccopt calibrate --model {model_ref} --gpu {c.offering.gpu_id} --samples-per-s "
-            f"MEASURED --peak-memory-gib MEASURED --micro-batch {lay.micro_batch} "
-            f"--num-gpus {c.gpus} --precision {w.precision} --optimizer {w.optimizer}"
-            + (" --activation-checkpointing full" if lay.checkpointing == "full" else "")
-        )
-    o = c.offering
-    where = (
-        f"--instance {o.provider}:{o.instance}"
-        if o.kind == "cloud"
-        else f"--gpu {o.gpu_id} --gpus-per-instance {o.gpus_per_instance} --inter-node-gbps "
-        f"{o.inter_node_gbps:g}"
+        fields.update(micro_batch=lay.micro_batch, precision=w.precision, optimizer=w.optimizer)
+        if lay.checkpointing == "full":
+            fields["activation_checkpointing"] = "full"
+        return ConfigRequest.model_validate(fields)
+    if o.kind == "cloud":
+        fields = {"model": model_ref, "instance": f"{o.provider}:{o.instance}", "num_gpus": c.gpus}
+    else:
+        fields.update(gpus_per_instance=o.gpus_per_instance, inter_node_gbps=o.inter_node_gbps)
+    fields.update(tp=lay.tp, pp=lay.pp)
+    if lay.cp > 1:
+        fields["context_parallel"] = lay.cp
+    if lay.vp > 1:
+        fields["virtual_stages"] = lay.vp
+    if setup.sequence_parallel is not None:
+        fields["sequence_parallel"] = setup.sequence_parallel
+    fields.update(zero_stage=lay.zero_stage, activation_checkpointing=lay.checkpointing)
+    fields.update({k: True for k in ("offload_optimizer", "offload_params") if getattr(setup, k)})
+    fields.update(micro_batch=lay.micro_batch, global_batch=lay.global_batch, seq_len=w.seq_len)
+    fields.update(precision=setup.precision, kind=w.kind)
+    if setup.optimizer != "adamw":
+        fields["optimizer"] = setup.optimizer
+    if setup.is_adapter:
+        fields.update(lora_rank=setup.lora_rank, lora_targets=setup.lora_targets)
+    if w.attention is not None:
+        fields["attention"] = w.attention
+    fields["stack"] = w.stack
+    return ConfigRequest.model_validate(fields)
+
+
+def _command(job: Job, model_ref: str, model: Any, c: Candidate) -> str:
+    """The `ccopt calibrate` line that feeds the reading back (MEASURED: what the run shows):
+    the sizing run's request as flags, then the measurement."""
+    flags = request_flags(sizing_request(job, model_ref, model, c))
+    measured = (
+        "--samples-per-s MEASURED --peak-memory-gib MEASURED"
+        if isinstance(model, SampleProfile)
+        else "--tokens-per-s MEASURED"
     )
-    return (
-        f"ccopt calibrate --model {model_ref} {where} --tokens-per-s MEASURED "
-        f"--num-gpus {c.gpus} --tp {lay.tp} --pp {lay.pp} --zero-stage {lay.zero_stage} "
-        f"--activation-checkpointing {lay.checkpointing} --micro-batch {lay.micro_batch} "
-        f"--global-batch {lay.global_batch} --seq-len {w.seq_len} --precision {w.precision} "
-        f"--kind {w.kind} --stack {w.stack}"
-    )
+    return f"ccopt calibrate {' '.join(flags)} {measured}"
 
 
 def size_job(

@@ -1,0 +1,229 @@
+"""`ccopt calibrate`: fit a GPU type's base compute efficiency to one measured run of a
+configuration request — the same request `estimate` takes, built by the same builder
+(api/configuration.py), so the fit is of exactly the configuration estimate then reports — or
+store a per-sample model's run. The store records the measured run's whole request."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from optimizer.api.calibrate import calibrate_profile, read_point_file
+from optimizer.api.configuration import (
+    DEFAULT_TRAIN_PRECISION,
+    build_configuration,
+    check_seq_len,
+    instance_offering,
+    resolve_model,
+)
+from optimizer.api.estimate import evaluate
+from optimizer.errors import ConfigError
+from optimizer.inputs.calibration import base_assumptions, fit_efficiency, save_calibration
+from optimizer.inputs.calibration_file import EFFICIENCY_RANGE, MIN_EFFICIENCY
+from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.request import ConfigRequest, request_from_options
+from optimizer.inputs.validation import check_number
+from optimizer.model.presets import PROFILE_PRESETS
+from optimizer.model.profile import MeasuredPoint
+from optimizer.report.contract.common import emit
+from optimizer.report.contract.train import CalibrateOutput
+
+__all__ = ["calibrate_run", "point_request", "calibrate_request"]
+
+#: the request fields a `ccopt measure` point fixes (what was run), over the flags given
+_POINT_FIELDS = ("precision", "micro_batch", "seq_len", "global_batch")
+
+
+def point_request(point: Mapping[str, Any]) -> dict[str, Any]:
+    """The request fields of a calibration point written by `ccopt measure`: its model, GPU,
+    precision, optimizer and batch (an LM step is one micro-batch of seq_len tokens)."""
+    out: dict[str, Any] = {
+        "model": point["model"],
+        "gpu": point.get("gpu"),
+        "precision": point["precision"],
+        "micro_batch": int(point["micro_batch"]),
+        "optimizer": point.get("optimizer"),
+    }
+    if point.get("model_kind") == "lm":
+        out.update(seq_len=int(point["seq_len"]), global_batch=int(point["micro_batch"]))
+    return out
+
+
+def _is_profile_name(model: Any) -> bool:
+    return isinstance(model, str) and model.strip().lower() in PROFILE_PRESETS
+
+
+def calibrate_run(
+    options: Mapping[str, Any],
+    *,
+    tokens_per_s: float | None = None,
+    step_time_s: float | None = None,
+    samples_per_s: float | None = None,
+    peak_memory_gib: float | None = None,
+    memory_metric: str = "device",
+    from_file: str | Path | None = None,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+) -> dict[str, Any]:
+    """`ccopt calibrate` from its options: the request fields by name (None: not given; old
+    names warn once), the measurement, or a `ccopt measure` point file. Returns the
+    `ccopt calibrate --json` contract.
+
+    Raises:
+        ConfigError: bad input (names the flag and the allowed values), or a fit outside
+            the stored range.
+    """
+    values = dict(options)
+    if from_file is not None:
+        point = read_point_file(from_file)
+        if values.get("gpu") is None and values.get("instance") is None and point["device"] == "cpu":
+            raise ConfigError(
+                f"--gpu: {from_file} was measured on the CPU ({point.get('note')}); "
+                "give --gpu to say which catalog GPU type the run stands for"
+            )
+        fields = point_request(point)
+        values["model"] = values.get("model") or fields["model"]
+        values["gpu"] = values.get("gpu") or fields["gpu"]
+        values.update({k: fields[k] for k in _POINT_FIELDS if k in fields})  # what was run
+        if point.get("model_kind") == "lm":
+            tokens_per_s = float(point["tokens_per_s"])
+        else:
+            samples_per_s = float(point["samples_per_s"])
+            peak_memory_gib = point.get("peak_memory_gib")
+            memory_metric = point.get("memory_metric") or "allocated"
+            values["optimizer"] = fields["optimizer"] or values.get("optimizer")
+    if values.get("gpu") is None and values.get("instance"):
+        values["gpu"] = instance_offering(values["instance"], prices, offline).gpu_id
+    if values.get("model") is None or values.get("gpu") is None:
+        raise ConfigError("give --model and --gpu or --instance (or --from a `ccopt measure` file)")
+    req = request_from_options(values)
+    if samples_per_s is not None or _is_profile_name(req.model):
+        return _calibrate_profile(
+            req, samples_per_s, peak_memory_gib, memory_metric, from_file, prices, offline
+        )
+    return calibrate_request(
+        req, tokens_per_s=tokens_per_s, step_time_s=step_time_s, prices=prices, offline=offline
+    )
+
+
+def calibrate_request(
+    req: ConfigRequest,
+    *,
+    tokens_per_s: float | None = None,
+    step_time_s: float | None = None,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+) -> dict[str, Any]:
+    """Fit the base efficiency of the request's GPU type × precision to its measured step time
+    (or tokens/s over all GPUs), store it with the request, and return what estimate predicted
+    before and predicts now (the `ccopt calibrate --json` contract)."""
+    if (tokens_per_s is None) == (step_time_s is None):
+        raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
+    check_number(tokens_per_s, "--tokens-per-s", gt=0, le=1e12)
+    check_number(step_time_s, "--step-time-s", gt=0, le=1e6)
+    built = build_configuration(req, prices, offline)
+    setup, layout = built.setup, built.layout
+    if setup is None or layout is None:
+        raise ConfigError("--mode: a calibration is of a training run; allowed: train")
+    uncalibrated = replace(base_assumptions(), efficiency=None, calibrated={})
+    probe = evaluate(built, uncalibrated)
+    if probe.get("step") is None:
+        raise ConfigError(f"--precision: {probe.get('note')}")
+    tokens_per_step = layout.global_batch * built.seq_len
+    measured = step_time_s or tokens_per_step / float(tokens_per_s or 1)
+    eff = fit_efficiency(built.spec, setup, layout, built.cluster, measured, uncalibrated)
+    if not MIN_EFFICIENCY <= eff <= 1:  # never store what the check would refuse
+        raise ConfigError(
+            f"calibrate: the fit gave efficiency {eff!r}; allowed: "
+            f"{EFFICIENCY_RANGE}; check the measurement and the layout"
+        )
+    path = save_calibration(
+        built.gpu.gpu_id,
+        built.precision,
+        eff,
+        {
+            "model": built.spec.name,
+            "num_gpus": built.num_gpus,
+            "layout": probe["layout"],
+            "seq_len": built.seq_len,
+            "stack": built.stack,
+            "step_time_s": measured,
+            "tokens_per_s": tokens_per_step / measured,
+            "request": {**req.recorded(), "precision": built.precision},
+        },
+    )
+    after = evaluate(built, base_assumptions())  # what estimate and plan now report for this run
+    hardware = {
+        k: probe.get(k)
+        for k in (
+            "gpus_per_instance",
+            "inter_node_gbps",
+            "inter_node_is_default",
+            "instance",
+            "provider",
+            "instance_type",
+        )
+        if probe.get(k) is not None
+    }
+    return emit(
+        CalibrateOutput,
+        {
+            "status": "calibrated",
+            "gpu": built.gpu.gpu_id,
+            "precision": built.precision,
+            "efficiency": round(eff, 6),
+            "base_efficiency": round(eff, 6),
+            "effective_efficiency": after["effective_efficiency"],
+            "default_prediction_step_s": probe["step"]["time_s"],
+            "calibrated_prediction_step_s": after["step"]["time_s"],
+            "measured_step_s": measured,
+            "measured_tokens_per_s": round(tokens_per_step / measured, 1),
+            "gpus": built.num_gpus,
+            **hardware,
+            "file": str(path),
+        },
+    )
+
+
+def _calibrate_profile(
+    req: ConfigRequest,
+    samples_per_s: float | None,
+    peak_memory_gib: float | None,
+    memory_metric: str,
+    source: str | Path | None,
+    prices: str | Path | None,
+    offline: bool | None,
+) -> dict[str, Any]:
+    """Store a measured run of a per-sample model (its samples/s over all its GPUs)."""
+    model = req.model_name
+    if req.seq_len is not None:
+        check_seq_len(resolve_model(model), req.seq_len)
+    gpu = get_gpu(str(req.gpu), "--gpu")
+    if req.instance is not None:
+        offering = instance_offering(req.instance, prices, offline)
+        if gpu.gpu_id != offering.gpu_id:
+            raise ConfigError(f"--gpu: {req.gpu} differs from the GPUs of {req.instance} ({offering.gpu_id})")
+    if samples_per_s is None:
+        raise ConfigError(
+            f"--samples-per-s: {model} is a per-sample model; give the measured samples/s of the run"
+        )
+    check_number(samples_per_s, "--samples-per-s", gt=0, le=1e12)
+    check_number(peak_memory_gib, "--peak-memory-gib", gt=0, le=1e5)
+    name = model.strip().lower() if _is_profile_name(model) else model
+    point = MeasuredPoint(
+        gpu_id=str(req.gpu),
+        precision=req.precision or DEFAULT_TRAIN_PRECISION,
+        micro_batch=req.micro_batch,
+        samples_per_s=samples_per_s,
+        num_gpus=req.num_gpus or 1,
+        peak_memory_gib=peak_memory_gib,
+        memory_metric=memory_metric,
+        checkpointing=req.activation_checkpointing,
+        optimizer=req.optimizer,
+        source=f"ccopt calibrate{' --from ' + str(source) if source else ''}",
+    )
+    return emit(
+        CalibrateOutput, dict(calibrate_profile(name, point), kind="profile_point", status="calibrated")
+    )
