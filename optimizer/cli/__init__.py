@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `ccopt`: the help, as before
             exc.show()
             sys.exit(exc.exit_code)
-        where = f" (see `{exc.ctx.command_path} --help`)" if getattr(exc, "ctx", None) else ""
+        ctx = getattr(exc, "ctx", None)  # UsageError and its kin carry the command's context
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         message = " ".join(exc.format_message().split())
         sys.stderr.write(f"error: {message}{where}\n")
         sys.exit(exc.exit_code)
