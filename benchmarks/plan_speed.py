@@ -7,7 +7,11 @@ memory and step time for each fitting layout, and keeps the cheapest plan meetin
 and budget — the same
 search space without dominance rules, pruning or a solver. Both must find the same cost in
 integer cents (the solver's scale; plans that tie in cents are broken by time).
-Also times the CLI end to end (process start to output) over 5 runs.
+Also times the CLI end to end (process start to output) over 5 runs, and start-up as ratios of
+paired runs (`--startup`): `ccopt --version`, `ccopt plan` of the 7B example and `ccopt batch` of
+50 jobs, each divided by the time a bare process takes to import the five base libraries
+(ortools, pydantic, pandas, typer, rich), measured alternately in the same loop so that the
+machine's load cancels out of the ratio.
 """
 
 from __future__ import annotations
@@ -108,6 +112,44 @@ def cli_seconds(job_path: str, runs: int = 5) -> float:
     return statistics.median(times)
 
 
+#: the import that start-up is measured against: the base libraries every command could need
+FIVE_LIBRARIES = "import ortools.sat.python.cp_model, pydantic, pandas, typer, rich"
+#: (label, command) of the start-up table; the 50-job batch is the README's batch example
+STARTUP_COMMANDS: list[tuple[str, list[str]]] = [
+    ("`ccopt --version`", ["--version"]),
+    ("`ccopt plan examples/llama7b_10days.toml`", ["plan", "examples/llama7b_10days.toml", "--offline"]),
+    (
+        "`ccopt batch examples/batch_50_generated.toml`",
+        ["batch", "examples/batch_50_generated.toml", "--offline"],
+    ),
+]
+
+
+def _seconds(args: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(args, cwd=ROOT, capture_output=True, check=False)
+    return time.perf_counter() - start
+
+
+def startup(runs: int = 7) -> None:
+    """Median wall time of each start-up command and its median ratio to the five-library
+    import, from `runs` paired runs (the import measured right before each command)."""
+    print("| command | median s | five-library import s | ratio (median of paired runs) |")
+    print("|---|---:|---:|---:|")
+    for label, args in STARTUP_COMMANDS:
+        base, own, ratios = [], [], []
+        for _ in range(runs):
+            b = _seconds([sys.executable, "-c", FIVE_LIBRARIES])
+            t = _seconds([sys.executable, "-m", "optimizer", *args])
+            base.append(b)
+            own.append(t)
+            ratios.append(t / b)
+        print(
+            f"| {label} | {statistics.median(own):.2f} | {statistics.median(base):.2f} | "
+            f"{statistics.median(ratios):.2f}× |"
+        )
+
+
 def main(jobs: list[str]) -> None:
     print(
         "| job | plan (API) s | exhaustive s | ratio | same optimum | layouts (exhaustive) | "
@@ -135,4 +177,7 @@ def main(jobs: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or DEFAULT_JOBS)
+    if sys.argv[1:] == ["--startup"]:
+        startup()
+    else:
+        main(sys.argv[1:] or DEFAULT_JOBS)

@@ -161,15 +161,18 @@ def batch(
     time_limit_s: float = 30.0,
     workers: int = 2,
     on_progress: Any = None,
+    on_job: Any = None,
 ) -> Any:
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
-    batch_json(result) gives the `ccopt batch --json` contract."""
+    batch_json(result) gives the `ccopt batch --json` contract. `on_job(i, n, name)` is called before
+    job i of n is enumerated, `on_progress(event)` with each improving solution."""
     return plan_batch(
         batch_file,
         prices=prices,
         offline=offline,
         config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
         on_progress=on_progress,
+        on_job=on_job,
     )
 
 

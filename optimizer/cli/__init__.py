@@ -11,24 +11,13 @@ import typer
 from typer import _click as click
 
 from optimizer import __version__
-from optimizer.cli import (
-    batch_cmd,
-    calibrate_cmd,
-    estimate_cmd,
-    info_cmd,
-    measure_cmd,
-    plan_cmd,
-    report_cmd,
-    schema_cmd,
-    serve_cmd,
-    sizing_cmd,
-)
 from optimizer.cli.common import EXIT_INTERNAL, EXIT_OK, show_deprecations
-from optimizer.cli.prices_cmd import prices_app
+from optimizer.cli.lazy import LazyGroup
 
 __all__ = ["app", "main"]
 
 app = typer.Typer(
+    cls=LazyGroup,  # subcommands are imported when run (cli/lazy.py), not at start-up
     name="ccopt",
     help="The cheapest GPU cluster that finishes an ML job on time.",
     no_args_is_help=True,
@@ -60,20 +49,6 @@ def _root(
     2 bad input (one line naming the file, field and allowed values), 3 internal error.
     """
     show_deprecations()
-
-
-info_cmd.register(app)
-estimate_cmd.register(app)
-calibrate_cmd.register(app)
-plan_cmd.register(app)
-app.add_typer(prices_app, name="prices")
-
-batch_cmd.register(app)
-serve_cmd.register(app)
-schema_cmd.register(app)
-report_cmd.register(app)
-sizing_cmd.register(app)
-measure_cmd.register(app)
 
 
 @functools.cache
@@ -128,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `ccopt`: the help, as before
             exc.show()
             sys.exit(exc.exit_code)
-        where = f" (see `{exc.ctx.command_path} --help`)" if getattr(exc, "ctx", None) else ""
+        ctx = getattr(exc, "ctx", None)  # UsageError and its kin carry the command's context
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         message = " ".join(exc.format_message().split())
         sys.stderr.write(f"error: {message}{where}\n")
         sys.exit(exc.exit_code)

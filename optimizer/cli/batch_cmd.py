@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 
 from optimizer import api
@@ -30,6 +27,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
+from optimizer.cli.progress import Progress
 from optimizer.errors import Status
 from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR
 
@@ -37,7 +35,6 @@ __all__ = ["register", "render_batch", "plot_schedule"]
 
 Opt = typer.Option
 GANTT_WIDTH = 48  # characters of the horizon bar in the Gantt tables
-PROGRESS_AFTER_S = 1.0  # show solver progress only for solves longer than this
 DEFAULT_BATCH_TIME_LIMIT_S = 30.0  # a batch solves one larger model than plan
 _SINGULAR = {"boxes": "box", "instances": "instance"}
 
@@ -65,14 +62,17 @@ def batch(
         check_number(workers, "--workers", ge=1, le=MAX_WORKERS, integer=True)
         if plot is not None:
             check_plot_path(plot)
-        with _Progress() as progress:
+        with Progress("reading the batch…") as progress:
             result = api.batch(
                 jobs,
                 prices=prices,
                 offline=True if offline else None,
                 time_limit_s=time_limit,
                 workers=workers,
-                on_progress=progress.update,
+                on_progress=lambda event: progress.say(_solver_line(event)),
+                on_job=lambda i, n, name: progress.say(
+                    f"enumerating candidate plans: job {i} of {n} ({name})"
+                ),
             )
         data = api.batch_json(result)
         if plot is not None and result.jobs:
@@ -89,40 +89,13 @@ def batch(
         raise typer.Exit(EXIT_INFEASIBLE)
 
 
-class _Progress:
-    """Objective and bound of the running solve on stderr (rich), once it runs over 1 s."""
-
-    def __init__(self) -> None:
-        self.text = "solving…"
-        self.live: Any = None
-        self.timer: threading.Timer | None = None
-
-    def __enter__(self) -> _Progress:
-        if sys.stderr.isatty():
-            self.timer = threading.Timer(PROGRESS_AFTER_S, self._start)
-            self.timer.daemon = True
-            self.timer.start()
-        return self
-
-    def _start(self) -> None:
-        self.live = Live(self, console=Console(stderr=True), refresh_per_second=4, transient=True)
-        self.live.start()
-
-    def __rich__(self) -> str:
-        return f"[cyan]CP-SAT[/cyan] {self.text}"
-
-    def update(self, event: Any) -> None:  # a ProgressEvent of the batch planner
-        gap = (event.objective_usd - event.bound_usd) / max(abs(event.objective_usd), 1e-9)
-        self.text = (
-            f"{event.wall_s:6.1f} s  best ${event.objective_usd:,.2f}  bound "
-            f"${event.bound_usd:,.2f}  gap {gap:.2%}"
-        )
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        if self.live is not None:
-            self.live.stop()
+def _solver_line(event: Any) -> str:
+    """A batch solver event (ProgressEvent) as a progress line: objective, bound and gap."""
+    gap = (event.objective_usd - event.bound_usd) / max(abs(event.objective_usd), 1e-9)
+    return (
+        f"CP-SAT {event.wall_s:6.1f} s  best ${event.objective_usd:,.2f}  bound "
+        f"${event.bound_usd:,.2f}  gap {gap:.2%}"
+    )
 
 
 def _money(v: float | None) -> str:

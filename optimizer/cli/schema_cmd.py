@@ -31,5 +31,6 @@ def schema(
 def register(app: typer.Typer) -> None:
     app.command(
         "schema",
-        help=f"JSON Schema of a command's --json output (schema_version {SCHEMA_VERSION}) or of a job file.",
+        help=f"JSON Schema of a command's --json output or of a job file.\n\nThe outputs carry "
+        f"schema_version {SCHEMA_VERSION}.",
     )(schema)

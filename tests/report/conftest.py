@@ -4,6 +4,7 @@ Chromium (Debian's package, driven by playwright) shared by the browser tests.""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,7 +70,10 @@ def browser() -> Iterator[Any]:
     """Headless Chromium from Debian's `chromium` package (playwright downloads no browser)."""
     executable = shutil.which("chromium")
     if executable is None:
-        pytest.fail("chromium not found: apt-get install -y chromium (.ci/run installs it)")
+        why = "chromium not found: `apt-get install -y chromium` to run the browser tests"
+        if os.environ.get("CCOPT_REQUIRE_BROWSER"):  # CI (.ci/run): a missing browser fails
+            pytest.fail(f"{why} (CCOPT_REQUIRE_BROWSER is set)")
+        pytest.skip(why)
     with sync_playwright() as p:
         chromium = p.chromium.launch(
             executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]

@@ -7,7 +7,7 @@ by `optimizer.pricing.offerings` and priced by `optimizer.pricing.offering.cost_
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from optimizer.errors import ConfigError, did_you_mean
@@ -217,7 +217,10 @@ def _enumerate_job(
 
 
 def build_problem(
-    batch: BatchFile, rows: Sequence[OfferingRow] | None = None, base_dir: Path | None = None
+    batch: BatchFile,
+    rows: Sequence[OfferingRow] | None = None,
+    base_dir: Path | None = None,
+    on_job: Callable[[int, int, str], None] | None = None,
 ) -> BatchProblem:
     """Candidates of every job of a BatchFile over the batch's offerings, on a time grid.
 
@@ -225,6 +228,7 @@ def build_problem(
         batch: the validated batch file.
         rows: the price catalog as typed rows (None: no cloud, no reservations).
         base_dir: where relative model paths (hf_config) are resolved.
+        on_job: called as on_job(i, n, name) before job i (1-based) of n is enumerated.
 
     Returns:
         The problem, with notes on what is billed how and the enumeration time.
@@ -248,7 +252,9 @@ def build_problem(
     resources.extend(quotas)
     cache: dict[str, PreparedJob] = {}
     specs: list[JobSpec] = []
-    for job in batch.job:
+    for number, job in enumerate(batch.job, start=1):
+        if on_job is not None:
+            on_job(number, len(batch.job), job.name)
         offs = _job_offerings(job, rows, quotas, cap.quota_only, owned, reserved)
         prep = _enumerate_job(job, offs, horizon_h, base_dir, cache)
         c = job.constraints

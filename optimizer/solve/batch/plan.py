@@ -24,6 +24,7 @@ def plan_batch(
     offline: bool | None = None,
     config: SolverConfig | None = None,
     on_progress: Callable[[ProgressEvent], None] | None = None,
+    on_job: Callable[[int, int, str], None] | None = None,
 ) -> BatchResult:
     """Plan a batch: a BatchFile, a dict, or the path of a batch TOML file.
 
@@ -33,6 +34,7 @@ def plan_batch(
         offline: True forces the bundled tables; None reads CCOPT_OFFLINE.
         config: solver time limit, workers, seed.
         on_progress: called with each improving solution.
+        on_job: called as on_job(i, n, name) before job i (1-based) of n is enumerated.
 
     Returns:
         The validated BatchResult (status infeasible with an explanation, not an exception).
@@ -44,7 +46,7 @@ def plan_batch(
     """
     batch_file, base_dir = coerce_document(batch, BatchFile, load_batch, batch_from_dict, "batch")
     loaded = load_catalog_rows(prices, offline=offline)
-    problem = build_problem(batch_file, loaded.rows, base_dir)
+    problem = build_problem(batch_file, loaded.rows, base_dir, on_job=on_job)
     result = solve_batch(problem, config, on_progress=on_progress)
     result.catalog = loaded.age.as_dict()
     return result

@@ -1,0 +1,141 @@
+"""Subcommands loaded on demand: `ccopt --version` and `ccopt --help` import no command module
+(and so no pandas, OR-Tools or plotly); `ccopt plan` imports the plan command's stack only.
+
+Each command module keeps its own `register(app)`; this table names the module and the one-line
+help `ccopt --help` lists (tests/cli/test_lazy_cli.py checks it against the loaded command).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+from typer import _click as click
+from typer.core import TyperGroup
+
+__all__ = ["LAZY_COMMANDS", "LazyCommand", "LazyGroup", "load_command"]
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """Where a subcommand lives and the help line `ccopt --help` shows for it."""
+
+    module: str  # the optimizer.cli module whose register(app) adds the command
+    help: str  # the first line of the command's help (its docstring's first paragraph)
+    sub_app: str | None = None  # a typer sub-app attribute (`prices`), instead of register()
+
+
+#: every subcommand, in the order `ccopt --help` lists them
+LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "models": LazyCommand("optimizer.cli.info_cmd", "Preset model shapes with their parameter counts."),
+    "gpus": LazyCommand("optimizer.cli.info_cmd", "The GPU catalog: memory, bandwidth, dense TFLOPS, links."),
+    "stacks": LazyCommand(
+        "optimizer.cli.info_cmd",
+        "Software-stack profiles (`--stack`, `stack = ...`): what each stack overlaps, shards and "
+        "reserves, every value with its source or marked a guess.",
+    ),
+    "estimate": LazyCommand(
+        "optimizer.cli.estimate_cmd",
+        "Memory per GPU and step time (or serving speed) of one fixed configuration.",
+    ),
+    "calibrate": LazyCommand(
+        "optimizer.cli.calibrate_cmd",
+        "Fit the compute efficiency of a GPU type to one measured run and store it for later "
+        "estimates and plans (file: $CCOPT_CALIBRATION or ~/.config/ccopt/calibration.json).",
+    ),
+    "plan": LazyCommand(
+        "optimizer.cli.plan_cmd",
+        "The cheapest cluster that finishes JOB by its deadline (and within budget).",
+    ),
+    "compare": LazyCommand(
+        "optimizer.cli.plan_cmd",
+        "Best plan per GPU type and per provider; cloud vs owned/bought with the break-even.",
+    ),
+    "batch": LazyCommand(
+        "optimizer.cli.batch_cmd",
+        "The cheapest plan that runs every job of JOBS on time, on shared capacity.",
+    ),
+    "serve": LazyCommand(
+        "optimizer.cli.serve_cmd",
+        "The cheapest replica mix that serves JOB's load within its latency targets.",
+    ),
+    "serve-compare": LazyCommand(
+        "optimizer.cli.serve_cmd", "Best serving deployment per GPU type (and the best mix over all types)."
+    ),
+    "schema": LazyCommand(
+        "optimizer.cli.schema_cmd", "JSON Schema of a command's --json output or of a job file."
+    ),
+    "report": LazyCommand(
+        "optimizer.cli.report_cmd",
+        "A shareable, self-contained HTML report of a plan, a batch or a serving job.",
+    ),
+    "sizing": LazyCommand(
+        "optimizer.cli.sizing_cmd",
+        "Which GPU types still contend (their plans' cost bands overlap), the short on-demand run "
+        "that measures each (steps, minutes, offering, cost) and the `ccopt calibrate` line to feed "
+        "the reading back, after which the plan's band narrows.",
+    ),
+    "measure": LazyCommand(
+        "optimizer.cli.measure_cmd",
+        "Train a few steps of a model on this machine (PyTorch, extra `[measure]`) and write the "
+        "calibration point `ccopt calibrate --from FILE` reads: samples/s (warm-up excluded) and peak"
+        " memory (CUDA: max_memory_allocated/reserved; CPU: said so, peak RSS growth).",
+    ),
+    "prices": LazyCommand(
+        "optimizer.cli.prices_cmd",
+        "Cloud GPU offerings sorted by USD per GPU-hour, with price-sanity flags; `refresh` downloads"
+        " newer tables.",
+        sub_app="prices_app",
+    ),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """The click command `name`, built from its module (imported now, once per process)."""
+    entry = LAZY_COMMANDS[name]
+    module = importlib.import_module(entry.module)
+    if entry.sub_app is not None:
+        command = typer.main.get_group(getattr(module, entry.sub_app))
+        command.name = name
+        return command
+    holder = typer.Typer(add_completion=False, rich_markup_mode=None)
+    module.register(holder)
+    return typer.main.get_group(holder).commands[name]
+
+
+class LazyGroup(TyperGroup):
+    """The root group: lists the table's commands, builds one only when it is asked for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: dict[str, click.Command] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(LAZY_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in LAZY_COMMANDS:
+            return None
+        if cmd_name not in self._loaded:
+            self._loaded[cmd_name] = load_command(cmd_name)
+        return self._loaded[cmd_name]
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:  # every command, loaded (tools and tests)
+        ctx = click.Context(self)
+        return {name: cmd for name in LAZY_COMMANDS if (cmd := self.get_command(ctx, name))}
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:  # click's __init__ sets it
+        pass
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the table: `ccopt --help` loads no command module."""
+        limit = formatter.width - 6 - max(len(name) for name in LAZY_COMMANDS)
+        rows = [
+            (name, click.utils.make_default_short_help(e.help, limit)) for name, e in LAZY_COMMANDS.items()
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
