@@ -321,7 +321,10 @@ def serving_memory(
     ffn_width = model.ffn * (3 if model.ffn_kind == "gated" else 2)
     acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.vocab * 4
     overhead = a.workspace_gib * GIB
-    allocated = weights + kv + acts + overhead
+    # the KV pool is allocated once at start-up, at its full size (vLLM CacheEngine
+    # _allocate_kv_cache: one torch.zeros per layer; TensorRT-LLM KVCacheManager pools, docs
+    # reference/memory.md): the allocator cache only grows around the other buffers
+    cached = weights + acts + overhead
     return MemoryBreakdown(
         weights / GIB,
         0.0,
@@ -329,6 +332,6 @@ def serving_memory(
         acts / GIB,
         kv / GIB,
         overhead / GIB,
-        cache=k.allocator_cache * allocated / GIB,
+        cache=k.allocator_cache * cached / GIB,
         context=k.context_gib,
     )

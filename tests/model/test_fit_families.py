@@ -21,7 +21,7 @@ from optimizer.units import GIB
 RAW = PerfAssumptions(use_fitted=False)
 
 
-def test_paged_optimizer_state_is_outside_the_allocator_but_on_the_device() -> None:
+def test_paged_optimizer_state_is_outside_the_allocator_and_pageable() -> None:
     # bitsandbytes PagedAdamW8bit: fp32 master 4 B + two 8-bit moments 2 B = 6 B/param
     # (Dettmers et al. 2022), allocated with cudaMallocManaged: not in max_memory_allocated
     spec = PRESETS["llama-2-7b"]
@@ -34,7 +34,9 @@ def test_paged_optimizer_state_is_outside_the_allocator_but_on_the_device() -> N
     assert paged.optimizer == 0.0
     assert paged.managed * GIB / spec.params() == pytest.approx(6)
     assert paged.total == pytest.approx(plain.total - 6 * spec.params() / GIB)
-    assert paged.device == pytest.approx(paged.reserved + paged.context + paged.managed)
+    # managed pages move to CPU RAM when the card is full (bitsandbytes "Paged optimizers"):
+    # the device figure a plan must fit holds no optimizer state
+    assert paged.device == pytest.approx(paged.reserved + paged.context)
 
 
 def test_litgpt_bf16_true_keeps_8_bytes_per_param() -> None:
