@@ -141,6 +141,15 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     )
     replicated += s * b * extra_out
     split += s * b * extra_in
+    if setup.precision == "fp8" and k.stack.fp8_saved_inputs:
+        # Transformer Engine fp8 GEMMs save their fp8-cast input for the wgrad GEMM (TE
+        # module/linear.py, layernorm_linear.py, layernorm_mlp.py: saved inputmat / ln_out /
+        # gelu_out are the fp8 tensors): QKV and FC1 inputs and the FC2 input (activation
+        # output) at 1 B instead of 2; the attention output is kept in bf16 by the attention
+        # backward and once more in fp8 by the output projection (+1 B)
+        ffn = model.ffn * (model.moe_active if model.is_moe else 1)
+        replicated -= s * b * h * 2
+        split += s * b * (model.q_dim - ffn)
     if sp:
         return scale * (replicated + split + scores) / t
     return scale * (replicated + split / t + scores / t)
@@ -188,7 +197,7 @@ def training_memory(
     p_gpu = params_per_gpu(model, layout)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = model_state_bytes_per_param(
-        setup.precision, setup.optimizer, model.hidden, k.stack.fp32_grad_buffer, master
+        setup.precision, setup.optimizer, model.hidden, k.stack.fp32_grad_buffer, master, k.stack.fp8_params
     )
 
     if setup.is_adapter:

@@ -72,6 +72,10 @@ class StackProfile:
     #: class: flash-attn 2, PyTorch SDPA flash) | fa3 (Hopper-native: FlashAttention-3, cuDNN)
     attention_kernel: str = "fa2"
     fp32_grad_buffer: bool = False
+    #: fp8 runs keep the compute weights in fp8 only (Megatron-Core --fp8-param-gather)
+    fp8_params: bool = False
+    #: fp8 GEMMs save their input for backward in fp8 (Transformer Engine), not in 16 bit
+    fp8_saved_inputs: bool = False
     fp32_master: bool = True
     optimizer_in_backward: bool = False
     logits_bytes_per_value: float = 6.0
