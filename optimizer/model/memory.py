@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from optimizer.model.activations import extra_bytes_per_token
+from optimizer.model.activations import extra_bytes_per_token, op_sac_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
 from optimizer.model.memory_breakdown import MemoryBreakdown
@@ -116,6 +116,9 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     scale = 2.0 if setup.precision == "fp32" else 1.0
     if layout.checkpointing == "full":
         return scale * 2 * s * b * h / (t if sp else 1)
+    if layout.checkpointing == "selective" and k.stack.selective_ac == "op":
+        outside, inside = op_sac_bytes_per_token(model, t)
+        return scale * s * b * (outside / (t if sp else 1) + inside / t)
     kv_ratio = model.kv_dim / model.hidden
     q_ratio = model.q_dim / model.hidden
     mask = 1.0 if setup.dropout else 0.0
@@ -160,7 +163,11 @@ def logits_bytes(
 ) -> float:
     """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
     s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less)."""
-    per_value = knobs(setup, assumptions).logits_bytes_per_value
+    k = knobs(setup, assumptions)
+    per_value = k.logits_bytes_per_value
+    compiled_loss = k.stack.compile_loss if setup.compile_loss is None else setup.compile_loss
+    if setup.compile and compiled_loss and assumptions.logits_bytes_per_value is None:
+        per_value = k.stack.compile_logits_bytes_per_value
     return setup.seq_len / layout.cp * layout.micro_batch * model.vocab * per_value / layout.tp
 
 
@@ -260,7 +267,10 @@ def training_memory(
         * in_flight_microbatches(layout)
         * interleave_factor(layout)
     )
-    if layout.checkpointing == "full":  # one layer is recomputed at a time
+    if layout.checkpointing == "full" or (
+        layout.checkpointing == "selective" and k.stack.selective_ac == "op"
+    ):
+        # one layer is recomputed at a time (torchtitan op SAC recomputes the rest of a block)
         acts += activation_bytes_per_layer(
             model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
         )

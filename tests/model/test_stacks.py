@@ -267,7 +267,7 @@ def test_packaged_fit_loads_and_names_its_cases() -> None:
     fit = load_fitted()
     assert fit.meta["date"] and fit.meta["command"].startswith("python benchmarks/fit_constants")
     assert len(fit.meta["sources"]) >= 10 and fit.meta["cases"] == len(fit.meta["case_ids"])
-    levels = {"all", "gen", "genprec", "stack", "cell", "method"}
+    levels = {"all", "gen", "genprec", "stack", "cell", "method", "eager", "fused"}
     for table in (fit.train, fit.serve, fit.memory):
         assert all(k.split(":", 1)[0] in levels for k in table)
     for lo, hi, n in fit.intervals.values():
