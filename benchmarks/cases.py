@@ -14,6 +14,7 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   and torchtune activation offloading on (torchtitan rows: also "torch.compile on" and
   --training.compile; rows of 2024 torchtitan versions ran the loss eager); "eager attention" /
   "dropout 0.1" in the assumptions set the attention kernel and dropout masks;
+  rows stating fused norm and SwiGLU kernels save what a compiled model saves;
   `EXCLUDED: seq_len unknown` rows are skipped;
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
   reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
@@ -256,6 +257,9 @@ def _train_case(row: Row) -> Case:
     paged = "pagedadamw" in said
     # torch.compile and torchtune activation offloading, as the row says they were on
     compiled = "compile=true" in said
+    # fused norm and SwiGLU kernels stated by the row (the TinyLlama fork of lit-gpt) save
+    # what a compiled model saves: no eager fp32 norm / SwiGLU tensors (model/activations.py)
+    compiled = compiled or ("fusedlayernorm/rmsnorm" in said and "fusedswiglu" in said)
     compile_loss = None
     if stack.name == "torchtitan":
         # torchtitan rows state compile as the toml/flag says it ("torch.compile on",

@@ -34,10 +34,6 @@ KNOWN_NOT_FITTING = {
     # dp = 1: the distributed optimizer cannot shard (12 B/param on 4.4 B params); NeMo SFT
     # recipe settings (recompute, sequence packing) not on the page
     "nemo2407-llama2-70b-sft-h100-fp8-16gpu": "SFT recipe settings not stated",
-    # the TinyLlama fork runs fused kernels (flash-attn 2, fused RMSNorm/SwiGLU/CE) but is
-    # mapped onto the litgpt profile (eager fp32 norms, eager SwiGLU, GQA expansion)
-    "tinyllama-1.1b-a100-40gb-tps": "fused-kernel fork on the eager litgpt profile",
-    "tinyllama-1.1b-a100-40gb-mfu": "fused-kernel fork on the eager litgpt profile",
 }
 
 
