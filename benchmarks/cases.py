@@ -11,8 +11,11 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   whose assumptions say `fsdp_cpu_offload: True` offload params + optimizer to CPU, and
   bitsandbytes PagedAdamW* rows keep optimizer states in managed memory (not allocated);
   `compile=True` / `enable_activation_offloading=True` in the assumptions switch torch.compile
-  and torchtune activation offloading on; "eager attention" / "dropout 0.1" in the assumptions
-  set the attention kernel and dropout masks; `EXCLUDED: seq_len unknown` rows are skipped;
+  and torchtune activation offloading on (torchtitan rows: also "torch.compile on" and
+  --training.compile; rows of 2024 torchtitan versions ran the loss eager); "eager attention" /
+  "dropout 0.1" in the assumptions set the attention kernel and dropout masks;
+  rows stating fused norm and SwiGLU kernels save what a compiled model saves;
+  `EXCLUDED: seq_len unknown` rows are skipped;
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
   reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
 - throughput metrics: tflops_per_gpu with "hardware ... recompute" in its meaning counts the
@@ -254,6 +257,17 @@ def _train_case(row: Row) -> Case:
     paged = "pagedadamw" in said
     # torch.compile and torchtune activation offloading, as the row says they were on
     compiled = "compile=true" in said
+    # fused norm and SwiGLU kernels stated by the row (the TinyLlama fork of lit-gpt) save
+    # what a compiled model saves: no eager fp32 norm / SwiGLU tensors (model/activations.py)
+    compiled = compiled or ("fusedlayernorm/rmsnorm" in said and "fusedswiglu" in said)
+    compile_loss = None
+    if stack.name == "torchtitan":
+        # torchtitan rows state compile as the toml/flag says it ("torch.compile on",
+        # --training.compile); torchtitan compiles the loss with the model since 2025
+        # (components/loss.py), its 2024 train.py left it eager (TODO: CUDA errors)
+        stated = said + _lower(row.quote).replace(" ", "")
+        compiled = compiled or "torch.compileon" in stated or "--training.compile" in stated
+        compile_loss = None if "2024" not in (row.stack_version or "") else False
     offload_acts = "enable_activation_offloading=true" in said
     # attention kernel and dropout as the row states them (BERT rows of the transformers 4.2x
     # era: eager attention, hidden/attention dropout 0.1); unstated -> the stack's kernel, none
@@ -276,6 +290,7 @@ def _train_case(row: Row) -> Case:
         offload_params=cpu_offload,
         paged_optimizer=paged,
         compile=compiled,
+        compile_loss=compile_loss,
         offload_activations=offload_acts,
         fp32_master=master,
     )

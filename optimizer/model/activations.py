@@ -29,7 +29,13 @@ from __future__ import annotations
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import StackProfile
 
-__all__ = ["extra_bytes_per_token", "input_groups"]
+__all__ = [
+    "extra_bytes_per_token",
+    "input_groups",
+    "op_sac_bytes_per_token",
+    "op_sac_mm_order",
+    "op_sac_recomputed_params",
+]
 
 
 def input_groups(model: ModelSpec) -> list[tuple[tuple[str, ...], float, bool]]:
@@ -83,4 +89,41 @@ def extra_bytes_per_token(
             inside += 2.0 * model.ffn * (model.moe_active if model.is_moe else 1)
         if prof.gqa_kv_expanded and model.kv_dim < model.q_dim:
             inside += 4.0 * (model.q_dim - model.kv_dim)  # K and V at the query width
+    return outside, inside
+
+
+def op_sac_mm_order(model: ModelSpec) -> list[tuple[str, int, int]]:
+    """(module, in, out) of a block's mms in the order they run (torchtitan Attention:
+    wq, wk, wv, wo; FeedForward w2(silu(w1(x)) * w3(x)): gate, up, down)."""
+    shapes = model.linear_shapes()
+    order = ("q", "k", "v", "o", "gate", "up", "down")
+    return [(m, *shapes[m]) for m in order if m in shapes]
+
+
+def op_sac_recomputed_params(model: ModelSpec) -> int:
+    """Weights per layer whose mm torchtitan's op SAC recomputes in backward (every second mm:
+    k, o, up for a gated FFN): 2 FLOPs per weight per token of extra forward work."""
+    return sum(i * o for n, (_, i, o) in enumerate(op_sac_mm_order(model)) if n % 2 == 1)
+
+
+def op_sac_bytes_per_token(model: ModelSpec, tp: int) -> tuple[float, float]:
+    """(outside-TP, inside-TP) bytes per token one layer keeps under torchtitan's selective
+    per-op activation checkpointing ("op" SAC), 16-bit activations.
+
+    torchtitan parallelize_llama.py _apply_ac_to_transformer_block: the block is checkpointed
+    and MUST_SAVE the outputs of the ops in _save_list (aten.mm, SDPA flash/efficient,
+    reduce_scatter_tensor), "except every second mm"; the mm counter restarts per block, so
+    of q, k, v, o, gate, up, down the 1st, 3rd, 5th, 7th are kept (q, v, gate, down). The
+    block input is the checkpoint's saved input. With tp > 1 the outputs of the row-parallel
+    o and down projections are reduce-scattered, and those outputs are saved too. (torchtitan
+    2025 adds forced recompute of chosen mm shapes, the MoE router; dense layers unchanged.
+    MoE experts run grouped mms, not aten.mm: counted here as dense mms, an approximation.)
+    """
+    kept_mm = sum(o for n, (_, _, o) in enumerate(op_sac_mm_order(model)) if n % 2 == 0)
+    if model.is_moe:
+        kept_mm += (model.moe_active - 1) * model.ffn  # each active expert's kept output
+    inside = 2.0 * (kept_mm + model.q_dim)  # + the SDPA output
+    outside = 2.0 * model.hidden  # the checkpointed block input
+    if tp > 1:
+        outside += 2.0 * 2 * model.hidden  # reduce-scatter outputs of o and down
     return outside, inside

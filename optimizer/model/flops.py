@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from optimizer.model.activations import op_sac_recomputed_params
 from optimizer.model.memory import lora_params
 from optimizer.model.profile import is_profile
 from optimizer.model.profile_time import model_gflop_per_sample, training_gflop_per_sample
 from optimizer.model.setup import TrainingSetup
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import get_stack
 
 __all__ = [
     "forward_flops_per_token",
@@ -69,6 +71,9 @@ def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointi
     flops = model_flops_per_token(model, setup)
     if checkpointing == "full":
         flops += layers + attention
+    elif checkpointing == "selective" and get_stack(setup.stack).selective_ac == "op":
+        # torchtitan op SAC recomputes every second mm of each block (activations.py)
+        flops += 2.0 * op_sac_recomputed_params(model) * model.layers
     elif checkpointing == "selective" and setup.attention == "eager":
         flops += attention
     elif checkpointing == "selective":

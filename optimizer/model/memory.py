@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from optimizer.model.activations import extra_bytes_per_token
+from optimizer.model.activations import extra_bytes_per_token, op_sac_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
 from optimizer.model.memory_breakdown import MemoryBreakdown
@@ -116,6 +116,9 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     scale = 2.0 if setup.precision == "fp32" else 1.0
     if layout.checkpointing == "full":
         return scale * 2 * s * b * h / (t if sp else 1)
+    if layout.checkpointing == "selective" and k.stack.selective_ac == "op":
+        outside, inside = op_sac_bytes_per_token(model, t)
+        return scale * s * b * (outside / (t if sp else 1) + inside / t)
     kv_ratio = model.kv_dim / model.hidden
     q_ratio = model.q_dim / model.hidden
     mask = 1.0 if setup.dropout else 0.0
@@ -141,6 +144,15 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     )
     replicated += s * b * extra_out
     split += s * b * extra_in
+    if setup.precision == "fp8" and k.stack.fp8_saved_inputs:
+        # Transformer Engine fp8 GEMMs save their fp8-cast input for the wgrad GEMM (TE
+        # module/linear.py, layernorm_linear.py, layernorm_mlp.py: saved inputmat / ln_out /
+        # gelu_out are the fp8 tensors): QKV and FC1 inputs and the FC2 input (activation
+        # output) at 1 B instead of 2; the attention output is kept in bf16 by the attention
+        # backward and once more in fp8 by the output projection (+1 B)
+        ffn = model.ffn * (model.moe_active if model.is_moe else 1)
+        replicated -= s * b * h * 2
+        split += s * b * (model.q_dim - ffn)
     if sp:
         return scale * (replicated + split + scores) / t
     return scale * (replicated + split / t + scores / t)
@@ -151,7 +163,11 @@ def logits_bytes(
 ) -> float:
     """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
     s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less)."""
-    per_value = knobs(setup, assumptions).logits_bytes_per_value
+    k = knobs(setup, assumptions)
+    per_value = k.logits_bytes_per_value
+    compiled_loss = k.stack.compile_loss if setup.compile_loss is None else setup.compile_loss
+    if setup.compile and compiled_loss and assumptions.logits_bytes_per_value is None:
+        per_value = k.stack.compile_logits_bytes_per_value
     return setup.seq_len / layout.cp * layout.micro_batch * model.vocab * per_value / layout.tp
 
 
@@ -188,7 +204,7 @@ def training_memory(
     p_gpu = params_per_gpu(model, layout)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = model_state_bytes_per_param(
-        setup.precision, setup.optimizer, model.hidden, k.stack.fp32_grad_buffer, master
+        setup.precision, setup.optimizer, model.hidden, k.stack.fp32_grad_buffer, master, k.stack.fp8_params
     )
 
     if setup.is_adapter:
@@ -251,7 +267,10 @@ def training_memory(
         * in_flight_microbatches(layout)
         * interleave_factor(layout)
     )
-    if layout.checkpointing == "full":  # one layer is recomputed at a time
+    if layout.checkpointing == "full" or (
+        layout.checkpointing == "selective" and k.stack.selective_ac == "op"
+    ):
+        # one layer is recomputed at a time (torchtitan op SAC recomputes the rest of a block)
         acts += activation_bytes_per_layer(
             model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
         )
@@ -321,7 +340,10 @@ def serving_memory(
     ffn_width = model.ffn * (3 if model.ffn_kind == "gated" else 2)
     acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.vocab * 4
     overhead = a.workspace_gib * GIB
-    allocated = weights + kv + acts + overhead
+    # the KV pool is allocated once at start-up, at its full size (vLLM CacheEngine
+    # _allocate_kv_cache: one torch.zeros per layer; TensorRT-LLM KVCacheManager pools, docs
+    # reference/memory.md): the allocator cache only grows around the other buffers
+    cached = weights + acts + overhead
     return MemoryBreakdown(
         weights / GIB,
         0.0,
@@ -329,6 +351,6 @@ def serving_memory(
         acts / GIB,
         kv / GIB,
         overhead / GIB,
-        cache=k.allocator_cache * allocated / GIB,
+        cache=k.allocator_cache * cached / GIB,
         context=k.context_gib,
     )

@@ -26,7 +26,10 @@ class MemoryBreakdown:
     cache: float = 0.0  # reserved − allocated (allocator cache, fragmentation)
     context: float = 0.0  # CUDA context + library workspaces outside the allocator
     #: optimizer state in CUDA managed memory (bitsandbytes paged optimizers): outside the
-    #: PyTorch allocator, so not in allocated/reserved; counted in device (resident at worst)
+    #: PyTorch allocator, so not in allocated/reserved, and not in device either: managed pages
+    #: are evicted to CPU RAM when the card fills (bitsandbytes docs "Paged optimizers": "page
+    #: to CPU RAM when GPU runs out of memory"; CUDA C++ Programming Guide, Unified Memory
+    #: oversubscription), so they never make a run not fit
     managed: float = 0.0
 
     @property
@@ -45,7 +48,7 @@ class MemoryBreakdown:
 
     @property
     def device(self) -> float:
-        return self.reserved + self.context + self.managed
+        return self.reserved + self.context
 
     def fits(self, capacity_gib: float) -> bool:
         """Whether the device-level peak (nvidia-smi) fits the card."""

@@ -76,6 +76,9 @@ class TrainingSetup:
     #: torch.compile: AOTAutograd recomputes pointwise ops, eager-only saved tensors drop
     #: (optimizer.model.activations)
     compile: bool = False
+    #: the loss compiled with the model (fused upcast + log-softmax, logits kept in 16 bit);
+    #: None: the stack's compile_loss when `compile` is on
+    compile_loss: bool | None = None
     #: checkpointed layer inputs offloaded to CPU RAM (torchtune enable_activation_offloading)
     offload_activations: bool = False
     #: LoRA dropout probability; None: the stack's recipe default (stacks.toml lora_dropout)

@@ -72,12 +72,23 @@ class StackProfile:
     #: class: flash-attn 2, PyTorch SDPA flash) | fa3 (Hopper-native: FlashAttention-3, cuDNN)
     attention_kernel: str = "fa2"
     fp32_grad_buffer: bool = False
+    #: fp8 runs keep the compute weights in fp8 only (Megatron-Core --fp8-param-gather)
+    fp8_params: bool = False
+    #: fp8 GEMMs save their input for backward in fp8 (Transformer Engine), not in 16 bit
+    fp8_saved_inputs: bool = False
     fp32_master: bool = True
     optimizer_in_backward: bool = False
     logits_bytes_per_value: float = 6.0
+    #: torch.compile also compiles its loss (compile_logits_bytes_per_value applies then)
+    compile_loss: bool = False
+    #: bytes per logit at the loss when the loss is compiled
+    compile_logits_bytes_per_value: float = 4.0
     allocator_cache: float = 0.08
     context_gib: float = 0.6
     checkpointing: str = "none"
+    #: what "selective" recomputation means in the stack: "attention" (Korthikanti et al.
+    #: 2022 §5: the attention core) | "op" (torchtitan per-op SAC: every other mm recomputed)
+    selective_ac: str = "attention"
     lora_targets: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
     #: what its layers save for backward beyond the Korthikanti count (optimizer.model.activations)
     lora_dropout: float = 0.0  # LoRA dropout of its recipes (saves output + mask per module)
@@ -117,6 +128,7 @@ _NUMERIC = (
     "pp_overlap",
     "cp_overlap",
     "logits_bytes_per_value",
+    "compile_logits_bytes_per_value",
     "allocator_cache",
     "context_gib",
     "kv_memory_fraction",

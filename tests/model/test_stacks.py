@@ -26,6 +26,7 @@ from optimizer.model.memory import (
     interleave_factor,
     kv_cache_bytes_per_token,
     kv_tokens_held,
+    model_state_bytes_per_param,
     training_memory,
 )
 from optimizer.model.presets import PRESETS
@@ -87,13 +88,41 @@ def test_bloom_era_megatron_deepspeed_has_no_sequence_parallelism_and_eager_atte
 def test_megatron_distributed_optimizer_is_6_plus_12_over_d_bytes_per_param() -> None:
     # Megatron-LM docs/source/api-guide/dist_optimizer.md: "bf16 param, fp32 grads":
     # 18 bytes/param without, 6 + 12/d with the distributed optimizer
+    d = 8
+    w, g, o = model_state_bytes_per_param("bf16", "adamw", fp32_grad_buffer=True)
+    assert w + g + o == pytest.approx(18)
+    assert w + g + o / d == pytest.approx(6 + 12 / d)
+
+
+def test_nemo_performance_recipes_reduce_bf16_grads_and_keep_fp8_params() -> None:
+    # NeMo scripts/llm/performance: grad_reduce_in_fp32 = False ("bf16 grad dtype"):
+    # 2 + 2 + 12/d with the distributed optimizer; fp8 runs (bf16_with_fp8_mixed,
+    # fp8_param_gather): 1 B fp8 weight + 1 B fp8 transpose, bf16 grads -> 4 + 12/d as well
     spec, d = PRESETS["llama-2-7b"], 8
-    setup = TrainingSetup(seq_len=128, stack="megatron-core")
-    mem = training_memory(spec, setup, Layout(dp=d, zero_stage=1), RAW)
-    per_param = (mem.weights + mem.gradients + mem.optimizer) * GIB / spec.params()
-    assert per_param == pytest.approx(6 + 12 / d)
-    plain = training_memory(spec, setup, Layout(dp=d, zero_stage=0), RAW)
-    assert (plain.weights + plain.gradients + plain.optimizer) * GIB / spec.params() == pytest.approx(18)
+    for precision in ("bf16", "fp8"):
+        setup = TrainingSetup(seq_len=128, precision=precision, stack="megatron-core")
+        mem = training_memory(spec, setup, Layout(dp=d, zero_stage=1), RAW)
+        per_param = (mem.weights + mem.gradients + mem.optimizer) * GIB / spec.params()
+        assert per_param == pytest.approx(4 + 12 / d)
+    # without fp8 parameters (no stack named): 16-bit weight + cached fp8 copy = 3 B
+    generic = training_memory(spec, TrainingSetup(seq_len=128, precision="fp8"), Layout(), RAW)
+    assert generic.weights * GIB / spec.params() == pytest.approx(3)
+
+
+def test_transformer_engine_fp8_saves_gemm_inputs_in_fp8() -> None:
+    # Korthikanti et al. 2022 Table 2 count (no dropout, flash attention, t = 1) of one layer of
+    # llama-2-7b (h = 4096, ffn = 11008, MHA): 2 norm inputs + QKV input + FFN input = 8 sbh,
+    # Q, K, V, attention output = 8 sbh, gate, up, act·up = 6·ffn·sb; with TE fp8 the QKV,
+    # FC1 and FC2 inputs are saved in fp8 (-1 B each) and the attention output once more in
+    # fp8 (+1 B): per token 16·4096 + 6·11008 - 4096 - 4096 - 11008 + 4096 = 116,480 B
+    spec, s = PRESETS["llama-2-7b"], 1024
+    layout = Layout(micro_batch=1)
+    bf16 = activation_bytes_per_layer(spec, TrainingSetup(seq_len=s, stack="megatron-core"), layout)
+    fp8 = activation_bytes_per_layer(
+        spec, TrainingSetup(seq_len=s, precision="fp8", stack="megatron-core"), layout
+    )
+    assert bf16 == pytest.approx(s * (16 * 4096 + 6 * 11008))
+    assert fp8 == pytest.approx(s * 116_480)
 
 
 def test_torchtune_bf16_adamw_keeps_8_bytes_per_param() -> None:
@@ -238,7 +267,7 @@ def test_packaged_fit_loads_and_names_its_cases() -> None:
     fit = load_fitted()
     assert fit.meta["date"] and fit.meta["command"].startswith("python benchmarks/fit_constants")
     assert len(fit.meta["sources"]) >= 10 and fit.meta["cases"] == len(fit.meta["case_ids"])
-    levels = {"all", "gen", "genprec", "stack", "cell", "method"}
+    levels = {"all", "gen", "genprec", "stack", "cell", "method", "eager", "fused"}
     for table in (fit.train, fit.serve, fit.memory):
         assert all(k.split(":", 1)[0] in levels for k in table)
     for lo, hi, n in fit.intervals.values():

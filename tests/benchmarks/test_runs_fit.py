@@ -1,0 +1,76 @@
+"""Every measured run is a feasibility test: the predicted device memory of each validation
+row's configuration must fit the card it ran on (benchmarks/runs_fit.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.runs_fit import build_cases, card_gib, check_all
+
+#: rows the model still calls does_not_fit, each with the best hypothesis of what it misses;
+#: the list may only shrink (a row leaving it fails test_known_exceptions_still_fail)
+KNOWN_NOT_FITTING = {
+    # fms-fsdp "selective_checkpointing" checkpoints a fraction p of the blocks (the README
+    # does not state p; the row assumes 1 = every block = full AC); mapped as Korthikanti
+    # selective, which keeps nearly every activation
+    "fmsfsdp-compile-llama2-34b-a100-80gb-128gpu-tps": "fms block-fraction AC, p not stated",
+    "fmsfsdp-compile-llama2-34b-a100-80gb-128gpu-mfu": "fms block-fraction AC, p not stated",
+    "fmsfsdp-compile-llama2-34b-h100-80gb-96gpu-tps": "fms block-fraction AC, p not stated",
+    "fmsfsdp-compile-llama2-34b-h100-80gb-96gpu-mfu": "fms block-fraction AC, p not stated",
+    "fmsfsdp-compile-llama2-70b-a100-80gb-128gpu-tps": "fms block-fraction AC, p not stated",
+    "fmsfsdp-compile-llama2-70b-a100-80gb-128gpu-mfu": "fms block-fraction AC, p not stated",
+    "fmsfsdp-compile-llama2-70b-h100-80gb-96gpu-tps": "fms block-fraction AC, p not stated",
+    "fmsfsdp-compile-llama2-70b-h100-80gb-96gpu-mfu": "fms block-fraction AC, p not stated",
+    # the fitted eager-stack activation term (x1.35, mostly litgpt LoRA rows) over-predicts
+    # this transformers-4.2x BERT run by 16% (its own memory row)
+    "hf-model-memory-anatomy-bert-large-bs4-vanilla-mem": "eager fitted term too high for HF",
+    "hf-model-memory-anatomy-bert-large-bs4-vanilla-tput": "eager fitted term too high for HF",
+    # Megatron-FSDP 70B at TP1, mb 2 x 8,192 tokens: the recipe's recompute / activation
+    # offload settings are not on the page (row: "recompute settings of the recipes not
+    # checked"); without either the activations alone exceed the card
+    "bridge2511-llama3-70b-gb300-64gpu": "recipe recompute/offload not stated",
+    # within 1%: the Megatron-Core allocator cache (5%) and context (1 GiB) are guesses
+    "nemo2407-nemotron-340b-h100-fp8-128gpu": "1% over: guessed cache/context",
+    # dp = 1: the distributed optimizer cannot shard (12 B/param on 4.4 B params); NeMo SFT
+    # recipe settings (recompute, sequence packing) not on the page
+    "nemo2407-llama2-70b-sft-h100-fp8-16gpu": "SFT recipe settings not stated",
+}
+
+
+@pytest.fixture(scope="module")
+def checks():
+    return check_all()
+
+
+def test_every_measured_run_fits_its_card(checks) -> None:
+    not_fitting = {c.case.row.case_id: c for c in checks if not c.fits}
+    unexpected = sorted(set(not_fitting) - set(KNOWN_NOT_FITTING))
+    print(f"rows checked: {len(checks)}; predicted not to fit: {len(not_fitting)}")
+    for case_id in unexpected:
+        c = not_fitting[case_id]
+        print(f"  {case_id}: predicted {c.predicted_gib:.1f} GiB > card {c.card_gib:.1f}")
+    assert not unexpected
+    # the whole mapped validation set is checked (1,144 rows at this commit): training,
+    # serving, throughput and memory rows
+    assert len(checks) == len(build_cases()[0]) >= 1144
+    assert {c.case.kind for c in checks} == {
+        "train_throughput",
+        "train_memory",
+        "serve_throughput",
+        "serve_latency",
+    }
+
+
+def test_known_exceptions_still_fail(checks) -> None:
+    # a row that now fits leaves KNOWN_NOT_FITTING (the list only shrinks)
+    failing = {c.case.row.case_id for c in checks if not c.fits}
+    assert set(KNOWN_NOT_FITTING) <= failing
+
+
+def test_card_is_the_one_the_run_used(checks) -> None:
+    by_id = {c.case.row.case_id: c.case for c in checks}
+    # Grand Teton H100 with 96GB HBM2e, mapped to the nearest catalogue id H100-80GB
+    assert card_gib(by_id["titan2412-llama31-8b-8gpu-fsdp-mem"]) == 96.0
+    assert by_id["titan2412-llama31-8b-8gpu-fsdp-mem"].gpu.memory_gib == 80.0
+    # a catalogue card stays the catalogue's
+    assert card_gib(by_id["dgxc2502-llama31-8b-h100-fp8-8gpu"]) == 80.0

@@ -1,0 +1,81 @@
+"""Memory mechanisms of issue 26, each checked against numbers worked out by hand from its
+source: torchtitan's per-op selective checkpointing and eager / compiled loss, serving KV pools
+outside the allocator cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.model.flops import model_flops_per_token, training_flops_per_token
+from optimizer.model.memory import (
+    activation_bytes_per_layer,
+    kv_cache_bytes_per_token,
+    logits_bytes,
+    serving_memory,
+    serving_weight_bytes,
+)
+from optimizer.model.presets import PRESETS
+from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup
+from optimizer.units import GIB
+
+RAW = PerfAssumptions(use_fitted=False)
+LLAMA3_8B = PRESETS["llama-3-8b"]  # h 4096, kv 1024 (8 of 32 heads), ffn 14336, 32 layers
+
+
+def test_torchtitan_op_sac_keeps_every_other_mm_output() -> None:
+    # torchtitan _apply_ac_to_transformer_block: saved = block input + outputs of mm 1, 3, 5,
+    # 7 of q, k, v, o, gate, up, down (q 4096, v 1024, gate 14336, down 4096) + SDPA output
+    # 4096, 2 B each: 2 × (4096 + 4096 + 1024 + 14336 + 4096 + 4096) = 63,488 B per token
+    s = 8192
+    setup = TrainingSetup(seq_len=s, stack="torchtitan")
+    op = activation_bytes_per_layer(LLAMA3_8B, setup, Layout(checkpointing="selective"))
+    assert op == pytest.approx(s * 63_488)
+    # Korthikanti selective (the attention core only) keeps the full count: 16 sbh + 6 ffn
+    # ... for GQA: 8 h (norm, QKV, FFN inputs) + 2 q + 4 kv + 2 q + 6 ffn
+    full_count = 8 * 4096 + 2 * 4096 + 4 * 1024 + 2 * 4096 + 6 * 14336
+    mc = TrainingSetup(seq_len=s, stack="megatron-core")
+    assert activation_bytes_per_layer(LLAMA3_8B, mc, Layout(checkpointing="selective")) == pytest.approx(
+        s * full_count
+    )
+
+
+def test_torchtitan_op_sac_recomputes_k_o_up() -> None:
+    # the 2nd, 4th, 6th mms (k 4096x1024, o 4096x4096, up 4096x14336) run again in backward:
+    # 2 FLOPs per weight per token, 32 layers
+    setup = TrainingSetup(seq_len=8192, stack="torchtitan")
+    extra = training_flops_per_token(LLAMA3_8B, setup, "selective") - model_flops_per_token(LLAMA3_8B, setup)
+    assert extra == pytest.approx(2 * (4096 * 1024 + 4096 * 4096 + 4096 * 14336) * 32)
+
+
+def test_torchtitan_loss_eager_then_compiled() -> None:
+    # eager loss: 12 B per logit at the start of backward (fp32 log_softmax output + two fp32
+    # gradients); compiled with the model (2025): 4 B; 2024 versions: eager even when compiled
+    tokens, vocab = 2 * 8192, LLAMA3_8B.vocab
+    layout = Layout(micro_batch=2)
+    eager = logits_bytes(LLAMA3_8B, TrainingSetup(seq_len=8192, stack="torchtitan"), layout, RAW)
+    compiled = logits_bytes(
+        LLAMA3_8B, TrainingSetup(seq_len=8192, stack="torchtitan", compile=True), layout, RAW
+    )
+    old = logits_bytes(
+        LLAMA3_8B,
+        TrainingSetup(seq_len=8192, stack="torchtitan", compile=True, compile_loss=False),
+        layout,
+        RAW,
+    )
+    assert eager == pytest.approx(tokens * vocab * 12)
+    assert compiled == pytest.approx(tokens * vocab * 4)
+    assert old == pytest.approx(eager)
+
+
+def test_serving_kv_pool_is_outside_the_allocator_cache() -> None:
+    # vLLM: the KV pool is allocated once; the 8% allocator cache (generic guess) grows only
+    # around weights, activations and workspace. TensorRT-LLM has no caching allocator.
+    spec = PRESETS["llama-2-7b"]
+    serve = ServeSetup(batch=32, context=2048, stack="vllm")
+    mem = serving_memory(spec, serve, 1, RAW)
+    kv = kv_cache_bytes_per_token(spec) * 32 * (2048 - 0 / 2 + 8) / GIB  # + half a 16-token block
+    assert mem.kv_cache == pytest.approx(kv)
+    assert mem.cache == pytest.approx(0.08 * (mem.total - mem.kv_cache))
+    trt = serving_memory(spec, ServeSetup(batch=32, context=2048, stack="tensorrt-llm"), 1, RAW)
+    assert trt.cache == 0.0
+    assert trt.weights == pytest.approx(serving_weight_bytes(spec, "fp16") / GIB)
