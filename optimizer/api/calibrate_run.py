@@ -18,7 +18,7 @@ from optimizer.api.configuration import (
     instance_offering,
     resolve_model,
 )
-from optimizer.api.estimate import evaluate
+from optimizer.api.estimate_run import evaluate
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import base_assumptions, fit_efficiency, save_calibration
 from optimizer.inputs.calibration_file import EFFICIENCY_RANGE, MIN_EFFICIENCY

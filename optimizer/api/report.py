@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer import api
-from optimizer.api.estimate import estimate
+from optimizer.api.estimate_run import estimate
 from optimizer.errors import ConfigError
 from optimizer.inputs.toml_file import read_toml
 

@@ -64,8 +64,9 @@ def calibrate(
     json_out: JsonOpt = False,
 ) -> None:
     """Fit the compute efficiency of a GPU type to one measured run and store it for later
-    estimates and plans (file: $CCOPT_CALIBRATION or ~/.config/ccopt/calibration.json). The
-    run is described with estimate's configuration options (the serving ones aside: a
+    estimates and plans (file: $CCOPT_CALIBRATION or ~/.config/ccopt/calibration.json).
+
+    The run is described with estimate's configuration options (the serving ones aside: a
     calibration is of a training run); calibrate only: --tokens-per-s, --step-time-s,
     --samples-per-s, --peak-memory-gib, --memory-metric, --from."""
     with user_errors():

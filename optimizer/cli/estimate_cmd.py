@@ -61,8 +61,9 @@ def estimate(
     offline: OfflineOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Memory per GPU and step time (or serving speed) of one fixed configuration. Estimate
-    only: --from-plan, --row, --efficiency and the serving options (--mode serve, --batch,
+    """Memory per GPU and step time (or serving speed) of one fixed configuration.
+
+    Estimate only: --from-plan, --row, --efficiency and the serving options (--mode serve, --batch,
     --prompt-tokens, --output-tokens, --context, --kv-cache-precision); every other option is
     also `ccopt calibrate`'s."""
     config = config or {}

@@ -12,10 +12,12 @@ one head, so only data parallelism (with ZeRO) is searched — no tensor or pipe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from optimizer.model.hardware import GpuSpec
+from optimizer.model.spec import ModelSpec
 
-__all__ = ["MeasuredPoint", "SampleProfile", "is_profile", "SAMPLE_UNITS"]
+__all__ = ["MeasuredPoint", "SampleProfile", "AnyModel", "is_profile", "SAMPLE_UNITS"]
 
 #: what one sample of a profile is (job files say `samples` or `images`)
 SAMPLE_UNITS = ("sample", "image", "sequence", "clip", "latent")
@@ -101,6 +103,10 @@ class SampleProfile:
         return timed and sized
 
 
-def is_profile(model: object) -> bool:
+#: what a job trains: a token-shaped LM / encoder (ModelSpec) or a per-sample profile (CNN, UNet)
+AnyModel = ModelSpec | SampleProfile
+
+
+def is_profile(model: object) -> TypeGuard[SampleProfile]:
     """True for a SampleProfile (the token-shaped ModelSpec code paths do not apply)."""
     return isinstance(model, SampleProfile)

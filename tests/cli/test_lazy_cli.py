@@ -14,7 +14,7 @@ from typer.main import get_command
 from optimizer.cli import app
 from optimizer.cli.lazy import LAZY_COMMANDS, load_command
 
-HEAVY = ("pandas", "ortools", "plotly", "optimizer.api", "optimizer.solve")
+HEAVY = ("pandas", "ortools", "plotly", "optimizer.pricing", "optimizer.solve", "optimizer.api.train_jobs")
 
 
 @pytest.mark.parametrize("flag", ["--version", "--help"])

@@ -1,0 +1,40 @@
+"""Batches through the API: many jobs at once on shared quota, reservations and owned boxes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from optimizer.report.batch import batch_dict
+from optimizer.solve.batch.plan import plan_batch
+from optimizer.solve.cpsat.solver import SolverConfig
+
+__all__ = ["batch", "batch_json"]
+
+
+def batch(
+    batch_file: Any,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    time_limit_s: float = 30.0,
+    workers: int = 2,
+    on_progress: Any = None,
+    on_job: Any = None,
+) -> Any:
+    """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
+    batch_json(result) gives the `ccopt batch --json` contract. `on_job(i, n, name)` is called before
+    job i of n is enumerated, `on_progress(event)` with each improving solution."""
+    return plan_batch(
+        batch_file,
+        prices=prices,
+        offline=offline,
+        config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
+        on_progress=on_progress,
+        on_job=on_job,
+    )
+
+
+def batch_json(result: Any) -> dict[str, Any]:
+    """A BatchResult in the `ccopt batch --json` contract."""
+    return batch_dict(result)

@@ -1,0 +1,78 @@
+"""Training jobs through the API: plan, compare and sizing of a job file, dict or Job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
+from optimizer.pricing.catalog import load_catalog_rows
+from optimizer.pricing.schema import OfferingRow
+from optimizer.report.sizing import sizing_json
+from optimizer.report.train import compare_json, plan_json
+from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.train.compare import compare_job
+from optimizer.solve.train.plan import PlanResult, plan_job
+from optimizer.solve.train.sizing import SizingRule, size_job
+
+__all__ = ["plan_result", "plan", "plan_json", "compare", "sizing", "SizingRule"]
+
+
+def _train_job(
+    job: Any, prices: str | Path | None, offline: bool | None
+) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None, dict[str, Any] | None]:
+    """The job (TOML path, dict or Job), its base directory, the price rows it needs and their
+    age (None without cloud)."""
+    job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
+    if not job.constraints.cloud:
+        return job, base_dir, None, None
+    loaded = load_catalog_rows(prices, offline=offline)
+    return job, base_dir, loaded.rows, loaded.age.as_dict()
+
+
+def plan_result(
+    job: Any,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    alternatives: int = 3,
+    pareto: bool = False,
+    time_limit_s: float = 10.0,
+) -> PlanResult:
+    """Plan a job (a Job, a dict, or a TOML path). Returns the PlanResult (objects).
+
+    `prices` is an offerings CSV to use instead of the user cache / bundled tables.
+    """
+    job, base_dir, rows, age = _train_job(job, prices, offline)
+    result = plan_job(
+        job,
+        rows,
+        base_dir,
+        alternatives=alternatives,
+        pareto=pareto,
+        config=SolverConfig(time_limit_s=time_limit_s),
+    )
+    result.catalog = age
+    return result
+
+
+def plan(job: Any, **options: Any) -> dict[str, Any]:
+    """Plan a job, as the `ccopt plan --json` contract (options as in `plan_result`)."""
+    return plan_json(plan_result(job, **options))
+
+
+def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None) -> dict[str, Any]:
+    """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
+    job, base_dir, rows, age = _train_job(job, prices, offline)
+    out = compare_json(compare_job(job, rows, base_dir))
+    return {**out, "catalog": age} if age is not None else out
+
+
+def sizing(
+    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, rule: SizingRule | None = None
+) -> dict[str, Any]:
+    """The sizing runs that would settle a training job: contending GPU types, steps, minutes,
+    offering and cost of each reading, and the `ccopt calibrate` line to feed it back."""
+    job, base_dir, rows, age = _train_job(job, prices, offline)
+    out = sizing_json(size_job(job, rows, base_dir, rule), rule)
+    return {**out, "catalog": age} if age is not None else out
