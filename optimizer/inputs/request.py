@@ -17,7 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import warn_renamed
@@ -278,35 +286,23 @@ class ConfigRequest(BaseModel):
             return value
         raise ConfigError(f"--model: {value!r} is not allowed; allowed: a preset name or a config.json path")
 
-    @field_validator("activation_checkpointing", mode="before")
+    @field_validator(
+        "activation_checkpointing",
+        "optimizer",
+        "kind",
+        "attention",
+        "mode",
+        "kv_cache_precision",
+        mode="before",
+    )
     @classmethod
-    def _checkpointing(cls, value: Any) -> Any:
-        return choice("--activation-checkpointing", value, CHECKPOINTING) if isinstance(value, str) else value
-
-    @field_validator("optimizer", mode="before")
-    @classmethod
-    def _optimizer(cls, value: Any) -> Any:
-        return choice("--optimizer", value, OPTIMIZERS) if isinstance(value, str) else value
-
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _kind(cls, value: Any) -> Any:
-        return choice("--kind", value, tuple(KIND_METHODS)) if isinstance(value, str) else value
-
-    @field_validator("attention", mode="before")
-    @classmethod
-    def _attention(cls, value: Any) -> Any:
-        return choice("--attention", value, ATTENTION_KERNELS) if isinstance(value, str) else value
-
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _mode(cls, value: Any) -> Any:
-        return choice("--mode", value, MODES) if isinstance(value, str) else value
-
-    @field_validator("kv_cache_precision", mode="before")
-    @classmethod
-    def _kv(cls, value: Any) -> Any:
-        return choice("--kv-cache-precision", value, KV_PRECISIONS) if isinstance(value, str) else value
+    def _one_of_allowed(cls, value: Any, info: ValidationInfo) -> Any:
+        """A named choice: one of the allowed values its Field states (normalised to lower case)."""
+        if not isinstance(value, str) or info.field_name is None:
+            return value
+        extra = cls.model_fields[info.field_name].json_schema_extra
+        assert isinstance(extra, dict)  # every choice field states its allowed values (_extra)
+        return choice(flag_of(info.field_name), value, list(extra["allowed"]))
 
     @field_validator("lora_targets", mode="before")
     @classmethod
