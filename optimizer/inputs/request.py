@@ -301,8 +301,9 @@ class ConfigRequest(BaseModel):
         if not isinstance(value, str) or info.field_name is None:
             return value
         extra = cls.model_fields[info.field_name].json_schema_extra
-        assert isinstance(extra, dict)  # every choice field states its allowed values (_extra)
-        return choice(flag_of(info.field_name), value, list(extra["allowed"]))
+        allowed = extra.get("allowed") if isinstance(extra, dict) else None
+        assert isinstance(allowed, list)  # every choice field states its allowed values (_extra)
+        return choice(flag_of(info.field_name), value, [str(a) for a in allowed])
 
     @field_validator("lora_targets", mode="before")
     @classmethod
