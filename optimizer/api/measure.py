@@ -17,6 +17,7 @@ import importlib
 import json
 import resource
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,8 +146,10 @@ def measure(
     precision: str = "fp32",
     optimizer: str = "adamw",
     device: str = "auto",
+    on_step: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Train `steps` steps after `warmup_steps` and return the calibration point (a dict)."""
+    """Train `steps` steps after `warmup_steps` and return the calibration point (a dict).
+    `on_step(done, total)` is called after each step, warm-up included."""
     if (hf_config is None) == (module is None):
         raise ConfigError("give exactly one of --hf-config or --module")
     if precision not in _DTYPES:
@@ -208,14 +211,19 @@ def measure(
         if dev == "cuda":
             torch.cuda.synchronize()
 
-    for _ in range(warmup_steps):
+    total = warmup_steps + steps
+    for done in range(1, warmup_steps + 1):
         step()
+        if on_step is not None:
+            on_step(done, total)
     sync()
     if dev == "cuda":
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
-    for _ in range(steps):
+    for done in range(warmup_steps + 1, total + 1):
         step()
+        if on_step is not None:  # a callback between steps: not synchronised, cheap
+            on_step(done, total)
     sync()
     elapsed = time.perf_counter() - start
     step_s = elapsed / steps

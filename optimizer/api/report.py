@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,18 +201,23 @@ def report_html(
     prices: Path | None = None,
     offline: bool | None = None,
     time_limit_s: float = 10.0,
+    on_stage: Callable[[str], None] | None = None,
 ) -> RenderedReport:
     """The HTML report of a job file (TOML: training, batch or serve, solved here) or of a saved
-    `--json` result (a .json file, rendered as it is).
+    `--json` result (a .json file, rendered as it is). `on_stage(text)` is told what runs now
+    (solving, drawing).
 
     Raises:
         ConfigError: the 'report' extra is missing (checked before any solving), or the source
             is unreadable.
     """
+    say = on_stage or (lambda text: None)
     html = renderer()
     if source.suffix.lower() == ".json":
         inputs = html.inputs_from_saved(read_result(source), made_by=made_by)
     else:
+        say(f"planning {source.name} (and its comparisons)…")
         kind, parts = gather_job(source, prices=prices, offline=offline, time_limit_s=time_limit_s)
         inputs = html.ReportInputs(kind, made_by=made_by, **parts)
+    say("drawing the charts and the page…")
     return RenderedReport(html.render_html(inputs), str(inputs.result.get("status")))

@@ -9,6 +9,7 @@ import typer
 
 from optimizer.api import check_number
 from optimizer.cli.common import JsonOpt, console, print_json, user_errors
+from optimizer.cli.progress import Progress
 from optimizer.errors import ConfigError
 
 __all__ = ["register"]
@@ -63,19 +64,23 @@ def measure(
                 ) from None
             if not shape or min(shape) <= 0:
                 raise ConfigError(f"--input-shape: {input_shape!r}: sizes must be > 0")
-        point = run(
-            hf_config=hf_config,
-            module=module,
-            name=name,
-            input_shape=shape,
-            micro_batch=micro_batch,
-            seq_len=seq_len,
-            steps=steps,
-            warmup_steps=warmup_steps,
-            precision=precision,
-            optimizer=optimizer,
-            device=device,
-        )
+        with Progress("loading PyTorch and the model…") as progress:
+            point = run(
+                hf_config=hf_config,
+                module=module,
+                name=name,
+                input_shape=shape,
+                micro_batch=micro_batch,
+                seq_len=seq_len,
+                steps=steps,
+                warmup_steps=warmup_steps,
+                precision=precision,
+                optimizer=optimizer,
+                device=device,
+                on_step=lambda done, total: progress.say(
+                    f"training step {done} of {total} (warm-up {warmup_steps})"
+                ),
+            )
         path = write_point(point, output)
     if json_out:
         print_json(point)

@@ -26,6 +26,7 @@ from optimizer.cli.common import (
     time_limit_s,
     user_errors,
 )
+from optimizer.cli.progress import Progress
 from optimizer.errors import ConfigError, OptimizerError
 
 __all__ = ["register", "job_kind", "check_output_path", "write_atomically"]
@@ -95,9 +96,15 @@ def report(
         time_limit = time_limit_s(time_limit, old_time_limit)
         out = check_output_path(output or Path(source.with_suffix(".html").name))
         made_by = f"ccopt report {source.name}" + (" --offline" if offline else "")
-        page = report_api.report_html(
-            source, made_by=made_by, prices=prices, offline=True if offline else None, time_limit_s=time_limit
-        )
+        with Progress("reading…") as progress:
+            page = report_api.report_html(
+                source,
+                made_by=made_by,
+                prices=prices,
+                offline=True if offline else None,
+                time_limit_s=time_limit,
+                on_stage=progress.say,
+            )
         try:
             write_atomically(out, page.html)
         except OSError as exc:

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
+from optimizer.api.measure import measure
 from optimizer.cli import app
 from optimizer.cli.schema_cmd import schema_of
 
@@ -130,3 +131,19 @@ def test_hf_config_lm_point(tmp_path) -> None:
 def test_without_a_model_is_one_clear_line(tmp_path) -> None:
     result = runner.invoke(app, ["measure", "-o", str(tmp_path / "x.json")])
     assert result.exit_code == 2 and "--hf-config or --module" in result.stderr
+
+
+def test_every_step_is_reported_warm_up_included(tmp_path, monkeypatch) -> None:
+    (tmp_path / "tinynet.py").write_text(TINY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[tuple[int, int]] = []
+    measure(
+        module="tinynet:tiny",
+        input_shape=(3, 8, 8),
+        micro_batch=2,
+        steps=3,
+        warmup_steps=2,
+        device="cpu",
+        on_step=lambda done, total: seen.append((done, total)),
+    )
+    assert seen == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]

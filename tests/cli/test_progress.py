@@ -4,6 +4,7 @@ batch reports each job before enumerating it."""
 from __future__ import annotations
 
 import io
+import json
 import time
 import tomllib
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from optimizer import api
+from optimizer.api import report
 from optimizer.cli.progress import Progress
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "batch_12_finetunes.toml"
@@ -46,3 +48,16 @@ def test_batch_reports_every_job_before_enumerating_it() -> None:
     seen: list[tuple[int, int, str]] = []
     api.batch(EXAMPLE, offline=True, on_job=lambda i, n, name: seen.append((i, n, name)))
     assert seen == [(i, len(names), name) for i, name in enumerate(names, start=1)]
+
+
+@pytest.mark.usefixtures("isolated")
+def test_report_says_it_plans_then_draws(tmp_path: Path) -> None:
+    job = Path(__file__).resolve().parents[2] / "examples" / "bert_base_finetune_8gb.toml"
+    stages: list[str] = []
+    report.report_html(job, made_by="test", offline=True, on_stage=stages.append)
+    assert stages == [f"planning {job.name} (and its comparisons)…", "drawing the charts and the page…"]
+    saved = tmp_path / "plan.json"
+    saved.write_text(json.dumps(api.plan(job, offline=True)), encoding="utf-8")
+    stages.clear()
+    report.report_html(saved, made_by="test", on_stage=stages.append)
+    assert stages == ["drawing the charts and the page…"]
