@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import MISSING, fields, replace
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, get_args, get_origin, get_type_hints
 
 from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -342,12 +342,17 @@ def _band_fields() -> list[str]:
     ]
 
 
-AssumptionOverrides = create_model(
-    "AssumptionOverrides",
-    __base__=_Overrides,
-    **_override_fields(),
-    __validators__={"_bands": field_validator(*_band_fields(), mode="before")(lambda cls, v: _band(v))},
-)
+if TYPE_CHECKING:
+    # its fields are generated from PerfAssumptions, so the type checker knows it by its base
+    # (a sound supertype: what callers use of it, apply() and the BaseModel methods, is there)
+    AssumptionOverrides = _Overrides
+else:
+    AssumptionOverrides = create_model(
+        "AssumptionOverrides",
+        __base__=_Overrides,
+        **_override_fields(),
+        __validators__={"_bands": field_validator(*_band_fields(), mode="before")(lambda cls, v: _band(v))},
+    )
 
 
 class JobFile(StrictModel):
@@ -361,7 +366,7 @@ class JobFile(StrictModel):
     hardware: Hardware = Field(
         default=Hardware(), description="`[hardware]`: boxes we own or may buy, beside the cloud offerings"
     )
-    assumptions: AssumptionOverrides = Field(  # type: ignore[valid-type]
+    assumptions: AssumptionOverrides = Field(
         default=AssumptionOverrides(),
         description="`[assumptions]`: overrides of the guessed "
         "constants of the performance model (unset: the model's defaults)",
