@@ -12,7 +12,7 @@ from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
 from optimizer.inputs.profile_store import save_profile_point
 from optimizer.model.presets import PROFILE_PRESETS
-from optimizer.model.profile import MeasuredPoint, SampleProfile
+from optimizer.model.profile import MeasuredPoint, is_profile
 from optimizer.model.profile_time import predicted_samples_per_s, profile_interval
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 
@@ -31,7 +31,7 @@ def _prediction(name: str, point: MeasuredPoint) -> dict[str, Any] | None:
         model = load_model(name)
     except ConfigError:
         return None
-    assert isinstance(model, SampleProfile)
+    assert is_profile(model)
     gpu = get_gpu(point.gpu_id)
     setup = TrainingSetup(seq_len=1, precision=point.precision, optimizer=point.optimizer)
     a = PerfAssumptions()

@@ -42,12 +42,16 @@ LATENCY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _SERVE_FIELDS = ("requests_per_s", "concurrent_users", "prompt_tokens", "output_tokens")
 
 
+def _table(value: Any) -> dict[str, Any]:
+    """`value` when it is a table, else {} (a malformed job file is reported by validation)."""
+    return value if isinstance(value, dict) else {}
+
+
 def job_kind(doc: dict[str, Any]) -> str:
     """'batch', 'serve' or 'train' for a decoded job file."""
     if "job" in doc or "capacity" in doc:
         return "batch"
-    workload = doc.get("workload") if isinstance(doc.get("workload"), dict) else {}
-    constraints = doc.get("constraints") if isinstance(doc.get("constraints"), dict) else {}
+    workload, constraints = (_table(doc.get(key)) for key in ("workload", "constraints"))
     if (
         workload.get("kind") == "serve"
         or any(k in workload for k in _SERVE_FIELDS)

@@ -68,9 +68,10 @@ def plan(
             pareto=pareto or plot is not None,
             time_limit_s=time_limit,
         )
-        written = plot is not None and bool(data.get("pareto"))
-        if written:
+        written = False
+        if plot is not None and data.get("pareto"):
             plot_pareto(data["pareto"], plot, title=data["job"]["name"])
+            written = True
     if json_out:
         print_json(data)
     else:

@@ -11,7 +11,7 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.hf_config import spec_from_hf_config
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.model.presets import PRESETS, PROFILE_PRESETS, get_preset
-from optimizer.model.profile import SampleProfile
+from optimizer.model.profile import SampleProfile, as_planned
 from optimizer.model.spec import ModelSpec
 
 __all__ = ["load_model", "load_hf_config"]
@@ -40,9 +40,10 @@ def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:
         ) from None
 
 
-def load_model(ref: str) -> ModelSpec | SampleProfile:
+def load_model(ref: str) -> ModelSpec:
     """A preset name (a per-sample profile with its measured points resolved), or a path to
-    config.json / a model directory."""
+    config.json / a model directory. A profile is returned as the planner types it (see
+    optimizer.model.profile.as_planned; tell it apart with `is_profile`)."""
     if ref.strip().lower() in PRESETS:
         return PRESETS[ref.strip().lower()]
     if ref.strip().lower() not in PROFILE_PRESETS and (
@@ -50,4 +51,4 @@ def load_model(ref: str) -> ModelSpec | SampleProfile:
     ):
         return load_hf_config(ref)
     model = get_preset(ref)
-    return resolve_profile(model) if isinstance(model, SampleProfile) else model
+    return as_planned(resolve_profile(model)) if isinstance(model, SampleProfile) else model

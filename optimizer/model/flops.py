@@ -46,7 +46,7 @@ def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
 
     A SampleProfile's "token" is one sample (0 when its FLOPs are unknown)."""
     if is_profile(model):
-        gflop = model_gflop_per_sample(model)  # type: ignore[arg-type]
+        gflop = model_gflop_per_sample(model)
         return 0.0 if gflop is None else gflop * 1e9
     layers, attention, head = forward_flops_per_token(model, setup.seq_len)
     if setup.is_adapter:
@@ -65,7 +65,7 @@ def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointi
     (Korthikanti et al. 2022 §5).
     """
     if is_profile(model):
-        gflop = training_gflop_per_sample(model, checkpointing)  # type: ignore[arg-type]
+        gflop = training_gflop_per_sample(model, checkpointing)
         return 0.0 if gflop is None else gflop * 1e9
     layers, attention, head = forward_flops_per_token(model, setup.seq_len)
     flops = model_flops_per_token(model, setup)

@@ -65,7 +65,7 @@ def offloaded_gib_per_gpu(
     shard = dp if zero >= 1 else 1
     out = 0.0
     if is_profile(model):  # one block, data parallelism only: the trained parameters
-        n = model.trained_params  # type: ignore[attr-defined]
+        n = model.trained_params
         if setup.offload_optimizer:
             out += n * (o_b + g_b) / shard
         if setup.offload_params and zero >= 3:
@@ -104,7 +104,7 @@ def checkpoint_gb(
     a = assumptions or PerfAssumptions()
     w_b, _g_b, o_b = _state_bytes(model, setup, a)
     if is_profile(model):
-        trained = model.trained_params  # type: ignore[attr-defined]
+        trained = model.trained_params
     elif setup.is_adapter:
         trained = lora_params(model, setup.lora_rank, setup.lora_targets)
     else:

@@ -197,7 +197,7 @@ def training_memory(
     the stack's profile (stacks.toml), so `reserved` and `device` are as frameworks report them.
     """
     if is_profile(model):
-        return profile_training_memory(model, setup, layout, assumptions)  # type: ignore[arg-type]
+        return profile_training_memory(model, setup, layout, assumptions)
     a = assumptions or PerfAssumptions()
     k = knobs(setup, a)
     dp, zero = layout.dp * layout.cp, layout.zero_stage  # ZeRO shards over dp × cp (Megatron CP)

@@ -12,12 +12,12 @@ one head, so only data parallelism (with ZeRO) is searched — no tensor or pipe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["MeasuredPoint", "SampleProfile", "AnyModel", "is_profile", "SAMPLE_UNITS"]
+__all__ = ["MeasuredPoint", "SampleProfile", "AnyModel", "is_profile", "as_planned", "SAMPLE_UNITS"]
 
 #: what one sample of a profile is (job files say `samples` or `images`)
 SAMPLE_UNITS = ("sample", "image", "sequence", "clip", "latent")
@@ -110,3 +110,15 @@ AnyModel = ModelSpec | SampleProfile
 def is_profile(model: object) -> TypeGuard[SampleProfile]:
     """True for a SampleProfile (the token-shaped ModelSpec code paths do not apply)."""
     return isinstance(model, SampleProfile)
+
+
+def as_planned(model: AnyModel) -> ModelSpec:
+    """`model` as the planner code paths type it: unchanged (a cast, not a conversion).
+
+    The model and solve functions are typed `ModelSpec`; a SampleProfile travels them
+    duck-typed (it has the shape fields the layout search reads: layers, heads, params(), ...)
+    and the functions that differ dispatch on `is_profile`. Typing every one of them AnyModel
+    would not narrow their ModelSpec branches (`is_profile` is a TypeGuard), so the type is
+    stated once, where a job's model is resolved (ModelRef.resolve, load_model).
+    """
+    return cast(ModelSpec, model)

@@ -110,7 +110,7 @@ def microbatch_times_s(
             model,
             setup,
             layout,
-            cluster,  # type: ignore[arg-type]
+            cluster,
             assumptions,
         )
     a = assumptions or PerfAssumptions()
@@ -207,7 +207,7 @@ def training_step_time(
             layout,
             cluster,
             bw,
-            a,  # type: ignore[arg-type]
+            a,
             microbatch,
         )
     k = knobs(setup, a)

@@ -9,7 +9,8 @@ batch total. An unknown price counts as 0 and is named in `unknown` (reported, n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import Field, dataclass, replace
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from optimizer.errors import ConfigError, did_you_mean
 from optimizer.inputs.jobs.data import ONPREM, DataSpec
@@ -181,14 +182,31 @@ def data_charge(
     )
 
 
+class _Placed(Protocol):
+    """What with_data reads of an offering (optimizer.pricing.offering.Offering, a frozen
+    dataclass; that module imports this one, so it is named structurally)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def provider(self) -> str: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+
+
+_O = TypeVar("_O", bound=_Placed)
+
+
 def with_data(
-    offerings: Sequence[object],
+    offerings: Sequence[_O],
     spec: DataSpec,
     checkpoint_gb: float,
     every_h: float,
     kept: int,
     catalog_providers: Sequence[str] = (),
-) -> list:
+) -> list[_O]:
     """The offerings with the job's data charge attached (`Offering.data`).
 
     Raises:
@@ -203,7 +221,7 @@ def with_data(
                 src,
                 o.provider,
                 o.region,
-                o.kind,  # type: ignore[attr-defined,type-var]
+                o.kind,
                 checkpoint_gb,
                 every_h,
                 kept,

@@ -8,7 +8,7 @@ from optimizer.model.estimate_figures import EstimateFigures
 from optimizer.model.fitted import StepBand
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown
-from optimizer.model.profile import SampleProfile
+from optimizer.model.profile import is_profile
 from optimizer.model.serving import ServePerf
 from optimizer.model.setup import Layout, ServeSetup
 from optimizer.model.spec import ModelSpec
@@ -77,7 +77,7 @@ def train_estimate_json(
         calibrated=step.calibrated,
         precision=precision,
     )
-    if isinstance(spec, SampleProfile):  # a sample is one "token" of seq_len 1
+    if is_profile(spec):  # a sample is one "token" of seq_len 1
         out.update(
             sample_unit=spec.sample_unit, samples_per_s=round(step.tokens_per_s, 2), band_source="profile"
         )

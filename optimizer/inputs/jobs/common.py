@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import MISSING, fields, replace
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, get_args, get_origin, get_type_hints
 
 from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -19,7 +19,7 @@ from optimizer.inputs.models import load_hf_config
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.inputs.validation import format_validation_error
 from optimizer.model.presets import get_preset
-from optimizer.model.profile import MeasuredPoint, SampleProfile
+from optimizer.model.profile import MeasuredPoint, SampleProfile, as_planned
 from optimizer.model.setup import Checkpointing, PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
@@ -77,7 +77,9 @@ class ModelRef(StrictModel):
             return str(base_dir / path if base_dir is not None and not path.is_absolute() else path)
         return self.preset
 
-    def resolve(self, base_dir: Path | None = None) -> ModelSpec | SampleProfile:
+    def resolve(self, base_dir: Path | None = None) -> ModelSpec:
+        """The model; a per-sample profile is returned as the planner types it (see
+        optimizer.model.profile.as_planned; tell it apart with `is_profile`)."""
         given = [k for k in ("preset", "hf_config", "profile") if getattr(self, k) is not None]
         if given and self.model_extra:
             raise ConfigError(
@@ -88,11 +90,11 @@ class ModelRef(StrictModel):
             raise ConfigError(f"model: give one of preset, hf_config or profile, not {' and '.join(given)}")
         model: ModelSpec | SampleProfile
         if self.profile is not None:
-            return resolve_profile(self.profile.profile(), self._measured_points())
+            return as_planned(resolve_profile(self.profile.profile(), self._measured_points()))
         if self.preset:
             model = get_preset(self.preset, "model.preset")
             if isinstance(model, SampleProfile):
-                return resolve_profile(model, self._measured_points())
+                return as_planned(resolve_profile(model, self._measured_points()))
         elif self.hf_config:
             path = Path(self.hf_config)
             if base_dir is not None and not path.is_absolute():
@@ -340,12 +342,17 @@ def _band_fields() -> list[str]:
     ]
 
 
-AssumptionOverrides = create_model(
-    "AssumptionOverrides",
-    __base__=_Overrides,
-    **_override_fields(),
-    __validators__={"_bands": field_validator(*_band_fields(), mode="before")(lambda cls, v: _band(v))},
-)
+if TYPE_CHECKING:
+    # its fields are generated from PerfAssumptions, so the type checker knows it by its base
+    # (a sound supertype: what callers use of it, apply() and the BaseModel methods, is there)
+    AssumptionOverrides = _Overrides
+else:
+    AssumptionOverrides = create_model(
+        "AssumptionOverrides",
+        __base__=_Overrides,
+        **_override_fields(),
+        __validators__={"_bands": field_validator(*_band_fields(), mode="before")(lambda cls, v: _band(v))},
+    )
 
 
 class JobFile(StrictModel):
@@ -359,7 +366,7 @@ class JobFile(StrictModel):
     hardware: Hardware = Field(
         default=Hardware(), description="`[hardware]`: boxes we own or may buy, beside the cloud offerings"
     )
-    assumptions: AssumptionOverrides = Field(  # type: ignore[valid-type]
+    assumptions: AssumptionOverrides = Field(
         default=AssumptionOverrides(),
         description="`[assumptions]`: overrides of the guessed "
         "constants of the performance model (unset: the model's defaults)",

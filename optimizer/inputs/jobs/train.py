@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -344,11 +344,14 @@ class Job(JobFile):
     )
 
 
-def fit_job_to_model(job: Job, model: ModelSpec | SampleProfile) -> Job:
+_J = TypeVar("_J", bound=Job)
+
+
+def fit_job_to_model(job: _J, model: ModelSpec | SampleProfile) -> _J:
     """The job in the model's units: a per-sample profile counts samples (seq_len 1, one
     "token" per sample); a transformer that reads fixed-length samples (ViT: 197 tokens)
     takes that length unless the workload sets seq_len. Raises ConfigError on tokens for a
-    profile."""
+    profile. The job keeps its class (a batch's BatchJob stays one)."""
     w = job.workload
     if isinstance(model, SampleProfile):
         if w.tokens is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, create_model
 
@@ -12,12 +12,19 @@ from optimizer.report.contract.train import CatalogOut, PlanOut
 __all__ = ["BatchJobOut", "ResourceOut", "BatchOutput"]
 
 
+def _or_none(annotation: Any) -> Any:
+    """`annotation | None`; a model field's annotation is never None (pydantic sets it)."""
+    if annotation is None:
+        raise TypeError("a plan field without an annotation")
+    return annotation | None
+
+
 #: the plan fields, each absent for jobs that are dropped or unplanned
 _PlanFields = create_model(  # type: ignore[call-overload]
     "BatchPlanFields",
     __base__=Contract,
     **{
-        k: (f.annotation | None, Field(default=None, description=f.description))
+        k: (_or_none(f.annotation), Field(default=None, description=f.description))
         for k, f in PlanOut.model_fields.items()
     },
 )

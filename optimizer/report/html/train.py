@@ -334,7 +334,7 @@ def _rent_buy_section(compare: dict[str, Any] | None) -> Section:
             )
         )
     if compare:
-        rows = tuple(
+        per_gpu_rows = tuple(
             (
                 gpu,
                 f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
@@ -348,7 +348,7 @@ def _rent_buy_section(compare: dict[str, Any] | None) -> Section:
             )
         )
         section.tables.append(
-            Table("Best plan per GPU type", ("GPU", "plan", "days", "cost"), rows, numeric=(2, 3))
+            Table("Best plan per GPU type", ("GPU", "plan", "days", "cost"), per_gpu_rows, numeric=(2, 3))
         )
     return section
 

@@ -226,7 +226,7 @@ def _check(
 
 def _minimal(
     problem: BatchProblem,
-    items: list[tuple[int, tuple[int, ...]]],
+    items: Sequence[tuple[int, tuple[int, ...]]],
     core: list[int],
     reserved: dict[str, int],
     deadline: float = math.inf,

@@ -32,7 +32,7 @@ from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.inputs.jobs.serve import ServeJob, load_serve_job, serve_job_from_dict
 from optimizer.inputs.jobs.train import coerce_document
-from optimizer.model.profile import SampleProfile
+from optimizer.model.profile import is_profile
 from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.offerings import flag_notes, job_offerings
@@ -96,7 +96,7 @@ def _plan(
     assumptions: PerfAssumptions | None,
 ) -> ServeResult:
     model = job.model.resolve(base_dir)
-    if isinstance(model, SampleProfile):
+    if is_profile(model):
         raise ConfigError(
             f"model: {model.name} is a per-sample profile; serving plans "
             "transformer shapes (presets such as bert-base, vit-b16, llama-*; or "

@@ -174,8 +174,9 @@ def compare_job(
     best_cloud = solves.best(cloud, d, b)[0] if cloud else None
     best_local = solves.best(local, d, b)[0] if local else None
     per_month = job.constraints.jobs_per_month
-    buys = best_local is not None and best_local.offering.box_net_price_usd > 0
-    be = break_even(best_cloud, best_local, per_month) if best_cloud and buys else None
+    # the owned/bought plan a break-even compares against: only one that buys boxes
+    bought = best_local if best_local is not None and best_local.offering.box_net_price_usd > 0 else None
+    be = break_even(best_cloud, bought, per_month) if best_cloud and bought else None
     per_gpu, gpu_why = _best_by(cands, lambda c: c.offering.gpu_id, d, b, solves)
     per_provider, provider_why = _best_by(cands, lambda c: c.offering.provider, d, b, solves)
     # the best cloud plan per GPU type: per_gpu's own where no owned/bought box has that type
@@ -187,9 +188,9 @@ def compare_job(
         )[0]
     )
     per_gpu_be = {
-        gpu: break_even(plan, best_local, per_month)
+        gpu: break_even(plan, bought, per_month)
         for gpu, plan in cloud_per_gpu.items()
-        if plan is not None and buys
+        if plan is not None and bought is not None
     }
     found = best_cloud is not None or best_local is not None
     diagnosis = None

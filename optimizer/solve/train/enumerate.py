@@ -279,7 +279,12 @@ def enumerate_candidates(
     microbatch_caches: dict[tuple, dict[tuple, tuple[float, float, float, float]]] = {}
     fit_cache: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = {}
     table = CandidateTable([])
-    perf_cache: dict[tuple[str, float, int, float, int], tuple[Layout, MemoryBreakdown, StepTime] | None] = {}
+    # (gpu, intra-node bandwidth, GPUs per instance, inter-node Gb/s, instances, host RAM GiB,
+    # vCPUs): the host figures are in the key since the RAM and data-loader checks read them
+    perf_cache: dict[
+        tuple[str, float, int, float, int, float | None, float | None],
+        tuple[Layout, MemoryBreakdown, StepTime] | None,
+    ] = {}
     for off in offerings:
         gpu = off.gpu
         if not gpu.supports(setup.precision):

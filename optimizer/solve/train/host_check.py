@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from optimizer.inputs.jobs.data import DataSpec
 from optimizer.model.host import (
     host_ram_gib,
     loader_bound_step,
@@ -69,18 +70,16 @@ def unit_of(kind: str) -> str:
     return "img/s" if kind == "image" else "samples/s"
 
 
-def host_rule_of(data: object | None, assumptions: PerfAssumptions) -> HostRule:
-    """The rule of a job's [data] section (optimizer.inputs.jobs.data.DataSpec) or none."""
+def host_rule_of(data: DataSpec | None, assumptions: PerfAssumptions) -> HostRule:
+    """The rule of a job's [data] section, or none."""
     if data is None:
         return NO_HOST_RULE
-    guess = samples_per_s_per_vcpu(data.kind, assumptions)  # type: ignore[attr-defined]
+    guess = samples_per_s_per_vcpu(data.kind, assumptions)
     return HostRule(
-        per_vcpu=data.rate_per_vcpu(guess),  # type: ignore[attr-defined]
+        per_vcpu=data.rate_per_vcpu(guess),
         rate_is_guess=data.rate_is_guess,
-        kind=data.kind,  # type: ignore[attr-defined]
-        local_dataset_gb=data.dataset_gb
-        if data.access == "local"  # type: ignore[attr-defined]
-        else None,
+        kind=data.kind,
+        local_dataset_gb=data.dataset_gb if data.access == "local" else None,
     )
 
 

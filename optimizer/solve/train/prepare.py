@@ -12,7 +12,6 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.jobs.train import Job, fit_job_to_model
 from optimizer.model.host import checkpoint_gb
-from optimizer.model.profile import SampleProfile
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.pricing.data_cost import with_data
@@ -38,7 +37,7 @@ class PreparedJob:
     """A validated job with its model, assumptions and candidate table."""
 
     job: Job
-    model: ModelSpec | SampleProfile
+    model: ModelSpec  # or a SampleProfile, typed as the planner types it (profile.as_planned)
     assumptions: PerfAssumptions
     offerings: list[Offering]
     table: CandidateTable
@@ -105,7 +104,7 @@ def prepare_job(
 
 def prepare_from_offerings(
     job: Job,
-    model: ModelSpec | SampleProfile,
+    model: ModelSpec,
     offerings: Sequence[Offering],
     assumptions: PerfAssumptions,
     prune: bool = True,
