@@ -50,6 +50,7 @@ __all__ = [
     "Offering",
     "Candidate",
     "CandidateTable",
+    "EnumerationMemo",
     "BatchRule",
     "Headroom",
     "NO_HEADROOM",
@@ -66,6 +67,7 @@ MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max
 #: (doubling the count: ≥ 2% faster); two such stalls in a row end the scan of a class
 SATURATION_SHARE = 0.04
 FitList = list[tuple[Layout, MemoryBreakdown]]
+BestLayout = tuple[Layout, MemoryBreakdown, StepTime]
 SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
 
 
@@ -106,6 +108,23 @@ class CandidateTable:
     slowed: dict[str, str] = field(default_factory=dict)
     #: some instance count was skipped because it cannot meet the deadline
     pruned_by_deadline: bool = False
+
+
+@dataclass
+class EnumerationMemo:
+    """What enumerating one search variant over one list of offerings computed that does not
+    depend on the deadline: the memory of each layout, the fitting layouts per GPU count, the
+    micro-batch times per hardware class, and the fastest layout of each (offering position,
+    instance count) with the host-RAM needs it checked. A second enumeration of the same job,
+    variant and offerings (the deadline-free table, solve/train/prepare.py) passes the same memo
+    and evaluates only the counts the first one skipped; its scan (pruning, stops, rejection
+    reasons) runs unchanged, so its table equals one enumerated from scratch."""
+
+    memory: dict[tuple, tuple[float, MemoryBreakdown, Layout]] = field(default_factory=dict)
+    microbatch: dict[tuple, dict[tuple, tuple[float, float, float, float]]] = field(default_factory=dict)
+    fits: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = field(default_factory=dict)
+    #: (offering position, *perf key) -> (fastest layout or None, host-RAM needs seen)
+    best: dict[tuple, tuple[BestLayout | None, tuple[float, ...]]] = field(default_factory=dict)
 
 
 def fitting_layouts(
@@ -243,6 +262,22 @@ def time_lower_bound_h(
     return model_flops_per_token(model, setup) * tokens / (gpus * peak * 1e12 * eff) / 3600.0
 
 
+def too_slow_for_deadline(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    tokens: float,
+    gpu: GpuSpec,
+    gpus: int,
+    assumptions: PerfAssumptions,
+    deadline_h: float | None,
+) -> bool:
+    """The deadline pruning rule: `gpus` GPUs cannot meet `deadline_h` even at full speed."""
+    return (
+        deadline_h is not None
+        and time_lower_bound_h(model, setup, tokens, gpu, gpus, assumptions) > deadline_h
+    )
+
+
 def enumerate_candidates(
     model: ModelSpec,
     setup: TrainingSetup,
@@ -263,6 +298,7 @@ def enumerate_candidates(
     virtual_stages: int = 1,
     allow_internet_multi_node: bool = False,
     host: HostRule = NO_HOST_RULE,
+    memo: EnumerationMemo | None = None,
 ) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
@@ -273,19 +309,18 @@ def enumerate_candidates(
     count (faster plans are then only needed for a Pareto front, which turns this off).
     `host` adds the host constraints (solve/train/host_check.py): offerings without room for
     the data are rejected, layouts must fit the host RAM, loader-bound candidates are slowed.
+    `memo` (EnumerationMemo) carries the deadline-free evaluations from an earlier call with the
+    same arguments except `prune_hours` and `slack_stop`; the table is the same without it.
     """
     a = assumptions or PerfAssumptions()
-    memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]] = {}
-    microbatch_caches: dict[tuple, dict[tuple, tuple[float, float, float, float]]] = {}
-    fit_cache: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = {}
+    memo = EnumerationMemo() if memo is None else memo
+    memory_cache, microbatch_caches, fit_cache = memo.memory, memo.microbatch, memo.fits
     table = CandidateTable([])
-    # (gpu, intra-node bandwidth, GPUs per instance, inter-node Gb/s, instances, host RAM GiB,
-    # vCPUs): the host figures are in the key since the RAM and data-loader checks read them
-    perf_cache: dict[
-        tuple[str, float, int, float, int, float | None, float | None],
-        tuple[Layout, MemoryBreakdown, StepTime] | None,
-    ] = {}
-    for off in offerings:
+    # per call: offerings of one perf key share the first one's result (and its RAM needs); the
+    # key is (gpu, intra-node bandwidth, GPUs per instance, inter-node Gb/s, instances, host RAM
+    # GiB, vCPUs): the host figures are in it since the RAM and data-loader checks read them
+    perf_cache: dict[tuple[str, float, int, float, int, float | None, float | None], BestLayout | None] = {}
+    for position, off in enumerate(offerings):
         gpu = off.gpu
         if not gpu.supports(setup.precision):
             table.rejected[class_label(off)] = f"{gpu.gpu_id} has no {setup.precision} tensor cores"
@@ -323,10 +358,7 @@ def enumerate_candidates(
                 off.ram_gib,
                 off.vcpus,
             )
-            if (
-                prune_hours is not None
-                and time_lower_bound_h(model, setup, tokens_lower_bound, gpu, n * gpn, a) > prune_hours
-            ):
+            if too_slow_for_deadline(model, setup, tokens_lower_bound, gpu, n * gpn, a, prune_hours):
                 pruned = table.pruned_by_deadline = True
                 continue
             fkey = (n * gpn, gpn, usable)
@@ -348,17 +380,22 @@ def enumerate_candidates(
             if smallest is not None and (smallest_here is None or smallest[0] < smallest_here[0]):
                 smallest_here = smallest
             if key not in perf_cache:
-                perf_cache[key] = _best_layout(
-                    model,
-                    setup,
-                    off.cluster(n),
-                    fits,
-                    a,
-                    microbatch_caches.setdefault(off.hardware_class, {}),
-                    ram_need,
-                    off.ram_gib,
-                    least_ram,
-                )
+                if (position, *key) not in memo.best:
+                    needs: list[float] = []
+                    found_best = _best_layout(
+                        model,
+                        setup,
+                        off.cluster(n),
+                        fits,
+                        a,
+                        microbatch_caches.setdefault(off.hardware_class, {}),
+                        ram_need,
+                        off.ram_gib,
+                        needs,
+                    )
+                    memo.best[(position, *key)] = (found_best, tuple(needs))
+                perf_cache[key], needs_seen = memo.best[(position, *key)]
+                least_ram.extend(needs_seen)
             best = perf_cache[key]
             if best is None:
                 continue

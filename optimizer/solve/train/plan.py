@@ -77,7 +77,7 @@ def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:
     """The cheapest plan that only the deadline rules out, or None when there is no deadline
     or the plan is the cheapest at any speed. The candidate table skips instance counts that
     cannot meet the deadline; when it skipped any, the deadline-free table is searched too
-    (enumerated once, ~0.1 s)."""
+    (built once from the pruned enumeration's layouts and step times, PreparedJob.deadline_free)."""
     if prep.deadline_h is None:
         return None
     tables = [prep.table] + ([prep.deadline_free()] if prep.table.pruned_by_deadline else [])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import (
     BatchRule,
     CandidateTable,
+    EnumerationMemo,
     Headroom,
     class_label,
     enumerate_candidates,
@@ -46,16 +47,22 @@ class PreparedJob:
     enumerate_s: float = 0.0
     base_dir: Path | None = None  # the job file's folder (relative model paths)
     _deadline_free: CandidateTable | None = None
+    #: the evaluations of `table`'s enumeration per search variant (EnumerationMemo), kept
+    #: until the deadline-free table reuses them; None: that table is enumerated from scratch
+    _memos: dict[int, EnumerationMemo] | None = field(default=None, repr=False)
 
     def deadline_free(self) -> CandidateTable:
         """The candidates enumerated without the deadline (no count skipped as too slow): built
-        once, for the deadline-binding check and the infeasibility diagnosis."""
+        once, for the deadline-binding check and the infeasibility diagnosis. The layouts and
+        step times `table` found are reused (only the counts it skipped are evaluated); the
+        table equals a from-scratch `prepare_from_offerings(..., prune=False)`."""
         if self.deadline_h is None:
             return self.table
         if self._deadline_free is None:
             self._deadline_free = prepare_from_offerings(
-                self.job, self.model, self.offerings, self.assumptions, prune=False
+                self.job, self.model, self.offerings, self.assumptions, prune=False, memos=self._memos
             ).table
+            self._memos = None  # built: the memo is not needed again
         return self._deadline_free
 
 
@@ -97,7 +104,8 @@ def prepare_job(
             "prepare_job: a cloud job needs the price rows (optimizer.pricing.catalog.load_offering_rows)"
         )
     offerings = job_offerings(rows, job.constraints, job.hardware.owned, job.hardware.buy)
-    prep = prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto)
+    memos: dict[int, EnumerationMemo] | None = {} if job.constraints.deadline_h is not None else None
+    prep = prepare_from_offerings(job, model, offerings, a, slack_stop=not pareto, memos=memos)
     prep.base_dir = base_dir
     return prep
 
@@ -109,9 +117,12 @@ def prepare_from_offerings(
     assumptions: PerfAssumptions,
     prune: bool = True,
     slack_stop: bool = False,
+    memos: dict[int, EnumerationMemo] | None = None,
 ) -> PreparedJob:
     """Enumerate candidates; with `prune`, instance counts that cannot meet the deadline are
-    skipped (the explanation of an infeasible job re-enumerates without pruning)."""
+    skipped (the explanation of an infeasible job re-enumerates without pruning). `memos` (per
+    search variant, filled here when empty) lets a later call on the same job, model and
+    offerings reuse this one's evaluations; the result keeps them for `deadline_free`."""
     job = fit_job_to_model(job, model)
     w, c = job.workload, job.constraints
     start = time.perf_counter()
@@ -119,7 +130,7 @@ def prepare_from_offerings(
     host = host_rule_of(job.data, assumptions)
     tokens_lb = w.total_tokens() * ((1 - w.batch_tolerance) if w.steps is not None else 1.0)
     tables = []
-    for variant in search_variants(job):
+    for position, variant in enumerate(search_variants(job)):
         zero = (
             c.zero_stages if variant.offload != "params" else tuple(z for z in c.zero_stages if z == 3)
         )  # parameters offload per ZeRO-3 shard
@@ -145,6 +156,7 @@ def prepare_from_offerings(
                 virtual_stages=variant.virtual_stages,
                 allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False),
                 host=host,
+                memo=None if memos is None else memos.setdefault(position, EnumerationMemo()),
             )
         )
     table = merge_tables(tables)
@@ -157,6 +169,7 @@ def prepare_from_offerings(
         c.deadline_h,
         c.budget_usd,
         time.perf_counter() - start,
+        _memos=memos,
     )
 
 
