@@ -3,11 +3,14 @@ no request leaves the file, every chart drawn with data, the headline numbers ar
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 from conftest import Report
+
+from optimizer.api import report as report_api
 
 KINDS = ("plan", "rent-vs-buy", "batch", "serve")
 
@@ -129,3 +132,23 @@ def test_print_layout_hides_navigation(opened: Any) -> None:
         assert page.eval_on_selector("nav", "e => getComputedStyle(e).display") == "none"
     finally:
         page.emulate_media(media="screen")
+
+
+@pytest.mark.parametrize("name", ["x<!--<script>", "a</script><b>bold</b>", "q&amp;<!-- -->"])
+def test_embedded_json_survives_any_job_name(
+    browser: Any, reports: dict[str, Report], tmp_path: Any, name: str
+) -> None:
+    """A job named `<!--<script>` must not swallow the rest of the page into the JSON block
+    (HTML's double-escaped script state): Chromium parses the block back to the same name and
+    the page's footer still stands after it."""
+    saved = dict(reports["plan"].result, job=dict(reports["plan"].result["job"], name=name))
+    source = tmp_path / "named.json"
+    source.write_text(json.dumps(saved), encoding="utf-8")
+    html = tmp_path / "named.html"
+    html.write_text(report_api.report_html(source, made_by="test").html, encoding="utf-8")
+    page = browser.new_page()
+    page.goto(html.as_uri(), wait_until="load")
+    parsed = page.evaluate("() => JSON.parse(document.getElementById('ccopt-result').textContent)")
+    assert parsed["result"]["job"]["name"] == name
+    assert page.locator("footer").count() == 1
+    page.close()

@@ -54,12 +54,16 @@ def build_page(inputs: ReportInputs) -> Page:
 
 
 def _embedded_json(inputs: ReportInputs) -> Markup:
-    """The results the page was made from, as a JSON script block ('</' escaped)."""
+    """The results the page was made from, as a JSON script block: every '<', '>' and '&' is a
+    JSON escape, so no name (a job called `<!--<script>`) can end or re-open the script element
+    (HTML's script data states; the escapes are valid inside JSON strings, the only place they
+    can occur)."""
     data: dict[str, Any] = {"kind": inputs.kind, "result": inputs.result}
     if inputs.compare is not None:
         data["compare"] = inputs.compare
-    text = json.dumps(data, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")
-    return Markup(text)  # noqa: S704 - JSON with '</' escaped cannot close the script
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)  # noqa: S704 - JSON without '<' cannot close or re-open the script
 
 
 def render_html(inputs: ReportInputs, generated_at: datetime | None = None) -> str:
