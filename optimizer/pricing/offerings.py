@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from optimizer.errors import ConfigError
+from optimizer.errors import ConfigError, did_you_mean
 from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 from optimizer.inputs.jobs.train import HardwareEntry
 from optimizer.model.hardware import GpuSpec
@@ -72,8 +72,10 @@ def cloud_offering(
     if flags is None:
         flags = flags_of(row, catalog_rows) if catalog_rows is not None else ()
     limit = row.max_instances if max_instances is None else max_instances
-    for entry in availability:
-        if entry.provider == row.provider and entry.instance in (None, row.instance_type):
+    for entry in availability:  # names match case-insensitively (check_availability)
+        if entry.provider.lower() == row.provider and (
+            entry.instance is None or entry.instance.lower() == row.instance_type.lower()
+        ):
             limit = entry.max_instances
     spot = row.pricing_model == "spot"
     rate = spot_rate(row.provider, row.gpu_id, spot_rate_override) if spot and spot_overhead is None else None
@@ -245,6 +247,7 @@ def job_offerings(
     """
     cloud = []
     if rows is not None and getattr(constraints, "cloud", True):
+        check_availability(rows, getattr(constraints, "availability", ()))
         cloud = cloud_offerings(
             rows,
             gpus=constraints.gpu_types,
@@ -258,6 +261,35 @@ def job_offerings(
             reservation_prepaid=getattr(constraints, "reservation_prepaid", False),
         )
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
+
+
+def check_availability(rows: Sequence[OfferingRow], availability: Sequence[Any]) -> None:
+    """Every `[[constraints.availability]]` entry names a provider (and instance) of the catalog,
+    matched case-insensitively: a limit that matches no offering would be silently ignored.
+
+    Raises:
+        ConfigError: "constraints.availability[0].instance: 'p5.48xlage' is not an aws instance
+            of the catalog — did you mean 'p5.48xlarge'?; allowed: ..." (names and closest ones).
+    """
+    providers = sorted({r.provider for r in rows})
+    for i, entry in enumerate(availability):
+        field = f"constraints.availability[{i}]"
+        provider = entry.provider.lower()
+        if provider not in providers:
+            raise ConfigError(
+                f"{field}.provider: {entry.provider!r} is not a provider of the price catalog"
+                f"{did_you_mean(entry.provider, providers)}; allowed: {', '.join(providers)} "
+                "(case-insensitive)"
+            )
+        if entry.instance is None:
+            continue
+        instances = sorted({r.instance_type for r in rows if r.provider == provider})
+        if entry.instance.lower() not in {name.lower() for name in instances}:
+            shown = ", ".join(instances[:12]) + (", ..." if len(instances) > 12 else "")
+            raise ConfigError(
+                f"{field}.instance: {entry.instance!r} is not a {provider} instance of the price "
+                f"catalog{did_you_mean(entry.instance, instances)}; allowed: {shown} (case-insensitive)"
+            )
 
 
 def flag_notes(offerings: Iterable[Offering]) -> list[str]:

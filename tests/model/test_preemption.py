@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from optimizer import api
+from optimizer.errors import ConfigError
 from optimizer.model.preemption import (
     daly_interval_s,
     expected_wall_s,
@@ -106,3 +107,30 @@ def test_availability_caps_the_instances_of_an_offering(no_user_state):
     assert capped["status"] == "infeasible"
     ok = _plan(pricing=["on_demand"], availability=[{"provider": "aws", "max_instances": 1}])
     assert ok["plan"]["instances"] == 1
+
+
+def test_availability_names_match_case_insensitively(no_user_state):
+    capped = _plan(
+        min_instances=3,
+        pricing=["on_demand"],
+        availability=[{"provider": "AWS", "instance": "P4D.24XLARGE", "max_instances": 2}],
+    )
+    assert capped["status"] == "infeasible"  # the cap applies: before, mixed case was ignored
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "close"),
+    [
+        ({"provider": "awz", "max_instances": 1}, "constraints.availability[0].provider", "'aws'"),
+        (
+            {"provider": "aws", "instance": "p4d.24xlage", "max_instances": 1},
+            "constraints.availability[0].instance",
+            "'p4d.24xlarge'",
+        ),
+    ],
+)
+def test_a_limit_that_matches_no_offering_is_bad_input(no_user_state, entry, field, close):
+    with pytest.raises(ConfigError) as err:
+        _plan(pricing=["on_demand"], availability=[entry])
+    text = str(err.value)
+    assert text.startswith(f"{field}: ") and f"did you mean {close}" in text and "allowed: " in text
