@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
 from optimizer.inputs.gpus import data_path, resolve_gpu_id
+from optimizer.pricing.cache_meta import checksum_problem, rows_problem
 from optimizer.pricing.schema import COLUMNS, read_offerings, validate_csv
 from optimizer.units import HOURS_PER_YEAR
 from optimizer.vocabulary import COMMITMENT_HOURS, INTER_NODE_KINDS, INTRA_NODE_LINKS, PRICING_MODELS
@@ -202,13 +203,19 @@ def _source_files(path: str | Path | None, offline: bool | None) -> list[tuple[P
 
 
 def _load_first(reader: Any, path: str | Path | None, offline: bool | None) -> tuple[Any, str, Path, str]:
-    """(data, source, file, note) from the first file that validates; an invalid cache falls
+    """(data, source, file, note) from the first file that validates; an invalid cache (a bad
+    table, or not the file refresh wrote: SHA-256 or row count differ from its metadata) falls
     back to the bundled tables with a note; any other invalid file raises CatalogError."""
     note = ""
     files = _source_files(path, offline)
     for file, source in files:
         try:
-            return reader(file), source, file, note
+            if source == "cache" and (problem := checksum_problem(file)):
+                raise CatalogError(problem)
+            data = reader(file)
+            if source == "cache" and (problem := rows_problem(file, len(data))):
+                raise CatalogError(problem)
+            return data, source, file, note
         except CatalogError as exc:
             if source != "cache":
                 raise

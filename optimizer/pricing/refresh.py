@@ -10,10 +10,11 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from optimizer.errors import CatalogError, ConfigError, RefreshError
 from optimizer.inputs.validation import check_number
+from optimizer.pricing.cache_meta import META_FILE, checksum_problem, read_meta
 from optimizer.pricing.catalog import CACHE_FILE
 from optimizer.pricing.catalog import cache_dir as default_cache_dir
 from optimizer.pricing.download import Deadline, download
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RefreshResult", "refresh_prices", "META_FILE", "read_meta"]
 
-META_FILE = "offerings.meta.json"
 #: the ranges of the arguments (`prices refresh --timeout/--deadline/--retries`)
 MAX_TIMEOUT_S = 600.0
 MAX_DEADLINE_S = 3600.0
@@ -57,15 +57,6 @@ class RefreshResult:
         if self.status == "not_modified":
             return f"prices: not modified at {self.url}; keeping {self.path} (as of {self.as_of})"
         return f"prices: updated {self.path} from {self.url}: {self.rows} offerings, as of {self.as_of}"
-
-
-def read_meta(directory: Path) -> dict[str, Any]:
-    """The metadata JSON next to the cached CSV ({} if absent or unreadable)."""
-    try:
-        data = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _write_temp(path: Path, data: bytes) -> str:
@@ -151,7 +142,8 @@ def refresh_prices(
     csv_path = directory / CACHE_FILE
     meta = read_meta(directory)
     headers = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5"}
-    if csv_path.is_file() and meta.get("url") == target:
+    # conditional only for a cache that is the file we wrote: a damaged one is fetched anew
+    if csv_path.is_file() and meta.get("url") == target and checksum_problem(csv_path) is None:
         if meta.get("etag"):
             headers["If-None-Match"] = str(meta["etag"])
         if meta.get("last_modified"):

@@ -148,3 +148,40 @@ def test_url_from_env_and_missing_url(httpserver, isolated_env, body, monkeypatc
     httpserver.expect_request("/env.csv").respond_with_data(body)
     monkeypatch.setenv("CCOPT_PRICES_URL", httpserver.url_for("/env.csv"))
     assert refresh_prices(**FAST).status == "updated"
+
+
+def _refreshed(httpserver, body: bytes) -> str:
+    httpserver.expect_ordered_request("/prices.csv").respond_with_data(
+        body, content_type="text/csv", headers={"ETag": '"v1"'}
+    )
+    url = httpserver.url_for("/prices.csv")
+    assert refresh_prices(url, **FAST).status == "updated"
+    return url
+
+
+def test_a_cache_edited_after_refresh_is_never_used(httpserver, isolated_env, body):
+    url = _refreshed(httpserver, body)
+    cached = isolated_env / "offerings.csv"
+    # still a valid table, edited by hand: only the recorded SHA-256 can tell
+    text = cached.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    lines.pop()  # drop the last offering: a valid, smaller table
+    cached.write_text("".join(lines), encoding="utf-8")
+    catalog = load_catalog()
+    assert catalog.source == "bundled"
+    assert "ignored invalid cache" in catalog.note and "SHA-256" in catalog.note
+    # and refresh asks for the whole file again (no If-None-Match for a damaged cache)
+    httpserver.expect_ordered_request("/prices.csv").respond_with_data(body, content_type="text/csv")
+    assert refresh_prices(url, **FAST).status == "updated"
+    assert "If-None-Match" not in httpserver.log[-1][0].headers
+    assert load_catalog().source == "cache"
+
+
+def test_a_cache_whose_row_count_differs_from_its_metadata_is_never_used(httpserver, isolated_env, body):
+    _refreshed(httpserver, body)
+    meta_path = isolated_env / META_FILE
+    meta = json.loads(meta_path.read_text())
+    meta["rows"] = meta["rows"] + 1  # the checksum still matches: the count alone must catch it
+    meta_path.write_text(json.dumps(meta))
+    catalog = load_catalog()
+    assert catalog.source == "bundled" and "rows read" in catalog.note
