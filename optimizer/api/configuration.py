@@ -29,7 +29,7 @@ from optimizer.model.stacks import get_stack
 from optimizer.model.step_time import Cluster
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.offering import Offering
-from optimizer.pricing.offerings import cloud_offering
+from optimizer.pricing.offerings import catalog_rows_named, cloud_offering
 
 __all__ = [
     "Built",
@@ -105,14 +105,7 @@ def instance_offering(
     if not sep or not provider or not name:
         raise ConfigError(f"--instance: {instance!r} must be PROVIDER:INSTANCE, e.g. aws:p5.48xlarge")
     rows = load_catalog_rows(prices, offline=offline).rows
-    same = [r for r in rows if r.provider == provider.lower()]
-    if not same:
-        known = ", ".join(sorted({r.provider for r in rows}))
-        raise ConfigError(f"--instance: provider {provider!r} is not in the catalog; allowed: {known}")
-    match = [r for r in same if r.instance_type.lower() == name.lower()]
-    if not match:
-        names = ", ".join(sorted({r.instance_type for r in same})[:12])
-        raise ConfigError(f"--instance: {name!r} is not a {provider} instance in the catalog; e.g. {names}")
+    match = catalog_rows_named(rows, provider, name, "--instance", "--instance")
     match.sort(key=lambda r: (r.pricing_model != "on_demand", r.region))
     return cloud_offering(match[0], catalog_rows=rows)
 

@@ -263,33 +263,51 @@ def job_offerings(
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
 
 
-def check_availability(rows: Sequence[OfferingRow], availability: Sequence[Any]) -> None:
-    """Every `[[constraints.availability]]` entry names a provider (and instance) of the catalog,
-    matched case-insensitively: a limit that matches no offering would be silently ignored.
+def catalog_rows_named(
+    rows: Sequence[OfferingRow],
+    provider: str,
+    instance: str | None,
+    provider_field: str,
+    instance_field: str,
+) -> list[OfferingRow]:
+    """The catalog rows of `provider` (and `instance`; None: all of the provider's), names
+    matched case-insensitively — the one check of a provider/instance name a user wrote.
 
     Raises:
-        ConfigError: "constraints.availability[0].instance: 'p5.48xlage' is not an aws instance
-            of the catalog — did you mean 'p5.48xlarge'?; allowed: ..." (names and closest ones).
+        ConfigError: "constraints.availability[0].instance: 'p5.48xlage' is not an instance of aws
+            in the price catalog — did you mean 'p5.48xlarge'?; allowed: ..." (closest names
+            and the allowed ones, under the field the name came from).
     """
     providers = sorted({r.provider for r in rows})
+    same = [r for r in rows if r.provider == provider.lower()]
+    if not same:
+        raise ConfigError(
+            f"{provider_field}: {provider!r} is not a provider of the price catalog"
+            f"{did_you_mean(provider, providers)}; allowed: {', '.join(providers)} (case-insensitive)"
+        )
+    if instance is None:
+        return same
+    match = [r for r in same if r.instance_type.lower() == instance.lower()]
+    if not match:
+        instances = sorted({r.instance_type for r in same})
+        shown = ", ".join(instances[:12]) + (", ..." if len(instances) > 12 else "")
+        raise ConfigError(
+            f"{instance_field}: {instance!r} is not an instance of {provider.lower()} in the price "
+            f"catalog{did_you_mean(instance, instances)}; allowed: {shown} (case-insensitive)"
+        )
+    return match
+
+
+def check_availability(rows: Sequence[OfferingRow], availability: Sequence[Any]) -> None:
+    """Every `[[constraints.availability]]` entry names a provider (and instance) of the catalog:
+    a limit that matches no offering would be silently ignored.
+
+    Raises:
+        ConfigError: the entry's field, the closest names and the allowed ones.
+    """
     for i, entry in enumerate(availability):
         field = f"constraints.availability[{i}]"
-        provider = entry.provider.lower()
-        if provider not in providers:
-            raise ConfigError(
-                f"{field}.provider: {entry.provider!r} is not a provider of the price catalog"
-                f"{did_you_mean(entry.provider, providers)}; allowed: {', '.join(providers)} "
-                "(case-insensitive)"
-            )
-        if entry.instance is None:
-            continue
-        instances = sorted({r.instance_type for r in rows if r.provider == provider})
-        if entry.instance.lower() not in {name.lower() for name in instances}:
-            shown = ", ".join(instances[:12]) + (", ..." if len(instances) > 12 else "")
-            raise ConfigError(
-                f"{field}.instance: {entry.instance!r} is not a {provider} instance of the price "
-                f"catalog{did_you_mean(entry.instance, instances)}; allowed: {shown} (case-insensitive)"
-            )
+        catalog_rows_named(rows, entry.provider, entry.instance, f"{field}.provider", f"{field}.instance")
 
 
 def flag_notes(offerings: Iterable[Offering]) -> list[str]:
