@@ -14,8 +14,12 @@ What is fitted (log-additive groups, never per case; optimizer/model/fitted.py r
 Method: Gauss-Newton on log(measured/predicted) with the per-case sensitivity of the prediction
 to the multiplier (finite difference), ridge penalties per group level (RIDGE), residuals
 clipped at ±CLIP, each source weighted 1/sqrt(its cases) so that no table dominates.
-Prediction intervals: quantiles (P10, P90) of measured/predicted step time of the
-leave-one-source-out residuals per stack × GPU class (>= MIN_INTERVAL_CASES from >= 2 sources).
+Prediction bands: quantiles (P10, P50, P90) of measured/predicted step time of the
+leave-one-family-out residuals (SOURCE_FAMILIES: versions of one publisher's tables are left out
+together) per GPU generation × precision and generation × precision × stack, with their case and
+source counts (optimizer/model/bands.py shrinks them toward a wide prior).
+MFU ceilings: the best measured MFU of a full-training run per generation × precision (of the
+cases the constants are fitted on), with its case id (optimizer/model/ceilings.py).
 The file records the date, the command, the case ids used and the sources.
 """
 
@@ -40,13 +44,14 @@ from cases import Case, build_cases, log_ratio, predict  # noqa: E402
 from optimizer.model.fitted import (  # noqa: E402
     FAMILY_TABLES,
     FittedConstants,
-    gpu_class,
+    band_key,
     memory_features,
     serve_comm_features,
     serve_features,
     train_features,
 )
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
+from optimizer.model.step_time import training_step_time  # noqa: E402
 
 OUT = HERE.parent / "optimizer" / "model" / "data" / "fitted.toml"
 #: memory: the shared term of the eager stacks is free like "all"; the fused stacks' is held
@@ -64,8 +69,30 @@ RIDGE = {
 CLIP = 0.5  # |log residual| used in the regression (robustness to mis-recorded rows)
 ITERATIONS = 4
 STEP = 0.05  # finite-difference step of the log multiplier for the sensitivity
-MIN_INTERVAL_CASES = 8
+MIN_BAND_CASES = 3  # fewer held-out cases in a group: no data band (the coarser one applies)
 FAMILIES = FAMILY_TABLES
+#: sources left out together in cross-validation: versions and re-publications of one
+#: publisher's benchmark tables (same recipes, same clusters, same reading convention)
+SOURCE_FAMILIES = {
+    "nemo-perf-24.07": "nvidia-nemo-recipes",
+    "nemo-perf-25.02": "nvidia-nemo-recipes",
+    "nemo-perf-25.04": "nvidia-nemo-recipes",
+    "megatron-bridge-perf-25.11": "nvidia-nemo-recipes",
+    "dgxc-benchmarking-25.02": "nvidia-nemo-recipes",
+    "trtllm-perf-overview-00f3768": "trtllm-perf",
+    "trtllm-perf-v0.17": "trtllm-perf",
+    "trtllm-perf-v0.6.1": "trtllm-perf",
+    "trtllm-perf-v0.9.0": "trtllm-perf",
+    "megatron-lm-readme-2021-04": "megatron-lm-readme",
+    "megatron-lm-readme-2024-07": "megatron-lm-readme",
+    "torchtune-readme": "torchtune-docs",
+    "torchtune-docs-tutorials": "torchtune-docs",
+}
+
+
+def source_family(source: str) -> str:
+    """The family a source is left out with (itself when it has none)."""
+    return SOURCE_FAMILIES.get(source, source)
 
 
 def families(case: Case) -> list[str]:
@@ -177,30 +204,76 @@ def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedC
 
 def fit_constants(cases: Sequence[Case], iterations: int = ITERATIONS) -> FittedConstants:
     """Fitted constants from `cases` only (the held-out source is simply not in `cases`)."""
-    fit = FittedConstants()
+    fit = FittedConstants(ceilings=ceilings_from(cases))
     for _ in range(iterations):
         for fam in FAMILIES:
             fit = fit_family(cases, fit, fam)
     return fit
 
 
-def loso(
-    cases: Sequence[Case], progress: Callable[[str], None] | None = None
-) -> dict[str, tuple[FittedConstants, list[tuple[Case, float | None]]]]:
-    """Leave-one-source-out: {source: (constants fitted without it, [(case, prediction)])}."""
+def measured_mfu(case: Case) -> float | None:
+    """The MFU a training-throughput case measured, in the model's convention (model FLOPs per
+    token × measured tokens/s ÷ dense peak of its precision): independent of any fit (the
+    model's MFU times the measured/predicted speed of the same prediction)."""
+    if case.kind != "train_throughput" or case.train is None:
+        return None
+    a = PerfAssumptions(use_fitted=False, efficiency=0.5)  # any fixed model: the ratio cancels it
+    pred = predict(case, a)
+    if pred is None:
+        return None
+    setup, layout, cluster = case.train
+    return training_step_time(case.spec, setup, layout, cluster, a).mfu * math.exp(log_ratio(case, pred))
+
+
+def ceilings_from(cases: Sequence[Case]) -> dict[str, tuple[float, int, str]]:
+    """Best measured MFU of a full-training decoder run per generation × precision:
+    {key: (mfu, runs, case id)}."""
+    best: dict[str, tuple[float, int, str]] = {}
+    for c in cases:
+        if c.kind != "train_throughput" or c.encoder or c.train is None or c.train[0].method != "full":
+            continue
+        mfu = measured_mfu(c)
+        if mfu is None or not math.isfinite(mfu):
+            continue
+        key = band_key(c.gpu.generation, c.train[0].precision)
+        top, runs, case_id = best.get(key, (0.0, 0, ""))
+        best[key] = (mfu, runs + 1, c.row.case_id) if mfu > top else (top, runs + 1, case_id)
+    return best
+
+
+Folds = dict[str, tuple[FittedConstants, list[tuple[Case, float | None]]]]
+
+
+def leave_out(
+    cases: Sequence[Case], group: Callable[[Case], str], progress: Callable[[str], None] | None = None
+) -> Folds:
+    """Cross-validation: {group: (constants fitted without it, [(case, prediction)])}."""
     out = {}
-    for source in sorted({c.source for c in cases}):
-        train = [c for c in cases if c.source != source]
+    for name in sorted({group(c) for c in cases}):
+        train = [c for c in cases if group(c) != name]
         fit = fit_constants(train)
         a = assumptions_for(fit)
-        out[source] = (fit, [(c, predict(c, a)) for c in cases if c.source == source])
+        out[name] = (fit, [(c, predict(c, a)) for c in cases if group(c) == name])
         if progress:
-            progress(source)
+            progress(name)
     return out
 
 
-def interval_key_parts(case: Case) -> tuple[str, str]:
-    return case.stack, gpu_class(case.gpu)
+def loso(cases: Sequence[Case], progress: Callable[[str], None] | None = None) -> Folds:
+    """Leave-one-source-out: {source: (constants fitted without it, [(case, prediction)])}."""
+    return leave_out(cases, lambda c: c.source, progress)
+
+
+def lofo(cases: Sequence[Case], progress: Callable[[str], None] | None = None) -> Folds:
+    """Leave-one-family-out (SOURCE_FAMILIES): {family: (constants, [(case, prediction)])}."""
+    return leave_out(cases, lambda c: source_family(c.source), progress)
+
+
+def band_keys(case: Case) -> list[str]:
+    """The band groups a training case informs: generation × precision, and × stack."""
+    assert case.train is not None
+    gen, precision = case.gpu.generation, case.train[0].precision
+    return [band_key(gen, precision), band_key(gen, precision, case.stack)]
 
 
 def step_ratio(case: Case, predicted: float) -> float:
@@ -208,22 +281,24 @@ def step_ratio(case: Case, predicted: float) -> float:
     return math.exp(-log_ratio(case, predicted))
 
 
-def intervals_from(results: Sequence[tuple[Case, float | None]]) -> dict[str, tuple[float, float, int]]:
-    """P10/P90 of measured/predicted step time per stack × GPU class (with fallbacks)."""
+def bands_from(
+    results: Sequence[tuple[Case, float | None]],
+) -> dict[str, tuple[float, float, float, int, int]]:
+    """(P10, P50, P90, cases, sources) of measured/predicted step time per band group."""
     groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for case, pred in results:
         if pred is None or case.kind != "train_throughput":
             continue
-        stack, cls = interval_key_parts(case)
         ratio = step_ratio(case, pred)
-        for key in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*"):
+        for key in band_keys(case):
             groups[key].append((case.source, ratio))
     out = {}
     for key, items in groups.items():
-        if len(items) < MIN_INTERVAL_CASES or len({s for s, _ in items}) < 2:
+        if len(items) < MIN_BAND_CASES:
             continue
         values = np.array([r for _, r in items])
-        out[key] = (float(np.quantile(values, 0.1)), float(np.quantile(values, 0.9)), len(items))
+        q10, q50, q90 = (float(np.quantile(values, q)) for q in (0.1, 0.5, 0.9))
+        out[key] = (q10, q50, q90, len(items), len({s for s, _ in items}))
     return out
 
 
@@ -236,7 +311,7 @@ def _toml_table(name: str, values: dict[str, float]) -> list[str]:
 def write_fitted(
     fit: FittedConstants,
     cases: Sequence[Case],
-    intervals: dict[str, tuple[float, float, int]],
+    bands: dict[str, tuple[float, float, float, int, int]],
     path: Path = OUT,
 ) -> None:
     used = sorted(c.row.case_id for c in cases if family(c) is not None)
@@ -244,8 +319,9 @@ def write_fitted(
     lines = [
         "# Fitted constants of the ccopt model: written by benchmarks/fit_constants.py.",
         "# Do not edit by hand; rerun the script. Log-multipliers by feature (see",
-        "# optimizer/model/fitted.py); intervals = measured/predicted step-time quantiles",
-        "# of the leave-one-source-out residuals per stack/GPU class.",
+        "# optimizer/model/fitted.py); bands = measured/predicted step-time quantiles of the",
+        "# leave-one-family-out residuals per generation/precision[/stack]; ceilings = best",
+        "# measured full-training MFU per generation/precision.",
         "",
         "[meta]",
         f'date = "{dt.date.today().isoformat()}"',
@@ -260,9 +336,14 @@ def write_fitted(
     ]
     for table in FAMILY_TABLES:
         lines += _toml_table(table, getattr(fit, table))
-    lines.append("[intervals]")
-    for key, (lo, hi, n) in sorted(intervals.items()):
-        lines.append(f'"{key}" = {{p10 = {lo:.4f}, p90 = {hi:.4f}, cases = {n}}}')
+    lines.append("[bands]")
+    for key, (lo, mid, hi, n, k) in sorted(bands.items()):
+        lines.append(
+            f'"{key}" = {{p10 = {lo:.4f}, p50 = {mid:.4f}, p90 = {hi:.4f}, cases = {n}, sources = {k}}}'
+        )
+    lines += ["", "[ceilings]"]
+    for key, (mfu, runs, case_id) in sorted(fit.ceilings.items()):
+        lines.append(f'"{key}" = {{mfu = {mfu:.4f}, runs = {runs}, case = "{case_id}"}}')
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -272,17 +353,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases, _ = build_cases()
     fit = fit_constants(cases)
-    folds = loso(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
+    folds = lofo(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
     residuals = [item for _, results in folds.values() for item in results]
-    intervals = intervals_from(residuals)
+    bands = bands_from(residuals)
     print(
         f"fitted on {sum(family(c) is not None for c in cases)} cases from "
         f"{len({c.source for c in cases})} sources: "
         + ", ".join(f"{len(getattr(fit, t))} {t}" for t in FAMILY_TABLES)
-        + f" terms, {len(intervals)} intervals"
+        + f" terms, {len(bands)} bands, {len(fit.ceilings)} ceilings"
     )
     if not args.dry_run:
-        write_fitted(fit, cases, intervals)
+        write_fitted(fit, cases, bands)
         print(f"wrote {OUT}")
     return 0
 

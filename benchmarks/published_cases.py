@@ -176,8 +176,8 @@ def job_of(r: PublishedRun, deadline_days: float) -> dict[str, Any]:
 
 
 def plan_run(r: PublishedRun, deadline_days: float = 90.0) -> dict[str, Any]:
-    """Plan run `r` with ccopt; planned vs reported GPU-hours."""
-    data = api.plan(job_of(r, deadline_days), offline=True, alternatives=0)
+    """Plan run `r` with ccopt at the median (P50) of its band; planned vs reported GPU-hours."""
+    data = api.plan(job_of(r, deadline_days), offline=True, alternatives=0, confidence=0.5)
     p = data["plan"]
     out: dict[str, Any] = {
         "name": r.name,

@@ -21,10 +21,12 @@ def batch(
     workers: int = 2,
     on_progress: Any = None,
     on_job: Any = None,
+    confidence: float | None = None,
 ) -> Any:
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
     batch_json(result) gives the `ccopt batch --json` contract. `on_job(i, n, name)` is called before
-    job i of n is enumerated, `on_progress(event)` with each improving solution."""
+    job i of n is enumerated, `on_progress(event)` with each improving solution; `confidence`
+    overrides every job's constraints.confidence."""
     return plan_batch(
         batch_file,
         prices=prices,
@@ -32,6 +34,7 @@ def batch(
         config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
         on_progress=on_progress,
         on_job=on_job,
+        confidence=confidence,
     )
 
 

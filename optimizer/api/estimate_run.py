@@ -31,8 +31,8 @@ from optimizer.inputs.request import (
     request_from_options,
 )
 from optimizer.inputs.validation import check_number
+from optimizer.model.bands import band_for, profile_band
 from optimizer.model.estimate_figures import serve_estimate_figures, train_estimate_figures
-from optimizer.model.fitted import step_band
 from optimizer.model.memory import serving_memory, training_memory
 from optimizer.model.profile import is_profile
 from optimizer.model.serving import serving_max_batch, serving_perf
@@ -156,7 +156,13 @@ def _train(built: Built, a: PerfAssumptions) -> dict[str, Any]:
     where = built.where
     mem = training_memory(spec, setup, layout, a)
     step = training_step_time(spec, setup, layout, built.cluster, a) if g.supports(precision) else None
-    band = step_band(step, g, built.stack) if step is not None else None
+    band = (
+        None
+        if step is None
+        else profile_band(step.interval)
+        if step.interval
+        else band_for(g, precision, built.stack, a)
+    )
     if step is not None and not is_profile(spec):  # before the size factor (what calibrate fits)
         where = {**where, "base_efficiency": round(compute_efficiency(g, precision, a, built.stack)[0], 4)}
     where = {**where, "band": band, "seq_len": built.seq_len}

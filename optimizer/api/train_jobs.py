@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job
+from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job, with_confidence
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
 from optimizer.report.sizing import sizing_json
@@ -19,11 +19,12 @@ __all__ = ["plan_result", "plan", "plan_json", "compare", "sizing", "SizingRule"
 
 
 def _train_job(
-    job: Any, prices: str | Path | None, offline: bool | None
+    job: Any, prices: str | Path | None, offline: bool | None, confidence: float | None = None
 ) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None, dict[str, Any] | None]:
-    """The job (TOML path, dict or Job), its base directory, the price rows it needs and their
-    age (None without cloud)."""
+    """The job (TOML path, dict or Job) at `confidence` (None: its own), its base directory,
+    the price rows it needs and their age (None without cloud)."""
     job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
+    job = with_confidence(job, confidence)
     if not job.constraints.cloud:
         return job, base_dir, None, None
     loaded = load_catalog_rows(prices, offline=offline)
@@ -38,12 +39,15 @@ def plan_result(
     alternatives: int = 3,
     pareto: bool = False,
     time_limit_s: float = 10.0,
+    confidence: float | None = None,
 ) -> PlanResult:
     """Plan a job (a Job, a dict, or a TOML path). Returns the PlanResult (objects).
 
-    `prices` is an offerings CSV to use instead of the user cache / bundled tables.
+    `prices` is an offerings CSV to use instead of the user cache / bundled tables;
+    `confidence` overrides the job's constraints.confidence (the quantile the deadline and the
+    budget are met at, 0.5-0.99).
     """
-    job, base_dir, rows, age = _train_job(job, prices, offline)
+    job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     result = plan_job(
         job,
         rows,
@@ -61,18 +65,29 @@ def plan(job: Any, **options: Any) -> dict[str, Any]:
     return plan_json(plan_result(job, **options))
 
 
-def compare(job: Any, *, prices: str | Path | None = None, offline: bool | None = None) -> dict[str, Any]:
+def compare(
+    job: Any,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    confidence: float | None = None,
+) -> dict[str, Any]:
     """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
-    job, base_dir, rows, age = _train_job(job, prices, offline)
+    job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = compare_json(compare_job(job, rows, base_dir))
     return {**out, "catalog": age} if age is not None else out
 
 
 def sizing(
-    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, rule: SizingRule | None = None
+    job: Any,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    rule: SizingRule | None = None,
+    confidence: float | None = None,
 ) -> dict[str, Any]:
     """The sizing runs that would settle a training job: contending GPU types, steps, minutes,
     offering and cost of each reading, and the `ccopt calibrate` line to feed it back."""
-    job, base_dir, rows, age = _train_job(job, prices, offline)
+    job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = sizing_json(size_job(job, rows, base_dir, rule), rule)
     return {**out, "catalog": age} if age is not None else out

@@ -14,6 +14,7 @@ from optimizer.api import check_number
 from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_WORKERS,
+    ConfidenceOpt,
     JsonOpt,
     OfflineOpt,
     OldTimeLimitOpt,
@@ -55,6 +56,7 @@ def batch(
     prices: PricesOpt = None,
     offline: OfflineOpt = False,
     old_time_limit: OldTimeLimitOpt = None,
+    confidence: ConfidenceOpt = None,
 ) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
@@ -69,6 +71,7 @@ def batch(
                 offline=True if offline else None,
                 time_limit_s=time_limit,
                 workers=workers,
+                confidence=confidence,
                 on_progress=lambda event: progress.say(_solver_line(event)),
                 on_job=lambda i, n, name: progress.say(
                     f"enumerating candidate plans: job {i} of {n} ({name})"
@@ -132,6 +135,12 @@ def render_batch(data: dict[str, Any]) -> None:
         f"{s.get('time_unit_hours', 0) * MINUTES_PER_HOUR:g} min"
     )
     print_fallback(c, data)
+    quantiles = sorted({j["confidence"] for j in data["jobs"] if j.get("confidence") is not None})
+    if quantiles:
+        c.print(
+            f"  durations and costs at {', '.join(f'P{q * 100:.0f}' for q in quantiles)} of each job's "
+            "step-time band: the deadlines hold at that confidence (P50 and P90 in --json)"
+        )
     table = Table(title="Jobs")
     for col in ("job", "plan", "GPUs", "start d", "end d", "deadline d", "cost"):
         table.add_column(col, justify="left" if col in ("job", "plan") else "right")

@@ -53,6 +53,15 @@ __all__ = [
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the bundled price tables only")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the documented contract)")]
+ConfidenceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--confidence",
+        help="Meet the deadline and budget at this quantile of the step-time band, 0.5-0.99 "
+        "(default: the job's constraints.confidence, else 0.8)",
+        show_default=False,
+    ),
+]
 
 #: ranges of the solver flags (--time-limit-s seconds, --workers threads, --alternatives plans)
 MAX_TIME_LIMIT_S = 86_400.0

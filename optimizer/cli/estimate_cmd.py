@@ -150,15 +150,22 @@ def _render(r: dict[str, Any]) -> None:
             f"({per_gpu:,.{1 if r.get('sample_unit') else 0}f} per GPU), {flops} ({cal})"
         )
         if r.get("step_time_s_p10") is not None:
+            basis = r.get("interval_basis") or {}
             source = (
                 ("the profile's band: measured GPU type, its generation, or across generations")
                 if r.get("band_source")
-                else "cross-validated residuals of this stack and GPU class"
+                else "no measured training run of this GPU generation and precision: the wide prior"
+                if basis.get("group") == "prior"
+                else f"cross-validated residuals of {basis.get('cases', 0)} measured runs from "
+                f"{basis.get('sources', 0)} sources, {basis.get('group')}"
             )
+            median = f", P50 {r['step_time_s_p50']:.3f} s" if r.get("step_time_s_p50") is not None else ""
             c.print(
                 f"P10–P90 of the step time: {r['step_time_s_p10']:.3f}–"
-                f"{r['step_time_s_p90']:.3f} s ({source})"
+                f"{r['step_time_s_p90']:.3f} s{median} ({source})"
             )
+        if r.get("mfu_ceiling_note"):
+            c.print(f"[yellow]check:[/yellow] {r['mfu_ceiling_note']}")
     elif r["mode"] == "serve":
         c.print(
             f"TTFT {r['ttft_s'] * 1e3:.4g} ms, TPOT {r['tpot_ms']:.2f} ms, "

@@ -16,6 +16,7 @@ from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_ALTERNATIVES,
     AlternativesOpt,
+    ConfidenceOpt,
     JsonOpt,
     OfflineOpt,
     OldTimeLimitOpt,
@@ -53,6 +54,7 @@ def plan(
     offline: OfflineOpt = False,
     time_limit: TimeLimitOpt = None,
     old_time_limit: OldTimeLimitOpt = None,
+    confidence: ConfidenceOpt = None,
 ) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
@@ -67,6 +69,7 @@ def plan(
             alternatives=alternatives,
             pareto=pareto or plot is not None,
             time_limit_s=time_limit,
+            confidence=confidence,
         )
         written = False
         if plot is not None and data.get("pareto"):
@@ -82,6 +85,42 @@ def plan(
         sys.stderr.write(f"no plot written to {plot}: {data['status']}, no plans to plot\n")
     if data["status"] == "infeasible":
         raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def quantile_label(q: float | None) -> str:
+    return "the model's point" if q is None else f"P{q * 100:.0f}"
+
+
+def confidence_words(p: dict[str, Any]) -> str:
+    """ " at P80", the quantile the plan's days and cost are at."""
+    return "" if p.get("confidence") is None else f" at {quantile_label(p['confidence'])}"
+
+
+def band_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """P50 and P90 days and cost, the evidence of the band, and the P50 plan when it differs."""
+    if p.get("days_p50") is None:
+        return []
+    basis = p.get("interval_basis") or {}
+    cases = basis.get("cases", 0)
+    evidence = (
+        "no measured run: the wide prior band"
+        if basis.get("group") == "prior"
+        else "the profile's own band"
+        if basis.get("group") == "profile"
+        else f"band from {cases} measured runs, {basis.get('sources', 0)} sources ({basis.get('group')})"
+    )
+    out = [
+        f"P50 {p['days_p50']:.2f} days, {money(p['cost_usd_p50'])}; P90 {p['days_p90']:.2f} days, "
+        f"{money(p['cost_usd_p90'])} ({evidence})"
+    ]
+    median = data.get("median_plan")
+    if median:
+        out.append(
+            f"a P50 plan would take {median['gpus']}× {median['gpu']} ({median['provider']} "
+            f"{median['instance']}, {median['pricing']}) for {money(median['cost_usd'])} in "
+            f"{median['days']:.2f} days; not taken: {median.get('rejected_because')}"
+        )
+    return out
 
 
 def speed_words(p: dict[str, Any]) -> str:
@@ -113,8 +152,10 @@ def render_plan(data: dict[str, Any]) -> None:
     c.print(
         f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
         f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
-        f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)"
+        f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)" + confidence_words(p)
     )
+    for line in band_lines(p, data):
+        c.print(f"  {line}")
     c.print(
         f"  layout: {layout_words(lay)}; micro-batch {lay['micro_batch']} × grad-accum "
         f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}"
@@ -229,11 +270,15 @@ def data_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
 
 
 def compare(
-    job: JobArg, json_out: JsonOpt = False, prices: PricesOpt = None, offline: OfflineOpt = False
+    job: JobArg,
+    json_out: JsonOpt = False,
+    prices: PricesOpt = None,
+    offline: OfflineOpt = False,
+    confidence: ConfidenceOpt = None,
 ) -> None:
     """Best plan per GPU type and per provider; cloud vs owned/bought with the break-even."""
     with user_errors():
-        data = api.compare(job, prices=prices, offline=True if offline else None)
+        data = api.compare(job, prices=prices, offline=True if offline else None, confidence=confidence)
     answer(data, json_out, render_compare)
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from optimizer import api
 from optimizer.cli.common import (
     EXIT_INFEASIBLE,
+    ConfidenceOpt,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
@@ -40,6 +41,7 @@ def sizing(
     startup_minutes: Annotated[
         float, typer.Option(help="Boot + install + load before the first step")
     ] = _DEFAULT.startup_minutes,
+    confidence: ConfidenceOpt = None,
 ) -> None:
     """Which GPU types still contend (their plans' cost bands overlap), the short on-demand run
     that measures each (steps, minutes, offering, cost) and the `ccopt calibrate` line to feed
@@ -50,7 +52,9 @@ def sizing(
         api.check_number(min_measure_s, "--min-measure-s", ge=0, le=10**6)
         api.check_number(startup_minutes, "--startup-minutes", ge=0, le=10**4)
         rule = api.SizingRule(warmup_steps, min_steps, min_measure_s, startup_minutes)
-        data = api.sizing(job, prices=prices, offline=True if offline else None, rule=rule)
+        data = api.sizing(
+            job, prices=prices, offline=True if offline else None, rule=rule, confidence=confidence
+        )
     if json_out:
         print_json(data)
     else:

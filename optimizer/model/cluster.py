@@ -41,6 +41,10 @@ class StepTime:
     #: (P10, P90) multipliers of time_s when the model states its own band (a SampleProfile);
     #: None: the fitted interval of the stack and GPU class applies
     interval: tuple[float, float] | None = None
+    #: the model's MFU before the plausibility ceiling clipped it (optimizer/model/ceilings.py);
+    #: None: not clipped. `ceiling_note` says which ceiling
+    mfu_unclipped: float | None = None
+    ceiling_note: str = ""
 
     def as_dict(self) -> dict[str, float]:
         return {

@@ -8,7 +8,11 @@ efficiency (`serve_flops`), each per generation × serving stack, the achieved a
 bandwidth of the GPU class (`serve_comm`: NVLink vs PCIe), and the efficiency of MoE expert
 GEMMs relative to dense ones (`serve_moe`). A group absent from the fit data has no
 coefficient (multiplier 1 for that term), so a held-out source falls back to coarser groups.
-Prediction intervals are quantiles of the cross-validated step-time ratio per stack × GPU class.
+Prediction bands: quantiles (P10, P50, P90) of the cross-validated (leave-one-family-out)
+measured/predicted step time per GPU generation × precision (× stack), with the cases and sources
+behind each (`bands`; optimizer/model/bands.py shrinks them toward a wide prior). MFU ceilings:
+the best measured full-training MFU per generation × precision with its case (`ceilings`;
+optimizer/model/ceilings.py).
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from optimizer.model.cluster import StepTime
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.stacks import get_stack
 
@@ -38,9 +41,7 @@ __all__ = [
     "serve_comm_features",
     "family_multiplier",
     "FAMILY_TABLES",
-    "step_time_interval",
-    "StepBand",
-    "step_band",
+    "band_key",
     "EMPTY_FIT",
 ]
 
@@ -61,8 +62,11 @@ class FittedConstants:
     serve_comm: dict[str, float] = field(default_factory=dict)
     #: log-multipliers of MoE expert-GEMM efficiency relative to dense GEMMs (serving)
     serve_moe: dict[str, float] = field(default_factory=dict)
-    #: "stack/gpu_class" -> (p10, p90, cases) of measured/predicted step time (CV residuals)
-    intervals: dict[str, tuple[float, float, int]] = field(default_factory=dict)
+    #: "generation/precision[/stack]" -> (p10, p50, p90, cases, sources) of measured/predicted
+    #: step time of the cross-validated residuals (optimizer/model/bands.py)
+    bands: dict[str, tuple[float, float, float, int, int]] = field(default_factory=dict)
+    #: "generation/precision" -> (best measured MFU of a full-training run, runs, its case id)
+    ceilings: dict[str, tuple[float, int, str]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __hash__(self) -> int:  # frozen dataclass with dict fields: identity hash for caches
@@ -135,12 +139,22 @@ def memory_multiplier(fit: FittedConstants, stack: str, method: str, checkpointi
     return math.exp(sum(fit.memory.get(f, 0.0) for f in memory_features(stack, method, checkpointing)))
 
 
+def band_key(generation: str, precision: str, stack: str | None = None) -> str:
+    """The key of a band (and, without a stack, of a ceiling): "hopper/16[/megatron-core]"."""
+    base = f"{generation}/{precision_group(precision)}"
+    return base if stack is None else f"{base}/{stack}"
+
+
 def _parse(data: dict[str, Any]) -> FittedConstants:
-    intervals = {
-        k: (float(v["p10"]), float(v["p90"]), int(v["cases"])) for k, v in data.get("intervals", {}).items()
+    bands = {
+        k: (float(v["p10"]), float(v["p50"]), float(v["p90"]), int(v["cases"]), int(v["sources"]))
+        for k, v in data.get("bands", {}).items()
+    }
+    ceilings = {
+        k: (float(v["mfu"]), int(v["runs"]), str(v["case"])) for k, v in data.get("ceilings", {}).items()
     }
     tables = {t: {k: float(v) for k, v in data.get(t, {}).items()} for t in FAMILY_TABLES}
-    return FittedConstants(**tables, intervals=intervals, meta=dict(data.get("meta", {})))
+    return FittedConstants(**tables, bands=bands, ceilings=ceilings, meta=dict(data.get("meta", {})))
 
 
 @cache
@@ -160,38 +174,3 @@ def train_multiplier(fit: FittedConstants, gpu: GpuSpec, precision: str, stack: 
 def serve_multiplier(fit: FittedConstants, gpu: GpuSpec, stack: str) -> float:
     """exp(sum of fitted log terms) multiplying serving bandwidth and compute efficiency."""
     return math.exp(sum(fit.serve.get(f, 0.0) for f in serve_features(gpu, stack)))
-
-
-def step_time_interval(
-    gpu: GpuSpec, stack: str = "generic", fit: FittedConstants | None = None
-) -> tuple[float, float]:
-    """(P10, P90) multipliers of a predicted step time: measured/predicted quantiles of the
-    leave-one-source-out residuals of `stack` on `gpu`'s class (fallback: the stack on any GPU,
-    any stack on the class, all cases). Multiply the step time (and days, cost) by them.
-
-    Returns (1.0, 1.0) when no fit is stored.
-    """
-    fit = fit or load_fitted()
-    cls = gpu_class(gpu)
-    for key in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*"):
-        if key in fit.intervals:
-            lo, hi, _ = fit.intervals[key]
-            return lo, hi
-    return 1.0, 1.0
-
-
-@dataclass(frozen=True)
-class StepBand:
-    """The P10-P90 band of one predicted step: the multipliers and the step times they give."""
-
-    p10: float
-    p90: float
-    time_s_p10: float
-    time_s_p90: float
-
-
-def step_band(step: StepTime, gpu: GpuSpec, stack: str = "generic") -> StepBand:
-    """The band of `step` on `gpu`: the step's own (a per-sample profile carries one), else the
-    fitted interval of `stack` on the GPU class (step_time_interval)."""
-    p10, p90 = step.interval or step_time_interval(gpu, stack)
-    return StepBand(p10, p90, step.time_s * p10, step.time_s * p90)

@@ -213,6 +213,22 @@ class PerfAssumptions:
     use_fitted: bool = True  # False: the un-fitted model (guessed constants only)
     # GUESS: fp8 GEMMs reach this fraction of the bf16 efficiency at twice the peak
     fp8_gemm_factor: float = 0.8
+    # ---- prediction bands and plausibility limits (optimizer/model/bands.py, ceilings.py) ----
+    #: GUESS: (P10, P90) of measured/predicted step time where no training run was measured
+    #: (a GPU generation × precision with no case): wider than any fitted band (the widest
+    #: held-out group, torchtitan on MI300X, ran 1.6-2.1× the prediction: issue 25)
+    band_prior: tuple[float, float] = (0.7, 1.6)
+    #: GUESS: evidence (cases) at which a fitted band and its prior weigh the same (shrinkage)
+    band_prior_cases: float = 10.0
+    #: GUESS: one source counts as at most this many independent cases (its runs share a
+    #: stack build, a cluster and a reading convention)
+    band_cases_per_source: float = 5.0
+    #: GUESS: ceiling on predicted MFU of a GPU generation × precision with fewer than 10
+    #: published full-training runs: below the lowest data-backed 16-bit ceiling (H100 0.60,
+    #: dgxc-benchmarking 25.02) as consumer/PCIe/AMD parts have no such run in the set
+    mfu_ceiling_unmeasured: float = 0.5
+    #: GUESS: the same for fp8 (of the fp8 peak; the best H100 fp8 run reached 0.47)
+    mfu_ceiling_unmeasured_fp8: float = 0.4
     # GUESS: bytes moved per attention-score element (fwd + bwd) by an eager softmax kernel
     eager_score_bytes: float = 20.0
     # ---- the host and the data (optimizer/model/host.py) ----

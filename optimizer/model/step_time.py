@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from optimizer.errors import ConfigError
+from optimizer.model.ceilings import mfu_ceiling
 from optimizer.model.cluster import Cluster, StepTime
 from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
 from optimizer.model.efficiency import (
@@ -269,7 +271,7 @@ def training_step_time(
     peak_total = peak * 1e12 * gpus
     mfu = model_flops_per_token(model, setup) * tokens_per_s / peak_total
     hfu = training_flops_per_token(model, setup, layout.checkpointing) * tokens_per_s / peak_total
-    return StepTime(
+    step = StepTime(
         time_s=time_s,
         compute_s=compute_s + opt_s,
         communication_s=comm_s,
@@ -289,4 +291,30 @@ def training_step_time(
             "dp_exposed": dp_exposed,
             "bubble": bubble,
         },
+    )
+    return step if calibrated or a.efficiency is not None else clip_to_ceiling(step, gpu, setup.precision, a)
+
+
+def clip_to_ceiling(step: StepTime, gpu: GpuSpec, precision: str, a: PerfAssumptions) -> StepTime:
+    """`step` slowed to the MFU ceiling of `gpu` × `precision` when it predicts more (every part
+    scaled alike: which part is optimistic is unknown), flagged; else `step` itself."""
+    ceiling = mfu_ceiling(gpu, precision, a)
+    if step.mfu <= ceiling.mfu:
+        return step
+    f = step.mfu / ceiling.mfu
+    return replace(
+        step,
+        time_s=step.time_s * f,
+        compute_s=step.compute_s * f,
+        communication_s=step.communication_s * f,
+        bubble_s=step.bubble_s * f,
+        tokens_per_s=step.tokens_per_s / f,
+        tokens_per_s_per_gpu=step.tokens_per_s_per_gpu / f,
+        mfu=ceiling.mfu,
+        hfu=step.hfu / f,
+        parts_s={k: v * f for k, v in step.parts_s.items()},
+        mfu_unclipped=step.mfu,
+        ceiling_note=(
+            f"predicted MFU {step.mfu:.0%} clipped to {ceiling.mfu:.0%}, {ceiling.describe(gpu, precision)}"
+        ),
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from optimizer.model.bands import Band
 from optimizer.model.estimate_figures import EstimateFigures
-from optimizer.model.fitted import StepBand
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown
 from optimizer.model.profile import is_profile
@@ -14,7 +14,7 @@ from optimizer.model.setup import Layout, ServeSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import StepTime
 from optimizer.report.contract.common import emit, significant
-from optimizer.report.contract.train import EstimateOutput
+from optimizer.report.contract.estimate import EstimateOutput
 
 __all__ = ["train_estimate_json", "serve_estimate_json", "significant"]
 
@@ -49,9 +49,9 @@ def train_estimate_json(
     `where`: the hardware context (gpus_per_instance and its old name gpus_per_node,
     inter_node_gbps, inter_node_assumed, inter_node_is_default, instance, provider,
     instance_type, stack, note, seq_len, base_efficiency) and `band`, the P10-P90 step times
-    (optimizer.model.fitted.StepBand)."""
+    (optimizer.model.bands.Band)."""
     where = dict(where or {})
-    band: StepBand | None = where.pop("band", None)
+    band: Band | None = where.pop("band", None)
     if step is None:
         where.pop("base_efficiency", None)
     out = _head(spec, gpu, gpus, figures)
@@ -64,7 +64,14 @@ def train_estimate_json(
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
         return emit(EstimateOutput, out)
     if band is not None:
-        out.update(step_time_s_p10=round(band.time_s_p10, 4), step_time_s_p90=round(band.time_s_p90, 4))
+        out.update(
+            step_time_s_p10=round(step.time_s * band.p10, 4),
+            step_time_s_p50=round(step.time_s * band.p50, 4),
+            step_time_s_p90=round(step.time_s * band.p90, 4),
+            interval_basis={"cases": band.cases, "sources": band.sources, "group": band.basis},
+        )
+    if step.ceiling_note:
+        out.update(mfu_unclipped=round(step.mfu_unclipped or 0.0, 4), mfu_ceiling_note=step.ceiling_note)
     out.update(
         step=step.as_dict(),
         step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},

@@ -90,16 +90,22 @@ def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any
         "step_time_s": round(c.step.time_s, 3),
         "hours": round(c.hours, 2),
         "step_time_s_p10": round(f.step_time_s_p10, 3),
+        "step_time_s_p50": round(f.step_time_s_p50, 3),
         "step_time_s_p90": round(f.step_time_s_p90, 3),
         "days": round(f.days, 2),
         "usd_per_hour": round(c.usd_per_hour, 2),
         "days_p10": round(f.days_p10, 2),
+        "days_p50": round(f.days_p50, 2),
         "days_p90": round(f.days_p90, 2),
         "cost_usd": round(c.cost_usd, 2),
         "capital_usd": round(c.capital_usd, 2),
         "running_usd": round(f.running_usd, 2),
         "cost_usd_p10": round(f.cost_usd_p10, 2),
+        "cost_usd_p50": round(f.cost_usd_p50, 2),
         "cost_usd_p90": round(f.cost_usd_p90, 2),
+        "confidence": f.confidence,
+        "interval_basis": {"cases": f.band_cases, "sources": f.band_sources, "group": f.band_basis},
+        "mfu_unclipped": None if c.step.mfu_unclipped is None else round(c.step.mfu_unclipped, 4),
         "gpu_hours": round(f.gpu_hours, 2),
         "memory_gib": c.memory.as_dict(2),
         "gpu_memory_gib": off.gpu.memory_gib,
@@ -171,6 +177,11 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
     }
     if result.cheaper_if_later is not None:
         out["cheaper_if_later"] = plan_dict(result.cheaper_if_later)
+    if result.median_plan is not None:
+        out["median_plan"] = {
+            **plan_dict(result.median_plan),
+            "rejected_because": result.median_plan_rejected,
+        }
     if result.pareto:
         out["pareto"] = [plan_dict(c) for c in result.pareto]
     if result.catalog is not None:

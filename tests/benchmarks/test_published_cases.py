@@ -38,9 +38,11 @@ def test_mpt7b_is_planned_on_its_gpu_under_its_cap(no_user_state):
         },
         offline=True,
         alternatives=0,
+        confidence=0.5,
     )
     p = data["plan"]
     assert p["gpu"] == "A100-40GB"
-    hours_for_tokens = 1e12 / p["tokens_per_s"] / 3600
+    # at P50: the model's step time × the band's median multiplier
+    hours_for_tokens = 1e12 / p["tokens_per_s"] / 3600 * p["step_time_s_p50"] / p["step_time_s"]
     assert row["planned_gpu_hours"] == pytest.approx(p["gpus"] * hours_for_tokens, rel=0.01)
     assert "| mpt-7b | A100-40GB (≤ 440) | 100,320 |" in markdown([row], 90)

@@ -18,7 +18,6 @@ from optimizer.model.fabric import default_fabric, default_inter_node_gbps
 from optimizer.model.fitted import (
     FittedConstants,
     load_fitted,
-    step_time_interval,
     train_features,
 )
 from optimizer.model.memory import (
@@ -270,15 +269,10 @@ def test_packaged_fit_loads_and_names_its_cases() -> None:
     levels = {"all", "gen", "genprec", "stack", "cell", "method", "eager", "fused"}
     for table in (fit.train, fit.serve, fit.memory):
         assert all(k.split(":", 1)[0] in levels for k in table)
-    for lo, hi, n in fit.intervals.values():
-        assert 0 < lo < hi and n >= 8
-
-
-def test_interval_falls_back_to_coarser_groups() -> None:
-    fit = FittedConstants(intervals={"*/*": (0.8, 1.3, 50), "fsdp/hgx": (0.9, 1.1, 20)})
-    assert step_time_interval(get_gpu("h100"), "fsdp", fit) == (0.9, 1.1)
-    assert step_time_interval(get_gpu("l4"), "fsdp", fit) == (0.8, 1.3)
-    assert step_time_interval(get_gpu("l4"), "fsdp", FittedConstants()) == (1.0, 1.0)
+    for p10, p50, p90, cases, sources in fit.bands.values():
+        assert 0 < p10 <= p50 <= p90 and cases >= 3 and 1 <= sources <= cases
+    for mfu, runs, case_id in fit.ceilings.values():
+        assert 0 < mfu <= 1 and runs >= 1 and case_id in fit.meta["case_ids"]
 
 
 def test_fitted_multiplier_scales_efficiency() -> None:

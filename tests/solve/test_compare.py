@@ -61,17 +61,24 @@ def test_the_best_compared_plan_is_the_plan(example: str) -> None:
 
 
 def test_every_gpu_type_without_a_plan_says_why(tmp_path) -> None:
-    """A $12,000 budget on the 10-day 7B job: GPU types whose options all cost more have no
-    plan, and say so with the cheapest option's cost (above the budget)."""
+    """A $40,000 budget on the 10-day 7B job: GPU types whose options all cost more (at the
+    job's P80) have no plan and say so with the cheapest option's cost (above the budget);
+    a type too slow for the deadline says that instead, with its fastest plan's days."""
     text = (ROOT / "examples/llama7b_10days.toml").read_text()
     job = tmp_path / "budget.toml"
-    job.write_text(text.replace("deadline_days = 10", "deadline_days = 10\nbudget_usd = 12000"))
+    job.write_text(text.replace("deadline_days = 10", "deadline_days = 10\nbudget_usd = 40000"))
     code, data = _run("compare", str(job), "--json")
     assert code == 0
     missing = {gpu for gpu, plan in data["per_gpu"].items() if plan is None}
     assert missing and missing == set(data["per_gpu_explanation"])
+    by_budget = 0
     for why in data["per_gpu_explanation"].values():
+        if why.startswith("deadline: the fastest plan needs "):
+            assert float(re.search(r"needs ([\d.]+) days", why).group(1)) > 10
+            continue
         assert why.startswith("budget: the cheapest plan costs $")
-        assert float(re.search(r"costs \$([\d,]+)", why).group(1).replace(",", "")) > 12_000
+        assert float(re.search(r"costs \$([\d,]+)", why).group(1).replace(",", "")) > 40_000
+        by_budget += 1
+    assert by_budget >= 3
     for plan in data["per_gpu"].values():
-        assert plan is None or plan["cost_usd"] <= 12_000
+        assert plan is None or plan["cost_usd"] <= 40_000

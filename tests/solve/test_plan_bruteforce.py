@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.jobs.train import Job
+from optimizer.model.bands import band_for
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions
 from optimizer.model.step_time import Cluster, training_step_time
@@ -43,6 +44,9 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
     for off in offerings:
         if not off.gpu.supports(setup.precision):
             continue
+        # the plan is made at the job's confidence: the step time × its band's quantile
+        # (the band arithmetic itself is checked by hand in tests/model/test_bands.py)
+        factor = band_for(off.gpu, setup.precision, setup.stack, A).multiplier(c.confidence)
         high = min(off.max_instances or 10**6, c.max_instances or 10**6)
         for n in range(c.min_instances, high + 1):
             gpus = n * off.gpus_per_instance
@@ -87,6 +91,7 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
                                 hours = (
                                     w.steps_for_batch(lay.global_batch)
                                     * step.time_s
+                                    * factor
                                     / 3600
                                     * (1 + off.spot_overhead)
                                 )
@@ -149,6 +154,7 @@ def jobs_strategy(draw) -> Job:
             "constraints": {
                 "deadline_hours": deadline,
                 "budget_usd": budget,
+                "confidence": draw(st.sampled_from([0.5, 0.8, 0.95])),
                 "pricing": ["on_demand", "spot", "reserved_1y"],
             },
         }

@@ -184,6 +184,10 @@ _BOUNDS: dict[str, dict[str, float]] = {
     "link_efficiency": {"gt": 0, "le": 1},
     "bw_efficiency": {"gt": 0, "le": 1},
     "fp8_gemm_factor": {"gt": 0, "le": 1},
+    "mfu_ceiling_unmeasured": {"gt": 0, "le": 1},
+    "mfu_ceiling_unmeasured_fp8": {"gt": 0, "le": 1},
+    "band_prior_cases": {"gt": 0, "le": 1e6},
+    "band_cases_per_source": {"gt": 0, "le": 1e6},
     "host_staged_fraction": {"gt": 0, "le": 1},
     "dp_overlap": {"ge": 0, "le": 1},
     "tp_overlap": {"ge": 0, "le": 1},
@@ -242,6 +246,15 @@ _MEANINGS: dict[str, str] = {
     "with no measured point (FLOPs only); [low, high] with low ≤ 1 ≤ "
     "high",
     "fp8_gemm_factor": "fp8 GEMMs reach this share of the bf16 efficiency (at twice the peak), (0, 1]",
+    "band_prior": "[P10, P90] of measured ÷ predicted step time where no training run of the "
+    "GPU generation × precision was measured (the wide prior the fitted bands shrink toward); "
+    "[low, high] with low ≤ 1 ≤ high",
+    "band_prior_cases": "cases of evidence at which a fitted band and the prior weigh the same",
+    "band_cases_per_source": "independent cases one source counts as at most (band shrinkage)",
+    "mfu_ceiling_unmeasured": "ceiling on predicted MFU (16-bit, fp32) of a GPU generation "
+    "with fewer than 10 published full-training runs, (0, 1]",
+    "mfu_ceiling_unmeasured_fp8": "ceiling on predicted fp8 MFU (of the fp8 peak) of a GPU "
+    "generation with fewer than 10 published fp8 full-training runs, (0, 1]",
     "eager_score_bytes": "bytes moved per attention-score element (forward + backward) by an "
     "eager softmax kernel",
     "samples_per_s_per_vcpu_image": 'samples/s one vCPU decodes and augments for [data] kind = "image"',

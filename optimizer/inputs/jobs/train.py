@@ -28,6 +28,8 @@ from optimizer.inputs.jobs.common import (
 from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.toml_file import read_toml
+from optimizer.inputs.validation import check_number
+from optimizer.model.bands import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
 from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
 from optimizer.model.setup import (
     CHECKPOINTING,
@@ -214,6 +216,13 @@ class Constraints(StrictModel):
         default=None, gt=0, le=MAX_DAYS * 24, description="finish within this many hours"
     )
     budget_usd: float | None = Field(default=None, gt=0, le=MAX_USD, description="spend at most this (USD)")
+    confidence: float = Field(
+        default=DEFAULT_CONFIDENCE,
+        ge=CONFIDENCE_RANGE[0],
+        le=CONFIDENCE_RANGE[1],
+        description="the deadline and the budget are met at this quantile of the plan's "
+        "step-time band (0.8: 4 runs in 5 finish in time); the cost minimised is the cost at it",
+    )
     gpu_types: tuple[str, ...] | None = Field(
         min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"
     )
@@ -345,6 +354,19 @@ class Job(JobFile):
 
 
 _J = TypeVar("_J", bound=Job)
+
+
+def with_confidence(job: _J, confidence: float | None, flag: str = "--confidence") -> _J:
+    """`job` planned at `confidence` instead of its constraints.confidence (None: unchanged).
+
+    Raises:
+        ConfigError: outside CONFIDENCE_RANGE (one line with the allowed range).
+    """
+    if confidence is None:
+        return job
+    check_number(confidence, flag, ge=CONFIDENCE_RANGE[0], le=CONFIDENCE_RANGE[1])
+    constraints = job.constraints.model_copy(update={"confidence": float(confidence)})
+    return job.model_copy(update={"constraints": constraints})
 
 
 def fit_job_to_model(job: _J, model: ModelSpec | SampleProfile) -> _J:

@@ -7,15 +7,11 @@ from typing import Any
 from optimizer.report.contract.batch import BatchOutput
 from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, PricesOutput, StacksOutput
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract, emit, emit_list
+from optimizer.report.contract.estimate import EstimateOutput
 from optimizer.report.contract.measure import MeasureOutput
 from optimizer.report.contract.serve import ServeCompareOutput, ServeOutput
 from optimizer.report.contract.sizing import SizingOutput
-from optimizer.report.contract.train import (
-    CalibrateOutput,
-    CompareOutput,
-    EstimateOutput,
-    PlanOutput,
-)
+from optimizer.report.contract.train import CalibrateOutput, CompareOutput, PlanOutput
 
 __all__ = ["SCHEMA_VERSION", "OUTPUTS", "output_schema", "emit", "emit_list", "Contract"]
 

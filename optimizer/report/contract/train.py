@@ -1,4 +1,5 @@
-"""The JSON contract of `ccopt plan`, `ccopt compare` and `ccopt estimate` (DESIGN.md)."""
+"""The JSON contract of `ccopt plan`, `ccopt compare` and `ccopt calibrate` (DESIGN.md;
+`ccopt estimate`: contract/estimate.py)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,6 @@ __all__ = [
     "PlanOutput",
     "BreakEvenOut",
     "CompareOutput",
-    "ModelOut",
-    "EstimateOutput",
     "CalibrateOutput",
 ]
 
@@ -138,6 +137,17 @@ class SpotOut(Contract):
     expected_hours: float = Field(description="expected wall hours with interruptions (= hours)")
 
 
+class IntervalBasis(Contract):
+    """What a plan's P10-P90 band rests on (optimizer/model/bands.py)."""
+
+    cases: int = Field(ge=0, description="measured runs behind the band (0: the wide prior alone)")
+    sources: int = Field(ge=0, description="distinct published sources among them")
+    group: str = Field(
+        description="the evidence group: generation/precision[/stack], 'prior' (no measured run) "
+        "or 'profile' (a per-sample profile's own band)"
+    )
+
+
 class PlanOut(Contract):
     """One training plan: where it runs, how it is split, how long and what it costs."""
 
@@ -154,15 +164,34 @@ class PlanOut(Contract):
     steps: int
     step_time_s: float
     step_time_s_p10: float | None = None
+    step_time_s_p50: float | None = None
     step_time_s_p90: float | None = None
-    hours: float
-    days: float
+    hours: float = Field(
+        description="wall hours at the plan's `confidence` (what the deadline is checked with)"
+    )
+    days: float = Field(description="days at the plan's `confidence`")
     days_p10: float | None = Field(default=None, description="days at the P10 step time")
+    days_p50: float | None = Field(default=None, description="days at the P50 (median) step time")
     days_p90: float | None = None
     usd_per_hour: float = Field(description="running cost of all instances per hour")
-    cost_usd: float = Field(description="what the job costs (committed hours for reservations)")
+    cost_usd: float = Field(
+        description="what the job costs at the plan's `confidence` (committed hours for reservations)"
+    )
     cost_usd_p10: float | None = Field(default=None, description="cost at the P10 step time")
+    cost_usd_p50: float | None = Field(default=None, description="cost at the P50 step time")
     cost_usd_p90: float | None = None
+    confidence: float | None = Field(
+        default=None,
+        description="the quantile of the step-time band hours, days and cost_usd are at "
+        "(constraints.confidence); null: the model's point prediction",
+    )
+    interval_basis: IntervalBasis | None = Field(
+        default=None, description="the evidence the P10-P90 band rests on"
+    )
+    mfu_unclipped: float | None = Field(
+        default=None,
+        description="the model's MFU before the plausibility ceiling clipped it (null: not clipped)",
+    )
     running_usd: float | None = Field(
         default=None,
         description="the running line of cost_usd: instance-hours (the whole term for a "
@@ -285,6 +314,11 @@ class PlanOutput(Contract):
         "cheapest plan that finishes after the deadline "
         "(only the deadline rules it out)",
     )
+    median_plan: MedianPlanOut | None = Field(
+        default=None,
+        description="the plan a median (P50) prediction would pick when it differs from `plan` "
+        "(planned at constraints.confidence), with why `plan` rejects it",
+    )
     solver: SolverOut
     pareto: list[PlanOut] | None = Field(default=None, description="--pareto: cost vs time")
     rejected: list[RejectedOut] = Field(default_factory=list)
@@ -295,6 +329,12 @@ class PlanOutput(Contract):
         default_factory=list,
         description="offerings slowed to their data-loader rate, and by how much (why cheaper GPUs may lose)",
     )
+
+
+class MedianPlanOut(PlanOut):
+    """The P50 plan beside a confident one."""
+
+    rejected_because: str | None = Field(default=None, description="why the confident plan does not take it")
 
 
 class BreakEvenOut(Contract):
@@ -353,94 +393,6 @@ class CompareOutput(Contract):
     per_provider_explanation: dict[str, str] = Field(
         default_factory=dict, description="providers with options but no plan: why"
     )
-
-
-class ModelOut(Contract):
-    name: str
-    params: int
-    active_params: int
-
-
-class EstimateOutput(Contract):
-    """`ccopt estimate --json` (train or serve mode)."""
-
-    schema_version: int = SCHEMA_VERSION
-    mode: Literal["train", "serve"]
-    status: Literal["fits", "does_not_fit"] | None = Field(
-        default=None, description="fits: the configuration fits GPU memory (as `fits`)"
-    )
-    model: ModelOut
-    gpu: str
-    gpus: int
-    gpus_per_instance: int | None = Field(default=None, description="GPUs per instance (node)")
-    gpus_per_node: int | None = Field(default=None, description="old name of gpus_per_instance")
-    gpu_memory_gib: float
-    layout: dict[str, int | str | bool | None] = Field(
-        description="train: as in plan; serve: tp, replicas, batch, context"
-    )
-    memory_gib: MemoryGiB
-    fits: bool
-    inter_node_gbps: float | None = None
-    inter_node_assumed: bool | None = Field(default=None, description="= inter_node_is_default")
-    inter_node_is_default: bool | None = Field(
-        default=None,
-        description="the bandwidth is a "
-        "documented default (the GPU class's or the "
-        "catalog row's guess), not published or given",
-    )
-    instance: str | None = Field(
-        default=None,
-        description="--instance as PROVIDER:INSTANCE (e.g. aws:p5.48xlarge); see provider and instance_type",
-    )
-    provider: str | None = None
-    instance_type: str | None = Field(default=None, description="the instance name alone")
-    stack: str | None = None
-    note: str | None = None
-    seq_len: int | None = Field(
-        default=None, description="train: tokens per sequence (1 for a per-sample model)"
-    )
-    step: StepOut | None = None
-    step_time_s_p10: float | None = None
-    step_time_s_p90: float | None = None
-    step_parts_s: dict[str, float] | None = None
-    sample_unit: str | None = Field(
-        default=None, description="a per-sample model: what a sample is (tokens_per_s then counts samples)"
-    )
-    samples_per_s: float | None = Field(default=None, description="a per-sample model: samples/s")
-    band_source: str | None = Field(
-        default=None,
-        description="profile: the P10-P90 band is the profile's (measured GPU / generation); absent: fitted",
-    )
-    tokens_per_s: float | None = None
-    tokens_per_s_per_gpu: float | None = None
-    mfu: float | None = None
-    hfu: float | None = None
-    efficiency: float | None = Field(
-        default=None,
-        description="train: the effective compute efficiency of this layout (= effective_efficiency)",
-    )
-    effective_efficiency: float | None = Field(
-        default=None, description="train: base efficiency × this layout's size factor"
-    )
-    base_efficiency: float | None = Field(
-        default=None,
-        description="train: the GPU type × "
-        "precision's efficiency before the size factor (what "
-        "calibrate fits and stores)",
-    )
-    calibrated: bool | None = None
-    precision: str | None = None
-    quantization: str | None = Field(default=None, description="serve: old name of precision")
-    kv_cache_precision: str | None = None
-    ttft_s: float | None = Field(
-        default=None, description="serve: time to first token, 4 significant figures (as serve)"
-    )
-    tpot_ms: float | None = None
-    decode_step_ms: float | None = None
-    output_tokens_per_s: float | None = None
-    requests_per_s: float | None = None
-    requests_per_s_per_replica: float | None = None
-    bound: str | None = Field(default=None, description="serve: memory | compute (decode)")
 
 
 class PredictionOut(Contract):

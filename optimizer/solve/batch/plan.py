@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.inputs.jobs.batch import BatchFile, batch_from_dict, load_batch
-from optimizer.inputs.jobs.train import coerce_document
+from optimizer.inputs.jobs.train import coerce_document, with_confidence
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.solve.batch.enumerate import build_problem
 from optimizer.solve.batch.problem import BatchResult, ProgressEvent
@@ -25,6 +25,7 @@ def plan_batch(
     config: SolverConfig | None = None,
     on_progress: Callable[[ProgressEvent], None] | None = None,
     on_job: Callable[[int, int, str], None] | None = None,
+    confidence: float | None = None,
 ) -> BatchResult:
     """Plan a batch: a BatchFile, a dict, or the path of a batch TOML file.
 
@@ -35,6 +36,8 @@ def plan_batch(
         config: solver time limit, workers, seed.
         on_progress: called with each improving solution.
         on_job: called as on_job(i, n, name) before job i (1-based) of n is enumerated.
+        confidence: every job's deadline met at this quantile of its band (None: each job's
+            constraints.confidence).
 
     Returns:
         The validated BatchResult (status infeasible with an explanation, not an exception).
@@ -45,6 +48,9 @@ def plan_batch(
         SolverError: no solution within the time limit.
     """
     batch_file, base_dir = coerce_document(batch, BatchFile, load_batch, batch_from_dict, "batch")
+    if confidence is not None:
+        jobs = tuple(with_confidence(j, confidence) for j in batch_file.job)
+        batch_file = batch_file.model_copy(update={"job": jobs})
     loaded = load_catalog_rows(prices, offline=offline)
     problem = build_problem(batch_file, loaded.rows, base_dir, on_job=on_job)
     result = solve_batch(problem, config, on_progress=on_progress)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from optimizer.model.bands import band_for, profile_band
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
-from optimizer.model.preemption import Preemption
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import (
@@ -25,10 +25,9 @@ from optimizer.model.step_time import (
     training_step_time,
 )
 from optimizer.pricing.offering import Offering, cost_usd
-from optimizer.solve.train.figures import PlanFigures
+from optimizer.solve.train.candidate import Candidate, CandidateTable
 from optimizer.solve.train.host_check import (
     NO_HOST_RULE,
-    HostCheck,
     HostRule,
     check_host,
     host_need_gib,
@@ -69,45 +68,6 @@ SATURATION_SHARE = 0.04
 FitList = list[tuple[Layout, MemoryBreakdown]]
 BestLayout = tuple[Layout, MemoryBreakdown, StepTime]
 SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One row of the table the solver picks from."""
-
-    offering: Offering
-    instances: int
-    layout: Layout
-    memory: MemoryBreakdown
-    step: StepTime
-    steps: int
-    hours: float
-    cost_usd: float
-    capital_usd: float = 0.0
-    setup: TrainingSetup | None = None  # the options chosen ([search]); None: the job's
-    host: HostCheck | None = None  # loader rate, host RAM, local disk of this candidate
-    spot: Preemption | None = None  # spot rows: the interruption estimate behind `hours`
-    #: what the report shows of a planned row (solve/train/plan_figures.with_figures attaches it
-    #: to the plans a result returns; None on the rows of the table); not part of equality
-    figures: PlanFigures | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def gpus(self) -> int:
-        return self.instances * self.offering.gpus_per_instance
-
-    @property
-    def usd_per_hour(self) -> float:
-        return self.offering.usd_per_hour_for(self.instances)
-
-
-@dataclass
-class CandidateTable:
-    candidates: list[Candidate]
-    rejected: dict[str, str] = field(default_factory=dict)  # hardware class -> reason
-    #: offerings slowed to their loader rate -> "32 vCPUs load 3,720 img/s, 8 GPUs need 9,800"
-    slowed: dict[str, str] = field(default_factory=dict)
-    #: some instance count was skipped because it cannot meet the deadline
-    pruned_by_deadline: bool = False
 
 
 @dataclass
@@ -299,6 +259,7 @@ def enumerate_candidates(
     allow_internet_multi_node: bool = False,
     host: HostRule = NO_HOST_RULE,
     memo: EnumerationMemo | None = None,
+    confidence: float | None = None,
 ) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
@@ -311,6 +272,8 @@ def enumerate_candidates(
     the data are rejected, layouts must fit the host RAM, loader-bound candidates are slowed.
     `memo` (EnumerationMemo) carries the deadline-free evaluations from an earlier call with the
     same arguments except `prune_hours` and `slack_stop`; the table is the same without it.
+    With `confidence` q, every row's hours and cost are those at the q quantile of its step-time
+    band (optimizer/model/bands.py): the deadline and the budget are met at that confidence.
     """
     a = assumptions or PerfAssumptions()
     memo = EnumerationMemo() if memo is None else memo
@@ -347,6 +310,14 @@ def enumerate_candidates(
         previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")
         previous_n = 0
         met_deadline = prune_hours is None
+        gpu_band = band_for(gpu, setup.precision, setup.stack, a)
+        # a count is pruned only if even its median-or-faster time misses the deadline (the
+        # P50 plan shown beside a confident one comes from this table too)
+        prune_at = (
+            None
+            if prune_hours is None
+            else prune_hours / min(gpu_band.p50, gpu_band.multiplier(confidence or 0.5), 1.0)
+        )
         for n in instance_counts(min_instances, high, gpn, batch, model):
             # one instance never uses the inter-node network: share its result across NICs
             key = (
@@ -358,7 +329,7 @@ def enumerate_candidates(
                 off.ram_gib,
                 off.vcpus,
             )
-            if too_slow_for_deadline(model, setup, tokens_lower_bound, gpu, n * gpn, a, prune_hours):
+            if too_slow_for_deadline(model, setup, tokens_lower_bound, gpu, n * gpn, a, prune_at):
                 pruned = table.pruned_by_deadline = True
                 continue
             fkey = (n * gpn, gpn, usable)
@@ -427,7 +398,9 @@ def enumerate_candidates(
             ):
                 break
             steps = steps_for_batch(layout.global_batch)
-            hours, spot = spot_hours(off, n, steps * step.time_s / 3600.0, model, setup, a)
+            band = profile_band(step.interval) if step.interval else gpu_band
+            factor = 1.0 if confidence is None else band.multiplier(confidence)
+            hours, spot = spot_hours(off, n, steps * step.time_s * factor / 3600.0, model, setup, a)
             if off.commitment_hours and hours > off.commitment_hours:
                 continue
             cost = cost_usd(off, n, hours)
@@ -446,6 +419,9 @@ def enumerate_candidates(
                     setup,
                     check,
                     spot,
+                    band,
+                    confidence,
+                    factor,
                 )
             )
             found = True

@@ -38,19 +38,29 @@ class DataLines:
 class PlanFigures:
     """Every derived figure of one plan (unrounded; the report rounds)."""
 
-    #: the step-time band: P10 and P90 multipliers (the model's own, else the fitted interval of
-    #: the stack on the GPU class) and what they make of the step, the hours, days and cost
+    #: the step-time band: P10, P50 and P90 multipliers (a profile's own, else the band of the
+    #: GPU generation × precision × stack, optimizer/model/bands.py) and what they make of the
+    #: step, the hours, days and cost
     p10: float
+    p50: float
     p90: float
     step_time_s_p10: float
+    step_time_s_p50: float
     step_time_s_p90: float
     hours_p10: float
+    hours_p50: float
     hours_p90: float
-    days: float
+    days: float  # at the plan's confidence (the hours the deadline was checked with)
     days_p10: float
+    days_p50: float
     days_p90: float
     cost_usd_p10: float  # cost_usd of the same offering and instances over hours_p10
+    cost_usd_p50: float
     cost_usd_p90: float
+    confidence: float | None  # the quantile `days` and the plan's cost are at (None: the point)
+    band_cases: int  # measured runs the band rests on (0: the wide prior alone)
+    band_sources: int
+    band_basis: str  # the evidence group ("hopper/16/megatron-core"), "prior" or "profile"
     #: the cost lines of the expected plan (pricing.offering.cost_usd): running (GPU time,
     #: reserved commitment, or an owned box's power), capital, data; their sum is cost_usd
     running_usd: float

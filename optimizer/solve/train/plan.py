@@ -13,6 +13,7 @@ from optimizer.pricing.offerings import flag_notes
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents, to_seconds
 from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.train.confidence import at_confidence
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
@@ -22,7 +23,7 @@ from optimizer.solve.train.plan_figures import job_figures, loader_bound_list, w
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
-from optimizer.units import SECONDS_PER_HOUR
+from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = ["PlanResult", "plan_job", "pareto_front"]
 
@@ -42,6 +43,10 @@ class PlanResult:
     catalog: dict[str, Any] | None = None
     tp_avoided: dict[str, Any] | None = None  # pcie_note.tp_avoided of the plan
     cheaper_if_later: Candidate | None = None  # binding "deadline": the cheaper, slower plan
+    #: the plan a median (P50) prediction would pick, when it differs from the plan at the job's
+    #: confidence, and why the confident plan does not take it
+    median_plan: Candidate | None = None
+    median_plan_rejected: str | None = None
     #: offerings slowed to their data loader's rate, with the nearest fix (plan_figures)
     loader_bound: list[dict[str, str]] = field(default_factory=list)
     job_figures: JobFigures | None = None  # the job as planned (None without `prepared`)
@@ -83,6 +88,43 @@ def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:
     tables = [prep.table] + ([prep.deadline_free()] if prep.table.pruned_by_deadline else [])
     late = [c for t in tables for c in t.candidates if c.hours > prep.deadline_h]
     return cheaper_than(plan, late, prep.budget_usd)
+
+
+def same_row(a: Candidate, b: Candidate) -> bool:
+    """The same offering, instance count and layout (whatever quantile each is planned at)."""
+    return (a.offering, a.instances, a.layout, a.setup) == (b.offering, b.instances, b.layout, b.setup)
+
+
+def median_plan(
+    prep: PreparedJob, plan: Candidate, config: SolverConfig | None
+) -> tuple[Candidate, str] | None:
+    """(the plan a P50 prediction would pick, why the confident plan rejects it), or None when
+    the job plans at P50 or both agree. Every row re-read at P50 (solve/train/confidence.py)."""
+    q = prep.job.constraints.confidence
+    if q <= 0.5:
+        return None
+    rows = [r for r in (at_confidence(c, 0.5) for c in prep.table.candidates) if r is not None]
+    _, median, _ = solve_table(rows, prep.deadline_h, prep.budget_usd, config=config)
+    if median is None or same_row(median, plan):
+        return None
+    at_q = at_confidence(median, q)
+    label = f"P{round(q * 100)}"
+    if at_q is None:
+        why = f"at {label} it overruns its reservation's term"
+    elif prep.deadline_h is not None and at_q.hours > prep.deadline_h:
+        why = (
+            f"at {label} it needs {at_q.hours / HOURS_PER_DAY:.1f} days, past the "
+            f"{prep.deadline_h / HOURS_PER_DAY:.1f}-day deadline"
+        )
+    elif prep.budget_usd is not None and at_q.cost_usd > prep.budget_usd:
+        why = f"at {label} it costs ${at_q.cost_usd:,.0f}, over the ${prep.budget_usd:,.0f} budget"
+    else:
+        why = (
+            f"at {label} it costs ${at_q.cost_usd:,.0f} against this plan's ${plan.cost_usd:,.0f}: "
+            f"its wider band ({median.band.cases if median.band else 0} runs behind it) outweighs "
+            "its lower median"
+        )
+    return median, why
 
 
 def plan_job(
@@ -133,6 +175,10 @@ def plan_job(
         loader_bound=loader_bound_list(prep),
         job_figures=job_figures(prep),
     )
+    median = median_plan(prep, best, config)
+    if median is not None:
+        out.median_plan = with_figures(median[0], prep.job)
+        out.median_plan_rejected = median[1]
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
         res, alt, _core = solve_table(

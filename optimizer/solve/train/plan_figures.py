@@ -9,10 +9,11 @@ from dataclasses import replace
 
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.jobs.train import Job
-from optimizer.model.fitted import step_band
+from optimizer.model.bands import Band
 from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
 from optimizer.model.setup import TrainingSetup
 from optimizer.pricing.offering import cost_usd
+from optimizer.solve.train.confidence import band_of, point_hours
 from optimizer.solve.train.enumerate import Candidate, class_label
 from optimizer.solve.train.figures import DataLines, JobFigures, PlanFigures
 from optimizer.solve.train.host_check import unit_of
@@ -44,12 +45,36 @@ def _data_lines(c: Candidate, total: float) -> DataLines | None:
     )
 
 
+def band_warnings(c: Candidate, job: Job | None, hours_p90: float, band: Band) -> list[str]:
+    """A P90 that misses the job's deadline or budget, and a band that rests on thin evidence."""
+    out = []
+    if job is not None:
+        deadline_h, budget = job.constraints.deadline_h, job.constraints.budget_usd
+        if deadline_h is not None and hours_p90 > deadline_h * (1 + 1e-9):
+            out.append(
+                f"P90: {hours_p90 / HOURS_PER_DAY:.1f} days, past the {deadline_h / HOURS_PER_DAY:.1f}-day "
+                f"deadline (1 run in 10 takes longer than that); plan with --confidence 0.9 to hold it"
+            )
+        cost_p90 = cost_usd(c.offering, c.instances, hours_p90).total_usd
+        if budget is not None and cost_p90 > budget * (1 + 1e-9):
+            out.append(f"P90: ${cost_p90:,.0f}, over the ${budget:,.0f} budget")
+    if band.basis == "prior":
+        precision = c.setup.precision if c.setup else "this precision"
+        out.append(
+            f"no measured training run of {c.offering.gpu.generation} in {precision} "
+            f"backs the model: its band is the wide prior (P10-P90 ×{band.p10:.2f}-×{band.p90:.2f}); "
+            "a sizing run and `ccopt calibrate` narrow it"
+        )
+    return out
+
+
 def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None = None) -> PlanFigures:
     """The figures of plan `c` of `job` (None: a bare candidate, priced on its own); with
     `chosen`, `c` is an alternative to that plan and its extra cost is worked out too."""
     off, w = c.offering, job.workload if job is not None else None
-    band = step_band(c.step, off.gpu, w.stack if w is not None else "generic")
-    hours_p10, hours_p90 = c.hours * band.p10, c.hours * band.p90
+    band = band_of(c)
+    hours = point_hours(c)
+    hours_p10, hours_p50, hours_p90 = hours * band.p10, hours * band.p50, hours * band.p90
     a = base_assumptions(job.assumptions if job is not None else None)
     cost = cost_usd(off, c.instances, c.hours)  # the same formula as c.cost_usd, by line
     card = off.gpu.memory_gib
@@ -59,16 +84,25 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
     unit = w.sample_unit if w is not None else None
     return PlanFigures(
         p10=band.p10,
+        p50=band.p50,
         p90=band.p90,
-        step_time_s_p10=band.time_s_p10,
-        step_time_s_p90=band.time_s_p90,
+        step_time_s_p10=c.step.time_s * band.p10,
+        step_time_s_p50=c.step.time_s * band.p50,
+        step_time_s_p90=c.step.time_s * band.p90,
         hours_p10=hours_p10,
+        hours_p50=hours_p50,
         hours_p90=hours_p90,
         days=c.hours / HOURS_PER_DAY,
         days_p10=hours_p10 / HOURS_PER_DAY,
+        days_p50=hours_p50 / HOURS_PER_DAY,
         days_p90=hours_p90 / HOURS_PER_DAY,
         cost_usd_p10=cost_usd(off, c.instances, hours_p10).total_usd,
+        cost_usd_p50=cost_usd(off, c.instances, hours_p50).total_usd,
         cost_usd_p90=cost_usd(off, c.instances, hours_p90).total_usd,
+        confidence=c.confidence,
+        band_cases=band.cases,
+        band_sources=band.sources,
+        band_basis=band.basis,
         running_usd=cost.running_usd,
         data_usd=cost.data_usd,
         gpu_hours=c.gpus * c.hours,
@@ -82,7 +116,7 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
         sample_unit=unit,
         samples_per_s=c.step.tokens_per_s / w.seq_len if w is not None and unit else None,
         options=options_of(setup, c.layout.vp),
-        warnings=tuple(plan_warnings(c) + host_path_warning(c, a)),
+        warnings=tuple(plan_warnings(c) + host_path_warning(c, a) + band_warnings(c, job, hours_p90, band)),
         host_unit=unit_of(kind),
         loader_bound=c.host is not None and c.host.slowdown > 1.0 + LOADER_SLOWDOWN_TOLERANCE,
         extra_cost_usd=None if chosen is None else c.cost_usd - chosen.cost_usd,

@@ -157,6 +157,7 @@ def prepare_from_offerings(
                 allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False),
                 host=host,
                 memo=None if memos is None else memos.setdefault(position, EnumerationMemo()),
+                confidence=c.confidence,
             )
         )
     table = merge_tables(tables)

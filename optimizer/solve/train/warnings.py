@@ -66,6 +66,8 @@ def plan_warnings(c: Candidate) -> list[str]:
             f"reserved: the whole {off.commitment_hours / HOURS_PER_YEAR:g}-year term is billed "
             f"(${c.cost_usd:,.0f}) whatever the job uses"
         )
+    if c.step.ceiling_note:
+        out.append(f"{c.step.ceiling_note}: the plan assumes no faster run than the evidence shows")
     if off.gpu.spec_confidence not in ("published",):
         out.append(
             f"{off.gpu_id} specs are {off.gpu.spec_confidence}; calibrate before relying on the time estimate"

@@ -1,0 +1,112 @@
+"""Prediction bands of a training step: how far the measured step time may land from the model's.
+
+A band is three multipliers of the predicted step time (P10, P50, P90 of measured/predicted)
+and the evidence behind it. The fit (benchmarks/fit_constants.py) stores, per GPU generation ×
+precision and per generation × precision × stack, the quantiles of the leave-one-family-out
+residuals with their case and source counts (FittedConstants.bands). Here they are shrunk toward
+a wide prior when the evidence is thin (empirical-Bayes style, in log space):
+
+    band(gen, prec)        = w · data(gen, prec)        + (1 − w) · prior
+    band(gen, prec, stack) = w · data(gen, prec, stack) + (1 − w) · band(gen, prec)
+    w = n / (n + K),  n = min(cases, C × sources)
+
+with the prior, K and C stated guesses (PerfAssumptions.band_prior, band_prior_cases,
+band_cases_per_source). A generation × precision with no measured training run gets the prior
+itself: a wide band, never one borrowed from a better-measured GPU.
+
+A quantile q between the stated ones is read off a split log-normal through P10, P50 and P90
+(the band's two halves may differ in width): log m(q) = log P50 + z(q)/z(0.9) · (log P90 − log P50)
+for q ≥ 0.5, with the P10 half below.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+from optimizer.model.efficiency import fitted_constants
+from optimizer.model.fitted import band_key
+from optimizer.model.hardware import GpuSpec
+
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "Band",
+    "band_for",
+    "profile_band",
+    "quantile_multiplier",
+    "shrink",
+    "CONFIDENCE_RANGE",
+]
+
+#: the confidences a plan may be asked for (plan --confidence, constraints.confidence)
+CONFIDENCE_RANGE = (0.5, 0.99)
+#: the confidence a deadline or budget is met at when the job does not say (issue 25)
+DEFAULT_CONFIDENCE = 0.8
+_Z90 = NormalDist().inv_cdf(0.9)
+
+
+@dataclass(frozen=True)
+class Band:
+    """P10 / P50 / P90 multipliers of a predicted step time and the evidence they rest on."""
+
+    p10: float
+    p50: float
+    p90: float
+    cases: int  # measured runs behind the band (0: the prior alone)
+    sources: int  # distinct sources among them
+    basis: str  # the evidence key ("hopper/16/megatron-core", "hopper/16"), "prior" or "profile"
+
+    def multiplier(self, q: float) -> float:
+        """The step-time multiplier at quantile `q` (0 < q < 1)."""
+        return quantile_multiplier((self.p10, self.p50, self.p90), q)
+
+
+def quantile_multiplier(band: tuple[float, float, float], q: float) -> float:
+    """Multiplier at quantile q of a split log-normal through (P10, P50, P90) (module doc)."""
+    p10, p50, p90 = band
+    z = NormalDist().inv_cdf(q)
+    half = math.log(p90 / p50) if z >= 0 else math.log(p50 / p10)
+    return p50 * math.exp(z / _Z90 * half)
+
+
+def shrink(
+    data: tuple[float, float, float, int, int] | None,
+    toward: tuple[float, float, float],
+    prior_cases: float,
+    cases_per_source: float,
+) -> tuple[float, float, float]:
+    """(P10, P50, P90) of `data` pulled toward `toward` in log space by w = n/(n + K) (module doc)."""
+    if data is None:
+        return toward
+    p10, p50, p90, cases, sources = data
+    n = min(float(cases), cases_per_source * sources)
+    w = n / (n + prior_cases)
+    out = tuple(
+        math.exp(w * math.log(d) + (1 - w) * math.log(t))
+        for d, t in zip((p10, p50, p90), toward, strict=True)
+    )
+    return out[0], out[1], out[2]
+
+
+def band_for(gpu: GpuSpec, precision: str, stack: str, assumptions: Any) -> Band:
+    """The band of a training step of `stack` in `precision` on `gpu` (module doc)."""
+    low, high = assumptions.band_prior
+    prior = (low, 1.0, high)
+    fit = fitted_constants(assumptions)
+    stats = fit.bands if fit is not None else {}
+    k, c = assumptions.band_prior_cases, assumptions.band_cases_per_source
+    gen_key, cell_key = band_key(gpu.generation, precision), band_key(gpu.generation, precision, stack)
+    gen = shrink(stats.get(gen_key), prior, k, c)
+    cell = shrink(stats.get(cell_key), gen, k, c)
+    basis = cell_key if cell_key in stats else gen_key if gen_key in stats else "prior"
+    cases, sources = stats[basis][3:5] if basis in stats else (0, 0)
+    return Band(*cell, cases=cases, sources=sources, basis=basis)
+
+
+def profile_band(interval: tuple[float, float]) -> Band:
+    """A per-sample profile's own (P10, P90) band (optimizer/model/profile_time.py); its median
+    is the prediction itself."""
+    p10, p90 = interval
+    return Band(p10, min(max(1.0, p10), p90), p90, cases=0, sources=0, basis="profile")
