@@ -1,8 +1,13 @@
-"""Accuracy of the model on the validation set: leave-one-source-out (headline), in-sample,
-after one calibration point per GPU type, and the coverage of the P10–P90 interval.
+"""Accuracy of the model on the validation set: source-weighted leave-one-family-out (headline),
+pooled leave-one-source-out, in-sample, after one calibration point per GPU type, the coverage
+of the P10–P90 band, and the sources kept aside from the fit, scored once.
 
-Run: python benchmarks/accuracy.py [--markdown] [--csv OUT]
+Run: python benchmarks/accuracy.py [--markdown] [--csv OUT] [--aside]
 
+- LOFO (headline): for each source family (fit_constants.SOURCE_FAMILIES: NeMo 24.07/25.02/
+  25.04, Megatron-Bridge and DGX Cloud recipes are one family; TensorRT-LLM versions one), the
+  constants are fitted on every other family and the family's cases predicted. Source-weighted:
+  each source counts once (its share within the band, its median |error|), whatever its rows.
 - LOSO: for each source, the constants are fitted (benchmarks/fit_constants.py) on every other
   source and the source's cases are predicted; the held-out source never enters its own fit.
 - in-sample: constants fitted on all sources (what optimizer/model/data/fitted.toml holds).
@@ -10,7 +15,11 @@ Run: python benchmarks/accuracy.py [--markdown] [--csv OUT]
   throughput cases, its first case (file order) is the user's one measured point
   (`ccopt calibrate`: optimizer.inputs.calibration.fit_efficiency); the others are scored.
 - coverage: the share of held-out training-throughput cases whose measured step time lies in
-  the P10–P90 band built from the other sources' LOSO residuals (stack × GPU class).
+  the P10–P90 band (optimizer/model/bands.py: generation × precision × stack, shrunk toward the
+  prior) built from the other families' LOFO residuals; source-weighted, overall and per GPU
+  generation group.
+- aside (--aside): benchmarks/validation/aside/ (sources collected after the fit was frozen)
+  predicted with the packaged constants and bands, scored once.
 Bands: training ±15%, serving ±20%, calibrated training ±10%. Mapping conventions: cases.py.
 """
 
@@ -31,17 +40,20 @@ sys.path.insert(0, str(HERE))
 
 from cases import BANDS, Case, build_cases, predict  # noqa: E402
 from fit_constants import (  # noqa: E402
+    Folds,
     assumptions_for,
+    bands_from,
     fit_constants,
-    interval_key_parts,
-    intervals_from,
+    lofo,
     loso,
     step_ratio,
 )
 
 from optimizer.errors import ConfigError  # noqa: E402
 from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
-from optimizer.model.fitted import FittedConstants  # noqa: E402
+from optimizer.model.bands import band_for  # noqa: E402
+from optimizer.model.fitted import FittedConstants, load_fitted  # noqa: E402
+from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.step_time import training_step_time  # noqa: E402
 
 #: scored families: training throughput of decoder LMs (headline) and of encoders (BERT) apart
@@ -89,26 +101,74 @@ def calibrated(folds: dict[str, tuple[FittedConstants, Scored]]) -> Scored:
     return out
 
 
-def coverage(
-    folds: dict[str, tuple[FittedConstants, Scored]], kinds: tuple[str, ...] = ("train_throughput",)
-) -> tuple[int, float | None]:
-    """(cases, share inside the nominal 80% band) of held-out training-throughput cases of the
-    scored families `kinds` (default: decoder LMs)."""
-    inside = total = 0
-    for source, (_, results) in folds.items():
-        others = [item for s, (_, res) in folds.items() if s != source for item in res]
-        bands = intervals_from(others)
+def source_weighted(results: Scored, band: float | None = None) -> tuple[int, int, float | None, float | None]:
+    """(cases, sources, share within the band, median |error|) with every source counting once:
+    the share is the mean of the sources' shares; the median is weighted 1/(the source's cases)."""
+    by_source: dict[str, list[tuple[Case, float]]] = defaultdict(list)
+    for c, e in _errors(results):
+        by_source[c.source].append((c, e))
+    if not by_source:
+        return 0, 0, None, None
+    shares, weighted = [], []
+    for items in by_source.values():
+        shares.append(
+            sum(abs(e) <= (band if band is not None else BANDS[c.score_kind]) + 1e-12 for c, e in items) / len(items)
+        )
+        weighted += [(abs(e), 1.0 / len(items)) for _, e in items]
+    weighted.sort()
+    half, run, median = sum(w for _, w in weighted) / 2, 0.0, weighted[-1][0]
+    for value, w in weighted:
+        run += w
+        if run >= half:
+            median = value
+            break
+    return sum(len(v) for v in by_source.values()), len(by_source), sum(shares) / len(shares), median
+
+
+def gpu_group(case: Case) -> str:
+    """The vendor / generation group a case is reported in."""
+    return f"{case.gpu.vendor} {case.gpu.generation}"
+
+
+Inside = list[tuple[Case, float | None, bool]]
+
+
+def band_hits(
+    folds: Folds, kinds: tuple[str, ...] = ("train_throughput",), base: PerfAssumptions | None = None
+) -> Inside:
+    """Held-out training-throughput cases of `kinds` with their prediction and whether the
+    measured step time lies in the P10–P90 band built (optimizer/model/bands.py, with the
+    default prior) from the other folds' held-out residuals."""
+    out: Inside = []
+    for name, (_, results) in folds.items():
+        others = [item for f, (_, res) in folds.items() if f != name for item in res]
+        a = replace(base or PerfAssumptions(), fitted=FittedConstants(bands=bands_from(others)))
         for case, pred in results:
-            if case.score_kind not in kinds or pred is None:
+            if case.score_kind not in kinds or pred is None or case.train is None:
                 continue
-            stack, cls = interval_key_parts(case)
-            key = next((k for k in (f"{stack}/{cls}", f"{stack}/*", f"*/{cls}", "*/*") if k in bands), None)
-            if key is None:
-                continue
-            lo, hi, _ = bands[key]
-            total += 1
-            inside += lo <= step_ratio(case, pred) <= hi
-    return total, (inside / total if total else None)
+            band = band_for(case.gpu, case.train[0].precision, case.stack, a)
+            out.append((case, pred, band.p10 <= step_ratio(case, pred) <= band.p90))
+    return out
+
+
+def coverage_rows(hits: Inside, min_cases: int = 10) -> list[list[str]]:
+    """Coverage of the nominal 80% band, overall and per GPU group with ≥ min_cases cases:
+    source-weighted (each source once) and pooled, with the source-weighted median |error|."""
+    groups: dict[str, Inside] = {"all": hits}
+    for h in hits:
+        groups.setdefault(gpu_group(h[0]), []).append(h)
+    rows = []
+    for name, items in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+        if len(items) < min_cases:
+            continue
+        by_source: dict[str, list[bool]] = defaultdict(list)
+        for c, _, inside in items:
+            by_source[c.source].append(inside)
+        sw = sum(sum(v) / len(v) for v in by_source.values()) / len(by_source)
+        pooled = sum(i for _, _, i in items) / len(items)
+        _, _, _, med = source_weighted([(c, p) for c, p, _ in items])
+        rows.append([name, str(len(items)), str(len(by_source)), _pct(sw), _pct(pooled), _pct(med)])
+    return rows
 
 
 def _pct(x: float | None) -> str:
@@ -135,32 +195,51 @@ def _cells(results: Scored, band: float | None = None) -> list[str]:
 
 def report(
     cases: Sequence[Case],
-    folds: dict[str, tuple[FittedConstants, Scored]],
+    folds: Folds,
+    loso_folds: Folds,
     insample: Scored,
     cal: Scored,
-    cover: dict[str, tuple[int, float | None]],
+    hits: dict[str, Inside],
     skipped: int,
     markdown: bool,
 ) -> str:
     h = "### " if markdown else ""
     held = [item for _, res in folds.values() for item in res]
+    held_loso = [item for _, res in loso_folds.values() for item in res]
+    sources = len({c.source for c in cases})
     lines = [
-        f"{h}Accuracy: {len(cases)} cases from {len(folds)} sources ({skipped} rows not mappable)\n",
-        f"{h}Overall\n",
+        f"{h}Accuracy: {len(cases)} cases from {sources} sources in {len(folds)} families "
+        f"({skipped} rows not mappable)\n",
+        f"{h}Headline: source-weighted leave-one-family-out (each source counts once)\n",
     ]
     rows = []
     for kind in KINDS:
         lo = [i for i in held if i[0].score_kind == kind]
-        ins = [i for i in insample if i[0].score_kind == kind]
-        rows.append([kind, f"±{BANDS[kind]:.0%}", *_cells(lo), *_cells(ins)[1:]])
+        n, k, within, med = source_weighted(lo)
+        rows.append(
+            [
+                kind,
+                f"±{BANDS[kind]:.0%}",
+                str(n),
+                str(k),
+                _pct(within),
+                _pct(med),
+                _cells(lo)[1],
+                _cells([i for i in held_loso if i[0].score_kind == kind])[1],
+                *_cells([i for i in insample if i[0].score_kind == kind])[1:],
+            ]
+        )
     lines.append(
         _table(
             [
                 "kind",
                 "band",
                 "cases",
-                "LOSO within",
-                "LOSO median |err|",
+                "sources",
+                "LOFO within (src-wt)",
+                "LOFO median |err| (src-wt)",
+                "LOFO within (pooled)",
+                "LOSO within (pooled)",
                 "in-sample within",
                 "in-sample median |err|",
             ],
@@ -180,18 +259,26 @@ def report(
             f"constants): {n} training-throughput cases, {_pct(w)} within ±10%, "
             f"{_pct(w15)} within ±15%, median |error| {_pct(m)}"
         )
-    for label, (n, share) in cover.items():
-        lines.append(
-            f"P10–P90 interval coverage of held-out training-throughput cases, {label}: "
-            f"{_pct(share)} of {n} (nominal 80%)"
-        )
+    for label, inside in hits.items():
+        lines += [
+            "",
+            f"{h}P10–P90 band coverage, {label} (nominal 80%; held-out families, bands from the others)\n",
+            _table(
+                ["GPU group", "cases", "sources", "coverage (src-wt)", "coverage (pooled)", "median |err| (src-wt)"],
+                coverage_rows(inside),
+                markdown,
+            ),
+        ]
     lines.append("")
-    lines.append(f"{h}Per source (LOSO | in-sample)\n")
+    lines.append(f"{h}Per source (LOFO | in-sample)\n")
     rows = []
     by_src_ins: dict[str, Scored] = defaultdict(list)
     for item in insample:
         by_src_ins[item[0].source].append(item)
-    for source, (_, res) in sorted(folds.items()):
+    by_src: dict[str, Scored] = defaultdict(list)
+    for item in held:
+        by_src[item[0].source].append(item)
+    for source, res in sorted(by_src.items()):
         for kind in KINDS:
             lo = [i for i in res if i[0].score_kind == kind]
             if not lo:
@@ -213,9 +300,9 @@ def report(
                 "source",
                 "kind",
                 "cases",
-                "LOSO within",
-                "LOSO median |err|",
-                "LOSO bias",
+                "LOFO within",
+                "LOFO median |err|",
+                "LOFO bias",
                 "in-sample within",
                 "in-sample median |err|",
             ],
@@ -224,6 +311,54 @@ def report(
         )
     )
     return "\n".join(lines)
+
+
+def aside_report(markdown: bool) -> str:
+    """The sources kept aside from the fit (benchmarks/validation/aside/), predicted with the
+    packaged constants and bands (optimizer/model/data/fitted.toml) and scored once."""
+    sys.path.insert(0, str(HERE / "validation"))
+    from load import load_file  # noqa: PLC0415
+
+    rows = [r for p in sorted((HERE / "validation" / "aside").glob("*.csv")) for r in load_file(p)]
+    cases, skipped = build_cases(rows)
+    a = assumptions_for(load_fitted())
+    scored = [(c, predict(c, a)) for c in cases]
+    out, table = [], []
+    h = "### " if markdown else ""
+    out.append(
+        f"{h}Kept aside, scored once: {len(cases)} cases from {len({c.source for c in cases})} sources "
+        f"({sum(len(v) for v in skipped.values())} rows not mappable)\n"
+    )
+    by_src: dict[tuple[str, str], Scored] = defaultdict(list)
+    for item in scored:
+        by_src[(item[0].source, item[0].score_kind)].append(item)
+    for (source, kind), res in sorted(by_src.items()):
+        bias = [e for _, e in _errors(res)]
+        inside = [
+            band_for(c.gpu, c.train[0].precision, c.stack, a).p10
+            <= step_ratio(c, p)
+            <= band_for(c.gpu, c.train[0].precision, c.stack, a).p90
+            for c, p in res
+            if p is not None and c.train is not None and c.kind == "train_throughput"
+        ]
+        table.append(
+            [
+                source,
+                kind,
+                *_cells(res),
+                f"{statistics.median(bias):+.0%}" if bias else "–",
+                _pct(sum(inside) / len(inside)) if inside else "–",
+            ]
+        )
+    for kind in KINDS:
+        res = [i for i in scored if i[0].score_kind == kind]
+        if res:
+            n, k, within, med = source_weighted(res)
+            table.append(["all (src-wt)", kind, str(n), _pct(within), _pct(med), "", ""])
+    out.append(
+        _table(["source", "kind", "cases", "within", "median |err|", "bias", "in P10–P90"], table, markdown)
+    )
+    return "\n".join(out)
 
 
 def write_csv(held: Scored, insample: Scored, path: Path) -> None:
@@ -265,23 +400,28 @@ def write_csv(held: Scored, insample: Scored, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--csv", type=Path, metavar="OUT", help="per-case predictions")
+    parser.add_argument("--csv", type=Path, metavar="OUT", help="per-case LOFO predictions")
+    parser.add_argument("--aside", action="store_true", help="also score the sources kept aside, once")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     cases, skipped = build_cases()
+    families = lofo(cases)
     folds = loso(cases)
     fit = fit_constants(cases)
     a = assumptions_for(fit)
     insample = [(c, predict(c, a)) for c in cases]
     cal = calibrated(folds)
-    cover = {
-        "decoder LMs": coverage(folds),
-        "all incl. encoders": coverage(folds, ("train_throughput", "train_throughput_encoder")),
+    hits = {
+        "decoder LMs": band_hits(families),
+        "all incl. encoders": band_hits(families, ("train_throughput", "train_throughput_encoder")),
     }
-    print(report(cases, folds, insample, cal, cover, sum(len(v) for v in skipped.values()), args.markdown))
+    n_skipped = sum(len(v) for v in skipped.values())
+    print(report(cases, families, folds, insample, cal, hits, n_skipped, args.markdown))
+    if args.aside:
+        print("\n" + aside_report(args.markdown))
     print(f"\nran in {time.perf_counter() - start:.1f} s")
     if args.csv:
-        write_csv([i for _, r in folds.values() for i in r], insample, args.csv)
+        write_csv([i for _, r in families.values() for i in r], insample, args.csv)
     return 0
 
 

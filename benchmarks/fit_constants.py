@@ -14,8 +14,8 @@ What is fitted (log-additive groups, never per case; optimizer/model/fitted.py r
 Method: Gauss-Newton on log(measured/predicted) with the per-case sensitivity of the prediction
 to the multiplier (finite difference), ridge penalties per group level (RIDGE), residuals
 clipped at ±CLIP, each source weighted 1/sqrt(its cases) so that no table dominates.
-Prediction bands: quantiles (P10, P50, P90) of measured/predicted step time of the
-leave-one-family-out residuals (SOURCE_FAMILIES: versions of one publisher's tables are left out
+Prediction bands: source-weighted quantiles (P10, P50, P90) of measured/predicted step time of
+the leave-one-family-out residuals (SOURCE_FAMILIES: versions of one publisher's tables are left out
 together) per GPU generation × precision and generation × precision × stack, with their case and
 source counts (optimizer/model/bands.py shrinks them toward a wide prior).
 MFU ceilings: the best measured MFU of a full-training run per generation × precision (of the
@@ -281,6 +281,18 @@ def step_ratio(case: Case, predicted: float) -> float:
     return math.exp(-log_ratio(case, predicted))
 
 
+def source_weighted_quantiles(items: Sequence[tuple[str, float]], qs: Sequence[float]) -> list[float]:
+    """Quantiles of the values of (source, value) items, each source weighing the same in total
+    (a source of 200 runs must not set the band a new source is held to): the weighted
+    empirical CDF, interpolated between the mid-points of the sorted values' weights."""
+    per_source = Counter(src for src, _ in items)
+    pairs = sorted((v, 1.0 / per_source[src]) for src, v in items)
+    values = np.array([v for v, _ in pairs])
+    weights = np.array([w for _, w in pairs])
+    mids = (np.cumsum(weights) - weights / 2) / weights.sum()
+    return [float(np.interp(q, mids, values)) for q in qs]
+
+
 def bands_from(
     results: Sequence[tuple[Case, float | None]],
 ) -> dict[str, tuple[float, float, float, int, int]]:
@@ -296,8 +308,7 @@ def bands_from(
     for key, items in groups.items():
         if len(items) < MIN_BAND_CASES:
             continue
-        values = np.array([r for _, r in items])
-        q10, q50, q90 = (float(np.quantile(values, q)) for q in (0.1, 0.5, 0.9))
+        q10, q50, q90 = source_weighted_quantiles(items, (0.1, 0.5, 0.9))
         out[key] = (q10, q50, q90, len(items), len({s for s, _ in items}))
     return out
 
