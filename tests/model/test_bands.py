@@ -23,7 +23,12 @@ Z80, Z90 = 0.8416, 1.2816
 
 
 def _a(**fit: object) -> PerfAssumptions:
-    return PerfAssumptions(fitted=FittedConstants(**fit))  # type: ignore[arg-type]
+    # the shrinkage stated here (C = 5 cases per source, K = 10 prior cases), not the defaults
+    return PerfAssumptions(
+        fitted=FittedConstants(**fit),  # type: ignore[arg-type]
+        band_cases_per_source=5.0,
+        band_prior_cases=10.0,
+    )
 
 
 def test_a_generation_without_measured_runs_gets_the_prior_not_a_borrowed_band() -> None:
