@@ -101,7 +101,9 @@ def calibrated(folds: dict[str, tuple[FittedConstants, Scored]]) -> Scored:
     return out
 
 
-def source_weighted(results: Scored, band: float | None = None) -> tuple[int, int, float | None, float | None]:
+def source_weighted(
+    results: Scored, band: float | None = None
+) -> tuple[int, int, float | None, float | None]:
     """(cases, sources, share within the band, median |error|) with every source counting once:
     the share is the mean of the sources' shares; the median is weighted 1/(the source's cases)."""
     by_source: dict[str, list[tuple[Case, float]]] = defaultdict(list)
@@ -112,7 +114,8 @@ def source_weighted(results: Scored, band: float | None = None) -> tuple[int, in
     shares, weighted = [], []
     for items in by_source.values():
         shares.append(
-            sum(abs(e) <= (band if band is not None else BANDS[c.score_kind]) + 1e-12 for c, e in items) / len(items)
+            sum(abs(e) <= (band if band is not None else BANDS[c.score_kind]) + 1e-12 for c, e in items)
+            / len(items)
         )
         weighted += [(abs(e), 1.0 / len(items)) for _, e in items]
     weighted.sort()
@@ -264,7 +267,14 @@ def report(
             "",
             f"{h}P10–P90 band coverage, {label} (nominal 80%; held-out families, bands from the others)\n",
             _table(
-                ["GPU group", "cases", "sources", "coverage (src-wt)", "coverage (pooled)", "median |err| (src-wt)"],
+                [
+                    "GPU group",
+                    "cases",
+                    "sources",
+                    "coverage (src-wt)",
+                    "coverage (pooled)",
+                    "median |err| (src-wt)",
+                ],
                 coverage_rows(inside),
                 markdown,
             ),

@@ -50,6 +50,7 @@ from optimizer.model.fitted import (  # noqa: E402
     serve_features,
     train_features,
 )
+from optimizer.model.bands import serve_band_key  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.step_time import training_step_time  # noqa: E402
 
@@ -270,9 +271,13 @@ def lofo(cases: Sequence[Case], progress: Callable[[str], None] | None = None) -
 
 
 def band_keys(case: Case) -> list[str]:
-    """The band groups a training case informs: generation × precision, and × stack."""
+    """The band groups a case informs: training — generation × precision, and × stack;
+    serving — generation, and × serving stack (optimizer/model/bands.py)."""
+    gen = case.gpu.generation
+    if case.serve is not None:
+        return [serve_band_key(gen), serve_band_key(gen, case.stack)]
     assert case.train is not None
-    gen, precision = case.gpu.generation, case.train[0].precision
+    precision = case.train[0].precision
     return [band_key(gen, precision), band_key(gen, precision, case.stack)]
 
 
@@ -299,7 +304,7 @@ def bands_from(
     """(P10, P50, P90, cases, sources) of measured/predicted step time per band group."""
     groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for case, pred in results:
-        if pred is None or case.kind != "train_throughput":
+        if pred is None or case.kind not in ("train_throughput", "serve_throughput", "serve_latency"):
             continue
         ratio = step_ratio(case, pred)
         for key in band_keys(case):

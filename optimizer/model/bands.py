@@ -105,6 +105,27 @@ def band_for(gpu: GpuSpec, precision: str, stack: str, assumptions: Any) -> Band
     return Band(*cell, cases=cases, sources=sources, basis=basis)
 
 
+def serve_band_key(generation: str, stack: str | None = None) -> str:
+    """The key of a serving band: "serve:hopper[/vllm]"."""
+    return f"serve:{generation}" if stack is None else f"serve:{generation}/{stack}"
+
+
+def serve_band_for(gpu: GpuSpec, stack: str, assumptions: Any) -> Band:
+    """The band of a serving replica's times (TTFT, TPOT, 1 / throughput) of `stack` on `gpu`:
+    the same shrinkage as training (module doc) over the serving residuals of the generation and
+    generation × serving stack."""
+    low, high = assumptions.band_prior
+    fit = fitted_constants(assumptions)
+    stats = fit.bands if fit is not None else {}
+    k, c = assumptions.band_prior_cases, assumptions.band_cases_per_source
+    gen_key, cell_key = serve_band_key(gpu.generation), serve_band_key(gpu.generation, stack)
+    gen = shrink(stats.get(gen_key), (low, 1.0, high), k, c)
+    cell = shrink(stats.get(cell_key), gen, k, c)
+    basis = cell_key if cell_key in stats else gen_key if gen_key in stats else "prior"
+    cases, sources = stats[basis][3:5] if basis in stats else (0, 0)
+    return Band(*cell, cases=cases, sources=sources, basis=basis)
+
+
 def profile_band(interval: tuple[float, float]) -> Band:
     """A per-sample profile's own (P10, P90) band (optimizer/model/profile_time.py); its median
     is the prediction itself."""

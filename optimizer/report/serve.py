@@ -68,6 +68,7 @@ def _serve_data(result: ServeResult) -> dict[str, Any]:
         "hours_per_day": w.hours_per_day,
         "buckets": [b.model_dump() for b in result.buckets],
         "targets": {"ttft_s": c.ttft_s, "tpot_ms": c.tpot_ms, "e2e_p50_s": c.e2e_p50_s},
+        "confidence": c.confidence,
         "redundancy_spare_replicas": c.spare_replicas,
         "spare_instances_per_deployment": c.spare_replicas,
         "headroom_required": c.min_capacity_headroom_fraction,

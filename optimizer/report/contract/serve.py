@@ -91,6 +91,11 @@ class ServeJobOut(Contract):
     hours_per_day: float
     buckets: list[BucketOut]
     targets: ServeTargetsOut
+    confidence: float | None = Field(
+        default=None,
+        description="replica speeds, latencies and capacity are at this quantile of each GPU's "
+        "serving band (constraints.confidence)",
+    )
     redundancy_spare_replicas: int = Field(description="old name of spare_instances_per_deployment")
     spare_instances_per_deployment: int | None = Field(
         default=None, description="N+k: k spare instances per deployment"

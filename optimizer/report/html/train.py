@@ -57,7 +57,12 @@ def _headline(job: dict[str, Any], p: dict[str, Any]) -> list[Fragment]:
         Fragment(" days for "),
         Fragment(money(p["cost_usd"]), "plan.cost_usd", p["cost_usd"]),
     ]
-    if p.get("days_p90") is not None and p.get("cost_usd_p90") is not None:
+    if p.get("confidence") is not None:
+        parts += [Fragment(f" at P{p['confidence'] * 100:.0f}")]
+    if p.get("days_p50") is not None and p.get("cost_usd_p50") is not None:
+        parts += [Fragment(f" (P50: {p['days_p50']:.2f} days, {money(p['cost_usd_p50'])};")]
+        parts += [Fragment(f" P90: {p['days_p90']:.2f} days, {money(p['cost_usd_p90'])})")]
+    elif p.get("days_p90") is not None and p.get("cost_usd_p90") is not None:
         parts += [Fragment(f" (P90: {p['days_p90']:.2f} days, {money(p['cost_usd_p90'])})")]
     return [*parts, Fragment(".")]
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeWorkload
+from optimizer.model.bands import serve_band_for
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.layout import tensor_degrees
 from optimizer.model.memory import MemoryBreakdown, serving_memory
@@ -184,16 +185,25 @@ def latency_violations(p: BucketPerf, c: ServeConstraints) -> list[str]:
 
 
 def _bucket_perf(
-    model: ModelSpec, w: ServeWorkload, gpu: GpuSpec, tp: int, batch: int, bucket: Bucket, a: PerfAssumptions
+    model: ModelSpec,
+    w: ServeWorkload,
+    gpu: GpuSpec,
+    tp: int,
+    batch: int,
+    bucket: Bucket,
+    a: PerfAssumptions,
+    factor: float = 1.0,
 ) -> BucketPerf:
+    """A replica's speed on one request bucket, its times × `factor` (the serving band's
+    multiplier at the job's confidence: latencies longer, throughput lower by it)."""
     setup = _setup(w.weight_precision, w.kv_cache_precision, batch, bucket, w.stack)
     perf = serving_perf(model, setup, gpu, tp, bucket.prompt_tokens, bucket.output_tokens, a)
     mem = serving_memory(model, setup, tp, a)
     return BucketPerf(
-        requests_per_s=perf.requests_per_s,
-        ttft_s=perf.ttft_s,
-        tpot_s=perf.tpot_s,
-        e2e_s=perf.ttft_s + perf.tpot_s * max(bucket.output_tokens - 1, 0),
+        requests_per_s=perf.requests_per_s / factor,
+        ttft_s=perf.ttft_s * factor,
+        tpot_s=perf.tpot_s * factor,
+        e2e_s=(perf.ttft_s + perf.tpot_s * max(bucket.output_tokens - 1, 0)) * factor,
         memory_gib=mem.total,
         memory=mem,
     )
@@ -239,6 +249,7 @@ def _templates(
     rejections as (tp or None, reason), for every offering of the class; best latencies are
     labelled with the class's cheapest offering."""
     buckets = w.request_buckets()
+    factor = serve_band_for(gpu, w.stack, a).multiplier(c.confidence)
     per_instance = cheapest.gpus_per_instance
     tps = tp_degrees(model, per_instance, c.tp_degrees)
     if not tps:
@@ -284,7 +295,7 @@ def _templates(
                 if batch > limits[i]:
                     perfs.append(None)
                     continue
-                p = _bucket_perf(model, w, gpu, tp, batch, bk, a)
+                p = _bucket_perf(model, w, gpu, tp, batch, bk, a, factor)
                 if batch == 1:
                     best.see(best.ttft, i, p.ttft_s, label)
                     best.see(best.tpot, i, p.tpot_s, label)
