@@ -29,3 +29,4 @@ def fresh_rename_warnings():
 
     aliases._warned.clear()
     yield
+

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import at_point_prediction
 
 from optimizer import api
 from optimizer.inputs.jobs.serve import load_serve_job
@@ -54,8 +55,8 @@ def test_estimate_reproduces_the_plans_step_time_and_memory(example, no_user_sta
 @pytest.mark.parametrize(
     "example", ["serve_mistral7b_chatbot", "serve_llama70b_5rps", "serve_8b_4090_vs_cloud"]
 )
-def test_estimate_serve_reproduces_the_per_replica_rate(example, no_user_state):
-    path = EXAMPLES / f"{example}.toml"
+def test_estimate_serve_reproduces_the_per_replica_rate(example, no_user_state, tmp_path):
+    path = at_point_prediction(EXAMPLES / f"{example}.toml", tmp_path)  # estimate: the point
     data = api.serve(path, offline=True)
     job, _ = load_serve_job(path)
     w = job.workload

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import at_point_prediction
 from typer.testing import CliRunner
 
 from optimizer import api
@@ -83,8 +84,8 @@ def test_every_batch_job_is_estimate(no_user_state) -> None:
         _same(_estimate_row(row, jobs[row["name"]]), row)
 
 
-def test_every_serve_compare_row_is_estimate(no_user_state) -> None:
-    path = EXAMPLES / "serve_8b_4090_vs_cloud.toml"
+def test_every_serve_compare_row_is_estimate(no_user_state, tmp_path) -> None:
+    path = at_point_prediction(EXAMPLES / "serve_8b_4090_vs_cloud.toml", tmp_path)  # estimate: the point
     data = api.serve_compare(path, offline=True)
     job, _ = load_serve_job(path)
     w = job.workload

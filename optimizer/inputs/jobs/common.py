@@ -186,7 +186,7 @@ _BOUNDS: dict[str, dict[str, float]] = {
     "fp8_gemm_factor": {"gt": 0, "le": 1},
     "mfu_ceiling_unmeasured": {"gt": 0, "le": 1},
     "mfu_ceiling_unmeasured_fp8": {"gt": 0, "le": 1},
-    "band_prior_cases": {"gt": 0, "le": 1e6},
+    "band_prior_cases": {"gt": 0, "le": 1e12},
     "band_cases_per_source": {"gt": 0, "le": 1e6},
     "host_staged_fraction": {"gt": 0, "le": 1},
     "dp_overlap": {"ge": 0, "le": 1},
