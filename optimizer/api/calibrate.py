@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.files import read_input_text
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
 from optimizer.inputs.profile_store import save_profile_point
@@ -72,7 +73,9 @@ def read_point_file(path: str | Path) -> dict[str, Any]:
     measured numbers. Raises ConfigError naming the file and the field."""
     file = Path(path)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_input_text(file, "--from:"))
+    except ConfigError:
+        raise
     except FileNotFoundError:
         raise ConfigError(f"--from: file not found: {file}") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:

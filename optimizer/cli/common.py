@@ -41,6 +41,8 @@ __all__ = [
     "PricesOpt",
     "OfflineOpt",
     "JsonOpt",
+    "ForceOpt",
+    "input_files",
     "TimeLimitOpt",
     "OldTimeLimitOpt",
     "time_limit_s",
@@ -53,6 +55,20 @@ __all__ = [
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the bundled price tables only")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the documented contract)")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an existing output file that is not an earlier ccopt output "
+        "(never an input, the calibration store or the price cache)",
+    ),
+]
+
+
+def input_files(job: Path | None, prices: Path | None = None) -> dict[str, Path | None]:
+    """What an output may never replace among a command's named inputs (optimizer.files)."""
+    return {"the job file": job, "the --prices table": prices}
+
 
 #: ranges of the solver flags (--time-limit-s seconds, --workers threads, --alternatives plans)
 MAX_TIME_LIMIT_S = 86_400.0

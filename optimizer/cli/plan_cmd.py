@@ -16,6 +16,7 @@ from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_ALTERNATIVES,
     AlternativesOpt,
+    ForceOpt,
     JsonOpt,
     OfflineOpt,
     OldTimeLimitOpt,
@@ -25,6 +26,7 @@ from optimizer.cli.common import (
     catalog_line,
     console,
     header_or_infeasible,
+    input_files,
     interconnect_words,
     layout_words,
     money,
@@ -53,13 +55,15 @@ def plan(
     offline: OfflineOpt = False,
     time_limit: TimeLimitOpt = None,
     old_time_limit: OldTimeLimitOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
         time_limit = time_limit_s(time_limit, old_time_limit)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
-        if plot is not None:
-            check_plot_path(plot)
+        out = (
+            check_plot_path(plot, force=force, inputs=input_files(job, prices)) if plot is not None else None
+        )
         data = api.plan(
             job,
             prices=prices,
@@ -69,8 +73,8 @@ def plan(
             time_limit_s=time_limit,
         )
         written = False
-        if plot is not None and data.get("pareto"):
-            plot_pareto(data["pareto"], plot, title=data["job"]["name"])
+        if out is not None and data.get("pareto"):
+            plot_pareto(data["pareto"], out, title=data["job"]["name"])
             written = True
     if json_out:
         print_json(data)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.files import read_input_text
 
 __all__ = ["read_toml"]
 
@@ -16,10 +17,10 @@ def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
 
     Raises:
         ConfigError: the file is missing, a directory, not UTF-8 (with the byte offset) or not
-            valid TOML — one line naming the file.
+            valid TOML, a FIFO or a device (regular files only) — one line naming the file.
     """
     try:
-        return tomllib.loads(file.read_text(encoding="utf-8"))
+        return tomllib.loads(read_input_text(file, what))
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {file}") from None
     except IsADirectoryError:

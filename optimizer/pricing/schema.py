@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from optimizer.errors import CatalogError, did_you_mean
+from optimizer.files import open_input
 from optimizer.inputs.gpus import load_gpus
 from optimizer.vocabulary import COMMITMENT_HOURS, InterNodeKind, IntraNodeLink, PricingModel
 
@@ -181,7 +183,7 @@ def read_offerings(path: Path, name: object | None = None) -> pd.DataFrame:
     """Read and validate an offerings CSV into the tidy catalog DataFrame (columns = COLUMNS)."""
     label = name if name is not None else path
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
+        with io.TextIOWrapper(open_input(path, str(label)), encoding="utf-8", newline="") as handle:
             rows = validate_csv(handle, label)
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{label}: not UTF-8 text ({exc.reason})") from None
