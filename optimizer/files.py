@@ -52,6 +52,9 @@ __all__ = [
     "open_input",
     "read_input_text",
     "was_read",
+    "parse_json",
+    "check_nesting",
+    "MAX_NESTING",
 ]
 
 #: what every image ccopt writes carries in its metadata (see the module docstring)
@@ -63,6 +66,10 @@ SNIFF_BYTES = 65_536
 #: the largest JSON file parsed to recognise an earlier `ccopt measure` point
 MAX_JSON_SNIFF_BYTES = 4_000_000
 _IMAGE_MAGIC = (b"\x89PNG", b"%PDF", b"%!PS", b"\xff\xd8", b"II*\x00", b"MM\x00*", b"<?xml", b"<svg")
+
+#: deepest nesting of arrays and tables accepted in a JSON or TOML input (ours use ≤ 6; a
+#: deeper document is refused before a recursive parser or validator can overflow the stack)
+MAX_NESTING = 64
 
 #: (st_dev, st_ino) -> path of every file this process opened as an input
 _READ: dict[tuple[int, int], str] = {}
@@ -127,6 +134,55 @@ def was_read(path: str | Path) -> bool:
     except OSError:
         return False
     return (info.st_dev, info.st_ino) in _READ
+
+
+def check_nesting(doc: Any, what: str) -> None:
+    """Raise ConfigError when `doc` (parsed JSON/TOML) nests deeper than MAX_NESTING."""
+    stack = [(doc, 1)]
+    while stack:  # iterative: the check itself never recurses
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > MAX_NESTING:
+                    raise ConfigError(
+                        f"{what}: arrays/tables nested deeper than {MAX_NESTING} levels; "
+                        f"allowed: at most {MAX_NESTING}"
+                    )
+                stack.append((child, depth + 1))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed; allowed: finite numbers (strict JSON)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:40]} is too large; allowed: finite numbers (at most ~1.8e308)")
+    return value
+
+
+def parse_json(text: str, what: str) -> Any:
+    """Strict JSON: NaN, Infinity and numbers that overflow a float are refused, and so is
+    nesting deeper than MAX_NESTING.
+
+    Raises:
+        json.JSONDecodeError: not JSON at all (the caller says what it expected).
+        ConfigError: one line naming `what` and the problem.
+    """
+    try:
+        doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise ConfigError(
+            f"{what}: arrays/tables nested deeper than {MAX_NESTING} levels; allowed: at most {MAX_NESTING}"
+        ) from None
+    except json.JSONDecodeError:
+        raise  # not JSON at all: each reader words it (what it expected)
+    except ValueError as exc:  # a hook's refusal, or an integer over Python's digit limit
+        raise ConfigError(f"{what}: {exc}") from None
+    check_nesting(doc, what)
+    return doc
 
 
 def image_mark(fmt: str) -> dict[str, Any]:

@@ -3,12 +3,11 @@ before and after; and the calibration-point file `ccopt measure` writes (`--from
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.files import read_input_text
+from optimizer.files import parse_json, read_input_text
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
 from optimizer.inputs.profile_store import save_profile_point
@@ -73,7 +72,7 @@ def read_point_file(path: str | Path) -> dict[str, Any]:
     measured numbers. Raises ConfigError naming the file and the field."""
     file = Path(path)
     try:
-        data = json.loads(read_input_text(file, "--from:"))
+        data = parse_json(read_input_text(file, "--from:"), f"--from: {file}")
     except ConfigError:
         raise
     except FileNotFoundError:

@@ -24,7 +24,7 @@ from typing import Any
 from optimizer.api.calibrate import POINT_FILE_KIND
 from optimizer.api.outputs import output_file
 from optimizer.errors import ConfigError
-from optimizer.files import OutputFile, read_input_text
+from optimizer.files import OutputFile, parse_json, read_input_text
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.report.contract.common import emit
 from optimizer.report.contract.measure import MeasureOutput
@@ -51,7 +51,7 @@ def _hf_config(path: str | Path) -> dict[str, Any]:
     if file.is_dir():
         file = file / "config.json"
     try:
-        return dict(json.loads(read_input_text(file, "--hf-config")))
+        return dict(parse_json(read_input_text(file, "--hf-config"), f"--hf-config: {file}"))
     except ConfigError:
         raise
     except FileNotFoundError:

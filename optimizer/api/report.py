@@ -18,7 +18,7 @@ from typing import Any
 from optimizer import api
 from optimizer.api.estimate_run import estimate
 from optimizer.errors import ConfigError
-from optimizer.files import read_input_text
+from optimizer.files import parse_json, read_input_text
 from optimizer.inputs.toml_file import read_toml
 
 __all__ = [
@@ -171,7 +171,7 @@ def read_result(path: Path) -> Any:
         ConfigError: missing, or not JSON.
     """
     try:
-        return json.loads(read_input_text(path, "result file"))
+        return parse_json(read_input_text(path, "result file"), str(path))
     except FileNotFoundError:
         raise ConfigError(f"result file not found: {path}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

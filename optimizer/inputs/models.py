@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from optimizer.errors import ConfigError
-from optimizer.files import read_input_text
+from optimizer.files import parse_json, read_input_text
 from optimizer.inputs.hf_config import spec_from_hf_config
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.model.presets import PRESETS, PROFILE_PRESETS, get_preset
@@ -24,7 +24,7 @@ def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:
     if file.is_dir():
         file = file / "config.json"
     try:
-        cfg = json.loads(read_input_text(file, "model:"))
+        cfg = parse_json(read_input_text(file, "model:"), f"model: {file}")
     except ConfigError:
         raise
     except FileNotFoundError:

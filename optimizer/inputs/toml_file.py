@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.files import read_input_text
+from optimizer.files import MAX_NESTING, check_nesting, read_input_text
 
 __all__ = ["read_toml"]
 
@@ -17,10 +17,15 @@ def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
 
     Raises:
         ConfigError: the file is missing, a directory, not UTF-8 (with the byte offset) or not
-            valid TOML, a FIFO or a device (regular files only) — one line naming the file.
+            valid TOML, a FIFO or a device (regular files only), nested deeper than
+            MAX_NESTING — one line naming the file.
     """
     try:
-        return tomllib.loads(read_input_text(file, what))
+        doc = tomllib.loads(read_input_text(file, what))
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(
+            f"{file}: arrays/tables nested deeper than {MAX_NESTING} levels; allowed: at most {MAX_NESTING}"
+        ) from None
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {file}") from None
     except IsADirectoryError:
@@ -29,3 +34,5 @@ def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
         raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    check_nesting(doc, str(file))
+    return doc
