@@ -71,7 +71,8 @@ _IMAGE_MAGIC = (b"\x89PNG", b"%PDF", b"%!PS", b"\xff\xd8", b"II*\x00", b"MM\x00*
 #: deeper document is refused before a recursive parser or validator can overflow the stack)
 MAX_NESTING = 64
 
-#: (st_dev, st_ino) -> path of every file this process opened as an input
+#: (st_dev, st_ino) -> absolute path of every file this process opened as an input (a match
+#: counts only while that path still names that inode: a deleted file's inode is reused)
 _READ: dict[tuple[int, int], str] = {}
 
 Data = bytes | str | Callable[[IO[bytes]], None]
@@ -117,7 +118,7 @@ def open_input(path: str | Path, what: str = "input") -> IO[bytes]:
     """
     handle = _open_regular(Path(path), what)
     info = os.fstat(handle.fileno())
-    _READ[(info.st_dev, info.st_ino)] = str(path)
+    _READ[(info.st_dev, info.st_ino)] = os.path.abspath(path)
     return handle
 
 
@@ -127,13 +128,17 @@ def read_input_text(path: str | Path, what: str = "input") -> str:
         return handle.read().decode("utf-8")
 
 
+def _was_read(info: os.stat_result) -> bool:
+    read = _READ.get((info.st_dev, info.st_ino))
+    return read is not None and _same(info, Path(read))
+
+
 def was_read(path: str | Path) -> bool:
     """Whether this process opened `path` (the same file, by device and inode) as an input."""
     try:
-        info = os.stat(path)
+        return _was_read(os.stat(path))
     except OSError:
         return False
-    return (info.st_dev, info.st_ino) in _READ
 
 
 def check_nesting(doc: Any, what: str) -> None:
@@ -336,7 +341,7 @@ class OutputFile:
                     f"{via}is {_kind(info.st_mode)}; allowed: a new file or an earlier ccopt output"
                 )
             kept = next((what for p, what in self.keep if _same(info, p)), None)
-            if kept is None and (info.st_dev, info.st_ino) in _READ:
+            if kept is None and _was_read(info):
                 kept = "a file this command read"
             if kept is not None:
                 raise self._refuse(f"{via}is {kept}; ccopt never writes over an input: choose another name")

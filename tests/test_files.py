@@ -231,3 +231,18 @@ def test_inputs_are_regular_files_and_a_fifo_does_not_block(tmp_path: Path) -> N
         open_input("/dev/zero", "--prices")
     with pytest.raises(IsADirectoryError):
         open_input(tmp_path)
+
+
+def test_a_reused_inode_of_a_deleted_input_is_not_an_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read earlier in the process and deleted since: a new file given its inode number
+    (what file systems do) is not that input."""
+    new = tmp_path / "r.html"
+    new.write_text('<meta name="generator" content="ccopt 0">')
+    info = new.stat()
+    monkeypatch.setitem(files._READ, (info.st_dev, info.st_ino), str(tmp_path / "deleted-config.json"))
+    assert not files.was_read(new)
+    output_file(new, "-o").write("new")  # accepted: an earlier output, not an input
+    read_input_text(new)
+    assert files.was_read(new)
