@@ -30,6 +30,8 @@ def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
         raise ConfigError(f"{what} not found: {file}") from None
     except IsADirectoryError:
         raise ConfigError(f"{what} is a directory: {file}") from None
+    except OSError as exc:  # a symlink loop, no permission, an I/O error
+        raise ConfigError(f"{what} {file}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:

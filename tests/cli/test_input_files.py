@@ -99,3 +99,10 @@ def test_a_deeply_nested_saved_result_is_refused(tmp_path: Path) -> None:
     code, err = _invoke(["report", str(saved), "-o", str(tmp_path / "r.html")])
     _one_line(code, err, f"nested deeper than {MAX_NESTING} levels")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_symlink_loop_as_the_job_file_is_one_line(tmp_path: Path) -> None:
+    loop = tmp_path / "job.toml"
+    loop.symlink_to(loop)
+    code, err = _invoke(["plan", str(loop)])
+    _one_line(code, err, f"job file {loop}: cannot read (Too many levels of symbolic links)")
