@@ -3,7 +3,8 @@ never over an input, a store, a device, a FIFO or a directory.
 
 Inputs (`open_input`, `read_input_text`): opened without blocking (a FIFO or a device is
 refused, not waited on: allowed is a regular file) and remembered, by device and inode, as
-files this process read.
+files this process read. JSON inputs are strict (`parse_json`: no NaN, Infinity or number past
+a float's range) and no JSON or TOML input nests deeper than MAX_NESTING (`check_nesting`).
 
 Outputs (every -o/--output/--plot of the CLI: `output_file` checks before any work,
 `OutputFile.write` re-checks and writes at the end):
