@@ -154,3 +154,36 @@ def test_a_plot_replaces_its_earlier_output(tmp_path: Path) -> None:
         done = runner.invoke(app, ["plan", job, "--plot", str(out)])
         assert done.exit_code == 0, done.stderr
     assert b"made by ccopt" in out.read_bytes()[:200]
+
+
+POINT = {
+    "kind": "ccopt-calibration-point",
+    "model": "resnet50",
+    "device": "cuda",
+    "precision": "fp16",
+    "micro_batch": 32,
+    "samples_per_s": 900,
+    "num_gpus": 1,
+    "gpu": "T4",
+}
+
+
+@pytest.mark.parametrize("how", ["tokens-per-s", "from-point"])
+def test_an_unwritable_calibration_store_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """/proc takes no new file, even for root: the store's atomic write fails (was exit 3)."""
+    monkeypatch.setenv("CCOPT_CALIBRATION", "/proc/ccopt-calibration.json")
+    if how == "tokens-per-s":
+        args = ["calibrate", "--model", "llama-3-8b", "--gpu", "l4", "--tokens-per-s", "300"]
+    else:
+        point = tmp_path / "point.json"
+        point.write_text(json.dumps(POINT), encoding="utf-8")
+        args = ["calibrate", "--from", str(point)]
+    done = runner.invoke(app, args)
+    _one_line(
+        done.exit_code,
+        done.stderr,
+        "calibration store /proc/ccopt-calibration.json: cannot write (",
+    )
+    assert "nothing was changed" in done.stderr and not Path("/proc/ccopt-calibration.json").exists()
