@@ -106,3 +106,23 @@ def test_a_symlink_loop_as_the_job_file_is_one_line(tmp_path: Path) -> None:
     loop.symlink_to(loop)
     code, err = _invoke(["plan", str(loop)])
     _one_line(code, err, f"job file {loop}: cannot read (Too many levels of symbolic links)")
+
+
+@pytest.mark.parametrize(
+    "field, value, phrase",
+    [
+        ("hidden_size", "1e308", "hidden: Input should be less than or equal to 4194304"),
+        ("num_hidden_layers", "1" + "0" * 30, "layers: Input should be less than or equal to 100000"),
+        ("vocab_size", str(2**26 + 1), "vocab: Input should be less than or equal to 67108864"),
+    ],
+)
+def test_a_shape_past_the_stated_range_is_bad_input(
+    tmp_path: Path, field: str, value: str, phrase: str
+) -> None:
+    """hidden_size 1e308 was an internal error (an integer division too large for a float)."""
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps({k: v for k, v in CONFIG.items() if k != field})[:-1] + f', "{field}": {value}}}'
+    )
+    code, err = _invoke(["estimate", "--model", str(config), "--gpu", "a100"])
+    _one_line(code, err, phrase)
