@@ -3,11 +3,14 @@ before and after; and the calibration-point file `ccopt measure` writes (`--from
 
 from __future__ import annotations
 
-import json
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.files import parse_json, read_input_text
+from optimizer.inputs.calibration_file import calibration_path
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
 from optimizer.inputs.profile_store import save_profile_point
@@ -41,6 +44,23 @@ def _prediction(name: str, point: MeasuredPoint) -> dict[str, Any] | None:
     }
 
 
+@contextlib.contextmanager
+def store_writes() -> Iterator[None]:
+    """A write of the calibration store that fails (read-only folder, full disk) is bad input:
+    one line naming the store (the store writes atomically: nothing was changed).
+
+    Raises:
+        ConfigError: in place of the OSError.
+    """
+    try:
+        yield
+    except OSError as exc:
+        raise ConfigError(
+            f"calibration store {calibration_path()}: cannot write ({exc.strerror or exc}); nothing "
+            "was changed — make its folder writable or set CCOPT_CALIBRATION to a writable file"
+        ) from None
+
+
 def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
     """Store `point` for model `name` in the calibration store; what the model predicted on that
     GPU before and predicts after (samples/s of one GPU, P10-P90 band; the measured run is
@@ -51,7 +71,8 @@ def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
         raise ConfigError(f"--precision: {gpu.gpu_id} has no {point.precision} tensor path")
     point = MeasuredPoint(**{**point.__dict__, "gpu_id": gpu.gpu_id, "gpu": None})
     before = _prediction(name, point)
-    path = save_profile_point(name, point)
+    with store_writes():
+        path = save_profile_point(name, point)
     after = _prediction(name, point)
     return {
         "model": name,
@@ -72,7 +93,9 @@ def read_point_file(path: str | Path) -> dict[str, Any]:
     measured numbers. Raises ConfigError naming the file and the field."""
     file = Path(path)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = parse_json(read_input_text(file, "--from:"), f"--from: {file}")
+    except ConfigError:
+        raise
     except FileNotFoundError:
         raise ConfigError(f"--from: file not found: {file}") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.api.calibrate import calibrate_profile, read_point_file
+from optimizer.api.calibrate import calibrate_profile, read_point_file, store_writes
 from optimizer.api.configuration import (
     DEFAULT_TRAIN_PRECISION,
     build_configuration,
@@ -139,21 +139,22 @@ def calibrate_request(
             f"calibrate: the fit gave efficiency {eff!r}; allowed: "
             f"{EFFICIENCY_RANGE}; check the measurement and the layout"
         )
-    path = save_calibration(
-        built.gpu.gpu_id,
-        built.precision,
-        eff,
-        {
-            "model": built.spec.name,
-            "num_gpus": built.num_gpus,
-            "layout": probe["layout"],
-            "seq_len": built.seq_len,
-            "stack": built.stack,
-            "step_time_s": measured,
-            "tokens_per_s": tokens_per_step / measured,
-            "request": {**req.recorded(), "precision": built.precision},
-        },
-    )
+    with store_writes():
+        path = save_calibration(
+            built.gpu.gpu_id,
+            built.precision,
+            eff,
+            {
+                "model": built.spec.name,
+                "num_gpus": built.num_gpus,
+                "layout": probe["layout"],
+                "seq_len": built.seq_len,
+                "stack": built.stack,
+                "step_time_s": measured,
+                "tokens_per_s": tokens_per_step / measured,
+                "request": {**req.recorded(), "precision": built.precision},
+            },
+        )
     after = evaluate(built, base_assumptions())  # what estimate and plan now report for this run
     hardware = {
         k: probe.get(k)

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.api.calibrate import POINT_FILE_KIND
+from optimizer.api.outputs import output_file
 from optimizer.errors import ConfigError
+from optimizer.files import OutputFile, parse_json, read_input_text
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.report.contract.common import emit
 from optimizer.report.contract.measure import MeasureOutput
@@ -49,7 +51,9 @@ def _hf_config(path: str | Path) -> dict[str, Any]:
     if file.is_dir():
         file = file / "config.json"
     try:
-        return dict(json.loads(file.read_text(encoding="utf-8")))
+        return dict(parse_json(read_input_text(file, "--hf-config"), f"--hf-config: {file}"))
+    except ConfigError:
+        raise
     except FileNotFoundError:
         raise ConfigError(f"--hf-config: file not found: {file}") from None
     except (OSError, ValueError) as exc:
@@ -274,11 +278,13 @@ def measure(
     return emit(MeasureOutput, out)
 
 
-def write_point(point: dict[str, Any], path: str | Path) -> Path:
-    """Write the calibration point as JSON (what `ccopt calibrate --from` reads)."""
-    file = Path(path)
-    try:
-        file.write_text(json.dumps(point, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"--output: cannot write {file} ({exc.strerror or exc})") from None
-    return file
+def write_point(point: dict[str, Any], path: str | Path | OutputFile) -> Path:
+    """Write the calibration point as JSON (what `ccopt calibrate --from` reads), atomically and
+    never over an input or a store (optimizer.files; `path` checked first unless already an
+    OutputFile); the path written.
+
+    Raises:
+        ConfigError: the path is refused or the write failed, one line.
+    """
+    out = path if isinstance(path, OutputFile) else output_file(path, "--output")
+    return out.write(json.dumps(point, indent=2, sort_keys=True) + "\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.files import parse_json, read_input_text
 from optimizer.inputs.request import ConfigRequest, request_from_options
 
 __all__ = ["plan_row_request", "read_plan_file"]
@@ -18,7 +19,9 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
     """A saved `ccopt plan --json` output, checked enough to name what is wrong in one line."""
     file = Path(path)
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
+        doc = parse_json(read_input_text(file, "--from-plan:"), f"--from-plan: {file}")
+    except ConfigError:
+        raise
     except FileNotFoundError:
         raise ConfigError(f"--from-plan: file not found: {file}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -18,6 +18,7 @@ from typing import Any
 from optimizer import api
 from optimizer.api.estimate_run import estimate
 from optimizer.errors import ConfigError
+from optimizer.files import parse_json, read_input_text
 from optimizer.inputs.toml_file import read_toml
 
 __all__ = [
@@ -170,11 +171,13 @@ def read_result(path: Path) -> Any:
         ConfigError: missing, or not JSON.
     """
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json(read_input_text(path, "result file"), str(path))
     except FileNotFoundError:
         raise ConfigError(f"result file not found: {path}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a JSON result ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def renderer() -> Any:

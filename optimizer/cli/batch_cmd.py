@@ -15,11 +15,13 @@ from optimizer.cli.common import (
     EXIT_INFEASIBLE,
     MAX_WORKERS,
     ConfidenceOpt,
+    ForceOpt,
     JsonOpt,
     OfflineOpt,
     OldTimeLimitOpt,
     PricesOpt,
     console,
+    input_files,
     money,
     print_fallback,
     print_json,
@@ -30,6 +32,7 @@ from optimizer.cli.common import (
 from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
 from optimizer.cli.progress import Progress
 from optimizer.errors import Status
+from optimizer.files import OutputFile
 from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR
 
 __all__ = ["register", "render_batch", "plot_schedule"]
@@ -57,13 +60,15 @@ def batch(
     offline: OfflineOpt = False,
     old_time_limit: OldTimeLimitOpt = None,
     confidence: ConfidenceOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
         time_limit = time_limit_s(time_limit, old_time_limit, DEFAULT_BATCH_TIME_LIMIT_S)
         check_number(workers, "--workers", ge=1, le=MAX_WORKERS, integer=True)
-        if plot is not None:
-            check_plot_path(plot)
+        out = (
+            check_plot_path(plot, force=force, inputs=input_files(jobs, prices)) if plot is not None else None
+        )
         with Progress("reading the batch…") as progress:
             result = api.batch(
                 jobs,
@@ -78,8 +83,8 @@ def batch(
                 ),
             )
         data = api.batch_json(result)
-        if plot is not None and result.jobs:
-            plot_schedule(data, plot)
+        if out is not None and result.jobs:
+            plot_schedule(data, out)
     if json_out:
         print_json(data)
     else:
@@ -204,7 +209,7 @@ def _days(hours: float | None) -> str:
     return "-" if hours is None else f"{hours / HOURS_PER_DAY:.2f}"
 
 
-def plot_schedule(data: dict[str, Any], path: Path) -> None:
+def plot_schedule(data: dict[str, Any], out: OutputFile) -> None:
     """One bar per job from start to end, grouped and coloured by resource, with deadlines."""
     plt = _pyplot()
     jobs = [j for j in data["jobs"] if j["status"] == "scheduled"]
@@ -226,7 +231,7 @@ def plot_schedule(data: dict[str, Any], path: Path) -> None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[lab]) for lab in labels]
     ax.legend(handles, labels, fontsize=7, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
-    save_figure(fig, Path(path))
+    save_figure(fig, out)
     plt.close(fig)
 
 

@@ -41,6 +41,8 @@ __all__ = [
     "PricesOpt",
     "OfflineOpt",
     "JsonOpt",
+    "ForceOpt",
+    "input_files",
     "TimeLimitOpt",
     "OldTimeLimitOpt",
     "time_limit_s",
@@ -62,6 +64,20 @@ ConfidenceOpt = Annotated[
         show_default=False,
     ),
 ]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an existing output file that is not an earlier ccopt output "
+        "(never an input, the calibration store or the price cache)",
+    ),
+]
+
+
+def input_files(job: Path | None, prices: Path | None = None) -> dict[str, Path | None]:
+    """What an output may never replace among a command's named inputs (optimizer.files)."""
+    return {"the job file": job, "the --prices table": prices}
+
 
 #: ranges of the solver flags (--time-limit-s seconds, --workers threads, --alternatives plans)
 MAX_TIME_LIMIT_S = 86_400.0

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from optimizer import api
 from optimizer.api import check_number
-from optimizer.cli.common import JsonOpt, console, print_json, user_errors
+from optimizer.cli.common import ForceOpt, JsonOpt, console, print_json, user_errors
 from optimizer.cli.progress import Progress
 from optimizer.errors import ConfigError
 
@@ -41,6 +42,7 @@ def measure(
     optimizer: Annotated[str, typer.Option(help="adamw | sgd")] = "adamw",
     device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
     json_out: JsonOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Train a few steps of a model on this machine (PyTorch, extra `[measure]`) and write the
     calibration point `ccopt calibrate --from FILE` reads: samples/s (warm-up excluded) and
@@ -49,6 +51,7 @@ def measure(
     from optimizer.api.measure import write_point
 
     with user_errors():
+        out = api.output_file(output, "--output", force=force, inputs={"the --hf-config file": hf_config})
         check_number(micro_batch, "--micro-batch", gt=0, le=2**20)
         check_number(seq_len, "--seq-len", gt=0, le=2**22)
         check_number(steps, "--steps", gt=0, le=10**6)
@@ -81,7 +84,7 @@ def measure(
                     f"training step {done} of {total} (warm-up {warmup_steps})"
                 ),
             )
-        path = write_point(point, output)
+        path = write_point(point, out)
     if json_out:
         print_json(point)
         return

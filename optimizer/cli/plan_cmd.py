@@ -17,6 +17,7 @@ from optimizer.cli.common import (
     MAX_ALTERNATIVES,
     AlternativesOpt,
     ConfidenceOpt,
+    ForceOpt,
     JsonOpt,
     OfflineOpt,
     OldTimeLimitOpt,
@@ -26,6 +27,7 @@ from optimizer.cli.common import (
     catalog_line,
     console,
     header_or_infeasible,
+    input_files,
     interconnect_words,
     layout_words,
     money,
@@ -55,13 +57,15 @@ def plan(
     time_limit: TimeLimitOpt = None,
     old_time_limit: OldTimeLimitOpt = None,
     confidence: ConfidenceOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
         time_limit = time_limit_s(time_limit, old_time_limit)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
-        if plot is not None:
-            check_plot_path(plot)
+        out = (
+            check_plot_path(plot, force=force, inputs=input_files(job, prices)) if plot is not None else None
+        )
         data = api.plan(
             job,
             prices=prices,
@@ -72,8 +76,8 @@ def plan(
             confidence=confidence,
         )
         written = False
-        if plot is not None and data.get("pareto"):
-            plot_pareto(data["pareto"], plot, title=data["job"]["name"])
+        if out is not None and data.get("pareto"):
+            plot_pareto(data["pareto"], out, title=data["job"]["name"])
             written = True
     if json_out:
         print_json(data)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from optimizer import api
 from optimizer.errors import ConfigError
+from optimizer.files import OutputFile, image_mark
 from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["plot_pareto", "save_figure", "check_plot_path", "PLOT_FORMATS"]
@@ -28,44 +28,39 @@ def _pyplot() -> Any:
     return plt
 
 
-def check_plot_path(path: Path, flag: str = "--plot") -> Path:
-    """`path` when a plot can be written there: checked before any solving.
+def check_plot_path(
+    path: Path,
+    flag: str = "--plot",
+    *,
+    force: bool = False,
+    inputs: Mapping[str, str | Path | None] | None = None,
+) -> OutputFile:
+    """The plot's output file, checked before any solving (optimizer.files: never over an
+    input or a store, a device, a FIFO or a directory; --force to replace a file that is not
+    an earlier ccopt output).
 
     Raises:
-        ConfigError: a directory, an unknown extension, a parent that is a file or not
-            writable, or matplotlib missing — one line naming the flag and what is allowed.
+        ConfigError: an unknown extension, a refused path, or matplotlib missing — one line
+            naming the flag and what is allowed.
     """
     path = Path(path).expanduser()
     allowed = ", ".join(f".{f}" for f in PLOT_FORMATS)
-    if path.is_dir():
-        raise ConfigError(f"{flag}: {path} is a directory; allowed: a file name ending in {allowed}")
+    out = api.output_file(path, flag, force=force, inputs=inputs)
     if path.suffix.lower().lstrip(".") not in PLOT_FORMATS:
         raise ConfigError(
             f"{flag}: {path}: unknown extension {path.suffix or '(none)'!r}; allowed: {allowed}"
         )
-    parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
-    if parent is not None and not parent.is_dir():
-        raise ConfigError(f"{flag}: {path}: {parent} is a file, not a directory")
-    if parent is not None and not os.access(parent, os.W_OK):
-        raise ConfigError(f"{flag}: {path}: cannot write in {parent}")
     _pyplot()
-    return path
+    return out
 
 
-def save_figure(fig: Any, path: Path) -> None:
-    """Write a figure atomically (temp file in the same directory + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix or ".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+def save_figure(fig: Any, out: OutputFile) -> None:
+    """Write a figure atomically, marked as a ccopt output (optimizer.files.image_mark)."""
+    fmt = out.path.suffix.lower().lstrip(".")
+    out.write(lambda handle: fig.savefig(handle, format=fmt, dpi=120, bbox_inches="tight", **image_mark(fmt)))
 
 
-def plot_pareto(front: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
+def plot_pareto(front: Sequence[dict[str, Any]], out: OutputFile, title: str = "") -> None:
     """Cost (USD) against finish time (days) of the Pareto-optimal plans (the `pareto` list of
     `ccopt plan --json`), labelled by GPU."""
     plt = _pyplot()
@@ -88,5 +83,5 @@ def plot_pareto(front: Sequence[dict[str, Any]], path: Path, title: str = "") ->
     ax.set_ylabel("cost (USD)")
     ax.set_title(title or "cost vs finish time")
     ax.grid(alpha=0.3)
-    save_figure(fig, Path(path))
+    save_figure(fig, out)
     plt.close(fig)

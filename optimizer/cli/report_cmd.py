@@ -2,66 +2,37 @@
 
 optimizer.api.report gathers the JSON results (the plan, compare, re-plans at other deadlines
 or loads, latency estimates) and renders the page; the CLI checks the output path first and
-writes the page atomically."""
+writes the page atomically (optimizer.files: never over an input or a store; --force to
+replace a file that is not an earlier ccopt output)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from optimizer import api
 from optimizer.api import report as report_api
 from optimizer.api.report import job_kind
 from optimizer.cli.common import (
     DEFAULT_TIME_LIMIT_S,
     EXIT_INFEASIBLE,
+    ForceOpt,
     OfflineOpt,
     OldTimeLimitOpt,
     PricesOpt,
     console,
+    input_files,
     time_limit_help,
     time_limit_s,
     user_errors,
 )
 from optimizer.cli.progress import Progress
-from optimizer.errors import ConfigError, OptimizerError
 
-__all__ = ["register", "job_kind", "check_output_path", "write_atomically"]
+__all__ = ["register", "job_kind"]
 
 Opt = typer.Option
-
-
-def check_output_path(path: Path) -> Path:
-    """The report's path, checked before any solving.
-
-    Raises:
-        ConfigError: a directory, a missing or unwritable directory, or an unwritable file.
-    """
-    if path.is_dir():
-        raise ConfigError(f"-o {path}: is a directory; give a file name such as {path / 'report.html'}")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ConfigError(f"-o {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"-o {path}: directory {parent} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ConfigError(f"-o {path}: file is not writable")
-    return path
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def report(
@@ -90,11 +61,15 @@ def report(
         ),
     ] = None,
     old_time_limit: OldTimeLimitOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """A shareable, self-contained HTML report of a plan, a batch or a serving job."""
     with user_errors():
         time_limit = time_limit_s(time_limit, old_time_limit)
-        out = check_output_path(output or Path(source.with_suffix(".html").name))
+        inputs = {**input_files(None, prices), "the file it reports (SOURCE)": source}
+        out = api.output_file(
+            output or Path(source.with_suffix(".html").name), "-o", force=force, inputs=inputs
+        )
         made_by = f"ccopt report {source.name}" + (" --offline" if offline else "")
         with Progress("reading…") as progress:
             page = report_api.report_html(
@@ -105,11 +80,8 @@ def report(
                 time_limit_s=time_limit,
                 on_stage=progress.say,
             )
-        try:
-            write_atomically(out, page.html)
-        except OSError as exc:
-            raise OptimizerError(f"-o {out}: cannot write: {exc.strerror}") from None
-    console().print(f"report written to {out} ({out.stat().st_size / 1e6:.1f} MB)")
+        written = out.write(page.html)
+    console().print(f"report written to {out.path} ({written.stat().st_size / 1e6:.1f} MB)")
     if page.status == "infeasible":
         raise typer.Exit(EXIT_INFEASIBLE)
 

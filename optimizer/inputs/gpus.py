@@ -175,7 +175,8 @@ def resolve_gpu_id(name: str, field: str = "gpu") -> str:
     if key.startswith("nvidia-") and key[7:] in index:
         return index[key[7:]]
     raise ConfigError(
-        f"{field}: unknown GPU {name!r}{did_you_mean(name, list(index))} Known GPUs: {', '.join(gpu_ids())}"
+        f"{field}: unknown GPU {name!r}{did_you_mean(name, list(index))} Known GPUs: "
+        f"{', '.join(gpu_ids())} (ids or aliases; matching is case-insensitive)"
     )
 
 

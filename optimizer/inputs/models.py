@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from optimizer.errors import ConfigError
+from optimizer.files import parse_json, read_input_text
 from optimizer.inputs.hf_config import spec_from_hf_config
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.model.presets import PRESETS, PROFILE_PRESETS, get_preset
@@ -23,7 +24,9 @@ def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:
     if file.is_dir():
         file = file / "config.json"
     try:
-        cfg = json.loads(file.read_text(encoding="utf-8"))
+        cfg = parse_json(read_input_text(file, "model:"), f"model: {file}")
+    except ConfigError:
+        raise
     except FileNotFoundError:
         raise ConfigError(f"model: file not found: {file}") from None
     except (OSError, UnicodeDecodeError) as exc:

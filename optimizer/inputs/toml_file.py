@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.files import MAX_NESTING, check_nesting, read_input_text
 
 __all__ = ["read_toml"]
 
@@ -16,15 +17,24 @@ def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
 
     Raises:
         ConfigError: the file is missing, a directory, not UTF-8 (with the byte offset) or not
-            valid TOML — one line naming the file.
+            valid TOML, a FIFO or a device (regular files only), nested deeper than
+            MAX_NESTING — one line naming the file.
     """
     try:
-        return tomllib.loads(file.read_text(encoding="utf-8"))
+        doc = tomllib.loads(read_input_text(file, what))
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(
+            f"{file}: arrays/tables nested deeper than {MAX_NESTING} levels; allowed: at most {MAX_NESTING}"
+        ) from None
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {file}") from None
     except IsADirectoryError:
         raise ConfigError(f"{what} is a directory: {file}") from None
+    except OSError as exc:  # a symlink loop, no permission, an I/O error
+        raise ConfigError(f"{what} {file}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    check_nesting(doc, str(file))
+    return doc

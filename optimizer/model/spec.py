@@ -7,7 +7,26 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ModelSpec", "LINEAR_MODULES"]
+__all__ = [
+    "ModelSpec",
+    "LINEAR_MODULES",
+    "MAX_LAYERS",
+    "MAX_WIDTH",
+    "MAX_HEADS",
+    "MAX_VOCAB",
+    "MAX_POSITIONS",
+]
+
+#: upper ends of the stated ranges of a shape, far beyond any published model (Llama 3.1 405B:
+#: 126 layers, hidden 16384, FFN 53248, 128 heads; Gemma: vocab 256000) and small enough that
+#: every count, FLOP and byte figure stays a finite float (a config.json with hidden_size 1e308
+#: was an internal error): layers; hidden, FFN and head widths; heads and experts; vocabulary
+#: rows; positions (sequence length, position tables, tokens per sample)
+MAX_LAYERS = 100_000
+MAX_WIDTH = 2**22
+MAX_HEADS = 2**16
+MAX_VOCAB = 2**26
+MAX_POSITIONS = 2**32
 
 #: names of the linear modules of one decoder layer (LoRA targets)
 LINEAR_MODULES = ("q", "k", "v", "o", "gate", "up", "down")
@@ -24,28 +43,32 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = "custom"
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int | None = Field(default=None, gt=0)
-    head_dim: int | None = Field(default=None, gt=0)
-    ffn: int = Field(gt=0, description="FFN intermediate size")
+    layers: int = Field(gt=0, le=MAX_LAYERS)
+    hidden: int = Field(gt=0, le=MAX_WIDTH)
+    heads: int = Field(gt=0, le=MAX_HEADS)
+    kv_heads: int | None = Field(default=None, gt=0, le=MAX_HEADS)
+    head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    ffn: int = Field(gt=0, le=MAX_WIDTH, description="FFN intermediate size")
     ffn_kind: Literal["gated", "plain"] = "gated"
-    vocab: int = Field(gt=0)
+    vocab: int = Field(gt=0, le=MAX_VOCAB)
     tied_embeddings: bool = False
-    learned_positions: int = Field(default=0, ge=0, description="rows of a learned position table")
-    extra_embedding_rows: int = Field(default=0, ge=0, description="e.g. BERT token types")
+    learned_positions: int = Field(
+        default=0, ge=0, le=MAX_POSITIONS, description="rows of a learned position table"
+    )
+    extra_embedding_rows: int = Field(default=0, ge=0, le=MAX_VOCAB, description="e.g. BERT token types")
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     qkv_bias: bool = False
     out_bias: bool = False
     mlp_bias: bool = False
-    moe_experts: int = Field(default=0, ge=0)
-    moe_active: int = Field(default=0, ge=0)
-    extra_params: int = Field(default=0, ge=0, description="parameters outside the layers (pooler)")
-    max_seq_len: int | None = Field(default=None, gt=0)
+    moe_experts: int = Field(default=0, ge=0, le=MAX_HEADS)
+    moe_active: int = Field(default=0, ge=0, le=MAX_HEADS)
+    extra_params: int = Field(
+        default=0, ge=0, le=MAX_WIDTH**2, description="parameters outside the layers (pooler)"
+    )
+    max_seq_len: int | None = Field(default=None, gt=0, le=MAX_POSITIONS)
     #: tokens one sample is made of when the model reads a fixed length (ViT-B/16 at 224²:
     #: 196 patches + [CLS] = 197); job files may then count `samples`/`images`
-    sample_tokens: int | None = Field(default=None, gt=0)
+    sample_tokens: int | None = Field(default=None, gt=0, le=MAX_POSITIONS)
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

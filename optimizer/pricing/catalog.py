@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import io
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
+from optimizer.files import open_input
 from optimizer.inputs.gpus import data_path, resolve_gpu_id
 from optimizer.pricing.cache_meta import checksum_problem, rows_problem
 from optimizer.pricing.schema import COLUMNS, read_offerings, validate_csv
@@ -245,7 +247,7 @@ def load_catalog(path: str | Path | None = None, *, offline: bool | None = None)
 @functools.lru_cache(maxsize=8)
 def _rows_cached(path: str, mtime_ns: int, size: int) -> tuple[Any, ...]:
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
+        with io.TextIOWrapper(open_input(path, path), encoding="utf-8", newline="") as handle:
             return tuple(validate_csv(handle, path))
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None

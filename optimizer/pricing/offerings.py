@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from optimizer.errors import ConfigError, did_you_mean
@@ -194,18 +195,25 @@ def box_offering(
 
 
 def hardware_offerings(
-    owned: Sequence[HardwareEntry], buy: Sequence[HardwareEntry], gpus: Iterable[str] | None = None
+    owned: Sequence[HardwareEntry],
+    buy: Sequence[HardwareEntry],
+    gpus: Iterable[str] | None = None,
+    section: str = "hardware",
 ) -> list[Offering]:
     """Owned boxes (`num_boxes`, default max_boxes or 1) and boxes to buy (`max_gpus` GPUs in
-    whole boxes, default max_boxes or one box),
-    keeping only the GPU types in `gpus` when given."""
+    whole boxes, default max_boxes or one box), keeping only the GPU types in `gpus` when given.
+
+    Raises:
+        ConfigError: an entry's GPU is no GPU of the catalog: "hardware.owned[0].gpu: unknown
+            GPU ..." (`section`: "hardware" in a job file, "capacity" in a batch file), the
+            closest names and that matching is case-insensitive; a bad box override."""
     catalog = load_gpus()
     allowed = {resolve_gpu_id(g, "constraints.gpu_types") for g in gpus} if gpus else None
     out: list[Offering] = []
     for kind, entries in (("owned", owned), ("buy", buy)):
         for i, entry in enumerate(entries):
+            gpu = catalog[resolve_gpu_id(entry.gpu, f"{section}.{kind}[{i}].gpu")]
             spec = box_spec(entry)
-            gpu = catalog[resolve_gpu_id(entry.gpu, f"hardware.{kind}.gpu")]
             if allowed is not None and gpu.gpu_id not in allowed:
                 continue
             if kind == "owned":
@@ -263,38 +271,58 @@ def job_offerings(
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
 
 
+def _named(
+    rows: Sequence[OfferingRow], value: str, field: str, key: Any, what: str, where: str, catalog: str
+) -> list[OfferingRow]:
+    """The rows whose `key(row)` equals `value` case-insensitively, or ConfigError naming
+    `field`, the closest names among `rows` and the allowed ones."""
+    match = [r for r in rows if key(r).lower() == value.lower()]
+    if not match:
+        names = sorted({key(r) for r in rows})
+        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        raise ConfigError(
+            f"{field}: {value!r} is not {what}{where} in {catalog}"
+            f"{did_you_mean(value, names)}; allowed: {shown} (matching is case-insensitive)"
+        )
+    return match
+
+
 def catalog_rows_named(
     rows: Sequence[OfferingRow],
     provider: str,
     instance: str | None,
     provider_field: str,
     instance_field: str,
+    *,
+    gpu: str | None = None,
+    gpu_field: str = "gpu",
+    region: str | None = None,
+    region_field: str = "region",
+    catalog: str = "the price catalog",
 ) -> list[OfferingRow]:
-    """The catalog rows of `provider` (and `instance`; None: all of the provider's), names
-    matched case-insensitively — the one check of a provider/instance name a user wrote.
+    """The catalog rows of `provider` (and `instance`, GPU type `gpu`, `region` when given),
+    names matched case-insensitively — the one check of a name a user wrote in a limit
+    (`[[constraints.availability]]`, `[[capacity.quota]]`, `--instance`): a limit that matches
+    no offering would be silently ignored.
 
     Raises:
-        ConfigError: "constraints.availability[0].instance: 'p5.48xlage' is not an instance of aws
-            in the price catalog — did you mean 'p5.48xlarge'?; allowed: ..." (closest names
-            and the allowed ones, under the field the name came from).
+        ConfigError: "constraints.availability[0].instance: 'p5.48xlage' is not an instance of
+            aws in the price catalog — did you mean 'p5.48xlarge'?; allowed: ... (matching is
+            case-insensitive)" — under the field the name came from, the closest names among
+            the rows left by the names before it (provider, then instance, GPU, region);
+            `catalog` says which rows were searched.
     """
-    providers = sorted({r.provider for r in rows})
-    same = [r for r in rows if r.provider == provider.lower()]
-    if not same:
-        raise ConfigError(
-            f"{provider_field}: {provider!r} is not a provider of the price catalog"
-            f"{did_you_mean(provider, providers)}; allowed: {', '.join(providers)} (case-insensitive)"
+    match = _named(rows, provider, provider_field, attrgetter("provider"), "a provider", "", catalog)
+    where = f" of {match[0].provider}"
+    if instance is not None:
+        match = _named(
+            match, instance, instance_field, attrgetter("instance_type"), "an instance", where, catalog
         )
-    if instance is None:
-        return same
-    match = [r for r in same if r.instance_type.lower() == instance.lower()]
-    if not match:
-        instances = sorted({r.instance_type for r in same})
-        shown = ", ".join(instances[:12]) + (", ..." if len(instances) > 12 else "")
-        raise ConfigError(
-            f"{instance_field}: {instance!r} is not an instance of {provider.lower()} in the price "
-            f"catalog{did_you_mean(instance, instances)}; allowed: {shown} (case-insensitive)"
-        )
+    if gpu is not None:
+        gpu_id = resolve_gpu_id(gpu, gpu_field)
+        match = _named(match, gpu_id, gpu_field, attrgetter("gpu_id"), "a GPU type", where, catalog)
+    if region is not None:
+        match = _named(match, region, region_field, attrgetter("region"), "a region", where, catalog)
     return match
 
 

@@ -7,12 +7,12 @@ import datetime as dt
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from optimizer.errors import CatalogError, ConfigError, RefreshError
+from optimizer.files import write_atomic
 from optimizer.inputs.validation import check_number
 from optimizer.pricing.cache_meta import META_FILE, checksum_problem, read_meta
 from optimizer.pricing.catalog import CACHE_FILE
@@ -57,32 +57,6 @@ class RefreshResult:
         if self.status == "not_modified":
             return f"prices: not modified at {self.url}; keeping {self.path} (as of {self.as_of})"
         return f"prices: updated {self.path} from {self.url}: {self.rows} offerings, as of {self.as_of}"
-
-
-def _write_temp(path: Path, data: bytes) -> str:
-    """Write `data` to a new temp file beside `path` (same directory, so os.replace is atomic)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to a temp file beside `path`, then os.replace it onto `path`."""
-    tmp = _write_temp(path, data)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _summary(path: Path, label: str) -> tuple[int, str]:
@@ -179,45 +153,42 @@ def _install(
     headers: dict[str, str],
     allow_shrink: bool = False,
 ) -> RefreshResult:
-    """Validate `body` completely, then atomically replace the cached CSV and metadata."""
+    """Validate `body` completely, then atomically replace the cached CSV and metadata
+    (optimizer.files.write_atomic: the body is checked in its temp file before the rename)."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise RefreshError(f"cannot create cache directory {directory} ({exc.strerror})") from None
-    try:
-        tmp = _write_temp(csv_path, body)
-    except OSError as exc:
-        raise RefreshError(f"cannot write to {directory} ({exc.strerror or exc})") from None
-    try:
+        raise RefreshError(f"cannot create cache directory {directory} ({exc.strerror or exc})") from None
+    summary: dict[str, object] = {}
+
+    def validate(tmp: Path) -> None:
         try:
-            frame = read_offerings(Path(tmp), name=url)
+            frame = read_offerings(tmp, name=url)
         except CatalogError as exc:
             raise RefreshError(f"downloaded table is invalid: {exc}") from None
-        rows, as_of = len(frame), str(frame["as_of"].max())
         old = None if allow_shrink else _cached(csv_path)
         if old is not None:
             check_shrink(old, frame, "cached table")
-        lowered = {k.lower(): v for k, v in headers.items()}
-        meta = {
-            "url": url,
-            "etag": lowered.get("etag"),
-            "last_modified": lowered.get("last-modified"),
-            "fetched_at": _utc_now_iso(),
-            "sha256": hashlib.sha256(body).hexdigest(),
-            "bytes": len(body),
-            "rows": rows,
-            "as_of": as_of,
-        }
-        try:
-            os.replace(tmp, csv_path)
-        except OSError as exc:
-            raise RefreshError(f"cannot replace {csv_path} ({exc.strerror or exc})") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        summary.update(rows=len(frame), as_of=str(frame["as_of"].max()))
+
     try:
-        _atomic_write(directory / META_FILE, json.dumps(meta, indent=2).encode())
+        write_atomic(csv_path, body, before_replace=validate)
+    except OSError as exc:
+        raise RefreshError(f"cannot write {csv_path} ({exc.strerror or exc})") from None
+    rows, as_of = int(str(summary["rows"])), str(summary["as_of"])
+    lowered = {k.lower(): v for k, v in headers.items()}
+    meta = {
+        "url": url,
+        "etag": lowered.get("etag"),
+        "last_modified": lowered.get("last-modified"),
+        "fetched_at": _utc_now_iso(),
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "bytes": len(body),
+        "rows": rows,
+        "as_of": as_of,
+    }
+    try:
+        write_atomic(directory / META_FILE, json.dumps(meta, indent=2).encode())
     except OSError:  # the CSV is valid and in place; drop stale metadata so the next
         with contextlib.suppress(OSError):  # refresh is unconditional
             (directory / META_FILE).unlink()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from optimizer.errors import CatalogError, did_you_mean
+from optimizer.files import open_input
 from optimizer.inputs.gpus import load_gpus
 from optimizer.vocabulary import COMMITMENT_HOURS, InterNodeKind, IntraNodeLink, PricingModel
 
@@ -147,20 +149,35 @@ def _check_row(path: object, line: int, raw: dict[str, Any]) -> OfferingRow:
     return row
 
 
+def _rows(reader: Any, name: object) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of the records of a csv.reader; a record the parser refuses (a
+    field over its size limit) is CatalogError naming the file and the line."""
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise CatalogError(
+                f"{name}: row {reader.line_num}: not readable as CSV ({exc}); allowed: fields of at "
+                f"most {csv.field_size_limit():,} characters"
+            ) from None
+        yield reader.line_num, fields
+
+
 def validate_csv(lines: Iterable[str], name: object) -> list[OfferingRow]:
     """Validate CSV text lines; return the rows or raise CatalogError naming file, row, column.
 
     Row numbers are CSV line numbers (the header is row 1).
     """
-    reader = csv.reader(lines)
-    header = next(reader, None)
-    header = [h.strip() for h in header] if header else None
+    reader = _rows(csv.reader(lines), name)
+    first = next(reader, None)
+    header = [h.strip() for h in first[1]] if first and first[1] else None
     _check_header(name, header)
     header = header or []
     rows: list[OfferingRow] = []
     seen: dict[tuple[str, str, str, str], int] = {}
-    for fields in reader:
-        line = reader.line_num
+    for line, fields in reader:
         if not fields or not any(f.strip() for f in fields):
             continue
         if len(fields) != len(header):
@@ -181,7 +198,7 @@ def read_offerings(path: Path, name: object | None = None) -> pd.DataFrame:
     """Read and validate an offerings CSV into the tidy catalog DataFrame (columns = COLUMNS)."""
     label = name if name is not None else path
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
+        with io.TextIOWrapper(open_input(path, str(label)), encoding="utf-8", newline="") as handle:
             rows = validate_csv(handle, label)
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{label}: not UTF-8 text ({exc.reason})") from None

@@ -9,7 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "optimizer" / "cli"
-ALLOWED = ("optimizer.api", "optimizer.errors", "optimizer.units", "optimizer.cli")
+#: optimizer.files (writing a named output file) is foundation like errors and units
+ALLOWED = ("optimizer.api", "optimizer.errors", "optimizer.units", "optimizer.files", "optimizer.cli")
 
 
 def _optimizer_imports(path: Path) -> list[str]:

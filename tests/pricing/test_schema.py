@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from optimizer.errors import CatalogError
-from optimizer.pricing.catalog import COLUMNS
+from optimizer.pricing.catalog import COLUMNS, load_catalog_rows
 from optimizer.pricing.schema import read_offerings
 
 # (row index into the tiny rows, column, bad value, key phrase of the message)
@@ -120,3 +120,26 @@ def test_bundled_file_validates():
     frame = read_offerings(bundled_path())
     assert len(frame) > 200
     assert not frame.duplicated(["provider", "instance_type", "region", "pricing_model"]).any()
+
+
+def test_a_field_over_the_csv_parser_limit_names_file_and_row(tmp_path, tiny_rows, make_csv):
+    """csv.Error was an internal error (exit 3); it is bad input naming the file and the row."""
+    phrase = "field larger than field limit"
+    tiny_rows[1]["source"] = "x" * 200_000
+    path = tmp_path / "big.csv"
+    path.write_text(make_csv(tiny_rows), encoding="utf-8")
+    with pytest.raises(CatalogError) as info:
+        read_offerings(path)
+    assert f"{path}: row 3: not readable as CSV" in str(info.value) and phrase in str(info.value)
+    assert "allowed: fields of at most 131,072 characters" in str(info.value)
+
+
+def test_a_cache_the_csv_parser_refuses_falls_back_to_the_bundled_tables(
+    tmp_path, tiny_rows, make_csv, monkeypatch
+):
+    monkeypatch.setenv("CCOPT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CCOPT_OFFLINE", raising=False)
+    tiny_rows[0]["source"] = "x" * 200_000
+    (tmp_path / "offerings.csv").write_text(make_csv(tiny_rows), encoding="utf-8")
+    catalog = load_catalog_rows()
+    assert catalog.age.source == "bundled" and "not readable as CSV" in catalog.note

@@ -74,8 +74,8 @@ def test_report_from_a_saved_plan_result_written_atomically(tmp_path: Path) -> N
     saved = tmp_path / "result.json"
     saved.write_text(json.dumps(result), encoding="utf-8")
     out = tmp_path / "r.html"
-    out.write_text("old", encoding="utf-8")
-    done = runner.invoke(app, ["report", str(saved), "-o", str(out)])
+    out.write_text("old", encoding="utf-8")  # not a ccopt output: replaced only with --force
+    done = runner.invoke(app, ["report", str(saved), "-o", str(out), "--force"])
     assert done.exit_code == 0, done.output
     text = out.read_text(encoding="utf-8")
     assert f'data-value="{result["plan"]["cost_usd"]}"' in text

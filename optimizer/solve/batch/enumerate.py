@@ -10,13 +10,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from optimizer.errors import ConfigError, did_you_mean
+from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.inputs.jobs.batch import BatchFile, BatchJob, Quota, Reservation
 from optimizer.inputs.jobs.train import fit_job_to_model
 from optimizer.pricing.offering import Offering
-from optimizer.pricing.offerings import cloud_offering, hardware_offerings, job_offerings
+from optimizer.pricing.offerings import catalog_rows_named, cloud_offering, hardware_offerings, job_offerings
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.batch.problem import BatchProblem, JobSpec, Resource
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
@@ -32,35 +32,20 @@ def _pick_reservation_row(rows: Sequence[OfferingRow], r: Reservation, i: int) -
     """
     where = f"capacity.reservation[{i}]"
     priced = [row for row in rows if row.pricing_model == r.pricing]
-    mine = [row for row in priced if row.provider.lower() == r.provider.lower()]
-    if not mine:
-        providers = sorted({row.provider for row in priced})
-        raise ConfigError(
-            f"{where}.provider: no {r.pricing} offerings from "
-            f"{r.provider!r}{did_you_mean(r.provider, providers)} "
-            f"Providers with {r.pricing}: {', '.join(providers)}"
-        )
-    if r.instance is not None:
-        picked = [row for row in mine if row.instance_type.lower() == r.instance.lower()]
-        if not picked:
-            allowed = sorted({row.instance_type for row in mine})
-            raise ConfigError(
-                f"{where}.instance: {r.instance!r} has no {r.pricing} row at "
-                f"{r.provider}{did_you_mean(r.instance, allowed)} "
-                f"Allowed: {', '.join(allowed)}"
-            )
-    else:
-        gpu = resolve_gpu_id(r.gpu or "", f"{where}.gpu")
-        picked = [row for row in mine if row.gpu_id == gpu]
-        if not picked:
-            raise ConfigError(
-                f"{where}.gpu: no {r.pricing} {gpu} at {r.provider}; GPUs: "
-                f"{', '.join(sorted({row.gpu_id for row in mine}))}"
-            )
-    if r.region is not None:
-        picked = [row for row in picked if row.region.lower() == r.region.lower()]
-        if not picked:
-            raise ConfigError(f"{where}.region: {r.region!r} not offered")
+    if not priced:
+        raise ConfigError(f"{where}.pricing: the price catalog has no {r.pricing} rows")
+    picked = catalog_rows_named(
+        priced,
+        r.provider,
+        r.instance,
+        f"{where}.provider",
+        f"{where}.instance",
+        gpu=(r.gpu or "") if r.instance is None else None,
+        gpu_field=f"{where}.gpu",
+        region=r.region,
+        region_field=f"{where}.region",
+        catalog=f"the price catalog's {r.pricing} rows",
+    )
     return min(picked, key=lambda row: (row.usd_per_gpu_hour, row.instance_type, row.region))
 
 
@@ -109,20 +94,31 @@ def reservation_resource(
 
 
 def quota_resource(rows: Sequence[OfferingRow] | None, q: Quota, i: int) -> Resource:
-    """A [[capacity.quota]] entry (provider spelled as in the catalog when one is given).
+    """A [[capacity.quota]] entry, its provider, GPU and region spelled as in the catalog.
 
     Raises:
-        ConfigError: an unknown GPU, or a provider absent from the catalog.
+        ConfigError: an unknown GPU, or a provider, GPU or region that matches no catalog
+            offering (a quota on nothing would be silently ignored): the field, the closest
+            names and the allowed ones (optimizer.pricing.offerings.catalog_rows_named).
     """
-    gpu = resolve_gpu_id(q.gpu, f"capacity.quota[{i}].gpu")
-    providers = sorted({row.provider for row in rows}) if rows is not None else []
-    if rows is not None and q.provider.lower() not in {p.lower() for p in providers}:
-        raise ConfigError(
-            f"capacity.quota[{i}].provider: unknown {q.provider!r}"
-            f"{did_you_mean(q.provider, providers)} Allowed: {', '.join(providers)}"
+    field = f"capacity.quota[{i}]"
+    gpu = resolve_gpu_id(q.gpu, f"{field}.gpu")
+    provider, region = q.provider, q.region
+    if rows is not None:
+        match = catalog_rows_named(
+            rows,
+            q.provider,
+            None,
+            f"{field}.provider",
+            f"{field}.instance",
+            gpu=q.gpu,
+            gpu_field=f"{field}.gpu",
+            region=q.region,
+            region_field=f"{field}.region",
         )
-    provider = next((p for p in providers if p.lower() == q.provider.lower()), q.provider)
-    where = f" {q.region}" if q.region else ""
+        provider = match[0].provider
+        region = match[0].region if q.region is not None else None
+    where = f" {region}" if region else ""
     return Resource(
         f"quota#{i}",
         "quota",
@@ -131,7 +127,7 @@ def quota_resource(rows: Sequence[OfferingRow] | None, q: Quota, i: int) -> Reso
         "GPUs",
         provider=provider,
         gpu_id=gpu,
-        region=q.region,
+        region=region,
     )
 
 
@@ -239,7 +235,7 @@ def build_problem(
     cap = batch.capacity
     horizon_h = cap.horizon_h
     t0 = time.perf_counter()
-    owned = hardware_offerings(cap.owned, [])
+    owned = hardware_offerings(cap.owned, [], section="capacity")
     resources = owned_resources(owned)
     if cap.reservation and rows is None:
         raise ConfigError("capacity.reservation needs the price catalog (cloud prices)")
