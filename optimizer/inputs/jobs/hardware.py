@@ -27,6 +27,7 @@ HARDWARE_OVERRIDES = (
     "resale_fraction",
     "accounting",
     "max_boxes",
+    "ops_usd_per_month",
     "vcpus",
     "ram_gib",
     "local_nvme_gb",
@@ -115,6 +116,13 @@ class HardwareEntry(StrictModel):
         ge=1,
         le=10_000,
         description="at most this many boxes (the default count when num_boxes / max_gpus is not given)",
+    )
+    ops_usd_per_month: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_USD,
+        description="host / colocation / operations fee of one box a month, USD, paid busy or idle "
+        "(buy, or owned with charge_capital; default 0)",
     )
     vcpus: float | None = Field(
         default=None,

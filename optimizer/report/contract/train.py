@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from optimizer.report.contract.rent_buy import BreakEvenOut, RentOrBuyOut
 from optimizer.report.contract.common import (
     SCHEMA_VERSION,
     Contract,
@@ -295,27 +296,9 @@ class PlanOutput(Contract):
         default_factory=list,
         description="offerings slowed to their data-loader rate, and by how much (why cheaper GPUs may lose)",
     )
-
-
-class BreakEvenOut(Contract):
-    """When buying the boxes beats renting one cloud plan."""
-
-    gpu: str | None = Field(default=None, description="GPU type of the cloud plan compared")
-    cloud_plan: str | None = Field(default=None, description="the cloud plan, in words")
-    net_capital_usd: float = Field(description="purchase − resale value")
-    power_usd_per_job: float
-    cloud_usd_per_job: float
-    jobs_to_break_even: float | None = Field(description="null: buying never pays off")
-    months_to_break_even: float | None = Field(
-        description="jobs run back to back on the boxes (or at constraints.jobs_per_month)"
+    rent_or_buy: RentOrBuyOut | None = Field(
+        default=None, description="boxes to buy in the job: rent or own, the verdict compare gives"
     )
-    months_continuous: float | None = Field(default=None, description="boxes busy 730 h/month")
-    jobs_per_month: float | None = Field(
-        default=None,
-        description="the duty cycle behind months_to_break_even: constraints.jobs_per_month, "
-        "else jobs back to back on the boxes",
-    )
-    note: str
 
 
 class CompareOutput(Contract):
@@ -331,6 +314,9 @@ class CompareOutput(Contract):
     break_even: BreakEvenOut | None = Field(description="against the cheapest cloud plan")
     break_even_per_gpu: dict[str, BreakEvenOut] = Field(
         default_factory=dict, description="buying vs the best cloud plan of each GPU type"
+    )
+    rent_or_buy: RentOrBuyOut | None = Field(
+        default=None, description="the verdict: rent the best cloud plan or own, at equal work"
     )
     rejected: list[RejectedOut] = Field(default_factory=list)
     catalog: CatalogOut | None = None
