@@ -34,7 +34,14 @@ def print_break_even(c: Console, data: dict[str, Any]) -> None:
         title=f"Owning {escape(v['own_plan'])} (net {money(v['net_capital_usd'])}) against the best "
         f"cloud plan of each GPU type, at {rate} ({v['utilisation']:.0%} utilisation)"
     )
-    for col in ("cloud plan", "cloud per job", "own per job", "jobs to break even", f"months at {rate}", "cheaper"):
+    for col in (
+        "cloud plan",
+        "cloud per job",
+        "own per job",
+        "jobs to break even",
+        f"months at {rate}",
+        "cheaper",
+    ):
         table.add_column(col, justify="left" if col in ("cloud plan", "cheaper") else "right")
     for be in sorted(per_gpu_be.values(), key=lambda x: x["cloud_usd_per_job"]):
         w = be.get("verdict") or {}
@@ -54,7 +61,15 @@ def print_by_utilisation(c: Console, v: dict[str, Any] | None) -> None:
     if not v:
         return
     table = Table(title=f"Rent ({escape(v['rent_plan'])}) vs own, the same jobs a month")
-    for col in ("utilisation", "jobs/month", "rent per job", "own per job", "rent per month", "own per month", "cheaper"):
+    for col in (
+        "utilisation",
+        "jobs/month",
+        "rent per job",
+        "own per job",
+        "rent per month",
+        "own per month",
+        "cheaper",
+    ):
         table.add_column(col, justify="left" if col == "cheaper" else "right")
     for r in v["by_utilisation"]:
         table.add_row(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.step_time import Cluster
 from optimizer.pricing.data_cost import NO_DATA, DataCharge
-from optimizer.pricing.ownership import OwnershipTerms, Usage, fixed_charge_usd
+from optimizer.pricing.ownership import NO_USAGE, OwnershipTerms, Usage, fixed_charge_usd
 from optimizer.pricing.sanity import PriceFlag
 
 __all__ = ["Offering", "Cost", "cost_usd", "hourly_usd", "OFFERING_KINDS"]
@@ -61,7 +61,7 @@ class Offering:
     data: DataCharge = NO_DATA
     #: owned/buy: what owning one box costs and the workload its fixed costs are spread over
     ownership: OwnershipTerms | None = None
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
 
     @property
     def gpu_id(self) -> str:

@@ -24,7 +24,7 @@ from optimizer.pricing.owned import (
     hardware_from_overrides,
     power_usd_per_hour,
 )
-from optimizer.pricing.ownership import OwnershipTerms, Usage, charge_rates
+from optimizer.pricing.ownership import NO_USAGE, OwnershipTerms, Usage, charge_rates
 from optimizer.pricing.sanity import PriceFlag, catalog_flags, flags_of, row_key
 from optimizer.pricing.schema import OfferingRow
 from optimizer.pricing.spot import spot_rate
@@ -178,7 +178,7 @@ def box_offering(
     index: int = 0,
     charge_capital: bool = False,
     inter_node_gbps: float = 10.0,
-    usage: Usage = Usage(),
+    usage: Usage = NO_USAGE,
 ) -> Offering:
     """An owned box (power; + its fixed costs with charge_capital) or a box to buy (power + its
     net price and ops fee, spread over the work `usage` says it does, or upfront on this job).
@@ -216,7 +216,7 @@ def hardware_offerings(
     owned: Sequence[HardwareEntry],
     buy: Sequence[HardwareEntry],
     gpus: Iterable[str] | None = None,
-    usage: Usage = Usage(),
+    usage: Usage = NO_USAGE,
 ) -> list[Offering]:
     """Owned boxes (`num_boxes`, default max_boxes or 1) and boxes to buy (`max_gpus` GPUs in
     whole boxes, default max_boxes or one box),

@@ -18,6 +18,7 @@ from optimizer.units import HOURS_PER_MONTH
 __all__ = [
     "UTILISATION_TABLE",
     "Usage",
+    "NO_USAGE",
     "OwnershipTerms",
     "charge_rates",
     "fixed_charge_usd",
@@ -73,6 +74,10 @@ class Usage:
         if self.duty_cycle is not None:
             return f"constraints.duty_cycle = {self.duty_cycle:g}"
         return "no jobs_per_month or duty_cycle stated: jobs back to back (100%)"
+
+
+#: no workload stated: jobs back to back (100 %)
+NO_USAGE = Usage()
 
 
 @dataclass(frozen=True)
@@ -243,7 +248,9 @@ def rent_or_buy(
     choice = "own" if own_per_job < rent_usd_per_job else "rent"
     return Verdict(
         choice=choice,
-        usage="accounting = upfront: this job alone pays for the boxes" if terms.upfront else usage.describe(),
+        usage="accounting = upfront: this job alone pays for the boxes"
+        if terms.upfront
+        else usage.describe(),
         utilisation=own.utilisation,
         jobs_per_month=n,
         holding_months=months,

@@ -19,9 +19,7 @@ def _usd(value: float) -> str:
 
 def verdict_summary(v: dict[str, Any]) -> str:
     """The verdict in one sentence, from the contract's fields."""
-    cheaper, dearer = (
-        ("owning", "renting") if v["verdict"] == "own" else ("renting", "owning")
-    )
+    cheaper, dearer = ("owning", "renting") if v["verdict"] == "own" else ("renting", "owning")
     line = (
         f"{cheaper} is cheaper at {v['jobs_per_month']:.3g} jobs a month "
         f"({v['utilisation']:.0%} utilisation; {v['usage']}): {_usd(v['own_usd_per_job'])} a job owned "

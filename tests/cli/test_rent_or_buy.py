@@ -98,7 +98,7 @@ def _job(
     path = tmp_path / "job.toml"
     path.write_text(
         f'[model]\npreset = "{model}"\n[workload]\nkind = "lora"\ntokens = {tokens}\nseq_len = 2048\n'
-        f'global_batch = 16\n[constraints]\ndeadline_days = 7\ncloud = false\n{constraints}\n{hardware}\n'
+        f"global_batch = 16\n[constraints]\ndeadline_days = 7\ncloud = false\n{constraints}\n{hardware}\n"
     )
     return path
 

@@ -6,7 +6,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.report.contract.rent_buy import BreakEvenOut, RentOrBuyOut
 from optimizer.report.contract.common import (
     SCHEMA_VERSION,
     Contract,
@@ -17,6 +16,7 @@ from optimizer.report.contract.common import (
     SolverOut,
     StepOut,
 )
+from optimizer.report.contract.rent_buy import BreakEvenOut, RentOrBuyOut
 
 __all__ = [
     "DataOut",

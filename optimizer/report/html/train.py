@@ -9,7 +9,6 @@ from optimizer.report.html.figures import (
     deadline_figure,
     deadline_points,
     figure_div,
-    jobs_per_month,
     memory_figure,
     pareto_figure,
     rent_buy_figure,
@@ -316,8 +315,15 @@ def _rent_buy_section(compare: dict[str, Any] | None, result: dict[str, Any]) ->
         section.tables.append(
             Table(
                 f"Rent ({v['rent_plan']}) vs own ({v['own_plan']}), the same jobs a month",
-                ("utilisation", "jobs a month", "rent per job", "own per job", "rent per month",
-                 "own per month", "cheaper"),
+                (
+                    "utilisation",
+                    "jobs a month",
+                    "rent per job",
+                    "own per job",
+                    "rent per month",
+                    "own per month",
+                    "cheaper",
+                ),
                 tuple(
                     (
                         f"{r['utilisation']:.0%}",

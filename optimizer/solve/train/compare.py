@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.inputs.jobs.train import Job
-from optimizer.pricing.ownership import Usage, Verdict, rent_or_buy
+from optimizer.pricing.ownership import NO_USAGE, Verdict, rent_or_buy
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
@@ -140,7 +140,7 @@ def break_even(cloud: Candidate, owned: Candidate) -> BreakEven:
         raise ValueError(f"{off.key} is not a box (no ownership terms)")
     running = owned.cost_usd - owned.capital_usd
     v = rent_or_buy(terms, owned.instances, owned.hours, running, cloud.cost_usd, cloud.hours, off.usage)
-    full = rent_or_buy(terms, owned.instances, owned.hours, running, cloud.cost_usd, cloud.hours, Usage())
+    full = rent_or_buy(terms, owned.instances, owned.hours, running, cloud.cost_usd, cloud.hours, NO_USAGE)
     c = cloud.offering
     return BreakEven(
         net_capital_usd=v.net_capital_usd,
@@ -178,7 +178,11 @@ def job_verdict(
     if not cloud or not local:
         return None
     best_local = solve_table(local, deadline_h, budget_usd)[1]
-    if best_local is None or best_local.offering.ownership is None or not best_local.offering.ownership.charged:
+    if (
+        best_local is None
+        or best_local.offering.ownership is None
+        or not best_local.offering.ownership.charged
+    ):
         return None
     return rent_or_own(solve_table(cloud, deadline_h, budget_usd)[1], best_local)
 
@@ -207,7 +211,9 @@ def compare_job(
         )[0]
     )
     per_gpu_be = {
-        gpu: b for gpu, plan in cloud_per_gpu.items() if (b := rent_or_own(plan, best_local)) is not None
+        gpu: verdict
+        for gpu, plan in cloud_per_gpu.items()
+        if (verdict := rent_or_own(plan, best_local)) is not None
     }
     found = best_cloud is not None or best_local is not None
     diagnosis = None
