@@ -27,6 +27,11 @@ def verdict_summary(v: dict[str, Any]) -> str:
         f"power) vs {_usd(v['rent_usd_per_job'])} rented; over {v['holding_months']:g} months "
         f"{_usd(v['own_usd_over_holding'])} owned vs {_usd(v['rent_usd_over_holding'])} rented"
     )
+    if v["saturated"]:
+        line += (
+            f"; the stated workload needs more than the boxes can run back to back: they do "
+            f"{v['jobs_per_month']:.3g} jobs a month, the rest would be rented"
+        )
     if v["break_even_months"] is not None:
         line += f"; break-even after {v['break_even_jobs']:,.1f} jobs ({v['break_even_months']:,.1f} months)"
     flip = v["flip_utilisation"]

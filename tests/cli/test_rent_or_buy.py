@@ -62,6 +62,10 @@ def test_one_verdict_in_plan_compare_and_report(answers):
     assert compare["owned_or_bought"]["cost_usd"] == pytest.approx(v["own_usd_per_job"], abs=0.01)
     assert compare["cloud"]["cost_usd"] == pytest.approx(v["rent_usd_per_job"], abs=0.01)
     assert f"Verdict: {v['verdict']}" in text
+    # the cost table's power line counts box-hours (it showed 48 GPU-hours × a per-box rate)
+    if p["kind"] == "buy":
+        assert f"1 box × {p['hours']:,.1f} h busy" in text
+        assert "spread over 8 jobs a month" in text
 
 
 def test_flip_utilisation_and_break_even_by_hand(answers):
@@ -132,3 +136,23 @@ def test_conflicting_workloads_are_bad_input(tmp_path, no_user_state, constraint
     out = runner.invoke(app, ["plan", str(_job(tmp_path, constraints, hardware)), "--offline"])
     assert out.exit_code == 2
     assert phrase in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_batch_prices_owned_capital_with_the_same_charge(tmp_path, no_user_state):
+    # one owned 8× 4090 box with charge_capital and a $146 ops fee: fixed costs a month
+    # 14,400 / 36 + 146 = $546 ÷ 730 h = $0.748 per busy box-hour, + $0.615 of power
+    path = tmp_path / "batch.toml"
+    path.write_text(
+        'name = "b"\n[capacity]\nhorizon_days = 7\n[[capacity.owned]]\ngpu = "RTX4090"\nnum_boxes = 1\n'
+        "charge_capital = true\nops_usd_per_month = 146\n"
+        '[[job]]\nname = "j"\nmodel = { preset = "gpt2" }\n'
+        'workload = { kind = "lora", tokens = 2e9, seq_len = 1024, global_batch = 16 }\n'
+        "constraints = { deadline_days = 7, cloud = false }\n"
+    )
+    out = runner.invoke(app, ["batch", str(path), "--json", "--offline"])
+    assert out.exit_code == 0, out.stderr
+    data = json.loads(out.stdout)
+    job = data["jobs"][0]
+    assert job["kind"] == "owned"
+    assert job["cost_usd"] == pytest.approx((546 / 730 + 0.615) * job["hours"], abs=0.02)
+    assert any("as if busy 100%" in n and "$546" in n for n in data["notes"])
