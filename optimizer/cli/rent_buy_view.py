@@ -29,10 +29,11 @@ def print_break_even(c: Console, data: dict[str, Any]) -> None:
     v = data.get("rent_or_buy")
     if not per_gpu_be or not v:
         return
-    rate = f"{v['jobs_per_month']:.3g} jobs/month"
+    rate = f"{v['break_even_jobs_per_month']:.3g} jobs/month"
     table = Table(
         title=f"Owning {escape(v['own_plan'])} (net {money(v['net_capital_usd'])}) against the best "
-        f"cloud plan of each GPU type, at {rate} ({v['utilisation']:.0%} utilisation)"
+        f"cloud plan of each GPU type, at {v['jobs_per_month']:.3g} jobs/month "
+        f"({v['utilisation']:.1%} utilisation)"
     )
     for col in (
         "cloud plan",
@@ -90,7 +91,7 @@ def print_by_utilisation(c: Console, v: dict[str, Any] | None) -> None:
         + (": more than the boxes can run" if flip > 1 else "")
     )
     c.print(
-        f"verdict at {v['jobs_per_month']:.3g} jobs a month ({v['utilisation']:.0%}): "
+        f"verdict at {v['jobs_per_month']:.3g} jobs a month ({v['utilisation']:.1%}): "
         f"[b]{v['verdict']}[/b]; it flips at {where}; owned = (net capital ÷ "
         f"{v['holding_months']:g} months + ops) ÷ jobs a month + power"
     )

@@ -196,6 +196,7 @@ class Verdict:
     #: break-even at the user's rate (null: owning never catches up with renting)
     break_even_jobs: float | None
     break_even_months: float | None
+    break_even_jobs_per_month: float  # the rate behind break_even_months
     #: the utilisation at which the answer flips (null: renting is cheaper at any use; > 1:
     #: owning never wins, even back to back)
     flip_utilisation: float | None
@@ -222,8 +223,8 @@ def rent_or_buy(
     With F = fixed costs a month of the boxes, P = running per owned job, R = rent per job,
     n = jobs a month: own per job = F / n + P (own_cost_per_job); owning wins iff F / n + P < R.
     Break-even: cumulative own (net capital + (ops + n P) t) = cumulative rent (n R t) at
-    t = net capital / (n (R − P) − ops) months, i.e. n t jobs. Flip: n* = F / (R − P) jobs a
-    month, utilisation n* × own hours ÷ 730 h.
+    t = net capital / (n (R − P) − ops) months, i.e. n t jobs (upfront: n = back to back).
+    Flip: n* = F / (R − P) jobs a month, utilisation n* × own hours ÷ 730 h.
     """
     own = own_cost_per_job(terms, boxes, own_hours, usage)
     running = own_running_usd
@@ -233,7 +234,9 @@ def rent_or_buy(
     ops_month = boxes * terms.ops_usd_per_month if terms.charged else 0.0
     own_per_job = own.fixed_usd + running
     months = terms.holding_months
-    margin = n * (rent_usd_per_job - running) - ops_month  # what owning saves a month before capital
+    # upfront: the job alone pays, but the break-even months are at back to back (no rate stated)
+    be_rate = usage.jobs_per_month_for(own_hours) if terms.upfront else n
+    margin = be_rate * (rent_usd_per_job - running) - ops_month  # saved a month before capital
     be_months = capital / margin if margin > 0 else None
     if be_months is not None and capital == 0:
         be_months = 0.0
@@ -263,8 +266,9 @@ def rent_or_buy(
         rent_usd_holding=rent_usd_per_job * n * months,
         own_usd_holding=own_per_job * n * months,
         net_capital_usd=capital,
-        break_even_jobs=None if be_months is None else be_months * n,
+        break_even_jobs=None if be_months is None else be_months * be_rate,
         break_even_months=be_months,
+        break_even_jobs_per_month=be_rate,
         flip_utilisation=flip,
         table=tuple(at(u) for u in utilisations),
         own_hours=own_hours,

@@ -6,7 +6,7 @@ from typing import Any
 
 from optimizer.solve.train.compare import BreakEven
 
-__all__ = ["break_even_dict", "verdict_dict", "verdict_summary"]
+__all__ = ["break_even_dict", "verdict_dict", "verdict_summary", "pct"]
 
 
 def _r2(value: float | None) -> float | None:
@@ -17,12 +17,17 @@ def _usd(value: float) -> str:
     return f"${value:,.2f}" if abs(value) < 1000 else f"${value:,.0f}"
 
 
+def pct(share: float) -> str:
+    """A utilisation as a percentage, with a decimal below 1% (0% would read as never used)."""
+    return f"{share:.0%}" if share >= 0.01 or share == 0 else f"{share:.2%}"
+
+
 def verdict_summary(v: dict[str, Any]) -> str:
     """The verdict in one sentence, from the contract's fields."""
     cheaper, dearer = ("owning", "renting") if v["verdict"] == "own" else ("renting", "owning")
     line = (
         f"{cheaper} is cheaper at {v['jobs_per_month']:.3g} jobs a month "
-        f"({v['utilisation']:.0%} utilisation; {v['usage']}): {_usd(v['own_usd_per_job'])} a job owned "
+        f"({pct(v['utilisation'])} utilisation; {v['usage']}): {_usd(v['own_usd_per_job'])} a job owned "
         f"({_usd(v['own_capital_usd_per_job'])} capital and ops + {_usd(v['own_running_usd_per_job'])} "
         f"power) vs {_usd(v['rent_usd_per_job'])} rented; over {v['holding_months']:g} months "
         f"{_usd(v['own_usd_over_holding'])} owned vs {_usd(v['rent_usd_over_holding'])} rented"
@@ -33,7 +38,10 @@ def verdict_summary(v: dict[str, Any]) -> str:
             f"{v['jobs_per_month']:.3g} jobs a month, the rest would be rented"
         )
     if v["break_even_months"] is not None:
-        line += f"; break-even after {v['break_even_jobs']:,.1f} jobs ({v['break_even_months']:,.1f} months)"
+        line += (
+            f"; break-even after {v['break_even_jobs']:,.1f} jobs ({v['break_even_months']:,.1f} months "
+            f"at {v['break_even_jobs_per_month']:.3g} jobs a month)"
+        )
     flip = v["flip_utilisation"]
     if flip is None:
         line += f"; {dearer} never wins: a job's power costs more than renting it"
@@ -73,6 +81,7 @@ def verdict_dict(be: BreakEven) -> dict[str, Any] | None:
         "net_capital_usd": round(v.net_capital_usd, 2),
         "break_even_jobs": _r2(v.break_even_jobs),
         "break_even_months": _r2(v.break_even_months),
+        "break_even_jobs_per_month": round(v.break_even_jobs_per_month, 4),
         "flip_utilisation": None if v.flip_utilisation is None else round(v.flip_utilisation, 4),
         "flip_jobs_per_month": _r2(flip_jobs),
         "saturated": v.saturated,

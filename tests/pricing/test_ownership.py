@@ -136,3 +136,14 @@ def test_upfront_with_a_stated_rate_is_bad_input():
 def test_both_rate_and_duty_cycle_is_bad_input():
     with pytest.raises(ConfigError, match="not both"):
         Usage(jobs_per_month=8, duty_cycle=0.5)
+
+
+def test_upfront_verdict_breaks_even_at_back_to_back():
+    # upfront: this job carries 14,400 + 18.45 = 14,418.45 -> rent; break-even still 152.30
+    # jobs, in months at back to back (730 / 30 = 24.333 a month): 6.2589
+    upfront = OwnershipTerms(14_400, 36, 0.615, upfront=True)
+    v = rent_or_buy(upfront, 1, HOURS, POWER, RENT, 4.0, Usage())
+    assert v.choice == "rent" and v.own_usd_per_job == pytest.approx(14_418.45)
+    assert v.break_even_jobs == pytest.approx(152.30, abs=0.01)
+    assert v.break_even_jobs_per_month == pytest.approx(730 / 30)
+    assert v.break_even_months == pytest.approx(6.25892, abs=1e-4)

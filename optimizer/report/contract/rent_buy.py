@@ -50,7 +50,10 @@ class RentOrBuyOut(Contract):
     own_usd_over_holding: float
     net_capital_usd: float = Field(description="purchase − resale at the end of the holding period")
     break_even_jobs: float | None = Field(description="null: owning never catches up with renting")
-    break_even_months: float | None = Field(description="at jobs_per_month; null: never")
+    break_even_months: float | None = Field(description="at break_even_jobs_per_month; null: never")
+    break_even_jobs_per_month: float = Field(
+        description="the rate behind break_even_months: jobs_per_month (upfront: back to back)"
+    )
     flip_utilisation: float | None = Field(
         description="the utilisation at which the verdict flips (> 1: owning never wins; null: "
         "renting is cheaper at any use)"

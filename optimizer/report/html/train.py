@@ -363,7 +363,7 @@ def _rent_buy_section(compare: dict[str, Any] | None, result: dict[str, Any]) ->
         section.tables.append(
             Table(
                 f"Break-even against the best cloud plan of each GPU type, at "
-                f"{v['jobs_per_month']:.3g} jobs a month",
+                f"{v['break_even_jobs_per_month']:.3g} jobs a month",
                 ("GPU", "cloud plan", "cloud per job", "own per job", "jobs to break even", "months"),
                 rows,
                 numeric=(2, 3, 4, 5),

@@ -150,7 +150,7 @@ def break_even(cloud: Candidate, owned: Candidate) -> BreakEven:
         months=v.break_even_months,
         months_continuous=full.break_even_months,
         gpu=c.gpu_id,
-        jobs_per_month=v.jobs_per_month,
+        jobs_per_month=v.break_even_jobs_per_month,
         cloud_plan=f"{cloud.instances}× {c.instance} ({cloud.gpus}× {c.gpu_id}, {c.provider} {c.pricing})",
         verdict=v,
         own_plan=f"{owned.instances}× {off.instance} ({owned.gpus}× {off.gpu_id}, {off.kind})",
