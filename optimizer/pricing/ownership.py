@@ -238,8 +238,6 @@ def rent_or_buy(
     be_rate = usage.jobs_per_month_for(own_hours) if terms.upfront else n
     margin = be_rate * (rent_usd_per_job - running) - ops_month  # saved a month before capital
     be_months = capital / margin if margin > 0 else None
-    if be_months is not None and capital == 0:
-        be_months = 0.0
     saving = rent_usd_per_job - running
     flip = (fixed_month / saving) * own_hours / HOURS_PER_MONTH if saving > 0 else None
 
