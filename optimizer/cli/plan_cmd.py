@@ -37,6 +37,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.plot import check_plot_path, plot_pareto
+from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 
 __all__ = ["register", "render_plan", "data_lines"]
 
@@ -184,6 +185,7 @@ def render_plan(data: dict[str, Any]) -> None:
             f"{late['days']:.1f} days"
         )
         c.print(f"  why this plan: the deadline binds ({slower})")
+    print_verdict(c, data.get("rent_or_buy"))
     for warning in p.get("warnings", []):
         c.print(f"  [yellow]check:[/yellow] {warning}")
     rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(data["alternatives"])]
@@ -322,35 +324,9 @@ def render_compare(data: dict[str, Any]) -> None:
             f"owned/bought: {money(local['cost_usd'])} in {local['days']:.2f} days "
             f"({local['gpus']}× {local['gpu']}, capital {money(local['capital_usd'])})"
         )
-    per_gpu_be = data.get("break_even_per_gpu") or {}
-    if local and per_gpu_be:
-        table = Table(
-            title=f"Buying {local['gpus']}× {local['gpu']} (net "
-            f"{money(data['break_even']['net_capital_usd'])}) against the best "
-            "cloud plan of each GPU type"
-        )
-        for col in (
-            "cloud plan",
-            "cloud per job",
-            "jobs to break even",
-            "months (duty cycle)",
-            "months (24/7)",
-        ):
-            table.add_column(col, justify="left" if col == "cloud plan" else "right")
-        for be in sorted(per_gpu_be.values(), key=lambda x: x["cloud_usd_per_job"]):
-
-            def shown(v: float | None) -> str:
-                return "never" if v is None else f"{v:,.1f}"
-
-            table.add_row(
-                be["cloud_plan"],
-                money(be["cloud_usd_per_job"]),
-                shown(be["jobs_to_break_even"]),
-                shown(be["months_to_break_even"]),
-                shown(be["months_continuous"]),
-            )
-        c.print(table)
-        c.print("months (duty cycle): such jobs back to back on the boxes, or at constraints.jobs_per_month")
+    print_verdict(c, data.get("rent_or_buy"))
+    print_break_even(c, data)
+    print_by_utilisation(c, data.get("rent_or_buy"))
 
 
 def register(app: typer.Typer) -> None:

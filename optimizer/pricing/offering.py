@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.step_time import Cluster
 from optimizer.pricing.data_cost import NO_DATA, DataCharge
+from optimizer.pricing.ownership import NO_USAGE, OwnershipTerms, Usage, fixed_charge_usd
 from optimizer.pricing.sanity import PriceFlag
 
 __all__ = ["Offering", "Cost", "cost_usd", "hourly_usd", "OFFERING_KINDS"]
@@ -38,8 +39,10 @@ class Offering:
     usd_per_hour: float  # cloud: per instance-hour; owned/buy: power per busy box-hour
     max_instances: int | None = None
     commitment_hours: float = 0.0  # a reserved term billed in full (0: billed per hour used)
-    capital_usd_per_instance: float = 0.0  # buy with upfront accounting: net price per box
-    capital_usd_per_instance_hour: float = 0.0  # amortised capital charged per busy box-hour
+    #: a box's fixed costs (net capital + ops fee) one job carries: the larger of this share per
+    #: job and the hourly share × busy hours (pricing/ownership.charge_rates derives both)
+    capital_usd_per_instance: float = 0.0
+    capital_usd_per_instance_hour: float = 0.0
     spot_overhead: float = 0.0  # extra wall time for preemptions (the fixed, old spot rule)
     #: spot: interruptions per instance-day (pricing/spot.py); None: the fixed spot_overhead
     spot_interruptions_per_day: float | None = None
@@ -56,6 +59,9 @@ class Offering:
     local_nvme_gb: float | None = None
     #: what this job's data costs here (moved once, stored while running); per job
     data: DataCharge = NO_DATA
+    #: owned/buy: what owning one box costs and the workload its fixed costs are spread over
+    ownership: OwnershipTerms | None = None
+    usage: Usage = NO_USAGE
 
     @property
     def gpu_id(self) -> str:
@@ -71,9 +77,13 @@ class Offering:
         planners and by `estimate --instance`)."""
         return Cluster(self.gpu, self.gpus_per_instance, instances, self.inter_node_gbps)
 
-    def usd_per_hour_for(self, instances: int) -> float:
-        """USD per wall-clock hour of `instances` while running (price + amortised capital)."""
-        return (self.usd_per_hour + self.capital_usd_per_instance_hour) * instances
+    def usd_per_hour_for(self, instances: int, hours: float | None = None) -> float:
+        """USD per wall-clock hour of `instances` while running (price + capital); with `hours`,
+        the capital share of a job that long (owned boxes: its share of their fixed costs)."""
+        if hours is None or hours <= 0:
+            return (self.usd_per_hour + self.capital_usd_per_instance_hour) * instances
+        cost = cost_usd(self, instances, hours)
+        return (cost.running_usd + cost.capital_usd) / hours
 
 
 @dataclass(frozen=True)
@@ -93,15 +103,15 @@ def cost_usd(offering: Offering, instances: int, hours: float) -> Cost:
     """Cost of running `instances` of `offering` for `hours` wall-clock hours.
 
     running = usd_per_hour × instances × hours, or × commitment_hours for a reserved term that
-    bills every hour whatever is used; capital = upfront net price × instances + amortised
-    capital per hour × instances × hours (pricing/owned.py derives both from the box);
+    bills every hour whatever is used; capital = instances × max(fixed share per job, hourly
+    share × hours) of the box's net capital and ops fee (pricing/ownership.py, at the workload
+    the box really does);
     data = the job's data charge over `hours` (pricing/data_cost.py: one transfer + storage).
     """
     billed_h = offering.commitment_hours if offering.commitment_hours else hours
     running = offering.usd_per_hour * instances * billed_h
-    capital = (
-        offering.capital_usd_per_instance * instances
-        + offering.capital_usd_per_instance_hour * instances * hours
+    capital = fixed_charge_usd(
+        offering.capital_usd_per_instance, offering.capital_usd_per_instance_hour, instances, hours
     )
     return Cost(running, capital, offering.data.usd(hours))
 
@@ -118,5 +128,5 @@ def hourly_usd(offering: Offering) -> tuple[float, float]:
         return 0.0, offering.usd_per_hour
     fixed = offering.capital_usd_per_instance_hour
     if offering.capital_usd_per_instance and offering.amortisation_hours:
-        fixed += offering.capital_usd_per_instance / offering.amortisation_hours
+        fixed = max(fixed, offering.capital_usd_per_instance / offering.amortisation_hours)
     return offering.usd_per_hour, fixed

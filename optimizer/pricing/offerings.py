@@ -22,10 +22,10 @@ from optimizer.pricing.owned import (
     HOURS_PER_MONTH,
     HardwareSpec,
     capital_usd,
-    capital_usd_per_hour,
     hardware_from_overrides,
     power_usd_per_hour,
 )
+from optimizer.pricing.ownership import NO_USAGE, OwnershipTerms, Usage, charge_rates
 from optimizer.pricing.sanity import PriceFlag, catalog_flags, flags_of, row_key
 from optimizer.pricing.schema import OfferingRow
 from optimizer.pricing.spot import spot_rate
@@ -36,6 +36,7 @@ __all__ = [
     "cloud_offerings",
     "box_offering",
     "box_spec",
+    "ownership_terms",
     "hardware_offerings",
     "job_offerings",
 ]
@@ -150,9 +151,23 @@ def _gpu_in_instance(gpu: GpuSpec, row: OfferingRow) -> GpuSpec:
     return replace(gpu, intra_node_bw_gb_s=row.intra_node_bw_gb_s, intra_node_link=row.intra_node_link)
 
 
-def box_spec(entry: HardwareEntry) -> HardwareSpec:
-    """The box of a `[[hardware.*]]` entry: the default box of its GPU with the entry's overrides."""
-    return hardware_from_overrides(entry.gpu, **entry.overrides())
+def box_spec(entry: HardwareEntry, priced: bool = True) -> HardwareSpec:
+    """The box of a `[[hardware.*]]` entry: the default box of its GPU with the entry's overrides
+    (`priced` False: an owned box already paid for, whose price is never required)."""
+    return hardware_from_overrides(entry.gpu, priced=priced, **entry.overrides())
+
+
+def ownership_terms(kind: str, spec: HardwareSpec, charge_capital: bool = False) -> OwnershipTerms:
+    """What owning one box costs: a box to buy, or an owned one with charge_capital, carries its
+    net capital (purchase − resale) and ops fee; an owned box is otherwise power only."""
+    return OwnershipTerms(
+        net_capital_usd=capital_usd(spec, 1),
+        holding_months=spec.amortisation_months,
+        power_usd_per_hour=power_usd_per_hour(spec, 1, 1.0),
+        ops_usd_per_month=spec.ops_usd_per_month,
+        charged=kind == "buy" or charge_capital,
+        upfront=kind == "buy" and spec.accounting == "upfront",
+    )
 
 
 def box_offering(
@@ -164,14 +179,16 @@ def box_offering(
     index: int = 0,
     charge_capital: bool = False,
     inter_node_gbps: float = 10.0,
+    usage: Usage = NO_USAGE,
 ) -> Offering:
-    """An owned box (power; + amortised capital with charge_capital) or a box to buy (power +
-    the net price upfront, or amortised per busy hour, as its accounting says)."""
-    capital_fixed = capital_hourly = 0.0
-    if kind == "buy" and spec.accounting == "upfront":
-        capital_fixed = capital_usd(spec, 1)
-    elif kind == "buy" or charge_capital:
-        capital_hourly = capital_usd_per_hour(spec, 1)
+    """An owned box (power; + its fixed costs with charge_capital) or a box to buy (power + its
+    net price and ops fee, spread over the work `usage` says it does, or upfront on this job).
+
+    Raises:
+        ConfigError: accounting = "upfront" with a stated jobs_per_month / duty_cycle.
+    """
+    terms = ownership_terms(kind, spec, charge_capital)
+    capital_fixed, capital_hourly = charge_rates(terms, usage)
     return Offering(
         key=f"{kind}/{gpu.gpu_id}x{spec.gpus_per_box}#{index}",
         kind=kind,
@@ -191,6 +208,8 @@ def box_offering(
         vcpus=spec.vcpus,
         ram_gib=spec.ram_gib,
         local_nvme_gb=spec.local_nvme_gb,
+        ownership=terms,
+        usage=usage,
     )
 
 
@@ -199,9 +218,11 @@ def hardware_offerings(
     buy: Sequence[HardwareEntry],
     gpus: Iterable[str] | None = None,
     section: str = "hardware",
+    usage: Usage = NO_USAGE,
 ) -> list[Offering]:
     """Owned boxes (`num_boxes`, default max_boxes or 1) and boxes to buy (`max_gpus` GPUs in
-    whole boxes, default max_boxes or one box), keeping only the GPU types in `gpus` when given.
+    whole boxes, default max_boxes or one box), keeping only the GPU types in `gpus` when given;
+    their fixed costs spread over `usage`.
 
     Raises:
         ConfigError: an entry's GPU is no GPU of the catalog: "hardware.owned[0].gpu: unknown
@@ -213,7 +234,7 @@ def hardware_offerings(
     for kind, entries in (("owned", owned), ("buy", buy)):
         for i, entry in enumerate(entries):
             gpu = catalog[resolve_gpu_id(entry.gpu, f"{section}.{kind}[{i}].gpu")]
-            spec = box_spec(entry)
+            spec = box_spec(entry, priced=kind == "buy" or entry.charge_capital)
             if allowed is not None and gpu.gpu_id not in allowed:
                 continue
             if kind == "owned":
@@ -230,6 +251,7 @@ def hardware_offerings(
                         index=i,
                         charge_capital=entry.charge_capital,
                         inter_node_gbps=entry.inter_node_gbps,
+                        usage=usage,
                     )
                 )
     return out
@@ -268,7 +290,8 @@ def job_offerings(
             trust_guessed_network=getattr(constraints, "trust_guessed_network", True),
             reservation_prepaid=getattr(constraints, "reservation_prepaid", False),
         )
-    return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
+    usage = Usage(getattr(constraints, "jobs_per_month", None), getattr(constraints, "duty_cycle", None))
+    return cloud + hardware_offerings(owned, buy, constraints.gpu_types, usage=usage)
 
 
 def _named(

@@ -55,6 +55,8 @@ class HardwareSpec(BaseModel):
     resale_fraction: float = Field(ge=0, lt=1)  # of the purchase price, at the end
     accounting: Literal["upfront", "amortised"] = "amortised"
     max_boxes: int | None = Field(default=None, ge=1)
+    #: host / colocation / operations fee of one box a month, paid busy or idle (default none)
+    ops_usd_per_month: float = Field(default=0.0, ge=0)
     #: the host (pricing_data/hardware_host.csv; None = unknown, set them in the job file)
     vcpus: float | None = Field(default=None, gt=0, le=100_000)
     ram_gib: float | None = Field(default=None, gt=0, le=1e6)
@@ -120,12 +122,13 @@ def default_hardware(gpu_id: str) -> HardwareSpec:
     return HardwareSpec.model_validate(defaults[gpu])
 
 
-def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
+def hardware_from_overrides(gpu_id: str, *, priced: bool = True, **fields: Any) -> HardwareSpec:
     """A HardwareSpec from the default box of `gpu_id` with `fields` replaced (job-file overrides).
 
     For a GPU without a default box, gpus_per_box, price_per_gpu_usd and host_price_usd are
     required; price_per_gpu_usd defaults to the GPU catalog's street price and gpu_power_w to
-    its TDP where the catalog has them; the rest to the generic defaults.
+    its TDP where the catalog has them; the rest to the generic defaults. `priced` False (an
+    owned box already paid for, power only): the prices default to 0 and are never required.
 
     Raises:
         ConfigError: unknown field, missing required field or invalid value (names the field).
@@ -148,6 +151,9 @@ def hardware_from_overrides(gpu_id: str, **fields: Any) -> HardwareSpec:
             base["gpu_power_w"] = spec.tdp_w
         if spec.street_price_usd:  # the catalog's sourced street price (gpus*.csv notes)
             base["price_per_gpu_usd"] = spec.street_price_usd
+    if not priced:  # an owned box already paid for: its price is never used
+        base.setdefault("price_per_gpu_usd", 0.0)
+        base.setdefault("host_price_usd", 0.0)
     base.update({k: v for k, v in fields.items() if v is not None})
     missing = [
         f for f in ("gpus_per_box", "price_per_gpu_usd", "host_price_usd", "gpu_power_w") if f not in base

@@ -6,7 +6,8 @@ from typing import Any
 
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
-from optimizer.solve.train.compare import BreakEven, CompareResult
+from optimizer.report.rent_buy import break_even_dict, verdict_dict
+from optimizer.solve.train.compare import CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.figures import JobFigures, PlanFigures
 from optimizer.solve.train.plan import PlanResult
@@ -190,6 +191,8 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         out["rejected"] = rejected_list(result.prepared.table.rejected)
         out["loader_bound"] = list(result.loader_bound)
         out["job"] = job_block(result.prepared, result.job_figures)
+    if result.rent_or_buy is not None:
+        out["rent_or_buy"] = verdict_dict(result.rent_or_buy)
     return emit(PlanOutput, out)
 
 
@@ -232,25 +235,6 @@ def _plans(by: dict[str, Candidate | None]) -> dict[str, Any]:
     return {k: plan_dict(v) if v else None for k, v in by.items()}
 
 
-def _r2(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
-
-
-def _break_even(be: BreakEven) -> dict[str, Any]:
-    return {
-        "gpu": be.gpu,
-        "cloud_plan": be.cloud_plan,
-        "net_capital_usd": round(be.net_capital_usd, 2),
-        "power_usd_per_job": round(be.power_usd_per_job, 2),
-        "cloud_usd_per_job": round(be.cloud_usd_per_job, 2),
-        "jobs_to_break_even": _r2(be.jobs),
-        "months_to_break_even": _r2(be.months),
-        "months_continuous": _r2(be.months_continuous),
-        "jobs_per_month": None if be.jobs_per_month is None else round(be.jobs_per_month, 4),
-        "note": be.note,
-    }
-
-
 def compare_json(result: CompareResult) -> dict[str, Any]:
     """A CompareResult in the `ccopt compare --json` contract."""
     job = result.job
@@ -273,8 +257,9 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
             "per_provider": _plans(result.per_provider),
             "cloud": plan_dict(result.cloud) if result.cloud else None,
             "owned_or_bought": plan_dict(result.local) if result.local else None,
-            "break_even": None if be is None else _break_even(be),
-            "break_even_per_gpu": {gpu: _break_even(x) for gpu, x in result.break_even_per_gpu.items()},
+            "break_even": None if be is None else break_even_dict(be),
+            "break_even_per_gpu": {gpu: break_even_dict(x) for gpu, x in result.break_even_per_gpu.items()},
+            "rent_or_buy": None if be is None else verdict_dict(be),
             "rejected": rejected_list(result.rejected),
         },
     )

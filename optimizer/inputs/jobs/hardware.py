@@ -27,6 +27,7 @@ HARDWARE_OVERRIDES = (
     "resale_fraction",
     "accounting",
     "max_boxes",
+    "ops_usd_per_month",
     "vcpus",
     "ram_gib",
     "local_nvme_gb",
@@ -61,7 +62,8 @@ class HardwareEntry(StrictModel):
     )
     charge_capital: bool = Field(
         default=False,
-        description="owned: also charge the amortised purchase price per busy hour (default: power only)",
+        description="owned: also charge its net capital and ops fee, spread as a bought box's "
+        "(default: power only; no price needed then)",
     )
     gpus_per_box: int | None = Field(
         default=None,
@@ -107,14 +109,22 @@ class HardwareEntry(StrictModel):
     )
     accounting: Literal["upfront", "amortised"] | None = Field(
         default=None,
-        description="buy: upfront (the whole net price is charged to the job) | "
-        "amortised (charged per busy hour over amortisation_months)",
+        description="buy: upfront (the whole net price is charged to this one job) | "
+        "amortised (net price and ops fee spread over the jobs the box does in "
+        "amortisation_months: constraints.jobs_per_month or duty_cycle, else back to back)",
     )
     max_boxes: int | None = Field(
         default=None,
         ge=1,
         le=10_000,
         description="at most this many boxes (the default count when num_boxes / max_gpus is not given)",
+    )
+    ops_usd_per_month: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_USD,
+        description="host / colocation / operations fee of one box a month, USD, paid busy or idle "
+        "(buy, or owned with charge_capital; default 0)",
     )
     vcpus: float | None = Field(
         default=None,

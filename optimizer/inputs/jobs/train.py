@@ -277,8 +277,16 @@ class Constraints(StrictModel):
         default=None,
         gt=0,
         le=10_000,
-        description="compare: how often this job runs, for the months to "
-        "break even of buying (default: back to back)",
+        description="how often this job runs: the boxes of [[hardware.buy]] (and owned ones "
+        "with charge_capital) carry their net capital over these jobs, and rent-or-buy compares "
+        "at this rate (default: back to back; or give duty_cycle)",
+    )
+    duty_cycle: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="instead of jobs_per_month: the share of the month the boxes are busy with "
+        "such jobs (1 = back to back)",
     )
     cloud: bool = Field(default=True, description="consider cloud offerings")
     trust_guessed_network: bool = Field(
@@ -315,6 +323,8 @@ class Constraints(StrictModel):
     def _check(self) -> Constraints:
         if self.deadline_days is not None and self.deadline_hours is not None:
             raise ValueError("give deadline_days or deadline_hours, not both")
+        if self.jobs_per_month is not None and self.duty_cycle is not None:
+            raise ValueError("duty_cycle: give jobs_per_month or duty_cycle, not both")
         bad = [z for z in self.zero_stages if z not in (0, 1, 2, 3)]
         if bad:
             raise ValueError(f"zero_stages: {bad} not allowed; allowed: 0, 1, 2, 3")

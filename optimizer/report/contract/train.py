@@ -17,6 +17,7 @@ from optimizer.report.contract.common import (
     SolverOut,
     StepOut,
 )
+from optimizer.report.contract.rent_buy import BreakEvenOut, RentOrBuyOut
 
 __all__ = [
     "DataOut",
@@ -329,33 +330,15 @@ class PlanOutput(Contract):
         default_factory=list,
         description="offerings slowed to their data-loader rate, and by how much (why cheaper GPUs may lose)",
     )
+    rent_or_buy: RentOrBuyOut | None = Field(
+        default=None, description="boxes to buy in the job: rent or own, the verdict compare gives"
+    )
 
 
 class MedianPlanOut(PlanOut):
     """The P50 plan beside a confident one."""
 
     rejected_because: str | None = Field(default=None, description="why the confident plan does not take it")
-
-
-class BreakEvenOut(Contract):
-    """When buying the boxes beats renting one cloud plan."""
-
-    gpu: str | None = Field(default=None, description="GPU type of the cloud plan compared")
-    cloud_plan: str | None = Field(default=None, description="the cloud plan, in words")
-    net_capital_usd: float = Field(description="purchase − resale value")
-    power_usd_per_job: float
-    cloud_usd_per_job: float
-    jobs_to_break_even: float | None = Field(description="null: buying never pays off")
-    months_to_break_even: float | None = Field(
-        description="jobs run back to back on the boxes (or at constraints.jobs_per_month)"
-    )
-    months_continuous: float | None = Field(default=None, description="boxes busy 730 h/month")
-    jobs_per_month: float | None = Field(
-        default=None,
-        description="the duty cycle behind months_to_break_even: constraints.jobs_per_month, "
-        "else jobs back to back on the boxes",
-    )
-    note: str
 
 
 class CompareOutput(Contract):
@@ -371,6 +354,9 @@ class CompareOutput(Contract):
     break_even: BreakEvenOut | None = Field(description="against the cheapest cloud plan")
     break_even_per_gpu: dict[str, BreakEvenOut] = Field(
         default_factory=dict, description="buying vs the best cloud plan of each GPU type"
+    )
+    rent_or_buy: RentOrBuyOut | None = Field(
+        default=None, description="the verdict: rent the best cloud plan or own, at equal work"
     )
     rejected: list[RejectedOut] = Field(default_factory=list)
     catalog: CatalogOut | None = None

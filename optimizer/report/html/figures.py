@@ -332,9 +332,16 @@ def rent_buy_figure(compare: dict[str, Any]) -> go.Figure:
     fig = go.Figure()
     first = next(iter(per_gpu.values()))
     local = compare["owned_or_bought"]
+    v = first.get("verdict") or {}
+    # a month owned past the purchase: ops fee + power of its jobs (older results: power only)
+    own_month = (
+        v["own_usd_per_month"] - v["net_capital_usd"] / v["holding_months"]
+        if v
+        else first["power_usd_per_job"] * rate
+    )
     fig.add_scatter(
         x=months,
-        y=[first["net_capital_usd"] + first["power_usd_per_job"] * rate * m for m in months],
+        y=[first["net_capital_usd"] + own_month * m for m in months],
         name=f"buy {local['gpus']}× {local['gpu']}",
         mode="lines",
         line={"color": "#000000", "width": 3},

@@ -9,7 +9,6 @@ from optimizer.report.html.figures import (
     deadline_figure,
     deadline_points,
     figure_div,
-    jobs_per_month,
     memory_figure,
     pareto_figure,
     rent_buy_figure,
@@ -104,21 +103,32 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
     return facts
 
 
-def _cost_table(p: dict[str, Any]) -> Table:
+def _cost_table(p: dict[str, Any], verdict: dict[str, Any] | None = None) -> Table:
     # results saved by an older ccopt lack the figures added since (running_usd, gpu_hours,
     # data.storage_usd, memory_headroom_fraction): shown as "—", never worked out here
     gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {num(p.get('gpu_hours'), 0)} GPU-hours"
     data = p.get("data") or {}
+    capital_how = (
+        "net capital (purchase − resale) and ops fee spread over "
+        f"{verdict['jobs_per_month']:.3g} jobs a month ({verdict['utilisation']:.0%} utilisation; "
+        f"{verdict['usage']}) for {verdict['holding_months']:g} months"
+        if verdict
+        else "none (an owned box: power only)"
+        if not p.get("capital_usd")
+        else "net capital (purchase − resale) and ops fee, this job's share"
+    )
     if p["kind"] != "cloud":
+        # the rate is per box-hour, not per GPU-hour: the line multiplies what it shows
+        box_hours = f"{p['instances']} box{'es' if p['instances'] > 1 else ''} × {p['hours']:,.1f} h"
         rows = [
             (
                 "owned capital",
-                f"{p['kind']}: {p['gpus']}× {p['gpu']}, purchase less resale charged to this job",
+                f"{p['kind']}: {p['gpus']}× {p['gpu']}; {capital_how}",
                 money(p["capital_usd"]),
             ),
             (
                 "power and running",
-                f"{gpu_hours} at {money(p['usd_per_hour'])}/h",
+                f"{box_hours} busy: power × PUE × electricity while running",
                 money(p.get("running_usd")),
             ),
         ]
@@ -178,7 +188,8 @@ def _plan_row(label: str, r: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _cost_section(result: dict[str, Any], p: dict[str, Any]) -> Section:
-    section = Section("cost", "Cost and alternatives", tables=[_cost_table(p)])
+    verdict = result.get("rent_or_buy") if p["kind"] != "cloud" else None
+    section = Section("cost", "Cost and alternatives", tables=[_cost_table(p, verdict)])
     rows = [_plan_row("chosen", p)] + [
         _plan_row(f"alt {i + 1}", a) for i, a in enumerate(result.get("alternatives") or [])
     ]
@@ -296,26 +307,49 @@ def _pareto_section(
     return section
 
 
-def _rent_buy_section(compare: dict[str, Any] | None) -> Section:
+def _rent_buy_section(compare: dict[str, Any] | None, result: dict[str, Any]) -> Section:
     section = Section("rent-vs-buy", "Rent vs buy")
-    if not compare or not compare.get("owned_or_bought") or not compare.get("break_even_per_gpu"):
+    v = (compare or {}).get("rent_or_buy") or result.get("rent_or_buy")
+    if not v:
         section.lead = (
-            "The job names no hardware to buy or own, so there is no rent-vs-buy "
-            "comparison; add a [[hardware.buy]] table to the job file to see one."
+            "The job names no hardware to buy (or owned boxes with charge_capital), so there is "
+            "no rent-vs-buy comparison; add a [[hardware.buy]] table to the job file to see one."
         )
     else:
-        local = compare["owned_or_bought"]
-        be = compare.get("break_even") or {}
-        section.lead = (
-            f"Buying {local['gpus']}× {local['gpu']} costs {money(be.get('net_capital_usd'))} "
-            f"net of resale, then {money(be.get('power_usd_per_job'))} of power per job; "
-            f"at {jobs_per_month(compare) or 0:.3g} jobs a month it pays off after "
-            f"{num(be.get('months_to_break_even'), 1)} months against "
-            f"{be.get('cloud_plan')}."
+        section.lead = f"Verdict: {v['verdict']}. {v['summary'][:1].upper()}{v['summary'][1:]}."
+        section.tables.append(
+            Table(
+                f"Rent ({v['rent_plan']}) vs own ({v['own_plan']}), the same jobs a month",
+                (
+                    "utilisation",
+                    "jobs a month",
+                    "rent per job",
+                    "own per job",
+                    "rent per month",
+                    "own per month",
+                    "cheaper",
+                ),
+                tuple(
+                    (
+                        f"{r['utilisation']:.0%}",
+                        num(r["jobs_per_month"], 1),
+                        money(r["rent_usd_per_job"]),
+                        money(r["own_usd_per_job"]),
+                        money(r["rent_usd_per_month"]),
+                        money(r["own_usd_per_month"]),
+                        r["cheaper"],
+                    )
+                    for r in v["by_utilisation"]
+                ),
+                numeric=(1, 2, 3, 4, 5),
+            )
         )
+    if compare and v and compare.get("break_even_per_gpu"):
         section.charts.append(
             Chart(
-                "chart-rent-buy", figure_div(rent_buy_figure(compare), "chart-rent-buy"), be.get("note") or ""
+                "chart-rent-buy",
+                figure_div(rent_buy_figure(compare), "chart-rent-buy"),
+                (compare.get("break_even") or {}).get("note") or "",
             )
         )
         rows = tuple(
@@ -323,6 +357,7 @@ def _rent_buy_section(compare: dict[str, Any] | None) -> Section:
                 gpu,
                 b["cloud_plan"] or "",
                 money(b["cloud_usd_per_job"]),
+                money((b.get("verdict") or {}).get("own_usd_per_job")),
                 num(b["jobs_to_break_even"], 1) if b["jobs_to_break_even"] is not None else "never",
                 num(b["months_to_break_even"], 1) if b["months_to_break_even"] is not None else "never",
             )
@@ -332,10 +367,11 @@ def _rent_buy_section(compare: dict[str, Any] | None) -> Section:
         )
         section.tables.append(
             Table(
-                "Break-even against the best cloud plan of each GPU type",
-                ("GPU", "cloud plan", "cloud per job", "jobs to break even", "months"),
+                f"Break-even against the best cloud plan of each GPU type, at "
+                f"{v['break_even_jobs_per_month']:.3g} jobs a month",
+                ("GPU", "cloud plan", "cloud per job", "own per job", "jobs to break even", "months"),
                 rows,
-                numeric=(2, 3, 4),
+                numeric=(2, 3, 4, 5),
             )
         )
     if compare:
@@ -406,6 +442,6 @@ def train_page(inputs: ReportInputs) -> Page:
     pareto = _pareto_section(result, p, inputs.deadline_sweep)
     if pareto:
         sections.append(pareto)
-    sections += [_rent_buy_section(inputs.compare), _assumptions(result, p)]
+    sections += [_rent_buy_section(inputs.compare, result), _assumptions(result, p)]
     subtitle = f"{result['status']} · {job.get('model', '')}"
     return Page(title, "train", result["status"], _headline(job, p), subtitle, sections, inputs.made_by)

@@ -276,4 +276,12 @@ def build_problem(
         if res.kind == "reservation":
             problem.notes.append(f"{res.label}: ${res.commitment_usd:,.0f} per reserved instance")
     problem.notes.append("owned boxes: power per busy box-hour (capital only with charge_capital = true)")
+    for off in owned:
+        terms = off.ownership
+        if terms is not None and terms.charged:  # pricing/ownership.charge_rates, no workload stated
+            problem.notes.append(
+                f"owned {off.instance}: + net capital and ops fee ${terms.fixed_usd_per_month:,.0f} a "
+                f"month ÷ 730 h = ${off.capital_usd_per_instance_hour:.3f} per busy box-hour, as if "
+                "busy 100% of the time (hours it idles are not charged to these jobs)"
+            )
     return problem

@@ -49,7 +49,7 @@ class Candidate:
 
     @property
     def usd_per_hour(self) -> float:
-        return self.offering.usd_per_hour_for(self.instances)
+        return self.offering.usd_per_hour_for(self.instances, self.hours)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.inputs.jobs.train import Job
+from optimizer.pricing.ownership import NO_USAGE, Verdict, rent_or_buy
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
@@ -15,28 +16,32 @@ from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.plan_figures import job_figures, with_figures
 from optimizer.solve.train.prepare import PreparedJob, prepare_job
-from optimizer.units import HOURS_PER_DAY, HOURS_PER_MONTH
+from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["BreakEven", "CompareResult", "compare_job", "break_even"]
+__all__ = ["BreakEven", "CompareResult", "compare_job", "break_even", "rent_or_own", "job_verdict"]
 
 
 @dataclass(frozen=True)
 class BreakEven:
-    """When buying boxes beats renting one cloud plan (None: never)."""
+    """Rent one cloud plan or own the boxes, at equal work (pricing/ownership.rent_or_buy)."""
 
     net_capital_usd: float
-    power_usd_per_job: float
+    power_usd_per_job: float  # running cost of one job on the boxes: power (+ its data)
     cloud_usd_per_job: float
-    jobs: float | None
-    months: float | None  # at the job's duty cycle (jobs_per_month, or back to back)
-    months_continuous: float | None = None  # boxes busy 730 h a month, cloud rented as long
+    jobs: float | None  # to break even at the user's rate (None: never)
+    months: float | None  # at the user's rate: jobs_per_month / duty cycle, else back to back
+    months_continuous: float | None = None  # break-even with the boxes busy 100% (equal work)
     gpu: str | None = None  # the GPU type of the cloud plan
-    #: the duty cycle behind `months`: constraints.jobs_per_month, else jobs back to back
+    #: the rate behind `months`: jobs a month the boxes do at the stated workload
     jobs_per_month: float | None = None
     cloud_plan: str | None = None
+    verdict: Verdict | None = None
+    own_plan: str = ""  # the boxes, in words
+    own_gpu: str = ""
     note: str = (
-        "net capital = purchase − resale; power only while running; months at the "
-        "job's duty cycle: constraints.jobs_per_month, else jobs back to back on the boxes"
+        "equal work: the same jobs a month rented or on the boxes; owning = net capital "
+        "(purchase − resale at the end of the holding period) and ops fee spread over the jobs "
+        "the boxes really do, + power while running"
     )
 
 
@@ -126,39 +131,60 @@ def _best_by(
     return out, why
 
 
-def break_even(cloud: Candidate, owned: Candidate, jobs_per_month: float | None = None) -> BreakEven:
-    """When buying beats renting `cloud`.
-
-    jobs: k such that k × cloud cost ≥ purchase (net of resale) + k × power of one job, i.e.
-    k = net capital / (cloud cost − power cost per job). months: k jobs at the job's duty cycle
-    (k / jobs_per_month, or k back to back on the boxes: k × their hours / 730 h). Continuous
-    months: renting the cloud plan's instances 730 h/month vs powering the boxes 730 h/month.
-    """
+def break_even(cloud: Candidate, owned: Candidate) -> BreakEven:
+    """Rent `cloud` or own the boxes of `owned`, at the workload the owned offering states
+    (pricing/ownership.rent_or_buy: the one verdict of plan, compare and the report)."""
     off = owned.offering
-    net_capital = off.box_net_price_usd * owned.instances
-    power_job = off.usd_per_hour * owned.instances * owned.hours
-    saving_per_job = cloud.cost_usd - power_job
-    jobs = net_capital / saving_per_job if saving_per_job > 0 else None
-    months = (
-        None
-        if jobs is None
-        else (jobs / jobs_per_month if jobs_per_month else jobs * owned.hours / HOURS_PER_MONTH)
-    )
-    rate = jobs_per_month or (HOURS_PER_MONTH / owned.hours if owned.hours > 0 else None)
-    cloud_month = cloud.usd_per_hour * HOURS_PER_MONTH
-    power_month = off.usd_per_hour * owned.instances * HOURS_PER_MONTH
+    terms = off.ownership
+    if terms is None:
+        raise ValueError(f"{off.key} is not a box (no ownership terms)")
+    running = owned.cost_usd - owned.capital_usd
+    v = rent_or_buy(terms, owned.instances, owned.hours, running, cloud.cost_usd, cloud.hours, off.usage)
+    full = rent_or_buy(terms, owned.instances, owned.hours, running, cloud.cost_usd, cloud.hours, NO_USAGE)
     c = cloud.offering
     return BreakEven(
-        net_capital_usd=net_capital,
-        power_usd_per_job=power_job,
+        net_capital_usd=v.net_capital_usd,
+        power_usd_per_job=running,
         cloud_usd_per_job=cloud.cost_usd,
-        jobs=jobs,
-        months=months,
-        months_continuous=net_capital / (cloud_month - power_month) if cloud_month > power_month else None,
+        jobs=v.break_even_jobs,
+        months=v.break_even_months,
+        months_continuous=full.break_even_months,
         gpu=c.gpu_id,
-        jobs_per_month=rate,
+        jobs_per_month=v.break_even_jobs_per_month,
         cloud_plan=f"{cloud.instances}× {c.instance} ({cloud.gpus}× {c.gpu_id}, {c.provider} {c.pricing})",
+        verdict=v,
+        own_plan=f"{owned.instances}× {off.instance} ({owned.gpus}× {off.gpu_id}, {off.kind})",
+        own_gpu=off.gpu_id,
     )
+
+
+def rent_or_own(cloud: Candidate | None, local: Candidate | None) -> BreakEven | None:
+    """The verdict of a job: its best cloud plan against its best owned/bought plan, when the
+    boxes carry a cost of ownership (a box to buy, or owned with charge_capital)."""
+    if cloud is None or local is None or local.offering.ownership is None:
+        return None
+    if not local.offering.ownership.charged:
+        return None
+    return break_even(cloud, local)
+
+
+def job_verdict(
+    cands: Sequence[Candidate], deadline_h: float | None, budget_usd: float | None
+) -> BreakEven | None:
+    """`plan`'s rent-or-own verdict: the best cloud and the best owned/bought plan of the table,
+    solved as `compare_job` solves them, through the same `rent_or_own`."""
+    cloud = [c for c in cands if c.offering.kind == "cloud"]
+    local = [c for c in cands if c.offering.kind != "cloud"]
+    if not cloud or not local:
+        return None
+    best_local = solve_table(local, deadline_h, budget_usd)[1]
+    if (
+        best_local is None
+        or best_local.offering.ownership is None
+        or not best_local.offering.ownership.charged
+    ):
+        return None
+    return rent_or_own(solve_table(cloud, deadline_h, budget_usd)[1], best_local)
 
 
 def compare_job(
@@ -173,10 +199,7 @@ def compare_job(
     local = [c for c in cands if c.offering.kind != "cloud"]
     best_cloud = solves.best(cloud, d, b)[0] if cloud else None
     best_local = solves.best(local, d, b)[0] if local else None
-    per_month = job.constraints.jobs_per_month
-    # the owned/bought plan a break-even compares against: only one that buys boxes
-    bought = best_local if best_local is not None and best_local.offering.box_net_price_usd > 0 else None
-    be = break_even(best_cloud, bought, per_month) if best_cloud and bought else None
+    be = rent_or_own(best_cloud, best_local)
     per_gpu, gpu_why = _best_by(cands, lambda c: c.offering.gpu_id, d, b, solves)
     per_provider, provider_why = _best_by(cands, lambda c: c.offering.provider, d, b, solves)
     # the best cloud plan per GPU type: per_gpu's own where no owned/bought box has that type
@@ -188,9 +211,9 @@ def compare_job(
         )[0]
     )
     per_gpu_be = {
-        gpu: break_even(plan, bought, per_month)
+        gpu: verdict
         for gpu, plan in cloud_per_gpu.items()
-        if plan is not None and bought is not None
+        if (verdict := rent_or_own(plan, best_local)) is not None
     }
     found = best_cloud is not None or best_local is not None
     diagnosis = None

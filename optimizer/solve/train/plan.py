@@ -13,6 +13,7 @@ from optimizer.pricing.offerings import flag_notes
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents, to_seconds
 from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.train.compare import BreakEven, job_verdict
 from optimizer.solve.train.confidence import at_confidence
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
@@ -50,6 +51,8 @@ class PlanResult:
     #: offerings slowed to their data loader's rate, with the nearest fix (plan_figures)
     loader_bound: list[dict[str, str]] = field(default_factory=list)
     job_figures: JobFigures | None = None  # the job as planned (None without `prepared`)
+    #: boxes to buy (or owned with charge_capital): rent or own, as `compare` says it
+    rent_or_buy: BreakEven | None = None
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
@@ -174,6 +177,7 @@ def plan_job(
         tp_avoided=avoided,
         loader_bound=loader_bound_list(prep),
         job_figures=job_figures(prep),
+        rent_or_buy=job_verdict(cands, prep.deadline_h, prep.budget_usd),
     )
     median = median_plan(prep, best, config)
     if median is not None:
