@@ -27,7 +27,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "optimizer.api.calibrate_run": ("calibrate_run", "calibrate_request", "point_request"),
     "optimizer.api.plan_row": ("plan_row_request", "read_plan_file"),
     # the files that launch a plan (SkyPilot, DeepSpeed, torchrun, Megatron, Slurm, ...)
-    "optimizer.api.export": ("export", "Export", "ExportedFile", "EXPORT_FORMATS"),
+    "optimizer.api.export_run": ("export", "Export", "ExportedFile", "EXPORT_FORMATS"),
     "optimizer.inputs.request": (
         "ConfigRequest",
         "RequestOption",
@@ -90,7 +90,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from optimizer.api.checks import DeprecatedName, check_number, warn_renamed
     from optimizer.api.configuration import Built, build_configuration, resolve_model
     from optimizer.api.estimate_run import assumptions_with, estimate, estimate_request, evaluate
-    from optimizer.api.export import EXPORT_FORMATS, Export, ExportedFile, export
+    from optimizer.api.export_run import EXPORT_FORMATS, Export, ExportedFile, export
     from optimizer.api.plan_row import plan_row_request, read_plan_file
     from optimizer.api.schema import schema_names, schema_of
     from optimizer.api.serve_jobs import serve, serve_compare

@@ -33,6 +33,7 @@ from optimizer.cli.common import (
     time_limit_s,
     user_errors,
 )
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
 from optimizer.cli.plot import check_plot_path, plot_pareto
 
 __all__ = ["register", "render_plan", "data_lines"]
@@ -53,9 +54,12 @@ def plan(
     offline: OfflineOpt = False,
     time_limit: TimeLimitOpt = None,
     old_time_limit: OldTimeLimitOpt = None,
+    export: ExportOpt = None,
+    out_dir: ExportDirOpt = None,
 ) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
+        check_export(export, out_dir, json_out)
         time_limit = time_limit_s(time_limit, old_time_limit)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
         if plot is not None:
@@ -72,6 +76,8 @@ def plan(
         if plot is not None and data.get("pareto"):
             plot_pareto(data["pareto"], plot, title=data["job"]["name"])
             written = True
+    if exported(data, export, out_dir):
+        return
     if json_out:
         print_json(data)
     else:

@@ -60,7 +60,11 @@ def _nemo(t: TrainPlan) -> str:
 
 
 def _torchtitan(t: TrainPlan) -> str:
-    return comment(t.lines) + "# merge into your torchtitan job config (--job.config_file)\n" + torchtitan_toml(t)
+    return (
+        comment(t.lines)
+        + "# merge into your torchtitan job config (--job.config_file)\n"
+        + torchtitan_toml(t)
+    )
 
 
 def _torchtune(t: TrainPlan) -> str:
@@ -68,7 +72,11 @@ def _torchtune(t: TrainPlan) -> str:
     for item in torchtune_overrides(t):
         key, value = item.split("=", 1)
         values[key] = int(value) if value.isdigit() else {"True": True, "False": False}.get(value, value)
-    return comment(t.lines) + "# merge into your torchtune recipe config (tune run ... --config)\n" + yaml_text(values)
+    return (
+        comment(t.lines)
+        + "# merge into your torchtune recipe config (tune run ... --config)\n"
+        + yaml_text(values)
+    )
 
 
 def _foundry(t: TrainPlan) -> str:
@@ -117,8 +125,8 @@ def _serve_sbatch(result: dict[str, Any], d: dict[str, Any], index: int, fmt: st
         f"plan: {job.get('name')} ({job.get('model')}), {result.get('status')}; deployment {index + 1}",
         f"deployment: {d['instances']}× {d['instance']} ({d['gpus']}× {d['gpu']}), {d['replicas']} replicas "
         f"of tp {d['tp']}; {d['requests_per_s']:g} requests/s",
-        f"cost: ${d['usd_per_hour']:,.2f}/h (plan ${result['plan']['usd_per_month']:,.2f}/month); no P90 band "
-        "for serving plans",
+        f"cost: ${d['usd_per_hour']:,.2f}/h (plan ${result['plan']['usd_per_month']:,.2f}/month); "
+        "no P90 band for serving plans",
     ]
     return (
         "#!/bin/bash\n"
@@ -141,7 +149,9 @@ def _serve_files(result: dict[str, Any], fmt: str, out: Export) -> None:
         where = f"{name}-{i + 1}-{slug(d['gpu'])}"
         try:
             if fmt == "skypilot":
-                out.files.append(ExportedFile(f"{where}.serve.yaml", service_yaml(result, d, i, fmt), name, fmt))
+                out.files.append(
+                    ExportedFile(f"{where}.serve.yaml", service_yaml(result, d, i, fmt), name, fmt)
+                )
             else:
                 out.files.append(ExportedFile(f"{where}.sbatch", _serve_sbatch(result, d, i, fmt), name, fmt))
         except ConfigError as exc:
@@ -157,7 +167,8 @@ def export_result(result: dict[str, Any], fmt: str) -> Export:
     """
     if fmt not in EXPORT_FORMATS:
         raise ConfigError(
-            f"--export: unknown format {fmt!r}{did_you_mean(fmt, EXPORT_FORMATS)}; allowed: {', '.join(EXPORT_FORMATS)}"
+            f"--export: unknown format {fmt!r}{did_you_mean(fmt, EXPORT_FORMATS)}; "
+            f"allowed: {', '.join(EXPORT_FORMATS)}"
         )
     kind = result_kind(result)
     wanted = [f for f in FORMATS if fmt in ("all", f)]
@@ -184,5 +195,7 @@ def export_result(result: dict[str, Any], fmt: str) -> Export:
             seen.setdefault(reason.split(":", 1)[0], reason)
         out.skipped = list(seen.values())
     if not out.files:
-        raise ConfigError("; ".join(out.skipped) if out.skipped else f"--export {fmt}: the result has no scheduled job")
+        raise ConfigError(
+            "; ".join(out.skipped) if out.skipped else f"--export {fmt}: the result has no scheduled job"
+        )
     return out

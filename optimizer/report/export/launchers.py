@@ -15,6 +15,7 @@ from optimizer.report.export.training import (
     launch_lines,
     layout_env,
     needs_deepspeed_file,
+    sequence_parallel,
     stack_variables,
 )
 
@@ -51,8 +52,10 @@ def _defaults(values: dict[str, str]) -> str:
 
 def deepspeed_heredoc(t: TrainPlan) -> str:
     """Shell lines that write the DeepSpeed config the launch line names (empty when none)."""
-    if not needs_deepspeed_file(t):
-        return ""
+    return _heredoc(t) if needs_deepspeed_file(t) else ""
+
+
+def _heredoc(t: TrainPlan) -> str:
     body = json.dumps(deepspeed_config(t), indent=2)
     return f"cat > {DEEPSPEED_FILE} <<'CCOPT_JSON'\n{body}\nCCOPT_JSON\n"
 
@@ -99,14 +102,16 @@ def _accelerate_args(t: TrainPlan) -> list[str]:
     ]  # fmt: skip
     precision = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp32": "no"}[t.precision]
     if t.cp > 1:
-        raise ConfigError(f"--export accelerate: plan {t.job!r} uses context parallelism (cp {t.cp}); export megatron")
+        raise ConfigError(
+            f"--export accelerate: plan {t.job!r} uses context parallelism (cp {t.cp}); export megatron"
+        )
     if t.tp > 1 or t.pp > 1:
         args += [
             "--use_megatron_lm",
             "--megatron_lm_tp_degree", str(t.tp),
             "--megatron_lm_pp_degree", str(t.pp),
             "--megatron_lm_num_micro_batches", str(t.grad_accum),
-            "--megatron_lm_sequence_parallelism", str(bool(t.sequence_parallel or t.tp > 1)).lower(),
+            "--megatron_lm_sequence_parallelism", str(sequence_parallel(t)).lower(),
             "--megatron_lm_recompute_activations", str(t.checkpointing != "none").lower(),
             "--megatron_lm_use_distributed_optimizer", str(t.zero_stage >= 1).lower(),
             "--mixed_precision", precision,
@@ -136,9 +141,7 @@ def _accelerate_args(t: TrainPlan) -> list[str]:
 def accelerate_script(t: TrainPlan) -> str:
     """An `accelerate launch` line of the plan (writes the DeepSpeed config it names)."""
     args = _accelerate_args(t)
-    ds = ""
-    if DEEPSPEED_FILE in args:
-        ds = f"cat > {DEEPSPEED_FILE} <<'CCOPT_JSON'\n{json.dumps(deepspeed_config(t), indent=2)}\nCCOPT_JSON\n"
+    ds = _heredoc(t) if DEEPSPEED_FILE in args else ""
     lines = ["accelerate launch"]
     i = 0
     while i < len(args):
@@ -230,7 +233,7 @@ def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
     if per > 1 and engine != "vllm":
         raise ConfigError(
             f"--export: the {d['gpu']} deployment runs {per} replicas per instance and {engine} has no "
-            "data-parallel mode to serve them behind one port; plan with workload.stack = \"vllm\""
+            'data-parallel mode to serve them behind one port; plan with workload.stack = "vllm"'
         )
     port = str(SERVE_PORT)
     if engine == "vllm":
@@ -238,11 +241,26 @@ def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
         if per > 1:
             cmd += ["--data-parallel-size", str(per)]
         cmd += ["--max-num-seqs", str(d["batch"]), "--max-model-len", str(max_len), "--port", port]
-        cmd += {"fp16": ["--dtype", "float16"], "bf16": ["--dtype", "bfloat16"], "fp8": ["--quantization", "fp8"]}.get(q, [])
+        cmd += {
+            "fp16": ["--dtype", "float16"],
+            "bf16": ["--dtype", "bfloat16"],
+            "fp8": ["--quantization", "fp8"],
+        }.get(q, [])
     elif engine == "tgi":
         cmd = ["text-generation-launcher", "--model-id", '"$MODEL_ID"', "--num-shard", str(d["tp"])]
-        cmd += ["--max-concurrent-requests", str(d["batch"]), "--max-total-tokens", str(max_len), "--port", port]
-        cmd += {"fp8": ["--quantize", "fp8"], "int8": ["--quantize", "eetq"], "int4": ["--quantize", "awq"]}.get(q, [])
+        cmd += [
+            "--max-concurrent-requests",
+            str(d["batch"]),
+            "--max-total-tokens",
+            str(max_len),
+            "--port",
+            port,
+        ]
+        cmd += {
+            "fp8": ["--quantize", "fp8"],
+            "int8": ["--quantize", "eetq"],
+            "int4": ["--quantize", "awq"],
+        }.get(q, [])
     elif engine == "tensorrt-llm":
         cmd = ["trtllm-serve", '"$MODEL_ID"', "--tp_size", str(d["tp"]), "--max_batch_size", str(d["batch"])]
         cmd += ["--max_seq_len", str(max_len), "--host", "0.0.0.0", "--port", port]
@@ -251,7 +269,19 @@ def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
         cmd += ["-c", str(max_len * d["batch"]), "--host", "0.0.0.0", "--port", port]
     elif engine == "mlc-llm":
         over = f"tensor_parallel_shards={d['tp']};max_num_sequence={d['batch']};context_window_size={max_len}"
-        cmd = ["mlc_llm", "serve", '"$MODEL_ID"', "--overrides", shlex.quote(over), "--host", "0.0.0.0", "--port", port]
+        cmd = [
+            "mlc_llm",
+            "serve",
+            '"$MODEL_ID"',
+            "--overrides",
+            shlex.quote(over),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            port,
+        ]
     else:
-        raise ConfigError(f"--export: no serving launch line for stack {stack!r}; allowed: {', '.join(READINESS_PATH)}")
+        raise ConfigError(
+            f"--export: no serving launch line for stack {stack!r}; allowed: {', '.join(READINESS_PATH)}"
+        )
     return " ".join(cmd)

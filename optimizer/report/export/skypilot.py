@@ -54,12 +54,14 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-") or "ccopt"
 
 
-def _resources(provider: str, region: str, instance: str, gpu: str, count: int, pricing: str) -> dict[str, Any]:
+def _resources(
+    provider: str, region: str, instance: str, gpu: str, count: int, pricing: str
+) -> dict[str, Any]:
     cloud = SKY_CLOUD.get(provider)
     if cloud is None:
         raise ConfigError(
-            f"--export skypilot: provider {provider!r} has no SkyPilot cloud; allowed: {', '.join(SKY_CLOUD)} "
-            "(owned and bought boxes: --export slurm)"
+            f"--export skypilot: provider {provider!r} has no SkyPilot cloud; allowed: "
+            f"{', '.join(SKY_CLOUD)} (owned and bought boxes: --export slurm)"
         )
     res: dict[str, Any] = {"cloud": cloud}
     if cloud != "kubernetes":  # a Kubernetes cluster has no catalog region or instance type
@@ -73,7 +75,10 @@ def _resources(provider: str, region: str, instance: str, gpu: str, count: int, 
 
 def _pricing_note(pricing: str) -> list[str]:
     if pricing in _RESERVED:
-        return [f"pricing {pricing}: the cost assumes your reservation; SkyPilot launches on demand unless it is used"]
+        return [
+            f"pricing {pricing}: the cost assumes your reservation; SkyPilot launches on demand "
+            "unless it is used"
+        ]
     return []
 
 
@@ -121,7 +126,8 @@ def service_yaml(result: dict[str, Any], d: dict[str, Any], index: int, fmt: str
         f"deployment: {d['instances']}× {d['instance']} ({d['gpus']}× {d['gpu']}) on {d['provider']} "
         f"{d['region']}, {d['pricing']}; {d['replicas']} replicas of tp {d['tp']} ({per} per instance), "
         f"batch {d['batch']}",
-        f"load: {d['requests_per_s']:g} of {plan['load_requests_per_s']:g} requests/s (route that share here); "
+        f"load: {d['requests_per_s']:g} of {plan['load_requests_per_s']:g} requests/s "
+        "(route that share here); "
         f"TTFT {d['ttft_s']:g} s, TPOT {d['tpot_ms']:g} ms",
         f"cost: ${d['usd_per_hour']:,.2f}/h of ${plan['usd_per_hour']:,.2f}/h for the plan "
         f"(${plan['usd_per_month']:,.2f}/month); no P90 band for serving plans",
@@ -133,7 +139,9 @@ def service_yaml(result: dict[str, Any], d: dict[str, Any], index: int, fmt: str
             "replicas": d["instances"],
         },
         "resources": {
-            **_resources(d["provider"], d["region"], d["instance"], d["gpu"], d["gpus_per_instance"], d["pricing"]),
+            **_resources(
+                d["provider"], d["region"], d["instance"], d["gpu"], d["gpus_per_instance"], d["pricing"]
+            ),
             "ports": SERVE_PORT,
         },
         "envs": {"MODEL_ID": str(job.get("model_ref") or job.get("model"))},

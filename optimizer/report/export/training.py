@@ -21,6 +21,7 @@ __all__ = [
     "layout_env",
     "launch_lines",
     "needs_deepspeed_file",
+    "sequence_parallel",
     "stack_variables",
     "DEEPSPEED_FILE",
     "FRAMEWORK_STACKS",
@@ -57,15 +58,30 @@ def deepspeed_config(t: TrainPlan) -> dict[str, Any]:
         "wall_clock_breakdown": False,
     }
     if t.checkpointing != "none":
-        cfg["activation_checkpointing"] = {"partition_activations": t.tp > 1, "contiguous_memory_optimization": False}
+        cfg["activation_checkpointing"] = {
+            "partition_activations": t.tp > 1,
+            "contiguous_memory_optimization": False,
+        }
     return cfg
+
+
+def sequence_parallel(t: TrainPlan) -> bool:
+    """Sequence parallelism as planned; null (the stack's default) means on whenever tp > 1."""
+    return bool(t.sequence_parallel) if t.sequence_parallel is not None else t.tp > 1
 
 
 def _recompute(t: TrainPlan) -> list[str]:
     if t.checkpointing == "selective":
         return ["--recompute-granularity", "selective"]
     if t.checkpointing == "full":
-        return ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+        return [
+            "--recompute-granularity",
+            "full",
+            "--recompute-method",
+            "uniform",
+            "--recompute-num-layers",
+            "1",
+        ]
     return []
 
 
@@ -80,7 +96,7 @@ def megatron_args(t: TrainPlan) -> list[str]:
         raise ConfigError(
             f"--export megatron: plan {t.job!r} uses ZeRO-{t.zero_stage}; Megatron-LM shards only the "
             "optimizer state (--use-distributed-optimizer, ZeRO-1), so the plan would not fit as "
-            "planned. Allowed: plan with workload.stack = \"megatron-core\" (or megatron-deepspeed), or "
+            'planned. Allowed: plan with workload.stack = "megatron-core" (or megatron-deepspeed), or '
             "export deepspeed / torchrun / accelerate"
         )
     args = [
@@ -95,7 +111,7 @@ def megatron_args(t: TrainPlan) -> list[str]:
         args += ["--seq-length", str(t.seq_len), "--max-position-embeddings", str(t.seq_len)]
     if t.vp > 1:
         args += ["--num-virtual-stages-per-pipeline-rank", str(t.vp)]
-    if t.sequence_parallel or (t.sequence_parallel is None and t.tp > 1):
+    if sequence_parallel(t):
         args.append("--sequence-parallel")
     if t.precision in ("bf16", "fp16"):
         args.append(f"--{t.precision}")
@@ -123,10 +139,11 @@ def nemo_overrides(t: TrainPlan) -> list[str]:
         f"model.pipeline_model_parallel_size={t.pp}",
         f"model.context_parallel_size={t.cp}",
         f"model.virtual_pipeline_model_parallel_size={t.vp if t.vp > 1 else 'null'}",
-        f"model.sequence_parallel={str(bool(t.sequence_parallel or (t.sequence_parallel is None and t.tp > 1)))}",
+        f"model.sequence_parallel={sequence_parallel(t)}",
         f"model.micro_batch_size={t.micro_batch}",
         f"model.global_batch_size={t.global_batch}",
-        f"model.activations_checkpoint_granularity={'null' if t.checkpointing == 'none' else t.checkpointing}",
+        "model.activations_checkpoint_granularity="
+        + ("null" if t.checkpointing == "none" else t.checkpointing),
     ]
     if t.seq_len:
         out.append(f"model.encoder_seq_length={t.seq_len}")
@@ -144,7 +161,7 @@ def _need_stack(t: TrainPlan, fmt: str) -> None:
     if t.stack != stack:
         raise ConfigError(
             f"--export {fmt}: plan {t.job!r} was planned for stack {t.stack!r}, and the {fmt} "
-            f"profile sets what it overlaps and shards; plan with workload.stack = \"{stack}\" "
+            f'profile sets what it overlaps and shards; plan with workload.stack = "{stack}" '
             "first (or export torchrun / deepspeed / megatron)"
         )
 
@@ -190,7 +207,9 @@ def _toml(v: Any) -> str:
 
 def torchtitan_overrides(t: TrainPlan) -> list[str]:
     """The same values as torchtitan command-line overrides (`--section.key value`)."""
-    return [f"--{table}.{k}={v}" for table, values in _torchtitan_values(t).items() for k, v in values.items()]
+    return [
+        f"--{table}.{k}={v}" for table, values in _torchtitan_values(t).items() for k, v in values.items()
+    ]
 
 
 def torchtune_overrides(t: TrainPlan) -> list[str]:
@@ -275,7 +294,12 @@ def _joined(cmd: list[str]) -> str:
     """One command, one argument pair per line (backslash continuations)."""
     out, i = [cmd[0]], 1
     while i < len(cmd):
-        if cmd[i].startswith("--") and "=" not in cmd[i] and i + 1 < len(cmd) and not cmd[i + 1].startswith("--"):
+        if (
+            cmd[i].startswith("--")
+            and "=" not in cmd[i]
+            and i + 1 < len(cmd)
+            and not cmd[i + 1].startswith("--")
+        ):
             out.append(f"{cmd[i]} {cmd[i + 1]}")
             i += 2
         else:
@@ -302,14 +326,22 @@ def launch_lines(t: TrainPlan) -> str:
     """The shell command that starts the plan with its stack; it reads NNODES, NPROC_PER_NODE,
     NODE_RANK and MASTER_ADDR, which each wrapper (SkyPilot run, sbatch, script) sets."""
     if t.stack in ("megatron-core", "megatron-deepspeed"):
-        cmd = [*_TORCHRUN, '"${MEGATRON_DIR:-Megatron-LM}/pretrain_gpt.py"', *_q(megatron_args(t)), "$MODEL_ARGS", "$DATA_ARGS"]
+        cmd = [
+            *_TORCHRUN,
+            '"${MEGATRON_DIR:-Megatron-LM}/pretrain_gpt.py"',
+            *_q(megatron_args(t)),
+            "$MODEL_ARGS",
+            "$DATA_ARGS",
+        ]
     elif t.stack == "torchtitan":
         cmd = [
             *_TORCHRUN, "-m", "torchtitan.train", "--job.config_file", '"$TORCHTITAN_CONFIG"',
             *_q(torchtitan_overrides(t)),
         ]  # fmt: skip
     elif t.stack == "torchtune":
-        recipe = "lora_finetune_distributed" if t.workload in ("lora", "qlora") else "full_finetune_distributed"
+        recipe = (
+            "lora_finetune_distributed" if t.workload in ("lora", "qlora") else "full_finetune_distributed"
+        )
         cmd = [
             "tune", "run", "--nnodes", "$NNODES", "--nproc_per_node", "$NPROC_PER_NODE",
             "--rdzv-backend", "c10d", "--rdzv-endpoint", f'"$MASTER_ADDR:{MASTER_PORT}"', recipe,
@@ -323,7 +355,11 @@ def launch_lines(t: TrainPlan) -> str:
             *_q(foundry_overrides(t)),
         ]  # fmt: skip
     elif t.stack in _DEEPSPEED_STACKS:
-        ds = ["--deepspeed", DEEPSPEED_FILE] if t.stack == "hf-trainer" else ["--deepspeed", "--deepspeed_config", DEEPSPEED_FILE]
+        ds = (
+            ["--deepspeed", DEEPSPEED_FILE]
+            if t.stack == "hf-trainer"
+            else ["--deepspeed", "--deepspeed_config", DEEPSPEED_FILE]
+        )
         cmd = [*_TORCHRUN, '"$TRAIN_SCRIPT"', *ds]
     else:  # generic, fsdp, unsloth, litgpt: the script reads the CCOPT_* layout variables
         cmd = [*_TORCHRUN, '"$TRAIN_SCRIPT"']
