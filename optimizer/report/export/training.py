@@ -92,12 +92,12 @@ def megatron_args(t: TrainPlan) -> list[str]:
         ConfigError: the plan shards gradients or weights (ZeRO-2/3), which Megatron-LM's
             distributed optimizer (ZeRO-1) does not; Megatron-DeepSpeed plans are exported.
     """
-    if t.zero_stage >= 2 and t.stack != "megatron-deepspeed":
+    if t.zero_stage == 2 and t.stack != "megatron-deepspeed":
         raise ConfigError(
-            f"--export megatron: plan {t.job!r} uses ZeRO-{t.zero_stage}; Megatron-LM shards only the "
-            "optimizer state (--use-distributed-optimizer, ZeRO-1), so the plan would not fit as "
-            'planned. Allowed: plan with workload.stack = "megatron-core" (or megatron-deepspeed), or '
-            "export deepspeed / torchrun / accelerate"
+            f"--export megatron: plan {t.job!r} uses ZeRO-2; Megatron-LM shards the optimizer state "
+            "(--use-distributed-optimizer, ZeRO-1) or everything (--use-torch-fsdp2, ZeRO-3), not "
+            "gradients alone, so the plan would not run as planned. Allowed: plan with "
+            'workload.stack = "megatron-deepspeed", or export deepspeed / torchrun'
         )
     args = [
         "--tensor-model-parallel-size", str(t.tp),
@@ -123,6 +123,8 @@ def megatron_args(t: TrainPlan) -> list[str]:
         args += ["--deepspeed", "--deepspeed_config", DEEPSPEED_FILE, "--zero-stage", str(t.zero_stage)]
     elif t.zero_stage == 1:
         args.append("--use-distributed-optimizer")
+    elif t.zero_stage == 3:  # PyTorch FSDP2 inside Megatron-LM (full sharding)
+        args += ["--use-torch-fsdp2", "--ckpt-format", "torch_dist"]
     return args
 
 
@@ -153,6 +155,8 @@ def nemo_overrides(t: TrainPlan) -> list[str]:
         out.append("model.fp8=True")
     if t.zero_stage == 1:
         out.append("model.optim.name=distributed_fused_adam")
+    elif t.zero_stage == 3:
+        out.append("model.fsdp=True")
     return out
 
 
@@ -215,12 +219,14 @@ def torchtitan_overrides(t: TrainPlan) -> list[str]:
 def torchtune_overrides(t: TrainPlan) -> list[str]:
     """torchtune recipe overrides (key=value) of the plan (torchtune recipe configs)."""
     _need_stack(t, "torchtune")
-    if t.tp > 1 or t.pp > 1 or t.cp > 1:
+    if t.pp > 1 or t.cp > 1:
         raise ConfigError(
-            f"--export torchtune: plan {t.job!r} uses tp {t.tp} × pp {t.pp} × cp {t.cp}; torchtune's "
-            "distributed recipes run data parallel (FSDP) only"
+            f"--export torchtune: plan {t.job!r} uses pp {t.pp} × cp {t.cp}; torchtune's distributed "
+            "recipes shard with FSDP and split tensors (tensor_parallel_dim) only"
         )
+    tensor = [f"tensor_parallel_dim={t.tp}"] if t.tp > 1 else []
     return [
+        *tensor,
         f"batch_size={t.micro_batch}",
         f"gradient_accumulation_steps={t.grad_accum}",
         f"enable_activation_checkpointing={t.checkpointing != 'none'}",
