@@ -180,11 +180,15 @@ def _torchtitan_values(t: TrainPlan) -> dict[str, dict[str, Any]]:
         "pipeline_parallel_degree": t.pp,
         "context_parallel_degree": t.cp,
     }
+    # torchtitan accumulates global / (local × dp) steps; with pp the local batch is split into
+    # pipeline micro-batches instead (torchtitan config/job_config.py Training, Parallelism)
+    local = t.micro_batch
     if t.pp > 1:
         parallelism["pipeline_parallel_microbatch_size"] = t.micro_batch
+        local = t.micro_batch * t.grad_accum
     return {
         "training": {
-            "local_batch_size": t.micro_batch * t.grad_accum,
+            "local_batch_size": local,
             "global_batch_size": t.global_batch,
             "seq_len": t.seq_len or 0,
             "steps": t.steps,
