@@ -192,7 +192,7 @@ def sbatch_script(t: TrainPlan) -> str:
     ]
     rendezvous = (
         f"NNODES=$SLURM_NNODES\nNPROC_PER_NODE={t.gpus_per_node}\n"
-        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'
+        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)\n'
         "export NNODES NPROC_PER_NODE MASTER_ADDR\n"
     )
     body = launch_lines(t).replace("\n", "\n  ")

@@ -93,7 +93,7 @@ def task_yaml(t: TrainPlan) -> str:
         "NNODES=$SKYPILOT_NUM_NODES\n"
         "NPROC_PER_NODE=$SKYPILOT_NUM_GPUS_PER_NODE\n"
         "NODE_RANK=$SKYPILOT_NODE_RANK\n"
-        'MASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n 1)\n' + deepspeed_heredoc(t) + launch_lines(t)
+        'MASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | sed -n 1p)\n' + deepspeed_heredoc(t) + launch_lines(t)
     )
     task = {
         "name": slug(t.job),

@@ -49,6 +49,8 @@ def stack_plans() -> dict[str, dict[str, Any]]:
     for stack, example in STACK_EXAMPLES.items():
         job = tomllib.loads((ROOT / "examples" / example).read_text())
         job["workload"]["stack"] = stack
+        if stack == "megatron-core":  # Megatron-LM shards optimizer state (ZeRO-1) or all (FSDP)
+            job["constraints"]["zero_stages"] = [0, 1]
         out[stack] = api.plan(job, offline=True, alternatives=0)
         assert out[stack]["status"] != "infeasible", stack
     return out

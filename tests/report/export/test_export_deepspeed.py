@@ -59,7 +59,9 @@ def test_batch_triple_and_zero_equal_the_plan(stack_plans: dict[str, dict[str, A
         assert cfg["train_micro_batch_size_per_gpu"] == lay["micro_batch"]
         assert cfg["gradient_accumulation_steps"] == lay["grad_accum"]
         # DeepSpeed's rule: train_batch_size = micro × accumulation × data-parallel world size
-        assert cfg["train_batch_size"] == lay["micro_batch"] * lay["grad_accum"] * lay["dp"] == p["global_batch"]
+        assert (
+            cfg["train_batch_size"] == lay["micro_batch"] * lay["grad_accum"] * lay["dp"] == p["global_batch"]
+        )
         assert cfg["zero_optimization"]["stage"] == lay["zero_stage"]
         assert cfg["bf16"]["enabled"] is (p["options"]["precision"] in ("bf16", "fp8"))
         assert cfg["fp16"]["enabled"] is (p["options"]["precision"] == "fp16")

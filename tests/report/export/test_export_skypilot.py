@@ -65,7 +65,10 @@ def sky_check(doc: dict[str, Any]) -> None:
     sky, common_utils, schemas = found
     common_utils.validate_schema(doc, schemas.get_task_schema(), "Invalid task YAML: ")
     common_utils.validate_schema(doc["resources"], schemas.get_resources_schema(), "Invalid resources: ")
-    offline = {**doc, "resources": {k: v for k, v in doc["resources"].items() if k not in ("region", "instance_type")}}
+    offline = {
+        **doc,
+        "resources": {k: v for k, v in doc["resources"].items() if k not in ("region", "instance_type")},
+    }
     if offline["resources"].get("cloud") == "kubernetes":
         offline["resources"].pop("cloud")
     task = sky.Task.from_yaml_config(offline)
