@@ -62,7 +62,7 @@ def exported(data: dict[str, Any], fmt: str | None, out_dir: Path | None) -> boo
     with user_errors():
         result = api.export(data, fmt)
         if out_dir is not None:
-            from optimizer.cli.report_cmd import write_atomically  # the one atomic writer
+            from optimizer.cli.report_cmd import write_atomically  # lazy: the one atomic writer, only with -o
 
             try:
                 out_dir.mkdir(parents=True, exist_ok=True)

@@ -236,6 +236,7 @@ def torchtune_overrides(t: TrainPlan) -> list[str]:
         f"enable_activation_checkpointing={t.checkpointing != 'none'}",
         f"dtype={'fp32' if t.precision == 'fp32' else 'bf16' if t.precision != 'fp16' else 'fp16'}",
         f"fsdp_cpu_offload={t.offload != 'none'}",
+        f"fsdp_reshard_after_forward={t.zero_stage == 3}",  # False: ZeRO-2 (weights kept gathered)
         f"max_steps_per_epoch={t.steps}",
         "epochs=1",
     ]
