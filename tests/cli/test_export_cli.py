@@ -37,7 +37,15 @@ def test_plan_export_into_a_folder_keeps_the_answer(tmp_path: Path) -> None:
     plan = json.loads(result.stdout)["plan"]  # --json still prints the contract
     names = sorted(p.name for p in out.iterdir())
     stem = "llama-2-7b-pretrain-10d"
-    for suffix in ("sky.yaml", "deepspeed.json", "torchrun.sh", "accelerate.sh", "megatron.sh", "nemo.sh", "sbatch"):
+    for suffix in (
+        "sky.yaml",
+        "deepspeed.json",
+        "torchrun.sh",
+        "accelerate.sh",
+        "megatron.sh",
+        "nemo.sh",
+        "sbatch",
+    ):
         assert f"{stem}.{suffix}" in names
         assert "exported " in result.stderr and str(out / f"{stem}.{suffix}") in result.stderr
     ds = json.loads((out / f"{stem}.deepspeed.json").read_text())
