@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 import pytest
-from conftest import BATCH, TRAIN, train_plans
+from export_cases import BATCH, TRAIN, train_plans
 
 from optimizer import api
 

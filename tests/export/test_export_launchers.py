@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import BATCH, SERVE, TRAIN, train_plans
+from export_cases import BATCH, SERVE, TRAIN, train_plans
 
 from optimizer import api
 from optimizer.errors import ConfigError

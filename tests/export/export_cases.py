@@ -4,15 +4,10 @@ tests/test_golden.py) and plans solved here for the stacks whose own configs are
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from optimizer import api
-
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 
 
@@ -40,20 +35,6 @@ STACK_EXAMPLES = {
     "torchtune": "lora_70b_budget.toml",
     "llm-foundry": "llama7b_10days.toml",
 }
-
-
-@pytest.fixture(scope="session")
-def stack_plans() -> dict[str, dict[str, Any]]:
-    """One plan per stack: the example job with workload.stack set (bundled prices)."""
-    out = {}
-    for stack, example in STACK_EXAMPLES.items():
-        job = tomllib.loads((ROOT / "examples" / example).read_text())
-        job["workload"]["stack"] = stack
-        if stack == "megatron-core":  # Megatron-LM shards optimizer state (ZeRO-1) or all (FSDP)
-            job["constraints"]["zero_stages"] = [0, 1]
-        out[stack] = api.plan(job, offline=True, alternatives=0)
-        assert out[stack]["status"] != "infeasible", stack
-    return out
 
 
 def train_plans(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import BATCH, SERVE, TRAIN, train_plans
+from export_cases import BATCH, SERVE, TRAIN, train_plans
 
 from optimizer import __version__, api
 from optimizer.errors import ConfigError
