@@ -374,7 +374,18 @@ def launch_lines(t: TrainPlan) -> str:
         cmd = [*_TORCHRUN, '"$TRAIN_SCRIPT"', *ds]
     else:  # generic, fsdp, unsloth, litgpt: the script reads the CCOPT_* layout variables
         cmd = [*_TORCHRUN, '"$TRAIN_SCRIPT"']
-    return _joined(cmd)
+    return _split_warning(t) + _joined(cmd)
+
+
+def _split_warning(t: TrainPlan) -> str:
+    """A comment above the launch line when the stack's launcher cannot split tensors or layers
+    itself (the plan still needs tp × pp; CCOPT_TP / CCOPT_PP carry them to the script)."""
+    if (t.tp > 1 or t.pp > 1) and t.stack in ("deepspeed", "hf-trainer", "fsdp", "unsloth"):
+        return (
+            f"# warning: the plan splits tp {t.tp} × pp {t.pp}; {t.stack} does not do that from its "
+            "launch line: your script must build it from CCOPT_TP / CCOPT_PP\n"
+        )
+    return ""
 
 
 def needs_deepspeed_file(t: TrainPlan) -> bool:
