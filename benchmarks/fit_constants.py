@@ -41,6 +41,7 @@ sys.path.insert(0, str(HERE))
 
 from cases import Case, build_cases, log_ratio, predict  # noqa: E402
 
+from optimizer.model.bands import serve_band_key  # noqa: E402
 from optimizer.model.fitted import (  # noqa: E402
     FAMILY_TABLES,
     FittedConstants,
@@ -50,7 +51,6 @@ from optimizer.model.fitted import (  # noqa: E402
     serve_features,
     train_features,
 )
-from optimizer.model.bands import serve_band_key  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.step_time import training_step_time  # noqa: E402
 

@@ -62,6 +62,8 @@ __all__ = [
 OUTPUT_MARK = f"made by ccopt {__version__}"
 _MARK = b"made by ccopt "
 _HTML_MARK = b'<meta name="generator" content="ccopt '
+#: the header line of every exported launch file (optimizer/report/export/common.header_lines)
+_EXPORT_MARK = b"exported by ccopt "
 #: bytes read from each end of a file to recognise an earlier output (metadata sits near an end)
 SNIFF_BYTES = 65_536
 #: the largest JSON file parsed to recognise an earlier `ccopt measure` point
@@ -228,7 +230,7 @@ def is_ccopt_output(path: str | Path) -> bool:
     if head.startswith(b"\x1f\x8b"):  # svgz: the mark sits in the compressed SVG's head
         with contextlib.suppress(zlib.error):
             head = zlib.decompressobj(wbits=31).decompress(head, SNIFF_BYTES)
-    if _HTML_MARK in head:
+    if _HTML_MARK in head or _EXPORT_MARK in head:
         return True
     if head.lstrip().startswith(b"{") and size <= MAX_JSON_SNIFF_BYTES:
         try:

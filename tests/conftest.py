@@ -29,4 +29,3 @@ def fresh_rename_warnings():
 
     aliases._warned.clear()
     yield
-

@@ -28,6 +28,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "optimizer.api.plan_row": ("plan_row_request", "read_plan_file"),
     # output files (-o, --plot): never over an input, a store, a device or a directory
     "optimizer.api.outputs": ("output_file", "kept_stores"),
+    # the files that launch a plan (SkyPilot, DeepSpeed, torchrun, Megatron, Slurm, ...)
+    "optimizer.api.export_run": ("export", "Export", "ExportedFile", "EXPORT_FORMATS"),
     "optimizer.inputs.request": (
         "ConfigRequest",
         "RequestOption",
@@ -90,6 +92,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from optimizer.api.checks import DeprecatedName, check_number, warn_renamed
     from optimizer.api.configuration import Built, build_configuration, resolve_model
     from optimizer.api.estimate_run import assumptions_with, estimate, estimate_request, evaluate
+    from optimizer.api.export_run import EXPORT_FORMATS, Export, ExportedFile, export
     from optimizer.api.outputs import kept_stores, output_file
     from optimizer.api.plan_row import plan_row_request, read_plan_file
     from optimizer.api.schema import schema_names, schema_of

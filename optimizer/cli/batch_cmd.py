@@ -29,6 +29,7 @@ from optimizer.cli.common import (
     time_limit_s,
     user_errors,
 )
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
 from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
 from optimizer.cli.progress import Progress
 from optimizer.errors import Status
@@ -61,9 +62,12 @@ def batch(
     old_time_limit: OldTimeLimitOpt = None,
     confidence: ConfidenceOpt = None,
     force: ForceOpt = False,
+    export: ExportOpt = None,
+    out_dir: ExportDirOpt = None,
 ) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
+        check_export(export, out_dir, json_out)
         time_limit = time_limit_s(time_limit, old_time_limit, DEFAULT_BATCH_TIME_LIMIT_S)
         check_number(workers, "--workers", ge=1, le=MAX_WORKERS, integer=True)
         out = (
@@ -85,6 +89,8 @@ def batch(
         data = api.batch_json(result)
         if out is not None and result.jobs:
             plot_schedule(data, out)
+    if exported(data, export, out_dir, force=force, inputs=input_files(jobs, prices)):
+        return
     if json_out:
         print_json(data)
     else:

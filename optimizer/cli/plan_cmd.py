@@ -36,6 +36,7 @@ from optimizer.cli.common import (
     time_limit_s,
     user_errors,
 )
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
 from optimizer.cli.plot import check_plot_path, plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 
@@ -59,9 +60,12 @@ def plan(
     old_time_limit: OldTimeLimitOpt = None,
     confidence: ConfidenceOpt = None,
     force: ForceOpt = False,
+    export: ExportOpt = None,
+    out_dir: ExportDirOpt = None,
 ) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
+        check_export(export, out_dir, json_out)
         time_limit = time_limit_s(time_limit, old_time_limit)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
         out = (
@@ -80,6 +84,8 @@ def plan(
         if out is not None and data.get("pareto"):
             plot_pareto(data["pareto"], out, title=data["job"]["name"])
             written = True
+    if exported(data, export, out_dir, force=force, inputs=input_files(job, prices)):
+        return
     if json_out:
         print_json(data)
     else:

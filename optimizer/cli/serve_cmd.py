@@ -21,11 +21,13 @@ from optimizer.cli.common import (
     catalog_line,
     console,
     header_or_infeasible,
+    input_files,
     money,
     print_notes,
     time_limit_s,
     user_errors,
 )
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
 
 __all__ = ["register", "render_serve", "render_compare"]
 
@@ -135,6 +137,8 @@ def serve(
     time_limit: TimeLimitOpt = None,
     old_time_limit: OldTimeLimitOpt = None,
     compare: Annotated[bool, Opt("--compare", hidden=True)] = False,
+    export: ExportOpt = None,
+    out_dir: ExportDirOpt = None,
 ) -> None:
     """The cheapest replica mix that serves JOB's load within its latency targets."""
     if compare:  # the old spelling of `serve-compare`
@@ -142,9 +146,11 @@ def serve(
         serve_compare(job, json_out, prices, offline, time_limit, old_time_limit)
         return
     with user_errors():
+        check_export(export, out_dir, json_out)
         limit = time_limit_s(time_limit, old_time_limit)
         data = run_serve(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
-    answer(data, json_out, render_serve)
+    if not exported(data, export, out_dir, inputs=input_files(job, prices)):
+        answer(data, json_out, render_serve)
 
 
 def serve_compare(

@@ -30,8 +30,12 @@ def _job_dict(
         )
     else:
         entry.update(status="dropped" if s is not None else "unplanned", start_hour=None, end_hour=None)
+    workload = spec.job.workload if spec.job is not None else None
     entry.update(
         model=spec.model_name,
+        stack=workload.stack if workload is not None else None,
+        workload_kind=workload.kind if workload is not None else None,
+        seq_len=workload.seq_len if workload is not None else None,
         release_hour=round(spec.release_h, 2),
         deadline_hour=spec.deadline_h,
         priority=spec.priority,

@@ -41,6 +41,11 @@ class BatchJobOut(_PlanFields):  # type: ignore[misc,valid-type]
     resources: list[str] | None = None
     placement: str | None = Field(default=None, description="why it runs where it runs")
     model: str
+    stack: str | None = Field(default=None, description="workload.stack (what --export launches)")
+    workload_kind: str | None = Field(
+        default=None, description="workload.kind: pretrain | finetune | lora | qlora"
+    )
+    seq_len: int | None = Field(default=None, description="tokens per sequence (1: per-sample)")
     release_hour: float
     deadline_hour: float | None
     priority: int

@@ -1,0 +1,267 @@
+"""What every exporter shares: the plan's layout read from a result, the header, YAML text."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from optimizer import __version__
+from optimizer.errors import ConfigError
+
+__all__ = [
+    "ExportedFile",
+    "TrainPlan",
+    "train_plans",
+    "serve_deployments",
+    "result_kind",
+    "header_lines",
+    "comment",
+    "yaml_text",
+    "wall_time",
+    "DISK_GB",
+    "MASTER_PORT",
+]
+
+#: GUESS: local disk per node for checkpoints and the dataset cache; edit the file to change it
+DISK_GB = 512
+#: the rendezvous port of torch.distributed launchers (torchrun's default, 29500)
+MASTER_PORT = 29500
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """One exported file: its name (inside -o DIR), its text and the job it launches."""
+
+    name: str
+    text: str
+    job: str
+    format: str
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """The numbers a launcher needs from one training plan of a result (read, never computed)."""
+
+    job: str
+    model: str
+    model_ref: str
+    stack: str
+    workload: str  # workload.kind: pretrain | finetune | lora | qlora
+    seq_len: int | None
+    kind: str  # cloud | owned | buy
+    provider: str
+    region: str
+    instance: str
+    pricing: str
+    gpu: str
+    nodes: int
+    gpus_per_node: int
+    gpus: int
+    dp: int
+    tp: int
+    pp: int
+    cp: int
+    vp: int
+    zero_stage: int
+    checkpointing: str  # none | selective | full
+    micro_batch: int
+    grad_accum: int
+    global_batch: int
+    steps: int
+    precision: str
+    optimizer: str
+    offload: str  # none | optimizer | params
+    sequence_parallel: bool | None
+    hours: float
+    hours_p90: float | None
+    start_hour: float | None = None  # batch: the slot the schedule gives the job
+    end_hour: float | None = None
+    slot_end_hour: float | None = None
+    deadline_hour: float | None = None
+    lines: tuple[str, ...] = ()  # the header of every file exported from this plan
+
+
+def result_kind(result: dict[str, Any]) -> str:
+    """train | serve | batch, from the shape of a result dict (the JSON contract)."""
+    if "jobs" in result:
+        return "batch"
+    plan = result.get("plan")
+    if isinstance(plan, dict) and "deployments" in plan:
+        return "serve"
+    if isinstance(plan, dict) and "layout" in plan:
+        return "train"
+    raise ConfigError(
+        f"export: a result with status {result.get('status')!r} has no plan to export "
+        "(allowed: a feasible `ccopt plan`, `serve` or `batch` result)"
+    )
+
+
+def _catalog_words(result: dict[str, Any]) -> str:
+    cat = result.get("catalog") or {}
+    return f"prices as of {cat.get('as_of') or 'unknown'} ({cat.get('source', 'unknown')} catalog)"
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def header_lines(result: dict[str, Any], fmt: str, body: list[str]) -> tuple[str, ...]:
+    """The header every exported file starts with: plan, cost and P90, catalog date, version."""
+    return (
+        f"exported by ccopt {__version__} (--export {fmt}); regenerate rather than edit the numbers",
+        *body,
+        _catalog_words(result),
+    )
+
+
+def comment(lines: tuple[str, ...], prefix: str = "#") -> str:
+    """The header as comment lines of a YAML, TOML or shell file."""
+    return "".join(f"{prefix} {line}\n" for line in lines)
+
+
+def _plan_header(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any]) -> list[str]:
+    lay = p["layout"]
+    cp = lay.get("cp") or 1
+    status = p.get("status") or result.get("status")
+    return [
+        f"plan: {job.get('name')} ({job.get('model')}, {job.get('kind') or 'train'}), {status}",
+        f"cluster: {p['instances']}× {p['instance']} ({p['gpus']}× {p['gpu']}) on {p['provider']} "
+        f"{p['region']}, {p['pricing']}",
+        f"layout: dp {lay['dp']} × tp {lay['tp']} × pp {lay['pp']} × cp {cp} = {p['gpus']} GPUs; "
+        f"micro-batch {lay['micro_batch']} × grad-accum {lay['grad_accum']} × dp {lay['dp']} = "
+        f"global batch {p['global_batch']}; ZeRO-{lay['zero_stage']}, "
+        f"checkpointing {lay['activation_checkpointing']}",
+        f"cost: {_usd(p['cost_usd'])} in {p['days']:.2f} days ({p['steps']:,} steps of "
+        f"{p['step_time_s']:.2f} s); P90: {_usd(p.get('cost_usd_p90'))} in "
+        f"{p.get('days_p90', p['days']):.2f} days",
+    ]
+
+
+def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], fmt: str) -> TrainPlan:
+    lay, opts = p["layout"], p.get("options") or {}
+    body = _plan_header(result, p, job)
+    if p.get("start_hour") is not None:
+        body.append(
+            f"start window: hour {p['start_hour']:g} to {p.get('slot_end_hour', p['end_hour']):g} of "
+            f"the batch horizon (planned end hour {p['end_hour']:g}, deadline hour "
+            f"{p.get('deadline_hour')})"
+        )
+    tp = TrainPlan(
+        job=str(job.get("name") or "job"),
+        model=str(job.get("model")),
+        model_ref=str(job.get("model_ref") or job.get("model")),
+        stack=str(job.get("stack") or "generic"),
+        workload=str(job.get("kind") or "pretrain"),
+        seq_len=job.get("seq_len"),
+        kind=p.get("kind", "cloud"),
+        provider=p["provider"],
+        region=p["region"],
+        instance=p["instance"],
+        pricing=p["pricing"],
+        gpu=p["gpu"],
+        nodes=p["instances"],
+        gpus_per_node=p.get("gpus_per_instance") or p["gpus"] // p["instances"],
+        gpus=p["gpus"],
+        dp=lay["dp"],
+        tp=lay["tp"],
+        pp=lay["pp"],
+        cp=lay.get("cp") or 1,
+        vp=lay.get("vp") or opts.get("virtual_stages") or 1,
+        zero_stage=lay["zero_stage"],
+        checkpointing=lay["activation_checkpointing"],
+        micro_batch=lay["micro_batch"],
+        grad_accum=lay["grad_accum"],
+        global_batch=p["global_batch"],
+        steps=p["steps"],
+        precision=opts.get("precision", "bf16"),
+        optimizer=opts.get("optimizer", "adamw"),
+        offload=opts.get("offload", "none"),
+        sequence_parallel=opts.get("sequence_parallel"),
+        hours=p["hours"],
+        hours_p90=(p["days_p90"] * 24 if p.get("days_p90") is not None else None),
+        start_hour=p.get("start_hour"),
+        end_hour=p.get("end_hour"),
+        slot_end_hour=p.get("slot_end_hour"),
+        deadline_hour=p.get("deadline_hour"),
+        lines=header_lines(result, fmt, body),
+    )
+    _check_layout(tp)
+    return tp
+
+
+def _check_layout(t: TrainPlan) -> None:
+    """A hand-edited result whose numbers disagree is refused, not exported half-right."""
+    if t.dp * t.tp * t.pp * t.cp != t.gpus:
+        raise ConfigError(
+            f"export: plan {t.job!r}: dp × tp × pp × cp = {t.dp * t.tp * t.pp * t.cp} but gpus = {t.gpus}"
+        )
+    if t.micro_batch * t.grad_accum * t.dp != t.global_batch:
+        raise ConfigError(
+            f"export: plan {t.job!r}: micro_batch × grad_accum × dp = "
+            f"{t.micro_batch * t.grad_accum * t.dp} but global_batch = {t.global_batch}"
+        )
+    if t.nodes * t.gpus_per_node != t.gpus:
+        raise ConfigError(f"export: plan {t.job!r}: {t.nodes} × {t.gpus_per_node} GPUs ≠ gpus = {t.gpus}")
+
+
+def train_plans(result: dict[str, Any], fmt: str) -> list[TrainPlan]:
+    """The training plans of a plan result (one) or a batch result (every scheduled job)."""
+    if result_kind(result) == "train":
+        return [_train_plan(result, result["plan"], result.get("job") or {}, fmt)]
+    plans = []
+    for j in result["jobs"]:
+        if j.get("status") != "scheduled":
+            continue
+        job = {
+            "name": j["name"],
+            "model": j.get("model"),
+            "model_ref": j.get("model_ref") or j.get("model"),
+            "stack": j.get("stack"),
+            "kind": j.get("workload_kind"),
+            "seq_len": j.get("seq_len"),
+        }
+        plans.append(_train_plan(result, j, job, fmt))
+    return plans
+
+
+def serve_deployments(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The deployments of a serve result."""
+    return list(result["plan"]["deployments"])
+
+
+def wall_time(hours: float) -> str:
+    """A Slurm --time value (D-HH:MM:SS), whole hours rounded up."""
+    total = max(1, math.ceil(hours))
+    return f"{total // 24}-{total % 24:02d}:00:00"
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return json.dumps(str(value))  # a JSON string is a YAML double-quoted scalar
+
+
+def yaml_text(value: dict[str, Any], indent: int = 0) -> str:
+    """Block YAML of nested dicts, lists of scalars and scalars; a multi-line string as a `|` block.
+
+    (A small emitter: ccopt does not depend on PyYAML; tests load every file with it.)
+    """
+    pad = " " * indent
+    out = []
+    for key, item in value.items():
+        if isinstance(item, dict):
+            out.append(f"{pad}{key}:\n{yaml_text(item, indent + 2)}")
+        elif isinstance(item, list):
+            out.append(f"{pad}{key}:\n" + "".join(f"{pad}  - {_scalar(v)}\n" for v in item))
+        elif isinstance(item, str) and "\n" in item:
+            body = "".join(f"{pad}  {line}\n" if line else "\n" for line in item.rstrip("\n").split("\n"))
+            out.append(f"{pad}{key}: |\n{body}")
+        else:
+            out.append(f"{pad}{key}: {_scalar(item)}\n")
+    return "".join(out)
