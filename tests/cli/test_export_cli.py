@@ -30,9 +30,10 @@ def test_plan_export_to_stdout_is_the_file() -> None:
 
 def test_plan_export_into_a_folder_keeps_the_answer(tmp_path: Path) -> None:
     out = tmp_path / "launch"
-    result = runner.invoke(
-        app, ["plan", str(EXAMPLES / "llama7b_10days.toml"), "--json", "--export", "all", "-o", str(out)]
-    )
+    # at the median: the one-box ZeRO-3 plan every launcher format can run (the P80 plan's
+    # ZeRO-2 is refused by the Megatron formats, with the reason: tested elsewhere)
+    args = ["plan", str(EXAMPLES / "llama7b_10days.toml"), "--json", "--confidence", "0.5"]
+    result = runner.invoke(app, [*args, "--export", "all", "-o", str(out)])
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)["plan"]  # --json still prints the contract
     names = sorted(p.name for p in out.iterdir())
