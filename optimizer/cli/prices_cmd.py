@@ -216,7 +216,17 @@ def refresh(
     url: Annotated[
         str | None,
         typer.Option(  # noqa: UP007
-            "--url", help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL)."
+            "--url",
+            help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL; neither: the "
+            "public SkyPilot catalog).",
+        ),
+    ] = None,
+    catalog_url: Annotated[
+        str | None,
+        typer.Option(  # noqa: UP007
+            "--catalog-url",
+            help="SkyPilot catalog directory holding v8/<cloud>/vms.csv (default: "
+            "$CCOPT_SKYPILOT_URL, else the published catalog on raw.githubusercontent.com).",
         ),
     ] = None,
     timeout_s: Annotated[
@@ -251,6 +261,10 @@ def refresh(
 ) -> None:
     """Download newer price tables into the user cache (previous tables kept on any failure).
 
+    Without --url: the public SkyPilot catalog's per-cloud vms.csv files (aws, azure, gcp,
+    lambda, oci, runpod, vast), converted with the rules of the bundled table; each file has
+    its own deadline and each provider its own shrink check.
+
     Exit codes, as every command: 0 updated or not modified, 2 the arguments or the price source
     are unusable (network, server, an invalid or shrunken table: the one line says which, and
     that the previous tables are kept byte-identical), 3 an internal error (a bug in ccopt;
@@ -260,7 +274,12 @@ def refresh(
     deadline_s = _seconds(deadline_s, old_deadline, "deadline", 60.0, MAX_DEADLINE_S)
     try:
         result = api.refresh_prices(
-            url, timeout_s=timeout_s, retries=retries, deadline_s=deadline_s, allow_shrink=allow_shrink
+            url,
+            catalog_url=catalog_url,
+            timeout_s=timeout_s,
+            retries=retries,
+            deadline_s=deadline_s,
+            allow_shrink=allow_shrink,
         )
     except OptimizerError as exc:  # RefreshError included: the message says the cache was kept
         raise _fail(str(exc)) from None

@@ -307,9 +307,9 @@ def _convert_one(cloud: str, text: str, label: str, read_date: str, wanted: set[
             continue
         region = _pick_region(cloud, instance, by_region)
         first = by_region[region][0]
-        count = str(int(_number(first["AcceleratorCount"])))
-        gpu = _gpu_id(cloud, instance, first["AcceleratorName"], first.get("GpuInfo", ""), int(count))
-        info = {**meta, "gpu": gpu, "gpus_per_instance": count}
+        n_gpus = int(_number(first["AcceleratorCount"]))
+        gpu = _gpu_id(cloud, instance, first["AcceleratorName"], first.get("GpuInfo", ""), n_gpus)
+        info = {**meta, "gpu": gpu, "gpus_per_instance": str(n_gpus)}
         out.rows.append(_reference_row(cloud, instance, region, by_region[region], [], info))
     return out
 

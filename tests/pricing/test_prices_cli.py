@@ -99,9 +99,11 @@ def test_offline_flag_ignores_cache(isolated_env, tiny_csv):
 
 
 def test_refresh_failure_exit_4_bad_args_2_and_success(httpserver, isolated_env, tiny_csv):
-    failed = runner.invoke(app, ["prices", "refresh"])
-    assert failed.exit_code == 2  # no URL: bad input
-    assert failed.stderr.strip() == ("error: no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
+    failed = runner.invoke(app, ["prices", "refresh", "--retries", "0"])
+    assert failed.exit_code == 2  # no URL: the SkyPilot catalog, here a closed port
+    line = failed.stderr.strip()
+    assert line.startswith("error: refresh from the SkyPilot catalog failed: http://127.0.0.1:9/catalogs/v8/aws/vms.csv")
+    assert line.endswith("keeping previous tables") and "\n" not in line
     httpserver.expect_request("/p.csv").respond_with_data(tiny_csv.read_bytes())
     ok = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv")])
     assert ok.exit_code == 0, ok.stderr
