@@ -103,6 +103,10 @@ def cloud_offering(
         vcpus=row.vcpus,
         ram_gib=row.ram_gib,
         local_nvme_gb=local_nvme_gb(row.provider, row.instance_type),
+        price_origin=row.origin,
+        price_as_of=row.as_of,
+        price_note=row.overlay_note,
+        catalog_usd_per_hour=row.catalog_usd_per_hour,
     )
 
 
