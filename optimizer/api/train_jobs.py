@@ -26,7 +26,9 @@ def _train_job(
     job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
     if not job.constraints.cloud:
         return job, base_dir, None, None
-    loaded = load_catalog_rows(prices, offline=offline)
+    loaded = load_catalog_rows(
+        prices, offline=offline, overlay=job.pricing, overlay_label=f"{job.name} [pricing]"
+    )
     return job, base_dir, loaded.rows, loaded.age.as_dict()
 
 

@@ -28,6 +28,9 @@ from optimizer.cli.common import (
     interconnect_words,
     layout_words,
     money,
+    price_legend,
+    price_mark,
+    price_words,
     print_json,
     print_notes,
     time_limit_s,
@@ -115,6 +118,7 @@ def render_plan(data: dict[str, Any]) -> None:
         f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
         f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)"
     )
+    c.print(f"  {price_words(p)}")
     c.print(
         f"  layout: {layout_words(lay)}; micro-batch {lay['micro_batch']} × grad-accum "
         f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}"
@@ -153,7 +157,7 @@ def render_plan(data: dict[str, Any]) -> None:
             r["gpu"],
             r["provider"],
             r["instance"],
-            r["pricing"],
+            r["pricing"] + price_mark(r),
             str(r["gpus"]),
             f"{r['days']:.2f}",
             money(r["cost_usd"]),
@@ -161,6 +165,9 @@ def render_plan(data: dict[str, Any]) -> None:
             layout_words(lay, short=True),
         )
     c.print(table)
+    legend = price_legend([r for _, r in rows])
+    if legend:
+        c.print(f"  {legend}")
     if data.get("pareto"):
         front = Table(title="Pareto front: cost vs finish time")
         for col in ("days", "cost", "gpus", "gpu", "provider", "pricing"):

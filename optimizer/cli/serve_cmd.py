@@ -22,6 +22,9 @@ from optimizer.cli.common import (
     console,
     header_or_infeasible,
     money,
+    price_legend,
+    price_mark,
+    price_words,
     print_notes,
     time_limit_s,
     user_errors,
@@ -78,7 +81,7 @@ def render_serve(data: dict[str, Any]) -> None:
             str(d["instances"]),
             d["instance"],
             d["provider"],
-            d["pricing"],
+            d["pricing"] + price_mark(d),
             f"{d['gpus']}× {d['gpu']}",
             str(d["tp"]),
             str(d["replicas"]),
@@ -89,6 +92,11 @@ def render_serve(data: dict[str, Any]) -> None:
             money(d["usd_per_hour"]),
         )
     c.print(table)
+    for d in p["deployments"]:
+        c.print(f"  {d['provider']} {d['instance']}: {price_words(d)}")
+    legend = price_legend(p["deployments"])
+    if legend:
+        c.print(f"  {legend}")
 
 
 def render_compare(data: dict[str, Any]) -> None:

@@ -104,6 +104,8 @@ class CatalogAge:
     path: str
     today: dt.date
     note: str = ""
+    #: your prices applied over the tables (the overlay file's path, a job's [pricing])
+    overlays: tuple[str, ...] = ()
 
     @property
     def age_days(self) -> int:
@@ -124,6 +126,8 @@ class CatalogAge:
             "age_days": self.age_days,
             "path": self.path,
         }
+        if self.overlays:
+            out["overlays"] = list(self.overlays)
         return {**out, "note": self.note} if self.note else out
 
 
@@ -313,6 +317,7 @@ def load_catalog_rows(
         rows = apply_overlays(rows, overlays, today)
         changed = sum(r.origin == "overlay" for r in rows)
         line += f"; your prices ({', '.join(o.label for o in overlays)}) set {changed} rows"
+        age = replace(age, overlays=tuple(o.label for o in overlays))
     return CatalogRows(rows=rows, age=age, description=f"{line} ({note})" if note else line, note=note)
 
 

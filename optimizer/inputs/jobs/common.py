@@ -16,6 +16,7 @@ from optimizer.inputs.jobs.limits import MAX_DAYS, MAX_TOKENS, MAX_USD
 from optimizer.inputs.jobs.profile import MeasuredIn, ProfileIn
 from optimizer.inputs.jobs.strict import STRICT, StrictModel
 from optimizer.inputs.models import load_hf_config
+from optimizer.inputs.price_overlay import PriceOverlay
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.inputs.validation import format_validation_error
 from optimizer.model.presets import get_preset
@@ -370,6 +371,11 @@ class JobFile(StrictModel):
         default=AssumptionOverrides(),
         description="`[assumptions]`: overrides of the guessed "
         "constants of the performance model (unset: the model's defaults)",
+    )
+    pricing: PriceOverlay | None = Field(
+        default=None,
+        description="`[pricing]`: your prices for this job (discounts by provider and pricing "
+        "model, fixed prices, extra rows), over ~/.config/ccopt/prices.toml",
     )
 
 

@@ -45,7 +45,9 @@ def plan_batch(
         SolverError: no solution within the time limit.
     """
     batch_file, base_dir = coerce_document(batch, BatchFile, load_batch, batch_from_dict, "batch")
-    loaded = load_catalog_rows(prices, offline=offline)
+    loaded = load_catalog_rows(
+        prices, offline=offline, overlay=batch_file.pricing, overlay_label=f"{batch_file.name} [pricing]"
+    )
     problem = build_problem(batch_file, loaded.rows, base_dir, on_job=on_job)
     result = solve_batch(problem, config, on_progress=on_progress)
     result.catalog = loaded.age.as_dict()
