@@ -37,7 +37,7 @@ def _fmt_usd(value: float) -> str:
 
 def _changed(row: OfferingRow, usd_per_hour: float, note: str, as_of: dt.date | None = None) -> OfferingRow:
     before = row.catalog_usd_per_hour if row.catalog_usd_per_hour is not None else row.usd_per_hour
-    notes = f"{row.overlay_note}; {note}" if row.overlay_note else note
+    notes = note if as_of is not None else "; ".join(filter(None, [row.overlay_note, note]))  # fixed: final
     return row.model_copy(
         update={
             "usd_per_hour": usd_per_hour,
@@ -91,7 +91,9 @@ def _fixed(rows: list[OfferingRow], overlay: Overlay, today: dt.date) -> list[Of
         price = entry.usd_per_hour if entry.usd_per_hour is not None else entry.usd_per_gpu_hour
         note = f"fixed {_fmt_usd(float(price or 0))} {unit} ({overlay.label})"
         rows = [
-            _changed(r, entry.instance_usd_per_hour(r.gpus_per_instance), note) if _key(r) in keys else r
+            _changed(r, entry.instance_usd_per_hour(r.gpus_per_instance), note, overlay.prices.as_of or today)
+            if _key(r) in keys
+            else r
             for r in rows
         ]
     return rows
