@@ -14,7 +14,7 @@ from rich.text import Text
 
 from optimizer import api
 from optimizer.api.catalog import MAX_DEADLINE_S, MAX_TIMEOUT_S, PriceListing, offerings_to_records
-from optimizer.cli.common import EXIT_BAD_INPUT, renamed_flag
+from optimizer.cli.common import EXIT_BAD_INPUT, OVERLAY_MARK, STALE_MARK, renamed_flag
 from optimizer.errors import OptimizerError
 
 __all__ = ["prices_app", "offerings_to_records"]
@@ -50,10 +50,12 @@ def _render_table(listing: PriceListing) -> None:
         ("intra", "left"),
         ("inter-node", "right"),
         ("max", "right"),
+        ("price from", "left"),
         ("flags", "left"),
     ):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     notes: list[str] = []
+    yours: list[str] = []  # what your prices changed, one line per row
     for row in frame.itertuples(index=False):
         pricing = row.pricing_model + ("*" if row.derived else "")
         inter = f"{row.inter_node_gbps:g} Gb/s {row.inter_node_kind}"
@@ -63,6 +65,13 @@ def _render_table(listing: PriceListing) -> None:
         first = len(notes) + 1  # footnote number of this row's first flag
         notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
         marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
+        price = listing.price_of(row)
+        origin = f"{price.get('source', '')} {price.get('as_of', '')}"
+        origin += (OVERLAY_MARK if price.get("source") == "overlay" else "") + (
+            STALE_MARK if price.get("stale") else ""
+        )
+        if price.get("note"):
+            yours.append(f"  {row.provider} {row.instance_type} {row.pricing_model}: {price['note']}")
         table.add_row(
             row.provider,
             row.instance_type,
@@ -75,6 +84,7 @@ def _render_table(listing: PriceListing) -> None:
             row.intra_node_link,
             inter,
             limit,
+            origin,
             marks,
         )
     console = Console()
@@ -83,8 +93,14 @@ def _render_table(listing: PriceListing) -> None:
     console.print(table)
     console.print(
         "* reserved rate derived from a published discount (reserved rows bill every "
-        "hour of the 1- or 3-year term); ^ inter-node bandwidth is a documented default"
+        "hour of the 1- or 3-year term); ^ inter-node bandwidth is a documented default; "
+        f"{OVERLAY_MARK} price set by your prices; {STALE_MARK} price older than the stated age "
+        "($CCOPT_PRICE_MAX_AGE_DAYS)"
     )
+    if yours:
+        console.print("your prices (overlay):", markup=False)
+        for line in yours:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if notes:
         console.print("flags (double-check these prices before relying on them):", markup=False)
         for note in notes:
