@@ -61,10 +61,10 @@ OVERLAY_ENV = "CCOPT_PRICES_OVERLAY"
 class Discounts(StrictModel):
     """`[discounts.PROVIDER]`: the fraction taken off the catalog price of each pricing model."""
 
-    on_demand: float | None = None
-    spot: float | None = None
-    reserved_1y: float | None = None
-    reserved_3y: float | None = None
+    on_demand: float | None = Field(default=None, description="fraction off on-demand prices (0.30 = 30 %)")
+    spot: float | None = Field(default=None, description="fraction off spot prices")
+    reserved_1y: float | None = Field(default=None, description="fraction off 1-year reserved prices")
+    reserved_3y: float | None = Field(default=None, description="fraction off 3-year reserved prices")
 
     @model_validator(mode="before")
     @classmethod
@@ -109,10 +109,10 @@ class FixedPrice(_Priced):
     """`[[prices]]`: a fixed price for an instance type, or for every instance of a GPU type."""
 
     provider: str | None = Field(default=None, description="provider; unset: every provider (with gpu)")
-    instance: str | None = None
-    gpu: str | None = None
-    region: str | None = None
-    pricing: tuple[PricingModel, ...] = ()
+    instance: str | None = Field(default=None, description="instance type (needs provider)")
+    gpu: str | None = Field(default=None, description="GPU id or alias: every instance of that GPU")
+    region: str | None = Field(default=None, description="only this region; unset: every region")
+    pricing: tuple[PricingModel, ...] = Field(default=(), description="pricing models; empty: every one")
 
     @model_validator(mode="after")
     def _target(self) -> FixedPrice:
@@ -126,26 +126,33 @@ class FixedPrice(_Priced):
 class ExtraRow(_Priced):
     """`[[rows]]`: an offering the catalog lacks (a private cluster, a negotiated contract)."""
 
-    provider: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-    instance: str = Field(min_length=1)
-    region: str = Field(default="private", min_length=1)
-    gpu: str
-    gpus_per_instance: int = Field(gt=0, le=64)
-    pricing: PricingModel = "on_demand"
-    inter_node_gbps: float | None = Field(default=None, ge=0, le=100_000)
-    inter_node_kind: InterNodeKind = "ethernet"
-    max_instances: int | None = Field(default=None, ge=1)
-    vcpus: float | None = Field(default=None, gt=0)
-    ram_gib: float | None = Field(default=None, gt=0)
+    provider: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", description="a provider name (yours)")
+    instance: str = Field(min_length=1, description="the instance (or machine) name")
+    region: str = Field(default="private", min_length=1, description="where it runs")
+    gpu: str = Field(description="GPU id or alias from the GPU catalog")
+    gpus_per_instance: int = Field(gt=0, le=64, description="GPUs in one instance")
+    pricing: PricingModel = Field(default="on_demand", description="how it is billed")
+    inter_node_gbps: float | None = Field(
+        default=None,
+        ge=0,
+        le=100_000,
+        description="Gbit/s between instances; unset: the GPU's default (a guess)",
+    )
+    inter_node_kind: InterNodeKind = Field(default="ethernet", description="the fabric between instances")
+    max_instances: int | None = Field(default=None, ge=1, description="instances available together")
+    vcpus: float | None = Field(default=None, gt=0, description="host vCPUs per instance")
+    ram_gib: float | None = Field(default=None, gt=0, description="host RAM per instance, GiB")
 
 
 class PriceOverlay(StrictModel):
     """The user's prices: discounts, fixed prices and extra rows (see the module docstring)."""
 
     as_of: dt.date | None = Field(default=None, description="when these prices were agreed")
-    discounts: dict[str, Discounts] = Field(default_factory=dict)
-    prices: tuple[FixedPrice, ...] = ()
-    rows: tuple[ExtraRow, ...] = ()
+    discounts: dict[str, Discounts] = Field(
+        default_factory=dict, description="`[discounts.PROVIDER]`: fractions off by pricing model"
+    )
+    prices: tuple[FixedPrice, ...] = Field(default=(), description="`[[prices]]`: fixed prices")
+    rows: tuple[ExtraRow, ...] = Field(default=(), description="`[[rows]]`: offerings the catalog lacks")
 
     @property
     def empty(self) -> bool:
