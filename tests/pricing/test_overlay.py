@@ -60,7 +60,10 @@ def prices(tmp_path, make_csv) -> Path:
     path = tmp_path / "two.csv"
     path.write_text(
         make_csv(
-            [_row("aws", "p5.48xlarge", AWS_USD_PER_HOUR), _row("lambda", "gpu_8x_h100_sxm5", LAMBDA_USD_PER_HOUR)]
+            [
+                _row("aws", "p5.48xlarge", AWS_USD_PER_HOUR),
+                _row("lambda", "gpu_8x_h100_sxm5", LAMBDA_USD_PER_HOUR),
+            ]
         ),
         encoding="utf-8",
     )
@@ -155,17 +158,36 @@ def test_a_jobs_pricing_table_applies_over_the_file(tmp_path, monkeypatch, price
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[discounts.aws]\non_demad = 0.2\n", "discounts.aws: unknown pricing model 'on_demad' — did you mean 'on_demand'?"),
-        ("[discounts.aws]\non_demand = 1.2\n", "on_demand = 1.2 is not allowed; allowed: a fraction >= 0 and < 1"),
+        (
+            "[discounts.aws]\non_demad = 0.2\n",
+            "discounts.aws: unknown pricing model 'on_demad' — did you mean 'on_demand'?",
+        ),
+        (
+            "[discounts.aws]\non_demand = 1.2\n",
+            "on_demand = 1.2 is not allowed; allowed: a fraction >= 0 and < 1",
+        ),
         ("[discounts.amz]\non_demand = 0.2\n", "discounts.amz: 'amz' is not a provider of the price catalog"),
         (
             '[[prices]]\nprovider = "aws"\ninstance = "p5.48xlage"\nusd_per_hour = 30\n',
-            "prices[0].instance: 'p5.48xlage' is not an instance of aws in the price catalog — did you mean 'p5.48xlarge'?",
+            "prices[0].instance: 'p5.48xlage' is not an instance of aws in the price catalog "
+            "— did you mean 'p5.48xlarge'?",
         ),
-        ('[[prices]]\ngpu = "A100"\nusd_per_hour = 3\n', "prices[0].gpu: no offering in the price catalog has GPU A100-80GB"),
-        ('[[prices]]\nprovider = "aws"\ninstance = "p5.48xlarge"\n', "prices[0]: give exactly one of usd_per_hour or usd_per_gpu_hour"),
-        ('[[prices]]\ngpu = "H100"\nusd_per_hour = 3\npricing = ["spt"]\n', "prices[0].pricing[0]: Input should be 'on_demand', 'spot'"),
-        ("[discount.aws]\non_demand = 0.2\n", "discount: unknown field; allowed: as_of, discounts, prices, rows"),
+        (
+            '[[prices]]\ngpu = "A100"\nusd_per_hour = 3\n',
+            "prices[0].gpu: no offering in the price catalog has GPU A100-80GB",
+        ),
+        (
+            '[[prices]]\nprovider = "aws"\ninstance = "p5.48xlarge"\n',
+            "prices[0]: give exactly one of usd_per_hour or usd_per_gpu_hour",
+        ),
+        (
+            '[[prices]]\ngpu = "H100"\nusd_per_hour = 3\npricing = ["spt"]\n',
+            "prices[0].pricing[0]: Input should be 'on_demand', 'spot'",
+        ),
+        (
+            "[discount.aws]\non_demand = 0.2\n",
+            "discount: unknown field; allowed: as_of, discounts, prices, rows",
+        ),
     ],
 )
 def test_invalid_overlay_is_one_line_naming_file_and_field(tmp_path, monkeypatch, prices, text, expected):
@@ -198,5 +220,8 @@ def test_cli_marks_overlay_prices_and_old_ones(tmp_path, monkeypatch, prices):
     assert data["plan"]["price"]["stale"] is True and data["plan"]["price"]["max_age_days"] == 0
     monkeypatch.setenv("CCOPT_PRICES_OVERLAY", str(tmp_path / "missing.toml"))
     bad = runner.invoke(app, ["plan", str(job_toml), "--prices", str(prices)])
-    assert bad.exit_code == 2 and bad.stderr.strip() == f"error: price overlay not found: {tmp_path / 'missing.toml'}"
+    assert (
+        bad.exit_code == 2
+        and bad.stderr.strip() == f"error: price overlay not found: {tmp_path / 'missing.toml'}"
+    )
     del job

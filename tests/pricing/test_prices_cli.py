@@ -102,7 +102,9 @@ def test_refresh_failure_exit_4_bad_args_2_and_success(httpserver, isolated_env,
     failed = runner.invoke(app, ["prices", "refresh", "--retries", "0"])
     assert failed.exit_code == 2  # no URL: the SkyPilot catalog, here a closed port
     line = failed.stderr.strip()
-    assert line.startswith("error: refresh from the SkyPilot catalog failed: http://127.0.0.1:9/catalogs/v8/aws/vms.csv")
+    assert line.startswith(
+        "error: refresh from the SkyPilot catalog failed: http://127.0.0.1:9/catalogs/v8/aws/vms.csv"
+    )
     assert line.endswith("keeping previous tables") and "\n" not in line
     httpserver.expect_request("/p.csv").respond_with_data(tiny_csv.read_bytes())
     ok = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv")])

@@ -142,7 +142,9 @@ def test_connection_refused(isolated_env, previous):
 
 def test_url_from_env_and_missing_url(httpserver, isolated_env, body, monkeypatch):
     # no URL: the SkyPilot catalog (conftest points it at a closed local port)
-    with pytest.raises(RefreshError, match=r"^refresh from the SkyPilot catalog failed: http://127\.0\.0\.1:9/"):
+    with pytest.raises(
+        RefreshError, match=r"^refresh from the SkyPilot catalog failed: http://127\.0\.0\.1:9/"
+    ):
         refresh_prices(**FAST)
     with pytest.raises(ConfigError, match="--catalog-url: 'ftp://x' is not an http"):
         refresh_prices(catalog_url="ftp://x")
