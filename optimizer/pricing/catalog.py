@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
 from optimizer.inputs.gpus import data_path, resolve_gpu_id
-from optimizer.inputs.price_overlay import PriceOverlay, load_overlay, overlay_path
+from optimizer.inputs.jobs.pricing import PriceOverlay, load_overlay, overlay_path
 from optimizer.pricing.cache_meta import checksum_problem, rows_problem
+from optimizer.pricing.overlay import Overlay, apply_overlays
 from optimizer.pricing.schema import COLUMNS, read_offerings, validate_csv
 from optimizer.units import HOURS_PER_YEAR
 from optimizer.vocabulary import COMMITMENT_HOURS, INTER_NODE_KINDS, INTRA_NODE_LINKS, PRICING_MODELS
@@ -286,7 +287,7 @@ def load_catalog_rows(
 ) -> CatalogRows:
     """The validated catalog as OfferingRow objects with its age (same files, order and checks
     as load_catalog, without pandas: the planners' fast path), with the user's prices applied:
-    the overlay file (inputs/price_overlay.overlay_path) and then `overlay` (a job's `[pricing]`).
+    the overlay file (inputs/jobs/pricing.overlay_path) and then `overlay` (a job's `[pricing]`).
 
     Args:
         path: an offerings CSV to read instead of the defaults.
@@ -299,8 +300,6 @@ def load_catalog_rows(
         CatalogError: the chosen file fails validation (names file, row and column).
         ConfigError: the overlay file or `overlay` is invalid or names nothing in the catalog.
     """
-    from optimizer.pricing.overlay import Overlay, apply_overlays  # lazy: overlay imports offerings
-
     rows, source, file, note = _load_first(_read_rows, path, offline)
     age = replace(catalog_age(rows, source, file, today), note=note)
     label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)

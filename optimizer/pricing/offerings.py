@@ -10,12 +10,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from optimizer.errors import ConfigError, did_you_mean
+from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 from optimizer.inputs.jobs.train import HardwareEntry
 from optimizer.model.hardware import GpuSpec
 from optimizer.pricing.catalog import filter_rows
 from optimizer.pricing.host import local_nvme_gb
+from optimizer.pricing.names import catalog_rows_named
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.owned import (
     HOURS_PER_MONTH,
@@ -265,41 +266,6 @@ def job_offerings(
             reservation_prepaid=getattr(constraints, "reservation_prepaid", False),
         )
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types)
-
-
-def catalog_rows_named(
-    rows: Sequence[OfferingRow],
-    provider: str,
-    instance: str | None,
-    provider_field: str,
-    instance_field: str,
-) -> list[OfferingRow]:
-    """The catalog rows of `provider` (and `instance`; None: all of the provider's), names
-    matched case-insensitively — the one check of a provider/instance name a user wrote.
-
-    Raises:
-        ConfigError: "constraints.availability[0].instance: 'p5.48xlage' is not an instance of aws
-            in the price catalog — did you mean 'p5.48xlarge'?; allowed: ..." (closest names
-            and the allowed ones, under the field the name came from).
-    """
-    providers = sorted({r.provider for r in rows})
-    same = [r for r in rows if r.provider == provider.lower()]
-    if not same:
-        raise ConfigError(
-            f"{provider_field}: {provider!r} is not a provider of the price catalog"
-            f"{did_you_mean(provider, providers)}; allowed: {', '.join(providers)} (case-insensitive)"
-        )
-    if instance is None:
-        return same
-    match = [r for r in same if r.instance_type.lower() == instance.lower()]
-    if not match:
-        instances = sorted({r.instance_type for r in same})
-        shown = ", ".join(instances[:12]) + (", ..." if len(instances) > 12 else "")
-        raise ConfigError(
-            f"{instance_field}: {instance!r} is not an instance of {provider.lower()} in the price "
-            f"catalog{did_you_mean(instance, instances)}; allowed: {shown} (case-insensitive)"
-        )
-    return match
 
 
 def check_availability(rows: Sequence[OfferingRow], availability: Sequence[Any]) -> None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from optimizer.errors import ConfigError, did_you_mean
 from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
-from optimizer.inputs.price_overlay import ExtraRow, FixedPrice, PriceOverlay
-from optimizer.pricing.offerings import catalog_rows_named
+from optimizer.inputs.jobs.pricing import ExtraRow, FixedPrice, PriceOverlay
+from optimizer.pricing.names import catalog_rows_named
 from optimizer.pricing.schema import OfferingRow
 from optimizer.vocabulary import COMMITMENT_HOURS
 

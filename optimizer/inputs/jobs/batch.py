@@ -43,8 +43,8 @@ from pydantic import Field, ValidationError, model_validator
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import MAX_DAYS, MAX_USD, StrictModel, entries_old_names
+from optimizer.inputs.jobs.pricing import PriceOverlay
 from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
-from optimizer.inputs.price_overlay import PriceOverlay
 from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
 

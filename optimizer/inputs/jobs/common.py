@@ -13,10 +13,10 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.hardware import HARDWARE_OVERRIDES, Hardware, HardwareEntry, entries_old_names
 from optimizer.inputs.jobs.limits import MAX_DAYS, MAX_TOKENS, MAX_USD
+from optimizer.inputs.jobs.pricing import PriceOverlay
 from optimizer.inputs.jobs.profile import MeasuredIn, ProfileIn
 from optimizer.inputs.jobs.strict import STRICT, StrictModel
 from optimizer.inputs.models import load_hf_config
-from optimizer.inputs.price_overlay import PriceOverlay
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.inputs.validation import format_validation_error
 from optimizer.model.presets import get_preset
