@@ -273,6 +273,12 @@ def catalog_age(
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _stamped(rows: tuple[OfferingRow, ...], origin: str) -> tuple[OfferingRow, ...]:
+    """`rows` with their price's origin (cached: the same table read again is the same tuple)."""
+    return tuple(r.model_copy(update={"origin": origin}) for r in rows)
+
+
 #: the origin of a row's price by the table it was read from (any other file: "file")
 _ORIGIN = {"bundled": "bundled", "cache": "refreshed"}
 
@@ -305,7 +311,7 @@ def load_catalog_rows(
     label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)
     line = f"prices: {label}, as of {age.as_of}"
     origin = _ORIGIN.get(source, "file")
-    rows = tuple(r.model_copy(update={"origin": origin}) for r in rows)
+    rows = _stamped(rows, origin)
     overlays = []
     user_file = overlay_path()
     if user_file is not None:

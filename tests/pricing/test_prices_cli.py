@@ -35,7 +35,11 @@ def test_h100_json_has_all_pricing_models_from_several_providers():
     for model in ("on_demand", "spot", "reserved_1y"):
         assert len({r["provider"] for r in rows if r["pricing_model"] == model}) >= 2, model
     # the catalog columns first (scripts rely on them), then the plan's names and the flags
-    assert list(rows[0]) == [*COLUMNS, "gpu", "instance", "pricing", "flags", "schema_version"]
+    assert list(rows[0]) == [
+        *COLUMNS,
+        *("gpu", "instance", "pricing", "flags", "price_source", "price", "schema_version"),
+    ]
+    assert rows[0]["price_source"] == "bundled" and rows[0]["price"]["as_of"] == rows[0]["as_of"]
     for r in rows:
         assert (r["gpu"], r["instance"], r["pricing"]) == (
             r["gpu_id"],

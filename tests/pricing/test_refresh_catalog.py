@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 import time
 from pathlib import Path
 
@@ -177,3 +178,19 @@ def test_the_deadline_is_per_file(httpserver, isolated_env, refreshed):
     with pytest.raises(RefreshError, match=rf"{base}/v8/oci/vms.csv: .*timed out"):
         refresh_prices(catalog_url=base, timeout_s=0.6, deadline_s=0.8, retries=0, today=READ_ON)
     assert _snapshot(isolated_env) == refreshed
+
+
+def test_cli_refresh_from_the_catalog_then_prices_show_refreshed(httpserver, isolated_env):
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    runner = CliRunner()
+    base = _serve(httpserver, _files())
+    done = runner.invoke(app, ["prices", "refresh", "--catalog-url", base, "--retries", "0"])
+    assert done.exit_code == 0, done.stderr
+    assert f"from the SkyPilot catalog at {base} ({len(CATALOG_VERSIONS)} files)" in done.stderr
+    assert "catalog instances left out" in done.stderr  # OCI GB200/GB300/P100/RTX PRO: no network figure
+    listed = runner.invoke(app, ["prices", "--provider", "lambda", "--json"])
+    rows = json.loads(listed.stdout)
+    assert rows and {r["price_source"] for r in rows} == {"refreshed"}
