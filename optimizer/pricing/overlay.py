@@ -31,6 +31,9 @@ class Overlay:
     label: str
 
 
+_YOURS = " + your prices: "
+
+
 def _fmt_usd(value: float) -> str:
     return f"{value:.4g}"
 
@@ -38,12 +41,14 @@ def _fmt_usd(value: float) -> str:
 def _changed(row: OfferingRow, usd_per_hour: float, note: str, as_of: dt.date | None = None) -> OfferingRow:
     before = row.catalog_usd_per_hour if row.catalog_usd_per_hour is not None else row.usd_per_hour
     notes = note if as_of is not None else "; ".join(filter(None, [row.overlay_note, note]))  # fixed: final
+    source = row.source.split(_YOURS)[0]  # the catalog's source, then what your prices did
     return row.model_copy(
         update={
             "usd_per_hour": usd_per_hour,
             "usd_per_gpu_hour": usd_per_hour / row.gpus_per_instance,
             "origin": "overlay",
             "overlay_note": notes,
+            "source": f"{source}{_YOURS}{notes}",
             "catalog_usd_per_hour": before,
             # a fixed price dates from the overlay; a discounted one keeps its list price's date
             "as_of": as_of or row.as_of,
