@@ -263,12 +263,15 @@ def render_compare(data: dict[str, Any]) -> None:
                 continue
             table.add_row(
                 name,
-                f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
+                f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']}{price_mark(r)})",
                 str(r["gpus"]),
                 f"{r['days']:.2f}",
                 money(r["cost_usd"]),
             )
         c.print(table)
+        legend = price_legend([r for r in data[key].values() if r])
+        if legend:
+            c.print(f"  {legend}")
     cloud, local = data["cloud"], data["owned_or_bought"]
     if cloud:
         c.print(

@@ -143,7 +143,9 @@ def refresh_prices(
         ConfigError: a bad argument (no URL, not http(s), a timeout or deadline out of range).
         RefreshError: any failure; the previous cache files are left byte-identical.
     """
-    target = url or os.environ.get("CCOPT_PRICES_URL", "").strip()
+    if url and catalog_url:
+        raise ConfigError("--url and --catalog-url: give one (an offerings CSV, or the SkyPilot catalog)")
+    target = url or ("" if catalog_url else os.environ.get("CCOPT_PRICES_URL", "").strip())
     field = "--url" if target else "--catalog-url"
     target = target or skypilot.base_url(catalog_url)
     if not target.startswith(("http://", "https://")):

@@ -148,6 +148,8 @@ def test_url_from_env_and_missing_url(httpserver, isolated_env, body, monkeypatc
         refresh_prices(**FAST)
     with pytest.raises(ConfigError, match="--catalog-url: 'ftp://x' is not an http"):
         refresh_prices(catalog_url="ftp://x")
+    with pytest.raises(ConfigError, match="--url and --catalog-url: give one"):
+        refresh_prices("http://127.0.0.1:9/x.csv", catalog_url="http://127.0.0.1:9/c")
     with pytest.raises(ConfigError, match="not an http"):
         refresh_prices("ftp://example.invalid/x.csv")
     httpserver.expect_request("/env.csv").respond_with_data(body)
