@@ -257,11 +257,18 @@ def _reference_row(
     return out
 
 
+#: AWS Local Zones (use1-atl2-az1) sit in a metro away from the region, with their own (often
+#: lower) spot prices: the bundled table read only the region's regular zones (use1-az1)
+_AWS_LOCAL_ZONE = re.compile(r"^[a-z]+\d+-[a-z]+\d+-az\d+$")
+
+
 def _group(
     records: Iterable[dict[str, str]], region_column: str
 ) -> dict[str, dict[str, list[dict[str, str]]]]:
     grouped: dict[str, dict[str, list[dict[str, str]]]] = {}
     for rec in records:
+        if _AWS_LOCAL_ZONE.match(rec.get("AvailabilityZone", "")):
+            continue
         grouped.setdefault(rec["InstanceType"], {}).setdefault(rec[region_column], []).append(rec)
     return grouped
 
