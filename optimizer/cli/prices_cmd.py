@@ -300,3 +300,7 @@ def refresh(
     except OptimizerError as exc:  # RefreshError included: the message says the cache was kept
         raise _fail(str(exc)) from None
     typer.echo(result.describe(), err=True)
+    for note in result.skipped[:20]:  # what the catalog has that the tables cannot use, and why
+        typer.echo(f"  left out: {note}", err=True)
+    if len(result.skipped) > 20:
+        typer.echo(f"  (+{len(result.skipped) - 20} more left out)", err=True)

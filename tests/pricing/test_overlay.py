@@ -225,3 +225,25 @@ def test_cli_marks_overlay_prices_and_old_ones(tmp_path, monkeypatch, prices):
         and bad.stderr.strip() == f"error: price overlay not found: {tmp_path / 'missing.toml'}"
     )
     del job
+
+
+def test_serve_and_batch_files_take_pricing_where_it_applies(prices):
+    import tomllib
+
+    from optimizer.inputs.jobs.batch import batch_from_dict
+    from optimizer.solve.serve.plan import _load
+
+    root = Path(__file__).parents[2] / "examples"
+    serve = tomllib.loads((root / "serve_bert_base.toml").read_text(encoding="utf-8"))
+    serve["pricing"] = {"discounts": {"lambda": {"on_demand": 0.5}}}
+    _job, rows, _dir, _age = _load(serve, prices, None)
+    lam = next(r for r in rows or () if r.provider == "lambda")
+    assert lam.usd_per_hour == LAMBDA_USD_PER_HOUR * 0.5 and lam.origin == "overlay"
+
+    batch = tomllib.loads((root / "batch_12_finetunes.toml").read_text(encoding="utf-8"))
+    assert batch_from_dict({**batch, "pricing": {"discounts": {"lambda": {"spot": 0.1}}}}).pricing is not None
+    batch["job"][0]["pricing"] = {"discounts": {"lambda": {"spot": 0.1}}}
+    with pytest.raises(
+        ConfigError, match=r"job\[0\] \(support-bot-lora\): pricing is shared by the jobs of a batch"
+    ):
+        batch_from_dict(batch, "b.toml")

@@ -191,6 +191,10 @@ def test_cli_refresh_from_the_catalog_then_prices_show_refreshed(httpserver, iso
     assert done.exit_code == 0, done.stderr
     assert f"from the SkyPilot catalog at {base} ({len(CATALOG_VERSIONS)} files)" in done.stderr
     assert "catalog instances left out" in done.stderr  # OCI GB200/GB300/P100/RTX PRO: no network figure
+    assert (
+        "  left out: oci BM.GPU.GB200.4: no inter-node network figure in instance_network.csv" in done.stderr
+    )
+    assert "  left out: vast 2x-A40-32-65536: GPU 'A40' is not in the GPU catalog" in done.stderr
     listed = runner.invoke(app, ["prices", "--provider", "lambda", "--json"])
     rows = json.loads(listed.stdout)
     assert rows and {r["price_source"] for r in rows} == {"refreshed"}
