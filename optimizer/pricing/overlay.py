@@ -13,6 +13,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from optimizer.errors import ConfigError, did_you_mean
 from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 from optimizer.inputs.jobs.pricing import ExtraRow, FixedPrice, PriceOverlay
@@ -113,33 +115,38 @@ def _extra(entry: ExtraRow, field: str, as_of: dt.date, label: str) -> OfferingR
     spec = load_gpus()[gpu_id]
     usd = entry.instance_usd_per_hour(entry.gpus_per_instance)
     given = entry.inter_node_gbps is not None
-    return OfferingRow.model_validate(
-        {
-            "provider": entry.provider.lower(),
-            "instance_type": entry.instance,
-            "region": entry.region,
-            "gpu_id": gpu_id,
-            "gpus_per_instance": entry.gpus_per_instance,
-            "vcpus": entry.vcpus,
-            "ram_gib": entry.ram_gib,
-            "intra_node_link": spec.intra_node_link,
-            "intra_node_bw_gb_s": spec.intra_node_bw_gb_s,
-            # no figure given: the GPU's default fabric, marked as a guess
-            "inter_node_gbps": entry.inter_node_gbps if given else spec.default_inter_node_gbps,
-            "inter_node_kind": entry.inter_node_kind,
-            "inter_node_is_default": not given,
-            "max_instances": entry.max_instances,
-            "pricing_model": entry.pricing,
-            "usd_per_hour": usd,
-            "usd_per_gpu_hour": usd / entry.gpus_per_instance,
-            "commitment_hours": COMMITMENT_HOURS[entry.pricing],
-            "derived": False,
-            "as_of": as_of,
-            "source": f"your prices ({label})",
-            "origin": "overlay",
-            "overlay_note": f"your row ({label})",
-        }
-    )
+    try:
+        return OfferingRow.model_validate(
+            {
+                "provider": entry.provider.lower(),
+                "instance_type": entry.instance,
+                "region": entry.region,
+                "gpu_id": gpu_id,
+                "gpus_per_instance": entry.gpus_per_instance,
+                "vcpus": entry.vcpus,
+                "ram_gib": entry.ram_gib,
+                "intra_node_link": spec.intra_node_link,
+                "intra_node_bw_gb_s": spec.intra_node_bw_gb_s,
+                # no figure given: the GPU's default fabric, marked as a guess
+                "inter_node_gbps": entry.inter_node_gbps if given else spec.default_inter_node_gbps,
+                "inter_node_kind": entry.inter_node_kind,
+                "inter_node_is_default": not given,
+                "max_instances": entry.max_instances,
+                "pricing_model": entry.pricing,
+                "usd_per_hour": usd,
+                "usd_per_gpu_hour": usd / entry.gpus_per_instance,
+                "commitment_hours": COMMITMENT_HOURS[entry.pricing],
+                "derived": False,
+                "as_of": as_of,
+                "source": f"your prices ({label})",
+                "origin": "overlay",
+                "overlay_note": f"your row ({label})",
+            }
+        )
+    except ValidationError as exc:  # e.g. a price above the sanity ceiling of the catalog
+        err = exc.errors()[0]
+        column = err["loc"][0] if err["loc"] else "?"
+        raise ConfigError(f"{field}.{column}: {err['msg']} (got {err.get('input')!r})") from None
 
 
 def _rows(rows: list[OfferingRow], overlay: Overlay, today: dt.date) -> list[OfferingRow]:
