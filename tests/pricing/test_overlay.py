@@ -188,6 +188,11 @@ def test_a_jobs_pricing_table_applies_over_the_file(tmp_path, monkeypatch, price
             "[discount.aws]\non_demand = 0.2\n",
             "discount: unknown field; allowed: as_of, discounts, prices, rows",
         ),
+        (
+            '[[rows]]\nprovider = "me"\ninstance = "box"\ngpu = "H100"\ngpus_per_instance = 8\n'
+            "usd_per_gpu_hour = 250\n",
+            "rows[0].usd_per_gpu_hour: Input should be less than or equal to 200 (got 250.0)",
+        ),
     ],
 )
 def test_invalid_overlay_is_one_line_naming_file_and_field(tmp_path, monkeypatch, prices, text, expected):
