@@ -22,6 +22,14 @@ def isolated(monkeypatch, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def no_outside_state(monkeypatch):
+    """No test reaches the published SkyPilot catalog (a closed local port instead) or reads
+    the developer's own price overlay (~/.config/ccopt/prices.toml)."""
+    monkeypatch.setenv("CCOPT_SKYPILOT_URL", "http://127.0.0.1:9/catalogs")
+    monkeypatch.setenv("CCOPT_PRICES_OVERLAY", "")
+
+
+@pytest.fixture(autouse=True)
 def fresh_rename_warnings():
     """Old-name warnings are once per process; each test starts as a new process would, so a
     test that expects the warning does not depend on which tests ran before it."""

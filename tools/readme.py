@@ -76,6 +76,7 @@ def run_ccopt(command: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             "CCOPT_OFFLINE": "1",
+            "CCOPT_PRICES_OVERLAY": "",  # the docs show the catalog prices, not a reader's own
             "CCOPT_CALIBRATION": str(Path(tmp) / "cal.json"),
             "CCOPT_CACHE_DIR": str(Path(tmp) / "cache"),
             "COLUMNS": "160",

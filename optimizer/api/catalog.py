@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from optimizer.inputs.gpus import load_gpus
@@ -14,7 +15,7 @@ from optimizer.model.presets import PRESETS, PROFILE_PRESETS
 from optimizer.model.stacks import get_stack, stack_names
 from optimizer.pricing.catalog import filter_rows, load_catalog_rows
 from optimizer.pricing.refresh import MAX_DEADLINE_S, MAX_TIMEOUT_S, RefreshResult, refresh_prices
-from optimizer.pricing.sanity import PriceFlag, RowKey, catalog_flags
+from optimizer.pricing.sanity import PriceFlag, RowKey, catalog_flags, price_max_age_days
 from optimizer.pricing.schema import rows_to_frame
 from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, PricesOutput, StacksOutput
 from optimizer.report.contract.common import emit_list
@@ -41,6 +42,8 @@ __all__ = [
 
 #: the price-sanity flags of the catalog rows, by (provider, instance_type, region, pricing_model)
 Flags = Mapping[RowKey, tuple[PriceFlag, ...]]
+#: the `price` block (source, as_of, age_days, stale, note, catalog price) of each row, same keys
+Origins = Mapping[RowKey, dict[str, Any]]
 
 _SORT = ["usd_per_gpu_hour", "provider", "instance_type", "region", "pricing_model"]
 #: JSON names aligned with plan output (issue 19 item 2), written beside the catalog columns
@@ -148,10 +151,13 @@ def _key(record: Mapping[str, Any]) -> RowKey:
     return (record["provider"], record["instance_type"], record["region"], record["pricing_model"])
 
 
-def offerings_to_records(frame: pd.DataFrame, flags: Flags | None = None) -> list[dict[str, Any]]:
+def offerings_to_records(
+    frame: pd.DataFrame, flags: Flags | None = None, origins: Origins | None = None
+) -> list[dict[str, Any]]:
     """Rows as JSON-ready dicts: the catalog columns (NaN -> None; max_instances as int), then
-    `gpu`, `instance`, `pricing` (the plan's names for gpu_id, instance_type, pricing_model)
-    and `flags` ([{"rule", "reason"}], empty when none)."""
+    `gpu`, `instance`, `pricing` (the plan's names for gpu_id, instance_type, pricing_model),
+    `flags` ([{"rule", "reason"}], empty when none) and, with `origins`, `price_source` and
+    `price` (source, as_of, age_days, stale, note, catalog price: as on plan lines)."""
     records = frame.to_dict(orient="records")
     for record in records:
         for key, value in record.items():
@@ -162,7 +168,28 @@ def offerings_to_records(frame: pd.DataFrame, flags: Flags | None = None) -> lis
         for alias, column in _ALIASES.items():
             record[alias] = record[column]
         record["flags"] = [f.as_dict() for f in (flags or {}).get(_key(record), ())]
+        if origins is not None and _key(record) in origins:
+            record["price"] = origins[_key(record)]
+            record["price_source"] = record["price"]["source"]
     return records
+
+
+def _origins(rows: Sequence[Any], today: dt.date | None = None) -> Origins:
+    """The `price` block of each row (source, date, age, stale, what your prices changed)."""
+    limit = price_max_age_days()
+    day = today or dt.date.today()
+    return {
+        (r.provider, r.instance_type, r.region, r.pricing_model): {
+            "source": r.origin,
+            "as_of": r.as_of.isoformat(),
+            "age_days": (day - r.as_of).days,
+            "stale": (day - r.as_of).days > limit,
+            "max_age_days": limit,
+            "note": r.overlay_note,
+            "catalog_usd_per_hour": r.catalog_usd_per_hour,
+        }
+        for r in rows
+    }
 
 
 @dataclass(frozen=True)
@@ -173,6 +200,7 @@ class PriceListing:
     flags: Flags  # judged against the whole catalog, before the filters
     description: str  # the tables read: source, as-of date
     age_days: int
+    origins: Origins = field(default_factory=dict)  # per row: source, date, age, stale, note
 
     def flags_of(self, row: Any) -> tuple[PriceFlag, ...]:
         """The flags of one row of `frame` (itertuples)."""
@@ -180,7 +208,11 @@ class PriceListing:
 
     def to_json(self) -> list[dict[str, Any]]:
         """`ccopt prices --json`: the rows with their flags, checked against the contract."""
-        return emit_list(PricesOutput, offerings_to_records(self.frame, self.flags))
+        return emit_list(PricesOutput, offerings_to_records(self.frame, self.flags, self.origins))
+
+    def price_of(self, row: Any) -> dict[str, Any]:
+        """The `price` block of one row of `frame` (itertuples)."""
+        return self.origins.get((row.provider, row.instance_type, row.region, row.pricing_model), {})
 
 
 def price_listing(
@@ -215,4 +247,4 @@ def price_listing(
     if flagged:
         rows = [r for r in rows if (r.provider, r.instance_type, r.region, r.pricing_model) in flags]
     frame = rows_to_frame(rows).sort_values(_SORT, kind="mergesort").reset_index(drop=True)
-    return PriceListing(frame, flags, loaded.description, loaded.age.age_days)
+    return PriceListing(frame, flags, loaded.description, loaded.age.age_days, _origins(rows))

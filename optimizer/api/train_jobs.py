@@ -27,7 +27,9 @@ def _train_job(
     job = with_confidence(job, confidence)
     if not job.constraints.cloud:
         return job, base_dir, None, None
-    loaded = load_catalog_rows(prices, offline=offline)
+    loaded = load_catalog_rows(
+        prices, offline=offline, overlay=job.pricing, overlay_label=f"{job.name} [pricing]"
+    )
     return job, base_dir, loaded.rows, loaded.age.as_dict()
 
 

@@ -23,6 +23,8 @@ from optimizer.cli.common import (
     console,
     input_files,
     money,
+    price_legend,
+    price_mark,
     print_fallback,
     print_json,
     time_limit_help,
@@ -169,7 +171,7 @@ def render_batch(data: dict[str, Any]) -> None:
             continue
         table.add_row(
             j["name"],
-            f"{j['instances']}× {j['instance']} ({j['provider']}, {j['pricing']})",
+            f"{j['instances']}× {j['instance']} ({j['provider']}, {j['pricing']}{price_mark(j)})",
             str(j["gpus"]),
             _days(j["start_hour"]),
             _days(j["end_hour"]),
@@ -177,6 +179,9 @@ def render_batch(data: dict[str, Any]) -> None:
             _money(j["cost_usd"]),
         )
     c.print(table)
+    legend = price_legend([j for j in data["jobs"] if j["status"] == "scheduled"])
+    if legend:
+        c.print(f"  {legend}")
     for j in data["jobs"]:
         if j.get("placement", "").startswith("cloud"):
             c.print(f"  [b]{j['name']}[/b] on the {j['placement']}")

@@ -33,6 +33,9 @@ __all__ = [
     "answer",
     "print_notes",
     "renamed_flag",
+    "price_mark",
+    "price_words",
+    "price_legend",
     "show_deprecations",
     "MAX_TIME_LIMIT_S",
     "MIN_TIME_LIMIT_S",
@@ -239,6 +242,8 @@ def catalog_line(catalog: dict[str, Any] | None) -> str:
     days = catalog.get("age_days")
     age = "" if days is None else f", {days} day{'' if days == 1 else 's'} old"
     line = f"prices as of {catalog.get('as_of')}{age} ({catalog.get('source')})"
+    if catalog.get("overlays"):
+        line += f" + your prices ({', '.join(catalog['overlays'])})"
     return f"{line}; NOTE: {catalog['note']}" if catalog.get("note") else line
 
 
@@ -278,3 +283,51 @@ def interconnect_words(p: dict[str, Any]) -> str:
 def money(usd: float) -> str:
     """USD for tables: whole dollars from $100 up, cents below."""
     return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
+#: the marks a plan line's pricing column carries (legend printed under the table)
+OVERLAY_MARK = "†"
+STALE_MARK = "⌛"
+
+
+def price_mark(line: dict[str, Any]) -> str:
+    """'†' when your prices changed this line's price, '⌛' when the price is older than the
+    stated age (both may show)."""
+    price = line.get("price") or {}
+    return (OVERLAY_MARK if line.get("price_source") == "overlay" else "") + (
+        STALE_MARK if price.get("stale") else ""
+    )
+
+
+def price_words(line: dict[str, Any]) -> str:
+    """E.g. 'price: your prices (on_demand 30% off (prices.toml); catalog $55.04/h), as of
+    2026-12-02, 2 days old' — where a plan line's price comes from and how old it is."""
+    price = line.get("price") or {}
+    source = line.get("price_source", price.get("source", ""))
+    label = {
+        "bundled": "bundled tables",
+        "refreshed": "refreshed tables",
+        "file": "the --prices file",
+        "overlay": "your prices",
+        "hardware": "the box's specs",
+    }.get(source, source)
+    if price.get("note"):
+        before = price.get("catalog_usd_per_hour")
+        label += f" ({price['note']}" + (f"; catalog ${before:,.2f}/h)" if before else ")")
+    if price.get("as_of"):
+        days = price.get("age_days") or 0
+        label += f", as of {price['as_of']}, {days} day{'' if days == 1 else 's'} old"
+    if price.get("stale"):
+        label += f" — [yellow]older than {price.get('max_age_days')} days: check it[/yellow]"
+    return f"price: {label}"
+
+
+def price_legend(lines: list[dict[str, Any]]) -> str | None:
+    """The legend of the marks used in a table of plan lines, or None."""
+    marks = "".join(price_mark(x) for x in lines)
+    parts = []
+    if OVERLAY_MARK in marks:
+        parts.append(f"{OVERLAY_MARK} price set by your prices (overlay)")
+    if STALE_MARK in marks:
+        parts.append(f"{STALE_MARK} price older than the stated age")
+    return "; ".join(parts) or None

@@ -31,6 +31,9 @@ from optimizer.cli.common import (
     interconnect_words,
     layout_words,
     money,
+    price_legend,
+    price_mark,
+    price_words,
     print_json,
     print_notes,
     time_limit_s,
@@ -167,6 +170,7 @@ def render_plan(data: dict[str, Any]) -> None:
     )
     for line in band_lines(p, data):
         c.print(f"  {line}")
+    c.print(f"  {price_words(p)}")
     c.print(
         f"  layout: {layout_words(lay)}; micro-batch {lay['micro_batch']} × grad-accum "
         f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}"
@@ -206,7 +210,7 @@ def render_plan(data: dict[str, Any]) -> None:
             r["gpu"],
             r["provider"],
             r["instance"],
-            r["pricing"],
+            r["pricing"] + price_mark(r),
             str(r["gpus"]),
             f"{r['days']:.2f}",
             money(r["cost_usd"]),
@@ -214,6 +218,9 @@ def render_plan(data: dict[str, Any]) -> None:
             layout_words(lay, short=True),
         )
     c.print(table)
+    legend = price_legend([r for _, r in rows])
+    if legend:
+        c.print(f"  {legend}")
     if data.get("pareto"):
         front = Table(title="Pareto front: cost vs finish time")
         for col in ("days", "cost", "gpus", "gpu", "provider", "pricing"):
@@ -313,12 +320,15 @@ def render_compare(data: dict[str, Any]) -> None:
                 continue
             table.add_row(
                 name,
-                f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
+                f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']}{price_mark(r)})",
                 str(r["gpus"]),
                 f"{r['days']:.2f}",
                 money(r["cost_usd"]),
             )
         c.print(table)
+        legend = price_legend([r for r in data[key].values() if r])
+        if legend:
+            c.print(f"  {legend}")
     cloud, local = data["cloud"], data["owned_or_bought"]
     if cloud:
         c.print(

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from optimizer import api
 from optimizer.api.catalog import MAX_DEADLINE_S, MAX_TIMEOUT_S, PriceListing, offerings_to_records
-from optimizer.cli.common import EXIT_BAD_INPUT, renamed_flag
+from optimizer.cli.common import EXIT_BAD_INPUT, OVERLAY_MARK, STALE_MARK, renamed_flag
 from optimizer.errors import OptimizerError
 
 __all__ = ["prices_app", "offerings_to_records"]
@@ -50,10 +50,12 @@ def _render_table(listing: PriceListing) -> None:
         ("intra", "left"),
         ("inter-node", "right"),
         ("max", "right"),
+        ("price from", "left"),
         ("flags", "left"),
     ):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     notes: list[str] = []
+    yours: list[str] = []  # what your prices changed, one line per row
     for row in frame.itertuples(index=False):
         pricing = row.pricing_model + ("*" if row.derived else "")
         inter = f"{row.inter_node_gbps:g} Gb/s {row.inter_node_kind}"
@@ -63,6 +65,13 @@ def _render_table(listing: PriceListing) -> None:
         first = len(notes) + 1  # footnote number of this row's first flag
         notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
         marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
+        price = listing.price_of(row)
+        origin = f"{price.get('source', '')} {price.get('as_of', '')}"
+        origin += (OVERLAY_MARK if price.get("source") == "overlay" else "") + (
+            STALE_MARK if price.get("stale") else ""
+        )
+        if price.get("note"):
+            yours.append(f"  {row.provider} {row.instance_type} {row.pricing_model}: {price['note']}")
         table.add_row(
             row.provider,
             row.instance_type,
@@ -75,6 +84,7 @@ def _render_table(listing: PriceListing) -> None:
             row.intra_node_link,
             inter,
             limit,
+            origin,
             marks,
         )
     console = Console()
@@ -83,8 +93,14 @@ def _render_table(listing: PriceListing) -> None:
     console.print(table)
     console.print(
         "* reserved rate derived from a published discount (reserved rows bill every "
-        "hour of the 1- or 3-year term); ^ inter-node bandwidth is a documented default"
+        "hour of the 1- or 3-year term); ^ inter-node bandwidth is a documented default; "
+        f"{OVERLAY_MARK} price set by your prices; {STALE_MARK} price older than the stated age "
+        "($CCOPT_PRICE_MAX_AGE_DAYS)"
     )
+    if yours:
+        console.print("your prices (overlay):", markup=False)
+        for line in yours:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if notes:
         console.print("flags (double-check these prices before relying on them):", markup=False)
         for note in notes:
@@ -216,7 +232,17 @@ def refresh(
     url: Annotated[
         str | None,
         typer.Option(  # noqa: UP007
-            "--url", help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL)."
+            "--url",
+            help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL; neither: the "
+            "public SkyPilot catalog).",
+        ),
+    ] = None,
+    catalog_url: Annotated[
+        str | None,
+        typer.Option(  # noqa: UP007
+            "--catalog-url",
+            help="SkyPilot catalog directory holding v8/<cloud>/vms.csv (default: "
+            "$CCOPT_SKYPILOT_URL, else the published catalog on raw.githubusercontent.com).",
         ),
     ] = None,
     timeout_s: Annotated[
@@ -251,6 +277,10 @@ def refresh(
 ) -> None:
     """Download newer price tables into the user cache (previous tables kept on any failure).
 
+    Without --url: the public SkyPilot catalog's per-cloud vms.csv files (aws, azure, gcp,
+    lambda, oci, runpod, vast), converted with the rules of the bundled table; each file has
+    its own deadline and each provider its own shrink check.
+
     Exit codes, as every command: 0 updated or not modified, 2 the arguments or the price source
     are unusable (network, server, an invalid or shrunken table: the one line says which, and
     that the previous tables are kept byte-identical), 3 an internal error (a bug in ccopt;
@@ -260,8 +290,17 @@ def refresh(
     deadline_s = _seconds(deadline_s, old_deadline, "deadline", 60.0, MAX_DEADLINE_S)
     try:
         result = api.refresh_prices(
-            url, timeout_s=timeout_s, retries=retries, deadline_s=deadline_s, allow_shrink=allow_shrink
+            url,
+            catalog_url=catalog_url,
+            timeout_s=timeout_s,
+            retries=retries,
+            deadline_s=deadline_s,
+            allow_shrink=allow_shrink,
         )
     except OptimizerError as exc:  # RefreshError included: the message says the cache was kept
         raise _fail(str(exc)) from None
     typer.echo(result.describe(), err=True)
+    for note in result.skipped[:20]:  # what the catalog has that the tables cannot use, and why
+        typer.echo(f"  left out: {note}", err=True)
+    if len(result.skipped) > 20:
+        typer.echo(f"  (+{len(result.skipped) - 20} more left out)", err=True)

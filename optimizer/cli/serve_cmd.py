@@ -23,6 +23,9 @@ from optimizer.cli.common import (
     header_or_infeasible,
     input_files,
     money,
+    price_legend,
+    price_mark,
+    price_words,
     print_notes,
     time_limit_s,
     user_errors,
@@ -86,7 +89,7 @@ def render_serve(data: dict[str, Any]) -> None:
             str(d["instances"]),
             d["instance"],
             d["provider"],
-            d["pricing"],
+            d["pricing"] + price_mark(d),
             f"{d['gpus']}× {d['gpu']}",
             str(d["tp"]),
             str(d["replicas"]),
@@ -97,6 +100,11 @@ def render_serve(data: dict[str, Any]) -> None:
             money(d["usd_per_hour"]),
         )
     c.print(table)
+    for d in p["deployments"]:
+        c.print(f"  {d['provider']} {d['instance']}: {price_words(d)}")
+    legend = price_legend(p["deployments"])
+    if legend:
+        c.print(f"  {legend}")
 
 
 def render_compare(data: dict[str, Any]) -> None:

@@ -27,6 +27,9 @@ _EXPORTS = {
     "effective_usd_per_gpu_hour": "owned",
     "RefreshResult": "refresh",
     "refresh_prices": "refresh",
+    "apply_overlays": "overlay",
+    "Overlay": "overlay",
+    "catalog_rows_named": "names",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -10,13 +10,16 @@ sources live in pricing_data/instance_network.csv.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import math
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import data_path, load_gpus, resolve_gpu_id
 from optimizer.pricing.catalog import COLUMNS, COMMITMENT_HOURS
+from optimizer.pricing.skypilot import CATALOG_VERSIONS, Conversion, catalog_path, convert
 
 __all__ = [
     "RESERVED_DISCOUNTS",
@@ -25,6 +28,9 @@ __all__ = [
     "LAMBDA_PCIE_A100",
     "load_network_table",
     "build_rows",
+    "build_from_catalog",
+    "known_network_instances",
+    "write_csv",
     "main",
 ]
 
@@ -125,14 +131,15 @@ _INSTANCE_RENAMES = {("coreweave", "L40S (per-GPU rate)"): "l40s-1x-per-gpu"}
 _REGION_DEFAULTS = {"coreweave": "unspecified"}
 
 
-def _source(ref: dict[str, str]) -> str:
+def _source(ref: Mapping[str, str]) -> str:
     commit = ref["as_of"].split(" ")[1] if ref["as_of"].startswith("commit ") else ""
     return f"{ref['source']}@{commit}" if commit else ref["source"]
 
 
-def _as_of(ref: dict[str, str]) -> str:
-    if ref["as_of"].startswith("blog dated "):
-        return ref["as_of"].removeprefix("blog dated ")
+def _as_of(ref: Mapping[str, str]) -> str:
+    for prefix in ("blog dated ", "fetched "):  # a blog's date; the day a refresh read the catalog
+        if ref["as_of"].startswith(prefix):
+            return ref["as_of"].removeprefix(prefix)
     return READ_DATE
 
 
@@ -149,83 +156,144 @@ def _fmt(value: float) -> str:
     return f"{round(value, 6):.6f}".rstrip("0").rstrip(".")
 
 
-def build_rows(reference_csv: Path) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Return (offering rows, dropped reference rows) built from the reference table."""
+def _reference(source: Path | Iterable[Mapping[str, str]]) -> list[Mapping[str, str]]:
+    if isinstance(source, Path):
+        with open(source, newline="", encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+    return list(source)
+
+
+def build_rows(
+    reference: Path | Iterable[Mapping[str, str]],
+) -> tuple[list[dict[str, str]], list[Mapping[str, str]]]:
+    """Return (offering rows, dropped reference rows) built from the reference table: a
+    cloud_prices.csv path, or its rows (what `skypilot.convert` makes of the catalog files)."""
     gpus = load_gpus()
     rows: list[dict[str, str]] = []
-    dropped: list[dict[str, str]] = []
-    with open(reference_csv, newline="", encoding="utf-8") as handle:
-        for ref in csv.DictReader(handle):
-            provider = ref["provider"].strip().lower()
-            instance = ref["instance_type"].strip()
-            try:
-                gpu_id = resolve_gpu_id(ref["gpu"])
-            except ConfigError:
-                dropped.append(ref)
-                continue
-            if provider == "lambda" and instance in LAMBDA_PCIE_A100:
-                gpu_id = "A100-40GB-PCIE"
-            spec = gpus[gpu_id]
-            count = int(ref["gpus_per_instance"])
-            kind, gbps, is_default = _interconnect(provider, instance, count)
-            base = {
-                "provider": provider,
-                "instance_type": _INSTANCE_RENAMES.get((provider, instance), instance),
-                "region": ref["region"].strip() or _REGION_DEFAULTS[provider],
-                "gpu_id": gpu_id,
-                "gpus_per_instance": str(count),
-                "vcpus": ref["vcpus"],
-                "ram_gib": ref["ram_gb"],
-                "intra_node_link": spec.intra_node_link,
-                "intra_node_bw_gb_s": _fmt(spec.intra_node_bw_gb_s),
-                "inter_node_gbps": _fmt(gbps),
-                "inter_node_kind": kind,
-                "inter_node_is_default": str(is_default).lower(),
-                "max_instances": str(MAX_INSTANCES.get(provider, "")),
-                "as_of": _as_of(ref),
-                "source": _source(ref),
-            }
-            on_demand = float(ref["price_on_demand_usd_per_hour"] or "nan")
-            spot = float(ref["price_spot_usd_per_hour"] or "nan")
-            prices: list[tuple[str, float, bool, str]] = []
-            if not math.isnan(on_demand):
-                prices.append(("on_demand", on_demand, False, base["source"]))
-            # RunPod's catalog repeats the on-demand price as SpotPrice: not a spot offer.
-            if not math.isnan(spot) and spot != on_demand:
-                prices.append(("spot", spot, False, base["source"]))
-            if provider in RESERVED_DISCOUNTS and not math.isnan(on_demand):
-                for term, discount in zip(
-                    ("reserved_1y", "reserved_3y"), RESERVED_DISCOUNTS[provider], strict=True
-                ):
-                    prices.append((term, on_demand * (1 - discount), True, RESERVED_SOURCE[provider]))
-            if provider == "coreweave":
-                rate = COREWEAVE_L40S_RESERVED_USD_PER_GPU_HOUR * count
-                src = "modal.com/blog/nvidia-l40s-price-article ('from $0.90/hr' reservation)"
-                prices += [("reserved_1y", rate, False, src), ("reserved_3y", rate, False, src)]
-            for model, usd_per_hour, derived, source in prices:
-                row = dict(base)
-                row.update(
-                    pricing_model=model,
-                    usd_per_hour=_fmt(usd_per_hour),
-                    usd_per_gpu_hour=_fmt(usd_per_hour / count),
-                    commitment_hours=str(COMMITMENT_HOURS[model]),
-                    derived=str(derived).lower(),
-                    source=source,
-                )
-                rows.append({c: row[c] for c in COLUMNS})
+    dropped: list[Mapping[str, str]] = []
+    for ref in _reference(reference):
+        provider = ref["provider"].strip().lower()
+        instance = ref["instance_type"].strip()
+        try:
+            gpu_id = resolve_gpu_id(ref["gpu"])
+        except ConfigError:
+            dropped.append(ref)
+            continue
+        if provider == "lambda" and instance in LAMBDA_PCIE_A100:
+            gpu_id = "A100-40GB-PCIE"
+        spec = gpus[gpu_id]
+        count = int(ref["gpus_per_instance"])
+        kind, gbps, is_default = _interconnect(provider, instance, count)
+        base = {
+            "provider": provider,
+            "instance_type": _INSTANCE_RENAMES.get((provider, instance), instance),
+            "region": ref["region"].strip() or _REGION_DEFAULTS[provider],
+            "gpu_id": gpu_id,
+            "gpus_per_instance": str(count),
+            "vcpus": ref["vcpus"],
+            "ram_gib": ref["ram_gb"],
+            "intra_node_link": spec.intra_node_link,
+            "intra_node_bw_gb_s": _fmt(spec.intra_node_bw_gb_s),
+            "inter_node_gbps": _fmt(gbps),
+            "inter_node_kind": kind,
+            "inter_node_is_default": str(is_default).lower(),
+            "max_instances": str(MAX_INSTANCES.get(provider, "")),
+            "as_of": _as_of(ref),
+            "source": _source(ref),
+        }
+        on_demand = float(ref["price_on_demand_usd_per_hour"] or "nan")
+        spot = float(ref["price_spot_usd_per_hour"] or "nan")
+        prices: list[tuple[str, float, bool, str]] = []
+        if not math.isnan(on_demand):
+            prices.append(("on_demand", on_demand, False, base["source"]))
+        # RunPod's catalog repeats the on-demand price as SpotPrice: not a spot offer.
+        if not math.isnan(spot) and spot != on_demand:
+            prices.append(("spot", spot, False, base["source"]))
+        if provider in RESERVED_DISCOUNTS and not math.isnan(on_demand):
+            for term, discount in zip(
+                ("reserved_1y", "reserved_3y"), RESERVED_DISCOUNTS[provider], strict=True
+            ):
+                prices.append((term, on_demand * (1 - discount), True, RESERVED_SOURCE[provider]))
+        if provider == "coreweave":
+            rate = COREWEAVE_L40S_RESERVED_USD_PER_GPU_HOUR * count
+            src = "modal.com/blog/nvidia-l40s-price-article ('from $0.90/hr' reservation)"
+            prices += [("reserved_1y", rate, False, src), ("reserved_3y", rate, False, src)]
+        for model, usd_per_hour, derived, source in prices:
+            row = dict(base)
+            row.update(
+                pricing_model=model,
+                usd_per_hour=_fmt(usd_per_hour),
+                usd_per_gpu_hour=_fmt(usd_per_hour / count),
+                commitment_hours=str(COMMITMENT_HOURS[model]),
+                derived=str(derived).lower(),
+                source=source,
+            )
+            rows.append({c: row[c] for c in COLUMNS})
     return rows, dropped
 
 
+def known_network_instances() -> dict[str, set[str]]:
+    """Provider -> the instances with a row in instance_network.csv, for the providers that
+    have no PROVIDER_DEFAULT (their instances need a per-instance network figure)."""
+    known: dict[str, set[str]] = {}
+    for provider, instance in INTERCONNECT:
+        if provider not in PROVIDER_DEFAULT:
+            known.setdefault(provider, set()).add(instance)
+    return known
+
+
+def build_from_catalog(
+    texts: Mapping[str, str], read_date: str, labels: Mapping[str, str] | None = None
+) -> tuple[list[dict[str, str]], list[Mapping[str, str]], Conversion]:
+    """Offering rows from SkyPilot catalog files (cloud -> vms.csv text): the conversion of
+    `skypilot.convert`, then the same rules as the bundled table (`build_rows`). This is what
+    `ccopt prices refresh` runs on the downloaded files and `main --skypilot DIR` on local ones.
+
+    Returns:
+        (offering rows, dropped reference rows (GPU not in the catalog), the conversion).
+
+    Raises:
+        RefreshError: a file lacks a required column (schema drift).
+    """
+    conversion = convert(texts, read_date, labels, known_network_instances())
+    rows, dropped = build_rows(conversion.rows)
+    return rows, dropped, conversion
+
+
+def write_csv(rows: Iterable[Mapping[str, str]], handle: object) -> None:
+    """Offering rows as CSV text (the exact COLUMNS, \\n line ends) on a text handle."""
+    writer = csv.DictWriter(handle, fieldnames=list(COLUMNS), lineterminator="\n")  # type: ignore[arg-type]
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+def _catalog_texts(directory: Path) -> dict[str, str]:
+    """cloud -> vms.csv text for the clouds present under `directory` (laid out as upstream's
+    catalogs/ folder: v8/aws/vms.csv, ...)."""
+    texts: dict[str, str] = {}
+    for cloud in CATALOG_VERSIONS:
+        path = directory / catalog_path(cloud)
+        if path.is_file():
+            texts[cloud] = path.read_text(encoding="utf-8")
+    return texts
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry: write the offerings CSV and list dropped rows on stderr."""
+    """CLI entry: write the offerings CSV and list dropped rows on stderr.
+
+    `--skypilot DIR [DATE]` builds from SkyPilot catalog files under DIR (v8/aws/vms.csv, ...)
+    read on DATE (default today, UTC) instead of the reference table.
+    """
     args = sys.argv[1:] if argv is None else argv
-    reference = Path(args[0])
-    out = Path(args[1]) if len(args) > 1 else data_path("offerings.csv")
-    rows, dropped = build_rows(reference / "cloud_prices.csv")
+    if args and args[0] == "--skypilot":
+        date = args[2] if len(args) > 2 else dt.datetime.now(dt.timezone.utc).date().isoformat()  # noqa: UP017
+        rows, dropped, _ = build_from_catalog(_catalog_texts(Path(args[1])), date)
+        out = data_path("offerings.csv") if len(args) < 4 else Path(args[3])
+    else:
+        rows, dropped = build_rows(Path(args[0]) / "cloud_prices.csv")
+        out = Path(args[1]) if len(args) > 1 else data_path("offerings.csv")
     with open(out, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+        write_csv(rows, handle)
     for ref in dropped:
         print(f"dropped {ref['provider']} {ref['instance_type']} ({ref['gpu']})", file=sys.stderr)
     print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
 from optimizer.files import open_input
 from optimizer.inputs.gpus import data_path, resolve_gpu_id
+from optimizer.inputs.jobs.pricing import PriceOverlay, load_overlay, overlay_path
 from optimizer.pricing.cache_meta import checksum_problem, rows_problem
+from optimizer.pricing.overlay import Overlay, apply_overlays
 from optimizer.pricing.schema import COLUMNS, read_offerings, validate_csv
 from optimizer.units import HOURS_PER_YEAR
 from optimizer.vocabulary import COMMITMENT_HOURS, INTER_NODE_KINDS, INTRA_NODE_LINKS, PRICING_MODELS
@@ -105,6 +107,8 @@ class CatalogAge:
     path: str
     today: dt.date
     note: str = ""
+    #: your prices applied over the tables (the overlay file's path, a job's [pricing])
+    overlays: tuple[str, ...] = ()
 
     @property
     def age_days(self) -> int:
@@ -125,6 +129,8 @@ class CatalogAge:
             "age_days": self.age_days,
             "path": self.path,
         }
+        if self.overlays:
+            out["overlays"] = list(self.overlays)
         return {**out, "note": self.note} if self.note else out
 
 
@@ -269,24 +275,56 @@ def catalog_age(
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _stamped(rows: tuple[OfferingRow, ...], origin: str) -> tuple[OfferingRow, ...]:
+    """`rows` with their price's origin (cached: the same table read again is the same tuple)."""
+    return tuple(r.model_copy(update={"origin": origin}) for r in rows)
+
+
+#: the origin of a row's price by the table it was read from (any other file: "file")
+_ORIGIN = {"bundled": "bundled", "cache": "refreshed"}
+
+
 def load_catalog_rows(
-    path: str | Path | None = None, *, offline: bool | None = None, today: dt.date | None = None
+    path: str | Path | None = None,
+    *,
+    offline: bool | None = None,
+    today: dt.date | None = None,
+    overlay: PriceOverlay | None = None,
+    overlay_label: str = "[pricing]",
 ) -> CatalogRows:
     """The validated catalog as OfferingRow objects with its age (same files, order and checks
-    as load_catalog, without pandas: the planners' fast path).
+    as load_catalog, without pandas: the planners' fast path), with the user's prices applied:
+    the overlay file (inputs/jobs/pricing.overlay_path) and then `overlay` (a job's `[pricing]`).
 
     Args:
         path: an offerings CSV to read instead of the defaults.
         offline: True forces the bundled tables; None reads CCOPT_OFFLINE.
         today: the date CatalogAge.age_days is measured on (default: the local date).
+        overlay: a job's `[pricing]` table, applied after the user's file.
+        overlay_label: how messages and plan lines name `overlay`.
 
     Raises:
         CatalogError: the chosen file fails validation (names file, row and column).
+        ConfigError: the overlay file or `overlay` is invalid or names nothing in the catalog.
     """
     rows, source, file, note = _load_first(_read_rows, path, offline)
     age = replace(catalog_age(rows, source, file, today), note=note)
     label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)
     line = f"prices: {label}, as of {age.as_of}"
+    origin = _ORIGIN.get(source, "file")
+    rows = _stamped(rows, origin)
+    overlays = []
+    user_file = overlay_path()
+    if user_file is not None:
+        overlays.append(Overlay(load_overlay(user_file), str(user_file)))
+    if overlay is not None and not overlay.empty:
+        overlays.append(Overlay(overlay, overlay_label))
+    if overlays:
+        rows = apply_overlays(rows, overlays, today)
+        changed = sum(r.origin == "overlay" for r in rows)
+        line += f"; your prices ({', '.join(o.label for o in overlays)}) set {changed} rows"
+        age = replace(age, overlays=tuple(o.label for o in overlays))
     return CatalogRows(rows=rows, age=age, description=f"{line} ({note})" if note else line, note=note)
 
 

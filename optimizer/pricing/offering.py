@@ -8,13 +8,15 @@ prices itself: a price rule changed here changes every planner.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.step_time import Cluster
 from optimizer.pricing.data_cost import NO_DATA, DataCharge
 from optimizer.pricing.ownership import NO_USAGE, OwnershipTerms, Usage, fixed_charge_usd
-from optimizer.pricing.sanity import PriceFlag
+from optimizer.pricing.sanity import PriceFlag, price_max_age_days
 
 __all__ = ["Offering", "Cost", "cost_usd", "hourly_usd", "OFFERING_KINDS"]
 
@@ -62,6 +64,30 @@ class Offering:
     #: owned/buy: what owning one box costs and the workload its fixed costs are spread over
     ownership: OwnershipTerms | None = None
     usage: Usage = NO_USAGE
+    #: where the price comes from: bundled, refreshed, file, overlay (schema.PRICE_ORIGINS);
+    #: "hardware" for owned / bought boxes (priced from their specs)
+    price_origin: str = "hardware"
+    price_as_of: dt.date | None = None  # the date of the price (None: a box's specs)
+    price_note: str = ""  # what the user's prices changed, e.g. "on_demand 30% off (prices.toml)"
+    catalog_usd_per_hour: float | None = None  # the catalog price before the user's prices
+
+    def price_info(self, today: dt.date | None = None, max_age_days: int | None = None) -> dict[str, Any]:
+        """Source, date and age of this offering's price (the `price` block of a plan line).
+
+        `stale` is true when the price is older than `max_age_days` (default
+        sanity.price_max_age_days(): a GUESS of 90 days, overridable).
+        """
+        limit = price_max_age_days() if max_age_days is None else max_age_days
+        age = None if self.price_as_of is None else ((today or dt.date.today()) - self.price_as_of).days
+        return {
+            "source": self.price_origin,
+            "as_of": None if self.price_as_of is None else self.price_as_of.isoformat(),
+            "age_days": age,
+            "stale": age is not None and age > limit,
+            "max_age_days": limit,
+            "note": self.price_note,
+            "catalog_usd_per_hour": self.catalog_usd_per_hour,
+        }
 
     @property
     def gpu_id(self) -> str:

@@ -7,17 +7,19 @@ import datetime as dt
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from optimizer.errors import CatalogError, ConfigError, RefreshError
 from optimizer.files import write_atomic
 from optimizer.inputs.validation import check_number
+from optimizer.pricing import skypilot
 from optimizer.pricing.cache_meta import META_FILE, checksum_problem, read_meta
 from optimizer.pricing.catalog import CACHE_FILE
 from optimizer.pricing.catalog import cache_dir as default_cache_dir
 from optimizer.pricing.download import Deadline, download
+from optimizer.pricing.refresh_catalog import catalog_table, download_catalog
 from optimizer.pricing.schema import read_offerings
 from optimizer.pricing.shrink import check_shrink
 
@@ -51,12 +53,18 @@ class RefreshResult:
     rows: int
     as_of: str
     bytes: int
+    #: files read (1 for --url; one per cloud for the SkyPilot catalog)
+    files: int = 1
+    #: catalog rows left out, one line each (GPU not in the GPU catalog, no network figure)
+    skipped: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """One line for the CLI."""
         if self.status == "not_modified":
             return f"prices: not modified at {self.url}; keeping {self.path} (as of {self.as_of})"
-        return f"prices: updated {self.path} from {self.url}: {self.rows} offerings, as of {self.as_of}"
+        source = f"the SkyPilot catalog at {self.url} ({self.files} files)" if self.files > 1 else self.url
+        left = f"; {len(self.skipped)} catalog instances left out" if self.skipped else ""
+        return f"prices: updated {self.path} from {source}: {self.rows} offerings, as of {self.as_of}{left}"
 
 
 def _summary(path: Path, label: str) -> tuple[int, str]:
@@ -73,6 +81,8 @@ def _utc_now_iso() -> str:
 def refresh_prices(
     url: str | None = None,
     *,
+    catalog_url: str | None = None,
+    today: dt.date | None = None,
     cache_dir: str | Path | None = None,
     timeout_s: float = 10,
     retries: int = 3,
@@ -81,17 +91,22 @@ def refresh_prices(
     deadline_s: float = 60.0,
     allow_shrink: bool = False,
 ) -> RefreshResult:
-    """Download an offerings CSV from `url` into the user cache.
+    """Download newer price tables into the user cache: an offerings CSV from `url`, or (no
+    URL) the public SkyPilot catalog's per-cloud vms.csv files, converted as the bundled table
+    was built (pricing/refresh_catalog.py).
 
     Args:
-        url: http(s) URL of an offerings CSV; default $CCOPT_PRICES_URL.
+        url: http(s) URL of an offerings CSV; default $CCOPT_PRICES_URL; neither: the catalog.
+        catalog_url: the SkyPilot catalog directory (default $CCOPT_SKYPILOT_URL, else
+            skypilot.DEFAULT_BASE_URL); each cloud's file is `{catalog_url}/v8/aws/vms.csv`.
+        today: the date the catalog is read on (as_of of its rows); default today, UTC.
         cache_dir: directory of the cache; default $CCOPT_CACHE_DIR or ~/.cache/ccopt.
         timeout_s: connect and read timeout per attempt, seconds.
         retries: extra attempts after the first, only on timeouts, connection errors and 5xx.
         max_bytes: largest body accepted, enforced while streaming.
         backoff_s: sleep before the first retry, doubled for each further retry, seconds.
         deadline_s: total wall time of the refresh (all attempts, backoff and body), seconds;
-            a server that trickles bytes is cut off here.
+            a server that trickles bytes is cut off here. For the catalog: per file.
         allow_shrink: accept a table that lost more than shrink.MAX_ROW_LOSS of the rows of the
             cached table or a whole provider (without a valid cache there is nothing to lose).
 
@@ -102,18 +117,31 @@ def refresh_prices(
         ConfigError: a bad argument (no URL, not http(s), a timeout or deadline out of range).
         RefreshError: any failure; the previous cache files are left byte-identical.
     """
-    target = url or os.environ.get("CCOPT_PRICES_URL", "").strip()
-    if not target:
-        raise ConfigError("no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
+    if url and catalog_url:
+        raise ConfigError("--url and --catalog-url: give one (an offerings CSV, or the SkyPilot catalog)")
+    target = url or ("" if catalog_url else os.environ.get("CCOPT_PRICES_URL", "").strip())
+    field = "--url" if target else "--catalog-url"
+    target = target or skypilot.base_url(catalog_url)
     if not target.startswith(("http://", "https://")):
-        raise ConfigError(f"--url: {target!r} is not an http(s) URL; allowed: http://... or https://...")
+        raise ConfigError(f"{field}: {target!r} is not an http(s) URL; allowed: http://... or https://...")
     check_number(timeout_s, "--timeout-s", gt=0, le=MAX_TIMEOUT_S)
     check_number(deadline_s, "--deadline-s", gt=0, le=MAX_DEADLINE_S)
     check_number(retries, "--retries", ge=0, le=MAX_RETRIES, integer=True)
     check_number(backoff_s, "backoff_s", ge=0, le=MAX_TIMEOUT_S)
-    deadline = Deadline.after(deadline_s)
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     csv_path = directory / CACHE_FILE
+    if field == "--catalog-url":
+        try:
+            texts, urls, size = download_catalog(target, timeout_s, retries, max_bytes, backoff_s, deadline_s)
+            read_date = today or dt.datetime.now(dt.timezone.utc).date()  # noqa: UP017
+            body, notes = catalog_table(texts, urls, csv_path, read_date, allow_shrink)
+            done = _install(directory, csv_path, target, body, {}, allow_shrink)
+        except RefreshError as exc:
+            raise RefreshError(
+                f"refresh from the SkyPilot catalog failed: {exc}; keeping previous tables"
+            ) from None
+        return replace(done, bytes=size, files=len(texts), skipped=tuple(notes))
+    deadline = Deadline.after(deadline_s)
     meta = read_meta(directory)
     headers = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5"}
     # conditional only for a cache that is the file we wrote: a damaged one is fetched anew

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,10 +24,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from optimizer.errors import ConfigError
+
 if TYPE_CHECKING:
     from optimizer.pricing.schema import OfferingRow
 
 __all__ = [
+    "price_max_age_days",
+    "PRICE_MAX_AGE_ENV",
     "PriceFlag",
     "SanityThresholds",
     "DEFAULT_THRESHOLDS",
@@ -84,9 +89,31 @@ class SanityThresholds:
     #: GUESS: a row older than the catalog's newest row by more than ~6 months (GPU list prices
     #: have moved by tens of percent within a year since 2023).
     stale_age_days: int = 180
+    #: GUESS: a price read more than ~3 months before today is flagged as old on every plan
+    #: line and in `ccopt prices` (cloud list prices moved by tens of percent within a year
+    #: since 2023); override with $CCOPT_PRICE_MAX_AGE_DAYS (price_max_age_days()).
+    max_price_age_days: int = 90
 
 
 DEFAULT_THRESHOLDS = SanityThresholds()
+PRICE_MAX_AGE_ENV = "CCOPT_PRICE_MAX_AGE_DAYS"
+
+
+def price_max_age_days() -> int:
+    """The age in days beyond which a price is flagged old: $CCOPT_PRICE_MAX_AGE_DAYS, else
+    SanityThresholds.max_price_age_days.
+
+    Raises:
+        ConfigError: the variable is not a whole number >= 0.
+    """
+    raw = os.environ.get(PRICE_MAX_AGE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_THRESHOLDS.max_price_age_days
+    if not raw.isdigit():
+        raise ConfigError(
+            f"{PRICE_MAX_AGE_ENV}: {raw!r} is not allowed; allowed: a whole number of days >= 0"
+        )
+    return int(raw)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import io
 import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -51,7 +51,13 @@ __all__ = [
     "read_offerings",
     "rows_to_frame",
     "MAX_USD_PER_GPU_HOUR",
+    "PRICE_ORIGINS",
+    "PriceOrigin",
 ]
+
+PriceOrigin = Literal["bundled", "refreshed", "file", "overlay"]
+#: where a row's price comes from (OfferingRow.origin), as plans and `ccopt prices` print it
+PRICE_ORIGINS: tuple[str, ...] = get_args(PriceOrigin)
 
 #: sanity ceiling; the dearest GPU-hour in the reference is ~17.8 USD (p6-b300). A value far
 #: above it almost surely is cents or a per-month figure. Chosen bound, not a market fact.
@@ -86,6 +92,13 @@ class OfferingRow(BaseModel):
     derived: bool
     as_of: dt.date
     source: str = Field(min_length=1)
+    # not CSV columns (the header check keeps them out of files): set when the table is loaded
+    #: where the price comes from: bundled, refreshed (the cache), file (--prices) or overlay
+    origin: PriceOrigin = "file"
+    #: what the user's prices changed, e.g. "aws on_demand 30% off (prices.toml)"; "" if nothing
+    overlay_note: str = ""
+    #: the catalog's price before the overlay changed it (None: unchanged, or an extra row)
+    catalog_usd_per_hour: float | None = None
 
     @field_validator("gpu_id")
     @classmethod

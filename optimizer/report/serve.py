@@ -48,6 +48,8 @@ def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
         "e2e_s": significant(d.e2e_s),
         "memory_gib": _memory(d),
         "price_flags": [{"rule": f.rule, "reason": f.reason} for f in getattr(off, "flags", ())],
+        "price_source": off.price_origin,
+        "price": off.price_info(),
     }
 
 

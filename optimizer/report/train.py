@@ -133,6 +133,8 @@ def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any
         "inter_node_is_default": off.inter_node_is_default,
         "options": dict(f.options),
         "price_flags": [{"rule": fl.rule, "reason": fl.reason} for fl in getattr(off, "flags", ())],
+        "price_source": off.price_origin,
+        "price": off.price_info(),
         "warnings": list(f.warnings),
         "spot": spot_block(c),
         "data_usd": round(f.data_usd, 2),

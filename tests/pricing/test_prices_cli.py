@@ -35,7 +35,11 @@ def test_h100_json_has_all_pricing_models_from_several_providers():
     for model in ("on_demand", "spot", "reserved_1y"):
         assert len({r["provider"] for r in rows if r["pricing_model"] == model}) >= 2, model
     # the catalog columns first (scripts rely on them), then the plan's names and the flags
-    assert list(rows[0]) == [*COLUMNS, "gpu", "instance", "pricing", "flags", "schema_version"]
+    assert list(rows[0]) == [
+        *COLUMNS,
+        *("gpu", "instance", "pricing", "flags", "price_source", "price", "schema_version"),
+    ]
+    assert rows[0]["price_source"] == "bundled" and rows[0]["price"]["as_of"] == rows[0]["as_of"]
     for r in rows:
         assert (r["gpu"], r["instance"], r["pricing"]) == (
             r["gpu_id"],
@@ -99,9 +103,13 @@ def test_offline_flag_ignores_cache(isolated_env, tiny_csv):
 
 
 def test_refresh_failure_exit_4_bad_args_2_and_success(httpserver, isolated_env, tiny_csv):
-    failed = runner.invoke(app, ["prices", "refresh"])
-    assert failed.exit_code == 2  # no URL: bad input
-    assert failed.stderr.strip() == ("error: no price-table URL: pass --url URL or set CCOPT_PRICES_URL")
+    failed = runner.invoke(app, ["prices", "refresh", "--retries", "0"])
+    assert failed.exit_code == 2  # no URL: the SkyPilot catalog, here a closed port
+    line = failed.stderr.strip()
+    assert line.startswith(
+        "error: refresh from the SkyPilot catalog failed: http://127.0.0.1:9/catalogs/v8/aws/vms.csv"
+    )
+    assert line.endswith("keeping previous tables") and "\n" not in line
     httpserver.expect_request("/p.csv").respond_with_data(tiny_csv.read_bytes())
     ok = runner.invoke(app, ["prices", "refresh", "--url", httpserver.url_for("/p.csv")])
     assert ok.exit_code == 0, ok.stderr

@@ -141,8 +141,15 @@ def test_connection_refused(isolated_env, previous):
 
 
 def test_url_from_env_and_missing_url(httpserver, isolated_env, body, monkeypatch):
-    with pytest.raises(ConfigError, match="pass --url URL or set CCOPT_PRICES_URL"):
-        refresh_prices()
+    # no URL: the SkyPilot catalog (conftest points it at a closed local port)
+    with pytest.raises(
+        RefreshError, match=r"^refresh from the SkyPilot catalog failed: http://127\.0\.0\.1:9/"
+    ):
+        refresh_prices(**FAST)
+    with pytest.raises(ConfigError, match="--catalog-url: 'ftp://x' is not an http"):
+        refresh_prices(catalog_url="ftp://x")
+    with pytest.raises(ConfigError, match="--url and --catalog-url: give one"):
+        refresh_prices("http://127.0.0.1:9/x.csv", catalog_url="http://127.0.0.1:9/c")
     with pytest.raises(ConfigError, match="not an http"):
         refresh_prices("ftp://example.invalid/x.csv")
     httpserver.expect_request("/env.csv").respond_with_data(body)

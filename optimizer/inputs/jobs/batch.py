@@ -43,6 +43,7 @@ from pydantic import Field, ValidationError, model_validator
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import MAX_DAYS, MAX_USD, StrictModel, entries_old_names
+from optimizer.inputs.jobs.pricing import PriceOverlay
 from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
 from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
@@ -71,6 +72,11 @@ class BatchJob(Job):
             raise ValueError("give release_days or release_hours, not both")
         if self.droppable and self.value_usd is None:
             raise ValueError("droppable = true needs value_usd (the penalty of leaving it out)")
+        if self.pricing is not None:
+            raise ValueError(
+                "pricing is shared by the jobs of a batch (one catalog); put [pricing] at the "
+                "top of the batch file"
+            )
         if self.hardware.owned or self.hardware.buy:
             raise ValueError(
                 "hardware.owned/buy are per job; in a batch put owned boxes in "
@@ -198,6 +204,10 @@ class BatchFile(StrictModel):
     capacity: Capacity = Field(
         description="`[capacity]`: the planning horizon and the quotas, "
         "owned boxes and reservations the jobs share"
+    )
+    pricing: PriceOverlay | None = Field(
+        default=None,
+        description="`[pricing]`: your prices for every job of the batch, over ~/.config/ccopt/prices.toml",
     )
     job: tuple[BatchJob, ...] = Field(
         min_length=1,

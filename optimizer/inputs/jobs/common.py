@@ -13,6 +13,7 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.hardware import HARDWARE_OVERRIDES, Hardware, HardwareEntry, entries_old_names
 from optimizer.inputs.jobs.limits import MAX_DAYS, MAX_TOKENS, MAX_USD
+from optimizer.inputs.jobs.pricing import PriceOverlay
 from optimizer.inputs.jobs.profile import MeasuredIn, ProfileIn
 from optimizer.inputs.jobs.strict import STRICT, StrictModel
 from optimizer.inputs.models import load_hf_config
@@ -383,6 +384,11 @@ class JobFile(StrictModel):
         default=AssumptionOverrides(),
         description="`[assumptions]`: overrides of the guessed "
         "constants of the performance model (unset: the model's defaults)",
+    )
+    pricing: PriceOverlay | None = Field(
+        default=None,
+        description="`[pricing]`: your prices for this job (discounts by provider and pricing "
+        "model, fixed prices, extra rows), over ~/.config/ccopt/prices.toml",
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, RootModel
 
-from optimizer.report.contract.common import SCHEMA_VERSION, Contract
+from optimizer.report.contract.common import SCHEMA_VERSION, Contract, PriceOut
 from optimizer.report.contract.train import PriceFlagOut
 
 __all__ = [
@@ -57,6 +57,10 @@ class PriceRowOut(Row):
     instance: str = Field(description="same as instance_type (the name plans use)")
     pricing: str = Field(description="same as pricing_model (the name plans use)")
     flags: list[PriceFlagOut] = Field(description="price-sanity rules this row trips")
+    price_source: str | None = Field(
+        default=None, description="bundled | refreshed | file | overlay (your prices changed it)"
+    )
+    price: PriceOut | None = Field(default=None, description="source, date, age and staleness of the price")
 
 
 class PricesOutput(RootModel[list[PriceRowOut]]):

@@ -7,7 +7,7 @@ models here are that shape, and `ccopt schema COMMAND` prints them as JSON Schem
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,7 @@ __all__ = [
     "FixOut",
     "ExplanationOut",
     "RejectedOut",
+    "PriceOut",
     "significant",
     "emit",
     "emit_list",
@@ -39,6 +40,27 @@ class Contract(BaseModel):
     """Base of every output model: unknown fields are a bug (forbid), NaN/inf are not JSON."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+class PriceOut(Contract):
+    """Where a plan line's price comes from, its date and age (issue 33)."""
+
+    source: Literal["bundled", "refreshed", "file", "overlay", "hardware"] = Field(
+        description="bundled tables, refreshed cache, a --prices file, your prices "
+        "(overlay), or an owned/bought box's specs"
+    )
+    as_of: str | None = Field(description="ISO date of the price (None: a box's specs)")
+    age_days: int | None = Field(description="days from as_of to today")
+    stale: bool = Field(description="older than max_age_days: check the price before relying on it")
+    max_age_days: int = Field(
+        description="the age beyond which a price is flagged ($CCOPT_PRICE_MAX_AGE_DAYS)"
+    )
+    note: str = Field(
+        description="what your prices changed, e.g. 'on_demand 30% off (prices.toml)'; '' if nothing"
+    )
+    catalog_usd_per_hour: float | None = Field(
+        description="the catalog price per instance-hour before your prices changed it"
+    )
 
 
 class MemoryGiB(Contract):

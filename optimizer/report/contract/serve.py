@@ -11,6 +11,7 @@ from optimizer.report.contract.common import (
     Contract,
     ExplanationOut,
     MemoryGiB,
+    PriceOut,
     RejectedOut,
     SolverOut,
 )
@@ -46,6 +47,10 @@ class DeploymentOut(Contract):
     e2e_s: float
     memory_gib: MemoryGiB = Field(description="per GPU, at the replica's batch and context")
     price_flags: list[PriceFlagOut] = Field(default_factory=list)
+    price_source: str = Field(
+        default="bundled", description="bundled | refreshed | file | overlay | hardware (see price)"
+    )
+    price: PriceOut | None = Field(default=None, description="source, date and age of the price")
 
 
 class ServePlanOut(Contract):

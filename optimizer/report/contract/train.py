@@ -13,6 +13,7 @@ from optimizer.report.contract.common import (
     ExplanationOut,
     LayoutOut,
     MemoryGiB,
+    PriceOut,
     RejectedOut,
     SolverOut,
     StepOut,
@@ -51,6 +52,10 @@ class CatalogOut(Contract):
     note: str | None = Field(
         default=None,
         description="why a fallback happened (an invalid cache → the bundled tables); absent when none did",
+    )
+    overlays: list[str] | None = Field(
+        default=None,
+        description="your prices applied over the tables (file paths, job [pricing]); absent: none",
     )
 
 
@@ -262,6 +267,10 @@ class PlanOut(Contract):
         default=None, description="the options chosen (what [search] lets the planner vary)"
     )
     price_flags: list[PriceFlagOut] = Field(default_factory=list)
+    price_source: str = Field(
+        default="bundled", description="bundled | refreshed | file | overlay | hardware (see price)"
+    )
+    price: PriceOut | None = Field(default=None, description="source, date and age of the price")
     warnings: list[str] = Field(default_factory=list)
     data_usd: float | None = Field(
         default=None, description="dataset transfer + dataset and checkpoint storage, included in cost_usd"

@@ -66,6 +66,19 @@ def _headline(job: dict[str, Any], p: dict[str, Any]) -> list[Fragment]:
     return [*parts, Fragment(".")]
 
 
+def _price_words(price: dict[str, Any]) -> str:
+    """Where the plan's price comes from and how old it is (the plan's `price` block)."""
+    words = {"overlay": "your prices", "refreshed": "refreshed tables", "bundled": "bundled tables"}
+    text = words.get(price["source"], price["source"])
+    if price.get("note"):
+        text += f" ({price['note']})"
+    if price.get("as_of"):
+        text += f", as of {price['as_of']} ({price.get('age_days')} days old)"
+    if price.get("stale"):
+        text += f" — older than {price.get('max_age_days')} days: check it"
+    return text
+
+
 def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[str, str]]:
     job = result.get("job") or {}
     facts = [("job", str(job.get("name") or "—")), ("model", str(job.get("model") or "—"))]
@@ -86,6 +99,8 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
                 f"per GPU), MFU {p['mfu']:.1%}",
             ),
         ]
+        if p.get("price"):
+            facts.append(("price", _price_words(p["price"])))
     if result.get("binding_constraint"):
         late = result.get("cheaper_if_later")
         facts.append(

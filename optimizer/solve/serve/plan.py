@@ -204,7 +204,9 @@ def _load(
     job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
     if not job.constraints.cloud:
         return job, None, base_dir, None
-    loaded = load_catalog_rows(prices, offline=offline)
+    loaded = load_catalog_rows(
+        prices, offline=offline, overlay=job.pricing, overlay_label=f"{job.name} [pricing]"
+    )
     return job, loaded.rows, base_dir, loaded.age.as_dict()
 
 
