@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.inputs.calibration_file import check_speed
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
 from optimizer.inputs.profile_store import save_profile_point
@@ -41,16 +42,19 @@ def _prediction(name: str, point: MeasuredPoint) -> dict[str, Any] | None:
     }
 
 
-def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
+def calibrate_profile(name: str, point: MeasuredPoint, force: bool = False) -> dict[str, Any]:
     """Store `point` for model `name` in the calibration store; what the model predicted on that
     GPU before and predicts after (samples/s of one GPU, P10-P90 band; the measured run is
     also given per GPU, `samples_per_s_per_gpu`, to compare on the same basis). Raises
-    ConfigError for an unknown GPU or a run the store refuses."""
+    ConfigError for an unknown GPU, a run wildly faster or slower than predicted (unless
+    `force`: calibration_file.check_speed) or a run the store refuses."""
     gpu = get_gpu(point.gpu_id, "--gpu")
     if not gpu.supports(point.precision):
         raise ConfigError(f"--precision: {gpu.gpu_id} has no {point.precision} tensor path")
     point = MeasuredPoint(**{**point.__dict__, "gpu_id": gpu.gpu_id, "gpu": None})
     before = _prediction(name, point)
+    if before is not None:  # one GPU's step of one sample, predicted and measured
+        check_speed(point.num_gpus / point.samples_per_s, 1 / before["samples_per_s"], force)
     path = save_profile_point(name, point)
     after = _prediction(name, point)
     return {

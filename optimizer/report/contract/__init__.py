@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.report.contract.batch import BatchOutput
+from optimizer.report.contract.calibration import CalibrateOutput, CalibrationListOutput
 from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, PricesOutput, StacksOutput
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract, emit, emit_list
 from optimizer.report.contract.measure import MeasureOutput
 from optimizer.report.contract.serve import ServeCompareOutput, ServeOutput
 from optimizer.report.contract.sizing import SizingOutput
 from optimizer.report.contract.train import (
-    CalibrateOutput,
     CompareOutput,
     EstimateOutput,
     PlanOutput,
@@ -25,6 +25,7 @@ OUTPUTS: dict[str, Any] = {
     "compare": CompareOutput,
     "estimate": EstimateOutput,
     "calibrate": CalibrateOutput,
+    "calibrate-list": CalibrationListOutput,
     "serve": ServeOutput,
     "serve-compare": ServeCompareOutput,
     "batch": BatchOutput,
