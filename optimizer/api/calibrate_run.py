@@ -42,6 +42,8 @@ from optimizer.report.contract.common import emit
 
 __all__ = ["calibrate_run", "point_request", "calibrate_request"]
 
+#: the longest measured step calibrate takes, seconds (--step-time-s, or implied by --tokens-per-s)
+MAX_STEP_S = 1e6
 #: the request fields a `ccopt measure` point fixes (what was run), over the flags given
 _POINT_FIELDS = ("precision", "micro_batch", "seq_len", "global_batch")
 
@@ -151,7 +153,7 @@ def calibrate_request(
     if (tokens_per_s is None) == (step_time_s is None):
         raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
     check_number(tokens_per_s, "--tokens-per-s", gt=0, le=1e12)
-    check_number(step_time_s, "--step-time-s", gt=0, le=1e6)
+    check_number(step_time_s, "--step-time-s", gt=0, le=MAX_STEP_S)
     check_number(peak_memory_gib, "--peak-memory-gib", gt=0, le=1e5)
     built = build_configuration(req, prices, offline)
     setup, layout = built.setup, built.layout
@@ -165,6 +167,11 @@ def calibrate_request(
     check_memory(peak_memory_gib, built.gpu)
     tokens_per_step = layout.global_batch * built.seq_len
     measured = step_time_s or tokens_per_step / float(tokens_per_s or 1)
+    if not measured <= MAX_STEP_S:  # a tiny --tokens-per-s: a step of days (or inf)
+        raise ConfigError(
+            f"--tokens-per-s: {tokens_per_s!r} means {measured:.3g} s per step of {tokens_per_step} "
+            f"tokens; allowed: a step of at most {MAX_STEP_S:g} s (tokens/s of the whole run)"
+        )
     check_speed(measured, probe["step"]["time_s"], force)
     eff = fit_efficiency(built.spec, setup, layout, built.cluster, measured, uncalibrated)
     if not MIN_EFFICIENCY <= eff <= 1:  # never store what the check would refuse

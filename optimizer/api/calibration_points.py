@@ -115,6 +115,7 @@ def group_runs(
         "model": CURVE_MODEL,
         "level": round(curve.level, 6),
         "size_exponent": round(curve.size_exponent, 6),
+        "size_range": [round(curve.size_low, 6), round(curve.size_high, 6)],
         "runs": curve.points,
     }
     return fit, runs
@@ -125,7 +126,8 @@ def scope_sentence(gpu: str, precision: str, stack: str, curve: CalibratedCurve,
     how = (
         "its efficiency scaled to the run (the model's size curve kept)"
         if curve.points == 1 or curve.size_exponent == 1.0
-        else f"efficiency = {curve.level:.3f} × size factor^{curve.size_exponent:.2f}"
+        else f"efficiency = {curve.level:.3f} × size factor^{curve.size_exponent:.2f} for size "
+        f"factors {curve.size_low:.3f}-{curve.size_high:.3f}, the model's size curve beyond"
     )
     words = (
         f"affects training estimates and plans on {gpu} in {precision} with stack {stack} "

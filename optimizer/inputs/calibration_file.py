@@ -162,7 +162,7 @@ def check_speed(measured_step_s: float, predicted_step_s: float, force: bool) ->
     than the uncalibrated model predicts for it, unless `force`."""
     if force:
         return
-    faster = predicted_step_s / measured_step_s
+    faster, slower = predicted_step_s / measured_step_s, measured_step_s / predicted_step_s
     what = (
         f"measured {measured_step_s:.4g} s/step against {predicted_step_s:.4g} s predicted by the "
         "uncalibrated model"
@@ -170,12 +170,12 @@ def check_speed(measured_step_s: float, predicted_step_s: float, force: bool) ->
     check = "check the number and the run described (GPUs, layout, batch, sequence length)"
     if faster > MAX_SPEEDUP_VS_MODEL:
         raise ConfigError(
-            f"calibrate: refused: the run is {faster:.1f}× faster than predicted ({what}); allowed: "
+            f"calibrate: refused: the run is {faster:.3g}× faster than predicted ({what}); allowed: "
             f"at most {MAX_SPEEDUP_VS_MODEL:g}× faster; {check}, or give --force to store it"
         )
-    if 1 / faster > MAX_SLOWDOWN_VS_MODEL:
+    if slower > MAX_SLOWDOWN_VS_MODEL:
         raise ConfigError(
-            f"calibrate: refused: the run is {1 / faster:.1f}× slower than predicted ({what}); "
+            f"calibrate: refused: the run is {slower:.3g}× slower than predicted ({what}); "
             f"allowed: at most {MAX_SLOWDOWN_VS_MODEL:g}× slower; {check}, or give --force to store it"
         )
 

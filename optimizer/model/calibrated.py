@@ -2,15 +2,16 @@
 
 Model (least squares in log space over the n stored runs of one GPU × precision × stack):
 
-    log(achieved efficiency) = a + b · log(size factor)
+    log(achieved efficiency) = a + b · log(size factor)     for size factors the runs span,
 
-where the size factor is optimizer.model.efficiency.size_factor of the run (hidden/(hidden +
+where the size factor is optimizer.model.efficiency.size_factor of a run (hidden/(hidden +
 half) × 1/(1 + 256/tokens per micro-batch), ≤ 1) and the achieved efficiency is the fraction
 of the dense peak that reproduces the measured step (the base efficiency `calibrate` bisects
-for × that size factor). One run: b = 1, a = log(its base efficiency) — the uncalibrated
-curve's shape scaled to the run, exact for it. Two or more runs of different sizes: ordinary
-least squares for a and b (exact for two), b clamped to SIZE_EXPONENT_RANGE. The level
-exp(a) is the efficiency at size factor 1, so it bounds every layout's (b ≥ 0).
+for × that size factor). Outside the span of the runs the model's own size curve (slope 1)
+continues from the nearest end, so a fitted slope never extrapolates. One run: b = 1 and
+a = log(its base efficiency): the uncalibrated curve's shape scaled to the run, exact for it.
+Two runs of different sizes: the line through both (both exact). Three or more: ordinary
+least squares.
 """
 
 from __future__ import annotations
@@ -19,36 +20,43 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = [
-    "CalibratedCurve",
-    "fit_curve",
-    "SIZE_EXPONENT_RANGE",
-    "MIN_LOG_SIZE_SPREAD",
-    "CURVE_MODEL",
-]
+__all__ = ["CalibratedCurve", "fit_curve", "MIN_LOG_SIZE_SPREAD", "CURVE_MODEL"]
 
-#: GUESS: the fitted exponent b of the size factor stays in [0, 3]: 0 = efficiency does not
-#: depend on size, 1 = the model's own size curve, 3 = three times as steep (no published
-#: sweep of tensor-core efficiency over matmul size is steeper: stas00/ml-engineering MAMF)
-SIZE_EXPONENT_RANGE = (0.0, 3.0)
 #: GUESS: runs whose log size factors spread less than this (1%) cannot tell the slope:
 #: b stays 1 and a is the mean of log base efficiency (a geometric mean)
 MIN_LOG_SIZE_SPREAD = 0.01
 #: the fitted model in words (output and docs)
-CURVE_MODEL = "log(efficiency) = a + b·log(size factor), least squares over the stored runs"
+CURVE_MODEL = (
+    "log(efficiency) = a + b·log(size factor), least squares over the stored runs, within the "
+    "size factors they span (outside: the model's own size curve from the nearest end)"
+)
 
 
 @dataclass(frozen=True)
 class CalibratedCurve:
-    """Achieved efficiency = min(1, level × size_factor ** size_exponent), from `points` runs."""
+    """Achieved efficiency = level × size^size_exponent for sizes in [size_low, size_high]
+    (the runs' span), × size/the nearest end outside it; never above 1. From `points` runs."""
 
     level: float
     size_exponent: float = 1.0
     points: int = 1
+    size_low: float = 1.0
+    size_high: float = 1.0
 
     def efficiency(self, size: float) -> float:
         """The achieved fraction of the dense peak of a layout with size factor `size`."""
-        return min(1.0, self.level * size**self.size_exponent)
+        end = min(max(size, self.size_low), self.size_high)
+        return min(1.0, self.level * end**self.size_exponent * size / end)
+
+    @property
+    def base(self) -> float:
+        """The efficiency before the size factor: the curve at size factor 1."""
+        return min(1.0, self.efficiency(1.0))
+
+    @property
+    def ceiling(self) -> float:
+        """The highest efficiency of any size factor in (0, 1] (an upper bound of every layout)."""
+        return min(1.0, max(self.base, self.level * self.size_low**self.size_exponent))
 
 
 def fit_curve(runs: Sequence[tuple[float, float]]) -> CalibratedCurve:
@@ -69,6 +77,6 @@ def fit_curve(runs: Sequence[tuple[float, float]]) -> CalibratedCurve:
     else:
         b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
         b /= sum((x - mx) ** 2 for x in xs)
-        b = min(max(b, SIZE_EXPONENT_RANGE[0]), SIZE_EXPONENT_RANGE[1])
-    a = my - b * mx  # least squares of a for the (clamped) b
-    return CalibratedCurve(level=math.exp(a), size_exponent=b, points=n)
+    a = my - b * mx
+    sizes = [s for s, _ in runs]
+    return CalibratedCurve(math.exp(a), b, n, min(sizes), max(sizes))

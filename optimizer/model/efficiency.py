@@ -112,15 +112,15 @@ def base_efficiency(
     """(efficiency before the size curve, calibrated?) of `precision` on `gpu` under `stack`.
 
     Explicit override > the curve fitted to stored runs of this GPU × precision × stack (its
-    level) > a job's [calibration] or an old store entry of the GPU × precision > default
+    ceiling: with one run, the run's base efficiency) > a job's [calibration] or an old store entry of the GPU × precision > default
     table × the fitted multiplier of GPU generation × precision × stack (data/fitted.toml).
     fp8 GEMMs use `assumptions.fp8_gemm_factor` × the bf16 value.
     """
     if assumptions.efficiency is not None:
         return assumptions.efficiency, False
     curve = calibrated_curve(gpu, precision, assumptions, stack)
-    if curve is not None:
-        return min(curve.level, 1.0), True
+    if curve is not None:  # its highest efficiency: an upper bound of every layout's
+        return curve.ceiling, True
     key = (gpu.gpu_id, precision)
     if key in assumptions.calibrated:
         return assumptions.calibrated[key], True

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from optimizer.model.calibrated import SIZE_EXPONENT_RANGE, CalibratedCurve, fit_curve
+from optimizer.model.calibrated import CalibratedCurve, fit_curve
 
 
 def _run(level: float, exponent: float, size: float) -> tuple[float, float]:
@@ -45,14 +45,20 @@ def test_three_runs_are_a_least_squares_fit_in_log_space() -> None:
     assert curve.points == 3
 
 
-def test_a_slope_beyond_its_range_is_clamped_and_the_level_refitted() -> None:
-    curve = fit_curve([_run(0.6, 6.0, 0.5), _run(0.6, 6.0, 0.9)])
-    assert curve.size_exponent == SIZE_EXPONENT_RANGE[1]
-    # a = mean(y − 3x) over the two runs, y = log 0.6 + 6x
-    x1, x2 = math.log(0.5), math.log(0.9)
-    assert math.log(curve.level) == pytest.approx(math.log(0.6) + 3 * (x1 + x2) / 2, rel=1e-12)
-    falling = fit_curve([_run(0.3, -1.0, 0.5), _run(0.3, -1.0, 0.9)])
-    assert falling.size_exponent == SIZE_EXPONENT_RANGE[0]
+def test_outside_the_runs_span_the_model_size_curve_continues_from_the_nearest_end() -> None:
+    curve = fit_curve([_run(0.6, 6.0, 0.5), _run(0.6, 6.0, 0.9)])  # a steep slope, exact inside
+    assert curve.size_exponent == pytest.approx(6.0, rel=1e-9)
+    assert curve.efficiency(0.7) == pytest.approx(0.6 * 0.7**6, rel=1e-9)
+    # beyond the largest run: its efficiency × size/0.9 (slope 1), not 0.6 × size^6
+    assert curve.efficiency(1.0) == pytest.approx(0.6 * 0.9**6 / 0.9, rel=1e-9)
+    assert curve.efficiency(0.25) == pytest.approx(0.6 * 0.5**6 * 0.25 / 0.5, rel=1e-9)
+    # the base (size factor 1) and the ceiling over every size bound every layout
+    assert curve.base == pytest.approx(0.6 * 0.9**5, rel=1e-9)
+    falling = fit_curve([_run(0.3, -1.0, 0.5), _run(0.3, -1.0, 0.9)])  # smaller runs faster
+    assert falling.ceiling == pytest.approx(0.3 / 0.5, rel=1e-9)  # its smallest run's
+    sizes = [i / 100 for i in range(1, 101)]
+    for c in (curve, falling):
+        assert max(c.efficiency(s) for s in sizes) <= c.ceiling + 1e-12
 
 
 def test_runs_of_one_size_give_the_geometric_mean_of_their_base_efficiencies() -> None:

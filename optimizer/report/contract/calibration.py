@@ -28,8 +28,9 @@ class CalibrationFitOut(Contract):
     """The curve of one GPU × precision × stack fitted to its stored runs."""
 
     model: str = Field(description="the fitted model in words (least squares in log space)")
-    level: float = Field(description="exp(a): the efficiency at size factor 1")
+    level: float = Field(description="exp(a): the fitted line's efficiency at size factor 1")
     size_exponent: float = Field(description="b: 1 with one run (the model's own size curve)")
+    size_range: list[float] = Field(description="the size factors the runs span (the line holds there)")
     runs: int = Field(description="stored runs the curve is fitted to")
 
 
