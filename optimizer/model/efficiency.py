@@ -112,8 +112,9 @@ def base_efficiency(
     """(efficiency before the size curve, calibrated?) of `precision` on `gpu` under `stack`.
 
     Explicit override > the curve fitted to stored runs of this GPU × precision × stack (its
-    ceiling: with one run, the run's base efficiency) > a job's [calibration] or an old store entry of the GPU × precision > default
-    table × the fitted multiplier of GPU generation × precision × stack (data/fitted.toml).
+    ceiling: with one run, the run's base efficiency) > a job's [calibration] or an old store
+    entry of the GPU × precision > default table × the fitted multiplier of GPU generation ×
+    precision × stack (data/fitted.toml).
     fp8 GEMMs use `assumptions.fp8_gemm_factor` × the bf16 value.
     """
     if assumptions.efficiency is not None:
