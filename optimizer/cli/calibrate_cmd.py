@@ -124,6 +124,11 @@ def _render(out: dict[str, Any]) -> None:
         f"-> {out['efficiency_after']:.3f} ({out['efficiency_change_pct']:+.0f}%) for this run; "
         f"{out['scope']}"
     )
+    if out.get("previous_prediction_step_s") is not None:
+        console().print(
+            f"the runs stored before predicted {out['previous_prediction_step_s']:.4g} s/step for this "
+            f"run; now {out['calibrated_prediction_step_s']:.4g} s (measured {out['measured_step_s']:.4g} s)"
+        )
     if out.get("replaced"):
         console().print(
             f"replaced the stored run{'s' if len(out['replaced']) > 1 else ''} of the same "
