@@ -204,3 +204,25 @@ def test_force_stores_an_implausible_run_but_never_an_impossible_one(isolated_st
 def isolated_store(isolated, tmp_path):
     """The store file of the `isolated` user (CCOPT_CALIBRATION)."""
     return tmp_path / "calibration.json"
+
+
+@pytest.mark.parametrize(
+    ("extra", "phrase"),
+    [
+        # ResNet-50 trains at ~12 GFLOPs a sample (3 × 4.1 forward): 1e9 samples/s would need
+        # 1.2e19 FLOP/s, ~12,000× an H100's dense bf16 peak
+        (["--samples-per-s", "1e9"], "× faster than predicted"),
+        (
+            ["--samples-per-s", "1000", "--peak-memory-gib", "5000"],
+            "5000 GiB per GPU is more than a H100-80GB",
+        ),
+    ],
+    ids=["1e9-samples-per-s", "5000-gib"],
+)
+def test_a_per_sample_run_wildly_outside_the_model_is_refused(isolated_store, extra, phrase) -> None:
+    args = ["calibrate", "-m", "resnet50", "-g", "h100", "--micro-batch", "256", *extra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert phrase in line and "refused" in line, line
+    assert not isolated_store.exists()
