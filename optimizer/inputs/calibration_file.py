@@ -2,8 +2,10 @@
 
 Every load and save of the store (optimizer.inputs.calibration, inputs.profile_store) calls
 `check_calibration_store` first, so a store that is a directory, not UTF-8, not JSON, or holds
-an efficiency that is not a finite number in [0.001, 1] is a one-line error naming the file,
-the entry and the allowed values.
+an efficiency that is not a finite number in [0.001, 1] (an old entry or a stored run) is a
+one-line error naming the file, the entry and the allowed values. The thresholds beyond which
+`ccopt calibrate` refuses a measured run (check_memory, check_speed, check_achieved) live here
+too, stated once.
 """
 
 from __future__ import annotations

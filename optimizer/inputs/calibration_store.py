@@ -105,6 +105,7 @@ def update_store(change: Callable[[dict[str, Any]], T], path: Path | None = None
     returns what `change` returned. Raises ConfigError for a store that is not valid (then it
     is not rewritten) or a disk that refuses the write (read-only, full: the store unchanged)."""
     file = path or calibration_path()
+    check_calibration_store(file)  # a store path that cannot be one says so before the lock
     try:
         with store_lock(file):
             check_calibration_store(file)  # never rewrite a store we could not read back
