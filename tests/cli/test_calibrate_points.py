@@ -226,3 +226,22 @@ def test_a_per_sample_run_wildly_outside_the_model_is_refused(isolated_store, ex
     (line,) = result.stderr.strip().splitlines()
     assert phrase in line and "refused" in line, line
     assert not isolated_store.exists()
+
+
+def test_a_stored_run_moves_plans_of_its_stack_only() -> None:
+    def plan(stack: str) -> dict:
+        workload = {"kind": "pretrain", "tokens": 2e9, "seq_len": 1024, "global_batch": 64, "stack": stack}
+        job = {
+            "name": "scope",
+            "model": {"preset": "llama-3-8b"},
+            "workload": workload,
+            "constraints": {"deadline_days": 30, "gpu_types": ["H100-80GB"]},
+        }
+        return api.plan(job)["plan"]
+
+    before = {stack: plan(stack) for stack in ("generic", "megatron-core")}
+    _calibrate(SMALL, _step(SMALL) * 1.5)  # stack generic, 50% slower than predicted
+    after = {stack: plan(stack) for stack in ("generic", "megatron-core")}
+    assert before["generic"]["calibrated"] is False and after["generic"]["calibrated"] is True
+    assert after["generic"]["step_time_s"] > before["generic"]["step_time_s"] * 1.2
+    assert after["megatron-core"] == before["megatron-core"]  # another stack: untouched
