@@ -25,6 +25,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "optimizer.api.estimate_run": ("estimate", "estimate_request", "evaluate", "assumptions_with"),
     "optimizer.api.configuration": ("Built", "build_configuration", "resolve_model"),
     "optimizer.api.calibrate_run": ("calibrate_run", "calibrate_request", "point_request"),
+    "optimizer.api.calibration_points": ("calibration_list", "calibration_remove"),
     "optimizer.api.plan_row": ("plan_row_request", "read_plan_file"),
     # output files (-o, --plot): never over an input, a store, a device or a directory
     "optimizer.api.outputs": ("output_file", "kept_stores"),
@@ -78,6 +79,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from optimizer.api.batch_jobs import batch, batch_json
     from optimizer.api.calibrate_run import calibrate_request, calibrate_run, point_request
+    from optimizer.api.calibration_points import calibration_list, calibration_remove
     from optimizer.api.catalog import (
         PriceListing,
         gpu_rows,

@@ -3,14 +3,12 @@ before and after; and the calibration-point file `ccopt measure` writes (`--from
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.files import parse_json, read_input_text
-from optimizer.inputs.calibration_file import calibration_path
+from optimizer.inputs.calibration_file import check_speed
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.models import load_model
 from optimizer.inputs.profile_store import save_profile_point
@@ -44,35 +42,20 @@ def _prediction(name: str, point: MeasuredPoint) -> dict[str, Any] | None:
     }
 
 
-@contextlib.contextmanager
-def store_writes() -> Iterator[None]:
-    """A write of the calibration store that fails (read-only folder, full disk) is bad input:
-    one line naming the store (the store writes atomically: nothing was changed).
-
-    Raises:
-        ConfigError: in place of the OSError.
-    """
-    try:
-        yield
-    except OSError as exc:
-        raise ConfigError(
-            f"calibration store {calibration_path()}: cannot write ({exc.strerror or exc}); nothing "
-            "was changed — make its folder writable or set CCOPT_CALIBRATION to a writable file"
-        ) from None
-
-
-def calibrate_profile(name: str, point: MeasuredPoint) -> dict[str, Any]:
+def calibrate_profile(name: str, point: MeasuredPoint, force: bool = False) -> dict[str, Any]:
     """Store `point` for model `name` in the calibration store; what the model predicted on that
     GPU before and predicts after (samples/s of one GPU, P10-P90 band; the measured run is
     also given per GPU, `samples_per_s_per_gpu`, to compare on the same basis). Raises
-    ConfigError for an unknown GPU or a run the store refuses."""
+    ConfigError for an unknown GPU, a run wildly faster or slower than predicted (unless
+    `force`: calibration_file.check_speed) or a run the store refuses."""
     gpu = get_gpu(point.gpu_id, "--gpu")
     if not gpu.supports(point.precision):
         raise ConfigError(f"--precision: {gpu.gpu_id} has no {point.precision} tensor path")
     point = MeasuredPoint(**{**point.__dict__, "gpu_id": gpu.gpu_id, "gpu": None})
     before = _prediction(name, point)
-    with store_writes():
-        path = save_profile_point(name, point)
+    if before is not None:  # one GPU's step of one sample, predicted and measured
+        check_speed(point.num_gpus / point.samples_per_s, 1 / before["samples_per_s"], force)
+    path = save_profile_point(name, point)
     after = _prediction(name, point)
     return {
         "model": name,

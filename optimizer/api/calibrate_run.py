@@ -10,7 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.api.calibrate import calibrate_profile, read_point_file, store_writes
+from optimizer.api.calibrate import calibrate_profile, read_point_file
+from optimizer.api.calibration_points import group_runs, scope_sentence
 from optimizer.api.configuration import (
     DEFAULT_TRAIN_PRECISION,
     build_configuration,
@@ -20,18 +21,29 @@ from optimizer.api.configuration import (
 )
 from optimizer.api.estimate_run import evaluate
 from optimizer.errors import ConfigError
-from optimizer.inputs.calibration import base_assumptions, fit_efficiency, save_calibration
-from optimizer.inputs.calibration_file import EFFICIENCY_RANGE, MIN_EFFICIENCY
+from optimizer.inputs.calibration import base_assumptions, fit_efficiency
+from optimizer.inputs.calibration_file import (
+    EFFICIENCY_RANGE,
+    MIN_EFFICIENCY,
+    calibration_path,
+    check_achieved,
+    check_memory,
+    check_speed,
+)
+from optimizer.inputs.calibration_store import add_point
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.request import ConfigRequest, request_from_options
 from optimizer.inputs.validation import check_number
 from optimizer.model.presets import PROFILE_PRESETS
 from optimizer.model.profile import MeasuredPoint
+from optimizer.model.step_time import microbatch_size_factor
+from optimizer.report.contract.calibration import CalibrateOutput
 from optimizer.report.contract.common import emit
-from optimizer.report.contract.train import CalibrateOutput
 
 __all__ = ["calibrate_run", "point_request", "calibrate_request"]
 
+#: the longest measured step calibrate takes, seconds (--step-time-s, or implied by --tokens-per-s)
+MAX_STEP_S = 1e6
 #: the request fields a `ccopt measure` point fixes (what was run), over the flags given
 _POINT_FIELDS = ("precision", "micro_batch", "seq_len", "global_batch")
 
@@ -64,11 +76,13 @@ def calibrate_run(
     peak_memory_gib: float | None = None,
     memory_metric: str = "device",
     from_file: str | Path | None = None,
+    force: bool = False,
     prices: str | Path | None = None,
     offline: bool | None = None,
 ) -> dict[str, Any]:
     """`ccopt calibrate` from its options: the request fields by name (None: not given; old
-    names warn once), the measurement, or a `ccopt measure` point file. Returns the
+    names warn once), the measurement, or a `ccopt measure` point file; `force` stores a run
+    the plausibility checks refuse (calibration_file thresholds). Returns the
     `ccopt calibrate --json` contract.
 
     Raises:
@@ -101,10 +115,16 @@ def calibrate_run(
     req = request_from_options(values)
     if samples_per_s is not None or _is_profile_name(req.model):
         return _calibrate_profile(
-            req, samples_per_s, peak_memory_gib, memory_metric, from_file, prices, offline
+            req, samples_per_s, peak_memory_gib, memory_metric, from_file, force, prices, offline
         )
     return calibrate_request(
-        req, tokens_per_s=tokens_per_s, step_time_s=step_time_s, prices=prices, offline=offline
+        req,
+        tokens_per_s=tokens_per_s,
+        step_time_s=step_time_s,
+        peak_memory_gib=peak_memory_gib,
+        force=force,
+        prices=prices,
+        offline=offline,
     )
 
 
@@ -113,38 +133,64 @@ def calibrate_request(
     *,
     tokens_per_s: float | None = None,
     step_time_s: float | None = None,
+    peak_memory_gib: float | None = None,
+    force: bool = False,
     prices: str | Path | None = None,
     offline: bool | None = None,
 ) -> dict[str, Any]:
-    """Fit the base efficiency of the request's GPU type × precision to its measured step time
-    (or tokens/s over all GPUs), store it with the request, and return what estimate predicted
-    before and predicts now (the `ccopt calibrate --json` contract)."""
+    """Fit the base efficiency of the request's GPU type × precision × stack to its measured
+    step time (or tokens/s over all GPUs), store the run with the request, refit the curve of
+    every stored run of that GPU × precision × stack (model.calibrated), and return what
+    estimate predicted before and predicts now, the scope and the runs re-predicted (the
+    `ccopt calibrate --json` contract).
+
+    Raises:
+        ConfigError: bad input; a run wildly outside the model's band (calibration_file's
+            thresholds: faster or slower than predicted, above the plausible efficiency, more
+            memory than the card; `force` stores the first three); a store that cannot be
+            written (it is unchanged).
+    """
     if (tokens_per_s is None) == (step_time_s is None):
         raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
     check_number(tokens_per_s, "--tokens-per-s", gt=0, le=1e12)
-    check_number(step_time_s, "--step-time-s", gt=0, le=1e6)
+    check_number(step_time_s, "--step-time-s", gt=0, le=MAX_STEP_S)
+    check_number(peak_memory_gib, "--peak-memory-gib", gt=0, le=1e5)
     built = build_configuration(req, prices, offline)
     setup, layout = built.setup, built.layout
     if setup is None or layout is None:
         raise ConfigError("--mode: a calibration is of a training run; allowed: train")
-    uncalibrated = replace(base_assumptions(), efficiency=None, calibrated={})
+    stored = base_assumptions()
+    uncalibrated = replace(stored, efficiency=None, calibrated={}, calibrated_curves={})
     probe = evaluate(built, uncalibrated)
     if probe.get("step") is None:
         raise ConfigError(f"--precision: {probe.get('note')}")
+    check_memory(peak_memory_gib, built.gpu)
     tokens_per_step = layout.global_batch * built.seq_len
     measured = step_time_s or tokens_per_step / float(tokens_per_s or 1)
+    if not measured <= MAX_STEP_S:  # a tiny --tokens-per-s: a step of days (or inf)
+        raise ConfigError(
+            f"--tokens-per-s: {tokens_per_s!r} means {measured:.3g} s per step of {tokens_per_step} "
+            f"tokens; allowed: a step of at most {MAX_STEP_S:g} s (tokens/s of the whole run)"
+        )
+    check_speed(measured, probe["step"]["time_s"], force)
     eff = fit_efficiency(built.spec, setup, layout, built.cluster, measured, uncalibrated)
     if not MIN_EFFICIENCY <= eff <= 1:  # never store what the check would refuse
         raise ConfigError(
             f"calibrate: the fit gave efficiency {eff!r}; allowed: "
             f"{EFFICIENCY_RANGE}; check the measurement and the layout"
         )
-    with store_writes():
-        path = save_calibration(
-            built.gpu.gpu_id,
-            built.precision,
-            eff,
-            {
+    size = microbatch_size_factor(built.spec, setup, layout, uncalibrated)
+    check_achieved(eff * size, force)
+    key = (built.gpu.gpu_id, built.precision, setup.stack)
+    previous = evaluate(built, stored) if key in stored.calibrated_curves else None
+    point, replaced = add_point(
+        {
+            "gpu": key[0],
+            "precision": key[1],
+            "stack": key[2],
+            "efficiency": eff,
+            "size_factor": size,
+            "measured": {
                 "model": built.spec.name,
                 "num_gpus": built.num_gpus,
                 "layout": probe["layout"],
@@ -152,10 +198,16 @@ def calibrate_request(
                 "stack": built.stack,
                 "step_time_s": measured,
                 "tokens_per_s": tokens_per_step / measured,
+                **({"peak_memory_gib": peak_memory_gib} if peak_memory_gib is not None else {}),
                 "request": {**req.recorded(), "precision": built.precision},
             },
-        )
-    after = evaluate(built, base_assumptions())  # what estimate and plan now report for this run
+        }
+    )
+    now = base_assumptions()
+    after = evaluate(built, now)  # what estimate and plan now report for this run
+    curve = now.calibrated_curves[key]
+    fit, runs = group_runs(key, curve, now, prices, offline)
+    before_eff, after_eff = probe["effective_efficiency"], after["effective_efficiency"]
     hardware = {
         k: probe.get(k)
         for k in (
@@ -172,18 +224,29 @@ def calibrate_request(
         CalibrateOutput,
         {
             "status": "calibrated",
-            "gpu": built.gpu.gpu_id,
-            "precision": built.precision,
+            "gpu": key[0],
+            "precision": key[1],
+            "stack": key[2],
+            "id": point["id"],
+            "replaced": replaced,
             "efficiency": round(eff, 6),
             "base_efficiency": round(eff, 6),
             "effective_efficiency": after["effective_efficiency"],
+            "efficiency_before": before_eff,
+            "efficiency_after": after_eff,
+            "efficiency_change_pct": round((after_eff / before_eff - 1) * 100, 2),
+            "scope": scope_sentence(*key, curve, key[:2] in now.calibrated),
             "default_prediction_step_s": probe["step"]["time_s"],
+            **({"previous_prediction_step_s": previous["step"]["time_s"]} if previous else {}),
             "calibrated_prediction_step_s": after["step"]["time_s"],
             "measured_step_s": measured,
             "measured_tokens_per_s": round(tokens_per_step / measured, 1),
+            **({"peak_memory_gib": peak_memory_gib} if peak_memory_gib is not None else {}),
             "gpus": built.num_gpus,
             **hardware,
-            "file": str(path),
+            "fit": fit,
+            "runs": runs,
+            "file": str(calibration_path()),
         },
     )
 
@@ -194,6 +257,7 @@ def _calibrate_profile(
     peak_memory_gib: float | None,
     memory_metric: str,
     source: str | Path | None,
+    force: bool,
     prices: str | Path | None,
     offline: bool | None,
 ) -> dict[str, Any]:
@@ -212,6 +276,7 @@ def _calibrate_profile(
         )
     check_number(samples_per_s, "--samples-per-s", gt=0, le=1e12)
     check_number(peak_memory_gib, "--peak-memory-gib", gt=0, le=1e5)
+    check_memory(peak_memory_gib, gpu)
     name = model.strip().lower() if _is_profile_name(model) else model
     point = MeasuredPoint(
         gpu_id=str(req.gpu),
@@ -226,5 +291,6 @@ def _calibrate_profile(
         source=f"ccopt calibrate{' --from ' + str(source) if source else ''}",
     )
     return emit(
-        CalibrateOutput, dict(calibrate_profile(name, point), kind="profile_point", status="calibrated")
+        CalibrateOutput,
+        dict(calibrate_profile(name, point, force), kind="profile_point", status="calibrated"),
     )

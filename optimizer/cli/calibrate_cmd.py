@@ -1,8 +1,9 @@
-"""`ccopt calibrate`: fit a GPU type's compute efficiency to one measured run (or store a
-per-sample model's run). Its configuration options are the request's (cli/request_options.py),
-the same as `ccopt estimate`'s, so every configuration estimate can express can be calibrated;
-the measurement (--tokens-per-s, --step-time-s, --samples-per-s, --peak-memory-gib,
---memory-metric, --from) is calibrate's own."""
+"""`ccopt calibrate`: fit a GPU type's compute efficiency to measured runs (or store a
+per-sample model's run); `--list` / `--remove` manage the stored runs. Its configuration
+options are the request's (cli/request_options.py), the same as `ccopt estimate`'s, so every
+configuration estimate can express can be calibrated; the measurement (--tokens-per-s,
+--step-time-s, --samples-per-s, --peak-memory-gib, --memory-metric, --from), --force, --list
+and --remove are calibrate's own."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
 from optimizer import api
 from optimizer.cli.common import (
@@ -21,6 +23,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.request_options import SERVE_ONLY, with_request_options
+from optimizer.errors import ConfigError
 
 __all__ = ["register", "CALIBRATE_ONLY"]
 
@@ -34,6 +37,9 @@ CALIBRATE_ONLY = (
     "peak_memory_gib",
     "memory_metric",
     "from_file",
+    "force",
+    "list_runs",
+    "remove",
 )
 
 
@@ -59,6 +65,21 @@ def calibrate(
         Path | None,
         Opt("--from", help="A calibration point written by `ccopt measure` (calibrate only)"),
     ] = None,
+    force: Annotated[
+        bool,
+        Opt(
+            "--force",
+            help="Store a run the plausibility checks refuse (far faster or slower than predicted, "
+            "above 90% of peak); never one beyond 100% or above the card's memory (calibrate only)",
+        ),
+    ] = False,
+    list_runs: Annotated[
+        bool, Opt("--list", help="List the stored runs (id, GPU, precision, stack, ...) (calibrate only)")
+    ] = False,
+    remove: Annotated[
+        str | None,
+        Opt("--remove", help="Remove stored runs: a run id or GPU[:precision] (calibrate only)"),
+    ] = None,
     prices: PricesOpt = None,
     offline: OfflineOpt = False,
     json_out: JsonOpt = False,
@@ -68,7 +89,13 @@ def calibrate(
 
     The run is described with estimate's configuration options (the serving ones aside: a
     calibration is of a training run); calibrate only: --tokens-per-s, --step-time-s,
-    --samples-per-s, --peak-memory-gib, --memory-metric, --from."""
+    --samples-per-s, --peak-memory-gib, --memory-metric, --from, --force, --list, --remove.
+
+    Several runs of one GPU type × precision × stack fit its size dependence too:
+    log(efficiency) = a + b·log(size factor), least squares over the runs."""
+    if list_runs or remove is not None:
+        _manage(config or {}, list_runs, remove, json_out)
+        return
     with user_errors():
         out = api.calibrate_run(
             config or {},
@@ -78,6 +105,7 @@ def calibrate(
             peak_memory_gib=peak_memory_gib,
             memory_metric=memory_metric,
             from_file=from_file,
+            force=force,
             prices=prices,
             offline=True if offline else None,
         )
@@ -86,16 +114,58 @@ def calibrate(
     elif out.get("kind") == "profile_point":
         _render_profile(out)
     else:
+        _render(out)
+
+
+def _render(out: dict[str, Any]) -> None:
+    """A stored transformer run: what moved, the scope, the runs of its group."""
+    console().print(
+        f"{out['gpu']} {out['precision']} {out['stack']}: efficiency {out['efficiency_before']:.3f} "
+        f"-> {out['efficiency_after']:.3f} ({out['efficiency_change_pct']:+.0f}%) for this run; "
+        f"{out['scope']}"
+    )
+    if out.get("previous_prediction_step_s") is not None:
         console().print(
-            f"{out['gpu']} {out['precision']}: base efficiency {out['efficiency']:.4f} (the GPU "
-            f"type × precision, before the size factor; JSON base_efficiency) stored in "
-            f"{out['file']}; estimate and plan now predict {out['calibrated_prediction_step_s']:.3f} "
-            f"s/step for this run (measured {out['measured_step_s']:.3f} s, default model "
-            f"{out['default_prediction_step_s']:.3f} s) at an effective efficiency of "
-            f"{out['effective_efficiency']:.3f} (base × this layout's size factor; what estimate "
-            f"reports as efficiency and effective_efficiency), {out['inter_node_gbps']:g} Gbit/s "
-            "between instances"
+            f"the runs stored before predicted {out['previous_prediction_step_s']:.4g} s/step for this "
+            f"run; now {out['calibrated_prediction_step_s']:.4g} s (measured {out['measured_step_s']:.4g} s)"
         )
+    if out.get("replaced"):
+        console().print(
+            f"replaced the stored run{'s' if len(out['replaced']) > 1 else ''} of the same "
+            f"request: {', '.join(out['replaced'])}"
+        )
+    if len(out.get("runs") or []) > 1:
+        table = Table("run", "model", "layout", "size factor", "measured s", "predicted s", "error")
+        for r in out["runs"]:
+            err = r.get("error_pct")
+            table.add_row(
+                r["id"],
+                r.get("model") or "",
+                r.get("layout") or "",
+                f"{r['size_factor']:.3f}",
+                _num(r.get("measured_step_s")),
+                _num(r.get("predicted_step_s")),
+                "" if err is None else f"{err:+.2f}%",
+            )
+        console().print(table)
+    _render_stored(out)
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
+def _render_stored(out: dict[str, Any]) -> None:
+    console().print(
+        f"run {out['id']}: base efficiency {out['efficiency']:.4f} (the GPU "
+        f"type × precision, before the size factor; JSON base_efficiency) stored in "
+        f"{out['file']}; estimate and plan now predict {out['calibrated_prediction_step_s']:.3f} "
+        f"s/step for this run (measured {out['measured_step_s']:.3f} s, default model "
+        f"{out['default_prediction_step_s']:.3f} s) at an effective efficiency of "
+        f"{out['effective_efficiency']:.3f} (base × this layout's size factor; what estimate "
+        f"reports as efficiency and effective_efficiency), {out['inter_node_gbps']:g} Gbit/s "
+        "between instances"
+    )
 
 
 def _render_profile(out: dict[str, Any]) -> None:
@@ -112,6 +182,50 @@ def _render_profile(out: dict[str, Any]) -> None:
             f"{num_gpus} GPU{'s' if num_gpus != 1 else ''})"
         )
     console().print(words)
+
+
+def _manage(config: dict[str, Any], list_runs: bool, remove: str | None, json_out: bool) -> None:
+    """`--list` / `--remove`: the stored runs as a table (or JSON rows)."""
+    with user_errors():
+        given = sorted(k for k, v in config.items() if v is not None)
+        if list_runs and remove is not None:
+            raise ConfigError("--list and --remove: give one of them")
+        if given:
+            flag = "--list" if list_runs else "--remove"
+            raise ConfigError(f"{flag}: takes no run options (given: {', '.join(given)})")
+        rows = api.calibration_list() if list_runs else api.calibration_remove(str(remove))
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        console().print("no stored runs (ccopt calibrate stores one)")
+        return
+    table = Table(
+        "id",
+        "GPU",
+        "precision",
+        "stack",
+        "model",
+        "layout",
+        "measured s/step",
+        "efficiency",
+        "when",
+        title="removed" if remove is not None else None,
+    )
+    for r in rows:
+        table.add_row(
+            r["id"],
+            r["gpu"],
+            r["precision"],
+            r["stack"],
+            r.get("model") or "",
+            r.get("layout") or "",
+            _num(r.get("measured_step_s")),
+            f"{r['efficiency']:.4f}",
+            r.get("when") or "(old entry)",
+        )
+    console().print(table)
+    console().print(f"file: {rows[0]['file']}")
 
 
 def register(app: typer.Typer) -> None:

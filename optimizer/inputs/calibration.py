@@ -1,26 +1,20 @@
-"""User calibration: fit the compute efficiency of a GPU type to one measured run, store it.
+"""User calibration: fit the compute efficiency of a GPU type to a measured run, and the
+assumptions every estimate and plan starts from (defaults + the stored runs' curves).
 
-The store is a small JSON file ($CCOPT_CALIBRATION, else ~/.config/ccopt/calibration.json)
-mapping "GPU_ID/precision" to an efficiency; it is written atomically (temp file + rename).
+The store ($CCOPT_CALIBRATION, else ~/.config/ccopt/calibration.json) is kept by
+optimizer.inputs.calibration_store (a lock around every read-modify-write, atomic replace).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.calibration_file import (
-    EFFICIENCY_RANGE,
-    MIN_EFFICIENCY,
-    calibration_path,
-    check_calibration_store,
-)
+from optimizer.inputs.calibration_file import calibration_path, check_calibration_store
+from optimizer.inputs.calibration_store import load_curves, load_points, read_store, write_store
 from optimizer.inputs.gpus import get_gpu
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
@@ -30,7 +24,6 @@ from optimizer.model.step_time import Cluster, training_step_time
 __all__ = [
     "calibration_path",
     "load_calibration",
-    "save_calibration",
     "fit_efficiency",
     "assumptions_for_job",
     "base_assumptions",
@@ -56,23 +49,6 @@ def load_calibration(path: Path | None = None) -> dict[tuple[str, str], float]:
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"calibration file {file} is corrupt ({exc}); delete or fix it") from None
-
-
-def save_calibration(
-    gpu_id: str, precision: str, efficiency: float, measured: dict[str, Any], path: Path | None = None
-) -> Path:
-    """Add/replace one entry and write the file atomically."""
-    file = path or calibration_path()
-    check_calibration_store(file)  # never rewrite a store we could not read back
-    if not (math.isfinite(efficiency) and MIN_EFFICIENCY <= efficiency <= 1):
-        raise ConfigError(
-            f"calibration {gpu_id}/{precision}: efficiency {efficiency!r} is not "
-            f"allowed; allowed: {EFFICIENCY_RANGE}"
-        )
-    data = read_store(file)
-    data.setdefault("entries", {})[f"{gpu_id}/{precision}"] = {"efficiency": efficiency, "measured": measured}
-    write_store(file, data)
-    return file
 
 
 def recorded_request(entry: dict[str, Any]) -> dict[str, Any] | None:
@@ -108,42 +84,14 @@ def recorded_request(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def calibration_requests(path: Path | None = None) -> dict[tuple[str, str], dict[str, Any] | None]:
-    """{(gpu_id, precision): the measured run's request (recorded_request, with the entry's GPU
-    and precision when it names none)} of the store."""
-    file = path or calibration_path()
-    check_calibration_store(file)
+    """{(gpu_id, precision): the newest stored run's request (recorded_request, with the run's
+    GPU and precision when it names none)} of the store."""
     out: dict[tuple[str, str], dict[str, Any] | None] = {}
-    for key, entry in read_store(file).get("entries", {}).items():
-        gpu, precision = key.split("/", 1)
-        request = recorded_request(entry)
+    for point in reversed(load_points(path)):  # old entries first, then runs oldest first
+        request = recorded_request(point)
+        gpu, precision = point["gpu"], point["precision"]
         out[(gpu, precision)] = None if request is None else {"gpu": gpu, "precision": precision, **request}
     return out
-
-
-def read_store(file: Path) -> dict[str, Any]:
-    """The store's JSON document ({"entries": {}} when absent). Raises ConfigError if corrupt."""
-    if not file.is_file():
-        return {"entries": {}}
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except ValueError:
-        raise ConfigError(f"calibration file {file} is corrupt; delete or fix it") from None
-    return data if isinstance(data, dict) else {"entries": {}}
-
-
-def write_store(file: Path, data: dict[str, Any]) -> None:
-    """Write the store atomically (temp file + fsync + rename)."""
-    file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, file)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def fit_efficiency(
@@ -187,7 +135,7 @@ def fit_efficiency(
 
 def base_assumptions(overrides: Any = None) -> PerfAssumptions:
     """Defaults + stored calibration (+ overrides from a job's [assumptions])."""
-    a = PerfAssumptions(calibrated=load_calibration())
+    a = PerfAssumptions(calibrated=load_calibration(), calibrated_curves=load_curves())
     return overrides.apply(a) if overrides is not None else a
 
 
@@ -217,4 +165,6 @@ def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
     cluster = Cluster(gpu, gpn, max(1, cal.num_gpus // gpn), cal.inter_node_gbps)
     step_s = cal.step_time_s or layout.global_batch * setup.seq_len / (cal.tokens_per_s or 1)
     eff = fit_efficiency(model, setup, layout, cluster, step_s, replace(a, efficiency=None))
-    return replace(a, calibrated={**a.calibrated, (gpu.gpu_id, setup.precision): eff})
+    key = (gpu.gpu_id, setup.precision)
+    curves = {k: v for k, v in a.calibrated_curves.items() if k[:2] != key}  # the job's wins
+    return replace(a, calibrated={**a.calibrated, key: eff}, calibrated_curves=curves)

@@ -2,8 +2,10 @@
 
 Every load and save of the store (optimizer.inputs.calibration, inputs.profile_store) calls
 `check_calibration_store` first, so a store that is a directory, not UTF-8, not JSON, or holds
-an efficiency that is not a finite number in [0.001, 1] is a one-line error naming the file,
-the entry and the allowed values.
+an efficiency that is not a finite number in [0.001, 1] (an old entry or a stored run) is a
+one-line error naming the file, the entry and the allowed values. The thresholds beyond which
+`ccopt calibrate` refuses a measured run (check_memory, check_speed, check_achieved) live here
+too, stated once.
 """
 
 from __future__ import annotations
@@ -15,12 +17,41 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.model.hardware import GpuSpec
 
-__all__ = ["calibration_path", "check_calibration_store", "EFFICIENCY_RANGE", "MIN_EFFICIENCY"]
+__all__ = [
+    "calibration_path",
+    "check_calibration_store",
+    "check_document",
+    "EFFICIENCY_RANGE",
+    "MIN_EFFICIENCY",
+    "MAX_ACHIEVED_EFFICIENCY",
+    "MAX_SPEEDUP_VS_MODEL",
+    "MAX_SLOWDOWN_VS_MODEL",
+    "MEMORY_SLACK",
+    "check_memory",
+    "check_speed",
+    "check_achieved",
+]
 
 #: what a stored base efficiency may be: calibration fits it by bisection on [0.001, 1]
 EFFICIENCY_RANGE = "a number ≥ 0.001 and ≤ 1"
 MIN_EFFICIENCY = 0.001
+
+# ---- what `ccopt calibrate` refuses to store (a run wildly outside the model's band) ----
+#: GUESS: no training step sustains more than 90% of the dense spec peak: even one large GEMM
+#: reaches ~80% (H100) to ~87% (A100) of it (MAMF, stas00/ml-engineering). `--force` stores it
+MAX_ACHIEVED_EFFICIENCY = 0.9
+#: GUESS: a run measured more than 3× faster than the uncalibrated model predicts is a wrong
+#: number or a wrong description of the run (the model's widest P10-P90 band is 2× faster:
+#: PerfAssumptions.profile_band_unmeasured). `--force` stores it
+MAX_SPEEDUP_VS_MODEL = 3.0
+#: GUESS: a run more than 20× slower than predicted (< ~3% of the peak on most GPUs) is stalled
+#: on something the model does not describe (input pipeline, CPU, a wrong GPU). `--force`
+MAX_SLOWDOWN_VS_MODEL = 20.0
+#: GUESS: a measured peak memory per GPU may exceed the card's memory by 5% (GB vs GiB, the
+#: driver's rounding), never more: that is physics, not overridable
+MEMORY_SLACK = 1.05
 
 
 def calibration_path() -> Path:
@@ -32,7 +63,7 @@ def calibration_path() -> Path:
     return Path(base) / "ccopt" / "calibration.json"
 
 
-def _entries(file: Path) -> Any:
+def _document(file: Path) -> Any:
     try:
         text = file.read_bytes().decode("utf-8")
     except IsADirectoryError:
@@ -55,7 +86,9 @@ def _entries(file: Path) -> Any:
             f"calibration store {file}: entries: must be a table of "
             '"GPU/precision" → {efficiency: ...}; delete or fix it'
         )
-    return data.get("entries", {})
+    if not isinstance(data.get("points", []), list):
+        raise ConfigError(f"calibration store {file}: points: must be a list of runs; delete or fix it")
+    return data
 
 
 def check_calibration_store(path: Path | None = None) -> None:
@@ -65,7 +98,13 @@ def check_calibration_store(path: Path | None = None) -> None:
         if file.parent.exists() and not file.parent.is_dir():
             raise ConfigError(f"calibration store {file}: {file.parent} is a file, not a directory")
         return
-    for key, entry in _entries(file).items():
+    check_document(_document(file), file)
+
+
+def check_document(data: dict[str, Any], file: Path) -> None:
+    """Raise ConfigError unless every old entry and stored run of the store document `data`
+    (of `file`) is valid; the store's writer checks the document it is about to write too."""
+    for key, entry in data.get("entries", {}).items():
         where = f"calibration store {file}: entries.{key}"
         if not isinstance(key, str) or "/" not in key:
             raise ConfigError(f'{where}: key must be "GPU_ID/precision"; delete or fix it')
@@ -81,3 +120,74 @@ def check_calibration_store(path: Path | None = None) -> None:
                 f"{where}.efficiency: {value!r} is not allowed; allowed: "
                 f"{EFFICIENCY_RANGE} (rerun `ccopt calibrate` or delete the entry)"
             )
+    for i, point in enumerate(data.get("points", [])):
+        _check_point(point, f"calibration store {file}: points[{i}]")
+
+
+def _check_point(point: Any, where: str) -> None:
+    """One stored run: id, gpu, precision and stack are text, the efficiency in range, the size
+    factor in (0, 1]."""
+    if not isinstance(point, dict):
+        raise ConfigError(f"{where}: must be a table (id, gpu, precision, stack, efficiency, ...)")
+    for key in ("id", "gpu", "precision", "stack"):
+        if not isinstance(point.get(key), str) or not point[key]:
+            raise ConfigError(f"{where}.{key}: {point.get(key)!r} is not allowed; allowed: a name")
+    for key, lo, allowed in (
+        ("efficiency", MIN_EFFICIENCY, EFFICIENCY_RANGE),
+        ("size_factor", 1e-9, "a number > 0 and ≤ 1"),
+    ):
+        value = point.get(key)
+        if not (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and lo <= value <= 1
+        ):
+            raise ConfigError(
+                f"{where}.{key}: {value!r} is not allowed; allowed: {allowed} "
+                "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
+            )
+
+
+def check_memory(peak_memory_gib: float | None, gpu: GpuSpec) -> None:
+    """Refuse a measured peak memory per GPU above the card's (× MEMORY_SLACK); never forced."""
+    if peak_memory_gib is not None and peak_memory_gib > gpu.memory_gib * MEMORY_SLACK:
+        raise ConfigError(
+            f"--peak-memory-gib: {peak_memory_gib:g} GiB per GPU is more than a {gpu.gpu_id} has "
+            f"({gpu.memory_gib:g} GiB); refused: allowed: ≤ {gpu.memory_gib * MEMORY_SLACK:g} GiB "
+            "(per GPU, not the sum over the run; GiB = 2^30 bytes)"
+        )
+
+
+def check_speed(measured_step_s: float, predicted_step_s: float, force: bool) -> None:
+    """Refuse a run more than MAX_SPEEDUP_VS_MODEL× faster or MAX_SLOWDOWN_VS_MODEL× slower
+    than the uncalibrated model predicts for it, unless `force`."""
+    if force:
+        return
+    faster, slower = predicted_step_s / measured_step_s, measured_step_s / predicted_step_s
+    what = (
+        f"measured {measured_step_s:.4g} s/step against {predicted_step_s:.4g} s predicted by the "
+        "uncalibrated model"
+    )
+    check = "check the number and the run described (GPUs, layout, batch, sequence length)"
+    if faster > MAX_SPEEDUP_VS_MODEL:
+        raise ConfigError(
+            f"calibrate: refused: the run is {faster:.3g}× faster than predicted ({what}); allowed: "
+            f"at most {MAX_SPEEDUP_VS_MODEL:g}× faster; {check}, or give --force to store it"
+        )
+    if slower > MAX_SLOWDOWN_VS_MODEL:
+        raise ConfigError(
+            f"calibrate: refused: the run is {slower:.3g}× slower than predicted ({what}); "
+            f"allowed: at most {MAX_SLOWDOWN_VS_MODEL:g}× slower; {check}, or give --force to store it"
+        )
+
+
+def check_achieved(efficiency: float, force: bool) -> None:
+    """Refuse a fit whose achieved efficiency (fraction of the dense peak) is above
+    MAX_ACHIEVED_EFFICIENCY, unless `force`."""
+    if efficiency > MAX_ACHIEVED_EFFICIENCY and not force:
+        raise ConfigError(
+            f"calibrate: refused: the run implies {efficiency:.0%} of the GPU's dense peak; allowed: "
+            f"at most {MAX_ACHIEVED_EFFICIENCY:.0%} (no training step sustains more); check the "
+            "number and the run described, or give --force to store it"
+        )

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.calibration import read_store, write_store
 from optimizer.inputs.calibration_file import calibration_path, check_calibration_store
+from optimizer.inputs.calibration_store import read_store, update_store
 from optimizer.model.profile import MeasuredPoint
 from optimizer.model.setup import CHECKPOINTING, OPTIMIZERS, TRAIN_PRECISIONS
 
@@ -121,12 +121,17 @@ def load_profile_points(name: str, path: Path | None = None) -> tuple[MeasuredPo
 
 def save_profile_point(name: str, point: MeasuredPoint, path: Path | None = None) -> Path:
     """Store a run of model `name` (replacing one on the same GPU type, precision, micro-batch
-    and checkpointing); atomic write."""
+    and checkpointing); under the store's lock, atomic write."""
     file = path or calibration_path()
     check_calibration_store(file)
     record = point_record(point)
     _point(record, f"calibrate {name}")
-    data = read_store(file)
+    update_store(lambda data: _add_run(data, name, point, record), file)
+    return file
+
+
+def _add_run(data: dict[str, Any], name: str, point: MeasuredPoint, record: dict[str, Any]) -> None:
+    """Put `record` first in the store document's runs of `name` (see save_profile_point)."""
     runs = [
         r
         for r in data.setdefault("profiles", {}).get(name, [])
@@ -140,5 +145,3 @@ def save_profile_point(name: str, point: MeasuredPoint, path: Path | None = None
         != (point.gpu_id, point.precision, point.micro_batch, point.checkpointing)
     ]
     data["profiles"][name] = [record, *(_current_keys(r) if isinstance(r, dict) else r for r in runs)]
-    write_store(file, data)
-    return file

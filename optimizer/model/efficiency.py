@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from optimizer.model.calibrated import CalibratedCurve
 from optimizer.model.fitted import (
     family_multiplier,
     load_fitted,
@@ -29,6 +30,8 @@ __all__ = [
     "ATTENTION_KERNEL_FRACTION",
     "size_factor",
     "base_efficiency",
+    "achieved_efficiency",
+    "calibrated_curve",
     "serve_efficiency_multiplier",
     "fitted_constants",
     "hidden_half",
@@ -108,12 +111,17 @@ def base_efficiency(
 ) -> tuple[float, bool]:
     """(efficiency before the size curve, calibrated?) of `precision` on `gpu` under `stack`.
 
-    Explicit override > user calibration (`ccopt calibrate`) > default table × the fitted
-    multiplier of GPU generation × precision × stack (data/fitted.toml). fp8 GEMMs use
-    `assumptions.fp8_gemm_factor` × the bf16 value.
+    Explicit override > the curve fitted to stored runs of this GPU × precision × stack (its
+    ceiling: with one run, the run's base efficiency) > a job's [calibration] or an old store
+    entry of the GPU × precision > default table × the fitted multiplier of GPU generation ×
+    precision × stack (data/fitted.toml).
+    fp8 GEMMs use `assumptions.fp8_gemm_factor` × the bf16 value.
     """
     if assumptions.efficiency is not None:
         return assumptions.efficiency, False
+    curve = calibrated_curve(gpu, precision, assumptions, stack)
+    if curve is not None:  # its highest efficiency: an upper bound of every layout's
+        return curve.ceiling, True
     key = (gpu.gpu_id, precision)
     if key in assumptions.calibrated:
         return assumptions.calibrated[key], True
@@ -122,6 +130,25 @@ def base_efficiency(
     if fit is not None:
         base *= train_multiplier(fit, gpu, precision, stack)
     return min(base, 1.0), False
+
+
+def calibrated_curve(gpu: GpuSpec, precision: str, assumptions: Any, stack: str) -> CalibratedCurve | None:
+    """The curve fitted to the stored runs of `gpu` × `precision` × `stack`, or None (no runs,
+    or an explicit efficiency)."""
+    if assumptions.efficiency is not None:
+        return None
+    curves = getattr(assumptions, "calibrated_curves", None) or {}
+    return curves.get((gpu.gpu_id, precision, stack))
+
+
+def achieved_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stack: str, size: float) -> float:
+    """Achieved fraction of the dense peak of a layout whose size factor is `size`: the
+    calibrated curve level × size^b (optimizer.model.calibrated) where runs were stored for
+    this GPU × precision × stack, else base_efficiency × size."""
+    curve = calibrated_curve(gpu, precision, assumptions, stack)
+    if curve is not None:
+        return curve.efficiency(size)
+    return base_efficiency(gpu, precision, assumptions, stack)[0] * size
 
 
 def serve_efficiency_multiplier(gpu: GpuSpec, stack: str, assumptions: Any) -> float:

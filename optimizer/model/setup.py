@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from optimizer.model.calibrated import CalibratedCurve
 from optimizer.model.spec import LINEAR_MODULES
 
 __all__ = [
@@ -193,7 +194,12 @@ class PerfAssumptions:
     #: efficiency (tiles of 64-128 rows are mostly empty below it; CUTLASS grouped GEMM tiles)
     moe_expert_half_tokens: float = 32.0
     cpu_adam_slowdown: float = 20.0  # GUESS: CPU Adam over PCIe (ZeRO-Offload) vs on-GPU update time
+    #: (gpu_id, precision) -> base efficiency of any stack: a job's [calibration] table and
+    #: stores written before the runs were kept per stack (`entries`)
     calibrated: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: (gpu_id, precision, stack) -> the curve fitted to the stored runs (`ccopt calibrate`;
+    #: optimizer.model.calibrated); wins over `calibrated` for its stack
+    calibrated_curves: dict[tuple[str, str, str], CalibratedCurve] = field(default_factory=dict)
     # ---- SampleProfile models (optimizer.model.profile_time) ----
     #: GUESS: a micro-batch of b samples takes (1 + h/b) × the per-sample time of a large one
     #: (small batches under-fill the GPU); h in samples

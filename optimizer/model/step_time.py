@@ -10,6 +10,7 @@ from optimizer.model.ceilings import mfu_ceiling
 from optimizer.model.cluster import Cluster, StepTime
 from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
 from optimizer.model.efficiency import (
+    achieved_efficiency,
     attention_efficiency,
     base_efficiency,
     hidden_half,
@@ -39,6 +40,7 @@ __all__ = [
     "dp_bus_bandwidth_gb_s",
     "p2p_bandwidth_gb_s",
     "microbatch_times_s",
+    "microbatch_size_factor",
 ]
 
 #: activations and gradients travel as bf16 (Megatron/FSDP mixed precision: 2-byte values)
@@ -94,6 +96,15 @@ def _flop_split(
     return total - attn_total, attn_total
 
 
+def microbatch_size_factor(
+    model: ModelSpec, setup: TrainingSetup, layout: Layout, assumptions: PerfAssumptions
+) -> float:
+    """The size factor (efficiency.size_factor) of one micro-batch on one GPU: its b·s/cp
+    tokens and the model's hidden size (what a calibrated curve is a function of)."""
+    tokens_mb = layout.micro_batch * setup.seq_len / layout.cp
+    return size_factor(tokens_mb, model.hidden, hidden_half(assumptions))
+
+
 def microbatch_times_s(
     model: ModelSpec,
     setup: TrainingSetup,
@@ -122,8 +133,8 @@ def microbatch_times_s(
     if peak is None:
         raise ConfigError(f"{gpu.gpu_id} has no {setup.precision} tensor path")
     tokens_mb = b * s / cp  # tokens of one micro-batch on one GPU of the tp × pp × cp group
-    size = size_factor(tokens_mb, model.hidden, hidden_half(a))
-    eff = compute_efficiency(gpu, setup.precision, a, setup.stack)[0] * size
+    size = microbatch_size_factor(model, setup, layout, a)
+    eff = achieved_efficiency(gpu, setup.precision, a, setup.stack, size)
 
     # compute: GEMMs at the precision's peak; attention core in 16 bit when training in fp8
     gemm_tok, attn_tok = _flop_split(model, setup, layout.checkpointing, k.attention)

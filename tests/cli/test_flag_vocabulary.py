@@ -45,9 +45,14 @@ def _warnings(text: str) -> list[str]:
 
 
 def _solved(data):
-    """An answer without the solver blocks (their wall times differ run to run)."""
+    """An answer without the solver blocks (their wall times differ run to run) and, for
+    calibrate, without what storing the same run again changes (its new id, the run it
+    replaced, the prediction of the runs stored before it, the stored runs' ids)."""
     if isinstance(data, dict):
-        return {k: _solved(v) for k, v in data.items() if k != "solver"}
+        volatile = {"solver"}
+        if data.get("status") == "calibrated":
+            volatile |= {"id", "replaced", "previous_prediction_step_s", "runs"}
+        return {k: _solved(v) for k, v in data.items() if k not in volatile}
     if isinstance(data, list):
         return [_solved(v) for v in data]
     return data

@@ -18,6 +18,7 @@ COMMANDS = [
     "compare",
     "estimate",
     "calibrate",
+    "calibrate-list",
     "serve",
     "serve-compare",
     "batch",

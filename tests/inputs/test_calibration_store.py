@@ -8,7 +8,14 @@ import math
 import pytest
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.calibration import load_calibration, save_calibration
+from optimizer.inputs.calibration import load_calibration
+from optimizer.inputs.calibration_store import add_point, load_points
+
+
+def save_calibration(gpu, precision, efficiency, measured, path):
+    """One run of `gpu` × `precision` (stack generic, size factor 0.8) added to the store."""
+    record = {"gpu": gpu, "precision": precision, "stack": "generic", "efficiency": efficiency}
+    return add_point({**record, "size_factor": 0.8, "measured": measured}, path)
 
 
 def _store(tmp_path, efficiency):
@@ -35,15 +42,20 @@ def test_saving_into_a_bad_store_refuses_and_keeps_its_bytes(tmp_path):
 @pytest.mark.parametrize("bad", [math.nan, math.inf, 0.0, 1.5])
 def test_an_efficiency_outside_0001_to_1_is_never_written(tmp_path, bad):
     file = tmp_path / "calibration.json"
-    with pytest.raises(ConfigError, match="allowed"):
+    save_calibration("H100-80GB", "bf16", 0.4, {"request": {"model": "llama-2-7b"}}, path=file)
+    before = file.read_bytes()
+    with pytest.raises(ConfigError, match=r"points\[1\]\.efficiency.*allowed"):
         save_calibration("H100-80GB", "bf16", bad, {}, path=file)
-    assert not file.exists()
+    assert file.read_bytes() == before
 
 
 def test_a_valid_store_round_trips(tmp_path):
     file = tmp_path / "calibration.json"
     save_calibration("H100-80GB", "bf16", 0.42, {"tokens_per_s": 1000.0}, path=file)
-    assert load_calibration(file) == {("H100-80GB", "bf16"): 0.42}
+    (point,) = load_points(file)
+    assert (point["gpu"], point["precision"], point["efficiency"]) == ("H100-80GB", "bf16", 0.42)
+    assert point["measured"] == {"tokens_per_s": 1000.0} and point["when"].endswith("Z")
+    assert load_calibration(file) == {}  # the (gpu, precision) table is the old entries only
 
 
 def test_a_store_written_with_the_old_key_loads_and_is_rewritten(tmp_path) -> None:

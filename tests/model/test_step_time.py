@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer.inputs.calibration import fit_efficiency, load_calibration, save_calibration
+from optimizer.inputs.calibration import fit_efficiency
+from optimizer.inputs.calibration_store import add_point, load_points
 from optimizer.inputs.gpus import get_gpu
 from optimizer.model.comms import ring_allgather_s, ring_allreduce_s
 from optimizer.model.fitted import FittedConstants
@@ -199,8 +200,10 @@ def test_calibration_reproduces_the_measured_point(tmp_path) -> None:
         before.parts_s["compute"] * before.efficiency / after.efficiency, rel=1e-9
     )
     # stored atomically and read back
-    path = save_calibration(g.gpu_id, "bf16", eff, {"step_time_s": measured}, tmp_path / "c.json")
-    assert load_calibration(path) == {(g.gpu_id, "bf16"): eff}
+    record = {"gpu": g.gpu_id, "precision": "bf16", "stack": "generic", "efficiency": eff}
+    add_point({**record, "size_factor": 0.8, "measured": {"step_time_s": measured}}, tmp_path / "c.json")
+    (point,) = load_points(tmp_path / "c.json")
+    assert (point["gpu"], point["efficiency"], point["size_factor"]) == (g.gpu_id, eff, 0.8)
 
 
 def test_calibration_rejects_impossible_measurement() -> None:

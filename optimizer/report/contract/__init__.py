@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.report.contract.batch import BatchOutput
+from optimizer.report.contract.calibration import CalibrateOutput, CalibrationListOutput
 from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, PricesOutput, StacksOutput
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract, emit, emit_list
 from optimizer.report.contract.estimate import EstimateOutput
 from optimizer.report.contract.measure import MeasureOutput
 from optimizer.report.contract.serve import ServeCompareOutput, ServeOutput
 from optimizer.report.contract.sizing import SizingOutput
-from optimizer.report.contract.train import CalibrateOutput, CompareOutput, PlanOutput
+from optimizer.report.contract.train import CompareOutput, PlanOutput
 
 __all__ = ["SCHEMA_VERSION", "OUTPUTS", "output_schema", "emit", "emit_list", "Contract"]
 
@@ -21,6 +22,7 @@ OUTPUTS: dict[str, Any] = {
     "compare": CompareOutput,
     "estimate": EstimateOutput,
     "calibrate": CalibrateOutput,
+    "calibrate-list": CalibrationListOutput,
     "serve": ServeOutput,
     "serve-compare": ServeCompareOutput,
     "batch": BatchOutput,

@@ -31,7 +31,6 @@ __all__ = [
     "PlanOutput",
     "BreakEvenOut",
     "CompareOutput",
-    "CalibrateOutput",
 ]
 
 
@@ -388,62 +387,3 @@ class CompareOutput(Contract):
     per_provider_explanation: dict[str, str] = Field(
         default_factory=dict, description="providers with options but no plan: why"
     )
-
-
-class PredictionOut(Contract):
-    """A per-sample model's predicted speed on one GPU and its P10-P90 step-time band."""
-
-    samples_per_s: float = Field(description="samples/s of one GPU at the run's micro-batch")
-    band: list[float] = Field(description="(P10, P90) multipliers of the step time")
-
-
-class CalibrateOutput(Contract):
-    """`ccopt calibrate --json`."""
-
-    schema_version: int = SCHEMA_VERSION
-    status: Literal["calibrated"] | None = Field(default=None, description="calibrated: the run is stored")
-    kind: str = Field(
-        default="efficiency",
-        description="efficiency (a transformer: the GPU "
-        "type's base efficiency is fitted) | profile_point (a per-sample model: "
-        "the run is stored as a measured point)",
-    )
-    gpu: str
-    precision: str
-    efficiency: float | None = Field(
-        default=None,
-        description="stored BASE efficiency of the "
-        "GPU type × precision (kind efficiency; = base_efficiency; "
-        "estimate's `efficiency` is the effective one)",
-    )
-    base_efficiency: float | None = Field(
-        default=None, description="kind efficiency: the stored efficiency before the size factor"
-    )
-    effective_efficiency: float | None = Field(
-        default=None, description="what estimate reports for this run: base × size factor"
-    )
-    default_prediction_step_s: float | None = None
-    calibrated_prediction_step_s: float | None = None
-    measured_step_s: float | None = None
-    measured_tokens_per_s: float | None = Field(default=None, description="over all GPUs")
-    gpus: int | None = Field(default=None, description="GPUs of the measured run")
-    gpus_per_instance: int | None = None
-    inter_node_gbps: float | None = Field(default=None, description="network the fit used")
-    inter_node_is_default: bool | None = None
-    instance: str | None = Field(default=None, description="--instance as PROVIDER:INSTANCE")
-    provider: str | None = None
-    instance_type: str | None = None
-    file: str
-    model: str | None = Field(default=None, description="kind profile_point: the model name")
-    samples_per_s: float | None = Field(
-        default=None, description="kind profile_point: measured over all num_gpus GPUs"
-    )
-    num_gpus: int | None = Field(default=None, description="kind profile_point: GPUs of the run")
-    samples_per_s_per_gpu: float | None = Field(
-        default=None, description="kind profile_point: measured per GPU (the basis of before/after)"
-    )
-    micro_batch: int | None = None
-    before: PredictionOut | None = Field(
-        default=None, description="kind profile_point: the prediction on that GPU before the run was stored"
-    )
-    after: PredictionOut | None = Field(default=None, description="kind profile_point: after")

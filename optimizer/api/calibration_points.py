@@ -1,0 +1,140 @@
+"""The stored calibration runs seen from the API: `ccopt calibrate --list` / `--remove`, and
+what a GPU × precision × stack's runs change (the curve, each run re-predicted, the scope)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from optimizer.api.configuration import build_configuration
+from optimizer.api.estimate_run import evaluate
+from optimizer.errors import ConfigError
+from optimizer.inputs.calibration import recorded_request
+from optimizer.inputs.calibration_file import calibration_path
+from optimizer.inputs.calibration_store import LEGACY_STACK, load_points, remove_points
+from optimizer.inputs.request import request_from_options
+from optimizer.model.calibrated import CURVE_MODEL, CalibratedCurve
+from optimizer.model.setup import PerfAssumptions
+from optimizer.report.contract.calibration import CalibrationListOutput
+from optimizer.report.contract.common import emit_list
+
+__all__ = ["calibration_list", "calibration_remove", "group_runs", "scope_sentence", "layout_words"]
+
+
+def layout_words(measured: dict[str, Any]) -> str | None:
+    """A stored run's layout in a few words: "8 GPUs dp8 tp1 pp1 z1 mb2 ga4 seq 4096"."""
+    lay = measured.get("layout")
+    if not isinstance(lay, dict):
+        return None
+    parts = [f"{measured['num_gpus']} GPUs"] if measured.get("num_gpus") else []
+    for key, short in (("dp", "dp"), ("tp", "tp"), ("pp", "pp"), ("cp", "cp"), ("zero_stage", "z")):
+        if lay.get(key) is not None and not (key == "cp" and lay[key] == 1):
+            parts.append(f"{short}{lay[key]}")
+    for key, short in (("micro_batch", "mb"), ("grad_accum", "ga")):
+        if lay.get(key) is not None:
+            parts.append(f"{short}{lay[key]}")
+    if measured.get("seq_len"):
+        parts.append(f"seq {measured['seq_len']}")
+    return " ".join(parts)
+
+
+def _row(point: dict[str, Any], file: Path) -> dict[str, Any]:
+    measured = point.get("measured") or {}
+    return {
+        "id": point["id"],
+        "gpu": point["gpu"],
+        "precision": point["precision"],
+        "stack": point["stack"],
+        "model": measured.get("model"),
+        "layout": layout_words(measured),
+        "measured_step_s": measured.get("step_time_s"),
+        "measured_tokens_per_s": measured.get("tokens_per_s"),
+        "efficiency": point["efficiency"],
+        "size_factor": point.get("size_factor"),
+        "when": point.get("when"),
+        "file": str(file),
+    }
+
+
+def calibration_list(path: Path | None = None) -> list[dict[str, Any]]:
+    """Every stored run of a transformer (`ccopt calibrate --list --json`), oldest first; old
+    entries (stack "any") last. Raises ConfigError for a store that is not valid."""
+    file = path or calibration_path()
+    return emit_list(CalibrationListOutput, [_row(p, file) for p in load_points(file)])
+
+
+def calibration_remove(target: str, path: Path | None = None) -> list[dict[str, Any]]:
+    """Remove the runs `target` names (a run id, or GPU[:precision]); the removed rows.
+    Raises ConfigError when it names none, or the store cannot be written (unchanged)."""
+    file = path or calibration_path()
+    return emit_list(CalibrationListOutput, [_row(p, file) for p in remove_points(target, file)])
+
+
+def _predicted_step_s(point: dict[str, Any], a: PerfAssumptions, prices: Any, offline: Any) -> float | None:
+    """Estimate of a stored run's recorded request under `a` (None when it cannot be rebuilt)."""
+    request = recorded_request(point)
+    if request is None:
+        return None
+    try:
+        req = request_from_options({"gpu": point["gpu"], "precision": point["precision"], **request})
+        out = evaluate(build_configuration(req, prices, offline), a)
+    except ConfigError:
+        return None
+    return out["step"]["time_s"] if out.get("step") else None
+
+
+def group_runs(
+    key: tuple[str, str, str],
+    curve: CalibratedCurve,
+    a: PerfAssumptions,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the fit, every stored run of GPU × precision × stack `key` re-predicted under `a`)."""
+    runs = []
+    for p in load_points():
+        if p.get("legacy") or (p["gpu"], p["precision"], p["stack"]) != key:
+            continue
+        size, measured = float(p["size_factor"]), p.get("measured") or {}
+        step = measured.get("step_time_s")
+        predicted = _predicted_step_s(p, a, prices, offline)
+        runs.append(
+            {
+                "id": p["id"],
+                "model": measured.get("model"),
+                "layout": layout_words(measured),
+                "size_factor": round(size, 6),
+                "measured_efficiency": round(size * float(p["efficiency"]), 6),
+                "fitted_efficiency": round(curve.efficiency(size), 6),
+                "measured_step_s": step,
+                "predicted_step_s": predicted,
+                "error_pct": round((predicted / step - 1) * 100, 3) if predicted and step else None,
+            }
+        )
+    fit = {
+        "model": CURVE_MODEL,
+        "level": round(curve.level, 6),
+        "size_exponent": round(curve.size_exponent, 6),
+        "size_range": [round(curve.size_low, 6), round(curve.size_high, 6)],
+        "runs": curve.points,
+    }
+    return fit, runs
+
+
+def scope_sentence(gpu: str, precision: str, stack: str, curve: CalibratedCurve, legacy: bool) -> str:
+    """Which predictions the stored runs of `gpu` × `precision` × `stack` change, in words."""
+    how = (
+        "its efficiency scaled to the run (the model's size curve kept)"
+        if curve.points == 1 or curve.size_exponent == 1.0
+        else f"efficiency = {curve.level:.3f} × size factor^{curve.size_exponent:.2f} for size "
+        f"factors {curve.size_low:.3f}-{curve.size_high:.3f}, the model's size curve beyond"
+    )
+    words = (
+        f"affects training estimates and plans on {gpu} in {precision} with stack {stack} "
+        f"({curve.points} stored run{'s' if curve.points != 1 else ''}: {how}); other GPU types, "
+        "precisions and stacks keep their own; communication is modelled from each run's "
+        "network, not fitted"
+    )
+    if legacy:
+        words += f"; an old entry of {gpu}/{precision} (stack {LEGACY_STACK}) still applies to other stacks"
+    return words

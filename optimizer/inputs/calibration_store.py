@@ -1,0 +1,227 @@
+"""The calibration store on disk: measured runs ("points"), each read-modify-write under one
+lock, every write an atomic replace, and the curve per GPU × precision × stack they fit.
+
+Layout of the JSON document ($CCOPT_CALIBRATION, calibration_file.calibration_path):
+`points` (list of runs, `ccopt calibrate` of a transformer), `entries` (one base efficiency per
+"GPU/precision" of any stack: stores written before runs were kept), `profiles` (per-sample
+models, inputs/profile_store). A writer holds an exclusive fcntl.flock on "<store>.lock" beside
+the store from its read to its os.replace, so concurrent `calibrate` processes never lose a run;
+a disk that refuses the write (read-only, full) is one ConfigError and the store is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from optimizer.errors import ConfigError
+from optimizer.inputs.calibration_file import calibration_path, check_calibration_store, check_document
+from optimizer.model.calibrated import CalibratedCurve, fit_curve
+
+try:  # POSIX; elsewhere the atomic replace alone protects the file
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "read_store",
+    "write_store",
+    "update_store",
+    "store_lock",
+    "load_points",
+    "load_curves",
+    "curves_of",
+    "add_point",
+    "remove_points",
+    "LEGACY_STACK",
+]
+
+T = TypeVar("T")
+#: the stack of an `entries` value (stored before runs were kept per stack): it applies to all
+LEGACY_STACK = "any"
+
+
+def read_store(file: Path) -> dict[str, Any]:
+    """The store's JSON document ({"entries": {}} when absent). Raises ConfigError if corrupt."""
+    if not file.is_file():
+        return {"entries": {}}
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError:
+        raise ConfigError(f"calibration file {file} is corrupt; delete or fix it") from None
+    return data if isinstance(data, dict) else {"entries": {}}
+
+
+def write_store(file: Path, data: dict[str, Any]) -> None:
+    """Write the store atomically: a temp file beside it, fsync, os.replace, fsync of the folder.
+    On any failure the temp file is removed and the store keeps its old bytes."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".calibration-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, file)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    try:  # the rename itself durable (POSIX); not every file system allows opening a folder
+        folder = os.open(file.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(folder)
+    except OSError:
+        pass
+    finally:
+        os.close(folder)
+
+
+@contextmanager
+def store_lock(file: Path) -> Iterator[None]:
+    """Hold the exclusive lock of `file` (flock on "<file>.lock" beside it) for the block."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(file.with_name(file.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def update_store(change: Callable[[dict[str, Any]], T], path: Path | None = None) -> T:
+    """Read the store, apply `change` to its document and write it back, all under the lock;
+    returns what `change` returned. Raises ConfigError for a store that is not valid (then it
+    is not rewritten) or a disk that refuses the write (read-only, full: the store unchanged)."""
+    file = path or calibration_path()
+    check_calibration_store(file)  # a store path that cannot be one says so before the lock
+    try:
+        with store_lock(file):
+            check_calibration_store(file)  # never rewrite a store we could not read back
+            data = read_store(file)
+            result = change(data)
+            check_document(data, file)  # never write what the next read would refuse
+            write_store(file, data)
+            return result
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(
+            f"calibration store {file}: cannot write ({reason}); the store is unchanged "
+            "(set CCOPT_CALIBRATION to a writable file)"
+        ) from None
+
+
+def _legacy_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """`entries` as runs: id "GPU/precision", stack LEGACY_STACK, size factor unknown."""
+    rows = []
+    for key, entry in data.get("entries", {}).items():
+        gpu, precision = key.split("/", 1)
+        measured = entry.get("measured") if isinstance(entry.get("measured"), dict) else {}
+        rows.append(
+            {
+                "id": key,
+                "gpu": gpu,
+                "precision": precision,
+                "stack": LEGACY_STACK,
+                "efficiency": float(entry["efficiency"]),
+                "size_factor": None,
+                "measured": measured,
+                "when": entry.get("when"),
+                "legacy": True,
+            }
+        )
+    return rows
+
+
+def load_points(path: Path | None = None) -> list[dict[str, Any]]:
+    """Every stored run of a transformer, oldest first (old `entries` last, marked legacy).
+    Raises ConfigError for a store that is not valid."""
+    file = path or calibration_path()
+    check_calibration_store(file)
+    return load_points_of(read_store(file))
+
+
+def curves_of(points: list[dict[str, Any]]) -> dict[tuple[str, str, str], CalibratedCurve]:
+    """The curve of each GPU × precision × stack with runs (model.calibrated.fit_curve);
+    old `entries` runs are not curves (PerfAssumptions.calibrated holds them)."""
+    groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for p in points:
+        if not p.get("legacy"):
+            key = (p["gpu"], p["precision"], p["stack"])
+            groups.setdefault(key, []).append((float(p["size_factor"]), float(p["efficiency"])))
+    return {key: fit_curve(runs) for key, runs in groups.items()}
+
+
+def load_curves(path: Path | None = None) -> dict[tuple[str, str, str], CalibratedCurve]:
+    """{(gpu_id, precision, stack): the curve of its stored runs}."""
+    return curves_of(load_points(path))
+
+
+def add_point(record: dict[str, Any], path: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Store one run (`record`: gpu, precision, stack, efficiency, size_factor, measured with
+    its request) under a new id, replacing a stored run of the same GPU × precision × stack and
+    the same request (a re-measurement); returns (the stored run, the ids it replaced)."""
+    point = {
+        **record,
+        "id": uuid.uuid4().hex[:8],
+        "when": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+    }
+    same = _identity(point)
+
+    def change(data: dict[str, Any]) -> list[str]:
+        old = data.get("points", [])
+        replaced = [p["id"] for p in old if _identity(p) == same]
+        data["points"] = [p for p in old if _identity(p) != same] + [point]
+        return replaced
+
+    return point, update_store(change, path)
+
+
+def _identity(point: dict[str, Any]) -> str:
+    """What makes two runs the same measurement: GPU, precision, stack and the request."""
+    request = (point.get("measured") or {}).get("request")
+    return json.dumps([point["gpu"], point["precision"], point["stack"], request], sort_keys=True)
+
+
+def remove_points(target: str, path: Path | None = None) -> list[dict[str, Any]]:
+    """Remove the runs `target` names: a run's id, or GPU[:precision] (every run of that GPU
+    type, of that precision; GPU matched case-insensitively). Returns the removed runs.
+    Raises ConfigError when nothing matches (naming the ids stored)."""
+    gpu, _, precision = target.partition(":")
+
+    def matches(p: dict[str, Any]) -> bool:
+        if p["id"] == target:
+            return True
+        return p["gpu"].lower() == gpu.lower() and precision in ("", p["precision"])
+
+    def change(data: dict[str, Any]) -> list[dict[str, Any]]:
+        points = load_points_of(data)
+        removed = [p for p in points if matches(p)]
+        if not removed:
+            ids = ", ".join(p["id"] for p in points) or "none stored"
+            raise ConfigError(
+                f"--remove: {target!r} names no stored run; allowed: a run id ({ids}) or "
+                "GPU[:precision] (see ccopt calibrate --list)"
+            )
+        gone = {p["id"] for p in removed}
+        data["points"] = [p for p in data.get("points", []) if p["id"] not in gone]
+        data["entries"] = {k: v for k, v in data.get("entries", {}).items() if k not in gone}
+        return removed
+
+    return update_store(change, path)
+
+
+def load_points_of(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs of an already-read (and checked) store document (as load_points)."""
+    return [dict(p, legacy=False) for p in data.get("points", [])] + _legacy_rows(data)

@@ -1,0 +1,143 @@
+"""The JSON contract of `ccopt calibrate` (a stored run) and `ccopt calibrate --list`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, RootModel
+
+from optimizer.report.contract.common import SCHEMA_VERSION, Contract
+
+__all__ = [
+    "PredictionOut",
+    "CalibrateOutput",
+    "CalibrationFitOut",
+    "CalibrationRunOut",
+    "CalibrationListOutput",
+]
+
+
+class PredictionOut(Contract):
+    """A per-sample model's predicted speed on one GPU and its P10-P90 step-time band."""
+
+    samples_per_s: float = Field(description="samples/s of one GPU at the run's micro-batch")
+    band: list[float] = Field(description="(P10, P90) multipliers of the step time")
+
+
+class CalibrationFitOut(Contract):
+    """The curve of one GPU × precision × stack fitted to its stored runs."""
+
+    model: str = Field(description="the fitted model in words (least squares in log space)")
+    level: float = Field(description="exp(a): the fitted line's efficiency at size factor 1")
+    size_exponent: float = Field(description="b: 1 with one run (the model's own size curve)")
+    size_range: list[float] = Field(description="the size factors the runs span (the line holds there)")
+    runs: int = Field(description="stored runs the curve is fitted to")
+
+
+class CalibrationRunOut(Contract):
+    """One stored run of the fitted group: what it measured and what is predicted now."""
+
+    id: str
+    model: str | None = None
+    layout: str | None = Field(default=None, description="dp/tp/pp/cp, micro-batch, sequence length")
+    size_factor: float = Field(description="of its micro-batch (optimizer.model.efficiency.size_factor)")
+    measured_efficiency: float = Field(description="achieved fraction of the dense peak that reproduces it")
+    fitted_efficiency: float = Field(description="the curve's efficiency at its size factor")
+    measured_step_s: float | None = None
+    predicted_step_s: float | None = Field(default=None, description="estimate of its request now")
+    error_pct: float | None = Field(default=None, description="predicted / measured − 1, in %")
+
+
+class CalibrateOutput(Contract):
+    """`ccopt calibrate --json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["calibrated"] | None = Field(default=None, description="calibrated: the run is stored")
+    kind: str = Field(
+        default="efficiency",
+        description="efficiency (a transformer: the GPU "
+        "type's base efficiency is fitted) | profile_point (a per-sample model: "
+        "the run is stored as a measured point)",
+    )
+    gpu: str
+    precision: str
+    efficiency: float | None = Field(
+        default=None,
+        description="stored BASE efficiency of the "
+        "GPU type × precision (kind efficiency; = base_efficiency; "
+        "estimate's `efficiency` is the effective one)",
+    )
+    base_efficiency: float | None = Field(
+        default=None, description="kind efficiency: the stored efficiency before the size factor"
+    )
+    effective_efficiency: float | None = Field(
+        default=None, description="what estimate reports for this run: base × size factor"
+    )
+    default_prediction_step_s: float | None = None
+    calibrated_prediction_step_s: float | None = None
+    measured_step_s: float | None = None
+    measured_tokens_per_s: float | None = Field(default=None, description="over all GPUs")
+    gpus: int | None = Field(default=None, description="GPUs of the measured run")
+    gpus_per_instance: int | None = None
+    inter_node_gbps: float | None = Field(default=None, description="network the fit used")
+    inter_node_is_default: bool | None = None
+    instance: str | None = Field(default=None, description="--instance as PROVIDER:INSTANCE")
+    provider: str | None = None
+    instance_type: str | None = None
+    file: str
+    id: str | None = Field(default=None, description="kind efficiency: the stored run's id (--remove ID)")
+    stack: str | None = Field(default=None, description="kind efficiency: the software stack of the run")
+    replaced: list[str] | None = Field(
+        default=None, description="ids of stored runs of the same request this one replaced"
+    )
+    scope: str | None = Field(
+        default=None, description="kind efficiency: which predictions the stored runs change, in words"
+    )
+    efficiency_before: float | None = Field(
+        default=None, description="this run's effective efficiency under the uncalibrated model"
+    )
+    efficiency_after: float | None = Field(default=None, description="… and now (= effective_efficiency)")
+    efficiency_change_pct: float | None = Field(default=None, description="after / before − 1, in %")
+    previous_prediction_step_s: float | None = Field(
+        default=None, description="this run's step under the runs stored before it (absent: none)"
+    )
+    peak_memory_gib: float | None = Field(default=None, description="measured peak memory per GPU")
+    fit: CalibrationFitOut | None = None
+    runs: list[CalibrationRunOut] | None = Field(
+        default=None, description="kind efficiency: every stored run of the GPU × precision × stack"
+    )
+    model: str | None = Field(default=None, description="kind profile_point: the model name")
+    samples_per_s: float | None = Field(
+        default=None, description="kind profile_point: measured over all num_gpus GPUs"
+    )
+    num_gpus: int | None = Field(default=None, description="kind profile_point: GPUs of the run")
+    samples_per_s_per_gpu: float | None = Field(
+        default=None, description="kind profile_point: measured per GPU (the basis of before/after)"
+    )
+    micro_batch: int | None = None
+    before: PredictionOut | None = Field(
+        default=None, description="kind profile_point: the prediction on that GPU before the run was stored"
+    )
+    after: PredictionOut | None = Field(default=None, description="kind profile_point: after")
+
+
+class CalibrationRowOut(Contract):
+    """One stored run (`ccopt calibrate --list --json`)."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(description="what --remove takes")
+    gpu: str
+    precision: str
+    stack: str = Field(description="any: an entry stored before runs were kept per stack")
+    model: str | None = None
+    layout: str | None = None
+    measured_step_s: float | None = None
+    measured_tokens_per_s: float | None = None
+    efficiency: float = Field(description="base efficiency fitted to the run (before the size factor)")
+    size_factor: float | None = Field(default=None, description="null: an old entry")
+    when: str | None = Field(default=None, description="UTC time it was stored (null: an old entry)")
+    file: str
+
+
+class CalibrationListOutput(RootModel[list[CalibrationRowOut]]):
+    """`ccopt calibrate --list --json`: every stored run of a transformer, oldest first."""
