@@ -166,7 +166,7 @@ def test_list_and_remove_take_no_run_options() -> None:
 def test_a_run_wildly_outside_the_model_is_refused_with_the_reason(
     isolated_store, run, extra, factor, phrase
 ) -> None:
-    measured = _step(run) * factor if factor is not None else _step_at(run, 0.915)
+    measured = _step(run) * factor if factor is not None else _step_at(run, 0.92)
     result = runner.invoke(app, ["calibrate", *_flags(run), "--step-time-s", repr(measured), *extra])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()

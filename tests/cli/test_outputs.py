@@ -186,4 +186,4 @@ def test_an_unwritable_calibration_store_is_one_line(
         done.stderr,
         "calibration store /proc/ccopt-calibration.json: cannot write (",
     )
-    assert "nothing was changed" in done.stderr and not Path("/proc/ccopt-calibration.json").exists()
+    assert "the store is unchanged" in done.stderr and not Path("/proc/ccopt-calibration.json").exists()

@@ -20,6 +20,8 @@ def stack_plans() -> dict[str, dict[str, Any]]:
         job["workload"]["stack"] = stack
         if stack == "megatron-core":  # Megatron-LM shards optimizer state (ZeRO-1) or all (FSDP)
             job["constraints"]["zero_stages"] = [0, 1]
-        out[stack] = api.plan(job, offline=True, alternatives=0)
+        # at the median: the P80 plans of some examples pipeline a stack that cannot (the
+        # planner does not yet know each stack's parallelisms; the exporters refuse those)
+        out[stack] = api.plan(job, offline=True, alternatives=0, confidence=0.5)
         assert out[stack]["status"] != "infeasible", stack
     return out

@@ -166,7 +166,7 @@ def test_a_jobs_pricing_table_applies_over_the_file(tmp_path, monkeypatch, price
             "[discounts.aws]\non_demand = 1.2\n",
             "on_demand = 1.2 is not allowed; allowed: a fraction >= 0 and < 1",
         ),
-        ("[discounts.amz]\non_demand = 0.2\n", "discounts.amz: 'amz' is not a provider of the price catalog"),
+        ("[discounts.amz]\non_demand = 0.2\n", "discounts.amz: 'amz' is not a provider in the price catalog"),
         (
             '[[prices]]\nprovider = "aws"\ninstance = "p5.48xlage"\nusd_per_hour = 30\n',
             "prices[0].instance: 'p5.48xlage' is not an instance of aws in the price catalog "
