@@ -240,11 +240,11 @@ def report(
                 "cases",
                 "sources",
                 "LOFO within (src-wt)",
-                "LOFO median |err| (src-wt)",
+                "LOFO median abs. error (src-wt)",
                 "LOFO within (pooled)",
                 "LOSO within (pooled)",
                 "in-sample within",
-                "in-sample median |err|",
+                "in-sample median abs. error",
             ],
             rows,
             markdown,
@@ -273,7 +273,7 @@ def report(
                     "sources",
                     "coverage (src-wt)",
                     "coverage (pooled)",
-                    "median |err| (src-wt)",
+                    "median abs. error (src-wt)",
                 ],
                 coverage_rows(inside),
                 markdown,
@@ -311,10 +311,10 @@ def report(
                 "kind",
                 "cases",
                 "LOFO within",
-                "LOFO median |err|",
+                "LOFO median abs. error",
                 "LOFO bias",
                 "in-sample within",
-                "in-sample median |err|",
+                "in-sample median abs. error",
             ],
             rows,
             markdown,
@@ -344,13 +344,12 @@ def aside_report(markdown: bool) -> str:
         by_src[(item[0].source, item[0].score_kind)].append(item)
     for (source, kind), res in sorted(by_src.items()):
         bias = [e for _, e in _errors(res)]
-        inside = [
-            band_for(c.gpu, c.train[0].precision, c.stack, a).p10
-            <= step_ratio(c, p)
-            <= band_for(c.gpu, c.train[0].precision, c.stack, a).p90
+        bands = {
+            id(c): band_for(c.gpu, c.train[0].precision, c.stack, a)
             for c, p in res
             if p is not None and c.train is not None and c.kind == "train_throughput"
-        ]
+        }
+        inside = [bands[id(c)].p10 <= step_ratio(c, p) <= bands[id(c)].p90 for c, p in res if id(c) in bands]
         table.append(
             [
                 source,
@@ -364,9 +363,19 @@ def aside_report(markdown: bool) -> str:
         res = [i for i in scored if i[0].score_kind == kind]
         if res:
             n, k, within, med = source_weighted(res)
-            table.append(["all (src-wt)", kind, str(n), _pct(within), _pct(med), "", ""])
+            hits: dict[str, list[bool]] = defaultdict(list)
+            for c, p in res:
+                if p is not None and c.train is not None and c.kind == "train_throughput":
+                    band = band_for(c.gpu, c.train[0].precision, c.stack, a)
+                    hits[c.source].append(band.p10 <= step_ratio(c, p) <= band.p90)
+            cover = sum(sum(v) / len(v) for v in hits.values()) / len(hits) if hits else None
+            table.append(
+                [f"all ({k} sources, src-wt)", kind, str(n), _pct(within), _pct(med), "", _pct(cover)]
+            )
     out.append(
-        _table(["source", "kind", "cases", "within", "median |err|", "bias", "in P10–P90"], table, markdown)
+        _table(
+            ["source", "kind", "cases", "within", "median abs. error", "bias", "in P10–P90"], table, markdown
+        )
     )
     return "\n".join(out)
 
