@@ -92,13 +92,18 @@ def shrink(
 
 def band_for(gpu: GpuSpec, precision: str, stack: str, assumptions: Any) -> Band:
     """The band of a training step of `stack` in `precision` on `gpu` (module doc)."""
+    gen = band_key(gpu.generation, precision)
+    return _shrunk_band(gen, band_key(gpu.generation, precision, stack), assumptions)
+
+
+def _shrunk_band(gen_key: str, cell_key: str, assumptions: Any) -> Band:
+    """The fitted band of `cell_key` shrunk toward that of `gen_key`, shrunk toward the prior
+    (module doc); its evidence is the most specific key the fit has."""
     low, high = assumptions.band_prior
-    prior = (low, 1.0, high)
     fit = fitted_constants(assumptions)
     stats = fit.bands if fit is not None else {}
     k, c = assumptions.band_prior_cases, assumptions.band_cases_per_source
-    gen_key, cell_key = band_key(gpu.generation, precision), band_key(gpu.generation, precision, stack)
-    gen = shrink(stats.get(gen_key), prior, k, c)
+    gen = shrink(stats.get(gen_key), (low, 1.0, high), k, c)
     cell = shrink(stats.get(cell_key), gen, k, c)
     basis = cell_key if cell_key in stats else gen_key if gen_key in stats else "prior"
     cases, sources = stats[basis][3:5] if basis in stats else (0, 0)
@@ -114,16 +119,7 @@ def serve_band_for(gpu: GpuSpec, stack: str, assumptions: Any) -> Band:
     """The band of a serving replica's times (TTFT, TPOT, 1 / throughput) of `stack` on `gpu`:
     the same shrinkage as training (module doc) over the serving residuals of the generation and
     generation × serving stack."""
-    low, high = assumptions.band_prior
-    fit = fitted_constants(assumptions)
-    stats = fit.bands if fit is not None else {}
-    k, c = assumptions.band_prior_cases, assumptions.band_cases_per_source
-    gen_key, cell_key = serve_band_key(gpu.generation), serve_band_key(gpu.generation, stack)
-    gen = shrink(stats.get(gen_key), (low, 1.0, high), k, c)
-    cell = shrink(stats.get(cell_key), gen, k, c)
-    basis = cell_key if cell_key in stats else gen_key if gen_key in stats else "prior"
-    cases, sources = stats[basis][3:5] if basis in stats else (0, 0)
-    return Band(*cell, cases=cases, sources=sources, basis=basis)
+    return _shrunk_band(serve_band_key(gpu.generation), serve_band_key(gpu.generation, stack), assumptions)
 
 
 def profile_band(interval: tuple[float, float]) -> Band:

@@ -19,6 +19,7 @@ from optimizer.inputs.jobs.strict import STRICT, StrictModel
 from optimizer.inputs.models import load_hf_config
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.inputs.validation import format_validation_error
+from optimizer.model.bands import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
 from optimizer.model.presets import get_preset
 from optimizer.model.profile import MeasuredPoint, SampleProfile, as_planned
 from optimizer.model.setup import Checkpointing, PerfAssumptions
@@ -420,3 +421,14 @@ def coerce_document(
     if isinstance(doc, cls):
         return doc, None
     raise ConfigError(f"{field}: expected a path, a dict or a {cls.__name__}, got {type(doc).__name__}")
+
+
+def confidence_field(meets: str) -> Any:
+    """The `constraints.confidence` field of a job kind: `meets` says what holds at it."""
+    return Field(
+        default=DEFAULT_CONFIDENCE,
+        ge=CONFIDENCE_RANGE[0],
+        le=CONFIDENCE_RANGE[1],
+        description=f"{meets} at this quantile of the prediction band, {CONFIDENCE_RANGE[0]}-"
+        f"{CONFIDENCE_RANGE[1]} (0.8: 4 runs in 5)",
+    )

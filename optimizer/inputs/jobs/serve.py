@@ -28,10 +28,9 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
-from optimizer.inputs.jobs.common import StrictModel
+from optimizer.inputs.jobs.common import StrictModel, confidence_field
 from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_name
 from optimizer.inputs.toml_file import read_toml
-from optimizer.model.bands import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
 from optimizer.model.layout import TP_DEGREES
 
 __all__ = [
@@ -215,12 +214,8 @@ class ServeConstraints(StrictModel):
         description="at most this end-to-end latency of a request "
         "(first token + every output token), seconds",
     )
-    confidence: float = Field(
-        default=DEFAULT_CONFIDENCE,
-        ge=CONFIDENCE_RANGE[0],
-        le=CONFIDENCE_RANGE[1],
-        description="latency targets and the request rate are met at this quantile of the "
-        "serving band (slower replicas, longer latencies than the median prediction)",
+    confidence: float = confidence_field(
+        "latency targets and the request rate are met (slower replicas than the median prediction)"
     )
     gpu_types: tuple[str, ...] | None = Field(
         min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"

@@ -22,6 +22,7 @@ from optimizer.inputs.jobs.common import (
     ModelRef,
     StrictModel,
     coerce_document,
+    confidence_field,
     format_validation_error,
     stack_name,
 )
@@ -29,7 +30,7 @@ from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.toml_file import read_toml
 from optimizer.inputs.validation import check_number
-from optimizer.model.bands import CONFIDENCE_RANGE, DEFAULT_CONFIDENCE
+from optimizer.model.bands import CONFIDENCE_RANGE
 from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
 from optimizer.model.setup import (
     CHECKPOINTING,
@@ -216,12 +217,8 @@ class Constraints(StrictModel):
         default=None, gt=0, le=MAX_DAYS * 24, description="finish within this many hours"
     )
     budget_usd: float | None = Field(default=None, gt=0, le=MAX_USD, description="spend at most this (USD)")
-    confidence: float = Field(
-        default=DEFAULT_CONFIDENCE,
-        ge=CONFIDENCE_RANGE[0],
-        le=CONFIDENCE_RANGE[1],
-        description="the deadline and the budget are met at this quantile of the plan's "
-        "step-time band (0.8: 4 runs in 5 finish in time); the cost minimised is the cost at it",
+    confidence: float = confidence_field(
+        "the deadline and the budget are met, and the cost minimised is the cost,"
     )
     gpu_types: tuple[str, ...] | None = Field(
         min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"
