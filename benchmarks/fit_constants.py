@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))
 
 from cases import Case, build_cases, log_ratio, predict  # noqa: E402
 
-from optimizer.model.bands import serve_band_key  # noqa: E402
+from optimizer.model.bands import CALIBRATED_KEY, serve_band_key  # noqa: E402
 from optimizer.model.fitted import (  # noqa: E402
     FAMILY_TABLES,
     FittedConstants,
@@ -286,6 +286,19 @@ def step_ratio(case: Case, predicted: float) -> float:
     return math.exp(-log_ratio(case, predicted))
 
 
+def calibrated_band_stats(folds: Folds) -> dict[str, tuple[float, float, float, int, int]]:
+    """{CALIBRATED_KEY: (P10, P50, P90, cases, sources)} of held-out training runs predicted
+    after one measured point on their GPU type × precision (accuracy.calibrated): the band of
+    a plan on a GPU type the user calibrated."""
+    from accuracy import calibrated  # noqa: PLC0415 (accuracy imports this module)
+
+    items = [(c.source, step_ratio(c, p)) for c, p in calibrated(folds) if p is not None]
+    if len(items) < MIN_BAND_CASES:
+        return {}
+    q10, q50, q90 = source_weighted_quantiles(items, (0.1, 0.5, 0.9))
+    return {CALIBRATED_KEY: (q10, q50, q90, len(items), len({s for s, _ in items}))}
+
+
 def source_weighted_quantiles(items: Sequence[tuple[str, float]], qs: Sequence[float]) -> list[float]:
     """Quantiles of the values of (source, value) items, each source weighing the same in total
     (a source of 200 runs must not set the band a new source is held to): the weighted
@@ -372,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     folds = lofo(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
     residuals = [item for _, results in folds.values() for item in results]
     bands = bands_from(residuals)
+    bands.update(calibrated_band_stats(folds))
     print(
         f"fitted on {sum(family(c) is not None for c in cases)} cases from "
         f"{len({c.source for c in cases})} sources: "

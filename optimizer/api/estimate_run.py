@@ -31,7 +31,7 @@ from optimizer.inputs.request import (
     request_from_options,
 )
 from optimizer.inputs.validation import check_number
-from optimizer.model.bands import band_for, profile_band
+from optimizer.model.bands import step_band
 from optimizer.model.estimate_figures import serve_estimate_figures, train_estimate_figures
 from optimizer.model.memory import serving_memory, training_memory
 from optimizer.model.profile import is_profile
@@ -156,13 +156,7 @@ def _train(built: Built, a: PerfAssumptions) -> dict[str, Any]:
     where = built.where
     mem = training_memory(spec, setup, layout, a)
     step = training_step_time(spec, setup, layout, built.cluster, a) if g.supports(precision) else None
-    band = (
-        None
-        if step is None
-        else profile_band(step.interval)
-        if step.interval
-        else band_for(g, precision, built.stack, a)
-    )
+    band = None if step is None else step_band(step, g, precision, built.stack, a)
     if step is not None and not is_profile(spec):  # before the size factor (what calibrate fits)
         where = {**where, "base_efficiency": round(compute_efficiency(g, precision, a, built.stack)[0], 4)}
     where = {**where, "band": band, "seq_len": built.seq_len}

@@ -116,12 +116,16 @@ def band_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
         return []
     basis = p.get("interval_basis") or {}
     cases = basis.get("cases", 0)
+    group = basis.get("group")
     evidence = (
         "no measured run: the wide prior band"
-        if basis.get("group") == "prior"
+        if group == "prior"
         else "the profile's own band"
-        if basis.get("group") == "profile"
-        else f"band from {cases} measured runs, {basis.get('sources', 0)} sources ({basis.get('group')})"
+        if group == "profile"
+        else f"calibrated from your measured runs on {p['gpu']} (`ccopt calibrate --list`); band of "
+        f"calibrated predictions of {cases} held-out runs, {basis.get('sources', 0)} sources"
+        if group == "calibrated"
+        else f"band from {cases} measured runs, {basis.get('sources', 0)} sources ({group})"
     )
     out = [
         f"P50 {p['days_p50']:.2f} days, {money(p['cost_usd_p50'])}; P90 {p['days_p90']:.2f} days, "

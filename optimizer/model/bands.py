@@ -122,6 +122,27 @@ def serve_band_for(gpu: GpuSpec, stack: str, assumptions: Any) -> Band:
     return _shrunk_band(serve_band_key(gpu.generation), serve_band_key(gpu.generation, stack), assumptions)
 
 
+#: the key of the band of calibrated predictions: held-out runs predicted after one measured
+#: point on their GPU type (benchmarks/accuracy.py calibrated, on leave-one-family-out constants)
+CALIBRATED_KEY = "calibrated"
+
+
+def calibrated_band(assumptions: Any) -> Band:
+    """The band of a step on a GPU type the user calibrated (`ccopt calibrate`): the residuals
+    of calibrated cross-validated predictions, shrunk toward the prior like any band."""
+    return _shrunk_band(CALIBRATED_KEY, CALIBRATED_KEY, assumptions)
+
+
+def step_band(step: Any, gpu: GpuSpec, precision: str, stack: str, assumptions: Any) -> Band:
+    """The band of one predicted training step: a per-sample profile's own, the calibrated band
+    when the user measured this GPU type, else the GPU generation × precision × stack's."""
+    if step.interval:
+        return profile_band(step.interval)
+    if step.calibrated:
+        return calibrated_band(assumptions)
+    return band_for(gpu, precision, stack, assumptions)
+
+
 def profile_band(interval: tuple[float, float]) -> Band:
     """A per-sample profile's own (P10, P90) band (optimizer/model/profile_time.py); its median
     is the prediction itself."""

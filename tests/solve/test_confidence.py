@@ -97,3 +97,30 @@ def test_no_example_plan_runs_a_gpu_above_its_mfu_ceiling(example: str) -> None:
         if p is None or p["calibrated"] or p["mfu"] <= 0:
             continue
         assert p["mfu"] <= mfu_ceiling(get_gpu(p["gpu"]), precision, a).mfu + 1e-4, (example, p["gpu"])
+
+
+def test_a_calibrated_gpu_type_plans_with_the_calibrated_band(isolated, tmp_path) -> None:
+    """The loop: a measured run on H100 (ccopt calibrate) → the plan on H100 says it is
+    calibrated and uses the band of calibrated cross-validated predictions (fitted.toml)."""
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+    from optimizer.model.fitted import load_fitted
+
+    job = tmp_path / "h100.toml"
+    text = EXAMPLE.read_text().replace("[constraints]\n", '[constraints]\ngpu_types = ["H100-80GB"]\n', 1)
+    job.write_text(text)
+    runner = CliRunner()
+    before = api.plan(job, alternatives=0)["plan"]
+    assert before["interval_basis"]["group"].startswith("hopper/16")
+    flags = ["-m", "llama-2-7b", "-g", "h100", "--num-gpus", "8", "--micro-batch", "2"]
+    flags += ["--global-batch", "1024", "--seq-len", "4096", "--zero-stage", "2"]
+    done = runner.invoke(app, ["calibrate", *flags, "--tokens-per-s", "80000"])
+    assert done.exit_code == 0, done.stderr
+    after = api.plan(job, alternatives=0)["plan"]
+    assert after["calibrated"] and after["gpu"] == "H100-80GB"
+    p10, p50, p90, cases, sources = load_fitted().bands["calibrated"]
+    assert after["interval_basis"] == {"cases": cases, "sources": sources, "group": "calibrated"}
+    assert cases >= 100  # the calibrated band rests on many held-out calibrated predictions
+    text_out = runner.invoke(app, ["plan", str(job)]).stdout
+    assert "calibrated from your measured runs on H100-80GB" in text_out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from optimizer.model.bands import band_for, profile_band
+from optimizer.model.bands import band_for, step_band
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
@@ -398,7 +398,11 @@ def enumerate_candidates(
             ):
                 break
             steps = steps_for_batch(layout.global_batch)
-            band = profile_band(step.interval) if step.interval else gpu_band
+            band = (
+                gpu_band
+                if not (step.interval or step.calibrated)
+                else step_band(step, gpu, setup.precision, setup.stack, a)
+            )
             factor = 1.0 if confidence is None else band.multiplier(confidence)
             hours, spot = spot_hours(off, n, steps * step.time_s * factor / 3600.0, model, setup, a)
             if off.commitment_hours and hours > off.commitment_hours:
