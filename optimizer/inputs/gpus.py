@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import functools
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -44,8 +45,10 @@ _REQUIRED = (
 )
 
 
+@cache
 def data_path(name: str) -> Path:
-    """Path of a bundled data file in pricing_data/ (installed as optimizer.pricing_data)."""
+    """Path of a bundled data file in pricing_data/ (installed as optimizer.pricing_data);
+    cached: asked once per offering when a catalog is turned into offerings."""
     try:
         return Path(str(resources.files("optimizer.pricing_data").joinpath(name)))
     except ModuleNotFoundError:  # running from a source tree without install

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 import time
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offerings import cloud_offering, cloud_offerings, job_offerings
@@ -16,6 +19,7 @@ from optimizer.pricing.sanity import (
     RULES,
     PriceFlag,
     SanityThresholds,
+    _median_of_other_regions,
     check_rows,
     region_outlier,
     row_key,
@@ -252,3 +256,23 @@ def test_job_offerings_and_single_row_constructor(bundled_rows):
     flag = PriceFlag("stale", "made up")
     assert cloud_offering(row, flags=(flag,)).flags == (flag,)
     assert flag.as_dict() == {"rule": "stale", "reason": "made up"}
+
+
+@given(
+    st.lists(st.floats(0.5, 200.0, allow_nan=False), min_size=2, max_size=12),
+    st.booleans(),
+)
+@settings(max_examples=200, deadline=None)
+def test_region_outlier_medians_equal_the_direct_median_of_the_other_regions(prices, repeat) -> None:
+    """The sorted-once median (a million-row catalog in O(n log n)) equals statistics.median of
+    the other regions' prices, also when two rows share a region (the direct path)."""
+    regions = [f"r{i}" for i in range(len(prices))]
+    if repeat:
+        regions[-1] = regions[0]
+    rows = [_row(region=r, usd_per_hour=p * 8) for r, p in zip(regions, prices, strict=True)]
+    found = _median_of_other_regions(rows)
+    assert len(found) == sum(any(o.region != r.region for o in rows) for r in rows)
+    for row, median, count in found:
+        others = [r.usd_per_gpu_hour for r in rows if r.region != row.region]
+        assert count == len(others)
+        assert median == pytest.approx(statistics.median(others), rel=1e-12)
