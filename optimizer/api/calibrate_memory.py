@@ -45,9 +45,7 @@ def check_memory_point(
     setup, layout = built.setup, built.layout
     assert setup is not None and layout is not None  # a training configuration (caller checks)
     fit = fit_activation_factor(built.spec, setup, layout, peak_gib, kind, stored)
-    check_activation_factor(
-        fit.factor, peak_gib, kind, fit.model.states, fit.without_activations_gib, force
-    )
+    check_activation_factor(fit.factor, peak_gib, kind, fit.model.states, fit.without_activations_gib, force)
     key = (built.spec.name, setup.stack)
     previous = (
         training_memory(built.spec, setup, layout, stored).metric(kind)
@@ -57,7 +55,9 @@ def check_memory_point(
     return MemoryPoint(peak_gib, kind, kind_source, fit, previous)
 
 
-def store_memory_point(built: Built, req: ConfigRequest, point: MemoryPoint, layout_dict: Any) -> dict[str, Any]:
+def store_memory_point(
+    built: Built, req: ConfigRequest, point: MemoryPoint, layout_dict: Any
+) -> dict[str, Any]:
     """Store a checked peak with its request; the `memory` block of `ccopt calibrate --json`."""
     setup, layout = built.setup, built.layout
     assert setup is not None and layout is not None
@@ -116,4 +116,3 @@ def store_memory_point(built: Built, req: ConfigRequest, point: MemoryPoint, lay
         "calibrated_gib": round(after.metric(point.kind), 3),
         "scope": scope,
     }
-

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.api.calibrate import calibrate_profile, read_point_file
-from optimizer.api.calibration_points import group_runs, scope_sentence
 from optimizer.api.calibrate_memory import MemoryPoint, check_memory_point, store_memory_point
+from optimizer.api.calibration_points import group_runs, scope_sentence
 from optimizer.api.configuration import (
     DEFAULT_TRAIN_PRECISION,
     Built,
@@ -122,7 +122,9 @@ def calibrate_run(
     kind = memory_kind(memory_metric)
     if samples_per_s is not None or _is_profile_name(req.model):
         profile_kind = "device" if kind == "nvidia-smi" else kind  # MeasuredPoint's names
-        return _calibrate_profile(req, samples_per_s, peak_memory_gib, profile_kind, from_file, force, prices, offline)
+        return _calibrate_profile(
+            req, samples_per_s, peak_memory_gib, profile_kind, from_file, force, prices, offline
+        )
     return calibrate_request(
         req,
         tokens_per_s=tokens_per_s,
@@ -275,7 +277,9 @@ def calibrate_request(
     )
 
 
-def _memory_only(built: Built, req: ConfigRequest, memory: MemoryPoint, probe: dict[str, Any]) -> dict[str, Any]:
+def _memory_only(
+    built: Built, req: ConfigRequest, memory: MemoryPoint, probe: dict[str, Any]
+) -> dict[str, Any]:
     """A measured peak alone (no throughput): store the model × stack's activation factor."""
     out = store_memory_point(built, req, memory, probe["layout"])
     return emit(

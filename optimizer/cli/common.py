@@ -263,7 +263,7 @@ def layout_words(lay: dict[str, Any], short: bool = False) -> str:
 
 
 def memory_calibration_words(p: dict[str, Any]) -> str:
-    """"; activations × F from measured peaks" for a plan or estimate whose memory is
+    """ "; activations × F from measured peaks" for a plan or estimate whose memory is
     calibrated (`ccopt calibrate --peak-memory-gib`), else ""."""
     if not p.get("memory_calibrated"):
         return ""

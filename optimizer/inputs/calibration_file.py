@@ -161,7 +161,10 @@ def _check_memory_point(point: Any, where: str) -> None:
     for key in ("peak_gib", "activation_factor"):
         value = point.get(key)
         if not (
-            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value > 0
         ):
             raise ConfigError(
                 f"{where}.{key}: {value!r} is not allowed; allowed: a number > 0 "

@@ -50,7 +50,9 @@ def fit_activation_factor(
     key = (model.name, setup.stack)
     others = {k: v for k, v in assumptions.memory_calibrated.items() if k != key}
     plain = training_memory(model, setup, layout, replace(assumptions, memory_calibrated=others))
-    empty = training_memory(model, setup, layout, replace(assumptions, memory_calibrated={**others, key: 0.0}))
+    empty = training_memory(
+        model, setup, layout, replace(assumptions, memory_calibrated={**others, key: 0.0})
+    )
     base, full = empty.metric(kind), plain.metric(kind)
     # the metric is affine in the activation bytes (module docstring): solve for the factor
     factor = (measured_gib - base) / (full - base) if full > base else 1.0

@@ -66,7 +66,8 @@ class CalibrationMemoryOut(Contract):
     measured_gib: float = Field(description="the measured peak per GPU")
     activation_factor: float = Field(description="× the model's activation bytes that reproduces this peak")
     group_activation_factor: float = Field(
-        description="the factor estimates and plans of this model × stack now use (geometric mean of its peaks)"
+        description="the factor estimates and plans of this model × stack now use "
+        "(geometric mean of its peaks)"
     )
     peaks: int = Field(description="stored peaks of this model × stack")
     states_gib: float = Field(description="weights + gradients + optimizer states of the run (exact)")
@@ -137,7 +138,8 @@ class CalibrateOutput(Contract):
     peak_memory_gib: float | None = Field(default=None, description="measured peak memory per GPU")
     fit: CalibrationFitOut | None = None
     memory: CalibrationMemoryOut | None = Field(
-        default=None, description="a measured peak memory of a transformer run, stored (kind efficiency or memory)"
+        default=None,
+        description="a measured peak memory of a transformer run, stored (kind efficiency or memory)",
     )
     runs: list[CalibrationRunOut] | None = Field(
         default=None, description="kind efficiency: every stored run of the GPU × precision × stack"
@@ -175,8 +177,12 @@ class CalibrationRowOut(Contract):
     efficiency: float | None = Field(
         default=None, description="kind speed: base efficiency fitted to the run (before the size factor)"
     )
-    measured_peak_gib: float | None = Field(default=None, description="kind memory: the measured peak per GPU")
-    memory_kind: str | None = Field(default=None, description="kind memory: allocated | reserved | nvidia-smi")
+    measured_peak_gib: float | None = Field(
+        default=None, description="kind memory: the measured peak per GPU"
+    )
+    memory_kind: str | None = Field(
+        default=None, description="kind memory: allocated | reserved | nvidia-smi"
+    )
     activation_factor: float | None = Field(
         default=None, description="kind memory: × the model's activation bytes it implies"
     )
