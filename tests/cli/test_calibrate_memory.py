@@ -248,3 +248,34 @@ def test_a_corrupt_stored_peak_is_one_line_naming_the_field(tmp_path) -> None:
     result = runner.invoke(app, ["calibrate", "--list"])
     assert result.exit_code == 2
     assert "memory_points[0].activation_factor: -1 is not allowed; allowed: a number > 0" in result.stderr
+
+
+def test_a_measure_file_carries_its_peak_and_its_kind(tmp_path) -> None:
+    """`ccopt measure` on a GPU writes torch.cuda.max_memory_allocated as peak_memory_gib with
+    memory_metric "allocated": `calibrate --from` stores it as an allocated peak."""
+    run = {"seq_len": 1024, "micro_batch": 4, "global_batch": 4, "num_gpus": 1}
+    est = api.estimate("gpt2", "h100", **run)
+    mem = est["memory_gib"]
+    point = {
+        "kind": "ccopt-calibration-point",
+        "model": "gpt2",
+        "model_kind": "lm",
+        "device": "cuda",
+        "gpu": "H100-80GB",
+        "precision": "bf16",
+        "micro_batch": 4,
+        "seq_len": 1024,
+        "num_gpus": 1,
+        "samples_per_s": 4 / est["step"]["time_s"],
+        "tokens_per_s": est["tokens_per_s"],
+        "memory_metric": "allocated",
+        "peak_memory_gib": mem["total"] + 0.3 * mem["activations"],
+    }
+    file = tmp_path / "point.json"
+    file.write_text(json.dumps(point))
+    result = runner.invoke(app, ["calibrate", "--from", str(file), "--json"])
+    assert result.exit_code == 0, result.stderr
+    memory = json.loads(result.stdout)["memory"]
+    assert (memory["kind"], memory["kind_source"]) == ("allocated", "file")
+    # estimate's GiB are rounded to 0.01: on GPT-2's ~1 GiB of activations that is ±0.5%
+    assert memory["activation_factor"] == pytest.approx(1.3, abs=0.01)
