@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, RootModel
 
+from optimizer.model.memory_breakdown import MEMORY_KINDS
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract
 
 __all__ = [
@@ -56,7 +57,7 @@ class CalibrationMemoryOut(Contract):
     replaced: list[str] = Field(description="ids of stored peaks of the same request and kind it replaced")
     model: str
     stack: str
-    kind: Literal["allocated", "reserved", "nvidia-smi", "device"] = Field(
+    kind: Literal[MEMORY_KINDS] = Field(  # type: ignore[valid-type]
         description="what the peak measures: torch.cuda.max_memory_allocated, "
         "max_memory_reserved, or the device as nvidia-smi shows it"
     )
