@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.api.calibrate import calibrate_profile, read_point_file
+from optimizer.api.calibrate_memory import MemoryPoint, check_memory_point, store_memory_point
 from optimizer.api.calibration_points import group_runs, scope_sentence
 from optimizer.api.configuration import (
     DEFAULT_TRAIN_PRECISION,
+    Built,
     build_configuration,
     check_seq_len,
     instance_offering,
@@ -23,12 +25,14 @@ from optimizer.api.estimate_run import evaluate
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import base_assumptions, fit_efficiency
 from optimizer.inputs.calibration_file import (
+    DEFAULT_MEMORY_KIND,
     EFFICIENCY_RANGE,
     MIN_EFFICIENCY,
     calibration_path,
     check_achieved,
     check_memory,
     check_speed,
+    memory_kind,
 )
 from optimizer.inputs.calibration_store import add_point
 from optimizer.inputs.gpus import get_gpu
@@ -74,7 +78,7 @@ def calibrate_run(
     step_time_s: float | None = None,
     samples_per_s: float | None = None,
     peak_memory_gib: float | None = None,
-    memory_metric: str = "device",
+    memory_metric: str | None = None,
     from_file: str | Path | None = None,
     force: bool = False,
     prices: str | Path | None = None,
@@ -90,6 +94,7 @@ def calibrate_run(
             the stored range.
     """
     values = dict(options)
+    kind_source = "default" if memory_metric is None else "given"
     if from_file is not None:
         point = read_point_file(from_file)
         if values.get("gpu") is None and values.get("instance") is None and point["device"] == "cpu":
@@ -105,23 +110,28 @@ def calibrate_run(
             tokens_per_s = float(point["tokens_per_s"])
         else:
             samples_per_s = float(point["samples_per_s"])
-            peak_memory_gib = point.get("peak_memory_gib")
-            memory_metric = point.get("memory_metric") or "allocated"
             values["optimizer"] = fields["optimizer"] or values.get("optimizer")
+        if point.get("peak_memory_gib") is not None:  # measured on a GPU: the file says its kind
+            peak_memory_gib = float(point["peak_memory_gib"])
+            memory_metric, kind_source = point.get("memory_metric") or "allocated", "file"
     if values.get("gpu") is None and values.get("instance"):
         values["gpu"] = instance_offering(values["instance"], prices, offline).gpu_id
     if values.get("model") is None or values.get("gpu") is None:
         raise ConfigError("give --model and --gpu or --instance (or --from a `ccopt measure` file)")
     req = request_from_options(values)
+    kind = memory_kind(memory_metric)
     if samples_per_s is not None or _is_profile_name(req.model):
+        profile_kind = "device" if kind == "nvidia-smi" else kind  # MeasuredPoint's names
         return _calibrate_profile(
-            req, samples_per_s, peak_memory_gib, memory_metric, from_file, force, prices, offline
+            req, samples_per_s, peak_memory_gib, profile_kind, from_file, force, prices, offline
         )
     return calibrate_request(
         req,
         tokens_per_s=tokens_per_s,
         step_time_s=step_time_s,
         peak_memory_gib=peak_memory_gib,
+        memory_kind=kind,
+        memory_kind_source=kind_source,
         force=force,
         prices=prices,
         offline=offline,
@@ -134,6 +144,8 @@ def calibrate_request(
     tokens_per_s: float | None = None,
     step_time_s: float | None = None,
     peak_memory_gib: float | None = None,
+    memory_kind: str = DEFAULT_MEMORY_KIND,
+    memory_kind_source: str = "default",
     force: bool = False,
     prices: str | Path | None = None,
     offline: bool | None = None,
@@ -142,7 +154,9 @@ def calibrate_request(
     step time (or tokens/s over all GPUs), store the run with the request, refit the curve of
     every stored run of that GPU × precision × stack (model.calibrated), and return what
     estimate predicted before and predicts now, the scope and the runs re-predicted (the
-    `ccopt calibrate --json` contract).
+    `ccopt calibrate --json` contract). A measured peak memory (`memory_kind`: allocated,
+    reserved or nvidia-smi) also stores the activation factor of the model × stack
+    (api/calibrate_memory.py); with a peak alone only that is stored (kind "memory").
 
     Raises:
         ConfigError: bad input; a run wildly outside the model's band (calibration_file's
@@ -150,8 +164,10 @@ def calibrate_request(
             memory than the card; `force` stores the first three); a store that cannot be
             written (it is unchanged).
     """
-    if (tokens_per_s is None) == (step_time_s is None):
-        raise ConfigError("give exactly one of --tokens-per-s or --step-time-s")
+    if tokens_per_s is not None and step_time_s is not None:
+        raise ConfigError("give one of --tokens-per-s or --step-time-s, not both")
+    if tokens_per_s is None and step_time_s is None and peak_memory_gib is None:
+        raise ConfigError("give --tokens-per-s or --step-time-s, and/or --peak-memory-gib (a measured peak)")
     check_number(tokens_per_s, "--tokens-per-s", gt=0, le=1e12)
     check_number(step_time_s, "--step-time-s", gt=0, le=MAX_STEP_S)
     check_number(peak_memory_gib, "--peak-memory-gib", gt=0, le=1e5)
@@ -162,9 +178,17 @@ def calibrate_request(
     stored = base_assumptions()
     uncalibrated = replace(stored, efficiency=None, calibrated={}, calibrated_curves={})
     probe = evaluate(built, uncalibrated)
+    # the peak is checked before anything is stored: a refused peak stores no run either
+    memory = (
+        check_memory_point(built, peak_memory_gib, memory_kind, memory_kind_source, force, stored)
+        if peak_memory_gib is not None
+        else None
+    )
+    if tokens_per_s is None and step_time_s is None:
+        assert memory is not None
+        return _memory_only(built, req, memory, probe)
     if probe.get("step") is None:
         raise ConfigError(f"--precision: {probe.get('note')}")
-    check_memory(peak_memory_gib, built.gpu)
     tokens_per_step = layout.global_batch * built.seq_len
     measured = step_time_s or tokens_per_step / float(tokens_per_s or 1)
     if not measured <= MAX_STEP_S:  # a tiny --tokens-per-s: a step of days (or inf)
@@ -203,6 +227,7 @@ def calibrate_request(
             },
         }
     )
+    memory_out = store_memory_point(built, req, memory, probe["layout"]) if memory is not None else None
     now = base_assumptions()
     after = evaluate(built, now)  # what estimate and plan now report for this run
     curve = now.calibrated_curves[key]
@@ -246,6 +271,31 @@ def calibrate_request(
             **hardware,
             "fit": fit,
             "runs": runs,
+            **({"memory": memory_out} if memory_out is not None else {}),
+            "file": str(calibration_path()),
+        },
+    )
+
+
+def _memory_only(
+    built: Built, req: ConfigRequest, memory: MemoryPoint, probe: dict[str, Any]
+) -> dict[str, Any]:
+    """A measured peak alone (no throughput): store the model × stack's activation factor."""
+    out = store_memory_point(built, req, memory, probe["layout"])
+    return emit(
+        CalibrateOutput,
+        {
+            "status": "calibrated",
+            "kind": "memory",
+            "gpu": built.gpu.gpu_id,
+            "precision": built.precision,
+            "stack": out["stack"],
+            "model": out["model"],
+            "id": out["id"],
+            "replaced": out["replaced"],
+            "peak_memory_gib": memory.peak_gib,
+            "gpus": built.num_gpus,
+            "memory": out,
             "file": str(calibration_path()),
         },
     )

@@ -11,7 +11,7 @@ from optimizer.api.estimate_run import evaluate
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import recorded_request
 from optimizer.inputs.calibration_file import calibration_path
-from optimizer.inputs.calibration_store import LEGACY_STACK, load_points, remove_points
+from optimizer.inputs.calibration_store import LEGACY_STACK, load_memory_points, load_points, remove_points
 from optimizer.inputs.request import request_from_options
 from optimizer.model.calibrated import CURVE_MODEL, CalibratedCurve
 from optimizer.model.setup import PerfAssumptions
@@ -40,6 +40,21 @@ def layout_words(measured: dict[str, Any]) -> str | None:
 
 def _row(point: dict[str, Any], file: Path) -> dict[str, Any]:
     measured = point.get("measured") or {}
+    if point.get("memory"):
+        return {
+            "id": point["id"],
+            "kind": "memory",
+            "gpu": point["gpu"],
+            "precision": point["precision"],
+            "stack": point["stack"],
+            "model": point["model"],
+            "layout": layout_words(measured),
+            "measured_peak_gib": point["peak_gib"],
+            "memory_kind": point["kind"],
+            "activation_factor": point["activation_factor"],
+            "when": point.get("when"),
+            "file": str(file),
+        }
     return {
         "id": point["id"],
         "gpu": point["gpu"],
@@ -58,9 +73,11 @@ def _row(point: dict[str, Any], file: Path) -> dict[str, Any]:
 
 def calibration_list(path: Path | None = None) -> list[dict[str, Any]]:
     """Every stored run of a transformer (`ccopt calibrate --list --json`), oldest first; old
-    entries (stack "any") last. Raises ConfigError for a store that is not valid."""
+    entries (stack "any") after them, then the measured peaks (kind memory), oldest first.
+    Raises ConfigError for a store that is not valid."""
     file = path or calibration_path()
-    return emit_list(CalibrationListOutput, [_row(p, file) for p in load_points(file)])
+    rows = [_row(p, file) for p in load_points(file) + load_memory_points(file)]
+    return emit_list(CalibrationListOutput, rows)
 
 
 def calibration_remove(target: str, path: Path | None = None) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 per-sample model's run); `--list` / `--remove` manage the stored runs. Its configuration
 options are the request's (cli/request_options.py), the same as `ccopt estimate`'s, so every
 configuration estimate can express can be calibrated; the measurement (--tokens-per-s,
---step-time-s, --samples-per-s, --peak-memory-gib, --memory-metric, --from), --force, --list
+--step-time-s, --samples-per-s, --peak-memory-gib, --memory-kind, --from), --force, --list
 and --remove are calibrate's own."""
 
 from __future__ import annotations
@@ -56,11 +56,23 @@ def calibrate(
         float | None, Opt(help="Per-sample models: measured samples/s of the whole run (calibrate only)")
     ] = None,
     peak_memory_gib: Annotated[
-        float | None, Opt(help="Per-sample models: measured peak memory per GPU (calibrate only)")
+        float | None,
+        Opt(
+            help="Measured peak memory per GPU, GiB: calibrates the activation memory of the "
+            "model × stack (transformers; alone or with a throughput) (calibrate only)"
+        ),
     ] = None,
     memory_metric: Annotated[
-        str, Opt(help="allocated | reserved | device (nvidia-smi) (calibrate only)")
-    ] = "device",
+        str | None,
+        Opt(
+            "--memory-kind",
+            "--memory-metric",
+            help="What --peak-memory-gib measures: allocated (torch.cuda.max_memory_allocated) | "
+            "reserved (max_memory_reserved) | nvidia-smi (= device). Default nvidia-smi: the "
+            "figure read without instrumenting the script and the one compared with the card; "
+            "a `ccopt measure` file says its own (calibrate only)",
+        ),
+    ] = None,
     from_file: Annotated[
         Path | None,
         Opt("--from", help="A calibration point written by `ccopt measure` (calibrate only)"),
@@ -70,7 +82,8 @@ def calibrate(
         Opt(
             "--force",
             help="Store a run the plausibility checks refuse (far faster or slower than predicted, "
-            "above 90% of peak); never one beyond 100% or above the card's memory (calibrate only)",
+            "above 90% of peak, a peak implying activations outside 0.2-5× the model's); never one "
+            "beyond 100%, above the card's memory or below the model states (calibrate only)",
         ),
     ] = False,
     list_runs: Annotated[
@@ -89,7 +102,10 @@ def calibrate(
 
     The run is described with estimate's configuration options (the serving ones aside: a
     calibration is of a training run); calibrate only: --tokens-per-s, --step-time-s,
-    --samples-per-s, --peak-memory-gib, --memory-metric, --from, --force, --list, --remove.
+    --samples-per-s, --peak-memory-gib, --memory-kind, --from, --force, --list, --remove.
+
+    A measured peak memory (--peak-memory-gib, --memory-kind) calibrates the activation memory
+    of the model × stack: later estimates and plans of it, every layout, use the factor.
 
     Several runs of one GPU type × precision × stack fit its size dependence too:
     log(efficiency) = a + b·log(size factor), least squares over the runs."""
@@ -113,8 +129,37 @@ def calibrate(
         print_json(out)
     elif out.get("kind") == "profile_point":
         _render_profile(out)
+    elif out.get("kind") == "memory":
+        _render_memory(out["memory"], out["file"])
     else:
         _render(out)
+        if out.get("memory"):
+            _render_memory(out["memory"], out["file"])
+
+
+def _render_memory(m: dict[str, Any], file: str) -> None:
+    """A stored measured peak: the activation factor, the scope, before and after."""
+    source = {
+        "default": " (the default: give --memory-kind allocated|reserved if the figure is PyTorch's)",
+        "file": " (as the measure file says)",
+    }.get(m["kind_source"], "")
+    words = (
+        f"{m['model']} {m['stack']}: measured peak {m['measured_gib']:.2f} GiB {m['kind']}{source}; "
+        f"the model predicted {m['predicted_before_gib']:.2f} GiB "
+        f"({m['states_gib']:.2f} GiB weights + gradients + optimizer states, exact; activations "
+        f"{m['activations_before_gib']:.2f} GiB); this peak implies activations × "
+        f"{m['activation_factor']:.3f}"
+    )
+    if m.get("previous_gib") is not None:
+        words += f"; the peaks stored before predicted {m['previous_gib']:.2f} GiB"
+    words += (
+        f"; estimate now predicts {m['calibrated_gib']:.2f} GiB {m['kind']} for this run "
+        f"(activations {m['activations_after_gib']:.2f} GiB); {m['scope']}"
+    )
+    if m.get("replaced"):
+        words += f"; replaced the stored peak of the same request: {', '.join(m['replaced'])}"
+    console().print(words)
+    console().print(f"peak {m['id']} stored in {file}")
 
 
 def _render(out: dict[str, Any]) -> None:
@@ -202,26 +247,31 @@ def _manage(config: dict[str, Any], list_runs: bool, remove: str | None, json_ou
         return
     table = Table(
         "id",
+        "kind",
         "GPU",
         "precision",
         "stack",
         "model",
         "layout",
-        "measured s/step",
-        "efficiency",
+        "measured",
+        "fitted",
         "when",
         title="removed" if remove is not None else None,
     )
     for r in rows:
+        memory = r.get("kind") == "memory"
         table.add_row(
             r["id"],
+            r.get("kind") or "speed",
             r["gpu"],
             r["precision"],
             r["stack"],
             r.get("model") or "",
             r.get("layout") or "",
-            _num(r.get("measured_step_s")),
-            f"{r['efficiency']:.4f}",
+            f"{r['measured_peak_gib']:.2f} GiB {r['memory_kind']}"
+            if memory
+            else (f"{_num(r['measured_step_s'])} s/step" if r.get("measured_step_s") else ""),
+            f"activations ×{r['activation_factor']:.3f}" if memory else f"efficiency {r['efficiency']:.4f}",
             r.get("when") or "(old entry)",
         )
     console().print(table)

@@ -18,6 +18,7 @@ from optimizer.errors import CatalogError, ConfigError, InfeasibleError, Optimiz
 
 __all__ = [
     "user_errors",
+    "memory_calibration_words",
     "print_json",
     "console",
     "money",
@@ -259,6 +260,14 @@ def layout_words(lay: dict[str, Any], short: bool = False) -> str:
         f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, "
         f"{'no' if ckpt == 'none' else ckpt} activation checkpointing"
     )
+
+
+def memory_calibration_words(p: dict[str, Any]) -> str:
+    """ "; activations × F from measured peaks" for a plan or estimate whose memory is
+    calibrated (`ccopt calibrate --peak-memory-gib`), else ""."""
+    if not p.get("memory_calibrated"):
+        return ""
+    return f"; memory calibrated: activations ×{p['memory_activation_factor']:.2f} from measured peaks"
 
 
 def interconnect_words(p: dict[str, Any]) -> str:

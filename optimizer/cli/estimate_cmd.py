@@ -114,7 +114,10 @@ def _render(r: dict[str, Any]) -> None:
     table.add_column("memory per GPU")
     table.add_column("GiB", justify="right")
     for key in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
-        table.add_row(key, f"{mem[key]:.2f}")
+        label = key
+        if key == "activations" and r.get("memory_calibrated"):
+            label = f"activations (calibrated ×{r['memory_activation_factor']:.2f})"
+        table.add_row(label, f"{mem[key]:.2f}")
     table.add_row("[b]total (peak allocated)[/b]", f"[b]{mem['total']:.2f}[/b]")
     for key, label in (("reserved", "reserved (allocator)"), ("device", "device (nvidia-smi)")):
         if mem.get(key) is not None:

@@ -30,6 +30,7 @@ from optimizer.cli.common import (
     input_files,
     interconnect_words,
     layout_words,
+    memory_calibration_words,
     money,
     price_legend,
     price_mark,
@@ -184,8 +185,8 @@ def render_plan(data: dict[str, Any]) -> None:
         f"  memory: {p['memory_gib']['device']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB "
         f"per GPU on the device ({p['memory_gib']['total']:.1f} allocated; "
         f"{p.get('memory_headroom_gib', 0):.1f} GiB free, "
-        f"{p.get('memory_headroom_required_gib') or 0:.1f} GiB required); relies on "
-        f"{interconnect_words(p)}"
+        f"{p.get('memory_headroom_required_gib') or 0:.1f} GiB required"
+        f"{memory_calibration_words(p)}); relies on {interconnect_words(p)}"
     )
     for line in data_lines(p, data):
         c.print(f"  {line}")

@@ -14,7 +14,13 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration_file import calibration_path, check_calibration_store
-from optimizer.inputs.calibration_store import load_curves, load_points, read_store, write_store
+from optimizer.inputs.calibration_store import (
+    load_curves,
+    load_memory_factors,
+    load_points,
+    read_store,
+    write_store,
+)
 from optimizer.inputs.gpus import get_gpu
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
@@ -135,7 +141,11 @@ def fit_efficiency(
 
 def base_assumptions(overrides: Any = None) -> PerfAssumptions:
     """Defaults + stored calibration (+ overrides from a job's [assumptions])."""
-    a = PerfAssumptions(calibrated=load_calibration(), calibrated_curves=load_curves())
+    a = PerfAssumptions(
+        calibrated=load_calibration(),
+        calibrated_curves=load_curves(),
+        memory_calibrated=load_memory_factors(),
+    )
     return overrides.apply(a) if overrides is not None else a
 
 

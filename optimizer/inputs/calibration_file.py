@@ -18,6 +18,7 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.model.hardware import GpuSpec
+from optimizer.model.memory_breakdown import MEMORY_KINDS
 
 __all__ = [
     "calibration_path",
@@ -32,6 +33,11 @@ __all__ = [
     "check_memory",
     "check_speed",
     "check_achieved",
+    "MIN_ACTIVATION_FACTOR",
+    "MAX_ACTIVATION_FACTOR",
+    "DEFAULT_MEMORY_KIND",
+    "memory_kind",
+    "check_activation_factor",
 ]
 
 #: what a stored base efficiency may be: calibration fits it by bisection on [0.001, 1]
@@ -52,6 +58,16 @@ MAX_SLOWDOWN_VS_MODEL = 20.0
 #: GUESS: a measured peak memory per GPU may exceed the card's memory by 5% (GB vs GiB, the
 #: driver's rounding), never more: that is physics, not overridable
 MEMORY_SLACK = 1.05
+#: GUESS: a measured peak implying less than 0.2× or more than 5× the activation bytes the model
+#: counts for the run is a wrong number, a wrong memory kind or a wrong description of the run
+#: (the fitted per-stack multipliers of data/fitted.toml span ~0.5-2×). `--force` stores it
+MIN_ACTIVATION_FACTOR = 0.2
+MAX_ACTIVATION_FACTOR = 5.0
+#: the memory kind of a --peak-memory-gib given without --memory-kind: what nvidia-smi (and
+#: every cloud console) shows is the one figure a user reads without instrumenting the training
+#: script, and the one the plan's fit check compares with the card (MemoryBreakdown.fits);
+#: `ccopt measure` files say theirs ("allocated": torch.cuda.max_memory_allocated)
+DEFAULT_MEMORY_KIND = "nvidia-smi"
 
 
 def calibration_path() -> Path:
@@ -122,6 +138,38 @@ def check_document(data: dict[str, Any], file: Path) -> None:
             )
     for i, point in enumerate(data.get("points", [])):
         _check_point(point, f"calibration store {file}: points[{i}]")
+    if not isinstance(data.get("memory_points", []), list):
+        raise ConfigError(
+            f"calibration store {file}: memory_points: must be a list of measured peaks; delete or fix it"
+        )
+    for i, point in enumerate(data.get("memory_points", [])):
+        _check_memory_point(point, f"calibration store {file}: memory_points[{i}]")
+
+
+def _check_memory_point(point: Any, where: str) -> None:
+    """One stored peak: id, model, stack, gpu, precision are text, the kind one of
+    MEMORY_KINDS, the measured peak and the activation factor finite and > 0."""
+    if not isinstance(point, dict):
+        raise ConfigError(f"{where}: must be a table (id, model, stack, kind, peak_gib, activation_factor)")
+    for key in ("id", "model", "stack", "gpu", "precision"):
+        if not isinstance(point.get(key), str) or not point[key]:
+            raise ConfigError(f"{where}.{key}: {point.get(key)!r} is not allowed; allowed: a name")
+    if point.get("kind") not in MEMORY_KINDS:
+        raise ConfigError(
+            f"{where}.kind: {point.get('kind')!r} is not allowed; allowed: {', '.join(MEMORY_KINDS)}"
+        )
+    for key in ("peak_gib", "activation_factor"):
+        value = point.get(key)
+        if not (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value > 0
+        ):
+            raise ConfigError(
+                f"{where}.{key}: {value!r} is not allowed; allowed: a number > 0 "
+                "(rerun `ccopt calibrate` or remove it: ccopt calibrate --remove ID)"
+            )
 
 
 def _check_point(point: Any, where: str) -> None:
@@ -156,6 +204,47 @@ def check_memory(peak_memory_gib: float | None, gpu: GpuSpec) -> None:
             f"--peak-memory-gib: {peak_memory_gib:g} GiB per GPU is more than a {gpu.gpu_id} has "
             f"({gpu.memory_gib:g} GiB); refused: allowed: ≤ {gpu.memory_gib * MEMORY_SLACK:g} GiB "
             "(per GPU, not the sum over the run; GiB = 2^30 bytes)"
+        )
+
+
+def memory_kind(kind: str | None) -> str:
+    """The memory kind of a measured peak (MEMORY_KINDS; None: DEFAULT_MEMORY_KIND)."""
+    if kind is None:
+        return DEFAULT_MEMORY_KIND
+    value = kind.strip().lower()
+    if value not in MEMORY_KINDS:
+        raise ConfigError(
+            f"--memory-kind: {kind!r} is not allowed; allowed: {', '.join(MEMORY_KINDS)} "
+            "(torch.cuda.max_memory_allocated, max_memory_reserved, or nvidia-smi = device)"
+        )
+    return value
+
+
+def check_activation_factor(
+    factor: float, measured_gib: float, kind: str, states_gib: float, without_gib: float, force: bool
+) -> None:
+    """Refuse a measured peak below the exact model states (impossible, never stored), one that
+    leaves no room for activations (never stored), or one implying an activation factor outside
+    [MIN_ACTIVATION_FACTOR, MAX_ACTIVATION_FACTOR] (stored with `force`)."""
+    what = f"--peak-memory-gib: {measured_gib:g} GiB ({kind})"
+    if measured_gib < states_gib:
+        raise ConfigError(
+            f"{what} is below the {states_gib:.2f} GiB of weights, gradients and optimizer states "
+            "this configuration holds per GPU (exact byte counts); refused: no run of it can "
+            "peak lower; check the number, the memory kind and the run described"
+        )
+    if factor <= 0:
+        raise ConfigError(
+            f"{what} leaves no room for activations: the model without any activations already "
+            f"needs {without_gib:.2f} GiB ({kind}: states + workspace, allocator cache and "
+            "context as guessed); refused; check the memory kind (allocated is the smallest) "
+            "and the run described"
+        )
+    if not MIN_ACTIVATION_FACTOR <= factor <= MAX_ACTIVATION_FACTOR and not force:
+        raise ConfigError(
+            f"calibrate: refused: {what} implies {factor:.3g}× the activation memory the model "
+            f"counts for this run; allowed: {MIN_ACTIVATION_FACTOR:g}-{MAX_ACTIVATION_FACTOR:g}×; "
+            "check the number, the memory kind and the run described, or give --force to store it"
         )
 
 

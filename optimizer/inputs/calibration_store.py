@@ -2,7 +2,9 @@
 lock, every write an atomic replace, and the curve per GPU × precision × stack they fit.
 
 Layout of the JSON document ($CCOPT_CALIBRATION, calibration_file.calibration_path):
-`points` (list of runs, `ccopt calibrate` of a transformer), `entries` (one base efficiency per
+`points` (list of runs, `ccopt calibrate` of a transformer), `memory_points` (measured peaks
+per GPU, `ccopt calibrate --peak-memory-gib`: the activation factor of a model × stack),
+`entries` (one base efficiency per
 "GPU/precision" of any stack: stores written before runs were kept), `profiles` (per-sample
 models, inputs/profile_store). A writer holds an exclusive fcntl.flock on "<store>.lock" beside
 the store from its read to its os.replace, so concurrent `calibrate` processes never lose a run;
@@ -12,6 +14,7 @@ a disk that refuses the write (read-only, full) is one ConfigError and the store
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import uuid
@@ -41,6 +44,10 @@ __all__ = [
     "add_point",
     "remove_points",
     "LEGACY_STACK",
+    "add_memory_point",
+    "load_memory_points",
+    "memory_factors_of",
+    "load_memory_factors",
 ]
 
 T = TypeVar("T")
@@ -195,8 +202,9 @@ def _identity(point: dict[str, Any]) -> str:
 
 
 def remove_points(target: str, path: Path | None = None) -> list[dict[str, Any]]:
-    """Remove the runs `target` names: a run's id, or GPU[:precision] (every run of that GPU
-    type, of that precision; GPU matched case-insensitively). Returns the removed runs.
+    """Remove the runs `target` names: a run's or a measured peak's id, or GPU[:precision]
+    (every run and peak of that GPU type, of that precision; GPU matched case-insensitively).
+    Returns the removed runs (old entries marked legacy, peaks marked memory).
     Raises ConfigError when nothing matches (naming the ids stored)."""
     gpu, _, precision = target.partition(":")
 
@@ -206,7 +214,7 @@ def remove_points(target: str, path: Path | None = None) -> list[dict[str, Any]]
         return p["gpu"].lower() == gpu.lower() and precision in ("", p["precision"])
 
     def change(data: dict[str, Any]) -> list[dict[str, Any]]:
-        points = load_points_of(data)
+        points = load_points_of(data) + memory_points_of(data)
         removed = [p for p in points if matches(p)]
         if not removed:
             ids = ", ".join(p["id"] for p in points) or "none stored"
@@ -216,6 +224,8 @@ def remove_points(target: str, path: Path | None = None) -> list[dict[str, Any]]
             )
         gone = {p["id"] for p in removed}
         data["points"] = [p for p in data.get("points", []) if p["id"] not in gone]
+        if "memory_points" in data:
+            data["memory_points"] = [p for p in data["memory_points"] if p["id"] not in gone]
         data["entries"] = {k: v for k, v in data.get("entries", {}).items() if k not in gone}
         return removed
 
@@ -225,3 +235,58 @@ def remove_points(target: str, path: Path | None = None) -> list[dict[str, Any]]
 def load_points_of(data: dict[str, Any]) -> list[dict[str, Any]]:
     """The runs of an already-read (and checked) store document (as load_points)."""
     return [dict(p, legacy=False) for p in data.get("points", [])] + _legacy_rows(data)
+
+
+# ---- measured peak memory (`ccopt calibrate --peak-memory-gib`) ----------------------------
+
+
+def memory_points_of(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The measured peaks of an already-read (and checked) store document, oldest first."""
+    return [dict(p, memory=True) for p in data.get("memory_points", [])]
+
+
+def load_memory_points(path: Path | None = None) -> list[dict[str, Any]]:
+    """Every stored measured peak, oldest first. Raises ConfigError for a store not valid."""
+    file = path or calibration_path()
+    check_calibration_store(file)
+    return memory_points_of(read_store(file))
+
+
+def memory_factors_of(points: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """{(model, stack): activation factor}: the geometric mean of the factors its peaks imply
+    (least squares in log space, as the throughput curve; one peak: its own factor)."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for p in points:
+        groups.setdefault((p["model"], p["stack"]), []).append(math.log(float(p["activation_factor"])))
+    return {key: math.exp(sum(logs) / len(logs)) for key, logs in groups.items()}
+
+
+def load_memory_factors(path: Path | None = None) -> dict[tuple[str, str], float]:
+    """{(model name, stack): the activation factor of its stored peaks}."""
+    return memory_factors_of(load_memory_points(path))
+
+
+def add_memory_point(record: dict[str, Any], path: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Store one measured peak (`record`: model, stack, gpu, precision, kind, peak_gib,
+    activation_factor, measured with its request) under a new id, replacing a stored peak of
+    the same model × stack, memory kind and request (a re-measurement); returns (the stored
+    peak, the ids it replaced)."""
+    point = {
+        **record,
+        "id": uuid.uuid4().hex[:8],
+        "when": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+    }
+
+    def identity(p: dict[str, Any]) -> str:
+        request = (p.get("measured") or {}).get("request")
+        return json.dumps([p["model"], p["stack"], p["kind"], p["gpu"], request], sort_keys=True)
+
+    same = identity(point)
+
+    def change(data: dict[str, Any]) -> list[str]:
+        old = data.get("memory_points", [])
+        replaced = [p["id"] for p in old if identity(p) == same]
+        data["memory_points"] = [p for p in old if identity(p) != same] + [point]
+        return replaced
+
+    return point, update_store(change, path)

@@ -278,6 +278,11 @@ def training_memory(
     fit = fitted_constants(a)
     if fit is not None:  # fitted per stack / method / checkpointing (data/fitted.toml)
         acts *= memory_multiplier(fit, setup.stack, setup.method, layout.checkpointing)
+    # a measured peak of this model × stack scales what the model cannot count exactly: the
+    # activations (weights, gradients and optimizer states are exact byte counts)
+    factor = a.memory_calibrated.get((model.name, setup.stack))
+    if factor is not None:
+        acts *= factor
     managed = 0.0
     if setup.paged_optimizer:
         # bitsandbytes paged optimizers allocate their states with cudaMallocManaged
@@ -296,6 +301,7 @@ def training_memory(
         cache=k.allocator_cache * allocated / GIB,
         context=k.context_gib,
         managed=managed / GIB,
+        activation_factor=factor,
     )
 
 

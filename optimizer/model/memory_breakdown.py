@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MemoryBreakdown"]
+__all__ = ["MemoryBreakdown", "MEMORY_KINDS"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,14 @@ class MemoryBreakdown:
     #: to CPU RAM when GPU runs out of memory"; CUDA C++ Programming Guide, Unified Memory
     #: oversubscription), so they never make a run not fit
     managed: float = 0.0
+    #: the factor a measured peak (`ccopt calibrate --peak-memory-gib`) put on `activations`
+    #: for this model × stack; None: the model's own activation count (not calibrated)
+    activation_factor: float | None = None
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether a measured peak of this model × stack calibrated the activation term."""
+        return self.activation_factor is not None
 
     @property
     def total(self) -> float:
@@ -71,10 +79,20 @@ class MemoryBreakdown:
         }
 
     def metric(self, kind: str) -> float:
-        """The figure a framework reports: "allocated" | "reserved" | "device" (nvidia-smi)."""
+        """The figure a framework reports: one of MEMORY_KINDS ("nvidia-smi" = "device")."""
         return {
             "allocated": self.total,
             "reserved": self.reserved,
             "device": self.device,
             "nvidia-smi": self.device,
         }[kind]
+
+    @property
+    def states(self) -> float:
+        """Weights + gradients + optimizer states: exact byte counts of the model and layout."""
+        return self.weights + self.gradients + self.optimizer
+
+
+#: what a measured peak memory may be (MemoryBreakdown.metric): torch.cuda.max_memory_allocated,
+#: max_memory_reserved, or the device as nvidia-smi shows it ("device" is the same figure)
+MEMORY_KINDS = ("allocated", "reserved", "nvidia-smi", "device")

@@ -200,6 +200,9 @@ class PerfAssumptions:
     #: (gpu_id, precision, stack) -> the curve fitted to the stored runs (`ccopt calibrate`;
     #: optimizer.model.calibrated); wins over `calibrated` for its stack
     calibrated_curves: dict[tuple[str, str, str], CalibratedCurve] = field(default_factory=dict)
+    #: (model name, stack) -> factor on the activation bytes fitted to measured peak memory
+    #: (`ccopt calibrate --peak-memory-gib`; optimizer.model.memory_fit), any GPU and layout
+    memory_calibrated: dict[tuple[str, str], float] = field(default_factory=dict)
     # ---- SampleProfile models (optimizer.model.profile_time) ----
     #: GUESS: a micro-batch of b samples takes (1 + h/b) × the per-sample time of a large one
     #: (small batches under-fill the GPU); h in samples

@@ -58,7 +58,13 @@ def train_estimate_json(
     out.update({k: v for k, v in where.items() if v is not None})
     fits = figures.fits
     out.update(
-        mode="train", status=_status(fits), layout=layout.as_dict(), memory_gib=mem.as_dict(2), fits=fits
+        mode="train",
+        status=_status(fits),
+        layout=layout.as_dict(),
+        memory_gib=mem.as_dict(2),
+        fits=fits,
+        memory_calibrated=mem.calibrated,
+        memory_activation_factor=None if mem.activation_factor is None else round(mem.activation_factor, 4),
     )
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")

@@ -129,6 +129,10 @@ def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any
         "commitment_hours": off.commitment_hours,
         "kind": off.kind,
         "calibrated": c.step.calibrated,
+        "memory_calibrated": c.memory.calibrated,
+        "memory_activation_factor": None
+        if c.memory.activation_factor is None
+        else round(c.memory.activation_factor, 4),
         "inter_node_kind": off.inter_node_kind,
         "inter_node_is_default": off.inter_node_is_default,
         "options": dict(f.options),

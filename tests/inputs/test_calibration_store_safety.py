@@ -165,3 +165,42 @@ def test_a_failed_replace_leaves_no_temp_file(tmp_path, monkeypatch) -> None:
         update_store(lambda data: None, store)
     assert json.loads(store.read_text()) == {"points": []}
     assert [f.name for f in tmp_path.iterdir() if f.suffix == ".tmp"] == []
+
+
+#: a writer of a run (even n) or of a measured peak (odd n): both kinds share the store's lock
+MIXED_WRITER = """
+import pathlib, sys, time
+from optimizer.inputs.calibration_store import add_memory_point, add_point
+go, n = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+print("ready", flush=True)
+while not go.exists():
+    time.sleep(0.001)
+request = {"measured": {"request": {"global_batch": 8 * n}}}
+if n % 2:
+    add_memory_point({"model": "llama-3-8b", "stack": "generic", "gpu": "H100-80GB", "precision": "bf16",
+                      "kind": "allocated", "peak_gib": 40.0, "activation_factor": 1.0 + n / 100, **request})
+else:
+    add_point({"gpu": "H100-80GB", "precision": "bf16", "stack": "generic", "efficiency": 0.4,
+               "size_factor": 0.8, **request})
+"""
+
+
+def test_parallel_run_and_peak_writers_keep_all_of_both(tmp_path) -> None:
+    store, go = tmp_path / "calibration.json", tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MIXED_WRITER, str(go), str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        for n in range(1, 9)
+    ]
+    assert [p.stdout.readline().strip() if p.stdout else "" for p in procs] == ["ready"] * 8
+    go.touch()
+    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
+    assert [rc for rc, _ in results] == [0] * 8, results
+    assert len(load_points(store)) == 4
+    peaks = calibration_store.load_memory_points(store)
+    assert sorted(round(p["activation_factor"], 2) for p in peaks) == [1.01, 1.03, 1.05, 1.07]

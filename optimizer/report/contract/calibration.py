@@ -6,12 +6,14 @@ from typing import Literal
 
 from pydantic import Field, RootModel
 
+from optimizer.model.memory_breakdown import MEMORY_KINDS
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract
 
 __all__ = [
     "PredictionOut",
     "CalibrateOutput",
     "CalibrationFitOut",
+    "CalibrationMemoryOut",
     "CalibrationRunOut",
     "CalibrationListOutput",
 ]
@@ -48,6 +50,38 @@ class CalibrationRunOut(Contract):
     error_pct: float | None = Field(default=None, description="predicted / measured − 1, in %")
 
 
+class CalibrationMemoryOut(Contract):
+    """A measured peak memory stored for a model × stack: the activation factor it implies."""
+
+    id: str = Field(description="the stored peak's id (--remove ID)")
+    replaced: list[str] = Field(description="ids of stored peaks of the same request and kind it replaced")
+    model: str
+    stack: str
+    kind: Literal[MEMORY_KINDS] = Field(  # type: ignore[valid-type]
+        description="what the peak measures: torch.cuda.max_memory_allocated, "
+        "max_memory_reserved, or the device as nvidia-smi shows it"
+    )
+    kind_source: Literal["given", "default", "file"] = Field(
+        description="given (--memory-kind), default (nvidia-smi: none given), file (a `ccopt measure` point)"
+    )
+    measured_gib: float = Field(description="the measured peak per GPU")
+    activation_factor: float = Field(description="× the model's activation bytes that reproduces this peak")
+    group_activation_factor: float = Field(
+        description="the factor estimates and plans of this model × stack now use "
+        "(geometric mean of its peaks)"
+    )
+    peaks: int = Field(description="stored peaks of this model × stack")
+    states_gib: float = Field(description="weights + gradients + optimizer states of the run (exact)")
+    activations_before_gib: float = Field(description="activations of the run, uncalibrated")
+    activations_after_gib: float = Field(description="… and now")
+    predicted_before_gib: float = Field(description="the run's peak of this kind, uncalibrated")
+    previous_gib: float | None = Field(
+        default=None, description="… under the peaks stored before (absent: none of this model × stack)"
+    )
+    calibrated_gib: float = Field(description="the run's peak of this kind that estimate now reports")
+    scope: str = Field(description="which predictions the stored peaks change, in words")
+
+
 class CalibrateOutput(Contract):
     """`ccopt calibrate --json`."""
 
@@ -56,7 +90,8 @@ class CalibrateOutput(Contract):
     kind: str = Field(
         default="efficiency",
         description="efficiency (a transformer: the GPU "
-        "type's base efficiency is fitted) | profile_point (a per-sample model: "
+        "type's base efficiency is fitted; with --peak-memory-gib also `memory`) | memory (a "
+        "transformer's measured peak alone: `memory`) | profile_point (a per-sample model: "
         "the run is stored as a measured point)",
     )
     gpu: str
@@ -103,6 +138,10 @@ class CalibrateOutput(Contract):
     )
     peak_memory_gib: float | None = Field(default=None, description="measured peak memory per GPU")
     fit: CalibrationFitOut | None = None
+    memory: CalibrationMemoryOut | None = Field(
+        default=None,
+        description="a measured peak memory of a transformer run, stored (kind efficiency or memory)",
+    )
     runs: list[CalibrationRunOut] | None = Field(
         default=None, description="kind efficiency: every stored run of the GPU × precision × stack"
     )
@@ -126,6 +165,9 @@ class CalibrationRowOut(Contract):
 
     schema_version: int = SCHEMA_VERSION
     id: str = Field(description="what --remove takes")
+    kind: Literal["speed", "memory"] = Field(
+        default="speed", description="speed (a measured step: efficiency) | memory (a measured peak)"
+    )
     gpu: str
     precision: str
     stack: str = Field(description="any: an entry stored before runs were kept per stack")
@@ -133,7 +175,18 @@ class CalibrationRowOut(Contract):
     layout: str | None = None
     measured_step_s: float | None = None
     measured_tokens_per_s: float | None = None
-    efficiency: float = Field(description="base efficiency fitted to the run (before the size factor)")
+    efficiency: float | None = Field(
+        default=None, description="kind speed: base efficiency fitted to the run (before the size factor)"
+    )
+    measured_peak_gib: float | None = Field(
+        default=None, description="kind memory: the measured peak per GPU"
+    )
+    memory_kind: str | None = Field(
+        default=None, description="kind memory: allocated | reserved | nvidia-smi"
+    )
+    activation_factor: float | None = Field(
+        default=None, description="kind memory: × the model's activation bytes it implies"
+    )
     size_factor: float | None = Field(default=None, description="null: an old entry")
     when: str | None = Field(default=None, description="UTC time it was stored (null: an old entry)")
     file: str

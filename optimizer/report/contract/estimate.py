@@ -92,6 +92,14 @@ class EstimateOutput(Contract):
         "calibrate fits and stores)",
     )
     calibrated: bool | None = None
+    memory_calibrated: bool | None = Field(
+        default=None,
+        description="train: activation memory scaled by measured peaks of this model × stack "
+        "(`ccopt calibrate --peak-memory-gib`)",
+    )
+    memory_activation_factor: float | None = Field(
+        default=None, description="memory_calibrated: the factor on the model's activation bytes"
+    )
     precision: str | None = None
     quantization: str | None = Field(default=None, description="serve: old name of precision")
     kv_cache_precision: str | None = None

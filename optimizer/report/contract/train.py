@@ -262,6 +262,14 @@ class PlanOut(Contract):
     commitment_hours: float
     kind: str = Field(description="cloud | owned | buy")
     calibrated: bool = Field(description="compute efficiency from a measured run")
+    memory_calibrated: bool = Field(
+        default=False,
+        description="activation memory scaled by measured peaks of this model × stack "
+        "(`ccopt calibrate --peak-memory-gib`)",
+    )
+    memory_activation_factor: float | None = Field(
+        default=None, description="memory_calibrated: the factor on the model's activation bytes"
+    )
     options: OptionsOut | None = Field(
         default=None, description="the options chosen (what [search] lets the planner vary)"
     )

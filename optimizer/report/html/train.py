@@ -424,6 +424,12 @@ def _assumptions(result: dict[str, Any], p: dict[str, Any] | None) -> Section:
                 if p["calibrated"]
                 else "the model's default for this GPU (not calibrated)",
             ),
+            (
+                "activation memory",
+                f"calibrated from measured peaks (× {p['memory_activation_factor']:.2f} the model's count)"
+                if p.get("memory_calibrated")
+                else "the model's count (not calibrated)",
+            ),
         ]
         warnings += list(p.get("warnings") or [])
         warnings += [f"price flagged ({f['rule']}): {f['reason']}" for f in p.get("price_flags") or []]
