@@ -125,8 +125,6 @@ def parallel_problems(
     parallelisms and ZeRO stages are problems too (None: unrestricted).
     """
     out: list[LayoutProblem] = []
-    if stack is not None:
-        out += _stack_problems(stack, tp, pp, cp, zero_stage, num_gpus // max(1, tp * pp * cp))
     if spec.heads % tp or spec.n_kv_heads % tp:
         out.append(
             LayoutProblem(
@@ -177,6 +175,8 @@ def parallel_problems(
                 "virtual_stages", f"{vp} needs --pp > 1 and pp × vp dividing the {spec.layers} layers"
             )
         )
+    if stack is not None:  # after the structural rules: a stack cannot run an invalid layout either
+        out += _stack_problems(stack, tp, pp, cp, zero_stage, num_gpus // max(1, tp * pp * cp))
     return out
 
 
@@ -194,7 +194,7 @@ def _stack_problems(
                 LayoutProblem(field, f"{degree}: stack {stack.name} runs no {name} parallelism; allowed: 1")
             )
     # with one data-parallel replica there is nothing to shard: every stage runs as stage 0
-    if dp > 1 and zero not in stack.zero_stages:
+    if dp > 1 and zero in ZERO_STAGES and zero not in stack.zero_stages:
         out.append(
             LayoutProblem(
                 "zero_stage",

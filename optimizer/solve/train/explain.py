@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from optimizer.model.layout import stack_zero_stages
+from optimizer.model.stacks import get_stack, train_stack_names
 from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
@@ -66,8 +68,61 @@ def _nothing_to_plan(reasons: dict[str, str]) -> Diagnosis:
     )
 
 
+def _stack_limit(job: Any) -> tuple[str, str] | None:
+    """What the job's software stack keeps out of the search (no tensor / pipeline split, ZeRO
+    stages of constraints.zero_stages it cannot run) and the nearest fix; None when nothing."""
+    stack = get_stack(job.workload.stack)
+    wanted = tuple(job.constraints.zero_stages)
+    runnable = stack_zero_stages(stack, wanted)
+    lacks = [k for k in stack.lacks() if k != "context"]  # the planner splits no sequences
+    if not lacks and runnable == wanted:
+        return None
+    said = []
+    if lacks:
+        said.append(f"runs no {' or '.join(lacks)} parallelism")
+    if runnable != wanted:
+        said.append(
+            f"runs ZeRO stages {', '.join(map(str, stack.zero_stages))} only, so of "
+            f"constraints.zero_stages {list(wanted)} it plans with "
+            + (", ".join(map(str, runnable)) if runnable else "none (one GPU per replica, nothing sharded)")
+        )
+    fixes = []
+    if 3 in stack.zero_stages and 3 not in wanted:
+        fixes.append("allow ZeRO-3 (constraints.zero_stages)")
+    elif not runnable:
+        fixes.append(f"allow ZeRO {' or '.join(map(str, stack.zero_stages))} (constraints.zero_stages)")
+    if lacks:
+        others = [
+            n
+            for n in train_stack_names()
+            if n != "generic" and all(k not in get_stack(n).lacks() for k in lacks)
+        ]
+        noun = {"pipeline": "pipelines", "tensor": "tensor parallelism"}
+        wanted_kinds = " and ".join(noun[k] for k in lacks)
+        fixes.append(f"choose a stack with {wanted_kinds} (workload.stack: {', '.join(others)})")
+    return f"{stack.name} {' and '.join(said)}", " or ".join(fixes)
+
+
+def _with_stack(diagnosis: Diagnosis, job: Any) -> Diagnosis:
+    """The diagnosis with the stack's limit first, when the stack narrowed the search."""
+    limit = None if diagnosis.binding == "budget" else _stack_limit(job)
+    if limit is None:  # a budget binds whatever the layouts: the stack is no part of it
+        return diagnosis
+    text, change = limit
+    return Diagnosis(
+        f"{text}: {diagnosis.text}",
+        diagnosis.binding,
+        ({"change": change, "requirement": "stack"}, *diagnosis.fixes),
+    )
+
+
 def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
-    """Which requirement binds and the nearest change that makes the job feasible."""
+    """Which requirement binds and the nearest change that makes the job feasible; when the
+    job's stack narrowed the search (no pipelines, fewer ZeRO stages), that limit comes first."""
+    return _with_stack(_explain(prep, core), prep.job)
+
+
+def _explain(prep: PreparedJob, core: list[str]) -> Diagnosis:
     if prep.deadline_h is not None:  # look past the deadline pruning for the fastest plan
         prep = replace(prep, table=prep.deadline_free())
         if prep.table.candidates:  # the conflict among all plans, not the pruned ones
