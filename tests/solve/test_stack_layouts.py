@@ -159,3 +159,33 @@ def test_no_layout_the_stack_runs_is_infeasible_with_the_stacks_fix() -> None:
     # the fix works: with ZeRO-3 allowed the same job plans (as FSDP FULL_SHARD)
     job["constraints"]["zero_stages"] = [0, 1, 2, 3]
     _assert_runnable("llm-foundry", api.plan(job, offline=True))
+
+
+def test_a_stack_that_shards_none_of_the_allowed_stages_is_named_as_the_cause() -> None:
+    # torchtune shards every multi-GPU run (ZeRO-2/3): with only ZeRO 0/1 allowed a 70B model
+    # can train on one tp=8 replica alone, far past the deadline
+    job = _job("llama7b_10days.toml", "torchtune")
+    job["model"] = {"preset": "llama-2-70b"}
+    job["constraints"].update(zero_stages=[0, 1], gpu_types=["H100-80GB"])
+    out = api.plan(job, offline=True)
+    assert out["status"] == "infeasible"
+    text = out["explanation"]["text"]
+    assert text.startswith(
+        "torchtune runs no pipeline parallelism and runs ZeRO stages 2, 3 only, so of "
+        "constraints.zero_stages [0, 1] it plans with none"
+    ), text
+    assert out["explanation"]["fixes"][0]["change"].startswith("allow ZeRO-3")
+
+
+def test_a_deadline_binds_first_and_the_stack_is_named_after_it() -> None:
+    job = _job("llama7b_10days.toml", "llm-foundry")
+    job["constraints"].update(deadline_days=0.2, max_gpus=64)
+    out = api.plan(job, offline=True)
+    assert out["status"] == "infeasible" and out["binding_constraint"] == "deadline"
+    text = out["explanation"]["text"]
+    assert text.startswith("the deadline (0.2 days) binds"), text
+    assert text.endswith("the stack narrows the search: llm-foundry runs no tensor or pipeline parallelism")
+    assert out["explanation"]["fixes"][-1]["requirement"] == "stack"
+    # the generic stack narrows nothing: no such sentence
+    job["workload"]["stack"] = "generic"
+    assert "stack" not in api.plan(job, offline=True)["explanation"]["text"]

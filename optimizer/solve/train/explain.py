@@ -10,6 +10,7 @@ from optimizer.model.stacks import get_stack, train_stack_names
 from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
+from optimizer.solve.train.search_space import effective_zero_stages
 
 __all__ = ["explain_infeasible", "Diagnosis"]
 
@@ -75,12 +76,15 @@ def _stack_limit(job: Any) -> tuple[str, str] | None:
     wanted = tuple(job.constraints.zero_stages)
     runnable = stack_zero_stages(stack, wanted)
     lacks = [k for k in stack.lacks() if k != "context"]  # the planner splits no sequences
-    if not lacks and runnable == wanted:
+    # a stage the stack lacks matters only if it changes what the search tries (ZeRO-1 is
+    # dominated by ZeRO-2, solve/train/search_space.effective_zero_stages)
+    narrowed = effective_zero_stages(runnable) != effective_zero_stages(wanted)
+    if not lacks and not narrowed:
         return None
     said = []
     if lacks:
         said.append(f"runs no {' or '.join(lacks)} parallelism")
-    if runnable != wanted:
+    if narrowed:
         said.append(
             f"runs ZeRO stages {', '.join(map(str, stack.zero_stages))} only, so of "
             f"constraints.zero_stages {list(wanted)} it plans with "
@@ -103,26 +107,25 @@ def _stack_limit(job: Any) -> tuple[str, str] | None:
     return f"{stack.name} {' and '.join(said)}", " or ".join(fixes)
 
 
-def _with_stack(diagnosis: Diagnosis, job: Any) -> Diagnosis:
-    """The diagnosis with the stack's limit first, when the stack narrowed the search."""
-    limit = None if diagnosis.binding == "budget" else _stack_limit(job)
-    if limit is None:  # a budget binds whatever the layouts: the stack is no part of it
+def _with_stack(diagnosis: Diagnosis, job: Any, first: bool = True) -> Diagnosis:
+    """The diagnosis with the stack's limit, when the stack narrowed the search: first (the
+    cause), or after the binding requirement (`first` False: one cause among others)."""
+    limit = _stack_limit(job)
+    if limit is None:
         return diagnosis
     text, change = limit
+    fix = {"change": change, "requirement": "stack"}
+    if first:
+        return Diagnosis(f"{text}: {diagnosis.text}", diagnosis.binding, (fix, *diagnosis.fixes))
     return Diagnosis(
-        f"{text}: {diagnosis.text}",
-        diagnosis.binding,
-        ({"change": change, "requirement": "stack"}, *diagnosis.fixes),
+        f"{diagnosis.text}; the stack narrows the search: {text}", diagnosis.binding, (*diagnosis.fixes, fix)
     )
 
 
 def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
-    """Which requirement binds and the nearest change that makes the job feasible; when the
-    job's stack narrowed the search (no pipelines, fewer ZeRO stages), that limit comes first."""
-    return _with_stack(_explain(prep, core), prep.job)
-
-
-def _explain(prep: PreparedJob, core: list[str]) -> Diagnosis:
+    """Which requirement binds and the nearest change that makes the job feasible; when no
+    offering gives a plan and the job's stack narrowed the search (no pipelines, fewer ZeRO
+    stages), that limit comes first."""
     if prep.deadline_h is not None:  # look past the deadline pruning for the fastest plan
         prep = replace(prep, table=prep.deadline_free())
         if prep.table.candidates:  # the conflict among all plans, not the pruned ones
@@ -137,7 +140,7 @@ def _explain(prep: PreparedJob, core: list[str]) -> Diagnosis:
                 "filters",
                 ({"change": "widen gpu_types, providers, regions or pricing"},),
             )
-        return _nothing_to_plan(reasons)
+        return _with_stack(_nothing_to_plan(reasons), prep.job)
     parts: list[str] = []
     fixes: list[dict[str, Any]] = []
     deadline, budget = prep.deadline_h, prep.budget_usd
@@ -219,7 +222,13 @@ def _explain(prep: PreparedJob, core: list[str]) -> Diagnosis:
             )
     binding = "deadline" if "deadline" in core else "budget" if "budget" in core else "deadline"
     fixes.sort(key=lambda f: f.get("cost_usd") or 0.0)
-    return Diagnosis("; ".join(parts) or "infeasible", binding, tuple(fixes))
+    found = Diagnosis("; ".join(parts) or "infeasible", binding, tuple(fixes))
+    if binding != "deadline":  # a budget binds whatever the layouts
+        return found
+    # a stack that shards nothing the job allows runs one replica only: that is the cause
+    job = prep.job
+    sharded = stack_zero_stages(get_stack(job.workload.stack), job.constraints.zero_stages)
+    return _with_stack(found, job, first=not sharded)
 
 
 def _together(cands: list[Any], deadline_h: float, budget_usd: float) -> Diagnosis:
