@@ -112,7 +112,8 @@ def instance_offering(
 
 def _check_layout(spec: ModelSpec, req: ConfigRequest, num_gpus: int, per_instance: int) -> None:
     """The rulebook's first objection, under the flag of the field it concerns. A serving
-    replica is tp GPUs (no pipeline or context split; replicas need not fill instances)."""
+    replica is tp GPUs (no pipeline or context split; replicas need not fill instances); a
+    training layout must also be one its stack runs (stacks.toml tensor_parallel, ...)."""
     train = req.mode == "train"
     problems = parallel_problems(
         spec,
@@ -125,6 +126,7 @@ def _check_layout(spec: ModelSpec, req: ConfigRequest, num_gpus: int, per_instan
         zero_stage=req.zero_stage,
         offload_params=req.offload_params if train else False,
         whole_instances=train,
+        stack=get_stack(req.stack, "--stack") if train else None,
     )
     if problems:
         raise ConfigError(f"{flag_of(problems[0].field)}: {problems[0].message}")

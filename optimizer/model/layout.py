@@ -9,7 +9,10 @@ Rules (each a structural fact of Megatron-style parallelism, Narayanan et al. 20
 - TP groups tile an instance: tp divides its GPUs (a group never straddles two instances, and
   serving replicas of tp GPUs fill the instance);
 - the GPUs are dp × tp × pp × cp (cp: context parallelism splits the sequence);
-- ZeRO stages 0-3; parameter offload shards parameters, so it needs stage 3.
+- ZeRO stages 0-3; parameter offload shards parameters, so it needs stage 3;
+- the software stack runs only what it implements (data/stacks.toml tensor_parallel,
+  pipeline_parallel, context_parallel, zero_stages): llm-foundry has no pipelines, Megatron-LM
+  no ZeRO-2, ... Every function below takes the stack (None: unrestricted).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from optimizer.model.setup import Layout
+from optimizer.model.stacks import StackProfile
 
 __all__ = [
     "TP_DEGREES",
@@ -31,6 +35,7 @@ __all__ = [
     "LayoutProblem",
     "parallel_problems",
     "grad_accum_of",
+    "stack_zero_stages",
     "tensor_degrees",
     "pipeline_degrees",
     "split_sizes",
@@ -111,11 +116,13 @@ def parallel_problems(
     zero_stage: int = 0,
     offload_params: bool = False,
     whole_instances: bool = True,
+    stack: StackProfile | None = None,
 ) -> list[LayoutProblem]:
     """Every rule the split (tp, pp, cp, vp, ZeRO) of `num_gpus` GPUs breaks; empty when valid.
 
     `whole_instances`: training runs on whole instances (num_gpus a multiple of the GPUs per
-    instance); serving replicas need not.
+    instance); serving replicas need not. `stack`: the training stack, whose missing
+    parallelisms and ZeRO stages are problems too (None: unrestricted).
     """
     out: list[LayoutProblem] = []
     if spec.heads % tp or spec.n_kv_heads % tp:
@@ -168,7 +175,44 @@ def parallel_problems(
                 "virtual_stages", f"{vp} needs --pp > 1 and pp × vp dividing the {spec.layers} layers"
             )
         )
+    if stack is not None:  # after the structural rules: a stack cannot run an invalid layout either
+        out += _stack_problems(stack, tp, pp, cp, zero_stage, num_gpus // max(1, tp * pp * cp))
     return out
+
+
+def _stack_problems(
+    stack: StackProfile, tp: int, pp: int, cp: int, zero: int, dp: int
+) -> list[LayoutProblem]:
+    out = []
+    for name, degree, ok, field in (
+        ("tensor", tp, stack.tensor_parallel, "tp"),
+        ("pipeline", pp, stack.pipeline_parallel, "pp"),
+        ("context", cp, stack.context_parallel, "context_parallel"),
+    ):
+        if degree > 1 and not ok:
+            out.append(
+                LayoutProblem(field, f"{degree}: stack {stack.name} runs no {name} parallelism; allowed: 1")
+            )
+    # with one data-parallel replica there is nothing to shard: every stage runs as stage 0
+    if dp > 1 and zero in ZERO_STAGES and zero not in stack.zero_stages:
+        out.append(
+            LayoutProblem(
+                "zero_stage",
+                f"{zero}: stack {stack.name} does not run ZeRO-{zero}; allowed: "
+                + ", ".join(map(str, stack.zero_stages)),
+            )
+        )
+    return out
+
+
+def stack_zero_stages(stack: StackProfile | None, wanted: Iterable[int]) -> tuple[int, ...]:
+    """The stages of `wanted` (a job's constraints.zero_stages) the stack can run."""
+    return tuple(z for z in wanted if stack is None or z in stack.zero_stages)
+
+
+def _split_kinds(stack: StackProfile | None) -> tuple[bool, bool]:
+    """(tensor, pipeline) parallelism allowed by the stack."""
+    return (True, True) if stack is None else (stack.tensor_parallel, stack.pipeline_parallel)
 
 
 def grad_accum_of(global_batch: int, dp: int, micro_batch: int) -> int | None:
@@ -204,32 +248,48 @@ def pipeline_degrees(spec: Shape | None) -> tuple[int, ...]:
     return PIPELINE_DEGREES if spec is None else tuple(p for p in PIPELINE_DEGREES if p <= spec.layers)
 
 
-def split_sizes(spec: Shape | None, gpus_per_instance: int) -> tuple[int, ...]:
-    """The GPUs tp × pp of one model replica, over every degree the rules allow (without a
-    model: every degree that tiles the instance)."""
+def split_sizes(
+    spec: Shape | None, gpus_per_instance: int, stack: StackProfile | None = None
+) -> tuple[int, ...]:
+    """The GPUs tp × pp of one model replica, over every degree the rules (and the stack)
+    allow (without a model: every degree that tiles the instance)."""
+    tensor, pipeline = _split_kinds(stack)
     tps = (
         tensor_degrees(spec, gpus_per_instance)
         if spec is not None
         else tuple(t for t in TP_DEGREES if gpus_per_instance % t == 0)
     )
-    return tuple(sorted({t * p for t in tps for p in pipeline_degrees(spec)}))
+    tps = tps if tensor else (1,)
+    pps = pipeline_degrees(spec) if pipeline else (1,)
+    return tuple(sorted({t * p for t in tps for p in pps}))
 
 
-def splits(spec: Shape, num_gpus: int, gpus_per_instance: int, vp: int = 1) -> tuple[Split, ...]:
-    """Every (tp, pp, dp) of `num_gpus` GPUs the rules allow (cp = 1), tp then pp ascending;
-    with `vp` > 1 only pipelines whose stages split into vp chunks (interleaved 1F1B)."""
-    return _splits(spec.heads, spec.n_kv_heads, spec.layers, num_gpus, gpus_per_instance, vp)
+def splits(
+    spec: Shape, num_gpus: int, gpus_per_instance: int, vp: int = 1, stack: StackProfile | None = None
+) -> tuple[Split, ...]:
+    """Every (tp, pp, dp) of `num_gpus` GPUs the rules and the stack allow (cp = 1), tp then pp
+    ascending; with `vp` > 1 only pipelines whose stages split into vp chunks (interleaved 1F1B)."""
+    return _splits(
+        spec.heads, spec.n_kv_heads, spec.layers, num_gpus, gpus_per_instance, vp, _split_kinds(stack)
+    )
 
 
 @lru_cache(maxsize=4096)
 def _splits(
-    heads: int, kv_heads: int, layers: int, num_gpus: int, gpus_per_instance: int, vp: int
+    heads: int,
+    kv_heads: int,
+    layers: int,
+    num_gpus: int,
+    gpus_per_instance: int,
+    vp: int,
+    kinds: tuple[bool, bool] = (True, True),
 ) -> tuple[Split, ...]:
     if num_gpus % gpus_per_instance:
         return ()
     out = []
-    for tp in _tensor_degrees(heads, kv_heads, gpus_per_instance, TP_DEGREES):
-        for pp in PIPELINE_DEGREES:
+    tensor, pipeline = kinds
+    for tp in _tensor_degrees(heads, kv_heads, gpus_per_instance, TP_DEGREES if tensor else (1,)):
+        for pp in PIPELINE_DEGREES if pipeline else (1,):
             if pp > layers or num_gpus % (tp * pp):
                 continue
             if vp > 1 and (pp == 1 or layers % (pp * vp)):
@@ -246,10 +306,12 @@ def training_layouts(
     zero_stages: Sequence[int],
     micro_batches: Sequence[int],
     vp: int = 1,
+    stack: StackProfile | None = None,
 ) -> tuple[Layout, ...]:
-    """Every layout of `num_gpus` GPUs (checkpointing "none") the rules allow that realises
-    `batch`: splits × `micro_batches` (in their order) × `zero_stages`; with dp = 1 there is
-    nothing to shard, so only ZeRO stage 0. Cached: the planner asks again per offering."""
+    """Every layout of `num_gpus` GPUs (checkpointing "none") the rules and the stack allow
+    that realises `batch`: splits × `micro_batches` (in their order) × the `zero_stages` the
+    stack runs; with dp = 1 there is nothing to shard, so only ZeRO stage 0. Cached: the
+    planner asks again per offering."""
     return _training_layouts(
         spec.heads,
         spec.n_kv_heads,
@@ -257,9 +319,10 @@ def training_layouts(
         num_gpus,
         gpus_per_instance,
         batch,
-        tuple(zero_stages),
+        stack_zero_stages(stack, zero_stages),
         tuple(micro_batches),
         vp,
+        _split_kinds(stack),
     )
 
 
@@ -274,9 +337,10 @@ def _training_layouts(
     zero_stages: tuple[int, ...],
     micro_batches: tuple[int, ...],
     vp: int,
+    kinds: tuple[bool, bool],
 ) -> tuple[Layout, ...]:
     out = []
-    for s in _splits(heads, kv_heads, layers, num_gpus, gpus_per_instance, vp):
+    for s in _splits(heads, kv_heads, layers, num_gpus, gpus_per_instance, vp, kinds):
         for mb in micro_batches:
             ga = batch.grad_accum(s.dp, mb)
             if ga is None:

@@ -101,6 +101,12 @@ class StackProfile:
     #: torch.autocast mixed precision over fp32 parameters: the 16-bit cast of every weight is
     #: cached in forward and saved by its matmul for backward (+2 B/param at the peak)
     autocast_weight_cache: bool = False
+    #: what the stack can run (training): tensor / pipeline / context parallelism and the ZeRO
+    #: stages it shards with (optimizer.model.layout reads them: the planner never goes beyond)
+    tensor_parallel: bool = True
+    pipeline_parallel: bool = True
+    context_parallel: bool = True
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     paged_kv: bool = True
     kv_reservation: str = "max"  # KV admitted per sequence: "max" (prompt + max output) | "average"
     fused_prefill: bool = False  # prompt chunks ride in the decode iterations (in-flight batching)
@@ -116,6 +122,15 @@ class StackProfile:
     def with_overrides(self, **values: Any) -> StackProfile:
         """A copy with some fields replaced (e.g. `--no-sequence-parallel`)."""
         return replace(self, **values)
+
+    def lacks(self) -> list[str]:
+        """The parallelisms the stack cannot run, in words ("tensor", "pipeline", "context")."""
+        flags = (
+            ("tensor", self.tensor_parallel),
+            ("pipeline", self.pipeline_parallel),
+            ("context", self.context_parallel),
+        )
+        return [name for name, ok in flags if not ok]
 
     def guesses(self) -> list[str]:
         """Names of the fields whose value is a stated guess."""
@@ -134,6 +149,7 @@ _NUMERIC = (
     "kv_memory_fraction",
     "lora_dropout",
 )
+_TUPLES = ("lora_targets", "zero_stages")
 _FRACTIONS = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "kv_memory_fraction")
 
 
@@ -161,13 +177,15 @@ def _resolve(name: str, rows: dict[str, dict[str, Any]]) -> StackProfile:
                 continue
             val = _value_of(row_name, key, raw)
             provenance[key] = val
-            merged[key] = tuple(val.value) if key == "lora_targets" else val.value
+            merged[key] = tuple(val.value) if key in _TUPLES else val.value
     for key in _NUMERIC:
         if key in merged:
             merged[key] = float(merged[key])
     for key in _FRACTIONS:
         if key in merged and not 0.0 <= merged[key] <= 1.0:
             raise ConfigError(f"stacks.toml [{name}] {key}: {merged[key]} is not in [0, 1]")
+    if not set(merged.get("zero_stages", ())) <= {0, 1, 2, 3}:
+        raise ConfigError(f"stacks.toml [{name}] zero_stages: {merged['zero_stages']} not within 0-3")
     return StackProfile(name=name, provenance=provenance, **merged)
 
 

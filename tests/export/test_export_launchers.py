@@ -190,8 +190,12 @@ def test_torchtitan_fragment(stack_plans: dict[str, dict[str, Any]]) -> None:
         dp * par["tensor_parallel_degree"] * par["pipeline_parallel_degree"] * par["context_parallel_degree"]
         == p["gpus"]
     )
-    # torchtitan accumulates global / (local × dp) micro-steps
-    assert train["global_batch_size"] // (train["local_batch_size"] * dp) == p["layout"]["grad_accum"]
+    lay = p["layout"]
+    if lay["pp"] > 1:  # the pipeline splits the local batch into micro-batches of its own
+        assert par["pipeline_parallel_microbatch_size"] == lay["micro_batch"]
+        assert train["local_batch_size"] == lay["micro_batch"] * lay["grad_accum"]
+    else:  # torchtitan accumulates global / (local × dp) micro-steps
+        assert train["global_batch_size"] // (train["local_batch_size"] * dp) == lay["grad_accum"]
     assert train["global_batch_size"] == p["global_batch"] and train["steps"] == p["steps"]
 
 

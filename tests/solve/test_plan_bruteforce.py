@@ -4,6 +4,8 @@ and the optimum behaves monotonically in deadline, budget and the offering set."
 from __future__ import annotations
 
 import math
+import tomllib
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,6 +25,17 @@ from optimizer.solve.train.validate import plan_violations
 A = PerfAssumptions()
 TINY = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1536, "vocab": 8000, "name": "tiny"}
 GPUS = ["L4", "A10", "RTX4090", "A100-40GB", "T4"]
+#: stacks the jobs are planned with: unrestricted, no tp/pp (two ZeRO sets), no pp, no ZeRO-2
+STACKS = ["generic", "llm-foundry", "torchtune", "megatron-core", "litgpt"]
+_STACK_ROWS = tomllib.loads(
+    (Path(__file__).resolve().parents[2] / "optimizer/model/data/stacks.toml").read_text()
+)
+
+
+def _can(stack: str, key: str):
+    """What stacks.toml says the stack can run (read here, not through the planner's loader)."""
+    row = _STACK_ROWS[stack] if key in _STACK_ROWS[stack] else _STACK_ROWS["generic"]
+    return row[key]["value"]
 
 
 def _cents(usd: float) -> int:
@@ -40,6 +53,8 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
     model = job.model.resolve()
     w, c = job.workload, job.constraints
     setup = w.setup()
+    tps = (1, 2, 4, 8) if _can(setup.stack, "tensor_parallel") else (1,)
+    pps = (1, 2, 4, 8, 16) if _can(setup.stack, "pipeline_parallel") else (1,)
     best: tuple[float, float] | None = None
     for off in offerings:
         if not off.gpu.supports(setup.precision):
@@ -52,10 +67,10 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
             gpus = n * off.gpus_per_instance
             if c.max_gpus and gpus > c.max_gpus:
                 continue
-            for tp in (1, 2, 4, 8):
+            for tp in tps:
                 if off.gpus_per_instance % tp or model.heads % tp or model.n_kv_heads % tp:
                     continue
-                for pp in (1, 2, 4, 8, 16):
+                for pp in pps:
                     if pp > model.layers or gpus % (tp * pp):
                         continue
                     dp = gpus // (tp * pp)
@@ -63,7 +78,10 @@ def brute_force(job: Job, offerings: list[Offering]) -> tuple[float, float] | No
                         if w.batch_sequences % (dp * mb):
                             continue
                         ga = w.batch_sequences // (dp * mb)
-                        for zero in c.zero_stages:
+                        # one replica shards nothing: it runs as ZeRO-0 on any stack
+                        stack_zero = _can(setup.stack, "zero_stages")
+                        zeros = [0] if dp == 1 else [z for z in c.zero_stages if z in stack_zero]
+                        for zero in zeros:
                             for ckpt in CHECKPOINTING:
                                 lay = Layout(
                                     dp=dp,
@@ -150,6 +168,7 @@ def jobs_strategy(draw) -> Job:
                 "seq_len": draw(st.sampled_from([256, 1024])),
                 "global_batch": draw(st.sampled_from([8, 16, 32])),
                 "precision": draw(st.sampled_from(["bf16", "fp16"])),
+                "stack": draw(st.sampled_from(STACKS)),
             },
             "constraints": {
                 "deadline_hours": deadline,

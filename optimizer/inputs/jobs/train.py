@@ -121,7 +121,7 @@ class Workload(StrictModel):
         default="generic",
         description="training stack profile: megatron-core, "
         "deepspeed, fsdp, torchtitan, llm-foundry, hf-trainer, torchtune, unsloth, "
-        "... (`ccopt stacks`)",
+        "... (`ccopt stacks`); plans use only the parallelisms and ZeRO stages it runs",
     )
 
     @field_validator("stack")
@@ -265,7 +265,9 @@ class Constraints(StrictModel):
         default=False, description="reserved capacity already paid/shared: charge hours used"
     )
     zero_stages: tuple[int, ...] = Field(
-        min_length=1, default=(0, 1, 2, 3), description="ZeRO stages the planner may use"
+        min_length=1,
+        default=(0, 1, 2, 3),
+        description="ZeRO stages the planner may use (of those the stack runs: `ccopt stacks` zero_stages)",
     )
     activation_checkpointing: tuple[str, ...] = Field(
         min_length=1, default=CHECKPOINTING, description="modes allowed (old name: checkpointing)"

@@ -17,6 +17,7 @@ from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown, training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import get_stack
 from optimizer.model.step_time import (
     Cluster,
     StepTime,
@@ -114,8 +115,15 @@ def fitting_layouts(
     fits: FitList = []
     smallest: tuple[float, Layout] | None = None
     fitted_level: dict[tuple[int, int, int], int] = {}
+    stack = get_stack(setup.stack)  # only the layouts the software stack can run
     for base in layouts_for(
-        model, gpus, gpus_per_node, batch, effective_zero_stages(zero_stages), virtual_stages
+        model,
+        gpus,
+        gpus_per_node,
+        batch,
+        effective_zero_stages(zero_stages, stack),
+        virtual_stages,
+        stack,
     ):
         tp, pp, dp, zero, mb, ga = (
             base.tp,
@@ -318,7 +326,7 @@ def enumerate_candidates(
             if prune_hours is None
             else prune_hours / min(gpu_band.p50, gpu_band.multiplier(confidence or 0.5), 1.0)
         )
-        for n in instance_counts(min_instances, high, gpn, batch, model):
+        for n in instance_counts(min_instances, high, gpn, batch, model, get_stack(setup.stack)):
             # one instance never uses the inter-node network: share its result across NICs
             key = (
                 gpu.gpu_id,

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from optimizer.model.layout import stack_zero_stages
+from optimizer.model.stacks import get_stack, train_stack_names
 from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
+from optimizer.solve.train.search_space import effective_zero_stages
 
 __all__ = ["explain_infeasible", "Diagnosis"]
 
@@ -66,8 +69,63 @@ def _nothing_to_plan(reasons: dict[str, str]) -> Diagnosis:
     )
 
 
+def _stack_limit(job: Any) -> tuple[str, str] | None:
+    """What the job's software stack keeps out of the search (no tensor / pipeline split, ZeRO
+    stages of constraints.zero_stages it cannot run) and the nearest fix; None when nothing."""
+    stack = get_stack(job.workload.stack)
+    wanted = tuple(job.constraints.zero_stages)
+    runnable = stack_zero_stages(stack, wanted)
+    lacks = [k for k in stack.lacks() if k != "context"]  # the planner splits no sequences
+    # a stage the stack lacks matters only if it changes what the search tries (ZeRO-1 is
+    # dominated by ZeRO-2, solve/train/search_space.effective_zero_stages)
+    narrowed = effective_zero_stages(runnable) != effective_zero_stages(wanted)
+    if not lacks and not narrowed:
+        return None
+    said = []
+    if lacks:
+        said.append(f"runs no {' or '.join(lacks)} parallelism")
+    if narrowed:
+        said.append(
+            f"runs ZeRO stages {', '.join(map(str, stack.zero_stages))} only, so of "
+            f"constraints.zero_stages {list(wanted)} it plans with "
+            + (", ".join(map(str, runnable)) if runnable else "none (one GPU per replica, nothing sharded)")
+        )
+    fixes = []
+    if 3 in stack.zero_stages and 3 not in wanted:
+        fixes.append("allow ZeRO-3 (constraints.zero_stages)")
+    elif not runnable:
+        fixes.append(f"allow ZeRO {' or '.join(map(str, stack.zero_stages))} (constraints.zero_stages)")
+    if lacks:
+        others = [
+            n
+            for n in train_stack_names()
+            if n != "generic" and all(k not in get_stack(n).lacks() for k in lacks)
+        ]
+        noun = {"pipeline": "pipelines", "tensor": "tensor parallelism"}
+        wanted_kinds = " and ".join(noun[k] for k in lacks)
+        fixes.append(f"choose a stack with {wanted_kinds} (workload.stack: {', '.join(others)})")
+    return f"{stack.name} {' and '.join(said)}", " or ".join(fixes)
+
+
+def _with_stack(diagnosis: Diagnosis, job: Any, first: bool = True) -> Diagnosis:
+    """The diagnosis with the stack's limit, when the stack narrowed the search: first (the
+    cause), or after the binding requirement (`first` False: one cause among others)."""
+    limit = _stack_limit(job)
+    if limit is None:
+        return diagnosis
+    text, change = limit
+    fix = {"change": change, "requirement": "stack"}
+    if first:
+        return Diagnosis(f"{text}: {diagnosis.text}", diagnosis.binding, (fix, *diagnosis.fixes))
+    return Diagnosis(
+        f"{diagnosis.text}; the stack narrows the search: {text}", diagnosis.binding, (*diagnosis.fixes, fix)
+    )
+
+
 def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
-    """Which requirement binds and the nearest change that makes the job feasible."""
+    """Which requirement binds and the nearest change that makes the job feasible; when no
+    offering gives a plan and the job's stack narrowed the search (no pipelines, fewer ZeRO
+    stages), that limit comes first."""
     if prep.deadline_h is not None:  # look past the deadline pruning for the fastest plan
         prep = replace(prep, table=prep.deadline_free())
         if prep.table.candidates:  # the conflict among all plans, not the pruned ones
@@ -82,7 +140,7 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
                 "filters",
                 ({"change": "widen gpu_types, providers, regions or pricing"},),
             )
-        return _nothing_to_plan(reasons)
+        return _with_stack(_nothing_to_plan(reasons), prep.job)
     parts: list[str] = []
     fixes: list[dict[str, Any]] = []
     deadline, budget = prep.deadline_h, prep.budget_usd
@@ -164,7 +222,13 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
             )
     binding = "deadline" if "deadline" in core else "budget" if "budget" in core else "deadline"
     fixes.sort(key=lambda f: f.get("cost_usd") or 0.0)
-    return Diagnosis("; ".join(parts) or "infeasible", binding, tuple(fixes))
+    found = Diagnosis("; ".join(parts) or "infeasible", binding, tuple(fixes))
+    if binding != "deadline":  # a budget binds whatever the layouts
+        return found
+    # a stack that shards nothing the job allows runs one replica only: that is the cause
+    job = prep.job
+    sharded = stack_zero_stages(get_stack(job.workload.stack), job.constraints.zero_stages)
+    return _with_stack(found, job, first=not sharded)
 
 
 def _together(cands: list[Any], deadline_h: float, budget_usd: float) -> Diagnosis:

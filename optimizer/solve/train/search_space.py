@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from optimizer.model.layout import BatchRule, Shape, split_sizes, training_layouts
+from optimizer.model.layout import BatchRule, Shape, split_sizes, stack_zero_stages, training_layouts
 from optimizer.model.profile import is_profile
 from optimizer.model.setup import Layout
+from optimizer.model.stacks import StackProfile
 
 __all__ = [
     "BatchRule",
@@ -43,18 +44,20 @@ def instance_counts(
     gpus_per_node: int = 1,
     batch: BatchRule | None = None,
     model: Shape | None = None,
+    stack: StackProfile | None = None,
 ) -> list[int]:
     """Every instance count in [low, high] on which some layout realises the global batch.
 
     n instances hold n·g GPUs = dp·tp·pp (the rulebook's split sizes, model/layout.py); the
     batch is realisable when some multiple m·dp (micro-batch × accumulation) lies within the
     tolerance of the global batch, and micro-batch 1 gives every multiple, so dp alone decides.
-    Without `batch` every count is returned. (MPT-7B's 440 A100s are 55 nodes: dp = 440
-    divides its 1,760-sequence batch; no power-of-two ladder contains 55.)
+    Without `batch` every count is returned; `stack` drops the splits it cannot run. (MPT-7B's
+    440 A100s are 55 nodes: dp = 440 divides its 1,760-sequence batch; no power-of-two ladder
+    contains 55.)
     """
     if batch is None:
         return list(range(max(1, low), high + 1))
-    sizes = split_sizes(model, gpus_per_node)
+    sizes = split_sizes(model, gpus_per_node, stack)
     return list(_counts(max(1, low), high, gpus_per_node, batch.sequences, batch.tolerance, sizes))
 
 
@@ -75,15 +78,17 @@ def _counts(
     )
 
 
-def effective_zero_stages(zero_stages: Sequence[int]) -> tuple[int, ...]:
-    """Stages worth trying: of 0, 1, 2 only the highest allowed, plus 3.
+def effective_zero_stages(zero_stages: Sequence[int], stack: StackProfile | None = None) -> tuple[int, ...]:
+    """Stages worth trying among those the job allows and the stack runs: of 0, 1, 2 only the
+    highest, plus 3.
 
     In this model ZeRO-1/2 move the same bytes as plain DP (reduce-scatter + all-gather =
     all-reduce, Rajbhandari et al. 2020 §7) and shard the optimizer update, so a higher stage
     among 0-2 is never slower and never uses more memory: it dominates the lower ones.
     """
-    low = [z for z in zero_stages if z < 3]
-    return tuple(([max(low)] if low else []) + ([3] if 3 in zero_stages else []))
+    runnable = stack_zero_stages(stack, zero_stages)
+    low = [z for z in runnable if z < 3]
+    return tuple(([max(low)] if low else []) + ([3] if 3 in runnable else []))
 
 
 def layouts_for(
@@ -93,11 +98,13 @@ def layouts_for(
     batch: BatchRule,
     zero_stages: Sequence[int],
     virtual_stages: int = 1,
+    stack: StackProfile | None = None,
 ) -> tuple[Layout, ...]:
-    """The rulebook's layouts for `gpus` GPUs (model/layout.py training_layouts) over this
-    planner's micro-batch ladder; checkpointing "none" (the planner tries the others)."""
+    """The rulebook's layouts for `gpus` GPUs (model/layout.py training_layouts) that `stack`
+    can run, over this planner's micro-batch ladder; checkpointing "none" (the planner tries
+    the others)."""
     return training_layouts(
-        model, gpus, gpus_per_node, batch, zero_stages, micro_batches_of(model), virtual_stages
+        model, gpus, gpus_per_node, batch, zero_stages, micro_batches_of(model), virtual_stages, stack
     )
 
 
