@@ -118,15 +118,17 @@ def band_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
     basis = p.get("interval_basis") or {}
     cases = basis.get("cases", 0)
     group = basis.get("group")
+    sources = basis.get("sources", 0)
+    of_sources = f"{sources} source{'' if sources == 1 else 's'}"
     evidence = (
         "no measured run: the wide prior band"
         if group == "prior"
         else "the profile's own band"
         if group == "profile"
         else f"calibrated from your measured runs on {p['gpu']} (`ccopt calibrate --list`); band of "
-        f"calibrated predictions of {cases} held-out runs, {basis.get('sources', 0)} sources"
+        f"calibrated predictions of {cases} held-out runs, {of_sources}"
         if group == "calibrated"
-        else f"band from {cases} measured runs, {basis.get('sources', 0)} sources ({group})"
+        else f"band from {cases} measured run{'' if cases == 1 else 's'}, {of_sources} ({group})"
     )
     out = [
         f"P50 {p['days_p50']:.2f} days, {money(p['cost_usd_p50'])}; P90 {p['days_p90']:.2f} days, "
