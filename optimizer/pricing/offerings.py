@@ -255,10 +255,21 @@ def hardware_offerings(
                         index=i,
                         charge_capital=entry.charge_capital,
                         inter_node_gbps=entry.inter_node_gbps,
-                        usage=usage,
+                        usage=_entry_usage(entry, usage, f"{section}.{kind}[{i}]"),
                     )
                 )
     return out
+
+
+def _entry_usage(entry: HardwareEntry, usage: Usage, field: str) -> Usage:
+    """The workload a box's fixed costs are spread over: its own (a [[capacity.owned]] entry's
+    jobs_per_month / duty_cycle), else the job's `usage`."""
+    if entry.jobs_per_month is None and entry.duty_cycle is None:
+        return usage
+    try:
+        return Usage(entry.jobs_per_month, entry.duty_cycle)
+    except ConfigError as exc:
+        raise ConfigError(f"{field}: {exc}".replace("constraints.", "")) from None
 
 
 def job_offerings(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,35 @@ def test_batch_prices_owned_capital_with_the_same_charge(tmp_path, no_user_state
     assert job["kind"] == "owned"
     assert job["cost_usd"] == pytest.approx((546 / 730 + 0.615) * job["hours"], abs=0.02)
     assert any("as if busy 100%" in n and "$546" in n for n in data["notes"])
+
+
+def test_batch_gives_the_same_per_job_cost_when_the_box_states_its_workload(answers, tmp_path) -> None:
+    """The example's box as [[capacity.owned]] with charge_capital and jobs_per_month = 8: the
+    batch charges the job $400 / 8 = $50 of capital + power, the plan's own_usd_per_job, and
+    takes the box exactly when the plan's verdict is own."""
+    v = answers[0]["rent_or_buy"]
+    job = tomllib.loads(EXAMPLE.read_text())
+    constraints = {k: v2 for k, v2 in job["constraints"].items() if k != "jobs_per_month"}
+    batch = {
+        "name": "rent-or-buy",
+        "capacity": {
+            "horizon_days": 14,
+            "owned": [{"gpu": "RTX4090", "num_boxes": 1, "charge_capital": True, "jobs_per_month": 8}],
+        },
+        "job": [{**{k: job[k] for k in ("name", "model", "workload")}, "constraints": constraints}],
+    }
+    data = api.batch_json(api.batch(batch, offline=True))
+    (planned,) = data["jobs"]
+    assert (planned["kind"] == "owned") == (v["verdict"] == "own")
+    if planned["kind"] == "owned":
+        assert planned["cost_usd"] == pytest.approx(v["own_usd_per_job"], abs=0.02)
+        assert planned["cost_usd"] == pytest.approx(50.0 + v["own_running_usd_per_job"], abs=0.02)
+    assert any("over its 8 jobs a month" in n and "$50.00 a job" in n for n in data["notes"])
+
+
+def test_a_per_box_workload_in_a_job_file_is_bad_input(tmp_path, no_user_state) -> None:
+    path = tmp_path / "job.toml"
+    path.write_text(EXAMPLE.read_text().replace("max_gpus = 8 ", "max_gpus = 8\njobs_per_month = 8 ", 1))
+    out = runner.invoke(app, ["plan", str(path), "--offline"])
+    assert out.exit_code == 2
+    assert "buy[0].jobs_per_month" in out.stderr and "constraints.jobs_per_month" in out.stderr

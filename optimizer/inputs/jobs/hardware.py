@@ -126,6 +126,21 @@ class HardwareEntry(StrictModel):
         description="host / colocation / operations fee of one box a month, USD, paid busy or idle "
         "(buy, or owned with charge_capital; default 0)",
     )
+    jobs_per_month: float | None = Field(
+        default=None,
+        gt=0,
+        le=10_000,
+        description="[[capacity.owned]] with charge_capital: jobs a month the box does over its "
+        "holding period; its net capital and ops fee are spread over them, as a plan spreads a "
+        "bought box's (default: busy back to back). A job file says constraints.jobs_per_month",
+    )
+    duty_cycle: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="[[capacity.owned]] with charge_capital: the share of the month the box is busy "
+        "(instead of jobs_per_month). A job file says constraints.duty_cycle",
+    )
     vcpus: float | None = Field(
         default=None,
         gt=0,
@@ -199,4 +214,12 @@ class Hardware(StrictModel):
         for i, e in enumerate(self.buy):
             if e.num_boxes is not None:
                 raise ValueError(f"buy[{i}]: num_boxes is for [[hardware.owned]]; use max_gpus")
+        for kind, entries in (("owned", self.owned), ("buy", self.buy)):
+            for i, e in enumerate(entries):
+                for name in ("jobs_per_month", "duty_cycle"):
+                    if getattr(e, name) is not None:
+                        raise ValueError(
+                            f"{kind}[{i}].{name}: a job file states the workload once, as "
+                            f"constraints.{name} (the per-box field is for [[capacity.owned]])"
+                        )
         return self

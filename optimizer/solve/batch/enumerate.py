@@ -278,10 +278,27 @@ def build_problem(
     problem.notes.append("owned boxes: power per busy box-hour (capital only with charge_capital = true)")
     for off in owned:
         terms = off.ownership
-        if terms is not None and terms.charged:  # pricing/ownership.charge_rates, no workload stated
+        if terms is None or not terms.charged:
+            continue
+        fixed = terms.fixed_usd_per_month
+        if off.usage.jobs_per_month is not None:  # pricing/ownership.charge_rates, stated workload
             problem.notes.append(
-                f"owned {off.instance}: + net capital and ops fee ${terms.fixed_usd_per_month:,.0f} a "
-                f"month ÷ 730 h = ${off.capital_usd_per_instance_hour:.3f} per busy box-hour, as if "
-                "busy 100% of the time (hours it idles are not charged to these jobs)"
+                f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month spread over "
+                f"its {off.usage.jobs_per_month:g} jobs a month (capacity.owned.jobs_per_month): "
+                f"${fixed / off.usage.jobs_per_month:,.2f} a job, at least "
+                f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour"
+            )
+        elif off.usage.duty_cycle is not None:
+            problem.notes.append(
+                f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month ÷ (730 h × "
+                f"{off.usage.duty_cycle:.0%} busy, capacity.owned.duty_cycle) = "
+                f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour"
+            )
+        else:
+            problem.notes.append(
+                f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month ÷ 730 h = "
+                f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour, as if busy 100% of the "
+                "time (hours it idles are not charged to these jobs; say capacity.owned.jobs_per_month "
+                "or duty_cycle)"
             )
     return problem
