@@ -147,11 +147,21 @@ def band_hits(
         others = [item for f, (_, res) in folds.items() if f != name for item in res]
         a = replace(base or PerfAssumptions(), fitted=FittedConstants(bands=bands_from(others)))
         for case, pred in results:
-            if case.score_kind not in kinds or pred is None or case.train is None:
+            if case.score_kind not in kinds:
                 continue
-            band = band_for(case.gpu, case.train[0].precision, case.stack, a)
-            out.append((case, pred, band.p10 <= step_ratio(case, pred) <= band.p90))
+            inside = in_band(case, pred, a)
+            if inside is not None:
+                out.append((case, pred, inside))
     return out
+
+
+def in_band(case: Case, pred: float | None, a: PerfAssumptions) -> bool | None:
+    """Whether a training-throughput case's measured step lies in its P10–P90 band under `a`
+    (optimizer/model/bands.band_for); None: not such a case, or no prediction."""
+    if pred is None or case.train is None or case.kind != "train_throughput":
+        return None
+    band = band_for(case.gpu, case.train[0].precision, case.stack, a)
+    return band.p10 <= step_ratio(case, pred) <= band.p90
 
 
 def coverage_rows(hits: Inside, min_cases: int = 10) -> list[list[str]]:
@@ -342,14 +352,10 @@ def aside_report(markdown: bool) -> str:
     by_src: dict[tuple[str, str], Scored] = defaultdict(list)
     for item in scored:
         by_src[(item[0].source, item[0].score_kind)].append(item)
+    hit = {id(c): in_band(c, p, a) for c, p in scored}  # each case's band, once
     for (source, kind), res in sorted(by_src.items()):
         bias = [e for _, e in _errors(res)]
-        bands = {
-            id(c): band_for(c.gpu, c.train[0].precision, c.stack, a)
-            for c, p in res
-            if p is not None and c.train is not None and c.kind == "train_throughput"
-        }
-        inside = [bands[id(c)].p10 <= step_ratio(c, p) <= bands[id(c)].p90 for c, p in res if id(c) in bands]
+        inside = [hit[id(c)] for c, _ in res if hit[id(c)] is not None]
         table.append(
             [
                 source,
@@ -364,10 +370,10 @@ def aside_report(markdown: bool) -> str:
         if res:
             n, k, within, med = source_weighted(res)
             hits: dict[str, list[bool]] = defaultdict(list)
-            for c, p in res:
-                if p is not None and c.train is not None and c.kind == "train_throughput":
-                    band = band_for(c.gpu, c.train[0].precision, c.stack, a)
-                    hits[c.source].append(band.p10 <= step_ratio(c, p) <= band.p90)
+            for c, _ in res:
+                inside_c = hit[id(c)]
+                if inside_c is not None:
+                    hits[c.source].append(inside_c)
             cover = sum(sum(v) / len(v) for v in hits.values()) / len(hits) if hits else None
             table.append(
                 [f"all ({k} sources, src-wt)", kind, str(n), _pct(within), _pct(med), "", _pct(cover)]

@@ -16,6 +16,7 @@ __all__ = [
     "CENTS_PER_USD",
     "BYTES_PER_DTYPE",
     "hours_to_days",
+    "quantile_label",
 ]
 
 HOURS_PER_DAY = 24
@@ -44,3 +45,8 @@ BYTES_PER_DTYPE: dict[str, float] = {
 def hours_to_days(hours: float) -> float:
     """Hours as days (24 h)."""
     return hours / HOURS_PER_DAY
+
+
+def quantile_label(q: float) -> str:
+    """A quantile as a percentile label: 0.8 -> "P80"."""
+    return f"P{q * 100:.0f}"

@@ -36,7 +36,7 @@ from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
 from optimizer.cli.progress import Progress
 from optimizer.errors import Status
 from optimizer.files import OutputFile
-from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR
+from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR, quantile_label
 
 __all__ = ["register", "render_batch", "plot_schedule"]
 
@@ -151,7 +151,7 @@ def render_batch(data: dict[str, Any]) -> None:
     quantiles = sorted({j["confidence"] for j in data["jobs"] if j.get("confidence") is not None})
     if quantiles:
         c.print(
-            f"  durations and costs at {', '.join(f'P{q * 100:.0f}' for q in quantiles)} of each job's "
+            f"  durations and costs at {', '.join(quantile_label(q) for q in quantiles)} of each job's "
             "step-time band: the deadlines hold at that confidence (P50 and P90 in --json)"
         )
     table = Table(title="Jobs")

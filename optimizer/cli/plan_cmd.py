@@ -43,6 +43,7 @@ from optimizer.cli.common import (
 from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
 from optimizer.cli.plot import check_plot_path, plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
+from optimizer.units import quantile_label
 
 __all__ = ["register", "render_plan", "data_lines"]
 
@@ -100,10 +101,6 @@ def plan(
         sys.stderr.write(f"no plot written to {plot}: {data['status']}, no plans to plot\n")
     if data["status"] == "infeasible":
         raise typer.Exit(EXIT_INFEASIBLE)
-
-
-def quantile_label(q: float | None) -> str:
-    return "the model's point" if q is None else f"P{q * 100:.0f}"
 
 
 def confidence_words(p: dict[str, Any]) -> str:

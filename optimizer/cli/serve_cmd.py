@@ -31,6 +31,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
+from optimizer.units import quantile_label
 
 __all__ = ["register", "render_serve", "render_compare"]
 
@@ -60,11 +61,11 @@ def render_serve(data: dict[str, Any]) -> None:
         f"({job.get('hours_per_day', 24):g} h/day); capacity "
         f"{p['capacity_requests_per_s']:.3g} requests/s (headroom {p['headroom']:.0%}); "
         f"TTFT ≤ {p['ttft_s']:.3g} s, TPOT ≤ {p['tpot_ms']:.3g} ms"
-        + (f" at P{job['confidence'] * 100:.0f}" if job.get("confidence") is not None else "")
+        + (f" at {quantile_label(job['confidence'])}" if job.get("confidence") is not None else "")
     )
     if job.get("confidence") is not None:
         c.print(
-            f"  speeds, latencies and capacity at P{job['confidence'] * 100:.0f} of each GPU's serving "
+            f"  speeds, latencies and capacity at {quantile_label(job['confidence'])} of each GPU's serving "
             "band (measured ÷ predicted times of published runs; the wide prior where none)"
         )
     table = Table(title="Deployments")

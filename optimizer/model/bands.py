@@ -133,14 +133,17 @@ def calibrated_band(assumptions: Any) -> Band:
     return _shrunk_band(CALIBRATED_KEY, CALIBRATED_KEY, assumptions)
 
 
-def step_band(step: Any, gpu: GpuSpec, precision: str, stack: str, assumptions: Any) -> Band:
+def step_band(
+    step: Any, gpu: GpuSpec, precision: str, stack: str, assumptions: Any, default: Band | None = None
+) -> Band:
     """The band of one predicted training step: a per-sample profile's own, the calibrated band
-    when the user measured this GPU type, else the GPU generation × precision × stack's."""
+    when the user measured this GPU type, else the GPU generation × precision × stack's
+    (`default`: that band already looked up, as the planner does once per offering)."""
     if step.interval:
         return profile_band(step.interval)
     if step.calibrated:
         return calibrated_band(assumptions)
-    return band_for(gpu, precision, stack, assumptions)
+    return default if default is not None else band_for(gpu, precision, stack, assumptions)
 
 
 def profile_band(interval: tuple[float, float]) -> Band:

@@ -266,10 +266,7 @@ def _entry_usage(entry: HardwareEntry, usage: Usage, field: str) -> Usage:
     jobs_per_month / duty_cycle), else the job's `usage`."""
     if entry.jobs_per_month is None and entry.duty_cycle is None:
         return usage
-    try:
-        return Usage(entry.jobs_per_month, entry.duty_cycle)
-    except ConfigError as exc:
-        raise ConfigError(f"{field}: {exc}".replace("constraints.", "")) from None
+    return Usage(entry.jobs_per_month, entry.duty_cycle, where=field)
 
 
 def job_offerings(

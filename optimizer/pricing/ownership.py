@@ -10,7 +10,7 @@ planner prices a box through `fixed_charge_usd` (via `offering.cost_usd`), and `
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from optimizer.errors import ConfigError
 from optimizer.units import HOURS_PER_MONTH
@@ -40,17 +40,20 @@ class Usage:
 
     jobs_per_month: float | None = None
     duty_cycle: float | None = None
+    #: where the two values were written, for messages: "constraints" of a job file, or a
+    #: [[capacity.owned]] entry ("capacity.owned[0]")
+    where: str = field(default="constraints", compare=False)
 
     def __post_init__(self) -> None:
         if self.jobs_per_month is not None and self.duty_cycle is not None:
             raise ConfigError(
-                "constraints.duty_cycle: give jobs_per_month or duty_cycle, not both "
+                f"{self.where}.duty_cycle: give jobs_per_month or duty_cycle, not both "
                 f"(got jobs_per_month = {self.jobs_per_month:g}, duty_cycle = {self.duty_cycle:g})"
             )
         if self.jobs_per_month is not None and not self.jobs_per_month > 0:
-            raise ConfigError(f"constraints.jobs_per_month: must be > 0, got {self.jobs_per_month}")
+            raise ConfigError(f"{self.where}.jobs_per_month: must be > 0, got {self.jobs_per_month}")
         if self.duty_cycle is not None and not 0 < self.duty_cycle <= 1:
-            raise ConfigError(f"constraints.duty_cycle: must be within (0, 1], got {self.duty_cycle}")
+            raise ConfigError(f"{self.where}.duty_cycle: must be within (0, 1], got {self.duty_cycle}")
 
     @property
     def stated(self) -> bool:

@@ -27,7 +27,7 @@ from optimizer.report.html.page import (
     money,
     num,
 )
-from optimizer.units import HOURS_PER_DAY
+from optimizer.units import HOURS_PER_DAY, quantile_label
 
 __all__ = ["train_page"]
 
@@ -57,7 +57,7 @@ def _headline(job: dict[str, Any], p: dict[str, Any]) -> list[Fragment]:
         Fragment(money(p["cost_usd"]), "plan.cost_usd", p["cost_usd"]),
     ]
     if p.get("confidence") is not None:
-        parts += [Fragment(f" at P{p['confidence'] * 100:.0f}")]
+        parts += [Fragment(f" at {quantile_label(p['confidence'])}")]
     if p.get("days_p50") is not None and p.get("cost_usd_p50") is not None:
         parts += [Fragment(f" (P50: {p['days_p50']:.2f} days, {money(p['cost_usd_p50'])};")]
         parts += [Fragment(f" P90: {p['days_p90']:.2f} days, {money(p['cost_usd_p90'])})")]

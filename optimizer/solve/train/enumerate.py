@@ -406,11 +406,7 @@ def enumerate_candidates(
             ):
                 break
             steps = steps_for_batch(layout.global_batch)
-            band = (
-                gpu_band
-                if not (step.interval or step.calibrated)
-                else step_band(step, gpu, setup.precision, setup.stack, a)
-            )
+            band = step_band(step, gpu, setup.precision, setup.stack, a, default=gpu_band)
             factor = 1.0 if confidence is None else band.multiplier(confidence)
             hours, spot = spot_hours(off, n, steps * step.time_s * factor / 3600.0, model, setup, a)
             if off.commitment_hours and hours > off.commitment_hours:

@@ -24,7 +24,7 @@ from optimizer.solve.train.plan_figures import job_figures, loader_bound_list, w
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
-from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR
+from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR, quantile_label
 
 __all__ = ["PlanResult", "plan_job", "pareto_front"]
 
@@ -111,7 +111,7 @@ def median_plan(
     if median is None or same_row(median, plan):
         return None
     at_q = at_confidence(median, q)
-    label = f"P{round(q * 100)}"
+    label = quantile_label(q)
     if at_q is None:
         why = f"at {label} it overruns its reservation's term"
     elif prep.deadline_h is not None and at_q.hours > prep.deadline_h:

@@ -45,8 +45,11 @@ def _data_lines(c: Candidate, total: float) -> DataLines | None:
     )
 
 
-def band_warnings(c: Candidate, job: Job | None, hours_p90: float, band: Band) -> list[str]:
-    """A P90 that misses the job's deadline or budget, and a band that rests on thin evidence."""
+def band_warnings(
+    c: Candidate, job: Job | None, hours_p90: float, cost_usd_p90: float, band: Band
+) -> list[str]:
+    """A P90 (`hours_p90`, `cost_usd_p90`) that misses the job's deadline or budget, and a band
+    that rests on thin evidence."""
     out = []
     if job is not None:
         deadline_h, budget = job.constraints.deadline_h, job.constraints.budget_usd
@@ -55,9 +58,8 @@ def band_warnings(c: Candidate, job: Job | None, hours_p90: float, band: Band) -
                 f"P90: {hours_p90 / HOURS_PER_DAY:.1f} days, past the {deadline_h / HOURS_PER_DAY:.1f}-day "
                 f"deadline (1 run in 10 takes longer than that); plan with --confidence 0.9 to hold it"
             )
-        cost_p90 = cost_usd(c.offering, c.instances, hours_p90).total_usd
-        if budget is not None and cost_p90 > budget * (1 + 1e-9):
-            out.append(f"P90: ${cost_p90:,.0f}, over the ${budget:,.0f} budget")
+        if budget is not None and cost_usd_p90 > budget * (1 + 1e-9):
+            out.append(f"P90: ${cost_usd_p90:,.0f}, over the ${budget:,.0f} budget")
     if band.basis == "prior":
         precision = c.setup.precision if c.setup else "this precision"
         out.append(
@@ -75,6 +77,9 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
     band = band_of(c)
     hours = point_hours(c)
     hours_p10, hours_p50, hours_p90 = hours * band.p10, hours * band.p50, hours * band.p90
+    cost_p10, cost_p50, cost_p90 = (
+        cost_usd(off, c.instances, h).total_usd for h in (hours_p10, hours_p50, hours_p90)
+    )
     a = base_assumptions(job.assumptions if job is not None else None)
     cost = cost_usd(off, c.instances, c.hours)  # the same formula as c.cost_usd, by line
     card = off.gpu.memory_gib
@@ -96,9 +101,9 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
         days_p10=hours_p10 / HOURS_PER_DAY,
         days_p50=hours_p50 / HOURS_PER_DAY,
         days_p90=hours_p90 / HOURS_PER_DAY,
-        cost_usd_p10=cost_usd(off, c.instances, hours_p10).total_usd,
-        cost_usd_p50=cost_usd(off, c.instances, hours_p50).total_usd,
-        cost_usd_p90=cost_usd(off, c.instances, hours_p90).total_usd,
+        cost_usd_p10=cost_p10,
+        cost_usd_p50=cost_p50,
+        cost_usd_p90=cost_p90,
         confidence=c.confidence,
         band_cases=band.cases,
         band_sources=band.sources,
@@ -116,7 +121,9 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
         sample_unit=unit,
         samples_per_s=c.step.tokens_per_s / w.seq_len if w is not None and unit else None,
         options=options_of(setup, c.layout.vp),
-        warnings=tuple(plan_warnings(c) + host_path_warning(c, a) + band_warnings(c, job, hours_p90, band)),
+        warnings=tuple(
+            plan_warnings(c) + host_path_warning(c, a) + band_warnings(c, job, hours_p90, cost_p90, band)
+        ),
         host_unit=unit_of(kind),
         loader_bound=c.host is not None and c.host.slowdown > 1.0 + LOADER_SLOWDOWN_TOLERANCE,
         extra_cost_usd=None if chosen is None else c.cost_usd - chosen.cost_usd,
