@@ -269,6 +269,8 @@ def _train_case(row: Row) -> Case:
         compiled = compiled or "torch.compileon" in stated or "--training.compile" in stated
         compile_loss = None if "2024" not in (row.stack_version or "") else False
     offload_acts = "enable_activation_offloading=true" in said
+    # Megatron-Core activation CPU offloading of N layers, as the row states the recipe's
+    offloaded = re.search(r"cpu_offloading_num_layers=(\d+)", said)
     # attention kernel and dropout as the row states them (BERT rows of the transformers 4.2x
     # era: eager attention, hidden/attention dropout 0.1); unstated -> the stack's kernel, none
     notes = _lower(row.assumptions)
@@ -292,6 +294,7 @@ def _train_case(row: Row) -> Case:
         compile=compiled,
         compile_loss=compile_loss,
         offload_activations=offload_acts,
+        offload_layers=int(offloaded.group(1)) if offloaded else 0,
         fp32_master=master,
     )
     layout = Layout(

@@ -71,6 +71,9 @@ def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointi
     flops = model_flops_per_token(model, setup)
     if checkpointing == "full":
         flops += layers + attention
+    elif checkpointing == "selective" and get_stack(setup.stack).selective_ac == "block":
+        # a fraction of whole blocks recomputed (fms-fsdp ac_handler.py, stacks.toml)
+        flops += get_stack(setup.stack).selective_blocks * (layers + attention)
     elif checkpointing == "selective" and get_stack(setup.stack).selective_ac == "op":
         # torchtitan op SAC recomputes every second mm of each block (activations.py)
         flops += 2.0 * op_sac_recomputed_params(model) * model.layers

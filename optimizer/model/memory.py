@@ -9,6 +9,7 @@ attention definition (2 tensors × layers × kv_heads × head_dim per token).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from optimizer.model.activations import extra_bytes_per_token, op_sac_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
@@ -108,6 +109,13 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     instead of 4h), no dropout (no masks) and FlashAttention (no s×s scores stored).
     """
     k = knobs(setup, _DEFAULT_ASSUMPTIONS)
+    if layout.checkpointing == "selective" and k.stack.selective_ac == "block":
+        # whole blocks checkpointed, a fraction p of them (fms-fsdp ac_handler.py: "p = 1:
+        # apply ac on every block, i.e. full ac"): per layer on average p·full + (1 − p)·none
+        p = k.stack.selective_blocks
+        return p * activation_bytes_per_layer(
+            model, setup, replace(layout, checkpointing="full")
+        ) + (1 - p) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"))
     # context parallelism: each GPU keeps the activations of s/cp tokens (Megatron-Core CP docs)
     s, b, h, t = setup.seq_len / layout.cp, layout.micro_batch, model.hidden, layout.tp
     sp = k.sequence_parallel and t > 1
@@ -261,6 +269,11 @@ def training_memory(
     if setup.offload_activations and layout.checkpointing == "full":
         # torchtune OffloadActivations: checkpointed inputs go to CPU RAM as they are made
         layers_per_stage = min(layers_per_stage, a.offload_resident_layers)
+    if setup.offload_layers:
+        # Megatron-Core CPU offloading (Transformer Engine get_cpu_offload_context): the
+        # activations of that many layers of the stage are copied to host memory in forward
+        # and brought back for their backward; at least one layer stays resident
+        layers_per_stage = max(1, layers_per_stage - setup.offload_layers)
     acts = (
         activation_bytes_per_layer(model, setup, layout)
         * layers_per_stage
@@ -268,7 +281,7 @@ def training_memory(
         * interleave_factor(layout)
     )
     if layout.checkpointing == "full" or (
-        layout.checkpointing == "selective" and k.stack.selective_ac == "op"
+        layout.checkpointing == "selective" and k.stack.selective_ac in ("op", "block")
     ):
         # one layer is recomputed at a time (torchtitan op SAC recomputes the rest of a block)
         acts += activation_bytes_per_layer(

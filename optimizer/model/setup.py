@@ -82,6 +82,9 @@ class TrainingSetup:
     compile_loss: bool | None = None
     #: checkpointed layer inputs offloaded to CPU RAM (torchtune enable_activation_offloading)
     offload_activations: bool = False
+    #: layers whose activations live in CPU RAM (Megatron-Core --cpu-offloading-num-layers,
+    #: Megatron-Bridge cpu_offloading_num_layers)
+    offload_layers: int = 0
     #: LoRA dropout probability; None: the stack's recipe default (stacks.toml lora_dropout)
     lora_dropout: float | None = None
     #: fp32 master weights + fp32 moments; None: the stack's (False: parameters loaded in bf16

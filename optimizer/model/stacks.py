@@ -88,7 +88,10 @@ class StackProfile:
     checkpointing: str = "none"
     #: what "selective" recomputation means in the stack: "attention" (Korthikanti et al.
     #: 2022 §5: the attention core) | "op" (torchtitan per-op SAC: every other mm recomputed)
+    #: | "block" (whole blocks checkpointed, a fraction selective_blocks of them: fms-fsdp)
     selective_ac: str = "attention"
+    #: with selective_ac "block": the fraction of blocks checkpointed
+    selective_blocks: float = 1.0
     lora_targets: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
     #: what its layers save for backward beyond the Korthikanti count (optimizer.model.activations)
     lora_dropout: float = 0.0  # LoRA dropout of its recipes (saves output + mask per module)
