@@ -10,7 +10,7 @@ What is fitted (log-additive groups, never per case; optimizer/model/fitted.py r
   (`serve_flops`), each per all + generation + serving stack + generation × stack; of the
   all-reduce bandwidth per GPU class (`serve_comm`, tp > 1 rows) and of MoE expert-GEMM
   efficiency (`serve_moe`, MoE rows);
-- training memory: a multiplier of the activation term per stack family (eager / fused) + stack.
+- training memory: a multiplier of the activation term per stack.
 Method: Gauss-Newton on log(measured/predicted) with the per-case sensitivity of the prediction
 to the multiplier (finite difference), ridge penalties per group level (RIDGE), residuals
 clipped at ±CLIP, each source weighted 1/sqrt(its cases) so that no table dominates.
@@ -52,15 +52,12 @@ from optimizer.model.fitted import (  # noqa: E402
     train_features,
 )
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
+from optimizer.model.stacks import stack_names  # noqa: E402
 from optimizer.model.step_time import training_step_time  # noqa: E402
 
 OUT = HERE.parent / "optimizer" / "model" / "data" / "fitted.toml"
-#: memory: the shared term of the eager stacks is free like "all"; the fused stacks' is held
-#: like a stack term (their memory rows are one stack's, torchtitan)
 RIDGE = {
     "all": 0.05,
-    "eager": 0.05,
-    "fused": 1.0,
     "gen": 1.0,
     "genprec": 1.0,
     "stack": 1.0,
@@ -151,9 +148,9 @@ def _with(fit: FittedConstants, fam: str, coefs: dict[str, float]) -> FittedCons
 
 def _bump(fit: FittedConstants, fam: str, by: float) -> FittedConstants:
     """`fit` with every case of the family scaled by exp(by): its shared term(s) bumped (the
-    memory family has one shared term per stack family instead of one for all)."""
+    memory family has no shared term: every stack's term is bumped)."""
     coefs = dict(getattr(fit, fam))
-    shared = ["eager:all", "fused:all"] if fam == "memory" else ["all"]
+    shared = [f"stack:{s}" for s in stack_names()] if fam == "memory" else ["all"]
     for key in shared:
         coefs[key] = coefs.get(key, 0.0) + by
     return _with(fit, fam, coefs)
