@@ -18,6 +18,8 @@ Run: python benchmarks/accuracy.py [--markdown] [--csv OUT] [--aside]
   the P10–P90 band (optimizer/model/bands.py: generation × precision × stack, shrunk toward the
   prior) built from the other families' LOFO residuals; source-weighted, overall and per GPU
   generation group.
+- peak memory (memory_accuracy.py): its headline is source-weighted leave-one-source-out within
+  ±15% and the source-weighted median signed error, in the metric each source reports.
 - aside (--aside): benchmarks/validation/aside/ (sources collected after the fit was frozen)
   predicted with the packaged constants and bands, scored once.
 Bands: training ±15%, serving ±20%, calibrated training ±10%. Mapping conventions: cases.py.
@@ -48,6 +50,7 @@ from fit_constants import (  # noqa: E402
     loso,
     step_ratio,
 )
+from memory_accuracy import section as memory_section  # noqa: E402
 
 from optimizer.errors import ConfigError  # noqa: E402
 from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
@@ -442,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     n_skipped = sum(len(v) for v in skipped.values())
     print(report(cases, families, folds, insample, cal, hits, n_skipped, args.markdown))
+    # peak memory: its own headline, source-weighted leave-one-source-out (memory_accuracy.py)
+    print("\n" + memory_section(args.markdown, aside=args.aside))
     if args.aside:
         print("\n" + aside_report(args.markdown))
     print(f"\nran in {time.perf_counter() - start:.1f} s")

@@ -155,6 +155,22 @@ def report(label: str, s: MemoryScore, markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
+def section(markdown: bool = False, aside: bool = False) -> str:
+    """The memory headline of benchmarks/accuracy.py: source-weighted leave-one-source-out
+    (and, with `aside`, the kept-aside memory rows scored once)."""
+    out = [report("headline, source-weighted leave-one-source-out", score(memory_loso()), markdown)]
+    if aside:
+        label = "kept aside, scored once with the packaged constants"
+        out.append(report(label, score(memory_aside()), markdown))
+    return "\n\n".join(out)
+
+
+def _rows(scored: Scored) -> None:
+    for c, p in scored:
+        err = p / c.measured - 1
+        print(f"  {c.row.case_id:60s} {c.memory_kind:9s} {c.measured:7.1f} {p:7.1f} {err:+.0%}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", action="store_true")
@@ -164,14 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     held = memory_loso()
     print(report("leave-one-source-out", score(held), args.markdown))
     if args.cases:
-        for c, p in held:
-            print(f"  {c.row.case_id:60s} {c.memory_kind:9s} {c.measured:7.1f} {p:7.1f} {p / c.measured - 1:+.0%}")
+        _rows(held)
     if args.aside:
         aside = memory_aside()
         print("\n" + report("kept aside, scored once", score(aside), args.markdown))
         if args.cases:
-            for c, p in aside:
-                print(f"  {c.row.case_id:60s} {c.memory_kind:9s} {c.measured:7.1f} {p:7.1f} {p / c.measured - 1:+.0%}")
+            _rows(aside)
     return 0
 
 

@@ -25,7 +25,6 @@ from importlib import resources
 from typing import Any
 
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.stacks import get_stack
 
 __all__ = [
     "FittedConstants",

@@ -113,9 +113,9 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
         # whole blocks checkpointed, a fraction p of them (fms-fsdp ac_handler.py: "p = 1:
         # apply ac on every block, i.e. full ac"): per layer on average p·full + (1 − p)·none
         p = k.stack.selective_blocks
-        return p * activation_bytes_per_layer(
-            model, setup, replace(layout, checkpointing="full")
-        ) + (1 - p) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"))
+        return p * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="full")) + (
+            1 - p
+        ) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"))
     # context parallelism: each GPU keeps the activations of s/cp tokens (Megatron-Core CP docs)
     s, b, h, t = setup.seq_len / layout.cp, layout.micro_batch, model.hidden, layout.tp
     sp = k.sequence_parallel and t > 1

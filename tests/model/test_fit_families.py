@@ -11,7 +11,7 @@ import pytest
 
 from optimizer.inputs.gpus import get_gpu
 from optimizer.model.comms import ring_allreduce_s
-from optimizer.model.fitted import FittedConstants, memory_family
+from optimizer.model.fitted import FittedConstants
 from optimizer.model.memory import training_memory
 from optimizer.model.presets import PRESETS
 from optimizer.model.serving import serving_perf
@@ -113,10 +113,9 @@ def test_tensor_parallel_serving_gemms_are_narrower() -> None:
     assert (eight.prefill_s - comm) == pytest.approx(one.prefill_s / 8 / factor)
 
 
-def test_fitted_memory_terms_are_per_stack_family_and_stack_not_per_method() -> None:
-    # the activation multiplier is exp(stack family + stack) - litgpt runs eager modelling
-    # code (fp32 RMSNorm saved), so its family is "eager"; a stale per-method term, a term
-    # for all stacks and the other family's term are ignored
+def test_fitted_memory_terms_are_per_stack_only() -> None:
+    # the activation multiplier is exp(the stack's term): a stale per-method term, a term for
+    # all stacks, a stack-family term and another stack's term are ignored
     fit = FittedConstants(
         memory={
             "eager:all": 0.1,
@@ -124,6 +123,7 @@ def test_fitted_memory_terms_are_per_stack_family_and_stack_not_per_method() -> 
             "method:lora": 0.5,
             "all": 0.3,
             "fused:all": 0.7,
+            "stack:torchtune": 0.9,
         }
     )
     spec = PRESETS["llama-2-7b"]
@@ -139,14 +139,5 @@ def test_fitted_memory_terms_are_per_stack_family_and_stack_not_per_method() -> 
         for m in ("lora", "qlora")
     }
     for m in ("lora", "qlora"):
-        assert fitted[m].activations == pytest.approx(raw[m].activations * math.exp(0.1 - 0.2))
-
-
-def test_stack_families_of_the_memory_fit() -> None:
-    # eager PyTorch modelling code (stacks.toml norm_fp32_saved / eager_swiglu) vs fused kernels
-    assert {s: memory_family(s) for s in ("hf-trainer", "litgpt", "torchtune", "deepspeed")} == dict.fromkeys(
-        ("hf-trainer", "litgpt", "torchtune", "deepspeed"), "eager"
-    )
-    assert {s: memory_family(s) for s in ("megatron-core", "llm-foundry", "torchtitan")} == dict.fromkeys(
-        ("megatron-core", "llm-foundry", "torchtitan"), "fused"
-    )
+        assert fitted[m].activations == pytest.approx(raw[m].activations * math.exp(-0.2))
+        assert fitted[m].weights == raw[m].weights  # states are exact byte counts, never fitted

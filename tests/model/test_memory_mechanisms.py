@@ -1,6 +1,7 @@
 """Memory mechanisms of issue 26, each checked against numbers worked out by hand from its
 source: torchtitan's per-op selective checkpointing and eager / compiled loss, serving KV pools
-outside the allocator cache."""
+outside the allocator cache, FSDP block-level selective checkpointing (fms-fsdp) and
+Megatron-Core CPU activation offloading."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from optimizer.model.memory import (
     logits_bytes,
     serving_memory,
     serving_weight_bytes,
+    training_memory,
 )
 from optimizer.model.presets import PRESETS
 from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup
@@ -79,3 +81,35 @@ def test_serving_kv_pool_is_outside_the_allocator_cache() -> None:
     trt = serving_memory(spec, ServeSetup(batch=32, context=2048, stack="tensorrt-llm"), 1, RAW)
     assert trt.cache == 0.0
     assert trt.weights == pytest.approx(serving_weight_bytes(spec, "fp16") / GIB)
+
+
+def test_fsdp_selective_checkpoints_whole_blocks() -> None:
+    # fms-fsdp ac_handler.py: "selective" checkpoints a fraction p of the blocks, p = 1 by
+    # default (config/training.py) = every block: each layer keeps its 2-byte input, 2·s·b·h,
+    # and recomputes its whole forward (as full recomputation)
+    s, b = 4096, 2
+    setup = TrainingSetup(seq_len=s, stack="fsdp")
+    sel = activation_bytes_per_layer(LLAMA3_8B, setup, Layout(micro_batch=b, checkpointing="selective"))
+    assert sel == pytest.approx(2 * s * b * 4096)
+    assert training_flops_per_token(LLAMA3_8B, setup, "selective") == pytest.approx(
+        training_flops_per_token(LLAMA3_8B, setup, "full")
+    )
+    # Megatron-Core's selective stays Korthikanti's (attention core only): far more memory
+    mc = TrainingSetup(seq_len=s, stack="megatron-core")
+    korthikanti = activation_bytes_per_layer(LLAMA3_8B, mc, Layout(micro_batch=b, checkpointing="selective"))
+    assert korthikanti > 10 * sel
+
+
+def test_megatron_cpu_offloading_moves_whole_layers_to_the_host() -> None:
+    # --cpu-offloading-num-layers 20 on a 80-layer Llama 3 70B (h 8192, kv 1024, ffn 28672),
+    # bf16, tp 1, no recompute: each layer keeps (Korthikanti count, GQA, gated FFN, no
+    # dropout) 8h + 2q + 4kv + 2q + 6ffn = 274,432 B per token; 20 layers of s·b = 16,384
+    # tokens leave the GPU
+    spec = PRESETS["llama-3-70b"]
+    layout = Layout(dp=64, micro_batch=2, zero_stage=3)
+    kept = training_memory(spec, TrainingSetup(seq_len=8192, stack="megatron-core"), layout, RAW)
+    moved = training_memory(
+        spec, TrainingSetup(seq_len=8192, stack="megatron-core", offload_layers=20), layout, RAW
+    )
+    assert (kept.activations - moved.activations) * GIB == pytest.approx(20 * 16_384 * 274_432)
+    assert moved.weights == kept.weights and moved.optimizer == kept.optimizer
