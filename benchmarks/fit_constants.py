@@ -1,6 +1,6 @@
 """Fit the free constants of the model on the validation set; write optimizer/model/data/fitted.toml.
 
-Run: python benchmarks/fit_constants.py [--dry-run]
+Run: python benchmarks/fit_constants.py [--dry-run] [--memory-only]
 
 What is fitted (log-additive groups, never per case; optimizer/model/fitted.py reads them):
 - training speed: a multiplier of achievable compute efficiency per
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -373,11 +374,32 @@ def write_fitted(
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def refit_memory(cases: Sequence[Case], path: Path = OUT) -> FittedConstants:
+    """Refit the memory table alone and rewrite only it (and the ridge levels) in `path`: the
+    training-memory prediction depends on no other table, and the others keep their fit."""
+    fit = FittedConstants()
+    for _ in range(ITERATIONS):
+        fit = fit_family(cases, fit, "memory")
+    text = path.read_text(encoding="utf-8")
+    start = text.index("[memory]\n")
+    end = text.index("\n[", start) + 1
+    text = text[:start] + "\n".join(_toml_table("memory", fit.memory)) + "\n" + text[end:]
+    ridge = f"ridge = {{{', '.join(f'{k} = {v}' for k, v in RIDGE.items())}}}"
+    text = re.sub(r"^ridge = .*$", ridge, text, count=1, flags=re.M)
+    path.write_text(text, encoding="utf-8")
+    return fit
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="fit but do not write the file")
+    parser.add_argument("--memory-only", action="store_true", help="refit and rewrite the memory table only")
     args = parser.parse_args(argv)
     cases, _ = build_cases()
+    if args.memory_only:
+        fit = refit_memory(cases)
+        print(f"memory: {len(fit.memory)} terms written to {OUT}")
+        return 0
     fit = fit_constants(cases)
     folds = lofo(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
     residuals = [item for _, results in folds.values() for item in results]

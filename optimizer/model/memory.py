@@ -25,7 +25,7 @@ from optimizer.model.setup import (
     TrainingSetup,
 )
 from optimizer.model.spec import ModelSpec
-from optimizer.model.stacks import get_stack, knobs
+from optimizer.model.stacks import StackProfile, get_stack, knobs
 from optimizer.model.states import model_state_bytes_per_param
 from optimizer.units import BYTES_PER_DTYPE, GIB
 
@@ -84,6 +84,20 @@ def lora_params(model: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:
         )
         per_layer += ffn * (model.moe_experts - 1)
     return model.layers * per_layer
+
+
+def dequantized_weight_bytes(model: ModelSpec, prof: StackProfile) -> float:
+    """The transient 16-bit copy of the largest 4-bit weight: bitsandbytes MatMul4Bit
+    dequantizes the whole weight for each matmul, forward and backward (autograd/_functions.py:
+    F.dequantize_4bit(B, quant_state).to(A.dtype)), at the peak for the LM head when the stack
+    quantises it (its backward starts with every activation held)."""
+    shapes = model.linear_shapes()
+    sizes = [i * o for i, o in shapes.values()]
+    if prof.fused_qkv_lora:  # one fused QKV linear (litgpt CausalSelfAttention.attn)
+        sizes.append(model.hidden * (model.q_dim + 2 * model.kv_dim))
+    if prof.qlora_quantizes_head:
+        sizes.append(model.vocab * model.hidden)
+    return max(sizes) * prof.qlora_dequant_bytes
 
 
 def qlora_bytes_per_param(double_quant: bool = True) -> float:
@@ -221,8 +235,10 @@ def training_memory(
             if setup.method == "qlora"
             else {"fp32": 4.0}.get(setup.precision, 2.0)
         )
-        # QLoRA leaves embeddings and LM head in 16 bit (bitsandbytes quantises Linear layers)
-        dense_fraction = (model.embedding_params() + model.head_params()) / model.params()
+        # QLoRA leaves embeddings (and, unless the stack quantises it, the LM head) in 16 bit
+        # (bitsandbytes quantises Linear layers)
+        head_16bit = 0 if k.stack.qlora_quantizes_head else model.head_params()
+        dense_fraction = (model.embedding_params() + head_16bit) / model.params()
         base_bytes = (
             p_gpu * ((1 - dense_fraction) * base_b + dense_fraction * 2.0)
             if setup.method == "qlora"
@@ -303,6 +319,8 @@ def training_memory(
         managed, optimizer = optimizer, 0.0
 
     overhead = a.workspace_gib * GIB
+    if setup.method == "qlora":
+        overhead += dequantized_weight_bytes(model, k.stack) / layout.tp
     allocated = weights + gradients + optimizer + acts + overhead
     return MemoryBreakdown(
         weights / GIB,

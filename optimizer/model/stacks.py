@@ -98,6 +98,10 @@ class StackProfile:
     fused_qkv_lora: bool = False  # one LoRA branch (one dropout) for the fused QKV projection
     qlora_saves_inputs: bool = False  # its 4-bit base linear keeps its input (bitsandbytes)
     qlora_double_quant: bool = True  # NF4 absmax constants quantised again (Dettmers 2023 §3)
+    qlora_quantizes_head: bool = False  # the LM head is a 4-bit linear too
+    #: bytes per weight of the 16-bit copy a 4-bit linear dequantizes for each matmul (4: a
+    #: 16-bit dequantized weight and its cast to the compute dtype, alive together)
+    qlora_dequant_bytes: float = 2.0
     norm_fp32_saved: bool = False  # eager RMSNorm saves fp32 input (+ fp32 normalised if trained)
     eager_swiglu: bool = False  # silu input and output both saved (no fused SwiGLU)
     gqa_kv_expanded: bool = False  # K/V expanded to the query heads before attention

@@ -1,7 +1,7 @@
 """Memory mechanisms of issue 26, each checked against numbers worked out by hand from its
 source: torchtitan's per-op selective checkpointing and eager / compiled loss, serving KV pools
 outside the allocator cache, FSDP block-level selective checkpointing (fms-fsdp) and
-Megatron-Core CPU activation offloading."""
+Megatron-Core CPU activation offloading, the weight a 4-bit linear dequantizes per matmul."""
 
 from __future__ import annotations
 
@@ -113,3 +113,19 @@ def test_megatron_cpu_offloading_moves_whole_layers_to_the_host() -> None:
     )
     assert (kept.activations - moved.activations) * GIB == pytest.approx(20 * 16_384 * 274_432)
     assert moved.weights == kept.weights and moved.optimizer == kept.optimizer
+
+
+def test_qlora_dequantizes_its_largest_weight_per_matmul() -> None:
+    # bitsandbytes MatMul4Bit: F.dequantize_4bit(B, quant_state).to(A.dtype) - a 16-bit copy
+    # of the whole weight. Llama-2-7B (h 4096, ffn 11008, vocab 32000): the largest layer
+    # linear is gate/up, 4096 × 11008, at 2 B (generic, quantised in the compute dtype);
+    # litgpt (Lightning) also quantises the LM head, 32000 × 4096, from fp16: fp16 copy + bf16
+    # cast = 4 B per weight
+    spec = PRESETS["llama-2-7b"]
+    layout = Layout()
+    for stack, transient in (("generic", 2 * 4096 * 11008), ("litgpt", 4 * 32_000 * 4096)):
+        setup = TrainingSetup(seq_len=512, method="qlora", lora_rank=8, stack=stack)
+        lora = TrainingSetup(seq_len=512, method="lora", lora_rank=8, stack=stack)
+        q = training_memory(spec, setup, layout, RAW).overhead
+        plain = training_memory(spec, lora, layout, RAW).overhead
+        assert (q - plain) * GIB == pytest.approx(transient)
