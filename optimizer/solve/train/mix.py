@@ -21,6 +21,7 @@ from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.candidate import Candidate
+from optimizer.solve.train.host_check import host_rule_of, offering_rejection
 from optimizer.solve.train.mix_data import (
     MIX_MAX_INSTANCES,
     MixShape,
@@ -129,7 +130,7 @@ def plan_mix(
             plan = _pricing_mix(prep, g, config, walls)
             if plan is not None:
                 found.append(plan)
-    pairs, reasons = _pairs(groups)
+    pairs, reasons = _pairs([g for g in groups if _multi_node_ok(prep, g)])
     out.reasons += reasons
     for a, b in pairs:
         plan = _type_mix(prep, a, b, config, walls, max_instances_per_type)
@@ -184,6 +185,19 @@ def _pairs(groups: Sequence[TypeGroup]) -> tuple[list[tuple[TypeGroup, TypeGroup
                 "over the internet, so no GPU-type mix is planned"
             )
     return pairs, reasons
+
+
+def _multi_node_ok(prep: PreparedJob, g: TypeGroup) -> bool:
+    """A GPU-type mix is multi-node: its types must run the job's precision, pass the host
+    checks, and have a cluster network the job trusts (as enumerate.py rules for one type)."""
+    c, off = prep.job.constraints, g.first
+    if not off.gpu.supports(prep.job.workload.precision):
+        return False
+    if offering_rejection(off, host_rule_of(prep.job.data, prep.assumptions), prep.assumptions) is not None:
+        return False
+    if off.inter_node_kind == "internet" and not c.allow_internet_multi_node:
+        return False
+    return c.trust_guessed_network or not off.inter_node_is_default
 
 
 def _plain_cap(g: TypeGroup) -> int | None:
