@@ -9,7 +9,7 @@ explain (why a mix is not worth it: fabric, balance loss, no cheaper split).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from optimizer.model.cluster import StepTime
@@ -209,19 +209,13 @@ def _plain_cap(g: TypeGroup) -> int | None:
 
 
 def _sizes(prep: PreparedJob, g: TypeGroup) -> list[Candidate]:
-    """The group's instance counts with their fastest layout (the candidate table's rows of its
-    offerings; held rows enumerated on their own, as the planner enumerates any offering)."""
-    keys = {r.offering.key for r in g.rows}
-    cands = [c for c in prep.table.candidates if c.offering.key in keys]
-    held = [r.offering for r in g.rows if r.held]
-    if held:
-        extra = prepare_from_offerings(prep.job, prep.model, held, prep.assumptions)
-        cands += extra.table.candidates
-    best: dict[int, Candidate] = {}
-    for c in cands:
-        if c.instances not in best or c.step.time_s < best[c.instances].step.time_s:
-            best[c.instances] = c
-    return [best[n] for n in sorted(best)]
+    """The group's instance counts up to all its rows together can give (none: the search
+    limit), each with its fastest layout: the type enumerated as the planner enumerates any
+    offering (enumerate.py, no deadline pruning), its cap lifted from one row's to the group's."""
+    base = next(r.offering for r in g.rows if r.offering.pricing != "spot")
+    whole = replace(base, max_instances=g.cap, key=f"mix:{base.key}")
+    table = prepare_from_offerings(prep.job, prep.model, [whole], prep.assumptions, prune=False).table
+    return sorted(table.candidates, key=lambda c: c.instances)
 
 
 def _pricing_mix(
@@ -229,10 +223,10 @@ def _pricing_mix(
 ) -> MixPlan | None:
     """The cheapest split of one instance type over its pricing rows (spot: its count sets the
     interruption overhead of the whole job, solve/train/spot.py)."""
-    sizes = _sizes(prep, g)
     plain = [r for r in g.rows if r.offering.pricing != "spot"]
     spots = [r for r in g.rows if r.offering.pricing == "spot"]
-    if not sizes or not plain:
+    sizes = _sizes(prep, g) if plain else []
+    if not sizes:
         return None
     spot = spots[0] if spots else None
     setup = prep.job.workload.setup()
