@@ -54,9 +54,9 @@ def mix_plan_dict(p: MixPlan) -> dict[str, Any]:
 
 
 def mix_dict(m: MixOutcome | None) -> dict[str, Any] | None:
-    """The `mix` block, or None when no mix could be planned at all (no key is added then: the
-    output of a job with nothing to mix stays as it was)."""
-    if m is None or (m.plan is None and m.best is None):
+    """The `mix` block, or None when the job has nothing to mix (no pricing group or type pair
+    was considered: no key is added, the output of such a job stays as it was)."""
+    if m is None or not m.considered:
         return None
     if m.plan is not None:
         status = "only_plan" if m.single_cost_usd is None else "cheaper"

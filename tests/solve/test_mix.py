@@ -117,14 +117,22 @@ def test_quota_capped_h100_a100_mix_meets_a_deadline_neither_type_meets(rows):
 
 
 def test_mix_not_worth_it_says_why(rows):
-    """Without a deadline the best single type is cheaper: the block names the best mix's cost
-    against the plan's, and `mix = false` leaves the block out."""
+    """Without a deadline one p5 is the plan: an H100 + A100 mix cannot undercut it (each type's
+    least instance-hours at its cheapest rate already cost as much), and a deadline that one p5
+    misses but two meet leaves the mix searched and dearer, with its balance loss named; `mix =
+    false` leaves the block out."""
     cat = _rows(rows, P4DE, P5)
     cons = {"availability": [{"provider": "aws", "instance": P5, "max_instances": 2}]}
     res = plan_job(_job(cons), cat, alternatives=0)
-    assert res.mix is not None and res.mix.plan is None and res.mix.best is not None
-    assert "not less than the plan's" in res.mix.reasons[-1]
-    assert plan_json(res)["mix"]["status"] == "not_cheaper"
+    assert res.mix is not None and res.mix.plan is None and res.mix.best is None
+    assert "cannot undercut the plan" in res.mix.reasons[-1]
+    assert plan_json(res)["mix"]["status"] == "none"
+    tight = plan_job(_job({**cons, "deadline_hours": 60}), cat, alternatives=0)
+    assert tight.plan is not None and tight.plan.instances == 2
+    assert tight.mix is not None and tight.mix.plan is None and tight.mix.best is not None
+    assert tight.mix.best.cost_usd >= tight.plan.cost_usd
+    assert "not less than the plan's" in tight.mix.reasons[-1]
+    assert plan_json(tight)["mix"]["status"] == "not_cheaper"
     off = plan_job(_job({**cons, "mix": False}), cat, alternatives=0)
     assert off.mix is None and "mix" not in plan_json(off)
 

@@ -8,7 +8,7 @@ explain (why a mix is not worth it: fabric, balance loss, no cheaper split).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -92,6 +92,7 @@ class MixOutcome:
     single_cost_usd: float | None = None
     reasons: list[str] = field(default_factory=list)
     solver: dict[str, Any] = field(default_factory=dict)
+    considered: int = 0  # pricing groups and type pairs searched or ruled out by the bound
 
     @property
     def saving_usd(self) -> float | None:
@@ -125,20 +126,36 @@ def plan_mix(
     groups, _left_out = type_groups(prep.offerings, held)
     found: list[MixPlan] = []
     walls: list[float] = []
+    bound = _bounds(prep)
+    limit = float("inf") if single is None else single.cost_usd
+    skipped: list[str] = []
     for g in groups:
         if len(g.rows) >= 2 or any(r.held for r in g.rows):
+            if bound(g) >= limit:
+                skipped.append(g.label)
+                continue
             plan = _pricing_mix(prep, g, config, walls)
             if plan is not None:
                 found.append(plan)
     pairs, reasons = _pairs([g for g in groups if _multi_node_ok(prep, g)])
     out.reasons += reasons
     for a, b in pairs:
+        if min(bound(a), bound(b)) >= limit:
+            skipped.append(f"{a.label} + {b.label}")
+            continue
         plan = _type_mix(prep, a, b, config, walls, max_instances_per_type)
         if plan is not None:
             found.append(plan)
         else:
             out.reasons.append(f"{a.label} + {b.label} on {a.fabric}: no mix meets the job's limits")
-    out.solver = {"models": len(walls), "wall_s": round(sum(walls), 4)}
+    out.solver = {"models": len(walls), "wall_s": round(sum(walls), 4), "skipped": len(skipped)}
+    out.considered = len(walls) + len(skipped)
+    if skipped:
+        out.reasons.append(
+            f"{len(skipped)} mix(es) cannot undercut the plan: at its cheapest row and its least "
+            f"instance-hours, each type alone already costs at least the plan's "
+            f"${limit:,.2f} ({', '.join(skipped[:3])}{', …' if len(skipped) > 3 else ''})"
+        )
     if not found:
         return out
     best = min(found, key=lambda p: (p.cost_usd, p.hours, p.gpus))
@@ -185,6 +202,30 @@ def _pairs(groups: Sequence[TypeGroup]) -> tuple[list[tuple[TypeGroup, TypeGroup
                 "over the internet, so no GPU-type mix is planned"
             )
     return pairs, reasons
+
+
+def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
+    """A search rule (stated, and checked against brute force in tests): the least a group's
+    work can cost — its least instance-hours in the deadline-free candidate table (any count,
+    any row of its hardware class) at its cheapest row's rate. A mix whose types all cost at
+    least the plan this way is not searched (mixing adds balance loss and a slower link; it
+    does not make a type's work cheaper). A group the table has no row of: never searched when
+    no row of it is capped below the group's total (nothing fits or runs it at any count the
+    table tried), else always (0: more instances together than one row may give)."""
+    least: dict[tuple[str, float, int, float], float] = {}
+    for c in prep.deadline_free().candidates:
+        k = c.offering.hardware_class
+        inst_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR * c.instances
+        least[k] = min(least.get(k, inst_h), inst_h)
+
+    def bound(g: TypeGroup) -> float:
+        inst_h = least.get(g.first.hardware_class)
+        if inst_h is None:
+            capped = g.cap is not None and g.cap > max(r.cap for r in g.rows)
+            return 0.0 if capped else float("inf")
+        return inst_h * min(_hourly(r.offering) for r in g.rows)
+
+    return bound
 
 
 def _multi_node_ok(prep: PreparedJob, g: TypeGroup) -> bool:
