@@ -123,7 +123,7 @@ def plan_mix(
     out = MixOutcome(single_cost_usd=None if single is None else single.cost_usd)
     data_of = {(o.provider, o.instance, o.region): o.data for o in prep.offerings}
     held = held_offerings(rows, job.constraints.reserved_held, data_of)
-    groups, _left_out = type_groups(prep.offerings, held)
+    groups, left_out = type_groups(prep.offerings, held)
     found: list[MixPlan] = []
     walls: list[float] = []
     bound = _bounds(prep)
@@ -135,8 +135,8 @@ def plan_mix(
                 skipped.append(g.label)
                 continue
             plan = _pricing_mix(prep, g, config, walls)
-            if plan is not None:
-                found.append(plan)
+            if plan is not None and (len(plan.rows) > 1 or plan.rows[0].held):
+                found.append(plan)  # one rented row alone is a single-type plan, not a mix
     pairs, reasons = _pairs([g for g in groups if _multi_node_ok(prep, g)])
     out.reasons += reasons
     for a, b in pairs:
@@ -150,6 +150,12 @@ def plan_mix(
             out.reasons.append(f"{a.label} + {b.label} on {a.fabric}: no mix meets the job's limits")
     out.solver = {"models": len(walls), "wall_s": round(sum(walls), 4), "skipped": len(skipped)}
     out.considered = len(walls) + len(skipped)
+    if left_out:
+        out.reasons.append(
+            f"{len(left_out)} offering(s) not mixed: a full reserved term is one plan's own "
+            "commitment, a box charged capital per job is not priced by the hour "
+            f"({'; '.join(left_out[:2])}{'; …' if len(left_out) > 2 else ''})"
+        )
     if skipped:
         out.reasons.append(
             f"{len(skipped)} mix(es) cannot undercut the plan: at its cheapest row and its least "
