@@ -43,7 +43,8 @@ def _cat(rows, *instances):
 )
 def test_pricing_mix_matches_brute_force(rows, deadline_h, budget_usd):
     """One instance type, three rows: 1 held reserved, on-demand and spot (3 each, availability):
-    every count N of the candidate table, every split h + o + s = N within the caps; the wall
+    every count N of the candidate table, every split h + o + s = N within the caps that is a
+    mix (held instances, or on-demand and spot together); the wall
     hours of a split with spot from the interruption model; each row priced by cost_usd."""
     cons = {
         "pricing": ["on_demand", "spot"],
@@ -72,8 +73,8 @@ def test_pricing_mix_matches_brute_force(rows, deadline_h, budget_usd):
         work_h = c.steps * c.step.time_s * c.band_factor / 3600
         for h, s in itertools.product(range(2), range(4)):
             o = n - h - s
-            if not 0 <= o <= 3:
-                continue
+            if not 0 <= o <= 3 or (h == 0 and 0 in (o, s)):
+                continue  # one rented row alone is a single-type plan, not a mix
             hours = (
                 work_h
                 if s == 0

@@ -135,8 +135,8 @@ def plan_mix(
                 skipped.append(g.label)
                 continue
             plan = _pricing_mix(prep, g, config, walls)
-            if plan is not None and (len(plan.rows) > 1 or plan.rows[0].held):
-                found.append(plan)  # one rented row alone is a single-type plan, not a mix
+            if plan is not None:
+                found.append(plan)
     pairs, reasons = _pairs([g for g in groups if _multi_node_ok(prep, g)])
     out.reasons += reasons
     for a, b in pairs:
@@ -296,6 +296,7 @@ def _pricing_mix(
         [[_hourly(r.offering) for r in plain]],
         [[r.cap for r in plain]],
         0.0 if spot is None else _hourly(spot.offering),
+        [[r.held for r in plain]],
     )
     choice = solve_mix(d, prep.deadline_h, prep.budget_usd, config)
     walls.append(0.0 if choice is None else choice.result.wall_s)

@@ -45,6 +45,10 @@ class MixData:
     rates: Sequence[Sequence[float]]
     caps: Sequence[Sequence[int]]
     spot_rate: float = 0.0
+    #: per type, per row: a reservation already held. Given, a one-type solution must be a mix:
+    #: held instances, or two pricing models together (one rented row alone is a single-type
+    #: plan, which the candidate table already has)
+    held: Sequence[Sequence[bool]] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,14 @@ def solve_mix(
         fixed = d.spot[c] * row_cents(d.spot_rate, d.hours[c]) + to_cents(d.data_usd[c])
         terms.append(fixed * y[c])
     cost = sum(terms)
+    if d.held and len(d.rates) == 1:
+        used = []
+        for t, r, _ in rows:
+            u = m.new_bool_var(f"used{t}_{r}")
+            m.add(sum(n[c, t, r] for c in configs) >= 1).only_enforce_if(u)
+            used.append((2 if d.held[t][r] else 1) * u)
+        spot_used = sum(y[c] for c in configs if d.spot[c] > 0)
+        m.add(sum(used) + spot_used >= 2)
     if budget_usd is not None:
         m.add(cost <= budget_cents(budget_usd))
     minutes = {c: -(-to_seconds(d.hours[c]) // SECONDS_PER_MINUTE) for c in configs}
