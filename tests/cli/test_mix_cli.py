@@ -23,7 +23,8 @@ def test_held_reserved_mix_in_text_and_json():
     hours = data["plan"]["hours"]
     mix = data["mix"]
     assert mix["status"] == "cheaper"
-    assert mix["saving_usd"] == pytest.approx(2 * (27.44705 - 17.291642) * hours, rel=1e-3)  # hours rounded in JSON
+    # the plan's hours are rounded in JSON
+    assert mix["saving_usd"] == pytest.approx(2 * (27.44705 - 17.291642) * hours, rel=1e-3)
     assert [(r["instance"], r["pricing"], r["held"], r["instances"]) for r in mix["plan"]["rows"]] == [
         ("p4de.24xlarge", "reserved_1y", True, 2),
         ("p4de.24xlarge", "on_demand", False, 6),

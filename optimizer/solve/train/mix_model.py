@@ -101,9 +101,9 @@ def solve_mix(
     if d.held and len(d.rates) == 1:
         used = []
         for t, r, _ in rows:
-            u = m.new_bool_var(f"used{t}_{r}")
-            m.add(sum(n[c, t, r] for c in configs) >= 1).only_enforce_if(u)
-            used.append((2 if d.held[t][r] else 1) * u)
+            on = m.new_bool_var(f"used{t}_{r}")
+            m.add(sum(n[c, t, r] for c in configs) >= 1).only_enforce_if(on)
+            used.append((2 if d.held[t][r] else 1) * on)
         spot_used = sum(y[c] for c in configs if d.spot[c] > 0)
         m.add(sum(used) + spot_used >= 2)
     if budget_usd is not None:
