@@ -219,12 +219,18 @@ def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
     no row of it is capped below the group's total (nothing fits or runs it at any count the
     table tried), else always (0: more instances together than one row may give)."""
     least: dict[tuple[str, float, int, float], float] = {}
-    for c in prep.deadline_free().candidates:
-        k = c.offering.hardware_class
-        inst_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR * c.instances
-        least[k] = min(least.get(k, inst_h), inst_h)
+    built: list[bool] = []
+
+    def build() -> None:  # on first use: most jobs have nothing to mix and never build it
+        for c in prep.deadline_free().candidates:
+            k = c.offering.hardware_class
+            inst_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR * c.instances
+            least[k] = min(least.get(k, inst_h), inst_h)
+        built.append(True)
 
     def bound(g: TypeGroup) -> float:
+        if not built:
+            build()
         inst_h = least.get(g.first.hardware_class)
         if inst_h is None:
             capped = g.cap is not None and g.cap > max(r.cap for r in g.rows)

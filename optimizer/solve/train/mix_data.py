@@ -1,16 +1,16 @@
 """The data of a mixed cluster: instance types in one place with the pricing rows a mix may
-combine (held reservations included), and the per-type step-time tables of a GPU-type mix.
+combine (held reservations included), and the fastest step of one GPU type in a
+data-parallel mix at a given number of samples per GPU.
 
 A mix is planned per *type group* (one instance type in one provider region, or one owned box
 type) and per *pair* of such groups that share a fabric (the same provider region, or the
-owned site). Everything here is Python: the CP-SAT models (solve/train/mix_model.py) only
-read integer tables built from the one step-time and memory model (model/step_time.py,
+owned site). Everything here is Python: the CP-SAT model (solve/train/mix_model.py) only reads
+integer tables built from the one step-time and memory model (model/step_time.py,
 model/memory.py), as every planner of this package does.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,7 +37,6 @@ __all__ = [
     "type_groups",
     "type_step",
     "fastest_at",
-    "step_ms",
     "mix_band_factor",
 ]
 
@@ -258,9 +257,3 @@ def _fits(
         fits.append((m, ckpt))
     memo[key] = fits
     return fits
-
-
-def step_ms(step: StepTime) -> int:
-    """A step time in whole milliseconds, rounded up (a plan the solver accepts is never faster
-    on paper than the model says)."""
-    return int(math.ceil(round(step.time_s * 1000.0, 6)))
