@@ -157,3 +157,26 @@ def test_held_reservation_bad_region_is_one_clear_line(rows):
         plan_job(_job({"reserved_held": [held]}), _rows(rows, P4DE), alternatives=0)
     with pytest.raises(Exception, match="count"):
         _job({"reserved_held": [{"provider": "aws", "instance": P4DE, "count": 0}]})
+
+
+def test_owned_site_mix_says_why_it_misses_the_deadline():
+    """Two owned boxes (8× RTX 4090, 4× RTX 3090) are one site: their mix is searched; an 8B
+    LoRA fits a 24 GB card only with full recompute under pure data parallelism, so the
+    fastest mix misses a 30 h deadline that the 4090 box (a pipeline, 32 h) misses too."""
+    job = job_from_dict(
+        {
+            "name": "own",
+            "model": {"preset": "llama-3-8b"},
+            "workload": {"kind": "lora", "tokens": 2e9, "seq_len": 2048, "global_batch": 64},
+            "constraints": {"cloud": False, "deadline_hours": 30},
+            "hardware": {"owned": [{"gpu": "RTX4090", "num_boxes": 1}, {"gpu": "RTX3090", "num_boxes": 1}]},
+        }
+    )
+    res = plan_job(job, None, alternatives=0)
+    assert res.status == Status.INFEASIBLE
+    assert res.mix is not None and res.mix.best is None
+    (why,) = [r for r in res.mix.reasons if "on the owned site" in r]
+    assert "the fastest mix (1 + 1 instances, pure data parallelism) needs" in why
+    hours = float(why.split("needs ")[1].split(" h")[0].replace(",", ""))
+    assert hours > 30
+    assert plan_json(res)["mix"]["status"] == "none"

@@ -143,11 +143,14 @@ def plan_mix(
         if min(bound(a), bound(b)) >= limit:
             skipped.append(f"{a.label} + {b.label}")
             continue
-        plan = _type_mix(prep, a, b, config, walls, max_instances_per_type)
+        why: list[str] = []
+        plan = _type_mix(prep, a, b, config, walls, max_instances_per_type, why)
         if plan is not None:
             found.append(plan)
         else:
-            out.reasons.append(f"{a.label} + {b.label} on {a.fabric}: no mix meets the job's limits")
+            out.reasons.append(
+                f"{a.label} + {b.label} on {a.fabric}: {why[0] if why else 'no mix meets the job'}"
+            )
     out.solver = {"models": len(walls), "wall_s": round(sum(walls), 4), "skipped": len(skipped)}
     out.considered = len(walls) + len(skipped)
     if left_out:
@@ -373,16 +376,18 @@ def _type_mix(
     config: SolverConfig | None,
     walls: list[float],
     limit: int,
+    why: list[str] | None = None,
 ) -> MixPlan | None:
     """The cheapest data-parallel mix of types a and b: per instance-count pair the balanced
     split (pure data parallelism, per-type micro-batch × accumulation, one ZeRO stage for all
-    ranks), then CP-SAT picks the pair and the pricing rows."""
+    ranks), then CP-SAT picks the pair and the pricing rows. When there is none, `why` gets
+    the reason (nothing fits with pure data parallelism; the fastest mix's hours; the budget)."""
+    why = [] if why is None else why
     w, c = prep.job.workload, prep.job.constraints
     setup, batch = w.setup(), w.batch_sequences
     types = (a, b)
     plain = [[r for r in t.rows if r.offering.pricing != "spot"] for t in types]
     top = [min(_plain_cap(t) or limit, limit, c.max_instances or limit) for t in types]
-    factor = mix_band_factor([a.first.gpu, b.first.gpu], setup, prep.assumptions, c.confidence)
     steps = w.steps_for_batch(batch)
     memo: dict[tuple, Any] = {}
     configs: list[tuple[tuple[int, int], Split]] = []
@@ -399,8 +404,21 @@ def _type_mix(
             if split is not None:
                 configs.append(((na, nb), split))
     if not configs:
+        why.append(
+            f"no split of the global batch {batch} fits both types' memory with pure data "
+            "parallelism (tensor and pipeline parallelism are not mixed)"
+        )
         return None
-    hours = [steps * sp[0] * factor / SECONDS_PER_HOUR for _, sp in configs]
+    factors = [
+        mix_band_factor(
+            [(t.first.gpu, e[1]) for t, e in zip(types, sp[1], strict=True)],
+            setup,
+            prep.assumptions,
+            c.confidence,
+        )
+        for _, sp in configs
+    ]
+    hours = [steps * sp[0] * f / SECONDS_PER_HOUR for (_, sp), f in zip(configs, factors, strict=True)]
     d = MixData(
         [n for n, _ in configs],
         [0] * len(configs),
@@ -412,6 +430,15 @@ def _type_mix(
     choice = solve_mix(d, prep.deadline_h, prep.budget_usd, config)
     walls.append(0.0 if choice is None else choice.result.wall_s)
     if choice is None:
+        fastest = min(range(len(hours)), key=hours.__getitem__)
+        (na, nb), _ = configs[fastest]
+        if prep.deadline_h is not None and hours[fastest] > prep.deadline_h:
+            why.append(
+                f"the fastest mix ({na} + {nb} instances, pure data parallelism) needs "
+                f"{hours[fastest]:,.1f} h, past the {prep.deadline_h:,.1f} h deadline"
+            )
+        else:
+            why.append("no mix within the caps meets the budget")
         return None
     _, (step_s, per_type) = configs[choice.config]
     mix_rows = [
@@ -431,7 +458,7 @@ def _type_mix(
         batch,
         a.fabric,
         c.confidence,
-        factor,
+        factors[choice.config],
         None,
         idle,
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.model.bands import band_for
+from optimizer.model.bands import step_band
 from optimizer.model.cluster import Cluster, StepTime
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
@@ -157,14 +157,17 @@ def type_groups(offerings: Sequence[Offering], held: Sequence[PriceRow]) -> tupl
 
 
 def mix_band_factor(
-    gpus: Sequence[Any], setup: TrainingSetup, a: PerfAssumptions, confidence: float | None
+    steps: Sequence[tuple[Any, StepTime]], setup: TrainingSetup, a: PerfAssumptions, confidence: float | None
 ) -> float:
-    """The step-time multiplier of a mix at `confidence`: the widest of its GPU types' bands
-    (model/bands.py; a mixed step waits for its slowest type, so its spread is at least the
-    widest one's — a conservative choice)."""
+    """The step-time multiplier of a mix at `confidence`: the widest of its types' bands, each
+    the band the planner gives that type's step (model/bands.step_band: a profile's own, the
+    calibrated one, else the GPU generation's). A mixed step waits for its slowest type, so its
+    spread is taken as the widest one's (a conservative choice)."""
     if confidence is None:
         return 1.0
-    return max(band_for(g, setup.precision, setup.stack, a).multiplier(confidence) for g in gpus)
+    return max(
+        step_band(st, gpu, setup.precision, setup.stack, a).multiplier(confidence) for gpu, st in steps
+    )
 
 
 def type_step(
