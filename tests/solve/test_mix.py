@@ -180,3 +180,21 @@ def test_owned_site_mix_says_why_it_misses_the_deadline():
     hours = float(why.split("needs ")[1].split(" h")[0].replace(",", ""))
     assert hours > 30
     assert plan_json(res)["mix"]["status"] == "none"
+
+
+def test_a_held_reservation_in_a_batch_job_is_bad_input():
+    from optimizer.inputs.jobs.batch import batch_from_dict
+
+    doc = {
+        "capacity": {"horizon_days": 10},
+        "job": [
+            {
+                "name": "a",
+                "model": {"preset": "llama-2-7b"},
+                "workload": {"tokens": 1e9, "global_batch": 64},
+                "constraints": {"reserved_held": [{"provider": "aws", "instance": P4DE, "count": 1}]},
+            }
+        ],
+    }
+    with pytest.raises(ConfigError, match=r"reserved_held .*\[\[capacity.reservation\]\]"):
+        batch_from_dict(doc)

@@ -294,8 +294,9 @@ class Constraints(StrictModel):
     )
     mix: bool = Field(
         default=True,
-        description="also plan mixed clusters (pricing models on one instance type, two GPU "
-        "types on one fabric) and show one when it is cheaper or the only way to meet the job",
+        description="`ccopt plan`: also plan mixed clusters (pricing models on one instance "
+        "type, two GPU types on one fabric) and show one when it is cheaper or the only way to "
+        "meet the job (a batch shares capacity between jobs instead)",
     )
     zero_stages: tuple[int, ...] = Field(
         min_length=1,
