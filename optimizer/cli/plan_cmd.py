@@ -41,6 +41,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
+from optimizer.cli.mix_view import print_mix
 from optimizer.cli.plot import check_plot_path, plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 from optimizer.units import quantile_label
@@ -157,6 +158,7 @@ def render_plan(data: dict[str, Any]) -> None:
     if shown is None:
         for r in data.get("loader_bound", [])[:3]:  # what the hosts' vCPUs cost in speed
             console().print(f"  loader-bound: {escape(r['option'])}: {escape(r['reason'])}")
+        print_mix(console(), data.get("mix"))
         return
     c, job = shown
     p = data["plan"]
@@ -200,6 +202,7 @@ def render_plan(data: dict[str, Any]) -> None:
         )
         c.print(f"  why this plan: the deadline binds ({slower})")
     print_verdict(c, data.get("rent_or_buy"))
+    print_mix(c, data.get("mix"))
     for warning in p.get("warnings", []):
         c.print(f"  [yellow]check:[/yellow] {warning}")
     rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(data["alternatives"])]

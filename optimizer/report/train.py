@@ -6,6 +6,7 @@ from typing import Any
 
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
+from optimizer.report.mix import mix_dict
 from optimizer.report.rent_buy import break_even_dict, verdict_dict
 from optimizer.solve.train.compare import CompareResult
 from optimizer.solve.train.enumerate import Candidate
@@ -199,6 +200,9 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         out["job"] = job_block(result.prepared, result.job_figures)
     if result.rent_or_buy is not None:
         out["rent_or_buy"] = verdict_dict(result.rent_or_buy)
+    mix = mix_dict(result.mix)
+    if mix is not None:
+        out["mix"] = mix
     return emit(PlanOutput, out)
 
 

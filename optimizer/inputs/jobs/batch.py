@@ -77,6 +77,11 @@ class BatchJob(Job):
                 "pricing is shared by the jobs of a batch (one catalog); put [pricing] at the "
                 "top of the batch file"
             )
+        if self.constraints.reserved_held:
+            raise ValueError(
+                "constraints.reserved_held is for a single job's plan; in a batch put reserved "
+                "instances in [[capacity.reservation]] (shared by all jobs)"
+            )
         if self.hardware.owned or self.hardware.buy:
             raise ValueError(
                 "hardware.owned/buy are per job; in a batch put owned boxes in "

@@ -60,6 +60,7 @@ __all__ = [
     "JobFile",
     "stack_name",
     "DataSpec",
+    "ReservedHeld",
 ]
 
 
@@ -207,6 +208,28 @@ class Availability(StrictModel):
     max_instances: int = Field(gt=0, le=10**5, description="at most this many at once")
 
 
+class ReservedHeld(StrictModel):
+    """`[[constraints.reserved_held]]`: reserved instances the team already holds (a term
+    bought earlier), which a plan may use beside rented ones (solve/train/mix.py)."""
+
+    provider: str = Field(min_length=1, description="provider of the reservation (aws, gcp, ...)")
+    instance: str = Field(min_length=1, description="instance type held (as in `ccopt prices`)")
+    region: str | None = Field(
+        default=None, description="region of the reservation (needed when the catalog lists several)"
+    )
+    count: int = Field(gt=0, le=10**5, description="instances held and free for this job")
+    pricing: Literal["reserved_1y", "reserved_3y"] = Field(
+        default="reserved_1y", description="term held: its catalog rate is charged per hour used"
+    )
+    usd_per_hour: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_USD,
+        description="what an hour of one held instance costs this job (default: the term's "
+        "catalog rate per hour used, as reservation_prepaid; 0: a sunk cost)",
+    )
+
+
 class Constraints(StrictModel):
     """`[constraints]`: deadline, budget and what may be used."""
 
@@ -263,6 +286,17 @@ class Constraints(StrictModel):
     )
     reservation_prepaid: bool = Field(
         default=False, description="reserved capacity already paid/shared: charge hours used"
+    )
+    reserved_held: tuple[ReservedHeld, ...] = Field(
+        default=(),
+        description="`[[constraints.reserved_held]]`: reserved instances already held; a plan "
+        "may use them and top up with the pricing models allowed (a mixed cluster)",
+    )
+    mix: bool = Field(
+        default=True,
+        description="`ccopt plan`: also plan mixed clusters (pricing models on one instance "
+        "type, two GPU types on one fabric) and show one when it is cheaper or the only way to "
+        "meet the job (a batch shares capacity between jobs instead)",
     )
     zero_stages: tuple[int, ...] = Field(
         min_length=1,

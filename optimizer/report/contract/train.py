@@ -18,6 +18,7 @@ from optimizer.report.contract.common import (
     SolverOut,
     StepOut,
 )
+from optimizer.report.contract.mix import MixOut
 from optimizer.report.contract.rent_buy import BreakEvenOut, RentOrBuyOut
 
 __all__ = [
@@ -348,6 +349,11 @@ class PlanOutput(Contract):
     )
     rent_or_buy: RentOrBuyOut | None = Field(
         default=None, description="boxes to buy in the job: rent or own, the verdict compare gives"
+    )
+    mix: MixOut | None = Field(
+        default=None,
+        description="a mixed cluster (pricing models on one instance type, or two GPU types on "
+        "one fabric) when one was planned; absent when the job has nothing to mix",
     )
 
 

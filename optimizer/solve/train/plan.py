@@ -18,6 +18,8 @@ from optimizer.solve.train.confidence import at_confidence
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
+from optimizer.solve.train.mix import MixOutcome
+from optimizer.solve.train.mix_check import mix_outcome
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
 from optimizer.solve.train.plan_figures import job_figures, loader_bound_list, with_figures
@@ -53,6 +55,8 @@ class PlanResult:
     job_figures: JobFigures | None = None  # the job as planned (None without `prepared`)
     #: boxes to buy (or owned with charge_capital): rent or own, as `compare` says it
     rent_or_buy: BreakEven | None = None
+    #: the mixed cluster (solve/train/mix.py): shown when cheaper than `plan` or the only plan
+    mix: MixOutcome | None = None
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
@@ -145,6 +149,15 @@ def plan_job(
     Every plan the result returns (plan, alternatives, Pareto front, cheaper_if_later) carries
     its figures (Candidate.figures, solve/train/plan_figures.py)."""
     prep = prepared or prepare_job(job, rows, base_dir, pareto=pareto)
+    out = _plan_single(prep, alternatives=alternatives, pareto=pareto, config=config)
+    out.mix = mix_outcome(prep, out.plan, rows, config)  # issue 32: mixed clusters
+    return out
+
+
+def _plan_single(
+    prep: PreparedJob, *, alternatives: int, pareto: bool, config: SolverConfig | None
+) -> PlanResult:
+    """The single-type plan of a prepared job (plan_job without the mix)."""
     cands = prep.table.candidates
     solver_info: dict[str, Any] = {
         "name": "cp-sat",

@@ -1,0 +1,469 @@
+"""Single-job mixed clusters: pricing models on one instance type (held reservations topped up
+with on-demand, optionally spot) and two GPU types in one data-parallel job on one fabric.
+
+data (mix_data: type groups, sizes, step tables) → model and solve (mix_model, one CP-SAT
+model per group or pair) → solution (MixPlan) → check (mix_check.check_mix, from scratch) →
+explain (why a mix is not worth it: fabric, balance loss, no cheaper split).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from optimizer.model.cluster import StepTime
+from optimizer.model.preemption import Preemption
+from optimizer.model.setup import Layout
+from optimizer.model.stacks import get_stack
+from optimizer.pricing.offering import Offering, cost_usd
+from optimizer.pricing.schema import OfferingRow
+from optimizer.solve.cpsat.scale import to_cents
+from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.train.candidate import Candidate
+from optimizer.solve.train.host_check import host_rule_of, offering_rejection
+from optimizer.solve.train.mix_data import (
+    MIX_MAX_INSTANCES,
+    MixShape,
+    TypeGroup,
+    fastest_at,
+    held_offerings,
+    mix_band_factor,
+    type_groups,
+)
+from optimizer.solve.train.mix_model import MixData, solve_mix
+from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
+from optimizer.solve.train.search_space import effective_zero_stages
+from optimizer.solve.train.spot import spot_hours
+from optimizer.units import SECONDS_PER_HOUR
+
+__all__ = ["MixRow", "MixPlan", "MixOutcome", "plan_mix", "mix_cost_usd"]
+
+
+@dataclass(frozen=True)
+class MixRow:
+    """Instances of one (instance type, pricing model) in a mix, and how its GPUs run."""
+
+    offering: Offering
+    count: int
+    layout: Layout
+    step: StepTime
+    held: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.count * self.offering.gpus_per_instance
+
+
+@dataclass(frozen=True)
+class MixPlan:
+    """A mixed cluster: its rows, the (balanced) step, wall hours and cost at the confidence."""
+
+    kind: str  # "pricing" (one instance type) | "gpu_types" (two types on one fabric)
+    rows: tuple[MixRow, ...]
+    step_time_s: float
+    steps: int
+    hours: float
+    cost_usd: float
+    global_batch: int
+    fabric: str
+    confidence: float | None = None
+    band_factor: float = 1.0
+    spot: Preemption | None = None
+    #: per type label: the share of each step its GPUs wait for the slowest type
+    idle_share: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> int:
+        return sum(r.gpus for r in self.rows)
+
+    @property
+    def instances(self) -> int:
+        return sum(r.count for r in self.rows)
+
+
+@dataclass
+class MixOutcome:
+    """The mix worth showing (strictly cheaper than the best single-type plan, or the only
+    plan), the best mix found, the best single-type cost, and why no mix is shown."""
+
+    plan: MixPlan | None = None
+    best: MixPlan | None = None
+    single_cost_usd: float | None = None
+    reasons: list[str] = field(default_factory=list)
+    solver: dict[str, Any] = field(default_factory=dict)
+    considered: int = 0  # pricing groups and type pairs searched or ruled out by the bound
+
+    @property
+    def saving_usd(self) -> float | None:
+        if self.plan is None or self.single_cost_usd is None:
+            return None
+        return self.single_cost_usd - self.plan.cost_usd
+
+
+def mix_cost_usd(rows: Sequence[MixRow], hours: float) -> float:
+    """A mix's cost: each row priced by the one cost function (pricing/offering.cost_usd) for
+    the wall hours, the job's data charge once (every row carries the same one)."""
+    total = 0.0
+    for r in rows:
+        c = cost_usd(r.offering, r.count, hours)
+        total += c.running_usd + c.capital_usd
+    return total + rows[0].offering.data.usd(hours)
+
+
+def plan_mix(
+    prep: PreparedJob,
+    single: Candidate | None,
+    rows: Sequence[OfferingRow] | None = None,
+    config: SolverConfig | None = None,
+    max_instances_per_type: int = MIX_MAX_INSTANCES,
+) -> MixOutcome:
+    """The cheapest mixed cluster of the job, against the best single-type plan `single`."""
+    job = prep.job
+    out = MixOutcome(single_cost_usd=None if single is None else single.cost_usd)
+    data_of = {(o.provider, o.instance, o.region): o.data for o in prep.offerings}
+    held = held_offerings(rows, job.constraints.reserved_held, data_of)
+    groups, left_out = type_groups(prep.offerings, held)
+    found: list[MixPlan] = []
+    walls: list[float] = []
+    bound = _bounds(prep)
+    limit = float("inf") if single is None else single.cost_usd
+    skipped: list[str] = []
+    for g in groups:
+        if len(g.rows) >= 2 or any(r.held for r in g.rows):
+            if bound(g) >= limit:
+                skipped.append(g.label)
+                continue
+            plan = _pricing_mix(prep, g, config, walls)
+            if plan is not None:
+                found.append(plan)
+    pairs, reasons = _pairs([g for g in groups if _multi_node_ok(prep, g)])
+    out.reasons += reasons
+    for a, b in pairs:
+        if min(bound(a), bound(b)) >= limit:
+            skipped.append(f"{a.label} + {b.label}")
+            continue
+        why: list[str] = []
+        plan = _type_mix(prep, a, b, config, walls, max_instances_per_type, why)
+        if plan is not None:
+            found.append(plan)
+        else:
+            out.reasons.append(
+                f"{a.label} + {b.label} on {a.fabric}: {why[0] if why else 'no mix meets the job'}"
+            )
+    out.solver = {"models": len(walls), "wall_s": round(sum(walls), 4), "skipped": len(skipped)}
+    out.considered = len(walls) + len(skipped)
+    if left_out:
+        out.reasons.append(
+            f"{len(left_out)} offering(s) not mixed: a full reserved term is one plan's own "
+            "commitment, a box charged capital per job is not priced by the hour "
+            f"({'; '.join(left_out[:2])}{'; …' if len(left_out) > 2 else ''})"
+        )
+    if skipped:
+        out.reasons.append(
+            f"{len(skipped)} mix(es) cannot undercut the plan: at its cheapest row and its least "
+            f"instance-hours, each type alone already costs at least the plan's "
+            f"${limit:,.2f} ({', '.join(skipped[:3])}{', …' if len(skipped) > 3 else ''})"
+        )
+    if not found:
+        return out
+    best = min(found, key=lambda p: (p.cost_usd, p.hours, p.gpus))
+    out.best = best
+    if single is None or to_cents(best.cost_usd) < to_cents(single.cost_usd):
+        out.plan = best
+    else:
+        out.reasons.append(not_worth_it(best, single))
+    return out
+
+
+def not_worth_it(mix: MixPlan, single: Candidate) -> str:
+    """Why the best mix is not shown: its cost against the plan's, and its balance loss."""
+    what = " + ".join(f"{r.count}× {r.offering.instance} {r.offering.pricing}" for r in mix.rows)
+    idle = max(mix.idle_share.values(), default=0.0)
+    loss = f"; its faster GPUs wait {idle:.0%} of each step for the slower ones" if idle > 0.005 else ""
+    return (
+        f"best mix ({what}) costs ${mix.cost_usd:,.2f}, not less than the plan's "
+        f"${single.cost_usd:,.2f}{loss}"
+    )
+
+
+def _pairs(groups: Sequence[TypeGroup]) -> tuple[list[tuple[TypeGroup, TypeGroup]], list[str]]:
+    """Pairs of types a GPU-type mix is planned for: two GPU types on one fabric, at least one
+    capped (availability, held count or owned boxes: where a cap binds a mix can pay). Capped
+    types with a partner only elsewhere are named: no data-parallel job spans two fabrics."""
+    base = [g for g in groups if _plain_cap(g) != -1]
+    pairs: list[tuple[TypeGroup, TypeGroup]] = []
+    reasons: list[str] = []
+    for i, a in enumerate(base):
+        for b in base[i + 1 :]:
+            if a.first.gpu_id == b.first.gpu_id or (_plain_cap(a) is None and _plain_cap(b) is None):
+                continue
+            if a.fabric == b.fabric:
+                pairs.append((a, b))
+    for g in base:
+        if _plain_cap(g) is None:
+            continue
+        others = {h.fabric for h in base if h.first.gpu_id != g.first.gpu_id}
+        if others and g.fabric not in others:
+            reasons.append(
+                f"{g.label} is capped at {_plain_cap(g)} instance(s) but no other GPU type shares its fabric "
+                f"({g.fabric}): a data-parallel job across providers or regions would all-reduce "
+                "over the internet, so no GPU-type mix is planned"
+            )
+    return pairs, reasons
+
+
+def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
+    """A search rule (stated, and checked against brute force in tests): the least a group's
+    work can cost — its least instance-hours in the deadline-free candidate table (any count,
+    any row of its hardware class) at its cheapest row's rate. A mix whose types all cost at
+    least the plan this way is not searched (mixing adds balance loss and a slower link; it
+    does not make a type's work cheaper). A group the table has no row of: never searched when
+    no row of it is capped below the group's total (nothing fits or runs it at any count the
+    table tried), else always (0: more instances together than one row may give)."""
+    least: dict[tuple[str, float, int, float], float] = {}
+    built: list[bool] = []
+
+    def build() -> None:  # on first use: most jobs have nothing to mix and never build it
+        for c in prep.deadline_free().candidates:
+            k = c.offering.hardware_class
+            inst_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR * c.instances
+            least[k] = min(least.get(k, inst_h), inst_h)
+        built.append(True)
+
+    def bound(g: TypeGroup) -> float:
+        if not built:
+            build()
+        inst_h = least.get(g.first.hardware_class)
+        if inst_h is None:
+            capped = g.cap is not None and g.cap > max(r.cap for r in g.rows)
+            return 0.0 if capped else float("inf")
+        return inst_h * min(_hourly(r.offering) for r in g.rows)
+
+    return bound
+
+
+def _multi_node_ok(prep: PreparedJob, g: TypeGroup) -> bool:
+    """A GPU-type mix is multi-node: its types must run the job's precision, pass the host
+    checks, and have a cluster network the job trusts (as enumerate.py rules for one type)."""
+    c, off = prep.job.constraints, g.first
+    if not off.gpu.supports(prep.job.workload.precision):
+        return False
+    if offering_rejection(off, host_rule_of(prep.job.data, prep.assumptions), prep.assumptions) is not None:
+        return False
+    if off.inter_node_kind == "internet" and not c.allow_internet_multi_node:
+        return False
+    return c.trust_guessed_network or not off.inter_node_is_default
+
+
+def _plain_cap(g: TypeGroup) -> int | None:
+    """Instances of `g` a GPU-type mix may take (non-spot rows; None: no cap; -1: no row)."""
+    caps = [r.cap for r in g.rows if r.offering.pricing != "spot"]
+    if not caps:
+        return -1
+    return None if any(k <= 0 for k in caps) else sum(caps)
+
+
+def _sizes(prep: PreparedJob, g: TypeGroup) -> list[Candidate]:
+    """The group's instance counts up to all its rows together can give (none: the search
+    limit), each with its fastest layout: the type enumerated as the planner enumerates any
+    offering (enumerate.py, no deadline pruning), its cap lifted from one row's to the group's."""
+    base = next(r.offering for r in g.rows if r.offering.pricing != "spot")
+    whole = replace(base, max_instances=g.cap, key=f"mix:{base.key}")
+    table = prepare_from_offerings(prep.job, prep.model, [whole], prep.assumptions, prune=False).table
+    return sorted(table.candidates, key=lambda c: c.instances)
+
+
+def _pricing_mix(
+    prep: PreparedJob, g: TypeGroup, config: SolverConfig | None, walls: list[float]
+) -> MixPlan | None:
+    """The cheapest split of one instance type over its pricing rows (spot: its count sets the
+    interruption overhead of the whole job, solve/train/spot.py)."""
+    plain = [r for r in g.rows if r.offering.pricing != "spot"]
+    spots = [r for r in g.rows if r.offering.pricing == "spot"]
+    sizes = _sizes(prep, g) if plain else []
+    if not sizes:
+        return None
+    spot = spots[0] if spots else None
+    setup = prep.job.workload.setup()
+    configs: list[tuple[Candidate, int, float, Preemption | None]] = []
+    for c in sizes:
+        work_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR
+        top = 0 if spot is None else min(c.instances, spot.cap or c.instances)
+        for s in range(top + 1):
+            hours, p = (
+                (work_h, None)
+                if spot is None or s == 0
+                else spot_hours(spot.offering, s, work_h, prep.model, c.setup or setup, prep.assumptions)
+            )
+            configs.append((c, s, hours, p))
+    d = MixData(
+        [(c.instances,) for c, *_ in configs],
+        [s for _, s, _, _ in configs],
+        [h for _, _, h, _ in configs],
+        [g.first.data.usd(h) for _, _, h, _ in configs],
+        [[_hourly(r.offering) for r in plain]],
+        [[r.cap for r in plain]],
+        0.0 if spot is None else _hourly(spot.offering),
+        [[r.held for r in plain]],
+    )
+    choice = solve_mix(d, prep.deadline_h, prep.budget_usd, config)
+    walls.append(0.0 if choice is None else choice.result.wall_s)
+    if choice is None:
+        return None
+    c, s, hours, est = configs[choice.config]
+    rows = [
+        MixRow(r.offering, n, c.layout, c.step, r.held)
+        for r, n in zip(plain, choice.counts[0], strict=True)
+        if n > 0
+    ]
+    if s and spot is not None:
+        rows.append(MixRow(spot.offering, s, c.layout, c.step))
+    return MixPlan(
+        "pricing",
+        tuple(rows),
+        c.step.time_s,
+        c.steps,
+        hours,
+        mix_cost_usd(rows, hours),
+        c.layout.global_batch,
+        g.fabric,
+        c.confidence,
+        c.band_factor,
+        est,
+    )
+
+
+Split = tuple[float, tuple[tuple[Layout, StepTime], tuple[Layout, StepTime]]]
+
+
+def balanced_split(
+    prep: PreparedJob, types: tuple[TypeGroup, TypeGroup], counts: tuple[int, int], memo: dict[tuple, Any]
+) -> Split | None:
+    """The fastest split of the global batch over two types' GPUs (Σ_t GPUs_t × micro_t ×
+    accum_t = global batch) at `counts` instances, over the ZeRO stages the stack runs: (step
+    = max over types of its step time, ((layout, step) per type)), or None when none fits."""
+    w, c = prep.job.workload, prep.job.constraints
+    setup, batch = w.setup(), w.batch_sequences
+    gpn = [t.first.gpus_per_instance for t in types]
+    g0, g1 = counts[0] * gpn[0], counts[1] * gpn[1]
+    slowest = min(t.first.inter_node_gbps for t in types)
+    best: Split | None = None
+    for z in effective_zero_stages(c.zero_stages, get_stack(setup.stack)):
+        shape = MixShape(z, g0 + g1, sum(counts), slowest, tuple(c.activation_checkpointing), headroom_of(c))
+        for s0 in range(1, (batch - g1) // g0 + 1):
+            rest = batch - g0 * s0
+            if rest <= 0 or rest % g1:
+                continue
+            e0 = fastest_at(prep.model, setup, types[0].first, shape, s0, prep.assumptions, memo)
+            e1 = (
+                None
+                if e0 is None
+                else fastest_at(prep.model, setup, types[1].first, shape, rest // g1, prep.assumptions, memo)
+            )
+            if e0 is None or e1 is None:
+                continue
+            step = max(e0[1].time_s, e1[1].time_s)
+            if best is None or step < best[0]:
+                best = (step, (e0, e1))
+    return best
+
+
+def _type_mix(
+    prep: PreparedJob,
+    a: TypeGroup,
+    b: TypeGroup,
+    config: SolverConfig | None,
+    walls: list[float],
+    limit: int,
+    why: list[str] | None = None,
+) -> MixPlan | None:
+    """The cheapest data-parallel mix of types a and b: per instance-count pair the balanced
+    split (pure data parallelism, per-type micro-batch × accumulation, one ZeRO stage for all
+    ranks), then CP-SAT picks the pair and the pricing rows. When there is none, `why` gets
+    the reason (nothing fits with pure data parallelism; the fastest mix's hours; the budget)."""
+    why = [] if why is None else why
+    w, c = prep.job.workload, prep.job.constraints
+    setup, batch = w.setup(), w.batch_sequences
+    types = (a, b)
+    plain = [[r for r in t.rows if r.offering.pricing != "spot"] for t in types]
+    top = [min(_plain_cap(t) or limit, limit, c.max_instances or limit) for t in types]
+    steps = w.steps_for_batch(batch)
+    memo: dict[tuple, Any] = {}
+    configs: list[tuple[tuple[int, int], Split]] = []
+    for na in range(1, top[0] + 1):
+        for nb in range(1, top[1] + 1):
+            gpus = na * a.first.gpus_per_instance + nb * b.first.gpus_per_instance
+            if (
+                gpus > batch
+                or (c.max_gpus and gpus > c.max_gpus)
+                or (c.max_instances and na + nb > c.max_instances)
+            ):
+                continue
+            split = balanced_split(prep, types, (na, nb), memo)
+            if split is not None:
+                configs.append(((na, nb), split))
+    if not configs:
+        why.append(
+            f"no split of the global batch {batch} fits both types' memory with pure data "
+            "parallelism (tensor and pipeline parallelism are not mixed)"
+        )
+        return None
+    factors = [
+        mix_band_factor(
+            [(t.first.gpu, e[1]) for t, e in zip(types, sp[1], strict=True)],
+            setup,
+            prep.assumptions,
+            c.confidence,
+        )
+        for _, sp in configs
+    ]
+    hours = [steps * sp[0] * f / SECONDS_PER_HOUR for (_, sp), f in zip(configs, factors, strict=True)]
+    d = MixData(
+        [n for n, _ in configs],
+        [0] * len(configs),
+        hours,
+        [a.first.data.usd(h) for h in hours],
+        [[_hourly(r.offering) for r in rows] for rows in plain],
+        [[r.cap for r in rows] for rows in plain],
+    )
+    choice = solve_mix(d, prep.deadline_h, prep.budget_usd, config)
+    walls.append(0.0 if choice is None else choice.result.wall_s)
+    if choice is None:
+        fastest = min(range(len(hours)), key=hours.__getitem__)
+        (na, nb), _ = configs[fastest]
+        if prep.deadline_h is not None and hours[fastest] > prep.deadline_h:
+            why.append(
+                f"the fastest mix ({na} + {nb} instances, pure data parallelism) needs "
+                f"{hours[fastest]:,.1f} h, past the {prep.deadline_h:,.1f} h deadline"
+            )
+        else:
+            why.append("no mix within the caps meets the budget")
+        return None
+    _, (step_s, per_type) = configs[choice.config]
+    mix_rows = [
+        MixRow(r.offering, n, per_type[i][0], per_type[i][1], r.held)
+        for i in (0, 1)
+        for r, n in zip(plain[i], choice.counts[i], strict=True)
+        if n > 0
+    ]
+    idle = {t.first.gpu_id: 1.0 - per_type[i][1].time_s / step_s for i, t in enumerate(types)}
+    return MixPlan(
+        "gpu_types",
+        tuple(mix_rows),
+        step_s,
+        steps,
+        hours[choice.config],
+        mix_cost_usd(mix_rows, hours[choice.config]),
+        batch,
+        a.fabric,
+        c.confidence,
+        factors[choice.config],
+        None,
+        idle,
+    )
+
+
+def _hourly(off: Offering) -> float:
+    """USD per instance-hour a mix pays (rented price or power, + hourly capital share)."""
+    return off.usd_per_hour + off.capital_usd_per_instance_hour
