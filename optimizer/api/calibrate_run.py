@@ -38,6 +38,7 @@ from optimizer.inputs.calibration_store import add_point
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.request import ConfigRequest, request_from_options
 from optimizer.inputs.validation import check_number
+from optimizer.model.calibrated import CalibratedCurve
 from optimizer.model.presets import PROFILE_PRESETS
 from optimizer.model.profile import MeasuredPoint
 from optimizer.model.step_time import microbatch_size_factor
@@ -231,6 +232,7 @@ def calibrate_request(
     now = base_assumptions()
     after = evaluate(built, now)  # what estimate and plan now report for this run
     curve = now.calibrated_curves[key]
+    assert isinstance(curve, CalibratedCurve)  # the store's runs: load_curves
     fit, runs = group_runs(key, curve, now, prices, offline)
     before_eff, after_eff = probe["effective_efficiency"], after["effective_efficiency"]
     hardware = {
@@ -260,7 +262,7 @@ def calibrate_request(
             "efficiency_before": before_eff,
             "efficiency_after": after_eff,
             "efficiency_change_pct": round((after_eff / before_eff - 1) * 100, 2),
-            "scope": scope_sentence(*key, curve, key[:2] in now.calibrated),
+            "scope": scope_sentence(*key, curve, key[:2] in now.calibrated, fit["uncalibrated_efficiency"]),
             "default_prediction_step_s": probe["step"]["time_s"],
             **({"previous_prediction_step_s": previous["step"]["time_s"]} if previous else {}),
             "calibrated_prediction_step_s": after["step"]["time_s"],

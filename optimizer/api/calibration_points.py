@@ -12,8 +12,10 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import recorded_request
 from optimizer.inputs.calibration_file import calibration_path
 from optimizer.inputs.calibration_store import LEGACY_STACK, load_memory_points, load_points, remove_points
+from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.request import request_from_options
 from optimizer.model.calibrated import CURVE_MODEL, CalibratedCurve
+from optimizer.model.efficiency import uncalibrated_efficiency
 from optimizer.model.setup import PerfAssumptions
 from optimizer.report.contract.calibration import CalibrationListOutput
 from optimizer.report.contract.common import emit_list
@@ -108,6 +110,7 @@ def group_runs(
     offline: bool | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the fit, every stored run of GPU × precision × stack `key` re-predicted under `a`)."""
+    prior = uncalibrated_efficiency(get_gpu(key[0]), key[1], a, key[2])
     runs = []
     for p in load_points():
         if p.get("legacy") or (p["gpu"], p["precision"], p["stack"]) != key:
@@ -122,35 +125,53 @@ def group_runs(
                 "layout": layout_words(measured),
                 "size_factor": round(size, 6),
                 "measured_efficiency": round(size * float(p["efficiency"]), 6),
-                "fitted_efficiency": round(curve.efficiency(size), 6),
+                "fitted_efficiency": round(curve.efficiency(size, prior), 6),
                 "measured_step_s": step,
                 "predicted_step_s": predicted,
                 "error_pct": round((predicted / step - 1) * 100, 3) if predicted and step else None,
             }
         )
+    level, exponent = curve.line(prior)
     fit = {
         "model": CURVE_MODEL,
-        "level": round(curve.level, 6),
-        "size_exponent": round(curve.size_exponent, 6),
+        "level": round(level, 6),
+        "size_exponent": round(exponent, 6),
         "size_range": [round(curve.size_low, 6), round(curve.size_high, 6)],
         "runs": curve.points,
+        "uncalibrated_efficiency": round(prior, 6),
+        "transfer": round(transfer_share(curve), 4),
+        "shared_change_pct": round((level / prior - 1) * 100, 2),
     }
     return fit, runs
 
 
-def scope_sentence(gpu: str, precision: str, stack: str, curve: CalibratedCurve, legacy: bool) -> str:
-    """Which predictions the stored runs of `gpu` × `precision` × `stack` change, in words."""
-    how = (
-        "its efficiency scaled to the run (the model's size curve kept)"
-        if curve.points == 1 or curve.size_exponent == 1.0
-        else f"efficiency = {curve.level:.3f} × size factor^{curve.size_exponent:.2f} for size "
-        f"factors {curve.size_low:.3f}-{curve.size_high:.3f}, the model's size curve beyond"
+def transfer_share(curve: CalibratedCurve) -> float:
+    """The share of the runs' mean log correction a layout of another size factor gets: the
+    posterior weight of the shared level over the runs (one run: τ²/(τ²+σ²+ν²))."""
+    c = curve.components
+    return c.shared / (c.shared + (c.own + c.noise) / curve.points)
+
+
+def scope_sentence(
+    gpu: str, precision: str, stack: str, curve: CalibratedCurve, legacy: bool, prior: float
+) -> str:
+    """Which predictions the stored runs of `gpu` × `precision` × `stack` change, and by how
+    much, in words."""
+    level, exponent = curve.line(prior)
+    runs = f"{curve.points} stored run{'s' if curve.points != 1 else ''}"
+    shape = (
+        ""
+        if abs(exponent - 1.0) < 5e-3
+        else f", size dependence × size factor^{exponent - 1:+.2f} within size factors "
+        f"{curve.size_low:.3f}-{curve.size_high:.3f}"
     )
     words = (
-        f"affects training estimates and plans on {gpu} in {precision} with stack {stack} "
-        f"({curve.points} stored run{'s' if curve.points != 1 else ''}: {how}); other GPU types, "
-        "precisions and stacks keep their own; communication is modelled from each run's "
-        "network, not fitted"
+        f"affects training estimates and plans on {gpu} in {precision} with stack {stack} ({runs}): "
+        f"each run's own layout reproduced; every other layout's compute efficiency "
+        f"{(level / prior - 1) * 100:+.1f}%{shape} (the runs' correction shared with weight "
+        f"{transfer_share(curve):.2f}, the rest belongs to the measured layouts); communication, "
+        "bubble and optimizer times are modelled from each layout's own network, not fitted; "
+        "other GPU types, precisions and stacks keep their own"
     )
     if legacy:
         words += f"; an old entry of {gpu}/{precision} (stack {LEGACY_STACK}) still applies to other stacks"

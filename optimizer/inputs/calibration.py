@@ -22,6 +22,7 @@ from optimizer.inputs.calibration_store import (
     write_store,
 )
 from optimizer.inputs.gpus import get_gpu
+from optimizer.model.calibrated import EfficiencyCurve
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -141,9 +142,10 @@ def fit_efficiency(
 
 def base_assumptions(overrides: Any = None) -> PerfAssumptions:
     """Defaults + stored calibration (+ overrides from a job's [assumptions])."""
+    curves: dict[tuple[str, str, str], EfficiencyCurve] = dict(load_curves())
     a = PerfAssumptions(
         calibrated=load_calibration(),
-        calibrated_curves=load_curves(),
+        calibrated_curves=curves,
         memory_calibrated=load_memory_factors(),
     )
     return overrides.apply(a) if overrides is not None else a

@@ -27,13 +27,29 @@ class PredictionOut(Contract):
 
 
 class CalibrationFitOut(Contract):
-    """The curve of one GPU × precision × stack fitted to its stored runs."""
+    """The calibration of one GPU × precision × stack fitted to its stored runs
+    (optimizer.model.calibrated)."""
 
-    model: str = Field(description="the fitted model in words (least squares in log space)")
-    level: float = Field(description="exp(a): the fitted line's efficiency at size factor 1")
-    size_exponent: float = Field(description="b: 1 with one run (the model's own size curve)")
-    size_range: list[float] = Field(description="the size factors the runs span (the line holds there)")
+    model: str = Field(description="the fitted model in words (kriging in log space)")
+    level: float = Field(description="the shared part's base efficiency at size factor 1")
+    size_exponent: float = Field(
+        description="of the shared part's achieved efficiency in the size factor: 1 with one run "
+        "(the model's own size curve)"
+    )
+    size_range: list[float] = Field(description="the size factors the runs span (the slope holds there)")
     runs: int = Field(description="stored runs the curve is fitted to")
+    uncalibrated_efficiency: float | None = Field(
+        default=None, description="the base efficiency before calibration the corrections are relative to"
+    )
+    transfer: float | None = Field(
+        default=None,
+        description="share of the runs' mean log correction a layout of another size factor gets "
+        "(the rest belongs to the measured layouts)",
+    )
+    shared_change_pct: float | None = Field(
+        default=None,
+        description="the change of every other layout's compute efficiency at size factor 1, in %",
+    )
 
 
 class CalibrationRunOut(Contract):
