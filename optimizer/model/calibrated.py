@@ -199,3 +199,58 @@ def fit_curve(runs: Sequence[tuple[float, float]], components: Components = COMP
     if any(not (math.isfinite(s) and math.isfinite(e) and s > 0 and e > 0) for s, e in runs):
         raise ValueError(f"fit_curve: size factors and efficiencies must be > 0: {list(runs)}")
     return CalibratedCurve(tuple((float(s), float(e)) for s, e in runs), components)
+
+
+# ---- communication: a multiplier per fabric, from runs whose communication shares differ ----
+
+#: GUESS: runs whose communication shares of the step spread less than this cannot tell a
+#: communication error from a compute one (the multiplier stays 1)
+MIN_COMM_SPREAD = 0.05
+#: the communication multiplier is held within [1/3, 3]: beyond, the network model is wrong in
+#: kind (a misstated interconnect), not in degree
+COMM_RANGE = (1 / 3, 3.0)
+COMM_MODEL = (
+    "measured = compute × (e_uncal / e) + comm × μ + optimizer, (1/e, μ) by least squares of the "
+    "relative step error (log space to first order) over the runs of one fabric whose "
+    "communication shares differ by ≥ 5 points; μ within [1/3, 3]"
+)
+
+
+@dataclass(frozen=True)
+class SplitRun:
+    """A stored run's measured step and the model's parts of it at its fitted base efficiency
+    (communication as modelled): compute (and its bubble share) scales as 1/efficiency,
+    communication (and its bubble share) with the fabric's multiplier, the rest is fixed."""
+
+    efficiency: float  # base efficiency fitted with the modelled communication
+    measured_s: float
+    compute_s: float
+    comm_s: float
+    fixed_s: float
+
+    @property
+    def comm_share(self) -> float:
+        return self.comm_s / self.measured_s
+
+
+def fit_comm(runs: Sequence[SplitRun]) -> float:
+    """μ, the multiplier of the modelled communication time of one fabric (COMM_MODEL): 1 when
+    the runs' communication shares spread less than MIN_COMM_SPREAD, or the fit is not
+    physical (a compute time ≤ 0)."""
+    shares = [r.comm_share for r in runs]
+    if len(runs) < 2 or max(shares) - min(shares) < MIN_COMM_SPREAD:
+        return 1.0
+    # c_k = compute_s × e_k: the compute work in efficiency-seconds (compute = c / e)
+    a = np.array([[r.compute_s * r.efficiency / r.measured_s, r.comm_share] for r in runs])
+    b = np.array([1.0 - r.fixed_s / r.measured_s for r in runs])
+    (inv_e, mu), *_ = np.linalg.lstsq(a, b, rcond=None)
+    if not inv_e > 0:
+        return 1.0
+    return float(min(max(mu, COMM_RANGE[0]), COMM_RANGE[1]))
+
+
+def with_comm(run: SplitRun, mu: float) -> float:
+    """The run's base efficiency once its communication takes μ × the modelled time: what is
+    left of the measured step for compute, at compute ∝ 1/efficiency."""
+    left = run.measured_s - mu * run.comm_s - run.fixed_s
+    return run.efficiency * run.compute_s / left if left > 0 else run.efficiency

@@ -178,7 +178,8 @@ def test_force_stores_an_implausible_run_but_never_an_impossible_one(isolated_st
     assert out["efficiency_after"] == pytest.approx(0.915, rel=1e-3)
     other = {**THIRD, "stack": "megatron-core"}  # its own curve (one run: exact for it)
     slow = _calibrate(other, _step(other) * 25, "--force")
-    assert math.isclose(slow["calibrated_prediction_step_s"], slow["measured_step_s"], rel_tol=1e-3)
+    # exact up to the run-to-run noise ν² of the rule: ν²/(τ²+σ²+ν²) × |log 25| ≈ 0.1%
+    assert math.isclose(slow["calibrated_prediction_step_s"], slow["measured_step_s"], rel_tol=2e-3)
     beyond = runner.invoke(
         app, ["calibrate", *_flags(LARGE), "--step-time-s", repr(_step(LARGE) / 10), "--force"]
     )
