@@ -6,21 +6,37 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from optimizer.api.configuration import build_configuration
+from optimizer.api.configuration import Built, build_configuration
 from optimizer.api.estimate_run import evaluate
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import recorded_request
 from optimizer.inputs.calibration_file import calibration_path
-from optimizer.inputs.calibration_store import LEGACY_STACK, load_memory_points, load_points, remove_points
+from optimizer.inputs.calibration_store import (
+    LEGACY_STACK,
+    load_memory_points,
+    load_points,
+    point_comm_key,
+    remove_points,
+    split_run,
+)
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.request import request_from_options
-from optimizer.model.calibrated import CURVE_MODEL, CalibratedCurve
+from optimizer.model.calibrated import COMM_MODEL, CURVE_MODEL, CalibratedCurve
 from optimizer.model.efficiency import uncalibrated_efficiency
 from optimizer.model.setup import PerfAssumptions
+from optimizer.model.step_time import training_step_time
 from optimizer.report.contract.calibration import CalibrationListOutput
 from optimizer.report.contract.common import emit_list
 
-__all__ = ["calibration_list", "calibration_remove", "group_runs", "scope_sentence", "layout_words"]
+__all__ = [
+    "calibration_list",
+    "calibration_remove",
+    "group_runs",
+    "scope_sentence",
+    "layout_words",
+    "step_split",
+    "transfer_share",
+]
 
 
 def layout_words(measured: dict[str, Any]) -> str | None:
@@ -102,14 +118,33 @@ def _predicted_step_s(point: dict[str, Any], a: PerfAssumptions, prices: Any, of
     return out["step"]["time_s"] if out.get("step") else None
 
 
+def step_split(built: Built, a: PerfAssumptions) -> dict[str, float]:
+    """The model's parts of a run's step under `a` (calibrate: at the fitted efficiency, so they
+    add up to the measured step): compute (with its share of the pipeline bubble) scales as
+    1/efficiency, exposed communication (with its bubble share) with a fabric's multiplier,
+    the optimizer update is fixed (optimizer.model.calibrated.SplitRun)."""
+    assert built.setup is not None and built.layout is not None
+    step = training_step_time(built.spec, built.setup, built.layout, built.cluster, a)
+    parts = step.parts_s
+    per = parts["compute"] + parts["tp"] + parts["pp"]
+    bubble_compute = parts["bubble"] * parts["compute"] / per if per > 0 else 0.0
+    return {
+        "compute_s": parts["compute"] + bubble_compute,
+        "comm_s": parts["tp"] + parts["pp"] + parts["dp_exposed"] + parts["bubble"] - bubble_compute,
+        "fixed_s": parts["optimizer"],
+    }
+
+
 def group_runs(
     key: tuple[str, str, str],
     curve: CalibratedCurve,
     a: PerfAssumptions,
     prices: str | Path | None = None,
     offline: bool | None = None,
+    point: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the fit, every stored run of GPU × precision × stack `key` re-predicted under `a`)."""
+    """(the fit, every stored run of GPU × precision × stack `key` re-predicted under `a`);
+    the fit names the communication multiplier of `point`'s fabric (1: the model's)."""
     prior = uncalibrated_efficiency(get_gpu(key[0]), key[1], a, key[2])
     runs = []
     for p in load_points():
@@ -125,6 +160,7 @@ def group_runs(
                 "layout": layout_words(measured),
                 "size_factor": round(size, 6),
                 "measured_efficiency": round(size * float(p["efficiency"]), 6),
+                **({"comm_share": round(r.comm_share, 4)} if (r := split_run(p)) is not None else {}),
                 "fitted_efficiency": round(curve.efficiency(size, prior), 6),
                 "measured_step_s": step,
                 "predicted_step_s": predicted,
@@ -142,6 +178,17 @@ def group_runs(
         "transfer": round(transfer_share(curve), 4),
         "shared_change_pct": round((level / prior - 1) * 100, 2),
     }
+    fabric = point_comm_key(point) if point is not None else None
+    own = split_run(point) if point is not None else None
+    if fabric is not None:
+        same = [r for p in load_points() if point_comm_key(p) == fabric and split_run(p) is not None]
+        fit.update(
+            comm_model=COMM_MODEL,
+            comm_multiplier=round(a.calibrated_comm.get(fabric, 1.0), 6),
+            fabric=f"{fabric[3]} GPUs per node, {fabric[4]:g} Gbit/s between nodes",
+            fabric_runs=len(same),
+            comm_share=round(own.comm_share, 4) if own is not None else None,
+        )
     return fit, runs
 
 
@@ -153,10 +200,11 @@ def transfer_share(curve: CalibratedCurve) -> float:
 
 
 def scope_sentence(
-    gpu: str, precision: str, stack: str, curve: CalibratedCurve, legacy: bool, prior: float
+    gpu: str, precision: str, stack: str, curve: CalibratedCurve, legacy: bool, fit: dict
 ) -> str:
     """Which predictions the stored runs of `gpu` × `precision` × `stack` change, and by how
-    much, in words."""
+    much, in words (`fit`: group_runs' fit of the run just stored)."""
+    prior = fit["uncalibrated_efficiency"]
     level, exponent = curve.line(prior)
     runs = f"{curve.points} stored run{'s' if curve.points != 1 else ''}"
     shape = (
@@ -169,10 +217,25 @@ def scope_sentence(
         f"affects training estimates and plans on {gpu} in {precision} with stack {stack} ({runs}): "
         f"each run's own layout reproduced; every other layout's compute efficiency "
         f"{(level / prior - 1) * 100:+.1f}%{shape} (the runs' correction shared with weight "
-        f"{transfer_share(curve):.2f}, the rest belongs to the measured layouts); communication, "
-        "bubble and optimizer times are modelled from each layout's own network, not fitted; "
-        "other GPU types, precisions and stacks keep their own"
+        f"{transfer_share(curve):.2f}, the rest belongs to the measured layouts); "
     )
+    mu, share = fit.get("comm_multiplier"), fit.get("comm_share")
+    if share is not None:
+        words += (
+            f"this run's step is {100 * (1 - share):.0f}% compute and optimizer, "
+            f"{100 * share:.0f}% communication; "
+        )
+    if mu is not None and mu != 1.0:
+        words += (
+            f"communication on this fabric ({fit['fabric']}) × {mu:.2f} (fitted from its "
+            f"{fit['fabric_runs']} runs; other fabrics keep the modelled communication); "
+        )
+    else:
+        words += (
+            "communication is modelled from each layout's own network, not fitted (a multiplier "
+            "needs two runs on one fabric whose communication shares differ by 5 points); "
+        )
+    words += "other GPU types, precisions and stacks keep their own"
     if legacy:
         words += f"; an old entry of {gpu}/{precision} (stack {LEGACY_STACK}) still applies to other stacks"
     return words

@@ -15,6 +15,7 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration_file import calibration_path, check_calibration_store
 from optimizer.inputs.calibration_store import (
+    load_comm,
     load_curves,
     load_memory_factors,
     load_points,
@@ -146,6 +147,7 @@ def base_assumptions(overrides: Any = None) -> PerfAssumptions:
     a = PerfAssumptions(
         calibrated=load_calibration(),
         calibrated_curves=curves,
+        calibrated_comm=load_comm(),
         memory_calibrated=load_memory_factors(),
     )
     return overrides.apply(a) if overrides is not None else a

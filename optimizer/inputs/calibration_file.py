@@ -195,6 +195,39 @@ def _check_point(point: Any, where: str) -> None:
                 f"{where}.{key}: {value!r} is not allowed; allowed: {allowed} "
                 "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
             )
+    _check_split(point, where)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_split(point: dict[str, Any], where: str) -> None:
+    """The optional parts of a run's step (split: compute_s > 0, comm_s and fixed_s ≥ 0) and its
+    fabric (gpus_per_node ≥ 1, inter_node_gbps > 0), kept since the communication split."""
+    fix = "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
+    split, fabric = point.get("split"), point.get("fabric")
+    if split is not None:
+        if not isinstance(split, dict):
+            raise ConfigError(f"{where}.split: must be a table (compute_s, comm_s, fixed_s) {fix}")
+        for key, low in (("compute_s", 1e-300), ("comm_s", 0.0), ("fixed_s", 0.0)):
+            if not (_number(split.get(key)) and float(split[key]) >= low):
+                raise ConfigError(
+                    f"{where}.split.{key}: {split.get(key)!r} is not allowed; allowed: a number "
+                    f"{'> 0' if low else '≥ 0'} (seconds) {fix}"
+                )
+    if fabric is not None:
+        if not isinstance(fabric, dict):
+            raise ConfigError(f"{where}.fabric: must be a table (gpus_per_node, inter_node_gbps) {fix}")
+        gpn, gbps = fabric.get("gpus_per_node"), fabric.get("inter_node_gbps")
+        if not (isinstance(gpn, int) and not isinstance(gpn, bool) and gpn >= 1):
+            raise ConfigError(
+                f"{where}.fabric.gpus_per_node: {gpn!r} is not allowed; allowed: an integer ≥ 1 {fix}"
+            )
+        if not (_number(gbps) and float(gbps) > 0):
+            raise ConfigError(
+                f"{where}.fabric.inter_node_gbps: {gbps!r} is not allowed; allowed: a number > 0 {fix}"
+            )
 
 
 def check_memory(peak_memory_gib: float | None, gpu: GpuSpec) -> None:

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration_file import calibration_path, check_calibration_store, check_document
-from optimizer.model.calibrated import CalibratedCurve, fit_curve
+from optimizer.model.calibrated import CalibratedCurve, SplitRun, comm_key, fit_comm, fit_curve, with_comm
 
 try:  # POSIX; elsewhere the atomic replace alone protects the file
     import fcntl
@@ -41,6 +41,10 @@ __all__ = [
     "load_points",
     "load_curves",
     "curves_of",
+    "comm_of",
+    "load_comm",
+    "split_run",
+    "point_comm_key",
     "add_point",
     "remove_points",
     "LEGACY_STACK",
@@ -159,20 +163,64 @@ def load_points(path: Path | None = None) -> list[dict[str, Any]]:
     return load_points_of(read_store(file))
 
 
+def split_run(point: dict[str, Any]) -> SplitRun | None:
+    """A stored run's measured step and the model's compute / communication / fixed parts of it
+    (runs stored before the parts were kept: None)."""
+    split, step = point.get("split"), (point.get("measured") or {}).get("step_time_s")
+    if not isinstance(split, dict) or not isinstance(point.get("fabric"), dict) or not step:
+        return None
+    return SplitRun(
+        float(point["efficiency"]), float(step), split["compute_s"], split["comm_s"], split["fixed_s"]
+    )
+
+
+def point_comm_key(point: dict[str, Any]) -> tuple[str, str, str, int, float] | None:
+    """The fabric key of a stored run (model.calibrated.comm_key), None without its fabric."""
+    fabric = point.get("fabric")
+    if not isinstance(fabric, dict):
+        return None
+    gpn, gbps = fabric["gpus_per_node"], fabric["inter_node_gbps"]
+    return comm_key(point["gpu"], point["precision"], point["stack"], gpn, gbps)
+
+
+def comm_of(points: list[dict[str, Any]]) -> dict[tuple[str, str, str, int, float], float]:
+    """{fabric key: the communication multiplier its runs fit} (model.calibrated.fit_comm; only
+    fabrics whose runs' communication shares differ enough: the others keep the model's)."""
+    groups: dict[tuple[str, str, str, int, float], list[SplitRun]] = {}
+    for p in points:
+        key, run = point_comm_key(p), split_run(p)
+        if key is not None and run is not None and not p.get("legacy"):
+            groups.setdefault(key, []).append(run)
+    out = {key: fit_comm(runs) for key, runs in groups.items()}
+    return {key: mu for key, mu in out.items() if mu != 1.0}
+
+
 def curves_of(points: list[dict[str, Any]]) -> dict[tuple[str, str, str], CalibratedCurve]:
-    """The curve of each GPU × precision × stack with runs (model.calibrated.fit_curve);
-    old `entries` runs are not curves (PerfAssumptions.calibrated holds them)."""
+    """The calibration of each GPU × precision × stack with runs (model.calibrated.fit_curve);
+    a run on a fabric with a fitted communication multiplier enters with the base efficiency
+    that is left for compute once its communication takes that multiplier
+    (model.calibrated.with_comm). Old `entries` runs are not curves (PerfAssumptions.calibrated
+    holds them)."""
+    comm = comm_of(points)
     groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     for p in points:
-        if not p.get("legacy"):
-            key = (p["gpu"], p["precision"], p["stack"])
-            groups.setdefault(key, []).append((float(p["size_factor"]), float(p["efficiency"])))
+        if p.get("legacy"):
+            continue
+        eff, fabric, run = float(p["efficiency"]), point_comm_key(p), split_run(p)
+        if fabric in comm and run is not None:
+            eff = with_comm(run, comm[fabric])
+        groups.setdefault((p["gpu"], p["precision"], p["stack"]), []).append((float(p["size_factor"]), eff))
     return {key: fit_curve(runs) for key, runs in groups.items()}
 
 
 def load_curves(path: Path | None = None) -> dict[tuple[str, str, str], CalibratedCurve]:
-    """{(gpu_id, precision, stack): the curve of its stored runs}."""
+    """{(gpu_id, precision, stack): the calibration of its stored runs}."""
     return curves_of(load_points(path))
+
+
+def load_comm(path: Path | None = None) -> dict[tuple[str, str, str, int, float], float]:
+    """{fabric key: the communication multiplier of its stored runs} (comm_of)."""
+    return comm_of(load_points(path))
 
 
 def add_point(record: dict[str, Any], path: Path | None = None) -> tuple[dict[str, Any], list[str]]:

@@ -52,6 +52,12 @@ __all__ = [
     "COMPONENTS",
     "fit_curve",
     "CURVE_MODEL",
+    "SplitRun",
+    "fit_comm",
+    "with_comm",
+    "comm_key",
+    "COMM_MODEL",
+    "MIN_COMM_SPREAD",
 ]
 
 
@@ -214,6 +220,14 @@ COMM_MODEL = (
     "relative step error (log space to first order) over the runs of one fabric whose "
     "communication shares differ by ≥ 5 points; μ within [1/3, 3]"
 )
+
+
+def comm_key(
+    gpu_id: str, precision: str, stack: str, gpus_per_node: int, inter_node_gbps: float
+) -> tuple[str, str, str, int, float]:
+    """The key of a fabric's communication multiplier: the calibration's GPU × precision × stack
+    and the network a run's communication crosses (GPUs per node, the node's Gbit/s)."""
+    return (gpu_id, precision, stack, int(gpus_per_node), round(float(inter_node_gbps), 3))
 
 
 @dataclass(frozen=True)

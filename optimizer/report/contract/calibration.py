@@ -46,6 +46,13 @@ class CalibrationFitOut(Contract):
         description="share of the runs' mean log correction a layout of another size factor gets "
         "(the rest belongs to the measured layouts)",
     )
+    comm_model: str | None = Field(default=None, description="the communication split in words")
+    comm_multiplier: float | None = Field(
+        default=None, description="× the modelled communication on this run's fabric (1: not fitted)"
+    )
+    fabric: str | None = Field(default=None, description="the fabric of this run (GPUs per node, network)")
+    fabric_runs: int | None = Field(default=None, description="stored runs of this GPU type on that fabric")
+    comm_share: float | None = Field(default=None, description="communication share of this run's step")
     shared_change_pct: float | None = Field(
         default=None,
         description="the change of every other layout's compute efficiency at size factor 1, in %",
@@ -60,6 +67,9 @@ class CalibrationRunOut(Contract):
     layout: str | None = Field(default=None, description="dp/tp/pp/cp, micro-batch, sequence length")
     size_factor: float = Field(description="of its micro-batch (optimizer.model.efficiency.size_factor)")
     measured_efficiency: float = Field(description="achieved fraction of the dense peak that reproduces it")
+    comm_share: float | None = Field(
+        default=None, description="exposed communication's share of its step (the model's split)"
+    )
     fitted_efficiency: float = Field(description="the curve's efficiency at its size factor")
     measured_step_s: float | None = None
     predicted_step_s: float | None = Field(default=None, description="estimate of its request now")
