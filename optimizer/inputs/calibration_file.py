@@ -224,7 +224,7 @@ def _check_split(point: dict[str, Any], where: str) -> None:
             raise ConfigError(
                 f"{where}.fabric.gpus_per_node: {gpn!r} is not allowed; allowed: an integer ≥ 1 {fix}"
             )
-        if not (_number(gbps) and float(gbps) > 0):
+        if not (isinstance(gbps, (int, float)) and _number(gbps) and gbps > 0):
             raise ConfigError(
                 f"{where}.fabric.inter_node_gbps: {gbps!r} is not allowed; allowed: a number > 0 {fix}"
             )
