@@ -53,9 +53,9 @@ ADAM_STATE_BYTES = 16.0
 
 
 def comm_multiplier(cluster: Cluster, setup: TrainingSetup, a: PerfAssumptions) -> float:
-    """The calibrated multiplier of the modelled communication of `setup` on `cluster`'s fabric
-    (optimizer.model.calibrated.fit_comm: stored runs on the same GPUs per node and network);
-    1 elsewhere and under an explicit efficiency."""
+    """The calibrated multiplier of the modelled exposed communication of `setup` on `cluster`'s
+    fabric (optimizer.model.calibrated.fit_comm: stored runs on the same GPUs per node and
+    network); 1 elsewhere and under an explicit efficiency."""
     if a.efficiency is not None or not a.calibrated_comm:
         return 1.0
     key = comm_key(
@@ -277,9 +277,8 @@ def training_step_time(
     else:
         dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat)  # DDP: one all-reduce
         window = compute_mb * (2.0 / 3.0)  # the last micro-batch's backward hides the reduce
-    dp_comm *= comm_multiplier(cluster, setup, a)  # a calibrated fabric's (model.calibrated)
     hidden = min(dp_comm * k.dp_overlap, window)
-    dp_exposed = dp_comm - hidden
+    dp_exposed = (dp_comm - hidden) * comm_multiplier(cluster, setup, a)  # a calibrated fabric's
 
     # optimizer update: read+write master and moments, memory-bound (16 B/param r+w with fp32
     # master; 8 B for bf16-only stacks)
