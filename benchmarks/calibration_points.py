@@ -39,9 +39,11 @@ sys.path.insert(0, str(HERE))
 from cases import Case, build_cases, predict  # noqa: E402
 from fit_constants import Folds, assumptions_for, loso, step_ratio  # noqa: E402
 
+from optimizer.api.calibration_points import step_split  # noqa: E402
 from optimizer.errors import ConfigError  # noqa: E402
 from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
-from optimizer.model.calibrated import COMPONENTS, Components, fit_curve  # noqa: E402
+from optimizer.inputs.calibration_store import comm_of, curves_of  # noqa: E402
+from optimizer.model.calibrated import COMPONENTS, Components  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.step_time import microbatch_size_factor, training_step_time  # noqa: E402
 
@@ -112,27 +114,49 @@ def components(runs: Sequence[Run]) -> dict[str, Components]:
     }
 
 
-def _point(run: Run) -> tuple[float, float] | None:
-    """(size factor, base efficiency) `ccopt calibrate` stores for a measured run, or None when
-    the run cannot be fitted (faster than the model at 100%, or below 0.1%)."""
+Point = dict[str, object]
+
+
+def _point(run: Run) -> Point | None:
+    """The stored run `ccopt calibrate` writes for a measured run (base efficiency, size factor,
+    the model's split of its step and its fabric), or None when the run cannot be fitted
+    (faster than the model at 100%, or below 0.1%)."""
     assert run.case.train is not None
     setup, layout, cluster = run.case.train
-    step = training_step_time(run.case.spec, setup, layout, cluster, run.base).time_s
+    measured = training_step_time(run.case.spec, setup, layout, cluster, run.base).time_s * math.exp(
+        run.log_ratio
+    )
     try:
-        eff = fit_efficiency(run.case.spec, setup, layout, cluster, step * math.exp(run.log_ratio), run.base)
+        eff = fit_efficiency(run.case.spec, setup, layout, cluster, measured, run.base)
     except ConfigError:
         return None
-    return math.exp(run.x), eff
+    return {
+        "gpu": run.case.gpu.gpu_id,
+        "precision": setup.precision,
+        "stack": run.case.stack,
+        "efficiency": eff,
+        "size_factor": math.exp(run.x),
+        "split": step_split(run.case.spec, setup, layout, cluster, replace(run.base, efficiency=eff)),
+        "fabric": {"gpus_per_node": cluster.gpus_per_node, "inter_node_gbps": cluster.inter_node_gbps},
+        "measured": {"step_time_s": measured},
+    }
 
 
-def _error(run: Run, points: Sequence[tuple[float, float]] | None, comps: Components) -> float | None:
-    """|measured/predicted − 1| of `run` with `points` stored for its GPU × precision × stack
-    (None: uncalibrated)."""
+def _error(run: Run, points: Sequence[Point] | None, comps: Components) -> float | None:
+    """|measured/predicted − 1| of `run` with `points` stored (the store's own code:
+    calibration_store.curves_of, comm_of; None: uncalibrated)."""
     if points is None:
         return abs(math.exp(run.log_ratio) - 1)
     assert run.case.train is not None
     key = (run.case.gpu.gpu_id, run.case.train[0].precision, run.case.stack)
-    pred = predict(run.case, replace(run.base, calibrated_curves={key: fit_curve(points, comps)}))
+    stored = [dict(p) for p in points]
+    curves = curves_of(stored, comps)
+    a = replace(
+        run.base,
+        calibrated_curves={key: curves[key]} if key in curves else {},
+        calibrated_comm=comm_of(stored),
+    )
+    pred = predict(run.case, a)
     return None if pred is None else abs(step_ratio(run.case, pred) - 1)
 
 
@@ -196,15 +220,15 @@ def totals(table: Table) -> tuple[int, float, float, int, int]:
 
 def two_points(runs: Sequence[Run], comps: Callable[[str], dict[str, Components]], rule: str) -> list[dict]:
     """One row per group with ≥ 3 fittable runs of different size factors (module doc)."""
-    groups: dict[tuple[str, str, str], list[tuple[Run, tuple[float, float]]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[tuple[Run, Point]]] = defaultdict(list)
     for r in runs:
         if (p := _point(r)) is not None:
             groups[r.group].append((r, p))
     rows = []
     for group, items in sorted(groups.items()):
-        items.sort(key=lambda item: item[1][0])
+        items.sort(key=lambda item: item[0].x)
         small, large, others = items[0], items[-1], items[1:-1]
-        if len(items) < 3 or math.log(large[1][0] / small[1][0]) < 0.01:
+        if len(items) < 3 or large[0].x - small[0].x < 0.01:
             continue
         c = comps(small[0].fold)[rule]
         ways = {
@@ -336,11 +360,9 @@ def calibrated_predictions(
         if point is None:
             out += [(r.case, None) for r in items[1:]]
             continue
-        curve = fit_curve([point], comps(items[0].fold)[rule])
+        curves = curves_of([dict(point)], comps(items[0].fold)[rule])
         for r in items[1:]:
-            assert r.case.train is not None
-            key = (r.case.gpu.gpu_id, r.case.train[0].precision, r.case.stack)
-            out.append((r.case, predict(r.case, replace(r.base, calibrated_curves={key: curve}))))
+            out.append((r.case, predict(r.case, replace(r.base, calibrated_curves=dict(curves)))))
     return out
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.api.calibrate import calibrate_profile, read_point_file
+from optimizer.api.calibrate_comm import refit_fabric
 from optimizer.api.calibrate_memory import MemoryPoint, check_memory_point, store_memory_point
 from optimizer.api.calibration_points import group_runs, scope_sentence, step_split
 from optimizer.api.configuration import (
@@ -215,7 +216,9 @@ def calibrate_request(
             "stack": key[2],
             "efficiency": eff,
             "size_factor": size,
-            "split": step_split(built, replace(uncalibrated, efficiency=eff)),
+            "split": step_split(
+                built.spec, setup, layout, built.cluster, replace(uncalibrated, efficiency=eff)
+            ),
             "fabric": {
                 "gpus_per_node": built.cluster.gpus_per_node,
                 "inter_node_gbps": built.cluster.inter_node_gbps,
@@ -233,6 +236,7 @@ def calibrate_request(
             },
         }
     )
+    refit_fabric(point, uncalibrated, prices, offline)  # its fabric's communication (api.calibrate_comm)
     memory_out = store_memory_point(built, req, memory, probe["layout"]) if memory is not None else None
     now = base_assumptions()
     after = evaluate(built, now)  # what estimate and plan now report for this run

@@ -3,27 +3,30 @@ what a GPU × precision × stack's runs change (the curve, each run re-predicted
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.api.configuration import Built, build_configuration
+from optimizer.api.configuration import build_configuration
 from optimizer.api.estimate_run import evaluate
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import recorded_request
 from optimizer.inputs.calibration_file import calibration_path
 from optimizer.inputs.calibration_store import (
     LEGACY_STACK,
+    comm_share,
     load_memory_points,
     load_points,
     point_comm_key,
     remove_points,
-    split_run,
 )
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.request import request_from_options
 from optimizer.model.calibrated import COMM_MODEL, CURVE_MODEL, CalibratedCurve
+from optimizer.model.cluster import Cluster
 from optimizer.model.efficiency import uncalibrated_efficiency
-from optimizer.model.setup import PerfAssumptions
+from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
+from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import training_step_time
 from optimizer.report.contract.calibration import CalibrationListOutput
 from optimizer.report.contract.common import emit_list
@@ -118,21 +121,29 @@ def _predicted_step_s(point: dict[str, Any], a: PerfAssumptions, prices: Any, of
     return out["step"]["time_s"] if out.get("step") else None
 
 
-def step_split(built: Built, a: PerfAssumptions) -> dict[str, float]:
-    """The model's parts of a run's step under `a` (calibrate: at the fitted efficiency, so they
-    add up to the measured step): compute (with its share of the pipeline bubble) scales as
-    1/efficiency, exposed communication (with its bubble share) with a fabric's multiplier,
-    the optimizer update is fixed (optimizer.model.calibrated.SplitRun)."""
-    assert built.setup is not None and built.layout is not None
-    step = training_step_time(built.spec, built.setup, built.layout, built.cluster, a)
+#: relative step of the efficiency for the compute sensitivity of a run's step (step_split)
+_SENSITIVITY_STEP = 1e-3
+
+
+def step_split(
+    spec: ModelSpec, setup: TrainingSetup, layout: Layout, cluster: Cluster, a: PerfAssumptions
+) -> dict[str, float]:
+    """The model's parts of a run's step under `a` (calibrate: at the fitted efficiency e, so
+    they add up to the measured step), linearised where the run is: compute_s = −e·∂step/∂e
+    (what scales as 1/efficiency, the attention kernel's cap and the data-parallel overlap
+    window included; a finite difference), comm_s the exposed communication with its bubble
+    share (linear in a fabric's multiplier), fixed_s the rest (optimizer update)
+    (reported as a run's communication share)."""
+    assert a.efficiency is not None
+    step = training_step_time(spec, setup, layout, cluster, a)
+    h = _SENSITIVITY_STEP
+    faster = training_step_time(spec, setup, layout, cluster, replace(a, efficiency=a.efficiency * (1 + h)))
     parts = step.parts_s
     per = parts["compute"] + parts["tp"] + parts["pp"]
-    bubble_compute = parts["bubble"] * parts["compute"] / per if per > 0 else 0.0
-    return {
-        "compute_s": parts["compute"] + bubble_compute,
-        "comm_s": parts["tp"] + parts["pp"] + parts["dp_exposed"] + parts["bubble"] - bubble_compute,
-        "fixed_s": parts["optimizer"],
-    }
+    bubble_comm = parts["bubble"] * (parts["tp"] + parts["pp"]) / per if per > 0 else 0.0
+    comm = parts["tp"] + parts["pp"] + parts["dp_exposed"] + bubble_comm
+    compute = min((step.time_s - faster.time_s) * (1 + h) / h, step.time_s - comm)
+    return {"compute_s": compute, "comm_s": comm, "fixed_s": max(0.0, step.time_s - comm - compute)}
 
 
 def group_runs(
@@ -160,7 +171,7 @@ def group_runs(
                 "layout": layout_words(measured),
                 "size_factor": round(size, 6),
                 "measured_efficiency": round(size * float(p["efficiency"]), 6),
-                **({"comm_share": round(r.comm_share, 4)} if (r := split_run(p)) is not None else {}),
+                **({"comm_share": round(share, 4)} if (share := comm_share(p)) is not None else {}),
                 "fitted_efficiency": round(curve.efficiency(size, prior), 6),
                 "measured_step_s": step,
                 "predicted_step_s": predicted,
@@ -179,15 +190,14 @@ def group_runs(
         "shared_change_pct": round((level / prior - 1) * 100, 2),
     }
     fabric = point_comm_key(point) if point is not None else None
-    own = split_run(point) if point is not None else None
-    if fabric is not None:
-        same = [r for p in load_points() if point_comm_key(p) == fabric and split_run(p) is not None]
+    if point is not None and fabric is not None:
+        share = comm_share(point)
         fit.update(
             comm_model=COMM_MODEL,
             comm_multiplier=round(a.calibrated_comm.get(fabric, 1.0), 6),
             fabric=f"{fabric[3]} GPUs per node, {fabric[4]:g} Gbit/s between nodes",
-            fabric_runs=len(same),
-            comm_share=round(own.comm_share, 4) if own is not None else None,
+            fabric_runs=sum(point_comm_key(p) == fabric for p in load_points()),
+            comm_share=round(share, 4) if share is not None else None,
         )
     return fit, runs
 
@@ -227,13 +237,14 @@ def scope_sentence(
         )
     if mu is not None and mu != 1.0:
         words += (
-            f"communication on this fabric ({fit['fabric']}) × {mu:.2f} (fitted from its "
+            f"exposed communication on this fabric ({fit['fabric']}) × {mu:.2f} (fitted from its "
             f"{fit['fabric_runs']} runs; other fabrics keep the modelled communication); "
         )
     else:
         words += (
-            "communication is modelled from each layout's own network, not fitted (a multiplier "
-            "needs two runs on one fabric whose communication shares differ by 5 points); "
+            "communication is modelled from each layout's own network, not fitted (a fabric's "
+            "multiplier needs two runs on it whose communication shares differ, best of one "
+            "micro-batch on one node and on several); "
         )
     words += "other GPU types, precisions and stacks keep their own"
     if legacy:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Protocol
 
@@ -52,12 +52,11 @@ __all__ = [
     "COMPONENTS",
     "fit_curve",
     "CURVE_MODEL",
-    "SplitRun",
-    "fit_comm",
-    "with_comm",
+    "comm_objective",
     "comm_key",
+    "COMM_RANGE",
     "COMM_MODEL",
-    "MIN_COMM_SPREAD",
+    "COMM_VARIANCE",
 ]
 
 
@@ -207,18 +206,30 @@ def fit_curve(runs: Sequence[tuple[float, float]], components: Components = COMP
     return CalibratedCurve(tuple((float(s), float(e)) for s, e in runs), components)
 
 
-# ---- communication: a multiplier per fabric, from runs whose communication shares differ ----
+# ---- communication: a multiplier per fabric, told apart from compute by runs that differ ----
+#
+# With the fabric's communication μ × the modelled (before overlap hides part of it), each run of the fabric is refitted
+# (its base efficiency e_k(μ): the compute that is left, exact for the run); log μ is the
+# maximum a posteriori of
+#     J(log μ) = ½ y(μ)ᵀ (K_g + ν² I)⁻¹ y(μ) + (log μ)² / (2ω²),   y_k = log e_k(μ),
+# K_g the compute covariance of the module doc with the level left free (only differences
+# between runs tell communication). Runs of one size factor on one fabric whose communication
+# shares differ (the same micro-batch on one node and on four) tell it; runs that differ in
+# size as well split the difference between the size dependence, their own terms and the
+# fabric by the variances. (optimizer.api.calibrate_comm searches log μ.)
 
-#: GUESS: runs whose communication shares of the step spread less than this cannot tell a
-#: communication error from a compute one (the multiplier stays 1)
-MIN_COMM_SPREAD = 0.05
+#: GUESS: prior variance of log μ: a fabric's exposed communication within ×/÷ 1.35 of the
+#: modelled at one standard deviation (NCCL bus bandwidths reach 70-90% of the link's)
+COMM_VARIANCE = 0.09
+#: the prior variance of the level while telling communication apart: free (≫ any correction)
+FREE_LEVEL = 100.0
 #: the communication multiplier is held within [1/3, 3]: beyond, the network model is wrong in
 #: kind (a misstated interconnect), not in degree
 COMM_RANGE = (1 / 3, 3.0)
 COMM_MODEL = (
-    "measured = compute × (e_uncal / e) + comm × μ + optimizer, (1/e, μ) by least squares of the "
-    "relative step error (log space to first order) over the runs of one fabric whose "
-    "communication shares differ by ≥ 5 points; μ within [1/3, 3]"
+    "step = compute (1/efficiency) + exposed part of μ × communication + optimizer; log μ per fabric "
+    "(GPUs per node × network) is the maximum a posteriori given the runs of that fabric, each "
+    "refitted under μ (prior sd 0.3; runs whose communication shares differ tell it), within [1/3, 3]"
 )
 
 
@@ -230,41 +241,12 @@ def comm_key(
     return (gpu_id, precision, stack, int(gpus_per_node), round(float(inter_node_gbps), 3))
 
 
-@dataclass(frozen=True)
-class SplitRun:
-    """A stored run's measured step and the model's parts of it at its fitted base efficiency
-    (communication as modelled): compute (and its bubble share) scales as 1/efficiency,
-    communication (and its bubble share) with the fabric's multiplier, the rest is fixed."""
-
-    efficiency: float  # base efficiency fitted with the modelled communication
-    measured_s: float
-    compute_s: float
-    comm_s: float
-    fixed_s: float
-
-    @property
-    def comm_share(self) -> float:
-        return self.comm_s / self.measured_s
-
-
-def fit_comm(runs: Sequence[SplitRun]) -> float:
-    """μ, the multiplier of the modelled communication time of one fabric (COMM_MODEL): 1 when
-    the runs' communication shares spread less than MIN_COMM_SPREAD, or the fit is not
-    physical (a compute time ≤ 0)."""
-    shares = [r.comm_share for r in runs]
-    if len(runs) < 2 or max(shares) - min(shares) < MIN_COMM_SPREAD:
-        return 1.0
-    # c_k = compute_s × e_k: the compute work in efficiency-seconds (compute = c / e)
-    a = np.array([[r.compute_s * r.efficiency / r.measured_s, r.comm_share] for r in runs])
-    b = np.array([1.0 - r.fixed_s / r.measured_s for r in runs])
-    (inv_e, mu), *_ = np.linalg.lstsq(a, b, rcond=None)
-    if not inv_e > 0:
-        return 1.0
-    return float(min(max(mu, COMM_RANGE[0]), COMM_RANGE[1]))
-
-
-def with_comm(run: SplitRun, mu: float) -> float:
-    """The run's base efficiency once its communication takes μ × the modelled time: what is
-    left of the measured step for compute, at compute ∝ 1/efficiency."""
-    left = run.measured_s - mu * run.comm_s - run.fixed_s
-    return run.efficiency * run.compute_s / left if left > 0 else run.efficiency
+def comm_objective(
+    log_mu: float, runs: Sequence[tuple[float, float]], components: Components = COMPONENTS
+) -> float:
+    """J(log μ) of the comment above for the runs [(size factor, base efficiency e_k(μ))]."""
+    c = replace(components, shared=FREE_LEVEL)
+    curve = CalibratedCurve(tuple(runs), c)
+    ys = np.log(np.array([e for _, e in runs]))
+    k = curve._kernel(curve._xs, curve._xs) + c.noise * np.eye(len(runs))
+    return 0.5 * float(ys @ np.linalg.solve(k, ys)) + log_mu**2 / (2 * COMM_VARIANCE)

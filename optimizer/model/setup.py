@@ -201,8 +201,8 @@ class PerfAssumptions:
     #: optimizer.model.calibrated); wins over `calibrated` for its stack
     calibrated_curves: dict[tuple[str, str, str], EfficiencyCurve] = field(default_factory=dict)
     #: (gpu_id, precision, stack, GPUs per node, inter-node Gbit/s) -> multiplier of the modelled
-    #: exposed communication time on that fabric, fitted to stored runs whose communication shares
-    #: differ (optimizer.model.calibrated.fit_comm); absent: 1
+    #: communication time on that fabric (before overlap), fitted to stored runs whose communication shares
+    #: differ (optimizer.api.calibrate_comm); absent: 1
     calibrated_comm: dict[tuple[str, str, str, int, float], float] = field(default_factory=dict)
     #: (model name, stack) -> factor on the activation bytes fitted to measured peak memory
     #: (`ccopt calibrate --peak-memory-gib`; optimizer.model.memory_fit), any GPU and layout

@@ -53,10 +53,10 @@ ADAM_STATE_BYTES = 16.0
 
 
 def comm_multiplier(cluster: Cluster, setup: TrainingSetup, a: PerfAssumptions) -> float:
-    """The calibrated multiplier of the modelled exposed communication of `setup` on `cluster`'s
-    fabric (optimizer.model.calibrated.fit_comm: stored runs on the same GPUs per node and
-    network); 1 elsewhere and under an explicit efficiency."""
-    if a.efficiency is not None or not a.calibrated_comm:
+    """The calibrated multiplier of the modelled communication time of `setup` on `cluster`'s
+    fabric (before the overlap hides part of it) (optimizer.api.calibrate_comm: stored runs on the same GPUs per node and
+    network); 1 elsewhere. An explicit efficiency overrides compute, not this."""
+    if not a.calibrated_comm:
         return 1.0
     key = comm_key(
         cluster.gpu.gpu_id, setup.precision, setup.stack, cluster.gpus_per_node, cluster.inter_node_gbps
@@ -208,7 +208,7 @@ def microbatch_times_s(
             * p2p_s(tokens_mb * model.hidden * COMM_BYTES / layout.tp, pp_bw, a.small_message_latency_s)
         )
         pp_mb *= 1.0 - k.pp_overlap
-    mu = comm_multiplier(cluster, setup, a)  # a calibrated fabric's (model.calibrated.fit_comm)
+    mu = comm_multiplier(cluster, setup, a)  # a calibrated fabric's (api.calibrate_comm)
     return compute_mb, tp_mb * mu, pp_mb * mu, eff
 
 
@@ -277,8 +277,9 @@ def training_step_time(
     else:
         dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat)  # DDP: one all-reduce
         window = compute_mb * (2.0 / 3.0)  # the last micro-batch's backward hides the reduce
+    dp_comm *= comm_multiplier(cluster, setup, a)  # a calibrated fabric's (api.calibrate_comm)
     hidden = min(dp_comm * k.dp_overlap, window)
-    dp_exposed = (dp_comm - hidden) * comm_multiplier(cluster, setup, a)  # a calibrated fabric's
+    dp_exposed = dp_comm - hidden
 
     # optimizer update: read+write master and moments, memory-bound (16 B/param r+w with fp32
     # master; 8 B for bf16-only stacks)

@@ -11,10 +11,8 @@ from optimizer.model.calibrated import (
     COMPONENTS,
     Components,
     PowerCurve,
-    SplitRun,
-    fit_comm,
+    comm_objective,
     fit_curve,
-    with_comm,
 )
 
 PRIOR = 0.5  # the uncalibrated base efficiency the corrections are relative to
@@ -97,18 +95,13 @@ def test_bad_runs_are_refused() -> None:
         fit_curve([(0.5, 0.0)])
 
 
-def test_two_runs_of_one_fabric_split_compute_from_communication_by_hand() -> None:
-    # truth: compute work 0.5 efficiency-seconds at efficiency 0.5 (1 s), communication 1.5× the
-    # modelled 1 s. Run 1 has no communication: 1 s. Run 2 measures 1 + 1.5 = 2.5 s; with the
-    # modelled communication its fit put compute at 1.5 s, i.e. efficiency 0.5/1.5 = 1/3.
-    one = SplitRun(efficiency=0.5, measured_s=1.0, compute_s=1.0, comm_s=0.0, fixed_s=0.0)
-    two = SplitRun(efficiency=1 / 3, measured_s=2.5, compute_s=1.5, comm_s=1.0, fixed_s=0.0)
-    assert fit_comm([one, two]) == pytest.approx(1.5)
-    # what is left for compute once communication takes 1.5 s: 1 s, the true efficiency 0.5
-    assert with_comm(two, 1.5) == pytest.approx(0.5) and with_comm(one, 1.5) == pytest.approx(0.5)
-    # shares 0.1% apart cannot tell communication from compute; an absurd fit is held at 3
-    close = SplitRun(efficiency=0.4, measured_s=1.0, compute_s=0.999, comm_s=0.001, fixed_s=0.0)
-    assert fit_comm([one, close]) == 1.0 and fit_comm([one]) == 1.0
-    # the same work, 19 s of it unexplained beyond a modelled 1 s of communication: μ = 19
-    slow = SplitRun(efficiency=0.5 / 19, measured_s=20.0, compute_s=19.0, comm_s=1.0, fixed_s=0.0)
-    assert fit_comm([one, slow]) == 3.0
+def test_the_communication_objective_by_hand() -> None:
+    # two runs of one size factor: K = A·11ᵀ + ν²I with A = 100 (the free level) + σ², the slope
+    # term 0 (both at the mean); yᵀK⁻¹y = (y1 + y2)²/(2(2A + ν²)) + (y1 − y2)²/(2ν²)
+    y1, y2, nu2 = math.log(0.5), math.log(0.4), COMPONENTS.noise
+    big = 100.0 + COMPONENTS.own
+    quad = (y1 + y2) ** 2 / (2 * (2 * big + nu2)) + (y1 - y2) ** 2 / (2 * nu2)
+    expected = 0.5 * quad + 0.1**2 / (2 * 0.09)  # + (log μ)² / 2ω², ω² = 0.09
+    assert comm_objective(0.1, [(0.8, 0.5), (0.8, 0.4)]) == pytest.approx(expected, rel=1e-9)
+    # runs that agree cost only the prior: the objective is smallest at log μ = 0
+    assert comm_objective(0.0, [(0.8, 0.5), (0.8, 0.5)]) < comm_objective(0.2, [(0.8, 0.5), (0.8, 0.5)])
