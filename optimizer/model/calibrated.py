@@ -208,9 +208,9 @@ def fit_curve(runs: Sequence[tuple[float, float]], components: Components = COMP
 
 # ---- communication: a multiplier per fabric, told apart from compute by runs that differ ----
 #
-# With the fabric's communication μ × the modelled (before overlap hides part of it), each run of the fabric is refitted
-# (its base efficiency e_k(μ): the compute that is left, exact for the run); log μ is the
-# maximum a posteriori of
+# With the fabric's communication μ × the modelled (before overlap hides part of it), each
+# run of the fabric is refitted (its base efficiency e_k(μ): the compute that is left, exact
+# for the run); log μ is the maximum a posteriori of
 #     J(log μ) = ½ y(μ)ᵀ (K_g + ν² I)⁻¹ y(μ) + (log μ)² / (2ω²),   y_k = log e_k(μ),
 # K_g the compute covariance of the module doc with the level left free (only differences
 # between runs tell communication). Runs of one size factor on one fabric whose communication

@@ -53,9 +53,10 @@ ADAM_STATE_BYTES = 16.0
 
 
 def comm_multiplier(cluster: Cluster, setup: TrainingSetup, a: PerfAssumptions) -> float:
-    """The calibrated multiplier of the modelled communication time of `setup` on `cluster`'s
-    fabric (before the overlap hides part of it) (optimizer.api.calibrate_comm: stored runs on the same GPUs per node and
-    network); 1 elsewhere. An explicit efficiency overrides compute, not this."""
+    """The calibrated multiplier of the modelled communication time (before the overlap hides
+    part of it) of `setup` on `cluster`'s fabric (optimizer.api.calibrate_comm: stored runs on
+    the same GPUs per node and network); 1 elsewhere. An explicit efficiency overrides compute,
+    not this."""
     if not a.calibrated_comm:
         return 1.0
     key = comm_key(
