@@ -39,10 +39,11 @@ sys.path.insert(0, str(HERE))
 from cases import Case, build_cases, predict  # noqa: E402
 from fit_constants import Folds, assumptions_for, loso, step_ratio  # noqa: E402
 
+from optimizer.api.calibrate_comm import FabricRun, fit_fabric  # noqa: E402
 from optimizer.api.calibration_points import step_split  # noqa: E402
 from optimizer.errors import ConfigError  # noqa: E402
 from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
-from optimizer.inputs.calibration_store import comm_of, curves_of  # noqa: E402
+from optimizer.inputs.calibration_store import comm_of, curves_of, point_comm_key  # noqa: E402
 from optimizer.model.calibrated import COMPONENTS, Components  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.step_time import microbatch_size_factor, training_step_time  # noqa: E402
@@ -218,6 +219,31 @@ def totals(table: Table) -> tuple[int, float, float, int, int]:
     return len(es), sum(e <= CAL_BAND for e in es) / len(es), statistics.median(es), worse, len(table)
 
 
+def _with_comm(items: Sequence[tuple[Run, Point]]) -> list[Point]:
+    """The stored runs after `ccopt calibrate` fits their fabric's communication multiplier
+    (optimizer.api.calibrate_comm.fit_fabric: runs of one fabric; others inform the slope)."""
+    points = [dict(p, id=str(i)) for i, (_, p) in enumerate(items)]
+    fabrics = {point_comm_key(p) for p in points}
+    for fabric in fabrics:
+        on = [(r, p) for (r, _), p in zip(items, points, strict=True) if point_comm_key(p) == fabric]
+        runs = [FabricRun(str(p["id"]), *_model_of(r), float(p["measured"]["step_time_s"])) for r, p in on]  # type: ignore[index]
+        others = [
+            (float(p["size_factor"]), float(p["efficiency"])) for p in points if point_comm_key(p) != fabric
+        ]  # type: ignore[arg-type]
+        assert fabric is not None
+        mu, effs = fit_fabric(runs, fabric, others, on[0][0].base)
+        for p in points:
+            if p["id"] in effs:
+                p["comm"] = {"multiplier": mu, "efficiency": effs[str(p["id"])]}
+    return points
+
+
+def _model_of(run: Run) -> tuple:
+    assert run.case.train is not None
+    setup, layout, cluster = run.case.train
+    return run.case.spec, setup, layout, cluster
+
+
 def two_points(runs: Sequence[Run], comps: Callable[[str], dict[str, Components]], rule: str) -> list[dict]:
     """One row per group with ≥ 3 fittable runs of different size factors (module doc)."""
     groups: dict[tuple[str, str, str], list[tuple[Run, Point]]] = defaultdict(list)
@@ -231,20 +257,23 @@ def two_points(runs: Sequence[Run], comps: Callable[[str], dict[str, Components]
         if len(items) < 3 or large[0].x - small[0].x < 0.01:
             continue
         c = comps(small[0].fold)[rule]
+        both = _with_comm([small, large])
         ways = {
             "none": None,
             "one (small)": [small[1]],
             "one (large)": [large[1]],
-            "two": [small[1], large[1]],
+            "two": both,
         }
         errs = {n: [e for r, _ in others if (e := _error(r, pts, c)) is not None] for n, pts in ways.items()}
         repro = [e for r, _ in (small, large) if (e := _error(r, ways["two"], c)) is not None]
+        mu = [float(p["comm"]["multiplier"]) for p in both if "comm" in p]  # type: ignore[index]
         rows.append(
             {
                 "group": " · ".join(group),
                 "runs": len(items),
                 "scored": len(errs["two"]),
                 "reproduced": max(repro) if len(repro) == 2 else None,
+                "comm": mu[0] if mu else 1.0,
                 **{n: statistics.median(e) if e else None for n, e in errs.items()},
             }
         )
@@ -295,7 +324,7 @@ def render(
     for label, table in [("none", none), *[(r, scores[r]) for r in RULES], ("nested", chosen)]:
         n, w, m, worse, k = totals(table)
         lines.append(
-            f"{label}: {n} runs, {_pct(w)} within ±10%, median |error| {_pct(m)}, "
+            f"{'- ' if markdown else ''}{label}: {n} runs, {_pct(w)} within ±10%, median |error| {_pct(m)}, "
             f"{worse} of {k} groups with a worse median than uncalibrated"
         )
     worst = max((e for e in own.values() if e is not None), default=0.0)
@@ -304,13 +333,14 @@ def render(
     )
     lines += ["", f"{h}Two measured points (smallest and largest size factor; rule shared+slope)\n"]
     names = ["none", "one (small)", "one (large)", "two"]
-    head = ["group", "runs", "scored", "2-point repro (max)", *[f"median {n}" for n in names]]
+    head = ["group", "runs", "scored", "2-point repro (max)", "comm ×", *[f"median {n}" for n in names]]
     body = [
         [
             str(r["group"]),
             str(r["runs"]),
             str(r["scored"]),
             _pct(r["reproduced"]),
+            f"{r['comm']:.2f}",
             *[_pct(r[n]) for n in names],
         ]
         for r in rows
