@@ -248,8 +248,8 @@ def report(
         n, w, m = summary(sub, CAL_BAND)
         n15, w15, _ = summary(sub)
         lines.append(
-            f"\ncalibrated, {label} (one point per GPU type × precision, LOSO "
-            f"constants): {n} training-throughput cases, {_pct(w)} within ±10%, "
+            f"\ncalibrated, {label} (one point per source × GPU type × precision, LOSO "
+            f"constants, calibrated.py's rule): {n} training-throughput cases, {_pct(w)} within ±10%, "
             f"{_pct(w15)} within ±15%, median |error| {_pct(m)}"
         )
     for label, inside in hits.items():

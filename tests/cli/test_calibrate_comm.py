@@ -54,7 +54,7 @@ def _calibrate(run: dict) -> dict:
     return json.loads(result.stdout)
 
 
-def test_two_runs_of_one_fabric_fit_its_communication_and_only_its() -> None:
+def test_two_runs_of_one_fabric_fit_its_communication_and_only_its(isolated) -> None:
     truth = {n: _step(r, TRUTH) for n, r in (("one", ONE_NODE), ("four", FOUR_NODES), ("third", THIRD))}
     first = _calibrate(ONE_NODE)
     assert first["fit"]["comm_multiplier"] == 1.0  # one run cannot tell communication from compute
@@ -78,3 +78,31 @@ def test_two_runs_of_one_fabric_fit_its_communication_and_only_its() -> None:
     no_comm = replace(base_assumptions(), calibrated_comm={})
     assert _step(OTHER_FABRIC) == pytest.approx(_step(OTHER_FABRIC, no_comm), rel=1e-12)
     assert _step(FOUR_NODES) != pytest.approx(_step(FOUR_NODES, no_comm), rel=1e-3)
+
+    # removing one of the fabric's runs clears its fit; the other run stays exact
+    runner.invoke(app, ["calibrate", "--remove", second["id"]])
+    assert base_assumptions().calibrated_comm == {}
+    assert _step(ONE_NODE) == pytest.approx(truth["one"], rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "phrase"),
+    [
+        (
+            "comm",
+            {"multiplier": 9.0, "efficiency": 0.4},
+            "comm.multiplier: 9.0 is not allowed; allowed: 0.333-3",
+        ),
+        ("fabric", {"gpus_per_node": 0, "inter_node_gbps": 400}, "fabric.gpus_per_node: 0 is not allowed"),
+        ("split", {"compute_s": 1.0, "comm_s": -1, "fixed_s": 0}, "split.comm_s: -1 is not allowed"),
+    ],
+)
+def test_a_corrupt_communication_field_is_one_line_naming_it(
+    isolated, tmp_path, field, value, phrase
+) -> None:
+    run = {"id": "x", "gpu": "H100-80GB", "precision": "bf16", "stack": "generic", "efficiency": 0.4}
+    run |= {"size_factor": 0.8, field: value}
+    (tmp_path / "calibration.json").write_text(json.dumps({"points": [run]}))
+    result = runner.invoke(app, ["calibrate", "--list"])
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"points[0].{phrase}" in result.stderr, result.stderr
