@@ -13,7 +13,8 @@ Run: python benchmarks/accuracy.py [--markdown] [--csv OUT] [--aside]
 - in-sample: constants fitted on all sources (what optimizer/model/data/fitted.toml holds).
 - calibrated: in each LOSO fold, for every GPU type × precision of the held-out source's training
   throughput cases, its first case (file order) is the user's one measured point
-  (`ccopt calibrate`: optimizer.inputs.calibration.fit_efficiency); the others are scored.
+  (`ccopt calibrate`, the rule of optimizer/model/calibrated.py with variances estimated without
+  the fold: benchmarks/calibration_points.py); the others are scored.
 - coverage: the share of held-out training-throughput cases whose measured step time lies in
   the P10–P90 band (optimizer/model/bands.py: generation × precision × stack, shrunk toward the
   prior) built from the other families' LOFO residuals; source-weighted, overall and per GPU
@@ -40,6 +41,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from calibration_points import calibrated_predictions  # noqa: E402
 from cases import BANDS, Case, build_cases, predict  # noqa: E402
 from fit_constants import (  # noqa: E402
     Folds,
@@ -52,12 +54,9 @@ from fit_constants import (  # noqa: E402
 )
 from memory_accuracy import section as memory_section  # noqa: E402
 
-from optimizer.errors import ConfigError  # noqa: E402
-from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
 from optimizer.model.bands import band_for  # noqa: E402
 from optimizer.model.fitted import FittedConstants, load_fitted  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
-from optimizer.model.step_time import training_step_time  # noqa: E402
 
 #: scored families: training throughput of decoder LMs (headline) and of encoders (BERT) apart
 KINDS = ("train_throughput", "train_throughput_encoder", "train_memory", "serve_throughput", "serve_latency")
@@ -79,29 +78,10 @@ def summary(results: Scored, band: float | None = None) -> tuple[int, float | No
 
 
 def calibrated(folds: dict[str, tuple[FittedConstants, Scored]]) -> Scored:
-    """Held-out training-throughput cases after one calibration point per GPU type × precision."""
-    out: Scored = []
-    for fit, results in folds.values():
-        groups: dict[tuple[str, str, str], list[tuple[Case, float | None]]] = defaultdict(list)
-        for case, pred in results:
-            if case.kind == "train_throughput" and pred is not None:
-                assert case.train is not None  # encoders calibrate on an encoder point
-                groups[(case.score_kind, case.gpu.gpu_id, case.train[0].precision)].append((case, pred))
-        base = assumptions_for(fit)
-        for (_, gpu_id, precision), items in groups.items():
-            ref, ref_pred = items[0]
-            assert ref.train is not None
-            setup, layout, cluster = ref.train
-            step = training_step_time(ref.spec, setup, layout, cluster, base).time_s
-            measured_step = step * step_ratio(ref, ref_pred)
-            try:
-                eff = fit_efficiency(ref.spec, setup, layout, cluster, measured_step, base)
-            except ConfigError:
-                out += [(c, None) for c, _ in items[1:]]
-                continue
-            a = replace(base, calibrated={(gpu_id, precision): eff})
-            out += [(c, predict(c, a)) for c, _ in items[1:]]
-    return out
+    """Held-out training-throughput cases after one calibration point per source × GPU type ×
+    precision (benchmarks/calibration_points.py: the rule of optimizer/model/calibrated.py, its
+    variances estimated without the held-out fold)."""
+    return calibrated_predictions(folds)
 
 
 def source_weighted(
@@ -271,8 +251,8 @@ def report(
         n, w, m = summary(sub, CAL_BAND)
         n15, w15, _ = summary(sub)
         lines.append(
-            f"\ncalibrated, {label} (one point per GPU type × precision, LOSO "
-            f"constants): {n} training-throughput cases, {_pct(w)} within ±10%, "
+            f"\ncalibrated, {label} (one point per source × GPU type × precision, LOSO "
+            f"constants, calibrated.py's rule): {n} training-throughput cases, {_pct(w)} within ±10%, "
             f"{_pct(w15)} within ±15%, median |error| {_pct(m)}"
         )
     for label, inside in hits.items():

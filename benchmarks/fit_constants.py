@@ -286,11 +286,12 @@ def step_ratio(case: Case, predicted: float) -> float:
 
 def calibrated_band_stats(folds: Folds) -> dict[str, tuple[float, float, float, int, int]]:
     """{CALIBRATED_KEY: (P10, P50, P90, cases, sources)} of held-out training runs predicted
-    after one measured point on their GPU type × precision (accuracy.calibrated): the band of
-    a plan on a GPU type the user calibrated."""
-    from accuracy import calibrated  # noqa: PLC0415 (accuracy imports this module)
+    after one measured point of their source × GPU type × precision
+    (calibration_points.calibrated_predictions: the rule of optimizer/model/calibrated.py, its
+    variances estimated without the fold): the band of a plan on a GPU type the user calibrated."""
+    from calibration_points import calibrated_predictions  # noqa: PLC0415 (it imports this module)
 
-    items = [(c.source, step_ratio(c, p)) for c, p in calibrated(folds) if p is not None]
+    items = [(c.source, step_ratio(c, p)) for c, p in calibrated_predictions(folds) if p is not None]
     if len(items) < MIN_BAND_CASES:
         return {}
     q10, q50, q90 = source_weighted_quantiles(items, (0.1, 0.5, 0.9))

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.api.calibrate import calibrate_profile, read_point_file
+from optimizer.api.calibrate_comm import refit_fabric
 from optimizer.api.calibrate_memory import MemoryPoint, check_memory_point, store_memory_point
-from optimizer.api.calibration_points import group_runs, scope_sentence
+from optimizer.api.calibration_points import group_runs, scope_sentence, step_split
 from optimizer.api.configuration import (
     DEFAULT_TRAIN_PRECISION,
     Built,
@@ -38,6 +39,7 @@ from optimizer.inputs.calibration_store import add_point
 from optimizer.inputs.gpus import get_gpu
 from optimizer.inputs.request import ConfigRequest, request_from_options
 from optimizer.inputs.validation import check_number
+from optimizer.model.calibrated import CalibratedCurve
 from optimizer.model.presets import PROFILE_PRESETS
 from optimizer.model.profile import MeasuredPoint
 from optimizer.model.step_time import microbatch_size_factor
@@ -176,7 +178,7 @@ def calibrate_request(
     if setup is None or layout is None:
         raise ConfigError("--mode: a calibration is of a training run; allowed: train")
     stored = base_assumptions()
-    uncalibrated = replace(stored, efficiency=None, calibrated={}, calibrated_curves={})
+    uncalibrated = replace(stored, efficiency=None, calibrated={}, calibrated_curves={}, calibrated_comm={})
     probe = evaluate(built, uncalibrated)
     # the peak is checked before anything is stored: a refused peak stores no run either
     memory = (
@@ -214,6 +216,13 @@ def calibrate_request(
             "stack": key[2],
             "efficiency": eff,
             "size_factor": size,
+            "split": step_split(
+                built.spec, setup, layout, built.cluster, replace(uncalibrated, efficiency=eff)
+            ),
+            "fabric": {
+                "gpus_per_node": built.cluster.gpus_per_node,
+                "inter_node_gbps": built.cluster.inter_node_gbps,
+            },
             "measured": {
                 "model": built.spec.name,
                 "num_gpus": built.num_gpus,
@@ -227,11 +236,13 @@ def calibrate_request(
             },
         }
     )
+    refit_fabric(point, uncalibrated, prices, offline)  # its fabric's communication (api.calibrate_comm)
     memory_out = store_memory_point(built, req, memory, probe["layout"]) if memory is not None else None
     now = base_assumptions()
     after = evaluate(built, now)  # what estimate and plan now report for this run
     curve = now.calibrated_curves[key]
-    fit, runs = group_runs(key, curve, now, prices, offline)
+    assert isinstance(curve, CalibratedCurve)  # the store's runs: load_curves
+    fit, runs = group_runs(key, curve, now, prices, offline, point)
     before_eff, after_eff = probe["effective_efficiency"], after["effective_efficiency"]
     hardware = {
         k: probe.get(k)
@@ -260,7 +271,7 @@ def calibrate_request(
             "efficiency_before": before_eff,
             "efficiency_after": after_eff,
             "efficiency_change_pct": round((after_eff / before_eff - 1) * 100, 2),
-            "scope": scope_sentence(*key, curve, key[:2] in now.calibrated),
+            "scope": scope_sentence(*key, curve, key[:2] in now.calibrated, fit),
             "default_prediction_step_s": probe["step"]["time_s"],
             **({"previous_prediction_step_s": previous["step"]["time_s"]} if previous else {}),
             "calibrated_prediction_step_s": after["step"]["time_s"],

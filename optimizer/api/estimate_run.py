@@ -38,7 +38,7 @@ from optimizer.model.profile import is_profile
 from optimizer.model.serving import serving_max_batch, serving_perf
 from optimizer.model.setup import PerfAssumptions, ServeSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.model.step_time import compute_efficiency, training_step_time
+from optimizer.model.step_time import compute_efficiency, microbatch_size_factor, training_step_time
 from optimizer.report.estimate import serve_estimate_json, train_estimate_json
 
 __all__ = [
@@ -158,7 +158,10 @@ def _train(built: Built, a: PerfAssumptions) -> dict[str, Any]:
     step = training_step_time(spec, setup, layout, built.cluster, a) if g.supports(precision) else None
     band = None if step is None else step_band(step, g, precision, built.stack, a)
     if step is not None and not is_profile(spec):  # before the size factor (what calibrate fits)
-        where = {**where, "base_efficiency": round(compute_efficiency(g, precision, a, built.stack)[0], 4)}
+        base = compute_efficiency(g, precision, a, built.stack)[0]
+        if step.calibrated:  # a calibration's base efficiency is the layout's own (model.calibrated)
+            base = step.efficiency / microbatch_size_factor(spec, setup, layout, a)
+        where = {**where, "base_efficiency": round(base, 4)}
     where = {**where, "band": band, "seq_len": built.seq_len}
     figures = train_estimate_figures(spec, g, mem)
     return train_estimate_json(spec, g, built.num_gpus, layout, mem, step, precision, where, figures=figures)

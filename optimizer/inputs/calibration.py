@@ -15,6 +15,7 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration_file import calibration_path, check_calibration_store
 from optimizer.inputs.calibration_store import (
+    load_comm,
     load_curves,
     load_memory_factors,
     load_points,
@@ -22,10 +23,11 @@ from optimizer.inputs.calibration_store import (
     write_store,
 )
 from optimizer.inputs.gpus import get_gpu
+from optimizer.model.calibrated import EfficiencyCurve, fit_curve
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.model.step_time import Cluster, training_step_time
+from optimizer.model.step_time import Cluster, microbatch_size_factor, training_step_time
 
 __all__ = [
     "calibration_path",
@@ -141,9 +143,11 @@ def fit_efficiency(
 
 def base_assumptions(overrides: Any = None) -> PerfAssumptions:
     """Defaults + stored calibration (+ overrides from a job's [assumptions])."""
+    curves: dict[tuple[str, str, str], EfficiencyCurve] = dict(load_curves())
     a = PerfAssumptions(
         calibrated=load_calibration(),
-        calibrated_curves=load_curves(),
+        calibrated_curves=curves,
+        calibrated_comm=load_comm(),
         memory_calibrated=load_memory_factors(),
     )
     return overrides.apply(a) if overrides is not None else a
@@ -151,7 +155,8 @@ def base_assumptions(overrides: Any = None) -> PerfAssumptions:
 
 def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
     """Assumptions for a job: defaults, stored calibration, the job's [calibration] and
-    [assumptions] tables (the job's own calibration wins for its GPU type)."""
+    [assumptions] tables (the job's own calibration wins for its GPU type × precision: one
+    point of optimizer.model.calibrated's rule, exact for its layout)."""
 
     a = base_assumptions(job.assumptions)
     cal = job.calibration
@@ -174,7 +179,16 @@ def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
     gpn = cal.gpus_per_instance or min(cal.num_gpus, 8)
     cluster = Cluster(gpu, gpn, max(1, cal.num_gpus // gpn), cal.inter_node_gbps)
     step_s = cal.step_time_s or layout.global_batch * setup.seq_len / (cal.tokens_per_s or 1)
-    eff = fit_efficiency(model, setup, layout, cluster, step_s, replace(a, efficiency=None))
     key = (gpu.gpu_id, setup.precision)
-    curves = {k: v for k, v in a.calibrated_curves.items() if k[:2] != key}  # the job's wins
-    return replace(a, calibrated={**a.calibrated, key: eff}, calibrated_curves=curves)
+    # the job's run wins for its GPU type × precision: the stored runs, communication fits and
+    # old entries of it are set aside, the run is one point of the rule of model.calibrated
+    comm = {k: v for k, v in a.calibrated_comm.items() if k[:2] != key}
+    base = replace(a, efficiency=None, calibrated_comm=comm)
+    eff = fit_efficiency(model, setup, layout, cluster, step_s, base)
+    size = microbatch_size_factor(model, setup, layout, base)
+    curves: dict[tuple[str, str, str], EfficiencyCurve] = {
+        k: v for k, v in a.calibrated_curves.items() if k[:2] != key
+    }
+    curves[(*key, setup.stack)] = fit_curve([(size, eff)])
+    old = {k: v for k, v in a.calibrated.items() if k != key}
+    return replace(a, calibrated=old, calibrated_curves=curves, calibrated_comm=comm)

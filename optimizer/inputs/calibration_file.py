@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.model.calibrated import COMM_RANGE
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory_breakdown import MEMORY_KINDS
 
@@ -194,6 +195,52 @@ def _check_point(point: Any, where: str) -> None:
             raise ConfigError(
                 f"{where}.{key}: {value!r} is not allowed; allowed: {allowed} "
                 "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
+            )
+    _check_split(point, where)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_split(point: dict[str, Any], where: str) -> None:
+    """The optional parts of a run's step (split: compute_s > 0, comm_s and fixed_s ≥ 0), its
+    fabric (gpus_per_node ≥ 1, inter_node_gbps > 0) and its fabric's communication fit (comm:
+    multiplier within COMM_RANGE, the run's efficiency under it), kept since the split."""
+    fix = "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
+    split, fabric = point.get("split"), point.get("fabric")
+    if split is not None:
+        if not isinstance(split, dict):
+            raise ConfigError(f"{where}.split: must be a table (compute_s, comm_s, fixed_s) {fix}")
+        for key, low in (("compute_s", 1e-300), ("comm_s", 0.0), ("fixed_s", 0.0)):
+            if not (_number(split.get(key)) and float(split[key]) >= low):
+                raise ConfigError(
+                    f"{where}.split.{key}: {split.get(key)!r} is not allowed; allowed: a number "
+                    f"{'> 0' if low else '≥ 0'} (seconds) {fix}"
+                )
+    comm = point.get("comm")
+    if comm is not None:
+        low, high = COMM_RANGE
+        mu, eff = (comm.get("multiplier"), comm.get("efficiency")) if isinstance(comm, dict) else (None, None)
+        if not (isinstance(mu, (int, float)) and _number(mu) and low - 1e-9 <= mu <= high + 1e-9):
+            raise ConfigError(
+                f"{where}.comm.multiplier: {mu!r} is not allowed; allowed: {low:.3g}-{high:g} {fix}"
+            )
+        if not (isinstance(eff, (int, float)) and _number(eff) and MIN_EFFICIENCY <= eff <= 1):
+            raise ConfigError(
+                f"{where}.comm.efficiency: {eff!r} is not allowed; allowed: {EFFICIENCY_RANGE} {fix}"
+            )
+    if fabric is not None:
+        if not isinstance(fabric, dict):
+            raise ConfigError(f"{where}.fabric: must be a table (gpus_per_node, inter_node_gbps) {fix}")
+        gpn, gbps = fabric.get("gpus_per_node"), fabric.get("inter_node_gbps")
+        if not (isinstance(gpn, int) and not isinstance(gpn, bool) and gpn >= 1):
+            raise ConfigError(
+                f"{where}.fabric.gpus_per_node: {gpn!r} is not allowed; allowed: an integer ≥ 1 {fix}"
+            )
+        if not (isinstance(gbps, (int, float)) and _number(gbps) and gbps > 0):
+            raise ConfigError(
+                f"{where}.fabric.inter_node_gbps: {gbps!r} is not allowed; allowed: a number > 0 {fix}"
             )
 
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration_file import calibration_path, check_calibration_store, check_document
-from optimizer.model.calibrated import CalibratedCurve, fit_curve
+from optimizer.model.calibrated import COMPONENTS, CalibratedCurve, Components, comm_key, fit_curve
 
 try:  # POSIX; elsewhere the atomic replace alone protects the file
     import fcntl
@@ -41,6 +41,11 @@ __all__ = [
     "load_points",
     "load_curves",
     "curves_of",
+    "comm_of",
+    "load_comm",
+    "comm_share",
+    "set_fabric_comm",
+    "point_comm_key",
     "add_point",
     "remove_points",
     "LEGACY_STACK",
@@ -159,20 +164,79 @@ def load_points(path: Path | None = None) -> list[dict[str, Any]]:
     return load_points_of(read_store(file))
 
 
-def curves_of(points: list[dict[str, Any]]) -> dict[tuple[str, str, str], CalibratedCurve]:
-    """The curve of each GPU × precision × stack with runs (model.calibrated.fit_curve);
-    old `entries` runs are not curves (PerfAssumptions.calibrated holds them)."""
+def point_comm_key(point: dict[str, Any]) -> tuple[str, str, str, int, float] | None:
+    """The fabric key of a stored run (model.calibrated.comm_key), None without its fabric."""
+    fabric = point.get("fabric")
+    if not isinstance(fabric, dict):
+        return None
+    gpn, gbps = fabric["gpus_per_node"], fabric["inter_node_gbps"]
+    return comm_key(point["gpu"], point["precision"], point["stack"], gpn, gbps)
+
+
+def comm_share(point: dict[str, Any]) -> float | None:
+    """The modelled exposed communication's share of a stored run's step (None: not kept)."""
+    split, step = point.get("split"), (point.get("measured") or {}).get("step_time_s")
+    if not isinstance(split, dict) or not step:
+        return None
+    return float(split["comm_s"]) / float(step)
+
+
+def comm_of(points: list[dict[str, Any]]) -> dict[tuple[str, str, str, int, float], float]:
+    """{fabric key: the communication multiplier fitted to its runs} (a run's `comm`, written
+    by `ccopt calibrate`: optimizer.api.calibrate_comm)."""
+    out = {}
+    for p in points:
+        key = point_comm_key(p)
+        if key is not None and isinstance(p.get("comm"), dict) and not p.get("legacy"):
+            out[key] = float(p["comm"]["multiplier"])
+    return out
+
+
+def curves_of(
+    points: list[dict[str, Any]], components: Components = COMPONENTS
+) -> dict[tuple[str, str, str], CalibratedCurve]:
+    """The calibration of each GPU × precision × stack with runs (model.calibrated.fit_curve);
+    a run of a fabric with a fitted communication multiplier enters with its base efficiency
+    under that multiplier (its `comm`). Old `entries` runs are not curves
+    (PerfAssumptions.calibrated holds them). `components`: the rule's variances."""
     groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     for p in points:
-        if not p.get("legacy"):
-            key = (p["gpu"], p["precision"], p["stack"])
-            groups.setdefault(key, []).append((float(p["size_factor"]), float(p["efficiency"])))
-    return {key: fit_curve(runs) for key, runs in groups.items()}
+        if p.get("legacy"):
+            continue
+        comm = p.get("comm")
+        eff = float(comm["efficiency"] if isinstance(comm, dict) else p["efficiency"])
+        groups.setdefault((p["gpu"], p["precision"], p["stack"]), []).append((float(p["size_factor"]), eff))
+    return {key: fit_curve(runs, components) for key, runs in groups.items()}
+
+
+def set_fabric_comm(
+    fabric: tuple[str, str, str, int, float],
+    multiplier: float,
+    efficiencies: dict[str, float],
+    path: Path | None = None,
+) -> None:
+    """Store a fabric's fitted communication multiplier on its runs (`efficiencies`: run id →
+    base efficiency under it); a multiplier of 1 clears it."""
+
+    def change(data: dict[str, Any]) -> None:
+        for p in data.get("points", []):
+            if point_comm_key(p) != fabric:
+                continue
+            p.pop("comm", None)
+            if multiplier != 1.0 and p["id"] in efficiencies:
+                p["comm"] = {"multiplier": multiplier, "efficiency": efficiencies[p["id"]]}
+
+    update_store(change, path)
 
 
 def load_curves(path: Path | None = None) -> dict[tuple[str, str, str], CalibratedCurve]:
-    """{(gpu_id, precision, stack): the curve of its stored runs}."""
+    """{(gpu_id, precision, stack): the calibration of its stored runs}."""
     return curves_of(load_points(path))
+
+
+def load_comm(path: Path | None = None) -> dict[tuple[str, str, str, int, float], float]:
+    """{fabric key: the communication multiplier of its stored runs} (comm_of)."""
+    return comm_of(load_points(path))
 
 
 def add_point(record: dict[str, Any], path: Path | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -224,6 +288,11 @@ def remove_points(target: str, path: Path | None = None) -> list[dict[str, Any]]
             )
         gone = {p["id"] for p in removed}
         data["points"] = [p for p in data.get("points", []) if p["id"] not in gone]
+        # a fabric that lost a run loses its communication fit (calibrate refits it)
+        lost = {point_comm_key(p) for p in removed if not p.get("legacy") and not p.get("memory")}
+        for p in data["points"]:
+            if point_comm_key(p) in lost:
+                p.pop("comm", None)
         if "memory_points" in data:
             data["memory_points"] = [p for p in data["memory_points"] if p["id"] not in gone]
         data["entries"] = {k: v for k, v in data.get("entries", {}).items() if k not in gone}

@@ -129,8 +129,16 @@ CALIBRATED_KEY = "calibrated"
 
 def calibrated_band(assumptions: Any) -> Band:
     """The band of a step on a GPU type the user calibrated (`ccopt calibrate`): the residuals
-    of calibrated cross-validated predictions, shrunk toward the prior like any band."""
-    return _shrunk_band(CALIBRATED_KEY, CALIBRATED_KEY, assumptions)
+    of calibrated cross-validated predictions, shrunk once toward the prior like any
+    generation × precision band (module doc: w = n/(n + K), n = min(cases, C × sources))."""
+    low, high = assumptions.band_prior
+    fit = fitted_constants(assumptions)
+    data = (fit.bands if fit is not None else {}).get(CALIBRATED_KEY)
+    k, c = assumptions.band_prior_cases, assumptions.band_cases_per_source
+    band = shrink(data, (low, 1.0, high), k, c)
+    if data is None:
+        return Band(*band, cases=0, sources=0, basis="prior")
+    return Band(*band, cases=data[3], sources=data[4], basis=CALIBRATED_KEY)
 
 
 def step_band(

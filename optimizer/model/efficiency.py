@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.model.calibrated import CalibratedCurve
+from optimizer.model.calibrated import EfficiencyCurve
 from optimizer.model.fitted import (
     family_multiplier,
     load_fitted,
@@ -32,6 +32,7 @@ __all__ = [
     "base_efficiency",
     "achieved_efficiency",
     "calibrated_curve",
+    "uncalibrated_efficiency",
     "serve_efficiency_multiplier",
     "fitted_constants",
     "hidden_half",
@@ -111,29 +112,35 @@ def base_efficiency(
 ) -> tuple[float, bool]:
     """(efficiency before the size curve, calibrated?) of `precision` on `gpu` under `stack`.
 
-    Explicit override > the curve fitted to stored runs of this GPU × precision × stack (its
-    ceiling: with one run, the run's base efficiency) > a job's [calibration] or an old store
-    entry of the GPU × precision > default table × the fitted multiplier of GPU generation ×
-    precision × stack (data/fitted.toml).
+    Explicit override > the calibration of the stored runs of this GPU × precision × stack
+    (its ceiling: an upper bound of every layout's achieved efficiency) > a job's
+    [calibration] or an old store entry of the GPU × precision > default table × the fitted
+    multiplier of GPU generation × precision × stack (data/fitted.toml).
     fp8 GEMMs use `assumptions.fp8_gemm_factor` × the bf16 value.
     """
     if assumptions.efficiency is not None:
         return assumptions.efficiency, False
     curve = calibrated_curve(gpu, precision, assumptions, stack)
-    if curve is not None:  # its highest efficiency: an upper bound of every layout's
-        return curve.ceiling, True
+    if curve is not None:
+        return curve.ceiling(uncalibrated_efficiency(gpu, precision, assumptions, stack)), True
     key = (gpu.gpu_id, precision)
     if key in assumptions.calibrated:
         return assumptions.calibrated[key], True
+    return uncalibrated_efficiency(gpu, precision, assumptions, stack), False
+
+
+def uncalibrated_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stack: str = "generic") -> float:
+    """The base efficiency before any calibration: default table × the fitted multiplier of GPU
+    generation × precision × stack (what a calibration's corrections are relative to)."""
     base = default_efficiency(gpu, precision, assumptions)
     fit = fitted_constants(assumptions)
     if fit is not None:
         base *= train_multiplier(fit, gpu, precision, stack)
-    return min(base, 1.0), False
+    return min(base, 1.0)
 
 
-def calibrated_curve(gpu: GpuSpec, precision: str, assumptions: Any, stack: str) -> CalibratedCurve | None:
-    """The curve fitted to the stored runs of `gpu` × `precision` × `stack`, or None (no runs,
+def calibrated_curve(gpu: GpuSpec, precision: str, assumptions: Any, stack: str) -> EfficiencyCurve | None:
+    """The calibration of the stored runs of `gpu` × `precision` × `stack`, or None (no runs,
     or an explicit efficiency)."""
     if assumptions.efficiency is not None:
         return None
@@ -143,11 +150,11 @@ def calibrated_curve(gpu: GpuSpec, precision: str, assumptions: Any, stack: str)
 
 def achieved_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stack: str, size: float) -> float:
     """Achieved fraction of the dense peak of a layout whose size factor is `size`: the
-    calibrated curve level × size^b (optimizer.model.calibrated) where runs were stored for
-    this GPU × precision × stack, else base_efficiency × size."""
+    calibration of the runs stored for this GPU × precision × stack (optimizer.model.calibrated)
+    where there are any, else base_efficiency × size."""
     curve = calibrated_curve(gpu, precision, assumptions, stack)
     if curve is not None:
-        return curve.efficiency(size)
+        return curve.efficiency(size, uncalibrated_efficiency(gpu, precision, assumptions, stack))
     return base_efficiency(gpu, precision, assumptions, stack)[0] * size
 
 

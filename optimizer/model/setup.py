@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from optimizer.model.calibrated import CalibratedCurve
+from optimizer.model.calibrated import EfficiencyCurve
 from optimizer.model.spec import LINEAR_MODULES
 
 __all__ = [
@@ -202,7 +202,11 @@ class PerfAssumptions:
     calibrated: dict[tuple[str, str], float] = field(default_factory=dict)
     #: (gpu_id, precision, stack) -> the curve fitted to the stored runs (`ccopt calibrate`;
     #: optimizer.model.calibrated); wins over `calibrated` for its stack
-    calibrated_curves: dict[tuple[str, str, str], CalibratedCurve] = field(default_factory=dict)
+    calibrated_curves: dict[tuple[str, str, str], EfficiencyCurve] = field(default_factory=dict)
+    #: (gpu_id, precision, stack, GPUs per node, inter-node Gbit/s) -> multiplier of the modelled
+    #: communication time on that fabric (before overlap), fitted to stored runs whose communication shares
+    #: differ (optimizer.api.calibrate_comm); absent: 1
+    calibrated_comm: dict[tuple[str, str, str, int, float], float] = field(default_factory=dict)
     #: (model name, stack) -> factor on the activation bytes fitted to measured peak memory
     #: (`ccopt calibrate --peak-memory-gib`; optimizer.model.memory_fit), any GPU and layout
     memory_calibrated: dict[tuple[str, str], float] = field(default_factory=dict)

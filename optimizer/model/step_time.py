@@ -6,6 +6,7 @@ import math
 from dataclasses import replace
 
 from optimizer.errors import ConfigError
+from optimizer.model.calibrated import comm_key
 from optimizer.model.ceilings import mfu_ceiling
 from optimizer.model.cluster import Cluster, StepTime
 from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
@@ -41,6 +42,7 @@ __all__ = [
     "p2p_bandwidth_gb_s",
     "microbatch_times_s",
     "microbatch_size_factor",
+    "comm_multiplier",
 ]
 
 #: activations and gradients travel as bf16 (Megatron/FSDP mixed precision: 2-byte values)
@@ -48,6 +50,19 @@ COMM_BYTES = BYTES_PER_DTYPE["bf16"]
 #: optimizer update traffic per parameter: fp32 master + two Adam moments + fp32 gradient
 #: (Rajbhandari et al. 2020 §3: 16 bytes of mixed-precision Adam state), read and written
 ADAM_STATE_BYTES = 16.0
+
+
+def comm_multiplier(cluster: Cluster, setup: TrainingSetup, a: PerfAssumptions) -> float:
+    """The calibrated multiplier of the modelled communication time (before the overlap hides
+    part of it) of `setup` on `cluster`'s fabric (optimizer.api.calibrate_comm: stored runs on
+    the same GPUs per node and network); 1 elsewhere. An explicit efficiency overrides compute,
+    not this."""
+    if not a.calibrated_comm:
+        return 1.0
+    key = comm_key(
+        cluster.gpu.gpu_id, setup.precision, setup.stack, cluster.gpus_per_node, cluster.inter_node_gbps
+    )
+    return a.calibrated_comm.get(key, 1.0)
 
 
 def bubble_fraction(pp: int, microbatches: int) -> float:
@@ -194,7 +209,8 @@ def microbatch_times_s(
             * p2p_s(tokens_mb * model.hidden * COMM_BYTES / layout.tp, pp_bw, a.small_message_latency_s)
         )
         pp_mb *= 1.0 - k.pp_overlap
-    return compute_mb, tp_mb, pp_mb, eff
+    mu = comm_multiplier(cluster, setup, a)  # a calibrated fabric's (api.calibrate_comm)
+    return compute_mb, tp_mb * mu, pp_mb * mu, eff
 
 
 def training_step_time(
@@ -262,6 +278,7 @@ def training_step_time(
     else:
         dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat)  # DDP: one all-reduce
         window = compute_mb * (2.0 / 3.0)  # the last micro-batch's backward hides the reduce
+    dp_comm *= comm_multiplier(cluster, setup, a)  # a calibrated fabric's (api.calibrate_comm)
     hidden = min(dp_comm * k.dp_overlap, window)
     dp_exposed = dp_comm - hidden
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from optimizer import api
 from optimizer.cli import app
-from optimizer.model.calibrated import CalibratedCurve
+from optimizer.model.calibrated import PowerCurve
 from optimizer.model.setup import PerfAssumptions
 
 pytestmark = pytest.mark.usefixtures("isolated")
@@ -28,9 +28,7 @@ THIRD = {"model": "llama-2-13b", "num_gpus": 16, "tp": 2, "micro_batch": 2, "seq
 BIG = {"model": "llama-2-70b", "num_gpus": 8, "tp": 8, "micro_batch": 8, "seq_len": 4096, "zero_stage": 1}
 #: the "true" GPU of these tests: achieved efficiency = 0.5 × size factor^1.8 (steeper than the
 #: model's own size curve, b = 1, and lower)
-TRUTH = PerfAssumptions(
-    calibrated_curves={KEY: CalibratedCurve(level=0.5, size_exponent=1.8, size_low=0.01, size_high=1.0)}
-)
+TRUTH = PerfAssumptions(calibrated_curves={KEY: PowerCurve(level=0.5, size_exponent=1.8)})
 
 
 def _flags(run: dict) -> list[str]:
@@ -73,8 +71,9 @@ def test_two_runs_fit_the_size_curve_and_both_are_reproduced_within_1pct() -> No
     two = _calibrate(LARGE, truth["large"])
     assert two["fit"]["runs"] == 2
     # the known curve comes back (log-space least squares through two runs is exact)
-    assert two["fit"]["size_exponent"] == pytest.approx(1.8, rel=1e-3)
-    assert two["fit"]["level"] == pytest.approx(0.5, rel=1e-3)
+    # the size dependence moves from the model's own (exponent 1) toward the truth's 1.8, shrunk
+    # by the slope's prior (optimizer.model.calibrated: kriging, not an unconstrained line)
+    assert 1.0 < two["fit"]["size_exponent"] < 1.8 and two["fit"]["transfer"] > one["fit"]["transfer"]
     # both runs reproduced within 1% by estimate, and by calibrate's own table
     for run, name in ((SMALL, "small"), (LARGE, "large")):
         assert _step(run) == pytest.approx(truth[name], rel=0.01)
@@ -179,7 +178,8 @@ def test_force_stores_an_implausible_run_but_never_an_impossible_one(isolated_st
     assert out["efficiency_after"] == pytest.approx(0.915, rel=1e-3)
     other = {**THIRD, "stack": "megatron-core"}  # its own curve (one run: exact for it)
     slow = _calibrate(other, _step(other) * 25, "--force")
-    assert math.isclose(slow["calibrated_prediction_step_s"], slow["measured_step_s"], rel_tol=1e-3)
+    # exact up to the run-to-run noise ν² of the rule: ν²/(τ²+σ²+ν²) × |log 25| ≈ 0.1%
+    assert math.isclose(slow["calibrated_prediction_step_s"], slow["measured_step_s"], rel_tol=2e-3)
     beyond = runner.invoke(
         app, ["calibrate", *_flags(LARGE), "--step-time-s", repr(_step(LARGE) / 10), "--force"]
     )

@@ -310,7 +310,8 @@ def test_base_and_effective_efficiency_are_named_apart() -> None:
     assert est["tokens_per_s"] == pytest.approx(measured, rel=1e-3)
     assert est["effective_efficiency"] == cal["effective_efficiency"]
     assert est["efficiency"] == est["effective_efficiency"]  # estimate's efficiency: effective
-    assert est["base_efficiency"] == pytest.approx(cal["base_efficiency"], abs=1e-4)
+    # the run's own layout: its fitted base, up to the rule's run-to-run noise (model.calibrated)
+    assert est["base_efficiency"] == pytest.approx(cal["base_efficiency"], rel=1e-3)
     assert est["effective_efficiency"] <= est["base_efficiency"]  # the size factor is ≤ 1
     text = _run(["calibrate", *LLAMA, "--tokens-per-s", str(measured)]).stdout
     assert "base efficiency" in " ".join(text.split())

@@ -65,13 +65,14 @@ def test_calibration_table_makes_the_measured_point_exact(tmp_path, monkeypatch)
         }
     )
     a = assumptions_for_job(job, job.model.resolve())
-    assert ("A100-80GB", "bf16") in a.calibrated
+    assert ("A100-80GB", "bf16", "generic") in a.calibrated_curves  # one point of the rule
     layout = Layout(dp=8, zero_stage=3, micro_batch=2, grad_accum=4)
     step = training_step_time(
         job.model.resolve(), job.workload.setup(), layout, Cluster(get_gpu("A100-80GB"), 8, 1, 100.0), a
     )
     # 8 × 2 × 4 sequences × 4096 tokens / 24,000 tokens/s = 10.923 s per step
-    assert step.time_s == pytest.approx(8 * 2 * 4 * 4096 / 24000, rel=1e-9)
+    # (exact up to the rule's run-to-run noise ν²: optimizer.model.calibrated)
+    assert step.time_s == pytest.approx(8 * 2 * 4 * 4096 / 24000, rel=1e-3)
     assert step.calibrated
 
 

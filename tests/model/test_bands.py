@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optimizer.inputs.gpus import get_gpu
-from optimizer.model.bands import band_for, quantile_multiplier
+from optimizer.model.bands import band_for, calibrated_band, quantile_multiplier
 from optimizer.model.ceilings import mfu_ceiling
 from optimizer.model.cluster import Cluster
 from optimizer.model.fitted import FittedConstants
@@ -112,3 +112,17 @@ def test_a_users_own_efficiency_is_never_clipped() -> None:
     a = replace(_a(), efficiency=0.95, mfu_ceiling_unmeasured=0.1)
     step = _step(a)
     assert step.mfu > 0.1 and step.mfu_unclipped is None and not step.ceiling_note
+
+
+def test_the_calibrated_band_is_shrunk_toward_the_prior_once() -> None:
+    # 12 cases from 2 sources: n = min(12, 5 × 2) = 10, w = 10 / (10 + 10) = 1/2
+    band = calibrated_band(_a(bands={"calibrated": (0.9, 1.1, 1.2, 12, 2)}))
+    # half-way between data and prior (0.7, 1.0, 1.6) in log space: geometric means
+    assert band.p10 == pytest.approx(math.sqrt(0.9 * 0.7))  # 0.7937
+    assert band.p50 == pytest.approx(math.sqrt(1.1 * 1.0))  # 1.0488
+    assert band.p90 == pytest.approx(math.sqrt(1.2 * 1.6))  # 1.3856
+    # shrinking twice would weigh the data 1 - (1 - 1/2)^2 = 3/4: a narrower P90 of 1.2^0.75 × 1.6^0.25
+    assert band.p90 > 1.2**0.75 * 1.6**0.25 + 0.05
+    assert (band.cases, band.sources, band.basis) == (12, 2, "calibrated")
+    prior = calibrated_band(_a())
+    assert (prior.p10, prior.p50, prior.p90, prior.basis) == (0.7, 1.0, 1.6, "prior")

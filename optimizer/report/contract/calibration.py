@@ -27,13 +27,36 @@ class PredictionOut(Contract):
 
 
 class CalibrationFitOut(Contract):
-    """The curve of one GPU × precision × stack fitted to its stored runs."""
+    """The calibration of one GPU × precision × stack fitted to its stored runs
+    (optimizer.model.calibrated)."""
 
-    model: str = Field(description="the fitted model in words (least squares in log space)")
-    level: float = Field(description="exp(a): the fitted line's efficiency at size factor 1")
-    size_exponent: float = Field(description="b: 1 with one run (the model's own size curve)")
-    size_range: list[float] = Field(description="the size factors the runs span (the line holds there)")
+    model: str = Field(description="the fitted model in words (kriging in log space)")
+    level: float = Field(description="the shared part's base efficiency at size factor 1")
+    size_exponent: float = Field(
+        description="of the shared part's achieved efficiency in the size factor: 1 with one run "
+        "(the model's own size curve)"
+    )
+    size_range: list[float] = Field(description="the size factors the runs span (the slope holds there)")
     runs: int = Field(description="stored runs the curve is fitted to")
+    uncalibrated_efficiency: float | None = Field(
+        default=None, description="the base efficiency before calibration the corrections are relative to"
+    )
+    transfer: float | None = Field(
+        default=None,
+        description="share of the runs' mean log correction a layout of another size factor gets "
+        "(the rest belongs to the measured layouts)",
+    )
+    comm_model: str | None = Field(default=None, description="the communication split in words")
+    comm_multiplier: float | None = Field(
+        default=None, description="× the modelled communication on this run's fabric (1: not fitted)"
+    )
+    fabric: str | None = Field(default=None, description="the fabric of this run (GPUs per node, network)")
+    fabric_runs: int | None = Field(default=None, description="stored runs of this GPU type on that fabric")
+    comm_share: float | None = Field(default=None, description="communication share of this run's step")
+    shared_change_pct: float | None = Field(
+        default=None,
+        description="the change of every other layout's compute efficiency at size factor 1, in %",
+    )
 
 
 class CalibrationRunOut(Contract):
@@ -44,6 +67,9 @@ class CalibrationRunOut(Contract):
     layout: str | None = Field(default=None, description="dp/tp/pp/cp, micro-batch, sequence length")
     size_factor: float = Field(description="of its micro-batch (optimizer.model.efficiency.size_factor)")
     measured_efficiency: float = Field(description="achieved fraction of the dense peak that reproduces it")
+    comm_share: float | None = Field(
+        default=None, description="exposed communication's share of its step (the model's split)"
+    )
     fitted_efficiency: float = Field(description="the curve's efficiency at its size factor")
     measured_step_s: float | None = None
     predicted_step_s: float | None = Field(default=None, description="estimate of its request now")
