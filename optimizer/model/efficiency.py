@@ -117,6 +117,21 @@ def base_efficiency(
     precision × stack (data/fitted.toml).
     fp8 GEMMs use `assumptions.fp8_gemm_factor` × the bf16 value.
     """
+    global _last_base
+    last = _last_base  # the planner asks ~7,000 times per plan for the same GPU and assumptions
+    if last is not None and last[0] is gpu and last[1] is assumptions and last[2] == (precision, stack):
+        return last[3]
+    found = _base_efficiency(gpu, precision, assumptions, stack)
+    _last_base = (gpu, assumptions, (precision, stack), found)
+    return found
+
+
+#: (gpu, assumptions, (precision, stack), result) of the last base_efficiency call (both frozen;
+#: one tuple: read and replaced atomically)
+_last_base: tuple[GpuSpec, Any, tuple[str, str], tuple[float, bool]] | None = None
+
+
+def _base_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stack: str) -> tuple[float, bool]:
     if assumptions.efficiency is not None:
         return assumptions.efficiency, False
     curve = calibrated_curve(gpu, precision, assumptions, stack)

@@ -270,8 +270,23 @@ def _knobs(
     )
 
 
+#: (setup, assumptions, their Knobs) of the last `knobs` call: the planner asks ~20,000 times
+#: per plan for the same two frozen objects (one tuple: read and replaced atomically)
+_last_knobs: tuple[Any, Any, Knobs] | None = None
+
+
 def knobs(setup: Any, assumptions: Any) -> Knobs:
     """Knobs of a TrainingSetup (or ServeSetup) under PerfAssumptions (cached)."""
+    global _last_knobs
+    last = _last_knobs
+    if last is not None and last[0] is setup and last[1] is assumptions:
+        return last[2]
+    found = _knobs_of(setup, assumptions)
+    _last_knobs = (setup, assumptions, found)
+    return found
+
+
+def _knobs_of(setup: Any, assumptions: Any) -> Knobs:
     a = assumptions
     return _knobs(
         setup.stack,

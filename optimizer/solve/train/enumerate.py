@@ -133,8 +133,9 @@ def fitting_layouts(
             base.micro_batch,
             base.grad_accum,
         )
+        in_flight = pp if pp < ga else ga  # min(pp, ga), once per layout (a hot loop)
         for level, ckpt in enumerate(ordered):
-            key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga), virtual_stages)
+            key = (tp, pp, dp, zero, ckpt, mb, in_flight, virtual_stages)
             cached = memory_cache.get(key)
             if cached is None:
                 layout = base if ckpt == base.checkpointing else _with_checkpointing(base, ckpt)
