@@ -8,7 +8,7 @@ def run() -> None:
     stack is loaded (optimizer/cli/startup.py)."""
     was_on = gc.isenabled()
     gc.disable()
-    from optimizer.cli import main, startup
+    from optimizer.cli import main, startup  # lazy: after the collector is paused
 
     if was_on:
         startup.adopt_pause()

@@ -91,8 +91,8 @@ def sizing(
 ) -> dict[str, Any]:
     """The sizing runs that would settle a training job: contending GPU types, steps, minutes,
     offering and cost of each reading, and the `ccopt calibrate` line to feed it back."""
-    from optimizer.report.sizing import sizing_json
-    from optimizer.solve.train.sizing import size_job
+    from optimizer.report.sizing import sizing_json  # lazy: ccopt plan needs no sizing stack
+    from optimizer.solve.train.sizing import size_job  # lazy: as above
 
     job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = sizing_json(size_job(job, rows, base_dir, rule), rule)
@@ -102,7 +102,7 @@ def sizing(
 def __getattr__(name: str) -> Any:
     """`SizingRule`, loaded with the sizing stack on first use (PEP 562)."""
     if name == "SizingRule":
-        from optimizer.solve.train.sizing import SizingRule
+        from optimizer.solve.train.sizing import SizingRule  # lazy: as `sizing`
 
         return SizingRule
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

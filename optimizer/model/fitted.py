@@ -18,7 +18,6 @@ optimizer/model/ceilings.py).
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -26,6 +25,7 @@ from typing import Any
 
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.stacks import get_stack
+from optimizer.user_cache import parsed_toml
 
 __all__ = [
     "FittedConstants",
@@ -163,7 +163,7 @@ def load_fitted() -> FittedConstants:
     path = resources.files("optimizer.model").joinpath("data/fitted.toml")
     if not path.is_file():
         return EMPTY_FIT
-    return _parse(tomllib.loads(path.read_text("utf-8")))
+    return _parse(parsed_toml("fitted.toml", path.read_bytes()))
 
 
 def train_multiplier(fit: FittedConstants, gpu: GpuSpec, precision: str, stack: str) -> float:

@@ -8,13 +8,13 @@ Missing fields of a stack come from the `generic` row. The file is package data 
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from optimizer.errors import ConfigError, did_you_mean
+from optimizer.user_cache import parsed_toml
 
 __all__ = [
     "StackProfile",
@@ -154,8 +154,8 @@ _FRACTIONS = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "kv_memory
 
 
 def _read_rows() -> dict[str, dict[str, Any]]:
-    text = resources.files("optimizer.model").joinpath("data/stacks.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    data = resources.files("optimizer.model").joinpath("data/stacks.toml").read_bytes()
+    return parsed_toml("stacks.toml", data)
 
 
 def _value_of(stack: str, key: str, raw: Any) -> StackValue:
