@@ -11,7 +11,8 @@ Also times the CLI end to end (process start to output) over 5 runs, and start-u
 paired runs (`--startup`): `ccopt --version`, `ccopt plan` of the 7B example and `ccopt batch` of
 50 jobs, each divided by the time a bare process takes to import the five base libraries
 (ortools, pydantic, pandas, typer, rich), measured alternately in the same loop so that the
-machine's load cancels out of the ratio.
+machine's load cancels out of the ratio; the package's bytecode is compiled first, as an
+installed package's is.
 """
 
 from __future__ import annotations
