@@ -93,6 +93,20 @@ def size_factor(tokens_per_microbatch: float, hidden: float, half: float = HIDDE
 
 def hidden_half(assumptions: Any) -> float:
     """The size curve's half-efficiency hidden size: the guess × the fitted shape term."""
+    global _last_half
+    last = _last_half  # asked once per micro-batch timing: ~4,000 times per plan, same assumptions
+    if last is not None and last[0] is assumptions:
+        return last[1]
+    found = _hidden_half(assumptions)
+    _last_half = (assumptions, found)
+    return found
+
+
+#: (assumptions, hidden_half) of the last call (frozen assumptions; one tuple, replaced atomically)
+_last_half: tuple[Any, float] | None = None
+
+
+def _hidden_half(assumptions: Any) -> float:
     fit = fitted_constants(assumptions)  # also under an explicit efficiency: the curve's shape
     if fit is None:  # is part of the model, the efficiency its level (ccopt calibrate)
         return HIDDEN_HALF_EFFICIENCY
