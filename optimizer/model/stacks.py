@@ -270,19 +270,21 @@ def _knobs(
     )
 
 
-#: (setup, assumptions, their Knobs) of the last `knobs` call: the planner asks ~20,000 times
-#: per plan for the same two frozen objects (one tuple: read and replaced atomically)
-_last_knobs: tuple[Any, Any, Knobs] | None = None
+#: (id(setup), id(assumptions)) -> (setup, assumptions, their Knobs): the planner asks ~20,000
+#: times per plan about a few frozen pairs (the job's assumptions and the defaults alternate);
+#: the objects are kept, so an id is never reused while its entry lives; emptied past 64
+_seen_knobs: dict[tuple[int, int], tuple[Any, Any, Knobs]] = {}
 
 
 def knobs(setup: Any, assumptions: Any) -> Knobs:
     """Knobs of a TrainingSetup (or ServeSetup) under PerfAssumptions (cached)."""
-    global _last_knobs
-    last = _last_knobs
-    if last is not None and last[0] is setup and last[1] is assumptions:
-        return last[2]
+    seen = _seen_knobs.get((id(setup), id(assumptions)))
+    if seen is not None and seen[0] is setup and seen[1] is assumptions:
+        return seen[2]
     found = _knobs_of(setup, assumptions)
-    _last_knobs = (setup, assumptions, found)
+    if len(_seen_knobs) >= 64:
+        _seen_knobs.clear()
+    _seen_knobs[(id(setup), id(assumptions))] = (setup, assumptions, found)
     return found
 
 
