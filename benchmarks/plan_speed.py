@@ -4,18 +4,20 @@ Run: python benchmarks/plan_speed.py [JOB.toml ...]
 The exhaustive search visits every offering × instance count (same counts as the planner)
 × tp × pp × every allowed ZeRO stage × checkpointing × micro-batch (layouts_for), evaluates
 memory and step time for each fitting layout, and keeps the cheapest plan meeting deadline
-and budget — the same
+and budget at the job's confidence (step time × its band's quantile, as the planner) — the same
 search space without dominance rules, pruning or a solver. Both must find the same cost in
 integer cents (the solver's scale; plans that tie in cents are broken by time).
 Also times the CLI end to end (process start to output) over 5 runs, and start-up as ratios of
 paired runs (`--startup`): `ccopt --version`, `ccopt plan` of the 7B example and `ccopt batch` of
 50 jobs, each divided by the time a bare process takes to import the five base libraries
 (ortools, pydantic, pandas, typer, rich), measured alternately in the same loop so that the
-machine's load cancels out of the ratio.
+machine's load cancels out of the ratio; the package's bytecode is compiled first, as an
+installed package's is.
 """
 
 from __future__ import annotations
 
+import compileall
 import statistics
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from optimizer.inputs.jobs.train import load_job
+from optimizer.model.bands import band_for, step_band
 from optimizer.model.memory import training_memory
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import StepTime, training_step_time
@@ -65,6 +68,7 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
         if off.inter_node_kind == "internet" and not c.allow_internet_multi_node:
             high = min(high, 1)
         usable = headroom.usable_gib(off.gpu.memory_gib)
+        gpu_band = band_for(off.gpu, setup.precision, setup.stack, a)
         for n in instance_counts(c.min_instances, high, gpn, batch, model):
             key = (*off.hardware_class, n)
             if key not in perf:  # same hardware, same times: evaluate once per class
@@ -84,7 +88,10 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
                 ):
                     continue
                 step, _ = check_host(model, setup, lay, off, n, gpu_step, host, a)
-                work_h = w.steps_for_batch(lay.global_batch) * step.time_s / 3600
+                # at the job's confidence: the step time × its band's quantile (model/bands.py)
+                band = step_band(step, off.gpu, setup.precision, setup.stack, a, default=gpu_band)
+                factor = 1.0 if c.confidence is None else band.multiplier(c.confidence)
+                work_h = w.steps_for_batch(lay.global_batch) * step.time_s * factor / 3600
                 hours, _ = spot_hours(off, n, work_h, model, setup, a)
                 if off.commitment_hours and hours > off.commitment_hours:
                     continue
@@ -133,7 +140,12 @@ def _seconds(args: list[str]) -> float:
 
 def startup(runs: int = 7) -> None:
     """Median wall time of each start-up command and its median ratio to the five-library
-    import, from `runs` paired runs (the import measured right before each command)."""
+    import, from `runs` paired runs (the import measured right before each command).
+
+    The package's bytecode is compiled first, as `pip install` compiles it (and as the five
+    libraries' is): with PYTHONDONTWRITEBYTECODE set, as on the project's machines, a source
+    checkout would otherwise compile every module it imports on every run (~0.3 s of `plan`)."""
+    compileall.compile_dir(ROOT / "optimizer", quiet=1)
     print("| command | median s | five-library import s | ratio (median of paired runs) |")
     print("|---|---:|---:|---:|")
     for label, args in STARTUP_COMMANDS:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job, with_confidence
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
-from optimizer.report.sizing import sizing_json
 from optimizer.report.train import compare_json, plan_json
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.plan import PlanResult, plan_job
-from optimizer.solve.train.sizing import SizingRule, size_job
+
+if TYPE_CHECKING:  # the sizing stack loads with `sizing` (ccopt plan does not need it)
+    from optimizer.solve.train.sizing import SizingRule
 
 __all__ = ["plan_result", "plan", "plan_json", "compare", "sizing", "SizingRule"]
 
@@ -90,6 +91,18 @@ def sizing(
 ) -> dict[str, Any]:
     """The sizing runs that would settle a training job: contending GPU types, steps, minutes,
     offering and cost of each reading, and the `ccopt calibrate` line to feed it back."""
+    from optimizer.report.sizing import sizing_json  # lazy: ccopt plan needs no sizing stack
+    from optimizer.solve.train.sizing import size_job  # lazy: as above
+
     job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = sizing_json(size_job(job, rows, base_dir, rule), rule)
     return {**out, "catalog": age} if age is not None else out
+
+
+def __getattr__(name: str) -> Any:
+    """`SizingRule`, loaded with the sizing stack on first use (PEP 562)."""
+    if name == "SizingRule":
+        from optimizer.solve.train.sizing import SizingRule  # lazy: as `sizing`
+
+        return SizingRule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

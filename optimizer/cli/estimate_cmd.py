@@ -21,6 +21,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.request_options import with_request_options
+from optimizer.cli.startup import loaded
 from optimizer.errors import ConfigError
 
 __all__ = ["register", "ESTIMATE_ONLY"]
@@ -87,7 +88,7 @@ def estimate(
             )
         else:
             request = api.request_from_options(config)
-        result = api.estimate_request(
+        result = loaded(api.estimate_request)(
             request, prices=prices, offline=True if offline else None, assumptions=a
         )
     if json_out:

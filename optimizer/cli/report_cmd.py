@@ -29,6 +29,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.progress import Progress
+from optimizer.cli.startup import loaded
 
 __all__ = ["register", "job_kind"]
 
@@ -72,7 +73,7 @@ def report(
         )
         made_by = f"ccopt report {source.name}" + (" --offline" if offline else "")
         with Progress("reading…") as progress:
-            page = report_api.report_html(
+            page = loaded(report_api.report_html)(
                 source,
                 made_by=made_by,
                 prices=prices,

@@ -18,13 +18,13 @@ optimizer/model/ceilings.py).
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from optimizer.model.hardware import GpuSpec
+from optimizer.user_cache import parsed_toml
 
 __all__ = [
     "FittedConstants",
@@ -156,7 +156,7 @@ def load_fitted() -> FittedConstants:
     path = resources.files("optimizer.model").joinpath("data/fitted.toml")
     if not path.is_file():
         return EMPTY_FIT
-    return _parse(tomllib.loads(path.read_text("utf-8")))
+    return _parse(parsed_toml("fitted.toml", path.read_bytes()))
 
 
 def train_multiplier(fit: FittedConstants, gpu: GpuSpec, precision: str, stack: str) -> float:

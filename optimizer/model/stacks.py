@@ -8,13 +8,13 @@ Missing fields of a stack come from the `generic` row. The file is package data 
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from optimizer.errors import ConfigError, did_you_mean
+from optimizer.user_cache import parsed_toml
 
 __all__ = [
     "StackProfile",
@@ -161,8 +161,8 @@ _FRACTIONS = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "kv_memory
 
 
 def _read_rows() -> dict[str, dict[str, Any]]:
-    text = resources.files("optimizer.model").joinpath("data/stacks.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    data = resources.files("optimizer.model").joinpath("data/stacks.toml").read_bytes()
+    return parsed_toml("stacks.toml", data)
 
 
 def _value_of(stack: str, key: str, raw: Any) -> StackValue:
@@ -277,8 +277,25 @@ def _knobs(
     )
 
 
+#: (id(setup), id(assumptions)) -> (setup, assumptions, their Knobs): the planner asks ~20,000
+#: times per plan about a few frozen pairs (the job's assumptions and the defaults alternate);
+#: the objects are kept, so an id is never reused while its entry lives; emptied past 64
+_seen_knobs: dict[tuple[int, int], tuple[Any, Any, Knobs]] = {}
+
+
 def knobs(setup: Any, assumptions: Any) -> Knobs:
     """Knobs of a TrainingSetup (or ServeSetup) under PerfAssumptions (cached)."""
+    seen = _seen_knobs.get((id(setup), id(assumptions)))
+    if seen is not None and seen[0] is setup and seen[1] is assumptions:
+        return seen[2]
+    found = _knobs_of(setup, assumptions)
+    if len(_seen_knobs) >= 64:
+        _seen_knobs.clear()
+    _seen_knobs[(id(setup), id(assumptions))] = (setup, assumptions, found)
+    return found
+
+
+def _knobs_of(setup: Any, assumptions: Any) -> Knobs:
     a = assumptions
     return _knobs(
         setup.stack,

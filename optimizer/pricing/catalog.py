@@ -19,6 +19,7 @@ from optimizer.pricing.cache_meta import checksum_problem, rows_problem
 from optimizer.pricing.overlay import Overlay, apply_overlays
 from optimizer.pricing.schema import COLUMNS, read_offerings, validate_csv
 from optimizer.units import HOURS_PER_YEAR
+from optimizer.user_cache import user_cache_dir
 from optimizer.vocabulary import COMMITMENT_HOURS, INTER_NODE_KINDS, INTRA_NODE_LINKS, PRICING_MODELS
 
 if TYPE_CHECKING:
@@ -158,10 +159,7 @@ def offline_from_env() -> bool:
 
 def cache_dir() -> Path:
     """User cache directory: $CCOPT_CACHE_DIR, else $XDG_CACHE_HOME/ccopt, else ~/.cache/ccopt."""
-    if os.environ.get("CCOPT_CACHE_DIR"):
-        return Path(os.environ["CCOPT_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ccopt"
+    return user_cache_dir()
 
 
 def bundled_path() -> Path:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 __all__ = ["STRICT", "StrictModel"]
 
-STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
 
 def _tuples(value: Any) -> Any:

@@ -39,7 +39,7 @@ SCHEMA_VERSION = 2
 class Contract(BaseModel):
     """Base of every output model: unknown fields are a bug (forbid), NaN/inf are not JSON."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, defer_build=True)
 
 
 class PriceOut(Contract):

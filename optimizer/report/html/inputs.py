@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from optimizer.errors import ConfigError
-from optimizer.report.contract import OUTPUTS
+from optimizer.report.contract import output_model
 
 __all__ = ["ReportInputs", "ReportKind", "detect_command", "inputs_from_saved"]
 
@@ -82,7 +82,7 @@ def detect_command(data: Any) -> str:
 def _checked(command: str, data: dict[str, Any]) -> dict[str, Any]:
     """`data` validated against its contract model (one line naming the first bad field)."""
     try:
-        OUTPUTS[command].model_validate(data)
+        output_model(command).model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"

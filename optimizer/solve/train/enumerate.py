@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from optimizer.model.bands import band_for, step_band
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memory import MemoryBreakdown, training_memory
+from optimizer.model.memory import MemoryBreakdown
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
@@ -27,6 +27,7 @@ from optimizer.model.step_time import (
 )
 from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.solve.train.candidate import Candidate, CandidateTable
+from optimizer.solve.train.fitting import FitList, LayoutRow, fitting_layouts
 from optimizer.solve.train.host_check import (
     NO_HOST_RULE,
     HostRule,
@@ -39,7 +40,6 @@ from optimizer.solve.train.search_space import (
     NO_HEADROOM,
     BatchRule,
     Headroom,
-    effective_zero_stages,
     instance_counts,
     layouts_for,
 )
@@ -66,7 +66,6 @@ MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max
 #: a larger instance count must win ≥ 4% of its ideal speed-up (n_prev/n) to keep scaling up
 #: (doubling the count: ≥ 2% faster); two such stalls in a row end the scan of a class
 SATURATION_SHARE = 0.04
-FitList = list[tuple[Layout, MemoryBreakdown]]
 BestLayout = tuple[Layout, MemoryBreakdown, StepTime]
 SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
 
@@ -86,93 +85,8 @@ class EnumerationMemo:
     fits: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = field(default_factory=dict)
     #: (offering position, *perf key) -> (fastest layout or None, host-RAM needs seen)
     best: dict[tuple, tuple[BestLayout | None, tuple[float, ...]]] = field(default_factory=dict)
-
-
-def fitting_layouts(
-    model: ModelSpec,
-    setup: TrainingSetup,
-    gpus: int,
-    gpus_per_node: int,
-    capacity_gib: float,
-    batch: BatchRule,
-    zero_stages: Sequence[int],
-    checkpointing: Sequence[str],
-    assumptions: PerfAssumptions,
-    memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]],
-    virtual_stages: int = 1,
-) -> tuple[FitList, tuple[float, Layout] | None]:
-    """Layouts worth timing on `gpus` GPUs of `capacity_gib`, and the smallest memory seen.
-
-    Per (tp, pp, zero, micro-batch) only the least checkpointing that fits is kept (more
-    recompute never speeds a step). With pp = 1 and micro-batches tried largest first, a
-    smaller micro-batch at the same or more checkpointing is never faster (lower matmul
-    efficiency, less DP overlap, more TP latency) and is dropped. None of this depends on the
-    network, so the list is shared by every offering with the same GPU memory and count.
-    With `virtual_stages` v > 1 only pipelined layouts whose stages split into v chunks are
-    kept (interleaved 1F1B, Narayanan et al. 2021 §2.2; pp = 1 is the v = 1 search's).
-    """
-    ordered = [c for c in CHECKPOINTING if c in checkpointing]
-    fits: FitList = []
-    smallest: tuple[float, Layout] | None = None
-    fitted_level: dict[tuple[int, int, int], int] = {}
-    stack = get_stack(setup.stack)  # only the layouts the software stack can run
-    for base in layouts_for(
-        model,
-        gpus,
-        gpus_per_node,
-        batch,
-        effective_zero_stages(zero_stages, stack),
-        virtual_stages,
-        stack,
-    ):
-        tp, pp, dp, zero, mb, ga = (
-            base.tp,
-            base.pp,
-            base.dp,
-            base.zero_stage,
-            base.micro_batch,
-            base.grad_accum,
-        )
-        for level, ckpt in enumerate(ordered):
-            key = (tp, pp, dp, zero, ckpt, mb, min(pp, ga), virtual_stages)
-            cached = memory_cache.get(key)
-            if cached is None:
-                layout = base if ckpt == base.checkpointing else _with_checkpointing(base, ckpt)
-                memory = training_memory(model, setup, layout, assumptions)
-                # the fit test is what the device holds (nvidia-smi): allocated + allocator
-                # cache + CUDA context (MemoryBreakdown.device, model/memory.py)
-                cached = memory_cache[key] = (memory.device, memory, layout)
-            total, memory, layout = cached
-            if smallest is None or total < smallest[0]:
-                smallest = (total, layout)
-            if total > capacity_gib:
-                continue
-            if pp == 1:
-                previous = fitted_level.get((tp, zero, dp), len(ordered))
-                fitted_level[(tp, zero, dp)] = level
-                if level >= previous:
-                    break
-            if layout.grad_accum != ga:
-                layout = base if ckpt == base.checkpointing else _with_checkpointing(base, ckpt)
-            fits.append((layout, memory))
-            break
-    return fits, smallest
-
-
-def _with_checkpointing(base: Layout, checkpointing: str) -> Layout:
-    """`base` with another checkpointing (built directly: dataclasses.replace costs ~4x more on
-    this hot path, measured with cProfile on examples/gpt3_175b_a100_90days.toml)."""
-    return Layout(
-        dp=base.dp,
-        tp=base.tp,
-        pp=base.pp,
-        zero_stage=base.zero_stage,
-        checkpointing=checkpointing,
-        micro_batch=base.micro_batch,
-        grad_accum=base.grad_accum,
-        cp=base.cp,
-        vp=base.vp,
-    )
+    #: (GPUs, GPUs per node, ...) -> the layouts with their memory keys (fitting_layouts)
+    rows: dict[tuple, list[LayoutRow]] = field(default_factory=dict)
 
 
 def _best_layout(
@@ -354,6 +268,7 @@ def enumerate_candidates(
                     a,
                     memory_cache,
                     virtual_stages,
+                    memo.rows,
                 )
             fits, smallest = fit_cache[fkey]
             if smallest is not None and (smallest_here is None or smallest[0] < smallest_here[0]):

@@ -73,9 +73,10 @@ def _counts(
     lo, hi = sequences * (1 - tolerance), sequences * (1 + tolerance)
     # dp realises the batch iff a multiple of dp lies in [lo, hi]
     ok = {dp for dp in range(1, int(hi + 1e-9) + 1) if math.ceil(lo / dp - 1e-9) * dp <= hi + 1e-9}
-    return tuple(
-        n for n in range(low, high + 1) if any((n * gpn) % k == 0 and (n * gpn) // k in ok for k in splits)
-    )
+    # n·gpn = split × dp for some split and realisable dp: built from the (few) products rather
+    # than by testing every count up to `high` against every split
+    gpus = {k * dp for k in set(splits) for dp in ok}
+    return tuple(sorted(g // gpn for g in gpus if g % gpn == 0 and low <= g // gpn <= high))
 
 
 def effective_zero_stages(zero_stages: Sequence[int], stack: StackProfile | None = None) -> tuple[int, ...]:
