@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from optimizer.errors import CatalogError, did_you_mean
 from optimizer.files import open_input
 from optimizer.inputs.gpus import load_gpus
+from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_INSTANCES, MAX_USD_PER_GPU_HOUR
 from optimizer.vocabulary import COMMITMENT_HOURS, InterNodeKind, IntraNodeLink, PricingModel
 
 if TYPE_CHECKING:
@@ -59,9 +60,6 @@ PriceOrigin = Literal["bundled", "refreshed", "file", "overlay"]
 #: where a row's price comes from (OfferingRow.origin), as plans and `ccopt prices` print it
 PRICE_ORIGINS: tuple[str, ...] = get_args(PriceOrigin)
 
-#: sanity ceiling; the dearest GPU-hour in the reference is ~17.8 USD (p6-b300). A value far
-#: above it almost surely is cents or a per-month figure. Chosen bound, not a market fact.
-MAX_USD_PER_GPU_HOUR = 200.0
 #: relative tolerance of usd_per_gpu_hour against usd_per_hour / gpus_per_instance (rounding)
 _REL_TOL = 1e-4
 _REQUIRED = tuple(c for c in COLUMNS if c not in ("vcpus", "ram_gib", "max_instances"))
@@ -76,7 +74,7 @@ class OfferingRow(BaseModel):
     instance_type: str = Field(min_length=1)
     region: str = Field(min_length=1)
     gpu_id: str
-    gpus_per_instance: int = Field(gt=0, le=64)
+    gpus_per_instance: int = Field(gt=0, le=MAX_GPUS_PER_INSTANCE)
     vcpus: float | None = Field(default=None, gt=0)
     ram_gib: float | None = Field(default=None, gt=0)
     intra_node_link: IntraNodeLink
@@ -84,9 +82,9 @@ class OfferingRow(BaseModel):
     inter_node_gbps: float = Field(ge=0, le=100_000)  # per instance, Gbit/s
     inter_node_kind: InterNodeKind
     inter_node_is_default: bool
-    max_instances: int | None = Field(default=None, ge=1)
+    max_instances: int | None = Field(default=None, ge=1, le=MAX_INSTANCES)
     pricing_model: PricingModel
-    usd_per_hour: float = Field(gt=0)  # whole instance
+    usd_per_hour: float = Field(gt=0, le=MAX_USD_PER_GPU_HOUR * MAX_GPUS_PER_INSTANCE)  # whole instance
     usd_per_gpu_hour: float = Field(gt=0, le=MAX_USD_PER_GPU_HOUR)
     commitment_hours: int = Field(ge=0)
     derived: bool
