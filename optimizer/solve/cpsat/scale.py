@@ -5,12 +5,11 @@ the solver accepts never violates a budget or a deadline by a rounding error.
 
 Scale: every cost, duration, budget or deadline handed to the solver is at most
 MAX_SOLVER_INT = 2^40 (cents: $10,995,116,277; seconds: 34,841 years). CP-SAT refuses a model
-whose linear sums could pass int64 (2^63): with each term ≤ 2^40 and variables ≤ 2^20 (a
-million instances), 2^3 = 8 such terms would already reach it only if all were at the
-bound, and the planners' sums of one-of-many choices stay far below. The job-file ranges
-(inputs/jobs/limits.py: budgets ≤ $10^10, ten years, prices ≤ $200 a GPU-hour) keep inputs
-inside; a derived value past it (a plan costing more than $1.1e10) is a ScaleError naming
-the value and the limit, never a wrapped integer.
+whose linear sums could pass int64 (2^63); with every coefficient ≤ 2^40, a sum over one-of-many
+choices (each 0 or 1) stays below 2^63 up to 2^23 (8 million) rows. The job-file ranges
+(inputs/jobs/limits.py: budgets ≤ $10^10, ten years, prices ≤ $200 a GPU-hour, ≤ 10^6
+instances) keep each input inside; a derived value past it (a plan costing more than
+$1.1e10) is a ScaleError naming the value and the limit (exit 2), never a wrapped integer.
 """
 
 from __future__ import annotations
