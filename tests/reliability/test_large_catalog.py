@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,16 @@ def test_a_reduced_table_plans_as_the_whole_one_and_says_so(ccopt, tmp_path, mon
     note = big_json["catalog"]["note"]
     assert f"{rows:,} rows read, the {KEEP_REGIONS} cheapest regions of each machine kept" in note
     assert "reduced while read" in ccopt("plan", str(job), "--prices", str(path), "--alternatives", "0").out
+
+
+def test_printing_a_long_name_takes_time_linear_in_its_length(ccopt, tmp_path) -> None:
+    """A 200,000-character job name: rich's repr highlighter alone would take ~8 minutes on it
+    (quadratic: 40,000 characters took 17 s); printed plain it is well under the bound."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "llama7b_10days.toml"
+    job = tmp_path / "long.toml"
+    job.write_text(f'name = "{"n" * 200_000}"\n' + example.read_text().split("\n", 2)[2])
+    start = time.perf_counter()
+    run = ccopt("plan", str(job), "--alternatives", "0")
+    assert run.code == 0, run.err[:300]
+    assert time.perf_counter() - start < 15
+    assert run.out.count("n") >= 200_000  # the name, wrapped to the console width
