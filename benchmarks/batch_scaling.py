@@ -133,10 +133,13 @@ def run(
         problem = build_problem(batch, catalog)
         enumerate_s = time.perf_counter() - t
         # the solver's limit covers enumeration too (the user's view); here the limit is the
-        # solve's own, so time to proof is not cut short by a slow enumeration
+        # solve's own (counted from after enumeration), so time to proof is not cut short by a
+        # slow enumeration
         try:
             result = solve_batch(
-                problem, SolverConfig(time_limit_s=time_limit_s + enumerate_s, workers=workers)
+                problem,
+                SolverConfig(time_limit_s=time_limit_s, workers=workers),
+                started=time.perf_counter(),
             )
         except SolverError as exc:  # no solution within the limit: say so, do not crash
             rows.append(

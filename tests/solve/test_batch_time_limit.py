@@ -12,6 +12,7 @@ import pytest
 from test_batch_synth import RTX4090, candidate, offering, owned_resource
 
 from benchmarks.batch_scaling import generate_batch
+from optimizer.api import batch_json
 from optimizer.errors import SolverError, Status
 from optimizer.inputs.jobs.batch import batch_from_dict
 from optimizer.solve.batch import solve as batch_solve
@@ -67,6 +68,8 @@ def test_greedy_first_plan_when_cp_sat_finds_none(monkeypatch: pytest.MonkeyPatc
     assert not result.solver["proven_optimal"]
     assert validate_batch(result) == []
     assert any("greedy first plan" in n for n in result.problem.notes)
+    solver = batch_json(result)["solver"]  # the JSON contract carries it
+    assert solver["first_plan"] == "greedy" and solver["status"] == "feasible"
 
 
 def test_no_plan_names_where_the_time_went_and_who_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,7 +116,8 @@ def solve_batch(
     cfg = config or SolverConfig()
     began = time.perf_counter()
     started = began - problem.enumerate_s if started is None else started
-    # the user's time limit covers the whole command: what ran before this call is spent
+    # the user's time limit covers the whole command: what ran before this call is spent;
+    # the solver's own times (solve_s, wall_s) count from this call
     deadline = started + cfg.time_limit_s
     info: dict[str, Any] = {
         "name": "cp-sat",
@@ -129,7 +130,7 @@ def solve_batch(
     }
     trivial = trivially_infeasible(problem)
     if trivial is not None:
-        info.update(status=Status.INFEASIBLE, wall_s=_elapsed(started), proven_optimal=True)
+        info.update(status=Status.INFEASIBLE, wall_s=_elapsed(began), proven_optimal=True)
         return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
     v = build_model(problem)
     info["model_rows"] = sum(len(r) for r in v.rows)
@@ -145,7 +146,7 @@ def solve_batch(
         "wall_s": _elapsed(phase),
     }
     if bend.proven:
-        out = _proven(problem, bend, info, started, compact, on_progress)
+        out = _proven(problem, bend, info, began, compact, on_progress)
         out.benders = stats
         return out
     add_hints(v, problem, greedy)
@@ -167,7 +168,7 @@ def solve_batch(
     ):
         if greedy.missing:
             raise SolverError(_no_plan(cfg, started, problem, stats, cpsat_s, greedy))
-        return _greedy(problem, greedy, result, bend, info, stats, started, compact)
+        return _greedy(problem, greedy, result, bend, info, stats, began, compact)
     status = Status(result.status)
     proven = result.proven_optimal
     if (
@@ -176,12 +177,12 @@ def solve_batch(
         and int(round(result.objective)) <= bend.bound_cents
     ):
         proven, status = True, Status.OPTIMAL  # the Benders master proved this bound
-    info.update(status=status, solve_s=_elapsed(started), proven_optimal=proven)
+    info.update(status=status, solve_s=_elapsed(began), proven_optimal=proven)
     if status == Status.INFEASIBLE:
         out = BatchResult(status, problem, solver=info, progress=callback.events, benders=stats)
         if explain:
             out.explanation = explain_infeasible(problem, cfg)
-        info["wall_s"] = _elapsed(started)
+        info["wall_s"] = _elapsed(began)
         return out
     objective = int(round(result.objective or 0))
     bound = min(objective, max(int(round(result.bound or 0)), bend.bound_cents or 0))
@@ -194,7 +195,7 @@ def solve_batch(
     if compact:
         jobs = left_shift(problem, jobs, reserved)
     out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events, benders=stats)
-    return _validated(out, info, started)
+    return _validated(out, info, began)
 
 
 def _greedy(
@@ -255,7 +256,8 @@ def _no_plan(
     return (
         f"no plan for the {len(problem.jobs)} jobs within the {cfg.time_limit_s:g} s time limit "
         f"({time.perf_counter() - started:.1f} s: enumeration {problem.enumerate_s:.1f} s, Benders "
-        f"decomposition {stats['wall_s']:.1f} s over {stats['rounds']} rounds, CP-SAT "
+        f"decomposition {stats['wall_s']:.1f} s over {stats['rounds']} round"
+        f"{'' if stats['rounds'] == 1 else 's'}, CP-SAT "
         f"{cpsat_s:.1f} s found none); the greedy first plan leaves {names} without a slot "
         "(the capacity may be too small for these deadlines: CP-SAT did not prove it in time); "
         "raise the time limit (--time-limit-s) or give more capacity"
