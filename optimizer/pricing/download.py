@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from optimizer.errors import RefreshError
 
@@ -109,8 +110,6 @@ def download(
 
 def _check_redirects(url: str, response: Any) -> None:
     """Refuse a redirect from https to plain http (the table would arrive unauthenticated)."""
-    from urllib.parse import urlsplit
-
     if urlsplit(url).scheme.lower() == "https" and urlsplit(response.url).scheme.lower() != "https":
         raise RefreshError(f"refused a redirect from https to {_short(Exception(response.url))}")
 
