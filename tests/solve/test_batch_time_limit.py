@@ -19,6 +19,7 @@ from optimizer.solve.batch import solve as batch_solve
 from optimizer.solve.batch.benders import BendersOutcome
 from optimizer.solve.batch.enumerate import build_problem
 from optimizer.solve.batch.grid import TimeGrid
+from optimizer.solve.batch.hints import greedy_plans, greedy_schedule
 from optimizer.solve.batch.problem import BatchProblem, JobSpec
 from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -121,3 +122,23 @@ def test_repeated_jobs_share_evaluations_and_keep_their_own_tables(rows) -> None
     for k, job in enumerate(batch.job):
         alone = build_problem(batch.model_copy(update={"job": (job,)}), rows)
         assert table(shared.jobs[k]) == table(alone.jobs[0]), job.name
+
+
+def test_earliest_finish_greedy_places_what_cheapest_first_cannot() -> None:
+    """One box, both jobs due at 10 h. A: box 6 h ($1) or cloud 2 h ($50); B: box 6 h ($1).
+    Cheapest first puts A on the box [0, 6): B would end at 12 h > 10, left out. Earliest
+    finish puts A on the cloud (ends at 2 h, before 6 h) and B on the box: both placed, $51."""
+    box = offering("box", "owned", "owned", gpu=RTX4090, usd_per_hour=1 / 6, max_instances=1)
+    cloud = offering("h100", provider="lambda", usd_per_hour=25.0)
+    a = JobSpec("A", [candidate(box, 1, 6, 1.0), candidate(cloud, 1, 2, 50.0)], 0, 10)
+    b = JobSpec("B", [candidate(box, 1, 6, 1.0)], 0, 10)
+    problem = BatchProblem.build([a, b], [owned_resource(box, 1)], 10, GRID)
+    rows = [list(range(len(j.rows))) for j in problem.jobs]
+    cheapest = greedy_schedule(problem, rows)
+    assert cheapest[1] == (None, None)
+    plans = greedy_plans(problem, rows)
+    assert plans[0].missing == () and plans[0].cost_cents == 5100
+    assert [problem.jobs[j].rows[i].candidate.offering.key for j, (i, _) in enumerate(plans[0].plan)] == [
+        "h100",
+        "box",
+    ]
