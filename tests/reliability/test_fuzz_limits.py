@@ -12,6 +12,8 @@ derandomized examples per family:
 * refresh redirects — a local server redirecting to any target (malformed, other schemes,
   non-ASCII, loops, any path bytes): one RefreshError line, never another exception or a
   hang, and the cache byte-identical;
+* SkyPilot catalog files — any vms.csv (columns missing, hostile values, non-ASCII): a
+  converted table or one RefreshError line, never another exception;
 * refresh metadata — any ETag / Last-Modified bytes from a server or text in a hand-edited
   meta file: kept and sent back only when requests can send it (the round trip through a
   real server is tests/reliability/test_refresh_redirects.py).
@@ -38,6 +40,7 @@ from optimizer.inputs.jobs.pricing import load_overlay
 from optimizer.pricing.catalog import bundled_path
 from optimizer.pricing.refresh import MAX_HEADER_CHARS, header_safe, refresh_prices
 from optimizer.pricing.schema import KEEP_REGIONS, OfferingRow, stream_rows
+from optimizer.pricing.skypilot import CATALOG_VERSIONS, REQUIRED_COLUMNS, convert
 from optimizer.solve.cpsat.scale import (
     MAX_SOLVER_INT,
     ScaleError,
@@ -251,3 +254,39 @@ def test_fuzz_refresh_metadata(value: bytes, source: str) -> None:
 
 
 BUNDLED_BYTES = bundled_path().read_bytes()
+
+
+CLOUD_VALUE = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        ["H100", "A100", "8", "0", "-1", "nan", "inf", "1e308", "caf\u00e9 \u2603", "x" * 3000, ""]
+    ),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+
+
+@FUZZ
+@given(
+    cloud=st.sampled_from(sorted(CATALOG_VERSIONS)),
+    drop=st.one_of(st.none(), st.sampled_from([*REQUIRED_COLUMNS, "AvailabilityZone"])),
+    records=st.lists(st.lists(CLOUD_VALUE, min_size=11, max_size=11), min_size=0, max_size=4),
+)
+def test_fuzz_skypilot_catalog_files(
+    work: Path, cloud: str, drop: str | None, records: list[list[str]]
+) -> None:
+    """Any vms.csv text (columns missing, hostile values, non-ASCII): converted reference rows
+    (validated later with the table, as every download is) or one RefreshError line."""
+    columns = [*REQUIRED_COLUMNS, "AvailabilityZone", "GpuInfo", "InstanceType2"]
+    columns = [c for c in columns if c != drop]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for rec in records:
+        writer.writerow(rec[: len(columns)])
+    try:
+        converted = convert({cloud: out.getvalue()}, "2026-12-04", {cloud: f"{cloud}/vms.csv"})
+    except RefreshError as exc:
+        assert "\n" not in str(exc)
+        return
+    for row in converted.rows:  # reference rows, validated with the table as every download is
+        assert all(isinstance(v, str) for v in row.values()), row
