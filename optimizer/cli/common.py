@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -12,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.highlighter import ReprHighlighter
+from rich.text import Text
 
 from optimizer.api.checks import DeprecatedName, check_number, warn_renamed
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
@@ -195,11 +198,27 @@ def _default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def console() -> Any:
-    """A rich Console on stdout; wide when piped so tables are not squeezed."""
+#: a word this long is not highlighted: rich's repr regexes (e.g. `[\w.]*?\(`) take time
+#: quadratic in a word's length, so a 1 MB job or instance name would take hours to print
+LONGEST_HIGHLIGHTED_WORD = 200
+_LONG_WORD = re.compile(rf"[\w.]{{{LONGEST_HIGHLIGHTED_WORD}}}")
 
-    c = Console()
-    return c if c.is_terminal else Console(width=160)
+
+class LinearHighlighter(ReprHighlighter):
+    """rich's ReprHighlighter, except on text holding a very long word (printed plain): the
+    time to print stays linear in the length of the names printed."""
+
+    def highlight(self, text: Text) -> None:
+        if _LONG_WORD.search(text.plain) is None:
+            super().highlight(text)
+
+
+def console(width: int = 160, **options: Any) -> Any:
+    """A rich Console on stdout (`options`: Console's), `width` wide when piped so tables are
+    not squeezed; printing stays linear in name length (LinearHighlighter)."""
+
+    c = Console(highlighter=LinearHighlighter(), **options)
+    return c if c.is_terminal else Console(width=width, highlighter=LinearHighlighter(), **options)
 
 
 def header_or_infeasible(data: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:

@@ -8,13 +8,13 @@ import math
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from optimizer import api
 from optimizer.api.catalog import MAX_DEADLINE_S, MAX_TIMEOUT_S, PriceListing, offerings_to_records
 from optimizer.cli.common import EXIT_BAD_INPUT, OVERLAY_MARK, STALE_MARK, renamed_flag
+from optimizer.cli.common import console as common_console
 from optimizer.cli.startup import loaded
 from optimizer.errors import OptimizerError
 
@@ -88,9 +88,7 @@ def _render_table(listing: PriceListing) -> None:
             origin,
             marks,
         )
-    console = Console()
-    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
-        console = Console(width=200)
+    console = common_console(width=200)  # piped: do not squeeze the table into 80 columns
     console.print(table)
     console.print(
         "* reserved rate derived from a published discount (reserved rows bill every "

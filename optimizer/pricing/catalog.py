@@ -17,7 +17,14 @@ from optimizer.inputs.gpus import data_path, resolve_gpu_id
 from optimizer.inputs.jobs.pricing import PriceOverlay, load_overlay, overlay_path
 from optimizer.pricing.cache_meta import checksum_problem, rows_problem
 from optimizer.pricing.overlay import Overlay, apply_overlays
-from optimizer.pricing.schema import COLUMNS, read_offerings, validate_csv
+from optimizer.pricing.schema import (
+    COLUMNS,
+    KEEP_REGIONS,
+    LARGE_TABLE_ROWS,
+    StreamedTable,
+    read_offerings,
+    stream_rows,
+)
 from optimizer.units import HOURS_PER_YEAR
 from optimizer.user_cache import user_cache_dir
 from optimizer.vocabulary import COMMITMENT_HOURS, INTER_NODE_KINDS, INTRA_NODE_LINKS, PRICING_MODELS
@@ -249,17 +256,19 @@ def load_catalog(path: str | Path | None = None, *, offline: bool | None = None)
 
 
 @functools.lru_cache(maxsize=8)
-def _rows_cached(path: str, mtime_ns: int, size: int) -> tuple[Any, ...]:
+def _rows_cached(path: str, mtime_ns: int, size: int) -> StreamedTable:
+    """The rows of `path` streamed and validated (a table over LARGE_TABLE_ROWS rows keeps the
+    cheapest KEEP_REGIONS rows of each machine: schema.stream_rows, bounded memory)."""
     try:
         with io.TextIOWrapper(open_input(path, path), encoding="utf-8", newline="") as handle:
-            return tuple(validate_csv(handle, path))
+            return stream_rows(handle, path, reduce_over=LARGE_TABLE_ROWS)
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _read_rows(path: Path) -> tuple[Any, ...]:
+def _read_rows(path: Path) -> StreamedTable:
     stat = _stat(path)
     return _rows_cached(str(path), stat.st_mtime_ns, stat.st_size)
 
@@ -306,7 +315,14 @@ def load_catalog_rows(
         CatalogError: the chosen file fails validation (names file, row and column).
         ConfigError: the overlay file or `overlay` is invalid or names nothing in the catalog.
     """
-    rows, source, file, note = _load_first(_read_rows, path, offline)
+    table, source, file, note = _load_first(_read_rows, path, offline)
+    rows = table.rows
+    if table.reduced:  # stated wherever the catalog's note is (plan line, JSON catalog.note)
+        kept = (
+            f"{table.read:,} rows read, the {KEEP_REGIONS} cheapest regions of each machine kept "
+            f"({len(rows):,} rows; a table over {LARGE_TABLE_ROWS:,} rows is reduced while read)"
+        )
+        note = f"{note}; {kept}" if note else kept
     age = replace(catalog_age(rows, source, file, today), note=note)
     label = {"bundled": "bundled tables", "cache": f"cached tables ({file})"}.get(source, source)
     line = f"prices: {label}, as of {age.as_of}"

@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from optimizer.errors import RefreshError
 
@@ -76,6 +77,7 @@ def download(
             with requests.get(
                 url, headers=headers, timeout=(per_read, per_read), stream=True, allow_redirects=True
             ) as response:
+                _check_redirects(url, response)
                 status = response.status_code
                 if status >= 500:
                     last = f"HTTP {status} {response.reason or ''}".strip()
@@ -100,8 +102,16 @@ def download(
                 last = f"connection failed ({errno.group(0) if errno else _short(exc)})"
         except requests.RequestException as exc:
             raise RefreshError(f"request failed ({_short(exc)})") from None
+        except ValueError as exc:  # a malformed or non-ASCII redirect target (urllib's own errors)
+            raise RefreshError(f"request failed (bad URL or redirect target: {_short(exc)})") from None
     tries = "attempt" if retries == 0 else "attempts"
     raise RefreshError(f"{last} ({retries + 1} {tries})")
+
+
+def _check_redirects(url: str, response: Any) -> None:
+    """Refuse a redirect from https to plain http (the table would arrive unauthenticated)."""
+    if urlsplit(url).scheme.lower() == "https" and urlsplit(response.url).scheme.lower() != "https":
+        raise RefreshError(f"refused a redirect from https to {_short(Exception(response.url))}")
 
 
 def _socket(response: Any) -> Any:

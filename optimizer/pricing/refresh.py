@@ -26,7 +26,7 @@ from optimizer.pricing.shrink import check_shrink
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["RefreshResult", "refresh_prices", "META_FILE", "read_meta"]
+__all__ = ["RefreshResult", "refresh_prices", "META_FILE", "read_meta", "header_safe", "MAX_HEADER_CHARS"]
 
 #: the ranges of the arguments (`prices refresh --timeout/--deadline/--retries`)
 MAX_TIMEOUT_S = 600.0
@@ -146,10 +146,10 @@ def refresh_prices(
     headers = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5"}
     # conditional only for a cache that is the file we wrote: a damaged one is fetched anew
     if csv_path.is_file() and meta.get("url") == target and checksum_problem(csv_path) is None:
-        if meta.get("etag"):
-            headers["If-None-Match"] = str(meta["etag"])
-        if meta.get("last_modified"):
-            headers["If-Modified-Since"] = str(meta["last_modified"])
+        for key, header in (("etag", "If-None-Match"), ("last_modified", "If-Modified-Since")):
+            value = header_safe(meta.get(key))
+            if value is not None:  # a value that cannot be sent back (hand-edited) is skipped
+                headers[header] = value
     try:
         status, body, response_headers = download(
             target, headers, timeout_s, retries, max_bytes, backoff_s, deadline
@@ -163,6 +163,18 @@ def refresh_prices(
     except RefreshError as exc:
         message = f"refresh from {target} failed: {exc}; keeping previous tables"
         raise RefreshError(message) from None
+
+
+#: the longest ETag / Last-Modified value kept (real ones are under 100 characters)
+MAX_HEADER_CHARS = 1024
+
+
+def header_safe(value: object) -> str | None:
+    """`value` if it can be sent back as an HTTP header (printable ASCII, at most
+    MAX_HEADER_CHARS), else None: odd metadata only costs the conditional request."""
+    if not isinstance(value, str) or not value or len(value) > MAX_HEADER_CHARS:
+        return None
+    return value if value.isascii() and value.isprintable() else None
 
 
 def _cached(csv_path: Path) -> pd.DataFrame | None:
@@ -207,8 +219,8 @@ def _install(
     lowered = {k.lower(): v for k, v in headers.items()}
     meta = {
         "url": url,
-        "etag": lowered.get("etag"),
-        "last_modified": lowered.get("last-modified"),
+        "etag": header_safe(lowered.get("etag")),
+        "last_modified": header_safe(lowered.get("last-modified")),
         "fetched_at": _utc_now_iso(),
         "sha256": hashlib.sha256(body).hexdigest(),
         "bytes": len(body),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import csv
 import datetime as dt
 import io
 import math
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -15,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from optimizer.errors import CatalogError, did_you_mean
 from optimizer.files import open_input
 from optimizer.inputs.gpus import load_gpus
+from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_INSTANCES, MAX_USD_PER_GPU_HOUR
 from optimizer.vocabulary import COMMITMENT_HOURS, InterNodeKind, IntraNodeLink, PricingModel
 
 if TYPE_CHECKING:
@@ -48,6 +51,14 @@ __all__ = [
     "COLUMNS",
     "OfferingRow",
     "validate_csv",
+    "stream_rows",
+    "StreamedTable",
+    "LARGE_TABLE_ROWS",
+    "KEEP_REGIONS",
+    "row_error",
+    "check_header",
+    "check_row",
+    "csv_records",
     "read_offerings",
     "rows_to_frame",
     "MAX_USD_PER_GPU_HOUR",
@@ -59,9 +70,6 @@ PriceOrigin = Literal["bundled", "refreshed", "file", "overlay"]
 #: where a row's price comes from (OfferingRow.origin), as plans and `ccopt prices` print it
 PRICE_ORIGINS: tuple[str, ...] = get_args(PriceOrigin)
 
-#: sanity ceiling; the dearest GPU-hour in the reference is ~17.8 USD (p6-b300). A value far
-#: above it almost surely is cents or a per-month figure. Chosen bound, not a market fact.
-MAX_USD_PER_GPU_HOUR = 200.0
 #: relative tolerance of usd_per_gpu_hour against usd_per_hour / gpus_per_instance (rounding)
 _REL_TOL = 1e-4
 _REQUIRED = tuple(c for c in COLUMNS if c not in ("vcpus", "ram_gib", "max_instances"))
@@ -76,7 +84,7 @@ class OfferingRow(BaseModel):
     instance_type: str = Field(min_length=1)
     region: str = Field(min_length=1)
     gpu_id: str
-    gpus_per_instance: int = Field(gt=0, le=64)
+    gpus_per_instance: int = Field(gt=0, le=MAX_GPUS_PER_INSTANCE)
     vcpus: float | None = Field(default=None, gt=0)
     ram_gib: float | None = Field(default=None, gt=0)
     intra_node_link: IntraNodeLink
@@ -84,9 +92,9 @@ class OfferingRow(BaseModel):
     inter_node_gbps: float = Field(ge=0, le=100_000)  # per instance, Gbit/s
     inter_node_kind: InterNodeKind
     inter_node_is_default: bool
-    max_instances: int | None = Field(default=None, ge=1)
+    max_instances: int | None = Field(default=None, ge=1, le=MAX_INSTANCES)
     pricing_model: PricingModel
-    usd_per_hour: float = Field(gt=0)  # whole instance
+    usd_per_hour: float = Field(gt=0, le=MAX_USD_PER_GPU_HOUR * MAX_GPUS_PER_INSTANCE)  # whole instance
     usd_per_gpu_hour: float = Field(gt=0, le=MAX_USD_PER_GPU_HOUR)
     commitment_hours: int = Field(ge=0)
     derived: bool
@@ -111,11 +119,12 @@ class OfferingRow(BaseModel):
         return value
 
 
-def _fail(path: object, line: int, column: str, message: str) -> CatalogError:
+def row_error(path: object, line: int, column: str, message: str) -> CatalogError:
+    """CatalogError naming the file, the row (CSV line) and the column."""
     return CatalogError(f"{path}: row {line}, column '{column}': {message}")
 
 
-def _check_header(path: object, header: list[str] | None) -> None:
+def check_header(path: object, header: list[str] | None) -> None:
     if not header:
         expected = ", ".join(COLUMNS)
         raise CatalogError(f"{path}: row 1: empty file, expected a header with {expected}")
@@ -124,13 +133,13 @@ def _check_header(path: object, header: list[str] | None) -> None:
     if missing or extra or len(header) != len(set(header)):
         column = (missing or extra or [header[0]])[0]
         what = "missing column" if missing else "unexpected column" if extra else "repeated column"
-        raise _fail(path, 1, column, f"{what}; expected exactly: {', '.join(COLUMNS)}")
+        raise row_error(path, 1, column, f"{what}; expected exactly: {', '.join(COLUMNS)}")
 
 
-def _check_row(path: object, line: int, raw: dict[str, Any]) -> OfferingRow:
+def check_row(path: object, line: int, raw: dict[str, Any]) -> OfferingRow:
     for column in _REQUIRED:
         if not (raw.get(column) or "").strip():
-            raise _fail(path, line, column, "value is missing")
+            raise row_error(path, line, column, "value is missing")
     data = {k: (v.strip() or None) for k, v in raw.items()}
     try:
         row = OfferingRow.model_validate(data)
@@ -138,17 +147,17 @@ def _check_row(path: object, line: int, raw: dict[str, Any]) -> OfferingRow:
         err = exc.errors()[0]
         column = str(err["loc"][0]) if err["loc"] else "?"
         got = data.get(column)
-        raise _fail(path, line, column, f"{err['msg']} (got {got!r})") from None
+        raise row_error(path, line, column, f"{err['msg']} (got {got!r})") from None
     expected = row.usd_per_hour / row.gpus_per_instance
     if not math.isclose(row.usd_per_gpu_hour, expected, rel_tol=_REL_TOL, abs_tol=1e-6):
-        raise _fail(
+        raise row_error(
             path,
             line,
             "usd_per_gpu_hour",
             f"{row.usd_per_gpu_hour} != usd_per_hour / gpus_per_instance = {expected:.6g}",
         )
     if row.commitment_hours != COMMITMENT_HOURS[row.pricing_model]:
-        raise _fail(
+        raise row_error(
             path,
             line,
             "commitment_hours",
@@ -156,13 +165,13 @@ def _check_row(path: object, line: int, raw: dict[str, Any]) -> OfferingRow:
             f"(expected {COMMITMENT_HOURS[row.pricing_model]})",
         )
     if row.inter_node_kind != "none" and row.inter_node_gbps <= 0:
-        raise _fail(path, line, "inter_node_gbps", "must be > 0 unless inter_node_kind is 'none'")
+        raise row_error(path, line, "inter_node_gbps", "must be > 0 unless inter_node_kind is 'none'")
     if row.derived and not row.pricing_model.startswith("reserved"):
-        raise _fail(path, line, "derived", "only reserved rows can be derived")
+        raise row_error(path, line, "derived", "only reserved rows can be derived")
     return row
 
 
-def _rows(reader: Any, name: object) -> Iterator[tuple[int, list[str]]]:
+def csv_records(reader: Any, name: object) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of the records of a csv.reader; a record the parser refuses (a
     field over its size limit) is CatalogError naming the file and the line."""
     while True:
@@ -178,33 +187,109 @@ def _rows(reader: Any, name: object) -> Iterator[tuple[int, list[str]]]:
         yield reader.line_num, fields
 
 
-def validate_csv(lines: Iterable[str], name: object) -> list[OfferingRow]:
-    """Validate CSV text lines; return the rows or raise CatalogError naming file, row, column.
+#: CHOICE: rows read before a table is reduced while read (the bundled table has ~250; a
+#: table this large is a generated or multi-region dump, not a hand-kept list)
+LARGE_TABLE_ROWS = 50_000
+#: CHOICE: rows kept per machine (provider, instance, GPUs, host, network, pricing model)
+KEEP_REGIONS = 8
 
-    Row numbers are CSV line numbers (the header is row 1).
+#: fields that tell rows of one machine apart without making it another machine
+_PER_REGION = {"region", "usd_per_hour", "usd_per_gpu_hour", "as_of", "source"}
+_MACHINE = tuple(f for f in OfferingRow.model_fields if f not in _PER_REGION)
+
+
+@dataclass(frozen=True)
+class StreamedTable:
+    """The rows kept (in file order) and how many were read."""
+
+    rows: tuple[OfferingRow, ...]
+    read: int
+
+    @property
+    def reduced(self) -> bool:
+        return len(self.rows) < self.read
+
+    def __len__(self) -> int:  # the rows read: what the cache's metadata counted
+        return self.read
+
+
+def _machine(row: OfferingRow) -> tuple[object, ...]:
+    return tuple(getattr(row, f) for f in _MACHINE)
+
+
+def stream_rows(lines: Iterable[str], name: object, reduce_over: int | None = None) -> StreamedTable:
+    """Validate CSV text lines, one row at a time; row numbers are CSV line numbers (the header
+    is row 1). Every row of a table up to `reduce_over` rows is kept (None: every row of any
+    table; the planners pass LARGE_TABLE_ROWS), else the KEEP_REGIONS cheapest rows of each
+    machine: rows that differ only in region, price, date and source are one machine to the
+    planner, which takes the cheapest
+    (ties: the region first in sort order, so the choice does not depend on the file's order);
+    the others are enough for next-best alternatives and for the price sanity rules to have
+    other regions to compare with. Memory past `reduce_over` rows: the kept rows and one
+    integer per row read (the duplicate check).
+
+    Raises:
+        CatalogError: a bad header, row or duplicate offering (file, row and column named).
     """
-    reader = _rows(csv.reader(lines), name)
+    reader = csv_records(csv.reader(lines), name)
     first = next(reader, None)
     header = [h.strip() for h in first[1]] if first and first[1] else None
-    _check_header(name, header)
+    check_header(name, header)
     header = header or []
-    rows: list[OfferingRow] = []
-    seen: dict[tuple[str, str, str, str], int] = {}
+    kept: list[tuple[int, OfferingRow]] = []
+    groups: dict[tuple[object, ...], list[tuple[float, str, int, OfferingRow]]] | None = None
+    seen: dict[int, int] = {}  # hash of (provider, instance, region, pricing) -> its line
+    read = 0
     for line, fields in reader:
         if not fields or not any(f.strip() for f in fields):
             continue
         if len(fields) != len(header):
             column = header[len(fields)] if len(fields) < len(header) else "(extra field)"
-            raise _fail(name, line, column, f"expected {len(header)} fields, got {len(fields)}")
-        row = _check_row(name, line, dict(zip(header, fields, strict=True)))
+            raise row_error(name, line, column, f"expected {len(header)} fields, got {len(fields)}")
+        row = check_row(name, line, dict(zip(header, fields, strict=True)))
         key = (row.provider, row.instance_type, row.region, row.pricing_model)
-        if key in seen:
-            raise _fail(name, line, "pricing_model", f"duplicate offering {key} (first on row {seen[key]})")
-        seen[key] = line
-        rows.append(row)
-    if not rows:
+        digest = hash(key)
+        if digest in seen:
+            raise row_error(
+                name, line, "pricing_model", f"duplicate offering {key} (first on row {seen[digest]})"
+            )
+        seen[digest] = line
+        read += 1
+        if groups is None:
+            kept.append((line, row))
+            if reduce_over is not None and len(kept) > reduce_over:
+                groups = {}
+                for at, old in kept:
+                    _keep(groups, at, old)
+                kept = []
+        else:
+            _keep(groups, line, row)
+    if not read:
         raise CatalogError(f"{name}: row 2: no offerings in the file")
-    return rows
+    if groups is not None:
+        kept = sorted((at, row) for group in groups.values() for _, _, at, row in group)
+    return StreamedTable(tuple(row for _, row in kept), read)
+
+
+def _keep(
+    groups: dict[tuple[object, ...], list[tuple[float, str, int, OfferingRow]]], line: int, row: OfferingRow
+) -> None:
+    """Add `row` to its machine's cheapest KEEP_REGIONS (by price, then region)."""
+    group = groups.setdefault(_machine(row), [])
+    entry = (row.usd_per_hour, row.region, line, row)
+    if len(group) == KEEP_REGIONS and entry[:2] >= group[-1][:2]:
+        return
+    bisect.insort(group, entry, key=lambda e: e[:2])
+    if len(group) > KEEP_REGIONS:
+        group.pop()
+
+
+def validate_csv(lines: Iterable[str], name: object) -> list[OfferingRow]:
+    """Validate CSV text lines; return every row or raise CatalogError naming file, row, column.
+
+    Row numbers are CSV line numbers (the header is row 1).
+    """
+    return list(stream_rows(lines, name).rows)
 
 
 def read_offerings(path: Path, name: object | None = None) -> pd.DataFrame:

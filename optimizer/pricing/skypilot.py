@@ -168,16 +168,23 @@ def _number(text: str | None) -> float:
 
 def _records(cloud: str, text: str, label: str) -> list[dict[str, str]]:
     reader = csv.DictReader(io.StringIO(text))
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    try:
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as exc:
+        raise RefreshError(f"{label}: row 1: not readable as CSV ({exc})") from None
+    required = REQUIRED_COLUMNS + ((_REGION_COLUMN[cloud],) if cloud in _REGION_COLUMN else ())
+    missing = [c for c in required if c not in header]
     if missing:
         shown = ", ".join(header[:12]) or "(empty file)"
         raise RefreshError(
             f"{label}: schema drift: column {missing[0]!r} is missing (renamed or dropped upstream); "
-            f"expected SkyPilot catalog {CATALOG_VERSIONS[cloud]} columns {', '.join(REQUIRED_COLUMNS)}; "
+            f"expected SkyPilot catalog {CATALOG_VERSIONS[cloud]} columns {', '.join(required)}; "
             f"got {shown}"
         )
-    return [{k.strip(): (v or "").strip() for k, v in rec.items() if k} for rec in reader]
+    try:
+        return [{k.strip(): (v or "").strip() for k, v in rec.items() if k} for rec in reader]
+    except csv.Error as exc:  # a stray carriage return, a field past the parser's limit
+        raise RefreshError(f"{label}: row {reader.line_num}: not readable as CSV ({exc})") from None
 
 
 def _gpu_id(cloud: str, instance: str, name: str, gpu_info: str, count: int = 1) -> str:
@@ -283,7 +290,8 @@ def _convert_one(cloud: str, text: str, label: str, read_date: str, wanted: set[
         gpus: dict[tuple[str, int, str], list[dict[str, str]]] = {}
         for rec in records:
             if not rec["InstanceType"] and rec["AcceleratorName"]:
-                key = (rec["AcceleratorName"], int(_number(rec["AcceleratorCount"]) or 0), rec[region_column])
+                count = _number(rec["AcceleratorCount"])  # nan: not a count (skipped below)
+                key = (rec["AcceleratorName"], int(count) if math.isfinite(count) else 0, rec[region_column])
                 gpus.setdefault(key, []).append(rec)
         for machine, (host, accel, count) in GCP_MACHINES.items():
             if wanted is not None and machine not in wanted:

@@ -38,6 +38,7 @@ from typing import Any
 from pydantic import Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError, did_you_mean
+from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_INSTANCES, MAX_USD_PER_GPU_HOUR
 from optimizer.inputs.jobs.strict import StrictModel
 from optimizer.inputs.toml_file import read_toml
 from optimizer.inputs.validation import format_validation_error
@@ -89,8 +90,15 @@ class Discounts(StrictModel):
 
 
 class _Priced(StrictModel):
-    usd_per_hour: float | None = Field(default=None, gt=0, description="USD per instance-hour")
-    usd_per_gpu_hour: float | None = Field(default=None, gt=0, description="USD per GPU-hour")
+    usd_per_hour: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_USD_PER_GPU_HOUR * MAX_GPUS_PER_INSTANCE,
+        description="USD per instance-hour",
+    )
+    usd_per_gpu_hour: float | None = Field(
+        default=None, gt=0, le=MAX_USD_PER_GPU_HOUR, description="USD per GPU-hour"
+    )
 
     @model_validator(mode="after")
     def _one_price(self) -> _Priced:
@@ -130,7 +138,7 @@ class ExtraRow(_Priced):
     instance: str = Field(min_length=1, description="the instance (or machine) name")
     region: str = Field(default="private", min_length=1, description="where it runs")
     gpu: str = Field(description="GPU id or alias from the GPU catalog")
-    gpus_per_instance: int = Field(gt=0, le=64, description="GPUs in one instance")
+    gpus_per_instance: int = Field(gt=0, le=MAX_GPUS_PER_INSTANCE, description="GPUs in one instance")
     pricing: PricingModel = Field(default="on_demand", description="how it is billed")
     inter_node_gbps: float | None = Field(
         default=None,
@@ -139,7 +147,9 @@ class ExtraRow(_Priced):
         description="Gbit/s between instances; unset: the GPU's default (a guess)",
     )
     inter_node_kind: InterNodeKind = Field(default="ethernet", description="the fabric between instances")
-    max_instances: int | None = Field(default=None, ge=1, description="instances available together")
+    max_instances: int | None = Field(
+        default=None, ge=1, le=MAX_INSTANCES, description="instances available together"
+    )
     vcpus: float | None = Field(default=None, gt=0, description="host vCPUs per instance")
     ram_gib: float | None = Field(default=None, gt=0, description="host RAM per instance, GiB")
 

@@ -129,6 +129,10 @@ class SolverOut(Contract):
     objective_usd: float | None = Field(default=None, description="batch: the optimum")
     best_bound_usd: float | None = None
     gap: float | None = Field(default=None, description="batch: relative optimality gap")
+    first_plan: str | None = Field(
+        default=None,
+        description="batch: 'greedy' when the plan is the greedy first plan (no better one found in time)",
+    )
     solve_s: float | None = None
     solves: int | None = Field(default=None, description="compare: solver calls summed here")
     horizon_steps: int | None = None

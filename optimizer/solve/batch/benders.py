@@ -26,7 +26,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -38,7 +38,7 @@ from optimizer.solve.batch.model import energy_windows, usable_rows
 from optimizer.solve.batch.problem import BatchProblem
 from optimizer.solve.cpsat.core import shrink_core
 
-__all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "solve_benders"]
+__all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "choice_cost_cents", "solve_benders"]
 
 #: CHOICE: rounds of master + subproblem before handing over to the full CP-SAT model; the
 #: 50-job saturated benchmark needs ~20; a count, not a time, keeps the answer deterministic
@@ -149,7 +149,9 @@ class _Master:
         return chosen, held, res.best_objective_bound(), reason == mathopt.TerminationReason.OPTIMAL
 
 
-def _cost(problem: BatchProblem, chosen: Sequence[int | None], reserved: dict[str, int]) -> int:
+def choice_cost_cents(
+    problem: BatchProblem, chosen: Sequence[int | None], reserved: Mapping[str, int]
+) -> int:
     """Cents of a choice of rows: rows, dropped jobs' value, reservation commitments."""
     total = sum(problem.resources[k].commitment_cents * n for k, n in reserved.items())
     for job, i in zip(problem.jobs, chosen, strict=True):
@@ -322,7 +324,7 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
         items = [(j, (i,)) for j, i in enumerate(chosen) if i is not None]
         status, core, starts, _ = _check(problem, items, reserved, deadline=deadline)
         if status == "feasible":
-            cost = _cost(problem, chosen, reserved)
+            cost = choice_cost_cents(problem, chosen, reserved)
             if best is None or cost < best[0]:
                 best = (cost, chosen, starts, reserved)
             if optimal and out.bound_cents is not None and cost <= out.bound_cents:

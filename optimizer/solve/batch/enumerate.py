@@ -19,6 +19,7 @@ from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import catalog_rows_named, cloud_offering, hardware_offerings, job_offerings
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.batch.problem import BatchProblem, JobSpec, Resource
+from optimizer.solve.train.enumerate import EnumerationMemo
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
 
 __all__ = ["reservation_resource", "quota_resource", "owned_resources", "build_problem"]
@@ -179,9 +180,16 @@ def _enumerate_job(
     horizon_h: float,
     base_dir: Path | None,
     cache: dict[str, PreparedJob],
+    memos: dict[str, dict[int, EnumerationMemo]],
 ) -> PreparedJob:
     """The job's candidates against the horizon (not its deadline, so a deadline can be
-    relaxed when explaining); jobs with the same model, workload and filters share one."""
+    relaxed when explaining); jobs with the same model, workload and filters share one.
+
+    Jobs that differ only in tokens, steps, release or deadline (a team's reruns of one
+    template) share the layout and step-time evaluations (EnumerationMemo: memory, fitting
+    layouts, fastest layout per hardware class; none depends on the run's length or its
+    deadline), so a batch of 500 such jobs enumerates in seconds, not minutes; each table is
+    still its own (tests/solve/batch: equal to one enumerated without the memo)."""
     window_h = horizon_h - job.release_h
     if window_h <= 0:
         raise ConfigError(
@@ -195,20 +203,25 @@ def _enumerate_job(
             )
         }
     )
-    key = "|".join(
-        [
-            enum_job.model.model_dump_json(),
-            enum_job.workload.model_dump_json(),
-            enum_job.constraints.model_dump_json(),
-            enum_job.assumptions.model_dump_json(),
-            enum_job.calibration.model_dump_json() if enum_job.calibration else "",
-            enum_job.data.model_dump_json() if enum_job.data else "",
-            ",".join(o.key for o in offerings),
-        ]
-    )
+    shape = [
+        enum_job.model.model_dump_json(),
+        enum_job.workload.model_dump_json(exclude={"tokens", "steps"}),
+        enum_job.constraints.model_dump_json(exclude={"deadline_days", "deadline_hours", "budget_usd"}),
+        enum_job.assumptions.model_dump_json(),
+        enum_job.calibration.model_dump_json() if enum_job.calibration else "",
+        enum_job.data.model_dump_json() if enum_job.data else "",
+        ",".join(o.key for o in offerings),
+    ]
+    key = "|".join(shape + [enum_job.workload.model_dump_json(include={"tokens", "steps"}), f"{window_h!r}"])
     if key not in cache:
         model = job.model.resolve(base_dir)
-        cache[key] = prepare_from_offerings(enum_job, model, offerings, assumptions_for_job(job, model))
+        cache[key] = prepare_from_offerings(
+            enum_job,
+            model,
+            offerings,
+            assumptions_for_job(job, model),
+            memos=memos.setdefault("|".join(shape), {}),
+        )
     return cache[key]
 
 
@@ -247,12 +260,13 @@ def build_problem(
     quotas = [quota_resource(rows, q, i) for i, q in enumerate(cap.quota)]
     resources.extend(quotas)
     cache: dict[str, PreparedJob] = {}
+    memos: dict[str, dict[int, EnumerationMemo]] = {}
     specs: list[JobSpec] = []
     for number, job in enumerate(batch.job, start=1):
         if on_job is not None:
             on_job(number, len(batch.job), job.name)
         offs = _job_offerings(job, rows, quotas, cap.quota_only, owned, reserved)
-        prep = _enumerate_job(job, offs, horizon_h, base_dir, cache)
+        prep = _enumerate_job(job, offs, horizon_h, base_dir, cache, memos)
         c = job.constraints
         specs.append(
             JobSpec(

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from optimizer.solve.batch.benders import choice_cost_cents
 from optimizer.solve.batch.model import BatchVars
 from optimizer.solve.batch.problem import BatchProblem, Row, ScheduledJob
 
-__all__ = ["greedy_schedule", "earliest_start", "add_hints", "left_shift"]
+__all__ = ["GreedyPlan", "greedy_schedule", "greedy_plans", "earliest_start", "add_hints", "left_shift"]
+
+
+@dataclass(frozen=True)
+class GreedyPlan:
+    """A greedy schedule: (row, start) per job, the instances it reserves, its cost in cents
+    (rows, dropped jobs' value, commitments) and the jobs it could not place (none: a plan)."""
+
+    plan: list[tuple[int | None, int | None]]
+    reserved: dict[str, int]
+    cost_cents: int
+    missing: tuple[str, ...]
 
 
 def earliest_start(free: Mapping[str, np.ndarray], row: Row, low: int, high: int) -> int | None:
@@ -28,38 +40,76 @@ def earliest_start(free: Mapping[str, np.ndarray], row: Row, low: int, high: int
 
 
 def greedy_schedule(
-    problem: BatchProblem, rows: Sequence[Sequence[int]]
+    problem: BatchProblem,
+    rows: Sequence[Sequence[int]],
+    reserved: Mapping[str, int] | None = None,
+    earliest_finish: bool = False,
 ) -> list[tuple[int | None, int | None]]:
     """A quick feasible plan: jobs by deadline, each on its cheapest row (its single-job
     optimum) that still fits at the earliest start, else the next cheapest; droppable jobs
-    that fit nowhere are dropped. Reservations are not used (R = 0).
+    that fit nowhere are dropped. Reservations hold `reserved` instances (default R = 0).
+    `earliest_finish`: each job on the row that ends first where it fits (cheapest on ties),
+    list scheduling that packs a crowded batch better than cheapest-first.
 
     Returns:
         (row index, start step) per job; (None, None) where nothing fits (a partial hint).
     """
     free = {
-        k: np.full(problem.horizon, r.capacity if r.kind != "reservation" else 0, dtype=np.int64)
+        k: np.full(
+            problem.horizon,
+            r.capacity if r.kind != "reservation" else (reserved or {}).get(k, 0),
+            dtype=np.int64,
+        )
         for k, r in problem.resources.items()
     }
     out: list[tuple[int | None, int | None]] = [(None, None)] * len(problem.jobs)
     order = sorted(range(len(problem.jobs)), key=lambda j: (problem.jobs[j].due, problem.jobs[j].release, j))
     for j in order:
         job = problem.jobs[j]
+        fits: list[tuple[tuple[int, ...], int, int]] = []
         for i in sorted(rows[j], key=lambda i: (job.rows[i].cost_cents, job.rows[i].duration)):
             row = job.rows[i]
             t = earliest_start(free, row, job.release, job.due - row.duration)
-            if t is not None:
-                for key, demand in row.usage:
-                    free[key][t : t + row.duration] -= demand
-                out[j] = (i, t)
+            if t is None:
+                continue
+            fits.append(((t + row.duration, row.cost_cents) if earliest_finish else (), i, t))
+            if not earliest_finish:
                 break
+        if fits:
+            _, i, t = min(fits, key=lambda f: f[0])
+            row = job.rows[i]
+            for key, demand in row.usage:
+                free[key][t : t + row.duration] -= demand
+            out[j] = (i, t)
     return out
 
 
-def add_hints(v: BatchVars, problem: BatchProblem) -> None:
-    """Hint the model with the greedy schedule (R = 0 for every reservation)."""
-    plan = greedy_schedule(problem, v.rows)
-    for j, (i, t) in enumerate(plan):
+def greedy_plans(problem: BatchProblem, rows: Sequence[Sequence[int]]) -> list[GreedyPlan]:
+    """The greedy schedules (cheapest row first, earliest finish first) with no reserved
+    instance and with every reservation at its most, best first: fewest jobs left without a
+    slot (none: a plan), then cheapest."""
+    most = {k: r.capacity for k, r in problem.resources.items() if r.kind == "reservation"}
+    plans = []
+    for reserved in ({k: 0 for k in most}, most) if most else ({},):
+        for earliest_finish in (False, True):
+            plan = greedy_schedule(problem, rows, reserved, earliest_finish)
+            missing = tuple(
+                job.name
+                for job, (i, _) in zip(problem.jobs, plan, strict=True)
+                if i is None and job.penalty_cents is None
+            )
+            chosen = [i for i, _ in plan]
+            plans.append(
+                GreedyPlan(plan, dict(reserved), choice_cost_cents(problem, chosen, reserved), missing)
+            )
+    return sorted(plans, key=lambda g: (len(g.missing), g.cost_cents))
+
+
+def add_hints(v: BatchVars, problem: BatchProblem, greedy: GreedyPlan | None = None) -> None:
+    """Hint the model with a greedy schedule (default: the one with R = 0 everywhere)."""
+    if greedy is None:
+        greedy = GreedyPlan(greedy_schedule(problem, v.rows), {}, 0, ())
+    for j, (i, t) in enumerate(greedy.plan):
         if i is None or t is None:
             if v.drop[j] is not None:
                 v.model.add_hint(v.drop[j], 1)
@@ -71,8 +121,8 @@ def add_hints(v: BatchVars, problem: BatchProblem) -> None:
         if v.drop[j] is not None:
             v.model.add_hint(v.drop[j], 0)
         v.model.add_hint(v.start[j], t)
-    for r in v.reserve.values():
-        v.model.add_hint(r, 0)
+    for key, r in v.reserve.items():
+        v.model.add_hint(r, greedy.reserved.get(key, 0))
 
 
 def left_shift(

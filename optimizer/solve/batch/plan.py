@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,8 @@ def plan_batch(
         batch: the batch to plan.
         prices: an offerings CSV instead of the user cache / bundled tables.
         offline: True forces the bundled tables; None reads CCOPT_OFFLINE.
-        config: solver time limit, workers, seed.
+        config: solver time limit (for the whole call: loading, enumeration and solving),
+            workers, seed.
         on_progress: called with each improving solution.
         on_job: called as on_job(i, n, name) before job i (1-based) of n is enumerated.
         confidence: every job's deadline met at this quantile of its band (None: each job's
@@ -45,17 +47,17 @@ def plan_batch(
     Raises:
         ConfigError: invalid batch file or [capacity] entry (one line naming the field).
         CatalogError: the price tables fail validation.
-        SolverError: no solution within the time limit.
+        SolverError: no plan within the time limit (the message says where the time went).
     """
+    started = time.perf_counter()  # the time limit covers the whole command
     batch_file, base_dir = coerce_document(batch, BatchFile, load_batch, batch_from_dict, "batch")
     if confidence is not None:
         jobs = tuple(with_confidence(j, confidence) for j in batch_file.job)
         batch_file = batch_file.model_copy(update={"job": jobs})
-    loaded = load_catalog_rows(prices, offline=offline)
     loaded = load_catalog_rows(
         prices, offline=offline, overlay=batch_file.pricing, overlay_label=f"{batch_file.name} [pricing]"
     )
     problem = build_problem(batch_file, loaded.rows, base_dir, on_job=on_job)
-    result = solve_batch(problem, config, on_progress=on_progress)
+    result = solve_batch(problem, config, on_progress=on_progress, started=started)
     result.catalog = loaded.age.as_dict()
     return result

@@ -12,14 +12,14 @@ from ortools.sat.python import cp_model
 from optimizer.errors import SolverError, Status
 from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
-from optimizer.solve.batch.hints import add_hints, left_shift
+from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, left_shift
 from optimizer.solve.batch.model import build_model, read_plan
 from optimizer.solve.batch.placement import placements
 from optimizer.solve.batch.problem import BatchProblem, BatchResult, ProgressEvent, ScheduledJob
 from optimizer.solve.batch.usage import usage_profiles
 from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import from_cents
-from optimizer.solve.cpsat.solver import SolverConfig, solve
+from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 from optimizer.solve.train.plan_figures import plan_figures
 
 #: the least solver time a batch gets, even when enumeration used up the user's time limit
@@ -90,6 +90,7 @@ def solve_batch(
     on_progress: Callable[[ProgressEvent], None] | None = None,
     compact: bool = True,
     explain: bool = True,
+    started: float | None = None,
 ) -> BatchResult:
     """Solve a batch: cheapest plan (cents), then earliest starts at that cost.
 
@@ -100,16 +101,24 @@ def solve_batch(
         on_progress: called with each improving solution (objective and bound in USD).
         compact: run phase 2 (left_shift: jobs earlier, the cost unchanged).
         explain: for an infeasible batch, find the conflict and the cheapest fixes.
+        started: when the command started (time.perf_counter()): the time limit covers
+            everything since (reading the catalog, enumeration, the model, every solve);
+            default: the problem's enumeration time before this call.
 
     Returns:
         BatchResult (status infeasible with an Explanation instead of raising).
 
     Raises:
-        SolverError: no solution within the time limit (status UNKNOWN), or an invalid model;
-            or the plan fails validate_batch (a bug).
+        SolverError: no plan within the time limit (neither the solver nor the greedy first
+            plan placed every job; the message names where the time went), an invalid model,
+            or a plan that fails validate_batch (a bug).
     """
     cfg = config or SolverConfig()
-    started = time.perf_counter()
+    began = time.perf_counter()
+    started = began - problem.enumerate_s if started is None else started
+    # the user's time limit covers the whole command: what ran before this call is spent;
+    # the solver's own times (solve_s, wall_s) count from this call
+    deadline = started + cfg.time_limit_s
     info: dict[str, Any] = {
         "name": "cp-sat",
         "jobs": len(problem.jobs),
@@ -121,31 +130,45 @@ def solve_batch(
     }
     trivial = trivially_infeasible(problem)
     if trivial is not None:
-        info.update(status=Status.INFEASIBLE, wall_s=_elapsed(started), proven_optimal=True)
+        info.update(status=Status.INFEASIBLE, wall_s=_elapsed(began), proven_optimal=True)
         return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
     v = build_model(problem)
     info["model_rows"] = sum(len(r) for r in v.rows)
-    # the user's time limit covers the whole plan: enumeration already spent part of it
-    budget_s = max(MIN_SOLVE_S, cfg.time_limit_s - problem.enumerate_s)
+    greedy = greedy_plans(problem, v.rows)[0]  # a first plan, whatever the solvers reach
+    budget_s = max(MIN_SOLVE_S, deadline - time.perf_counter())
+    phase = time.perf_counter()
     bend = solve_benders(problem, BENDERS_SHARE * budget_s)
     stats = {
         "rounds": bend.rounds,
         "cuts": len(bend.cuts),
         "proven": bend.proven,
         "stopped": bend.stopped,
-        "wall_s": _elapsed(started),
+        "wall_s": _elapsed(phase),
     }
     if bend.proven:
-        out = _proven(problem, bend, info, started, compact, on_progress)
+        out = _proven(problem, bend, info, began, compact, on_progress)
         out.benders = stats
         return out
-    add_hints(v, problem)
+    add_hints(v, problem, greedy)
     lit = {(j, i): xi for j in range(len(v.rows)) for xi, i in zip(v.x[j], v.rows[j], strict=True)}
     for cut in bend.cuts:  # valid no-goods: row sets no schedule realises
         v.model.add(sum(lit[j, i] for j, group in cut for i in group) <= len(cut) - 1)
-    left = max(MIN_SOLVE_S, budget_s - (time.perf_counter() - started))
+    left = max(MIN_SOLVE_S, deadline - time.perf_counter())
     callback = ProgressCallback(on_progress)
-    result = solve(v.model, replace(cfg, time_limit_s=left), callback)
+    phase = time.perf_counter()
+    try:
+        result: SolveResult | None = solve(v.model, replace(cfg, time_limit_s=left), callback)
+    except SolverError as exc:
+        if "status UNKNOWN" not in str(exc):
+            raise
+        result = None  # no solution in time: the greedy plan, if it places every job
+    cpsat_s = time.perf_counter() - phase
+    if result is None or (
+        result.objective is not None and not greedy.missing and greedy.cost_cents < round(result.objective)
+    ):
+        if greedy.missing:
+            raise SolverError(_no_plan(cfg, started, problem, stats, cpsat_s, greedy))
+        return _greedy(problem, greedy, result, bend, info, stats, began, compact)
     status = Status(result.status)
     proven = result.proven_optimal
     if (
@@ -154,12 +177,12 @@ def solve_batch(
         and int(round(result.objective)) <= bend.bound_cents
     ):
         proven, status = True, Status.OPTIMAL  # the Benders master proved this bound
-    info.update(status=status, solve_s=_elapsed(started), proven_optimal=proven)
+    info.update(status=status, solve_s=_elapsed(began), proven_optimal=proven)
     if status == Status.INFEASIBLE:
         out = BatchResult(status, problem, solver=info, progress=callback.events, benders=stats)
         if explain:
             out.explanation = explain_infeasible(problem, cfg)
-        info["wall_s"] = _elapsed(started)
+        info["wall_s"] = _elapsed(began)
         return out
     objective = int(round(result.objective or 0))
     bound = min(objective, max(int(round(result.bound or 0)), bend.bound_cents or 0))
@@ -172,7 +195,73 @@ def solve_batch(
     if compact:
         jobs = left_shift(problem, jobs, reserved)
     out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events, benders=stats)
+    return _validated(out, info, began)
+
+
+def _greedy(
+    problem: BatchProblem,
+    greedy: GreedyPlan,
+    result: SolveResult | None,
+    bend: BendersOutcome,
+    info: dict[str, Any],
+    stats: dict[str, Any],
+    started: float,
+    compact: bool,
+) -> BatchResult:
+    """The greedy first plan, when CP-SAT found none (or a dearer one) within the time limit:
+    status feasible, with the gap to the best lower bound either solver proved."""
+    objective = greedy.cost_cents
+    bound = max(int(round(result.bound or 0)) if result is not None else 0, bend.bound_cents or 0)
+    bound = min(objective, bound)
+    info.update(
+        status=Status.FEASIBLE,
+        solve_s=_elapsed(started),
+        proven_optimal=False,
+        objective_usd=from_cents(objective),
+        best_bound_usd=from_cents(bound),
+        gap=round((objective - bound) / max(1, abs(objective)), 6),
+        first_plan="greedy",
+    )
+    jobs = [
+        ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
+        for job, (i, t) in zip(problem.jobs, greedy.plan, strict=True)
+    ]
+    if compact:
+        jobs = left_shift(problem, jobs, greedy.reserved)
+    event = ProgressEvent(_elapsed(started), from_cents(objective), from_cents(bound))
+    out = BatchResult(
+        Status.FEASIBLE, problem, jobs, dict(greedy.reserved), solver=info, progress=[event], benders=stats
+    )
+    problem.notes.append(
+        "plan: the greedy first plan (jobs by deadline, each on its cheapest row that fits); "
+        f"the solver found no cheaper one within the time limit (gap {info['gap']:.1%})"
+    )
     return _validated(out, info, started)
+
+
+def _no_plan(
+    cfg: SolverConfig,
+    started: float,
+    problem: BatchProblem,
+    stats: dict[str, Any],
+    cpsat_s: float,
+    greedy: GreedyPlan,
+) -> str:
+    """Why no plan came out within the limit: where the time went and what the greedy plan
+    could not place (a batch too large for its capacity is infeasible, which CP-SAT may not
+    prove in time)."""
+    names = ", ".join(repr(n) for n in greedy.missing[:3]) + (
+        f" and {len(greedy.missing) - 3} more" if len(greedy.missing) > 3 else ""
+    )
+    return (
+        f"no plan for the {len(problem.jobs)} jobs within the {cfg.time_limit_s:g} s time limit "
+        f"({time.perf_counter() - started:.1f} s: enumeration {problem.enumerate_s:.1f} s, Benders "
+        f"decomposition {stats['wall_s']:.1f} s over {stats['rounds']} round"
+        f"{'' if stats['rounds'] == 1 else 's'}, CP-SAT "
+        f"{cpsat_s:.1f} s found none); the greedy first plan leaves {names} without a slot "
+        "(the capacity may be too small for these deadlines: CP-SAT did not prove it in time); "
+        "raise the time limit (--time-limit-s) or give more capacity"
+    )
 
 
 def _validated(out: BatchResult, info: dict[str, Any], started: float) -> BatchResult:
