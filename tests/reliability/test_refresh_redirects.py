@@ -53,7 +53,11 @@ class RawServer:
         return f"http://127.0.0.1:{self.sock.getsockname()[1]}{path}"
 
     def redirect(self, path: str, location: bytes) -> None:
-        self.routes[path] = b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\nContent-Length: 0\r\n\r\n"
+        self.routes[path] = (
+            b"HTTP/1.1 302 Found\r\nLocation: "
+            + location
+            + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
 
     def _accept(self) -> None:
         while not self.stop.is_set():
@@ -66,7 +70,9 @@ class RawServer:
             with conn:
                 request = conn.recv(65536).split(b" ")
                 path = request[1].decode("latin-1") if len(request) > 1 else "/"
-                answer = self.routes.get(path, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                answer = self.routes.get(
+                    path, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
                 with contextlib.suppress(OSError):
                     conn.sendall(answer)
 
