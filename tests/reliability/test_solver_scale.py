@@ -99,13 +99,16 @@ def test_huge_numbers_in_a_prices_csv_are_bad_input(ccopt, tmp_path, column, val
 
 
 def test_a_plan_past_the_scale_is_named_before_the_model_is_built(ccopt, tmp_path: Path) -> None:
-    """Llama 3.1 405B on 10^15 tokens (each value in range) on H100s: the cheapest plan is
-    about 6 × 405e9 × 1e15 FLOPs / (~1e15 FLOP/s × ~0.4) ≈ 1.7e9 GPU-hours ≈ $1e10 at ~$6 a
-    GPU-hour — over the scale: exit 2 naming the cost and the limit."""
+    """Llama 3.1 405B on 10^15 tokens on H100s at the largest price a job file takes ($200 a
+    GPU-hour; each value in range): the cheapest plan is about 6 × 405e9 × 1e15 FLOPs / (~1e15
+    FLOP/s × ~0.4) ≈ 1.7e9 GPU-hours ≈ $3e11 — every row over the scale ($1.1e10): exit 2
+    naming the cost and the limit. (At catalog prices the cheapest rows, ~$8e9, are within
+    it: they plan, the rows over it left out: tests/solve/test_scale_rows.py.)"""
     job = tmp_path / "job.toml"
     job.write_text(
         '[model]\npreset = "llama-3.1-405b"\n[workload]\nkind = "pretrain"\ntokens = 1e15\n'
         'seq_len = 4096\nglobal_batch = 1024\n[constraints]\ngpu_types = ["H100-80GB"]\n'
+        '[[pricing.prices]]\ngpu = "H100"\nusd_per_gpu_hour = 200\n'
     )
     run = ccopt("plan", str(job), "--alternatives", "0")
     assert run.code == 2, run.err

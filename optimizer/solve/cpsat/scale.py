@@ -27,6 +27,7 @@ __all__ = [
     "ScaleError",
     "to_cents",
     "to_seconds",
+    "within_scale",
     "from_cents",
     "budget_cents",
     "deadline_seconds",
@@ -60,6 +61,15 @@ def to_cents(usd: float, what: str = "a plan's cost") -> int:
     """
     _checked(usd, what, MAX_SOLVER_USD, "USD")
     return int(math.ceil(round(usd * CENTS_PER_USD, 6)))
+
+
+def within_scale(usd: float, hours: float) -> bool:
+    """Whether a row's cost and duration both fit the solver's integers (to_cents and
+    to_seconds would not raise)."""
+    return all(
+        math.isfinite(v) and abs(v) <= limit
+        for v, limit in ((usd, MAX_SOLVER_USD), (hours, MAX_SOLVER_HOURS))
+    )
 
 
 def from_cents(cents: int) -> float:

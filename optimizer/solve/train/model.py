@@ -14,7 +14,7 @@ from ortools.sat.python import cp_model
 
 from optimizer.solve.cpsat.core import shrink_core
 from optimizer.solve.cpsat.lexicographic import one_hot_key, solve_lexicographic, tie_ranks
-from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds
+from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds, within_scale
 from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.units import SECONDS_PER_MINUTE
@@ -46,8 +46,19 @@ def solve_table(
     it solved again with one assumption literal per requirement, to name the ones in conflict
     (CP-SAT sufficient_assumptions_for_infeasibility), shrunk by deletion.
 
+    Rows whose cost or duration is beyond the solver's integer scale (cpsat/scale.py: over
+    $1.1e10 or 2^40 s) are left out: any row within it is cheaper, and such a row is past every
+    budget and deadline a job file takes; only when every row is beyond it is the cheapest one's
+    ScaleError raised (exit 2).
+
     Returns (result, chosen or None, names of the requirements in conflict when infeasible).
     """
+    in_scale = [c for c in candidates if within_scale(c.cost_usd, c.hours)]
+    if candidates and not in_scale:
+        cheapest = min(candidates, key=lambda c: (c.cost_usd, c.hours))
+        to_cents(cheapest.cost_usd)  # raises the ScaleError naming the value and the limit
+        to_seconds(cheapest.hours)
+    candidates = in_scale
     cost = [to_cents(c.cost_usd) for c in candidates]
     secs = [to_seconds(c.hours) for c in candidates]
     minutes = [-(-s // SECONDS_PER_MINUTE) for s in secs]  # rounded up
