@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from optimizer.cli import main
+from tests.reliability.refresh_support import BUNDLED, RawServer
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,22 @@ def ccopt(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
         return Run(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def cache(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user cache holding the bundled table (253 rows), online."""
+    monkeypatch.delenv("CCOPT_OFFLINE")
+    directory = isolated / "cache"
+    directory.mkdir()
+    (directory / "offerings.csv").write_bytes(BUNDLED)
+    return directory
+
+
+@pytest.fixture
+def raw() -> Iterator[RawServer]:
+    """A raw-bytes HTTP server on 127.0.0.1 (tests/reliability/refresh_support.py)."""
+    server = RawServer()
+    yield server
+    server.stop.set()
+    server.sock.close()

@@ -26,7 +26,6 @@ import io
 import math
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,8 +48,8 @@ from optimizer.solve.cpsat.scale import (
     to_cents,
     to_seconds,
 )
+from tests.reliability.refresh_support import RawServer, snapshot
 from tests.reliability.test_fuzz import FUZZ
-from tests.reliability.test_refresh_redirects import RawServer
 
 HEADER, *ROWS = bundled_path().read_text(encoding="utf-8").splitlines(keepends=True)
 FIELDS = next(csv.reader([HEADER]))
@@ -207,18 +206,6 @@ TARGET = st.one_of(
 )
 
 
-@pytest.fixture
-def raw() -> Iterator[RawServer]:
-    server = RawServer()
-    yield server
-    server.stop.set()
-    server.sock.close()
-
-
-def _snapshot(directory: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
-
-
 @FUZZ
 @given(target=TARGET)
 def test_fuzz_refresh_redirect_targets(work: Path, raw: RawServer, target: bytes) -> None:
@@ -228,11 +215,11 @@ def test_fuzz_refresh_redirect_targets(work: Path, raw: RawServer, target: bytes
         (cache / "offerings.csv").write_bytes(BUNDLED_BYTES)
         raw.redirect("/loop", b"/loop")
         raw.redirect("/p.csv", target)
-        before = _snapshot(cache)
+        before = snapshot(cache)
         with pytest.raises(RefreshError) as err:  # nothing on this server answers 200
             refresh_prices(url=raw.url("/p.csv"), cache_dir=cache, retries=0, deadline_s=5, timeout_s=2)
         assert "\n" not in str(err.value) and "keeping previous tables" in str(err.value)
-        assert _snapshot(cache) == before
+        assert snapshot(cache) == before
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 

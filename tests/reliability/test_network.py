@@ -8,13 +8,10 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from optimizer.pricing.catalog import bundled_path
-
-BUNDLED = bundled_path().read_bytes()
+from tests.reliability.refresh_support import BUNDLED, snapshot
 
 
 @pytest.fixture
@@ -54,22 +51,8 @@ def trickling_url() -> Iterator[str]:
     server.close()
 
 
-@pytest.fixture
-def cache(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user cache holding the bundled table (253 rows), online."""
-    monkeypatch.delenv("CCOPT_OFFLINE")
-    directory = isolated / "cache"
-    directory.mkdir()
-    (directory / "offerings.csv").write_bytes(BUNDLED)
-    return directory
-
-
-def _snapshot(directory: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
-
-
 def test_trickling_server_ends_within_the_deadline(ccopt, cache, trickling_url) -> None:
-    before = _snapshot(cache)
+    before = snapshot(cache)
     start = time.monotonic()
     run = ccopt(
         "prices", "refresh", "--url", trickling_url, "--timeout-s", "5", "--deadline-s", "2", "--retries", "0"
@@ -78,7 +61,7 @@ def test_trickling_server_ends_within_the_deadline(ccopt, cache, trickling_url) 
     assert run.code == 2, run.err
     assert "total deadline of 2 s" in run.err and "keeping previous tables" in run.err
     assert elapsed < 3.5  # the deadline, plus at most one 0.5 s trickle and start-up
-    assert _snapshot(cache) == before
+    assert snapshot(cache) == before
 
 
 def _serve(httpserver, body: bytes) -> str:
@@ -93,11 +76,11 @@ def _half_table() -> bytes:
 
 def test_half_table_is_refused_unless_allowed(ccopt, cache, httpserver) -> None:
     url = _serve(httpserver, _half_table())
-    before = _snapshot(cache)
+    before = snapshot(cache)
     run = ccopt("prices", "refresh", "--url", url, "--retries", "0")
     assert run.code == 2 and run.err.count("\n") == 1, run.err
     assert "rows against 253 in the cached table" in run.err and "--allow-shrink" in run.err
-    assert _snapshot(cache) == before
+    assert snapshot(cache) == before
     ok = ccopt("prices", "refresh", "--url", url, "--retries", "0", "--allow-shrink")
     assert ok.code == 0, ok.err
     assert (cache / "offerings.csv").read_bytes() == _half_table()
@@ -110,10 +93,10 @@ def test_table_losing_a_provider_is_refused(ccopt, cache, httpserver) -> None:
     kept = [ln for ln in lines[1:] if ln.decode().split(",")[col] != "oci"]
     assert len(kept) > 0.8 * (len(lines) - 1)  # few rows lost: only the provider rule fires
     url = _serve(httpserver, lines[0] + b"".join(kept))
-    before = _snapshot(cache)
+    before = snapshot(cache)
     run = ccopt("prices", "refresh", "--url", url, "--retries", "0")
     assert run.code == 2 and "no rows of provider oci" in run.err, run.err
-    assert _snapshot(cache) == before
+    assert snapshot(cache) == before
 
 
 def test_corrupt_cache_fallback_is_stated(ccopt, cache, tmp_path) -> None:

@@ -6,83 +6,13 @@ failure leaves the cache byte-identical."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from werkzeug import Response
 
 from optimizer.pricing.cache_meta import META_FILE
-from optimizer.pricing.catalog import bundled_path
-
-BUNDLED = bundled_path().read_bytes()
-
-
-@pytest.fixture
-def cache(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user cache holding the bundled table, online."""
-    monkeypatch.delenv("CCOPT_OFFLINE")
-    directory = isolated / "cache"
-    directory.mkdir()
-    (directory / "offerings.csv").write_bytes(BUNDLED)
-    return directory
-
-
-def _snapshot(directory: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
-
-
-class RawServer:
-    """A server on 127.0.0.1 answering each path with fixed raw bytes (headers exactly as
-    given: werkzeug would refuse or rewrite the malformed ones this test needs)."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, bytes] = {}
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}{path}"
-
-    def redirect(self, path: str, location: bytes) -> None:
-        self.routes[path] = (
-            b"HTTP/1.1 302 Found\r\nLocation: "
-            + location
-            + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )
-
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                request = conn.recv(65536).split(b" ")
-                path = request[1].decode("latin-1") if len(request) > 1 else "/"
-                answer = self.routes.get(
-                    path, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                )
-                with contextlib.suppress(OSError):
-                    conn.sendall(answer)
-
-
-@pytest.fixture
-def raw() -> Iterator[RawServer]:
-    server = RawServer()
-    yield server
-    server.stop.set()
-    server.sock.close()
+from tests.reliability.refresh_support import BUNDLED, snapshot
 
 
 @pytest.mark.parametrize(
@@ -100,20 +30,20 @@ def raw() -> Iterator[RawServer]:
 )
 def test_bad_redirect_target_is_one_line_and_keeps_the_cache(ccopt, cache, raw, location) -> None:
     raw.redirect("/p.csv", location)
-    before = _snapshot(cache)
+    before = snapshot(cache)
     run = ccopt("prices", "refresh", "--url", raw.url("/p.csv"), "--retries", "0", "--deadline-s", "10")
     assert run.code == 2, (run.code, run.err)
     assert run.err.count("\n") == 1 and "keeping previous tables" in run.err, run.err
-    assert _snapshot(cache) == before
+    assert snapshot(cache) == before
 
 
 def test_redirect_loop_is_one_line_and_keeps_the_cache(ccopt, cache, raw) -> None:
     raw.redirect("/a.csv", b"/b.csv")
     raw.redirect("/b.csv", b"/a.csv")
-    before = _snapshot(cache)
+    before = snapshot(cache)
     run = ccopt("prices", "refresh", "--url", raw.url("/a.csv"), "--retries", "0")
     assert run.code == 2 and run.err.count("\n") == 1 and "redirect" in run.err.lower(), run.err
-    assert _snapshot(cache) == before
+    assert snapshot(cache) == before
 
 
 GARBAGE = [
@@ -153,10 +83,10 @@ def test_odd_metadata_from_the_server_or_the_meta_file_never_breaks_a_refresh(
 
 def test_bad_redirect_of_the_skypilot_catalog_is_one_line(ccopt, cache, raw) -> None:
     raw.redirect("/aws/vms.csv", b"http://[::1")
-    before = _snapshot(cache)
+    before = snapshot(cache)
     run = ccopt("prices", "refresh", "--catalog-url", raw.url("/"), "--retries", "0", "--deadline-s", "10")
     assert run.code == 2 and run.err.count("\n") == 1 and "keeping previous tables" in run.err, run.err
-    assert _snapshot(cache) == before
+    assert snapshot(cache) == before
 
 
 def test_a_redirect_from_https_to_http_is_refused() -> None:
