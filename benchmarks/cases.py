@@ -254,6 +254,8 @@ def _train_case(row: Row) -> Case:
     cpu_offload = "fsdp_cpu_offload:true" in said or "param+optimizeroffload" in said
     # parameters loaded in bf16 without AMP: torch AdamW keeps bf16 states, no fp32 master
     master = False if "nofp32master" in said else None
+    # NeMo 1.x distributed_fused_adam keeps the fp32 master as 16-bit remainders (the row says)
+    remainders = "store_param_remainders" in said
     paged = "pagedadamw" in said
     # torch.compile and torchtune activation offloading, as the row says they were on
     compiled = "compile=true" in said
@@ -296,6 +298,7 @@ def _train_case(row: Row) -> Case:
         offload_activations=offload_acts,
         offload_layers=int(offloaded.group(1)) if offloaded else 0,
         fp32_master=master,
+        master_remainders=remainders,
     )
     layout = Layout(
         dp=dp,

@@ -43,7 +43,12 @@ def _state_bytes(model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> 
     k = knobs(setup, a)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     return model_state_bytes_per_param(
-        setup.precision, setup.optimizer, model.hidden, k.stack.fp32_grad_buffer, master
+        setup.precision,
+        setup.optimizer,
+        model.hidden,
+        k.stack.fp32_grad_buffer,
+        master,
+        master_remainders=setup.master_remainders,
     )
 
 

@@ -226,7 +226,13 @@ def training_memory(
     p_gpu = params_per_gpu(model, layout)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = model_state_bytes_per_param(
-        setup.precision, setup.optimizer, model.hidden, k.stack.fp32_grad_buffer, master, k.stack.fp8_params
+        setup.precision,
+        setup.optimizer,
+        model.hidden,
+        k.stack.fp32_grad_buffer,
+        master,
+        k.stack.fp8_params,
+        setup.master_remainders,
     )
 
     if setup.is_adapter:

@@ -44,7 +44,12 @@ def state_bytes(
     k = knobs(setup, assumptions)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = model_state_bytes_per_param(
-        precision, optimizer, ADAFACTOR_HIDDEN, k.stack.fp32_grad_buffer, master
+        precision,
+        optimizer,
+        ADAFACTOR_HIDDEN,
+        k.stack.fp32_grad_buffer,
+        master,
+        master_remainders=setup.master_remainders,
     )
     n, dp, zero = profile.trained_params, layout.dp, layout.zero_stage
     weights = n * w_b / (dp if zero >= 3 else 1)

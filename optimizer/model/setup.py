@@ -90,6 +90,9 @@ class TrainingSetup:
     #: fp32 master weights + fp32 moments; None: the stack's (False: parameters loaded in bf16
     #: without AMP, torch AdamW keeps its states in the parameter dtype)
     fp32_master: bool | None = None
+    #: the fp32 master kept as 16-bit remainders of the bf16 weights (Apex DistributedFusedAdam
+    #: store_param_remainders: NeMo 1.x `optim.name: distributed_fused_adam` with bf16 O2)
+    master_remainders: bool = False
 
     @property
     def is_adapter(self) -> bool:

@@ -12,6 +12,7 @@ def model_state_bytes_per_param(
     fp32_grad_buffer: bool = False,
     fp32_master: bool = True,
     fp8_params: bool = False,
+    master_remainders: bool = False,
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per trained parameter, unsharded.
 
@@ -27,7 +28,9 @@ def model_state_bytes_per_param(
     GEMM (Hopper fp8 GEMMs take TN operands only), no 16-bit copy: 2 B.
     `fp32_grad_buffer` (Megatron main_grad): 4-byte gradients (dist_optimizer.md: bf16 params
     + fp32 grads = 18 B/param). `fp32_master=False` (torchtune bf16): no master copy, 16-bit
-    moments (AdamW 2 + 2 + 4 = 8 B/param).
+    moments (AdamW 2 + 2 + 4 = 8 B/param). `master_remainders` (Apex DistributedFusedAdam
+    store_param_remainders, which NeMo 1.x sets for bf16 O2 models: the fp32 master is the bf16
+    weight plus a stored 16-bit remainder): 2 B of master instead of 4 (AdamW 2 + 2 + 10 B).
     """
     moments = {"adamw": 8.0, "adam-8bit": 2.0, "sgd": 4.0, "adafactor": 8.0 / hidden}[optimizer]
     if precision == "fp32":
@@ -35,4 +38,5 @@ def model_state_bytes_per_param(
     weights = 2.0 if precision != "fp8" or fp8_params else 3.0
     if not fp32_master:
         return weights, 2.0, moments if optimizer == "adam-8bit" else moments / 2
-    return weights, 4.0 if fp32_grad_buffer else 2.0, 4.0 + moments
+    master_b = 2.0 if master_remainders else 4.0  # apex distributed_fused_adam.py: remainder bits
+    return weights, 4.0 if fp32_grad_buffer else 2.0, master_b + moments

@@ -43,6 +43,8 @@ def test_zero_stages_rajbhandari_2020(n: int) -> None:
 
 def test_optimizer_variants() -> None:
     assert model_state_bytes_per_param("bf16", "adam-8bit") == (2, 2, 6)  # master 4 + 2 × 1 B
+    # Apex DistributedFusedAdam store_param_remainders: master = bf16 weight + 16-bit remainder
+    assert model_state_bytes_per_param("bf16", "adamw", master_remainders=True) == (2, 2, 10)
     assert model_state_bytes_per_param("bf16", "sgd") == (2, 2, 8)  # master 4 + momentum 4
     assert model_state_bytes_per_param("fp32", "adamw") == (4, 4, 8)  # no master copy
     w, g, o = model_state_bytes_per_param("bf16", "adafactor", hidden=4096)
