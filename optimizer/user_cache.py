@@ -9,8 +9,9 @@ and fitted.toml) take ~23 ms to parse with tomllib and ~0.4 ms to unpickle (meas
 where the key is the SHA-256 of the bytes (with the Python version, whose parser made it): a
 file that changes has another key, so an earlier parse is never read for it. The pickle is
 written atomically (optimizer.files.write_atomic); an unwritable cache, a missing or damaged
-pickle all fall back to parsing, silently (it only costs time). Only ccopt writes there: the
-pickle is trusted as Python trusts its own __pycache__.
+pickle all fall back to parsing, silently (it only costs time). The pickle is read with an
+unpickler that builds only plain values (dicts, lists, strings, numbers and the datetime types
+TOML has): a planted pickle cannot run code, it is just parsed again.
 """
 
 from __future__ import annotations
@@ -40,6 +41,17 @@ def user_cache_dir() -> Path:
     return Path(base) / "ccopt"
 
 
+class _PlainUnpickler(pickle.Unpickler):
+    """Plain values only: TOML's tables, arrays, strings, numbers, booleans and datetimes."""
+
+    _ALLOWED = frozenset({("datetime", n) for n in ("datetime", "date", "time", "timezone", "timedelta")})
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self._ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not a plain value")
+
+
 def parsed(name: str, data: bytes, parse: Callable[[bytes], T]) -> T:
     """`parse(data)`, from the user cache when these exact bytes were parsed before (module doc).
 
@@ -49,7 +61,7 @@ def parsed(name: str, data: bytes, parse: Callable[[bytes], T]) -> T:
     path = user_cache_dir() / "parsed" / f"{name}-{version}-{digest}.pickle"
     with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
         with path.open("rb") as handle:
-            value: T = pickle.load(handle)
+            value: T = _PlainUnpickler(handle).load()
         return value
     value = parse(data)
     with contextlib.suppress(OSError, pickle.PicklingError, TypeError):

@@ -43,6 +43,38 @@ def test_damaged_pickle_falls_back_to_parsing(cache) -> None:
     assert len(calls) == 2
 
 
+class _Planted:
+    """What a planted pickle would build: any importable class (here, one that says it ran)."""
+
+    ran = False
+
+    def __reduce__(self):
+        return (_mark_ran, ())
+
+
+def _mark_ran() -> dict:
+    _Planted.ran = True
+    return {"text": "planted"}
+
+
+def test_planted_pickle_runs_no_code_and_is_parsed_again(cache) -> None:
+    import pickle
+
+    parse, calls = _counting()
+    parsed("t.toml", b"a", parse)
+    (pickle_file,) = cache.glob("t.toml-*.pickle")
+    pickle_file.write_bytes(pickle.dumps(_Planted()))
+    assert parsed("t.toml", b"a", parse) == {"text": "a"}
+    assert not _Planted.ran and len(calls) == 2
+
+
+def test_toml_datetimes_come_back_from_the_cache(cache) -> None:
+    data = b"fitted = 2026-12-04\nat = 2026-12-04T01:02:03Z\n"
+    first = parsed_toml("d.toml", data)
+    again = parsed_toml("d.toml", data)
+    assert again == first and str(again["fitted"]) == "2026-12-04"
+
+
 def test_unwritable_cache_still_parses(monkeypatch, tmp_path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
