@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from optimizer.cli.common import money
 
-__all__ = ["print_mix", "mix_lines"]
+__all__ = ["print_mix", "mix_lines", "mix_pointer"]
 
 
 def mix_lines(m: dict[str, Any] | None) -> list[str]:
@@ -46,6 +46,17 @@ def mix_lines(m: dict[str, Any] | None) -> list[str]:
         f"global batch {p['global_batch']}"
     )
     return lines
+
+
+def mix_pointer(m: dict[str, Any] | None) -> str | None:
+    """One line under the plan's headline when a mixed cluster beats it (the mix is the answer
+    to act on; its rows follow further down)."""
+    if not m or m.get("status") != "cheaper" or m.get("plan") is None:
+        return None
+    return (
+        f"cheaper as a mixed cluster: {money(m['plan']['cost_usd'])} "
+        f"({money(m['saving_usd'])} less; the mix is below)"
+    )
 
 
 def print_mix(c: Console, m: dict[str, Any] | None) -> None:

@@ -41,7 +41,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
-from optimizer.cli.mix_view import print_mix
+from optimizer.cli.mix_view import mix_pointer, print_mix
 from optimizer.cli.plot import check_plot_path, plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 from optimizer.cli.startup import loaded
@@ -175,6 +175,9 @@ def render_plan(data: dict[str, Any]) -> None:
         f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
         f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)" + confidence_words(p)
     )
+    pointer = mix_pointer(data.get("mix"))
+    if pointer:
+        c.print(f"  [b]{escape(pointer)}[/b]")
     for line in band_lines(p, data):
         c.print(f"  {line}")
     c.print(f"  {price_words(p)}")

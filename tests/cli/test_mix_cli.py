@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,18 @@ def test_held_reserved_mix_in_text_and_json():
     text = runner.invoke(app, ["plan", path, "--offline", "--alternatives", "0"])
     assert text.exit_code == 0
     assert "a mixed cluster is cheaper by $" in text.stdout
+    # the line under the headline points at the mix: its cost (6 on-demand + 2 held at their
+    # hourly rates × the same hours) and the saving
+    second = text.stdout.splitlines()[2].strip()
+    mix_cost = (6 * 27.44705 + 2 * 17.291642) * hours
+    saving = 2 * (27.44705 - 17.291642) * hours
+    shown = re.fullmatch(
+        r"cheaper as a mixed cluster: \$([\d,]+) \(\$([\d,]+) less; the mix is below\)", second
+    )
+    assert shown, second
+    # the JSON's hours are rounded: within $2 of the hand figures
+    assert float(shown[1].replace(",", "")) == pytest.approx(mix_cost, abs=2)
+    assert float(shown[2].replace(",", "")) == pytest.approx(saving, abs=2)
     assert "2× p4de.24xlarge (16× A100-80GB), reserved_1y, held" in text.stdout
 
 
