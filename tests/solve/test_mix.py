@@ -198,3 +198,50 @@ def test_a_held_reservation_in_a_batch_job_is_bad_input():
     }
     with pytest.raises(ConfigError, match=r"reserved_held .*\[\[capacity.reservation\]\]"):
         batch_from_dict(doc)
+
+
+def test_a_cap_above_the_search_limit_is_searched_to_the_cap(rows):
+    """p4de capped at 20 (above the 16-instance search limit for uncapped types) and a 61 h
+    deadline: 16 p4de + any p5 is too slow, so a mix that meets it needs more than 16 p4de —
+    the search must go to the user's cap, not stop at the limit."""
+    cat = _rows(rows, P4DE, P5)
+    job = _job(
+        {
+            "deadline_hours": 61,
+            "availability": [
+                {"provider": "aws", "instance": P5, "max_instances": 2},
+                {"provider": "aws", "instance": P4DE, "max_instances": 20},
+            ],
+        },
+        tokens=100e9,
+    )
+    res = plan_job(job, cat, alternatives=0)
+    mix = res.mix
+    assert mix is not None and mix.plan is not None and mix.plan.hours <= 61
+    by = {r.offering.instance: r.count for r in mix.plan.rows}
+    assert 16 < by[P4DE] <= 20 and by.get(P5, 0) <= 2
+    assert mix_violations(res.prepared, mix.plan) == []
+
+
+def test_with_no_single_type_plan_every_mix_is_searched_and_min_instances_holds(rows):
+    """min_instances 6 with at most 2 p5 and 4 p4de: no single type can have 6 instances, so
+    there is no plan to undercut; the mix must still be searched and must use ≥ 6 instances."""
+    cat = _rows(rows, P4DE, P5)
+    job = _job(
+        {
+            "deadline_hours": 150,
+            "min_instances": 6,
+            "availability": [
+                {"provider": "aws", "instance": P5, "max_instances": 2},
+                {"provider": "aws", "instance": P4DE, "max_instances": 4},
+            ],
+        },
+        tokens=100e9,
+    )
+    res = plan_job(job, cat, alternatives=0)
+    assert res.status == Status.INFEASIBLE
+    mix = res.mix
+    assert mix is not None and mix.plan is not None
+    assert mix.plan.instances == 6 and mix.plan.hours <= 150
+    assert mix_violations(res.prepared, mix.plan) == []
+    assert not any("$inf" in r for r in mix.reasons)

@@ -8,6 +8,7 @@ explain (why a mix is not worth it: fabric, balance loss, no cheaper split).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -129,9 +130,11 @@ def plan_mix(
     bound = _bounds(prep)
     limit = float("inf") if single is None else single.cost_usd
     skipped: list[str] = []
+    # with no single-type plan there is nothing to undercut: every mix is searched
+    prune = math.isfinite(limit)
     for g in groups:
         if len(g.rows) >= 2 or any(r.held for r in g.rows):
-            if bound(g) >= limit:
+            if prune and bound(g) >= limit:
                 skipped.append(g.label)
                 continue
             plan = _pricing_mix(prep, g, config, walls)
@@ -140,7 +143,7 @@ def plan_mix(
     pairs, reasons = _pairs([g for g in groups if _multi_node_ok(prep, g)])
     out.reasons += reasons
     for a, b in pairs:
-        if min(bound(a), bound(b)) >= limit:
+        if prune and min(bound(a), bound(b)) >= limit:
             skipped.append(f"{a.label} + {b.label}")
             continue
         why: list[str] = []
@@ -387,7 +390,15 @@ def _type_mix(
     setup, batch = w.setup(), w.batch_sequences
     types = (a, b)
     plain = [[r for r in t.rows if r.offering.pricing != "spot"] for t in types]
-    top = [min(_plain_cap(t) or limit, limit, c.max_instances or limit) for t in types]
+    # a capped type up to its cap, an uncapped one up to the search limit; neither past the
+    # job's max_instances nor past one GPU per sequence of the global batch
+    caps = [_plain_cap(t) for t in types]
+    top = [
+        min(
+            limit if cap is None else cap, c.max_instances or cap or limit, batch // t.first.gpus_per_instance
+        )
+        for t, cap in zip(types, caps, strict=True)
+    ]
     steps = w.steps_for_batch(batch)
     memo: dict[tuple, Any] = {}
     configs: list[tuple[tuple[int, int], Split]] = []
@@ -396,6 +407,7 @@ def _type_mix(
             gpus = na * a.first.gpus_per_instance + nb * b.first.gpus_per_instance
             if (
                 gpus > batch
+                or na + nb < c.min_instances
                 or (c.max_gpus and gpus > c.max_gpus)
                 or (c.max_instances and na + nb > c.max_instances)
             ):
@@ -433,9 +445,13 @@ def _type_mix(
         fastest = min(range(len(hours)), key=hours.__getitem__)
         (na, nb), _ = configs[fastest]
         if prep.deadline_h is not None and hours[fastest] > prep.deadline_h:
+            uncapped = [t.label for t, cap in zip(types, caps, strict=True) if cap is None]
+            searched = (
+                f" (searched up to {limit} instances of {', '.join(uncapped)}, uncapped)" if uncapped else ""
+            )
             why.append(
                 f"the fastest mix ({na} + {nb} instances, pure data parallelism) needs "
-                f"{hours[fastest]:,.1f} h, past the {prep.deadline_h:,.1f} h deadline"
+                f"{hours[fastest]:,.1f} h, past the {prep.deadline_h:,.1f} h deadline{searched}"
             )
         else:
             why.append("no mix within the caps meets the budget")

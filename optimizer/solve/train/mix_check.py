@@ -67,6 +67,8 @@ def mix_violations(prep: PreparedJob, plan: MixPlan, caps: dict[str, int] | None
         problems.append(f"cost ${plan.cost_usd:,.2f} exceeds the budget ${prep.budget_usd:,.2f}")
     if c.max_gpus is not None and plan.gpus > c.max_gpus:
         problems.append(f"{plan.gpus} GPUs > max_gpus {c.max_gpus}")
+    if plan.instances < c.min_instances:
+        problems.append(f"{plan.instances} instances < min_instances {c.min_instances}")
     if c.max_instances is not None and plan.instances > c.max_instances:
         problems.append(f"{plan.instances} instances > max_instances {c.max_instances}")
     return problems
