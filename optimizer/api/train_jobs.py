@@ -29,7 +29,11 @@ def _train_job(
     if not job.constraints.cloud:
         return job, base_dir, None, None
     loaded = load_catalog_rows(
-        prices, offline=offline, overlay=job.pricing, overlay_label=f"{job.name} [pricing]"
+        prices,
+        offline=offline,
+        overlay=job.pricing,
+        overlay_label=f"{job.name} [pricing]",
+        keep_regions=job.named_regions(),
     )
     return job, base_dir, loaded.rows, loaded.age.as_dict()
 

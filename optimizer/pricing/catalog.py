@@ -256,21 +256,23 @@ def load_catalog(path: str | Path | None = None, *, offline: bool | None = None)
 
 
 @functools.lru_cache(maxsize=8)
-def _rows_cached(path: str, mtime_ns: int, size: int) -> StreamedTable:
+def _rows_cached(
+    path: str, mtime_ns: int, size: int, keep_regions: frozenset[str] = frozenset()
+) -> StreamedTable:
     """The rows of `path` streamed and validated (a table over LARGE_TABLE_ROWS rows keeps the
     cheapest KEEP_REGIONS rows of each machine: schema.stream_rows, bounded memory)."""
     try:
         with io.TextIOWrapper(open_input(path, path), encoding="utf-8", newline="") as handle:
-            return stream_rows(handle, path, reduce_over=LARGE_TABLE_ROWS)
+            return stream_rows(handle, path, reduce_over=LARGE_TABLE_ROWS, keep_regions=keep_regions)
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _read_rows(path: Path) -> StreamedTable:
+def _read_rows(path: Path, keep_regions: frozenset[str] = frozenset()) -> StreamedTable:
     stat = _stat(path)
-    return _rows_cached(str(path), stat.st_mtime_ns, stat.st_size)
+    return _rows_cached(str(path), stat.st_mtime_ns, stat.st_size, keep_regions)
 
 
 def catalog_age(
@@ -299,6 +301,7 @@ def load_catalog_rows(
     today: dt.date | None = None,
     overlay: PriceOverlay | None = None,
     overlay_label: str = "[pricing]",
+    keep_regions: Iterable[str] = (),
 ) -> CatalogRows:
     """The validated catalog as OfferingRow objects with its age (same files, order and checks
     as load_catalog, without pandas: the planners' fast path), with the user's prices applied:
@@ -310,16 +313,19 @@ def load_catalog_rows(
         today: the date CatalogAge.age_days is measured on (default: the local date).
         overlay: a job's `[pricing]` table, applied after the user's file.
         overlay_label: how messages and plan lines name `overlay`.
+        keep_regions: regions the job names, never dropped when a large table is reduced.
 
     Raises:
         CatalogError: the chosen file fails validation (names file, row and column).
         ConfigError: the overlay file or `overlay` is invalid or names nothing in the catalog.
     """
-    table, source, file, note = _load_first(_read_rows, path, offline)
+    pinned = frozenset(r.lower() for r in keep_regions)
+    table, source, file, note = _load_first(functools.partial(_read_rows, keep_regions=pinned), path, offline)
     rows = table.rows
     if table.reduced:  # stated wherever the catalog's note is (plan line, JSON catalog.note)
         kept = (
-            f"{table.read:,} rows read, the {KEEP_REGIONS} cheapest regions of each machine kept "
+            f"{table.read:,} rows read, the {KEEP_REGIONS} cheapest regions of each machine kept"
+            f"{' with every row of ' + ', '.join(sorted(pinned)) if pinned else ''} "
             f"({len(rows):,} rows; a table over {LARGE_TABLE_ROWS:,} rows is reduced while read)"
         )
         note = f"{note}; {kept}" if note else kept

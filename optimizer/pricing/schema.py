@@ -217,7 +217,9 @@ def _machine(row: OfferingRow) -> tuple[object, ...]:
     return tuple(getattr(row, f) for f in _MACHINE)
 
 
-def stream_rows(lines: Iterable[str], name: object, reduce_over: int | None = None) -> StreamedTable:
+def stream_rows(
+    lines: Iterable[str], name: object, reduce_over: int | None = None, keep_regions: Iterable[str] = ()
+) -> StreamedTable:
     """Validate CSV text lines, one row at a time; row numbers are CSV line numbers (the header
     is row 1). Every row of a table up to `reduce_over` rows is kept (None: every row of any
     table; the planners pass LARGE_TABLE_ROWS), else the KEEP_REGIONS cheapest rows of each
@@ -226,7 +228,9 @@ def stream_rows(lines: Iterable[str], name: object, reduce_over: int | None = No
     (ties: the region first in sort order, so the choice does not depend on the file's order);
     the others are enough for next-best alternatives and for the price sanity rules to have
     other regions to compare with. Memory past `reduce_over` rows: the kept rows and one
-    integer per row read (the duplicate check).
+    integer per row read (the duplicate check). Rows in `keep_regions` (the regions a job names:
+    its region filter, its data's region, its held or reserved instances; case-insensitive)
+    are always kept, so a reduction never drops what the job asked for.
 
     Raises:
         CatalogError: a bad header, row or duplicate offering (file, row and column named).
@@ -236,7 +240,9 @@ def stream_rows(lines: Iterable[str], name: object, reduce_over: int | None = No
     header = [h.strip() for h in first[1]] if first and first[1] else None
     check_header(name, header)
     header = header or []
+    pinned_regions = {r.lower() for r in keep_regions}
     kept: list[tuple[int, OfferingRow]] = []
+    pinned: list[tuple[int, OfferingRow]] = []
     groups: dict[tuple[object, ...], list[tuple[float, str, int, OfferingRow]]] | None = None
     seen: dict[int, int] = {}  # hash of (provider, instance, region, pricing) -> its line
     read = 0
@@ -260,15 +266,29 @@ def stream_rows(lines: Iterable[str], name: object, reduce_over: int | None = No
             if reduce_over is not None and len(kept) > reduce_over:
                 groups = {}
                 for at, old in kept:
-                    _keep(groups, at, old)
+                    _keep_or_pin(groups, pinned, pinned_regions, at, old)
                 kept = []
         else:
-            _keep(groups, line, row)
+            _keep_or_pin(groups, pinned, pinned_regions, line, row)
     if not read:
         raise CatalogError(f"{name}: row 2: no offerings in the file")
     if groups is not None:
-        kept = sorted((at, row) for group in groups.values() for _, _, at, row in group)
+        kept = sorted([(at, row) for group in groups.values() for _, _, at, row in group] + pinned)
     return StreamedTable(tuple(row for _, row in kept), read)
+
+
+def _keep_or_pin(
+    groups: dict[tuple[object, ...], list[tuple[float, str, int, OfferingRow]]],
+    pinned: list[tuple[int, OfferingRow]],
+    pinned_regions: set[str],
+    line: int,
+    row: OfferingRow,
+) -> None:
+    """A row of a region the job names is always kept; any other competes in its machine."""
+    if row.region.lower() in pinned_regions:
+        pinned.append((line, row))
+    else:
+        _keep(groups, line, row)
 
 
 def _keep(

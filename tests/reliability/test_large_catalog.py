@@ -46,6 +46,30 @@ def test_the_cheapest_regions_of_a_machine_are_kept_in_file_order() -> None:
     assert [r.region for r in table.rows] == ["r5", "r13", "r14", "r15", "r16", "r17", "r18", "r19"]
 
 
+def test_regions_a_job_names_are_kept_whatever_their_price() -> None:
+    # 20 regions at $20, $19, ..., $1: r0 and r1 (the dearest) are named by the job (e.g. its
+    # data's region, where egress is free); they are kept beside the 8 cheapest (r12..r19)
+    prices = [float(20 - k) for k in range(20)]
+    lines = _regions(prices).splitlines(keepends=True)
+    table = stream_rows(lines, "t.csv", reduce_over=10, keep_regions=("R0", "r1"))
+    assert table.reduced
+    assert [r.region for r in table.rows] == ["r0", "r1"] + [f"r{k}" for k in range(12, 20)]
+
+
+def test_a_job_region_survives_the_reduction_end_to_end(tmp_path: Path, monkeypatch) -> None:
+    """A reduced table (threshold lowered to 10 rows) still offers the region the job names."""
+    path = tmp_path / "prices.csv"
+    path.write_text(_regions([float(20 - k) for k in range(20)]), encoding="utf-8")
+    monkeypatch.setattr(catalog, "LARGE_TABLE_ROWS", 10)
+    catalog._rows_cached.cache_clear()
+    plain = catalog.load_catalog_rows(path)
+    named = catalog.load_catalog_rows(path, keep_regions=("r0",))
+    catalog._rows_cached.cache_clear()
+    assert "r0" not in {r.region for r in plain.rows}
+    assert "r0" in {r.region for r in named.rows} and len(named.rows) == KEEP_REGIONS + 1
+    assert "with every row of r0" in (named.age.note or "")
+
+
 def test_a_small_table_is_kept_whole() -> None:
     table = stream_rows([HEADER, *ROWS], "t.csv", reduce_over=len(ROWS))
     assert not table.reduced and len(table.rows) == table.read == len(ROWS)
@@ -93,3 +117,21 @@ def test_printing_a_long_name_takes_time_linear_in_its_length(ccopt, tmp_path) -
     assert run.code == 0, run.err[:300]
     assert time.perf_counter() - start < 15
     assert run.out.count("n") >= 200_000  # the name, wrapped to the console width
+
+
+def test_the_regions_a_job_names() -> None:
+    from optimizer.inputs.jobs.train import job_from_dict
+
+    job = job_from_dict(
+        {
+            "model": {"preset": "llama-2-7b"},
+            "workload": {"tokens": 1e9, "seq_len": 2048, "global_batch": 64},
+            "constraints": {
+                "regions": ["us-east-1"],
+                "reserved_held": [
+                    {"provider": "aws", "instance": "p4de.24xlarge", "region": "us-west-2", "count": 2}
+                ],
+            },
+        }
+    )
+    assert job.named_regions() == ("us-east-1", "us-west-2")

@@ -230,6 +230,14 @@ class BatchFile(StrictModel):
             seen.add(j.name)
         return self
 
+    def named_regions(self) -> tuple[str, ...]:
+        """The regions the batch names (every job's, its quotas' and reservations'): a reduced
+        large price table keeps every row of them."""
+        named = [r for j in self.job for r in j.named_regions()]
+        named += [q.region for q in self.capacity.quota if q.region]
+        named += [r.region for r in self.capacity.reservation if r.region]
+        return tuple(named)
+
 
 def _current_names(job: dict[str, Any]) -> dict[str, Any]:
     """A job table with the old field names of its sub-tables renamed (aliases.py)."""

@@ -312,6 +312,10 @@ class ServeJob(JobFile):
         description="`[constraints]`: latency targets, redundancy and what may be used",
     )
 
+    def named_regions(self) -> tuple[str, ...]:
+        """The regions this job names: a reduced large price table keeps every row of them."""
+        return tuple(self.constraints.regions or ())
+
 
 def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:
     """Validate a decoded serving job table.

@@ -395,6 +395,15 @@ class Job(JobFile):
         "workload's own choices (issue 14; not used by the planner yet)",
     )
 
+    def named_regions(self) -> tuple[str, ...]:
+        """The regions this job names (its region filter, its data's region, its held
+        reservations): a reduced large price table keeps every row of them."""
+        named = list(self.constraints.regions or ())
+        named += [h.region for h in self.constraints.reserved_held if h.region]
+        if self.data is not None and self.data.region:
+            named.append(self.data.region)
+        return tuple(named)
+
 
 _J = TypeVar("_J", bound=Job)
 

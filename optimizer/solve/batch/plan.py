@@ -55,7 +55,11 @@ def plan_batch(
         jobs = tuple(with_confidence(j, confidence) for j in batch_file.job)
         batch_file = batch_file.model_copy(update={"job": jobs})
     loaded = load_catalog_rows(
-        prices, offline=offline, overlay=batch_file.pricing, overlay_label=f"{batch_file.name} [pricing]"
+        prices,
+        offline=offline,
+        overlay=batch_file.pricing,
+        overlay_label=f"{batch_file.name} [pricing]",
+        keep_regions=batch_file.named_regions(),
     )
     problem = build_problem(batch_file, loaded.rows, base_dir, on_job=on_job)
     result = solve_batch(problem, config, on_progress=on_progress, started=started)

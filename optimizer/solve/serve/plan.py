@@ -205,7 +205,11 @@ def _load(
     if not job.constraints.cloud:
         return job, None, base_dir, None
     loaded = load_catalog_rows(
-        prices, offline=offline, overlay=job.pricing, overlay_label=f"{job.name} [pricing]"
+        prices,
+        offline=offline,
+        overlay=job.pricing,
+        overlay_label=f"{job.name} [pricing]",
+        keep_regions=job.named_regions(),
     )
     return job, loaded.rows, base_dir, loaded.age.as_dict()
 
