@@ -11,7 +11,7 @@ from optimizer.inputs.jobs.batch import BatchJob
 from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.pricing.offerings import flag_notes
 from optimizer.solve.batch.grid import TimeGrid, choose_time_grid
-from optimizer.solve.cpsat.scale import to_cents
+from optimizer.solve.cpsat.scale import to_cents, within_scale
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.figures import PlanFigures
 
@@ -222,6 +222,8 @@ class BatchProblem:
             rows = []
             for c in s.candidates:
                 if s.budget_usd is not None and c.cost_usd > s.budget_usd:
+                    continue
+                if not within_scale(c.cost_usd, c.hours):  # past the solver's integers: never chosen
                     continue
                 d = max(1, grid.up(c.hours))
                 if release + d <= horizon:

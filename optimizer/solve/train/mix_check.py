@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from optimizer.errors import SolverError
+from optimizer.solve.cpsat.scale import ScaleError
 from optimizer.model.memory import training_memory
 from optimizer.solve.train.mix import MixOutcome, MixPlan, mix_cost_usd, plan_mix
 from optimizer.solve.train.mix_data import type_step
@@ -79,7 +80,13 @@ def mix_outcome(prep: PreparedJob, single: Any, rows: Any = None, config: Any = 
     checked from scratch."""
     if not prep.job.constraints.mix:
         return None
-    out = plan_mix(prep, single, rows, config)
+    try:
+        out = plan_mix(prep, single, rows, config)
+    except ScaleError as exc:  # a mix past the solver's integers is no answer, not a failed plan
+        return MixOutcome(
+            single_cost_usd=None if single is None else single.cost_usd,
+            reasons=[f"mixes not searched: {exc}"],
+        )
     if out.plan is not None:
         check_mix(prep, out.plan)
     return out

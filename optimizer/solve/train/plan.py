@@ -11,7 +11,7 @@ from optimizer.errors import Status
 from optimizer.inputs.jobs.train import Job
 from optimizer.pricing.offerings import flag_notes
 from optimizer.pricing.schema import OfferingRow
-from optimizer.solve.cpsat.scale import to_cents, to_seconds
+from optimizer.solve.cpsat.scale import to_cents, to_seconds, within_scale
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.compare import BreakEven, job_verdict
 from optimizer.solve.train.confidence import at_confidence
@@ -75,12 +75,15 @@ def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob)
 
 def cheaper_than(plan: Candidate, cands: Sequence[Candidate], budget_usd: float | None) -> Candidate | None:
     """The cheapest candidate (within budget) that costs less than `plan` in the solver's
-    unit (whole cents), if any (ties: the faster, then fewer GPUs)."""
+    unit (whole cents), if any (ties: the faster, then fewer GPUs); rows past the solver's
+    scale (cpsat/scale.py) are never cheaper."""
     plan_cents = to_cents(plan.cost_usd)
     cheaper = [
         c
         for c in cands
-        if to_cents(c.cost_usd) < plan_cents and (budget_usd is None or c.cost_usd <= budget_usd)
+        if within_scale(c.cost_usd, c.hours)
+        and to_cents(c.cost_usd) < plan_cents
+        and (budget_usd is None or c.cost_usd <= budget_usd)
     ]
     return min(cheaper, key=lambda c: (c.cost_usd, c.hours, c.gpus, candidate_key(c)), default=None)
 
