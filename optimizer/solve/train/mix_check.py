@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from optimizer.errors import SolverError
-from optimizer.solve.cpsat.scale import ScaleError
 from optimizer.model.memory import training_memory
+from optimizer.solve.cpsat.scale import ScaleError
 from optimizer.solve.train.mix import MixOutcome, MixPlan, mix_cost_usd, plan_mix
 from optimizer.solve.train.mix_data import type_step
 from optimizer.solve.train.prepare import PreparedJob, headroom_of
