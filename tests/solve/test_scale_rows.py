@@ -42,3 +42,15 @@ def test_every_row_over_the_scale_is_a_scale_error(table) -> None:
     over = [replace(c, cost_usd=2 * MAX_SOLVER_USD + i) for i, c in enumerate(table[:3])]
     with pytest.raises(ScaleError, match="2\\^40 cents"):
         solve_table(over, None, None)
+
+
+def test_cheaper_if_later_skips_rows_past_the_scale(table) -> None:
+    """The 'cheaper if later' search never converts a row past the scale (it would raise
+    after the plan was solved): such a row is never cheaper."""
+    from optimizer.solve.train.plan import cheaper_than
+
+    plan = max(table, key=lambda c: c.cost_usd)
+    huge = replace(table[0], cost_usd=2 * MAX_SOLVER_USD)
+    cheap = min(table, key=lambda c: c.cost_usd)
+    assert cheaper_than(plan, [huge, cheap], None) is cheap
+    assert cheaper_than(plan, [huge], None) is None
