@@ -109,9 +109,14 @@ def download(
 
 
 def _check_redirects(url: str, response: Any) -> None:
-    """Refuse a redirect from https to plain http (the table would arrive unauthenticated)."""
-    if urlsplit(url).scheme.lower() == "https" and urlsplit(response.url).scheme.lower() != "https":
-        raise RefreshError(f"refused a redirect from https to {_short(Exception(response.url))}")
+    """Refuse a redirect from https to plain http at any hop (the table, or the request that
+    led to it, would travel unauthenticated; an https → http → https chain is refused too)."""
+    if urlsplit(url).scheme.lower() != "https":
+        return
+    hops = [r.url for r in getattr(response, "history", ())[1:]] + [response.url]
+    for hop in hops:
+        if urlsplit(hop).scheme.lower() != "https":
+            raise RefreshError(f"refused a redirect from https to {_short(Exception(hop))}")
 
 
 def _socket(response: Any) -> Any:

@@ -100,3 +100,23 @@ def test_a_redirect_from_https_to_http_is_refused() -> None:
     with pytest.raises(RefreshError, match="refused a redirect from https"):
         _check_redirects("https://prices.example/offerings.csv", Response())
     _check_redirects("http://prices.example/offerings.csv", Response())  # http to http: fine
+
+
+def test_an_http_hop_inside_a_redirect_chain_is_refused() -> None:
+    """https → http → https: the final URL is https, but the request crossed plain http."""
+    from optimizer.errors import RefreshError
+    from optimizer.pricing.download import _check_redirects
+
+    class Hop:
+        def __init__(self, url: str) -> None:
+            self.url = url
+
+    class Response:
+        url = "https://cdn.example/offerings.csv"
+        # requests: history[0] is the first request, each later one the URL redirected to
+        history = [Hop("https://prices.example/offerings.csv"), Hop("http://mirror.example/offerings.csv")]
+
+    with pytest.raises(RefreshError, match="http://mirror.example"):
+        _check_redirects("https://prices.example/offerings.csv", Response())
+    Response.history = [Hop("https://prices.example/offerings.csv"), Hop("https://mirror.example/o.csv")]
+    _check_redirects("https://prices.example/offerings.csv", Response())  # all https: fine
