@@ -93,21 +93,23 @@ def shrink(
 def band_for(gpu: GpuSpec, precision: str, stack: str, assumptions: Any) -> Band:
     """The band of a training step of `stack` in `precision` on `gpu` (module doc)."""
     gen = band_key(gpu.generation, precision)
-    return _shrunk_band(gen, band_key(gpu.generation, precision, stack), assumptions)
+    return _shrunk_band((gen, band_key(gpu.generation, precision, stack)), assumptions)
 
 
-def _shrunk_band(gen_key: str, cell_key: str, assumptions: Any) -> Band:
-    """The fitted band of `cell_key` shrunk toward that of `gen_key`, shrunk toward the prior
-    (module doc); its evidence is the most specific key the fit has."""
+def _shrunk_band(keys: tuple[str, ...], assumptions: Any) -> Band:
+    """The fitted band of the last of `keys` shrunk toward that of the one before, ..., the
+    first shrunk toward the prior (module doc); its evidence is the most specific key the fit
+    has (none: "prior")."""
     low, high = assumptions.band_prior
     fit = fitted_constants(assumptions)
     stats = fit.bands if fit is not None else {}
     k, c = assumptions.band_prior_cases, assumptions.band_cases_per_source
-    gen = shrink(stats.get(gen_key), (low, 1.0, high), k, c)
-    cell = shrink(stats.get(cell_key), gen, k, c)
-    basis = cell_key if cell_key in stats else gen_key if gen_key in stats else "prior"
+    band: tuple[float, float, float] = (low, 1.0, high)
+    for key in keys:
+        band = shrink(stats.get(key), band, k, c)
+    basis = next((key for key in reversed(keys) if key in stats), "prior")
     cases, sources = stats[basis][3:5] if basis in stats else (0, 0)
-    return Band(*cell, cases=cases, sources=sources, basis=basis)
+    return Band(*band, cases=cases, sources=sources, basis=basis)
 
 
 def serve_band_key(generation: str, stack: str | None = None) -> str:
@@ -119,7 +121,7 @@ def serve_band_for(gpu: GpuSpec, stack: str, assumptions: Any) -> Band:
     """The band of a serving replica's times (TTFT, TPOT, 1 / throughput) of `stack` on `gpu`:
     the same shrinkage as training (module doc) over the serving residuals of the generation and
     generation × serving stack."""
-    return _shrunk_band(serve_band_key(gpu.generation), serve_band_key(gpu.generation, stack), assumptions)
+    return _shrunk_band((serve_band_key(gpu.generation), serve_band_key(gpu.generation, stack)), assumptions)
 
 
 #: the key of the band of calibrated predictions: held-out runs predicted after one measured
@@ -131,14 +133,7 @@ def calibrated_band(assumptions: Any) -> Band:
     """The band of a step on a GPU type the user calibrated (`ccopt calibrate`): the residuals
     of calibrated cross-validated predictions, shrunk once toward the prior like any
     generation × precision band (module doc: w = n/(n + K), n = min(cases, C × sources))."""
-    low, high = assumptions.band_prior
-    fit = fitted_constants(assumptions)
-    data = (fit.bands if fit is not None else {}).get(CALIBRATED_KEY)
-    k, c = assumptions.band_prior_cases, assumptions.band_cases_per_source
-    band = shrink(data, (low, 1.0, high), k, c)
-    if data is None:
-        return Band(*band, cases=0, sources=0, basis="prior")
-    return Band(*band, cases=data[3], sources=data[4], basis=CALIBRATED_KEY)
+    return _shrunk_band((CALIBRATED_KEY,), assumptions)
 
 
 def step_band(
