@@ -15,6 +15,7 @@ from conftest import EXAMPLES
 from typer.testing import CliRunner
 
 from optimizer import api
+from optimizer.api import report as report_api
 from optimizer.cli import app
 from optimizer.report.html import ReportInputs, render_html
 
@@ -42,7 +43,11 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str]]
             done = runner.invoke(app, ["report", str(example), "-o", str(html), "--offline"])
             assert done.exception is None or isinstance(done.exception, SystemExit), done.output
             pages[name] = (done.exit_code, html.read_text(encoding="utf-8"))
+            paths[name] = html
     return pages
+
+
+paths: dict[str, Path] = {}  # the report files `made` wrote
 
 
 def _section(text: str, section_id: str) -> str:
@@ -208,3 +213,43 @@ def test_compare_reports_the_cheaper_mix_as_plan_does() -> None:
     quota = CliRunner().invoke(app, ["compare", str(QUOTA), "--offline"], env={"COLUMNS": "200"})
     assert quota.exit_code == 1
     assert "only a mixed cluster meets the job" in " ".join(quota.output.split())
+
+
+def test_saved_compare_result_report_shows_the_only_mix(tmp_path: Path) -> None:
+    """A saved `compare --json` of the quota job renders with the mix as its headline."""
+    saved = tmp_path / "compare.json"
+    saved.write_text(json.dumps(api.compare(QUOTA, offline=True)), encoding="utf-8")
+    text = report_api.report_html(saved, made_by="test").html
+    assert _text(re.search(r'<h1 id="headline">(.*?)</h1>', text, flags=re.S).group(1)).startswith(  # type: ignore[union-attr]
+        "Only a mixed cluster meets"
+    )
+
+
+@pytest.mark.parametrize("name", ["held", "quota"])
+def test_mix_section_renders_in_chromium(made: dict[str, tuple[int, str]], browser: Any, name: str) -> None:
+    """The page opened in headless Chromium with the network cut off: no errors, no request
+    leaves the file, the mix table visible with one row per instance type and pricing."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    outside: list[str] = []
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith("file://"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(paths[name].as_uri(), wait_until="load")
+        assert page.locator("#mix table").first.is_visible()
+        assert page.locator("#mix table").first.locator("tbody tr").count() == 2
+        box = page.locator("#mix").bounding_box()
+        assert box is not None and box["height"] > 100
+        assert errors == [] and outside == []
+    finally:
+        context.close()
