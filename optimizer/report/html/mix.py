@@ -101,7 +101,7 @@ def mix_section(m: dict[str, Any] | None) -> Section | None:
             lead = (
                 f"A mixed cluster ({mix_words(p)}) costs {money(p['cost_usd'])}, "
                 f"{money(m['saving_usd'])} less than the single-type plan's {money(m['single_cost_usd'])}, "
-                "in the same deadline and budget."
+                "under the same constraints."
             )
         section = Section("mix", "Mixed cluster", lead=lead, facts=_facts(m, p), tables=[_rows_table(p)])
         section.highlight = True
@@ -126,7 +126,7 @@ def mix_headline(job: dict[str, Any], m: dict[str, Any]) -> list[Fragment]:
     p = m["plan"]
     return [
         Fragment(f"Only a mixed cluster meets {job.get('name') or job.get('model') or 'this job'}: "),
-        Fragment(mix_words(p), "mix.plan.rows", p["gpus"]),
+        Fragment(mix_words(p), "mix.plan.gpus", p["gpus"]),
         Fragment(f" ({p['fabric']}) — finishes in "),
         Fragment(f"{p['days']:.2f}", "mix.plan.days", p["days"]),
         Fragment(" days for "),
