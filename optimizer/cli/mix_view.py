@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from optimizer.cli.common import money
 
-__all__ = ["print_mix", "mix_lines", "mix_pointer"]
+__all__ = ["print_mix", "mix_lines", "mix_pointer", "compare_mix_line"]
 
 
 def mix_lines(m: dict[str, Any] | None) -> list[str]:
@@ -62,3 +62,23 @@ def mix_pointer(m: dict[str, Any] | None) -> str | None:
 def print_mix(c: Console, m: dict[str, Any] | None) -> None:
     for line in mix_lines(m):
         c.print(f"  {escape(line)}")
+
+
+def compare_mix_line(m: dict[str, Any] | None) -> str | None:
+    """`ccopt compare`'s one line for a mix cheaper than every single-type plan (or the only
+    plan): its cost, rows and saving; None otherwise (the plan's own output explains why not)."""
+    p = (m or {}).get("plan")
+    if m is None or p is None:
+        return None
+    rows = " + ".join(
+        f"{r['instances']}× {r['instance']} {r['pricing']}{' held' if r['held'] else ''}" for r in p["rows"]
+    )
+    what = (
+        "only a mixed cluster meets the job"
+        if m["status"] == "only_plan"
+        else f"a mixed cluster beats the best single-type plan ({money(m['single_cost_usd'])}) "
+        f"by {money(m['saving_usd'])}"
+    )
+    return (
+        f"{what}: {money(p['cost_usd'])} in {p['days']:.2f} days, {rows} ({p['fabric']}; ccopt plan shows it)"
+    )

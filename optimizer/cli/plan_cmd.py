@@ -41,7 +41,7 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
-from optimizer.cli.mix_view import mix_pointer, print_mix
+from optimizer.cli.mix_view import compare_mix_line, mix_pointer, print_mix
 from optimizer.cli.plot import check_plot_path, plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 from optimizer.cli.startup import loaded
@@ -316,7 +316,10 @@ def compare(
 
 def render_compare(data: dict[str, Any]) -> None:
     """The per-GPU and per-provider tables, cloud vs owned, and the break-even table (rich)."""
+    mixed = compare_mix_line(data.get("mix"))
     if header_or_infeasible(data) is None:
+        if mixed:
+            console().print(f"  {escape(mixed)}")
         return
     c = console()
     for title, key in (("Best plan per GPU type", "per_gpu"), ("Best plan per provider", "per_provider")):
@@ -353,6 +356,8 @@ def render_compare(data: dict[str, Any]) -> None:
             f"owned/bought: {money(local['cost_usd'])} in {local['days']:.2f} days "
             f"({local['gpus']}× {local['gpu']}, capital {money(local['capital_usd'])})"
         )
+    if mixed:
+        c.print(escape(mixed))
     print_verdict(c, data.get("rent_or_buy"))
     print_break_even(c, data)
     print_by_utilisation(c, data.get("rent_or_buy"))

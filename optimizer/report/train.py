@@ -200,9 +200,7 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         out["job"] = job_block(result.prepared, result.job_figures)
     if result.rent_or_buy is not None:
         out["rent_or_buy"] = verdict_dict(result.rent_or_buy)
-    mix = mix_dict(result.mix)
-    if mix is not None:
-        out["mix"] = mix
+    out.update(_mix_block(result.mix))
     return emit(PlanOutput, out)
 
 
@@ -271,5 +269,12 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
             "break_even_per_gpu": {gpu: break_even_dict(x) for gpu, x in result.break_even_per_gpu.items()},
             "rent_or_buy": None if be is None else verdict_dict(be),
             "rejected": rejected_list(result.rejected),
+            **_mix_block(result.mix),
         },
     )
+
+
+def _mix_block(mix: Any) -> dict[str, Any]:
+    """{"mix": block} for a job with something to mix (mix_dict), else {} (no key added)."""
+    block = mix_dict(mix)
+    return {} if block is None else {"mix": block}

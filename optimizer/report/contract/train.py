@@ -401,3 +401,8 @@ class CompareOutput(Contract):
     per_provider_explanation: dict[str, str] = Field(
         default_factory=dict, description="providers with options but no plan: why"
     )
+    mix: MixOut | None = Field(
+        default=None,
+        description="the mixed cluster against the best single-type plan (as `ccopt plan --json`'s "
+        "`mix`); absent when the job has nothing to mix",
+    )

@@ -108,6 +108,7 @@ def _plan_view_of_compare(compare: dict[str, Any]) -> dict[str, Any]:
         "rejected": compare.get("rejected", []),
         "notes": [],
         "solver": {},
+        **({"mix": compare["mix"]} if compare.get("mix") else {}),  # the mixed cluster (issue 32)
     }
 
 

@@ -58,6 +58,7 @@ class Section:
     tables: list[Table] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    highlight: bool = False  # drawn as a callout (a mixed cluster that beats the plan)
 
 
 @dataclass

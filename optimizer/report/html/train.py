@@ -15,6 +15,7 @@ from optimizer.report.html.figures import (
     step_figure,
 )
 from optimizer.report.html.inputs import ReportInputs
+from optimizer.report.html.mix import mix_compare_row, mix_headline, mix_section
 from optimizer.report.html.page import (
     Chart,
     Fragment,
@@ -403,8 +404,14 @@ def _rent_buy_section(compare: dict[str, Any] | None, result: dict[str, Any]) ->
                 compare["per_gpu"].items(), key=lambda kv: kv[1]["cost_usd"] if kv[1] else 1e30
             )
         )
+        mixed = mix_compare_row(compare)
         section.tables.append(
-            Table("Best plan per GPU type", ("GPU", "plan", "days", "cost"), per_gpu_rows, numeric=(2, 3))
+            Table(
+                "Best plan per GPU type",
+                ("GPU", "plan", "days", "cost"),
+                per_gpu_rows if mixed is None else (mixed, *per_gpu_rows),
+                numeric=(2, 3),
+            )
         )
     return section
 
@@ -444,25 +451,44 @@ def train_page(inputs: ReportInputs) -> Page:
     p = result.get("plan")
     job = result.get("job") or {}
     title = f"ccopt plan — {job.get('name') or job.get('model') or 'training job'}"
+    mix = result.get("mix")
+    mixed = mix_section(mix)  # issue 32: shown first when it beats the plan or is the only plan
+    shown = [mixed] if mixed is not None and mixed.highlight else []
     if p is None:
         headline = [
             Fragment("No plan: "),
             Fragment((result.get("explanation") or {}).get("text") or "no plan meets the constraints"),
         ]
+        why = infeasible_section(result)
+        if shown and mix is not None:  # no single-type plan, but a mix meets the job
+            headline, why.title = mix_headline(job, mix), "Why no single-type plan meets the job"
         sections = [
             Section("inputs", "The job", facts=_job_facts(result, None)),
-            infeasible_section(result),
+            *shown,
+            why,
+            *([mixed] if mixed is not None and not shown else []),
             _assumptions(result, None),
         ]
         return Page(title, "train", result["status"], headline, "", sections, inputs.made_by)
     sections = [
         Section("inputs", "The job and the plan", facts=_job_facts(result, p)),
+        *shown,
         _cost_section(result, p),
         _memory_step_section(p),
     ]
     pareto = _pareto_section(result, p, inputs.deadline_sweep)
     if pareto:
         sections.append(pareto)
-    sections += [_rent_buy_section(inputs.compare, result), _assumptions(result, p)]
+    sections += [_rent_buy_section(inputs.compare, result)]
+    if mixed is not None and not shown:
+        sections.append(mixed)
+    sections.append(_assumptions(result, p))
+    headline = _headline(job, p)
+    if shown and mix is not None:
+        headline.append(Fragment(f" A mixed cluster costs {money(mix['saving_usd'])} less: "))
+        headline.append(
+            Fragment(money(mix["plan"]["cost_usd"]), "mix.plan.cost_usd", mix["plan"]["cost_usd"])
+        )
+        headline.append(Fragment("."))
     subtitle = f"{result['status']} · {job.get('model', '')}"
-    return Page(title, "train", result["status"], _headline(job, p), subtitle, sections, inputs.made_by)
+    return Page(title, "train", result["status"], headline, subtitle, sections, inputs.made_by)

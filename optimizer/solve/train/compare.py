@@ -13,6 +13,8 @@ from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
+from optimizer.solve.train.mix import MixOutcome
+from optimizer.solve.train.mix_check import mix_outcome
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.plan_figures import job_figures, with_figures
 from optimizer.solve.train.prepare import PreparedJob, prepare_job
@@ -62,6 +64,8 @@ class CompareResult:
     diagnosis: Diagnosis | None = None  # no plan at all: the single-job planner's explanation
     prepared: PreparedJob | None = None  # the job with its model and candidate table
     job_figures: JobFigures | None = None  # the job as planned (plan_figures.job_figures)
+    #: the job's mixed cluster against the best single-type plan: plan_job's mix_outcome
+    mix: MixOutcome | None = None
 
 
 class _Solves:
@@ -221,6 +225,13 @@ def compare_job(
         core = solves.best(cands, d, b)[1] if cands else []
         diagnosis = explain_infeasible(prep, core)
 
+    # the best single-type plan of the whole table (the cheaper of cloud and owned/bought, as
+    # plan_job's): the mix is planned against its cost by the same mix_outcome as `ccopt plan`
+    single = min(
+        (c for c in (best_cloud, best_local) if c is not None), key=lambda c: c.cost_usd, default=None
+    )
+    mix = mix_outcome(prep, single, rows)
+
     def shown(c: Candidate | None) -> Candidate | None:  # a plan with its figures attached
         return None if c is None else with_figures(c, prep.job)
 
@@ -239,4 +250,5 @@ def compare_job(
         diagnosis,
         prep,
         job_figures(prep),
+        mix,
     )
