@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import at_point_prediction
 
 from optimizer import api
 from optimizer.inputs.jobs.serve import load_serve_job
 from optimizer.inputs.jobs.train import load_job
+from tests.cli.point_band import at_point_prediction
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import at_point_prediction
 from typer.testing import CliRunner
 
 from optimizer import api
@@ -16,6 +15,7 @@ from optimizer.cli import app
 from optimizer.inputs.jobs.batch import load_batch
 from optimizer.inputs.jobs.serve import load_serve_job
 from optimizer.inputs.jobs.train import Job, load_job
+from tests.cli.point_band import at_point_prediction
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

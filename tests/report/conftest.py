@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,7 @@ from typer.testing import CliRunner
 
 from optimizer import api
 from optimizer.cli import app
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
+from tests.report.report_support import EXAMPLES, Report
 
 #: report kind -> (example, the charts its page must show)
 CASES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -31,14 +28,6 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "batch": ("batch_12_finetunes.toml", ("chart-gantt", "chart-usage")),
     "serve": ("serve_mistral7b_chatbot.toml", ("chart-mix", "chart-memory", "chart-load", "chart-latency")),
 }
-
-
-@dataclass(frozen=True)
-class Report:
-    kind: str
-    html: Path
-    result: dict[str, Any]  # the JSON contract, computed apart from the report
-    charts: tuple[str, ...]
 
 
 def _independent_result(kind: str, example: Path) -> dict[str, Any]:

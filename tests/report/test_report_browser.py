@@ -8,9 +8,9 @@ import re
 from typing import Any
 
 import pytest
-from conftest import Report
 
 from optimizer.api import report as report_api
+from tests.report.report_support import Report
 
 KINDS = ("plan", "rent-vs-buy", "batch", "serve")
 

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT
 from typer.testing import CliRunner
 
 from optimizer import api
 from optimizer.cli import app, report_cmd
 from optimizer.inputs.toml_file import read_toml
 from optimizer.report.html import detect_command, inputs_from_saved, render_html
+from tests.report.report_support import EXAMPLES, ROOT
 
 runner = CliRunner()
 

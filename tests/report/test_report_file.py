@@ -8,10 +8,10 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from conftest import Report
 from plotly.offline import get_plotlyjs_version
 
 from optimizer.report.html.render import PLOTLY_BASIC_VERSION, plotly_js
+from tests.report.report_support import Report
 
 _OUTSIDE = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
 _URL_ATTRS = {"src", "href", "data", "poster", "action", "srcset", "xlink:href"}

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES
 from typer.testing import CliRunner
 
 from optimizer import api
 from optimizer.api import report as report_api
 from optimizer.cli import app
 from optimizer.report.html import ReportInputs, render_html
+from tests.report.report_support import EXAMPLES
 
 HELD = EXAMPLES / "mix_held_reserved.toml"
 QUOTA = EXAMPLES / "mix_h100_a100_quota.toml"
