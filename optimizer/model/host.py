@@ -64,6 +64,8 @@ def offloaded_gib_per_gpu(
     the rank's ZeRO-3 shard; activation offloading (torchtune OffloadActivations) keeps the
     checkpointed inputs of all but `offload_resident_layers` layers on the host.
     """
+    if not (setup.offload_optimizer or setup.offload_params or setup.offload_activations):
+        return 0.0  # nothing offloaded (asked for every layout the planner times)
     a = assumptions or PerfAssumptions()
     dp, zero = layout.dp * layout.cp, layout.zero_stage
     w_b, g_b, o_b = _state_bytes(model, setup, a)

@@ -55,10 +55,28 @@ def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
 
     Layers are split evenly over pp stages (ceil); the first stage holds the embedding, the last
     the LM head and final norm; with pp = 1 one GPU holds all (Narayanan et al. 2021, §2.2).
+    Cached per (pp, tp) of the last model asked about (frozen): ~9,000 calls per plan.
     """
-    layers_per_stage = math.ceil(model.layers / layout.pp)
+    global _held
+    seen = _held
+    if seen is None or seen[0] is not model:
+        seen = _held = (model, {})
+    key = (layout.pp, layout.tp)
+    found = seen[1].get(key)
+    if found is None:
+        found = seen[1][key] = _params_per_gpu(model, layout.pp, layout.tp)
+    return found
+
+
+#: (model, {(pp, tp): parameters per GPU}) of the last model asked about (one tuple, replaced
+#: atomically)
+_held: tuple[ModelSpec, dict[tuple[int, int], float]] | None = None
+
+
+def _params_per_gpu(model: ModelSpec, pp: int, tp: int) -> float:
+    layers_per_stage = math.ceil(model.layers / pp)
     layer_part = layers_per_stage * model.layer_params()
-    if layout.pp == 1:
+    if pp == 1:
         stage = (
             layer_part
             + model.embedding_params()
@@ -69,7 +87,7 @@ def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
     else:
         head = model.head_params() or model.vocab * model.hidden  # tied: last stage keeps a copy
         stage = layer_part + max(model.embedding_params(), head + model.norm_params())
-    return stage / layout.tp
+    return stage / tp
 
 
 def lora_params(model: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:

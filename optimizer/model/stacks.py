@@ -285,14 +285,21 @@ _seen_knobs: dict[tuple[int, int], tuple[Any, Any, Knobs]] = {}
 
 def knobs(setup: Any, assumptions: Any) -> Knobs:
     """Knobs of a TrainingSetup (or ServeSetup) under PerfAssumptions (cached)."""
-    seen = _seen_knobs.get((id(setup), id(assumptions)))
-    if seen is not None and seen[0] is setup and seen[1] is assumptions:
-        return seen[2]
-    found = _knobs_of(setup, assumptions)
-    if len(_seen_knobs) >= 64:
-        _seen_knobs.clear()
-    _seen_knobs[(id(setup), id(assumptions))] = (setup, assumptions, found)
-    return found
+    global _last_knobs
+    seen = _last_knobs  # the pair asked about last: most calls in a row are about one pair
+    if seen is None or seen[0] is not setup or seen[1] is not assumptions:
+        seen = _seen_knobs.get((id(setup), id(assumptions)))
+        if seen is None or seen[0] is not setup or seen[1] is not assumptions:
+            seen = (setup, assumptions, _knobs_of(setup, assumptions))
+            if len(_seen_knobs) >= 64:
+                _seen_knobs.clear()
+            _seen_knobs[(id(setup), id(assumptions))] = seen
+        _last_knobs = seen
+    return seen[2]
+
+
+#: the (setup, assumptions, Knobs) entry of the last call (one tuple, replaced atomically)
+_last_knobs: tuple[Any, Any, Knobs] | None = None
 
 
 def _knobs_of(setup: Any, assumptions: Any) -> Knobs:

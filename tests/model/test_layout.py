@@ -3,8 +3,10 @@ and every such layout over the degree lists (exhaustive against a brute-force fi
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,11 +16,13 @@ from optimizer.model.layout import (
     BatchRule,
     Split,
     parallel_problems,
+    planned_layout,
     split_sizes,
     splits,
     tensor_degrees,
     training_layouts,
 )
+from optimizer.model.setup import Layout
 from optimizer.model.spec import ModelSpec
 from optimizer.solve.serve.options import tp_degrees
 from optimizer.solve.train.search_space import instance_counts
@@ -136,3 +140,15 @@ def test_model_spec_and_instance_counts_use_the_rulebook():
     spec = ModelSpec(name="l", layers=32, hidden=4096, heads=32, ffn=11008, vocab=32000)
     assert 3 in instance_counts(1, 4, 8, BatchRule(12), spec)
     assert split_sizes(spec, 8) == (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def test_planned_layout_is_the_dataclass_built_normally():
+    """The generators' fast constructor sets every field of Layout, so its layouts compare,
+    hash and print as Layout(...) does and stay frozen (a field added to Layout fails here)."""
+    fast = planned_layout(8, 2, 4, 1, 2, 16, 2)
+    slow = Layout(dp=8, tp=2, pp=4, zero_stage=1, micro_batch=2, grad_accum=16, vp=2)
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert set(vars(fast)) == {f.name for f in dataclasses.fields(Layout)}
+    assert (fast.checkpointing, fast.cp, fast.gpus, fast.global_batch) == ("none", 1, 64, 256)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.tp = 1  # type: ignore[misc]
