@@ -10,29 +10,14 @@ from typing import Any
 import pytest
 
 from optimizer.api import report as report_api
-from tests.report.report_support import Report
+from tests.report.report_support import Report, open_offline
 
 KINDS = ("plan", "rent-vs-buy", "batch", "serve")
 
 
 def _open(browser: Any, report: Report) -> tuple[Any, Any, list[str], list[str]]:
     """(context, page, console errors, outside requests attempted) with the report loaded."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    outside: list[str] = []
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith("file://"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(report.html.as_uri(), wait_until="load")
+    context, page, errors, outside = open_offline(browser, report.html)
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
     return context, page, errors, outside
 

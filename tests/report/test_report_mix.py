@@ -17,7 +17,7 @@ from optimizer import api
 from optimizer.api import report as report_api
 from optimizer.cli import app
 from optimizer.report.html import ReportInputs, render_html
-from tests.report.report_support import EXAMPLES
+from tests.report.report_support import EXAMPLES, open_offline
 
 HELD = EXAMPLES / "mix_held_reserved.toml"
 QUOTA = EXAMPLES / "mix_h100_a100_quota.toml"
@@ -229,23 +229,8 @@ def test_saved_compare_result_report_shows_the_only_mix(tmp_path: Path) -> None:
 def test_mix_section_renders_in_chromium(made: dict[str, tuple[int, str]], browser: Any, name: str) -> None:
     """The page opened in headless Chromium with the network cut off: no errors, no request
     leaves the file, the mix table visible with one row per instance type and pricing."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    outside: list[str] = []
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith("file://"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors, outside = open_offline(browser, paths[name])
     try:
-        page.goto(paths[name].as_uri(), wait_until="load")
         assert page.locator("#mix table").first.is_visible()
         assert page.locator("#mix table").first.locator("tbody tr").count() == 2
         box = page.locator("#mix").bounding_box()

@@ -35,6 +35,21 @@ def _job(constraints, tokens=20e9, global_batch=512):
     )
 
 
+def _quota_job(deadline_hours, p4de_cap=4, **constraints):
+    """The quota case: 100e9 tokens, at most 2 p5 and `p4de_cap` p4de obtainable in aws."""
+    return _job(
+        {
+            "deadline_hours": deadline_hours,
+            "availability": [
+                {"provider": "aws", "instance": P5, "max_instances": 2},
+                {"provider": "aws", "instance": P4DE, "max_instances": p4de_cap},
+            ],
+            **constraints,
+        },
+        tokens=100e9,
+    )
+
+
 def test_two_held_reserved_plus_six_on_demand_beats_eight_on_demand(rows):
     """8 p4de forced (min = max = 8 instances); 2 reserved_1y already held and billed per hour
     used: the mix runs the same layout for the same hours H, so it saves exactly
@@ -85,16 +100,7 @@ def test_quota_capped_h100_a100_mix_meets_a_deadline_neither_type_meets(rows):
     """16 H100 (2 × p5, availability) and 32 A100 (4 × p4de): each alone needs more than the
     150 h deadline; one data-parallel job over both finishes in time."""
     cat = _rows(rows, P4DE, P5)
-    job = _job(
-        {
-            "deadline_hours": 150,
-            "availability": [
-                {"provider": "aws", "instance": P5, "max_instances": 2},
-                {"provider": "aws", "instance": P4DE, "max_instances": 4},
-            ],
-        },
-        tokens=100e9,
-    )
+    job = _quota_job(150)
     res = plan_job(job, cat, alternatives=0)
     assert res.status == Status.INFEASIBLE
     # each type alone, at every count its cap allows, is slower than the deadline
@@ -205,16 +211,7 @@ def test_a_cap_above_the_search_limit_is_searched_to_the_cap(rows):
     deadline: 16 p4de + any p5 is too slow, so a mix that meets it needs more than 16 p4de —
     the search must go to the user's cap, not stop at the limit."""
     cat = _rows(rows, P4DE, P5)
-    job = _job(
-        {
-            "deadline_hours": 61,
-            "availability": [
-                {"provider": "aws", "instance": P5, "max_instances": 2},
-                {"provider": "aws", "instance": P4DE, "max_instances": 20},
-            ],
-        },
-        tokens=100e9,
-    )
+    job = _quota_job(61, p4de_cap=20)
     res = plan_job(job, cat, alternatives=0)
     mix = res.mix
     assert mix is not None and mix.plan is not None and mix.plan.hours <= 61
@@ -227,17 +224,7 @@ def test_with_no_single_type_plan_every_mix_is_searched_and_min_instances_holds(
     """min_instances 6 with at most 2 p5 and 4 p4de: no single type can have 6 instances, so
     there is no plan to undercut; the mix must still be searched and must use ≥ 6 instances."""
     cat = _rows(rows, P4DE, P5)
-    job = _job(
-        {
-            "deadline_hours": 150,
-            "min_instances": 6,
-            "availability": [
-                {"provider": "aws", "instance": P5, "max_instances": 2},
-                {"provider": "aws", "instance": P4DE, "max_instances": 4},
-            ],
-        },
-        tokens=100e9,
-    )
+    job = _quota_job(150, min_instances=6)
     res = plan_job(job, cat, alternatives=0)
     assert res.status == Status.INFEASIBLE
     mix = res.mix
