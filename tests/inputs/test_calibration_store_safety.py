@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -47,21 +48,28 @@ add_point(record)
 """
 
 
-def test_16_parallel_calibrate_processes_keep_all_16_runs(tmp_path) -> None:
-    store, go = tmp_path / "calibration.json", tmp_path / "go"
+def _race(tmp_path: Path, script: str, count: int) -> list[tuple[int, str]]:
+    """Start `count` writer processes running `script` (argv: the go file, its number 1..count),
+    wait until each says "ready", then let them all go at once; (exit code, stderr) of each."""
+    go = tmp_path / "go"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(go), str(n)],
+            [sys.executable, "-c", script, str(go), str(n)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=os.environ.copy(),
         )
-        for n in range(1, 17)
+        for n in range(1, count + 1)
     ]
-    assert [p.stdout.readline().strip() if p.stdout else "" for p in procs] == ["ready"] * 16
-    go.touch()  # all 16 read-modify-write the store at once
-    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
+    assert [p.stdout.readline().strip() if p.stdout else "" for p in procs] == ["ready"] * count
+    go.touch()
+    return [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
+
+
+def test_16_parallel_calibrate_processes_keep_all_16_runs(tmp_path) -> None:
+    store = tmp_path / "calibration.json"
+    results = _race(tmp_path, WRITER, 16)  # all 16 read-modify-write the store at once
     assert [rc for rc, _ in results] == [0] * 16, results
     points = load_points(store)
     assert len(points) == 16 and len({p["id"] for p in points}) == 16
@@ -186,20 +194,8 @@ else:
 
 
 def test_parallel_run_and_peak_writers_keep_all_of_both(tmp_path) -> None:
-    store, go = tmp_path / "calibration.json", tmp_path / "go"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", MIXED_WRITER, str(go), str(n)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=os.environ.copy(),
-        )
-        for n in range(1, 9)
-    ]
-    assert [p.stdout.readline().strip() if p.stdout else "" for p in procs] == ["ready"] * 8
-    go.touch()
-    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
+    store = tmp_path / "calibration.json"
+    results = _race(tmp_path, MIXED_WRITER, 8)
     assert [rc for rc, _ in results] == [0] * 8, results
     assert len(load_points(store)) == 4
     peaks = calibration_store.load_memory_points(store)
