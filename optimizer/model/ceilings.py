@@ -20,6 +20,7 @@ from typing import Any
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import band_key
 from optimizer.model.hardware import GpuSpec
+from optimizer.model.memo import remember_last
 
 __all__ = ["MfuCeiling", "mfu_ceiling", "MIN_CEILING_RUNS"]
 
@@ -43,21 +44,11 @@ class MfuCeiling:
 
 def mfu_ceiling(gpu: GpuSpec, precision: str, assumptions: Any) -> MfuCeiling:
     """The MFU no prediction of `precision` training on `gpu` may exceed (module doc)."""
-    global _last_ceiling
-    last = _last_ceiling  # asked once per step time: ~3,000 times per plan with the same three
-    if last is not None and last[0] is gpu and last[1] is assumptions and last[2] == precision:
-        return last[3]
-    found = _mfu_ceiling(gpu, precision, assumptions)
-    _last_ceiling = (gpu, assumptions, precision, found)
-    return found
+    return _mfu_ceiling(gpu, assumptions, precision)
 
 
-#: (gpu, assumptions, precision, ceiling) of the last call (both frozen; one tuple, replaced
-#: atomically)
-_last_ceiling: tuple[GpuSpec, Any, str, MfuCeiling] | None = None
-
-
-def _mfu_ceiling(gpu: GpuSpec, precision: str, assumptions: Any) -> MfuCeiling:
+@remember_last(2)  # asked once per step time: ~3,000 times per plan with the same three
+def _mfu_ceiling(gpu: GpuSpec, assumptions: Any, precision: str) -> MfuCeiling:
     fit = fitted_constants(assumptions)
     found = fit.ceilings.get(band_key(gpu.generation, precision)) if fit is not None else None
     if found is not None and found[1] >= MIN_CEILING_RUNS:

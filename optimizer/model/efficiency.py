@@ -23,6 +23,7 @@ from optimizer.model.fitted import (
     train_multiplier,
 )
 from optimizer.model.hardware import GpuSpec
+from optimizer.model.memo import remember_last
 
 __all__ = [
     "default_efficiency",
@@ -94,19 +95,10 @@ def size_factor(tokens_per_microbatch: float, hidden: float, half: float = HIDDE
 
 def hidden_half(assumptions: Any) -> float:
     """The size curve's half-efficiency hidden size: the guess × the fitted shape term."""
-    global _last_half
-    last = _last_half  # asked once per micro-batch timing: ~4,000 times per plan, same assumptions
-    if last is not None and last[0] is assumptions:
-        return last[1]
-    found = _hidden_half(assumptions)
-    _last_half = (assumptions, found)
-    return found
+    return _hidden_half(assumptions)
 
 
-#: (assumptions, hidden_half) of the last call (frozen assumptions; one tuple, replaced atomically)
-_last_half: tuple[Any, float] | None = None
-
-
+@remember_last(1)  # asked once per micro-batch timing: ~4,000 times per plan, same assumptions
 def _hidden_half(assumptions: Any) -> float:
     fit = fitted_constants(assumptions)  # also under an explicit efficiency: the curve's shape
     if fit is None:  # is part of the model, the efficiency its level (ccopt calibrate)
@@ -132,21 +124,11 @@ def base_efficiency(
     multiplier of GPU generation × precision × stack (data/fitted.toml).
     fp8 GEMMs use `assumptions.fp8_gemm_factor` × the bf16 value.
     """
-    global _last_base
-    last = _last_base  # the planner asks ~7,000 times per plan for the same GPU and assumptions
-    if last is not None and last[0] is gpu and last[1] is assumptions and last[2] == (precision, stack):
-        return last[3]
-    found = _base_efficiency(gpu, precision, assumptions, stack)
-    _last_base = (gpu, assumptions, (precision, stack), found)
-    return found
+    return _base_efficiency(gpu, assumptions, precision, stack)
 
 
-#: (gpu, assumptions, (precision, stack), result) of the last base_efficiency call (both frozen;
-#: one tuple: read and replaced atomically)
-_last_base: tuple[GpuSpec, Any, tuple[str, str], tuple[float, bool]] | None = None
-
-
-def _base_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stack: str) -> tuple[float, bool]:
+@remember_last(2)  # the planner asks ~7,000 times per plan for the same GPU and assumptions
+def _base_efficiency(gpu: GpuSpec, assumptions: Any, precision: str, stack: str) -> tuple[float, bool]:
     if assumptions.efficiency is not None:
         return assumptions.efficiency, False
     curve = calibrated_curve(gpu, precision, assumptions, stack)

@@ -24,6 +24,7 @@ from importlib import resources
 from typing import Any
 
 from optimizer.model.hardware import GpuSpec
+from optimizer.model.memo import remember_last
 from optimizer.user_cache import parsed_toml
 
 __all__ = [
@@ -127,24 +128,10 @@ def memory_features(stack: str, method: str, checkpointing: str) -> list[str]:
     return [f"stack:{stack}"]
 
 
+@remember_last(1)  # asked for every layout the planner sizes, ~4,000 times per plan
 def memory_multiplier(fit: FittedConstants, stack: str, method: str, checkpointing: str) -> float:
-    """exp(sum of fitted log terms) multiplying the activation bytes (cached per `fit`: asked
-    for every layout the planner sizes, ~4,000 times per plan, of a few stacks)."""
-    global _multipliers
-    seen = _multipliers
-    if seen is None or seen[0] is not fit:
-        seen = _multipliers = (fit, {})
-    key = (stack, method, checkpointing)
-    found = seen[1].get(key)
-    if found is None:
-        terms = memory_features(stack, method, checkpointing)
-        found = seen[1][key] = math.exp(sum(fit.memory.get(f, 0.0) for f in terms))
-    return found
-
-
-#: (fit, {(stack, method, checkpointing): multiplier}) of the last FittedConstants asked about
-#: (frozen; one tuple, replaced atomically)
-_multipliers: tuple[FittedConstants, dict[tuple[str, str, str], float]] | None = None
+    """exp(sum of fitted log terms) multiplying the activation bytes."""
+    return math.exp(sum(fit.memory.get(f, 0.0) for f in memory_features(stack, method, checkpointing)))
 
 
 def band_key(generation: str, precision: str, stack: str | None = None) -> str:

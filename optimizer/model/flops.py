@@ -9,11 +9,10 @@ paper), and 2·V·h for the LM head. Training = forward + backward (2× forward)
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from functools import lru_cache
 
 from optimizer.model.activations import op_sac_recomputed_params
+from optimizer.model.memo import remember_last
 from optimizer.model.memory import lora_params
 from optimizer.model.profile import is_profile
 from optimizer.model.profile_time import model_gflop_per_sample, training_gflop_per_sample
@@ -29,27 +28,6 @@ __all__ = [
 ]
 
 
-def _by_identity(counted: Callable[..., float]) -> Callable[..., float]:
-    """`counted` (an lru_cache'd count of (model, setup, *rest)) answering first from the
-    counts of the last (model, setup) objects it was asked about: hashing a ModelSpec and a
-    TrainingSetup for the lru key costs more than the count's lookup (both are frozen; the
-    planner asks ~10,000 times per plan about the same two). One tuple, replaced atomically."""
-    last: list[tuple[object, object, dict[tuple, float]]] = []
-
-    @functools.wraps(counted)
-    def count(model: ModelSpec, setup: TrainingSetup, *rest: str) -> float:
-        seen = last[0] if last else None
-        if seen is None or seen[0] is not model or seen[1] is not setup:
-            seen = (model, setup, {})
-            last[:] = [seen]
-        found = seen[2].get(rest)
-        if found is None:
-            found = seen[2][rest] = counted(model, setup, *rest)
-        return found
-
-    return count
-
-
 def attention_flops_per_token_layer(model: ModelSpec, seq_len: int) -> float:
     """Q·Kᵀ and softmax·V for one token in one layer: 2·2·s·(a·d) (Narayanan 2021 §5.1)."""
     return 4.0 * seq_len * model.q_dim
@@ -63,7 +41,7 @@ def forward_flops_per_token(model: ModelSpec, seq_len: int) -> tuple[float, floa
     return layers, attention, head
 
 
-@_by_identity
+@remember_last(2)  # hashing the two for the lru key costs more than the count
 @lru_cache(maxsize=256)
 def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
     """Model FLOPs per trained token (no recompute): the numerator of MFU (Chowdhery et al. 2022).
@@ -80,7 +58,7 @@ def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
     return 3.0 * (layers + attention + head)
 
 
-@_by_identity
+@remember_last(2)  # hashing the two for the lru key costs more than the count
 @lru_cache(maxsize=256)
 def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointing: str) -> float:
     """Hardware FLOPs per token including recompute (the numerator of HFU).

@@ -14,6 +14,7 @@ from dataclasses import replace
 from optimizer.model.activations import extra_bytes_per_token, op_sac_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
+from optimizer.model.memo import remember_last
 from optimizer.model.memory_breakdown import MemoryBreakdown
 from optimizer.model.profile import is_profile
 from optimizer.model.profile_memory import profile_training_memory
@@ -55,24 +56,11 @@ def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
 
     Layers are split evenly over pp stages (ceil); the first stage holds the embedding, the last
     the LM head and final norm; with pp = 1 one GPU holds all (Narayanan et al. 2021, §2.2).
-    Cached per (pp, tp) of the last model asked about (frozen): ~9,000 calls per plan.
     """
-    global _held
-    seen = _held
-    if seen is None or seen[0] is not model:
-        seen = _held = (model, {})
-    key = (layout.pp, layout.tp)
-    found = seen[1].get(key)
-    if found is None:
-        found = seen[1][key] = _params_per_gpu(model, layout.pp, layout.tp)
-    return found
+    return _params_per_gpu(model, layout.pp, layout.tp)
 
 
-#: (model, {(pp, tp): parameters per GPU}) of the last model asked about (one tuple, replaced
-#: atomically)
-_held: tuple[ModelSpec, dict[tuple[int, int], float]] | None = None
-
-
+@remember_last(1)  # ~9,000 calls per plan about one model
 def _params_per_gpu(model: ModelSpec, pp: int, tp: int) -> float:
     layers_per_stage = math.ceil(model.layers / pp)
     layer_part = layers_per_stage * model.layer_params()
