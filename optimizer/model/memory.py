@@ -334,6 +334,10 @@ def training_memory(
     if setup.method == "qlora":
         overhead += dequantized_weight_bytes(model, k.stack) / layout.tp
     allocated = weights + gradients + optimizer + acts + overhead
+    # buffers allocated once at start-up are outside the cache's growth (stacks.toml
+    # static_state_buffers: Megatron-Core param_and_grad_buffer.py); ZeRO-3 gathers churn
+    static = k.stack.static_state_buffers and layout.zero_stage < 3 and not setup.is_adapter
+    churned = allocated - (weights + gradients if static else 0.0)
     return MemoryBreakdown(
         weights / GIB,
         gradients / GIB,
@@ -341,7 +345,7 @@ def training_memory(
         acts / GIB,
         0.0,
         overhead / GIB,
-        cache=k.allocator_cache * allocated / GIB,
+        cache=k.allocator_cache * churned / GIB,
         context=k.context_gib,
         managed=managed / GIB,
         activation_factor=factor,

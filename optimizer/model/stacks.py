@@ -84,6 +84,9 @@ class StackProfile:
     #: bytes per logit at the loss when the loss is compiled
     compile_logits_bytes_per_value: float = 4.0
     allocator_cache: float = 0.08
+    #: weights and gradients live in buffers allocated once at start-up (Megatron-Core
+    #: param_and_grad_buffer): the allocator cache grows around the other allocations only
+    static_state_buffers: bool = False
     context_gib: float = 0.6
     checkpointing: str = "none"
     #: what "selective" recomputation means in the stack: "attention" (Korthikanti et al.

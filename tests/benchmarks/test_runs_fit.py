@@ -10,33 +10,21 @@ import pytest
 from benchmarks.runs_fit import build_cases, card_gib, check_all
 from optimizer.model.memory import training_memory
 
-#: rows the model still calls does_not_fit, each with the best hypothesis of what it misses;
-#: the list may only shrink (a row leaving it fails test_known_exceptions_still_fail)
-KNOWN_NOT_FITTING = {
-    # 0.5% over (80.4 GiB on an 80 GB card): the Megatron-Core allocator cache (5% of
-    # allocated) and context (1 GiB) are guesses, with no Megatron-Core memory row to fit
-    # them; NeMo 24.07's launcher config (nemotron_340b.yaml) sets no recompute and no offload
-    "nemo2407-nemotron-340b-h100-fp8-128gpu": "0.5% over: guessed cache/context",
-}
-
-
 @pytest.fixture(scope="module")
 def checks():
     return check_all()
 
 
 def test_every_measured_run_fits_its_card(checks) -> None:
-    not_fitting = {c.case.row.case_id: c for c in checks if not c.fits}
-    unexpected = sorted(set(not_fitting) - set(KNOWN_NOT_FITTING))
+    not_fitting = [c for c in checks if not c.fits]
     print(f"rows checked: {len(checks)}; predicted not to fit: {len(not_fitting)}")
-    for case_id in unexpected:
-        c = not_fitting[case_id]
-        print(f"  {case_id}: predicted {c.predicted_gib:.1f} GiB > card {c.card_gib:.1f}")
-    assert not unexpected
-    # 1,144 rows checked, 1 predicted not to fit (13 before issue 26's mechanisms: fms-fsdp
+    for c in not_fitting:
+        print(f"  {c.case.row.case_id}: predicted {c.predicted_gib:.1f} GiB > card {c.card_gib:.1f}")
+    # 0 of 1,144 (464 on the model before issue 26; 13, then 1, as its mechanisms landed: fms-fsdp
     # block-level selective checkpointing, Megatron-Core activation offloading, the fit per
-    # stack, NeMo 1.x distributed Adam's 16-bit master remainders)
-    assert len(not_fitting) <= len(KNOWN_NOT_FITTING) == 1
+    # stack, NeMo 1.x distributed Adam's 16-bit master remainders, Megatron-Core's static
+    # parameter and gradient buffers outside the allocator cache)
+    assert not not_fitting
     # the whole mapped validation set is checked (1,144 rows at this commit): training,
     # serving, throughput and memory rows
     assert len(checks) == len(build_cases()[0]) >= 1144
@@ -48,10 +36,25 @@ def test_every_measured_run_fits_its_card(checks) -> None:
     }
 
 
-def test_known_exceptions_still_fail(checks) -> None:
-    # a row that now fits leaves KNOWN_NOT_FITTING (the list only shrinks)
-    failing = {c.case.row.case_id for c in checks if not c.fits}
-    assert set(KNOWN_NOT_FITTING) <= failing
+def test_nemotron_340b_fits_once_static_buffers_leave_the_cache(checks) -> None:
+    """Nemotron-4 340B on 128 H100 (NeMo 24.07, fp8, TP 8 × PP 8 × VP 12, dp 2). The first
+    stage holds 12 of 96 layers and the word embedding, split over TP 8: a layer has
+    h·(h + 2·8·192) + h·h attention and 2·h·4h squared-ReLU MLP weights (h = 18,432), the
+    embedding 256,000·h: 12·3.454e9/8 + 4.719e9/8 = 5.771e9 parameters per GPU. Megatron-Core
+    keeps their 2 B weights and 2 B bf16 gradients in buffers allocated once
+    (param_and_grad_buffer.py), so the 5% allocator cache no longer grows on 4 B × 5.771e9 =
+    21.5 GiB: 1.07 GiB less, which takes the run under its 80 GB card."""
+    by_id = {c.case.row.case_id: c for c in checks}
+    run = by_id["nemo2407-nemotron-340b-h100-fp8-128gpu"]
+    h = 18432
+    layer = h * (h + 2 * 8 * 192) + h * h + 2 * h * 4 * h
+    p_gpu = (12 * layer + 256000 * h) / 8
+    assert p_gpu == pytest.approx(5.771e9, rel=1e-3)
+    mem = training_memory(run.case.spec, *run.case.train[:2])
+    assert mem.weights + mem.gradients == pytest.approx(4 * p_gpu / 2**30, rel=0.01)
+    churning = mem.total - 4 * p_gpu / 2**30
+    assert mem.cache == pytest.approx(0.05 * churning, rel=0.01)
+    assert run.fits and mem.device + 0.05 * 4 * p_gpu / 2**30 > run.card_gib
 
 
 def test_nemo_sft_with_dp_1_fits_by_its_optimizer_remainders(checks) -> None:
