@@ -10,6 +10,7 @@ import pytest
 from benchmarks.runs_fit import build_cases, card_gib, check_all
 from optimizer.model.memory import training_memory
 
+
 @pytest.fixture(scope="module")
 def checks():
     return check_all()

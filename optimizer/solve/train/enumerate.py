@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from optimizer.model.bands import band_for, step_band
+from optimizer.model.bands import Band, band_for, step_band
 from optimizer.model.flops import model_flops_per_token
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory import MemoryBreakdown
+from optimizer.model.profile import is_profile
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
@@ -160,6 +161,68 @@ def too_slow_for_deadline(
     )
 
 
+@dataclass
+class CostCeiling:
+    """Only the cheapest row that is late (past `deadline_h`; any row without one) and within
+    `budget_usd`, if it costs less than `usd`, is asked for: offerings are searched cheapest
+    floor first, and once such a row is found its cost is the new ceiling."""
+
+    usd: float
+    deadline_h: float | None = None
+    budget_usd: float | None = None
+
+    def lower(self, cost_usd: float, hours: float) -> None:
+        late = self.deadline_h is None or hours > self.deadline_h
+        if late and (self.budget_usd is None or cost_usd <= self.budget_usd):
+            self.usd = min(self.usd, cost_usd)
+
+
+def cost_floor_usd(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    tokens: float,
+    off: Offering,
+    instances: int,
+    assumptions: PerfAssumptions,
+    time_factor: float,
+) -> float:
+    """Dollars no count ≥ `instances` of `off` can undercut: its hours are at least the time
+    lower bound (time_lower_bound_h × `time_factor`, the smallest band multiplier a row can
+    get), which scales as 1 / count, so the running cost (rate × count × hours) is the same at
+    every count, the capital charge (count × max(fixed, hourly × hours)) and a reserved term
+    grow with the count, and the data charge is at least its zero-hour transfer."""
+    gpus = instances * off.gpus_per_instance
+    hours = time_lower_bound_h(model, setup, tokens, off.gpu, gpus, assumptions) * time_factor
+    cost = cost_usd(off, instances, hours)
+    return cost.running_usd + cost.capital_usd + off.data.usd(0.0)
+
+
+def _time_factor(band: Band, confidence: float | None) -> float:
+    """The smallest multiplier a row's hours get from its GPU's band: a count is pruned for the
+    deadline only if even its median-or-faster time misses it (the P50 plan shown beside a
+    confident one comes from the same table)."""
+    return min(band.p50, band.multiplier(confidence or 0.5), 1.0)
+
+
+def _floor_of(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    tokens: float,
+    off: Offering,
+    instances: int,
+    a: PerfAssumptions,
+    confidence: float | None,
+) -> float | None:
+    """cost_floor_usd of an offering, or None where no floor is claimed: a per-sample profile
+    or a calibrated GPU type has a band of its own, which the GPU's band does not bound."""
+    if is_profile(model) or compute_efficiency(off.gpu, setup.precision, a, setup.stack)[1]:
+        return None
+    if not off.gpu.supports(setup.precision):
+        return None
+    band = band_for(off.gpu, setup.precision, setup.stack, a)
+    return cost_floor_usd(model, setup, tokens, off, instances, a, _time_factor(band, confidence))
+
+
 def enumerate_candidates(
     model: ModelSpec,
     setup: TrainingSetup,
@@ -182,6 +245,7 @@ def enumerate_candidates(
     host: HostRule = NO_HOST_RULE,
     memo: EnumerationMemo | None = None,
     confidence: float | None = None,
+    ceiling: CostCeiling | None = None,
 ) -> CandidateTable:
     """Build the candidate table for one job over `offerings`.
 
@@ -196,6 +260,9 @@ def enumerate_candidates(
     same arguments except `prune_hours` and `slack_stop`; the table is the same without it.
     With `confidence` q, every row's hours and cost are those at the q quantile of its step-time
     band (optimizer/model/bands.py): the deadline and the budget are met at that confidence.
+    With `ceiling` (CostCeiling), offerings are searched in the order of their cost floor
+    (cost_floor_usd) and skipped once the floor is above the ceiling: the table then holds the
+    cheapest qualifying row (the deadline-binding check asks only for it), not every row.
     """
     a = assumptions or PerfAssumptions()
     memo = EnumerationMemo() if memo is None else memo
@@ -205,7 +272,19 @@ def enumerate_candidates(
     # key is (gpu, intra-node bandwidth, GPUs per instance, inter-node Gb/s, instances, host RAM
     # GiB, vCPUs): the host figures are in it since the RAM and data-loader checks read them
     perf_cache: dict[tuple[str, float, int, float, int, float | None, float | None], BestLayout | None] = {}
-    for position, off in enumerate(offerings):
+    order = list(enumerate(offerings))
+    floors: dict[int, float] = {}
+    if ceiling is not None:
+        floors = {
+            position: floor
+            for position, off in order
+            if (floor := _floor_of(model, setup, tokens_lower_bound, off, min_instances, a, confidence))
+            is not None
+        }
+        order.sort(key=lambda item: floors.get(item[0], 0.0))
+    for position, off in order:
+        if ceiling is not None and floors.get(position, 0.0) > ceiling.usd:
+            continue
         gpu = off.gpu
         if not gpu.supports(setup.precision):
             table.rejected[class_label(off)] = f"{gpu.gpu_id} has no {setup.precision} tensor cores"
@@ -219,6 +298,8 @@ def enumerate_candidates(
         def ram_need(layout: Layout, step: StepTime, off: Offering = off) -> float:
             return host_need_gib(model, setup, layout, off, step, host, a)[0]
 
+        gpu_band = band_for(gpu, setup.precision, setup.stack, a)
+        time_factor = _time_factor(gpu_band, confidence)
         gpn = off.gpus_per_instance
         cap_gpus = max_gpus or MAX_GPUS_DEFAULT  # the user's max_gpus may search further
         high = min(cap_gpus // gpn, off.max_instances or 10**9, max_instances or 10**9)
@@ -232,14 +313,9 @@ def enumerate_candidates(
         previous_time, stalls, least_gpu_hours = float("inf"), 0, float("inf")
         previous_n = 0
         met_deadline = prune_hours is None
-        gpu_band = band_for(gpu, setup.precision, setup.stack, a)
         # a count is pruned only if even its median-or-faster time misses the deadline (the
         # P50 plan shown beside a confident one comes from this table too)
-        prune_at = (
-            None
-            if prune_hours is None
-            else prune_hours / min(gpu_band.p50, gpu_band.multiplier(confidence or 0.5), 1.0)
-        )
+        prune_at = None if prune_hours is None else prune_hours / time_factor
         for n in instance_counts(min_instances, high, gpn, batch, model, get_stack(setup.stack)):
             # one instance never uses the inter-node network: share its result across NICs
             key = (
@@ -348,6 +424,8 @@ def enumerate_candidates(
                 )
             )
             found = True
+            if ceiling is not None:
+                ceiling.lower(cost.total_usd, hours)
         if not found and class_label(off) not in table.rejected:
             smallest = smallest_here
             if least_ram and off.ram_gib is not None and min(least_ram) > off.ram_gib:

@@ -92,10 +92,13 @@ def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:
     """The cheapest plan that only the deadline rules out, or None when there is no deadline
     or the plan is the cheapest at any speed. The candidate table skips instance counts that
     cannot meet the deadline; when it skipped any, the deadline-free table is searched too
-    (built once from the pruned enumeration's layouts and step times, PreparedJob.deadline_free)."""
+    (from the pruned enumeration's layouts and step times, over the offerings whose cost floor
+    is below the plan's: PreparedJob.deadline_free_below)."""
     if prep.deadline_h is None:
         return None
-    tables = [prep.table] + ([prep.deadline_free()] if prep.table.pruned_by_deadline else [])
+    # the rows cheaper than the plan are all that is asked (a cent of margin for the rounding)
+    below = plan.cost_usd + 0.01
+    tables = [prep.table] + ([prep.deadline_free_below(below)] if prep.table.pruned_by_deadline else [])
     late = [c for t in tables for c in t.candidates if c.hours > prep.deadline_h]
     return cheaper_than(plan, late, prep.budget_usd)
 

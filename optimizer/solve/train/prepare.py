@@ -21,6 +21,7 @@ from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import (
     BatchRule,
     CandidateTable,
+    CostCeiling,
     EnumerationMemo,
     Headroom,
     class_label,
@@ -64,6 +65,26 @@ class PreparedJob:
             ).table
             self._memos = None  # built: the memo is not needed again
         return self._deadline_free
+
+    def deadline_free_below(self, cost_usd: float) -> CandidateTable:
+        """A deadline-free table holding the cheapest late candidate within the budget if it
+        costs less than `cost_usd`: `deadline_free` when it is built, else an enumeration that
+        searches the offerings cheapest cost floor first and skips those whose floor is above
+        the cheapest such row found (enumerate.CostCeiling), reusing `table`'s layouts and step
+        times. Not kept: the infeasibility diagnosis and the mix need the whole table."""
+        if self.deadline_h is None:
+            return self.table
+        if self._deadline_free is not None:
+            return self._deadline_free
+        return prepare_from_offerings(
+            self.job,
+            self.model,
+            self.offerings,
+            self.assumptions,
+            prune=False,
+            memos=self._memos,
+            ceiling=CostCeiling(cost_usd, self.deadline_h, self.budget_usd),
+        ).table
 
 
 def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
@@ -118,11 +139,13 @@ def prepare_from_offerings(
     prune: bool = True,
     slack_stop: bool = False,
     memos: dict[int, EnumerationMemo] | None = None,
+    ceiling: CostCeiling | None = None,
 ) -> PreparedJob:
     """Enumerate candidates; with `prune`, instance counts that cannot meet the deadline are
     skipped (the explanation of an infeasible job re-enumerates without pruning). `memos` (per
     search variant, filled here when empty) lets a later call on the same job, model and
-    offerings reuse this one's evaluations; the result keeps them for `deadline_free`."""
+    offerings reuse this one's evaluations; the result keeps them for `deadline_free`.
+    `ceiling`: only the cheapest row under it is needed (enumerate_candidates)."""
     job = fit_job_to_model(job, model)
     w, c = job.workload, job.constraints
     start = time.perf_counter()
@@ -158,6 +181,7 @@ def prepare_from_offerings(
                 host=host,
                 memo=None if memos is None else memos.setdefault(position, EnumerationMemo()),
                 confidence=c.confidence,
+                ceiling=ceiling,
             )
         )
     table = merge_tables(tables)
