@@ -16,9 +16,9 @@ __all__ = ["FitList", "MemoryEntry", "LayoutRow", "fitting_layouts"]
 
 FitList = list[tuple[Layout, MemoryBreakdown]]
 MemoryEntry = tuple[float, MemoryBreakdown, Layout]  # (device GiB, breakdown, the layout it is of)
-#: a layout, its pp and grad_accum, (tp, zero, dp), its memory-cache key per checkpointing level
-#: and the cache entry of each level once read (fitting_layouts)
-LayoutRow = tuple[Layout, int, int, tuple[int, int, int], tuple[tuple, ...], list[MemoryEntry | None]]
+#: a layout, its pp and grad_accum, (tp, zero, dp), its memory-cache key without the
+#: checkpointing level and the cache entry of each level once read (fitting_layouts)
+LayoutRow = tuple[Layout, int, int, tuple[int, int, int], tuple[int, ...], list[MemoryEntry | None]]
 
 
 def fitting_layouts(
@@ -58,11 +58,11 @@ def fitting_layouts(
         rows = _layout_rows(model, setup, gpus, gpus_per_node, batch, zero_stages, ordered, virtual_stages)
         if layout_rows is not None:
             layout_rows[rows_key] = rows
-    for base, pp, ga, tp_zero_dp, keys, slots in rows:
+    for base, pp, ga, tp_zero_dp, shape, slots in rows:
         for level in range(levels):
             cached = slots[level]
             if cached is None:
-                key = keys[level]
+                key = (shape, ordered[level])
                 cached = memory_cache.get(key)
                 if cached is None:
                     ckpt = ordered[level]
@@ -100,9 +100,10 @@ def _layout_rows(
     ordered: tuple[str, ...],
     virtual_stages: int,
 ) -> list[LayoutRow]:
-    """The layouts of `gpus` GPUs the stack can run, each with what fitting_layouts reads per
-    checkpointing level: its memory-cache key (tp, pp, dp, zero, checkpointing, micro-batch,
-    micro-batches in flight = min(pp, grad_accum), v) and a slot for the cache entry."""
+    """The layouts of `gpus` GPUs the stack can run, each with what fitting_layouts reads: its
+    shape (tp, pp, dp, zero, micro-batch, micro-batches in flight = min(pp, grad_accum), v),
+    which with a checkpointing level is the memory-cache key, and a slot per level for the
+    cache entry."""
     stack = get_stack(setup.stack)  # only the layouts the software stack can run
     levels = len(ordered)
     rows: list[LayoutRow] = []
@@ -119,9 +120,8 @@ def _layout_rows(
             base.grad_accum,
         )
         in_flight = pp if pp <= ga else ga  # min(pp, grad_accum)
-        # a list comprehension: tuple() of a generator costs ~2x on this path (~40,000 rows)
-        keys = tuple([(tp, pp, dp, zero, ckpt, mb, in_flight, virtual_stages) for ckpt in ordered])
-        append((base, pp, ga, (tp, zero, dp), keys, [None] * levels))
+        # one shape per row, the per-level keys built only when read (~40,000 rows here)
+        append((base, pp, ga, (tp, zero, dp), (tp, pp, dp, zero, mb, in_flight, virtual_stages), [None] * levels))
     return rows
 
 
