@@ -405,14 +405,22 @@ def main(argv: list[str] | None = None) -> int:
         body.append([f"scalar w = {w:g}", *both(scalar(w))])
     first_w = max(GRID, key=lambda w: score(groups, scalar(w), False).share)
     every_w = max(GRID, key=lambda w: score(groups, scalar(w), True).share)
-    body.append([f"best global w (first {first_w:g}, every {every_w:g})", *_cells(
-        score(groups, scalar(first_w), False), score(groups, scalar(every_w), True))])  # fmt: skip
+    body.append(
+        [
+            f"best global w (first {first_w:g}, every {every_w:g})",
+            *_cells(score(groups, scalar(first_w), False), score(groups, scalar(every_w), True)),
+        ]
+    )
     body.append(["best w per group", *_cells(per_group_best(groups, False), per_group_best(groups, True))])
     pairs = [(a, b) for a in GRID[::2] for b in GRID[::2]]
     fa = max(pairs, key=lambda ab: score(groups, two_class(*ab), False).share)
     ea = max(pairs, key=lambda ab: score(groups, two_class(*ab), True).share)
-    body.append([f"best two-class w (same model {fa[0]:g}/{ea[0]:g}, other {fa[1]:g}/{ea[1]:g})", *_cells(
-        score(groups, two_class(*fa), False), score(groups, two_class(*ea), True))])  # fmt: skip
+    body.append(
+        [
+            f"best two-class w (same model {fa[0]:g}/{ea[0]:g}, other {fa[1]:g}/{ea[1]:g})",
+            *_cells(score(groups, two_class(*fa), False), score(groups, two_class(*ea), True)),
+        ]
+    )
     lines += _table(HEAD, body, args.markdown)
 
     lines += ["", f"{h}Transfer kernels, nested (variances without the held-out source)\n"]
