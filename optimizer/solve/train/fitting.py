@@ -121,7 +121,8 @@ def _layout_rows(
         )
         in_flight = pp if pp <= ga else ga  # min(pp, grad_accum)
         # one shape per row, the per-level keys built only when read (~40,000 rows here)
-        append((base, pp, ga, (tp, zero, dp), (tp, pp, dp, zero, mb, in_flight, virtual_stages), [None] * levels))
+        shape = (tp, pp, dp, zero, mb, in_flight, virtual_stages)
+        append((base, pp, ga, (tp, zero, dp), shape, [None] * levels))
     return rows
 
 
