@@ -27,6 +27,19 @@ def _fresh(prep: PreparedJob) -> CandidateTable:
     return prepare_from_offerings(prep.job, prep.model, prep.offerings, prep.assumptions, prune=False).table
 
 
+def _count_best_layout_searches(monkeypatch) -> list[int]:
+    """A list that grows by one per fastest-layout search of one (offering, instance count)."""
+    calls: list[int] = []
+    best_layout = enumeration._best_layout
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return best_layout(*args, **kwargs)
+
+    monkeypatch.setattr(enumeration, "_best_layout", counted)
+    return calls
+
+
 @pytest.mark.parametrize(
     ("name", "pareto"),
     [
@@ -49,14 +62,7 @@ def test_deadline_free_table_equals_a_fresh_enumeration(name: str, pareto: bool,
 
 def test_the_deadline_free_table_evaluates_only_what_the_pruned_one_did_not(rows, monkeypatch) -> None:
     """Counted by the fastest-layout search of one (offering, instance count)."""
-    calls: list[int] = []
-    best_layout = enumeration._best_layout
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return best_layout(*args, **kwargs)
-
-    monkeypatch.setattr(enumeration, "_best_layout", counted)
+    calls = _count_best_layout_searches(monkeypatch)
     prep = _prepared("llama7b_10days", rows)
     assert prep.table.pruned_by_deadline
     pruned = len(calls)
@@ -152,15 +158,8 @@ def test_the_cost_floor_bounds_every_row_and_is_the_same_at_every_count(rows) ->
 
 
 def test_the_bounded_search_evaluates_fewer_offerings(rows, monkeypatch) -> None:
-    calls: list[int] = []
-    best_layout = enumeration._best_layout
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return best_layout(*args, **kwargs)
-
     plan = plan_job(_prepared("llama7b_10days", rows).job, rows).plan
-    monkeypatch.setattr(enumeration, "_best_layout", counted)
+    calls = _count_best_layout_searches(monkeypatch)
     prep = _prepared("llama7b_10days", rows)
     start = len(calls)
     prep.deadline_free_below(plan.cost_usd + 0.01)
