@@ -15,9 +15,19 @@ called in-process (tests) never pauses it.
 from __future__ import annotations
 
 import gc
-from typing import TypeVar
+import importlib
+import os
+import sys
+import types
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
-__all__ = ["adopt_pause", "resume", "loaded"]
+__all__ = ["adopt_pause", "resume", "loaded", "skip_plugin_discovery"]
+
+#: pydantic's plugin loader (pydantic/plugin/_loader.py) and the values of
+#: PYDANTIC_DISABLE_PLUGINS with which its get_plugins returns no plugin at all
+PLUGIN_LOADER = "pydantic.plugin._loader"
+PLUGINS_OFF = ("__all__", "1", "true")
 
 T = TypeVar("T")
 _paused = [False]
@@ -28,12 +38,23 @@ def adopt_pause() -> None:
     _paused[0] = not gc.isenabled()
 
 
+#: allocations (less deallocations) between two young-generation collections while a command
+#: runs, instead of CPython's 700: the enumeration builds ~10^5 short-lived tuples and layouts
+#: whose collections walk the survivors (the growing caches) and free nothing; at 10,000 the
+#: collections of `ccopt plan` on the 7B example cost ~1% of its CPU time instead of ~10%
+#: (measured: 0.148 vs 0.165 s of process time, median of 9, with the collector off: 0.149)
+YOUNG_GENERATION_THRESHOLD = 10_000
+
+
 def resume() -> None:
-    """Freeze what start-up built and turn the collector back on (only if the entry point
-    paused it: a collector someone else turned off stays off)."""
+    """Freeze what start-up built and turn the collector back on, collecting the young
+    generation less often (YOUNG_GENERATION_THRESHOLD), only if the entry point paused it: a
+    collector someone else turned off stays off."""
     if _paused[0]:
         _paused[0] = False
         gc.freeze()
+        _, older, oldest = gc.get_threshold()
+        gc.set_threshold(YOUNG_GENERATION_THRESHOLD, older, oldest)
         gc.enable()
 
 
@@ -42,3 +63,30 @@ def loaded(value: T) -> T:
     resumed (`resume`)."""
     resume()
     return value
+
+
+def skip_plugin_discovery() -> None:
+    """Let pydantic build its first validator without importing importlib.metadata when
+    plugins are off (PYDANTIC_DISABLE_PLUGINS, set by the entry point).
+
+    pydantic's plugin loader imports importlib.metadata (and with it email, zipfile, csv: ~10 ms
+    of `ccopt plan`, measured with -X importtime) at the top of its module, before its
+    get_plugins reads the variable and returns no plugin. A stand-in module whose get_plugins
+    returns the same empty answer while the variable says off, and otherwise hands over to
+    the real loader (imported then), is registered under the loader's name; pydantic's only
+    import of it is `from ._loader import get_plugins` (plugin/_schema_validator.py). Nothing
+    is done when the loader is already imported.
+    """
+    if PLUGIN_LOADER in sys.modules:
+        return
+    stand_in = types.ModuleType(PLUGIN_LOADER, "get_plugins without importlib.metadata while plugins are off")
+    stand_in.get_plugins = _get_plugins  # type: ignore[attr-defined]
+    sys.modules[PLUGIN_LOADER] = stand_in
+
+
+def _get_plugins() -> Iterable[Any]:
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in PLUGINS_OFF:
+        return ()
+    if getattr(sys.modules.get(PLUGIN_LOADER), "get_plugins", None) is _get_plugins:
+        del sys.modules[PLUGIN_LOADER]  # plugins are on after all: the real loader from now on
+    return importlib.import_module(PLUGIN_LOADER).get_plugins()

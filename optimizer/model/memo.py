@@ -22,13 +22,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def remember_last(n: int) -> Callable[[F], F]:
-    """Decorator (module doc): the first `n` (1 or 2) positional arguments compared by identity,
-    the others the key of the remembered answers. Pure functions of frozen inputs only."""
-    if n not in (1, 2):
-        raise ValueError("remember_last takes 1 or 2 identity arguments")
+    """Decorator (module doc): the first `n` (1, 2 or 3) positional arguments compared by
+    identity, the others the key of the remembered answers. Pure functions of frozen inputs only."""
+    if n not in (1, 2, 3):
+        raise ValueError("remember_last takes 1, 2 or 3 identity arguments")
 
     def wrap(fn: F) -> F:
         last: list[tuple[Any, Any, dict[tuple[Any, ...], Any]]] = [(None, None, {})]
+        held: list[tuple[Any, ...]] = [()]  # n = 3: the identity arguments, their answers last
 
         if n == 1:
 
@@ -41,6 +42,24 @@ def remember_last(n: int) -> Callable[[F], F]:
                 found = seen[2].get(rest, _MISSING)
                 if found is _MISSING:
                     found = seen[2][rest] = fn(*args)
+                return found
+
+        elif n == 3:
+
+            @functools.wraps(fn)
+            def call(*args: Any) -> Any:
+                seen = held[0]
+                if (
+                    len(seen) != 4
+                    or seen[0] is not args[0]
+                    or seen[1] is not args[1]
+                    or seen[2] is not args[2]
+                ):
+                    seen = held[0] = (args[0], args[1], args[2], {})
+                rest = args[3:]
+                found = seen[3].get(rest, _MISSING)
+                if found is _MISSING:
+                    found = seen[3][rest] = fn(*args)
                 return found
 
         else:

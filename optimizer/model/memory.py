@@ -226,9 +226,63 @@ def training_memory(
     """
     if is_profile(model):
         return profile_training_memory(model, setup, layout, assumptions)
-    a = assumptions or PerfAssumptions()
+    a = assumptions or _DEFAULT_ASSUMPTIONS
     k = knobs(setup, a)
-    dp, zero = layout.dp * layout.cp, layout.zero_stage  # ZeRO shards over dp × cp (Megatron CP)
+    # the states depend on the layout's sharding, the activations on its micro-batch shape:
+    # each is remembered per model, setup and assumptions (a plan asks ~3,000 layouts sharing
+    # ~600 activation shapes and ~300 shardings)
+    weights, gradients, optimizer = _state_bytes(
+        model, setup, a, layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage
+    )
+    acts, factor = _activation_bytes(
+        model,
+        setup,
+        a,
+        layout.tp,
+        layout.pp,
+        layout.cp,
+        layout.vp,
+        layout.micro_batch,
+        layout.checkpointing,
+        in_flight_microbatches(layout),
+    )
+    managed = 0.0
+    if setup.paged_optimizer:
+        # bitsandbytes paged optimizers allocate their states with cudaMallocManaged
+        # (bitsandbytes functional.get_paged), invisible to torch.cuda.max_memory_allocated
+        managed, optimizer = optimizer, 0.0
+
+    overhead = a.workspace_gib * GIB
+    if setup.method == "qlora":
+        overhead += dequantized_weight_bytes(model, k.stack) / layout.tp
+    allocated = weights + gradients + optimizer + acts + overhead
+    # buffers allocated once at start-up are outside the cache's growth (stacks.toml
+    # static_state_buffers: Megatron-Core param_and_grad_buffer.py); ZeRO-3 gathers churn
+    static = k.stack.static_state_buffers and layout.zero_stage < 3 and not setup.is_adapter
+    churned = allocated - (weights + gradients if static else 0.0)
+    return MemoryBreakdown(
+        weights / GIB,
+        gradients / GIB,
+        optimizer / GIB,
+        acts / GIB,
+        0.0,
+        overhead / GIB,
+        cache=k.allocator_cache * churned / GIB,
+        context=k.context_gib,
+        managed=managed / GIB,
+        activation_factor=factor,
+    )
+
+
+@remember_last(3)
+def _state_bytes(
+    model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions, tp: int, pp: int, dp_cp: int, zero: int
+) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer states) in bytes on the busiest GPU of a tp × pp stage
+    whose states ZeRO stage `zero` shards over `dp_cp` = dp × cp GPUs (training_memory)."""
+    k = knobs(setup, a)
+    layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero)
+    dp = dp_cp  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = model_state_bytes_per_param(
@@ -293,6 +347,30 @@ def training_memory(
                 min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
             )
 
+    return weights, gradients, optimizer
+
+
+@remember_last(3)
+def _activation_bytes(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    a: PerfAssumptions,
+    tp: int,
+    pp: int,
+    cp: int,
+    vp: int,
+    micro_batch: int,
+    checkpointing: str,
+    in_flight: int,
+) -> tuple[float, float | None]:
+    """Activation bytes on the first stage of a layout with `in_flight` micro-batches of its
+    activations held (in_flight_microbatches), and the calibrated factor applied to them
+    (None without one) (training_memory)."""
+    k = knobs(setup, a)
+    # grad_accum = in_flight holds as many micro-batches as the layout (min(pp, grad_accum))
+    layout = Layout(
+        tp=tp, pp=pp, cp=cp, vp=vp, micro_batch=micro_batch, checkpointing=checkpointing, grad_accum=in_flight
+    )
     layers_per_stage = math.ceil(model.layers / layout.pp)
     if setup.offload_activations and layout.checkpointing == "full":
         # torchtune OffloadActivations: checkpointed inputs go to CPU RAM as they are made
@@ -324,32 +402,7 @@ def training_memory(
     factor = a.memory_calibrated.get((model.name, setup.stack))
     if factor is not None:
         acts *= factor
-    managed = 0.0
-    if setup.paged_optimizer:
-        # bitsandbytes paged optimizers allocate their states with cudaMallocManaged
-        # (bitsandbytes functional.get_paged), invisible to torch.cuda.max_memory_allocated
-        managed, optimizer = optimizer, 0.0
-
-    overhead = a.workspace_gib * GIB
-    if setup.method == "qlora":
-        overhead += dequantized_weight_bytes(model, k.stack) / layout.tp
-    allocated = weights + gradients + optimizer + acts + overhead
-    # buffers allocated once at start-up are outside the cache's growth (stacks.toml
-    # static_state_buffers: Megatron-Core param_and_grad_buffer.py); ZeRO-3 gathers churn
-    static = k.stack.static_state_buffers and layout.zero_stage < 3 and not setup.is_adapter
-    churned = allocated - (weights + gradients if static else 0.0)
-    return MemoryBreakdown(
-        weights / GIB,
-        gradients / GIB,
-        optimizer / GIB,
-        acts / GIB,
-        0.0,
-        overhead / GIB,
-        cache=k.allocator_cache * churned / GIB,
-        context=k.context_gib,
-        managed=managed / GIB,
-        activation_factor=factor,
-    )
+    return acts, factor
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "fp16") -> float:
