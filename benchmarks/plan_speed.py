@@ -159,7 +159,7 @@ def _paired(args: list[str], runs: int, cache: Callable[[], str]) -> tuple[float
     return statistics.median(own), statistics.median(base), statistics.median(ratios)
 
 
-def startup(runs: int = 7) -> None:
+def startup(runs: int = 11) -> None:
     """Median wall time of each start-up command and its median ratio to the five-library
     import, from `runs` paired runs (the import measured right before each command).
 
