@@ -21,7 +21,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -76,4 +75,6 @@ def parsed_toml(name: str, data: bytes) -> dict[str, Any]:
 
 
 def _toml(data: bytes) -> dict[str, Any]:
+    import tomllib  # lazy: a cached parse does not need the parser (~3 ms to import)
+
     return tomllib.loads(data.decode("utf-8"))

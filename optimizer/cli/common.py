@@ -215,8 +215,10 @@ class LinearHighlighter(ReprHighlighter):
 
 def console(width: int = 160, **options: Any) -> Any:
     """A rich Console on stdout (`options`: Console's), `width` wide when piped so tables are
-    not squeezed; printing stays linear in name length (LinearHighlighter)."""
+    not squeezed; printing stays linear in name length (LinearHighlighter); emoji codes are not
+    replaced (names print as written, and rich's 2 ms emoji table is not loaded)."""
 
+    options.setdefault("emoji", False)  # a name like "run:fire:" prints as written
     c = Console(highlighter=LinearHighlighter(), **options)
     return c if c.is_terminal else Console(width=width, highlighter=LinearHighlighter(), **options)
 

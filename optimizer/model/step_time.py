@@ -130,8 +130,8 @@ def microbatch_times_s(
     """(compute, exposed tensor/context-parallel comm, exposed pipeline p2p, efficiency) of one
     micro-batch on one GPU (per virtual stage chunk summed over the GPU's layers).
 
-    The step time is at least (grad_accum + pp − 1) × their sum (micro-batches plus bubble),
-    which the planner uses as a cheap lower bound before the full model.
+    The step time is at least (grad_accum + (pp − 1) / vp) × their sum (micro-batches plus
+    bubble), which the planner uses as a cheap lower bound before the full model.
     """
     if is_profile(model):
         return profile_microbatch_times_s(

@@ -104,20 +104,21 @@ def _best_layout(
     """Fastest of the fitting layouts on `cluster` (whose host RAM need, if `ram_gib` is
     known, fits the instance's RAM; the least need seen goes to `least_ram`).
 
-    A layout whose (micro-batches + bubble) × micro-batch time — a lower bound of its step —
-    is no better than the best step so far is skipped without the full step-time model.
+    A layout whose (micro-batches + bubble) × micro-batch time — a lower bound of its step, the
+    bubble being (pp − 1) / vp micro-batches (interleaved 1F1B, as in training_step_time) — is
+    no better than the best step so far is skipped without the full step-time model.
     """
     best: tuple[Layout, MemoryBreakdown, StepTime] | None = None
     spans = cluster.gpus_per_node
     for layout, memory in fits:
-        tp, pp, ga = layout.tp, layout.pp, layout.grad_accum
+        tp, pp, ga, vp = layout.tp, layout.pp, layout.grad_accum, layout.vp
         # micro-batch times do not depend on the instance count (unless the pipeline starts
         # to span nodes), so they are cached per hardware class
         mkey = (tp, pp, layout.micro_batch, layout.checkpointing, tp * pp > spans)
         micro = microbatch_cache.get(mkey)
         if micro is None:
             micro = microbatch_cache[mkey] = microbatch_times_s(model, setup, layout, cluster, assumptions)
-        if best is not None and (ga + pp - 1) * (micro[0] + micro[1] + micro[2]) >= best[2].time_s:
+        if best is not None and (ga + (pp - 1) / vp) * (micro[0] + micro[1] + micro[2]) >= best[2].time_s:
             continue
         step = training_step_time(model, setup, layout, cluster, assumptions, micro)
         if best is None or step.time_s < best[2].time_s:
