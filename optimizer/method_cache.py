@@ -13,7 +13,9 @@ cache (`methods/dataclass-<Python cache tag>.marshal`: SHA-256 of the text -> co
 compiles only what is not there; at exit the table is rewritten with what was compiled
 (atomically, optimizer.files.write_atomic). The same text compiles to the same code under one
 Python version (the cache tag names the file, the magic number opens it), and exec binds the
-class's own globals as before, so a class behaves exactly as without the table.
+class's own globals as before, so a class behaves exactly as without the table. Methods of
+classes that changed stay in the table until it holds MAX_METHODS; the run that then saves it
+keeps only its own.
 
 The file holds code that runs, so it is read only when it is the user's own and no one else
 may write it (owner is this user, no group or other write bit), as ssh treats its keys; a file
@@ -45,6 +47,9 @@ __all__ = ["install", "table_path", "MAGIC"]
 #: the first bytes of the file: this Python's bytecode magic number (another version's file
 #: is not read)
 MAGIC = importlib.util.MAGIC_NUMBER
+#: a table grown past this many methods (old versions' classes) is rewritten with only the
+#: methods of the run that saves it (one version of ccopt defines ~1,000 across its commands)
+MAX_METHODS = 5000
 
 
 def table_path() -> Path:
@@ -59,30 +64,40 @@ class _Table:
         self.path = path
         self.known: dict[bytes, CodeType] = _read(path)
         self.added: dict[bytes, CodeType] = {}
+        self.used: set[bytes] = set()  # keys of `known` this run looked up
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
         """builtins.exec, with a source text compiled once per content (module doc)."""
         if isinstance(source, str):
             key = hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest()
-            code = self.known.get(key) or self.added.get(key)
-            if code is None:
-                code = self.added[key] = compile(source, "<string>", "exec")
+            code = self.known.get(key)
+            if code is not None:
+                self.used.add(key)
+            else:
+                code = self.added.get(key)
+                if code is None:
+                    code = self.added[key] = compile(source, "<string>", "exec")
             source = code
         builtins.exec(source, globals, locals)
 
     def save(self) -> None:
-        """Rewrite the file with what was compiled since start-up (nothing when nothing was)."""
+        """Rewrite the file with what was compiled since start-up (nothing when nothing was);
+        a table past MAX_METHODS keeps only this run's methods."""
         if not self.added:
             return
+        table = {**self.known, **self.added}
+        if len(table) > MAX_METHODS:
+            table = {k: v for k, v in table.items() if k in self.used or k in self.added}
         with contextlib.suppress(OSError, ValueError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(
                 self.path,
-                MAGIC + marshal.dumps({**self.known, **self.added}),
+                MAGIC + marshal.dumps(table),
                 before_replace=_private,  # code that runs: the user's alone (module doc)
             )
-            self.known.update(self.added)
-            self.added.clear()
+            self.used.update(self.added)
+            self.known = table
+            self.added = {}
 
 
 def _private(path: Path) -> None:

@@ -148,3 +148,23 @@ def test_the_entry_points_table_is_written_once_then_read(tmp_path: Path) -> Non
     assert method_cache.table_path().name.endswith(f"{sys.implementation.cache_tag}.marshal")
     second = run()
     assert second == (first[1], 0)  # all read back, nothing compiled
+
+
+def test_a_table_grown_past_its_limit_keeps_only_the_saving_runs_methods(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.marshal"
+    stale = {bytes([i % 256, i // 256]) * 16: compile("x = 1", "<string>", "exec") for i in range(30)}
+    path.write_bytes(method_cache.MAGIC + marshal.dumps(stale))
+    os.chmod(path, 0o600)
+    monkeypatch.setattr(method_cache, "MAX_METHODS", 10)
+    table = method_cache._Table(path)
+    assert len(table.known) == 30
+    _define(table, monkeypatch)  # compiles this run's methods (a few)
+    used = set(table.added)
+    table.save()
+    assert set(method_cache._read(path)) == used  # the 30 stale ones dropped
+    monkeypatch.setattr(method_cache, "MAX_METHODS", 5000)
+    again = method_cache._Table(path)
+    _define(again, monkeypatch)
+    assert not again.added and again.used == used
