@@ -130,7 +130,11 @@ def install() -> None:
     Idempotent; `ccopt` calls it before its first import (module doc)."""
     if isinstance(getattr(dataclasses, "exec", None), _BoundExec):
         return
-    table = _Table(table_path())
+    try:
+        path = table_path()
+    except (RuntimeError, KeyError, OSError):  # no home folder to find a cache in: compile as usual
+        return
+    table = _Table(path)
     dataclasses.exec = _BoundExec(table)  # type: ignore[attr-defined]
     atexit.register(table.save)
 

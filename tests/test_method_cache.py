@@ -168,3 +168,13 @@ def test_a_table_grown_past_its_limit_keeps_only_the_saving_runs_methods(
     again = method_cache._Table(path)
     _define(again, monkeypatch)
     assert not again.added and again.used == used
+
+
+def test_without_a_home_folder_the_cli_compiles_as_usual(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(method_cache, "table_path", no_home)
+    monkeypatch.delattr(dataclasses, "exec", raising=False)
+    method_cache.install()
+    assert not hasattr(dataclasses, "exec")  # nothing installed, no error
