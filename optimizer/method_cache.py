@@ -12,7 +12,7 @@ dataclasses module an exec that looks the text up in a table of compiled code ke
 cache (`methods/dataclass-<Python cache tag>.marshal`: SHA-256 of the text -> code object) and
 compiles only what is not there; at exit the table is rewritten with what was compiled
 (atomically, optimizer.files.write_atomic). The same text compiles to the same code under one
-Python version (the cache tag names the file, the magic number opens it), and exec binds the
+Python version (the cache tag names the file, the exact version opens it), and exec binds the
 class's own globals as before, so a class behaves exactly as without the table. Methods of
 classes that changed stay in the table until it holds MAX_METHODS; the run that then saves it
 keeps only its own.
@@ -30,7 +30,6 @@ import builtins
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import marshal
 import os
 import stat
@@ -39,14 +38,13 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from optimizer.files import write_atomic
 from optimizer.user_cache import user_cache_dir
 
 __all__ = ["install", "table_path", "MAGIC"]
 
-#: the first bytes of the file: this Python's bytecode magic number (another version's file
-#: is not read)
-MAGIC = importlib.util.MAGIC_NUMBER
+#: the first line of the file: this Python's implementation and exact version (another
+#: version's file is not read)
+MAGIC = f"ccopt dataclass methods {sys.implementation.cache_tag} {sys.version}\n".encode()
 #: a table grown past this many methods (old versions' classes) is rewritten with only the
 #: methods of the run that saves it (one version of ccopt defines ~1,000 across its commands)
 MAX_METHODS = 5000
@@ -62,9 +60,17 @@ class _Table:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.known: dict[bytes, CodeType] = _read(path)
+        self._known: dict[bytes, CodeType] | None = None  # read when a class first asks
         self.added: dict[bytes, CodeType] = {}
         self.used: set[bytes] = set()  # keys of `known` this run looked up
+
+    @property
+    def known(self) -> dict[bytes, CodeType]:
+        """The table read from the file (at the first look-up: a command that defines no
+        dataclass, such as `--version`, does not read it)."""
+        if self._known is None:
+            self._known = _read(self.path)
+        return self._known
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
         """builtins.exec, with a source text compiled once per content (module doc)."""
@@ -88,6 +94,8 @@ class _Table:
         table = {**self.known, **self.added}
         if len(table) > MAX_METHODS:
             table = {k: v for k, v in table.items() if k in self.used or k in self.added}
+        from optimizer.files import write_atomic  # lazy: only a run that compiled writes
+
         with contextlib.suppress(OSError, ValueError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(
@@ -96,7 +104,7 @@ class _Table:
                 before_replace=_private,  # code that runs: the user's alone (module doc)
             )
             self.used.update(self.added)
-            self.known = table
+            self._known = table
             self.added = {}
 
 

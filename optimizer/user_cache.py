@@ -25,8 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from optimizer.files import write_atomic
-
 __all__ = ["user_cache_dir", "parsed", "parsed_toml"]
 
 T = TypeVar("T")
@@ -63,6 +61,8 @@ def parsed(name: str, data: bytes, parse: Callable[[bytes], T]) -> T:
             value: T = _PlainUnpickler(handle).load()
         return value
     value = parse(data)
+    from optimizer.files import write_atomic  # lazy: only a parse not kept yet is written
+
     with contextlib.suppress(OSError, pickle.PicklingError, TypeError):
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
