@@ -74,19 +74,32 @@ def skip_plugin_discovery() -> None:
     get_plugins reads the variable and returns no plugin. A stand-in module whose get_plugins
     returns the same empty answer while the variable says off, and otherwise hands over to
     the real loader (imported then), is registered under the loader's name; pydantic's only
-    import of it is `from ._loader import get_plugins` (plugin/_schema_validator.py). Nothing
-    is done when the loader is already imported.
+    import of it is `from ._loader import get_plugins` (plugin/_schema_validator.py), and any
+    other name a later pydantic asks of it comes from the real loader. Nothing is done when the
+    loader is already imported.
     """
     if PLUGIN_LOADER in sys.modules:
         return
     stand_in = types.ModuleType(PLUGIN_LOADER, "get_plugins without importlib.metadata while plugins are off")
     stand_in.get_plugins = _get_plugins  # type: ignore[attr-defined]
+    vars(stand_in)["__getattr__"] = _from_real_loader  # PEP 562: any other name, the real loader's
     sys.modules[PLUGIN_LOADER] = stand_in
 
 
 def _get_plugins() -> Iterable[Any]:
     if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in PLUGINS_OFF:
         return ()
+    return _real_loader().get_plugins()  # plugins are on after all
+
+
+def _from_real_loader(name: str) -> Any:
+    if name.startswith("__"):  # the import system's probes (__path__, __file__, ...): none here
+        raise AttributeError(name)
+    return getattr(_real_loader(), name)
+
+
+def _real_loader() -> types.ModuleType:
+    """pydantic's own plugin loader, registered in place of the stand-in from now on."""
     if getattr(sys.modules.get(PLUGIN_LOADER), "get_plugins", None) is _get_plugins:
-        del sys.modules[PLUGIN_LOADER]  # plugins are on after all: the real loader from now on
-    return importlib.import_module(PLUGIN_LOADER).get_plugins()
+        del sys.modules[PLUGIN_LOADER]
+    return importlib.import_module(PLUGIN_LOADER)

@@ -64,7 +64,7 @@ class Point(BaseModel):
 assert Point(x="3").x == 3
 loader = sys.modules["pydantic.plugin._loader"]
 print("metadata" if "importlib.metadata" in sys.modules else "no-metadata",
-      "real" if hasattr(loader, "entry_points") else "stand-in")
+      "real" if "entry_points" in vars(loader) else "stand-in")
 """
 
 
@@ -97,3 +97,15 @@ def test_the_stand_in_answers_as_pydantics_loader_does(monkeypatch: pytest.Monke
 
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "__all__")
     assert tuple(startup._get_plugins()) == tuple(real.get_plugins()) == ()
+
+
+def test_any_other_name_asked_of_the_stand_in_comes_from_pydantics_loader() -> None:
+    code = (
+        "import sys\n"
+        "from optimizer.cli import startup\n"
+        "startup.skip_plugin_discovery()\n"
+        "from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP\n"
+        "print(PYDANTIC_ENTRY_POINT_GROUP, 'entry_points' in vars(sys.modules['pydantic.plugin._loader']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["pydantic", "True"]  # the real loader took over
