@@ -30,7 +30,6 @@ def test_a_pause_by_the_entry_point_is_resumed_with_the_start_up_frozen(collecto
     assert startup.loaded(len) is len  # the value passes through
     assert gc.isenabled()
     assert gc.get_freeze_count() > before  # what start-up built is out of later collections
-    assert gc.get_threshold()[0] == startup.YOUNG_GENERATION_THRESHOLD  # young objects: rarer passes
     gc.disable()
     startup.resume()  # once only: a second resume leaves the collector as it is
     assert not gc.isenabled()
