@@ -233,7 +233,7 @@ def compare_job(
     mix = mix_outcome(prep, single, rows)
 
     def shown(c: Candidate | None) -> Candidate | None:  # a plan with its figures attached
-        return None if c is None else with_figures(c, prep.job)
+        return None if c is None else with_figures(c, prep.job, assumptions=prep.assumptions)
 
     return CompareResult(
         prep.job,

@@ -183,11 +183,13 @@ def _plan_single(
     later = cheaper_if_later(prep, best)
     out = PlanResult(
         Status(result.status),
-        with_figures(best, prep.job),
+        with_figures(best, prep.job, assumptions=prep.assumptions),
         solver=solver_info,
         prepared=prep,
         binding="deadline" if later is not None else "none",
-        cheaper_if_later=None if later is None else with_figures(later, prep.job),
+        cheaper_if_later=None
+        if later is None
+        else with_figures(later, prep.job, assumptions=prep.assumptions),
         notes=tuple(
             network_notes(best)
             + flag_notes([best.offering])
@@ -200,7 +202,7 @@ def _plan_single(
     )
     median = median_plan(prep, best, config)
     if median is not None:
-        out.median_plan = with_figures(median[0], prep.job)
+        out.median_plan = with_figures(median[0], prep.job, assumptions=prep.assumptions)
         out.median_plan_rejected = median[1]
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
@@ -210,11 +212,11 @@ def _plan_single(
         if alt is None:
             break
         _check(prep, alt)
-        out.alternatives.append(with_figures(alt, prep.job, chosen=best))
+        out.alternatives.append(with_figures(alt, prep.job, chosen=best, assumptions=prep.assumptions))
         excluded.append(candidate_key(alt))
     if pareto:
         front = pareto_front(cands, prep.budget_usd, prep.deadline_h, config)
-        out.pareto = [with_figures(c, prep.job) for c in front]
+        out.pareto = [with_figures(c, prep.job, assumptions=prep.assumptions) for c in front]
     return out
 
 

@@ -11,7 +11,7 @@ from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.jobs.train import Job
 from optimizer.model.bands import Band
 from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
-from optimizer.model.setup import TrainingSetup
+from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.train.confidence import band_of, point_hours
 from optimizer.solve.train.enumerate import Candidate, class_label
@@ -70,9 +70,15 @@ def band_warnings(
     return out
 
 
-def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None = None) -> PlanFigures:
+def plan_figures(
+    c: Candidate,
+    job: Job | None = None,
+    chosen: Candidate | None = None,
+    assumptions: PerfAssumptions | None = None,
+) -> PlanFigures:
     """The figures of plan `c` of `job` (None: a bare candidate, priced on its own); with
-    `chosen`, `c` is an alternative to that plan and its extra cost is worked out too."""
+    `chosen`, `c` is an alternative to that plan and its extra cost is worked out too.
+    `assumptions`: those the plan was made with (None: the job's, read again)."""
     off, w = c.offering, job.workload if job is not None else None
     band = band_of(c)
     hours = point_hours(c)
@@ -80,7 +86,7 @@ def plan_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None 
     cost_p10, cost_p50, cost_p90 = (
         cost_usd(off, c.instances, h).total_usd for h in (hours_p10, hours_p50, hours_p90)
     )
-    a = base_assumptions(job.assumptions if job is not None else None)
+    a = assumptions or base_assumptions(job.assumptions if job is not None else None)
     cost = cost_usd(off, c.instances, c.hours)  # the same formula as c.cost_usd, by line
     card = off.gpu.memory_gib
     headroom = card - c.memory.device
@@ -139,9 +145,14 @@ def job_figures(prep: PreparedJob) -> JobFigures:
     )
 
 
-def with_figures(c: Candidate, job: Job | None = None, chosen: Candidate | None = None) -> Candidate:
+def with_figures(
+    c: Candidate,
+    job: Job | None = None,
+    chosen: Candidate | None = None,
+    assumptions: PerfAssumptions | None = None,
+) -> Candidate:
     """`c` with its figures attached (the result objects carry these to the report)."""
-    return replace(c, figures=plan_figures(c, job, chosen))
+    return replace(c, figures=plan_figures(c, job, chosen, assumptions))
 
 
 LOADER_FIX = (
