@@ -42,9 +42,9 @@ from optimizer.user_cache import user_cache_dir
 
 __all__ = ["install", "table_path", "MAGIC"]
 
-#: the first line of the file: this Python's implementation and exact version (another
-#: version's file is not read)
-MAGIC = f"ccopt dataclass methods {sys.implementation.cache_tag} {sys.version}\n".encode()
+#: the first line of the file: its format (2: compiled without this module's future flags)
+#: and this Python's implementation and exact version (any other file is not read)
+MAGIC = f"ccopt dataclass methods 2 {sys.implementation.cache_tag} {sys.version}\n".encode()
 #: a table grown past this many methods (old versions' classes) is rewritten with only the
 #: methods of the run that saves it (one version of ccopt defines ~1,000 across its commands)
 MAX_METHODS = 5000
@@ -82,7 +82,10 @@ class _Table:
             else:
                 code = self.added.get(key)
                 if code is None:
-                    code = self.added[key] = compile(source, "<string>", "exec")
+                    # as the dataclasses module's own exec compiles it: without this
+                    # module's `from __future__ import annotations` (the methods' annotations
+                    # stay the fields' types, not the names of the locals holding them)
+                    code = self.added[key] = compile(source, "<string>", "exec", dont_inherit=True)
             source = code
         builtins.exec(source, globals, locals)
 

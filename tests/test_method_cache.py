@@ -5,6 +5,7 @@ run, and a table that is not the user's own, damaged or from another Python is i
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import marshal
 import os
 import subprocess
@@ -44,7 +45,17 @@ def _behaviour(cls: type) -> tuple:
         a.gpus = 4  # type: ignore[misc]
     with pytest.raises(ValueError, match="gpus < 1"):
         cls(0)
-    return (a == b, hash(cls(2, "a100")) == hash(cls(2, "a100")), repr(a), a.tags is not cls(8).tags)
+    return (
+        a == b,
+        hash(cls(2, "a100")) == hash(cls(2, "a100")),
+        repr(a),
+        a.tags is not cls(8).tags,
+        str(inspect.signature(cls)),
+        # the generated methods' annotations are the fields' types (here the strings this
+        # module's `from __future__ import annotations` makes of them), as the dataclasses
+        # module compiles them, not the names of its locals ('_type_gpus')
+        dict(cls.__init__.__annotations__),
+    )
 
 
 def test_a_class_from_the_table_behaves_as_one_compiled_as_usual(
@@ -61,6 +72,7 @@ def test_a_class_from_the_table_behaves_as_one_compiled_as_usual(
     assert not again.added  # nothing compiled: every method came from the table
     assert usual == first == second
     assert usual[3] and "gpus=8, name='h100', tags=[]" in usual[2]
+    assert usual[5] == {"gpus": "int", "name": "str", "tags": "list[str]", "return": None}
 
 
 def test_the_kept_table_is_private_to_the_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
