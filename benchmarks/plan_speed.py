@@ -144,14 +144,14 @@ def _seconds(args: list[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - start
 
 
-def _paired(args: list[str], runs: int, cache: Callable[[], str]) -> tuple[float, float, float]:
+def _paired(args: list[str], runs: int, cache: Callable[[int], str]) -> tuple[float, float, float]:
     """Median seconds of `ccopt ARGS`, of the five-library import, and median of their ratios
-    over `runs` paired runs (the import right before each command), the command's user cache
-    being the folder `cache()` names."""
+    over `runs` paired runs (the import right before each command), run i's user cache being
+    the folder `cache(i)`."""
     base, own, ratios = [], [], []
-    for _ in range(runs):
+    for i in range(runs):
         b = _seconds([sys.executable, "-c", FIVE_LIBRARIES])
-        env = {**os.environ, "CCOPT_CACHE_DIR": cache()}
+        env = {**os.environ, "CCOPT_CACHE_DIR": cache(i)}
         t = _seconds([sys.executable, "-m", "optimizer", *args], env)
         base.append(b)
         own.append(t)
@@ -174,11 +174,10 @@ def startup(runs: int = 11) -> None:
         for _, args in STARTUP_COMMANDS:  # one run of each writes what later runs read
             _seconds([sys.executable, "-m", "optimizer", *args], {**os.environ, "CCOPT_CACHE_DIR": warm})
         for label, args in STARTUP_COMMANDS:
-            own, base, ratio = _paired(args, runs, lambda: warm)
+            own, base, ratio = _paired(args, runs, lambda _: warm)
             print(f"| {label} | {own:.2f} | {base:.2f} | {ratio:.2f}× |")
         label, args = STARTUP_COMMANDS[1]
-        fresh = iter(range(runs))
-        own, base, ratio = _paired(args, runs, lambda: str(Path(folder) / f"cold-{next(fresh)}"))
+        own, base, ratio = _paired(args, runs, lambda i: str(Path(folder) / f"cold-{i}"))
         print(f"| {label}, a user's first run (empty cache) | {own:.2f} | {base:.2f} | {ratio:.2f}× |")
 
 

@@ -29,7 +29,7 @@ def remember_last(n: int) -> Callable[[F], F]:
 
     def wrap(fn: F) -> F:
         last: list[tuple[Any, Any, dict[tuple[Any, ...], Any]]] = [(None, None, {})]
-        held: list[tuple[Any, ...]] = [()]  # n = 3: the identity arguments, their answers last
+        held: list[tuple[Any, Any, Any, dict[tuple[Any, ...], Any]]] = [(None, None, None, {})]  # n = 3
 
         if n == 1:
 
@@ -49,12 +49,7 @@ def remember_last(n: int) -> Callable[[F], F]:
             @functools.wraps(fn)
             def call(*args: Any) -> Any:
                 seen = held[0]
-                if (
-                    len(seen) != 4
-                    or seen[0] is not args[0]
-                    or seen[1] is not args[1]
-                    or seen[2] is not args[2]
-                ):
+                if seen[0] is not args[0] or seen[1] is not args[1] or seen[2] is not args[2]:
                     seen = held[0] = (args[0], args[1], args[2], {})
                 rest = args[3:]
                 found = seen[3].get(rest, _MISSING)
