@@ -13,8 +13,8 @@ paired runs (`--startup`): `ccopt --version`, `ccopt plan` of the 7B example and
 (ortools, pydantic, pandas, typer, rich), measured alternately in the same loop so that the
 machine's load cancels out of the ratio; the package's bytecode is compiled first, as an
 installed package's is. The commands run on a user cache of their own (CCOPT_CACHE_DIR), warmed
-by one run of each: the parsed bundled tables and the compiled dataclass methods
-(optimizer/method_cache.py) are what every run after a user's first one reads. The first run
+by one run of each: the parsed bundled tables (plain JSON, optimizer/user_cache.py) are what
+every run after a user's first one reads. The first run
 is measured too, each time on an empty cache.
 """
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any, NoReturn, Protocol, TextIO, cast
 
 import typer
-from typer import _click as click
+from typer.core import TyperGroup
+from typer.exceptions import TyperException
 
 from optimizer import __version__
-from optimizer.cli.common import EXIT_INTERNAL, EXIT_OK, show_deprecations
+from optimizer.cli.common import EXIT_INTERNAL, EXIT_OK, notices_on_stderr
 from optimizer.cli.lazy import LazyGroup
 
 __all__ = ["app", "main"]
@@ -36,6 +37,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit"
     ),
@@ -48,13 +50,17 @@ def _root(
     Exit codes: 0 an answer, 1 infeasible (with the binding constraint and the nearest fix),
     2 bad input (one line naming the file, field and allowed values), 3 internal error.
     """
-    show_deprecations()
+    ctx.with_resource(notices_on_stderr())  # notes and warnings: one line each, for this command
 
 
-@functools.cache
-def _command() -> Any:
-    """The click command of `app`, built once (typer rebuilds it on every call: ~45 ms)."""
-    return typer.main.get_command(app)
+#: the click command of `app`, built on first use (typer rebuilds it on every call: ~45 ms)
+_built: list[TyperGroup] = []
+
+
+def _command() -> TyperGroup:
+    if not _built:
+        _built.append(cast(TyperGroup, typer.main.get_command(app)))
+    return _built[0]
 
 
 class _ReaderMayLeave:
@@ -91,23 +97,43 @@ class _ReaderMayLeave:
         return getattr(self._stream, name)
 
 
+class _UsageError(Protocol):
+    """What click's usage errors carry (typer ≥ 0.28 raises them as TyperException)."""
+
+    exit_code: int
+
+    def show(self) -> None: ...
+
+    def format_message(self) -> str: ...
+
+
+def _usage_error(exc: TyperException) -> NoReturn:
+    """A bad flag or argument told in one line (bare `ccopt`: the help), with click's code."""
+    if not hasattr(exc, "format_message"):  # not a usage error: a bug
+        raise exc
+    error = cast(_UsageError, exc)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # bare `ccopt`: the help, as before
+        error.show()
+        sys.exit(error.exit_code)
+    ctx = getattr(exc, "ctx", None)  # UsageError and its kin carry the command's context
+    where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    message = " ".join(error.format_message().split())
+    sys.stderr.write(f"error: {message}{where}\n")
+    sys.exit(error.exit_code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: our errors exit 1/2 with one line (common.user_errors);
     anything else is a bug, reported in one line with exit code 3 (`--debug`: traceback)."""
     args = sys.argv[1:] if argv is None else argv
-    if not isinstance(sys.stdout, _ReaderMayLeave) and hasattr(sys.stdout, "fileno"):
-        sys.stdout = _ReaderMayLeave(sys.stdout)  # type: ignore[assignment]
+    stdout = sys.stdout
+    if not isinstance(stdout, _ReaderMayLeave) and hasattr(stdout, "fileno"):
+        stdout = _ReaderMayLeave(stdout)
     try:  # not standalone: usage errors come back here, to be told in one line
-        code = _command().main(args=args, prog_name="ccopt", standalone_mode=False)
-    except click.exceptions.ClickException as exc:  # a bad flag or argument: exit 2, one line
-        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `ccopt`: the help, as before
-            exc.show()
-            sys.exit(exc.exit_code)
-        ctx = getattr(exc, "ctx", None)  # UsageError and its kin carry the command's context
-        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        message = " ".join(exc.format_message().split())
-        sys.stderr.write(f"error: {message}{where}\n")
-        sys.exit(exc.exit_code)
+        with contextlib.redirect_stdout(stdout):  # type: ignore[type-var]
+            code = _command().main(args=args, prog_name="ccopt", standalone_mode=False)
+    except TyperException as exc:  # click's usage errors (typer's base for them): exit 2, one line
+        _usage_error(exc)
     except Exception as exc:
         if "--debug" in args:
             raise

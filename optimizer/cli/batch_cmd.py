@@ -34,7 +34,6 @@ from optimizer.cli.common import (
 from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
 from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
 from optimizer.cli.progress import Progress
-from optimizer.cli.startup import loaded
 from optimizer.errors import Status
 from optimizer.files import OutputFile
 from optimizer.units import HOURS_PER_DAY, MINUTES_PER_HOUR, quantile_label
@@ -77,7 +76,7 @@ def batch(
             check_plot_path(plot, force=force, inputs=input_files(jobs, prices)) if plot is not None else None
         )
         with Progress("reading the batch…") as progress:
-            result = loaded(api.batch)(
+            result = api.batch(
                 jobs,
                 prices=prices,
                 offline=True if offline else None,

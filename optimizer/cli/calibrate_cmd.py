@@ -23,7 +23,6 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.request_options import SERVE_ONLY, with_request_options
-from optimizer.cli.startup import loaded
 from optimizer.errors import ConfigError
 
 __all__ = ["register", "CALIBRATE_ONLY"]
@@ -114,7 +113,7 @@ def calibrate(
         _manage(config or {}, list_runs, remove, json_out)
         return
     with user_errors():
-        out = loaded(api.calibrate_run)(
+        out = api.calibrate_run(
             config or {},
             tokens_per_s=tokens_per_s,
             step_time_s=step_time_s,

@@ -6,7 +6,6 @@ import contextlib
 import json
 import re
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,7 +15,8 @@ from rich.console import Console
 from rich.highlighter import NullHighlighter, ReprHighlighter
 from rich.text import Text
 
-from optimizer.api.checks import DeprecatedName, check_number, warn_renamed
+from optimizer import notices
+from optimizer.api.checks import check_number, warn_renamed
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
 
 __all__ = [
@@ -40,7 +40,7 @@ __all__ = [
     "price_mark",
     "price_words",
     "price_legend",
-    "show_deprecations",
+    "notices_on_stderr",
     "MAX_TIME_LIMIT_S",
     "MIN_TIME_LIMIT_S",
     "MAX_WORKERS",
@@ -169,20 +169,14 @@ def renamed_flag(
     return old_value
 
 
-def show_deprecations() -> None:
-    """Print DeprecatedName warnings as one 'warning:' line on stderr (no file:line noise)."""
-    original = warnings.showwarning
+def notices_on_stderr() -> contextlib.AbstractContextManager[None]:
+    """While a command runs: every note and warning (optimizer.notices: an old name used, a
+    cache ignored) as one `note: …` / `warning: …` line on stderr, each distinct line once."""
+    return notices.printed_to(_to_stderr)
 
-    def show(
-        message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
-    ) -> None:
-        if issubclass(category, DeprecatedName):
-            sys.stderr.write(f"warning: {message}\n")
-        else:
-            original(message, category, filename, lineno, file, line)
 
-    warnings.showwarning = show
-    warnings.simplefilter("always", DeprecatedName)  # aliases.warn_renamed already warns once
+def _to_stderr(line: str) -> None:
+    sys.stderr.write(f"{line}\n")
 
 
 def print_json(data: Any) -> None:

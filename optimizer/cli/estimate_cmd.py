@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
-from typer._click.core import ParameterSource  # typer vendors click: its own enum
 
 from optimizer import api
 from optimizer.cli.common import (
@@ -21,7 +20,6 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.request_options import with_request_options
-from optimizer.cli.startup import loaded
 from optimizer.errors import ConfigError
 
 __all__ = ["register", "ESTIMATE_ONLY"]
@@ -80,7 +78,7 @@ def estimate(
                     f"leave out --{given[0].replace('_', '-')}"
                 )
             request = api.plan_row_request(api.read_plan_file(from_plan), row, config.get("model"))
-        elif ctx.get_parameter_source("row") == ParameterSource.COMMANDLINE:
+        elif _given_on_command_line(ctx, "row"):
             raise ConfigError("--row picks a row of --from-plan; give --from-plan PLAN.json too")
         elif config.get("model") is None:
             raise ConfigError(
@@ -88,7 +86,7 @@ def estimate(
             )
         else:
             request = api.request_from_options(config)
-        result = loaded(api.estimate_request)(
+        result = api.estimate_request(
             request, prices=prices, offline=True if offline else None, assumptions=a
         )
     if json_out:
@@ -181,3 +179,9 @@ def _render(r: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command("estimate")(estimate)
+
+
+def _given_on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether option `name` was typed (not a default): click's ParameterSource, by its name."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"

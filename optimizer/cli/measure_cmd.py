@@ -11,7 +11,6 @@ from optimizer import api
 from optimizer.api import check_number
 from optimizer.cli.common import ForceOpt, JsonOpt, console, print_json, user_errors
 from optimizer.cli.progress import Progress
-from optimizer.cli.startup import resume
 from optimizer.errors import ConfigError
 
 __all__ = ["register"]
@@ -51,7 +50,6 @@ def measure(
     from optimizer.api.measure import measure as run  # lazy: the command alone imports torch
     from optimizer.api.measure import write_point
 
-    resume()  # a long run: the collector on (cli/startup.py)
     with user_errors():
         out = api.output_file(output, "--output", force=force, inputs={"the --hf-config file": hf_config})
         check_number(micro_batch, "--micro-batch", gt=0, le=2**20)

@@ -44,7 +44,6 @@ from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exp
 from optimizer.cli.mix_view import compare_mix_line, mix_pointer, print_mix
 from optimizer.cli.plot import check_plot_path, plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
-from optimizer.cli.startup import loaded
 from optimizer.units import quantile_label
 
 __all__ = ["register", "render_plan", "data_lines"]
@@ -78,7 +77,7 @@ def plan(
         out = (
             check_plot_path(plot, force=force, inputs=input_files(job, prices)) if plot is not None else None
         )
-        data = loaded(api.plan)(
+        data = api.plan(
             job,
             prices=prices,
             offline=True if offline else None,
@@ -308,9 +307,7 @@ def compare(
 ) -> None:
     """Best plan per GPU type and per provider; cloud vs owned/bought with the break-even."""
     with user_errors():
-        data = loaded(api.compare)(
-            job, prices=prices, offline=True if offline else None, confidence=confidence
-        )
+        data = api.compare(job, prices=prices, offline=True if offline else None, confidence=confidence)
     answer(data, json_out, render_compare)
 
 

@@ -15,7 +15,6 @@ from optimizer import api
 from optimizer.api.catalog import MAX_DEADLINE_S, MAX_TIMEOUT_S, PriceListing, offerings_to_records
 from optimizer.cli.common import EXIT_BAD_INPUT, OVERLAY_MARK, STALE_MARK, renamed_flag
 from optimizer.cli.common import console as common_console
-from optimizer.cli.startup import loaded
 from optimizer.errors import OptimizerError
 
 __all__ = ["prices_app", "offerings_to_records"]
@@ -288,7 +287,7 @@ def refresh(
     timeout_s = _seconds(timeout_s, old_timeout, "timeout", 10.0, MAX_TIMEOUT_S)
     deadline_s = _seconds(deadline_s, old_deadline, "deadline", 60.0, MAX_DEADLINE_S)
     try:
-        result = loaded(api.refresh_prices)(
+        result = api.refresh_prices(
             url,
             catalog_url=catalog_url,
             timeout_s=timeout_s,

@@ -29,7 +29,6 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.progress import Progress
-from optimizer.cli.startup import loaded
 
 __all__ = ["register", "job_kind"]
 
@@ -73,7 +72,7 @@ def report(
         )
         made_by = f"ccopt report {source.name}" + (" --offline" if offline else "")
         with Progress("reading…") as progress:
-            page = loaded(report_api.report_html)(
+            page = report_api.report_html(
                 source,
                 made_by=made_by,
                 prices=prices,

@@ -31,7 +31,6 @@ from optimizer.cli.common import (
     user_errors,
 )
 from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
-from optimizer.cli.startup import loaded
 from optimizer.units import quantile_label
 
 __all__ = ["register", "render_serve", "render_compare"]
@@ -158,7 +157,7 @@ def serve(
     with user_errors():
         check_export(export, out_dir, json_out)
         limit = time_limit_s(time_limit, old_time_limit)
-        data = loaded(run_serve)(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
+        data = run_serve(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
     if not exported(data, export, out_dir, inputs=input_files(job, prices)):
         answer(data, json_out, render_serve)
 
@@ -174,9 +173,7 @@ def serve_compare(
     """Best serving deployment per GPU type (and the best mix over all types)."""
     with user_errors():
         limit = time_limit_s(time_limit, old_time_limit)
-        data = loaded(run_serve_compare)(
-            job, prices=prices, offline=True if offline else None, time_limit_s=limit
-        )
+        data = run_serve_compare(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
     answer(data, json_out, render_compare, data["best"]["status"])
 
 

@@ -22,7 +22,6 @@ from optimizer.cli.common import (
     print_json,
     user_errors,
 )
-from optimizer.cli.startup import loaded
 
 __all__ = ["register"]
 
@@ -53,7 +52,7 @@ def sizing(
         api.check_number(min_measure_s, "--min-measure-s", ge=0, le=10**6)
         api.check_number(startup_minutes, "--startup-minutes", ge=0, le=10**4)
         rule = api.SizingRule(warmup_steps, min_steps, min_measure_s, startup_minutes)
-        data = loaded(api.sizing)(
+        data = api.sizing(
             job, prices=prices, offline=True if offline else None, rule=rule, confidence=confidence
         )
     if json_out:

@@ -3,8 +3,9 @@ warning once per process (one vocabulary across CLI flags, job files and JSON)."
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
+
+from optimizer import notices
 
 __all__ = [
     "DeprecatedName",
@@ -62,10 +63,9 @@ def warn_renamed(old: str, new: str) -> None:
     if old in _warned:
         return
     _warned.add(old)
-    warnings.warn(
+    notices.warn(
         f"{old} is now called {new}; the old name still works but will be removed in the next schema version",
         DeprecatedName,
-        stacklevel=3,
     )
 
 

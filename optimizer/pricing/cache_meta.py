@@ -5,34 +5,60 @@ recorded when it was written, so a damaged or edited cache is never used."""
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 from pathlib import Path
 from typing import Any
+
+from optimizer.errors import ConfigError
+from optimizer.files import check_nesting, open_input, parse_json
 
 __all__ = ["META_FILE", "read_meta", "checksum_problem", "rows_problem", "sha256_of"]
 
 META_FILE = "offerings.meta.json"
+#: the metadata is a few hundred bytes; more than this is not a file refresh wrote
+MAX_META_BYTES = 1_000_000
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
     """The metadata JSON next to the cached CSV ({} if absent or unreadable)."""
-    try:
-        data = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    meta = _meta_or_problem(directory)
+    return meta if isinstance(meta, dict) else {}
+
+
+def _meta_or_problem(directory: Path) -> dict[str, Any] | str:
+    """The metadata ({} when there is none), or why it cannot be read."""
+    path = directory / META_FILE
+    if not os.path.lexists(path):
         return {}
-    return data if isinstance(data, dict) else {}
+    try:  # a regular file only (a FIFO is not waited on), strict JSON, bounded nesting
+        with open_input(path, "price cache metadata") as handle:
+            data = parse_json(handle.read(MAX_META_BYTES + 1).decode("utf-8"), str(path))
+        check_nesting(data, str(path))
+    except (OSError, ValueError, RecursionError, ConfigError) as exc:
+        return f"{path}: unreadable metadata ({type(exc).__name__})"
+    return data if isinstance(data, dict) else f"{path}: the metadata is not a JSON object"
 
 
 def sha256_of(path: Path) -> str:
-    """The hex SHA-256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The hex SHA-256 of a regular file's bytes (OSError for anything else)."""
+    digest = hashlib.sha256()
+    try:
+        with open_input(path, "price cache") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except ConfigError as exc:  # a FIFO or device: not a file to hash
+        raise OSError(str(exc)) from None
+    return digest.hexdigest()
 
 
 def checksum_problem(csv_path: Path) -> str | None:
     """Why the cached CSV is not the file refresh wrote (its SHA-256 differs from the recorded
     one), or None. A cache without a recorded checksum (written before ccopt recorded one) is
     not judged here."""
-    recorded = read_meta(csv_path.parent).get("sha256")
+    meta = _meta_or_problem(csv_path.parent)
+    if isinstance(meta, str):
+        return meta
+    recorded = meta.get("sha256")
     if not isinstance(recorded, str):
         return None
     try:

@@ -15,6 +15,7 @@ from optimizer.errors import CatalogError, ConfigError, did_you_mean
 from optimizer.files import open_input
 from optimizer.inputs.gpus import data_path, resolve_gpu_id
 from optimizer.inputs.jobs.pricing import PriceOverlay, load_overlay, overlay_path
+from optimizer.notices import note
 from optimizer.pricing.cache_meta import checksum_problem, rows_problem
 from optimizer.pricing.overlay import Overlay, apply_overlays
 from optimizer.pricing.schema import (
@@ -26,7 +27,7 @@ from optimizer.pricing.schema import (
     stream_rows,
 )
 from optimizer.units import HOURS_PER_YEAR
-from optimizer.user_cache import user_cache_dir
+from optimizer.user_cache import cache_root, untrusted_reason, user_cache_dir
 from optimizer.vocabulary import COMMITMENT_HOURS, INTER_NODE_KINDS, INTRA_NODE_LINKS, PRICING_MODELS
 
 if TYPE_CHECKING:
@@ -208,10 +209,14 @@ def _source_files(path: str | Path | None, offline: bool | None) -> list[tuple[P
     if offline is None:
         offline = offline_from_env()
     files: list[tuple[Path, str]] = []
-    if not offline:
-        cached = cache_dir() / CACHE_FILE
-        if cached.is_file():
+    root = cache_root()
+    if not offline and root.path is not None and os.path.lexists(cached := root.path / CACHE_FILE):
+        if reason := untrusted_reason(root.path, cached):
+            note(f"ignored the price cache: {reason}; using the bundled tables")
+        else:
             files.append((cached, "cache"))
+    elif not offline and root.refused:
+        note(f"cache not used: {root.refused}")
     return files + [(bundled_path(), "bundled")]
 
 

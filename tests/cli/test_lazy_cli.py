@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer import _click as click
+import typer
 from typer.main import get_command
 
 from optimizer.cli import app
@@ -42,7 +42,7 @@ def test_listed_help_is_the_commands_own_first_paragraph(name: str) -> None:
 
 def test_every_command_is_reachable_and_unknown_ones_are_a_usage_error() -> None:
     root = get_command(app)
-    ctx = click.Context(root)
+    ctx = typer.Context(root)
     assert root.list_commands(ctx) == list(LAZY_COMMANDS)
     assert all(root.get_command(ctx, name) is not None for name in LAZY_COMMANDS)
     assert root.get_command(ctx, "no-such-command") is None
