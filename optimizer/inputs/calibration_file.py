@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.files import MAX_NESTING, check_nesting, open_input
 from optimizer.model.calibrated import COMM_RANGE
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory_breakdown import MEMORY_KINDS
@@ -80,24 +81,39 @@ def calibration_path() -> Path:
     return Path(base) / "ccopt" / "calibration.json"
 
 
+NESTED_TOO_DEEP = f"arrays/tables nested deeper than {MAX_NESTING} levels; allowed: at most {MAX_NESTING}"
+#: the largest calibration store read (a run is ~1 kB: 10,000 runs are ~10 MB)
+MAX_STORE_BYTES = 256 * 1024 * 1024
+
+
 def _document(file: Path) -> Any:
+    """The store's JSON document: a regular file (a FIFO or device is refused, not waited on),
+    at most MAX_STORE_BYTES, strict JSON nested at most MAX_NESTING deep."""
+    what = f"calibration store {file}"
     try:
-        text = file.read_bytes().decode("utf-8")
+        with open_input(file, "calibration store") as handle:
+            raw = handle.read(MAX_STORE_BYTES + 1)
+        if len(raw) > MAX_STORE_BYTES:
+            raise ConfigError(f"{what}: larger than {MAX_STORE_BYTES} bytes; allowed: a store ccopt wrote")
+        text = raw.decode("utf-8")
     except IsADirectoryError:
         raise ConfigError(
-            f"calibration store {file} (CCOPT_CALIBRATION) is a directory; "
+            f"{what} (CCOPT_CALIBRATION) is a directory; "
             "allowed: a JSON file path (created by `ccopt calibrate`)"
         ) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"calibration store {file}: not UTF-8 text (byte {exc.start}: {exc.reason}); delete or fix it"
+            f"{what}: not UTF-8 text (byte {exc.start}: {exc.reason}); delete or fix it"
         ) from None
     except OSError as exc:
-        raise ConfigError(f"calibration store {file}: cannot read ({exc.strerror or exc})") from None
-    try:
+        raise ConfigError(f"{what}: cannot read ({exc.strerror or exc})") from None
+    try:  # NaN and Infinity parse here: the checks below name the field that holds one
         data = json.loads(text)
+    except RecursionError:  # deeper than the parser goes
+        raise ConfigError(f"{what}: {NESTED_TOO_DEEP}") from None
     except ValueError as exc:
-        raise ConfigError(f"calibration store {file}: not valid JSON ({exc}); delete or fix it") from None
+        raise ConfigError(f"{what}: not valid JSON ({exc}); delete or fix it") from None
+    check_nesting(data, what)
     if not isinstance(data, dict) or not isinstance(data.get("entries", {}), dict):
         raise ConfigError(
             f"calibration store {file}: entries: must be a table of "
@@ -108,10 +124,27 @@ def _document(file: Path) -> Any:
     return data
 
 
+def read_calibration_document(file: Path) -> dict[str, Any]:
+    """The store's document ({"entries": {}} when there is none yet); ConfigError when it is
+    not a valid store (module docstring)."""
+    if not os.path.lexists(file) or not file.exists():
+        return {"entries": {}}
+    document: dict[str, Any] = _document(file)
+    return document
+
+
+def store_target(path: Path) -> Path:
+    """The file a store path names, through any symlinks: writes go there, and the lock beside
+    it, so a linked store keeps receiving runs and two links to one store lock each other out."""
+    return Path(os.path.realpath(path))
+
+
 def check_calibration_store(path: Path | None = None) -> None:
     """Raise ConfigError unless the store is absent or valid (see the module docstring)."""
     file = path or calibration_path()
-    if not file.exists():
+    if not os.path.lexists(file) or (
+        file.is_symlink() and not file.exists()
+    ):  # absent, or a link to none yet
         if file.parent.exists() and not file.parent.is_dir():
             raise ConfigError(f"calibration store {file}: {file.parent} is a file, not a directory")
         return

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.calibration_file import calibration_path, check_calibration_store, check_document
+from optimizer.inputs.calibration_file import (
+    calibration_path,
+    check_calibration_store,
+    check_document,
+    read_calibration_document,
+    store_target,
+)
 from optimizer.model.calibrated import COMPONENTS, CalibratedCurve, Components, comm_key, fit_curve
 
 try:  # POSIX; elsewhere the atomic replace alone protects the file
@@ -61,14 +67,9 @@ LEGACY_STACK = "any"
 
 
 def read_store(file: Path) -> dict[str, Any]:
-    """The store's JSON document ({"entries": {}} when absent). Raises ConfigError if corrupt."""
-    if not file.is_file():
-        return {"entries": {}}
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except ValueError:
-        raise ConfigError(f"calibration file {file} is corrupt; delete or fix it") from None
-    return data if isinstance(data, dict) else {"entries": {}}
+    """The store's JSON document ({"entries": {}} when absent). Raises ConfigError if it is not
+    a regular file of valid JSON (calibration_file.read_calibration_document)."""
+    return read_calibration_document(file)
 
 
 def write_store(file: Path, data: dict[str, Any]) -> None:
@@ -116,7 +117,7 @@ def update_store(change: Callable[[dict[str, Any]], T], path: Path | None = None
     """Read the store, apply `change` to its document and write it back, all under the lock;
     returns what `change` returned. Raises ConfigError for a store that is not valid (then it
     is not rewritten) or a disk that refuses the write (read-only, full: the store unchanged)."""
-    file = path or calibration_path()
+    file = store_target(path or calibration_path())  # through links: the lock on the target
     check_calibration_store(file)  # a store path that cannot be one says so before the lock
     try:
         with store_lock(file):
