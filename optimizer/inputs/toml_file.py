@@ -9,7 +9,11 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.files import MAX_NESTING, check_nesting, read_input_text
 
-__all__ = ["read_toml"]
+__all__ = ["read_toml", "BYTE_ORDER_MARK"]
+
+#: what some Windows editors write at the start of a UTF-8 file; TOML 1.0 does not allow it,
+#: but it is no part of the document, so it is dropped before parsing
+BYTE_ORDER_MARK = "\ufeff"
 
 
 def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
@@ -21,7 +25,7 @@ def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
             MAX_NESTING — one line naming the file.
     """
     try:
-        doc = tomllib.loads(read_input_text(file, what))
+        doc = tomllib.loads(read_input_text(file, what).removeprefix(BYTE_ORDER_MARK))
     except RecursionError:  # tomllib recurses per nested array or inline table
         raise ConfigError(
             f"{file}: arrays/tables nested deeper than {MAX_NESTING} levels; allowed: at most {MAX_NESTING}"

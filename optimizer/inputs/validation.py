@@ -133,7 +133,7 @@ def format_validation_error(
     field = ".".join(filter(None, [prefix, loc]))
     msg = err["msg"].removeprefix("Value error, ")
     value = err.get("input")
-    shown = f" (got {value!r})" if err["type"] != "missing" and not isinstance(value, dict) else ""
+    shown = f" (got {_short(value)})" if err["type"] != "missing" and not isinstance(value, dict) else ""
     if err["type"] == "extra_forbidden":
         msg = "unknown field"
         if parent is not None and parent.model_config.get("extra") == "forbid":
@@ -180,3 +180,16 @@ def check_number(
             f"{flag}: {value!r} is not allowed; allowed: {allowed_range(gt, ge, lt, le, integer)}"
         )
     return value
+
+
+#: the longest echo of a bad value in an error line (a 200-entry list is not repeated whole)
+MAX_SHOWN_CHARS = 80
+
+
+def _short(value: object) -> str:
+    """repr(value), cut to MAX_SHOWN_CHARS (a list or tuple says how many items it had)."""
+    text = repr(value)
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    items = f", {len(value)} items" if isinstance(value, list | tuple) else ""
+    return f"{text[: MAX_SHOWN_CHARS - 1]}…{items}"

@@ -191,7 +191,7 @@ def test_a_jobs_pricing_table_applies_over_the_file(tmp_path, monkeypatch, price
         (
             '[[rows]]\nprovider = "me"\ninstance = "box"\ngpu = "H100"\ngpus_per_instance = 8\n'
             "usd_per_gpu_hour = 250\n",
-            "rows[0].usd_per_gpu_hour: 250 is not allowed; allowed: a number > 0 and ≤ 200",
+            "rows[0].usd_per_gpu_hour: 250 is not allowed; allowed: a number ≥ 0.01 and ≤ 200",
         ),
     ],
 )

@@ -180,31 +180,46 @@ class _Overrides(StrictModel):
         return replace(base, **changes)
 
 
-#: bounds of the overridable constants (others: ≥ 0); fractions stay in (0, 1]
+#: the plausible range of every overridable constant, stated once (a constant without one is
+#: refused at import: _override_fields). Chosen bounds, not facts: each is orders of magnitude
+#: beyond any measured value, so a typo (1e300 seconds, 1e-300 GB/s) is bad input, not a plan.
+#: Shares of a peak stay in [0.01, 1]: below 1% of a link or a GPU is a unit mistake.
 _BOUNDS: dict[str, dict[str, float]] = {
-    "efficiency": {"gt": 0, "le": 1},
-    "link_efficiency": {"gt": 0, "le": 1},
-    "bw_efficiency": {"gt": 0, "le": 1},
-    "fp8_gemm_factor": {"gt": 0, "le": 1},
-    "mfu_ceiling_unmeasured": {"gt": 0, "le": 1},
-    "mfu_ceiling_unmeasured_fp8": {"gt": 0, "le": 1},
-    "band_prior_cases": {"gt": 0, "le": 1e12},
-    "band_cases_per_source": {"gt": 0, "le": 1e6},
-    "host_staged_fraction": {"gt": 0, "le": 1},
+    "overhead_gib": {"ge": 0, "le": 1024},
+    "fragmentation": {"ge": 0, "lt": 1},
+    "logits_bytes_per_value": {"ge": 0, "le": 64},
+    "workspace_gib": {"ge": 0, "le": 1024},
+    "zero3_prefetch_layers": {"ge": 0, "le": 10_000},
+    "offload_resident_layers": {"ge": 0, "le": 10_000},
+    "efficiency": {"ge": 0.001, "le": 1},
     "dp_overlap": {"ge": 0, "le": 1},
     "tp_overlap": {"ge": 0, "le": 1},
     "pp_overlap": {"ge": 0, "le": 1},
     "cp_overlap": {"ge": 0, "le": 1},
-    "fragmentation": {"ge": 0, "lt": 1},
-    "qlora_dequant_factor": {"ge": 1},
-    "samples_per_s_per_vcpu_image": {"gt": 0, "le": 1e7},
-    "samples_per_s_per_vcpu_text": {"gt": 0, "le": 1e7},
+    "link_efficiency": {"ge": 0.01, "le": 1},
+    "host_staged_fraction": {"ge": 0.01, "le": 1},
+    "qlora_dequant_factor": {"ge": 1, "le": 100},
+    "bw_efficiency": {"ge": 0.01, "le": 1},
+    "small_message_latency_s": {"ge": 0, "le": 1},
+    "moe_expert_half_tokens": {"ge": 0, "le": 1e7},
+    "cpu_adam_slowdown": {"ge": 0.01, "le": 1e4},
+    "sample_batch_half": {"ge": 0, "le": 1e6},
+    "activation_traffic": {"ge": 0.01, "le": 1e3},
+    "fp8_gemm_factor": {"ge": 0.01, "le": 1},
+    "band_prior_cases": {"gt": 0, "le": 1e12},
+    "band_cases_per_source": {"gt": 0, "le": 1e6},
+    "mfu_ceiling_unmeasured": {"ge": 0.01, "le": 1},
+    "mfu_ceiling_unmeasured_fp8": {"ge": 0.01, "le": 1},
+    "eager_score_bytes": {"ge": 0, "le": 1e4},
+    "samples_per_s_per_vcpu_image": {"ge": 0.001, "le": 1e7},
+    "samples_per_s_per_vcpu_text": {"ge": 0.001, "le": 1e7},
     "loader_reserve_vcpus_per_gpu": {"ge": 0, "le": 64},
     "pinned_buffer_gib_per_gpu": {"ge": 0, "le": 1024},
     "loader_worker_ram_gib": {"ge": 0, "le": 1024},
-    "checkpoint_every_hours": {"gt": 0, "le": 87600},
+    "checkpoint_every_hours": {"ge": 0.01, "le": 87600},
+    "checkpoint_write_gb_s_per_instance": {"ge": 0.001, "le": 1e5},
+    "restart_s": {"ge": 0, "le": 30 * 86_400},
     "checkpoints_kept": {"ge": 1, "le": 10**6},
-    "checkpoint_write_gb_s_per_instance": {"gt": 0, "le": 1e5},
 }
 
 #: what each overridable constant means, with its unit (optimizer/model/setup.py
@@ -343,7 +358,9 @@ def _override_fields() -> dict[str, Any]:
         kind = scalar[0] if scalar and set(get_args(hint)) <= {*scalar, type(None)} else None
         if kind is None or f.name == "use_fitted" or get_origin(hint) is tuple:
             continue  # calibrated / fitted tables are not job-file values
-        bounds: dict[str, Any] = _BOUNDS.get(f.name, {"ge": 0}) if kind is not bool else {}
+        if kind is not bool and f.name not in _BOUNDS:
+            raise TypeError(f"PerfAssumptions.{f.name}: state its plausible range in _BOUNDS")
+        bounds: dict[str, Any] = _BOUNDS[f.name] if kind is not bool else {}
         out[f.name] = (kind | None, Field(default=None, description=_description(f.name, default), **bounds))
     return out
 

@@ -12,6 +12,7 @@ __all__ = [
     "MAX_DAYS",
     "MAX_USD",
     "MAX_USD_PER_GPU_HOUR",
+    "MIN_USD_PER_GPU_HOUR",
     "MAX_GPUS_PER_INSTANCE",
     "MAX_INSTANCES",
 ]
@@ -25,6 +26,10 @@ MAX_USD = 1e10
 #: reference is ~17.8 USD (p6-b300). A value far above it almost surely is cents or a
 #: per-month figure. Chosen bound, not a market fact.
 MAX_USD_PER_GPU_HOUR = 200.0
+#: floor of a price you give (a [pricing] row or price): one cent per GPU-hour, below the
+#: cheapest GPU-hour any catalog lists (~$0.03, a consumer card on a marketplace); a smaller
+#: figure is a unit mistake and would make a plan cost $0.00. Free hardware is [[hardware.owned]].
+MIN_USD_PER_GPU_HOUR = 0.01
 #: GPUs in one instance (the largest sold hold 8-16; a rack-scale NVL72 box is 72 split in nodes)
 MAX_GPUS_PER_INSTANCE = 64
 #: instances of one offering available together (a price table's or [pricing] row's

@@ -38,7 +38,12 @@ from typing import Any
 from pydantic import Field, ValidationError, model_validator
 
 from optimizer.errors import ConfigError, did_you_mean
-from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_INSTANCES, MAX_USD_PER_GPU_HOUR
+from optimizer.inputs.jobs.limits import (
+    MAX_GPUS_PER_INSTANCE,
+    MAX_INSTANCES,
+    MAX_USD_PER_GPU_HOUR,
+    MIN_USD_PER_GPU_HOUR,
+)
 from optimizer.inputs.jobs.strict import StrictModel
 from optimizer.inputs.toml_file import read_toml
 from optimizer.inputs.validation import format_validation_error
@@ -62,10 +67,16 @@ OVERLAY_ENV = "CCOPT_PRICES_OVERLAY"
 class Discounts(StrictModel):
     """`[discounts.PROVIDER]`: the fraction taken off the catalog price of each pricing model."""
 
-    on_demand: float | None = Field(default=None, description="fraction off on-demand prices (0.30 = 30 %)")
-    spot: float | None = Field(default=None, description="fraction off spot prices")
-    reserved_1y: float | None = Field(default=None, description="fraction off 1-year reserved prices")
-    reserved_3y: float | None = Field(default=None, description="fraction off 3-year reserved prices")
+    on_demand: float | None = Field(
+        default=None, ge=0, lt=1, description="fraction off on-demand prices (0.30 = 30 %)"
+    )
+    spot: float | None = Field(default=None, ge=0, lt=1, description="fraction off spot prices")
+    reserved_1y: float | None = Field(
+        default=None, ge=0, lt=1, description="fraction off 1-year reserved prices"
+    )
+    reserved_3y: float | None = Field(
+        default=None, ge=0, lt=1, description="fraction off 3-year reserved prices"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -92,12 +103,12 @@ class Discounts(StrictModel):
 class _Priced(StrictModel):
     usd_per_hour: float | None = Field(
         default=None,
-        gt=0,
+        ge=MIN_USD_PER_GPU_HOUR,
         le=MAX_USD_PER_GPU_HOUR * MAX_GPUS_PER_INSTANCE,
         description="USD per instance-hour",
     )
     usd_per_gpu_hour: float | None = Field(
-        default=None, gt=0, le=MAX_USD_PER_GPU_HOUR, description="USD per GPU-hour"
+        default=None, ge=MIN_USD_PER_GPU_HOUR, le=MAX_USD_PER_GPU_HOUR, description="USD per GPU-hour"
     )
 
     @model_validator(mode="after")
@@ -150,8 +161,8 @@ class ExtraRow(_Priced):
     max_instances: int | None = Field(
         default=None, ge=1, le=MAX_INSTANCES, description="instances available together"
     )
-    vcpus: float | None = Field(default=None, gt=0, description="host vCPUs per instance")
-    ram_gib: float | None = Field(default=None, gt=0, description="host RAM per instance, GiB")
+    vcpus: float | None = Field(default=None, gt=0, le=100_000, description="host vCPUs per instance")
+    ram_gib: float | None = Field(default=None, gt=0, le=1e7, description="host RAM per instance, GiB")
 
 
 class PriceOverlay(StrictModel):

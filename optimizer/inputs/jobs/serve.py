@@ -68,6 +68,11 @@ def _quant(value: Any) -> Any:
     return v
 
 
+#: the most request-mix buckets one job may give: the model has a variable per option × bucket
+#: (200 buckets took ~25 s to plan; merge buckets of similar lengths instead)
+MAX_BUCKETS = 32
+
+
 class Bucket(StrictModel):
     """`[[workload.buckets]]`: a share of the requests with its mean prompt and output length."""
 
@@ -128,6 +133,7 @@ class ServeWorkload(StrictModel):
     )
     buckets: tuple[Bucket, ...] = Field(
         default=(),
+        max_length=MAX_BUCKETS,
         description="`[[workload.buckets]]`: the "
         "request mix as shares with their own mean prompt and "
         "output tokens (instead of prompt_tokens/output_tokens)",

@@ -27,6 +27,7 @@ from optimizer.inputs.jobs.common import (
     stack_name,
 )
 from optimizer.inputs.jobs.data import DataSpec
+from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.toml_file import read_toml
 from optimizer.inputs.validation import check_number
@@ -224,7 +225,7 @@ class ReservedHeld(StrictModel):
     usd_per_hour: float | None = Field(
         default=None,
         ge=0,
-        le=MAX_USD,
+        le=MAX_USD_PER_GPU_HOUR * MAX_GPUS_PER_INSTANCE,
         description="what an hour of one held instance costs this job (default: the term's "
         "catalog rate per hour used, as reservation_prepaid; 0: a sunk cost)",
     )

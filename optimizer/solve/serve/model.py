@@ -26,6 +26,7 @@ from ortools.sat.python import cp_model
 
 from optimizer.errors import Status
 from optimizer.solve.cpsat.lexicographic import solve_lexicographic
+from optimizer.solve.cpsat.scale import ScaleError
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.serve.problem import IntProblem, IntSolution, problem_cost_cents
 
@@ -141,10 +142,43 @@ def _greedy_hint(problem: IntProblem, ubs: Sequence[int]) -> list[int] | None:
     return hint
 
 
+#: the largest |coefficient| × bound sum of one linear expression (CP-SAT refuses a model whose
+#: expressions may overflow a 64-bit integer; this keeps a margin of 2^7 below 2^63)
+MAX_EXPRESSION = 2**56
+
+
+def _check_scale(v: _Vars, problem: IntProblem) -> None:
+    """ScaleError (exit 2) when the load is so large that the model's integers could overflow:
+    the weighted cost objective and each option's busy-time constraint, bounded from above."""
+    opts = problem.options
+    weight = 1 + sum(ub * o.gpus_per_instance for ub, o in zip(v.ubs, opts, strict=True))
+    objective = sum(
+        (o.cost_cents * weight + o.gpus_per_instance) * ub for o, ub in zip(opts, v.ubs, strict=True)
+    )
+    busy = max(
+        (
+            sum((t or 0) * load for t, load in zip(o.time_per_unit, problem.load_units, strict=True))
+            + problem.time_per_replica * o.replicas_per_instance * ub
+            for o, ub in zip(opts, v.ubs, strict=True)
+        ),
+        default=0,
+    )
+    if max(objective, busy) > MAX_EXPRESSION:
+        raise ScaleError(
+            f"the serving load needs up to {max(v.ubs, default=0):,} instances of one option: beyond the "
+            "solver's integer scale; allowed: a load a fleet of at most ~10^6 instances carries (fewer "
+            "users or requests per second, or a longer think_time_s)"
+        )
+
+
 def solve_problem(problem: IntProblem, config: SolverConfig | None = None) -> IntSolution:
     """CP-SAT: the cheapest instance counts (cents, then GPUs, then the rank tie-breaks) with
-    every bucket's load assigned (see the module docstring for the model)."""
+    every bucket's load assigned (see the module docstring for the model).
+
+    Raises:
+        ScaleError: the load is beyond the solver's integer scale (_check_scale)."""
     v = _variables(problem)
+    _check_scale(v, problem)
     _add_capacity(v, problem)
     _add_load(v, problem)
     _add_instance_limits(v, problem)
