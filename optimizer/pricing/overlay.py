@@ -10,6 +10,7 @@ catalog price before) and every name is checked against the catalog (case-insens
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -91,9 +92,15 @@ def _targets(rows: list[OfferingRow], entry: FixedPrice, field: str) -> list[Off
 
 
 def _fixed(rows: list[OfferingRow], overlay: Overlay, today: dt.date) -> list[OfferingRow]:
+    """The rows with the overlay's fixed prices; two entries of one overlay that price the same
+    row differently are refused (neither silently wins)."""
+    fixed_by: dict[tuple[str, str, str, str], tuple[int, float]] = {}
     for i, entry in enumerate(overlay.prices.prices):
         field = f"{overlay.label}: prices[{i}]"
-        keys = {_key(r) for r in _targets(rows, entry, field)}
+        targets = _targets(rows, entry, field)
+        for r in targets:
+            _check_one_price(fixed_by, r, i, entry.instance_usd_per_hour(r.gpus_per_instance), overlay.label)
+        keys = {_key(r) for r in targets}
         unit = "$/h" if entry.usd_per_hour is not None else "$/GPU-h"
         price = entry.usd_per_hour if entry.usd_per_hour is not None else entry.usd_per_gpu_hour
         note = f"fixed {_fmt_usd(float(price or 0))} {unit} ({overlay.label})"
@@ -104,6 +111,25 @@ def _fixed(rows: list[OfferingRow], overlay: Overlay, today: dt.date) -> list[Of
             for r in rows
         ]
     return rows
+
+
+def _check_one_price(
+    fixed_by: dict[tuple[str, str, str, str], tuple[int, float]],
+    row: OfferingRow,
+    index: int,
+    usd_per_hour: float,
+    label: str,
+) -> None:
+    """Record that entry `index` prices `row`; ConfigError if an earlier entry priced it otherwise."""
+    key = _key(row)
+    earlier = fixed_by.setdefault(key, (index, usd_per_hour))
+    if earlier[0] != index and not math.isclose(earlier[1], usd_per_hour, rel_tol=1e-9):
+        raise ConfigError(
+            f"{label}: prices[{earlier[0]}] and prices[{index}] both fix {row.provider} "
+            f"{row.instance_type} {row.region} {row.pricing_model}, at ${earlier[1]:,.2f}/h and "
+            f"${usd_per_hour:,.2f}/h; allowed: one price per offering (narrow one entry "
+            "with instance, region or pricing)"
+        )
 
 
 def _key(row: OfferingRow) -> tuple[str, str, str, str]:

@@ -14,6 +14,8 @@ from optimizer.cli import app
 from optimizer.errors import ConfigError
 from optimizer.pricing.catalog import load_catalog_rows
 
+ROOT = Path(__file__).resolve().parents[2]
+
 runner = CliRunner()
 
 #: two offerings of one hardware class (8x H100, same links and network): only the price
@@ -252,3 +254,28 @@ def test_serve_and_batch_files_take_pricing_where_it_applies(prices):
         ConfigError, match=r"job\[0\] \(support-bot-lora\): pricing is shared by the jobs of a batch"
     ):
         batch_from_dict(batch, "b.toml")
+
+
+def test_two_entries_fixing_one_offering_at_different_prices_are_refused(tmp_path) -> None:
+    """Issue 47: the last of two [[prices]] used to win silently; now neither does."""
+    job = tmp_path / "dup.toml"
+    job.write_text(
+        (ROOT / "examples" / "llama7b_10days.toml").read_text()
+        + '\n[[pricing.prices]]\nprovider = "aws"\ninstance = "p5.48xlarge"\nusd_per_gpu_hour = 1.0\n'
+        + '\n[[pricing.prices]]\ngpu = "H100"\nusd_per_gpu_hour = 2.0\n'
+    )
+    result = CliRunner().invoke(app, ["plan", str(job), "--offline"])
+    assert result.exit_code == 2
+    # 8 GPUs × $1 and × $2 per GPU-hour: $8.00/h and $16.00/h for the same p5 row
+    assert "prices[0] and prices[1] both fix aws p5.48xlarge us-east-1 on_demand" in result.stderr
+    assert "$8.00/h and $16.00/h" in result.stderr
+
+
+def test_two_entries_at_the_same_price_are_fine(tmp_path) -> None:
+    job = tmp_path / "same.toml"
+    job.write_text(
+        (ROOT / "examples" / "llama7b_10days.toml").read_text()
+        + '\n[[pricing.prices]]\nprovider = "aws"\ninstance = "p5.48xlarge"\nusd_per_gpu_hour = 2.0\n'
+        + '\n[[pricing.prices]]\ngpu = "H100"\nusd_per_gpu_hour = 2.0\n'
+    )
+    assert CliRunner().invoke(app, ["plan", str(job), "--offline"]).exit_code == 0
