@@ -26,6 +26,7 @@ __all__ = [
     "SolverError",
     "Status",
     "did_you_mean",
+    "install_extra",
 ]
 
 
@@ -72,3 +73,9 @@ def did_you_mean(value: str, choices: Iterable[str], n: int = 3) -> str:
     if not close:
         return ""
     return " — did you mean " + ", ".join(repr(lowered[c]) for c in close) + "?"
+
+
+def install_extra(extra: str) -> str:
+    """How to install an optional extra, as the README says it (from the checkout: ccopt is not
+    a registry package, so `pip install 'ccopt[...]'` could fetch someone else's)."""
+    return f"pip install -e '.[{extra}]' (in the ccopt checkout)"

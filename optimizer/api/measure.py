@@ -23,7 +23,7 @@ from typing import Any
 
 from optimizer.api.calibrate import POINT_FILE_KIND
 from optimizer.api.outputs import output_file
-from optimizer.errors import ConfigError
+from optimizer.errors import ConfigError, install_extra
 from optimizer.files import OutputFile, parse_json, read_input_text
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.report.contract.common import emit
@@ -41,8 +41,8 @@ def _torch() -> Any:
         return importlib.import_module("torch")
     except ImportError:
         raise ConfigError(
-            "measure: PyTorch is not installed; allowed: pip install "
-            "'ccopt[measure]' (or any torch build for your device)"
+            f"measure: PyTorch is not installed; allowed: {install_extra('measure')} "
+            "(or any torch build for your device)"
         ) from None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from optimizer import api
 from optimizer.api.estimate_run import estimate
-from optimizer.errors import ConfigError
+from optimizer.errors import ConfigError, install_extra
 from optimizer.files import parse_json, read_input_text
 from optimizer.inputs.toml_file import read_toml
 
@@ -190,7 +190,7 @@ def renderer() -> Any:
         from optimizer.report import html  # lazy
     except ImportError as exc:
         raise ConfigError(
-            f"ccopt report needs the 'report' extra ({exc.name} is missing): pip install 'ccopt[report]'"
+            f"ccopt report needs the 'report' extra ({exc.name} is missing): {install_extra('report')}"
         ) from None
     return html
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer import api
-from optimizer.errors import ConfigError
+from optimizer.errors import ConfigError, install_extra
 from optimizer.files import OutputFile, image_mark
 from optimizer.units import HOURS_PER_DAY
 
@@ -24,7 +24,7 @@ def _pyplot() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # lazy: optional extra
     except ImportError:
-        raise ConfigError("--plot: needs matplotlib; pip install 'ccopt[plot]'") from None
+        raise ConfigError(f"--plot: needs matplotlib; {install_extra('plot')}") from None
     return plt
 
 

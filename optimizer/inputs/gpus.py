@@ -11,7 +11,16 @@ from pathlib import Path
 from optimizer.errors import CatalogError, ConfigError, did_you_mean
 from optimizer.model.hardware import GpuSpec
 
-__all__ = ["BUNDLED_GPU_FILES", "load_gpus", "get_gpu", "resolve_gpu_id", "gpu_ids", "data_path"]
+__all__ = [
+    "BUNDLED_GPU_FILES",
+    "load_gpus",
+    "get_gpu",
+    "resolve_gpu_id",
+    "gpu_ids",
+    "data_path",
+    "unknown_gpu",
+    "check_gpu_name",
+]
 
 _FLOAT_COLUMNS = (
     "memory_gib",
@@ -177,10 +186,25 @@ def resolve_gpu_id(name: str, field: str = "gpu") -> str:
         return index[key]
     if key.startswith("nvidia-") and key[7:] in index:
         return index[key[7:]]
-    raise ConfigError(
-        f"{field}: unknown GPU {name!r}{did_you_mean(name, list(index))} Known GPUs: "
+    raise ConfigError(f"{field}: {unknown_gpu(name)}")
+
+
+def unknown_gpu(name: str) -> str:
+    """Why `name` is no GPU of the catalog: the close matches and the allowed ids."""
+    return (
+        f"unknown GPU {name!r}{did_you_mean(name, list(_alias_index()))}; allowed: "
         f"{', '.join(gpu_ids())} (ids or aliases; matching is case-insensitive)"
     )
+
+
+def check_gpu_name(name: str) -> str:
+    """`name` unchanged if it names a GPU of the catalog; ValueError (the job-file validators'
+    error, reported with the file and field) otherwise."""
+    try:
+        resolve_gpu_id(name)
+    except ConfigError:
+        raise ValueError(unknown_gpu(name)) from None
+    return name
 
 
 def get_gpu(name: str, field: str = "gpu") -> GpuSpec:

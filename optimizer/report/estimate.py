@@ -80,6 +80,7 @@ def train_estimate_json(
         out.update(mfu_unclipped=round(step.mfu_unclipped or 0.0, 4), mfu_ceiling_note=step.ceiling_note)
     out.update(
         step=step.as_dict(),
+        step_time_s=round(step.time_s, 4),  # the plan's name for step.time_s (one vocabulary)
         step_parts_s={k: round(v, 4) for k, v in step.parts_s.items()},
         tokens_per_s=round(step.tokens_per_s, 1),
         tokens_per_s_per_gpu=round(step.tokens_per_s_per_gpu, 1),

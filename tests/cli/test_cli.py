@@ -342,7 +342,7 @@ def test_plan_plot_writes_png(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("constraints", "phrase"),
     [
-        ('gpu_types = ["h100", "a1000"]', "constraints.gpu_types: unknown GPU 'a1000'"),
+        ('gpu_types = ["h100", "a1000"]', "constraints.gpu_types[1]: unknown GPU 'a1000'"),
         ('providers = ["awss"]', "constraints.providers: unknown value 'awss' — did you mean 'aws'"),
         ('pricing = ["monthly"]', "constraints.pricing"),
     ],

@@ -1,6 +1,6 @@
 """`ccopt measure` on the CPU with tiny models: the calibration point it writes is one
 `ccopt calibrate --from` accepts. Skipped only when PyTorch is absent (it is not in the test
-extra: the default torch wheel of the registry is large; `pip install 'ccopt[measure]'`), unless
+extra: the default torch wheel of the registry is large; `pip install -e '.[measure]'`), unless
 CCOPT_REQUIRE_TORCH is set (CI, when it installed torch), where its absence fails."""
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def _batch(tmp_path: Path, capacity: str) -> tuple[int, str]:
         ),
         (
             QUOTA.format(provider="lambda", gpu="H1000", region=""),
-            ["capacity.quota[0].gpu: unknown GPU 'H1000'", "Known GPUs:"],
+            ["jobs.toml: capacity.quota[0].gpu: unknown GPU 'H1000'", "allowed:"],
         ),
         (OWNED.format(gpu="RTX4909"), ["capacity.owned[0].gpu: unknown GPU 'RTX4909'", "did you mean"]),
         (

@@ -44,6 +44,7 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import MAX_DAYS, MAX_USD, StrictModel, entries_old_names
 from optimizer.inputs.jobs.pricing import PriceOverlay
+from optimizer.inputs.jobs.strict import GpuName
 from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_error
 from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
@@ -102,7 +103,7 @@ class Quota(StrictModel):
     (in `region` if given). Applies to on-demand and spot rows, not to sized reservations."""
 
     provider: str = Field(description="provider of the quota (aws, gcp, lambda, ...)")
-    gpu: str = Field(description="GPU type the quota is for (id or alias, `ccopt gpus`)")
+    gpu: GpuName = Field(description="GPU type the quota is for (id or alias, `ccopt gpus`)")
     max_gpus: int = Field(
         ge=0,
         le=10**6,
@@ -125,7 +126,7 @@ class Reservation(StrictModel):
 
     provider: str = Field(description="provider to reserve at (aws, gcp, azure, ...)")
     instance: str | None = Field(default=None, description="instance type to reserve (a catalog row; or gpu)")
-    gpu: str | None = Field(
+    gpu: GpuName | None = Field(
         default=None, description="GPU type to reserve: any instance of it at the provider (or instance)"
     )
     region: str | None = Field(

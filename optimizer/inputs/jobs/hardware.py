@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.limits import MAX_USD
-from optimizer.inputs.jobs.strict import StrictModel
+from optimizer.inputs.jobs.strict import GpuName, StrictModel
 
 __all__ = ["HARDWARE_OVERRIDES", "HardwareEntry", "Hardware", "entries_old_names"]
 
@@ -38,7 +38,7 @@ class HardwareEntry(StrictModel):
     """`[[hardware.owned]]` / `[[hardware.buy]]` / `[[capacity.owned]]`: boxes we have or may
     buy; the box fields override the defaults of pricing_data/hardware.csv for the GPU."""
 
-    gpu: str = Field(
+    gpu: GpuName = Field(
         description="GPU type of the box (id or alias, `ccopt gpus`); its default box "
         "comes from pricing_data/hardware.csv"
     )

@@ -44,7 +44,7 @@ from optimizer.inputs.jobs.limits import (
     MAX_USD_PER_GPU_HOUR,
     MIN_USD_PER_GPU_HOUR,
 )
-from optimizer.inputs.jobs.strict import StrictModel
+from optimizer.inputs.jobs.strict import GpuName, StrictModel
 from optimizer.inputs.toml_file import read_toml
 from optimizer.inputs.validation import format_validation_error
 from optimizer.vocabulary import PRICING_MODELS, InterNodeKind, PricingModel
@@ -129,7 +129,7 @@ class FixedPrice(_Priced):
 
     provider: str | None = Field(default=None, description="provider; unset: every provider (with gpu)")
     instance: str | None = Field(default=None, description="instance type (needs provider)")
-    gpu: str | None = Field(default=None, description="GPU id or alias: every instance of that GPU")
+    gpu: GpuName | None = Field(default=None, description="GPU id or alias: every instance of that GPU")
     region: str | None = Field(default=None, description="only this region; unset: every region")
     pricing: tuple[PricingModel, ...] = Field(default=(), description="pricing models; empty: every one")
 
@@ -148,7 +148,7 @@ class ExtraRow(_Priced):
     provider: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", description="a provider name (yours)")
     instance: str = Field(min_length=1, description="the instance (or machine) name")
     region: str = Field(default="private", min_length=1, description="where it runs")
-    gpu: str = Field(description="GPU id or alias from the GPU catalog")
+    gpu: GpuName = Field(description="GPU id or alias from the GPU catalog")
     gpus_per_instance: int = Field(gt=0, le=MAX_GPUS_PER_INSTANCE, description="GPUs in one instance")
     pricing: PricingModel = Field(default="on_demand", description="how it is billed")
     inter_node_gbps: float | None = Field(

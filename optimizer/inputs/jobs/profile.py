@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from optimizer.inputs.jobs.strict import StrictModel
+from optimizer.inputs.jobs.strict import GpuName, StrictModel
 from optimizer.model.profile import SAMPLE_UNITS, MeasuredPoint, SampleProfile
 from optimizer.model.setup import Checkpointing, Optimizer, TrainPrecision
 from optimizer.units import MIB
@@ -17,7 +17,7 @@ __all__ = ["MeasuredIn", "ProfileIn"]
 class MeasuredIn(StrictModel):
     """`[model.measured]` / `[[model.measured]]`: one training run you measured."""
 
-    gpu: str = Field(description="GPU type of the run (id or alias, `ccopt gpus`)")
+    gpu: GpuName = Field(description="GPU type of the run (id or alias, `ccopt gpus`)")
     precision: TrainPrecision = Field(default="bf16", description="precision of the run")
     micro_batch: int = Field(gt=0, le=2**20, description="samples per GPU per micro-batch")
     samples_per_s: float = Field(

@@ -29,6 +29,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from optimizer.errors import ConfigError
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import StrictModel, confidence_field
+from optimizer.inputs.jobs.strict import GpuName
 from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_name
 from optimizer.inputs.toml_file import read_toml
 from optimizer.model.layout import TP_DEGREES
@@ -223,7 +224,7 @@ class ServeConstraints(StrictModel):
     confidence: float = confidence_field(
         "latency targets and the request rate are met (slower replicas than the median prediction)"
     )
-    gpu_types: tuple[str, ...] | None = Field(
+    gpu_types: tuple[GpuName, ...] | None = Field(
         min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"
     )
     providers: tuple[str, ...] | None = Field(

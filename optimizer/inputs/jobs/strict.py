@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
-__all__ = ["STRICT", "StrictModel"]
+from optimizer.inputs.gpus import check_gpu_name
+
+__all__ = ["STRICT", "StrictModel", "GpuName"]
+
+#: a GPU of the catalog, by id or alias (any case): an unknown name is refused while the file is
+#: read, so the error names the file and the field (the name itself is kept as written)
+GpuName = Annotated[str, AfterValidator(check_gpu_name)]
 
 STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 

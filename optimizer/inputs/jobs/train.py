@@ -29,6 +29,7 @@ from optimizer.inputs.jobs.common import (
 from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
 from optimizer.inputs.jobs.search import Search
+from optimizer.inputs.jobs.strict import GpuName
 from optimizer.inputs.toml_file import read_toml
 from optimizer.inputs.validation import check_number
 from optimizer.model.bands import CONFIDENCE_RANGE
@@ -244,7 +245,7 @@ class Constraints(StrictModel):
     confidence: float = confidence_field(
         "the deadline and the budget are met, and the cost minimised is the cost,"
     )
-    gpu_types: tuple[str, ...] | None = Field(
+    gpu_types: tuple[GpuName, ...] | None = Field(
         min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"
     )
     providers: tuple[str, ...] | None = Field(

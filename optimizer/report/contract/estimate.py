@@ -57,6 +57,9 @@ class EstimateOutput(Contract):
         default=None, description="train: tokens per sequence (1 for a per-sample model)"
     )
     step: StepOut | None = None
+    step_time_s: float | None = Field(
+        default=None, description="train: seconds per optimizer step (= step.time_s; the plan's name)"
+    )
     step_time_s_p10: float | None = None
     step_time_s_p50: float | None = None
     step_time_s_p90: float | None = None
