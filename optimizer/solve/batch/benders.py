@@ -34,6 +34,7 @@ from datetime import timedelta
 from ortools.math_opt.python import mathopt
 from ortools.sat.python import cp_model
 
+from optimizer.solve.batch.disjunctive import WindowCut, covers_of, violated_windows
 from optimizer.solve.batch.model import energy_windows, usable_rows
 from optimizer.solve.batch.problem import BatchProblem
 from optimizer.solve.cpsat.core import shrink_core
@@ -45,6 +46,8 @@ __all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "choice_
 MAX_ROUNDS = 120
 #: disjoint infeasible sets cut per round (fewer master solves)
 MAX_CUTS_PER_ROUND = 6
+#: disjunctive-window cuts (disjunctive.py) added per round, the most violated first
+MAX_WINDOW_CUTS = 40
 SUB_DETERMINISTIC_LIMIT = 20.0  # CP-SAT deterministic time per subproblem check
 
 #: a cut: (job index, rows of that job) pairs, not all of which can be chosen together
@@ -62,6 +65,7 @@ class BendersOutcome:
     reserved: dict[str, int] = field(default_factory=dict)
     objective_cents: int | None = None
     cuts: list[Cut] = field(default_factory=list)
+    window_cuts: list[WindowCut] = field(default_factory=list)
     rounds: int = 0
     stopped: str = ""  # why it handed over: rounds | time | master | subproblem
 
@@ -116,6 +120,11 @@ class _Master:
                 mathopt.fast_sum(e * self.lit[j, i] for j, i, e in terms) <= (b - a) * cap
             )
         m.minimize(mathopt.fast_sum(obj))
+
+    def add_window_cut(self, cut: WindowCut) -> None:
+        self.model.add_linear_constraint(
+            mathopt.fast_sum(coef * self.lit[j, i] for j, i, coef in cut.terms) <= cut.rhs
+        )
 
     def add_cut(self, cut: Cut) -> None:
         self.model.add_linear_constraint(
@@ -226,8 +235,63 @@ def _check(
     return "unknown", [], [], []
 
 
+class _Checker:
+    """Schedule checks split by resource: rows on disjoint sets of resources never meet, so
+    each connected set of resources is checked apart (a smaller CP-SAT model), and a set of
+    (job, row) already answered is not solved again (the next master plan mostly repeats the
+    last one's rows on all but one resource). Answers are kept for this decomposition only."""
+
+    def __init__(self, problem: BatchProblem) -> None:
+        self.problem = problem
+        self.known: dict[tuple, tuple[str, list[int], list[int], list[int]]] = {}
+        self.solved = 0
+
+    def _parts(self, items: Sequence[tuple[int, Sequence[int]]]) -> list[list[int]]:
+        """Positions of `items` per connected set of resources (free rows: none)."""
+        owner: dict[str, int] = {}
+        parts: list[list[int]] = []
+        for pos, (j, group) in enumerate(items):
+            keys = {k for i in group for k, _ in self.problem.jobs[j].rows[i].usage}
+            hit = sorted({owner[k] for k in keys if k in owner})
+            if not keys:
+                continue
+            if not hit:
+                parts.append([])
+                hit = [len(parts) - 1]
+            first = hit[0]
+            for other in hit[1:]:  # this row joins resources of several parts: merge them
+                parts[first] += parts[other]
+                parts[other] = []
+                owner.update({k: first for k, v in owner.items() if v == other})
+            parts[first].append(pos)
+            owner.update({k: first for k in keys})
+        return [sorted(p) for p in parts if p]
+
+    def __call__(
+        self, items: Sequence[tuple[int, Sequence[int]]], reserved: dict[str, int], deadline: float
+    ) -> tuple[str, list[int], list[int], list[int]]:
+        """As _check (status, core positions, starts, rows), part by part."""
+        starts = [self.problem.jobs[j].release for j, _ in items]
+        chosen = [group[0] for _, group in items]
+        for part in self._parts(items):
+            sub = [(items[p][0], tuple(items[p][1])) for p in part]
+            key = (tuple(sub), tuple(sorted(reserved.items())))
+            if key not in self.known:
+                self.solved += 1
+                answer = _check(self.problem, sub, reserved, deadline=deadline)
+                if answer[0] == "unknown":
+                    return answer
+                self.known[key] = answer
+            status, core, part_starts, part_rows = self.known[key]
+            if status != "feasible":
+                return status, [part[c] for c in core], [], []
+            for p, t, i in zip(part, part_starts, part_rows, strict=True):
+                starts[p], chosen[p] = t, i
+        return "feasible", [], starts, chosen
+
+
 def _minimal(
-    problem: BatchProblem,
+    check: _Checker,
     items: Sequence[tuple[int, tuple[int, ...]]],
     core: list[int],
     reserved: dict[str, int],
@@ -237,7 +301,7 @@ def _minimal(
     if a check fails (unknown in time)."""
 
     def conflicts(trial: list[tuple[int, tuple[int, ...]]]) -> bool | None:
-        status = _check(problem, trial, reserved, deadline=deadline)[0]
+        status = check(trial, reserved, deadline)[0]
         return None if status == "unknown" else status == "infeasible"
 
     return shrink_core([items[c] for c in core], conflicts, unknown="fail")
@@ -262,7 +326,7 @@ def _lift(
 
 
 def _neighbours(
-    problem: BatchProblem,
+    check: _Checker,
     rows: Sequence[Sequence[int]],
     found: list[tuple[int, tuple[int, ...]]],
     reserved: dict[str, int],
@@ -270,17 +334,17 @@ def _neighbours(
 ) -> list[Cut]:
     """Cuts the next rounds would need: the conflict with one job moved to another row on the
     same resources (e.g. 2 boxes for a shorter time) that still cannot be scheduled."""
-    cuts: list[Cut] = []
+    problem, cuts = check.problem, []
     for k, (j, (i,)) in enumerate(found):
         keys = {key for key, _ in problem.jobs[j].rows[i].usage}
         for alt in rows[j]:
             if alt == i or {key for key, _ in problem.jobs[j].rows[alt].usage} != keys:
                 continue
             trial = found[:k] + [(j, (alt,))] + found[k + 1 :]
-            status, core, _, _ = _check(problem, trial, reserved, deadline=deadline)
+            status, core, _, _ = check(trial, reserved, deadline)
             if status != "infeasible":
                 continue
-            smaller = _minimal(problem, trial, core, reserved, deadline)
+            smaller = _minimal(check, trial, core, reserved, deadline)
             if smaller and (j, (alt,)) in smaller:
                 cuts.append(_lift(problem, rows, smaller))
     return cuts
@@ -293,6 +357,8 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
     rows = [usable_rows(job, problem, {}) for job in problem.jobs]
     out = BendersOutcome(proven=False)
     master_mip = _Master(problem, rows)
+    covers = covers_of(problem, rows)
+    check = _Checker(problem)
     most = {k: r.capacity for k, r in problem.resources.items() if r.kind == "reservation"}
     best: tuple[int, list[int | None], list[int], dict[str, int]] | None = None
 
@@ -321,8 +387,14 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
             out.bound_cents = max(out.bound_cents or 0, math.ceil(bound - 1e-6))
         if best is not None and out.bound_cents is not None and best[0] <= out.bound_cents:
             return finish(best)
+        window_cuts = violated_windows(problem, covers, chosen, MAX_WINDOW_CUTS)
+        if window_cuts:  # the choice breaks a clique bound: cut it, no schedule check needed
+            out.window_cuts.extend(window_cuts)
+            for wc in window_cuts:
+                master_mip.add_window_cut(wc)
+            continue
         items = [(j, (i,)) for j, i in enumerate(chosen) if i is not None]
-        status, core, starts, _ = _check(problem, items, reserved, deadline=deadline)
+        status, core, starts, _ = check(items, reserved, deadline)
         if status == "feasible":
             cost = choice_cost_cents(problem, chosen, reserved)
             if best is None or cost < best[0]:
@@ -335,24 +407,24 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
             out.stopped = "subproblem"
             return out
         if reserved != most:  # cuts must hold whatever R: find them at the largest R
-            status, core, _, _ = _check(problem, items, most, deadline=deadline)
+            status, core, _, _ = check(items, most, deadline)
             if status != "infeasible":  # the conflict involves R; CP-SAT takes it from here
                 out.stopped = "subproblem" if status == "unknown" else "reservation"
                 return out
         reserved = most
         for _cut in range(MAX_CUTS_PER_ROUND):
-            found = _minimal(problem, items, core, reserved, deadline)
+            found = _minimal(check, items, core, reserved, deadline)
             if not found:
                 out.stopped = "subproblem"
                 return out
             out.cuts.append(_lift(problem, rows, found))
             master_mip.add_cut(out.cuts[-1])
-            for cut in _neighbours(problem, rows, found, reserved, deadline):
+            for cut in _neighbours(check, rows, found, reserved, deadline):
                 out.cuts.append(cut)
                 master_mip.add_cut(cut)
             taken = set(found)
             items = [it for it in items if it not in taken]
-            status, core, _, _ = _check(problem, items, reserved, deadline=deadline)
+            status, core, _, _ = check(items, reserved, deadline)
             if status != "infeasible":
                 break
     out.stopped = "rounds"
