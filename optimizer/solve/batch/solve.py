@@ -208,7 +208,7 @@ def _better_start(greedy: GreedyPlan, bend: BendersOutcome) -> GreedyPlan:
     if not greedy.missing and greedy.cost_cents <= cost:
         return greedy
     it = iter(starts)
-    plan = [(i, next(it)) if i is not None else (None, None) for i in rows]
+    plan: list[tuple[int | None, int | None]] = [(i, next(it) if i is not None else None) for i in rows]
     return GreedyPlan(plan, dict(reserved), cost, ())
 
 
