@@ -4,7 +4,7 @@ data-parallel mix at a given number of samples per GPU.
 
 A mix is planned per *type group* (one instance type in one provider region, or one owned box
 type) and per *pair* of such groups that share a fabric (the same provider region, or the
-owned site). Everything here is Python: the CP-SAT model (solve/train/mix_model.py) only reads
+owned site). Everything here is Python: the CP-SAT model (solve/train/mix/model.py) only reads
 integer tables built from the one step-time and memory model (model/step_time.py,
 model/memory.py), as every planner of this package does.
 """

@@ -1,8 +1,8 @@
 """Single-job mixed clusters: pricing models on one instance type (held reservations topped up
 with on-demand, optionally spot) and two GPU types in one data-parallel job on one fabric.
 
-data (mix_data: type groups, sizes, step tables) → model and solve (mix_model, one CP-SAT
-model per group or pair) → solution (MixPlan) → check (mix_check.check_mix, from scratch) →
+data (mix/data.py: type groups, sizes, step tables) → model and solve (mix/model.py, one CP-SAT
+model per group or pair) → solution (MixPlan) → check (mix/check.py: check_mix, from scratch) →
 explain (why a mix is not worth it: fabric, balance loss, no cheaper split).
 """
 
@@ -23,7 +23,7 @@ from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.candidate import Candidate
 from optimizer.solve.train.host_check import host_rule_of, offering_rejection
-from optimizer.solve.train.mix_data import (
+from optimizer.solve.train.mix.data import (
     MIX_MAX_INSTANCES,
     MixShape,
     TypeGroup,
@@ -32,7 +32,7 @@ from optimizer.solve.train.mix_data import (
     mix_band_factor,
     type_groups,
 )
-from optimizer.solve.train.mix_model import MixData, solve_mix
+from optimizer.solve.train.mix.model import MixData, solve_mix
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
 from optimizer.solve.train.spot import spot_hours
