@@ -17,7 +17,7 @@ from typing import Any
 
 from optimizer.inputs.jobs.train import Job, ReservedHeld, job_from_dict, load_job
 from optimizer.pricing.catalog import load_offering_rows
-from optimizer.solve.train.mix import plan_mix
+from optimizer.solve.train.mix.search import plan_mix
 from optimizer.solve.train.plan import plan_job
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -62,3 +62,13 @@ def test_no_module_over_the_size_limit() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     ]
     assert not big, "\n".join(big)
+
+
+def test_the_batch_planner_loads_no_files() -> None:
+    """Reading batch files and price tables belongs to optimizer/api (batch_jobs.py): no
+    module of solve/batch imports a loader."""
+    loaders = {"load_batch", "batch_from_dict", "coerce_document", "load_catalog_rows", "load_offering_rows"}
+    for path in sorted((PACKAGE / "solve" / "batch").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert not names & loaders, (path.name, sorted(names & loaders))

@@ -120,3 +120,36 @@ def test_every_hidden_old_flag_is_listed():
     }
     assert hidden and [h for h in sorted(hidden) if f"`{h[1]}`" not in text and f"{h[1]}`" not in text] == []
     assert "`serve --compare`" in text
+
+
+BENCH_BLOCKS = [b for b in blocks(README.read_text(encoding="utf-8")) if b.kind == "bench"]
+
+
+@pytest.mark.parametrize("block", BENCH_BLOCKS, ids=[b.command for b in BENCH_BLOCKS])
+def test_benchmark_blocks_are_not_older_than_the_code_they_measure(block):
+    """A benchmark block of a script listed in tools/readme.BENCH_SOURCES records the hash of
+    the code it measured; it must equal the hash of that code now (else rerun it:
+    python -m tools.readme --write --benchmarks --only <script name>)."""
+    from tools.readme import bench_script, recorded_hash, sources_hash
+
+    now = sources_hash(bench_script(block.command))
+    if now is None:
+        pytest.skip("no measured sources listed for this benchmark")
+    assert recorded_hash(block) == now, (
+        f"`{block.command}` was regenerated before the code it measures last changed; run: "
+        f"python -m tools.readme --write --benchmarks --only {bench_script(block.command).split('/')[-1]}"
+    )
+
+
+def test_sources_hash_follows_the_measured_code(tmp_path, monkeypatch):
+    import tools.readme as readme
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "bench.py").write_text("print(1)\n")
+    monkeypatch.setattr(readme, "ROOT", tmp_path)
+    monkeypatch.setitem(readme.BENCH_SOURCES, "bench.py", ("bench.py", "pkg"))
+    before = readme.sources_hash("bench.py")
+    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
+    assert readme.sources_hash("bench.py") != before
+    assert readme.sources_hash("benchmarks/unlisted.py") is None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import os
 import re
 import shlex
@@ -43,6 +44,43 @@ _VOLATILE = [
     (re.compile(r"\b\d+ days? old"), "<n> days old"),
     (re.compile(r"prices: (.*), as of .*"), r"prices: \1"),
 ]
+
+
+#: benchmark script -> the files (or folders) whose code it measures; its README block records
+#: a hash of them, and tests/test_readme.py fails when the code changed after the block was
+#: regenerated (a benchmark not listed here is not checked)
+BENCH_SOURCES: dict[str, tuple[str, ...]] = {
+    "benchmarks/batch_scaling.py": ("benchmarks/batch_scaling.py", "optimizer/solve/batch"),
+    "benchmarks/mix_rows.py": ("benchmarks/mix_rows.py", "optimizer/solve/train/mix"),
+}
+_SOURCES_STAMP = re.compile(r"sources ([0-9a-f]{12})\)")
+
+
+def sources_hash(script: str) -> str | None:
+    """The first 12 hex digits of a SHA-256 over the measured files (path and bytes, in path
+    order; .py files of a folder); None for a benchmark without listed sources."""
+    paths = BENCH_SOURCES.get(script)
+    if paths is None:
+        return None
+    files: list[Path] = []
+    for rel in paths:
+        p = ROOT / rel
+        files += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+    h = hashlib.sha256()
+    for f in sorted(set(files)):
+        h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def bench_script(command: str) -> str:
+    """The script a bench block runs (`python benchmarks/X.py ...` -> benchmarks/X.py)."""
+    return shlex.split(command)[1]
+
+
+def recorded_hash(block: Block) -> str | None:
+    """The sources hash a bench block's stamp records (None: none recorded)."""
+    m = _SOURCES_STAMP.search(block.body)
+    return m.group(1) if m else None
 
 
 @dataclass(frozen=True)
@@ -102,7 +140,9 @@ def run_bench(command: str) -> str:
         check=True,
         env={**os.environ, "CCOPT_OFFLINE": "1"},
     ).stdout.rstrip("\n")
-    return f"{out}\n\n_Regenerated {dt.date.today().isoformat()} by `{command}`._"
+    digest = sources_hash(bench_script(command))
+    sources = f" (sources {digest})" if digest else ""
+    return f"{out}\n\n_Regenerated {dt.date.today().isoformat()} by `{command}`{sources}._"
 
 
 def render(block: Block) -> str:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+from optimizer.inputs.jobs.batch import BatchFile, batch_from_dict, load_batch
+from optimizer.inputs.jobs.common import coerce_document
+from optimizer.inputs.jobs.train import with_confidence
+from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.report.batch import batch_dict
 from optimizer.solve.batch.plan import plan_batch
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -26,16 +31,36 @@ def batch(
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
     batch_json(result) gives the `ccopt batch --json` contract. `on_job(i, n, name)` is called before
     job i of n is enumerated, `on_progress(event)` with each improving solution; `confidence`
-    overrides every job's constraints.confidence."""
-    return plan_batch(
-        batch_file,
-        prices=prices,
+    overrides every job's constraints.confidence.
+
+    Raises:
+        ConfigError: invalid batch file or [capacity] entry (one line naming the field).
+        CatalogError: the price tables fail validation.
+        SolverError: no plan within the time limit (the message says where the time went).
+    """
+    started = time.perf_counter()  # the time limit covers the whole command, loading too
+    loaded_batch, base_dir = coerce_document(batch_file, BatchFile, load_batch, batch_from_dict, "batch")
+    if confidence is not None:
+        jobs = tuple(with_confidence(j, confidence) for j in loaded_batch.job)
+        loaded_batch = loaded_batch.model_copy(update={"job": jobs})
+    loaded = load_catalog_rows(
+        prices,
         offline=offline,
+        overlay=loaded_batch.pricing,
+        overlay_label=f"{loaded_batch.name} [pricing]",
+        keep_regions=loaded_batch.named_regions(),
+    )
+    result = plan_batch(
+        loaded_batch,
+        loaded.rows,
+        base_dir,
         config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
         on_progress=on_progress,
         on_job=on_job,
-        confidence=confidence,
+        started=started,
     )
+    result.catalog = loaded.age.as_dict()
+    return result
 
 
 def batch_json(result: Any) -> dict[str, Any]:

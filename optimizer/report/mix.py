@@ -1,10 +1,10 @@
-"""The `mix` object of `ccopt plan --json` from a MixOutcome (solve/train/mix.py)."""
+"""The `mix` object of `ccopt plan --json` from a MixOutcome (solve/train/mix/search.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from optimizer.solve.train.mix import MixOutcome, MixPlan
+from optimizer.solve.train.mix.search import MixOutcome, MixPlan
 from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["mix_dict", "mix_plan_dict"]

@@ -122,7 +122,8 @@ def test_quota_is_blamed(ccopt, tmp_path) -> None:
         + BATCH_JOB.format(name="a", kind="finetune", tokens="2e9", deadline=1, gpu="H100-80GB"),
     )
     assert expl["binding_constraint"] == "capacity:quota#0"
-    assert expl["fixes"][0]["change"].startswith("raise quota lambda H100-80GB from 1 to")
+    assert expl["fixes"][0]["change"].startswith("raise quota lambda H100-80GB by ")
+    assert ", from 1 to " in expl["fixes"][0]["change"]
 
 
 def test_owned_capacity_is_in_the_conflict(ccopt, tmp_path) -> None:
@@ -132,7 +133,9 @@ def test_owned_capacity_is_in_the_conflict(ccopt, tmp_path) -> None:
     )
     expl = _batch(ccopt, tmp_path, BATCH.format(horizon=3, capacity=owned) + jobs)
     assert "capacity:owned#0" in expl["conflict"]
-    assert any(f["change"] == "grow owned 1x RTX4090 box from 1 to 2 boxes" for f in expl["fixes"])
+    assert any(
+        f["change"].startswith("grow owned 1x RTX4090 box by 1 boxes, from 1 to 2") for f in expl["fixes"]
+    )
 
 
 def test_a_job_no_reserved_term_can_hold_is_not_called_a_memory_problem(tmp_path) -> None:

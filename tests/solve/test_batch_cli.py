@@ -201,3 +201,31 @@ def test_a_cloud_placement_names_the_jobs_that_kept_the_box_busy(tmp_path) -> No
     assert owned["placement"].startswith("owned box: $")
     text = runner.invoke(app, ["batch", str(path)]).stdout
     assert f"{cloud['name']} on the cloud: owned 8x RTX4090 box busy with" in " ".join(text.split())
+
+
+def test_quota_conflict_names_the_jobs_and_the_raise(tmp_path: Path) -> None:
+    # no deadlines: both jobs (7.7 h each on the whole 8-GPU quota, 41 h on the box, which the
+    # 12-hour horizon rules out) must run inside the 12 h horizon, so on the quota at once
+    # (7.7 + 7.7 > 12): the quota alone conflicts; 16 GPUs (+8) let both run side by side
+    body = SMALL.replace("horizon_days = 4", "horizon_days = 0.5") + "".join(
+        f'\n[[job]]\nname = "{n}"\nmodel = {{ preset = "llama-3-8b" }}\n'
+        f'workload = {{ kind = "lora", tokens = 3e9 }}\n'
+        for n in ("first", "second")
+    )
+    path = tmp_path / "quota.toml"
+    path.write_text(body, encoding="utf-8")
+    result = runner.invoke(app, ["batch", str(path), "--json"])
+    assert result.exit_code == 1, result.stdout + result.stderr
+    expl = json.loads(result.stdout)["explanation"]
+    assert expl["conflict"] == ["capacity:quota#0"]
+    assert "needed at once by 'first', 'second'" in expl["text"]
+    (fix,) = expl["fixes"]
+    assert fix["detail"]["capacity:quota#0"] == {
+        "resource": "quota#0",
+        "capacity": 8,
+        "needed": 16,
+        "jobs": ["first", "second"],
+    }
+    assert "by 8 GPUs, from 8 to 16" in fix["change"]
+    text = runner.invoke(app, ["batch", str(path)])
+    assert text.exit_code == 1 and "raise quota lambda H100-80GB by 8 GPUs" in text.stdout

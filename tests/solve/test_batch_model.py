@@ -171,7 +171,10 @@ def test_infeasible_batch_names_the_conflict_and_the_cheapest_fixes() -> None:
     assert fixes["capacity:quota#0"].detail["capacity:quota#0"]["needed"] == 4
     assert fixes["capacity:quota#0"].total_cost_usd == pytest.approx(36.0)
     assert e.fixes[0].total_cost_usd == pytest.approx(12.0)
-    assert "raise quota quoted H100-80GB from 2 to 4 GPUs" in fixes["capacity:quota#0"].change
+    assert (
+        "raise quota quoted H100-80GB by 2 GPUs, from 2 to 4 (for 'B' at once)"
+        in fixes["capacity:quota#0"].change
+    )
     assert "cannot all hold" in e.message and "Cheapest fix" in e.message
 
 

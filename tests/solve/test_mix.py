@@ -8,7 +8,7 @@ import pytest
 from optimizer.errors import ConfigError, Status
 from optimizer.inputs.jobs.train import job_from_dict
 from optimizer.report.train import plan_json
-from optimizer.solve.train.mix_check import mix_violations
+from optimizer.solve.train.mix.check import mix_violations
 from optimizer.solve.train.plan import plan_job
 
 P4DE = "p4de.24xlarge"

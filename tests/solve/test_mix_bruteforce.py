@@ -15,7 +15,7 @@ from optimizer.model.setup import CHECKPOINTING, Layout
 from optimizer.model.step_time import Cluster, training_step_time
 from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offering import cost_usd
-from optimizer.solve.train.mix import _pairs, _type_mix, held_offerings, type_groups
+from optimizer.solve.train.mix.search import _pairs, _type_mix, held_offerings, type_groups
 from optimizer.solve.train.plan import plan_job
 from optimizer.solve.train.search_space import MICRO_BATCHES
 from optimizer.solve.train.spot import spot_hours

@@ -212,7 +212,7 @@ class Availability(StrictModel):
 
 class ReservedHeld(StrictModel):
     """`[[constraints.reserved_held]]`: reserved instances the team already holds (a term
-    bought earlier), which a plan may use beside rented ones (solve/train/mix.py)."""
+    bought earlier), which a plan may use beside rented ones (solve/train/mix/search.py)."""
 
     provider: str = Field(min_length=1, description="provider of the reservation (aws, gcp, ...)")
     instance: str = Field(min_length=1, description="instance type held (as in `ccopt prices`)")

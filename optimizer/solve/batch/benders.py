@@ -26,7 +26,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -34,21 +34,27 @@ from datetime import timedelta
 from ortools.math_opt.python import mathopt
 from ortools.sat.python import cp_model
 
+from optimizer.solve.batch.disjunctive import WindowCut, covers_of, violated_windows
+from optimizer.solve.batch.hints import repaired_plan
 from optimizer.solve.batch.model import energy_windows, usable_rows
-from optimizer.solve.batch.problem import BatchProblem
+from optimizer.solve.batch.problem import BatchProblem, choice_cost_cents
 from optimizer.solve.cpsat.core import shrink_core
 
-__all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "choice_cost_cents", "solve_benders"]
+__all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "solve_benders"]
 
 #: CHOICE: rounds of master + subproblem before handing over to the full CP-SAT model; the
 #: 50-job saturated benchmark needs ~20; a count, not a time, keeps the answer deterministic
 MAX_ROUNDS = 120
 #: disjoint infeasible sets cut per round (fewer master solves)
 MAX_CUTS_PER_ROUND = 6
+#: disjunctive-window cuts (disjunctive.py) added per round, the most violated first
+MAX_WINDOW_CUTS = 40
 SUB_DETERMINISTIC_LIMIT = 20.0  # CP-SAT deterministic time per subproblem check
 
 #: a cut: (job index, rows of that job) pairs, not all of which can be chosen together
 Cut = tuple[tuple[int, tuple[int, ...]], ...]
+#: a plan: (cost in cents, row per job or None, start per scheduled job, R per reservation)
+Plan = tuple[int, list[int | None], list[int], dict[str, int]]
 
 
 @dataclass
@@ -62,6 +68,8 @@ class BendersOutcome:
     reserved: dict[str, int] = field(default_factory=dict)
     objective_cents: int | None = None
     cuts: list[Cut] = field(default_factory=list)
+    window_cuts: list[WindowCut] = field(default_factory=list)
+    incumbent: Plan | None = None  # the cheapest schedulable plan the rounds found
     rounds: int = 0
     stopped: str = ""  # why it handed over: rounds | time | master | subproblem
 
@@ -117,6 +125,11 @@ class _Master:
             )
         m.minimize(mathopt.fast_sum(obj))
 
+    def add_window_cut(self, cut: WindowCut) -> None:
+        self.model.add_linear_constraint(
+            mathopt.fast_sum(coef * self.lit[j, i] for j, i, coef in cut.terms) <= cut.rhs
+        )
+
     def add_cut(self, cut: Cut) -> None:
         self.model.add_linear_constraint(
             mathopt.fast_sum(self.lit[j, i] for j, group in cut for i in group) <= len(cut) - 1
@@ -147,16 +160,6 @@ class _Master:
             chosen.append(picked[0] if picked else None)
         held = {k: int(round(values[r])) for k, r in self.reserve.items()}
         return chosen, held, res.best_objective_bound(), reason == mathopt.TerminationReason.OPTIMAL
-
-
-def choice_cost_cents(
-    problem: BatchProblem, chosen: Sequence[int | None], reserved: Mapping[str, int]
-) -> int:
-    """Cents of a choice of rows: rows, dropped jobs' value, reservation commitments."""
-    total = sum(problem.resources[k].commitment_cents * n for k, n in reserved.items())
-    for job, i in zip(problem.jobs, chosen, strict=True):
-        total += job.rows[i].cost_cents if i is not None else (job.penalty_cents or 0)
-    return total
 
 
 def _check(
@@ -226,8 +229,63 @@ def _check(
     return "unknown", [], [], []
 
 
+class _Checker:
+    """Schedule checks split by resource: rows on disjoint sets of resources never meet, so
+    each connected set of resources is checked apart (a smaller CP-SAT model), and a set of
+    (job, row) already answered is not solved again (the next master plan mostly repeats the
+    last one's rows on all but one resource). Answers are kept for this decomposition only."""
+
+    def __init__(self, problem: BatchProblem) -> None:
+        self.problem = problem
+        self.known: dict[tuple, tuple[str, list[int], list[int], list[int]]] = {}
+        self.solved = 0
+
+    def _parts(self, items: Sequence[tuple[int, Sequence[int]]]) -> list[list[int]]:
+        """Positions of `items` per connected set of resources (free rows: none)."""
+        owner: dict[str, int] = {}
+        parts: list[list[int]] = []
+        for pos, (j, group) in enumerate(items):
+            keys = {k for i in group for k, _ in self.problem.jobs[j].rows[i].usage}
+            hit = sorted({owner[k] for k in keys if k in owner})
+            if not keys:
+                continue
+            if not hit:
+                parts.append([])
+                hit = [len(parts) - 1]
+            first = hit[0]
+            for other in hit[1:]:  # this row joins resources of several parts: merge them
+                parts[first] += parts[other]
+                parts[other] = []
+                owner.update({k: first for k, v in owner.items() if v == other})
+            parts[first].append(pos)
+            owner.update({k: first for k in keys})
+        return [sorted(p) for p in parts if p]
+
+    def __call__(
+        self, items: Sequence[tuple[int, Sequence[int]]], reserved: dict[str, int], deadline: float
+    ) -> tuple[str, list[int], list[int], list[int]]:
+        """As _check (status, core positions, starts, rows), part by part."""
+        starts = [self.problem.jobs[j].release for j, _ in items]
+        chosen = [group[0] for _, group in items]
+        for part in self._parts(items):
+            sub = [(items[p][0], tuple(items[p][1])) for p in part]
+            key = (tuple(sub), tuple(sorted(reserved.items())))
+            if key not in self.known:
+                self.solved += 1
+                answer = _check(self.problem, sub, reserved, deadline=deadline)
+                if answer[0] == "unknown":
+                    return answer
+                self.known[key] = answer
+            status, core, part_starts, part_rows = self.known[key]
+            if status != "feasible":
+                return status, [part[c] for c in core], [], []
+            for p, t, i in zip(part, part_starts, part_rows, strict=True):
+                starts[p], chosen[p] = t, i
+        return "feasible", [], starts, chosen
+
+
 def _minimal(
-    problem: BatchProblem,
+    check: _Checker,
     items: Sequence[tuple[int, tuple[int, ...]]],
     core: list[int],
     reserved: dict[str, int],
@@ -237,7 +295,7 @@ def _minimal(
     if a check fails (unknown in time)."""
 
     def conflicts(trial: list[tuple[int, tuple[int, ...]]]) -> bool | None:
-        status = _check(problem, trial, reserved, deadline=deadline)[0]
+        status = check(trial, reserved, deadline)[0]
         return None if status == "unknown" else status == "infeasible"
 
     return shrink_core([items[c] for c in core], conflicts, unknown="fail")
@@ -262,7 +320,7 @@ def _lift(
 
 
 def _neighbours(
-    problem: BatchProblem,
+    check: _Checker,
     rows: Sequence[Sequence[int]],
     found: list[tuple[int, tuple[int, ...]]],
     reserved: dict[str, int],
@@ -270,90 +328,128 @@ def _neighbours(
 ) -> list[Cut]:
     """Cuts the next rounds would need: the conflict with one job moved to another row on the
     same resources (e.g. 2 boxes for a shorter time) that still cannot be scheduled."""
-    cuts: list[Cut] = []
+    problem, cuts = check.problem, []
     for k, (j, (i,)) in enumerate(found):
         keys = {key for key, _ in problem.jobs[j].rows[i].usage}
         for alt in rows[j]:
             if alt == i or {key for key, _ in problem.jobs[j].rows[alt].usage} != keys:
                 continue
             trial = found[:k] + [(j, (alt,))] + found[k + 1 :]
-            status, core, _, _ = _check(problem, trial, reserved, deadline=deadline)
+            status, core, _, _ = check(trial, reserved, deadline)
             if status != "infeasible":
                 continue
-            smaller = _minimal(problem, trial, core, reserved, deadline)
+            smaller = _minimal(check, trial, core, reserved, deadline)
             if smaller and (j, (alt,)) in smaller:
                 cuts.append(_lift(problem, rows, smaller))
     return cuts
 
 
+def _repair(
+    problem: BatchProblem, rows: Sequence[Sequence[int]], chosen: list[int | None], reserved: dict[str, int]
+) -> Plan | None:
+    """A schedule near the master's choice (hints.repaired_plan), as a Plan; None if none."""
+    g = repaired_plan(problem, rows, chosen, reserved)
+    if g is None:
+        return None
+    starts = [t for i, t in g.plan if i is not None and t is not None]
+    return g.cost_cents, [i for i, _ in g.plan], starts, dict(g.reserved)
+
+
+def _keep(out: BendersOutcome, plan: Plan | None) -> None:
+    """Keep `plan` as the incumbent if it is cheaper."""
+    if plan is not None and (out.incumbent is None or plan[0] < out.incumbent[0]):
+        out.incumbent = plan
+
+
+def _finish(out: BendersOutcome, plan: Plan) -> BendersOutcome:
+    out.objective_cents, out.rows, starts, out.reserved = plan
+    it = iter(starts)
+    out.starts = [next(it) if i is not None else None for i in out.rows]
+    out.proven = True
+    return out
+
+
+def _cut_conflicts(
+    check: _Checker,
+    rows: Sequence[Sequence[int]],
+    items: list[tuple[int, tuple[int, ...]]],
+    core: list[int],
+    most: dict[str, int],
+    master: _Master,
+    out: BendersOutcome,
+    deadline: float,
+) -> bool:
+    """Cut up to MAX_CUTS_PER_ROUND disjoint conflicts of `items` (found at the largest R,
+    so they hold whatever R), with their neighbours; False when a check ran out of time."""
+    for _cut in range(MAX_CUTS_PER_ROUND):
+        found = _minimal(check, items, core, most, deadline)
+        if not found:
+            return False
+        new = [_lift(check.problem, rows, found), *_neighbours(check, rows, found, most, deadline)]
+        for cut in new:
+            out.cuts.append(cut)
+            master.add_cut(cut)
+        taken = set(found)
+        items = [it for it in items if it not in taken]
+        status, core, _, _ = check(items, most, deadline)
+        if status != "infeasible":
+            break
+    return True
+
+
 def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = MAX_ROUNDS) -> BendersOutcome:
-    """Master MIP + CP-SAT subproblems until the bound meets a schedulable plan (module doc)."""
+    """Master MIP + CP-SAT subproblems until the bound meets a schedulable plan (module doc).
+    Each round whose choice cannot be scheduled is also repaired into a plan (the incumbent
+    the full CP-SAT model starts from if the bound is not met)."""
     started = time.perf_counter()
     deadline = started + time_limit_s  # every subproblem check stops here too
     rows = [usable_rows(job, problem, {}) for job in problem.jobs]
     out = BendersOutcome(proven=False)
     master_mip = _Master(problem, rows)
+    covers = covers_of(problem, rows)
+    check = _Checker(problem)
     most = {k: r.capacity for k, r in problem.resources.items() if r.kind == "reservation"}
-    best: tuple[int, list[int | None], list[int], dict[str, int]] | None = None
-
-    def finish(plan: tuple[int, list[int | None], list[int], dict[str, int]]) -> BendersOutcome:
-        out.objective_cents, out.rows, starts, out.reserved = plan
-        it = iter(starts)
-        out.starts = [next(it) if i is not None else None for i in out.rows]
-        out.proven = True
-        return out
-
     for _ in range(max_rounds):
-        left = time_limit_s - (time.perf_counter() - started)
-        if left <= 0:
-            out.stopped = "time"
-            return out
-        master = master_mip.solve(left)
-        out.rounds += 1
+        left = deadline - time.perf_counter()
+        master = master_mip.solve(left) if left > 0 else None
+        out.rounds += 1 if left > 0 else 0
         if master is None:
-            out.stopped = "master"
+            out.stopped = "time" if left <= 0 else "master"
             return out
         chosen, reserved, bound, optimal = master
         if math.isinf(bound):  # no choice of rows passes the cuts: the batch is infeasible
             out.stopped = "infeasible"
             return out
-        if optimal:
+        if math.isfinite(bound):  # the MIP's dual bound holds even when stopped early
             out.bound_cents = max(out.bound_cents or 0, math.ceil(bound - 1e-6))
-        if best is not None and out.bound_cents is not None and best[0] <= out.bound_cents:
-            return finish(best)
-        items = [(j, (i,)) for j, i in enumerate(chosen) if i is not None]
-        status, core, starts, _ = _check(problem, items, reserved, deadline=deadline)
+        if out.incumbent is not None and out.bound_cents is not None and out.incumbent[0] <= out.bound_cents:
+            return _finish(out, out.incumbent)
+        window_cuts = violated_windows(problem, covers, chosen, MAX_WINDOW_CUTS)
+        out.window_cuts.extend(window_cuts)
+        for wc in window_cuts:  # the choice breaks a clique bound: no schedule check needed
+            master_mip.add_window_cut(wc)
+        items: list[tuple[int, tuple[int, ...]]] = [(j, (i,)) for j, i in enumerate(chosen) if i is not None]
+        status, core, starts, _ = ("cut", [], [], []) if window_cuts else check(items, reserved, deadline)
         if status == "feasible":
-            cost = choice_cost_cents(problem, chosen, reserved)
-            if best is None or cost < best[0]:
-                best = (cost, chosen, starts, reserved)
-            if optimal and out.bound_cents is not None and cost <= out.bound_cents:
-                return finish(best)
+            _keep(out, (choice_cost_cents(problem, chosen, reserved), chosen, starts, reserved))
+            inc = out.incumbent
+            if optimal and inc is not None and out.bound_cents is not None and inc[0] <= out.bound_cents:
+                return _finish(out, inc)
             out.stopped = "master"  # master not proven optimal (its time ran out)
             return out
+        _keep(out, _repair(problem, rows, chosen, reserved))
+        if status == "cut":
+            continue
         if status != "infeasible":
             out.stopped = "subproblem"
             return out
         if reserved != most:  # cuts must hold whatever R: find them at the largest R
-            status, core, _, _ = _check(problem, items, most, deadline=deadline)
+            status, core, _, _ = check(items, most, deadline)
             if status != "infeasible":  # the conflict involves R; CP-SAT takes it from here
                 out.stopped = "subproblem" if status == "unknown" else "reservation"
                 return out
-        reserved = most
-        for _cut in range(MAX_CUTS_PER_ROUND):
-            found = _minimal(problem, items, core, reserved, deadline)
-            if not found:
-                out.stopped = "subproblem"
-                return out
-            out.cuts.append(_lift(problem, rows, found))
-            master_mip.add_cut(out.cuts[-1])
-            for cut in _neighbours(problem, rows, found, reserved, deadline):
-                out.cuts.append(cut)
-                master_mip.add_cut(cut)
-            taken = set(found)
-            items = [it for it in items if it not in taken]
-            status, core, _, _ = _check(problem, items, reserved, deadline=deadline)
-            if status != "infeasible":
-                break
+        if not _cut_conflicts(check, rows, items, core, most, master_mip, out, deadline):
+            out.stopped = "subproblem"
+            return out
     out.stopped = "rounds"
     return out

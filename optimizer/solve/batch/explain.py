@@ -21,7 +21,7 @@ from optimizer.solve.batch.model import (
     deadline_req,
     read_plan,
 )
-from optimizer.solve.batch.problem import EPS_H, BatchProblem, BatchResult, Explanation, Fix
+from optimizer.solve.batch.problem import EPS_H, BatchProblem, BatchResult, Explanation, Fix, ScheduledJob
 from optimizer.solve.cpsat.core import shrink_core
 from optimizer.solve.cpsat.solver import SolverConfig, solve
 from optimizer.units import hours_to_days
@@ -131,10 +131,71 @@ def explain_infeasible(problem: BatchProblem, config: SolverConfig | None = None
         fixes = [both] if both else []
     fixes.sort(key=lambda f: f.total_cost_usd)
     labels = [_label(problem, r) for r in core]
-    message = "these requirements cannot all hold: " + "; ".join(labels)
+    message = "these requirements cannot all hold: " + "; ".join(
+        _named(problem, r, label, fixes) for r, label in zip(core, labels, strict=True)
+    )
     if fixes:
         message += f". Cheapest fix: {fixes[0].change} (total ${fixes[0].total_cost_usd:,.2f})"
+    else:
+        message += ". No fix was found within the time limit: " + _no_fix_hint(problem, core)
     return Explanation(core, labels, message, fixes)
+
+
+def _names(names: Sequence[str], most: int = 4) -> str:
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _only_on(problem: BatchProblem, key: str) -> list[str]:
+    """Jobs that must run and whose every row takes `key`: they cannot go elsewhere."""
+    return [
+        j.name
+        for j in problem.jobs
+        if j.penalty_cents is None and j.rows and all(dict(r.usage).get(key, 0) > 0 for r in j.rows)
+    ]
+
+
+def _named(problem: BatchProblem, req: str, label: str, fixes: Sequence[Fix]) -> str:
+    """A capacity's label with the jobs in its conflict: those the cheapest fix runs over it
+    at once, else those that can run nowhere else."""
+    kind, _, key = req.partition(":")
+    if kind != "capacity":
+        return label
+    for f in fixes:
+        jobs = f.detail.get(req, {}).get("jobs")
+        if jobs:
+            return f"{label} (needed at once by {_names(jobs)})"
+    only = _only_on(problem, key)
+    return f"{label} (the only place {_names(only)} can run)" if only else label
+
+
+def _no_fix_hint(problem: BatchProblem, core: Sequence[str]) -> str:
+    """What to try when no fix was solved in time: each relaxation the core allows."""
+    tips = []
+    for req in core:
+        kind, _, name = req.partition(":")
+        if kind == "deadline":
+            tips.append(f"move the deadline of {name!r} later")
+        else:
+            res = problem.resources[name]
+            tips.append(f"{_RAISE[res.kind]} {res.label} above {res.capacity} {res.unit}")
+    return "; ".join(tips) + " (or raise --time-limit-s for the exact fix)"
+
+
+def _over_capacity(problem: BatchProblem, jobs: Sequence[ScheduledJob], key: str) -> list[str]:
+    """Jobs running on `key` at a step where the plan takes more than its capacity."""
+    cap = problem.resources[key].capacity
+    spans = [
+        (s.start, s.start + s.row.duration, dict(s.row.usage).get(key, 0), s.name)
+        for s in jobs
+        if s.row is not None and s.start is not None and dict(s.row.usage).get(key, 0)
+    ]
+    names: set[str] = set()
+    for t in sorted({a for a, _, _, _ in spans}):
+        running = [(d, n) for a, b, d, n in spans if a <= t < b]
+        if sum(d for d, _ in running) > cap:
+            names |= {n for _, n in running}
+    return sorted(names)
 
 
 def _relaxed_fix(problem: BatchProblem, relax: Sequence[str], cfg: SolverConfig) -> Fix | None:
@@ -169,9 +230,13 @@ def _relaxed_fix(problem: BatchProblem, relax: Sequence[str], cfg: SolverConfig)
                 new = int(s.value(v.capacity[name]))
             else:
                 new = reserved.get(name, res_.capacity)
+            over = _over_capacity(problem, jobs, name) if new > res_.capacity else []
             if new > res_.capacity:
-                changes.append(f"{_RAISE[res_.kind]} {res_.label} from {res_.capacity} to {new} {res_.unit}")
-            detail[r] = {"resource": name, "capacity": res_.capacity, "needed": new}
+                changes.append(
+                    f"{_RAISE[res_.kind]} {res_.label} by {new - res_.capacity} {res_.unit}, from "
+                    f"{res_.capacity} to {new} (for {_names(over)} at once)"
+                )
+            detail[r] = {"resource": name, "capacity": res_.capacity, "needed": new, "jobs": over}
     if not changes:
         changes.append("relax " + ", ".join(relax))
     return Fix(", ".join(relax), "; ".join(changes), round(partial.total_cost_usd, 2), detail)

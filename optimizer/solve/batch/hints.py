@@ -7,11 +7,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from optimizer.solve.batch.benders import choice_cost_cents
 from optimizer.solve.batch.model import BatchVars
-from optimizer.solve.batch.problem import BatchProblem, Row, ScheduledJob
+from optimizer.solve.batch.problem import BatchProblem, Row, ScheduledJob, choice_cost_cents
 
-__all__ = ["GreedyPlan", "greedy_schedule", "greedy_plans", "earliest_start", "add_hints", "left_shift"]
+__all__ = [
+    "GreedyPlan",
+    "greedy_schedule",
+    "greedy_plans",
+    "repaired_plan",
+    "earliest_start",
+    "add_hints",
+    "left_shift",
+]
 
 
 @dataclass(frozen=True)
@@ -44,12 +51,14 @@ def greedy_schedule(
     rows: Sequence[Sequence[int]],
     reserved: Mapping[str, int] | None = None,
     earliest_finish: bool = False,
+    prefer: Sequence[int | None] | None = None,
 ) -> list[tuple[int | None, int | None]]:
     """A quick feasible plan: jobs by deadline, each on its cheapest row (its single-job
     optimum) that still fits at the earliest start, else the next cheapest; droppable jobs
     that fit nowhere are dropped. Reservations hold `reserved` instances (default R = 0).
     `earliest_finish`: each job on the row that ends first where it fits (cheapest on ties),
-    list scheduling that packs a crowded batch better than cheapest-first.
+    list scheduling that packs a crowded batch better than cheapest-first. `prefer`: a row
+    per job tried before the others (a Benders master's choice, repaired into a schedule).
 
     Returns:
         (row index, start step) per job; (None, None) where nothing fits (a partial hint).
@@ -67,7 +76,8 @@ def greedy_schedule(
     for j in order:
         job = problem.jobs[j]
         fits: list[tuple[tuple[int, ...], int, int]] = []
-        for i in sorted(rows[j], key=lambda i: (job.rows[i].cost_cents, job.rows[i].duration)):
+        first = None if prefer is None else prefer[j]
+        for i in sorted(rows[j], key=lambda i: (i != first, job.rows[i].cost_cents, job.rows[i].duration)):
             row = job.rows[i]
             t = earliest_start(free, row, job.release, job.due - row.duration)
             if t is None:
@@ -103,6 +113,23 @@ def greedy_plans(problem: BatchProblem, rows: Sequence[Sequence[int]]) -> list[G
                 GreedyPlan(plan, dict(reserved), choice_cost_cents(problem, chosen, reserved), missing)
             )
     return sorted(plans, key=lambda g: (len(g.missing), g.cost_cents))
+
+
+def repaired_plan(
+    problem: BatchProblem,
+    rows: Sequence[Sequence[int]],
+    prefer: Sequence[int | None],
+    reserved: Mapping[str, int],
+) -> GreedyPlan | None:
+    """The master's choice made a schedule: each job on its preferred row where it still fits
+    (jobs by deadline), else on its cheapest row that does; None when a job that must run
+    fits nowhere. Dropped (None) preferences are kept dropped."""
+    kept = [[] if p is None else rows[j] for j, p in enumerate(prefer)]
+    plan = greedy_schedule(problem, kept, reserved, prefer=prefer)
+    if any(i is None and job.penalty_cents is None for job, (i, _) in zip(problem.jobs, plan, strict=True)):
+        return None
+    chosen = [i for i, _ in plan]
+    return GreedyPlan(plan, dict(reserved), choice_cost_cents(problem, chosen, reserved), ())
 
 
 def add_hints(v: BatchVars, problem: BatchProblem, greedy: GreedyPlan | None = None) -> None:

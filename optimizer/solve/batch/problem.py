@@ -24,6 +24,7 @@ __all__ = [
     "Row",
     "JobRows",
     "BatchProblem",
+    "choice_cost_cents",
     "ScheduledJob",
     "Fix",
     "Explanation",
@@ -230,6 +231,16 @@ class BatchProblem:
                     rows.append(Row(c, to_cents(c.cost_usd), d, resource_usage(c, resources)))
             jobs.append(JobRows(s, _pareto(rows), release, due))
         return cls(jobs, {r.key: r for r in resources}, grid, horizon_h, name)
+
+
+def choice_cost_cents(
+    problem: BatchProblem, chosen: Sequence[int | None], reserved: Mapping[str, int]
+) -> int:
+    """Cents of a choice of rows: rows, dropped jobs' value, reservation commitments."""
+    total = sum(problem.resources[k].commitment_cents * n for k, n in reserved.items())
+    for job, i in zip(problem.jobs, chosen, strict=True):
+        total += job.rows[i].cost_cents if i is not None else (job.penalty_cents or 0)
+    return total
 
 
 # ---- results ------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
-from optimizer.solve.train.mix import MixOutcome
-from optimizer.solve.train.mix_check import mix_outcome
+from optimizer.solve.train.mix.check import mix_outcome
+from optimizer.solve.train.mix.search import MixOutcome
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.plan_figures import job_figures, with_figures
 from optimizer.solve.train.prepare import PreparedJob, prepare_job

@@ -18,8 +18,8 @@ from optimizer.solve.train.confidence import at_confidence
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
-from optimizer.solve.train.mix import MixOutcome
-from optimizer.solve.train.mix_check import mix_outcome
+from optimizer.solve.train.mix.check import mix_outcome
+from optimizer.solve.train.mix.search import MixOutcome
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
 from optimizer.solve.train.plan_figures import job_figures, loader_bound_list, with_figures
@@ -55,7 +55,7 @@ class PlanResult:
     job_figures: JobFigures | None = None  # the job as planned (None without `prepared`)
     #: boxes to buy (or owned with charge_capital): rent or own, as `compare` says it
     rent_or_buy: BreakEven | None = None
-    #: the mixed cluster (solve/train/mix.py): shown when cheaper than `plan` or the only plan
+    #: the mixed cluster (solve/train/mix/search.py): shown when cheaper than `plan` or the only plan
     mix: MixOutcome | None = None
 
 

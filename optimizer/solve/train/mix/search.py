@@ -1,8 +1,8 @@
 """Single-job mixed clusters: pricing models on one instance type (held reservations topped up
 with on-demand, optionally spot) and two GPU types in one data-parallel job on one fabric.
 
-data (mix_data: type groups, sizes, step tables) → model and solve (mix_model, one CP-SAT
-model per group or pair) → solution (MixPlan) → check (mix_check.check_mix, from scratch) →
+data (mix/data.py: type groups, sizes, step tables) → model and solve (mix/model.py, one CP-SAT
+model per group or pair) → solution (MixPlan) → check (mix/check.py: check_mix, from scratch) →
 explain (why a mix is not worth it: fabric, balance loss, no cheaper split).
 """
 
@@ -23,16 +23,18 @@ from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.candidate import Candidate
 from optimizer.solve.train.host_check import host_rule_of, offering_rejection
-from optimizer.solve.train.mix_data import (
+from optimizer.solve.train.mix.data import (
     MIX_MAX_INSTANCES,
     MixShape,
     TypeGroup,
     fastest_at,
     held_offerings,
+    hourly_usd,
     mix_band_factor,
+    pareto_useful,
     type_groups,
 )
-from optimizer.solve.train.mix_model import MixData, solve_mix
+from optimizer.solve.train.mix.model import MixData, solve_mix
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
 from optimizer.solve.train.spot import spot_hours
@@ -132,7 +134,7 @@ def plan_mix(
     skipped: list[str] = []
     # with no single-type plan there is nothing to undercut: every mix is searched
     prune = math.isfinite(limit)
-    for g in groups:
+    for (g,) in pareto_useful([(g,) for g in groups]):
         if len(g.rows) >= 2 or any(r.held for r in g.rows):
             if prune and bound(g) >= limit:
                 skipped.append(g.label)
@@ -142,7 +144,7 @@ def plan_mix(
                 found.append(plan)
     pairs, reasons = _pairs([g for g in groups if _multi_node_ok(prep, g)])
     out.reasons += reasons
-    for a, b in pairs:
+    for a, b in pareto_useful(pairs):
         if prune and min(bound(a), bound(b)) >= limit:
             skipped.append(f"{a.label} + {b.label}")
             continue
@@ -193,26 +195,36 @@ def not_worth_it(mix: MixPlan, single: Candidate) -> str:
 def _pairs(groups: Sequence[TypeGroup]) -> tuple[list[tuple[TypeGroup, TypeGroup]], list[str]]:
     """Pairs of types a GPU-type mix is planned for: two GPU types on one fabric, at least one
     capped (availability, held count or owned boxes: where a cap binds a mix can pay). Capped
-    types with a partner only elsewhere are named: no data-parallel job spans two fabrics."""
+    types with a partner only elsewhere are named: no data-parallel job spans two fabrics.
+    Groups are met per fabric, so the work grows with the pairs found, not with all pairs."""
     base = [g for g in groups if _plain_cap(g) != -1]
-    pairs: list[tuple[TypeGroup, TypeGroup]] = []
-    reasons: list[str] = []
-    for i, a in enumerate(base):
-        for b in base[i + 1 :]:
-            if a.first.gpu_id == b.first.gpu_id or (_plain_cap(a) is None and _plain_cap(b) is None):
-                continue
-            if a.fabric == b.fabric:
-                pairs.append((a, b))
+    by_fabric: dict[str, list[TypeGroup]] = {}
     for g in base:
-        if _plain_cap(g) is None:
+        by_fabric.setdefault(g.fabric, []).append(g)
+    pairs: list[tuple[TypeGroup, TypeGroup]] = []
+    for members in by_fabric.values():
+        capped = [n for n, g in enumerate(members) if _plain_cap(g) is not None]
+        if not capped:
             continue
-        others = {h.fabric for h in base if h.first.gpu_id != g.first.gpu_id}
-        if others and g.fabric not in others:
-            reasons.append(
-                f"{g.label} is capped at {_plain_cap(g)} instance(s) but no other GPU type shares its fabric "
-                f"({g.fabric}): a data-parallel job across providers or regions would all-reduce "
-                "over the internet, so no GPU-type mix is planned"
-            )
+        for n, a in enumerate(members[: capped[-1] + 1]):
+            for b in members[n + 1 :] if _plain_cap(a) is not None else [members[k] for k in capped if k > n]:
+                if a.first.gpu_id != b.first.gpu_id:
+                    pairs.append((a, b))
+    order = {id(g): n for n, g in enumerate(base)}
+    pairs.sort(key=lambda p: (order[id(p[0])], order[id(p[1])]))
+    gpus = {g.first.gpu_id for g in base}
+    fabric_gpus: dict[str, set[str]] = {}
+    for g in base:
+        fabric_gpus.setdefault(g.fabric, set()).add(g.first.gpu_id)
+    reasons = [
+        f"{g.label} is capped at {_plain_cap(g)} instance(s) but no other GPU type shares its fabric "
+        f"({g.fabric}): a data-parallel job across providers or regions would all-reduce "
+        "over the internet, so no GPU-type mix is planned"
+        for g in base
+        if _plain_cap(g) is not None
+        and gpus - {g.first.gpu_id}
+        and not fabric_gpus[g.fabric] - {g.first.gpu_id}
+    ]
     return pairs, reasons
 
 
@@ -241,7 +253,7 @@ def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
         if inst_h is None:
             capped = g.cap is not None and g.cap > max(r.cap for r in g.rows)
             return 0.0 if capped else float("inf")
-        return inst_h * min(_hourly(r.offering) for r in g.rows)
+        return inst_h * min(hourly_usd(r.offering) for r in g.rows)
 
     return bound
 
@@ -305,9 +317,9 @@ def _pricing_mix(
         [s for _, s, _, _ in configs],
         [h for _, _, h, _ in configs],
         [g.first.data.usd(h) for _, _, h, _ in configs],
-        [[_hourly(r.offering) for r in plain]],
+        [[hourly_usd(r.offering) for r in plain]],
         [[r.cap for r in plain]],
-        0.0 if spot is None else _hourly(spot.offering),
+        0.0 if spot is None else hourly_usd(spot.offering),
         [[r.held for r in plain]],
     )
     choice = solve_mix(d, prep.deadline_h, prep.budget_usd, config)
@@ -436,7 +448,7 @@ def _type_mix(
         [0] * len(configs),
         hours,
         [a.first.data.usd(h) for h in hours],
-        [[_hourly(r.offering) for r in rows] for rows in plain],
+        [[hourly_usd(r.offering) for r in rows] for rows in plain],
         [[r.cap for r in rows] for rows in plain],
     )
     choice = solve_mix(d, prep.deadline_h, prep.budget_usd, config)
@@ -478,8 +490,3 @@ def _type_mix(
         None,
         idle,
     )
-
-
-def _hourly(off: Offering) -> float:
-    """USD per instance-hour a mix pays (rented price or power, + hourly capital share)."""
-    return off.usd_per_hour + off.capital_usd_per_instance_hour

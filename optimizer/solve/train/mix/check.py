@@ -8,8 +8,8 @@ from typing import Any
 from optimizer.errors import SolverError
 from optimizer.model.memory import training_memory
 from optimizer.solve.cpsat.scale import ScaleError
-from optimizer.solve.train.mix import MixOutcome, MixPlan, mix_cost_usd, plan_mix
-from optimizer.solve.train.mix_data import type_step
+from optimizer.solve.train.mix.data import type_step
+from optimizer.solve.train.mix.search import MixOutcome, MixPlan, mix_cost_usd, plan_mix
 from optimizer.solve.train.prepare import PreparedJob, headroom_of
 
 __all__ = ["mix_violations", "check_mix", "mix_outcome"]

@@ -4,13 +4,14 @@ data-parallel mix at a given number of samples per GPU.
 
 A mix is planned per *type group* (one instance type in one provider region, or one owned box
 type) and per *pair* of such groups that share a fabric (the same provider region, or the
-owned site). Everything here is Python: the CP-SAT model (solve/train/mix_model.py) only reads
+owned site). Everything here is Python: the CP-SAT model (solve/train/mix/model.py) only reads
 integer tables built from the one step-time and memory model (model/step_time.py,
 model/memory.py), as every planner of this package does.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,6 +39,8 @@ __all__ = [
     "type_step",
     "fastest_at",
     "mix_band_factor",
+    "hourly_usd",
+    "pareto_useful",
 ]
 
 #: search limit: instances of one type in a GPU-type mix when nothing caps it (GUESS: a mix is
@@ -260,3 +263,58 @@ def _fits(
         fits.append((m, ckpt))
     memo[key] = fits
     return fits
+
+
+def hourly_usd(off: Offering) -> float:
+    """USD per instance-hour a mix pays (rented price or power, + hourly capital share)."""
+    return off.usd_per_hour + off.capital_usd_per_instance_hour
+
+
+def _shape(off: Offering) -> Offering:
+    """The offering without what may differ between two places of one instance type: the
+    place, the price and its labels, the cap (a mix's step, memory and network read none)."""
+    return replace(
+        off,
+        key="",
+        region="",
+        usd_per_hour=0.0,
+        capital_usd_per_instance_hour=0.0,
+        max_instances=None,
+        flags=(),
+        price_origin="",
+        price_as_of=None,
+        price_note="",
+        catalog_usd_per_hour=None,
+    )
+
+
+def _group_shape(g: TypeGroup) -> str:
+    return repr(tuple((_shape(r.offering), r.held, r.offering.pricing) for r in g.rows))
+
+
+def _prices(groups: Sequence[TypeGroup]) -> tuple[float, ...]:
+    """Per row of the groups: its hourly price, then minus its cap (no cap: −inf)."""
+    rows = [r for g in groups for r in g.rows]
+    return tuple(hourly_usd(r.offering) for r in rows) + tuple(-(r.cap or math.inf) for r in rows)
+
+
+def pareto_useful(items: Sequence[tuple[TypeGroup, ...]]) -> list[tuple[TypeGroup, ...]]:
+    """The groups (or pairs of groups) a mix search needs: of those of one shape (the same
+    instance types, pricing models and data charges, places and prices aside), each that no
+    other beats on every row — price ≤ and cap ≥ — where a tie keeps the first. A beaten one
+    can only give a mix at least as dear (the same counts fit the other's caps at no higher
+    price per row), so the cheapest mix is unchanged. Order kept; linear in items but for the
+    comparisons within a shape's front (sorted by total price, usually one or a few)."""
+    shapes: dict[str, list[int]] = {}
+    for n, item in enumerate(items):
+        shapes.setdefault("|".join(_group_shape(g) for g in item), []).append(n)
+    keep: set[int] = set()
+    for members in shapes.values():
+        vectors = {n: _prices(items[n]) for n in members}
+        front: list[int] = []
+        for n in sorted(members, key=lambda n: (sum(vectors[n][: len(vectors[n]) // 2]), n)):
+            v = vectors[n]
+            if not any(all(a <= b for a, b in zip(vectors[f], v, strict=True)) for f in front):
+                front.append(n)
+        keep.update(front)
+    return [item for n, item in enumerate(items) if n in keep]

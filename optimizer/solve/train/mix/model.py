@@ -11,7 +11,7 @@ configuration's literal; deadline by dropping configurations over it; budget) �
 
 Everything non-linear is computed in Python (STYLE.md "CP-SAT"): the wall hours of each
 configuration, and for a GPU-type mix the per-type micro-batch × accumulation split that
-balances the step (solve/train/mix.py). For fixed instance counts the cost is the hourly rate
+balances the step (solve/train/mix/search.py). For fixed instance counts the cost is the hourly rate
 × hours, so the fastest split is always the cheapest one: a dominance rule, as the candidate
 table keeps only the fastest layout per count. (Carrying the split into CP-SAT as element
 constraints with cost = rate × step as a product was tried first: on 16 H100 + 32 A100 it found
