@@ -14,6 +14,8 @@ import pytest
 from optimizer.inputs.gpus import load_gpus
 from optimizer.inputs.jobs.train import load_job
 from optimizer.model.cluster import Cluster
+from optimizer.model.memory import memory_model_for
+from optimizer.model.step_model import step_model_for
 from optimizer.model.step_time import training_step_time
 from optimizer.pricing.catalog import load_offering_rows
 from optimizer.solve.train.enumerate import _best_layout
@@ -48,14 +50,14 @@ def test_the_search_finds_the_fastest_fitting_layout(llama7b, virtual_stages: in
             batch,
             (0, 1, 2, 3),
             ("none", "selective", "full"),
-            a,
+            memory_model_for(model, setup, a),
             {},
             virtual_stages,
         )
         assert fits
         for inter_node_gbps in (100.0, 3200.0):
             cluster = Cluster(gpu, 8, nodes, inter_node_gbps)
-            found = _best_layout(model, setup, cluster, fits, a, {})
+            found = _best_layout(step_model_for(model, setup, gpu, a), cluster, fits, {})
             assert found is not None
             brute = min(training_step_time(model, setup, lay, cluster, a).time_s for lay, _ in fits)
             assert found[2].time_s == pytest.approx(brute, rel=1e-12)
