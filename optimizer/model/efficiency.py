@@ -23,7 +23,6 @@ from optimizer.model.fitted import (
     train_multiplier,
 )
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memo import remember_last
 
 __all__ = [
     "default_efficiency",
@@ -95,11 +94,6 @@ def size_factor(tokens_per_microbatch: float, hidden: float, half: float = HIDDE
 
 def hidden_half(assumptions: Any) -> float:
     """The size curve's half-efficiency hidden size: the guess × the fitted shape term."""
-    return _hidden_half(assumptions)
-
-
-@remember_last(1)  # asked once per micro-batch timing: ~4,000 times per plan, same assumptions
-def _hidden_half(assumptions: Any) -> float:
     fit = fitted_constants(assumptions)  # also under an explicit efficiency: the curve's shape
     if fit is None:  # is part of the model, the efficiency its level (ccopt calibrate)
         return HIDDEN_HALF_EFFICIENCY
@@ -124,11 +118,6 @@ def base_efficiency(
     multiplier of GPU generation × precision × stack (data/fitted.toml).
     fp8 GEMMs use `assumptions.fp8_gemm_factor` × the bf16 value.
     """
-    return _base_efficiency(gpu, assumptions, precision, stack)
-
-
-@remember_last(2)  # the planner asks ~7,000 times per plan for the same GPU and assumptions
-def _base_efficiency(gpu: GpuSpec, assumptions: Any, precision: str, stack: str) -> tuple[float, bool]:
     if assumptions.efficiency is not None:
         return assumptions.efficiency, False
     curve = calibrated_curve(gpu, precision, assumptions, stack)

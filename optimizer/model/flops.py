@@ -9,10 +9,7 @@ paper), and 2·V·h for the LM head. Training = forward + backward (2× forward)
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from optimizer.model.activations import op_sac_recomputed_params
-from optimizer.model.memo import remember_last
 from optimizer.model.memory import lora_params
 from optimizer.model.profile import is_profile
 from optimizer.model.profile_time import model_gflop_per_sample, training_gflop_per_sample
@@ -41,8 +38,6 @@ def forward_flops_per_token(model: ModelSpec, seq_len: int) -> tuple[float, floa
     return layers, attention, head
 
 
-@remember_last(2)  # hashing the two for the lru key costs more than the count
-@lru_cache(maxsize=256)
 def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
     """Model FLOPs per trained token (no recompute): the numerator of MFU (Chowdhery et al. 2022).
 
@@ -58,8 +53,6 @@ def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
     return 3.0 * (layers + attention + head)
 
 
-@remember_last(2)  # hashing the two for the lru key costs more than the count
-@lru_cache(maxsize=256)
 def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointing: str) -> float:
     """Hardware FLOPs per token including recompute (the numerator of HFU).
 

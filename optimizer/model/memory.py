@@ -26,7 +26,7 @@ from optimizer.model.setup import (
     TrainingSetup,
 )
 from optimizer.model.spec import ModelSpec
-from optimizer.model.stacks import StackProfile, get_stack, knobs
+from optimizer.model.stacks import Knobs, StackProfile, get_stack, knobs
 from optimizer.model.states import model_state_bytes_per_param
 from optimizer.units import BYTES_PER_DTYPE, GIB
 
@@ -118,7 +118,9 @@ def qlora_bytes_per_param(double_quant: bool = True) -> float:
 # ---- activations --------------------------------------------------------------------------
 
 
-def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: Layout) -> float:
+def activation_bytes_per_layer(
+    model: ModelSpec, setup: TrainingSetup, layout: Layout, k: Knobs | None = None
+) -> float:
     """Activation bytes one layer keeps for backward, for one micro-batch.
 
     Korthikanti et al. 2022 §4 (Table 2): without recompute s·b·h·(34 + 5·a·s/h); with TP
@@ -127,14 +129,14 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     the layer input 2·s·b·h. Generalised here to GQA (smaller K, V), gated FFNs (ffn width
     instead of 4h), no dropout (no masks) and FlashAttention (no s×s scores stored).
     """
-    k = knobs(setup, _DEFAULT_ASSUMPTIONS)
+    k = k or knobs(setup, _DEFAULT_ASSUMPTIONS)  # `k`: the caller's (the same stack switches)
     if layout.checkpointing == "selective" and k.stack.selective_ac == "block":
         # whole blocks checkpointed, a fraction p of them (fms-fsdp ac_handler.py: "p = 1:
         # apply ac on every block, i.e. full ac"): per layer on average p·full + (1 − p)·none
         p = k.stack.selective_blocks
-        return p * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="full")) + (
+        return p * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="full"), k) + (
             1 - p
-        ) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"))
+        ) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"), k)
     # context parallelism: each GPU keeps the activations of s/cp tokens (Megatron-Core CP docs)
     s, b, h, t = setup.seq_len / layout.cp, layout.micro_batch, model.hidden, layout.tp
     sp = k.sequence_parallel and t > 1
@@ -186,11 +188,15 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
 
 
 def logits_bytes(
-    model: ModelSpec, setup: TrainingSetup, layout: Layout, assumptions: PerfAssumptions
+    model: ModelSpec,
+    setup: TrainingSetup,
+    layout: Layout,
+    assumptions: PerfAssumptions,
+    k: Knobs | None = None,
 ) -> float:
     """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
     s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less)."""
-    k = knobs(setup, assumptions)
+    k = k or knobs(setup, assumptions)
     per_value = k.logits_bytes_per_value
     compiled_loss = k.stack.compile_loss if setup.compile_loss is None else setup.compile_loss
     if setup.compile and compiled_loss and assumptions.logits_bytes_per_value is None:
@@ -259,7 +265,7 @@ class TrainingMemoryModel:
         key = (layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage)
         found = self._states.get(key)
         if found is None:
-            found = self._states[key] = _state_bytes(self.model, self.setup, self.a, *key)
+            found = self._states[key] = _state_bytes(self.model, self.setup, self.a, self.knobs, *key)
         return found
 
     def activations(self, layout: Layout) -> tuple[float, float | None]:
@@ -275,7 +281,9 @@ class TrainingMemoryModel:
         )
         found = self._activations.get(key)
         if found is None:
-            found = self._activations[key] = _activation_bytes(self.model, self.setup, self.a, *key)
+            found = self._activations[key] = _activation_bytes(
+                self.model, self.setup, self.a, self.knobs, *key
+            )
         return found
 
     def memory(self, layout: Layout) -> MemoryBreakdown:
@@ -312,11 +320,17 @@ class TrainingMemoryModel:
 
 
 def _state_bytes(
-    model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions, tp: int, pp: int, dp_cp: int, zero: int
+    model: ModelSpec,
+    setup: TrainingSetup,
+    a: PerfAssumptions,
+    k: Knobs,
+    tp: int,
+    pp: int,
+    dp_cp: int,
+    zero: int,
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer states) in bytes on the busiest GPU of a tp × pp stage
     whose states ZeRO stage `zero` shards over `dp_cp` = dp × cp GPUs (training_memory)."""
-    k = knobs(setup, a)
     layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero)
     dp = dp_cp  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
@@ -390,6 +404,7 @@ def _activation_bytes(
     model: ModelSpec,
     setup: TrainingSetup,
     a: PerfAssumptions,
+    k: Knobs,
     tp: int,
     pp: int,
     cp: int,
@@ -401,7 +416,6 @@ def _activation_bytes(
     """Activation bytes on the first stage of a layout with `in_flight` micro-batches of its
     activations held (in_flight_microbatches), and the calibrated factor applied to them
     (None without one) (training_memory)."""
-    k = knobs(setup, a)
     # grad_accum = in_flight holds as many micro-batches as the layout (min(pp, grad_accum))
     layout = Layout(
         tp=tp, pp=pp, cp=cp, vp=vp, micro_batch=micro_batch, checkpointing=checkpointing, grad_accum=in_flight
@@ -416,7 +430,7 @@ def _activation_bytes(
         # and brought back for their backward; at least one layer stays resident
         layers_per_stage = max(1, layers_per_stage - setup.offload_layers)
     acts = (
-        activation_bytes_per_layer(model, setup, layout)
+        activation_bytes_per_layer(model, setup, layout, k)
         * layers_per_stage
         * in_flight_microbatches(layout)
         * interleave_factor(layout)
@@ -426,9 +440,9 @@ def _activation_bytes(
     ):
         # one layer is recomputed at a time (torchtitan op SAC recomputes the rest of a block)
         acts += activation_bytes_per_layer(
-            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
+            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp), k
         )
-    acts += logits_bytes(model, setup, layout, a)
+    acts += logits_bytes(model, setup, layout, a, k)
     fit = fitted_constants(a)
     if fit is not None:  # fitted per stack / method / checkpointing (data/fitted.toml)
         acts *= memory_multiplier(fit, setup.stack, setup.method, layout.checkpointing)
