@@ -196,7 +196,10 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         out["catalog"] = dict(result.catalog)
     if result.prepared is not None:
         out["rejected"] = rejected_list(result.prepared.table.rejected)
-        out["loader_bound"] = list(result.loader_bound)
+        out["loader_bound"] = [
+            {"option": r.option, "reason": r.reason, "usd_per_gpu_hour": round(r.usd_per_gpu_hour, 6)}
+            for r in result.loader_bound
+        ]
         out["job"] = job_block(result.prepared, result.job_figures)
     if result.rent_or_buy is not None:
         out["rent_or_buy"] = verdict_dict(result.rent_or_buy)
