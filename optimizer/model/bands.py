@@ -24,13 +24,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import band_key
 from optimizer.model.hardware import GpuSpec
 
 if TYPE_CHECKING:  # setup.py is above this module
+    from optimizer.model.cluster import StepTime
     from optimizer.model.setup import PerfAssumptions
 
 __all__ = [
@@ -140,7 +141,7 @@ def calibrated_band(assumptions: PerfAssumptions) -> Band:
 
 
 def step_band(
-    step: Any,
+    step: StepTime,
     gpu: GpuSpec,
     precision: str,
     stack: str,

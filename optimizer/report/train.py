@@ -11,6 +11,7 @@ from optimizer.report.rent_buy import break_even_dict, verdict_dict
 from optimizer.solve.train.compare import CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.figures import JobFigures, PlanFigures
+from optimizer.solve.train.mix import MixOutcome
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import PreparedJob
 
@@ -277,7 +278,7 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
     )
 
 
-def _mix_block(mix: Any) -> dict[str, Any]:
+def _mix_block(mix: MixOutcome | None) -> dict[str, Any]:
     """{"mix": block} for a job with something to mix (mix_dict), else {} (no key added)."""
     block = mix_dict(mix)
     return {} if block is None else {"mix": block}

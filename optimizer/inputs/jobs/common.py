@@ -29,8 +29,11 @@ from optimizer.model.stacks import get_stack
 
 #: the validated document type coerce_document returns (Job, ServeJob, BatchFile)
 DocT = TypeVar("DocT")
+#: a job document as the API takes it: a TOML path, a decoded dict (or the validated object)
+DocumentSource = str | Path | dict[str, Any]
 
 __all__ = [
+    "DocumentSource",
     "MAX_TOKENS",
     "MAX_DAYS",
     "MAX_USD",

@@ -6,11 +6,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
-from optimizer.inputs.jobs.train import Job, fit_job_to_model
+from optimizer.inputs.jobs.train import Constraints, Job, fit_job_to_model
 from optimizer.model.host import checkpoint_gb
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
@@ -103,7 +102,7 @@ def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
     return CandidateTable(cands, rejected, pruned_by_deadline=any(t.pruned_by_deadline for t in tables))
 
 
-def headroom_of(constraints: Any) -> Headroom:
+def headroom_of(constraints: Constraints) -> Headroom:
     """The job's device-memory headroom (constraints.min_memory_headroom_gib / _fraction)."""
     return Headroom(
         getattr(constraints, "min_memory_headroom_gib", 0.0),
