@@ -1,4 +1,4 @@
-"""The fastest-layout search (solve/train/enumerate.py _best_layout) skips a layout when a lower
+"""The fastest-layout search (solve/train/scan.py _best_layout) skips a layout when a lower
 bound of its step, (micro-batches + bubble) × its micro-batch time, is no better than the best
 step so far. With interleaved pipelines the bubble is (pp − 1) / vp micro-batches, not pp − 1:
 the search must return what timing every fitting layout returns (brute force), vp = 1, 2, 4.
@@ -18,9 +18,9 @@ from optimizer.model.memory import memory_model_for
 from optimizer.model.step_model import step_model_for
 from optimizer.model.step_time import training_step_time
 from optimizer.pricing.catalog import load_offering_rows
-from optimizer.solve.train.enumerate import _best_layout
 from optimizer.solve.train.fitting import fitting_layouts
 from optimizer.solve.train.prepare import prepare_job
+from optimizer.solve.train.scan import _best_layout
 from optimizer.solve.train.search_space import BatchRule
 
 ROOT = Path(__file__).resolve().parents[2]

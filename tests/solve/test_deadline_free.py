@@ -12,6 +12,7 @@ import pytest
 from optimizer.inputs.jobs.train import load_job
 from optimizer.model.step_model import step_model_for
 from optimizer.solve.train import enumerate as enumeration
+from optimizer.solve.train import scan
 from optimizer.solve.train.enumerate import CandidateTable
 from optimizer.solve.train.plan import cheaper_if_later, cheaper_than, plan_job
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings, prepare_job
@@ -31,13 +32,13 @@ def _fresh(prep: PreparedJob) -> CandidateTable:
 def _count_best_layout_searches(monkeypatch) -> list[int]:
     """A list that grows by one per fastest-layout search of one (offering, instance count)."""
     calls: list[int] = []
-    best_layout = enumeration._best_layout
+    best_layout = scan._best_layout
 
     def counted(*args, **kwargs):
         calls.append(1)
         return best_layout(*args, **kwargs)
 
-    monkeypatch.setattr(enumeration, "_best_layout", counted)
+    monkeypatch.setattr(scan, "_best_layout", counted)
     return calls
 
 
@@ -150,11 +151,8 @@ def test_the_cost_floor_bounds_every_row_and_is_the_same_at_every_count(rows) ->
         checked += len(cands)
         if off.pricing == "on_demand" and not off.capital_usd_per_instance_hour:
             band = enumeration.band_for(off.gpu, setup.precision, setup.stack, prep.assumptions)
-            factor = enumeration._time_factor(band, q)
-            at = [
-                enumeration.cost_floor_usd(step, setup, tokens, off, n, factor)
-                for n in (1, 2, 4)
-            ]
+            factor = enumeration.time_factor(band, q)
+            at = [enumeration.cost_floor_usd(step, setup, tokens, off, n, factor) for n in (1, 2, 4)]
             assert at[1] == pytest.approx(at[0], rel=1e-9) and at[2] == pytest.approx(at[0], rel=1e-9)
     assert checked == len(table.candidates) > 100
 
