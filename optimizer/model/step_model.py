@@ -38,7 +38,7 @@ from optimizer.model.memory import lora_params, params_per_gpu, qlora_bytes_per_
 from optimizer.model.pcie import dp_bus_bandwidth_gb_s, intra_node_bw_gb_s, p2p_bandwidth_gb_s
 from optimizer.model.profile import AnyModel, is_profile
 from optimizer.model.profile_time import ProfileStepModel
-from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
+from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import Knobs, knobs
 from optimizer.units import BYTES_PER_DTYPE, GB
@@ -132,8 +132,8 @@ def clip_to_ceiling(step: StepTime, gpu: GpuSpec, precision: str, ceiling: MfuCe
 
 def _flop_split(
     model: ModelSpec, setup: TrainingSetup, checkpointing: str, attention: str
-) -> tuple[float, float]:
-    """(GEMM, attention-core) hardware FLOPs per token: fp8 applies to the GEMMs only, the
+) -> tuple[float, float, float]:
+    """(GEMM, attention-core, all) hardware FLOPs per token: fp8 applies to the GEMMs only, the
     attention core (Q·Kᵀ, softmax·V) runs in bf16 (Transformer Engine fp8 recipe)."""
     total = training_flops_per_token(model, setup, checkpointing)
     attn = model.layers * attention_flops_per_token_layer(model, setup.seq_len)
@@ -141,7 +141,7 @@ def _flop_split(
     if checkpointing == "full" or (checkpointing == "selective" and attention == "eager"):
         passes += 1.0
     attn_total = min(attn * passes, total)
-    return total - attn_total, attn_total
+    return total - attn_total, attn_total, total
 
 
 @dataclass(frozen=True)
@@ -185,16 +185,23 @@ class DecoderStepModel:
         self.ceiling = mfu_ceiling(gpu, precision, a) if clipped else None
 
     def _flops_setup(self, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> None:
-        """FLOPs per token: the model's, and per checkpointing level the hardware's (GEMM and
-        attention core apart)."""
+        """FLOPs per token: the model's now, the hardware's per checkpointing level (GEMM and
+        attention core apart) when a layout first asks for that level (flops_at)."""
         self._model_flops = model_flops_per_token(model, setup)
-        self.hardware_flops = {c: training_flops_per_token(model, setup, c) for c in CHECKPOINTING}
-        self.flop_split: dict[str, tuple[float, float]] = {}
-        for ckpt in CHECKPOINTING:
-            gemm_tok, attn_tok = _flop_split(model, setup, ckpt, self.knobs.attention)
-            if setup.method == "qlora":
-                gemm_tok *= a.qlora_dequant_factor
-            self.flop_split[ckpt] = (gemm_tok, attn_tok)
+        self._flops_at: dict[str, tuple[float, float, float]] = {}
+
+    def flops_at(self, checkpointing: str) -> tuple[float, float, float]:
+        """(GEMM, attention-core, all) hardware FLOPs per token at `checkpointing` (_flop_split;
+        QLoRA's GEMMs dequantize their weights first)."""
+        found = self._flops_at.get(checkpointing)
+        if found is None:
+            gemm_tok, attn_tok, total = _flop_split(
+                self.model, self.setup, checkpointing, self.knobs.attention
+            )
+            if self.setup.method == "qlora":
+                gemm_tok *= self.a.qlora_dequant_factor
+            found = self._flops_at[checkpointing] = (gemm_tok, attn_tok, total)
+        return found
 
     def _update_setup(self, model: ModelSpec, setup: TrainingSetup, gpu: GpuSpec, a: PerfAssumptions) -> None:
         """Per-parameter bytes of the gradient traffic and the optimizer update."""
@@ -259,7 +266,7 @@ class DecoderStepModel:
         eff16 = eff / self.a.fp8_gemm_factor if self.setup.precision == "fp8" else eff
         if self.attention_fraction is not None:  # fused kernel: its own published fraction of the peak
             eff16 = min(eff16, self.attention_fraction)
-        gemm_tok, attn_tok = self.flop_split[layout.checkpointing]
+        gemm_tok, attn_tok, _ = self.flops_at(layout.checkpointing)
         work = tokens_mb / (layout.tp * layout.pp)
         compute_mb = work * (gemm_tok / (peak * 1e12 * eff) + attn_tok / (self.peak16_tflops * 1e12 * eff16))
         if self.knobs.attention == "eager":
@@ -379,7 +386,7 @@ class DecoderStepModel:
             tokens_per_s=tokens_per_s,
             tokens_per_s_per_gpu=tokens_per_s / layout.gpus,
             mfu=self._model_flops * tokens_per_s / peak_total,
-            hfu=self.hardware_flops[layout.checkpointing] * tokens_per_s / peak_total,
+            hfu=self.flops_at(layout.checkpointing)[2] * tokens_per_s / peak_total,
             efficiency=eff,
             calibrated=self._calibrated,
             parts_s={
