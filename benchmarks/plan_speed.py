@@ -33,9 +33,11 @@ from pathlib import Path
 
 from optimizer.inputs.jobs.train import load_job
 from optimizer.model.bands import band_for, step_band
-from optimizer.model.memory import training_memory
+from optimizer.model.hardware import GpuSpec
+from optimizer.model.memory import memory_model_for
 from optimizer.model.setup import Layout
-from optimizer.model.step_time import StepTime, training_step_time
+from optimizer.model.step_model import StepModel, step_model_for
+from optimizer.model.step_time import StepTime
 from optimizer.pricing.catalog import load_offering_rows
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.cpsat.scale import to_cents
@@ -66,6 +68,15 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
     headroom, host = headroom_of(c), host_rule_of(job.data, a)
     best, evaluated = None, 0
     perf: dict[tuple, list[tuple[Layout, StepTime]]] = {}
+    # the planner's model objects, built once per job (memory) and GPU type (step time)
+    memory = memory_model_for(model, setup, a)
+    step_models: dict[GpuSpec, StepModel] = {}
+
+    def steps_of(gpu: GpuSpec) -> StepModel:
+        if gpu not in step_models:
+            step_models[gpu] = step_model_for(model, setup, gpu, a)
+        return step_models[gpu]
+
     for off in prep.offerings:
         if not off.gpu.supports(setup.precision) or offering_rejection(off, host, a):
             continue
@@ -83,9 +94,9 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
                     for ckpt in c.activation_checkpointing:
                         lay = replace(base, checkpointing=ckpt)
                         evaluated += 1
-                        if training_memory(model, setup, lay, a).device > usable:
+                        if memory.memory(lay).device > usable:
                             continue
-                        rows.append((lay, training_step_time(model, setup, lay, off.cluster(n), a)))
+                        rows.append((lay, steps_of(off.gpu).step_time(lay, off.cluster(n))))
                 perf[key] = rows
             for lay, gpu_step in perf[key]:
                 if (

@@ -3,31 +3,33 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from optimizer.inputs.jobs.batch import BatchFile, batch_from_dict, load_batch
-from optimizer.inputs.jobs.common import coerce_document
+from optimizer.inputs.jobs.common import DocumentSource, coerce_document
 from optimizer.inputs.jobs.train import with_confidence
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.report.batch import batch_dict
 from optimizer.solve.batch.plan import plan_batch
+from optimizer.solve.batch.problem import BatchResult, ProgressEvent
 from optimizer.solve.cpsat.solver import SolverConfig
 
 __all__ = ["batch", "batch_json"]
 
 
 def batch(
-    batch_file: Any,
+    batch_file: BatchFile | DocumentSource,
     *,
     prices: str | Path | None = None,
     offline: bool | None = None,
     time_limit_s: float = 30.0,
     workers: int = 2,
-    on_progress: Any = None,
-    on_job: Any = None,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    on_job: Callable[[int, int, str], None] | None = None,
     confidence: float | None = None,
-) -> Any:
+) -> BatchResult:
     """Plan many jobs at once (a batch TOML path, a dict or a BatchFile). Returns a BatchResult;
     batch_json(result) gives the `ccopt batch --json` contract. `on_job(i, n, name)` is called before
     job i of n is enumerated, `on_progress(event)` with each improving solution; `confidence`
@@ -63,6 +65,6 @@ def batch(
     return result
 
 
-def batch_json(result: Any) -> dict[str, Any]:
+def batch_json(result: BatchResult) -> dict[str, Any]:
     """A BatchResult in the `ccopt batch --json` contract."""
     return batch_dict(result)

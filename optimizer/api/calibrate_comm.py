@@ -87,7 +87,7 @@ def fit_fabric(
     return math.exp(log_mu), {r.id: e for r, e in zip(runs, effs, strict=True)}
 
 
-def _rebuilt(point: dict[str, Any], prices: Any, offline: Any) -> FabricRun | None:
+def _rebuilt(point: dict[str, Any], prices: str | Path | None, offline: bool | None) -> FabricRun | None:
     """A stored run rebuilt from its recorded request (None when it cannot be)."""
     request = recorded_request(point)
     step = (point.get("measured") or {}).get("step_time_s")

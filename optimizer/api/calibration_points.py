@@ -108,7 +108,9 @@ def calibration_remove(target: str, path: Path | None = None) -> list[dict[str, 
     return emit_list(CalibrationListOutput, [_row(p, file) for p in remove_points(target, file)])
 
 
-def _predicted_step_s(point: dict[str, Any], a: PerfAssumptions, prices: Any, offline: Any) -> float | None:
+def _predicted_step_s(
+    point: dict[str, Any], a: PerfAssumptions, prices: str | Path | None, offline: bool | None
+) -> float | None:
     """Estimate of a stored run's recorded request under `a` (None when it cannot be rebuilt)."""
     request = recorded_request(point)
     if request is None:

@@ -8,7 +8,7 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from optimizer.inputs.gpus import load_gpus
 from optimizer.model.presets import PRESETS, PROFILE_PRESETS
@@ -192,6 +192,15 @@ def _origins(rows: Sequence[Any], today: dt.date | None = None) -> Origins:
     }
 
 
+class PriceRow(Protocol):
+    """What names one row of the price frame (an itertuples row): its offering's key."""
+
+    provider: str
+    instance_type: str
+    region: str
+    pricing_model: str
+
+
 @dataclass(frozen=True)
 class PriceListing:
     """Offerings matching the filters, cheapest GPU-hour first, and where the prices come from."""
@@ -202,7 +211,7 @@ class PriceListing:
     age_days: int
     origins: Origins = field(default_factory=dict)  # per row: source, date, age, stale, note
 
-    def flags_of(self, row: Any) -> tuple[PriceFlag, ...]:
+    def flags_of(self, row: PriceRow) -> tuple[PriceFlag, ...]:
         """The flags of one row of `frame` (itertuples)."""
         return self.flags.get((row.provider, row.instance_type, row.region, row.pricing_model), ())
 
@@ -210,7 +219,7 @@ class PriceListing:
         """`ccopt prices --json`: the rows with their flags, checked against the contract."""
         return emit_list(PricesOutput, offerings_to_records(self.frame, self.flags, self.origins))
 
-    def price_of(self, row: Any) -> dict[str, Any]:
+    def price_of(self, row: PriceRow) -> dict[str, Any]:
         """The `price` block of one row of `frame` (itertuples)."""
         return self.origins.get((row.provider, row.instance_type, row.region, row.pricing_model), {})
 

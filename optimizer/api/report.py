@@ -43,7 +43,7 @@ LATENCY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _SERVE_FIELDS = ("requests_per_s", "concurrent_users", "prompt_tokens", "output_tokens")
 
 
-def _table(value: Any) -> dict[str, Any]:
+def _table(value: object) -> dict[str, Any]:
     """`value` when it is a table, else {} (a malformed job file is reported by validation)."""
     return value if isinstance(value, dict) else {}
 

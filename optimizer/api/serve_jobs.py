@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from optimizer.inputs.jobs.common import DocumentSource
+from optimizer.inputs.jobs.serve import ServeJob
 from optimizer.report.serve import serve_compare_json, serve_json
 from optimizer.solve.serve.plan import run_serve, run_serve_compare
 
@@ -12,7 +14,11 @@ __all__ = ["serve", "serve_compare"]
 
 
 def serve(
-    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+    job: ServeJob | DocumentSource,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    time_limit_s: float = 10.0,
 ) -> dict[str, Any]:
     """Cheapest replica mix for a serving job (TOML path, dict or ServeJob), as `ccopt serve
     --json` returns it."""
@@ -20,7 +26,11 @@ def serve(
 
 
 def serve_compare(
-    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+    job: ServeJob | DocumentSource,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    time_limit_s: float = 10.0,
 ) -> dict[str, Any]:
     """Best serving deployment per GPU type."""
     return serve_compare_json(

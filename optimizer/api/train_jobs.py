@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from optimizer.inputs.jobs.common import DocumentSource
 from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job, with_confidence
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
@@ -20,26 +21,29 @@ __all__ = ["plan_result", "plan", "plan_json", "compare", "sizing", "SizingRule"
 
 
 def _train_job(
-    job: Any, prices: str | Path | None, offline: bool | None, confidence: float | None = None
+    job: Job | DocumentSource,
+    prices: str | Path | None,
+    offline: bool | None,
+    confidence: float | None = None,
 ) -> tuple[Job, Path | None, tuple[OfferingRow, ...] | None, dict[str, Any] | None]:
     """The job (TOML path, dict or Job) at `confidence` (None: its own), its base directory,
     the price rows it needs and their age (None without cloud)."""
-    job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
-    job = with_confidence(job, confidence)
-    if not job.constraints.cloud:
-        return job, base_dir, None, None
+    loaded_job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
+    the_job = with_confidence(loaded_job, confidence)
+    if not the_job.constraints.cloud:
+        return the_job, base_dir, None, None
     loaded = load_catalog_rows(
         prices,
         offline=offline,
-        overlay=job.pricing,
-        overlay_label=f"{job.name} [pricing]",
-        keep_regions=job.named_regions(),
+        overlay=the_job.pricing,
+        overlay_label=f"{the_job.name} [pricing]",
+        keep_regions=the_job.named_regions(),
     )
-    return job, base_dir, loaded.rows, loaded.age.as_dict()
+    return the_job, base_dir, loaded.rows, loaded.age.as_dict()
 
 
 def plan_result(
-    job: Any,
+    job: Job | DocumentSource,
     *,
     prices: str | Path | None = None,
     offline: bool | None = None,
@@ -67,13 +71,13 @@ def plan_result(
     return result
 
 
-def plan(job: Any, **options: Any) -> dict[str, Any]:
+def plan(job: Job | DocumentSource, **options: Any) -> dict[str, Any]:
     """Plan a job, as the `ccopt plan --json` contract (options as in `plan_result`)."""
     return plan_json(plan_result(job, **options))
 
 
 def compare(
-    job: Any,
+    job: Job | DocumentSource,
     *,
     prices: str | Path | None = None,
     offline: bool | None = None,
@@ -86,7 +90,7 @@ def compare(
 
 
 def sizing(
-    job: Any,
+    job: Job | DocumentSource,
     *,
     prices: str | Path | None = None,
     offline: bool | None = None,

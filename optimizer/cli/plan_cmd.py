@@ -286,11 +286,7 @@ def data_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
     for note in h.get("notes", []):
         out.append(f"[yellow]check:[/yellow] {note}")
     plan_price = p["usd_per_hour"] / max(1, p["gpus"])
-    cheaper = [
-        r
-        for r in data.get("loader_bound", [])
-        if float(r["reason"].split("/GPU-h")[0].lstrip("$").replace(",", "")) < plan_price
-    ]
+    cheaper = [r for r in data.get("loader_bound", []) if r["usd_per_gpu_hour"] < plan_price]
     for r in cheaper[:3]:
         out.append(f"loader-bound (cheaper GPU-hour): {escape(r['option'])}: {escape(r['reason'])}")
     if len(cheaper) > 3:

@@ -74,7 +74,7 @@ def shown_table(table: str) -> str:
     return table.removeprefix("serve.")
 
 
-def rename_old_fields(data: Any, table: str) -> Any:
+def rename_old_fields(data: object, table: str) -> Any:
     """`data` (a decoded TOML table) with old field names of `table` renamed to current ones.
 
     Raises:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration_file import calibration_path, check_calibration_store
@@ -23,11 +23,15 @@ from optimizer.inputs.calibration_store import (
     write_store,
 )
 from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.jobs.common import AssumptionOverrides
 from optimizer.model.calibrated import EfficiencyCurve, fit_curve
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import Cluster, microbatch_size_factor, training_step_time
+
+if TYPE_CHECKING:  # the job modules read calibration files through this one
+    from optimizer.inputs.jobs.train import Job
 
 __all__ = [
     "calibration_path",
@@ -141,7 +145,7 @@ def fit_efficiency(
     return (lo + hi) / 2
 
 
-def base_assumptions(overrides: Any = None) -> PerfAssumptions:
+def base_assumptions(overrides: AssumptionOverrides | None = None) -> PerfAssumptions:
     """Defaults + stored calibration (+ overrides from a job's [assumptions])."""
     curves: dict[tuple[str, str, str], EfficiencyCurve] = dict(load_curves())
     a = PerfAssumptions(
@@ -153,7 +157,7 @@ def base_assumptions(overrides: Any = None) -> PerfAssumptions:
     return overrides.apply(a) if overrides is not None else a
 
 
-def assumptions_for_job(job: Any, model: ModelSpec) -> PerfAssumptions:
+def assumptions_for_job(job: Job, model: ModelSpec) -> PerfAssumptions:
     """Assumptions for a job: defaults, stored calibration, the job's [calibration] and
     [assumptions] tables (the job's own calibration wins for its GPU type × precision: one
     point of optimizer.model.calibrated's rule, exact for its layout)."""

@@ -232,7 +232,7 @@ def _check_point(point: Any, where: str) -> None:
     _check_split(point, where)
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

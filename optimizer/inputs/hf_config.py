@@ -28,7 +28,7 @@ def _get(cfg: dict[str, Any], source: str, *keys: str, default: Any = ...) -> An
     return default
 
 
-def _positive_int(value: Any, source: str, key: str) -> int:
+def _positive_int(value: object, source: str, key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value <= 0:
         raise ConfigError(f"{source}: field {key!r} must be a positive integer, got {value!r}")
     return int(value)

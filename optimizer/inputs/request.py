@@ -13,7 +13,7 @@ a bad value is one line naming the flag and the allowed values.
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,7 +279,7 @@ class ConfigRequest(BaseModel):
 
     @field_validator("model", mode="before")
     @classmethod
-    def _model(cls, value: Any) -> Any:
+    def _model(cls, value: object) -> Any:
         if isinstance(value, str) and value.strip():
             return value
         if hasattr(value, "name") and hasattr(value, "layers"):  # a ModelSpec (Python API)
@@ -296,7 +296,7 @@ class ConfigRequest(BaseModel):
         mode="before",
     )
     @classmethod
-    def _one_of_allowed(cls, value: Any, info: ValidationInfo) -> Any:
+    def _one_of_allowed(cls, value: object, info: ValidationInfo) -> Any:
         """A named choice: one of the allowed values its Field states (normalised to lower case)."""
         if not isinstance(value, str) or info.field_name is None:
             return value
@@ -307,7 +307,7 @@ class ConfigRequest(BaseModel):
 
     @field_validator("lora_targets", mode="before")
     @classmethod
-    def _targets(cls, value: Any) -> Any:
+    def _targets(cls, value: str | Sequence[str] | None) -> Any:
         if isinstance(value, str):
             value = [t.strip() for t in value.split(",") if t.strip()]
         if value is None or len(value) == 0:
@@ -322,7 +322,7 @@ class ConfigRequest(BaseModel):
 
     @field_validator("batch", mode="before")
     @classmethod
-    def _batch(cls, value: Any) -> Any:
+    def _batch(cls, value: str | int | float) -> Any:
         if isinstance(value, str):
             text = value.strip().lower()
             if text == "max":
@@ -473,7 +473,7 @@ def request_options() -> tuple[RequestOption, ...]:
     return tuple(out)
 
 
-def _flag_value(value: Any) -> str:
+def _flag_value(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, (tuple, list)):

@@ -149,7 +149,7 @@ def format_validation_error(
     return f"{field or 'job'}: {msg}{shown}"
 
 
-def _toml(value: Any) -> str:
+def _toml(value: object) -> str:
     """A value as the user wrote it in TOML (true, not True)."""
     return str(value).lower() if isinstance(value, bool) else repr(value)
 

@@ -24,11 +24,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING
 
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import band_key
 from optimizer.model.hardware import GpuSpec
+
+if TYPE_CHECKING:  # setup.py is above this module
+    from optimizer.model.cluster import StepTime
+    from optimizer.model.setup import PerfAssumptions
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -90,13 +94,13 @@ def shrink(
     return out[0], out[1], out[2]
 
 
-def band_for(gpu: GpuSpec, precision: str, stack: str, assumptions: Any) -> Band:
+def band_for(gpu: GpuSpec, precision: str, stack: str, assumptions: PerfAssumptions) -> Band:
     """The band of a training step of `stack` in `precision` on `gpu` (module doc)."""
     gen = band_key(gpu.generation, precision)
     return _shrunk_band((gen, band_key(gpu.generation, precision, stack)), assumptions)
 
 
-def _shrunk_band(keys: tuple[str, ...], assumptions: Any) -> Band:
+def _shrunk_band(keys: tuple[str, ...], assumptions: PerfAssumptions) -> Band:
     """The fitted band of the last of `keys` shrunk toward that of the one before, ..., the
     first shrunk toward the prior (module doc); its evidence is the most specific key the fit
     has (none: "prior")."""
@@ -117,7 +121,7 @@ def serve_band_key(generation: str, stack: str | None = None) -> str:
     return f"serve:{generation}" if stack is None else f"serve:{generation}/{stack}"
 
 
-def serve_band_for(gpu: GpuSpec, stack: str, assumptions: Any) -> Band:
+def serve_band_for(gpu: GpuSpec, stack: str, assumptions: PerfAssumptions) -> Band:
     """The band of a serving replica's times (TTFT, TPOT, 1 / throughput) of `stack` on `gpu`:
     the same shrinkage as training (module doc) over the serving residuals of the generation and
     generation × serving stack."""
@@ -129,7 +133,7 @@ def serve_band_for(gpu: GpuSpec, stack: str, assumptions: Any) -> Band:
 CALIBRATED_KEY = "calibrated"
 
 
-def calibrated_band(assumptions: Any) -> Band:
+def calibrated_band(assumptions: PerfAssumptions) -> Band:
     """The band of a step on a GPU type the user calibrated (`ccopt calibrate`): the residuals
     of calibrated cross-validated predictions, shrunk once toward the prior like any
     generation × precision band (module doc: w = n/(n + K), n = min(cases, C × sources))."""
@@ -137,7 +141,12 @@ def calibrated_band(assumptions: Any) -> Band:
 
 
 def step_band(
-    step: Any, gpu: GpuSpec, precision: str, stack: str, assumptions: Any, default: Band | None = None
+    step: StepTime,
+    gpu: GpuSpec,
+    precision: str,
+    stack: str,
+    assumptions: PerfAssumptions,
+    default: Band | None = None,
 ) -> Band:
     """The band of one predicted training step: a per-sample profile's own, the calibrated band
     when the user measured this GPU type, else the GPU generation × precision × stack's

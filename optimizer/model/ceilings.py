@@ -15,12 +15,14 @@ it is not clipped.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import band_key
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memo import remember_last
+
+if TYPE_CHECKING:  # setup.py is above this module
+    from optimizer.model.setup import PerfAssumptions
 
 __all__ = ["MfuCeiling", "mfu_ceiling", "MIN_CEILING_RUNS"]
 
@@ -42,13 +44,8 @@ class MfuCeiling:
         return f"the guessed ceiling of {where}: fewer than {MIN_CEILING_RUNS} published runs"
 
 
-def mfu_ceiling(gpu: GpuSpec, precision: str, assumptions: Any) -> MfuCeiling:
+def mfu_ceiling(gpu: GpuSpec, precision: str, assumptions: PerfAssumptions) -> MfuCeiling:
     """The MFU no prediction of `precision` training on `gpu` may exceed (module doc)."""
-    return _mfu_ceiling(gpu, assumptions, precision)
-
-
-@remember_last(2)  # asked once per step time: ~3,000 times per plan with the same three
-def _mfu_ceiling(gpu: GpuSpec, assumptions: Any, precision: str) -> MfuCeiling:
     fit = fitted_constants(assumptions)
     found = fit.ceilings.get(band_key(gpu.generation, precision)) if fit is not None else None
     if found is not None and found[1] >= MIN_CEILING_RUNS:

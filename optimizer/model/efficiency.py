@@ -11,7 +11,7 @@ reach PerfAssumptions.fp8_gemm_factor × it (the one fp8 factor, overridable per
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.model.calibrated import EfficiencyCurve
 from optimizer.model.fitted import (
@@ -23,7 +23,9 @@ from optimizer.model.fitted import (
     train_multiplier,
 )
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memo import remember_last
+
+if TYPE_CHECKING:  # setup.py is above this module
+    from optimizer.model.setup import PerfAssumptions
 
 __all__ = [
     "default_efficiency",
@@ -64,7 +66,7 @@ ATTENTION_KERNEL_FRACTION: dict[tuple[str, str], float] = {
 }
 
 
-def default_efficiency(gpu: GpuSpec, precision: str, assumptions: Any) -> float:
+def default_efficiency(gpu: GpuSpec, precision: str, assumptions: PerfAssumptions) -> float:
     """Default achievable fraction of the dense peak of `precision` on `gpu`: the GPU table's
     default_efficiency (a GUESS, see its efficiency_source) × the fp8 factor of `assumptions`
     (fp8 GEMMs; the attention core stays in bf16, step_time splits the FLOPs) or FP32_FACTOR."""
@@ -93,20 +95,15 @@ def size_factor(tokens_per_microbatch: float, hidden: float, half: float = HIDDE
     return hidden / (hidden + half) / (1.0 + 256.0 / max(tokens_per_microbatch, 1.0))
 
 
-def hidden_half(assumptions: Any) -> float:
+def hidden_half(assumptions: PerfAssumptions) -> float:
     """The size curve's half-efficiency hidden size: the guess × the fitted shape term."""
-    return _hidden_half(assumptions)
-
-
-@remember_last(1)  # asked once per micro-batch timing: ~4,000 times per plan, same assumptions
-def _hidden_half(assumptions: Any) -> float:
     fit = fitted_constants(assumptions)  # also under an explicit efficiency: the curve's shape
     if fit is None:  # is part of the model, the efficiency its level (ccopt calibrate)
         return HIDDEN_HALF_EFFICIENCY
     return HIDDEN_HALF_EFFICIENCY * family_multiplier(fit, "shape", ["all"])
 
 
-def fitted_constants(assumptions: Any) -> Any:
+def fitted_constants(assumptions: PerfAssumptions) -> Any:
     """The FittedConstants in force: the assumptions' own, the packaged fit, or None (un-fitted)."""
     if not assumptions.use_fitted:
         return None
@@ -114,7 +111,7 @@ def fitted_constants(assumptions: Any) -> Any:
 
 
 def base_efficiency(
-    gpu: GpuSpec, precision: str, assumptions: Any, stack: str = "generic"
+    gpu: GpuSpec, precision: str, assumptions: PerfAssumptions, stack: str = "generic"
 ) -> tuple[float, bool]:
     """(efficiency before the size curve, calibrated?) of `precision` on `gpu` under `stack`.
 
@@ -124,11 +121,6 @@ def base_efficiency(
     multiplier of GPU generation × precision × stack (data/fitted.toml).
     fp8 GEMMs use `assumptions.fp8_gemm_factor` × the bf16 value.
     """
-    return _base_efficiency(gpu, assumptions, precision, stack)
-
-
-@remember_last(2)  # the planner asks ~7,000 times per plan for the same GPU and assumptions
-def _base_efficiency(gpu: GpuSpec, assumptions: Any, precision: str, stack: str) -> tuple[float, bool]:
     if assumptions.efficiency is not None:
         return assumptions.efficiency, False
     curve = calibrated_curve(gpu, precision, assumptions, stack)
@@ -140,7 +132,9 @@ def _base_efficiency(gpu: GpuSpec, assumptions: Any, precision: str, stack: str)
     return uncalibrated_efficiency(gpu, precision, assumptions, stack), False
 
 
-def uncalibrated_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stack: str = "generic") -> float:
+def uncalibrated_efficiency(
+    gpu: GpuSpec, precision: str, assumptions: PerfAssumptions, stack: str = "generic"
+) -> float:
     """The base efficiency before any calibration: default table × the fitted multiplier of GPU
     generation × precision × stack (what a calibration's corrections are relative to)."""
     base = default_efficiency(gpu, precision, assumptions)
@@ -150,7 +144,9 @@ def uncalibrated_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stac
     return min(base, 1.0)
 
 
-def calibrated_curve(gpu: GpuSpec, precision: str, assumptions: Any, stack: str) -> EfficiencyCurve | None:
+def calibrated_curve(
+    gpu: GpuSpec, precision: str, assumptions: PerfAssumptions, stack: str
+) -> EfficiencyCurve | None:
     """The calibration of the stored runs of `gpu` × `precision` × `stack`, or None (no runs,
     or an explicit efficiency)."""
     if assumptions.efficiency is not None:
@@ -159,7 +155,9 @@ def calibrated_curve(gpu: GpuSpec, precision: str, assumptions: Any, stack: str)
     return curves.get((gpu.gpu_id, precision, stack))
 
 
-def achieved_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stack: str, size: float) -> float:
+def achieved_efficiency(
+    gpu: GpuSpec, precision: str, assumptions: PerfAssumptions, stack: str, size: float
+) -> float:
     """Achieved fraction of the dense peak of a layout whose size factor is `size`: the
     calibration of the runs stored for this GPU × precision × stack (optimizer.model.calibrated)
     where there are any, else base_efficiency × size."""
@@ -169,7 +167,7 @@ def achieved_efficiency(gpu: GpuSpec, precision: str, assumptions: Any, stack: s
     return base_efficiency(gpu, precision, assumptions, stack)[0] * size
 
 
-def serve_efficiency_multiplier(gpu: GpuSpec, stack: str, assumptions: Any) -> float:
+def serve_efficiency_multiplier(gpu: GpuSpec, stack: str, assumptions: PerfAssumptions) -> float:
     """Fitted multiplier of serving bandwidth and compute efficiency (1 when un-fitted)."""
     if assumptions.efficiency is not None:
         return 1.0
@@ -188,7 +186,7 @@ class ServeMultipliers:
     moe: float = 1.0
 
 
-def serve_multipliers(gpu: GpuSpec, stack: str, assumptions: Any) -> ServeMultipliers:
+def serve_multipliers(gpu: GpuSpec, stack: str, assumptions: PerfAssumptions) -> ServeMultipliers:
     """The fitted serving multipliers of `stack` on `gpu` (all 1 with an explicit efficiency)."""
     fit = fitted_constants(assumptions)
     if fit is None or assumptions.efficiency is not None:

@@ -24,7 +24,6 @@ from importlib import resources
 from typing import Any
 
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memo import remember_last
 from optimizer.user_cache import parsed_toml
 
 __all__ = [
@@ -128,7 +127,6 @@ def memory_features(stack: str, method: str, checkpointing: str) -> list[str]:
     return [f"stack:{stack}"]
 
 
-@remember_last(1)  # asked for every layout the planner sizes, ~4,000 times per plan
 def memory_multiplier(fit: FittedConstants, stack: str, method: str, checkpointing: str) -> float:
     """exp(sum of fitted log terms) multiplying the activation bytes."""
     return math.exp(sum(fit.memory.get(f, 0.0) for f in memory_features(stack, method, checkpointing)))

@@ -9,13 +9,8 @@ paper), and 2·V·h for the LM head. Training = forward + backward (2× forward)
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from optimizer.model.activations import op_sac_recomputed_params
-from optimizer.model.memo import remember_last
 from optimizer.model.memory import lora_params
-from optimizer.model.profile import is_profile
-from optimizer.model.profile_time import model_gflop_per_sample, training_gflop_per_sample
 from optimizer.model.setup import TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
@@ -41,15 +36,10 @@ def forward_flops_per_token(model: ModelSpec, seq_len: int) -> tuple[float, floa
     return layers, attention, head
 
 
-@remember_last(2)  # hashing the two for the lru key costs more than the count
-@lru_cache(maxsize=256)
 def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
     """Model FLOPs per trained token (no recompute): the numerator of MFU (Chowdhery et al. 2022).
 
-    A SampleProfile's "token" is one sample (0 when its FLOPs are unknown)."""
-    if is_profile(model):
-        gflop = model_gflop_per_sample(model)
-        return 0.0 if gflop is None else gflop * 1e9
+    A per-sample profile's FLOPs are its step model's (profile_time.ProfileStepModel)."""
     layers, attention, head = forward_flops_per_token(model, setup.seq_len)
     if setup.is_adapter:
         # frozen base: forward (2N) + input-gradient backward (2N) = 2× forward; adapters 6·N_a
@@ -58,8 +48,6 @@ def model_flops_per_token(model: ModelSpec, setup: TrainingSetup) -> float:
     return 3.0 * (layers + attention + head)
 
 
-@remember_last(2)  # hashing the two for the lru key costs more than the count
-@lru_cache(maxsize=256)
 def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointing: str) -> float:
     """Hardware FLOPs per token including recompute (the numerator of HFU).
 
@@ -67,9 +55,6 @@ def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointi
     Narayanan eq. 3: 96 instead of 72); selective recomputes only the attention core
     (Korthikanti et al. 2022 §5).
     """
-    if is_profile(model):
-        gflop = training_gflop_per_sample(model, checkpointing)
-        return 0.0 if gflop is None else gflop * 1e9
     layers, attention, head = forward_flops_per_token(model, setup.seq_len)
     flops = model_flops_per_token(model, setup)
     if checkpointing == "full":

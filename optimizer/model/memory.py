@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Protocol
 
 from optimizer.model.activations import extra_bytes_per_token, op_sac_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
-from optimizer.model.memo import remember_last
 from optimizer.model.memory_breakdown import MemoryBreakdown
-from optimizer.model.profile import is_profile
-from optimizer.model.profile_memory import profile_training_memory
+from optimizer.model.profile import AnyModel, is_profile
+from optimizer.model.profile_memory import ProfileMemoryModel
 from optimizer.model.setup import (
     WEIGHT_PRECISIONS,
     Layout,
@@ -26,7 +26,7 @@ from optimizer.model.setup import (
     TrainingSetup,
 )
 from optimizer.model.spec import ModelSpec
-from optimizer.model.stacks import StackProfile, get_stack, knobs
+from optimizer.model.stacks import Knobs, StackProfile, get_stack, knobs
 from optimizer.model.states import model_state_bytes_per_param
 from optimizer.units import BYTES_PER_DTYPE, GIB
 
@@ -36,6 +36,9 @@ __all__ = [
     "GIB",
     "MemoryBreakdown",
     "training_memory",
+    "MemoryModel",
+    "TrainingMemoryModel",
+    "memory_model_for",
     "serving_memory",
     "model_state_bytes_per_param",
     "activation_bytes_per_layer",
@@ -57,11 +60,7 @@ def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
     Layers are split evenly over pp stages (ceil); the first stage holds the embedding, the last
     the LM head and final norm; with pp = 1 one GPU holds all (Narayanan et al. 2021, §2.2).
     """
-    return _params_per_gpu(model, layout.pp, layout.tp)
-
-
-@remember_last(1)  # ~9,000 calls per plan about one model
-def _params_per_gpu(model: ModelSpec, pp: int, tp: int) -> float:
+    pp, tp = layout.pp, layout.tp
     layers_per_stage = math.ceil(model.layers / pp)
     layer_part = layers_per_stage * model.layer_params()
     if pp == 1:
@@ -119,7 +118,9 @@ def qlora_bytes_per_param(double_quant: bool = True) -> float:
 # ---- activations --------------------------------------------------------------------------
 
 
-def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: Layout) -> float:
+def activation_bytes_per_layer(
+    model: ModelSpec, setup: TrainingSetup, layout: Layout, k: Knobs | None = None
+) -> float:
     """Activation bytes one layer keeps for backward, for one micro-batch.
 
     Korthikanti et al. 2022 §4 (Table 2): without recompute s·b·h·(34 + 5·a·s/h); with TP
@@ -128,14 +129,14 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
     the layer input 2·s·b·h. Generalised here to GQA (smaller K, V), gated FFNs (ffn width
     instead of 4h), no dropout (no masks) and FlashAttention (no s×s scores stored).
     """
-    k = knobs(setup, _DEFAULT_ASSUMPTIONS)
+    k = k or knobs(setup, _DEFAULT_ASSUMPTIONS)  # `k`: the caller's (the same stack switches)
     if layout.checkpointing == "selective" and k.stack.selective_ac == "block":
         # whole blocks checkpointed, a fraction p of them (fms-fsdp ac_handler.py: "p = 1:
         # apply ac on every block, i.e. full ac"): per layer on average p·full + (1 − p)·none
         p = k.stack.selective_blocks
-        return p * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="full")) + (
+        return p * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="full"), k) + (
             1 - p
-        ) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"))
+        ) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"), k)
     # context parallelism: each GPU keeps the activations of s/cp tokens (Megatron-Core CP docs)
     s, b, h, t = setup.seq_len / layout.cp, layout.micro_batch, model.hidden, layout.tp
     sp = k.sequence_parallel and t > 1
@@ -187,11 +188,15 @@ def activation_bytes_per_layer(model: ModelSpec, setup: TrainingSetup, layout: L
 
 
 def logits_bytes(
-    model: ModelSpec, setup: TrainingSetup, layout: Layout, assumptions: PerfAssumptions
+    model: ModelSpec,
+    setup: TrainingSetup,
+    layout: Layout,
+    assumptions: PerfAssumptions,
+    k: Knobs | None = None,
 ) -> float:
     """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
     s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less)."""
-    k = knobs(setup, assumptions)
+    k = k or knobs(setup, assumptions)
     per_value = k.logits_bytes_per_value
     compiled_loss = k.stack.compile_loss if setup.compile_loss is None else setup.compile_loss
     if setup.compile and compiled_loss and assumptions.logits_bytes_per_value is None:
@@ -215,72 +220,117 @@ def interleave_factor(layout: Layout) -> float:
 # ---- totals -------------------------------------------------------------------------------
 
 
+class MemoryModel(Protocol):
+    """Training memory of one model × setup × assumptions, whatever the model's kind."""
+
+    def memory(self, layout: Layout) -> MemoryBreakdown:
+        """Peak memory of the busiest GPU of `layout` (GiB per term)."""
+        ...
+
+
+def memory_model_for(model: AnyModel, setup: TrainingSetup, a: PerfAssumptions) -> MemoryModel:
+    """The memory model of `model`'s kind: a per-sample profile's or a transformer's."""
+    if is_profile(model):
+        return ProfileMemoryModel(model, setup, a)
+    return TrainingMemoryModel(model, setup, a)
+
+
 def training_memory(
-    model: ModelSpec, setup: TrainingSetup, layout: Layout, assumptions: PerfAssumptions | None = None
+    model: AnyModel, setup: TrainingSetup, layout: Layout, assumptions: PerfAssumptions | None = None
 ) -> MemoryBreakdown:
-    """Peak memory of the busiest GPU of a training layout (GiB per term).
+    """Peak memory of the busiest GPU of a training layout (GiB per term): MemoryModel.memory
+    of the model's kind (TrainingMemoryModel for a transformer)."""
+    return memory_model_for(model, setup, assumptions or _DEFAULT_ASSUMPTIONS).memory(layout)
+
+
+class TrainingMemoryModel:
+    """Peak memory of a transformer's training layouts under one setup and assumptions.
 
     Model states follow the stack (fp32 grad buffer, bf16-only optimizer state); `overhead`
     holds allocated workspaces; `cache` the allocator cache and `context` the CUDA context of
     the stack's profile (stacks.toml), so `reserved` and `device` are as frameworks report them.
+    The states depend on a layout's sharding, the activations on its micro-batch shape: each
+    is worked out once per object (a plan asks ~3,000 layouts sharing ~600 activation shapes
+    and ~300 shardings).
     """
-    if is_profile(model):
-        return profile_training_memory(model, setup, layout, assumptions)
-    a = assumptions or _DEFAULT_ASSUMPTIONS
-    k = knobs(setup, a)
-    # the states depend on the layout's sharding, the activations on its micro-batch shape:
-    # each is remembered per model, setup and assumptions (a plan asks ~3,000 layouts sharing
-    # ~600 activation shapes and ~300 shardings)
-    weights, gradients, optimizer = _state_bytes(
-        model, setup, a, layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage
-    )
-    acts, factor = _activation_bytes(
-        model,
-        setup,
-        a,
-        layout.tp,
-        layout.pp,
-        layout.cp,
-        layout.vp,
-        layout.micro_batch,
-        layout.checkpointing,
-        in_flight_microbatches(layout),
-    )
-    managed = 0.0
-    if setup.paged_optimizer:
-        # bitsandbytes paged optimizers allocate their states with cudaMallocManaged
-        # (bitsandbytes functional.get_paged), invisible to torch.cuda.max_memory_allocated
-        managed, optimizer = optimizer, 0.0
 
-    overhead = a.workspace_gib * GIB
-    if setup.method == "qlora":
-        overhead += dequantized_weight_bytes(model, k.stack) / layout.tp
-    allocated = weights + gradients + optimizer + acts + overhead
-    # buffers allocated once at start-up are outside the cache's growth (stacks.toml
-    # static_state_buffers: Megatron-Core param_and_grad_buffer.py); ZeRO-3 gathers churn
-    static = k.stack.static_state_buffers and layout.zero_stage < 3 and not setup.is_adapter
-    churned = allocated - (weights + gradients if static else 0.0)
-    return MemoryBreakdown(
-        weights / GIB,
-        gradients / GIB,
-        optimizer / GIB,
-        acts / GIB,
-        0.0,
-        overhead / GIB,
-        cache=k.allocator_cache * churned / GIB,
-        context=k.context_gib,
-        managed=managed / GIB,
-        activation_factor=factor,
-    )
+    def __init__(self, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> None:
+        self.model, self.setup, self.a = model, setup, a
+        self.knobs = knobs(setup, a)
+        self._states: dict[tuple[int, int, int, int], tuple[float, float, float]] = {}
+        self._activations: dict[tuple[int, int, int, int, int, str, int], tuple[float, float | None]] = {}
+
+    def states(self, layout: Layout) -> tuple[float, float, float]:
+        """(weights, gradients, optimizer states) in bytes on the busiest GPU (_state_bytes)."""
+        key = (layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage)
+        found = self._states.get(key)
+        if found is None:
+            found = self._states[key] = _state_bytes(self.model, self.setup, self.a, self.knobs, *key)
+        return found
+
+    def activations(self, layout: Layout) -> tuple[float, float | None]:
+        """Activation bytes on the first stage and the calibrated factor (_activation_bytes)."""
+        key = (
+            layout.tp,
+            layout.pp,
+            layout.cp,
+            layout.vp,
+            layout.micro_batch,
+            layout.checkpointing,
+            in_flight_microbatches(layout),
+        )
+        found = self._activations.get(key)
+        if found is None:
+            found = self._activations[key] = _activation_bytes(
+                self.model, self.setup, self.a, self.knobs, *key
+            )
+        return found
+
+    def memory(self, layout: Layout) -> MemoryBreakdown:
+        """Peak memory of the busiest GPU of `layout` (GiB per term; class doc)."""
+        setup, a, k = self.setup, self.a, self.knobs
+        weights, gradients, optimizer = self.states(layout)
+        acts, factor = self.activations(layout)
+        managed = 0.0
+        if setup.paged_optimizer:
+            # bitsandbytes paged optimizers allocate their states with cudaMallocManaged
+            # (bitsandbytes functional.get_paged), invisible to torch.cuda.max_memory_allocated
+            managed, optimizer = optimizer, 0.0
+
+        overhead = a.workspace_gib * GIB
+        if setup.method == "qlora":
+            overhead += dequantized_weight_bytes(self.model, k.stack) / layout.tp
+        allocated = weights + gradients + optimizer + acts + overhead
+        # buffers allocated once at start-up are outside the cache's growth (stacks.toml
+        # static_state_buffers: Megatron-Core param_and_grad_buffer.py); ZeRO-3 gathers churn
+        static = k.stack.static_state_buffers and layout.zero_stage < 3 and not setup.is_adapter
+        churned = allocated - (weights + gradients if static else 0.0)
+        return MemoryBreakdown(
+            weights / GIB,
+            gradients / GIB,
+            optimizer / GIB,
+            acts / GIB,
+            0.0,
+            overhead / GIB,
+            cache=k.allocator_cache * churned / GIB,
+            context=k.context_gib,
+            managed=managed / GIB,
+            activation_factor=factor,
+        )
 
 
-@remember_last(3)
 def _state_bytes(
-    model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions, tp: int, pp: int, dp_cp: int, zero: int
+    model: ModelSpec,
+    setup: TrainingSetup,
+    a: PerfAssumptions,
+    k: Knobs,
+    tp: int,
+    pp: int,
+    dp_cp: int,
+    zero: int,
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer states) in bytes on the busiest GPU of a tp × pp stage
     whose states ZeRO stage `zero` shards over `dp_cp` = dp × cp GPUs (training_memory)."""
-    k = knobs(setup, a)
     layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero)
     dp = dp_cp  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
@@ -350,11 +400,11 @@ def _state_bytes(
     return weights, gradients, optimizer
 
 
-@remember_last(3)
 def _activation_bytes(
     model: ModelSpec,
     setup: TrainingSetup,
     a: PerfAssumptions,
+    k: Knobs,
     tp: int,
     pp: int,
     cp: int,
@@ -366,7 +416,6 @@ def _activation_bytes(
     """Activation bytes on the first stage of a layout with `in_flight` micro-batches of its
     activations held (in_flight_microbatches), and the calibrated factor applied to them
     (None without one) (training_memory)."""
-    k = knobs(setup, a)
     # grad_accum = in_flight holds as many micro-batches as the layout (min(pp, grad_accum))
     layout = Layout(
         tp=tp, pp=pp, cp=cp, vp=vp, micro_batch=micro_batch, checkpointing=checkpointing, grad_accum=in_flight
@@ -381,7 +430,7 @@ def _activation_bytes(
         # and brought back for their backward; at least one layer stays resident
         layers_per_stage = max(1, layers_per_stage - setup.offload_layers)
     acts = (
-        activation_bytes_per_layer(model, setup, layout)
+        activation_bytes_per_layer(model, setup, layout, k)
         * layers_per_stage
         * in_flight_microbatches(layout)
         * interleave_factor(layout)
@@ -391,9 +440,9 @@ def _activation_bytes(
     ):
         # one layer is recomputed at a time (torchtitan op SAC recomputes the rest of a block)
         acts += activation_bytes_per_layer(
-            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
+            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp), k
         )
-    acts += logits_bytes(model, setup, layout, a)
+    acts += logits_bytes(model, setup, layout, a, k)
     fit = fitted_constants(a)
     if fit is not None:  # fitted per stack / method / checkpointing (data/fitted.toml)
         acts *= memory_multiplier(fit, setup.stack, setup.method, layout.checkpointing)

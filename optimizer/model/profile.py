@@ -12,10 +12,13 @@ one head, so only data parallelism (with ZeRO) is searched — no tensor or pipe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeGuard, cast
+from typing import TYPE_CHECKING, cast
 
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 __all__ = ["MeasuredPoint", "SampleProfile", "AnyModel", "is_profile", "as_planned", "SAMPLE_UNITS"]
 
@@ -107,7 +110,7 @@ class SampleProfile:
 AnyModel = ModelSpec | SampleProfile
 
 
-def is_profile(model: object) -> TypeGuard[SampleProfile]:
+def is_profile(model: object) -> TypeIs[SampleProfile]:
     """True for a SampleProfile (the token-shaped ModelSpec code paths do not apply)."""
     return isinstance(model, SampleProfile)
 

@@ -14,6 +14,7 @@ from optimizer.units import GIB
 
 __all__ = [
     "profile_training_memory",
+    "ProfileMemoryModel",
     "activation_bytes_per_sample",
     "activation_value_bytes",
     "state_bytes",
@@ -140,3 +141,13 @@ def profile_training_memory(
         cache=k.allocator_cache * allocated / GIB,
         context=k.context_gib,
     )
+
+
+class ProfileMemoryModel:
+    """Training memory of a per-sample profile (optimizer.model.memory.MemoryModel)."""
+
+    def __init__(self, profile: SampleProfile, setup: TrainingSetup, a: PerfAssumptions) -> None:
+        self.profile, self.setup, self.a = profile, setup, a
+
+    def memory(self, layout: Layout) -> MemoryBreakdown:
+        return profile_training_memory(self.profile, self.setup, layout, self.a)

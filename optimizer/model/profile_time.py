@@ -16,6 +16,7 @@ from optimizer.model.cluster import Cluster, StepTime
 from optimizer.model.comms import ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
 from optimizer.model.efficiency import base_efficiency
 from optimizer.model.hardware import GpuSpec
+from optimizer.model.pcie import dp_bus_bandwidth_gb_s
 from optimizer.model.profile import MeasuredPoint, SampleProfile
 from optimizer.model.profile_memory import activation_bytes_per_sample
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
@@ -31,6 +32,7 @@ __all__ = [
     "measured_scale",
     "reference_point",
     "predicted_samples_per_s",
+    "ProfileStepModel",
 ]
 
 #: gradients travel as 16-bit values (DDP under autocast keeps parameter-dtype grads; bf16)
@@ -254,3 +256,34 @@ def predicted_samples_per_s(
         a,
     )
     return step.tokens_per_s
+
+
+class ProfileStepModel:
+    """The step time of a per-sample profile on one GPU type (optimizer.model.step_model.StepModel):
+    a roofline per sample scaled by the measured point, data parallelism only."""
+
+    def __init__(
+        self, profile: SampleProfile, setup: TrainingSetup, gpu: GpuSpec, a: PerfAssumptions
+    ) -> None:
+        self.profile, self.setup, self.gpu, self.a = profile, setup, gpu, a
+        gflop = model_gflop_per_sample(profile)
+        self._model_flops = 0.0 if gflop is None else gflop * 1e9
+        self.base_efficiency = base_efficiency(gpu, setup.precision, a, setup.stack)[0]
+
+    @property
+    def own_band(self) -> bool:
+        """A profile states its own band (profile_interval): the GPU's band does not bound it."""
+        return True
+
+    @property
+    def model_flops_per_token(self) -> float:
+        return self._model_flops
+
+    def microbatch_times_s(self, layout: Layout, cluster: Cluster) -> tuple[float, float, float, float]:
+        return profile_microbatch_times_s(self.profile, self.setup, layout, cluster, self.a)
+
+    def step_time(
+        self, layout: Layout, cluster: Cluster, micro: tuple[float, float, float, float] | None = None
+    ) -> StepTime:
+        bw = dp_bus_bandwidth_gb_s(cluster, layout.gpus > cluster.gpus_per_node, self.a)
+        return profile_step_time(self.profile, self.setup, layout, cluster, bw, self.a, micro)

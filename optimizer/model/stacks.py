@@ -11,10 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import ConfigError, did_you_mean
 from optimizer.user_cache import parsed_toml
+
+if TYPE_CHECKING:
+    from optimizer.model.setup import PerfAssumptions, ServeSetup, TrainingSetup
 
 __all__ = [
     "StackProfile",
@@ -255,70 +258,28 @@ class Knobs:
     context_gib: float
 
 
-@cache
-def _knobs(
-    stack: str,
-    sp: bool | None,
-    attention: str | None,
-    opt_bwd: bool | None,
-    overrides: tuple[float | None, ...],
-) -> Knobs:
-    prof = get_stack(stack)
-    dp, tp, pp, cp, logits, cache_frac, context = overrides
+def knobs(setup: TrainingSetup | ServeSetup, assumptions: PerfAssumptions) -> Knobs:
+    """Knobs of a TrainingSetup (or ServeSetup) under PerfAssumptions: the explicit values of
+    either win over the stack's (the planner's step and memory models ask once per job)."""
+    prof = get_stack(setup.stack)
+    a = assumptions
+    sp = getattr(setup, "sequence_parallel", None)
+    attention = getattr(setup, "attention", None)
+    opt_bwd = getattr(setup, "optimizer_in_backward", None)
     return Knobs(
         stack=prof,
         sequence_parallel=prof.sequence_parallel if sp is None else sp,
         attention=attention or prof.attention,
         optimizer_in_backward=prof.optimizer_in_backward if opt_bwd is None else opt_bwd,
-        dp_overlap=prof.dp_overlap if dp is None else dp,
-        tp_overlap=prof.tp_overlap if tp is None else tp,
-        pp_overlap=prof.pp_overlap if pp is None else pp,
-        cp_overlap=prof.cp_overlap if cp is None else cp,
-        logits_bytes_per_value=prof.logits_bytes_per_value if logits is None else logits,
-        allocator_cache=prof.allocator_cache if cache_frac is None else cache_frac,
-        context_gib=prof.context_gib if context is None else context,
+        dp_overlap=_either(a.dp_overlap, prof.dp_overlap),
+        tp_overlap=_either(a.tp_overlap, prof.tp_overlap),
+        pp_overlap=_either(a.pp_overlap, prof.pp_overlap),
+        cp_overlap=_either(a.cp_overlap, prof.cp_overlap),
+        logits_bytes_per_value=_either(a.logits_bytes_per_value, prof.logits_bytes_per_value),
+        allocator_cache=_either(a.fragmentation, prof.allocator_cache),
+        context_gib=_either(a.overhead_gib, prof.context_gib),
     )
 
 
-#: (id(setup), id(assumptions)) -> (setup, assumptions, their Knobs): the planner asks ~20,000
-#: times per plan about a few frozen pairs (the job's assumptions and the defaults alternate);
-#: the objects are kept, so an id is never reused while its entry lives; emptied past 64
-_seen_knobs: dict[tuple[int, int], tuple[Any, Any, Knobs]] = {}
-
-
-def knobs(setup: Any, assumptions: Any) -> Knobs:
-    """Knobs of a TrainingSetup (or ServeSetup) under PerfAssumptions (cached)."""
-    global _last_knobs
-    seen = _last_knobs  # the pair asked about last: most calls in a row are about one pair
-    if seen is None or seen[0] is not setup or seen[1] is not assumptions:
-        seen = _seen_knobs.get((id(setup), id(assumptions)))
-        if seen is None or seen[0] is not setup or seen[1] is not assumptions:
-            seen = (setup, assumptions, _knobs_of(setup, assumptions))
-            if len(_seen_knobs) >= 64:
-                _seen_knobs.clear()
-            _seen_knobs[(id(setup), id(assumptions))] = seen
-        _last_knobs = seen
-    return seen[2]
-
-
-#: the (setup, assumptions, Knobs) entry of the last call (one tuple, replaced atomically)
-_last_knobs: tuple[Any, Any, Knobs] | None = None
-
-
-def _knobs_of(setup: Any, assumptions: Any) -> Knobs:
-    a = assumptions
-    return _knobs(
-        setup.stack,
-        getattr(setup, "sequence_parallel", None),
-        getattr(setup, "attention", None),
-        getattr(setup, "optimizer_in_backward", None),
-        (
-            a.dp_overlap,
-            a.tp_overlap,
-            a.pp_overlap,
-            a.cp_overlap,
-            a.logits_bytes_per_value,
-            a.fragmentation,
-            a.overhead_gib,
-        ),
-    )
+def _either(explicit: float | None, stack_value: float) -> float:
+    return stack_value if explicit is None else explicit

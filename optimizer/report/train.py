@@ -11,6 +11,7 @@ from optimizer.report.rent_buy import break_even_dict, verdict_dict
 from optimizer.solve.train.compare import CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.figures import JobFigures, PlanFigures
+from optimizer.solve.train.mix import MixOutcome
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import PreparedJob
 
@@ -196,7 +197,10 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
         out["catalog"] = dict(result.catalog)
     if result.prepared is not None:
         out["rejected"] = rejected_list(result.prepared.table.rejected)
-        out["loader_bound"] = list(result.loader_bound)
+        out["loader_bound"] = [
+            {"option": r.option, "reason": r.reason, "usd_per_gpu_hour": round(r.usd_per_gpu_hour, 6)}
+            for r in result.loader_bound
+        ]
         out["job"] = job_block(result.prepared, result.job_figures)
     if result.rent_or_buy is not None:
         out["rent_or_buy"] = verdict_dict(result.rent_or_buy)
@@ -274,7 +278,7 @@ def compare_json(result: CompareResult) -> dict[str, Any]:
     )
 
 
-def _mix_block(mix: Any) -> dict[str, Any]:
+def _mix_block(mix: MixOutcome | None) -> dict[str, Any]:
     """{"mix": block} for a job with something to mix (mix_dict), else {} (no key added)."""
     block = mix_dict(mix)
     return {} if block is None else {"mix": block}

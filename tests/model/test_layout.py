@@ -143,7 +143,7 @@ def test_model_spec_and_instance_counts_use_the_rulebook():
 
 
 def test_planned_layout_is_the_dataclass_built_normally():
-    """The generators' fast constructor sets every field of Layout, so its layouts compare,
+    """The generators' constructor sets every field of Layout, so its layouts compare,
     hash and print as Layout(...) does and stay frozen (a field added to Layout fails here)."""
     fast = planned_layout(8, 2, 4, 1, 2, 16, 2)
     slow = Layout(dp=8, tp=2, pp=4, zero_stage=1, micro_batch=2, grad_accum=16, vp=2)

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from optimizer.inputs.jobs.train import load_job
+from optimizer.model.step_model import step_model_for
 from optimizer.solve.train import enumerate as enumeration
+from optimizer.solve.train import scan
 from optimizer.solve.train.enumerate import CandidateTable
 from optimizer.solve.train.plan import cheaper_if_later, cheaper_than, plan_job
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings, prepare_job
@@ -30,13 +32,13 @@ def _fresh(prep: PreparedJob) -> CandidateTable:
 def _count_best_layout_searches(monkeypatch) -> list[int]:
     """A list that grows by one per fastest-layout search of one (offering, instance count)."""
     calls: list[int] = []
-    best_layout = enumeration._best_layout
+    best_layout = scan._best_layout
 
     def counted(*args, **kwargs):
         calls.append(1)
         return best_layout(*args, **kwargs)
 
-    monkeypatch.setattr(enumeration, "_best_layout", counted)
+    monkeypatch.setattr(scan, "_best_layout", counted)
     return calls
 
 
@@ -142,17 +144,15 @@ def test_the_cost_floor_bounds_every_row_and_is_the_same_at_every_count(rows) ->
     checked = 0
     for cands in by_offering.values():
         off = cands[0].offering
-        floor = enumeration._floor_of(prep.model, cands[0].setup, tokens, off, 1, prep.assumptions, q)
+        step = step_model_for(prep.model, cands[0].setup, off.gpu, prep.assumptions)
+        floor = enumeration._floor_of(step, cands[0].setup, tokens, off, 1, prep.assumptions, q)
         assert floor is not None
         assert all(c.cost_usd >= floor * (1 - 1e-9) for c in cands)
         checked += len(cands)
         if off.pricing == "on_demand" and not off.capital_usd_per_instance_hour:
             band = enumeration.band_for(off.gpu, setup.precision, setup.stack, prep.assumptions)
-            factor = enumeration._time_factor(band, q)
-            at = [
-                enumeration.cost_floor_usd(prep.model, setup, tokens, off, n, prep.assumptions, factor)
-                for n in (1, 2, 4)
-            ]
+            factor = enumeration.time_factor(band, q)
+            at = [enumeration.cost_floor_usd(step, setup, tokens, off, n, factor) for n in (1, 2, 4)]
             assert at[1] == pytest.approx(at[0], rel=1e-9) and at[2] == pytest.approx(at[0], rel=1e-9)
     assert checked == len(table.candidates) > 100
 

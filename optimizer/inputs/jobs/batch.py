@@ -177,7 +177,7 @@ class Capacity(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
+    def _old_names(cls, data: object) -> Any:
         return entries_old_names(data, {"owned": "capacity.owned"})
 
     @model_validator(mode="after")

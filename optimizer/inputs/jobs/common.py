@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import MISSING, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
 
 from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -26,7 +27,13 @@ from optimizer.model.setup import Checkpointing, PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
 
+#: the validated document type coerce_document returns (Job, ServeJob, BatchFile)
+DocT = TypeVar("DocT")
+#: a job document as the API takes it: a TOML path, a decoded dict (or the validated object)
+DocumentSource = str | Path | dict[str, Any]
+
 __all__ = [
+    "DocumentSource",
     "MAX_TOKENS",
     "MAX_DAYS",
     "MAX_USD",
@@ -161,7 +168,7 @@ class Calibration(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
+    def _old_names(cls, data: object) -> Any:
         return rename_old_fields(data, "calibration")
 
     @model_validator(mode="after")
@@ -297,7 +304,7 @@ _NONE_DEFAULT = {
 }
 
 
-def _band(value: Any) -> Any:
+def _band(value: object) -> Any:
     """A [low, high] band of multipliers around 1 (TOML array), as a tuple."""
     if value is None:
         return None
@@ -321,7 +328,7 @@ def _band(value: Any) -> Any:
     return (low, high)
 
 
-def _toml_value(value: Any) -> str:
+def _toml_value(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return str(value).lower() if isinstance(value, bool) else repr(value)
@@ -423,8 +430,12 @@ def stack_name(value: str) -> str:
 
 
 def coerce_document(
-    doc: Any, cls: type, load_file: Any, from_dict: Any, field: str = "job"
-) -> tuple[Any, Path | None]:
+    doc: object,
+    cls: type[DocT],
+    load_file: Callable[[Path | str], tuple[DocT, Path | None]],
+    from_dict: Callable[[dict[str, Any]], DocT],
+    field: str = "job",
+) -> tuple[DocT, Path | None]:
     """Accept a file path, a decoded dict or an already validated `cls` instance.
 
     Returns (validated object, directory for relative paths or None).

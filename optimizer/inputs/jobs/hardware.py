@@ -164,7 +164,7 @@ class HardwareEntry(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
+    def _old_names(cls, data: object) -> Any:
         return rename_old_fields(data, "hardware")
 
     def overrides(self) -> dict[str, Any]:
@@ -172,7 +172,7 @@ class HardwareEntry(StrictModel):
         return {k: getattr(self, k) for k in HARDWARE_OVERRIDES if getattr(self, k) is not None}
 
 
-def entries_old_names(data: Any, tables: dict[str, str]) -> Any:
+def entries_old_names(data: object, tables: dict[str, str]) -> Any:
     """Rename old field names in the entry lists of `data` (key -> alias table), naming the
     table in the warning; both names given is left for the entry, whose error has its index."""
     if not isinstance(data, dict):
@@ -203,7 +203,7 @@ class Hardware(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
+    def _old_names(cls, data: object) -> Any:
         return entries_old_names(data, {"owned": "hardware.owned", "buy": "hardware.buy"})
 
     @model_validator(mode="after")

@@ -80,7 +80,7 @@ class Discounts(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _known(cls, data: Any) -> Any:
+    def _known(cls, data: object) -> Any:
         if isinstance(data, dict):
             for key, value in data.items():
                 if key not in PRICING_MODELS:

@@ -58,7 +58,7 @@ QUANT_ALIASES = {"awq": "int4", "gptq": "int4", "float16": "fp16", "bfloat16": "
 MAX_BATCH_DEFAULT = 256
 
 
-def _quant(value: Any) -> Any:
+def _quant(value: object) -> Any:
     if value is None or not isinstance(value, str):
         return value
     v = value.strip().lower()
@@ -145,7 +145,7 @@ class ServeWorkload(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
+    def _old_names(cls, data: object) -> Any:
         return rename_old_fields(data, "serve.workload")
 
     @field_validator("stack")
@@ -155,7 +155,7 @@ class ServeWorkload(StrictModel):
 
     @field_validator("precision", mode="before")
     @classmethod
-    def _norm_precision(cls, v: Any) -> Any:
+    def _norm_precision(cls, v: object) -> Any:
         return _quant(v)
 
     @model_validator(mode="after")
@@ -269,7 +269,7 @@ class ServeConstraints(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
+    def _old_names(cls, data: object) -> Any:
         return rename_old_fields(data, "serve.constraints")
 
     @field_validator("redundancy")

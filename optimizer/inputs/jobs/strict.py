@@ -17,7 +17,7 @@ GpuName = Annotated[str, AfterValidator(check_gpu_name)]
 STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
 
-def _tuples(value: Any) -> Any:
+def _tuples(value: object) -> Any:
     """TOML arrays arrive as lists; strict tuple fields want tuples (elements are left as they are)."""
     if isinstance(value, dict):
         return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
@@ -31,5 +31,5 @@ class StrictModel(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _arrays(cls, data: Any) -> Any:
+    def _arrays(cls, data: object) -> Any:
         return _tuples(data)

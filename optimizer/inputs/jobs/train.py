@@ -134,7 +134,7 @@ class Workload(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
+    def _old_names(cls, data: object) -> Any:
         return rename_old_fields(data, "workload")
 
     @model_validator(mode="after")
@@ -351,7 +351,7 @@ class Constraints(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
+    def _old_names(cls, data: object) -> Any:
         return rename_old_fields(data, "constraints")
 
     @model_validator(mode="after")

@@ -343,7 +343,7 @@ class PlanOutput(Contract):
     job: PlanJobOut | None = None
     catalog: CatalogOut | None = None
     notes: list[str] = Field(default_factory=list, description="what a buyer should double-check")
-    loader_bound: list[RejectedOut] = Field(
+    loader_bound: list[LoaderBoundOut] = Field(
         default_factory=list,
         description="offerings slowed to their data-loader rate, and by how much (why cheaper GPUs may lose)",
     )
@@ -355,6 +355,12 @@ class PlanOutput(Contract):
         description="a mixed cluster (pricing models on one instance type, or two GPU types on "
         "one fabric) when one was planned; absent when the job has nothing to mix",
     )
+
+
+class LoaderBoundOut(RejectedOut):
+    """An offering slowed to its data loader's rate: `reason` says by how much and the fix."""
+
+    usd_per_gpu_hour: float = Field(description="the offering's price per GPU-hour (USD)")
 
 
 class MedianPlanOut(PlanOut):

@@ -47,7 +47,7 @@ class ReportInputs:
     made_by: str = ""
 
 
-def detect_command(data: Any) -> str:
+def detect_command(data: object) -> str:
     """Which command's `--json` output `data` is, from its fields.
 
     Raises:
@@ -112,7 +112,7 @@ def _plan_view_of_compare(compare: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def inputs_from_saved(data: Any, made_by: str = "") -> ReportInputs:
+def inputs_from_saved(data: object, made_by: str = "") -> ReportInputs:
     """The report inputs of a saved `--json` result (kind detected from its fields, checked
     against its contract).
 
@@ -120,6 +120,7 @@ def inputs_from_saved(data: Any, made_by: str = "") -> ReportInputs:
         ConfigError: not a result a report can be made from, or it does not match its contract.
     """
     command = detect_command(data)
+    assert isinstance(data, dict)  # detect_command raises for anything else
     _checked(command, data)
     kind = _REPORT_OF[command]
     if command == "compare":

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from ortools.sat.python import cp_model
+
 from optimizer.errors import Status
 from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 
@@ -47,7 +49,10 @@ def one_hot_key(levels: Sequence[Sequence[int]]) -> list[int] | None:
 
 
 def solve_lexicographic(
-    m: Any, objectives: Sequence[Any], variables: Sequence[Any], config: SolverConfig | None
+    m: cp_model.CpModel,
+    objectives: Sequence[Any],
+    variables: Sequence[Any],
+    config: SolverConfig | None,
 ) -> tuple[SolveResult, SolveResult]:
     """Minimise each objective in turn with the earlier ones fixed at their solved values.
 

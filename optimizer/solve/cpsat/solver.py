@@ -49,7 +49,11 @@ class SolveResult:
         }
 
 
-def solve(model: Any, config: SolverConfig | None = None, callback: Any = None) -> SolveResult:
+def solve(
+    model: cp_model.CpModel,
+    config: SolverConfig | None = None,
+    callback: cp_model.CpSolverSolutionCallback | None = None,
+) -> SolveResult:
     """Solve a CpModel. Raises SolverError for MODEL_INVALID or UNKNOWN (time limit, no solution)."""
 
     cfg = config or SolverConfig()

@@ -8,6 +8,7 @@ for a fleet limit, a re-solve without max_replicas.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -24,7 +25,7 @@ from optimizer.units import CENTS_PER_USD, GIB
 __all__ = ["diagnose_no_options", "diagnose_solver_infeasible", "no_options_binding"]
 
 
-def _shown(v: Any) -> Any:
+def _shown(v: Iterable[str] | None) -> list[str] | str:
     return list(v) if v else "any"
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from optimizer.errors import ConfigError, InfeasibleError, Status
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import resolve_gpu_id
+from optimizer.inputs.jobs.common import DocumentSource
 from optimizer.inputs.jobs.serve import ServeJob, load_serve_job, serve_job_from_dict
 from optimizer.inputs.jobs.train import coerce_document
 from optimizer.model.profile import is_profile
@@ -197,25 +198,29 @@ def compare_serving(
 
 
 def _load(
-    job: Any, prices: str | Path | None, offline: bool | None
+    job: ServeJob | DocumentSource, prices: str | Path | None, offline: bool | None
 ) -> tuple[ServeJob, Rows, Path | None, dict[str, Any] | None]:
     """The job (path, dict or ServeJob), the catalog rows if it may use cloud, its directory,
     and the catalog's age (None without cloud)."""
-    job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
-    if not job.constraints.cloud:
-        return job, None, base_dir, None
+    serve_job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
+    if not serve_job.constraints.cloud:
+        return serve_job, None, base_dir, None
     loaded = load_catalog_rows(
         prices,
         offline=offline,
-        overlay=job.pricing,
-        overlay_label=f"{job.name} [pricing]",
-        keep_regions=job.named_regions(),
+        overlay=serve_job.pricing,
+        overlay_label=f"{serve_job.name} [pricing]",
+        keep_regions=serve_job.named_regions(),
     )
-    return job, loaded.rows, base_dir, loaded.age.as_dict()
+    return serve_job, loaded.rows, base_dir, loaded.age.as_dict()
 
 
 def run_serve(
-    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+    job: ServeJob | DocumentSource,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    time_limit_s: float = 10.0,
 ) -> ServeResult:
     """Plan a serving job given as a TOML path, a dict or a ServeJob (see plan_serving)."""
     j, rows, base_dir, age = _load(job, prices, offline)
@@ -223,7 +228,11 @@ def run_serve(
 
 
 def run_serve_compare(
-    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+    job: ServeJob | DocumentSource,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    time_limit_s: float = 10.0,
 ) -> ServeComparison:
     """Best deployment per GPU type for a serving job (see compare_serving)."""
     j, rows, base_dir, age = _load(job, prices, offline)

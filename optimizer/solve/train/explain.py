@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from optimizer.inputs.jobs.train import Job
 from optimizer.model.layout import stack_zero_stages
 from optimizer.model.stacks import get_stack, train_stack_names
+from optimizer.solve.train.candidate import Candidate
 from optimizer.solve.train.enumerate import MAX_GPUS_DEFAULT
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
 
-__all__ = ["explain_infeasible", "Diagnosis"]
+__all__ = ["explain_infeasible", "Diagnosis", "Finding"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def _nothing_to_plan(reasons: dict[str, str]) -> Diagnosis:
     )
 
 
-def _stack_limit(job: Any) -> tuple[str, str] | None:
+def _stack_limit(job: Job) -> tuple[str, str] | None:
     """What the job's software stack keeps out of the search (no tensor / pipeline split, ZeRO
     stages of constraints.zero_stages it cannot run) and the nearest fix; None when nothing."""
     stack = get_stack(job.workload.stack)
@@ -107,7 +109,7 @@ def _stack_limit(job: Any) -> tuple[str, str] | None:
     return f"{stack.name} {' and '.join(said)}", " or ".join(fixes)
 
 
-def _with_stack(diagnosis: Diagnosis, job: Any, first: bool = True) -> Diagnosis:
+def _with_stack(diagnosis: Diagnosis, job: Job, first: bool = True) -> Diagnosis:
     """The diagnosis with the stack's limit, when the stack narrowed the search: first (the
     cause), or after the binding requirement (`first` False: one cause among others)."""
     limit = _stack_limit(job)
@@ -133,16 +135,7 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
             core = core if best is None else ["deadline"]
     cands = prep.table.candidates
     if not cands:
-        reasons = prep.table.rejected
-        if not reasons:
-            return Diagnosis(
-                "no offering matches the filters (gpu_types, providers, regions, pricing)",
-                "filters",
-                ({"change": "widen gpu_types, providers, regions or pricing"},),
-            )
-        return _with_stack(_nothing_to_plan(reasons), prep.job)
-    parts: list[str] = []
-    fixes: list[dict[str, Any]] = []
+        return _no_candidates(prep)
     deadline, budget = prep.deadline_h, prep.budget_usd
     fastest = min(cands, key=lambda c: (c.hours, c.cost_usd))
     if (
@@ -152,90 +145,114 @@ def explain_infeasible(prep: PreparedJob, core: list[str]) -> Diagnosis:
         and fastest.hours <= deadline
     ):
         return _together(cands, deadline, budget)
+    found: list[Finding] = []
     if "deadline" in core and deadline is not None:
-        searched = prep.job.constraints.max_gpus or MAX_GPUS_DEFAULT
-        parts.append(
-            f"the deadline ({deadline / 24:.1f} days) binds: the fastest plan needs "
-            f"{fastest.hours / 24:.1f} days ({fastest.gpus}× {fastest.offering.gpu_id}, "
-            f"{fastest.offering.provider} {fastest.offering.instance}, ${fastest.cost_usd:,.0f}; "
-            f"searched up to {searched:,} GPUs — set max_gpus to search further)"
-        )
-        fixes.append(
-            {
-                "requirement": "deadline",
-                "change": f"deadline_days = {fastest.hours / 24:.1f}",
-                "cost_usd": round(fastest.cost_usd, 2),
-            }
-        )
-    limits = {
-        k: v
-        for k, v in (
-            ("max_gpus", prep.job.constraints.max_gpus),
-            ("max_instances", prep.job.constraints.max_instances),
-        )
-        if v
-    }
-    if "deadline" in core and deadline is not None and limits:
-        relaxed_job = prep.job.model_copy(
-            update={
-                "constraints": prep.job.constraints.model_copy(
-                    update={"max_gpus": None, "max_instances": None}
-                )
-            }
-        )
-        relaxed = prepare_from_offerings(relaxed_job, prep.model, prep.offerings, prep.assumptions)
-        in_time = [c for c in relaxed.table.candidates if c.hours <= deadline]
-        if in_time:
-            fix = min(in_time, key=lambda c: (c.cost_usd, c.hours))
-            parts.append(
-                f"without {' and '.join(f'{k}={v}' for k, v in limits.items())} the deadline is met "
-                f"by {fix.instances}× {fix.offering.instance} ({fix.gpus}× {fix.offering.gpu_id}, "
-                f"{fix.offering.provider}) in {fix.hours / 24:.1f} days for ${fix.cost_usd:,.0f}"
-            )
-            fixes.append(
-                {
-                    "requirement": "deadline",
-                    "change": "remove " + " and ".join(limits),
-                    "cost_usd": round(fix.cost_usd, 2),
-                }
-            )
+        found.append(_deadline_binds(prep, fastest, deadline))
+        found.extend(_without_limits(prep, deadline))
     if "budget" in core and budget is not None:
-        in_time = [c for c in cands if deadline is None or c.hours <= deadline]
-        if in_time:
-            cheapest = min(in_time, key=lambda c: c.cost_usd)
-            parts.append(
-                f"the budget (${budget:,.0f}) binds: the cheapest plan that meets the "
-                f"deadline needs budget ≥ ${cheapest.cost_usd:,.0f}"
-            )
-            fixes.append(
-                {
-                    "requirement": "budget",
-                    "change": f"budget_usd = {cheapest.cost_usd:.0f}",
-                    "cost_usd": round(cheapest.cost_usd, 2),
-                }
-            )
-        else:
-            cheapest = min(cands, key=lambda c: c.cost_usd)
-            parts.append(
-                f"the budget (${budget:,.0f}) binds too: the cheapest plan at any "
-                f"speed costs ${cheapest.cost_usd:,.0f}"
-            )
+        found.append(_budget_binds(cands, deadline, budget))
     binding = "deadline" if "deadline" in core else "budget" if "budget" in core else "deadline"
-    fixes.sort(key=lambda f: f.get("cost_usd") or 0.0)
-    found = Diagnosis("; ".join(parts) or "infeasible", binding, tuple(fixes))
+    fixes = sorted((f.fix for f in found if f.fix is not None), key=lambda f: f.get("cost_usd") or 0.0)
+    diagnosis = Diagnosis("; ".join(f.text for f in found) or "infeasible", binding, tuple(fixes))
     if binding != "deadline":  # a budget binds whatever the layouts
-        return found
+        return diagnosis
     # a stack that shards nothing the job allows runs one replica only: that is the cause
     job = prep.job
     sharded = stack_zero_stages(get_stack(job.workload.stack), job.constraints.zero_stages)
-    return _with_stack(found, job, first=not sharded)
+    return _with_stack(diagnosis, job, first=not sharded)
 
 
-def _together(cands: list[Any], deadline_h: float, budget_usd: float) -> Diagnosis:
+@dataclass(frozen=True)
+class Finding:
+    """One part of a diagnosis: its sentence and the fix it prices (None: none)."""
+
+    text: str
+    fix: dict[str, Any] | None = None
+
+
+def _no_candidates(prep: PreparedJob) -> Diagnosis:
+    """No plan at all: the filters matched nothing, or what kept each offering out."""
+    reasons = prep.table.rejected
+    if not reasons:
+        return Diagnosis(
+            "no offering matches the filters (gpu_types, providers, regions, pricing)",
+            "filters",
+            ({"change": "widen gpu_types, providers, regions or pricing"},),
+        )
+    return _with_stack(_nothing_to_plan(reasons), prep.job)
+
+
+def _deadline_binds(prep: PreparedJob, fastest: Candidate, deadline_h: float) -> Finding:
+    """The deadline binds: the fastest plan's days, and the deadline that would take it."""
+    searched = prep.job.constraints.max_gpus or MAX_GPUS_DEFAULT
+    return Finding(
+        f"the deadline ({deadline_h / 24:.1f} days) binds: the fastest plan needs "
+        f"{fastest.hours / 24:.1f} days ({fastest.gpus}× {fastest.offering.gpu_id}, "
+        f"{fastest.offering.provider} {fastest.offering.instance}, ${fastest.cost_usd:,.0f}; "
+        f"searched up to {searched:,} GPUs — set max_gpus to search further)",
+        {
+            "requirement": "deadline",
+            "change": f"deadline_days = {fastest.hours / 24:.1f}",
+            "cost_usd": round(fastest.cost_usd, 2),
+        },
+    )
+
+
+def _without_limits(prep: PreparedJob, deadline_h: float) -> list[Finding]:
+    """The cheapest plan that meets the deadline once the job's max_gpus / max_instances are
+    lifted (re-enumerated without them); none when there are no such limits or no such plan."""
+    c = prep.job.constraints
+    limits = {k: v for k, v in (("max_gpus", c.max_gpus), ("max_instances", c.max_instances)) if v}
+    if not limits:
+        return []
+    relaxed_job = prep.job.model_copy(
+        update={"constraints": c.model_copy(update={"max_gpus": None, "max_instances": None})}
+    )
+    relaxed = prepare_from_offerings(relaxed_job, prep.model, prep.offerings, prep.assumptions)
+    in_time = [x for x in relaxed.table.candidates if x.hours <= deadline_h]
+    if not in_time:
+        return []
+    fix = min(in_time, key=lambda x: (x.cost_usd, x.hours))
+    return [
+        Finding(
+            f"without {' and '.join(f'{k}={v}' for k, v in limits.items())} the deadline is met "
+            f"by {fix.instances}× {fix.offering.instance} ({fix.gpus}× {fix.offering.gpu_id}, "
+            f"{fix.offering.provider}) in {fix.hours / 24:.1f} days for ${fix.cost_usd:,.0f}",
+            {
+                "requirement": "deadline",
+                "change": "remove " + " and ".join(limits),
+                "cost_usd": round(fix.cost_usd, 2),
+            },
+        )
+    ]
+
+
+def _budget_binds(cands: list[Candidate], deadline_h: float | None, budget_usd: float) -> Finding:
+    """The budget binds: what the cheapest plan that meets the deadline (or any plan) costs."""
+    in_time = [c for c in cands if deadline_h is None or c.hours <= deadline_h]
+    if not in_time:
+        cheapest = min(cands, key=lambda c: c.cost_usd)
+        return Finding(
+            f"the budget (${budget_usd:,.0f}) binds too: the cheapest plan at any "
+            f"speed costs ${cheapest.cost_usd:,.0f}"
+        )
+    cheapest = min(in_time, key=lambda c: c.cost_usd)
+    return Finding(
+        f"the budget (${budget_usd:,.0f}) binds: the cheapest plan that meets the "
+        f"deadline needs budget ≥ ${cheapest.cost_usd:,.0f}",
+        {
+            "requirement": "budget",
+            "change": f"budget_usd = {cheapest.cost_usd:.0f}",
+            "cost_usd": round(cheapest.cost_usd, 2),
+        },
+    )
+
+
+def _together(cands: list[Candidate], deadline_h: float, budget_usd: float) -> Diagnosis:
     """Deadline and budget each meetable alone, not together: both named, both fixes priced."""
     in_time = min((c for c in cands if c.hours <= deadline_h), key=lambda c: c.cost_usd)
     affordable = [c for c in cands if c.cost_usd <= budget_usd]
-    fixes = [
+    fixes: list[dict[str, Any]] = [
         {
             "requirement": "budget",
             "change": f"budget_usd = {in_time.cost_usd:.0f}",

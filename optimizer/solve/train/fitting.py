@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from optimizer.model.memory import MemoryBreakdown, training_memory
-from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
-from optimizer.model.spec import ModelSpec
+from optimizer.model.memory import MemoryBreakdown, MemoryModel
+from optimizer.model.profile import AnyModel
+from optimizer.model.setup import CHECKPOINTING, Layout, TrainingSetup
 from optimizer.model.stacks import get_stack
 from optimizer.solve.train.search_space import BatchRule, effective_zero_stages, layouts_for
 
@@ -22,7 +22,7 @@ LayoutRow = tuple[Layout, int, int, tuple[int, int, int], tuple[int, ...], list[
 
 
 def fitting_layouts(
-    model: ModelSpec,
+    model: AnyModel,
     setup: TrainingSetup,
     gpus: int,
     gpus_per_node: int,
@@ -30,12 +30,13 @@ def fitting_layouts(
     batch: BatchRule,
     zero_stages: Sequence[int],
     checkpointing: Sequence[str],
-    assumptions: PerfAssumptions,
+    memory_model: MemoryModel,
     memory_cache: dict[tuple, tuple[float, MemoryBreakdown, Layout]],
     virtual_stages: int = 1,
     layout_rows: dict[tuple, list[LayoutRow]] | None = None,
 ) -> tuple[FitList, tuple[float, Layout] | None]:
-    """Layouts worth timing on `gpus` GPUs of `capacity_gib`, and the smallest memory seen.
+    """Layouts worth timing on `gpus` GPUs of `capacity_gib`, and the smallest memory seen
+    (each layout's from `memory_model`, the job's MemoryModel).
 
     Per (tp, pp, zero, micro-batch) only the least checkpointing that fits is kept (more
     recompute never speeds a step). With pp = 1 and micro-batches tried largest first, a
@@ -67,7 +68,7 @@ def fitting_layouts(
                 if cached is None:
                     ckpt = ordered[level]
                     layout = base if ckpt == base.checkpointing else _with_checkpointing(base, ckpt)
-                    memory = training_memory(model, setup, layout, assumptions)
+                    memory = memory_model.memory(layout)
                     # the fit test is what the device holds (nvidia-smi): allocated + allocator
                     # cache + CUDA context (MemoryBreakdown.device, model/memory.py)
                     cached = memory_cache[key] = (memory.device, memory, layout)
@@ -91,7 +92,7 @@ def fitting_layouts(
 
 
 def _layout_rows(
-    model: ModelSpec,
+    model: AnyModel,
     setup: TrainingSetup,
     gpus: int,
     gpus_per_node: int,

@@ -8,8 +8,8 @@ constraints (exactly one; deadline and budget as unary implications) → objecti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from ortools.sat.python import cp_model
 
@@ -58,71 +58,124 @@ def solve_table(
     # thread's start (~0.4 ms of each of a plan's ~5 solves); the optimum is the same, unique
     # through the folded tie rank
     config = replace(config or SolverConfig(), workers=1)
+    data = _table_data(candidates, deadline_h, budget_usd, exclude)
+    built = _build(data, False)
+    if data.folded is not None:
+        built.model.minimize(cp_model.LinearExpr.weighted_sum(built.x, data.folded))
+        result = last = solve(built.model, config)
+    else:  # rare: enormous costs; the same order in stages
+        levels = [cp_model.LinearExpr.weighted_sum(built.x, v) for v in (data.cost, data.secs, data.ranks)]
+        result, last = solve_lexicographic(built.model, levels, built.x, config)
+    if result.status == "infeasible":
+        return result, None, _conflicting(data, config)
+    chosen = next(i for i, xi in enumerate(built.x) if last.solver.boolean_value(xi))
+    return result, data.candidates[chosen], []
+
+
+@dataclass(frozen=True)
+class _TableData:
+    """The rows of one single-job model in the solver's integer units, with the limits."""
+
+    candidates: list[Candidate]
+    cost: list[int]  # cents
+    secs: list[int]
+    ranks: list[int]
+    folded: list[int] | None  # (cents, minutes, rank) folded into one key; None: too large
+    deadline_s: int | None
+    budget_cents: int | None
+    exclude: Sequence[tuple[str, str, str]]
+
+
+class _Built(NamedTuple):
+    """One built CP-SAT model: its row variables and, with assumptions, the requirement of
+    each assumption literal's index."""
+
+    model: cp_model.CpModel
+    x: list[cp_model.IntVar]
+    requirement: dict[int, str]
+
+
+def _table_data(
+    candidates: Sequence[Candidate],
+    deadline_h: float | None,
+    budget_usd: float | None,
+    exclude: Sequence[tuple[str, str, str]],
+) -> _TableData:
+    """The rows within the solver's scale (solve_table) in cents, seconds, minutes and tie rank."""
     in_scale = [c for c in candidates if within_scale(c.cost_usd, c.hours)]
     if candidates and not in_scale:
         cheapest = min(candidates, key=lambda c: (c.cost_usd, c.hours))
         to_cents(cheapest.cost_usd)  # raises the ScaleError naming the value and the limit
         to_seconds(cheapest.hours)
-    candidates = in_scale
-    cost = [to_cents(c.cost_usd) for c in candidates]
-    secs = [to_seconds(c.hours) for c in candidates]
+    cost = [to_cents(c.cost_usd) for c in in_scale]
+    secs = [to_seconds(c.hours) for c in in_scale]
     minutes = [-(-s // SECONDS_PER_MINUTE) for s in secs]  # rounded up
-    ranks = tie_ranks(candidates, tie_key)
-    folded = one_hot_key([cost, minutes, ranks])
+    ranks = tie_ranks(in_scale, tie_key)
+    return _TableData(
+        in_scale,
+        cost,
+        secs,
+        ranks,
+        one_hot_key([cost, minutes, ranks]),
+        None if deadline_h is None else deadline_seconds(deadline_h),
+        None if budget_usd is None else budget_cents(budget_usd),
+        exclude,
+    )
 
-    def build(
-        with_assumptions: bool, kinds: Sequence[str] = ("deadline", "budget")
-    ) -> tuple[Any, list[Any], dict[int, str]]:
-        m = cp_model.CpModel()
-        x = [m.new_bool_var(f"x{i}") for i in range(len(candidates))]
-        m.add_exactly_one(x)
-        for key in exclude:
-            banned = [xi for xi, c in zip(x, candidates, strict=True) if candidate_key(c) == key]
-            if banned:
-                m.add(cp_model.LinearExpr.sum(banned) == 0)
-        requirement: dict[int, str] = {}
-        # With exactly one row chosen, "time ≤ deadline" is the same as forbidding every row
-        # over it: unary implications propagate at once, whereas the equivalent weighted-sum
-        # constraint with 1e5-1e10 coefficients slows CP-SAT ~20× (measured: 55 vs 3 ms).
-        for name, values, limit in (
-            ("deadline", secs, None if deadline_h is None else deadline_seconds(deadline_h)),
-            ("budget", cost, None if budget_usd is None else budget_cents(budget_usd)),
-        ):
-            if limit is None or name not in kinds:
-                continue
-            lit = m.new_bool_var(name)
-            for xi, value in zip(x, values, strict=True):
-                if value > limit:
-                    m.add_implication(lit, ~xi)
-            if with_assumptions:
-                m.add_assumption(lit)
-                requirement[lit.index] = name
-            else:
-                m.add(lit == 1)
-        return m, x, requirement
 
-    model, x, _ = build(False)
-    if folded is not None:
-        model.minimize(cp_model.LinearExpr.weighted_sum(x, folded))
-        result = last = solve(model, config)
-    else:  # rare: enormous costs; the same order in stages
-        levels = [cp_model.LinearExpr.weighted_sum(x, v) for v in (cost, secs, ranks)]
-        result, last = solve_lexicographic(model, levels, x, config)
-    if result.status == "infeasible":
-        model, x, requirement = build(True)
-        again = solve(model, config)
-        core = (
-            [
-                requirement[i]
-                for i in again.solver.sufficient_assumptions_for_infeasibility()
-                if i in requirement
-            ]
-            if again.status == "infeasible"
-            else []
-        )
-        return result, None, _minimal(core or sorted(requirement.values()), build, config)
-    chosen = next(i for i, xi in enumerate(x) if last.solver.boolean_value(xi))
-    return result, candidates[chosen], []
+def _build(data: _TableData, with_assumptions: bool, kinds: Sequence[str] = ("deadline", "budget")) -> _Built:
+    """Variables (one bool per row), exactly one chosen, the excluded kinds banned, and the
+    requirements of `kinds` as unary implications (as assumptions `with_assumptions`)."""
+    m = cp_model.CpModel()
+    x = [m.new_bool_var(f"x{i}") for i in range(len(data.candidates))]
+    m.add_exactly_one(x)
+    for key in data.exclude:
+        banned = [xi for xi, c in zip(x, data.candidates, strict=True) if candidate_key(c) == key]
+        if banned:
+            m.add(cp_model.LinearExpr.sum(banned) == 0)
+    requirement: dict[int, str] = {}
+    # With exactly one row chosen, "time ≤ deadline" is the same as forbidding every row
+    # over it: unary implications propagate at once, whereas the equivalent weighted-sum
+    # constraint with 1e5-1e10 coefficients slows CP-SAT ~20× (measured: 55 vs 3 ms).
+    for name, values, limit in (
+        ("deadline", data.secs, data.deadline_s),
+        ("budget", data.cost, data.budget_cents),
+    ):
+        if limit is None or name not in kinds:
+            continue
+        lit = m.new_bool_var(name)
+        for xi, value in zip(x, values, strict=True):
+            if value > limit:
+                m.add_implication(lit, ~xi)
+        if with_assumptions:
+            m.add_assumption(lit)
+            requirement[lit.index] = name
+        else:
+            m.add(lit == 1)
+    return _Built(m, x, requirement)
+
+
+def _conflicting(data: _TableData, config: SolverConfig) -> list[str]:
+    """The requirements in conflict of an infeasible table: solved again with one assumption
+    literal per requirement (CP-SAT sufficient_assumptions_for_infeasibility), then shrunk by
+    deletion (solve/cpsat/core.py): a requirement stays only if the others alone are feasible
+    (with a budget nothing meets, CP-SAT may name the deadline too)."""
+    built = _build(data, True)
+    again = solve(built.model, config)
+    core = (
+        [
+            built.requirement[i]
+            for i in again.solver.sufficient_assumptions_for_infeasibility()
+            if i in built.requirement
+        ]
+        if again.status == "infeasible"
+        else []
+    )
+    core = core or sorted(built.requirement.values())
+    shrunk = shrink_core(
+        core, lambda kinds: solve(_build(data, False, kinds).model, config).status == "infeasible"
+    )
+    return shrunk if shrunk is not None else core
 
 
 def tie_key(c: Candidate) -> tuple[Any, ...]:
@@ -142,10 +195,3 @@ def tie_key(c: Candidate) -> tuple[Any, ...]:
         lay.micro_batch,
         c.hours,
     )
-
-
-def _minimal(core: list[str], build: Any, config: SolverConfig | None) -> list[str]:
-    """The core shrunk by deletion (solve/cpsat/core.py): a requirement stays only if the others
-    alone are feasible (with a budget nothing meets, CP-SAT may name the deadline too)."""
-    shrunk = shrink_core(core, lambda kinds: solve(build(False, kinds)[0], config).status == "infeasible")
-    return shrunk if shrunk is not None else core

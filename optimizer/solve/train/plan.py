@@ -22,7 +22,7 @@ from optimizer.solve.train.mix.check import mix_outcome
 from optimizer.solve.train.mix.search import MixOutcome
 from optimizer.solve.train.model import candidate_key, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
-from optimizer.solve.train.plan_figures import job_figures, loader_bound_list, with_figures
+from optimizer.solve.train.plan_figures import LoaderBound, job_figures, loader_bound_list, with_figures
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
@@ -51,7 +51,7 @@ class PlanResult:
     median_plan: Candidate | None = None
     median_plan_rejected: str | None = None
     #: offerings slowed to their data loader's rate, with the nearest fix (plan_figures)
-    loader_bound: list[dict[str, str]] = field(default_factory=list)
+    loader_bound: list[LoaderBound] = field(default_factory=list)
     job_figures: JobFigures | None = None  # the job as planned (None without `prepared`)
     #: boxes to buy (or owned with charge_capital): rent or own, as `compare` says it
     rent_or_buy: BreakEven | None = None

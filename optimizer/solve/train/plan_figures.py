@@ -5,7 +5,7 @@ worked out (reports only format them)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.jobs.train import Job
@@ -23,7 +23,14 @@ from optimizer.solve.train.variants import options_of
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["job_figures", "plan_figures", "with_figures", "loader_bound_list", "LOADER_SLOWDOWN_TOLERANCE"]
+__all__ = [
+    "job_figures",
+    "plan_figures",
+    "with_figures",
+    "loader_bound_list",
+    "LoaderBound",
+    "LOADER_SLOWDOWN_TOLERANCE",
+]
 
 #: a loader slowdown above 1 + this is loader-bound (below: float noise)
 LOADER_SLOWDOWN_TOLERANCE = 1e-9
@@ -161,10 +168,21 @@ LOADER_FIX = (
 )
 
 
-def loader_bound_list(prep: PreparedJob) -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class LoaderBound:
+    """An offering slowed to its data loader's rate: its label, the sentence (price, slowdown,
+    nearest fix) and its price per GPU-hour as a number."""
+
+    option: str
+    reason: str
+    usd_per_gpu_hour: float
+
+
+def loader_bound_list(prep: PreparedJob) -> list[LoaderBound]:
     """Offerings slowed to their loader rate, cheapest GPU-hour first, with the nearest fix."""
     price = {class_label(o): o.usd_per_hour / o.gpus_per_instance for o in prep.offerings}
     ranked = sorted(prep.table.slowed.items(), key=lambda kv: (price.get(kv[0], 0.0), kv[0]))
     return [
-        {"option": k, "reason": f"${price.get(k, 0.0):,.3f}/GPU-h, {why}; {LOADER_FIX}"} for k, why in ranked
+        LoaderBound(k, f"${price.get(k, 0.0):,.3f}/GPU-h, {why}; {LOADER_FIX}", price.get(k, 0.0))
+        for k, why in ranked
     ]

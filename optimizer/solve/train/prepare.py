@@ -6,11 +6,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
-from optimizer.inputs.jobs.train import Job, fit_job_to_model
+from optimizer.inputs.jobs.train import Constraints, Job, fit_job_to_model
 from optimizer.model.host import checkpoint_gb
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
@@ -24,6 +23,7 @@ from optimizer.solve.train.enumerate import (
     CostCeiling,
     EnumerationMemo,
     Headroom,
+    SearchRules,
     class_label,
     enumerate_candidates,
     prune_dominated,
@@ -102,7 +102,7 @@ def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
     return CandidateTable(cands, rejected, pruned_by_deadline=any(t.pruned_by_deadline for t in tables))
 
 
-def headroom_of(constraints: Any) -> Headroom:
+def headroom_of(constraints: Constraints) -> Headroom:
     """The job's device-memory headroom (constraints.min_memory_headroom_gib / _fraction)."""
     return Headroom(
         getattr(constraints, "min_memory_headroom_gib", 0.0),
@@ -163,24 +163,26 @@ def prepare_from_offerings(
             enumerate_candidates(
                 model,
                 variant.setup,
-                BatchRule(w.batch_sequences, w.batch_tolerance),
-                w.steps_for_batch,
+                SearchRules(
+                    BatchRule(w.batch_sequences, w.batch_tolerance),
+                    w.steps_for_batch,
+                    zero_stages=zero,
+                    checkpointing=c.activation_checkpointing,
+                    min_instances=c.min_instances,
+                    max_instances=c.max_instances,
+                    max_gpus=c.max_gpus,
+                    prune_hours=c.deadline_h if prune else None,
+                    tokens_lower_bound=tokens_lb,
+                    slack_stop=slack_stop,
+                    headroom=headroom_of(c),
+                    virtual_stages=variant.virtual_stages,
+                    allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False),
+                    host=host,
+                    confidence=c.confidence,
+                ),
                 offerings,
-                zero_stages=zero,
-                checkpointing=c.activation_checkpointing,
-                min_instances=c.min_instances,
-                max_instances=c.max_instances,
-                max_gpus=c.max_gpus,
-                assumptions=assumptions,
-                prune_hours=c.deadline_h if prune else None,
-                tokens_lower_bound=tokens_lb,
-                slack_stop=slack_stop,
-                headroom=headroom_of(c),
-                virtual_stages=variant.virtual_stages,
-                allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False),
-                host=host,
+                assumptions,
                 memo=None if memos is None else memos.setdefault(position, EnumerationMemo()),
-                confidence=c.confidence,
                 ceiling=ceiling,
             )
         )

@@ -18,7 +18,7 @@ from typing import Any
 
 from optimizer.inputs.jobs.train import Job
 from optimizer.inputs.request import ConfigRequest, request_flags
-from optimizer.model.profile import SampleProfile
+from optimizer.model.profile import AnyModel, SampleProfile
 from optimizer.pricing.offering import cost_usd
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.compare import compare_job
@@ -93,7 +93,7 @@ def _probe(cands: list[Candidate], gpu: str) -> Candidate | None:
     return min((c for c in rows if c.instances == fewest), key=lambda c: c.usd_per_hour)
 
 
-def sizing_request(job: Job, model_ref: str, model: Any, c: Candidate) -> ConfigRequest:
+def sizing_request(job: Job, model_ref: str, model: AnyModel, c: Candidate) -> ConfigRequest:
     """The configuration a sizing run measures, as the request `ccopt calibrate` takes: the
     candidate's hardware and layout and the job's workload (its chosen options)."""
     w, lay, o = job.workload, c.layout, c.offering
@@ -129,7 +129,7 @@ def sizing_request(job: Job, model_ref: str, model: Any, c: Candidate) -> Config
     return ConfigRequest.model_validate(fields)
 
 
-def _command(job: Job, model_ref: str, model: Any, c: Candidate) -> str:
+def _command(job: Job, model_ref: str, model: AnyModel, c: Candidate) -> str:
     """The `ccopt calibrate` line that feeds the reading back (MEASURED: what the run shows):
     the sizing run's request as flags, then the measurement."""
     flags = request_flags(sizing_request(job, model_ref, model, c))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any
 
+from optimizer.inputs.jobs.train import Job
 from optimizer.model.setup import TrainingSetup
 
 __all__ = ["Variant", "search_variants", "options_of", "AUTO_PRECISIONS", "AUTO_OPTIMIZERS"]
@@ -37,7 +38,7 @@ def _expand(values: tuple[Any, ...] | None, default: Any, auto: tuple[Any, ...])
     return out
 
 
-def search_variants(job: Any) -> list[Variant]:
+def search_variants(job: Job) -> list[Variant]:
     """Every combination the job's `[search]` table allows (just the job's setup without one)."""
     base: TrainingSetup = job.workload.setup()
     search = getattr(job, "search", None)
