@@ -19,10 +19,11 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.model.bands import step_band
 from optimizer.model.cluster import Cluster, StepTime
-from optimizer.model.memory import training_memory
+from optimizer.model.memory import memory_model_for
 from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.model.step_time import microbatch_times_s, training_step_time
+from optimizer.model.step_model import StepModel, step_model_for
+from optimizer.model.step_time import training_step_time
 from optimizer.pricing.names import catalog_rows_named
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import cloud_offering
@@ -228,14 +229,26 @@ def fastest_at(
             dp=shape.gpus, zero_stage=shape.zero, checkpointing=ckpt, micro_batch=m, grad_accum=samples // m
         )
         mkey = ("micro", off.hardware_class, m, ckpt, shape.slowest_gbps)
+        steps = _step_model(model, setup, off, a, memo)
+        cluster = Cluster(off.gpu, off.gpus_per_instance, shape.nodes, shape.slowest_gbps)
         if mkey not in memo:
-            cluster = Cluster(off.gpu, off.gpus_per_instance, shape.nodes, shape.slowest_gbps)
-            memo[mkey] = microbatch_times_s(model, setup, lay, cluster, a)
-        step = type_step(model, setup, lay, off, shape.nodes, shape.slowest_gbps, a, memo[mkey])
+            memo[mkey] = steps.microbatch_times_s(lay, cluster)
+        step = steps.step_time(lay, cluster, memo[mkey])
         if best is None or step.time_s < best[1].time_s:
             best = (lay, step)
     memo[key] = best
     return best
+
+
+def _step_model(
+    model: ModelSpec, setup: TrainingSetup, off: Offering, a: PerfAssumptions, memo: dict[tuple, Any]
+) -> StepModel:
+    """The step model of `off`'s GPU type for this job, built once per type (kept in `memo`)."""
+    key = ("step model", off.gpu.gpu_id)
+    if key not in memo:
+        memo[key] = step_model_for(model, setup, off.gpu, a)
+    found: StepModel = memo[key]
+    return found
 
 
 def _fits(
@@ -251,13 +264,14 @@ def _fits(
     if key in memo:
         return memo[key]  # type: ignore[no-any-return]
     usable = shape.headroom.usable_gib(off.gpu.memory_gib)
+    memory = memo.get(("memory model",))
+    if memory is None:  # one memory model per job (model × setup × assumptions), built once
+        memory = memo[("memory model",)] = memory_model_for(model, setup, a)
     ordered = [c for c in CHECKPOINTING if c in shape.checkpointing]
     fits: list[tuple[int, str]] = []
     for m in sorted(micro_batches_of(model)):
         lays = [Layout(dp=shape.gpus, zero_stage=shape.zero, checkpointing=c, micro_batch=m) for c in ordered]
-        ckpt = next(
-            (x.checkpointing for x in lays if training_memory(model, setup, x, a).device <= usable), None
-        )
+        ckpt = next((x.checkpointing for x in lays if memory.memory(x).device <= usable), None)
         if ckpt is None:
             break  # a larger micro-batch needs more memory still
         fits.append((m, ckpt))
