@@ -16,12 +16,13 @@ def mix_lines(m: dict[str, Any] | None) -> list[str]:
     """The mix shown (cheaper than the plan, or the only plan) as lines; why not, otherwise."""
     if not m:
         return []
+    notes = [f"note: {line}" for line in m.get("unused_held") or []]
     p = m.get("plan")
     if p is None:
         best = m.get("best_mix")
-        if best is None:
-            return []
-        return [f"no mixed cluster is cheaper: {m['why_not'][-1]}"] if m.get("why_not") else []
+        if best is None or not m.get("why_not"):
+            return notes
+        return [*notes, f"no mixed cluster is cheaper: {m['why_not'][-1]}"]
     if m["status"] == "only_plan":
         head = "only a mixed cluster meets the job"
     else:
@@ -31,7 +32,8 @@ def mix_lines(m: dict[str, Any] | None) -> list[str]:
         )
     kind = "pricing models on one instance type" if p["kind"] == "pricing" else "GPU types on one fabric"
     lines = [
-        f"{head}: {money(p['cost_usd'])} in {p['days']:.2f} days ({p['hours']:,.1f} h), {kind}, {p['fabric']}"
+        *notes,
+        f"{head}: {money(p['cost_usd'])} in {p['days']:.2f} days ({p['hours']:,.1f} h), {kind}, {p['fabric']}",
     ]
     for r in p["rows"]:
         held = ", held" if r["held"] else ""

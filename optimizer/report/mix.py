@@ -55,8 +55,9 @@ def mix_plan_dict(p: MixPlan) -> dict[str, Any]:
 
 def mix_dict(m: MixOutcome | None) -> dict[str, Any] | None:
     """The `mix` block, or None when the job has nothing to mix (no pricing group or type pair
-    was considered: no key is added, the output of such a job stays as it was)."""
-    if m is None or not m.considered:
+    was considered and no held reservation was left unused: no key is added, the output of such
+    a job stays as it was)."""
+    if m is None or not (m.considered or m.unused_held):
         return None
     if m.plan is not None:
         status = "only_plan" if m.single_cost_usd is None else "cheaper"
@@ -70,5 +71,6 @@ def mix_dict(m: MixOutcome | None) -> dict[str, Any] | None:
         "single_cost_usd": None if m.single_cost_usd is None else round(m.single_cost_usd, 2),
         "saving_usd": None if saving is None else round(saving, 2),
         "why_not": list(m.reasons),
+        "unused_held": list(m.unused_held),
         "solver": dict(m.solver),
     }

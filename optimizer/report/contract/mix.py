@@ -70,6 +70,11 @@ class MixOut(Contract):
     why_not: list[str] = Field(
         default_factory=list, description="why no (cheaper) mix: fabric, balance loss, cost"
     )
+    unused_held: list[str] = Field(
+        default_factory=list,
+        description="[[constraints.reserved_held]] entries the job may not use (a GPU type outside "
+        "gpu_types), each with why",
+    )
     solver: dict[str, float] = Field(
         default_factory=dict, description="CP-SAT models solved and their wall time"
     )

@@ -89,11 +89,16 @@ class TypeGroup:
 
 
 def held_offerings(
-    rows: Sequence[OfferingRow] | None, held: Sequence[Any], data_of: dict[tuple[str, str, str], Any]
+    rows: Sequence[OfferingRow] | None,
+    held: Sequence[Any],
+    data_of: dict[tuple[str, str, str], Any],
+    allowed_gpus: frozenset[str] | None = None,
+    unused: list[str] | None = None,
 ) -> list[PriceRow]:
     """The `[[constraints.reserved_held]]` entries as pricing rows: the term's catalog row
     billed per hour used (as `reservation_prepaid`), capped at the count held; `data_of` gives
-    the job's data charge per (provider, instance, region).
+    the job's data charge per (provider, instance, region). An entry of a GPU type outside
+    `allowed_gpus` (the job's gpu_types) is left out, with a line in `unused` saying so.
 
     Raises:
         ConfigError: an unknown provider or instance (the field, the closest names), a region
@@ -117,6 +122,13 @@ def held_offerings(
                 f"{field_}.region: {h.instance} has {where}; allowed: {', '.join(regions) or 'none'}"
             )
         row = terms[0]
+        if allowed_gpus is not None and row.gpu_id not in allowed_gpus:
+            if unused is not None:  # said, never dropped without a word
+                unused.append(
+                    f"{field_} ({h.count}× {row.instance_type}, {row.gpu_id}) is not used: "
+                    f"constraints.gpu_types allows {', '.join(sorted(allowed_gpus))}"
+                )
+            continue
         off = cloud_offering(
             row,
             key_prefix="held:",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.model.cluster import StepTime
 from optimizer.model.preemption import Preemption
 from optimizer.model.setup import Layout
@@ -94,6 +95,7 @@ class MixOutcome:
     best: MixPlan | None = None
     single_cost_usd: float | None = None
     reasons: list[str] = field(default_factory=list)
+    unused_held: list[str] = field(default_factory=list)  # held reservations the job may not use
     solver: dict[str, Any] = field(default_factory=dict)
     considered: int = 0  # pricing groups and type pairs searched or ruled out by the bound
 
@@ -125,7 +127,9 @@ def plan_mix(
     job = prep.job
     out = MixOutcome(single_cost_usd=None if single is None else single.cost_usd)
     data_of = {(o.provider, o.instance, o.region): o.data for o in prep.offerings}
-    held = held_offerings(rows, job.constraints.reserved_held, data_of)
+    gpu_types = job.constraints.gpu_types
+    allowed = frozenset(resolve_gpu_id(g) for g in gpu_types) if gpu_types else None
+    held = held_offerings(rows, job.constraints.reserved_held, data_of, allowed, out.unused_held)
     groups, left_out = type_groups(prep.offerings, held)
     found: list[MixPlan] = []
     walls: list[float] = []
