@@ -39,8 +39,8 @@ sys.path.insert(0, str(HERE))
 from cases import Case, build_cases, predict  # noqa: E402
 from fit_constants import Folds, assumptions_for, loso, step_ratio  # noqa: E402
 
-from optimizer.api.calibrate_comm import FabricRun, fit_fabric  # noqa: E402
-from optimizer.api.calibration_points import step_split  # noqa: E402
+from optimizer.calibrate.comm import FabricRun, fit_fabric  # noqa: E402
+from optimizer.calibrate.points import step_split  # noqa: E402
 from optimizer.errors import ConfigError  # noqa: E402
 from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
 from optimizer.inputs.calibration_store import comm_of, curves_of, point_comm_key  # noqa: E402
@@ -221,7 +221,7 @@ def totals(table: Table) -> tuple[int, float, float, int, int]:
 
 def _with_comm(items: Sequence[tuple[Run, Point]]) -> list[Point]:
     """The stored runs after `ccopt calibrate` fits their fabric's communication multiplier
-    (optimizer.api.calibrate_comm.fit_fabric: runs of one fabric; others inform the slope)."""
+    (optimizer.calibrate.comm.fit_fabric: runs of one fabric; others inform the slope)."""
     points = [dict(p, id=str(i)) for i, (_, p) in enumerate(items)]
     fabrics = {point_comm_key(p) for p in points}
     for fabric in fabrics:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.api.configuration import Built
+from optimizer.configuration.build import Built
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.calibration_file import check_activation_factor, check_memory
 from optimizer.inputs.calibration_store import add_memory_point, load_memory_points
