@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from optimizer.api.job_files import priced_rows
 from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job, with_confidence
-from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
 from optimizer.report.train import compare_json, plan_json
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -28,14 +28,8 @@ def _train_job(
     job = with_confidence(job, confidence)
     if not job.constraints.cloud:
         return job, base_dir, None, None
-    loaded = load_catalog_rows(
-        prices,
-        offline=offline,
-        overlay=job.pricing,
-        overlay_label=f"{job.name} [pricing]",
-        keep_regions=job.named_regions(),
-    )
-    return job, base_dir, loaded.rows, loaded.age.as_dict()
+    rows, age = priced_rows(job, prices, offline)
+    return job, base_dir, rows, age
 
 
 def plan_result(

@@ -23,18 +23,15 @@ fill their instances (replicas = instances × GPUs per instance / tp).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError, InfeasibleError, Status
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import resolve_gpu_id
-from optimizer.inputs.jobs.serve import ServeJob, load_serve_job, serve_job_from_dict
-from optimizer.inputs.jobs.train import coerce_document
+from optimizer.inputs.jobs.serve import ServeJob
 from optimizer.model.profile import is_profile
 from optimizer.model.setup import PerfAssumptions
-from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.offerings import flag_notes, job_offerings
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import from_cents
@@ -50,13 +47,7 @@ from optimizer.solve.serve.problem import build_problem
 from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
 from optimizer.solve.serve.validate import validate_serve
 
-__all__ = [
-    "plan_serving",
-    "compare_serving",
-    "run_serve",
-    "run_serve_compare",
-    "require_feasible",
-]
+__all__ = ["plan_serving", "compare_serving", "require_feasible"]
 
 Rows = Sequence[OfferingRow] | None
 
@@ -194,41 +185,6 @@ def compare_serving(
         )
         per_gpu[gpu] = plan_serving(sub, rows, base_dir, config, assumptions)
     return ServeComparison(overall, per_gpu)
-
-
-def _load(
-    job: Any, prices: str | Path | None, offline: bool | None
-) -> tuple[ServeJob, Rows, Path | None, dict[str, Any] | None]:
-    """The job (path, dict or ServeJob), the catalog rows if it may use cloud, its directory,
-    and the catalog's age (None without cloud)."""
-    job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
-    if not job.constraints.cloud:
-        return job, None, base_dir, None
-    loaded = load_catalog_rows(
-        prices,
-        offline=offline,
-        overlay=job.pricing,
-        overlay_label=f"{job.name} [pricing]",
-        keep_regions=job.named_regions(),
-    )
-    return job, loaded.rows, base_dir, loaded.age.as_dict()
-
-
-def run_serve(
-    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
-) -> ServeResult:
-    """Plan a serving job given as a TOML path, a dict or a ServeJob (see plan_serving)."""
-    j, rows, base_dir, age = _load(job, prices, offline)
-    return replace(plan_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s)), catalog=age)
-
-
-def run_serve_compare(
-    job: Any, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
-) -> ServeComparison:
-    """Best deployment per GPU type for a serving job (see compare_serving)."""
-    j, rows, base_dir, age = _load(job, prices, offline)
-    result = compare_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s))
-    return replace(result, best=replace(result.best, catalog=age))
 
 
 def require_feasible(result: ServeResult) -> ServeResult:
