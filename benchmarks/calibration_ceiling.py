@@ -53,7 +53,7 @@ sys.path.insert(0, str(HERE))
 
 from calibration_points import CAL_BAND, Run, _point, nested_components, runs_of  # noqa: E402
 from cases import build_cases  # noqa: E402
-from fit_constants import loso  # noqa: E402
+from folds import loso  # noqa: E402
 
 from optimizer.calibrate.points import step_split  # noqa: E402
 from optimizer.model.calibrated import COMPONENTS  # noqa: E402
