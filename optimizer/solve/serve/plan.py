@@ -29,9 +29,10 @@ from typing import Any
 from optimizer.errors import ConfigError, InfeasibleError, Status
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import resolve_gpu_id
-from optimizer.inputs.jobs.serve import ServeJob
+from optimizer.inputs.jobs.serve import ServeConstraints, ServeJob
 from optimizer.model.profile import is_profile
 from optimizer.model.setup import PerfAssumptions
+from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offerings import flag_notes, job_offerings
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import from_cents
@@ -42,8 +43,8 @@ from optimizer.solve.serve.explain import (
     no_options_binding,
 )
 from optimizer.solve.serve.model import max_load_scale, solve_problem
-from optimizer.solve.serve.options import replica_options
-from optimizer.solve.serve.problem import build_problem
+from optimizer.solve.serve.options import BestLatency, ReplicaOption, replica_options
+from optimizer.solve.serve.problem import IntProblem, build_problem
 from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
 from optimizer.solve.serve.validate import validate_serve
 
@@ -86,13 +87,8 @@ def _plan(
     config: SolverConfig | None,
     assumptions: PerfAssumptions | None,
 ) -> ServeResult:
-    model = job.model.resolve(base_dir)
-    if is_profile(model):
-        raise ConfigError(
-            f"model: {model.name} is a per-sample profile; serving plans "
-            "transformer shapes (presets such as bert-base, vit-b16, llama-*; or "
-            "hf_config)"
-        )
+    """Options → problem → CP-SAT → deployments; an infeasible result says why."""
+    model = _serving_model(job, base_dir)
     w, c = job.workload, job.constraints
     a = assumptions or base_assumptions(job.assumptions)
     offerings = job_offerings(rows, c, job.hardware.owned, job.hardware.buy)
@@ -108,15 +104,8 @@ def _plan(
         rejected=tuple(rejected),
     )
     if not options:
-        text, fixes = diagnose_no_options(model, w, c, best, len(offerings))
-        return ServeResult(
-            Status.INFEASIBLE,
-            explanation=text,
-            fixes=fixes,
-            solver={"name": "cp-sat", "options": 0},
-            binding=no_options_binding(best, len(offerings)),
-            **base,
-        )
+        binding = no_options_binding(best, len(offerings))
+        return _unplannable(job, model, best, len(offerings), binding, 0, base)
     problem, unit_rps = build_problem(options, [load * bk.share for bk in w.request_buckets()], c)
     missing = [
         i
@@ -124,15 +113,53 @@ def _plan(
         if u and not any(o.time_per_unit[i] is not None for o in problem.options)
     ]
     if missing:
-        text, fixes = diagnose_no_options(model, w, c, best, len(offerings))
-        return ServeResult(
-            Status.INFEASIBLE,
-            explanation=text,
-            fixes=fixes,
-            binding="latency",
-            solver={"name": "cp-sat", "options": len(options)},
-            **base,
+        return _unplannable(job, model, best, len(offerings), "latency", len(options), base)
+    return _solved(problem, options, unit_rps, c, config, base)
+
+
+def _serving_model(job: ServeJob, base_dir: Path | None) -> ModelSpec:
+    """The job's model; a per-sample profile is refused (serving plans transformer shapes)."""
+    model = job.model.resolve(base_dir)
+    if is_profile(model):
+        raise ConfigError(
+            f"model: {model.name} is a per-sample profile; serving plans "
+            "transformer shapes (presets such as bert-base, vit-b16, llama-*; or "
+            "hf_config)"
         )
+    return model
+
+
+def _unplannable(
+    job: ServeJob,
+    model: ModelSpec,
+    best: BestLatency,
+    n_offerings: int,
+    binding: str,
+    n_options: int,
+    base: dict[str, Any],
+) -> ServeResult:
+    """Infeasible before any solve: no replica option, or a request bucket none can serve."""
+    text, fixes = diagnose_no_options(model, job.workload, job.constraints, best, n_offerings)
+    return ServeResult(
+        Status.INFEASIBLE,
+        explanation=text,
+        fixes=fixes,
+        binding=binding,
+        solver={"name": "cp-sat", "options": n_options},
+        **base,
+    )
+
+
+def _solved(
+    problem: IntProblem,
+    options: Sequence[ReplicaOption],
+    unit_rps: Sequence[float],
+    c: ServeConstraints,
+    config: SolverConfig | None,
+    base: dict[str, Any],
+) -> ServeResult:
+    """CP-SAT's fleet for `problem`, its capacity at the largest load scale it carries."""
+    load = base["load_rps"]
     sol = solve_problem(problem, config)
     solver_info = dict(sol.result.as_dict() if sol.result else {}, options=len(options))
     if sol.status == Status.INFEASIBLE:
