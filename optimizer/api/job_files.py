@@ -11,7 +11,7 @@ from optimizer.inputs.jobs.pricing import PriceOverlay
 from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
 
-__all__ = ["PricedDocument", "priced_rows"]
+__all__ = ["PricedDocument", "priced_rows", "rows_if_cloud"]
 
 
 class PricedDocument(Protocol):
@@ -43,3 +43,11 @@ def priced_rows(
         keep_regions=doc.named_regions(),
     )
     return loaded.rows, loaded.age.as_dict()
+
+
+def rows_if_cloud(
+    doc: PricedDocument, cloud: bool, prices: str | Path | None, offline: bool | None
+) -> tuple[tuple[OfferingRow, ...] | None, dict[str, Any] | None]:
+    """priced_rows of a job that may use the cloud (`cloud`: its constraints.cloud), else
+    (None, None): a job on owned or bought hardware only loads no catalog."""
+    return priced_rows(doc, prices, offline) if cloud else (None, None)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.api.job_files import priced_rows
+from optimizer.api.job_files import rows_if_cloud
 from optimizer.inputs.jobs.common import coerce_document
 from optimizer.inputs.jobs.serve import ServeJob, load_serve_job, serve_job_from_dict
 from optimizer.pricing.schema import OfferingRow
@@ -28,9 +28,7 @@ def _load(
     """The job (path, dict or ServeJob), the catalog rows if it may use cloud, its directory,
     and the catalog's age (None without cloud)."""
     parsed, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
-    if not parsed.constraints.cloud:
-        return parsed, None, base_dir, None
-    rows, age = priced_rows(parsed, prices, offline)
+    rows, age = rows_if_cloud(parsed, parsed.constraints.cloud, prices, offline)
     return parsed, rows, base_dir, age
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optimizer.api.job_files import priced_rows
+from optimizer.api.job_files import rows_if_cloud
 from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job, with_confidence
 from optimizer.pricing.schema import OfferingRow
 from optimizer.report.train import compare_json, plan_json
@@ -26,9 +26,7 @@ def _train_job(
     the price rows it needs and their age (None without cloud)."""
     job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
     job = with_confidence(job, confidence)
-    if not job.constraints.cloud:
-        return job, base_dir, None, None
-    rows, age = priced_rows(job, prices, offline)
+    rows, age = rows_if_cloud(job, job.constraints.cloud, prices, offline)
     return job, base_dir, rows, age
 
 
