@@ -4,7 +4,7 @@ of the P10–P90 band, and the sources kept aside from the fit, scored once.
 
 Run: python benchmarks/accuracy.py [--markdown] [--csv OUT] [--aside]
 
-- LOFO (headline): for each source family (fit_constants.SOURCE_FAMILIES: NeMo 24.07/25.02/
+- LOFO (headline): for each source family (fitting.SOURCE_FAMILIES: NeMo 24.07/25.02/
   25.04, Megatron-Bridge and DGX Cloud recipes are one family; TensorRT-LLM versions one), the
   constants are fitted on every other family and the family's cases predicted. Source-weighted:
   each source counts once (its share within the band, its median |error|), whatever its rows.
@@ -43,15 +43,9 @@ sys.path.insert(0, str(HERE))
 
 from calibration_points import calibrated_predictions  # noqa: E402
 from cases import BANDS, Case, build_cases, predict  # noqa: E402
-from fit_constants import (  # noqa: E402
-    Folds,
-    assumptions_for,
-    bands_from,
-    fit_constants,
-    lofo,
-    loso,
-    step_ratio,
-)
+from fit_constants import bands_from  # noqa: E402
+from fitting import assumptions_for, fit_constants  # noqa: E402
+from folds import Folds, lofo, loso, step_ratio  # noqa: E402
 from memory_accuracy import section as memory_section  # noqa: E402
 
 from optimizer.model.bands import band_for  # noqa: E402

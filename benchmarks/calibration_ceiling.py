@@ -9,7 +9,7 @@ source × GPU × precision with ≥ 2 decoder-LM training-throughput runs; a run
 y = log(fitted base efficiency / uncalibrated), fitted from its measured step
 (optimizer.inputs.calibration.fit_efficiency). Transferring a correction c to a run is
 linearised here: its step becomes step · (φ e^(−c) + 1 − φ), φ the compute share of its
-uncalibrated step (optimizer.api.calibration_points.step_split); error |measured/predicted − 1|.
+uncalibrated step (optimizer.calibrate.points.step_split); error |measured/predicted − 1|.
 The current rule's line below is that rule under this linearisation (calibration_points.py
 prints it through the model itself: "shared").
 
@@ -53,9 +53,9 @@ sys.path.insert(0, str(HERE))
 
 from calibration_points import CAL_BAND, Run, _point, nested_components, runs_of  # noqa: E402
 from cases import build_cases  # noqa: E402
-from fit_constants import loso  # noqa: E402
+from folds import loso  # noqa: E402
 
-from optimizer.api.calibration_points import step_split  # noqa: E402
+from optimizer.calibrate.points import step_split  # noqa: E402
 from optimizer.model.calibrated import COMPONENTS  # noqa: E402
 from optimizer.model.efficiency import uncalibrated_efficiency  # noqa: E402
 

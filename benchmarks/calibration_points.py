@@ -4,7 +4,7 @@ one vs two points, under the rule of optimizer/model/calibrated.py and the candi
 Run: python benchmarks/calibration_points.py [--markdown]
 
 Protocol (everything held out by source):
-- constants: leave-one-source-out (benchmarks/fit_constants.py loso): a source's runs are
+- constants: leave-one-source-out (benchmarks/folds.py loso): a source's runs are
   predicted with constants fitted without it;
 - variances of the rule (τ², β², σ²; optimizer.model.calibrated): estimated by the method of
   moments (`components`) from the uncalibrated held-out residuals of the OTHER sources, grouped
@@ -37,10 +37,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from cases import Case, build_cases, predict  # noqa: E402
-from fit_constants import Folds, assumptions_for, loso, step_ratio  # noqa: E402
+from fitting import assumptions_for  # noqa: E402
+from folds import Folds, loso, step_ratio  # noqa: E402
 
-from optimizer.api.calibrate_comm import FabricRun, fit_fabric  # noqa: E402
-from optimizer.api.calibration_points import step_split  # noqa: E402
+from optimizer.calibrate.comm import FabricRun, fit_fabric  # noqa: E402
+from optimizer.calibrate.points import step_split  # noqa: E402
 from optimizer.errors import ConfigError  # noqa: E402
 from optimizer.inputs.calibration import fit_efficiency  # noqa: E402
 from optimizer.inputs.calibration_store import comm_of, curves_of, point_comm_key  # noqa: E402
@@ -221,7 +222,7 @@ def totals(table: Table) -> tuple[int, float, float, int, int]:
 
 def _with_comm(items: Sequence[tuple[Run, Point]]) -> list[Point]:
     """The stored runs after `ccopt calibrate` fits their fabric's communication multiplier
-    (optimizer.api.calibrate_comm.fit_fabric: runs of one fabric; others inform the slope)."""
+    (optimizer.calibrate.comm.fit_fabric: runs of one fabric; others inform the slope)."""
     points = [dict(p, id=str(i)) for i, (_, p) in enumerate(items)]
     fabrics = {point_comm_key(p) for p in points}
     for fabric in fabrics:

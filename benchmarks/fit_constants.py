@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import math
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,232 +38,20 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from cases import Case, build_cases, log_ratio, predict  # noqa: E402
+from calibration_points import calibrated_predictions  # noqa: E402
+from cases import Case, build_cases  # noqa: E402
+from fitting import CLIP, ITERATIONS, RIDGE, family, fit_constants, fit_family  # noqa: E402
+from folds import Folds, lofo, step_ratio  # noqa: E402
 
 from optimizer.model.bands import CALIBRATED_KEY, serve_band_key  # noqa: E402
 from optimizer.model.fitted import (  # noqa: E402
     FAMILY_TABLES,
     FittedConstants,
     band_key,
-    memory_features,
-    serve_comm_features,
-    serve_features,
-    train_features,
 )
-from optimizer.model.setup import PerfAssumptions  # noqa: E402
-from optimizer.model.stacks import stack_names  # noqa: E402
-from optimizer.model.step_time import training_step_time  # noqa: E402
 
 OUT = HERE.parent / "optimizer" / "model" / "data" / "fitted.toml"
-RIDGE = {
-    "all": 0.05,
-    "gen": 1.0,
-    "genprec": 1.0,
-    "stack": 1.0,
-    "cell": 2.0,
-    "class": 0.3,
-}
-CLIP = 0.5  # |log residual| used in the regression (robustness to mis-recorded rows)
-ITERATIONS = 4
-STEP = 0.05  # finite-difference step of the log multiplier for the sensitivity
 MIN_BAND_CASES = 3  # fewer held-out cases in a group: no data band (the coarser one applies)
-FAMILIES = FAMILY_TABLES
-#: sources left out together in cross-validation: versions and re-publications of one
-#: publisher's benchmark tables (same recipes, same clusters, same reading convention)
-SOURCE_FAMILIES = {
-    "nemo-perf-24.07": "nvidia-nemo-recipes",
-    "nemo-perf-25.02": "nvidia-nemo-recipes",
-    "nemo-perf-25.04": "nvidia-nemo-recipes",
-    "megatron-bridge-perf-25.11": "nvidia-nemo-recipes",
-    "dgxc-benchmarking-25.02": "nvidia-nemo-recipes",
-    "trtllm-perf-overview-00f3768": "trtllm-perf",
-    "trtllm-perf-v0.17": "trtllm-perf",
-    "trtllm-perf-v0.6.1": "trtllm-perf",
-    "trtllm-perf-v0.9.0": "trtllm-perf",
-    "megatron-lm-readme-2021-04": "megatron-lm-readme",
-    "megatron-lm-readme-2024-07": "megatron-lm-readme",
-    "torchtune-readme": "torchtune-docs",
-    "torchtune-docs-tutorials": "torchtune-docs",
-}
-
-
-def source_family(source: str) -> str:
-    """The family a source is left out with (itself when it has none)."""
-    return SOURCE_FAMILIES.get(source, source)
-
-
-def families(case: Case) -> list[str]:
-    """Which fitted groups a case informs ([]: scored only)."""
-    if case.kind == "train_throughput":
-        return ["train", "shape"]
-    if case.kind == "train_memory":
-        return ["memory"]
-    if case.kind == "serve_throughput":
-        assert case.serve is not None
-        out = ["serve", "serve_flops"]
-        if case.serve[1] > 1:
-            out.append("serve_comm")
-        if case.spec.is_moe:
-            out.append("serve_moe")
-        return out
-    return []
-
-
-def family(case: Case) -> str | None:
-    """The main fitted group of a case (None: scored only)."""
-    fams = families(case)
-    return fams[0] if fams else None
-
-
-def features(case: Case, fam: str | None = None) -> list[str]:
-    fam = fam or family(case)
-    if fam == "train":
-        assert case.train is not None
-        setup = case.train[0]
-        return train_features(case.gpu, setup.precision, setup.stack)
-    if fam in ("shape", "serve_moe"):
-        return ["all"]
-    if fam in ("serve", "serve_flops"):
-        assert case.serve is not None
-        return serve_features(case.gpu, case.serve[0].stack)
-    if fam == "serve_comm":
-        return serve_comm_features(case.gpu)
-    assert case.train is not None
-    setup, layout, _ = case.train
-    return memory_features(setup.stack, setup.method, layout.checkpointing)
-
-
-def _level(feature: str) -> str:
-    return feature.split(":", 1)[0]
-
-
-def assumptions_for(fit: FittedConstants) -> PerfAssumptions:
-    return PerfAssumptions(fitted=fit)
-
-
-def _with(fit: FittedConstants, fam: str, coefs: dict[str, float]) -> FittedConstants:
-    return replace(fit, **{fam: coefs})
-
-
-def _bump(fit: FittedConstants, fam: str, by: float) -> FittedConstants:
-    """`fit` with every case of the family scaled by exp(by): its shared term(s) bumped (the
-    memory family has no shared term: every stack's term is bumped)."""
-    coefs = dict(getattr(fit, fam))
-    shared = [f"stack:{s}" for s in stack_names()] if fam == "memory" else ["all"]
-    for key in shared:
-        coefs[key] = coefs.get(key, 0.0) + by
-    return _with(fit, fam, coefs)
-
-
-def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedConstants:
-    """One Gauss-Newton ridge step of one family's coefficients."""
-    chosen = [c for c in cases if fam in families(c)]
-    if not chosen:
-        return fit
-    a0, a1 = assumptions_for(fit), assumptions_for(_bump(fit, fam, STEP))
-    per_source = Counter(c.source for c in chosen)
-    rows: list[tuple[list[str], float, float, float]] = []
-    for c in chosen:
-        p0, p1 = predict(c, a0), predict(c, a1)
-        if p0 is None or p1 is None:
-            continue
-        sens = math.log(p1 / p0) / STEP
-        if not c.speed_like:
-            sens = -sens
-        r = max(-CLIP, min(CLIP, log_ratio(c, p0)))
-        if abs(sens) < 1e-6:
-            continue  # the term does not move this case
-        rows.append((features(c, fam), r, sens, 1.0 / math.sqrt(per_source[c.source])))
-    if not rows:
-        return fit
-    names = sorted({f for feats, *_ in rows for f in feats})
-    index = {f: i for i, f in enumerate(names)}
-    x = np.zeros((len(rows), len(names)))
-    y = np.zeros(len(rows))
-    w = np.zeros(len(rows))
-    for i, (feats, r, sens, weight) in enumerate(rows):
-        for f in feats:
-            x[i, index[f]] = sens
-        y[i], w[i] = r, weight
-    current = getattr(fit, fam)
-    c0 = np.array([current.get(f, 0.0) for f in names])
-    lam = np.array([RIDGE[_level(f)] for f in names])
-    # minimise Σ w (y − X δ)² + Σ λ (c0 + δ)²
-    xtw = x.T * w
-    lhs = xtw @ x + np.diag(lam)
-    rhs = xtw @ y - lam * c0
-    delta = np.linalg.solve(lhs, rhs)
-    coefs = dict(current)
-    for f, d in zip(names, delta, strict=True):
-        coefs[f] = float(coefs.get(f, 0.0) + d)
-    return _with(fit, fam, coefs)
-
-
-def fit_constants(cases: Sequence[Case], iterations: int = ITERATIONS) -> FittedConstants:
-    """Fitted constants from `cases` only (the held-out source is simply not in `cases`)."""
-    fit = FittedConstants(ceilings=ceilings_from(cases))
-    for _ in range(iterations):
-        for fam in FAMILIES:
-            fit = fit_family(cases, fit, fam)
-    return fit
-
-
-def measured_mfu(case: Case) -> float | None:
-    """The MFU a training-throughput case measured, in the model's convention (model FLOPs per
-    token × measured tokens/s ÷ dense peak of its precision): independent of any fit (the
-    model's MFU times the measured/predicted speed of the same prediction)."""
-    if case.kind != "train_throughput" or case.train is None:
-        return None
-    a = PerfAssumptions(use_fitted=False, efficiency=0.5)  # any fixed model: the ratio cancels it
-    pred = predict(case, a)
-    if pred is None:
-        return None
-    setup, layout, cluster = case.train
-    return training_step_time(case.spec, setup, layout, cluster, a).mfu * math.exp(log_ratio(case, pred))
-
-
-def ceilings_from(cases: Sequence[Case]) -> dict[str, tuple[float, int, str]]:
-    """Best measured MFU of a full-training decoder run per generation × precision:
-    {key: (mfu, runs, case id)}."""
-    best: dict[str, tuple[float, int, str]] = {}
-    for c in cases:
-        if c.kind != "train_throughput" or c.encoder or c.train is None or c.train[0].method != "full":
-            continue
-        mfu = measured_mfu(c)
-        if mfu is None or not math.isfinite(mfu):
-            continue
-        key = band_key(c.gpu.generation, c.train[0].precision)
-        top, runs, case_id = best.get(key, (0.0, 0, ""))
-        best[key] = (mfu, runs + 1, c.row.case_id) if mfu > top else (top, runs + 1, case_id)
-    return best
-
-
-Folds = dict[str, tuple[FittedConstants, list[tuple[Case, float | None]]]]
-
-
-def leave_out(
-    cases: Sequence[Case], group: Callable[[Case], str], progress: Callable[[str], None] | None = None
-) -> Folds:
-    """Cross-validation: {group: (constants fitted without it, [(case, prediction)])}."""
-    out = {}
-    for name in sorted({group(c) for c in cases}):
-        train = [c for c in cases if group(c) != name]
-        fit = fit_constants(train)
-        a = assumptions_for(fit)
-        out[name] = (fit, [(c, predict(c, a)) for c in cases if group(c) == name])
-        if progress:
-            progress(name)
-    return out
-
-
-def loso(cases: Sequence[Case], progress: Callable[[str], None] | None = None) -> Folds:
-    """Leave-one-source-out: {source: (constants fitted without it, [(case, prediction)])}."""
-    return leave_out(cases, lambda c: c.source, progress)
-
-
-def lofo(cases: Sequence[Case], progress: Callable[[str], None] | None = None) -> Folds:
-    """Leave-one-family-out (SOURCE_FAMILIES): {family: (constants, [(case, prediction)])}."""
-    return leave_out(cases, lambda c: source_family(c.source), progress)
 
 
 def band_keys(case: Case) -> list[str]:
@@ -279,18 +65,11 @@ def band_keys(case: Case) -> list[str]:
     return [band_key(gen, precision), band_key(gen, precision, case.stack)]
 
 
-def step_ratio(case: Case, predicted: float) -> float:
-    """measured / predicted step time (inverse of the speed ratio)."""
-    return math.exp(-log_ratio(case, predicted))
-
-
 def calibrated_band_stats(folds: Folds) -> dict[str, tuple[float, float, float, int, int]]:
     """{CALIBRATED_KEY: (P10, P50, P90, cases, sources)} of held-out training runs predicted
     after one measured point of their source × GPU type × precision
     (calibration_points.calibrated_predictions: the rule of optimizer/model/calibrated.py, its
     variances estimated without the fold): the band of a plan on a GPU type the user calibrated."""
-    from calibration_points import calibrated_predictions  # noqa: PLC0415 (it imports this module)
-
     items = [(c.source, step_ratio(c, p)) for c, p in calibrated_predictions(folds) if p is not None]
     if len(items) < MIN_BAND_CASES:
         return {}

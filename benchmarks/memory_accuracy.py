@@ -2,7 +2,7 @@
 
 Run: python benchmarks/memory_accuracy.py [--aside] [--cases]
 
-For each source with peak-memory rows, the memory constants (fit_constants.fit_family,
+For each source with peak-memory rows, the memory constants (fitting.fit_family,
 family "memory": the activation multiplier per stack family + stack) are fitted on the memory
 rows of every other source and the source's rows are predicted, in the metric the row reports
 (allocated, reserved or nvidia-smi: cases.py `memory_kind`). Source-weighted: every source
@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from cases import BANDS, Case, build_cases, predict  # noqa: E402
-from fit_constants import ITERATIONS, assumptions_for, fit_family  # noqa: E402
+from fitting import ITERATIONS, assumptions_for, fit_family  # noqa: E402
 
 from optimizer.model.fitted import FittedConstants, load_fitted  # noqa: E402
 

@@ -22,9 +22,11 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "optimizer.api.serve_jobs": ("serve", "serve_compare"),
     "optimizer.api.batch_jobs": ("batch", "batch_json"),
     # one configuration: the request shape of estimate, calibrate, sizing and measure points
-    "optimizer.api.estimate_run": ("estimate", "estimate_request", "evaluate", "assumptions_with"),
-    "optimizer.api.configuration": ("Built", "build_configuration", "resolve_model"),
-    "optimizer.api.calibrate_run": ("calibrate_run", "calibrate_request", "point_request"),
+    "optimizer.api.estimate_run": ("estimate", "estimate_request", "assumptions_with"),
+    "optimizer.configuration.build": ("Built", "build_configuration", "resolve_model"),
+    "optimizer.configuration.evaluate": ("evaluate",),
+    "optimizer.api.calibrate_run": ("calibrate_run", "point_request"),
+    "optimizer.calibrate.run": ("calibrate_request",),
     "optimizer.api.calibration_points": ("calibration_list", "calibration_remove"),
     "optimizer.api.plan_row": ("plan_row_request", "read_plan_file"),
     # output files (-o, --plot): never over an input, a store, a device or a directory
@@ -78,7 +80,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from optimizer.api.batch_jobs import batch, batch_json
-    from optimizer.api.calibrate_run import calibrate_request, calibrate_run, point_request
+    from optimizer.api.calibrate_run import calibrate_run, point_request
     from optimizer.api.calibration_points import calibration_list, calibration_remove
     from optimizer.api.catalog import (
         PriceListing,
@@ -92,14 +94,16 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
         stacks_json,
     )
     from optimizer.api.checks import DeprecatedName, check_number, warn_renamed
-    from optimizer.api.configuration import Built, build_configuration, resolve_model
-    from optimizer.api.estimate_run import assumptions_with, estimate, estimate_request, evaluate
+    from optimizer.api.estimate_run import assumptions_with, estimate, estimate_request
     from optimizer.api.export_run import EXPORT_FORMATS, Export, ExportedFile, export
     from optimizer.api.outputs import kept_stores, output_file
     from optimizer.api.plan_row import plan_row_request, read_plan_file
     from optimizer.api.schema import schema_names, schema_of
     from optimizer.api.serve_jobs import serve, serve_compare
     from optimizer.api.train_jobs import SizingRule, compare, plan, plan_json, plan_result, sizing
+    from optimizer.calibrate.run import calibrate_request
+    from optimizer.configuration.build import Built, build_configuration, resolve_model
+    from optimizer.configuration.evaluate import evaluate
     from optimizer.inputs.calibration_file import MIN_EFFICIENCY
     from optimizer.inputs.request import (
         OLD_NAMES,

@@ -18,6 +18,7 @@ import json
 import resource
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,17 @@ def _loss(torch: Any, out: Any) -> Any:
     return out.float().pow(2).mean()
 
 
+@dataclass(frozen=True)
+class _Steps:
+    """What is trained and how long: micro-batch, timed and warm-up steps, precision, optimizer."""
+
+    micro_batch: int
+    steps: int
+    warmup_steps: int
+    precision: str
+    optimizer: str
+
+
 def measure(
     *,
     hf_config: str | None = None,
@@ -154,83 +166,18 @@ def measure(
 ) -> dict[str, Any]:
     """Train `steps` steps after `warmup_steps` and return the calibration point (a dict).
     `on_step(done, total)` is called after each step, warm-up included."""
-    if (hf_config is None) == (module is None):
-        raise ConfigError("give exactly one of --hf-config or --module")
-    if precision not in _DTYPES:
-        raise ConfigError(f"--precision: {precision!r} is not allowed; allowed: {', '.join(_DTYPES)}")
-    if optimizer not in ("adamw", "sgd"):
-        raise ConfigError(f"--optimizer: {optimizer!r} is not allowed; allowed: adamw, sgd")
+    _check_options(hf_config, module, precision, optimizer)
     torch = _torch()
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-    if dev not in ("cpu", "cuda") or (dev == "cuda" and not torch.cuda.is_available()):
-        raise ConfigError(
-            f"--device: {device!r} is not available; allowed: auto, cpu"
-            + (", cuda" if torch.cuda.is_available() else "")
-        )
+    dev = _device(torch, device)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     torch.manual_seed(0)
-    if hf_config is not None:
-        net, builder, vocab = _lm(torch, hf_config)
-        label = str(hf_config)
-
-        def make_batch(b: int) -> tuple[Any, ...]:
-            return (torch.randint(0, vocab, (b, seq_len), device=dev),)
-    else:
-        net, maker = _factory(str(module))
-        builder, label = f"user factory {module}", name or str(module).split(":")[-1]
-        if maker is not None:
-            make_batch = maker
-        elif input_shape:
-
-            def make_batch(b: int) -> tuple[Any, ...]:
-                return (torch.randn(b, *input_shape, device=dev),)
-        else:
-            raise ConfigError(
-                "--input-shape: the factory returns no make_batch; give the shape "
-                "of one sample, e.g. 3,224,224"
-            )
+    net, make_batch, builder, label = _network(torch, dev, hf_config, module, name, input_shape, seq_len)
     net = net.to(dev)
     net.train()
     trained = sum(p.numel() for p in net.parameters() if p.requires_grad)
     frozen = sum(p.numel() for p in net.parameters() if not p.requires_grad)
-    params = [p for p in net.parameters() if p.requires_grad]
-    opt = (
-        torch.optim.AdamW(params, lr=1e-4)
-        if optimizer == "adamw"
-        else torch.optim.SGD(params, lr=1e-3, momentum=0.9)
-    )
-    autocast = torch.autocast(dev, dtype=getattr(torch, _DTYPES[precision]), enabled=precision != "fp32")
-    scaler = torch.amp.GradScaler(dev, enabled=precision == "fp16" and dev == "cuda")
-
-    def step() -> None:
-        inputs = make_batch(micro_batch)
-        with autocast:
-            loss = _loss(torch, net(*inputs))
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
-
-    def sync() -> None:
-        if dev == "cuda":
-            torch.cuda.synchronize()
-
-    total = warmup_steps + steps
-    for done in range(1, warmup_steps + 1):
-        step()
-        if on_step is not None:
-            on_step(done, total)
-    sync()
-    if dev == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    start = time.perf_counter()
-    for done in range(warmup_steps + 1, total + 1):
-        step()
-        if on_step is not None:  # a callback between steps: not synchronised, cheap
-            on_step(done, total)
-    sync()
-    elapsed = time.perf_counter() - start
-    step_s = elapsed / steps
+    run = _Steps(micro_batch, steps, warmup_steps, precision, optimizer)
+    step_s = _timed_step_s(torch, dev, net, make_batch, run, on_step)
     out: dict[str, Any] = {
         "kind": POINT_FILE_KIND,
         "model": label,
@@ -251,31 +198,141 @@ def measure(
     }
     if hf_config is not None:
         out.update(seq_len=seq_len, tokens_per_s=micro_batch * seq_len / step_s)
+    out.update(_memory(torch, dev, rss0))
+    return emit(MeasureOutput, out)
+
+
+def _check_options(hf_config: str | None, module: str | None, precision: str, optimizer: str) -> None:
+    """One model source, a precision and an optimizer measure knows."""
+    if (hf_config is None) == (module is None):
+        raise ConfigError("give exactly one of --hf-config or --module")
+    if precision not in _DTYPES:
+        raise ConfigError(f"--precision: {precision!r} is not allowed; allowed: {', '.join(_DTYPES)}")
+    if optimizer not in ("adamw", "sgd"):
+        raise ConfigError(f"--optimizer: {optimizer!r} is not allowed; allowed: adamw, sgd")
+
+
+def _device(torch: Any, device: str) -> str:
+    """cpu or cuda: `device`, or with auto the GPU when there is one."""
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    if dev not in ("cpu", "cuda") or (dev == "cuda" and not torch.cuda.is_available()):
+        raise ConfigError(
+            f"--device: {device!r} is not available; allowed: auto, cpu"
+            + (", cuda" if torch.cuda.is_available() else "")
+        )
+    return dev
+
+
+def _network(
+    torch: Any,
+    dev: str,
+    hf_config: str | None,
+    module: str | None,
+    name: str | None,
+    input_shape: tuple[int, ...] | None,
+    seq_len: int,
+) -> tuple[Any, Callable[[int], tuple[Any, ...]], str, str]:
+    """(the network, make_batch(b), how it was built, its label) of a config.json or a factory."""
+    if hf_config is not None:
+        net, builder, vocab = _lm(torch, hf_config)
+
+        def make_tokens(b: int) -> tuple[Any, ...]:
+            return (torch.randint(0, vocab, (b, seq_len), device=dev),)
+
+        return net, make_tokens, builder, str(hf_config)
+    net, maker = _factory(str(module))
+    builder, label = f"user factory {module}", name or str(module).split(":")[-1]
+    if maker is not None:
+        return net, maker, builder, label
+    if not input_shape:
+        raise ConfigError(
+            "--input-shape: the factory returns no make_batch; give the shape of one sample, e.g. 3,224,224"
+        )
+    shape = input_shape
+
+    def make_samples(b: int) -> tuple[Any, ...]:
+        return (torch.randn(b, *shape, device=dev),)
+
+    return net, make_samples, builder, label
+
+
+def _timed_step_s(
+    torch: Any,
+    dev: str,
+    net: Any,
+    make_batch: Callable[[int], tuple[Any, ...]],
+    run: _Steps,
+    on_step: Callable[[int, int], None] | None,
+) -> float:
+    """Seconds per training step: `run.warmup_steps` untimed, then `run.steps` timed (the
+    device synchronised around them; its peak memory counted from the first timed step)."""
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = (
+        torch.optim.AdamW(params, lr=1e-4)
+        if run.optimizer == "adamw"
+        else torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+    )
+    precision = run.precision
+    autocast = torch.autocast(dev, dtype=getattr(torch, _DTYPES[precision]), enabled=precision != "fp32")
+    scaler = torch.amp.GradScaler(dev, enabled=precision == "fp16" and dev == "cuda")
+
+    def step() -> None:
+        inputs = make_batch(run.micro_batch)
+        with autocast:
+            loss = _loss(torch, net(*inputs))
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+
+    def sync() -> None:
+        if dev == "cuda":
+            torch.cuda.synchronize()
+
+    total = run.warmup_steps + run.steps
+    for done in range(1, run.warmup_steps + 1):
+        step()
+        if on_step is not None:
+            on_step(done, total)
+    sync()
+    if dev == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    for done in range(run.warmup_steps + 1, total + 1):
+        step()
+        if on_step is not None:  # a callback between steps: not synchronised, cheap
+            on_step(done, total)
+    sync()
+    return (time.perf_counter() - start) / run.steps
+
+
+def _memory(torch: Any, dev: str, rss0: int) -> dict[str, Any]:
+    """The point's memory fields: the device's peaks (and the catalog GPU of its name), or on
+    the CPU the growth of the process's peak resident set since `rss0`."""
     if dev == "cuda":
         gpu_name = torch.cuda.get_device_name()
         try:
-            out["gpu"] = resolve_gpu_id(gpu_name.replace(" ", "-"))
+            gpu = resolve_gpu_id(gpu_name.replace(" ", "-"))
         except ConfigError:
-            out["gpu"] = None  # not in the catalog under that name: calibrate asks for --gpu
-        out.update(
+            gpu = None  # not in the catalog under that name: calibrate asks for --gpu
+        return dict(
+            gpu=gpu,
             device_name=gpu_name,
             memory_metric="allocated",
             peak_memory_gib=torch.cuda.max_memory_allocated() / GIB,
             peak_reserved_gib=torch.cuda.max_memory_reserved() / GIB,
             note="peak memory: torch.cuda.max_memory_allocated (reserved beside it)",
         )
-    else:
-        rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * _KIB / GIB
-        out.update(
-            gpu=None,
-            peak_memory_gib=None,
-            memory_metric=None,
-            cpu_peak_rss_growth_gib=max(rss, 0.0),
-            note="measured on the CPU: no device memory; cpu_peak_rss_growth_gib is the "
-            "growth of the process's peak resident set (getrusage ru_maxrss) while "
-            "building and training, an upper bound of what training held",
-        )
-    return emit(MeasureOutput, out)
+    rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * _KIB / GIB
+    return dict(
+        gpu=None,
+        peak_memory_gib=None,
+        memory_metric=None,
+        cpu_peak_rss_growth_gib=max(rss, 0.0),
+        note="measured on the CPU: no device memory; cpu_peak_rss_growth_gib is the "
+        "growth of the process's peak resident set (getrusage ru_maxrss) while "
+        "building and training, an upper bound of what training held",
+    )
 
 
 def write_point(point: dict[str, Any], path: str | Path | OutputFile) -> Path:

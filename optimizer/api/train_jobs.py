@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from optimizer.api.job_files import rows_if_cloud
 from optimizer.inputs.jobs.common import DocumentSource
 from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, load_job, with_confidence
-from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.pricing.schema import OfferingRow
 from optimizer.report.train import compare_json, plan_json
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -30,16 +30,8 @@ def _train_job(
     the price rows it needs and their age (None without cloud)."""
     loaded_job, base_dir = coerce_document(job, Job, load_job, job_from_dict)
     the_job = with_confidence(loaded_job, confidence)
-    if not the_job.constraints.cloud:
-        return the_job, base_dir, None, None
-    loaded = load_catalog_rows(
-        prices,
-        offline=offline,
-        overlay=the_job.pricing,
-        overlay_label=f"{the_job.name} [pricing]",
-        keep_regions=the_job.named_regions(),
-    )
-    return the_job, base_dir, loaded.rows, loaded.age.as_dict()
+    rows, age = rows_if_cloud(the_job, the_job.constraints.cloud, prices, offline)
+    return the_job, base_dir, rows, age
 
 
 def plan_result(

@@ -33,7 +33,8 @@ def mix_lines(m: dict[str, Any] | None) -> list[str]:
     kind = "pricing models on one instance type" if p["kind"] == "pricing" else "GPU types on one fabric"
     lines = [
         *notes,
-        f"{head}: {money(p['cost_usd'])} in {p['days']:.2f} days ({p['hours']:,.1f} h), {kind}, {p['fabric']}",
+        f"{head}: {money(p['cost_usd'])} in {p['days']:.2f} days ({p['hours']:,.1f} h), {kind}, "
+        f"{p['fabric']}",
     ]
     for r in p["rows"]:
         held = ", held" if r["held"] else ""

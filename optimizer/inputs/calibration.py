@@ -23,15 +23,17 @@ from optimizer.inputs.calibration_store import (
     write_store,
 )
 from optimizer.inputs.gpus import get_gpu
-from optimizer.inputs.jobs.common import AssumptionOverrides
+from optimizer.inputs.jobs.common import AssumptionOverrides, Calibration
+from optimizer.inputs.jobs.train import Job
+from optimizer.inputs.request_layout import request_gpus, request_layout
 from optimizer.model.calibrated import EfficiencyCurve, fit_curve
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import Cluster, microbatch_size_factor, training_step_time
 
-if TYPE_CHECKING:  # the job modules read calibration files through this one
-    from optimizer.inputs.jobs.train import Job
+if TYPE_CHECKING:  # the request loads the serving job's types: `ccopt plan` needs it only here
+    from optimizer.inputs.request import ConfigRequest
 
 __all__ = [
     "calibration_path",
@@ -42,6 +44,7 @@ __all__ = [
     "read_store",
     "write_store",
     "calibration_requests",
+    "calibration_request",
     "recorded_request",
 ]
 
@@ -157,31 +160,59 @@ def base_assumptions(overrides: AssumptionOverrides | None = None) -> PerfAssump
     return overrides.apply(a) if overrides is not None else a
 
 
+def calibration_request(cal: Calibration, model: ModelSpec, setup: TrainingSetup) -> ConfigRequest:
+    """The ConfigRequest of a job file's `[calibration]` run — what `ccopt calibrate` takes as
+    flags for the same run: its GPU type, GPUs, network, layout and batch (global batch = dp ×
+    micro-batch × grad_accum) and the workload's sequence length, precision and stack.
+
+    Raises:
+        ConfigError: "calibration.num_gpus: must be a multiple of tp × pp", or a value the
+            request refuses (named by its job-file field).
+    """
+    if cal.num_gpus % (cal.tp * cal.pp):
+        raise ConfigError("calibration.num_gpus: must be a multiple of tp × pp")
+    from optimizer.inputs.request import request_from_options  # lazy: only a job with [calibration]
+
+    dp = cal.num_gpus // (cal.tp * cal.pp)
+    try:
+        return request_from_options(
+            {
+                "model": model,
+                "gpu": cal.gpu,
+                "num_gpus": cal.num_gpus,
+                "gpus_per_instance": cal.gpus_per_instance,
+                "inter_node_gbps": cal.inter_node_gbps,
+                "tp": cal.tp,
+                "pp": cal.pp,
+                "zero_stage": cal.zero_stage,
+                "activation_checkpointing": cal.activation_checkpointing,
+                "micro_batch": cal.micro_batch,
+                "global_batch": dp * cal.micro_batch * cal.grad_accum,
+                "seq_len": setup.seq_len,
+                "precision": setup.precision,
+                "stack": setup.stack,
+            }
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"calibration: {exc}") from None
+
+
 def assumptions_for_job(job: Job, model: ModelSpec) -> PerfAssumptions:
     """Assumptions for a job: defaults, stored calibration, the job's [calibration] and
     [assumptions] tables (the job's own calibration wins for its GPU type × precision: one
-    point of optimizer.model.calibrated's rule, exact for its layout)."""
-
+    point of optimizer.model.calibrated's rule, exact for its layout). The [calibration] run
+    is a ConfigRequest (calibration_request), split as `ccopt calibrate` splits one
+    (inputs/request_layout.py); the workload says what was trained."""
     a = base_assumptions(job.assumptions)
     cal = job.calibration
     if cal is None:
         return a
     gpu: GpuSpec = get_gpu(cal.gpu, "calibration.gpu")
     setup = job.workload.setup()
-    dp = cal.num_gpus // (cal.tp * cal.pp)
-    if dp < 1 or cal.num_gpus % (cal.tp * cal.pp):
-        raise ConfigError("calibration.num_gpus: must be a multiple of tp × pp")
-    layout = Layout(
-        dp=dp,
-        tp=cal.tp,
-        pp=cal.pp,
-        zero_stage=cal.zero_stage,
-        checkpointing=cal.activation_checkpointing,
-        micro_batch=cal.micro_batch,
-        grad_accum=cal.grad_accum,
-    )
-    gpn = cal.gpus_per_instance or min(cal.num_gpus, 8)
-    cluster = Cluster(gpu, gpn, max(1, cal.num_gpus // gpn), cal.inter_node_gbps)
+    req = calibration_request(cal, model, setup)
+    num_gpus, per_instance = request_gpus(req)
+    layout = request_layout(req, num_gpus)
+    cluster = Cluster(gpu, per_instance, max(1, num_gpus // per_instance), cal.inter_node_gbps)
     step_s = cal.step_time_s or layout.global_batch * setup.seq_len / (cal.tokens_per_s or 1)
     key = (gpu.gpu_id, setup.precision)
     # the job's run wins for its GPU type × precision: the stored runs, communication fits and

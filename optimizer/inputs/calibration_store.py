@@ -184,7 +184,7 @@ def comm_share(point: dict[str, Any]) -> float | None:
 
 def comm_of(points: list[dict[str, Any]]) -> dict[tuple[str, str, str, int, float], float]:
     """{fabric key: the communication multiplier fitted to its runs} (a run's `comm`, written
-    by `ccopt calibrate`: optimizer.api.calibrate_comm)."""
+    by `ccopt calibrate`: optimizer.calibrate.comm)."""
     out = {}
     for p in points:
         key = point_comm_key(p)

@@ -5,6 +5,7 @@ Parsing only: the caller passes the decoded JSON dict (file reading lives in `op
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from optimizer.errors import ConfigError
@@ -34,6 +35,15 @@ def _positive_int(value: object, source: str, key: str) -> int:
     return int(value)
 
 
+#: a config reader: the first of `keys` present as a positive integer, else `default`
+#: (raises ConfigError naming the first key when none is present and there is no default)
+_Num = Callable[..., Any]
+#: the GPT-2 / GPT-NeoX / BERT block: a plain MLP, LayerNorm, biases everywhere
+_PLAIN_BIASED: dict[str, Any] = dict(
+    ffn_kind="plain", norm="layernorm", qkv_bias=True, out_bias=True, mlp_bias=True
+)
+
+
 def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom", source: str = "config.json") -> ModelSpec:
     """Build a ModelSpec from a decoded Hugging Face config dict.
 
@@ -54,67 +64,62 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom", source: str =
         return value if value is default else _positive_int(value, source, keys[0])
 
     if model_type in _LLAMA_LIKE:
-        hidden = num("hidden_size")
-        heads = num("num_attention_heads")
-        experts = num("num_local_experts", "num_experts", default=0)
-        ffn = (
-            num("moe_intermediate_size", default=0)
-            if experts and model_type == "qwen2_moe"
-            else num("intermediate_size")
-        )
-        return ModelSpec(
-            name=name,
-            layers=num("num_hidden_layers"),
-            hidden=hidden,
-            heads=heads,
-            kv_heads=num("num_key_value_heads", default=heads),
-            head_dim=num("head_dim", default=hidden // heads),
-            ffn=ffn,
-            ffn_kind="gated",
-            vocab=num("vocab_size"),
-            tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            norm="rmsnorm",
-            qkv_bias=model_type.startswith("qwen2") or bool(cfg.get("attention_bias", False)),
-            moe_experts=experts,
-            moe_active=num("num_experts_per_tok", default=0) if experts else 0,
-            max_seq_len=num("max_position_embeddings", default=None),
-        )
+        return _llama_like(cfg, num, name, model_type)
     if model_type == "gpt2":
-        hidden = num("n_embd", "hidden_size")
-        return ModelSpec(
-            name=name,
-            layers=num("n_layer", "num_hidden_layers"),
-            hidden=hidden,
-            heads=num("n_head", "num_attention_heads"),
-            ffn=num("n_inner", default=4 * hidden),
-            ffn_kind="plain",
-            vocab=num("vocab_size"),
-            tied_embeddings=True,
-            learned_positions=num("n_positions", "max_position_embeddings"),
-            norm="layernorm",
-            qkv_bias=True,
-            out_bias=True,
-            mlp_bias=True,
-            max_seq_len=num("n_positions", "max_position_embeddings"),
-        )
+        return _gpt2(num, name)
     if model_type == "gpt_neox":
-        hidden = num("hidden_size")
-        return ModelSpec(
-            name=name,
-            layers=num("num_hidden_layers"),
-            hidden=hidden,
-            heads=num("num_attention_heads"),
-            ffn=num("intermediate_size"),
-            ffn_kind="plain",
-            vocab=num("vocab_size"),
-            tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            norm="layernorm",
-            qkv_bias=True,
-            out_bias=True,
-            mlp_bias=True,
-            max_seq_len=num("max_position_embeddings", default=None),
-        )
-    # bert
+        return _gpt_neox(cfg, num, name)
+    return _bert(num, name)
+
+
+def _llama_like(cfg: dict[str, Any], num: _Num, name: str, model_type: str) -> ModelSpec:
+    """Llama, Mistral, Mixtral, Qwen2 (MoE) and their kin: gated MLP, RMSNorm, GQA."""
+    hidden = num("hidden_size")
+    heads = num("num_attention_heads")
+    experts = num("num_local_experts", "num_experts", default=0)
+    ffn = (
+        num("moe_intermediate_size", default=0)
+        if experts and model_type == "qwen2_moe"
+        else num("intermediate_size")
+    )
+    return ModelSpec(
+        name=name,
+        layers=num("num_hidden_layers"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=num("num_key_value_heads", default=heads),
+        head_dim=num("head_dim", default=hidden // heads),
+        ffn=ffn,
+        ffn_kind="gated",
+        vocab=num("vocab_size"),
+        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        norm="rmsnorm",
+        qkv_bias=model_type.startswith("qwen2") or bool(cfg.get("attention_bias", False)),
+        moe_experts=experts,
+        moe_active=num("num_experts_per_tok", default=0) if experts else 0,
+        max_seq_len=num("max_position_embeddings", default=None),
+    )
+
+
+def _gpt2(num: _Num, name: str) -> ModelSpec:
+    """GPT-2: learned positions, tied embeddings, its own key names (n_embd, n_layer, ...)."""
+    hidden = num("n_embd", "hidden_size")
+    return ModelSpec(
+        name=name,
+        layers=num("n_layer", "num_hidden_layers"),
+        hidden=hidden,
+        heads=num("n_head", "num_attention_heads"),
+        ffn=num("n_inner", default=4 * hidden),
+        vocab=num("vocab_size"),
+        tied_embeddings=True,
+        learned_positions=num("n_positions", "max_position_embeddings"),
+        max_seq_len=num("n_positions", "max_position_embeddings"),
+        **_PLAIN_BIASED,
+    )
+
+
+def _gpt_neox(cfg: dict[str, Any], num: _Num, name: str) -> ModelSpec:
+    """GPT-NeoX (Pythia): rotary positions, embeddings tied when the config says so."""
     hidden = num("hidden_size")
     return ModelSpec(
         name=name,
@@ -122,15 +127,27 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom", source: str =
         hidden=hidden,
         heads=num("num_attention_heads"),
         ffn=num("intermediate_size"),
-        ffn_kind="plain",
+        vocab=num("vocab_size"),
+        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        max_seq_len=num("max_position_embeddings", default=None),
+        **_PLAIN_BIASED,
+    )
+
+
+def _bert(num: _Num, name: str) -> ModelSpec:
+    """BERT: learned positions, token-type rows and the pooler (hidden² + hidden)."""
+    hidden = num("hidden_size")
+    return ModelSpec(
+        name=name,
+        layers=num("num_hidden_layers"),
+        hidden=hidden,
+        heads=num("num_attention_heads"),
+        ffn=num("intermediate_size"),
         vocab=num("vocab_size"),
         tied_embeddings=True,
         learned_positions=num("max_position_embeddings"),
         extra_embedding_rows=num("type_vocab_size", default=2),
         extra_params=hidden * hidden + hidden,
-        norm="layernorm",
-        qkv_bias=True,
-        out_bias=True,
-        mlp_bias=True,
         max_seq_len=num("max_position_embeddings"),
+        **_PLAIN_BIASED,
     )

@@ -117,6 +117,31 @@ def refresh_prices(
         ConfigError: a bad argument (no URL, not http(s), a timeout or deadline out of range).
         RefreshError: any failure; the previous cache files are left byte-identical.
     """
+    target, field = _refresh_target(url, catalog_url)
+    check_number(timeout_s, "--timeout-s", gt=0, le=MAX_TIMEOUT_S)
+    check_number(deadline_s, "--deadline-s", gt=0, le=MAX_DEADLINE_S)
+    check_number(retries, "--retries", ge=0, le=MAX_RETRIES, integer=True)
+    check_number(backoff_s, "backoff_s", ge=0, le=MAX_TIMEOUT_S)
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    fetch = _Fetch(timeout_s, retries, max_bytes, backoff_s, deadline_s)
+    if field == "--catalog-url":
+        return _refresh_from_catalog(directory, target, fetch, today, allow_shrink)
+    return _refresh_from_csv(directory, target, fetch, allow_shrink)
+
+
+@dataclass(frozen=True)
+class _Fetch:
+    """How a refresh downloads (refresh_prices' arguments of the same names)."""
+
+    timeout_s: float
+    retries: int
+    max_bytes: int
+    backoff_s: float
+    deadline_s: float
+
+
+def _refresh_target(url: str | None, catalog_url: str | None) -> tuple[str, str]:
+    """(the http(s) URL refreshed from, the flag that names it: --url or --catalog-url)."""
     if url and catalog_url:
         raise ConfigError("--url and --catalog-url: give one (an offerings CSV, or the SkyPilot catalog)")
     target = url or ("" if catalog_url else os.environ.get("CCOPT_PRICES_URL", "").strip())
@@ -124,35 +149,35 @@ def refresh_prices(
     target = target or skypilot.base_url(catalog_url)
     if not target.startswith(("http://", "https://")):
         raise ConfigError(f"{field}: {target!r} is not an http(s) URL; allowed: http://... or https://...")
-    check_number(timeout_s, "--timeout-s", gt=0, le=MAX_TIMEOUT_S)
-    check_number(deadline_s, "--deadline-s", gt=0, le=MAX_DEADLINE_S)
-    check_number(retries, "--retries", ge=0, le=MAX_RETRIES, integer=True)
-    check_number(backoff_s, "backoff_s", ge=0, le=MAX_TIMEOUT_S)
-    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    return target, field
+
+
+def _refresh_from_catalog(
+    directory: Path, target: str, fetch: _Fetch, today: dt.date | None, allow_shrink: bool
+) -> RefreshResult:
+    """The SkyPilot catalog's per-cloud files, converted and installed as the cached table."""
     csv_path = directory / CACHE_FILE
-    if field == "--catalog-url":
-        try:
-            texts, urls, size = download_catalog(target, timeout_s, retries, max_bytes, backoff_s, deadline_s)
-            read_date = today or dt.datetime.now(dt.timezone.utc).date()  # noqa: UP017
-            body, notes = catalog_table(texts, urls, csv_path, read_date, allow_shrink)
-            done = _install(directory, csv_path, target, body, {}, allow_shrink)
-        except RefreshError as exc:
-            raise RefreshError(
-                f"refresh from the SkyPilot catalog failed: {exc}; keeping previous tables"
-            ) from None
-        return replace(done, bytes=size, files=len(texts), skipped=tuple(notes))
-    deadline = Deadline.after(deadline_s)
-    meta = read_meta(directory)
-    headers = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5"}
-    # conditional only for a cache that is the file we wrote: a damaged one is fetched anew
-    if csv_path.is_file() and meta.get("url") == target and checksum_problem(csv_path) is None:
-        for key, header in (("etag", "If-None-Match"), ("last_modified", "If-Modified-Since")):
-            value = header_safe(meta.get(key))
-            if value is not None:  # a value that cannot be sent back (hand-edited) is skipped
-                headers[header] = value
+    try:
+        texts, urls, size = download_catalog(
+            target, fetch.timeout_s, fetch.retries, fetch.max_bytes, fetch.backoff_s, fetch.deadline_s
+        )
+        read_date = today or dt.datetime.now(dt.timezone.utc).date()  # noqa: UP017
+        body, notes = catalog_table(texts, urls, csv_path, read_date, allow_shrink)
+        done = _install(directory, csv_path, target, body, {}, allow_shrink)
+    except RefreshError as exc:
+        message = f"refresh from the SkyPilot catalog failed: {exc}; keeping previous tables"
+        raise RefreshError(message) from None
+    return replace(done, bytes=size, files=len(texts), skipped=tuple(notes))
+
+
+def _refresh_from_csv(directory: Path, target: str, fetch: _Fetch, allow_shrink: bool) -> RefreshResult:
+    """An offerings CSV, fetched conditionally when the cache is the file fetched from `target`."""
+    csv_path = directory / CACHE_FILE
+    deadline = Deadline.after(fetch.deadline_s)
+    headers = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5", **_conditional(directory, csv_path, target)}
     try:
         status, body, response_headers = download(
-            target, headers, timeout_s, retries, max_bytes, backoff_s, deadline
+            target, headers, fetch.timeout_s, fetch.retries, fetch.max_bytes, fetch.backoff_s, deadline
         )
         if status == 304:
             if not csv_path.is_file():
@@ -163,6 +188,19 @@ def refresh_prices(
     except RefreshError as exc:
         message = f"refresh from {target} failed: {exc}; keeping previous tables"
         raise RefreshError(message) from None
+
+
+def _conditional(directory: Path, csv_path: Path, target: str) -> dict[str, str]:
+    """If-None-Match / If-Modified-Since of the cached table, only for a cache that is the file
+    we wrote from `target` (a damaged one is fetched anew)."""
+    meta = read_meta(directory)
+    headers: dict[str, str] = {}
+    if csv_path.is_file() and meta.get("url") == target and checksum_problem(csv_path) is None:
+        for key, header in (("etag", "If-None-Match"), ("last_modified", "If-Modified-Since")):
+            value = header_safe(meta.get(key))
+            if value is not None:  # a value that cannot be sent back (hand-edited) is skipped
+                headers[header] = value
+    return headers
 
 
 #: the longest ETag / Last-Modified value kept (real ones are under 100 characters)

@@ -43,6 +43,8 @@ def test_cli_contract_forbids_every_layer_below_the_api() -> None:
     c = _contract("cli goes through the api")
     assert c["type"] == "forbidden" and c["source_modules"] == ["optimizer.cli"]
     assert set(c["forbidden_modules"]) == {
+        "optimizer.calibrate",
+        "optimizer.configuration",
         "optimizer.inputs",
         "optimizer.model",
         "optimizer.pricing",

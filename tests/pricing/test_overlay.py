@@ -237,8 +237,8 @@ def test_cli_marks_overlay_prices_and_old_ones(tmp_path, monkeypatch, prices):
 def test_serve_and_batch_files_take_pricing_where_it_applies(prices):
     import tomllib
 
+    from optimizer.api.serve_jobs import _load
     from optimizer.inputs.jobs.batch import batch_from_dict
-    from optimizer.solve.serve.plan import _load
 
     root = Path(__file__).parents[2] / "examples"
     serve = tomllib.loads((root / "serve_bert_base.toml").read_text(encoding="utf-8"))

@@ -41,31 +41,49 @@ def batch_page(inputs: ReportInputs) -> Page:
     jobs = b["jobs"]
     scheduled = [j for j in jobs if j["status"] == "scheduled"]
     horizon_d = b["horizon_hours"] / HOURS_PER_DAY
-    costs = b["cost_breakdown_usd"]
+    sections = [Section("inputs", "The batch", facts=_batch_facts(b, len(scheduled), horizon_d))]
     if b["total_cost_usd"] is None:
-        headline = [
+        sections.append(infeasible_section(b))
+    sections.append(_batch_cost(b))
+    sections += [_batch_schedule(b, bool(scheduled)), assumptions_section(b, [], [])]
+    return Page(
+        f"ccopt batch — {len(jobs)} jobs",
+        "batch",
+        b["status"],
+        _batch_headline(b, len(scheduled), horizon_d),
+        f"{b['status']} · {len(jobs)} jobs",
+        sections,
+        inputs.made_by,
+    )
+
+
+def _batch_headline(b: dict[str, Any], n_scheduled: int, horizon_d: float) -> list[Fragment]:
+    """What the batch costs and how many of its jobs run, or why there is no schedule."""
+    jobs, costs = b["jobs"], b["cost_breakdown_usd"]
+    if b["total_cost_usd"] is None:
+        return [
             Fragment("No schedule: "),
             Fragment((b.get("explanation") or {}).get("text") or "the jobs do not fit the capacity"),
         ]
-    else:
-        headline = [
-            Fragment("Run "),
-            Fragment(str(len(scheduled)), "jobs.scheduled", len(scheduled)),
-            Fragment(f" of {len(jobs)} jobs within {horizon_d:g} days for "),
-            Fragment(money(b["total_cost_usd"]), "total_cost_usd", b["total_cost_usd"]),
-            Fragment(
-                f": {money(costs['cloud'])} cloud, {money(costs['owned'])} owned boxes, "
-                f"{money(costs['reservations'])} reservations"
-                + (
-                    f", {money(costs['dropped_value'])} of dropped jobs' value"
-                    if costs["dropped_value"]
-                    else ""
-                )
-                + "."
-            ),
-        ]
-    facts = [
-        ("jobs", f"{len(jobs)} ({len(scheduled)} scheduled, {len(b['dropped'])} dropped)"),
+    return [
+        Fragment("Run "),
+        Fragment(str(n_scheduled), "jobs.scheduled", n_scheduled),
+        Fragment(f" of {len(jobs)} jobs within {horizon_d:g} days for "),
+        Fragment(money(b["total_cost_usd"]), "total_cost_usd", b["total_cost_usd"]),
+        Fragment(
+            f": {money(costs['cloud'])} cloud, {money(costs['owned'])} owned boxes, "
+            f"{money(costs['reservations'])} reservations"
+            + (f", {money(costs['dropped_value'])} of dropped jobs' value" if costs["dropped_value"] else "")
+            + "."
+        ),
+    ]
+
+
+def _batch_facts(b: dict[str, Any], n_scheduled: int, horizon_d: float) -> list[tuple[str, str]]:
+    """The batch's jobs, horizon and capacity, as the inputs section states them."""
+    jobs = b["jobs"]
+    return [
+        ("jobs", f"{len(jobs)} ({n_scheduled} scheduled, {len(b['dropped'])} dropped)"),
         ("horizon", f"{horizon_d:g} days"),
         (
             "capacity",
@@ -73,10 +91,12 @@ def batch_page(inputs: ReportInputs) -> Page:
             or "cloud without quota",
         ),
     ]
-    sections = [Section("inputs", "The batch", facts=facts)]
-    if b["total_cost_usd"] is None:
-        sections.append(infeasible_section(b))
-    cost = Section(
+
+
+def _batch_cost(b: dict[str, Any]) -> Section:
+    """The batch's cost: cloud, owned boxes, reservations and dropped jobs' value."""
+    costs = b["cost_breakdown_usd"]
+    return Section(
         "cost",
         "Cost breakdown",
         tables=[
@@ -94,7 +114,11 @@ def batch_page(inputs: ReportInputs) -> Page:
             )
         ],
     )
-    sections.append(cost)
+
+
+def _batch_schedule(b: dict[str, Any], any_scheduled: bool) -> Section:
+    """The jobs' table in days from the start of the horizon, the Gantt and the usage charts."""
+    jobs = b["jobs"]
     rows = tuple(
         (
             j["name"],
@@ -133,7 +157,7 @@ def batch_page(inputs: ReportInputs) -> Page:
             )
         ],
     )
-    if scheduled:
+    if any_scheduled:
         schedule.charts.append(
             Chart(
                 "chart-gantt",
@@ -150,16 +174,7 @@ def batch_page(inputs: ReportInputs) -> Page:
                 "Shared owned boxes and quota in use over the horizon.",
             )
         )
-    sections += [schedule, assumptions_section(b, [], [])]
-    return Page(
-        f"ccopt batch — {len(jobs)} jobs",
-        "batch",
-        b["status"],
-        headline,
-        f"{b['status']} · {len(jobs)} jobs",
-        sections,
-        inputs.made_by,
-    )
+    return schedule
 
 
 def _serve_headline(job: dict[str, Any], p: dict[str, Any]) -> list[Fragment]:

@@ -333,33 +333,7 @@ def _rent_buy_section(compare: dict[str, Any] | None, result: dict[str, Any]) ->
         )
     else:
         section.lead = f"Verdict: {v['verdict']}. {v['summary'][:1].upper()}{v['summary'][1:]}."
-        section.tables.append(
-            Table(
-                f"Rent ({v['rent_plan']}) vs own ({v['own_plan']}), the same jobs a month",
-                (
-                    "utilisation",
-                    "jobs a month",
-                    "rent per job",
-                    "own per job",
-                    "rent per month",
-                    "own per month",
-                    "cheaper",
-                ),
-                tuple(
-                    (
-                        f"{r['utilisation']:.0%}",
-                        num(r["jobs_per_month"], 1),
-                        money(r["rent_usd_per_job"]),
-                        money(r["own_usd_per_job"]),
-                        money(r["rent_usd_per_month"]),
-                        money(r["own_usd_per_month"]),
-                        r["cheaper"],
-                    )
-                    for r in v["by_utilisation"]
-                ),
-                numeric=(1, 2, 3, 4, 5),
-            )
-        )
+        section.tables.append(_rent_own_table(v))
     if compare and v and compare.get("break_even_per_gpu"):
         section.charts.append(
             Chart(
@@ -368,52 +342,83 @@ def _rent_buy_section(compare: dict[str, Any] | None, result: dict[str, Any]) ->
                 (compare.get("break_even") or {}).get("note") or "",
             )
         )
-        rows = tuple(
-            (
-                gpu,
-                b["cloud_plan"] or "",
-                money(b["cloud_usd_per_job"]),
-                money((b.get("verdict") or {}).get("own_usd_per_job")),
-                num(b["jobs_to_break_even"], 1) if b["jobs_to_break_even"] is not None else "never",
-                num(b["months_to_break_even"], 1) if b["months_to_break_even"] is not None else "never",
-            )
-            for gpu, b in sorted(
-                compare["break_even_per_gpu"].items(), key=lambda kv: kv[1]["cloud_usd_per_job"]
-            )
-        )
-        section.tables.append(
-            Table(
-                f"Break-even against the best cloud plan of each GPU type, at "
-                f"{v['break_even_jobs_per_month']:.3g} jobs a month",
-                ("GPU", "cloud plan", "cloud per job", "own per job", "jobs to break even", "months"),
-                rows,
-                numeric=(2, 3, 4, 5),
-            )
-        )
+        section.tables.append(_break_even_table(compare, v))
     if compare:
-        per_gpu_rows = tuple(
-            (
-                gpu,
-                f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
-                f"{r['days']:.2f}",
-                money(r["cost_usd"]),
-            )
-            if r
-            else (gpu, "no plan meets the deadline/budget", "", "")
-            for gpu, r in sorted(
-                compare["per_gpu"].items(), key=lambda kv: kv[1]["cost_usd"] if kv[1] else 1e30
-            )
-        )
-        mixed = mix_compare_row(compare)
-        section.tables.append(
-            Table(
-                "Best plan per GPU type",
-                ("GPU", "plan", "days", "cost"),
-                per_gpu_rows if mixed is None else (mixed, *per_gpu_rows),
-                numeric=(2, 3),
-            )
-        )
+        section.tables.append(_per_gpu_table(compare))
     return section
+
+
+def _rent_own_table(v: dict[str, Any]) -> Table:
+    """Renting against owning the same jobs a month, by utilisation of the owned boxes."""
+    return Table(
+        f"Rent ({v['rent_plan']}) vs own ({v['own_plan']}), the same jobs a month",
+        (
+            "utilisation",
+            "jobs a month",
+            "rent per job",
+            "own per job",
+            "rent per month",
+            "own per month",
+            "cheaper",
+        ),
+        tuple(
+            (
+                f"{r['utilisation']:.0%}",
+                num(r["jobs_per_month"], 1),
+                money(r["rent_usd_per_job"]),
+                money(r["own_usd_per_job"]),
+                money(r["rent_usd_per_month"]),
+                money(r["own_usd_per_month"]),
+                r["cheaper"],
+            )
+            for r in v["by_utilisation"]
+        ),
+        numeric=(1, 2, 3, 4, 5),
+    )
+
+
+def _break_even_table(compare: dict[str, Any], v: dict[str, Any]) -> Table:
+    """Jobs and months to break even against the best cloud plan of each GPU type."""
+    rows = tuple(
+        (
+            gpu,
+            b["cloud_plan"] or "",
+            money(b["cloud_usd_per_job"]),
+            money((b.get("verdict") or {}).get("own_usd_per_job")),
+            num(b["jobs_to_break_even"], 1) if b["jobs_to_break_even"] is not None else "never",
+            num(b["months_to_break_even"], 1) if b["months_to_break_even"] is not None else "never",
+        )
+        for gpu, b in sorted(compare["break_even_per_gpu"].items(), key=lambda kv: kv[1]["cloud_usd_per_job"])
+    )
+    return Table(
+        f"Break-even against the best cloud plan of each GPU type, at "
+        f"{v['break_even_jobs_per_month']:.3g} jobs a month",
+        ("GPU", "cloud plan", "cloud per job", "own per job", "jobs to break even", "months"),
+        rows,
+        numeric=(2, 3, 4, 5),
+    )
+
+
+def _per_gpu_table(compare: dict[str, Any]) -> Table:
+    """The best plan of each GPU type (and the mixed plan's row first, when there is one)."""
+    per_gpu_rows = tuple(
+        (
+            gpu,
+            f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']})",
+            f"{r['days']:.2f}",
+            money(r["cost_usd"]),
+        )
+        if r
+        else (gpu, "no plan meets the deadline/budget", "", "")
+        for gpu, r in sorted(compare["per_gpu"].items(), key=lambda kv: kv[1]["cost_usd"] if kv[1] else 1e30)
+    )
+    mixed = mix_compare_row(compare)
+    return Table(
+        "Best plan per GPU type",
+        ("GPU", "plan", "days", "cost"),
+        per_gpu_rows if mixed is None else (mixed, *per_gpu_rows),
+        numeric=(2, 3),
+    )
 
 
 def _assumptions(result: dict[str, Any], p: dict[str, Any] | None) -> Section:

@@ -23,19 +23,16 @@ fill their instances (replicas = instances × GPUs per instance / tp).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError, InfeasibleError, Status
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.gpus import resolve_gpu_id
-from optimizer.inputs.jobs.common import DocumentSource
-from optimizer.inputs.jobs.serve import ServeJob, load_serve_job, serve_job_from_dict
-from optimizer.inputs.jobs.train import coerce_document
+from optimizer.inputs.jobs.serve import ServeConstraints, ServeJob
 from optimizer.model.profile import is_profile
 from optimizer.model.setup import PerfAssumptions
-from optimizer.pricing.catalog import load_catalog_rows
+from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offerings import flag_notes, job_offerings
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import from_cents
@@ -46,18 +43,12 @@ from optimizer.solve.serve.explain import (
     no_options_binding,
 )
 from optimizer.solve.serve.model import max_load_scale, solve_problem
-from optimizer.solve.serve.options import replica_options
-from optimizer.solve.serve.problem import build_problem
+from optimizer.solve.serve.options import BestLatency, ReplicaOption, replica_options
+from optimizer.solve.serve.problem import IntProblem, build_problem
 from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
 from optimizer.solve.serve.validate import validate_serve
 
-__all__ = [
-    "plan_serving",
-    "compare_serving",
-    "run_serve",
-    "run_serve_compare",
-    "require_feasible",
-]
+__all__ = ["plan_serving", "compare_serving", "require_feasible"]
 
 Rows = Sequence[OfferingRow] | None
 
@@ -96,13 +87,8 @@ def _plan(
     config: SolverConfig | None,
     assumptions: PerfAssumptions | None,
 ) -> ServeResult:
-    model = job.model.resolve(base_dir)
-    if is_profile(model):
-        raise ConfigError(
-            f"model: {model.name} is a per-sample profile; serving plans "
-            "transformer shapes (presets such as bert-base, vit-b16, llama-*; or "
-            "hf_config)"
-        )
+    """Options → problem → CP-SAT → deployments; an infeasible result says why."""
+    model = _serving_model(job, base_dir)
     w, c = job.workload, job.constraints
     a = assumptions or base_assumptions(job.assumptions)
     offerings = job_offerings(rows, c, job.hardware.owned, job.hardware.buy)
@@ -118,15 +104,8 @@ def _plan(
         rejected=tuple(rejected),
     )
     if not options:
-        text, fixes = diagnose_no_options(model, w, c, best, len(offerings))
-        return ServeResult(
-            Status.INFEASIBLE,
-            explanation=text,
-            fixes=fixes,
-            solver={"name": "cp-sat", "options": 0},
-            binding=no_options_binding(best, len(offerings)),
-            **base,
-        )
+        binding = no_options_binding(best, len(offerings))
+        return _unplannable(job, model, best, len(offerings), binding, 0, base)
     problem, unit_rps = build_problem(options, [load * bk.share for bk in w.request_buckets()], c)
     missing = [
         i
@@ -134,15 +113,53 @@ def _plan(
         if u and not any(o.time_per_unit[i] is not None for o in problem.options)
     ]
     if missing:
-        text, fixes = diagnose_no_options(model, w, c, best, len(offerings))
-        return ServeResult(
-            Status.INFEASIBLE,
-            explanation=text,
-            fixes=fixes,
-            binding="latency",
-            solver={"name": "cp-sat", "options": len(options)},
-            **base,
+        return _unplannable(job, model, best, len(offerings), "latency", len(options), base)
+    return _solved(problem, options, unit_rps, c, config, base)
+
+
+def _serving_model(job: ServeJob, base_dir: Path | None) -> ModelSpec:
+    """The job's model; a per-sample profile is refused (serving plans transformer shapes)."""
+    model = job.model.resolve(base_dir)
+    if is_profile(model):
+        raise ConfigError(
+            f"model: {model.name} is a per-sample profile; serving plans "
+            "transformer shapes (presets such as bert-base, vit-b16, llama-*; or "
+            "hf_config)"
         )
+    return model
+
+
+def _unplannable(
+    job: ServeJob,
+    model: ModelSpec,
+    best: BestLatency,
+    n_offerings: int,
+    binding: str,
+    n_options: int,
+    base: dict[str, Any],
+) -> ServeResult:
+    """Infeasible before any solve: no replica option, or a request bucket none can serve."""
+    text, fixes = diagnose_no_options(model, job.workload, job.constraints, best, n_offerings)
+    return ServeResult(
+        Status.INFEASIBLE,
+        explanation=text,
+        fixes=fixes,
+        binding=binding,
+        solver={"name": "cp-sat", "options": n_options},
+        **base,
+    )
+
+
+def _solved(
+    problem: IntProblem,
+    options: Sequence[ReplicaOption],
+    unit_rps: Sequence[float],
+    c: ServeConstraints,
+    config: SolverConfig | None,
+    base: dict[str, Any],
+) -> ServeResult:
+    """CP-SAT's fleet for `problem`, its capacity at the largest load scale it carries."""
+    load = base["load_rps"]
     sol = solve_problem(problem, config)
     solver_info = dict(sol.result.as_dict() if sol.result else {}, options=len(options))
     if sol.status == Status.INFEASIBLE:
@@ -195,49 +212,6 @@ def compare_serving(
         )
         per_gpu[gpu] = plan_serving(sub, rows, base_dir, config, assumptions)
     return ServeComparison(overall, per_gpu)
-
-
-def _load(
-    job: ServeJob | DocumentSource, prices: str | Path | None, offline: bool | None
-) -> tuple[ServeJob, Rows, Path | None, dict[str, Any] | None]:
-    """The job (path, dict or ServeJob), the catalog rows if it may use cloud, its directory,
-    and the catalog's age (None without cloud)."""
-    serve_job, base_dir = coerce_document(job, ServeJob, load_serve_job, serve_job_from_dict)
-    if not serve_job.constraints.cloud:
-        return serve_job, None, base_dir, None
-    loaded = load_catalog_rows(
-        prices,
-        offline=offline,
-        overlay=serve_job.pricing,
-        overlay_label=f"{serve_job.name} [pricing]",
-        keep_regions=serve_job.named_regions(),
-    )
-    return serve_job, loaded.rows, base_dir, loaded.age.as_dict()
-
-
-def run_serve(
-    job: ServeJob | DocumentSource,
-    *,
-    prices: str | Path | None = None,
-    offline: bool | None = None,
-    time_limit_s: float = 10.0,
-) -> ServeResult:
-    """Plan a serving job given as a TOML path, a dict or a ServeJob (see plan_serving)."""
-    j, rows, base_dir, age = _load(job, prices, offline)
-    return replace(plan_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s)), catalog=age)
-
-
-def run_serve_compare(
-    job: ServeJob | DocumentSource,
-    *,
-    prices: str | Path | None = None,
-    offline: bool | None = None,
-    time_limit_s: float = 10.0,
-) -> ServeComparison:
-    """Best deployment per GPU type for a serving job (see compare_serving)."""
-    j, rows, base_dir, age = _load(job, prices, offline)
-    result = compare_serving(j, rows, base_dir, SolverConfig(time_limit_s=time_limit_s))
-    return replace(result, best=replace(result.best, catalog=age))
 
 
 def require_feasible(result: ServeResult) -> ServeResult:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.api.configuration import Built
+from optimizer.configuration.build import Built
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.calibration_file import check_activation_factor, check_memory
 from optimizer.inputs.calibration_store import add_memory_point, load_memory_points
@@ -86,17 +86,7 @@ def store_memory_point(
     group = now.memory_calibrated[(model, stack)]
     peaks = [p for p in load_memory_points() if (p["model"], p["stack"]) == (model, stack)]
     plain = point.fit.model
-    how = (
-        "this peak's factor"
-        if len(peaks) == 1
-        else f"the geometric mean of the factors of its {len(peaks)} stored peaks"
-    )
-    scope = (
-        f"affects the memory of training estimates and plans of {model} with stack {stack}, every "
-        f"layout and GPU type: the activations the model counts × {group:.3f} ({how}); weights, "
-        "gradients and optimizer states stay exact byte counts; other models and stacks keep "
-        "the model's own count"
-    )
+    scope = _scope(model, stack, group, len(peaks))
     return {
         "id": stored["id"],
         "replaced": replaced,
@@ -116,3 +106,18 @@ def store_memory_point(
         "calibrated_gib": round(after.metric(point.kind), 3),
         "scope": scope,
     }
+
+
+def _scope(model: str, stack: str, group_factor: float, n_peaks: int) -> str:
+    """Which predictions the stored peaks of `model` × `stack` change, in words."""
+    how = (
+        "this peak's factor"
+        if n_peaks == 1
+        else f"the geometric mean of the factors of its {n_peaks} stored peaks"
+    )
+    return (
+        f"affects the memory of training estimates and plans of {model} with stack {stack}, every "
+        f"layout and GPU type: the activations the model counts × {group_factor:.3f} ({how}); weights, "
+        "gradients and optimizer states stay exact byte counts; other models and stacks keep "
+        "the model's own count"
+    )

@@ -19,7 +19,7 @@ from optimizer.solve.serve.problem import IntOption, IntProblem
 from optimizer.solve.serve.result import ServeResult
 from optimizer.solve.serve.validate import serve_violations, validate_serve
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples/serve_8b_4090_vs_cloud.toml"
 
 

@@ -19,9 +19,10 @@ from optimizer.inputs.request import (
     ConfigRequest,
     flag_of,
 )
+from optimizer.inputs.request_layout import request_gpus, request_layout
 from optimizer.model.fabric import default_fabric
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.layout import grad_accum_of, parallel_problems
+from optimizer.model.layout import parallel_problems
 from optimizer.model.profile import is_profile
 from optimizer.model.setup import Layout, TrainingSetup
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
@@ -145,8 +146,7 @@ def _hardware(
     gpn = offering.gpus_per_instance if offering else None
     if offering and req.gpus_per_instance is not None and req.gpus_per_instance != gpn:
         raise ConfigError(f"--gpus-per-instance: {req.instance} has {gpn} GPUs per instance")
-    n_gpus = req.num_gpus if req.num_gpus is not None else (gpn or 1)
-    return g, offering, n_gpus, gpn or req.gpus_per_instance or min(n_gpus, 8)
+    return (g, offering, *request_gpus(req, gpn))
 
 
 def build_configuration(
@@ -216,22 +216,4 @@ def _training(
         offload_params=req.offload_params,
         lora_targets=req.lora_targets or LINEAR_MODULES,
     )
-    dp = n_gpus // (req.tp * req.pp * req.context_parallel)
-    grad_accum = 1 if req.global_batch is None else grad_accum_of(req.global_batch, dp, req.micro_batch)
-    if grad_accum is None:
-        raise ConfigError(
-            f"--global-batch: {req.global_batch} is not a multiple of dp × micro-batch = "
-            f"{dp} × {req.micro_batch}"
-        )
-    layout = Layout(
-        dp=dp,
-        tp=req.tp,
-        pp=req.pp,
-        zero_stage=req.zero_stage,
-        checkpointing=req.activation_checkpointing,
-        micro_batch=req.micro_batch,
-        grad_accum=grad_accum,
-        cp=req.context_parallel,
-        vp=req.virtual_stages,
-    )
-    return setup, layout
+    return setup, request_layout(req, n_gpus)

@@ -7,12 +7,12 @@ COMM_RANGE), and each run of the fabric stores its base efficiency under it."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.api.configuration import build_configuration
+from optimizer.configuration.build import build_configuration
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import fit_efficiency, recorded_request
 from optimizer.inputs.calibration_store import load_points, point_comm_key, set_fabric_comm
@@ -23,10 +23,30 @@ from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import microbatch_size_factor
 
-__all__ = ["FabricRun", "fit_fabric", "refit_fabric"]
+__all__ = ["FabricRun", "fit_fabric", "golden_section_minimum", "refit_fabric"]
 
 #: golden-section iterations over log μ in COMM_RANGE (width 2.2 → 2.2 × 0.618^40 ≈ 1e-8)
 _ITERATIONS = 40
+
+
+def golden_section_minimum(
+    objective: Callable[[float], float], lo: float, hi: float, iterations: int = _ITERATIONS
+) -> float:
+    """The middle of the bracket a golden-section search of `objective` over [lo, hi] narrows
+    to after `iterations` steps (a unimodal objective's minimum)."""
+    g = (math.sqrt(5) - 1) / 2
+    c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+    fc, fd = objective(c), objective(d)
+    for _ in range(iterations):
+        if fc <= fd:
+            hi, d, fd = d, c, fc
+            c = hi - g * (hi - lo)
+            fc = objective(c)
+        else:
+            lo, c, fc = c, d, fd
+            d = lo + g * (hi - lo)
+            fd = objective(d)
+    return (lo + hi) / 2
 
 
 @dataclass(frozen=True)
@@ -67,20 +87,7 @@ def fit_fabric(
             return math.inf
         return comm_objective(log_mu, [*zip(sizes, effs, strict=True), *others])
 
-    lo, hi = math.log(COMM_RANGE[0]), math.log(COMM_RANGE[1])
-    g = (math.sqrt(5) - 1) / 2
-    c, d = hi - g * (hi - lo), lo + g * (hi - lo)
-    fc, fd = objective(c), objective(d)
-    for _ in range(_ITERATIONS):
-        if fc <= fd:
-            hi, d, fd = d, c, fc
-            c = hi - g * (hi - lo)
-            fc = objective(c)
-        else:
-            lo, c, fc = c, d, fd
-            d = lo + g * (hi - lo)
-            fd = objective(d)
-    log_mu = (lo + hi) / 2
+    log_mu = golden_section_minimum(objective, math.log(COMM_RANGE[0]), math.log(COMM_RANGE[1]))
     effs = refit(log_mu)
     if effs is None or objective(log_mu) >= objective(0.0):
         return 1.0, {}
