@@ -86,7 +86,9 @@ def download(
                     return status, b"", dict(response.headers)
                 if status != 200:
                     raise RefreshError(f"HTTP {status} {response.reason or ''}".strip())
-                return status, _read_body(response, max_bytes, timeout_s, deadline), dict(response.headers)
+                body = _read_body(response, max_bytes, timeout_s, deadline)
+                _check_complete(body, response.headers)
+                return status, body, dict(response.headers)
         except requests.Timeout:
             deadline.check()
             last = f"timed out after {per_read:g} s"
@@ -106,6 +108,16 @@ def download(
             raise RefreshError(f"request failed (bad URL or redirect target: {_short(exc)})") from None
     tries = "attempt" if retries == 0 else "attempts"
     raise RefreshError(f"{last} ({retries + 1} {tries})")
+
+
+def _check_complete(body: bytes, headers: Any) -> None:
+    """A body without a Content-Length to check it against must end with a whole line: a
+    connection closed mid-row would otherwise leave a cut last row that may still parse."""
+    if body and "content-length" not in {k.lower() for k in headers} and not body.endswith(b"\n"):
+        raise RefreshError(
+            "the download ended mid-line and the server sent no Content-Length to check it "
+            "against; refused as likely cut short"
+        )
 
 
 def _check_redirects(url: str, response: Any) -> None:

@@ -144,6 +144,9 @@ def _refresh_target(url: str | None, catalog_url: str | None) -> tuple[str, str]
     """(the http(s) URL refreshed from, the flag that names it: --url or --catalog-url)."""
     if url and catalog_url:
         raise ConfigError("--url and --catalog-url: give one (an offerings CSV, or the SkyPilot catalog)")
+    for flag, given in (("--url", url), ("--catalog-url", catalog_url)):
+        if given is not None and not given.strip():  # '' is not "the default source"
+            raise ConfigError(f"{flag}: empty; allowed: an http(s) URL (or leave {flag} out)")
     target = url or ("" if catalog_url else os.environ.get("CCOPT_PRICES_URL", "").strip())
     field = "--url" if target else "--catalog-url"
     target = target or skypilot.base_url(catalog_url)
