@@ -18,6 +18,7 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.files import MAX_NESTING, check_nesting, open_input
+from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.model.calibrated import COMM_RANGE
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.memory_breakdown import MEMORY_KINDS
@@ -188,6 +189,7 @@ def _check_memory_point(point: Any, where: str) -> None:
     for key in ("id", "model", "stack", "gpu", "precision"):
         if not isinstance(point.get(key), str) or not point[key]:
             raise ConfigError(f"{where}.{key}: {point.get(key)!r} is not allowed; allowed: a name")
+    _check_gpu_id(point["gpu"], f"{where}.gpu")
     if point.get("kind") not in MEMORY_KINDS:
         raise ConfigError(
             f"{where}.kind: {point.get('kind')!r} is not allowed; allowed: {', '.join(MEMORY_KINDS)}"
@@ -214,6 +216,8 @@ def _check_point(point: Any, where: str) -> None:
     for key in ("id", "gpu", "precision", "stack"):
         if not isinstance(point.get(key), str) or not point[key]:
             raise ConfigError(f"{where}.{key}: {point.get(key)!r} is not allowed; allowed: a name")
+    _check_gpu_id(point["gpu"], f"{where}.gpu")
+    _check_measured(point.get("measured"), f"{where}.measured")
     for key, lo, allowed in (
         ("efficiency", MIN_EFFICIENCY, EFFICIENCY_RANGE),
         ("size_factor", 1e-9, "a number > 0 and ≤ 1"),
@@ -230,6 +234,45 @@ def _check_point(point: Any, where: str) -> None:
                 "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
             )
     _check_split(point, where)
+
+
+_FIX = "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
+#: the layout counts a stored run records: each a whole number ≥ 1 (zero_stage: 0-3)
+_COUNTS = ("dp", "tp", "pp", "micro_batch", "grad_accum", "num_gpus", "global_batch", "seq_len")
+
+
+def _check_gpu_id(gpu: str, where: str) -> None:
+    """A stored run names its GPU by the catalog's id (what `ccopt calibrate` writes): an unknown
+    name or an alias would be matched by nothing, so it is refused instead of ignored."""
+    try:
+        canonical = resolve_gpu_id(gpu, where)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} {_FIX}") from None
+    if canonical != gpu:
+        raise ConfigError(f"{where}: {gpu!r} is an alias; allowed: the GPU id {canonical!r} {_FIX}")
+
+
+def _check_measured(measured: object, where: str) -> None:
+    """What a run measured, where given: step_time_s and tokens_per_s > 0, the layout's counts
+    whole numbers ≥ 1 (a dp of 0 or a negative step time was used without a word)."""
+    if measured is None:
+        return
+    if not isinstance(measured, dict):
+        raise ConfigError(f"{where}: must be a table (layout, step_time_s, ...) {_FIX}")
+    for key in ("step_time_s", "tokens_per_s", "samples_per_s"):
+        value = measured.get(key)
+        if value is not None and not (_number(value) and float(value) > 0):
+            raise ConfigError(f"{where}.{key}: {value!r} is not allowed; allowed: a number > 0 {_FIX}")
+    for table in ("layout", "request"):
+        part = measured.get(table)
+        part = part if isinstance(part, dict) else {}
+        for key in _COUNTS:
+            value = part.get(key, measured.get(key) if table == "layout" else None)
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+            if value is not None and not ok:
+                raise ConfigError(
+                    f"{where}.{table}.{key}: {value!r} is not allowed; allowed: a whole number ≥ 1 {_FIX}"
+                )
 
 
 def _number(value: object) -> bool:

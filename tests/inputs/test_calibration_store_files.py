@@ -80,3 +80,54 @@ def test_two_links_to_one_store_lock_each_other_out(tmp_path: Path) -> None:
             [sys.executable, "-c", probe, str(store_target(two)) + ".lock"], capture_output=True, text=True
         )
     assert done.stdout.strip() == "held"
+
+
+def _stored_run(**changes: object) -> dict:
+    run = {
+        "id": "a1b2c3d4",
+        "gpu": "H100-80GB",
+        "precision": "bf16",
+        "stack": "generic",
+        "efficiency": 0.4,
+        "size_factor": 0.8,
+        "measured": {"layout": {"dp": 8, "tp": 1, "pp": 1}, "step_time_s": 0.5, "tokens_per_s": 30000.0},
+    }
+    for path, value in changes.items():
+        node = run
+        *parents, last = path.split("__")
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return run
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "allowed"),
+    [
+        ({"gpu": "H999"}, "points[0].gpu", "unknown GPU 'H999'"),
+        ({"gpu": "h100"}, "points[0].gpu", "is an alias; allowed: the GPU id 'H100-80GB'"),
+        ({"measured__layout__dp": 0}, "points[0].measured.layout.dp", "a whole number ≥ 1"),
+        ({"measured__step_time_s": -0.5}, "points[0].measured.step_time_s", "a number > 0"),
+    ],
+)
+def test_a_stored_run_that_would_be_ignored_or_misused_is_named(
+    tmp_path, monkeypatch, change, field, allowed
+):
+    """Issue 47: an unknown GPU, an alias, dp = 0 or a negative step time in a stored run was
+    used or ignored without a word; now one line naming the field, exit 2."""
+    store = tmp_path / "calibration.json"
+    store.write_text(json.dumps({"entries": {}, "points": [_stored_run(**change)]}))
+    monkeypatch.setenv("CCOPT_CALIBRATION", str(store))
+    result = runner.invoke(app, ESTIMATE)
+    assert result.exit_code == 2, result.stdout
+    assert f"calibration store {store}: {field}" in result.stderr and allowed in result.stderr
+    assert "ccopt calibrate --remove" in result.stderr
+
+
+def test_a_valid_stored_run_is_used(tmp_path, monkeypatch) -> None:
+    store = tmp_path / "calibration.json"
+    store.write_text(json.dumps({"entries": {}, "points": [_stored_run()]}))
+    monkeypatch.setenv("CCOPT_CALIBRATION", str(store))
+    result = runner.invoke(app, [*ESTIMATE, "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["calibrated"] is True
