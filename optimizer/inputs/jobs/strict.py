@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from optimizer.inputs.validation import check_text
+
 __all__ = ["STRICT", "StrictModel"]
 
 STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
@@ -18,6 +20,15 @@ def _tuples(value: Any) -> Any:
     return value
 
 
+def _texts(value: Any) -> Any:
+    """Check every string field (and dict key) of a table before validation."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_text(str(key), key)
+            check_text(str(key), item)
+    return value
+
+
 class StrictModel(BaseModel):
     """Base of the job-file tables: STRICT, with TOML arrays accepted for tuple fields."""
 
@@ -26,4 +37,4 @@ class StrictModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _arrays(cls, data: Any) -> Any:
-        return _tuples(data)
+        return _tuples(_texts(data))

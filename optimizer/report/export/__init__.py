@@ -21,11 +21,13 @@ from optimizer.report.export.common import (
     header_lines,
     result_kind,
     serve_deployments,
+    shell_default,
+    slug,
     train_plans,
     yaml_text,
 )
 from optimizer.report.export.launchers import accelerate_script, sbatch_script, serve_command, torchrun_script
-from optimizer.report.export.skypilot import service_yaml, slug, task_yaml
+from optimizer.report.export.skypilot import service_yaml, task_yaml
 from optimizer.report.export.training import (
     FRAMEWORK_STACKS,
     deepspeed_config,
@@ -137,7 +139,7 @@ def _serve_sbatch(result: dict[str, Any], d: dict[str, Any], index: int, fmt: st
         "#SBATCH --exclusive\n#SBATCH --output=%x-%A_%a.out\n"
         + comment(header_lines(result, fmt, body))
         + "set -euo pipefail\n"
-        + f'export MODEL_ID="${{MODEL_ID:-{job.get("model_ref") or job.get("model")}}}"\n'
+        + shell_default({"MODEL_ID": str(job.get("model_ref") or job.get("model"))})
         + serve_command(d, str(job.get("stack") or "generic"), max_len)
         + "\n"
     )
@@ -186,7 +188,7 @@ def export_result(result: dict[str, Any], fmt: str) -> Export:
             if fmt == "all" and FRAMEWORK_STACKS.get(name, t.stack) != t.stack:
                 continue  # another stack's config: only when asked for by name
             try:
-                out.files.append(ExportedFile(f"{slug(t.job)}.{spec.suffix}", spec.train(t), t.job, name))
+                out.files.append(ExportedFile(f"{t.stem}.{spec.suffix}", spec.train(t), t.job, name))
             except ConfigError as exc:
                 out.skipped.append(str(exc))
     if fmt == "all":  # one reason per format is enough

@@ -8,7 +8,14 @@ import shlex
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.report.export.common import MASTER_PORT, TrainPlan, comment, wall_time
+from optimizer.report.export.common import (
+    MASTER_PORT,
+    TrainPlan,
+    comment,
+    shell_default,
+    shell_exports,
+    wall_time,
+)
 from optimizer.report.export.training import (
     DEEPSPEED_FILE,
     deepspeed_config,
@@ -41,15 +48,6 @@ READINESS_PATH = {
 }
 
 
-def _exports(values: dict[str, str]) -> str:
-    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in values.items())
-
-
-def _defaults(values: dict[str, str]) -> str:
-    """Variables the user may set before running (the value given is only a start)."""
-    return "".join(f'export {k}="${{{k}:-{v}}}"\n' for k, v in values.items())
-
-
 def deepspeed_heredoc(t: TrainPlan) -> str:
     """Shell lines that write the DeepSpeed config the launch line names (empty when none)."""
     return _heredoc(t) if needs_deepspeed_file(t) else ""
@@ -65,8 +63,8 @@ def _script(t: TrainPlan, rendezvous: str, command: str) -> str:
         "#!/usr/bin/env bash\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
-        + _exports(layout_env(t))
-        + _defaults(stack_variables(t))
+        + shell_exports(layout_env(t))
+        + shell_default(stack_variables(t))
         + rendezvous
         + deepspeed_heredoc(t)
         + command
@@ -156,8 +154,8 @@ def accelerate_script(t: TrainPlan) -> str:
         "#!/usr/bin/env bash\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
-        + _exports(layout_env(t))
-        + _defaults({"TRAIN_SCRIPT": "train.py"})
+        + shell_exports(layout_env(t))
+        + shell_default({"TRAIN_SCRIPT": "train.py"})
         + _manual_rendezvous(t)
         + ds
         + " \\\n    ".join(lines)
@@ -181,7 +179,7 @@ def sbatch_script(t: TrainPlan) -> str:
     if t.slot_end_hour is not None and t.start_hour is not None:
         limit_h = max(limit_h, t.slot_end_hour - t.start_hour)
     directives = [
-        f"#SBATCH --job-name={t.job}",
+        f"#SBATCH --job-name={t.stem or 'ccopt'}",  # a slug: letters, digits, dashes
         f"#SBATCH --nodes={t.nodes}",
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={t.gpus_per_node}",
@@ -206,8 +204,8 @@ def sbatch_script(t: TrainPlan) -> str:
         + "\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
-        + _exports(layout_env(t))
-        + _defaults(stack_variables(t))
+        + shell_exports(layout_env(t))
+        + shell_default(stack_variables(t))
         + rendezvous
         + deepspeed_heredoc(t)
         + command

@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.report.export.common import MASTER_PORT, TrainPlan
+from optimizer.report.export.common import MASTER_PORT, TrainPlan, toml_text
 
 __all__ = [
     "deepspeed_config",
@@ -201,16 +201,7 @@ def _torchtitan_values(t: TrainPlan) -> dict[str, dict[str, Any]]:
 
 def torchtitan_toml(t: TrainPlan) -> str:
     """The torchtitan job-config TOML tables the plan sets (torchtitan/config/job_config.py)."""
-    out = []
-    for table, values in _torchtitan_values(t).items():
-        out.append(f"[{table}]")
-        out += [f"{k} = {_toml(v)}" for k, v in values.items()]
-        out.append("")
-    return "\n".join(out)
-
-
-def _toml(v: Any) -> str:
-    return ('"' + v + '"') if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+    return toml_text(_torchtitan_values(t))
 
 
 def torchtitan_overrides(t: TrainPlan) -> list[str]:
