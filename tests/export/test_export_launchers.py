@@ -36,14 +36,25 @@ def _megatron_parser() -> argparse.ArgumentParser:
         "--num-virtual-stages-per-pipeline-rank",
         "--recompute-num-layers",
         "--zero-stage",
+        "--num-layers",  # the model's shape (_add_network_size_args)
+        "--hidden-size",
+        "--ffn-hidden-size",
+        "--num-attention-heads",
+        "--num-query-groups",
     ):
         p.add_argument(name, type=int)
+    p.add_argument("--normalization", choices=["LayerNorm", "RMSNorm"])
+    p.add_argument("--position-embedding-type", choices=["learned_absolute", "rope", "none"])
     for name in (
         "--sequence-parallel",
         "--bf16",
         "--fp16",
         "--use-distributed-optimizer",
         "--use-torch-fsdp2",
+        "--group-query-attention",
+        "--swiglu",
+        "--untie-embeddings-and-output-weights",
+        "--disable-bias-linear",
     ):
         p.add_argument(name, action="store_true")
     p.add_argument("--deepspeed", action="store_true")
@@ -86,6 +97,11 @@ def test_megatron_arguments_parse_and_give_the_plans_layout(
         assert args.global_batch_size // (args.micro_batch_size * dp) == lay["grad_accum"]
         assert args.global_batch_size == p["global_batch"] and args.train_iters == p["steps"]
         assert args.seq_length == stack_plans[stack]["job"]["seq_len"]
+        # the shape of the model, from its published config (not from ccopt's preset table)
+        shape = {"megatron-core": (32, 4096, 11008, 32), "megatron-deepspeed": (96, 12288, 49152, 96)}
+        assert (args.num_layers, args.hidden_size, args.ffn_hidden_size, args.num_attention_heads) == shape[
+            stack
+        ], "Llama 2 7B (HF config.json) and GPT-3 175B (Brown et al. 2020 Table 2.1)"
         if lay["zero_stage"] == 3 and stack == "megatron-core":
             assert args.use_torch_fsdp2
         if stack == "megatron-deepspeed":
@@ -117,11 +133,13 @@ def _stub(bin_dir: Path, name: str, body: str) -> None:
 
 
 def _run(script: str, tmp_path: Path, env: dict[str, str]) -> list[str]:
-    """Run an exported script with torchrun / srun / scontrol stubbed; torchrun's argv back."""
+    """Run an exported script with torchrun / deepspeed / srun / scontrol stubbed; the
+    launcher's name and argv back."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     log = tmp_path / "argv"
-    _stub(bin_dir, "torchrun", f'printf "%s\\n" "$@" > "{log}"')
+    for launcher in ("torchrun", "deepspeed"):
+        _stub(bin_dir, launcher, f'printf "%s\\n" {launcher} "$@" > "{log}"')
     _stub(bin_dir, "srun", 'export SLURM_NODEID=0; shift; exec "$@"')  # drops --kill-on-bad-exit
     _stub(bin_dir, "scontrol", "echo node0; echo node1")
     f = tmp_path / "launch.sh"
@@ -149,13 +167,20 @@ def test_scripts_run_and_start_the_plans_cluster(
                 "MASTER_ADDR": "10.0.0.1",
                 "SLURM_NNODES": str(p["instances"]),
                 "SLURM_JOB_NODELIST": "node[0-1]",
+                "TRAIN_SCRIPT": "my train.py",  # the user's script: one argument, spaces and all
             }
             argv = _run(f.text, tmp_path, env)
-            assert int(_flag(argv, "--nnodes")) == p["instances"]
-            assert int(_flag(argv, "--nproc-per-node")) * p["instances"] == p["gpus"]
+            if argv[0] == "deepspeed":  # DeepSpeed's launcher (--no_ssh on several nodes)
+                nodes = int(_flag(argv, "--num_nodes")) if "--num_nodes" in argv else 1
+                gpus_per_node, addr = int(_flag(argv, "--num_gpus")), _flag(argv, "--master_addr")
+            else:
+                nodes, gpus_per_node = int(_flag(argv, "--nnodes")), int(_flag(argv, "--nproc-per-node"))
+                addr = _flag(argv, "--master-addr")
+            assert nodes == p["instances"] and gpus_per_node * nodes == p["gpus"]
+            assert "my train.py" in argv or result is TRAIN["plan_gpt3_175b_a100_90days"]
             if fmt == "slurm":
                 assert f"#SBATCH --nodes={p['instances']}" in f.text
-                assert _flag(argv, "--master-addr") == "node0"
+                assert addr == "node0"
             if result is stack_plans["deepspeed"]:  # the script wrote the config it names
                 assert _flag(argv, "--deepspeed_config") == "ccopt_deepspeed.json"
                 written = (tmp_path / "ccopt_deepspeed.json").read_text()

@@ -91,6 +91,7 @@ class TrainPlan:
     slot_end_hour: float | None = None
     deadline_hour: float | None = None
     lines: tuple[str, ...] = ()  # the header of every file exported from this plan
+    train_script: str | None = None  # the user's training script (--train-script), when given
     stem: str = ""  # the file name stem, distinct among the result's plans (slug of the job name)
 
 
@@ -255,11 +256,12 @@ def _check_layout(t: TrainPlan) -> None:
         raise ConfigError(f"export: plan {t.job!r}: {t.nodes} × {t.gpus_per_node} GPUs ≠ gpus = {t.gpus}")
 
 
-def train_plans(result: dict[str, Any], fmt: str) -> list[TrainPlan]:
-    """The training plans of a plan result (one) or a batch result (every scheduled job)."""
+def train_plans(result: dict[str, Any], fmt: str, train_script: str | None = None) -> list[TrainPlan]:
+    """The training plans of a plan result (one) or a batch result (every scheduled job), each
+    with a distinct file stem and the user's training script (None: the script asks for it)."""
     if result_kind(result) == "train":
         t = _train_plan(result, result["plan"], result.get("job") or {}, fmt)
-        return [replace(t, stem=slug(t.job))]
+        return [replace(t, stem=slug(t.job), train_script=train_script)]
     plans = []
     for j in result["jobs"]:
         if j.get("status") != "scheduled":
@@ -274,7 +276,7 @@ def train_plans(result: dict[str, Any], fmt: str) -> list[TrainPlan]:
         }
         plans.append(_train_plan(result, j, job, fmt))
     stems = distinct_stems([t.job for t in plans])
-    return [replace(t, stem=stem) for t, stem in zip(plans, stems, strict=True)]
+    return [replace(t, stem=stem, train_script=train_script) for t, stem in zip(plans, stems, strict=True)]
 
 
 def serve_deployments(result: dict[str, Any]) -> list[dict[str, Any]]:

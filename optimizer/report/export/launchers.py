@@ -18,11 +18,13 @@ from optimizer.report.export.common import (
 )
 from optimizer.report.export.training import (
     DEEPSPEED_FILE,
+    TRAIN_SCRIPT_GUARD,
     deepspeed_config,
     launch_lines,
     layout_env,
     needs_deepspeed_file,
     sequence_parallel,
+    shell_words,
     stack_variables,
 )
 
@@ -81,7 +83,10 @@ def _manual_rendezvous(t: TrainPlan) -> str:
     )
     rank = "${NODE_RANK:-0}" if t.nodes == 1 else "${NODE_RANK:?set NODE_RANK (0 on the first node)}"
     addr = "${MASTER_ADDR:-127.0.0.1}" if t.nodes == 1 else "${MASTER_ADDR:?set MASTER_ADDR (node 0)}"
-    return f"{how}NNODES={t.nodes}\nNPROC_PER_NODE={t.gpus_per_node}\nNODE_RANK={rank}\nMASTER_ADDR={addr}\n"
+    return (
+        f"{how}NNODES={t.nodes}\nNPROC_PER_NODE={t.gpus_per_node}\nNODE_RANK={rank}\nMASTER_ADDR={addr}\n"
+        "export NNODES NPROC_PER_NODE NODE_RANK MASTER_ADDR\n"
+    )
 
 
 def torchrun_script(t: TrainPlan) -> str:
@@ -149,15 +154,17 @@ def accelerate_script(t: TrainPlan) -> str:
         else:
             lines.append(args[i])
             i += 1
+    lines = [" ".join(shell_words(line.split(" "))) for line in lines]
     lines.append('"$TRAIN_SCRIPT"')
     return (
         "#!/usr/bin/env bash\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
         + shell_exports(layout_env(t))
-        + shell_default({"TRAIN_SCRIPT": "train.py"})
+        + shell_default({"TRAIN_SCRIPT": t.train_script} if t.train_script else {})
         + _manual_rendezvous(t)
         + ds
+        + TRAIN_SCRIPT_GUARD
         + " \\\n    ".join(lines)
         + "\n"
     )

@@ -3,10 +3,13 @@ torchtune and llm-foundry fragments, and the launch line of the plan's stack."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.model.presets import get_preset
+from optimizer.model.spec import ModelSpec
 from optimizer.report.export.common import MASTER_PORT, TrainPlan, toml_text
 
 __all__ = [
@@ -24,6 +27,9 @@ __all__ = [
     "sequence_parallel",
     "stack_variables",
     "DEEPSPEED_FILE",
+    "TRAIN_SCRIPT_GUARD",
+    "shell_words",
+    "megatron_model_args",
     "FRAMEWORK_STACKS",
 ]
 
@@ -310,8 +316,13 @@ def _joined(cmd: list[str]) -> str:
     return " \\\n    ".join(out)
 
 
-def _q(words: list[str]) -> list[str]:
-    return [w if w.startswith(("$", '"$')) else shlex.quote(w) for w in words]
+def shell_words(words: list[str]) -> list[str]:
+    """Shell words: a plain `$NAME` becomes "$NAME" (expanded, never split), a word we wrote
+    already quoted ("${X[@]}", "$((...))") stays, anything else is shlex-quoted data."""
+    return [
+        f'"{w}"' if re.fullmatch(r"\$[A-Z_]+", w) else w if w.startswith('"$') else shlex.quote(w)
+        for w in words
+    ]
 
 
 _TORCHRUN = [
@@ -330,15 +341,16 @@ def launch_lines(t: TrainPlan) -> str:
     if t.stack in ("megatron-core", "megatron-deepspeed"):
         cmd = [
             *_TORCHRUN,
-            '"${MEGATRON_DIR:-Megatron-LM}/pretrain_gpt.py"',
-            *_q(megatron_args(t)),
-            "$MODEL_ARGS",
-            "$DATA_ARGS",
+            '"$MEGATRON_DIR/pretrain_gpt.py"',
+            *megatron_args(t),
+            '"${MODEL_ARGS[@]}"',
+            '"${DATA_ARGS[@]}"',
         ]
+        return _megatron_arrays(t) + _joined(shell_words(cmd))
     elif t.stack == "torchtitan":
         cmd = [
             *_TORCHRUN, "-m", "torchtitan.train", "--job.config_file", '"$TORCHTITAN_CONFIG"',
-            *_q(torchtitan_overrides(t)),
+            *shell_words(torchtitan_overrides(t)),
         ]  # fmt: skip
     elif t.stack == "torchtune":
         recipe = (
@@ -347,25 +359,90 @@ def launch_lines(t: TrainPlan) -> str:
         cmd = [
             "tune", "run", "--nnodes", "$NNODES", "--nproc_per_node", "$NPROC_PER_NODE",
             "--rdzv-backend", "c10d", "--rdzv-endpoint", f'"$MASTER_ADDR:{MASTER_PORT}"', recipe,
-            "--config", '"$TORCHTUNE_CONFIG"', *_q(torchtune_overrides(t)),
+            "--config", '"$TORCHTUNE_CONFIG"', *shell_words(torchtune_overrides(t)),
         ]  # fmt: skip
     elif t.stack == "llm-foundry":
         cmd = [
             "composer", "--world_size", '"$((NNODES * NPROC_PER_NODE))"', "--node_rank", "$NODE_RANK",
             "--master_addr", "$MASTER_ADDR", "--master_port", str(MASTER_PORT),
             '"${FOUNDRY_DIR:-llm-foundry/scripts}/train/train.py"', '"$FOUNDRY_YAML"',
-            *_q(foundry_overrides(t)),
+            *shell_words(foundry_overrides(t)),
         ]  # fmt: skip
-    elif t.stack in _DEEPSPEED_STACKS:
-        ds = (
-            ["--deepspeed", DEEPSPEED_FILE]
-            if t.stack == "hf-trainer"
-            else ["--deepspeed", "--deepspeed_config", DEEPSPEED_FILE]
-        )
-        cmd = [*_TORCHRUN, '"$TRAIN_SCRIPT"', *ds]
+    elif t.stack == "deepspeed":
+        cmd = [*_deepspeed_launcher(t), "$TRAIN_SCRIPT", "--deepspeed", "--deepspeed_config", DEEPSPEED_FILE]
+    elif t.stack in _DEEPSPEED_STACKS:  # hf-trainer: the Trainer's --deepspeed FILE
+        cmd = [*_TORCHRUN, "$TRAIN_SCRIPT", "--deepspeed", DEEPSPEED_FILE]
     else:  # generic, fsdp, unsloth, litgpt: the script reads the CCOPT_* layout variables
-        cmd = [*_TORCHRUN, '"$TRAIN_SCRIPT"']
-    return _split_warning(t) + _joined(cmd)
+        cmd = [*_TORCHRUN, "$TRAIN_SCRIPT"]
+    guard = TRAIN_SCRIPT_GUARD if "$TRAIN_SCRIPT" in cmd else ""
+    return _split_warning(t) + guard + _joined(shell_words(cmd))
+
+
+#: the user's training script is theirs to name (--train-script PATH, or TRAIN_SCRIPT=... when
+#: running): the launch line stops with this message rather than run a placeholder
+TRAIN_SCRIPT_GUARD = (
+    ': "${TRAIN_SCRIPT:?set TRAIN_SCRIPT to your training script (or export with --train-script PATH)}"\n'
+)
+
+
+def _deepspeed_launcher(t: TrainPlan) -> list[str]:
+    """DeepSpeed's own launcher (`deepspeed`, deepspeed/launcher/runner.py). Several nodes: each
+    node starts its share itself (--no_ssh with --node_rank, DeepSpeed >= 0.14.5 as accelerate's
+    commands/launch.py requires for its "nossh" launcher), like torchrun, so no hostfile or pdsh."""
+    cmd = ["deepspeed", "--num_gpus", "$NPROC_PER_NODE"]
+    if t.nodes > 1:
+        cmd += ["--num_nodes", "$NNODES", "--no_ssh", "--node_rank", "$NODE_RANK"]
+    return [*cmd, "--master_addr", "$MASTER_ADDR", "--master_port", str(MASTER_PORT)]
+
+
+def megatron_model_args(t: TrainPlan) -> list[str] | None:
+    """pretrain_gpt.py's model-shape arguments of a preset model (Megatron-LM
+    megatron/training/arguments.py _add_network_size_args), None for a model ccopt has only as
+    a path or an inline shape (the user fills MODEL_ARGS in)."""
+    try:
+        spec = get_preset(t.model_ref)
+    except ConfigError:
+        return None
+    if not isinstance(spec, ModelSpec):
+        return None
+    args = [
+        "--num-layers", str(spec.layers), "--hidden-size", str(spec.hidden),
+        "--ffn-hidden-size", str(spec.ffn), "--num-attention-heads", str(spec.heads),
+    ]  # fmt: skip
+    if spec.kv_heads is not None and spec.kv_heads != spec.heads:
+        args += ["--group-query-attention", "--num-query-groups", str(spec.kv_heads)]
+    if spec.ffn_kind == "gated":
+        args.append("--swiglu")
+    args += ["--normalization", "RMSNorm" if spec.norm == "rmsnorm" else "LayerNorm"]
+    if not spec.learned_positions:
+        args += ["--position-embedding-type", "rope"]
+    if not spec.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    if not (spec.qkv_bias or spec.mlp_bias or spec.out_bias):
+        args.append("--disable-bias-linear")
+    return args
+
+
+def _megatron_arrays(t: TrainPlan) -> str:
+    """MODEL_ARGS and DATA_ARGS as bash arrays (each word quoted) before the launch line."""
+    shape = megatron_model_args(t)
+    vocab = "32000"
+    try:
+        spec = get_preset(t.model_ref)
+        vocab = str(getattr(spec, "vocab", 32000))
+    except ConfigError:
+        pass
+    model = (
+        f"MODEL_ARGS=({' '.join(map(shlex.quote, shape))})\n"
+        if shape is not None
+        else "# fill in the model's shape: --num-layers --hidden-size ...\nMODEL_ARGS=()\n"
+    )
+    data = ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", vocab]
+    return (
+        model
+        + "# synthetic tokens to check the launch; for training: --data-path PREFIX --tokenizer-type ...\n"
+        + f"DATA_ARGS=({' '.join(data)})\n"
+    )
 
 
 def _split_warning(t: TrainPlan) -> str:
@@ -387,11 +464,7 @@ def needs_deepspeed_file(t: TrainPlan) -> bool:
 def stack_variables(t: TrainPlan) -> dict[str, str]:
     """What the launch line reads besides the layout, with the value to start from (edit it)."""
     if t.stack in ("megatron-core", "megatron-deepspeed"):
-        return {
-            "MEGATRON_DIR": "Megatron-LM",
-            "MODEL_ARGS": f"(the shape of {t.model}: --num-layers --hidden-size --num-attention-heads ...)",
-            "DATA_ARGS": "--mock-data --tokenizer-type NullTokenizer --vocab-size 32000",
-        }
+        return {"MEGATRON_DIR": "Megatron-LM"}
     if t.stack == "torchtitan":
         return {"TORCHTITAN_CONFIG": "torchtitan/models/llama3/train_configs/llama3_8b.toml"}
     if t.stack == "torchtune":
@@ -399,4 +472,4 @@ def stack_variables(t: TrainPlan) -> dict[str, str]:
         return {"TORCHTUNE_CONFIG": "llama3_1/8B_lora" if lora else "llama3_1/8B_full"}
     if t.stack == "llm-foundry":
         return {"FOUNDRY_DIR": "llm-foundry/scripts", "FOUNDRY_YAML": "train/yamls/pretrain/mpt-7b.yaml"}
-    return {"TRAIN_SCRIPT": "train.py"}
+    return {"TRAIN_SCRIPT": t.train_script} if t.train_script else {}
