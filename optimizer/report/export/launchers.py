@@ -202,7 +202,7 @@ def sbatch_script(t: TrainPlan) -> str:
     )
     body = launch_lines(t).replace("\n", "\n  ")
     command = (
-        f"launch() {{\n  NODE_RANK=$SLURM_NODEID\n  {body}\n}}\nexport -f launch\n"
+        f"launch() {{\n  export NODE_RANK=$SLURM_NODEID\n  {body}\n}}\nexport -f launch\n"
         "srun --kill-on-bad-exit=1 bash -c launch"
     )
     return (
