@@ -17,6 +17,7 @@ import pytest
 from export_cases import BATCH, TRAIN, train_plans
 
 from optimizer import api
+from optimizer.errors import ConfigError
 
 #: top-level keys and sub-keys the exporter may write, as DeepSpeed's config docs name them
 PUBLISHED = {
@@ -41,14 +42,56 @@ def _strict(text: str) -> dict[str, Any]:
     return json.loads(text, parse_constant=refuse)
 
 
-def _cases(stack_plans: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(exported config, its plan) for every example and every stack plan."""
+def _results(stack_plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every example's result and every stack plan, each alternative as a result of its own."""
     out = []
-    for result in [*TRAIN.values(), *BATCH.values(), *stack_plans.values()]:
+    for result in [*TRAIN.values(), *stack_plans.values()]:
+        for plan in [result["plan"], *(result.get("alternatives") or [])]:
+            out.append({**result, "plan": plan, "alternatives": []})
+    return [*out, *BATCH.values()]
+
+
+def _cases(stack_plans: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(exported config, its plan) for every example, alternative and stack plan that DeepSpeed
+    runs (the others are refused: test_pipelines_with_zero_2_or_3_are_refused)."""
+    out = []
+    for result in _results(stack_plans):
         plans = {p.get("name") or result["job"]["name"]: p for p in train_plans(result)}
-        for f in api.export(result, "deepspeed").files:
+        try:
+            files = api.export(result, "deepspeed").files
+        except ConfigError:
+            continue
+        for f in files:
             out.append((_strict(f.text), plans[f.job]))
     return out
+
+
+def test_pipelines_with_zero_2_or_3_are_refused(stack_plans: dict[str, dict[str, Any]]) -> None:
+    """DeepSpeed's PipelineEngine asserts ZeRO < 2 (deepspeed/runtime/pipe/engine.py): every
+    exported config with pipeline stages has ZeRO ≤ 1, and every plan beyond that is refused
+    with the reason and the nearest layouts DeepSpeed runs."""
+    exported = refused = 0
+    for result in _results(stack_plans):
+        for p in train_plans(result):
+            one = {**result, "plan": p, "alternatives": []} if "jobs" not in result else None
+            if one is None:
+                continue
+            lay = p["layout"]
+            unrunnable = lay["pp"] > 1 and lay["dp"] > 1 and lay["zero_stage"] >= 2
+            if unrunnable:
+                with pytest.raises(ConfigError, match=r"PipelineEngine.*Nearest runnable layouts") as err:
+                    api.export(one, "deepspeed")
+                assert f"pp {lay['pp']} with ZeRO-1" in str(err.value)
+                refused += 1
+            else:
+                (f,) = api.export(one, "deepspeed").files
+                cfg = _strict(f.text)
+                assert lay["pp"] == 1 or cfg["zero_optimization"]["stage"] <= 1
+                exported += 1
+    assert refused >= 1 and exported >= 20  # the headline alternative (pp 4, ZeRO-2) is refused
+    for result in BATCH.values():  # a batch exports the jobs DeepSpeed runs, says why not the rest
+        out = api.export(result, "deepspeed")
+        assert all("PipelineEngine" in reason for reason in out.skipped)
 
 
 def test_batch_triple_and_zero_equal_the_plan(stack_plans: dict[str, dict[str, Any]]) -> None:

@@ -8,8 +8,10 @@ import shlex
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.model.layout import pipeline_zero_stages
 from optimizer.model.presets import get_preset
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import get_stack
 from optimizer.report.export.common import MASTER_PORT, TrainPlan, toml_text
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "sequence_parallel",
     "stack_variables",
     "DEEPSPEED_FILE",
+    "check_launcher",
     "TRAIN_SCRIPT_GUARD",
     "shell_words",
     "megatron_model_args",
@@ -44,9 +47,47 @@ _DEEPSPEED_STACKS = ("deepspeed", "megatron-deepspeed", "hf-trainer")
 _TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
 
 
+def check_launcher(t: TrainPlan, launcher: str, fmt: str) -> None:
+    """Refuse a plan whose pipeline + ZeRO combination `launcher` (a stacks.toml profile whose
+    engine reads the exported file) cannot run, naming the reason and the nearest runnable
+    layouts (same split with the highest ZeRO stage it allows, or no pipeline).
+
+    Raises:
+        ConfigError: e.g. pp 4 with ZeRO-2 for DeepSpeed's PipelineEngine.
+    """
+    stack = get_stack(launcher)
+    allowed = pipeline_zero_stages(stack)
+    if t.pp == 1 or t.dp == 1 or t.zero_stage in allowed:
+        return
+    source = (
+        stack.provenance["pipeline_zero_stages"].source if "pipeline_zero_stages" in stack.provenance else ""
+    )
+    top = max(allowed, default=0)
+    raise ConfigError(
+        f"--export {fmt}: plan {t.job!r} runs pp {t.pp} with ZeRO-{t.zero_stage}, which {launcher} "
+        f"cannot run (pipelines with ZeRO {', '.join(map(str, allowed))} only: {source}). "
+        "Nearest runnable layouts: "
+        f"dp {t.dp} × tp {t.tp} × pp {t.pp} with ZeRO-{top}, or dp {t.dp * t.pp} × tp {t.tp} × pp 1 with "
+        f"ZeRO-{t.zero_stage}; their memory and cost differ, so re-plan with workload.stack = "
+        f'"{launcher}" (the planner then proposes only layouts it runs)'
+    )
+
+
+def _launcher_of(t: TrainPlan, fmt: str) -> str:
+    """The stack profile whose engine runs a `fmt` file of this plan."""
+    if t.stack == "megatron-deepspeed":
+        return "megatron-deepspeed"
+    return {"deepspeed": "deepspeed", "megatron": "megatron-core", "nemo": "megatron-core"}[fmt]
+
+
 def deepspeed_config(t: TrainPlan) -> dict[str, Any]:
     """DeepSpeed's JSON: batch triple, ZeRO stage and offload, precision (DeepSpeed config docs,
-    deepspeed.ai/docs/config-json). train_batch_size = micro × accumulation × data-parallel size."""
+    deepspeed.ai/docs/config-json). train_batch_size = micro × accumulation × data-parallel size.
+
+    Raises:
+        ConfigError: pipeline stages with ZeRO ≥ 2 (DeepSpeed's PipelineEngine refuses them).
+    """
+    check_launcher(t, _launcher_of(t, "deepspeed"), "deepspeed")
     zero: dict[str, Any] = {"stage": t.zero_stage}
     if t.offload in ("optimizer", "params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
@@ -98,6 +139,8 @@ def megatron_args(t: TrainPlan) -> list[str]:
         ConfigError: the plan shards gradients or weights (ZeRO-2/3), which Megatron-LM's
             distributed optimizer (ZeRO-1) does not; Megatron-DeepSpeed plans are exported.
     """
+    if t.zero_stage != 2 or t.stack == "megatron-deepspeed":
+        check_launcher(t, _launcher_of(t, "megatron"), "megatron")
     if t.zero_stage == 2 and t.stack != "megatron-deepspeed":
         raise ConfigError(
             f"--export megatron: plan {t.job!r} uses ZeRO-2; Megatron-LM shards the optimizer state "
