@@ -5,6 +5,7 @@ plan's numbers over, the torchtitan / torchtune / llm-foundry fragments load and
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import shutil
 import stat
@@ -290,3 +291,37 @@ def test_shellcheck_finds_nothing_in_any_script(
     assert len(paths) >= 150  # 24 examples × the shell formats, serve and batch files
     done = subprocess.run([_shellcheck(), "-f", "gcc", *paths], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout == "", done.stdout[:3000]
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        # AWS EC2 user guide 'Get started with EFA and NCCL'; NCCL docs, Environment Variables
+        ("efa", {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}),
+        ("infiniband", {"NCCL_IB_DISABLE": "0"}),
+        ("rdma", {"NCCL_IB_DISABLE": "0", "NCCL_IB_GID_INDEX": "3"}),
+        ("ethernet", {"NCCL_IB_DISABLE": "1"}),
+    ],
+)
+def test_cluster_exports_carry_the_fabric_the_plan_assumes(
+    kind: str, expected: dict[str, str], tmp_path: Path
+) -> None:
+    result = copy.deepcopy(TRAIN["plan_llama7b_10days"])
+    assert result["plan"]["instances"] > 1 and result["plan"]["inter_node_kind"] == "efa"  # 3,200 Gbit/s
+    result["plan"]["inter_node_kind"] = kind
+    (sky,) = api.export(result, "skypilot").files
+    doc = yaml.safe_load(sky.text)
+    assert {k: doc["envs"][k] for k in expected} == expected
+    assert f"# fabric: 3,200 Gbit/s {kind} between the" in sky.text and "# fabric settings: " in sky.text
+    (sbatch,) = api.export(result, "slurm").files
+    env = {"SLURM_NNODES": "4", "SLURM_JOB_NODELIST": "n[0-3]", "TRAIN_SCRIPT": "train.py"}
+    _run(sbatch.text, tmp_path, env)  # the launcher ran; the exports are in the script it ran
+    for key, value in expected.items():
+        assert f"export {key}={value}\n" in sbatch.text
+
+
+def test_one_instance_needs_no_fabric() -> None:
+    result = TRAIN["plan_bert_base_finetune_8gb"]
+    assert result["plan"]["instances"] == 1
+    (f,) = api.export(result, "torchrun").files
+    assert "NCCL_" not in f.text and "FI_PROVIDER" not in f.text

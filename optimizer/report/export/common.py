@@ -91,6 +91,8 @@ class TrainPlan:
     slot_end_hour: float | None = None
     deadline_hour: float | None = None
     lines: tuple[str, ...] = ()  # the header of every file exported from this plan
+    fabric: str = "none"  # inter_node_kind of the offering: efa | infiniband | rdma | ethernet | ...
+    fabric_gbps: float | None = None  # its inter_node_gbps
     train_script: str | None = None  # the user's training script (--train-script), when given
     stem: str = ""  # the file name stem, distinct among the result's plans (slug of the job name)
 
@@ -236,6 +238,8 @@ def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], 
         slot_end_hour=p.get("slot_end_hour"),
         deadline_hour=p.get("deadline_hour"),
         lines=header_lines(result, fmt, body),
+        fabric=str(p.get("inter_node_kind") or "none"),
+        fabric_gbps=p.get("inter_node_gbps"),
     )
     _check_layout(tp)
     return tp

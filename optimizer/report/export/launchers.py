@@ -20,6 +20,7 @@ from optimizer.report.export.training import (
     DEEPSPEED_FILE,
     TRAIN_SCRIPT_GUARD,
     deepspeed_config,
+    fabric_env,
     launch_lines,
     layout_env,
     needs_deepspeed_file,
@@ -60,11 +61,18 @@ def _heredoc(t: TrainPlan) -> str:
     return f"cat > {DEEPSPEED_FILE} <<'CCOPT_JSON'\n{body}\nCCOPT_JSON\n"
 
 
+def _fabric(t: TrainPlan) -> str:
+    """The fabric's NCCL / libfabric exports, under comment lines citing where they come from."""
+    env, lines = fabric_env(t)
+    return comment(lines) + shell_exports(env)
+
+
 def _script(t: TrainPlan, rendezvous: str, command: str) -> str:
     return (
         "#!/usr/bin/env bash\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
+        + _fabric(t)
         + shell_exports(layout_env(t))
         + shell_default(stack_variables(t))
         + rendezvous
@@ -160,6 +168,7 @@ def accelerate_script(t: TrainPlan) -> str:
         "#!/usr/bin/env bash\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
+        + _fabric(t)
         + shell_exports(layout_env(t))
         + shell_default({"TRAIN_SCRIPT": t.train_script} if t.train_script else {})
         + _manual_rendezvous(t)
@@ -211,6 +220,7 @@ def sbatch_script(t: TrainPlan) -> str:
         + "\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
+        + _fabric(t)
         + shell_exports(layout_env(t))
         + shell_default(stack_variables(t))
         + rendezvous

@@ -13,7 +13,7 @@ from optimizer.report.export.launchers import (
     serve_command,
     serve_replicas_per_instance,
 )
-from optimizer.report.export.training import launch_lines, layout_env, stack_variables
+from optimizer.report.export.training import fabric_env, launch_lines, layout_env, stack_variables
 
 __all__ = ["task_yaml", "service_yaml", "SKY_CLOUD", "SKY_ACCELERATOR", "slug"]
 
@@ -93,10 +93,10 @@ def task_yaml(t: TrainPlan) -> str:
         "name": t.stem or slug(t.job),
         "resources": _resources(t.provider, t.region, t.instance, t.gpu, t.gpus_per_node, t.pricing),
         "num_nodes": t.nodes,
-        "envs": {**layout_env(t), **stack_variables(t)},
+        "envs": {**fabric_env(t)[0], **layout_env(t), **stack_variables(t)},
         "run": run,
     }
-    lines = t.lines[:-1] + tuple(_pricing_note(t.pricing)) + t.lines[-1:]
+    lines = t.lines[:-1] + tuple(_pricing_note(t.pricing)) + fabric_env(t)[1] + t.lines[-1:]
     return comment(lines) + yaml_text(task)
 
 

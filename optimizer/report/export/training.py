@@ -24,6 +24,7 @@ __all__ = [
     "foundry_fragment",
     "foundry_overrides",
     "layout_env",
+    "fabric_env",
     "launch_lines",
     "needs_deepspeed_file",
     "sequence_parallel",
@@ -318,6 +319,48 @@ def foundry_overrides(t: TrainPlan) -> list[str]:
         else:
             flat.append(f"{k}={v}")
     return flat
+
+
+#: NCCL / libfabric settings per fabric (the catalog's inter_node_kind), with where they come from
+_FABRIC_ENV: dict[str, tuple[dict[str, str], str]] = {
+    "efa": (
+        {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "RDMAV_FORK_SAFE": "1"},
+        "AWS EFA: NCCL reaches it through the aws-ofi-nccl libfabric plugin (AWS EC2 user guide "
+        "'Get started with EFA and NCCL'); FI_EFA_USE_DEVICE_RDMA and RDMAV_FORK_SAFE as "
+        "aws/sagemaker-training-toolkit torch_distributed.py sets them on RDMA instances",
+    ),
+    "infiniband": (
+        {"NCCL_IB_DISABLE": "0"},
+        "InfiniBand: NCCL's IB verbs transport (NCCL docs, Environment Variables: NCCL_IB_DISABLE=0 "
+        "keeps it on; NCCL_IB_HCA picks the adapters if the node has others)",
+    ),
+    "rdma": (
+        {"NCCL_IB_DISABLE": "0", "NCCL_IB_GID_INDEX": "3"},
+        "RoCE: NCCL's IB verbs transport over Ethernet (NCCL docs, Environment Variables: "
+        "NCCL_IB_GID_INDEX selects the RoCE v2 GID; 3 is the usual index, a GUESS: check "
+        "show_gids on the node)",
+    ),
+    "ethernet": (
+        {"NCCL_IB_DISABLE": "1"},
+        "TCP sockets: no RDMA fabric between the instances (NCCL docs, NCCL_IB_DISABLE=1)",
+    ),
+}
+_FABRIC_ENV["internet"] = _FABRIC_ENV["ethernet"]
+
+
+def fabric_env(t: TrainPlan) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The NCCL / libfabric environment of the fabric the plan's speed assumes between its
+    instances (the offering's inter_node_kind from the catalog), and comment lines saying which
+    fabric, at what bandwidth, from where. Empty on one instance."""
+    if t.nodes == 1 or t.fabric not in _FABRIC_ENV:
+        return {}, ()
+    env, source = _FABRIC_ENV[t.fabric]
+    gbps = f"{t.fabric_gbps:,.0f} Gbit/s " if t.fabric_gbps else ""
+    return dict(env), (
+        f"fabric: {gbps}{t.fabric} between the {t.nodes} instances ({t.provider} {t.instance}: "
+        "the catalog's inter_node_kind, pricing_data/instance_network.csv); the plan's speed assumes it",
+        f"fabric settings: {source}",
+    )
 
 
 def layout_env(t: TrainPlan) -> dict[str, str]:
