@@ -165,3 +165,31 @@ def test_deepspeed_class_refuses_a_wrong_triple(monkeypatch: pytest.MonkeyPatch)
     cfg = _strict(api.export(TRAIN["plan_llama7b_10days"], "deepspeed").files[0].text)
     with pytest.raises(AssertionError, match="train_batch_size"):
         DeepSpeedConfig({**cfg, "train_batch_size": cfg["train_batch_size"] + 8}, mpu=_DataParallel(8))
+
+
+def test_deepspeeds_pipeline_engine_would_accept_every_pipeline_export(
+    stack_plans: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeepSpeed's own rule, read from its code: PipelineEngine.__init__ asserts
+    `zero_optimization_stage() < ZeroStageEnum.gradients`. Every exported config of a plan with
+    pipeline stages passes that assertion as DeepSpeed's config class parses it. (Building a
+    PipelineEngine needs a process group and a PipelineModule; the assertion is checked here.)"""
+    try:
+        import inspect
+
+        import deepspeed.comm
+        from deepspeed.runtime.config import DeepSpeedConfig
+        from deepspeed.runtime.pipe.engine import PipelineEngine
+        from deepspeed.runtime.zero.config import ZeroStageEnum
+    except Exception as exc:
+        if os.environ.get("CCOPT_REQUIRE_DEEPSPEED"):
+            raise
+        pytest.skip(f"deepspeed not importable ({type(exc).__name__})")
+    rule = "".join(inspect.getsource(PipelineEngine.__init__).split())
+    assert "zero_optimization_stage()<ZeroStageEnum.gradients" in rule  # the rule stacks.toml cites
+    monkeypatch.setattr(deepspeed.comm, "get_rank", lambda *a, **k: 0)
+    piped = [(cfg, p) for cfg, p in _cases(stack_plans) if p["layout"]["pp"] > 1]
+    assert piped  # pipelines are exported (megatron-deepspeed plans, ZeRO ≤ 1 examples)
+    for cfg, p in piped:
+        ds = DeepSpeedConfig(cfg, mpu=_DataParallel(p["layout"]["dp"]))
+        assert ds.zero_optimization_stage < ZeroStageEnum.gradients, p["layout"]

@@ -235,6 +235,9 @@ def _torchtitan_values(t: TrainPlan) -> dict[str, dict[str, Any]]:
     local = t.micro_batch
     if t.pp > 1:
         parallelism["pipeline_parallel_microbatch_size"] = t.micro_batch
+        # the schedule of the plan's bubble: interleaved when it splits stages into vp chunks
+        # (torchtitan Parallelism.pipeline_parallel_schedule, torch.distributed.pipelining)
+        parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if t.vp > 1 else "1F1B"
         local = t.micro_batch * t.grad_accum
     return {
         "training": {
