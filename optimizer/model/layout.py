@@ -368,7 +368,7 @@ def _training_layouts(
             if ga is None:
                 continue
             for zero in (0,) if s.dp == 1 else zero_stages:
-                if s.pp > 1 and zero not in pipeline_zeros:
+                if s.pp > 1 and s.dp > 1 and zero not in pipeline_zeros:
                     continue  # the stack's launcher refuses this ZeRO stage with pipelines
                 out.append(planned_layout(s.dp, s.tp, s.pp, zero, mb, ga, vp))
     return tuple(out)
