@@ -297,7 +297,7 @@ def wall_time(hours: float) -> str:
 def yaml_text(value: dict[str, Any]) -> str:
     """Block YAML of `value` through PyYAML's safe emitter (every string quoted or escaped as
     YAML requires; a multi-line string as a `|` block when YAML allows it), keys in order."""
-    import yaml  # an export-only dependency: not imported when planning
+    import yaml  # lazy: an export-only dependency, not imported when planning
 
     class _Dumper(yaml.SafeDumper):
         """SafeDumper that writes multi-line strings (SkyPilot `run:`) as literal blocks."""
@@ -317,7 +317,7 @@ def yaml_text(value: dict[str, Any]) -> str:
 
 def toml_text(tables: dict[str, dict[str, Any]]) -> str:
     """TOML of `tables` through tomli-w (strings escaped as TOML requires)."""
-    import tomli_w  # an export-only dependency: not imported when planning
+    import tomli_w  # lazy: an export-only dependency, not imported when planning
 
     return tomli_w.dumps(tables)
 
