@@ -31,7 +31,7 @@ from optimizer.cli.common import (
     time_limit_s,
     user_errors,
 )
-from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, TrainScriptOpt, check_export, exported
 from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
 from optimizer.cli.progress import Progress
 from optimizer.errors import Status
@@ -66,10 +66,11 @@ def batch(
     force: ForceOpt = False,
     export: ExportOpt = None,
     out_dir: ExportDirOpt = None,
+    train_script: TrainScriptOpt = None,
 ) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
     with user_errors():
-        check_export(export, out_dir, json_out)
+        check_export(export, out_dir, json_out, train_script)
         time_limit = time_limit_s(time_limit, old_time_limit, DEFAULT_BATCH_TIME_LIMIT_S)
         check_number(workers, "--workers", ge=1, le=MAX_WORKERS, integer=True)
         out = (
@@ -91,7 +92,9 @@ def batch(
         data = api.batch_json(result)
         if out is not None and result.jobs:
             plot_schedule(data, out)
-    if exported(data, export, out_dir, force=force, inputs=input_files(jobs, prices)):
+    if exported(
+        data, export, out_dir, force=force, inputs=input_files(jobs, prices), train_script=train_script
+    ):
         return
     if json_out:
         print_json(data)

@@ -12,7 +12,7 @@ from optimizer import api
 from optimizer.cli.common import user_errors
 from optimizer.errors import ConfigError
 
-__all__ = ["ExportOpt", "ExportDirOpt", "check_export", "exported"]
+__all__ = ["ExportOpt", "ExportDirOpt", "TrainScriptOpt", "check_export", "exported"]
 
 ExportOpt = Annotated[
     str | None,
@@ -36,12 +36,28 @@ ExportDirOpt = Annotated[
     ),
 ]
 
+TrainScriptOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--train-script",
+        help="With --export: your training script, which the launch lines start (generic, "
+        "DeepSpeed, HF Trainer and FSDP stacks); without it the scripts stop and ask for "
+        "TRAIN_SCRIPT",
+        metavar="PATH",
+        show_default=False,
+    ),
+]
 
-def check_export(fmt: str | None, out_dir: Path | None, json_out: bool) -> None:
+
+def check_export(
+    fmt: str | None, out_dir: Path | None, json_out: bool, train_script: str | None = None
+) -> None:
     """Check the export options before any solving (raises ConfigError: exit 2)."""
     if fmt is None:
         if out_dir is not None:
             raise ConfigError("-o/--output-dir: only with --export FORMAT")
+        if train_script is not None:
+            raise ConfigError("--train-script: only with --export FORMAT")
         return
     if fmt not in api.EXPORT_FORMATS:
         api.export({"jobs": []}, fmt)  # the one message of an unknown format (names the allowed)
@@ -58,6 +74,7 @@ def exported(
     *,
     force: bool = False,
     inputs: dict[str, Path | None] | None = None,
+    train_script: str | None = None,
 ) -> bool:
     """Export `data` as `fmt`; True when the files were the output (stdout), so the caller
     prints nothing else. An infeasible answer exports nothing (the caller says why, exit 1)."""
@@ -67,7 +84,7 @@ def exported(
         sys.stderr.write("nothing exported: no feasible plan\n")
         return False
     with user_errors():
-        result = api.export(data, fmt)
+        result = api.export(data, fmt, train_script)
         if out_dir is not None:
             try:
                 out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,7 +99,7 @@ def exported(
         sys.stderr.write(f"not exported: {reason}\n")
     if out_dir is not None:
         for f in result.files:
-            sys.stderr.write(f"exported {f.format}: {out_dir / f.name}\n")
+            sys.stderr.write(f"exported {f.format} of job {f.job!r}: {out_dir / f.name}\n")
         return False
     for i, f in enumerate(result.files):
         if len(result.files) > 1:

@@ -40,7 +40,7 @@ from optimizer.cli.common import (
     time_limit_s,
     user_errors,
 )
-from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, TrainScriptOpt, check_export, exported
 from optimizer.cli.mix_view import compare_mix_line, mix_pointer, print_mix
 from optimizer.cli.plot import check_plot_path, plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
@@ -68,10 +68,11 @@ def plan(
     force: ForceOpt = False,
     export: ExportOpt = None,
     out_dir: ExportDirOpt = None,
+    train_script: TrainScriptOpt = None,
 ) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
     with user_errors():
-        check_export(export, out_dir, json_out)
+        check_export(export, out_dir, json_out, train_script)
         time_limit = time_limit_s(time_limit, old_time_limit)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
         out = (
@@ -90,7 +91,9 @@ def plan(
         if out is not None and data.get("pareto"):
             plot_pareto(data["pareto"], out, title=data["job"]["name"])
             written = True
-    if exported(data, export, out_dir, force=force, inputs=input_files(job, prices)):
+    if exported(
+        data, export, out_dir, force=force, inputs=input_files(job, prices), train_script=train_script
+    ):
         return
     if json_out:
         print_json(data)

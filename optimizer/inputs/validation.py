@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import types
 import typing
+import unicodedata
 from typing import Any
 
 import annotated_types as at
@@ -18,7 +19,15 @@ from pydantic.fields import FieldInfo
 
 from optimizer.errors import ConfigError
 
-__all__ = ["format_validation_error", "allowed_range", "check_number"]
+__all__ = [
+    "format_validation_error",
+    "allowed_range",
+    "check_number",
+    "check_text",
+    "control_character",
+    "TextError",
+    "TEXT_ALLOWED",
+]
 
 #: pydantic error types that mean "not a number in the allowed range"
 _NUMBER_ERRORS = {
@@ -118,6 +127,57 @@ def _field_range(info: FieldInfo | None) -> str | None:
     return allowed_range(**bounds, integer=kind is int)
 
 
+class TextError(ValueError):
+    """A string field holds a character data may not hold; `key` names the field."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.message = message
+
+
+#: Unicode categories a name, path or label never needs: controls (newline, CR, NUL, ESC ...),
+#: format characters (bidirectional overrides, zero-width), surrogates and the line/paragraph
+#: separators that YAML and some terminals read as line breaks
+_BAD_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
+#: what the messages name as allowed
+TEXT_ALLOWED = (
+    "printable text (letters, digits, spaces and punctuation; no newline, tab, NUL or other "
+    "control character)"
+)
+
+
+def control_character(text: str) -> str | None:
+    """The first character of `text` a job file may not hold, as 'U+000A (LINE FEED)', or None."""
+    for ch in text:
+        if unicodedata.category(ch) in _BAD_CATEGORIES:
+            name = unicodedata.name(ch, "") or {"\n": "LINE FEED", "\r": "CARRIAGE RETURN"}.get(ch, "control")
+            return f"U+{ord(ch):04X} ({name})"
+    return None
+
+
+def check_text(key: str, value: Any) -> None:
+    """Refuse a control character in a string (or in the strings of a list or dict key) of `key`.
+
+    Every string of a job file may end up in an exported launch script or document, where a
+    newline would end a comment and start a command (exports/, issue 41): names, providers,
+    instances, regions, models and paths are data, and data has no control characters.
+
+    Raises:
+        TextError: a ValueError, "<key>: control character U+000A (LINE FEED) ... is not
+            allowed; allowed: ...".
+    """
+    items = value if isinstance(value, list | tuple) else [value]
+    for item in items:
+        texts = [item] if isinstance(item, str) else list(item) if isinstance(item, dict) else []
+        for text in texts:
+            bad = control_character(text) if isinstance(text, str) else None
+            if bad is not None:
+                raise TextError(
+                    key, f"control character {bad} in {text!r} is not allowed; allowed: {TEXT_ALLOWED}"
+                )
+
+
 def format_validation_error(
     exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
 ) -> str:
@@ -132,6 +192,9 @@ def format_validation_error(
     loc, info, parent = _walk(model, tuple(err["loc"]))
     field = ".".join(filter(None, [prefix, loc]))
     msg = err["msg"].removeprefix("Value error, ")
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, TextError):  # the table's check names the field inside it
+        return f"{'.'.join(filter(None, [field, cause.key]))}: {cause.message}"
     value = err.get("input")
     shown = f" (got {_short(value)})" if err["type"] != "missing" and not isinstance(value, dict) else ""
     if err["type"] == "extra_forbidden":

@@ -11,8 +11,9 @@ Rules (each a structural fact of Megatron-style parallelism, Narayanan et al. 20
 - the GPUs are dp × tp × pp × cp (cp: context parallelism splits the sequence);
 - ZeRO stages 0-3; parameter offload shards parameters, so it needs stage 3;
 - the software stack runs only what it implements (data/stacks.toml tensor_parallel,
-  pipeline_parallel, context_parallel, zero_stages): llm-foundry has no pipelines, Megatron-LM
-  no ZeRO-2, ... Every function below takes the stack (None: unrestricted).
+  pipeline_parallel, context_parallel, zero_stages, pipeline_zero_stages): llm-foundry has no
+  pipelines, Megatron-LM no ZeRO-2, DeepSpeed's PipelineEngine and Megatron-LM no ZeRO ≥ 2
+  with pipeline stages, ... Every function below takes the stack (None: unrestricted).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "parallel_problems",
     "grad_accum_of",
     "stack_zero_stages",
+    "pipeline_zero_stages",
     "tensor_degrees",
     "pipeline_degrees",
     "split_sizes",
@@ -195,6 +197,16 @@ def _stack_problems(
                 LayoutProblem(field, f"{degree}: stack {stack.name} runs no {name} parallelism; allowed: 1")
             )
     # with one data-parallel replica there is nothing to shard: every stage runs as stage 0
+    if dp > 1 and pp > 1 and zero in stack.zero_stages and zero not in stack.pipeline_zero_stages:
+        out.append(
+            LayoutProblem(
+                "zero_stage",
+                f"{zero}: stack {stack.name} runs pipeline stages (pp {pp}) with ZeRO "
+                + ", ".join(map(str, pipeline_zero_stages(stack)))
+                + f" only; allowed: pp 1 with ZeRO-{zero}, or pp {pp} with ZeRO-"
+                + str(max(pipeline_zero_stages(stack), default=0)),
+            )
+        )
     if dp > 1 and zero in ZERO_STAGES and zero not in stack.zero_stages:
         out.append(
             LayoutProblem(
@@ -209,6 +221,13 @@ def _stack_problems(
 def stack_zero_stages(stack: StackProfile | None, wanted: Iterable[int]) -> tuple[int, ...]:
     """The stages of `wanted` (a job's constraints.zero_stages) the stack can run."""
     return tuple(z for z in wanted if stack is None or z in stack.zero_stages)
+
+
+def pipeline_zero_stages(stack: StackProfile | None, wanted: Iterable[int] = ZERO_STAGES) -> tuple[int, ...]:
+    """The stages of `wanted` the stack runs together with pipeline stages (pp > 1): its
+    zero_stages ∩ pipeline_zero_stages (DeepSpeed's PipelineEngine and Megatron-LM: ZeRO ≤ 1)."""
+    runnable = stack_zero_stages(stack, wanted)
+    return runnable if stack is None else tuple(z for z in runnable if z in stack.pipeline_zero_stages)
 
 
 def _split_kinds(stack: StackProfile | None) -> tuple[bool, bool]:
@@ -324,6 +343,7 @@ def training_layouts(
         tuple(micro_batches),
         vp,
         _split_kinds(stack),
+        pipeline_zero_stages(stack, zero_stages),
     )
 
 
@@ -339,6 +359,7 @@ def _training_layouts(
     micro_batches: tuple[int, ...],
     vp: int,
     kinds: tuple[bool, bool],
+    pipeline_zeros: tuple[int, ...] = ZERO_STAGES,
 ) -> tuple[Layout, ...]:
     out = []
     for s in _splits(heads, kv_heads, layers, num_gpus, gpus_per_instance, vp, kinds):
@@ -347,6 +368,8 @@ def _training_layouts(
             if ga is None:
                 continue
             for zero in (0,) if s.dp == 1 else zero_stages:
+                if s.pp > 1 and s.dp > 1 and zero not in pipeline_zeros:
+                    continue  # the stack's launcher refuses this ZeRO stage with pipelines
                 out.append(planned_layout(s.dp, s.tp, s.pp, zero, mb, ga, vp))
     return tuple(out)
 

@@ -120,6 +120,9 @@ class StackProfile:
     pipeline_parallel: bool = True
     context_parallel: bool = True
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    #: the ZeRO stages its launcher runs together with pipeline stages (pp > 1): DeepSpeed's
+    #: PipelineEngine and Megatron-LM refuse ZeRO >= 2 there (layout.pipeline_zero_stages)
+    pipeline_zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     paged_kv: bool = True
     kv_reservation: str = "max"  # KV admitted per sequence: "max" (prompt + max output) | "average"
     fused_prefill: bool = False  # prompt chunks ride in the decode iterations (in-flight batching)
@@ -162,7 +165,7 @@ _NUMERIC = (
     "kv_memory_fraction",
     "lora_dropout",
 )
-_TUPLES = ("lora_targets", "zero_stages")
+_TUPLES = ("lora_targets", "zero_stages", "pipeline_zero_stages")
 _FRACTIONS = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "kv_memory_fraction")
 
 
@@ -197,8 +200,9 @@ def _resolve(name: str, rows: dict[str, dict[str, Any]]) -> StackProfile:
     for key in _FRACTIONS:
         if key in merged and not 0.0 <= merged[key] <= 1.0:
             raise ConfigError(f"stacks.toml [{name}] {key}: {merged[key]} is not in [0, 1]")
-    if not set(merged.get("zero_stages", ())) <= {0, 1, 2, 3}:
-        raise ConfigError(f"stacks.toml [{name}] zero_stages: {merged['zero_stages']} not within 0-3")
+    for key in ("zero_stages", "pipeline_zero_stages"):
+        if not set(merged.get(key, ())) <= {0, 1, 2, 3}:
+            raise ConfigError(f"stacks.toml [{name}] {key}: {merged[key]} not within 0-3")
     return StackProfile(name=name, provenance=provenance, **merged)
 
 

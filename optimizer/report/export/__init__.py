@@ -21,16 +21,19 @@ from optimizer.report.export.common import (
     header_lines,
     result_kind,
     serve_deployments,
+    shell_default,
+    slug,
     train_plans,
     yaml_text,
 )
 from optimizer.report.export.launchers import accelerate_script, sbatch_script, serve_command, torchrun_script
-from optimizer.report.export.skypilot import service_yaml, slug, task_yaml
+from optimizer.report.export.skypilot import service_yaml, task_yaml
 from optimizer.report.export.training import (
     FRAMEWORK_STACKS,
     deepspeed_config,
     foundry_fragment,
     megatron_args,
+    megatron_model_args,
     nemo_overrides,
     torchtitan_toml,
     torchtune_overrides,
@@ -46,12 +49,19 @@ def _deepspeed(t: TrainPlan) -> str:
 
 def _bash_array(t: TrainPlan, name: str, words: list[str], use: str) -> str:
     items = "".join(f"  {shlex.quote(w)}\n" for w in words)
-    return comment(t.lines) + f"# use: source this file, then {use}\n{name}=(\n{items})\n"
+    return (
+        "# shellcheck shell=bash disable=SC2034  # an array for the script that sources this file\n"
+        + comment(t.lines)
+        + f"# use: source this file, then {use}\n{name}=(\n{items})\n"
+    )
 
 
 def _megatron(t: TrainPlan) -> str:
-    use = 'torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" (plus the model shape and data arguments)'
-    return _bash_array(t, "MEGATRON_ARGS", megatron_args(t), use)
+    shape = megatron_model_args(t)
+    use = 'torchrun ... "$MEGATRON_DIR/pretrain_gpt.py" "${MEGATRON_ARGS[@]}" plus your data arguments'
+    if shape is None:
+        use += " and the model's shape (--num-layers --hidden-size ...)"
+    return _bash_array(t, "MEGATRON_ARGS", [*megatron_args(t), *(shape or [])], use)
 
 
 def _nemo(t: TrainPlan) -> str:
@@ -137,7 +147,7 @@ def _serve_sbatch(result: dict[str, Any], d: dict[str, Any], index: int, fmt: st
         "#SBATCH --exclusive\n#SBATCH --output=%x-%A_%a.out\n"
         + comment(header_lines(result, fmt, body))
         + "set -euo pipefail\n"
-        + f'export MODEL_ID="${{MODEL_ID:-{job.get("model_ref") or job.get("model")}}}"\n'
+        + shell_default({"MODEL_ID": str(job.get("model_ref") or job.get("model"))})
         + serve_command(d, str(job.get("stack") or "generic"), max_len)
         + "\n"
     )
@@ -158,8 +168,9 @@ def _serve_files(result: dict[str, Any], fmt: str, out: Export) -> None:
             out.skipped.append(str(exc))
 
 
-def export_result(result: dict[str, Any], fmt: str) -> Export:
-    """The files of `fmt` for a plan, serve or batch result (batch: one file per job).
+def export_result(result: dict[str, Any], fmt: str, train_script: str | None = None) -> Export:
+    """The files of `fmt` for a plan, serve or batch result (batch: one file per job, each job
+    its own file name); `train_script`: the user's training script the launch lines start.
 
     Raises:
         ConfigError: an unknown format, a result without a plan, or a format that applies to
@@ -182,11 +193,11 @@ def export_result(result: dict[str, Any], fmt: str) -> Export:
                 raise ConfigError(f"--export {name}: a serving plan exports skypilot or slurm")
             continue
         assert spec.train is not None
-        for t in train_plans(result, name):
+        for t in train_plans(result, name, train_script):
             if fmt == "all" and FRAMEWORK_STACKS.get(name, t.stack) != t.stack:
                 continue  # another stack's config: only when asked for by name
             try:
-                out.files.append(ExportedFile(f"{slug(t.job)}.{spec.suffix}", spec.train(t), t.job, name))
+                out.files.append(ExportedFile(f"{t.stem}.{spec.suffix}", spec.train(t), t.job, name))
             except ConfigError as exc:
                 out.skipped.append(str(exc))
     if fmt == "all":  # one reason per format is enough

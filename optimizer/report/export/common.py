@@ -1,10 +1,14 @@
-"""What every exporter shares: the plan's layout read from a result, the header, YAML text."""
+"""What every exporter shares: the plan's layout read from a result, the header, and the one
+writer of each format (YAML through PyYAML's emitter, TOML through tomli-w, shell words through
+shlex.quote): user strings are data in every file, never text pasted into a script."""
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
+import re
+import shlex
+import unicodedata
+from dataclasses import dataclass, replace
 from typing import Any
 
 from optimizer import __version__
@@ -19,6 +23,12 @@ __all__ = [
     "header_lines",
     "comment",
     "yaml_text",
+    "toml_text",
+    "shell_default",
+    "shell_exports",
+    "printable",
+    "slug",
+    "distinct_stems",
     "wall_time",
     "DISK_GB",
     "MASTER_PORT",
@@ -81,6 +91,10 @@ class TrainPlan:
     slot_end_hour: float | None = None
     deadline_hour: float | None = None
     lines: tuple[str, ...] = ()  # the header of every file exported from this plan
+    fabric: str = "none"  # inter_node_kind of the offering: efa | infiniband | rdma | ethernet | ...
+    fabric_gbps: float | None = None  # its inter_node_gbps
+    train_script: str | None = None  # the user's training script (--train-script), when given
+    stem: str = ""  # the file name stem, distinct among the result's plans (slug of the job name)
 
 
 def result_kind(result: dict[str, Any]) -> str:
@@ -116,9 +130,47 @@ def header_lines(result: dict[str, Any], fmt: str, body: list[str]) -> tuple[str
     )
 
 
+#: characters that end or bend a line in some reader (controls, format characters, surrogates,
+#: U+2028/U+2029): shown escaped in a comment, never written raw
+_UNPRINTABLE = ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def printable(text: str) -> str:
+    """`text` with every control or line-breaking character as a visible escape (\\x0a, \\u2028):
+    one line that no reader takes for two."""
+    return "".join(
+        (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        if unicodedata.category(ch) in _UNPRINTABLE
+        else ch
+        for ch in text
+    )
+
+
 def comment(lines: tuple[str, ...], prefix: str = "#") -> str:
-    """The header as comment lines of a YAML, TOML or shell file."""
-    return "".join(f"{prefix} {line}\n" for line in lines)
+    """The header as comment lines of a YAML, TOML or shell file; each line stays one comment
+    line whatever it holds (inputs refuse control characters; this is the second guard)."""
+    return "".join(f"{prefix} {printable(line)}\n" for line in lines)
+
+
+def slug(name: str) -> str:
+    """A SkyPilot / Slurm / file name: lower case letters, digits and dashes."""
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-") or "ccopt"
+
+
+def distinct_stems(names: list[str]) -> list[str]:
+    """A file stem per name (its slug), distinct: "Train A", "train-a" and "train_a" become
+    train-a, train-a-2 and train-a-3 (in the order given), so no export overwrites another."""
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        base = slug(name)
+        stem, n = base, 1
+        while stem in taken:
+            n += 1
+            stem = f"{base}-{n}"
+        taken.add(stem)
+        out.append(stem)
+    return out
 
 
 def _plan_header(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any]) -> list[str]:
@@ -186,6 +238,8 @@ def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], 
         slot_end_hour=p.get("slot_end_hour"),
         deadline_hour=p.get("deadline_hour"),
         lines=header_lines(result, fmt, body),
+        fabric=str(p.get("inter_node_kind") or "none"),
+        fabric_gbps=p.get("inter_node_gbps"),
     )
     _check_layout(tp)
     return tp
@@ -206,10 +260,12 @@ def _check_layout(t: TrainPlan) -> None:
         raise ConfigError(f"export: plan {t.job!r}: {t.nodes} × {t.gpus_per_node} GPUs ≠ gpus = {t.gpus}")
 
 
-def train_plans(result: dict[str, Any], fmt: str) -> list[TrainPlan]:
-    """The training plans of a plan result (one) or a batch result (every scheduled job)."""
+def train_plans(result: dict[str, Any], fmt: str, train_script: str | None = None) -> list[TrainPlan]:
+    """The training plans of a plan result (one) or a batch result (every scheduled job), each
+    with a distinct file stem and the user's training script (None: the script asks for it)."""
     if result_kind(result) == "train":
-        return [_train_plan(result, result["plan"], result.get("job") or {}, fmt)]
+        t = _train_plan(result, result["plan"], result.get("job") or {}, fmt)
+        return [replace(t, stem=slug(t.job), train_script=train_script)]
     plans = []
     for j in result["jobs"]:
         if j.get("status") != "scheduled":
@@ -223,7 +279,8 @@ def train_plans(result: dict[str, Any], fmt: str) -> list[TrainPlan]:
             "seq_len": j.get("seq_len"),
         }
         plans.append(_train_plan(result, j, job, fmt))
-    return plans
+    stems = distinct_stems([t.job for t in plans])
+    return [replace(t, stem=stem, train_script=train_script) for t, stem in zip(plans, stems, strict=True)]
 
 
 def serve_deployments(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -237,31 +294,43 @@ def wall_time(hours: float) -> str:
     return f"{total // 24}-{total % 24:02d}:00:00"
 
 
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
-    return json.dumps(str(value))  # a JSON string is a YAML double-quoted scalar
+def yaml_text(value: dict[str, Any]) -> str:
+    """Block YAML of `value` through PyYAML's safe emitter (every string quoted or escaped as
+    YAML requires; a multi-line string as a `|` block when YAML allows it), keys in order."""
+    import yaml  # lazy: an export-only dependency, not imported when planning
+
+    class _Dumper(yaml.SafeDumper):
+        """SafeDumper that writes multi-line strings (SkyPilot `run:`) as literal blocks."""
+
+    def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+        # a character YAML reads as a break or cannot show (NEL, U+2028, CR, NUL...) only keeps
+        # its value inside a double-quoted scalar, where the emitter escapes it ("\\N", "\\L")
+        odd = any(ch != "\n" and unicodedata.category(ch) in _UNPRINTABLE for ch in text)
+        style = '"' if odd else "|" if "\n" in text else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+    _Dumper.add_representer(str, _text)
+    return yaml.dump(
+        value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=10_000
+    )
 
 
-def yaml_text(value: dict[str, Any], indent: int = 0) -> str:
-    """Block YAML of nested dicts, lists of scalars and scalars; a multi-line string as a `|` block.
+def toml_text(tables: dict[str, dict[str, Any]]) -> str:
+    """TOML of `tables` through tomli-w (strings escaped as TOML requires)."""
+    import tomli_w  # lazy: an export-only dependency, not imported when planning
 
-    (A small emitter: ccopt does not depend on PyYAML; tests load every file with it.)
-    """
-    pad = " " * indent
-    out = []
-    for key, item in value.items():
-        if isinstance(item, dict):
-            out.append(f"{pad}{key}:\n{yaml_text(item, indent + 2)}")
-        elif isinstance(item, list):
-            out.append(f"{pad}{key}:\n" + "".join(f"{pad}  - {_scalar(v)}\n" for v in item))
-        elif isinstance(item, str) and "\n" in item:
-            body = "".join(f"{pad}  {line}\n" if line else "\n" for line in item.rstrip("\n").split("\n"))
-            out.append(f"{pad}{key}: |\n{body}")
-        else:
-            out.append(f"{pad}{key}: {_scalar(item)}\n")
-    return "".join(out)
+    return tomli_w.dumps(tables)
+
+
+def shell_exports(values: dict[str, str]) -> str:
+    """`export NAME=value` lines, every value shell-quoted (shlex.quote)."""
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in values.items())
+
+
+def shell_default(values: dict[str, str]) -> str:
+    """Variables the user may set before running (the value given is only a start): set to the
+    quoted value when unset or empty, then exported. The value is a single-quoted word, so
+    nothing in it is expanded or run."""
+    return "".join(
+        f'if [ -z "${{{k}:-}}" ]; then {k}={shlex.quote(v)}; fi\nexport {k}\n' for k, v in values.items()
+    )

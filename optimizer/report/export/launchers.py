@@ -8,14 +8,24 @@ import shlex
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.report.export.common import MASTER_PORT, TrainPlan, comment, wall_time
+from optimizer.report.export.common import (
+    MASTER_PORT,
+    TrainPlan,
+    comment,
+    shell_default,
+    shell_exports,
+    wall_time,
+)
 from optimizer.report.export.training import (
     DEEPSPEED_FILE,
+    TRAIN_SCRIPT_GUARD,
     deepspeed_config,
+    fabric_env,
     launch_lines,
     layout_env,
     needs_deepspeed_file,
     sequence_parallel,
+    shell_words,
     stack_variables,
 )
 
@@ -41,15 +51,6 @@ READINESS_PATH = {
 }
 
 
-def _exports(values: dict[str, str]) -> str:
-    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in values.items())
-
-
-def _defaults(values: dict[str, str]) -> str:
-    """Variables the user may set before running (the value given is only a start)."""
-    return "".join(f'export {k}="${{{k}:-{v}}}"\n' for k, v in values.items())
-
-
 def deepspeed_heredoc(t: TrainPlan) -> str:
     """Shell lines that write the DeepSpeed config the launch line names (empty when none)."""
     return _heredoc(t) if needs_deepspeed_file(t) else ""
@@ -60,13 +61,20 @@ def _heredoc(t: TrainPlan) -> str:
     return f"cat > {DEEPSPEED_FILE} <<'CCOPT_JSON'\n{body}\nCCOPT_JSON\n"
 
 
+def _fabric(t: TrainPlan) -> str:
+    """The fabric's NCCL / libfabric exports, under comment lines citing where they come from."""
+    env, lines = fabric_env(t)
+    return comment(lines) + shell_exports(env)
+
+
 def _script(t: TrainPlan, rendezvous: str, command: str) -> str:
     return (
         "#!/usr/bin/env bash\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
-        + _exports(layout_env(t))
-        + _defaults(stack_variables(t))
+        + _fabric(t)
+        + shell_exports(layout_env(t))
+        + shell_default(stack_variables(t))
         + rendezvous
         + deepspeed_heredoc(t)
         + command
@@ -83,7 +91,10 @@ def _manual_rendezvous(t: TrainPlan) -> str:
     )
     rank = "${NODE_RANK:-0}" if t.nodes == 1 else "${NODE_RANK:?set NODE_RANK (0 on the first node)}"
     addr = "${MASTER_ADDR:-127.0.0.1}" if t.nodes == 1 else "${MASTER_ADDR:?set MASTER_ADDR (node 0)}"
-    return f"{how}NNODES={t.nodes}\nNPROC_PER_NODE={t.gpus_per_node}\nNODE_RANK={rank}\nMASTER_ADDR={addr}\n"
+    return (
+        f"{how}NNODES={t.nodes}\nNPROC_PER_NODE={t.gpus_per_node}\nNODE_RANK={rank}\nMASTER_ADDR={addr}\n"
+        "export NNODES NPROC_PER_NODE NODE_RANK MASTER_ADDR\n"
+    )
 
 
 def torchrun_script(t: TrainPlan) -> str:
@@ -151,15 +162,18 @@ def accelerate_script(t: TrainPlan) -> str:
         else:
             lines.append(args[i])
             i += 1
+    lines = [" ".join(shell_words(line.split(" "))) for line in lines]
     lines.append('"$TRAIN_SCRIPT"')
     return (
         "#!/usr/bin/env bash\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
-        + _exports(layout_env(t))
-        + _defaults({"TRAIN_SCRIPT": "train.py"})
+        + _fabric(t)
+        + shell_exports(layout_env(t))
+        + shell_default({"TRAIN_SCRIPT": t.train_script} if t.train_script else {})
         + _manual_rendezvous(t)
         + ds
+        + TRAIN_SCRIPT_GUARD
         + " \\\n    ".join(lines)
         + "\n"
     )
@@ -181,7 +195,7 @@ def sbatch_script(t: TrainPlan) -> str:
     if t.slot_end_hour is not None and t.start_hour is not None:
         limit_h = max(limit_h, t.slot_end_hour - t.start_hour)
     directives = [
-        f"#SBATCH --job-name={t.job}",
+        f"#SBATCH --job-name={t.stem or 'ccopt'}",  # a slug: letters, digits, dashes
         f"#SBATCH --nodes={t.nodes}",
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={t.gpus_per_node}",
@@ -197,7 +211,7 @@ def sbatch_script(t: TrainPlan) -> str:
     )
     body = launch_lines(t).replace("\n", "\n  ")
     command = (
-        f"launch() {{\n  NODE_RANK=$SLURM_NODEID\n  {body}\n}}\nexport -f launch\n"
+        f"launch() {{\n  export NODE_RANK=$SLURM_NODEID\n  {body}\n}}\nexport -f launch\n"
         "srun --kill-on-bad-exit=1 bash -c launch"
     )
     return (
@@ -206,8 +220,9 @@ def sbatch_script(t: TrainPlan) -> str:
         + "\n"
         + comment(t.lines)
         + "set -euo pipefail\n"
-        + _exports(layout_env(t))
-        + _defaults(stack_variables(t))
+        + _fabric(t)
+        + shell_exports(layout_env(t))
+        + shell_default(stack_variables(t))
         + rendezvous
         + deepspeed_heredoc(t)
         + command

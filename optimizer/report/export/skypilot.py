@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.report.export.common import DISK_GB, TrainPlan, comment, header_lines, yaml_text
+from optimizer.report.export.common import DISK_GB, TrainPlan, comment, header_lines, slug, yaml_text
 from optimizer.report.export.launchers import (
     READINESS_PATH,
     SERVE_PORT,
@@ -14,7 +13,7 @@ from optimizer.report.export.launchers import (
     serve_command,
     serve_replicas_per_instance,
 )
-from optimizer.report.export.training import launch_lines, layout_env, stack_variables
+from optimizer.report.export.training import fabric_env, launch_lines, layout_env, stack_variables
 
 __all__ = ["task_yaml", "service_yaml", "SKY_CLOUD", "SKY_ACCELERATOR", "slug"]
 
@@ -47,11 +46,6 @@ SKY_ACCELERATOR = {
 READINESS_DELAY_S = 1800
 #: SkyPilot has no flag for a reservation: the plan's price assumes one (header says so)
 _RESERVED = ("reserved_1y", "reserved_3y")
-
-
-def slug(name: str) -> str:
-    """A SkyPilot / file name: lower case letters, digits and dashes."""
-    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-") or "ccopt"
 
 
 def _resources(
@@ -96,13 +90,13 @@ def task_yaml(t: TrainPlan) -> str:
         'MASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | sed -n 1p)\n' + deepspeed_heredoc(t) + launch_lines(t)
     )
     task = {
-        "name": slug(t.job),
+        "name": t.stem or slug(t.job),
         "resources": _resources(t.provider, t.region, t.instance, t.gpu, t.gpus_per_node, t.pricing),
         "num_nodes": t.nodes,
-        "envs": {**layout_env(t), **stack_variables(t)},
+        "envs": {**fabric_env(t)[0], **layout_env(t), **stack_variables(t)},
         "run": run,
     }
-    lines = t.lines[:-1] + tuple(_pricing_note(t.pricing)) + t.lines[-1:]
+    lines = t.lines[:-1] + tuple(_pricing_note(t.pricing)) + fabric_env(t)[1] + t.lines[-1:]
     return comment(lines) + yaml_text(task)
 
 

@@ -3,11 +3,15 @@ torchtune and llm-foundry fragments, and the launch line of the plan's stack."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.report.export.common import MASTER_PORT, TrainPlan
+from optimizer.model.layout import pipeline_zero_stages
+from optimizer.model.stacks import get_stack
+from optimizer.report.export.common import MASTER_PORT, TrainPlan, toml_text
+from optimizer.report.export.entry import deepspeed_launcher, fabric_env, megatron_arrays, megatron_model_args
 
 __all__ = [
     "deepspeed_config",
@@ -19,11 +23,16 @@ __all__ = [
     "foundry_fragment",
     "foundry_overrides",
     "layout_env",
+    "fabric_env",
     "launch_lines",
     "needs_deepspeed_file",
     "sequence_parallel",
     "stack_variables",
     "DEEPSPEED_FILE",
+    "check_launcher",
+    "TRAIN_SCRIPT_GUARD",
+    "shell_words",
+    "megatron_model_args",
     "FRAMEWORK_STACKS",
 ]
 
@@ -38,9 +47,47 @@ _DEEPSPEED_STACKS = ("deepspeed", "megatron-deepspeed", "hf-trainer")
 _TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
 
 
+def check_launcher(t: TrainPlan, launcher: str, fmt: str) -> None:
+    """Refuse a plan whose pipeline + ZeRO combination `launcher` (a stacks.toml profile whose
+    engine reads the exported file) cannot run, naming the reason and the nearest runnable
+    layouts (same split with the highest ZeRO stage it allows, or no pipeline).
+
+    Raises:
+        ConfigError: e.g. pp 4 with ZeRO-2 for DeepSpeed's PipelineEngine.
+    """
+    stack = get_stack(launcher)
+    allowed = pipeline_zero_stages(stack)
+    if t.pp == 1 or t.dp == 1 or t.zero_stage in allowed:
+        return
+    source = (
+        stack.provenance["pipeline_zero_stages"].source if "pipeline_zero_stages" in stack.provenance else ""
+    )
+    top = max(allowed, default=0)
+    raise ConfigError(
+        f"--export {fmt}: plan {t.job!r} runs pp {t.pp} with ZeRO-{t.zero_stage}, which {launcher} "
+        f"cannot run (pipelines with ZeRO {', '.join(map(str, allowed))} only: {source}). "
+        "Nearest runnable layouts: "
+        f"dp {t.dp} × tp {t.tp} × pp {t.pp} with ZeRO-{top}, or dp {t.dp * t.pp} × tp {t.tp} × pp 1 with "
+        f"ZeRO-{t.zero_stage}; their memory and cost differ, so re-plan with workload.stack = "
+        f'"{launcher}" (the planner then proposes only layouts it runs)'
+    )
+
+
+def _launcher_of(t: TrainPlan, fmt: str) -> str:
+    """The stack profile whose engine runs a `fmt` file of this plan."""
+    if t.stack == "megatron-deepspeed":
+        return "megatron-deepspeed"
+    return {"deepspeed": "deepspeed", "megatron": "megatron-core", "nemo": "megatron-core"}[fmt]
+
+
 def deepspeed_config(t: TrainPlan) -> dict[str, Any]:
     """DeepSpeed's JSON: batch triple, ZeRO stage and offload, precision (DeepSpeed config docs,
-    deepspeed.ai/docs/config-json). train_batch_size = micro × accumulation × data-parallel size."""
+    deepspeed.ai/docs/config-json). train_batch_size = micro × accumulation × data-parallel size.
+
+    Raises:
+        ConfigError: pipeline stages with ZeRO ≥ 2 (DeepSpeed's PipelineEngine refuses them).
+    """
+    check_launcher(t, _launcher_of(t, "deepspeed"), "deepspeed")
     zero: dict[str, Any] = {"stage": t.zero_stage}
     if t.offload in ("optimizer", "params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
@@ -92,6 +139,8 @@ def megatron_args(t: TrainPlan) -> list[str]:
         ConfigError: the plan shards gradients or weights (ZeRO-2/3), which Megatron-LM's
             distributed optimizer (ZeRO-1) does not; Megatron-DeepSpeed plans are exported.
     """
+    if t.zero_stage != 2 or t.stack == "megatron-deepspeed":
+        check_launcher(t, _launcher_of(t, "megatron"), "megatron")
     if t.zero_stage == 2 and t.stack != "megatron-deepspeed":
         raise ConfigError(
             f"--export megatron: plan {t.job!r} uses ZeRO-2; Megatron-LM shards the optimizer state "
@@ -185,6 +234,9 @@ def _torchtitan_values(t: TrainPlan) -> dict[str, dict[str, Any]]:
     local = t.micro_batch
     if t.pp > 1:
         parallelism["pipeline_parallel_microbatch_size"] = t.micro_batch
+        # the schedule of the plan's bubble: interleaved when it splits stages into vp chunks
+        # (torchtitan Parallelism.pipeline_parallel_schedule, torch.distributed.pipelining)
+        parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if t.vp > 1 else "1F1B"
         local = t.micro_batch * t.grad_accum
     return {
         "training": {
@@ -201,16 +253,7 @@ def _torchtitan_values(t: TrainPlan) -> dict[str, dict[str, Any]]:
 
 def torchtitan_toml(t: TrainPlan) -> str:
     """The torchtitan job-config TOML tables the plan sets (torchtitan/config/job_config.py)."""
-    out = []
-    for table, values in _torchtitan_values(t).items():
-        out.append(f"[{table}]")
-        out += [f"{k} = {_toml(v)}" for k, v in values.items()]
-        out.append("")
-    return "\n".join(out)
-
-
-def _toml(v: Any) -> str:
-    return ('"' + v + '"') if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+    return toml_text(_torchtitan_values(t))
 
 
 def torchtitan_overrides(t: TrainPlan) -> list[str]:
@@ -319,8 +362,13 @@ def _joined(cmd: list[str]) -> str:
     return " \\\n    ".join(out)
 
 
-def _q(words: list[str]) -> list[str]:
-    return [w if w.startswith(("$", '"$')) else shlex.quote(w) for w in words]
+def shell_words(words: list[str]) -> list[str]:
+    """Shell words: a plain `$NAME` becomes "$NAME" (expanded, never split), a word we wrote
+    already quoted ("${X[@]}", "$((...))") stays, anything else is shlex-quoted data."""
+    return [
+        f'"{w}"' if re.fullmatch(r"\$[A-Z_]+", w) else w if w.startswith('"$') else shlex.quote(w)
+        for w in words
+    ]
 
 
 _TORCHRUN = [
@@ -339,15 +387,16 @@ def launch_lines(t: TrainPlan) -> str:
     if t.stack in ("megatron-core", "megatron-deepspeed"):
         cmd = [
             *_TORCHRUN,
-            '"${MEGATRON_DIR:-Megatron-LM}/pretrain_gpt.py"',
-            *_q(megatron_args(t)),
-            "$MODEL_ARGS",
-            "$DATA_ARGS",
+            '"$MEGATRON_DIR/pretrain_gpt.py"',
+            *megatron_args(t),
+            '"${MODEL_ARGS[@]}"',
+            '"${DATA_ARGS[@]}"',
         ]
+        return megatron_arrays(t) + _joined(shell_words(cmd))
     elif t.stack == "torchtitan":
         cmd = [
             *_TORCHRUN, "-m", "torchtitan.train", "--job.config_file", '"$TORCHTITAN_CONFIG"',
-            *_q(torchtitan_overrides(t)),
+            *shell_words(torchtitan_overrides(t)),
         ]  # fmt: skip
     elif t.stack == "torchtune":
         recipe = (
@@ -356,25 +405,30 @@ def launch_lines(t: TrainPlan) -> str:
         cmd = [
             "tune", "run", "--nnodes", "$NNODES", "--nproc_per_node", "$NPROC_PER_NODE",
             "--rdzv-backend", "c10d", "--rdzv-endpoint", f'"$MASTER_ADDR:{MASTER_PORT}"', recipe,
-            "--config", '"$TORCHTUNE_CONFIG"', *_q(torchtune_overrides(t)),
+            "--config", '"$TORCHTUNE_CONFIG"', *shell_words(torchtune_overrides(t)),
         ]  # fmt: skip
     elif t.stack == "llm-foundry":
         cmd = [
             "composer", "--world_size", '"$((NNODES * NPROC_PER_NODE))"', "--node_rank", "$NODE_RANK",
             "--master_addr", "$MASTER_ADDR", "--master_port", str(MASTER_PORT),
             '"${FOUNDRY_DIR:-llm-foundry/scripts}/train/train.py"', '"$FOUNDRY_YAML"',
-            *_q(foundry_overrides(t)),
+            *shell_words(foundry_overrides(t)),
         ]  # fmt: skip
-    elif t.stack in _DEEPSPEED_STACKS:
-        ds = (
-            ["--deepspeed", DEEPSPEED_FILE]
-            if t.stack == "hf-trainer"
-            else ["--deepspeed", "--deepspeed_config", DEEPSPEED_FILE]
-        )
-        cmd = [*_TORCHRUN, '"$TRAIN_SCRIPT"', *ds]
+    elif t.stack == "deepspeed":
+        cmd = [*deepspeed_launcher(t), "$TRAIN_SCRIPT", "--deepspeed", "--deepspeed_config", DEEPSPEED_FILE]
+    elif t.stack in _DEEPSPEED_STACKS:  # hf-trainer: the Trainer's --deepspeed FILE
+        cmd = [*_TORCHRUN, "$TRAIN_SCRIPT", "--deepspeed", DEEPSPEED_FILE]
     else:  # generic, fsdp, unsloth, litgpt: the script reads the CCOPT_* layout variables
-        cmd = [*_TORCHRUN, '"$TRAIN_SCRIPT"']
-    return _split_warning(t) + _joined(cmd)
+        cmd = [*_TORCHRUN, "$TRAIN_SCRIPT"]
+    guard = TRAIN_SCRIPT_GUARD if "$TRAIN_SCRIPT" in cmd else ""
+    return _split_warning(t) + guard + _joined(shell_words(cmd))
+
+
+#: the user's training script is theirs to name (--train-script PATH, or TRAIN_SCRIPT=... when
+#: running): the launch line stops with this message rather than run a placeholder
+TRAIN_SCRIPT_GUARD = (
+    ': "${TRAIN_SCRIPT:?set TRAIN_SCRIPT to your training script (or export with --train-script PATH)}"\n'
+)
 
 
 def _split_warning(t: TrainPlan) -> str:
@@ -396,11 +450,7 @@ def needs_deepspeed_file(t: TrainPlan) -> bool:
 def stack_variables(t: TrainPlan) -> dict[str, str]:
     """What the launch line reads besides the layout, with the value to start from (edit it)."""
     if t.stack in ("megatron-core", "megatron-deepspeed"):
-        return {
-            "MEGATRON_DIR": "Megatron-LM",
-            "MODEL_ARGS": f"(the shape of {t.model}: --num-layers --hidden-size --num-attention-heads ...)",
-            "DATA_ARGS": "--mock-data --tokenizer-type NullTokenizer --vocab-size 32000",
-        }
+        return {"MEGATRON_DIR": "Megatron-LM"}
     if t.stack == "torchtitan":
         return {"TORCHTITAN_CONFIG": "torchtitan/models/llama3/train_configs/llama3_8b.toml"}
     if t.stack == "torchtune":
@@ -408,4 +458,4 @@ def stack_variables(t: TrainPlan) -> dict[str, str]:
         return {"TORCHTUNE_CONFIG": "llama3_1/8B_lora" if lora else "llama3_1/8B_full"}
     if t.stack == "llm-foundry":
         return {"FOUNDRY_DIR": "llm-foundry/scripts", "FOUNDRY_YAML": "train/yamls/pretrain/mpt-7b.yaml"}
-    return {"TRAIN_SCRIPT": "train.py"}
+    return {"TRAIN_SCRIPT": t.train_script} if t.train_script else {}

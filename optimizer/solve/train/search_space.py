@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from optimizer.model.layout import BatchRule, Shape, split_sizes, stack_zero_stages, training_layouts
+from optimizer.model.layout import (
+    BatchRule,
+    Shape,
+    pipeline_zero_stages,
+    split_sizes,
+    stack_zero_stages,
+    training_layouts,
+)
 from optimizer.model.profile import is_profile
 from optimizer.model.setup import Layout
 from optimizer.model.stacks import StackProfile
@@ -89,7 +96,11 @@ def effective_zero_stages(zero_stages: Sequence[int], stack: StackProfile | None
     """
     runnable = stack_zero_stages(stack, zero_stages)
     low = [z for z in runnable if z < 3]
-    return tuple(([max(low)] if low else []) + ([3] if 3 in runnable else []))
+    # with pipeline stages the stack may allow fewer (layout.pipeline_zero_stages): keep its
+    # highest too, so that pipelines are still searched
+    piped = [z for z in pipeline_zero_stages(stack, zero_stages) if z < 3]
+    best = sorted({max(low)} | ({max(piped)} if piped else set())) if low else []
+    return tuple(best + ([3] if 3 in runnable else []))
 
 
 def layouts_for(
