@@ -63,8 +63,11 @@ def check_export(
         api.export({"jobs": []}, fmt)  # the one message of an unknown format (names the allowed)
     if out_dir is None and json_out:
         raise ConfigError("--export without -o DIR prints the files to stdout; with --json give -o DIR")
-    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"-o {out_dir}: exists and is not a folder")
+    if out_dir is not None and not out_dir.is_dir():
+        what = "exists and is not a folder" if out_dir.exists() else "no such folder"
+        raise ConfigError(
+            f"-o {out_dir}: {what}; allowed: an existing folder (ccopt creates no folder for an output)"
+        )
 
 
 def exported(
@@ -85,11 +88,7 @@ def exported(
         return False
     with user_errors():
         result = api.export(data, fmt, train_script)
-        if out_dir is not None:
-            try:
-                out_dir.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ConfigError(f"-o {out_dir}: cannot create the folder: {exc.strerror or exc}") from None
+        if out_dir is not None:  # an existing folder (check_export): ccopt creates none
             # every file through the one output check: never over an input or a store, an
             # earlier export (its header line) replaced, anything else only with --force
             outs = [api.output_file(out_dir / f.name, "-o", force=force, inputs=inputs) for f in result.files]

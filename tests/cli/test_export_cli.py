@@ -30,6 +30,7 @@ def test_plan_export_to_stdout_is_the_file() -> None:
 
 def test_plan_export_into_a_folder_keeps_the_answer(tmp_path: Path) -> None:
     out = tmp_path / "launch"
+    out.mkdir()  # ccopt creates no folder for an output
     # ZeRO-3 only: a plan every launcher format can run (ZeRO-2 is refused by the
     # Megatron formats, with the reason: tested elsewhere)
     job = tmp_path / "llama7b_10days.toml"
@@ -76,6 +77,7 @@ def test_export_option_errors_exit_2_before_solving(tmp_path: Path) -> None:
 
 def test_infeasible_plan_exports_nothing(tmp_path: Path) -> None:
     out = tmp_path / "o"
+    out.mkdir()
     result = runner.invoke(
         app, ["plan", str(EXAMPLES / "infeasible_70b_week.toml"), "--export", "slurm", "-o", str(out)]
     )
@@ -109,3 +111,18 @@ def test_serve_exports_a_service_per_deployment(tmp_path: Path) -> None:
     assert doc["service"]["replicas"] == data["plan"]["deployments"][0]["instances"]
     bad = runner.invoke(app, ["serve", job, "--export", "deepspeed"])
     assert bad.exit_code == 2 and "skypilot or slurm" in bad.stderr
+
+
+def test_a_missing_export_folder_is_bad_input_and_nothing_is_created(tmp_path: Path) -> None:
+    """Issue 47: `--export -o a/b` created the folders, where the README says ccopt creates no
+    folder for an output; now one line and exit 2, before any solving."""
+    out = tmp_path / "a" / "b"
+    result = runner.invoke(
+        app, ["plan", str(EXAMPLES / "llama7b_10days.toml"), "--export", "slurm", "-o", str(out)]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: -o {out}: no such folder; allowed: an existing folder "
+        "(ccopt creates no folder for an output)"
+    )
+    assert not (tmp_path / "a").exists() and result.stdout == ""

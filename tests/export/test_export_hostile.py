@@ -296,6 +296,7 @@ def test_clashing_names_through_the_cli_write_three_files(tmp_path: Path) -> Non
     jobs = "".join(f'[[job]]\nname = "{n}"\n{job}' for n in ("Train A", "train-a", "train_a"))
     batch.write_text("[capacity]\nhorizon_days = 30\n" + jobs)
     out = tmp_path / "out"
+    out.mkdir()
     result = runner.invoke(app, ["batch", str(batch), "--export", "torchrun", "-o", str(out)])
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == [
