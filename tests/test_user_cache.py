@@ -223,3 +223,14 @@ def test_an_unwritable_cache_still_parses(monkeypatch, tmp_path: Path) -> None:
     blocker.write_text("")
     monkeypatch.setenv("CCOPT_CACHE_DIR", str(blocker / "cache"))  # a folder under a file
     assert parsed_toml("t.toml", b"a = 1\n") == {"a": 1}
+
+
+def test_refresh_into_a_relative_cache_directory_is_refused(monkeypatch, capsys, tmp_path: Path) -> None:
+    """It would write a cache that every later read refuses: bad input, before any download."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CCOPT_CACHE_DIR", "relative-cache")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["prices", "refresh", "--url", "http://127.0.0.1:9/offerings.csv"])
+    assert exit_info.value.code == 2
+    assert "relative" in capsys.readouterr().err
+    assert not (tmp_path / "relative-cache").exists()

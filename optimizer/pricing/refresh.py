@@ -17,11 +17,11 @@ from optimizer.inputs.validation import check_number
 from optimizer.pricing import skypilot
 from optimizer.pricing.cache_meta import META_FILE, checksum_problem, read_meta
 from optimizer.pricing.catalog import CACHE_FILE
-from optimizer.pricing.catalog import cache_dir as default_cache_dir
 from optimizer.pricing.download import Deadline, download
 from optimizer.pricing.refresh_catalog import catalog_table, download_catalog
 from optimizer.pricing.schema import read_offerings
 from optimizer.pricing.shrink import check_shrink
+from optimizer.user_cache import cache_root
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -122,7 +122,7 @@ def refresh_prices(
     check_number(deadline_s, "--deadline-s", gt=0, le=MAX_DEADLINE_S)
     check_number(retries, "--retries", ge=0, le=MAX_RETRIES, integer=True)
     check_number(backoff_s, "backoff_s", ge=0, le=MAX_TIMEOUT_S)
-    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else _user_cache()
     fetch = _Fetch(timeout_s, retries, max_bytes, backoff_s, deadline_s)
     if field == "--catalog-url":
         return _refresh_from_catalog(directory, target, fetch, today, allow_shrink)
@@ -138,6 +138,15 @@ class _Fetch:
     max_bytes: int
     backoff_s: float
     deadline_s: float
+
+
+def _user_cache() -> Path:
+    """The user cache folder refreshed into; a refused one (relative) is bad input, as it is
+    never read (optimizer/user_cache.py)."""
+    root = cache_root()
+    if root.path is None:
+        raise ConfigError(f"prices refresh: {root.refused}")
+    return root.path
 
 
 def _refresh_target(url: str | None, catalog_url: str | None) -> tuple[str, str]:
