@@ -27,6 +27,7 @@ from optimizer.model.step_time import (
     training_step_time,
 )
 from optimizer.pricing.offering import Offering, cost_usd
+from optimizer.pricing.terms import fits_term
 from optimizer.solve.train.candidate import Candidate, CandidateTable
 from optimizer.solve.train.fitting import FitList, LayoutRow, fitting_layouts
 from optimizer.solve.train.host_check import (
@@ -317,7 +318,8 @@ def enumerate_candidates(
         # a count is pruned only if even its median-or-faster time misses the deadline (the
         # P50 plan shown beside a confident one comes from this table too)
         prune_at = None if prune_hours is None else prune_hours / time_factor
-        for n in instance_counts(min_instances, high, gpn, batch, model, get_stack(setup.stack)):
+        low = max(min_instances, off.terms.min_nodes)  # a cluster's smallest size (clusters.csv)
+        for n in instance_counts(low, high, gpn, batch, model, get_stack(setup.stack)):
             # one instance never uses the inter-node network: share its result across NICs
             key = (
                 gpu.gpu_id,
@@ -401,8 +403,8 @@ def enumerate_candidates(
             band = step_band(step, gpu, setup.precision, setup.stack, a, default=gpu_band)
             factor = 1.0 if confidence is None else band.multiplier(confidence)
             hours, spot = spot_hours(off, n, steps * step.time_s * factor / 3600.0, model, setup, a)
-            if off.commitment_hours and hours > off.commitment_hours:
-                continue
+            if (off.commitment_hours and hours > off.commitment_hours) or not fits_term(off.terms, hours):
+                continue  # longer than the term (a reserved year, a capacity block) it is sold in
             cost = cost_usd(off, n, hours)
             met_deadline = met_deadline or hours <= prune_hours  # type: ignore[operator]
             table.candidates.append(
