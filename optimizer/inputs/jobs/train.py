@@ -365,6 +365,17 @@ class Constraints(StrictModel):
     def _old_names(cls, data: Any) -> Any:
         return rename_old_fields(data, "constraints")
 
+    @field_validator("start_after", "start_before", mode="before")
+    @classmethod
+    def _iso_date(cls, value: Any) -> Any:
+        """A TOML date, or its ISO text (JSON, the API): 2026-12-10."""
+        if isinstance(value, str):
+            try:
+                return dt.date.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f"not a date: {value!r}; allowed: YYYY-MM-DD, e.g. 2026-12-10") from None
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> Constraints:
         if self.deadline_days is not None and self.deadline_hours is not None:
