@@ -45,15 +45,18 @@ class OfferingTerms:
         """Terms in words, e.g. 'billed in 168 h increments, at least 168 h'."""
         parts = []
         if self.is_block:
+            step, longest = self.billing_increment_hours, self.max_term_hours or 0.0
             parts.append(
-                f"a block of whole {_h(self.billing_increment_hours)} up to {_h(self.max_term_hours or 0)}"
+                f"a capacity block in steps of {_h(step)}, up to {longest / 24:g} days, paid in full"
             )
         elif self.billing_increment_hours:
-            parts.append(f"billed in {_h(self.billing_increment_hours)} increments")
+            parts.append(f"billed in steps of {_h(self.billing_increment_hours)}")
         if self.min_term_hours and not self.is_block:
             parts.append(f"at least {_h(self.min_term_hours)}")
         if self.min_nodes > 1:
             parts.append(f"at least {self.min_nodes} nodes")
+        if not parts and self.source.startswith("not read"):
+            return "terms not read"
         return ", ".join(parts) or "billed per hour used"
 
 

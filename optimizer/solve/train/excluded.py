@@ -118,7 +118,10 @@ def excluded_notes(
                 f"{other.hours / 24:.2f} days{saving}; not taken: {why}"
             )
     gpus = {o.gpu_id for o in prep.offerings}
+    providers = prep.job.constraints.providers
     for row in quote_only_clusters(gpus):
+        if providers is not None and row.provider not in {p.lower() for p in providers}:
+            continue
         lines.append(
             f"by quote only: {row.label} on {row.inter_node_kind} {row.inter_node_gbps:g} Gbit/s "
             f"({row.terms.describe()}) has no published price, so it is not planned; ask the provider"
