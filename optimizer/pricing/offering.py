@@ -9,7 +9,7 @@ prices itself: a price rule changed here changes every planner.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.model.hardware import GpuSpec
@@ -123,7 +123,8 @@ class Cost:
     running_usd: float  # instance-hours (or the whole reserved term), power of owned boxes
     capital_usd: float  # purchase (upfront, net of resale) or amortised capital
     data_usd: float = 0.0  # dataset transfer + dataset and checkpoint storage (Offering.data)
-    billed_hours: float = 0.0  # the hours `running_usd` pays for (the term, rounded, or the run)
+    #: the hours `running_usd` pays for (the term, rounded, or the run); not part of equality
+    billed_hours: float = field(default=0.0, compare=False)
 
     @property
     def total_usd(self) -> float:

@@ -41,6 +41,10 @@ class OfferingTerms:
         """The terms change what a job pays (otherwise the plan line says nothing of them)."""
         return bool(self.min_term_hours or self.billing_increment_hours or self.is_block)
 
+    def billed(self, hours: float) -> float:
+        """`billed_hours` of these terms (for callers that may not import pricing: report/)."""
+        return billed_hours(self, hours)
+
     def describe(self) -> str:
         """Terms in words, e.g. 'billed in 168 h increments, at least 168 h'."""
         parts = []

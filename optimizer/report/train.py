@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.pricing.terms import billed_hours
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.report.mix import mix_dict
@@ -156,7 +155,7 @@ def terms_block(c: Candidate) -> dict[str, Any] | None:
     terms = c.offering.terms
     if not terms.any and terms.min_nodes <= 1:
         return None
-    billed = billed_hours(terms, c.hours)
+    billed = terms.billed(c.hours)
     return {
         "billed_hours": round(billed, 3),
         "run_hours": round(c.hours, 3),
