@@ -225,3 +225,21 @@ def test_no_cluster_line_when_no_published_fabric_is_open(rows):
     job = _job(10e9, providers=["lambda"], gpu_types=["H100-80GB"], trust_guessed_network=False)
     notes = "\n".join(plan_job(job, rows, alternatives=0).notes)
     assert "no priced multi-node H100-80GB cluster with a published fabric" in notes
+
+
+def test_the_plan_check_reads_the_terms(monkeypatch):
+    """validate.plan_violations re-checks a plan against its terms: a node count under the
+    cluster's minimum, a run longer than the longest block."""
+    from dataclasses import replace
+
+    from optimizer.solve.train.validate import _term_violations
+
+    rows = [_cluster_row()]
+    tokens = _tokens_for_hours(rows, 50.0, 1)
+    plan = plan_job(_job(tokens), rows, alternatives=0).plan
+    assert plan is not None and _term_violations(plan) == []
+    strict = replace(plan.offering, terms=OfferingTerms(min_nodes=2))
+    assert "1 nodes < the cluster's minimum 2" in _term_violations(replace(plan, offering=strict))
+    block = OfferingTerms(min_term_hours=24, billing_increment_hours=24, max_term_hours=24)
+    too_long = _term_violations(replace(plan, offering=replace(plan.offering, terms=block)))
+    assert any("the longest block 24 h" in p for p in too_long)
