@@ -16,7 +16,9 @@ __all__ = [
     "INTRA_NODE_LINKS",
 ]
 
-PricingModel = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+#: capacity_block = a fixed window of reserved capacity paid in full (AWS EC2 Capacity Blocks for
+#: ML); its length and start rules are the offering's terms (pricing/terms.py)
+PricingModel = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block"]
 PRICING_MODELS: tuple[str, ...] = get_args(PricingModel)
 #: hours billed by a commitment, per pricing model (1 or 3 years of the instance)
 COMMITMENT_HOURS = {
@@ -24,6 +26,7 @@ COMMITMENT_HOURS = {
     "spot": 0,
     "reserved_1y": HOURS_PER_YEAR,
     "reserved_3y": 3 * HOURS_PER_YEAR,
+    "capacity_block": 0,  # billed by its block length (OfferingTerms), not a yearly term
 }
 
 #: internet: marketplace hosts in different locations, joined only by the public internet

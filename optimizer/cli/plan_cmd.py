@@ -177,6 +177,12 @@ def render_plan(data: dict[str, Any]) -> None:
         f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
         f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)" + confidence_words(p)
     )
+    terms = p.get("terms")
+    if terms:
+        c.print(
+            f"  term paid: {terms['billed_hours']:,.1f} h billed for {terms['run_hours']:,.1f} h run "
+            f"({escape(terms['words'])})"
+        )
     pointer = mix_pointer(data.get("mix"))
     if pointer:
         c.print(f"  [b]{escape(pointer)}[/b]")

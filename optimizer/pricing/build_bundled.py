@@ -19,6 +19,7 @@ from pathlib import Path
 from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import data_path, load_gpus, resolve_gpu_id
 from optimizer.pricing.catalog import COLUMNS, COMMITMENT_HOURS
+from optimizer.pricing.clusters import cluster_offering_rows
 from optimizer.pricing.skypilot import CATALOG_VERSIONS, Conversion, catalog_path, convert
 
 __all__ = [
@@ -249,6 +250,8 @@ def build_from_catalog(
     `skypilot.convert`, then the same rules as the bundled table (`build_rows`). This is what
     `ccopt prices refresh` runs on the downloaded files and `main --skypilot DIR` on local ones.
 
+    The priced rows of our own cluster table (pricing_data/clusters.csv) are appended.
+
     Returns:
         (offering rows, dropped reference rows (GPU not in the catalog), the conversion).
 
@@ -257,7 +260,7 @@ def build_from_catalog(
     """
     conversion = convert(texts, read_date, labels, known_network_instances())
     rows, dropped = build_rows(conversion.rows)
-    return rows, dropped, conversion
+    return rows + cluster_offering_rows(), dropped, conversion
 
 
 def write_csv(rows: Iterable[Mapping[str, str]], handle: object) -> None:
@@ -291,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         out = data_path("offerings.csv") if len(args) < 4 else Path(args[3])
     else:
         rows, dropped = build_rows(Path(args[0]) / "cloud_prices.csv")
+        rows += cluster_offering_rows()  # our own table: clusters, capacity blocks (clusters.csv)
         out = Path(args[1]) if len(args) > 1 else data_path("offerings.csv")
     with open(out, "w", newline="", encoding="utf-8") as handle:
         write_csv(rows, handle)

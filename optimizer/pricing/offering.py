@@ -9,7 +9,7 @@ prices itself: a price rule changed here changes every planner.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.model.hardware import GpuSpec
@@ -17,6 +17,7 @@ from optimizer.model.step_time import Cluster
 from optimizer.pricing.data_cost import NO_DATA, DataCharge
 from optimizer.pricing.ownership import NO_USAGE, OwnershipTerms, Usage, fixed_charge_usd
 from optimizer.pricing.sanity import PriceFlag, price_max_age_days
+from optimizer.pricing.terms import NO_TERMS, OfferingTerms, billed_hours
 
 __all__ = ["Offering", "Cost", "cost_usd", "hourly_usd", "OFFERING_KINDS"]
 
@@ -70,6 +71,9 @@ class Offering:
     price_as_of: dt.date | None = None  # the date of the price (None: a box's specs)
     price_note: str = ""  # what the user's prices changed, e.g. "on_demand 30% off (prices.toml)"
     catalog_usd_per_hour: float | None = None  # the catalog price before the user's prices
+    #: the seller's terms (pricing/terms.py): minimum term, billing increment, block length,
+    #: node range; NO_TERMS = billed per hour used
+    terms: OfferingTerms = NO_TERMS
 
     def price_info(self, today: dt.date | None = None, max_age_days: int | None = None) -> dict[str, Any]:
         """Source, date and age of this offering's price (the `price` block of a plan line).
@@ -119,6 +123,8 @@ class Cost:
     running_usd: float  # instance-hours (or the whole reserved term), power of owned boxes
     capital_usd: float  # purchase (upfront, net of resale) or amortised capital
     data_usd: float = 0.0  # dataset transfer + dataset and checkpoint storage (Offering.data)
+    #: the hours `running_usd` pays for (the term, rounded, or the run); not part of equality
+    billed_hours: float = field(default=0.0, compare=False)
 
     @property
     def total_usd(self) -> float:
@@ -128,18 +134,20 @@ class Cost:
 def cost_usd(offering: Offering, instances: int, hours: float) -> Cost:
     """Cost of running `instances` of `offering` for `hours` wall-clock hours.
 
-    running = usd_per_hour × instances × hours, or × commitment_hours for a reserved term that
-    bills every hour whatever is used; capital = instances × max(fixed share per job, hourly
+    running = usd_per_hour × instances × billed hours: `hours` rounded up to the offering's
+    billing increment and at least its minimum term (pricing/terms.py: a 5.8-day job on weekly
+    billing pays 7 days, a capacity block its whole length), or commitment_hours for a reserved
+    term that bills every hour whatever is used; capital = instances × max(fixed share per job, hourly
     share × hours) of the box's net capital and ops fee (pricing/ownership.py, at the workload
     the box really does);
     data = the job's data charge over `hours` (pricing/data_cost.py: one transfer + storage).
     """
-    billed_h = offering.commitment_hours if offering.commitment_hours else hours
+    billed_h = offering.commitment_hours or billed_hours(offering.terms, hours)
     running = offering.usd_per_hour * instances * billed_h
     capital = fixed_charge_usd(
         offering.capital_usd_per_instance, offering.capital_usd_per_instance_hour, instances, hours
     )
-    return Cost(running, capital, offering.data.usd(hours))
+    return Cost(running, capital, offering.data.usd(hours), billed_h)
 
 
 def hourly_usd(offering: Offering) -> tuple[float, float]:

@@ -6,6 +6,7 @@ priced the same way everywhere; `optimizer.pricing.offering.cost_usd` then price
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -15,6 +16,7 @@ from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 from optimizer.inputs.jobs.train import HardwareEntry
 from optimizer.model.hardware import GpuSpec
 from optimizer.pricing.catalog import filter_rows
+from optimizer.pricing.clusters import terms_for
 from optimizer.pricing.host import local_nvme_gb
 from optimizer.pricing.names import catalog_rows_named
 from optimizer.pricing.offering import Offering
@@ -29,6 +31,7 @@ from optimizer.pricing.ownership import NO_USAGE, OwnershipTerms, Usage, charge_
 from optimizer.pricing.sanity import PriceFlag, catalog_flags, flags_of, row_key
 from optimizer.pricing.schema import OfferingRow
 from optimizer.pricing.spot import spot_rate
+from optimizer.pricing.terms import block_start_fits
 
 __all__ = [
     "flag_notes",
@@ -39,6 +42,8 @@ __all__ = [
     "ownership_terms",
     "hardware_offerings",
     "job_offerings",
+    "block_fits_window",
+    "today_utc",
 ]
 
 _FILTER_FIELDS = {"gpu": "gpu_types", "provider": "providers", "region": "regions"}
@@ -83,6 +88,7 @@ def cloud_offering(
     rate = spot_rate(row.provider, row.gpu_id, spot_rate_override) if spot and spot_overhead is None else None
     if not trust_guessed_network and row.inter_node_is_default:
         limit = 1
+    terms = terms_for(row.provider, row.instance_type, row.region, row.pricing_model)
     return Offering(
         key=f"{key_prefix}{row.provider}/{row.instance_type}/{row.region}/{row.pricing_model}",
         kind=kind,
@@ -109,6 +115,7 @@ def cloud_offering(
         price_as_of=row.as_of,
         price_note=row.overlay_note,
         catalog_usd_per_hour=row.catalog_usd_per_hour,
+        terms=terms,
     )
 
 
@@ -281,7 +288,8 @@ def job_offerings(
 
     Constraints only training has (spot_interruption_overhead,
     spot_interruptions_per_instance_day, availability, trust_guessed_network,
-    reservation_prepaid) are read when present; a serving job's lack them and get
+    reservation_prepaid, start_after / start_before: capacity blocks that cannot start in that
+    window are left out) are read when present; a serving job's lack them and get
     `cloud_offering`'s defaults (its cost is per served hour, hourly_usd, which they do not touch).
 
     Raises:
@@ -302,8 +310,25 @@ def job_offerings(
             trust_guessed_network=getattr(constraints, "trust_guessed_network", True),
             reservation_prepaid=getattr(constraints, "reservation_prepaid", False),
         )
+    cloud = [o for o in cloud if block_fits_window(o, constraints)]
     usage = Usage(getattr(constraints, "jobs_per_month", None), getattr(constraints, "duty_cycle", None))
     return cloud + hardware_offerings(owned, buy, constraints.gpu_types, usage=usage)
+
+
+def today_utc() -> dt.date:
+    """Today's date (UTC): the first day a capacity block can start."""
+    return dt.datetime.now(dt.timezone.utc).date()  # noqa: UP017
+
+
+def block_fits_window(offering: Offering, constraints: Any) -> bool:
+    """A capacity block can start inside the job's `start_after` / `start_before` window (within
+    its booking horizon from today); any other offering always can."""
+    return block_start_fits(
+        offering.terms,
+        getattr(constraints, "start_after", None),
+        getattr(constraints, "start_before", None),
+        today_utc(),
+    )
 
 
 def check_availability(rows: Sequence[OfferingRow], availability: Sequence[Any]) -> None:

@@ -4,7 +4,8 @@ result only when every file arrived, converted and passed the shrink guard.
 
 Each file has its own deadline and the shrink guard is applied per provider (a cloud losing a
 fifth of its rows, or all of them, is refused even when the others grew). Providers the
-catalog does not carry (CoreWeave) keep their rows from the table in use. Any failure leaves
+catalog does not carry (CoreWeave) keep their rows from the table in use; our own cluster and
+capacity-block rows (pricing_data/clusters.csv) are added from that table. Any failure leaves
 the previous tables byte-identical.
 """
 
@@ -19,6 +20,7 @@ from optimizer.errors import CatalogError, RefreshError
 from optimizer.pricing.build_bundled import build_from_catalog, write_csv
 from optimizer.pricing.cache_meta import checksum_problem
 from optimizer.pricing.catalog import bundled_path
+from optimizer.pricing.clusters import cluster_keys
 from optimizer.pricing.download import Deadline, download
 from optimizer.pricing.schema import rows_to_frame, validate_csv
 from optimizer.pricing.shrink import check_shrink
@@ -71,6 +73,10 @@ def _in_use(csv_path: Path) -> tuple[Path, str]:
     return bundled_path(), "bundled table"
 
 
+def _key(row: dict[str, str]) -> tuple[str, str, str, str]:
+    return (row["provider"], row["instance_type"], row["region"], row["pricing_model"])
+
+
 def catalog_table(
     texts: dict[str, str],
     urls: dict[str, str],
@@ -80,7 +86,8 @@ def catalog_table(
 ) -> tuple[bytes, list[str]]:
     """The new offerings CSV (bytes) and the notes on what was left out.
 
-    Rows of providers the catalog does not carry are copied from the table in use; each
+    Rows of providers the catalog does not carry are copied from the table in use (our own
+    cluster rows, pricing_data/clusters.csv, come from that table, not the old one); each
     provider's rows are checked against that table's with the shrink guard.
 
     Raises:
@@ -90,7 +97,8 @@ def catalog_table(
     previous_path, label = _in_use(csv_path)
     with open(previous_path, newline="", encoding="utf-8") as handle:
         previous = list(csv.DictReader(handle))
-    rows += [r for r in previous if r["provider"] not in CATALOG_VERSIONS]
+    own = cluster_keys()  # clusters.csv rows come fresh from build_from_catalog
+    rows += [r for r in previous if r["provider"] not in CATALOG_VERSIONS and _key(r) not in own]
     buffer = io.StringIO()
     write_csv(rows, buffer)
     text = buffer.getvalue()

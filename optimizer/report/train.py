@@ -141,11 +141,33 @@ def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any
         "price_flags": [{"rule": fl.rule, "reason": fl.reason} for fl in getattr(off, "flags", ())],
         "price_source": off.price_origin,
         "price": off.price_info(),
+        "terms": terms_block(c),
         "warnings": list(f.warnings),
         "spot": spot_block(c),
         "data_usd": round(f.data_usd, 2),
         "data": data_block(c, f),
         "host": host_block(c, f),
+    }
+
+
+def terms_block(c: Candidate) -> dict[str, Any] | None:
+    """The seller's terms a plan pays (None: billed per hour used): the hours billed against the
+    hours run, the minimum term, the billing increment, the longest block and where they are read."""
+    terms = c.offering.terms
+    if not terms.any and terms.min_nodes <= 1:
+        return None
+    billed = terms.billed(c.hours)
+    return {
+        "billed_hours": round(billed, 3),
+        "run_hours": round(c.hours, 3),
+        "idle_hours": round(billed - c.hours, 3),
+        "min_term_hours": terms.min_term_hours,
+        "billing_increment_hours": terms.billing_increment_hours,
+        "max_term_hours": terms.max_term_hours,
+        "min_nodes": terms.min_nodes,
+        "max_nodes": terms.max_nodes,
+        "words": terms.describe(),
+        "source": terms.source,
     }
 
 

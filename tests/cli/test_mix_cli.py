@@ -35,7 +35,10 @@ def test_held_reserved_mix_in_text_and_json():
     assert "a mixed cluster is cheaper by $" in text.stdout
     # the line under the headline points at the mix: its cost (6 on-demand + 2 held at their
     # hourly rates × the same hours) and the saving
-    second = text.stdout.splitlines()[2].strip()
+    lines = [line.strip() for line in text.stdout.splitlines()]
+    at = next(i for i, line in enumerate(lines) if line.startswith("cheaper as a mixed cluster"))
+    assert "reserved_1y" in lines[at - 1] or "on_demand" in lines[at - 1]  # right under the plan line
+    second = lines[at]
     mix_cost = (6 * 27.44705 + 2 * 17.291642) * hours
     saving = 2 * (27.44705 - 17.291642) * hours
     shown = re.fullmatch(

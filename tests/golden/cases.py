@@ -20,6 +20,7 @@ CASES: dict[str, list[str]] = {
     "plan_qlora_70b_single_node": ["plan", "examples/qlora_70b_single_node.toml", "--json", "--pareto"],
     "plan_infeasible_70b_week": ["plan", "examples/infeasible_70b_week.toml", "--json"],
     "plan_llama7b_data_in_s3": ["plan", "examples/llama7b_data_in_s3.toml", "--json"],
+    "plan_llama7b_capacity_block": ["plan", "examples/llama7b_10days_capacity_block.toml", "--json"],
     "plan_resnet50_imagenet_loader": ["plan", "examples/resnet50_imagenet_loader.toml", "--json"],
     "plan_finetune_8b_4090_vs_cloud": ["plan", "examples/finetune_8b_4090_vs_cloud.toml", "--json"],
     "compare_finetune_8b_4090_vs_cloud": ["compare", "examples/finetune_8b_4090_vs_cloud.toml", "--json"],

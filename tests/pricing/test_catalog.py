@@ -37,8 +37,9 @@ def _one(frame, **match):
 def test_bundled_schema_and_source():
     catalog = load_catalog(offline=True)
     assert catalog.source == "bundled"
-    assert catalog.as_of == "2026-12-02"
-    assert catalog.describe() == "prices: bundled tables, as of 2026-12-02"
+    # the newest row: a Crusoe price of our own cluster table, read 2026-12-05 (clusters.csv)
+    assert catalog.as_of == "2026-12-05"
+    assert catalog.describe() == "prices: bundled tables, as of 2026-12-05"
     assert list(catalog.frame.columns) == list(COLUMNS)
     assert Path(catalog.path).name == "offerings.csv"
 
@@ -136,7 +137,7 @@ def test_filter_max_instances(tiny_csv):
     ("kwargs", "phrase"),
     [
         ({"providers": "awz"}, "provider: unknown value 'awz'"),
-        ({"pricing": "monthly"}, "Allowed: on_demand, reserved_1y, reserved_3y, spot"),
+        ({"pricing": "monthly"}, "Allowed: capacity_block, on_demand, reserved_1y, reserved_3y, spot"),
         ({"regions": "mars-1"}, "region: unknown value 'mars-1'"),
         ({"gpus": "H1000"}, "gpu: unknown GPU 'H1000'"),
         ({"min_instances": 0}, "min_instances: must be >= 1"),

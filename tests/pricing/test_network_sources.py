@@ -18,6 +18,7 @@ from optimizer.pricing.build_bundled import (
     PROVIDER_DEFAULT,
     load_network_table,
 )
+from optimizer.pricing.clusters import cluster_keys, load_clusters
 
 #: providers whose every instance must have its own row (no silent per-provider fallback)
 PER_INSTANCE_PROVIDERS = {"aws", "gcp", "azure", "oci"}
@@ -56,9 +57,14 @@ def test_table_columns_and_every_published_row_has_a_source(network):
             assert "guess" in row["notes"].lower() or "default" in row["notes"].lower(), key
 
 
+def _own(row):
+    """A row of our own cluster table (pricing_data/clusters.csv): its fabric is cited there."""
+    return (row["provider"], row["instance_type"], row["region"], row["pricing_model"]) in cluster_keys()
+
+
 def test_every_non_default_offering_figure_is_sourced(offerings, network):
     for row in offerings:
-        if row["inter_node_is_default"] == "true":
+        if row["inter_node_is_default"] == "true" or _own(row):
             continue
         key = (row["provider"], row["instance_type"])
         assert key in network, key
@@ -74,6 +80,8 @@ def test_every_non_default_offering_figure_is_sourced(offerings, network):
 def test_offerings_match_the_network_table(offerings, network):
     for row in offerings:
         key = (row["provider"], row["instance_type"])
+        if _own(row) and key not in network:
+            continue  # a cluster of our own table (test_cluster_fabrics_are_cited)
         if row["provider"] in PER_INSTANCE_PROVIDERS:
             assert key in network, f"{key} has no row in instance_network.csv"
         if key in network:
@@ -87,6 +95,25 @@ def test_offerings_match_the_network_table(offerings, network):
             assert row["provider"] in PROVIDER_DEFAULT, key
             assert row["inter_node_is_default"] == "true", key
     assert set(INTERCONNECT) == set(network)
+
+
+def test_cluster_fabrics_are_cited():
+    """Every cluster row of our own table cites where its fabric is read; a published figure
+    names a page or a repository file, a guess says so."""
+    for row in load_clusters():
+        assert row.fabric_source.strip(), row.key
+        if row.inter_node_is_default:
+            assert "GUESS" in row.fabric_source or "not read" in row.fabric_source, row.key
+        else:
+            assert "https://" in row.fabric_source or ".md" in row.fabric_source, row.key
+            assert row.inter_node_kind in {"infiniband", "efa"}, row.key
+    # Lambda docs: "Quantum-2 400Gb/s InfiniBand ... GPUDirect RDMA communication of up to
+    # 3200Gb/s": 8 GPUs x 400 Gb/s = 3200 per node
+    lam = {r.instance_type: r for r in load_clusters() if r.provider == "lambda"}["1cc-h100-sxm"]
+    assert lam.inter_node_gbps == 8 * 400
+    # AWS Capacity Blocks page: p4d "400 Gigabit", p5 "3200 Gigabit"
+    aws = {r.instance_type: r.inter_node_gbps for r in load_clusters() if r.provider == "aws"}
+    assert aws["p4d.24xlarge"] == 400 and aws["p5.48xlarge"] == 3200
 
 
 def test_aws_published_figures(offerings):

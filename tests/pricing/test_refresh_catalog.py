@@ -62,14 +62,21 @@ def test_refresh_equals_the_bundled_build_of_the_same_files(refreshed, isolated_
     cached = refreshed["offerings.csv"].decode()
     # the catalog's providers: the same rows, line for line, as the maintainer build
     catalog_part = [r for r in _rows(cached) if r["provider"] in CATALOG_VERSIONS]
-    assert catalog_part == _rows(built)
-    # a provider the catalog does not carry (CoreWeave) keeps the bundled rows unchanged
+    assert catalog_part == [r for r in _rows(built) if r["provider"] in CATALOG_VERSIONS]
+    # providers the catalog does not carry (CoreWeave, and our own cluster table's Nebius,
+    # Crusoe) keep the bundled rows unchanged, none repeated
     bundled = bundled_path().read_text(encoding="utf-8")
-    assert [r for r in _rows(cached) if r["provider"] == "coreweave"] == [
-        r for r in _rows(bundled) if r["provider"] == "coreweave"
-    ]
+    others = sorted(
+        (r for r in _rows(cached) if r["provider"] not in CATALOG_VERSIONS), key=lambda r: sorted(r.items())
+    )
+    assert others == sorted(
+        (r for r in _rows(bundled) if r["provider"] not in CATALOG_VERSIONS), key=lambda r: sorted(r.items())
+    )
+    # the AWS capacity blocks of our own table are kept too (aws is a catalog provider)
+    assert sum(r["pricing_model"] == "capacity_block" for r in _rows(cached)) == 3
     loaded = load_catalog_rows()
-    assert loaded.age.source == "cache" and str(loaded.age.as_of) == "2026-12-02"
+    # the newest row is our own table's Crusoe price, read 2026-12-05 (pricing_data/clusters.csv)
+    assert loaded.age.source == "cache" and str(loaded.age.as_of) == "2026-12-05"
 
 
 def test_converted_prices_match_the_hand_read_bundled_table(refreshed):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -348,16 +349,42 @@ class Constraints(StrictModel):
         description="true: instances without a cluster interconnect (internet-grade "
         "networking between them) may be joined into a multi-node plan",
     )
+    start_after: dt.date | None = Field(
+        default=None,
+        description="the job starts on or after this day (YYYY-MM-DD): a capacity block must be "
+        "bookable to start in [start_after, start_before] (pricing_data/clusters.csv)",
+    )
+    start_before: dt.date | None = Field(
+        default=None,
+        description="the job starts on or before this day (YYYY-MM-DD); with start_after, the "
+        "window a capacity block must start in",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: object) -> Any:
         return rename_old_fields(data, "constraints")
 
+    @field_validator("start_after", "start_before", mode="before")
+    @classmethod
+    def _iso_date(cls, value: Any) -> Any:
+        """A TOML date, or its ISO text (JSON, the API): 2026-12-10."""
+        if isinstance(value, str):
+            try:
+                return dt.date.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f"not a date: {value!r}; allowed: YYYY-MM-DD, e.g. 2026-12-10") from None
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> Constraints:
         if self.deadline_days is not None and self.deadline_hours is not None:
             raise ValueError("give deadline_days or deadline_hours, not both")
+        if self.start_after and self.start_before and self.start_before < self.start_after:
+            raise ValueError(
+                f"start_before ({self.start_before}) is before start_after ({self.start_after}); "
+                "give a window whose end is on or after its start"
+            )
         if self.jobs_per_month is not None and self.duty_cycle is not None:
             raise ValueError("duty_cycle: give jobs_per_month or duty_cycle, not both")
         bad = [z for z in self.zero_stages if z not in (0, 1, 2, 3)]

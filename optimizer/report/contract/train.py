@@ -129,6 +129,23 @@ class HostOut(Contract):
     notes: list[str] = Field(default_factory=list)
 
 
+class TermsOut(Contract):
+    """The term a plan pays for (issue 42): hours billed against hours run."""
+
+    billed_hours: float = Field(
+        description="hours billed: run hours rounded up to the increment, at least the minimum term"
+    )
+    run_hours: float = Field(description="hours the job runs at the plan's confidence")
+    idle_hours: float = Field(description="billed_hours − run_hours: paid, not used")
+    min_term_hours: float
+    billing_increment_hours: float = Field(description="0: not rounded")
+    max_term_hours: float | None = Field(description="a capacity block: the longest one sold")
+    min_nodes: int
+    max_nodes: int | None
+    words: str = Field(description="the terms in words")
+    source: str = Field(description="the page the terms are read from")
+
+
 class SpotOut(Contract):
     """What interruptions cost a spot plan (Daly 2006 expected wall time)."""
 
@@ -279,6 +296,11 @@ class PlanOut(Contract):
         default="bundled", description="bundled | refreshed | file | overlay | hardware (see price)"
     )
     price: PriceOut | None = Field(default=None, description="source, date and age of the price")
+    terms: TermsOut | None = Field(
+        default=None,
+        description="the seller's terms the plan pays (minimum term, billing increment, capacity "
+        "block, node range); None: billed per hour used",
+    )
     warnings: list[str] = Field(default_factory=list)
     data_usd: float | None = Field(
         default=None, description="dataset transfer + dataset and checkpoint storage, included in cost_usd"

@@ -27,6 +27,7 @@ SKY_CLOUD = {
     "runpod": "runpod",
     "vast": "vast",
     "coreweave": "kubernetes",
+    "nebius": "nebius",  # issue 42: Nebius H200 nodes (pricing_data/clusters.csv)
 }
 #: ccopt GPU id -> SkyPilot accelerator name (skypilot-catalog v8 AcceleratorName column)
 SKY_ACCELERATOR = {
@@ -59,7 +60,8 @@ def _resources(
         )
     res: dict[str, Any] = {"cloud": cloud}
     if cloud != "kubernetes":  # a Kubernetes cluster has no catalog region or instance type
-        res["region"] = region
+        if region != "unspecified":  # a price page that names no region: SkyPilot picks one
+            res["region"] = region
         res["instance_type"] = instance
     res["accelerators"] = f"{SKY_ACCELERATOR.get(gpu, gpu)}:{count}"
     res["use_spot"] = pricing == "spot"

@@ -16,6 +16,7 @@ from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.compare import BreakEven, job_verdict
 from optimizer.solve.train.confidence import at_confidence
 from optimizer.solve.train.enumerate import BatchRule, Candidate
+from optimizer.solve.train.excluded import excluded_notes
 from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.mix.check import mix_outcome
@@ -157,6 +158,7 @@ def plan_job(
     prep = prepared or prepare_job(job, rows, base_dir, pareto=pareto)
     out = _plan_single(prep, alternatives=alternatives, pareto=pareto, config=config)
     out.mix = mix_outcome(prep, out.plan, rows, config)  # issue 32: mixed clusters
+    out.notes = out.notes + tuple(excluded_notes(prep, out.plan, rows, config))  # issue 42
     return out
 
 

@@ -18,6 +18,7 @@ from optimizer.model.stacks import StackProfile
 from optimizer.model.step_model import MicrobatchTimes, StepModel, step_model_for
 from optimizer.model.step_time import Cluster, StepTime
 from optimizer.pricing.offering import Offering, cost_usd
+from optimizer.pricing.terms import fits_term
 from optimizer.solve.train.candidate import Candidate, CandidateTable
 from optimizer.solve.train.fitting import FitList, LayoutRow, fitting_layouts
 from optimizer.solve.train.host_check import NO_HOST_RULE, HostRule, check_host, host_need_gib, loader_words
@@ -254,9 +255,8 @@ def scan_offering(
     it gives none, say why."""
     scan = _start_scan(ctx, position, off)
     rules = ctx.rules
-    counts = instance_counts(
-        rules.min_instances, scan.high, off.gpus_per_instance, rules.batch, ctx.model, ctx.stack
-    )
+    low = max(rules.min_instances, off.terms.min_nodes)  # a cluster's smallest size (clusters.csv)
+    counts = instance_counts(low, scan.high, off.gpus_per_instance, rules.batch, ctx.model, ctx.stack)
     for n in counts:
         best = _fastest_at(ctx, scan, n, table, perf_cache)
         if best is not None and not _add_row(ctx, scan, n, best, table, ceiling):
@@ -352,8 +352,8 @@ def _add_row(
     band = step_band(step, off.gpu, setup.precision, setup.stack, a, default=scan.gpu_band)
     factor = 1.0 if rules.confidence is None else band.multiplier(rules.confidence)
     hours, spot = spot_hours(off, n, steps * step.time_s * factor / 3600.0, ctx.model, setup, a)
-    if off.commitment_hours and hours > off.commitment_hours:
-        return True
+    if (off.commitment_hours and hours > off.commitment_hours) or not fits_term(off.terms, hours):
+        return True  # longer than the term (a reserved year, a capacity block) it is sold in
     cost = cost_usd(off, n, hours)
     scan.met_deadline = scan.met_deadline or (rules.prune_hours is not None and hours <= rules.prune_hours)
     table.candidates.append(

@@ -59,6 +59,26 @@ def plan_violations(
     if off.commitment_hours and c.hours > off.commitment_hours:
         problems.append("runs longer than the reservation term")
     problems.extend(_host_violations(c, model, setup, assumptions))
+    problems.extend(_term_violations(c))
+    return problems
+
+
+def _term_violations(c: Candidate) -> list[str]:
+    """The seller's terms (issue 42): the node range, a block long enough, and billed hours
+    that are whole increments, at least the run and at least the minimum term."""
+    terms, problems = c.offering.terms, []
+    if c.instances < terms.min_nodes:
+        problems.append(f"{c.instances} nodes < the cluster's minimum {terms.min_nodes}")
+    if terms.max_term_hours is not None and c.hours > terms.max_term_hours + 1e-9:
+        problems.append(f"{c.hours:.2f} h > the longest block {terms.max_term_hours:g} h")
+    billed = terms.billed(c.hours)
+    if billed + 1e-9 < max(c.hours, terms.min_term_hours):
+        problems.append(
+            f"bills {billed:.2f} h for a {c.hours:.2f}-h run (minimum {terms.min_term_hours:g} h)"
+        )
+    step = terms.billing_increment_hours
+    if step and not math.isclose(billed / step, round(billed / step), abs_tol=1e-6):
+        problems.append(f"bills {billed:.2f} h, not whole steps of {step:g} h")
     return problems
 
 

@@ -150,7 +150,8 @@ def _with_data(off: Offering, data: Any) -> Offering:
 def type_groups(offerings: Sequence[Offering], held: Sequence[PriceRow]) -> tuple[list[TypeGroup], list[str]]:
     """The offerings a mix may use, grouped per instance type and place, and why others are out.
 
-    Out of a mix: a reserved term billed in full (its commitment is one plan's own choice),
+    Out of a mix: a reserved term billed in full (its commitment is one plan's own choice), an
+    offering with a minimum term, billing increment, capacity block or minimum node count,
     boxes whose fixed costs are charged per job (buy, owned with charge_capital: not linear in
     hours)."""
     groups: dict[tuple[str, str, str], list[PriceRow]] = {}
@@ -158,6 +159,11 @@ def type_groups(offerings: Sequence[Offering], held: Sequence[PriceRow]) -> tupl
     for off in offerings:
         if off.commitment_hours:
             left_out.append(f"{off.provider} {off.instance} {off.pricing}: a full reserved term is not mixed")
+            continue
+        if off.terms.any or off.terms.min_nodes > 1:  # issue 42: billed by its own terms
+            left_out.append(
+                f"{off.provider} {off.instance} {off.pricing}: a term ({off.terms.describe()}) is not mixed"
+            )
             continue
         if off.kind not in ("cloud", "owned") or off.capital_usd_per_instance > 0:
             left_out.append(f"{off.gpu_id} {off.kind} boxes: a per-job capital charge is not mixed")
