@@ -20,6 +20,7 @@ from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.candidate import Candidate
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
+from optimizer.solve.train.scan import CostCeiling
 
 __all__ = ["excluded_notes", "CLUSTER_GPUS", "FABRIC_KINDS"]
 
@@ -54,16 +55,25 @@ def _identity(off: Offering) -> tuple[str, int | None]:
 
 
 def _cheapest_added(
-    prep: PreparedJob, rows: Sequence[OfferingRow], update: dict[str, Any], config: SolverConfig | None
+    prep: PreparedJob,
+    rows: Sequence[OfferingRow],
+    update: dict[str, Any],
+    config: SolverConfig | None,
+    below_usd: float | None,
 ) -> Candidate | None:
-    """The cheapest plan on the offerings a relaxed constraint adds (None: none meets the job)."""
+    """The cheapest plan on the offerings a relaxed constraint adds (None: none meets the job).
+    With `below_usd` (the plan's cost) an added offering whose cost floor is above it is not
+    enumerated (enumerate.cost_floor_usd): it could not make a cheaper line."""
     constraints = prep.job.constraints.model_copy(update=update)
     have = {_identity(o) for o in prep.offerings}
     added = [o for o in job_offerings(rows, constraints) if _identity(o) not in have]
     if not added:
         return None
     job = prep.job.model_copy(update={"constraints": constraints})
-    table = prepare_from_offerings(job, prep.model, added, prep.assumptions, slack_stop=True).table
+    ceiling = None if below_usd is None else CostCeiling(below_usd, fixed=True)
+    table = prepare_from_offerings(
+        job, prep.model, added, prep.assumptions, slack_stop=True, memos=prep.layout_memos(), ceiling=ceiling
+    ).table
     if not table.candidates:
         return None
     return solve_table(table.candidates, prep.deadline_h, prep.budget_usd, config=config)[1]
@@ -110,7 +120,7 @@ def excluded_notes(
         return []
     lines = []
     for update, why in _relaxations(prep.job.constraints):
-        other = _cheapest_added(prep, rows, update, config)
+        other = _cheapest_added(prep, rows, update, config, None if best is None else best.cost_usd)
         if other is not None and (best is None or other.cost_usd < best.cost_usd - 0.5):
             saving = "" if best is None else f", ${best.cost_usd - other.cost_usd:,.0f} less"
             lines.append(

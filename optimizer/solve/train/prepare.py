@@ -66,6 +66,17 @@ class PreparedJob:
             self._memos = None  # built: the memo is not needed again
         return self._deadline_free
 
+    def layout_memos(self) -> dict[int, EnumerationMemo] | None:
+        """Memos for enumerating this job over *other* offerings: they share what depends only
+        on the job and its search variant (layout memory, fitting layouts, micro-batch times per
+        hardware class), not the per-offering answers (keyed by position in this list)."""
+        if self._memos is None:
+            return None
+        return {
+            position: EnumerationMemo(memory=m.memory, microbatch=m.microbatch, fits=m.fits, rows=m.rows)
+            for position, m in self._memos.items()
+        }
+
     def deadline_free_below(self, cost_usd: float) -> CandidateTable:
         """A deadline-free table holding the cheapest late candidate within the budget if it
         costs less than `cost_usd`: `deadline_free` when it is built, else an enumeration that

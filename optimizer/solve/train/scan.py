@@ -177,13 +177,18 @@ def time_lower_bound_h(
 class CostCeiling:
     """Only the cheapest row that is late (past `deadline_h`; any row without one) and within
     `budget_usd`, if it costs less than `usd`, is asked for: offerings are searched cheapest
-    floor first, and once such a row is found its cost is the new ceiling."""
+    floor first, and once such a row is found its cost is the new ceiling. With `fixed`, the
+    ceiling stays `usd` (every row under it is kept: the cheapest one meeting the job is
+    solved for afterwards)."""
 
     usd: float
     deadline_h: float | None = None
     budget_usd: float | None = None
+    fixed: bool = False
 
     def lower(self, cost_usd: float, hours: float) -> None:
+        if self.fixed:
+            return
         late = self.deadline_h is None or hours > self.deadline_h
         if late and (self.budget_usd is None or cost_usd <= self.budget_usd):
             self.usd = min(self.usd, cost_usd)
