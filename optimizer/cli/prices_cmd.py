@@ -124,67 +124,66 @@ def _seconds(new: float | None, old: float | None, name: str, default: float, mo
     return float(value)
 
 
+GpuFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option("--gpu", "-g", metavar="GPU", help="GPU id or alias; repeat or comma-separate."),
+]
+ProviderFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--provider",
+        "-p",
+        metavar="PROVIDER",
+        help="Provider (aws, gcp, azure, lambda, ...); repeat for several.",
+    ),
+]
+PricingFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pricing", metavar="PRICING", help="on_demand, spot, reserved_1y, reserved_3y; repeat for several."
+    ),
+]
+RegionFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option("--region", metavar="REGION", help="Region name as in the table; repeat for several."),
+]
+MinInstancesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--min-instances", metavar="N", help="Only offerings that can supply at least N instances together."
+    ),
+]
+OldMaxInstancesOpt = Annotated[
+    int | None, typer.Option("--max-instances", hidden=True, help="Old name of --min-instances.")
+]
+FlaggedOpt = Annotated[bool, typer.Option("--flagged", help="Only rows flagged by a price-sanity rule.")]
+ListingJsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="JSON list of rows on stdout (catalog columns, gpu/instance/pricing, flags)."
+    ),
+]
+ListingCsvOpt = Annotated[
+    bool, typer.Option("--csv", help="CSV on stdout (the catalog columns only: a valid offerings file).")
+]
+ListingOfflineOpt = Annotated[
+    bool, typer.Option("--offline", help="Use the bundled tables (also CCOPT_OFFLINE=1).")
+]
+
+
 @prices_app.callback()
 def prices(
     ctx: typer.Context,
-    gpu: Annotated[
-        list[str] | None,
-        typer.Option(  # noqa: UP007 (typer needs Optional)
-            "--gpu", "-g", metavar="GPU", help="GPU id or alias; repeat or comma-separate."
-        ),
-    ] = None,
-    provider: Annotated[
-        list[str] | None,
-        typer.Option(  # noqa: UP007
-            "--provider",
-            "-p",
-            metavar="PROVIDER",
-            help="Provider (aws, gcp, azure, lambda, ...); repeat for several.",
-        ),
-    ] = None,
-    pricing: Annotated[
-        list[str] | None,
-        typer.Option(  # noqa: UP007
-            "--pricing",
-            metavar="PRICING",
-            help="on_demand, spot, reserved_1y, reserved_3y; repeat for several.",
-        ),
-    ] = None,
-    region: Annotated[
-        list[str] | None,
-        typer.Option(  # noqa: UP007
-            "--region", metavar="REGION", help="Region name as in the table; repeat for several."
-        ),
-    ] = None,
-    min_instances: Annotated[
-        int | None,
-        typer.Option(  # noqa: UP007
-            "--min-instances",
-            metavar="N",
-            help="Only offerings that can supply at least N instances together.",
-        ),
-    ] = None,
-    max_instances: Annotated[
-        int | None,
-        typer.Option(  # noqa: UP007
-            "--max-instances", hidden=True, help="Old name of --min-instances."
-        ),
-    ] = None,
-    flagged: Annotated[
-        bool, typer.Option("--flagged", help="Only rows flagged by a price-sanity rule.")
-    ] = False,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="JSON list of rows on stdout (catalog columns, gpu/instance/pricing, flags)."
-        ),
-    ] = False,
-    as_csv: Annotated[
-        bool, typer.Option("--csv", help="CSV on stdout (the catalog columns only: a valid offerings file).")
-    ] = False,
-    offline: Annotated[
-        bool, typer.Option("--offline", help="Use the bundled tables (also CCOPT_OFFLINE=1).")
-    ] = False,
+    gpu: GpuFilterOpt = None,
+    provider: ProviderFilterOpt = None,
+    pricing: PricingFilterOpt = None,
+    region: RegionFilterOpt = None,
+    min_instances: MinInstancesOpt = None,
+    max_instances: OldMaxInstancesOpt = None,
+    flagged: FlaggedOpt = False,
+    as_json: ListingJsonOpt = False,
+    as_csv: ListingCsvOpt = False,
+    offline: ListingOfflineOpt = False,
 ) -> None:
     """List offerings sorted by USD per GPU-hour (source, as-of date and age on stderr).
 
@@ -209,6 +208,11 @@ def prices(
     except OptimizerError as exc:
         raise _fail(str(exc)) from None
     typer.echo(_age_line(listing.description, listing.age_days), err=True)
+    _print_listing(listing, as_json=as_json, as_csv=as_csv)
+
+
+def _print_listing(listing: PriceListing, *, as_json: bool, as_csv: bool) -> None:
+    """The listing on stdout: JSON, CSV or the table (nothing matched: one line on stderr)."""
     if as_json:
         typer.echo(json.dumps(listing.to_json(), indent=2, allow_nan=False))
     elif as_csv:
@@ -225,53 +229,62 @@ def _age_line(description: str, age_days: int) -> str:
     return f"{description}; {age}"
 
 
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL; neither: the "
+        "public SkyPilot catalog).",
+    ),
+]
+CatalogUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--catalog-url",
+        help="SkyPilot catalog directory holding v8/<cloud>/vms.csv (default: "
+        "$CCOPT_SKYPILOT_URL, else the published catalog on raw.githubusercontent.com).",
+    ),
+]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout-s",
+        help=f"Seconds per read (connect, each read of the body): > 0 and ≤ {MAX_TIMEOUT_S:g} (default 10).",
+        show_default=False,
+    ),
+]
+DeadlineOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--deadline-s",
+        help=f"Seconds for the whole refresh (every attempt): > 0 and ≤ {MAX_DEADLINE_S:g} (default 60).",
+        show_default=False,
+    ),
+]
+RetriesOpt = Annotated[
+    int, typer.Option("--retries", help="Extra attempts on timeouts, connection errors and 5xx; 0 to 10.")
+]
+AllowShrinkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-shrink",
+        help="Accept a table that lost more than 20% of the rows in use or a whole provider.",
+    ),
+]
+OldTimeoutOpt = Annotated[float | None, typer.Option("--timeout", hidden=True)]
+OldDeadlineOpt = Annotated[float | None, typer.Option("--deadline", hidden=True)]
+
+
 @prices_app.command("refresh")
 def refresh(
-    url: Annotated[
-        str | None,
-        typer.Option(  # noqa: UP007
-            "--url",
-            help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL; neither: the "
-            "public SkyPilot catalog).",
-        ),
-    ] = None,
-    catalog_url: Annotated[
-        str | None,
-        typer.Option(  # noqa: UP007
-            "--catalog-url",
-            help="SkyPilot catalog directory holding v8/<cloud>/vms.csv (default: "
-            "$CCOPT_SKYPILOT_URL, else the published catalog on raw.githubusercontent.com).",
-        ),
-    ] = None,
-    timeout_s: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout-s",
-            help=f"Seconds per read (connect, each read of the body): > 0 and ≤ "
-            f"{MAX_TIMEOUT_S:g} (default 10).",
-            show_default=False,
-        ),
-    ] = None,
-    deadline_s: Annotated[
-        float | None,
-        typer.Option(
-            "--deadline-s",
-            help=f"Seconds for the whole refresh (every attempt): > 0 and ≤ {MAX_DEADLINE_S:g} (default 60).",
-            show_default=False,
-        ),
-    ] = None,
-    retries: Annotated[
-        int, typer.Option("--retries", help="Extra attempts on timeouts, connection errors and 5xx; 0 to 10.")
-    ] = 3,
-    allow_shrink: Annotated[
-        bool,
-        typer.Option(
-            "--allow-shrink",
-            help="Accept a table that lost more than 20% of the rows in use or a whole provider.",
-        ),
-    ] = False,
-    old_timeout: Annotated[float | None, typer.Option("--timeout", hidden=True)] = None,
-    old_deadline: Annotated[float | None, typer.Option("--deadline", hidden=True)] = None,
+    url: UrlOpt = None,
+    catalog_url: CatalogUrlOpt = None,
+    timeout_s: TimeoutOpt = None,
+    deadline_s: DeadlineOpt = None,
+    retries: RetriesOpt = 3,
+    allow_shrink: AllowShrinkOpt = False,
+    old_timeout: OldTimeoutOpt = None,
+    old_deadline: OldDeadlineOpt = None,
 ) -> None:
     """Download newer price tables into the user cache (previous tables kept on any failure).
 
