@@ -4,12 +4,11 @@ layout and workload settings, through the same functions as the planner."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.files import parse_json, read_input_text
+from optimizer.files import read_json_input
 from optimizer.inputs.request import ConfigRequest, request_from_options
 
 __all__ = ["plan_row_request", "read_plan_file"]
@@ -18,14 +17,9 @@ __all__ = ["plan_row_request", "read_plan_file"]
 def read_plan_file(path: str | Path) -> dict[str, Any]:
     """A saved `ccopt plan --json` output, checked enough to name what is wrong in one line."""
     file = Path(path)
-    try:
-        doc = parse_json(read_input_text(file, "--from-plan:"), f"--from-plan: {file}")
-    except ConfigError:
-        raise
-    except FileNotFoundError:
-        raise ConfigError(f"--from-plan: file not found: {file}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"--from-plan: {file} is not the JSON of `ccopt plan --json` ({exc})") from None
+    doc = read_json_input(
+        file, "--from-plan", lambda exc: f"--from-plan: {file} is not the JSON of `ccopt plan --json` ({exc})"
+    )
     if not isinstance(doc, dict) or "plan" not in doc or "job" not in doc:
         raise ConfigError(
             f"--from-plan: {file}: not a `ccopt plan --json` output (no plan and "
