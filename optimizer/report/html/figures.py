@@ -17,6 +17,8 @@ __all__ = [
     "CHOSEN",
     "styled",
     "vertical_line",
+    "chosen_marker",
+    "no_plan_markers",
     "figure_div",
     "memory_figure",
     "step_figure",
@@ -75,6 +77,24 @@ def vertical_line(x: float, y_top: float, name: str, color: str = "#888888") -> 
         name=name,
         line={"dash": "dash", "color": color},
         hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>",
+    )
+
+
+def chosen_marker(x: float, y: float, name: str = "this job") -> go.Scatter:
+    """The chosen answer (the job's deadline, load or batch) as a red star."""
+    return go.Scatter(
+        x=[x], y=[y], mode="markers", name=name, marker={"symbol": "star", "size": 18, "color": CHOSEN}
+    )
+
+
+def no_plan_markers(xs: Sequence[float]) -> go.Scatter:
+    """Black crosses on the x axis where no plan exists (a deadline or load too tight)."""
+    return go.Scatter(
+        x=list(xs),
+        y=[0.0] * len(xs),
+        mode="markers",
+        name="no plan",
+        marker={"symbol": "x", "size": 12, "color": "#000000"},
     )
 
 
@@ -281,21 +301,9 @@ def deadline_figure(
             )
     late = [d for d, c, _ in points if c is None]
     if late:
-        fig.add_scatter(
-            x=late,
-            y=[0.0] * len(late),
-            mode="markers",
-            name="no plan",
-            marker={"symbol": "x", "size": 12, "color": "#000000"},
-        )
+        fig.add_trace(no_plan_markers(late))
     if deadline_days is not None and chosen_cost_usd is not None:
-        fig.add_scatter(
-            x=[deadline_days],
-            y=[chosen_cost_usd],
-            mode="markers",
-            name="this job",
-            marker={"symbol": "star", "size": 18, "color": CHOSEN},
-        )
+        fig.add_trace(chosen_marker(deadline_days, chosen_cost_usd))
     return styled(
         fig,
         "Cheapest cost by deadline",
