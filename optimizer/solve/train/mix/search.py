@@ -18,7 +18,6 @@ from optimizer.model.cluster import StepTime
 from optimizer.model.preemption import Preemption
 from optimizer.model.setup import Layout
 from optimizer.model.stacks import get_stack
-from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -37,54 +36,13 @@ from optimizer.solve.train.mix.data import (
     type_groups,
 )
 from optimizer.solve.train.mix.model import MixData, solve_mix
+from optimizer.solve.train.mix.plans import MixPlan, MixRow, mix_cost_usd
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
 from optimizer.solve.train.spot import spot_hours
 from optimizer.units import SECONDS_PER_HOUR
 
 __all__ = ["MixRow", "MixPlan", "MixOutcome", "plan_mix", "mix_cost_usd"]
-
-
-@dataclass(frozen=True)
-class MixRow:
-    """Instances of one (instance type, pricing model) in a mix, and how its GPUs run."""
-
-    offering: Offering
-    count: int
-    layout: Layout
-    step: StepTime
-    held: bool = False
-
-    @property
-    def gpus(self) -> int:
-        return self.count * self.offering.gpus_per_instance
-
-
-@dataclass(frozen=True)
-class MixPlan:
-    """A mixed cluster: its rows, the (balanced) step, wall hours and cost at the confidence."""
-
-    kind: str  # "pricing" (one instance type) | "gpu_types" (two types on one fabric)
-    rows: tuple[MixRow, ...]
-    step_time_s: float
-    steps: int
-    hours: float
-    cost_usd: float
-    global_batch: int
-    fabric: str
-    confidence: float | None = None
-    band_factor: float = 1.0
-    spot: Preemption | None = None
-    #: per type label: the share of each step its GPUs wait for the slowest type
-    idle_share: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def gpus(self) -> int:
-        return sum(r.gpus for r in self.rows)
-
-    @property
-    def instances(self) -> int:
-        return sum(r.count for r in self.rows)
 
 
 @dataclass
@@ -105,16 +63,6 @@ class MixOutcome:
         if self.plan is None or self.single_cost_usd is None:
             return None
         return self.single_cost_usd - self.plan.cost_usd
-
-
-def mix_cost_usd(rows: Sequence[MixRow], hours: float) -> float:
-    """A mix's cost: each row priced by the one cost function (pricing/offering.cost_usd) for
-    the wall hours, the job's data charge once (every row carries the same one)."""
-    total = 0.0
-    for r in rows:
-        c = cost_usd(r.offering, r.count, hours)
-        total += c.running_usd + c.capital_usd
-    return total + rows[0].offering.data.usd(hours)
 
 
 def plan_mix(
