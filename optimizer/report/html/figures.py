@@ -16,6 +16,7 @@ __all__ = [
     "PALETTE",
     "CHOSEN",
     "styled",
+    "cost_chart",
     "vertical_line",
     "chosen_marker",
     "no_plan_markers",
@@ -66,6 +67,17 @@ def styled(
         **axes,
     )
     return fig
+
+
+def cost_chart(fig: go.Figure, title: str, height_px: int, x_title: str, y_title: str) -> go.Figure:
+    """styled() for a cost against a log-scaled x axis (finish time, deadline, load), from 0 up."""
+    return styled(
+        fig,
+        title,
+        height_px,
+        xaxis={"title": x_title, "type": "log"},
+        yaxis={"title": y_title, "rangemode": "tozero"},
+    )
 
 
 def vertical_line(x: float, y_top: float, name: str, color: str = "#888888") -> go.Scatter:
@@ -247,13 +259,7 @@ def pareto_figure(
                 deadline_days, max(r.get("cost_usd_p90") or r["cost_usd"] for r in pareto), "deadline"
             )
         )
-    return styled(
-        fig,
-        "Cost vs finish time (Pareto front)",
-        420,
-        xaxis={"title": "finish time, days (log)", "type": "log"},
-        yaxis={"title": "cost, USD", "rangemode": "tozero"},
-    )
+    return cost_chart(fig, "Cost vs finish time (Pareto front)", 420, "finish time, days (log)", "cost, USD")
 
 
 def deadline_points(
@@ -304,13 +310,7 @@ def deadline_figure(
         fig.add_trace(no_plan_markers(late))
     if deadline_days is not None and chosen_cost_usd is not None:
         fig.add_trace(chosen_marker(deadline_days, chosen_cost_usd))
-    return styled(
-        fig,
-        "Cheapest cost by deadline",
-        380,
-        xaxis={"title": "deadline, days (log)", "type": "log"},
-        yaxis={"title": "cost, USD", "rangemode": "tozero"},
-    )
+    return cost_chart(fig, "Cheapest cost by deadline", 380, "deadline, days (log)", "cost, USD")
 
 
 def jobs_per_month(compare: dict[str, Any]) -> float | None:

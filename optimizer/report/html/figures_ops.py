@@ -9,7 +9,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from optimizer.report.html.figures import CHOSEN, PALETTE, chosen_marker, no_plan_markers, styled
+from optimizer.report.html.figures import CHOSEN, PALETTE, chosen_marker, cost_chart, no_plan_markers, styled
 from optimizer.units import HOURS_PER_DAY
 
 __all__ = [
@@ -159,13 +159,7 @@ def load_figure(points: Sequence[tuple[float, dict[str, Any]]], chosen_load: flo
     late = [load for load, r in rows if not r.get("plan")]
     if late:
         fig.add_trace(no_plan_markers(late))
-    return styled(
-        fig,
-        "Cost vs request rate",
-        380,
-        xaxis={"title": "requests/s (log)", "type": "log"},
-        yaxis={"title": "USD per served hour", "rangemode": "tozero"},
-    )
+    return cost_chart(fig, "Cost vs request rate", 380, "requests/s (log)", "USD per served hour")
 
 
 def latency_figure(
