@@ -22,22 +22,16 @@ _MISTRAL_7B: dict[str, Any] = dict(
 )
 
 
+def _plain(name: str, layers: int, hidden: int, heads: int, **shape: Any) -> ModelSpec:
+    """A GPT-2-style block (plain MLP of 4 × hidden, LayerNorm, biases, tied embeddings)."""
+    return ModelSpec(name=name, layers=layers, hidden=hidden, heads=heads, ffn=4 * hidden, **shape, **_GPT)
+
+
 def _bert(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
-    """A BERT encoder (Devlin et al. 2019; bert-*-uncased config.json): FFN 4 × hidden, vocab
-    30522, 512 learned positions, 2 token types, the pooler (hidden² + hidden) as extra_params."""
-    return ModelSpec(
-        name=name,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        ffn=4 * hidden,
-        vocab=30522,
-        learned_positions=512,
-        extra_embedding_rows=2,
-        extra_params=hidden * hidden + hidden,
-        max_seq_len=512,
-        **_GPT,
-    )
+    """A BERT encoder (Devlin et al. 2019; bert-*-uncased config.json): vocab 30522, 512 learned
+    positions, 2 token types, the pooler (hidden² + hidden) as extra_params."""
+    shape = dict(vocab=30522, learned_positions=512, extra_embedding_rows=2, max_seq_len=512)
+    return _plain(name, layers, hidden, heads, extra_params=hidden * hidden + hidden, **shape)
 
 
 def _vit16(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
@@ -45,34 +39,14 @@ def _vit16(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
     Counted as a transformer: the patch projection (3·16·16 = 768 inputs) and [CLS] are
     embedding rows, the 1000-class head is the tied "vocabulary", its bias and the projection
     bias extra_params."""
-    return ModelSpec(
-        name=name,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        ffn=4 * hidden,
-        vocab=1000,
-        learned_positions=197,
-        extra_embedding_rows=3 * 16 * 16 + 1,
-        extra_params=hidden + 1000,
-        max_seq_len=197,
-        sample_tokens=197,
-        **_GPT,
-    )
+    shape = dict(vocab=1000, learned_positions=197, extra_embedding_rows=3 * 16 * 16 + 1, max_seq_len=197)
+    return _plain(name, layers, hidden, heads, extra_params=hidden + 1000, sample_tokens=197, **shape)
 
 
 def _gpt(name: str, layers: int, hidden: int, heads: int, positions: int) -> ModelSpec:
-    """A GPT-2/3 decoder: FFN 4 × hidden, vocab 50257, `positions` learned positions."""
-    return ModelSpec(
-        name=name,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        ffn=4 * hidden,
-        vocab=50257,
-        learned_positions=positions,
-        max_seq_len=positions,
-        **_GPT,
+    """A GPT-2/3 decoder: vocab 50257, `positions` learned positions."""
+    return _plain(
+        name, layers, hidden, heads, vocab=50257, learned_positions=positions, max_seq_len=positions
     )
 
 
