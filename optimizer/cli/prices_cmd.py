@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -35,58 +35,32 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     return typer.Exit(code)
 
 
+_COLUMNS = (
+    ("provider", "left"),
+    ("instance", "left"),
+    ("region", "left"),
+    ("gpu", "left"),
+    ("gpus", "right"),
+    ("pricing", "left"),
+    ("$/h", "right"),
+    ("$/GPU-h", "right"),
+    ("intra", "left"),
+    ("inter-node", "right"),
+    ("max", "right"),
+    ("price from", "left"),
+    ("flags", "left"),
+)
+
+
 def _render_table(listing: PriceListing) -> None:
     frame = listing.frame
     table = Table(title=f"{len(frame)} offerings, cheapest GPU-hour first")
-    for name, justify in (
-        ("provider", "left"),
-        ("instance", "left"),
-        ("region", "left"),
-        ("gpu", "left"),
-        ("gpus", "right"),
-        ("pricing", "left"),
-        ("$/h", "right"),
-        ("$/GPU-h", "right"),
-        ("intra", "left"),
-        ("inter-node", "right"),
-        ("max", "right"),
-        ("price from", "left"),
-        ("flags", "left"),
-    ):
+    for name, justify in _COLUMNS:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     notes: list[str] = []
     yours: list[str] = []  # what your prices changed, one line per row
     for row in frame.itertuples(index=False):
-        pricing = row.pricing_model + ("*" if row.derived else "")
-        inter = f"{row.inter_node_gbps:g} Gb/s {row.inter_node_kind}"
-        inter += "^" if row.inter_node_is_default else ""
-        limit = "" if math.isnan(row.max_instances) else str(int(row.max_instances))
-        found = listing.flags_of(row)
-        first = len(notes) + 1  # footnote number of this row's first flag
-        notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
-        marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
-        price = listing.price_of(row)
-        origin = f"{price.get('source', '')} {price.get('as_of', '')}"
-        origin += (OVERLAY_MARK if price.get("source") == "overlay" else "") + (
-            STALE_MARK if price.get("stale") else ""
-        )
-        if price.get("note"):
-            yours.append(f"  {row.provider} {row.instance_type} {row.pricing_model}: {price['note']}")
-        table.add_row(
-            row.provider,
-            row.instance_type,
-            row.region,
-            row.gpu_id,
-            str(row.gpus_per_instance),
-            pricing,
-            f"{row.usd_per_hour:.2f}",
-            f"{row.usd_per_gpu_hour:.3f}",
-            row.intra_node_link,
-            inter,
-            limit,
-            origin,
-            marks,
-        )
+        table.add_row(*_table_row(listing, row, notes, yours))
     console = common_console(width=200)  # piped: do not squeeze the table into 80 columns
     console.print(table)
     console.print(
@@ -103,6 +77,41 @@ def _render_table(listing: PriceListing) -> None:
         console.print("flags (double-check these prices before relying on them):", markup=False)
         for note in notes:
             console.print(f"  {note}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _table_row(listing: PriceListing, row: Any, notes: list[str], yours: list[str]) -> tuple[str | Text, ...]:
+    """One offering's cells; its flags go to the numbered `notes`, a price your prices changed
+    to `yours`."""
+    pricing = row.pricing_model + ("*" if row.derived else "")
+    inter = f"{row.inter_node_gbps:g} Gb/s {row.inter_node_kind}"
+    inter += "^" if row.inter_node_is_default else ""
+    limit = "" if math.isnan(row.max_instances) else str(int(row.max_instances))
+    found = listing.flags_of(row)
+    first = len(notes) + 1  # footnote number of this row's first flag
+    notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
+    marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
+    price = listing.price_of(row)
+    origin = f"{price.get('source', '')} {price.get('as_of', '')}"
+    origin += (OVERLAY_MARK if price.get("source") == "overlay" else "") + (
+        STALE_MARK if price.get("stale") else ""
+    )
+    if price.get("note"):
+        yours.append(f"  {row.provider} {row.instance_type} {row.pricing_model}: {price['note']}")
+    return (
+        row.provider,
+        row.instance_type,
+        row.region,
+        row.gpu_id,
+        str(row.gpus_per_instance),
+        pricing,
+        f"{row.usd_per_hour:.2f}",
+        f"{row.usd_per_gpu_hour:.3f}",
+        row.intra_node_link,
+        inter,
+        limit,
+        origin,
+        marks,
+    )
 
 
 def _min_instances(min_instances: int | None, max_instances: int | None) -> int | None:
