@@ -54,6 +54,7 @@ __all__ = [
     "read_input_text",
     "was_read",
     "parse_json",
+    "read_json_input",
     "check_nesting",
     "MAX_NESTING",
 ]
@@ -191,6 +192,30 @@ def parse_json(text: str, what: str) -> Any:
         raise ConfigError(f"{what}: {exc}") from None
     check_nesting(doc, what)
     return doc
+
+
+def read_json_input(
+    path: str | Path, flag: str, unreadable: Callable[[Exception], str], what: str | None = None
+) -> Any:
+    """The strict JSON (parse_json) of the input file `flag` names: one reader for every JSON
+    input (calibration points, saved plans, Hugging Face configs).
+
+    `unreadable(exc)` words any other failure to read or parse it (an OSError, a
+    UnicodeDecodeError or a json.JSONDecodeError) in one line; `what` prefixes the
+    not-a-regular-file message (default "FLAG:").
+
+    Raises:
+        ConfigError: the file is missing, unreadable, not JSON, or refused by parse_json.
+    """
+    file = Path(path)
+    try:
+        return parse_json(read_input_text(file, f"{flag}:" if what is None else what), f"{flag}: {file}")
+    except ConfigError:
+        raise
+    except FileNotFoundError:
+        raise ConfigError(f"{flag}: file not found: {file}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(unreadable(exc)) from None
 
 
 def image_mark(fmt: str) -> dict[str, Any]:

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from optimizer.api.job_files import priced_rows
 from optimizer.inputs.jobs.batch import BatchFile, batch_from_dict, load_batch
 from optimizer.inputs.jobs.common import DocumentSource, coerce_document
 from optimizer.inputs.jobs.train import with_confidence
-from optimizer.pricing.catalog import load_catalog_rows
 from optimizer.report.batch import batch_dict
 from optimizer.solve.batch.plan import plan_batch
 from optimizer.solve.batch.problem import BatchResult, ProgressEvent
@@ -45,23 +45,17 @@ def batch(
     if confidence is not None:
         jobs = tuple(with_confidence(j, confidence) for j in loaded_batch.job)
         loaded_batch = loaded_batch.model_copy(update={"job": jobs})
-    loaded = load_catalog_rows(
-        prices,
-        offline=offline,
-        overlay=loaded_batch.pricing,
-        overlay_label=f"{loaded_batch.name} [pricing]",
-        keep_regions=loaded_batch.named_regions(),
-    )
+    rows, catalog = priced_rows(loaded_batch, prices, offline)
     result = plan_batch(
         loaded_batch,
-        loaded.rows,
+        rows,
         base_dir,
         config=SolverConfig(time_limit_s=time_limit_s, workers=workers),
         on_progress=on_progress,
         on_job=on_job,
         started=started,
     )
-    result.catalog = loaded.age.as_dict()
+    result.catalog = catalog
     return result
 
 

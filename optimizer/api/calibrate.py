@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.files import parse_json, read_input_text
+from optimizer.files import read_json_input
 
 __all__ = ["read_point_file", "POINT_FILE_KIND"]
 
@@ -18,14 +18,9 @@ def read_point_file(path: str | Path) -> dict[str, Any]:
     """A calibration-point file of `ccopt measure` (JSON), checked: kind, model, device and the
     measured numbers. Raises ConfigError naming the file and the field."""
     file = Path(path)
-    try:
-        data = parse_json(read_input_text(file, "--from:"), f"--from: {file}")
-    except ConfigError:
-        raise
-    except FileNotFoundError:
-        raise ConfigError(f"--from: file not found: {file}") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"--from: {file} is not a JSON calibration point ({exc})") from None
+    data = read_json_input(
+        file, "--from", lambda exc: f"--from: {file} is not a JSON calibration point ({exc})"
+    )
     if not isinstance(data, dict) or data.get("kind") != POINT_FILE_KIND:
         raise ConfigError(
             f"--from: {file}: kind must be {POINT_FILE_KIND!r} (a file written by `ccopt measure`)"

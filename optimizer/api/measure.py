@@ -25,7 +25,7 @@ from typing import Any
 from optimizer.api.calibrate import POINT_FILE_KIND
 from optimizer.api.outputs import output_file
 from optimizer.errors import ConfigError, install_extra
-from optimizer.files import OutputFile, parse_json, read_input_text
+from optimizer.files import OutputFile, read_json_input
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.report.contract.common import emit
 from optimizer.report.contract.measure import MeasureOutput
@@ -51,14 +51,12 @@ def _hf_config(path: str | Path) -> dict[str, Any]:
     file = Path(path)
     if file.is_dir():
         file = file / "config.json"
+    unreadable = f"--hf-config: {file} is not a JSON config"
+    cfg = read_json_input(file, "--hf-config", lambda exc: f"{unreadable} ({exc})", what="--hf-config")
     try:
-        return dict(parse_json(read_input_text(file, "--hf-config"), f"--hf-config: {file}"))
-    except ConfigError:
-        raise
-    except FileNotFoundError:
-        raise ConfigError(f"--hf-config: file not found: {file}") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"--hf-config: {file} is not a JSON config ({exc})") from None
+        return dict(cfg)
+    except ValueError as exc:  # JSON that is no object (a string, a list of pairs' kin)
+        raise ConfigError(f"{unreadable} ({exc})") from None
 
 
 def _builtin_decoder(torch: Any, cfg: dict[str, Any]) -> Any:

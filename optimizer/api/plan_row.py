@@ -4,12 +4,11 @@ layout and workload settings, through the same functions as the planner."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.files import parse_json, read_input_text
+from optimizer.files import read_json_input
 from optimizer.inputs.request import ConfigRequest, request_from_options
 
 __all__ = ["plan_row_request", "read_plan_file"]
@@ -18,14 +17,9 @@ __all__ = ["plan_row_request", "read_plan_file"]
 def read_plan_file(path: str | Path) -> dict[str, Any]:
     """A saved `ccopt plan --json` output, checked enough to name what is wrong in one line."""
     file = Path(path)
-    try:
-        doc = parse_json(read_input_text(file, "--from-plan:"), f"--from-plan: {file}")
-    except ConfigError:
-        raise
-    except FileNotFoundError:
-        raise ConfigError(f"--from-plan: file not found: {file}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"--from-plan: {file} is not the JSON of `ccopt plan --json` ({exc})") from None
+    doc = read_json_input(
+        file, "--from-plan", lambda exc: f"--from-plan: {file} is not the JSON of `ccopt plan --json` ({exc})"
+    )
     if not isinstance(doc, dict) or "plan" not in doc or "job" not in doc:
         raise ConfigError(
             f"--from-plan: {file}: not a `ccopt plan --json` output (no plan and "
@@ -34,15 +28,9 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def plan_row_request(doc: dict[str, Any], row: int = 0, model: str | None = None) -> ConfigRequest:
-    """The configuration request that reproduces row `row` of a plan output (0: the
-    plan, k: alternative k). `model` names the model only when the plan cannot (an inline shape
-    in the job file); a plan that names its model refuses another.
-
-    Raises:
-        ConfigError: the plan is infeasible, the row does not exist, or the output lacks what
-            estimate needs (an older schema, or a model given as an inline shape).
-    """
+def _checked_row(doc: dict[str, Any], row: int, model: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(row `row` of the plan output, its job block), once the row exists and the job names
+    what estimate needs (see plan_row_request for what is refused)."""
     rows = ([doc["plan"]] if doc.get("plan") else []) + list(doc.get("alternatives") or [])
     if not rows:
         raise ConfigError("--from-plan: the plan is infeasible: there is no configuration to estimate")
@@ -50,7 +38,7 @@ def plan_row_request(doc: dict[str, Any], row: int = 0, model: str | None = None
         raise ConfigError(
             f"--row: {row} is not allowed; allowed: 0 (the plan) to {len(rows) - 1} (its alternatives)"
         )
-    r, job = rows[row], doc["job"]
+    job = doc["job"]
     missing = [k for k in ("model_ref", "seq_len", "kind") if k not in job]
     if missing:
         raise ConfigError(
@@ -67,6 +55,19 @@ def plan_row_request(doc: dict[str, Any], row: int = 0, model: str | None = None
             f"--model: {model!r} is not the plan's model; allowed: leave it out "
             f"(the plan names {job['model_ref']!r})"
         )
+    return rows[row], job
+
+
+def plan_row_request(doc: dict[str, Any], row: int = 0, model: str | None = None) -> ConfigRequest:
+    """The configuration request that reproduces row `row` of a plan output (0: the
+    plan, k: alternative k). `model` names the model only when the plan cannot (an inline shape
+    in the job file); a plan that names its model refuses another.
+
+    Raises:
+        ConfigError: the plan is infeasible, the row does not exist, or the output lacks what
+            estimate needs (an older schema, or a model given as an inline shape).
+    """
+    r, job = _checked_row(doc, row, model)
     lay, opts = r["layout"], r.get("options") or {}
     where: dict[str, Any] = (
         {"instance": f"{r['provider']}:{r['instance']}"}

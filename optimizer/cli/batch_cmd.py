@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +11,6 @@ from rich.table import Table
 from optimizer import api
 from optimizer.api import check_number
 from optimizer.cli.common import (
-    EXIT_INFEASIBLE,
     MAX_WORKERS,
     ConfidenceOpt,
     ForceOpt,
@@ -23,16 +21,21 @@ from optimizer.cli.common import (
     console,
     input_files,
     money,
-    price_legend,
-    price_mark,
     print_fallback,
-    print_json,
     time_limit_help,
     time_limit_s,
     user_errors,
 )
-from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, TrainScriptOpt, check_export, exported
-from optimizer.cli.plot import _pyplot, check_plot_path, save_figure
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, TrainScriptOpt, check_export
+from optimizer.cli.outcome import (
+    ExportRequest,
+    PlotNote,
+    finish,
+    offering_words,
+    plot_file,
+    print_price_legend,
+)
+from optimizer.cli.plot import _pyplot, save_figure
 from optimizer.cli.progress import Progress
 from optimizer.errors import Status
 from optimizer.files import OutputFile
@@ -46,19 +49,24 @@ DEFAULT_BATCH_TIME_LIMIT_S = 30.0  # a batch solves one larger model than plan
 _SINGULAR = {"boxes": "box", "instances": "instance"}
 
 
+JobsArg = Annotated[
+    Path, typer.Argument(help="Batch file (TOML): a [capacity] table and [[job]] tables", metavar="JOBS")
+]
+SchedulePlotOpt = Annotated[
+    Path | None, Opt("--plot", help="Write the schedule as PNG (needs the 'plot' extra)")
+]
+BatchTimeLimitOpt = Annotated[
+    float | None, Opt("--time-limit-s", help=time_limit_help(DEFAULT_BATCH_TIME_LIMIT_S), show_default=False)
+]
+WorkersOpt = Annotated[int, Opt(help=f"CP-SAT worker threads: 1–{MAX_WORKERS}")]
+
+
 def batch(
-    jobs: Annotated[
-        Path, typer.Argument(help="Batch file (TOML): a [capacity] table and [[job]] tables", metavar="JOBS")
-    ],
+    jobs: JobsArg,
     json_out: JsonOpt = False,
-    plot: Annotated[
-        Path | None, Opt("--plot", help="Write the schedule as PNG (needs the 'plot' extra)")
-    ] = None,
-    time_limit: Annotated[
-        float | None,
-        Opt("--time-limit-s", help=time_limit_help(DEFAULT_BATCH_TIME_LIMIT_S), show_default=False),
-    ] = None,
-    workers: Annotated[int, Opt(help=f"CP-SAT worker threads: 1–{MAX_WORKERS}")] = 2,
+    plot: SchedulePlotOpt = None,
+    time_limit: BatchTimeLimitOpt = None,
+    workers: WorkersOpt = 2,
     prices: PricesOpt = None,
     offline: OfflineOpt = False,
     old_time_limit: OldTimeLimitOpt = None,
@@ -69,13 +77,12 @@ def batch(
     train_script: TrainScriptOpt = None,
 ) -> None:
     """The cheapest plan that runs every job of JOBS on time, on shared capacity."""
+    inputs = input_files(jobs, prices)
     with user_errors():
         check_export(export, out_dir, json_out, train_script)
         time_limit = time_limit_s(time_limit, old_time_limit, DEFAULT_BATCH_TIME_LIMIT_S)
         check_number(workers, "--workers", ge=1, le=MAX_WORKERS, integer=True)
-        out = (
-            check_plot_path(plot, force=force, inputs=input_files(jobs, prices)) if plot is not None else None
-        )
+        out = plot_file(plot, force=force, inputs=inputs)
         with Progress("reading the batch…") as progress:
             result = api.batch(
                 jobs,
@@ -92,20 +99,8 @@ def batch(
         data = api.batch_json(result)
         if out is not None and result.jobs:
             plot_schedule(data, out)
-    if exported(
-        data, export, out_dir, force=force, inputs=input_files(jobs, prices), train_script=train_script
-    ):
-        return
-    if json_out:
-        print_json(data)
-    else:
-        render_batch(data)
-        if plot is not None and result.jobs:
-            console().print(f"schedule plot written to {plot}")
-    if plot is not None and not result.jobs:
-        sys.stderr.write(f"no plot written to {plot}: {data['status']}, no schedule to plot\n")
-    if data["status"] == Status.INFEASIBLE:
-        raise typer.Exit(EXIT_INFEASIBLE)
+    plotted = PlotNote(plot, plot is not None and bool(result.jobs), "schedule plot", "no schedule to plot")
+    finish(data, json_out, render_batch, ExportRequest(export, out_dir, force, inputs, train_script), plotted)
 
 
 def _solver_line(event: Any) -> str:
@@ -131,14 +126,32 @@ def _bar(start: float, end: float, horizon: float, width: int = GANTT_WIDTH) -> 
 def render_batch(data: dict[str, Any]) -> None:
     """Totals, the per-job plan, and a Gantt-like table per resource (rich)."""
     c = console()
-    s = data["solver"]
     if data["status"] == Status.INFEASIBLE:
-        expl = data.get("explanation") or {}
-        c.print(f"[red]infeasible[/red]: {expl.get('text', 'no plan meets the constraints')}")
-        print_fallback(c, data)
-        for f in expl.get("fixes", []):
-            c.print(f"  fix: {f['change']} → total {_money(f['cost_usd'])}")
+        _render_infeasible(c, data)
         return
+    _render_totals(c, data)
+    c.print(_jobs_table(data["jobs"]))
+    print_price_legend(c, [j for j in data["jobs"] if j["status"] == "scheduled"])
+    for j in data["jobs"]:
+        if j.get("placement", "").startswith("cloud"):
+            c.print(f"  [b]{j['name']}[/b] on the {j['placement']}")
+    for note in data.get("notes", []):
+        c.print(f"  [dim]note:[/dim] {note}")
+    _render_lanes(c, data)
+
+
+def _render_infeasible(c: Any, data: dict[str, Any]) -> None:
+    """Why no batch plan exists, and the fixes with what each would cost."""
+    expl = data.get("explanation") or {}
+    c.print(f"[red]infeasible[/red]: {expl.get('text', 'no plan meets the constraints')}")
+    print_fallback(c, data)
+    for f in expl.get("fixes", []):
+        c.print(f"  fix: {f['change']} → total {_money(f['cost_usd'])}")
+
+
+def _render_totals(c: Any, data: dict[str, Any]) -> None:
+    """The first line (total, its parts, the solver) and the confidence the durations are at."""
+    s = data["solver"]
     br = data["cost_breakdown_usd"]
     gap = s.get("gap", 0.0)
     c.print(
@@ -157,39 +170,32 @@ def render_batch(data: dict[str, Any]) -> None:
             f"  durations and costs at {', '.join(quantile_label(q) for q in quantiles)} of each job's "
             "step-time band: the deadlines hold at that confidence (P50 and P90 in --json)"
         )
+
+
+def _jobs_table(jobs: list[dict[str, Any]]) -> Table:
+    """One row per job: its plan, GPUs, start, end and deadline (days) and cost; or why dropped."""
     table = Table(title="Jobs")
     for col in ("job", "plan", "GPUs", "start d", "end d", "deadline d", "cost"):
         table.add_column(col, justify="left" if col in ("job", "plan") else "right")
-    for j in data["jobs"]:
+    for j in jobs:
         if j["status"] != "scheduled":
-            table.add_row(
-                j["name"],
-                f"[dim]{j['status']} (value {_money(j['value_usd'])})[/dim]",
-                "",
-                "",
-                "",
-                _days(j["deadline_hour"]),
-                "",
-            )
+            dropped = f"[dim]{j['status']} (value {_money(j['value_usd'])})[/dim]"
+            table.add_row(j["name"], dropped, "", "", "", _days(j["deadline_hour"]), "")
             continue
         table.add_row(
             j["name"],
-            f"{j['instances']}× {j['instance']} ({j['provider']}, {j['pricing']}{price_mark(j)})",
+            offering_words(j),
             str(j["gpus"]),
             _days(j["start_hour"]),
             _days(j["end_hour"]),
             _days(j["deadline_hour"]),
             _money(j["cost_usd"]),
         )
-    c.print(table)
-    legend = price_legend([j for j in data["jobs"] if j["status"] == "scheduled"])
-    if legend:
-        c.print(f"  {legend}")
-    for j in data["jobs"]:
-        if j.get("placement", "").startswith("cloud"):
-            c.print(f"  [b]{j['name']}[/b] on the {j['placement']}")
-    for note in data.get("notes", []):
-        c.print(f"  [dim]note:[/dim] {note}")
+    return table
+
+
+def _render_lanes(c: Any, data: dict[str, Any]) -> None:
+    """A Gantt-like table per resource: its scheduled jobs as bars over the horizon."""
     horizon = float(data["horizon_hours"])
     lanes: dict[str, list[dict[str, Any]]] = {}
     for j in data["jobs"]:

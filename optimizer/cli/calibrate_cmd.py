@@ -43,56 +43,61 @@ CALIBRATE_ONLY = (
 )
 
 
+TokensPerSOpt = Annotated[float | None, Opt(help="Measured tokens/s of the whole run (calibrate only)")]
+StepTimeSOpt = Annotated[float | None, Opt(help="Measured seconds per optimizer step (calibrate only)")]
+SamplesPerSOpt = Annotated[
+    float | None, Opt(help="Per-sample models: measured samples/s of the whole run (calibrate only)")
+]
+PeakMemoryGibOpt = Annotated[
+    float | None,
+    Opt(
+        help="Measured peak memory per GPU, GiB: calibrates the activation memory of the "
+        "model × stack (transformers; alone or with a throughput) (calibrate only)"
+    ),
+]
+MemoryKindOpt = Annotated[
+    str | None,
+    Opt(
+        "--memory-kind",
+        "--memory-metric",
+        help="What --peak-memory-gib measures: allocated (torch.cuda.max_memory_allocated) | "
+        "reserved (max_memory_reserved) | nvidia-smi (= device). Default nvidia-smi: the "
+        "figure read without instrumenting the script and the one compared with the card; "
+        "a `ccopt measure` file says its own (calibrate only)",
+    ),
+]
+FromFileOpt = Annotated[
+    Path | None, Opt("--from", help="A calibration point written by `ccopt measure` (calibrate only)")
+]
+StoreAnywayOpt = Annotated[
+    bool,
+    Opt(
+        "--force",
+        help="Store a run the plausibility checks refuse (far faster or slower than predicted, "
+        "above 90% of peak, a peak implying activations outside 0.2-5× the model's); never one "
+        "beyond 100%, above the card's memory or below the model states (calibrate only)",
+    ),
+]
+ListRunsOpt = Annotated[
+    bool, Opt("--list", help="List the stored runs (id, GPU, precision, stack, ...) (calibrate only)")
+]
+RemoveOpt = Annotated[
+    str | None, Opt("--remove", help="Remove stored runs: a run id or GPU[:precision] (calibrate only)")
+]
+
+
 @with_request_options(exclude=SERVE_ONLY)
 def calibrate(
     config: dict[str, Any] | None = None,
-    tokens_per_s: Annotated[
-        float | None, Opt(help="Measured tokens/s of the whole run (calibrate only)")
-    ] = None,
-    step_time_s: Annotated[
-        float | None, Opt(help="Measured seconds per optimizer step (calibrate only)")
-    ] = None,
-    samples_per_s: Annotated[
-        float | None, Opt(help="Per-sample models: measured samples/s of the whole run (calibrate only)")
-    ] = None,
-    peak_memory_gib: Annotated[
-        float | None,
-        Opt(
-            help="Measured peak memory per GPU, GiB: calibrates the activation memory of the "
-            "model × stack (transformers; alone or with a throughput) (calibrate only)"
-        ),
-    ] = None,
-    memory_metric: Annotated[
-        str | None,
-        Opt(
-            "--memory-kind",
-            "--memory-metric",
-            help="What --peak-memory-gib measures: allocated (torch.cuda.max_memory_allocated) | "
-            "reserved (max_memory_reserved) | nvidia-smi (= device). Default nvidia-smi: the "
-            "figure read without instrumenting the script and the one compared with the card; "
-            "a `ccopt measure` file says its own (calibrate only)",
-        ),
-    ] = None,
-    from_file: Annotated[
-        Path | None,
-        Opt("--from", help="A calibration point written by `ccopt measure` (calibrate only)"),
-    ] = None,
-    force: Annotated[
-        bool,
-        Opt(
-            "--force",
-            help="Store a run the plausibility checks refuse (far faster or slower than predicted, "
-            "above 90% of peak, a peak implying activations outside 0.2-5× the model's); never one "
-            "beyond 100%, above the card's memory or below the model states (calibrate only)",
-        ),
-    ] = False,
-    list_runs: Annotated[
-        bool, Opt("--list", help="List the stored runs (id, GPU, precision, stack, ...) (calibrate only)")
-    ] = False,
-    remove: Annotated[
-        str | None,
-        Opt("--remove", help="Remove stored runs: a run id or GPU[:precision] (calibrate only)"),
-    ] = None,
+    tokens_per_s: TokensPerSOpt = None,
+    step_time_s: StepTimeSOpt = None,
+    samples_per_s: SamplesPerSOpt = None,
+    peak_memory_gib: PeakMemoryGibOpt = None,
+    memory_metric: MemoryKindOpt = None,
+    from_file: FromFileOpt = None,
+    force: StoreAnywayOpt = False,
+    list_runs: ListRunsOpt = False,
+    remove: RemoveOpt = None,
     prices: PricesOpt = None,
     offline: OfflineOpt = False,
     json_out: JsonOpt = False,
@@ -127,7 +132,13 @@ def calibrate(
         )
     if json_out:
         print_json(out)
-    elif out.get("kind") == "profile_point":
+    else:
+        _render_stored_run(out)
+
+
+def _render_stored_run(out: dict[str, Any]) -> None:
+    """What was stored, by its kind: a per-sample model's run, a peak, or a transformer run."""
+    if out.get("kind") == "profile_point":
         _render_profile(out)
     elif out.get("kind") == "memory":
         _render_memory(out["memory"], out["file"])

@@ -96,9 +96,8 @@ def estimate(
 
 
 def _render(r: dict[str, Any]) -> None:
-
+    """One configuration's estimate: what runs where, memory per GPU, then speed."""
     c = console()
-    mem = r["memory_gib"]
     title = f"{r['model']['name']} ({r['model']['params'] / 1e9:.2f}B) on {r['gpus']}× {r['gpu']}"
     layout = ", ".join(f"{k} {v}" for k, v in r["layout"].items())
     c.print(f"[b]{title}[/b] — {r['mode']}: {layout}; stack {r.get('stack', 'generic')}")
@@ -109,6 +108,16 @@ def _render(r: dict[str, Any]) -> None:
     )
     if r.get("note"):
         c.print(f"[yellow]note:[/yellow] {r['note']}")
+    c.print(_memory_table(r))
+    if r["mode"] == "train" and r.get("step"):
+        _render_step(c, r)
+    elif r["mode"] == "serve":
+        _render_serving(c, r)
+
+
+def _memory_table(r: dict[str, Any]) -> Table:
+    """Memory per GPU by part, the peak allocated, reserved and device, and the verdict."""
+    mem = r["memory_gib"]
     table = Table()
     table.add_column("memory per GPU")
     table.add_column("GiB", justify="right")
@@ -124,57 +133,59 @@ def _render(r: dict[str, Any]) -> None:
     table.add_row("GPU memory", f"{r['gpu_memory_gib']:g}")
     verdict = "[green]fits[/green]" if r["fits"] else "[red]does NOT fit[/red]"
     table.add_row("verdict", verdict)
-    c.print(table)
-    if r["mode"] == "train" and r.get("step"):
-        s = r["step"]
-        cal = "calibrated" if r.get("calibrated") else "default, uncalibrated"
-        unit = f"{r['sample_unit']}s" if r.get("sample_unit") else "tokens"
-        rate = r["samples_per_s"] if r.get("sample_unit") else r["tokens_per_s"]
-        per_gpu = rate * r["tokens_per_s_per_gpu"] / r["tokens_per_s"] if r["tokens_per_s"] else 0
-        base = f" (base {r['base_efficiency']:.3f} × size factor)" if r.get("base_efficiency") else ""
-        flops = (
-            (
-                f"MFU {r['mfu']:.1%}, HFU {r['hfu']:.1%}; effective compute efficiency "
-                f"{r['efficiency']:.3f}{base}"
-            )
-            if r["mfu"]
-            else "MFU unknown (no FLOPs source)"
+    return table
+
+
+def _render_step(c: Any, r: dict[str, Any]) -> None:
+    """A training estimate's step: its parts, the rate, MFU, and the P10–P90 band."""
+    s = r["step"]
+    unit = f"{r['sample_unit']}s" if r.get("sample_unit") else "tokens"
+    rate = r["samples_per_s"] if r.get("sample_unit") else r["tokens_per_s"]
+    per_gpu = rate * r["tokens_per_s_per_gpu"] / r["tokens_per_s"] if r["tokens_per_s"] else 0
+    base = f" (base {r['base_efficiency']:.3f} × size factor)" if r.get("base_efficiency") else ""
+    flops = (
+        (f"MFU {r['mfu']:.1%}, HFU {r['hfu']:.1%}; effective compute efficiency {r['efficiency']:.3f}{base}")
+        if r["mfu"]
+        else "MFU unknown (no FLOPs source)"
+    )
+    cal = (
+        ("scaled to a measured run" if r.get("band_source") else "calibrated")
+        if r.get("calibrated")
+        else "default, uncalibrated"
+    )
+    c.print(
+        f"step {s['time_s']:.3f} s = compute {s['compute_s']:.3f} + communication "
+        f"{s['communication_s']:.3f} + bubble {s['bubble_s']:.3f}; "
+        f"{rate:,.{1 if r.get('sample_unit') else 0}f} {unit}/s "
+        f"({per_gpu:,.{1 if r.get('sample_unit') else 0}f} per GPU), {flops} ({cal})"
+    )
+    if r.get("step_time_s_p10") is not None:
+        basis = r.get("interval_basis") or {}
+        source = (
+            ("the profile's band: measured GPU type, its generation, or across generations")
+            if r.get("band_source")
+            else "no measured training run of this GPU generation and precision: the wide prior"
+            if basis.get("group") == "prior"
+            else f"cross-validated residuals of {basis.get('cases', 0)} measured runs from "
+            f"{basis.get('sources', 0)} sources, {basis.get('group')}"
         )
-        cal = (
-            ("scaled to a measured run" if r.get("band_source") else "calibrated")
-            if r.get("calibrated")
-            else "default, uncalibrated"
-        )
+        median = f", P50 {r['step_time_s_p50']:.3f} s" if r.get("step_time_s_p50") is not None else ""
         c.print(
-            f"step {s['time_s']:.3f} s = compute {s['compute_s']:.3f} + communication "
-            f"{s['communication_s']:.3f} + bubble {s['bubble_s']:.3f}; "
-            f"{rate:,.{1 if r.get('sample_unit') else 0}f} {unit}/s "
-            f"({per_gpu:,.{1 if r.get('sample_unit') else 0}f} per GPU), {flops} ({cal})"
+            f"P10–P90 of the step time: {r['step_time_s_p10']:.3f}–"
+            f"{r['step_time_s_p90']:.3f} s{median} ({source})"
         )
-        if r.get("step_time_s_p10") is not None:
-            basis = r.get("interval_basis") or {}
-            source = (
-                ("the profile's band: measured GPU type, its generation, or across generations")
-                if r.get("band_source")
-                else "no measured training run of this GPU generation and precision: the wide prior"
-                if basis.get("group") == "prior"
-                else f"cross-validated residuals of {basis.get('cases', 0)} measured runs from "
-                f"{basis.get('sources', 0)} sources, {basis.get('group')}"
-            )
-            median = f", P50 {r['step_time_s_p50']:.3f} s" if r.get("step_time_s_p50") is not None else ""
-            c.print(
-                f"P10–P90 of the step time: {r['step_time_s_p10']:.3f}–"
-                f"{r['step_time_s_p90']:.3f} s{median} ({source})"
-            )
-        if r.get("mfu_ceiling_note"):
-            c.print(f"[yellow]check:[/yellow] {r['mfu_ceiling_note']}")
-    elif r["mode"] == "serve":
-        c.print(
-            f"TTFT {r['ttft_s'] * 1e3:.4g} ms, TPOT {r['tpot_ms']:.2f} ms, "
-            f"{r['output_tokens_per_s']:,.0f} output tokens/s, {r['requests_per_s']:.2f} "
-            f"requests/s ({r['requests_per_s_per_replica']:.2f} per replica; "
-            f"{r['bound']}-bound decode)"
-        )
+    if r.get("mfu_ceiling_note"):
+        c.print(f"[yellow]check:[/yellow] {r['mfu_ceiling_note']}")
+
+
+def _render_serving(c: Any, r: dict[str, Any]) -> None:
+    """A serving estimate's speeds: TTFT, TPOT, tokens and requests per second."""
+    c.print(
+        f"TTFT {r['ttft_s'] * 1e3:.4g} ms, TPOT {r['tpot_ms']:.2f} ms, "
+        f"{r['output_tokens_per_s']:,.0f} output tokens/s, {r['requests_per_s']:.2f} "
+        f"requests/s ({r['requests_per_s_per_replica']:.2f} per replica; "
+        f"{r['bound']}-bound decode)"
+    )
 
 
 def register(app: typer.Typer) -> None:

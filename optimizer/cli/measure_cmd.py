@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,31 +16,44 @@ from optimizer.errors import ConfigError
 __all__ = ["register"]
 
 
+OutputOpt = Annotated[
+    Path, typer.Option("--output", "-o", help="Where to write the calibration point (JSON)")
+]
+HfConfigOpt = Annotated[
+    str | None, typer.Option(help="A Hugging Face causal-LM config.json (random weights, no download)")
+]
+ModuleOpt = Annotated[
+    str | None,
+    typer.Option(help="package.module:function returning a torch.nn.Module (or (module, make_batch))"),
+]
+NameOpt = Annotated[
+    str | None, typer.Option(help="Model name to calibrate under (--module; default: the function's name)")
+]
+InputShapeOpt = Annotated[
+    str | None, typer.Option(help="--module without make_batch: one sample's shape, e.g. 3,224,224")
+]
+MicroBatchOpt = Annotated[int, typer.Option(help="Samples per step")]
+SeqLenOpt = Annotated[int, typer.Option(help="--hf-config: tokens per sample")]
+StepsOpt = Annotated[int, typer.Option(help="Steps averaged")]
+WarmupStepsOpt = Annotated[int, typer.Option(help="Steps before the reading (excluded)")]
+PrecisionOpt = Annotated[str, typer.Option(help="fp32 | bf16 | fp16 (autocast)")]
+OptimizerOpt = Annotated[str, typer.Option(help="adamw | sgd")]
+DeviceOpt = Annotated[str, typer.Option(help="auto | cpu | cuda")]
+
+
 def measure(
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Where to write the calibration point (JSON)")
-    ],
-    hf_config: Annotated[
-        str | None, typer.Option(help="A Hugging Face causal-LM config.json (random weights, no download)")
-    ] = None,
-    module: Annotated[
-        str | None,
-        typer.Option(help="package.module:function returning a torch.nn.Module (or (module, make_batch))"),
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option(help="Model name to calibrate under (--module; default: the function's name)"),
-    ] = None,
-    input_shape: Annotated[
-        str | None, typer.Option(help="--module without make_batch: one sample's shape, e.g. 3,224,224")
-    ] = None,
-    micro_batch: Annotated[int, typer.Option(help="Samples per step")] = 2,
-    seq_len: Annotated[int, typer.Option(help="--hf-config: tokens per sample")] = 128,
-    steps: Annotated[int, typer.Option(help="Steps averaged")] = 10,
-    warmup_steps: Annotated[int, typer.Option(help="Steps before the reading (excluded)")] = 3,
-    precision: Annotated[str, typer.Option(help="fp32 | bf16 | fp16 (autocast)")] = "fp32",
-    optimizer: Annotated[str, typer.Option(help="adamw | sgd")] = "adamw",
-    device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
+    output: OutputOpt,
+    hf_config: HfConfigOpt = None,
+    module: ModuleOpt = None,
+    name: NameOpt = None,
+    input_shape: InputShapeOpt = None,
+    micro_batch: MicroBatchOpt = 2,
+    seq_len: SeqLenOpt = 128,
+    steps: StepsOpt = 10,
+    warmup_steps: WarmupStepsOpt = 3,
+    precision: PrecisionOpt = "fp32",
+    optimizer: OptimizerOpt = "adamw",
+    device: DeviceOpt = "auto",
     json_out: JsonOpt = False,
     force: ForceOpt = False,
 ) -> None:
@@ -56,17 +69,7 @@ def measure(
         check_number(seq_len, "--seq-len", gt=0, le=2**22)
         check_number(steps, "--steps", gt=0, le=10**6)
         check_number(warmup_steps, "--warmup-steps", ge=0, le=10**6)
-        shape = None
-        if input_shape:
-            try:
-                shape = tuple(int(x) for x in input_shape.split(","))
-            except ValueError:
-                raise ConfigError(
-                    f"--input-shape: {input_shape!r} is not allowed; allowed: "
-                    "comma-separated positive integers, e.g. 3,224,224"
-                ) from None
-            if not shape or min(shape) <= 0:
-                raise ConfigError(f"--input-shape: {input_shape!r}: sizes must be > 0")
+        shape = _input_shape(input_shape)
         with Progress("loading PyTorch and the model…") as progress:
             point = run(
                 hf_config=hf_config,
@@ -87,7 +90,32 @@ def measure(
         path = write_point(point, out)
     if json_out:
         print_json(point)
-        return
+    else:
+        _render_point(point, path, steps, warmup_steps)
+
+
+def _input_shape(text: str | None) -> tuple[int, ...] | None:
+    """--input-shape as sizes ("3,224,224" -> (3, 224, 224)); not given: None.
+
+    Raises:
+        ConfigError: not comma-separated integers, or a size <= 0.
+    """
+    if not text:
+        return None
+    try:
+        shape = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ConfigError(
+            f"--input-shape: {text!r} is not allowed; allowed: "
+            "comma-separated positive integers, e.g. 3,224,224"
+        ) from None
+    if not shape or min(shape) <= 0:
+        raise ConfigError(f"--input-shape: {text!r}: sizes must be > 0")
+    return shape
+
+
+def _render_point(point: dict[str, Any], path: Path, steps: int, warmup_steps: int) -> None:
+    """The measured point in one line, with the command that feeds it back."""
     mem = (
         f"peak {point['peak_memory_gib']:.2f} GiB allocated"
         if point["peak_memory_gib"] is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -35,58 +35,32 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     return typer.Exit(code)
 
 
+_COLUMNS = (
+    ("provider", "left"),
+    ("instance", "left"),
+    ("region", "left"),
+    ("gpu", "left"),
+    ("gpus", "right"),
+    ("pricing", "left"),
+    ("$/h", "right"),
+    ("$/GPU-h", "right"),
+    ("intra", "left"),
+    ("inter-node", "right"),
+    ("max", "right"),
+    ("price from", "left"),
+    ("flags", "left"),
+)
+
+
 def _render_table(listing: PriceListing) -> None:
     frame = listing.frame
     table = Table(title=f"{len(frame)} offerings, cheapest GPU-hour first")
-    for name, justify in (
-        ("provider", "left"),
-        ("instance", "left"),
-        ("region", "left"),
-        ("gpu", "left"),
-        ("gpus", "right"),
-        ("pricing", "left"),
-        ("$/h", "right"),
-        ("$/GPU-h", "right"),
-        ("intra", "left"),
-        ("inter-node", "right"),
-        ("max", "right"),
-        ("price from", "left"),
-        ("flags", "left"),
-    ):
+    for name, justify in _COLUMNS:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     notes: list[str] = []
     yours: list[str] = []  # what your prices changed, one line per row
     for row in frame.itertuples(index=False):
-        pricing = row.pricing_model + ("*" if row.derived else "")
-        inter = f"{row.inter_node_gbps:g} Gb/s {row.inter_node_kind}"
-        inter += "^" if row.inter_node_is_default else ""
-        limit = "" if math.isnan(row.max_instances) else str(int(row.max_instances))
-        found = listing.flags_of(row)
-        first = len(notes) + 1  # footnote number of this row's first flag
-        notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
-        marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
-        price = listing.price_of(row)
-        origin = f"{price.get('source', '')} {price.get('as_of', '')}"
-        origin += (OVERLAY_MARK if price.get("source") == "overlay" else "") + (
-            STALE_MARK if price.get("stale") else ""
-        )
-        if price.get("note"):
-            yours.append(f"  {row.provider} {row.instance_type} {row.pricing_model}: {price['note']}")
-        table.add_row(
-            row.provider,
-            row.instance_type,
-            row.region,
-            row.gpu_id,
-            str(row.gpus_per_instance),
-            pricing,
-            f"{row.usd_per_hour:.2f}",
-            f"{row.usd_per_gpu_hour:.3f}",
-            row.intra_node_link,
-            inter,
-            limit,
-            origin,
-            marks,
-        )
+        table.add_row(*_table_row(listing, row, notes, yours))
     console = common_console(width=200)  # piped: do not squeeze the table into 80 columns
     console.print(table)
     console.print(
@@ -103,6 +77,41 @@ def _render_table(listing: PriceListing) -> None:
         console.print("flags (double-check these prices before relying on them):", markup=False)
         for note in notes:
             console.print(f"  {note}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _table_row(listing: PriceListing, row: Any, notes: list[str], yours: list[str]) -> tuple[str | Text, ...]:
+    """One offering's cells; its flags go to the numbered `notes`, a price your prices changed
+    to `yours`."""
+    pricing = row.pricing_model + ("*" if row.derived else "")
+    inter = f"{row.inter_node_gbps:g} Gb/s {row.inter_node_kind}"
+    inter += "^" if row.inter_node_is_default else ""
+    limit = "" if math.isnan(row.max_instances) else str(int(row.max_instances))
+    found = listing.flags_of(row)
+    first = len(notes) + 1  # footnote number of this row's first flag
+    notes.extend(f"[{first + i}] {f.rule}: {f.reason}" for i, f in enumerate(found))
+    marks = Text(", ".join(f"{f.rule} [{first + i}]" for i, f in enumerate(found)))
+    price = listing.price_of(row)
+    origin = f"{price.get('source', '')} {price.get('as_of', '')}"
+    origin += (OVERLAY_MARK if price.get("source") == "overlay" else "") + (
+        STALE_MARK if price.get("stale") else ""
+    )
+    if price.get("note"):
+        yours.append(f"  {row.provider} {row.instance_type} {row.pricing_model}: {price['note']}")
+    return (
+        row.provider,
+        row.instance_type,
+        row.region,
+        row.gpu_id,
+        str(row.gpus_per_instance),
+        pricing,
+        f"{row.usd_per_hour:.2f}",
+        f"{row.usd_per_gpu_hour:.3f}",
+        row.intra_node_link,
+        inter,
+        limit,
+        origin,
+        marks,
+    )
 
 
 def _min_instances(min_instances: int | None, max_instances: int | None) -> int | None:
@@ -124,67 +133,66 @@ def _seconds(new: float | None, old: float | None, name: str, default: float, mo
     return float(value)
 
 
+GpuFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option("--gpu", "-g", metavar="GPU", help="GPU id or alias; repeat or comma-separate."),
+]
+ProviderFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--provider",
+        "-p",
+        metavar="PROVIDER",
+        help="Provider (aws, gcp, azure, lambda, ...); repeat for several.",
+    ),
+]
+PricingFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pricing", metavar="PRICING", help="on_demand, spot, reserved_1y, reserved_3y; repeat for several."
+    ),
+]
+RegionFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option("--region", metavar="REGION", help="Region name as in the table; repeat for several."),
+]
+MinInstancesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--min-instances", metavar="N", help="Only offerings that can supply at least N instances together."
+    ),
+]
+OldMaxInstancesOpt = Annotated[
+    int | None, typer.Option("--max-instances", hidden=True, help="Old name of --min-instances.")
+]
+FlaggedOpt = Annotated[bool, typer.Option("--flagged", help="Only rows flagged by a price-sanity rule.")]
+ListingJsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="JSON list of rows on stdout (catalog columns, gpu/instance/pricing, flags)."
+    ),
+]
+ListingCsvOpt = Annotated[
+    bool, typer.Option("--csv", help="CSV on stdout (the catalog columns only: a valid offerings file).")
+]
+ListingOfflineOpt = Annotated[
+    bool, typer.Option("--offline", help="Use the bundled tables (also CCOPT_OFFLINE=1).")
+]
+
+
 @prices_app.callback()
 def prices(
     ctx: typer.Context,
-    gpu: Annotated[
-        list[str] | None,
-        typer.Option(  # noqa: UP007 (typer needs Optional)
-            "--gpu", "-g", metavar="GPU", help="GPU id or alias; repeat or comma-separate."
-        ),
-    ] = None,
-    provider: Annotated[
-        list[str] | None,
-        typer.Option(  # noqa: UP007
-            "--provider",
-            "-p",
-            metavar="PROVIDER",
-            help="Provider (aws, gcp, azure, lambda, ...); repeat for several.",
-        ),
-    ] = None,
-    pricing: Annotated[
-        list[str] | None,
-        typer.Option(  # noqa: UP007
-            "--pricing",
-            metavar="PRICING",
-            help="on_demand, spot, reserved_1y, reserved_3y; repeat for several.",
-        ),
-    ] = None,
-    region: Annotated[
-        list[str] | None,
-        typer.Option(  # noqa: UP007
-            "--region", metavar="REGION", help="Region name as in the table; repeat for several."
-        ),
-    ] = None,
-    min_instances: Annotated[
-        int | None,
-        typer.Option(  # noqa: UP007
-            "--min-instances",
-            metavar="N",
-            help="Only offerings that can supply at least N instances together.",
-        ),
-    ] = None,
-    max_instances: Annotated[
-        int | None,
-        typer.Option(  # noqa: UP007
-            "--max-instances", hidden=True, help="Old name of --min-instances."
-        ),
-    ] = None,
-    flagged: Annotated[
-        bool, typer.Option("--flagged", help="Only rows flagged by a price-sanity rule.")
-    ] = False,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="JSON list of rows on stdout (catalog columns, gpu/instance/pricing, flags)."
-        ),
-    ] = False,
-    as_csv: Annotated[
-        bool, typer.Option("--csv", help="CSV on stdout (the catalog columns only: a valid offerings file).")
-    ] = False,
-    offline: Annotated[
-        bool, typer.Option("--offline", help="Use the bundled tables (also CCOPT_OFFLINE=1).")
-    ] = False,
+    gpu: GpuFilterOpt = None,
+    provider: ProviderFilterOpt = None,
+    pricing: PricingFilterOpt = None,
+    region: RegionFilterOpt = None,
+    min_instances: MinInstancesOpt = None,
+    max_instances: OldMaxInstancesOpt = None,
+    flagged: FlaggedOpt = False,
+    as_json: ListingJsonOpt = False,
+    as_csv: ListingCsvOpt = False,
+    offline: ListingOfflineOpt = False,
 ) -> None:
     """List offerings sorted by USD per GPU-hour (source, as-of date and age on stderr).
 
@@ -209,6 +217,11 @@ def prices(
     except OptimizerError as exc:
         raise _fail(str(exc)) from None
     typer.echo(_age_line(listing.description, listing.age_days), err=True)
+    _print_listing(listing, as_json=as_json, as_csv=as_csv)
+
+
+def _print_listing(listing: PriceListing, *, as_json: bool, as_csv: bool) -> None:
+    """The listing on stdout: JSON, CSV or the table (nothing matched: one line on stderr)."""
     if as_json:
         typer.echo(json.dumps(listing.to_json(), indent=2, allow_nan=False))
     elif as_csv:
@@ -225,53 +238,62 @@ def _age_line(description: str, age_days: int) -> str:
     return f"{description}; {age}"
 
 
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL; neither: the "
+        "public SkyPilot catalog).",
+    ),
+]
+CatalogUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--catalog-url",
+        help="SkyPilot catalog directory holding v8/<cloud>/vms.csv (default: "
+        "$CCOPT_SKYPILOT_URL, else the published catalog on raw.githubusercontent.com).",
+    ),
+]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout-s",
+        help=f"Seconds per read (connect, each read of the body): > 0 and ≤ {MAX_TIMEOUT_S:g} (default 10).",
+        show_default=False,
+    ),
+]
+DeadlineOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--deadline-s",
+        help=f"Seconds for the whole refresh (every attempt): > 0 and ≤ {MAX_DEADLINE_S:g} (default 60).",
+        show_default=False,
+    ),
+]
+RetriesOpt = Annotated[
+    int, typer.Option("--retries", help="Extra attempts on timeouts, connection errors and 5xx; 0 to 10.")
+]
+AllowShrinkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-shrink",
+        help="Accept a table that lost more than 20% of the rows in use or a whole provider.",
+    ),
+]
+OldTimeoutOpt = Annotated[float | None, typer.Option("--timeout", hidden=True)]
+OldDeadlineOpt = Annotated[float | None, typer.Option("--deadline", hidden=True)]
+
+
 @prices_app.command("refresh")
 def refresh(
-    url: Annotated[
-        str | None,
-        typer.Option(  # noqa: UP007
-            "--url",
-            help="http(s) URL of an offerings CSV (default: $CCOPT_PRICES_URL; neither: the "
-            "public SkyPilot catalog).",
-        ),
-    ] = None,
-    catalog_url: Annotated[
-        str | None,
-        typer.Option(  # noqa: UP007
-            "--catalog-url",
-            help="SkyPilot catalog directory holding v8/<cloud>/vms.csv (default: "
-            "$CCOPT_SKYPILOT_URL, else the published catalog on raw.githubusercontent.com).",
-        ),
-    ] = None,
-    timeout_s: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout-s",
-            help=f"Seconds per read (connect, each read of the body): > 0 and ≤ "
-            f"{MAX_TIMEOUT_S:g} (default 10).",
-            show_default=False,
-        ),
-    ] = None,
-    deadline_s: Annotated[
-        float | None,
-        typer.Option(
-            "--deadline-s",
-            help=f"Seconds for the whole refresh (every attempt): > 0 and ≤ {MAX_DEADLINE_S:g} (default 60).",
-            show_default=False,
-        ),
-    ] = None,
-    retries: Annotated[
-        int, typer.Option("--retries", help="Extra attempts on timeouts, connection errors and 5xx; 0 to 10.")
-    ] = 3,
-    allow_shrink: Annotated[
-        bool,
-        typer.Option(
-            "--allow-shrink",
-            help="Accept a table that lost more than 20% of the rows in use or a whole provider.",
-        ),
-    ] = False,
-    old_timeout: Annotated[float | None, typer.Option("--timeout", hidden=True)] = None,
-    old_deadline: Annotated[float | None, typer.Option("--deadline", hidden=True)] = None,
+    url: UrlOpt = None,
+    catalog_url: CatalogUrlOpt = None,
+    timeout_s: TimeoutOpt = None,
+    deadline_s: DeadlineOpt = None,
+    retries: RetriesOpt = 3,
+    allow_shrink: AllowShrinkOpt = False,
+    old_timeout: OldTimeoutOpt = None,
+    old_deadline: OldDeadlineOpt = None,
 ) -> None:
     """Download newer price tables into the user cache (previous tables kept on any failure).
 

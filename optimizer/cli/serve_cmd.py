@@ -23,14 +23,14 @@ from optimizer.cli.common import (
     header_or_infeasible,
     input_files,
     money,
-    price_legend,
     price_mark,
     price_words,
     print_notes,
     time_limit_s,
     user_errors,
 )
-from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export, exported
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, check_export
+from optimizer.cli.outcome import ExportRequest, finish, print_price_legend
 from optimizer.units import quantile_label
 
 __all__ = ["register", "render_serve", "render_compare"]
@@ -68,6 +68,14 @@ def render_serve(data: dict[str, Any]) -> None:
             f"  speeds, latencies and capacity at {quantile_label(job['confidence'])} of each GPU's serving "
             "band (measured ÷ predicted times of published runs; the wide prior where none)"
         )
+    c.print(_deployments_table(p["deployments"]))
+    for d in p["deployments"]:
+        c.print(f"  {d['provider']} {d['instance']}: {price_words(d)}")
+    print_price_legend(c, p["deployments"])
+
+
+def _deployments_table(deployments: list[dict[str, Any]]) -> Table:
+    """One row per deployment: instances, offering, TP × replicas × batch, speed and price."""
     table = Table(title="Deployments")
     cols = (
         "instances",
@@ -85,7 +93,7 @@ def render_serve(data: dict[str, Any]) -> None:
     )
     for col in cols:
         table.add_column(col, justify="left" if col in ("instance", "provider", "pricing") else "right")
-    for d in p["deployments"]:
+    for d in deployments:
         table.add_row(
             str(d["instances"]),
             d["instance"],
@@ -100,12 +108,7 @@ def render_serve(data: dict[str, Any]) -> None:
             f"{d['tpot_ms']:.3g}",
             money(d["usd_per_hour"]),
         )
-    c.print(table)
-    for d in p["deployments"]:
-        c.print(f"  {d['provider']} {d['instance']}: {price_words(d)}")
-    legend = price_legend(p["deployments"])
-    if legend:
-        c.print(f"  {legend}")
+    return table
 
 
 def render_compare(data: dict[str, Any]) -> None:
@@ -158,8 +161,7 @@ def serve(
         check_export(export, out_dir, json_out)
         limit = time_limit_s(time_limit, old_time_limit)
         data = run_serve(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
-    if not exported(data, export, out_dir, inputs=input_files(job, prices)):
-        answer(data, json_out, render_serve)
+    finish(data, json_out, render_serve, ExportRequest(export, out_dir, inputs=input_files(job, prices)))
 
 
 def serve_compare(

@@ -6,7 +6,7 @@ Parsing only: the caller passes the decoded JSON dict (file reading lives in `op
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from optimizer.errors import ConfigError
 from optimizer.model.spec import ModelSpec
@@ -118,16 +118,32 @@ def _gpt2(num: _Num, name: str) -> ModelSpec:
     )
 
 
-def _gpt_neox(cfg: dict[str, Any], num: _Num, name: str) -> ModelSpec:
-    """GPT-NeoX (Pythia): rotary positions, embeddings tied when the config says so."""
+class _Sizes(TypedDict):
+    layers: int
+    hidden: int
+    heads: int
+    ffn: int
+    vocab: int
+
+
+def _common_sizes(num: _Num) -> _Sizes:
+    """The sizes GPT-NeoX and BERT configs name alike (hidden_size read first, as every
+    reader here does): layers, hidden, heads, ffn, vocab."""
     hidden = num("hidden_size")
-    return ModelSpec(
-        name=name,
+    return _Sizes(
         layers=num("num_hidden_layers"),
         hidden=hidden,
         heads=num("num_attention_heads"),
         ffn=num("intermediate_size"),
         vocab=num("vocab_size"),
+    )
+
+
+def _gpt_neox(cfg: dict[str, Any], num: _Num, name: str) -> ModelSpec:
+    """GPT-NeoX (Pythia): rotary positions, embeddings tied when the config says so."""
+    return ModelSpec(
+        name=name,
+        **_common_sizes(num),
         tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         max_seq_len=num("max_position_embeddings", default=None),
         **_PLAIN_BIASED,
@@ -136,14 +152,11 @@ def _gpt_neox(cfg: dict[str, Any], num: _Num, name: str) -> ModelSpec:
 
 def _bert(num: _Num, name: str) -> ModelSpec:
     """BERT: learned positions, token-type rows and the pooler (hidden² + hidden)."""
-    hidden = num("hidden_size")
+    sizes = _common_sizes(num)
+    hidden = sizes["hidden"]
     return ModelSpec(
         name=name,
-        layers=num("num_hidden_layers"),
-        hidden=hidden,
-        heads=num("num_attention_heads"),
-        ffn=num("intermediate_size"),
-        vocab=num("vocab_size"),
+        **sizes,
         tied_embeddings=True,
         learned_positions=num("max_position_embeddings"),
         extra_embedding_rows=num("type_vocab_size", default=2),

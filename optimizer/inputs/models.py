@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from optimizer.errors import ConfigError
-from optimizer.files import parse_json, read_input_text
+from optimizer.files import read_json_input
 from optimizer.inputs.hf_config import spec_from_hf_config
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.model.presets import PRESETS, PROFILE_PRESETS, get_preset
@@ -23,16 +23,7 @@ def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:
     file = Path(path)
     if file.is_dir():
         file = file / "config.json"
-    try:
-        cfg = parse_json(read_input_text(file, "model:"), f"model: {file}")
-    except ConfigError:
-        raise
-    except FileNotFoundError:
-        raise ConfigError(f"model: file not found: {file}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"model: cannot read {file}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"model: {file} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    cfg = read_json_input(file, "model", lambda exc: _unreadable_config(file, exc))
     label = name or (file.parent.name if file.name == "config.json" else file.stem)
     try:
         return spec_from_hf_config(cfg, name=label or "custom", source=str(file))
@@ -41,6 +32,13 @@ def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:
         raise ConfigError(
             f"model: {file}: {'.'.join(map(str, err['loc'])) or 'shape'}: {err['msg']}"
         ) from None
+
+
+def _unreadable_config(file: Path, exc: Exception) -> str:
+    """Why a config.json could not be used: not JSON (where), or not readable."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"model: {file} is not valid JSON (line {exc.lineno}: {exc.msg})"
+    return f"model: cannot read {file}: {exc}"
 
 
 def load_model(ref: str) -> ModelSpec:

@@ -305,16 +305,16 @@ class TrainingMemoryModel:
         # static_state_buffers: Megatron-Core param_and_grad_buffer.py); ZeRO-3 gathers churn
         static = k.stack.static_state_buffers and layout.zero_stage < 3 and not setup.is_adapter
         churned = allocated - (weights + gradients if static else 0.0)
-        return MemoryBreakdown(
-            weights / GIB,
-            gradients / GIB,
-            optimizer / GIB,
-            acts / GIB,
+        return MemoryBreakdown.from_bytes(
+            weights,
+            gradients,
+            optimizer,
+            acts,
             0.0,
-            overhead / GIB,
-            cache=k.allocator_cache * churned / GIB,
-            context=k.context_gib,
-            managed=managed / GIB,
+            overhead,
+            cache_bytes=k.allocator_cache * churned,
+            context_gib=k.context_gib,
+            managed_bytes=managed,
             activation_factor=factor,
         )
 
@@ -499,13 +499,13 @@ def serving_memory(
     # _allocate_kv_cache: one torch.zeros per layer; TensorRT-LLM KVCacheManager pools, docs
     # reference/memory.md): the allocator cache only grows around the other buffers
     cached = weights + acts + overhead
-    return MemoryBreakdown(
-        weights / GIB,
+    return MemoryBreakdown.from_bytes(
+        weights,
         0.0,
         0.0,
-        acts / GIB,
-        kv / GIB,
-        overhead / GIB,
-        cache=k.allocator_cache * cached / GIB,
-        context=k.context_gib,
+        acts,
+        kv,
+        overhead,
+        cache_bytes=k.allocator_cache * cached,
+        context_gib=k.context_gib,
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from optimizer.units import GIB
+
 __all__ = ["MemoryBreakdown", "MEMORY_KINDS"]
 
 
@@ -34,6 +36,35 @@ class MemoryBreakdown:
     #: the factor a measured peak (`ccopt calibrate --peak-memory-gib`) put on `activations`
     #: for this model × stack; None: the model's own activation count (not calibrated)
     activation_factor: float | None = None
+
+    @classmethod
+    def from_bytes(
+        cls,
+        weights_bytes: float,
+        gradients_bytes: float,
+        optimizer_bytes: float,
+        activations_bytes: float,
+        kv_cache_bytes: float,
+        overhead_bytes: float,
+        *,
+        cache_bytes: float,
+        context_gib: float,
+        managed_bytes: float = 0.0,
+        activation_factor: float | None = None,
+    ) -> MemoryBreakdown:
+        """The breakdown of per-GPU byte counts (the CUDA context comes in GiB already)."""
+        return cls(
+            weights_bytes / GIB,
+            gradients_bytes / GIB,
+            optimizer_bytes / GIB,
+            activations_bytes / GIB,
+            kv_cache_bytes / GIB,
+            overhead_bytes / GIB,
+            cache=cache_bytes / GIB,
+            context=context_gib,
+            managed=managed_bytes / GIB,
+            activation_factor=activation_factor,
+        )
 
     @property
     def calibrated(self) -> bool:

@@ -131,15 +131,15 @@ def profile_training_memory(
     acts = math.inf if per_sample is None else per_sample * layout.micro_batch
     overhead = a.workspace_gib * GIB
     allocated = weights + gradients + opt + acts + overhead
-    return MemoryBreakdown(
-        weights / GIB,
-        gradients / GIB,
-        opt / GIB,
-        acts / GIB,
+    return MemoryBreakdown.from_bytes(
+        weights,
+        gradients,
+        opt,
+        acts,
         0.0,
-        overhead / GIB,
-        cache=k.allocator_cache * allocated / GIB,
-        context=k.context_gib,
+        overhead,
+        cache_bytes=k.allocator_cache * allocated,
+        context_gib=k.context_gib,
     )
 
 

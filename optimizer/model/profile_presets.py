@@ -8,6 +8,8 @@ point (`[model.measured]` or `ccopt calibrate`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from optimizer.model.profile import MeasuredPoint, SampleProfile
 
 __all__ = ["PROFILE_PRESETS"]
@@ -24,6 +26,15 @@ _DREAMBOOTH_T4 = (
     "checkpointing 11.17 GB 1.14 it/s and batch 1 gradient_checkpointing 9.92 GB "
     "0.93 it/s; 'GB VRAM usage' read as nvidia-smi (device) GiB; one step = one "
     "instance image (prior preservation, which would double it, not stated)"
+)
+#: what both DreamBooth T4 rows share (one GPU, fp16, batch 1, 8-bit Adam, nvidia-smi memory)
+_DREAMBOOTH_T4_RUN: dict[str, Any] = dict(
+    gpu_id="T4",
+    precision="fp16",
+    micro_batch=1,
+    memory_metric="device",
+    optimizer="adam-8bit",
+    source=_DREAMBOOTH_T4,
 )
 
 PROFILE_PRESETS: dict[str, SampleProfile] = {
@@ -65,26 +76,9 @@ PROFILE_PRESETS: dict[str, SampleProfile] = {
             frozen_params=180_000_000,
             forward_gflops_per_sample=None,  # no primary source found (model_profiles_source.csv)
             measured=(
+                MeasuredPoint(samples_per_s=1.14, peak_memory_gib=11.17, **_DREAMBOOTH_T4_RUN),
                 MeasuredPoint(
-                    gpu_id="T4",
-                    precision="fp16",
-                    micro_batch=1,
-                    samples_per_s=1.14,
-                    peak_memory_gib=11.17,
-                    memory_metric="device",
-                    optimizer="adam-8bit",
-                    source=_DREAMBOOTH_T4,
-                ),
-                MeasuredPoint(
-                    gpu_id="T4",
-                    precision="fp16",
-                    micro_batch=1,
-                    samples_per_s=0.93,
-                    peak_memory_gib=9.92,
-                    memory_metric="device",
-                    checkpointing="full",
-                    optimizer="adam-8bit",
-                    source=_DREAMBOOTH_T4,
+                    samples_per_s=0.93, peak_memory_gib=9.92, checkpointing="full", **_DREAMBOOTH_T4_RUN
                 ),
             ),
             source="BK-SDM MODEL_CARD; " + _DREAMBOOTH_T4,

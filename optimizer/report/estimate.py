@@ -69,6 +69,18 @@ def train_estimate_json(
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
         return emit(EstimateOutput, out)
+    out.update(_step_fields(step, band, precision))
+    if is_profile(spec):  # a sample is one "token" of seq_len 1
+        out.update(
+            sample_unit=spec.sample_unit, samples_per_s=round(step.tokens_per_s, 2), band_source="profile"
+        )
+    return emit(EstimateOutput, out)
+
+
+def _step_fields(step: StepTime, band: Band | None, precision: str) -> dict[str, Any]:
+    """A training estimate's step fields: the P10–P90 band (when known), a clipped MFU's
+    note, the step and its rates."""
+    out: dict[str, Any] = {}
     if band is not None:
         out.update(
             step_time_s_p10=round(step.time_s * band.p10, 4),
@@ -91,11 +103,7 @@ def train_estimate_json(
         calibrated=step.calibrated,
         precision=precision,
     )
-    if is_profile(spec):  # a sample is one "token" of seq_len 1
-        out.update(
-            sample_unit=spec.sample_unit, samples_per_s=round(step.tokens_per_s, 2), band_source="profile"
-        )
-    return emit(EstimateOutput, out)
+    return out
 
 
 def serve_estimate_json(

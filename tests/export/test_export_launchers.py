@@ -307,7 +307,10 @@ def test_cluster_exports_carry_the_fabric_the_plan_assumes(
     kind: str, expected: dict[str, str], tmp_path: Path
 ) -> None:
     result = copy.deepcopy(TRAIN["plan_llama7b_10days"])
-    assert result["plan"]["instances"] > 1 and result["plan"]["inter_node_kind"] == "efa"  # 3,200 Gbit/s
+    plan = result["plan"]  # the headline: 4 Nebius H200 nodes on 3,200 Gbit/s InfiniBand
+    assert (
+        plan["instances"] > 1 and plan["inter_node_kind"] == "infiniband" and plan["inter_node_gbps"] == 3200
+    )
     result["plan"]["inter_node_kind"] = kind
     (sky,) = api.export(result, "skypilot").files
     doc = yaml.safe_load(sky.text)

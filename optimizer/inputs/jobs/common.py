@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.hardware import HARDWARE_OVERRIDES, Hardware, HardwareEntry, entries_old_names
 from optimizer.inputs.jobs.limits import MAX_DAYS, MAX_TOKENS, MAX_USD
 from optimizer.inputs.jobs.pricing import PriceOverlay
 from optimizer.inputs.jobs.profile import MeasuredIn, ProfileIn
-from optimizer.inputs.jobs.strict import STRICT, StrictModel
+from optimizer.inputs.jobs.strict import STRICT, RenamedFieldsModel, StrictModel
 from optimizer.inputs.models import load_hf_config
 from optimizer.inputs.profiles import resolve_profile
 from optimizer.inputs.validation import format_validation_error
@@ -129,8 +128,10 @@ class ModelRef(StrictModel):
         return model
 
 
-class Calibration(StrictModel):
+class Calibration(RenamedFieldsModel):
     """`[calibration]`: one measured run that fixes the efficiency of a GPU type."""
+
+    OLD_NAMES_OF = "calibration"
 
     gpu: str = Field(
         description="GPU type of the measured run (id or alias, `ccopt gpus`): the "
@@ -165,11 +166,6 @@ class Calibration(StrictModel):
     inter_node_gbps: float = Field(
         default=100.0, gt=0, le=100_000, description="network per node of the measured run, Gbit/s"
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: object) -> Any:
-        return rename_old_fields(data, "calibration")
 
     @model_validator(mode="after")
     def _check(self) -> Calibration:

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.limits import MAX_USD
-from optimizer.inputs.jobs.strict import GpuName, StrictModel
+from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel, StrictModel
 
 __all__ = ["HARDWARE_OVERRIDES", "HardwareEntry", "Hardware", "entries_old_names"]
 
@@ -34,9 +34,11 @@ HARDWARE_OVERRIDES = (
 )
 
 
-class HardwareEntry(StrictModel):
+class HardwareEntry(RenamedFieldsModel):
     """`[[hardware.owned]]` / `[[hardware.buy]]` / `[[capacity.owned]]`: boxes we have or may
     buy; the box fields override the defaults of pricing_data/hardware.csv for the GPU."""
+
+    OLD_NAMES_OF = "hardware"
 
     gpu: GpuName = Field(
         description="GPU type of the box (id or alias, `ccopt gpus`); its default box "
@@ -161,11 +163,6 @@ class HardwareEntry(StrictModel):
         description="local NVMe of one box, GB (dataset and "
         "checkpoints; default: pricing_data/hardware_host.csv)",
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: object) -> Any:
-        return rename_old_fields(data, "hardware")
 
     def overrides(self) -> dict[str, Any]:
         """The box fields the entry sets (for optimizer.pricing.owned.hardware_from_overrides)."""

@@ -27,9 +27,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import StrictModel, confidence_field
-from optimizer.inputs.jobs.strict import GpuName
+from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel
 from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_name
 from optimizer.inputs.toml_file import read_toml
 from optimizer.model.layout import TP_DEGREES
@@ -91,8 +90,10 @@ class Bucket(StrictModel):
         return self.prompt_tokens + self.output_tokens
 
 
-class ServeWorkload(StrictModel):
+class ServeWorkload(RenamedFieldsModel):
     """`[workload]` of a serving job: load, request sizes and weight format."""
+
+    OLD_NAMES_OF = "serve.workload"
 
     kind: Literal["serve"] = Field(
         default="serve",
@@ -142,11 +143,6 @@ class ServeWorkload(StrictModel):
     hours_per_day: float = Field(
         default=24.0, gt=0, le=24, description="hours a day the service runs (costs per served hour)"
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: object) -> Any:
-        return rename_old_fields(data, "serve.workload")
 
     @field_validator("stack")
     @classmethod
@@ -201,8 +197,10 @@ class ServeWorkload(StrictModel):
         )
 
 
-class ServeConstraints(StrictModel):
+class ServeConstraints(RenamedFieldsModel):
     """`[constraints]` of a serving job: latency targets, redundancy and what may be used."""
+
+    OLD_NAMES_OF = "serve.constraints"
 
     ttft_s: float | None = Field(
         default=None,
@@ -266,11 +264,6 @@ class ServeConstraints(StrictModel):
         "instance and the heads (old name: tp)",
     )
     cloud: bool = Field(default=True, description="consider cloud offerings")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: object) -> Any:
-        return rename_old_fields(data, "serve.constraints")
 
     @field_validator("redundancy")
     @classmethod

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
+from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.gpus import check_gpu_name
 from optimizer.inputs.validation import check_text
 
-__all__ = ["STRICT", "StrictModel", "GpuName"]
+__all__ = ["STRICT", "StrictModel", "RenamedFieldsModel", "GpuName"]
 
 #: a GPU of the catalog, by id or alias (any case): an unknown name is refused while the file is
 #: read, so the error names the file and the field (the name itself is kept as written)
@@ -43,3 +44,15 @@ class StrictModel(BaseModel):
     @classmethod
     def _arrays(cls, data: object) -> Any:
         return _tuples(_texts(data))
+
+
+class RenamedFieldsModel(StrictModel):
+    """A job-file table some of whose fields were renamed: the old names of `OLD_NAMES_OF`
+    (optimizer.inputs.aliases.JOB_FIELD_ALIASES) still read, with a warning."""
+
+    OLD_NAMES_OF: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: object) -> Any:
+        return rename_old_fields(data, cls.OLD_NAMES_OF)

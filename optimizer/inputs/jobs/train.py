@@ -10,7 +10,6 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.aliases import rename_old_fields
 from optimizer.inputs.jobs.common import (
     MAX_DAYS,
     MAX_TOKENS,
@@ -30,7 +29,7 @@ from optimizer.inputs.jobs.common import (
 from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
 from optimizer.inputs.jobs.search import Search
-from optimizer.inputs.jobs.strict import GpuName
+from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel
 from optimizer.inputs.toml_file import read_toml
 from optimizer.inputs.validation import check_number
 from optimizer.model.bands import CONFIDENCE_RANGE
@@ -67,8 +66,10 @@ __all__ = [
 ]
 
 
-class Workload(StrictModel):
+class Workload(RenamedFieldsModel):
     """`[workload]`: what is trained and how much."""
+
+    OLD_NAMES_OF = "workload"
 
     kind: Literal["pretrain", "finetune", "lora", "qlora"] = Field(
         default="pretrain", description="pretrain | finetune (full) | lora | qlora"
@@ -132,11 +133,6 @@ class Workload(StrictModel):
     @classmethod
     def _stack(cls, v: str) -> str:
         return stack_name(v)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: object) -> Any:
-        return rename_old_fields(data, "workload")
 
     @model_validator(mode="after")
     def _check(self) -> Workload:
@@ -233,8 +229,10 @@ class ReservedHeld(StrictModel):
     )
 
 
-class Constraints(StrictModel):
+class Constraints(RenamedFieldsModel):
     """`[constraints]`: deadline, budget and what may be used."""
+
+    OLD_NAMES_OF = "constraints"
 
     deadline_days: float | None = Field(
         default=None, gt=0, le=MAX_DAYS, description="finish within this many days (or deadline_hours)"
@@ -359,11 +357,6 @@ class Constraints(StrictModel):
         description="the job starts on or before this day (YYYY-MM-DD); with start_after, the "
         "window a capacity block must start in",
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: object) -> Any:
-        return rename_old_fields(data, "constraints")
 
     @field_validator("start_after", "start_before", mode="before")
     @classmethod

@@ -16,7 +16,10 @@ __all__ = [
     "PALETTE",
     "CHOSEN",
     "styled",
+    "cost_chart",
     "vertical_line",
+    "chosen_marker",
+    "no_plan_markers",
     "figure_div",
     "memory_figure",
     "step_figure",
@@ -66,6 +69,17 @@ def styled(
     return fig
 
 
+def cost_chart(fig: go.Figure, title: str, height_px: int, x_title: str, y_title: str) -> go.Figure:
+    """styled() for a cost against a log-scaled x axis (finish time, deadline, load), from 0 up."""
+    return styled(
+        fig,
+        title,
+        height_px,
+        xaxis={"title": x_title, "type": "log"},
+        yaxis={"title": y_title, "rangemode": "tozero"},
+    )
+
+
 def vertical_line(x: float, y_top: float, name: str, color: str = "#888888") -> go.Scatter:
     """A dashed vertical line as a trace (shape annotations sit in log10 units on log axes)."""
     return go.Scatter(
@@ -75,6 +89,24 @@ def vertical_line(x: float, y_top: float, name: str, color: str = "#888888") -> 
         name=name,
         line={"dash": "dash", "color": color},
         hovertemplate=f"{name}: %{{x:.3g}}<extra></extra>",
+    )
+
+
+def chosen_marker(x: float, y: float, name: str = "this job") -> go.Scatter:
+    """The chosen answer (the job's deadline, load or batch) as a red star."""
+    return go.Scatter(
+        x=[x], y=[y], mode="markers", name=name, marker={"symbol": "star", "size": 18, "color": CHOSEN}
+    )
+
+
+def no_plan_markers(xs: Sequence[float]) -> go.Scatter:
+    """Black crosses on the x axis where no plan exists (a deadline or load too tight)."""
+    return go.Scatter(
+        x=list(xs),
+        y=[0.0] * len(xs),
+        mode="markers",
+        name="no plan",
+        marker={"symbol": "x", "size": 12, "color": "#000000"},
     )
 
 
@@ -227,13 +259,7 @@ def pareto_figure(
                 deadline_days, max(r.get("cost_usd_p90") or r["cost_usd"] for r in pareto), "deadline"
             )
         )
-    return styled(
-        fig,
-        "Cost vs finish time (Pareto front)",
-        420,
-        xaxis={"title": "finish time, days (log)", "type": "log"},
-        yaxis={"title": "cost, USD", "rangemode": "tozero"},
-    )
+    return cost_chart(fig, "Cost vs finish time (Pareto front)", 420, "finish time, days (log)", "cost, USD")
 
 
 def deadline_points(
@@ -281,28 +307,10 @@ def deadline_figure(
             )
     late = [d for d, c, _ in points if c is None]
     if late:
-        fig.add_scatter(
-            x=late,
-            y=[0.0] * len(late),
-            mode="markers",
-            name="no plan",
-            marker={"symbol": "x", "size": 12, "color": "#000000"},
-        )
+        fig.add_trace(no_plan_markers(late))
     if deadline_days is not None and chosen_cost_usd is not None:
-        fig.add_scatter(
-            x=[deadline_days],
-            y=[chosen_cost_usd],
-            mode="markers",
-            name="this job",
-            marker={"symbol": "star", "size": 18, "color": CHOSEN},
-        )
-    return styled(
-        fig,
-        "Cheapest cost by deadline",
-        380,
-        xaxis={"title": "deadline, days (log)", "type": "log"},
-        yaxis={"title": "cost, USD", "rangemode": "tozero"},
-    )
+        fig.add_trace(chosen_marker(deadline_days, chosen_cost_usd))
+    return cost_chart(fig, "Cheapest cost by deadline", 380, "deadline, days (log)", "cost, USD")
 
 
 def jobs_per_month(compare: dict[str, Any]) -> float | None:

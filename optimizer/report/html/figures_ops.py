@@ -9,7 +9,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from optimizer.report.html.figures import CHOSEN, PALETTE, styled
+from optimizer.report.html.figures import CHOSEN, PALETTE, chosen_marker, cost_chart, no_plan_markers, styled
 from optimizer.units import HOURS_PER_DAY
 
 __all__ = [
@@ -52,6 +52,26 @@ def gantt_figure(batch: dict[str, Any]) -> go.Figure:
             hovertemplate="%{y}: day %{customdata[0]:.2f} to %{customdata[1]:.2f}, "
             "$%{customdata[2]:,.2f}<extra>" + res + "</extra>",
         )
+    _add_job_marks(fig, jobs)
+    fig.add_vline(
+        x=batch["horizon_hours"] / HOURS_PER_DAY,
+        line_dash="dash",
+        line_color="#888888",
+        annotation_text="horizon",
+    )
+    fig.update_layout(uniformtext={"minsize": 9, "mode": "hide"})
+    return styled(
+        fig,
+        "Schedule (Gantt): jobs over owned boxes and cloud quota",
+        160 + 28 * len(jobs),
+        barmode="overlay",
+        xaxis={"title": "day", "rangemode": "tozero"},
+        yaxis={"type": "category"},
+    )
+
+
+def _add_job_marks(fig: go.Figure, jobs: Sequence[dict[str, Any]]) -> None:
+    """Each job's deadline (a red tick) and release day (a grey triangle), where it has one."""
     with_deadline = [j for j in jobs if j.get("deadline_hour") is not None]
     if with_deadline:
         fig.add_scatter(
@@ -72,21 +92,6 @@ def gantt_figure(batch: dict[str, Any]) -> go.Figure:
             marker={"symbol": "triangle-right", "size": 10, "color": "#555555"},
             hovertemplate="released day %{x:.2f}",
         )
-    fig.add_vline(
-        x=batch["horizon_hours"] / HOURS_PER_DAY,
-        line_dash="dash",
-        line_color="#888888",
-        annotation_text="horizon",
-    )
-    fig.update_layout(uniformtext={"minsize": 9, "mode": "hide"})
-    return styled(
-        fig,
-        "Schedule (Gantt): jobs over owned boxes and cloud quota",
-        160 + 28 * len(jobs),
-        barmode="overlay",
-        xaxis={"title": "day", "rangemode": "tozero"},
-        yaxis={"type": "category"},
-    )
 
 
 def usage_figure(batch: dict[str, Any]) -> go.Figure:
@@ -150,29 +155,11 @@ def load_figure(points: Sequence[tuple[float, dict[str, Any]]], chosen_load: flo
     )
     chosen = [r for load, r in feasible if abs(load - chosen_load) <= 1e-9 * max(1.0, chosen_load)]
     if chosen:
-        fig.add_scatter(
-            x=[chosen_load],
-            y=[chosen[0]["plan"]["usd_per_hour"]],
-            mode="markers",
-            name="this job",
-            marker={"symbol": "star", "size": 18, "color": CHOSEN},
-        )
+        fig.add_trace(chosen_marker(chosen_load, chosen[0]["plan"]["usd_per_hour"]))
     late = [load for load, r in rows if not r.get("plan")]
     if late:
-        fig.add_scatter(
-            x=late,
-            y=[0.0] * len(late),
-            mode="markers",
-            name="no plan",
-            marker={"symbol": "x", "size": 12, "color": "#000000"},
-        )
-    return styled(
-        fig,
-        "Cost vs request rate",
-        380,
-        xaxis={"title": "requests/s (log)", "type": "log"},
-        yaxis={"title": "USD per served hour", "rangemode": "tozero"},
-    )
+        fig.add_trace(no_plan_markers(late))
+    return cost_chart(fig, "Cost vs request rate", 380, "requests/s (log)", "USD per served hour")
 
 
 def latency_figure(
@@ -183,22 +170,18 @@ def latency_figure(
     rows = sorted((e for e in estimates if e.get("fits")), key=lambda e: e["layout"]["batch"])
     batches = [e["layout"]["batch"] for e in rows]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_scatter(
-        x=batches,
-        y=[e["tpot_ms"] for e in rows],
-        name="TPOT, ms",
-        mode="lines+markers",
-        line={"color": PALETTE[0]},
-        secondary_y=False,
-    )
-    fig.add_scatter(
-        x=batches,
-        y=[e["ttft_s"] for e in rows],
-        name="TTFT, s",
-        mode="lines+markers",
-        line={"color": PALETTE[1]},
-        secondary_y=True,
-    )
+    for key, name, color, right in (
+        ("tpot_ms", "TPOT, ms", PALETTE[0], False),
+        ("ttft_s", "TTFT, s", PALETTE[1], True),
+    ):
+        fig.add_scatter(
+            x=batches,
+            y=[e[key] for e in rows],
+            name=name,
+            mode="lines+markers",
+            line={"color": color},
+            secondary_y=right,
+        )
     span = [min(batches, default=1), max(batches, default=1)]
     for key, name, color, dash, right in (
         ("tpot_ms", "TPOT target", PALETTE[0], "dash", False),
@@ -215,13 +198,11 @@ def latency_figure(
             )
     planned = [e for e in rows if e["layout"]["batch"] == chosen_batch]
     if planned:
-        fig.add_scatter(
-            x=[chosen_batch],
-            y=[planned[0]["tpot_ms"]],
-            mode="markers",
-            name=f"planned batch {chosen_batch}",
+        fig.add_trace(
+            chosen_marker(
+                planned[0]["layout"]["batch"], planned[0]["tpot_ms"], f"planned batch {chosen_batch}"
+            ),
             secondary_y=False,
-            marker={"symbol": "star", "size": 18, "color": CHOSEN},
         )
     fig.update_yaxes(title_text="TPOT, ms", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="TTFT, s", rangemode="tozero", secondary_y=True)

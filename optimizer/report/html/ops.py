@@ -257,8 +257,7 @@ def _deployments_table(p: dict[str, Any]) -> Table:
 
 
 def _serve_sections(inputs: ReportInputs, p: dict[str, Any]) -> list[Section]:
-    s = inputs.result
-    job = s["job"]
+    """The serving report's sections: the replica mix and its cost, then load and latency."""
     mix = Section(
         "mix",
         "Replica mix and cost",
@@ -291,7 +290,14 @@ def _serve_sections(inputs: ReportInputs, p: dict[str, Any]) -> list[Section]:
             "batch and context: weights, KV cache, activations, overhead.",
         )
     )
-    sections = [mix]
+    return [mix, _load_section(inputs, p)]
+
+
+def _load_section(inputs: ReportInputs, p: dict[str, Any]) -> Section:
+    """Cost vs request rate (the load re-solves) and latency vs batch (one replica's
+    estimates); a note on how to get either one the inputs lack."""
+    s = inputs.result
+    job = s["job"]
     load = Section("load", "Cost vs request rate and latency vs batch")
     if inputs.load_sweep:
         points = [(r["job"]["load_requests_per_s"], r) for r in inputs.load_sweep]
@@ -320,8 +326,7 @@ def _serve_sections(inputs: ReportInputs, p: dict[str, Any]) -> list[Section]:
         )
     else:
         load.notes.append("latency vs batch needs estimates: run `ccopt report` on the job file")
-    sections.append(load)
-    return sections
+    return load
 
 
 def serve_page(inputs: ReportInputs) -> Page:

@@ -123,7 +123,6 @@ def _cost_table(p: dict[str, Any], verdict: dict[str, Any] | None = None) -> Tab
     # results saved by an older ccopt lack the figures added since (running_usd, gpu_hours,
     # data.storage_usd, memory_headroom_fraction): shown as "—", never worked out here
     gpu_hours = f"{p['gpus']} GPUs × {p['hours']:,.1f} h = {num(p.get('gpu_hours'), 0)} GPU-hours"
-    data = p.get("data") or {}
     capital_how = (
         "net capital (purchase − resale) and ops fee spread over "
         f"{verdict['jobs_per_month']:.3g} jobs a month ({verdict['utilisation']:.0%} utilisation; "
@@ -165,9 +164,16 @@ def _cost_table(p: dict[str, Any], verdict: dict[str, Any] | None = None) -> Tab
                 money(p.get("running_usd")),
             )
         ]
+    rows += _data_rows(p.get("data") or {})
+    rows += [("total", "what the job costs", money(p["cost_usd"]))]
+    return Table("Cost breakdown", ("item", "how", "USD"), tuple(rows), numeric=(2,))
+
+
+def _data_rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The cost lines of the job's data: transfer and storage, or why they are not counted."""
     if data.get("counted"):
         unknown = f"; unknown, counted $0: {'; '.join(data['unknown'])}" if data.get("unknown") else ""
-        rows += [
+        return [
             ("dataset transfer", f"{data['egress_gb']:,.0f} GB, {data['route']}", money(data["egress_usd"])),
             (
                 "storage",
@@ -177,10 +183,7 @@ def _cost_table(p: dict[str, Any], verdict: dict[str, Any] | None = None) -> Tab
                 money(data.get("storage_usd")),
             ),
         ]
-    else:
-        rows += [("data and storage", "not counted: the job has no [data] section", "—")]
-    rows += [("total", "what the job costs", money(p["cost_usd"]))]
-    return Table("Cost breakdown", ("item", "how", "USD"), tuple(rows), numeric=(2,))
+    return [("data and storage", "not counted: the job has no [data] section", "—")]
 
 
 def _share(fraction: float | None) -> str:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from optimizer.errors import Status
-from optimizer.inputs.jobs.serve import ServeConstraints, ServeWorkload
+from optimizer.inputs.jobs.serve import Bucket, ServeConstraints, ServeWorkload
 from optimizer.model.memory import serving_weight_bytes
 from optimizer.model.spec import ModelSpec
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -40,10 +40,12 @@ def _fix(change: str, requirement: str, usd_per_hour: float | None = None) -> di
     return {"change": change, "requirement": requirement, "usd_per_hour": usd_per_hour}
 
 
-def _keep_loosest(fixes: dict[str, tuple[float, str]], requirement: str, value: float, shown: str) -> None:
-    """A latency fix over all buckets must satisfy each: keep the loosest value."""
+def _keep_loosest(fixes: dict[str, tuple[float, str]], requirement: str, value: float) -> float:
+    """A latency fix over all buckets must satisfy each: keep the loosest value (with its
+    shown form); `value` returned, for the bucket's own line."""
     if requirement not in fixes or value > fixes[requirement][0]:
-        fixes[requirement] = (value, shown)
+        fixes[requirement] = (value, f"{value:g}")
+    return value
 
 
 def diagnose_no_options(
@@ -85,44 +87,47 @@ def diagnose_no_options(
     loosest: dict[str, tuple[float, str]] = {}
     for i, bk in enumerate(buckets):
         tag = "" if len(buckets) == 1 else f"bucket {i + 1} ({bk.prompt_tokens}+{bk.output_tokens} tokens): "
-        if i not in best.ttft:
-            parts.append(f"{tag}no instance fits its {bk.context}-token sequences")
-            continue
-        if c.ttft_s is not None and best.ttft[i][0] > c.ttft_s:
-            v, lab = best.ttft[i]
-            fix = math.ceil(v * 1000) / 1000
-            _keep_loosest(loosest, "ttft_s", fix, f"{fix:g}")
-            parts.append(
-                f"{tag}TTFT {c.ttft_s:g} s is below the fastest prefill of any option: "
-                f"{v:.3g} s on {lab} ({bk.prompt_tokens}-token prompt); nearest fix: "
-                f"ttft_s = {fix:g}, a faster GPU or a shorter prompt"
-            )
-        elif c.tpot_ms is not None and best.tpot[i][0] * 1e3 > c.tpot_ms:
-            v, lab = best.tpot[i]
-            fix = math.ceil(v * 1e4) / 10
-            _keep_loosest(loosest, "tpot_ms", fix, f"{fix:g}")
-            parts.append(
-                f"{tag}TPOT {c.tpot_ms:g} ms is below the fastest decode of any option: "
-                f"{v * 1e3:.3g} ms per token on {lab} at batch 1; nearest fix: "
-                f"tpot_ms = {fix:g}, more TP or a lower-bit weight format"
-            )
-        elif c.e2e_p50_s is not None and best.e2e[i][0] > c.e2e_p50_s:
-            v, lab = best.e2e[i]
-            fix = math.ceil(v * 100) / 100
-            _keep_loosest(loosest, "e2e_p50_s", fix, f"{fix:g}")
-            parts.append(
-                f"{tag}end-to-end {c.e2e_p50_s:g} s is below the fastest of any option: "
-                f"{v:.3g} s on {lab} at batch 1; nearest fix: e2e_p50_s = "
-                f"{fix:g} or fewer output tokens"
-            )
-        else:
-            parts.append(
-                f"{tag}no single option meets all latency targets together "
-                f"(fastest TTFT {best.ttft[i][0]:.3g} s on {best.ttft[i][1]}, fastest "
-                f"TPOT {best.tpot[i][0] * 1e3:.3g} ms on {best.tpot[i][1]}); relax one"
-            )
+        parts.append(tag + _bucket_miss(i, bk, c, best, loosest))
     latency = tuple(_fix(f"constraints.{req} = {shown}", req) for req, (_, shown) in sorted(loosest.items()))
     return ("; ".join(parts) if parts else "no replica option meets the targets"), latency
+
+
+def _bucket_miss(
+    i: int, bk: Bucket, c: ServeConstraints, best: BestLatency, loosest: dict[str, tuple[float, str]]
+) -> str:
+    """Why bucket `i` has no option: no instance fits it, or the first latency target below
+    the fastest option (its nearest fix kept in `loosest`), or the targets only together."""
+    if i not in best.ttft:
+        return f"no instance fits its {bk.context}-token sequences"
+    if c.ttft_s is not None and best.ttft[i][0] > c.ttft_s:
+        v, lab = best.ttft[i]
+        fix = _keep_loosest(loosest, "ttft_s", math.ceil(v * 1000) / 1000)
+        return (
+            f"TTFT {c.ttft_s:g} s is below the fastest prefill of any option: "
+            f"{v:.3g} s on {lab} ({bk.prompt_tokens}-token prompt); nearest fix: "
+            f"ttft_s = {fix:g}, a faster GPU or a shorter prompt"
+        )
+    if c.tpot_ms is not None and best.tpot[i][0] * 1e3 > c.tpot_ms:
+        v, lab = best.tpot[i]
+        fix = _keep_loosest(loosest, "tpot_ms", math.ceil(v * 1e4) / 10)
+        return (
+            f"TPOT {c.tpot_ms:g} ms is below the fastest decode of any option: "
+            f"{v * 1e3:.3g} ms per token on {lab} at batch 1; nearest fix: "
+            f"tpot_ms = {fix:g}, more TP or a lower-bit weight format"
+        )
+    if c.e2e_p50_s is not None and best.e2e[i][0] > c.e2e_p50_s:
+        v, lab = best.e2e[i]
+        fix = _keep_loosest(loosest, "e2e_p50_s", math.ceil(v * 100) / 100)
+        return (
+            f"end-to-end {c.e2e_p50_s:g} s is below the fastest of any option: "
+            f"{v:.3g} s on {lab} at batch 1; nearest fix: e2e_p50_s = "
+            f"{fix:g} or fewer output tokens"
+        )
+    return (
+        f"no single option meets all latency targets together "
+        f"(fastest TTFT {best.ttft[i][0]:.3g} s on {best.ttft[i][1]}, fastest "
+        f"TPOT {best.tpot[i][0] * 1e3:.3g} ms on {best.tpot[i][1]}); relax one"
+    )
 
 
 def diagnose_solver_infeasible(

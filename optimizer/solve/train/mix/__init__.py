@@ -1,8 +1,8 @@
 """Mixed clusters of one job: pricing models on one instance type, two GPU types on one fabric.
 
 Modules in data-flow order: data (type groups, pruned pricing rows, step tables) → model (one
-CP-SAT model per group or pair) → search (plan_mix: groups, pairs, bounds) → check (the plan
-re-derived from scratch).
+CP-SAT model per group or pair) → search (plan_mix: groups, pairs, bounds) → plans (MixPlan, its
+rows and cost) → check (the plan re-derived from scratch).
 """
 
 from optimizer.solve.train.mix.check import check_mix, mix_outcome, mix_violations

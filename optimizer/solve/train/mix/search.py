@@ -18,7 +18,6 @@ from optimizer.model.cluster import StepTime
 from optimizer.model.preemption import Preemption
 from optimizer.model.setup import Layout
 from optimizer.model.stacks import get_stack
-from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -27,6 +26,7 @@ from optimizer.solve.train.host_check import host_rule_of, offering_rejection
 from optimizer.solve.train.mix.data import (
     MIX_MAX_INSTANCES,
     MixShape,
+    PriceRow,
     TypeGroup,
     fastest_at,
     held_offerings,
@@ -36,54 +36,13 @@ from optimizer.solve.train.mix.data import (
     type_groups,
 )
 from optimizer.solve.train.mix.model import MixData, solve_mix
+from optimizer.solve.train.mix.plans import MixPlan, MixRow, mix_cost_usd
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
 from optimizer.solve.train.spot import spot_hours
 from optimizer.units import SECONDS_PER_HOUR
 
 __all__ = ["MixRow", "MixPlan", "MixOutcome", "plan_mix", "mix_cost_usd"]
-
-
-@dataclass(frozen=True)
-class MixRow:
-    """Instances of one (instance type, pricing model) in a mix, and how its GPUs run."""
-
-    offering: Offering
-    count: int
-    layout: Layout
-    step: StepTime
-    held: bool = False
-
-    @property
-    def gpus(self) -> int:
-        return self.count * self.offering.gpus_per_instance
-
-
-@dataclass(frozen=True)
-class MixPlan:
-    """A mixed cluster: its rows, the (balanced) step, wall hours and cost at the confidence."""
-
-    kind: str  # "pricing" (one instance type) | "gpu_types" (two types on one fabric)
-    rows: tuple[MixRow, ...]
-    step_time_s: float
-    steps: int
-    hours: float
-    cost_usd: float
-    global_batch: int
-    fabric: str
-    confidence: float | None = None
-    band_factor: float = 1.0
-    spot: Preemption | None = None
-    #: per type label: the share of each step its GPUs wait for the slowest type
-    idle_share: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def gpus(self) -> int:
-        return sum(r.gpus for r in self.rows)
-
-    @property
-    def instances(self) -> int:
-        return sum(r.count for r in self.rows)
 
 
 @dataclass
@@ -104,16 +63,6 @@ class MixOutcome:
         if self.plan is None or self.single_cost_usd is None:
             return None
         return self.single_cost_usd - self.plan.cost_usd
-
-
-def mix_cost_usd(rows: Sequence[MixRow], hours: float) -> float:
-    """A mix's cost: each row priced by the one cost function (pricing/offering.cost_usd) for
-    the wall hours, the job's data charge once (every row carries the same one)."""
-    total = 0.0
-    for r in rows:
-        c = cost_usd(r.offering, r.count, hours)
-        total += c.running_usd + c.capital_usd
-    return total + rows[0].offering.data.usd(hours)
 
 
 def plan_mix(
@@ -162,18 +111,7 @@ def plan_mix(
             )
     out.solver = {"models": len(walls), "wall_s": round(sum(walls), 4), "skipped": len(skipped)}
     out.considered = len(walls) + len(skipped)
-    if left_out:
-        out.reasons.append(
-            f"{len(left_out)} offering(s) not mixed: a full reserved term is one plan's own "
-            "commitment, a box charged capital per job is not priced by the hour "
-            f"({'; '.join(left_out[:2])}{'; …' if len(left_out) > 2 else ''})"
-        )
-    if skipped:
-        out.reasons.append(
-            f"{len(skipped)} mix(es) cannot undercut the plan: at its cheapest row and its least "
-            f"instance-hours, each type alone already costs at least the plan's "
-            f"${limit:,.2f} ({', '.join(skipped[:3])}{', …' if len(skipped) > 3 else ''})"
-        )
+    out.reasons += _not_searched(left_out, skipped, limit)
     if not found:
         return out
     best = min(found, key=lambda p: (p.cost_usd, p.hours, p.gpus))
@@ -183,6 +121,25 @@ def plan_mix(
     else:
         out.reasons.append(not_worth_it(best, single))
     return out
+
+
+def _not_searched(left_out: Sequence[str], skipped: Sequence[str], limit_usd: float) -> list[str]:
+    """What no mix was searched for: offerings that are not mixed, and mixes the bound ruled
+    out against the plan's cost `limit_usd`."""
+    reasons = []
+    if left_out:
+        reasons.append(
+            f"{len(left_out)} offering(s) not mixed: a full reserved term is one plan's own "
+            "commitment, a box charged capital per job is not priced by the hour "
+            f"({'; '.join(left_out[:2])}{'; …' if len(left_out) > 2 else ''})"
+        )
+    if skipped:
+        reasons.append(
+            f"{len(skipped)} mix(es) cannot undercut the plan: at its cheapest row and its least "
+            f"instance-hours, each type alone already costs at least the plan's "
+            f"${limit_usd:,.2f} ({', '.join(skipped[:3])}{', …' if len(skipped) > 3 else ''})"
+        )
+    return reasons
 
 
 def not_worth_it(mix: MixPlan, single: Candidate) -> str:
@@ -388,6 +345,10 @@ def balanced_split(
     return best
 
 
+#: instance counts of the two types with the balanced split at them
+TypeConfig = tuple[tuple[int, int], Split]
+
+
 def _type_mix(
     prep: PreparedJob,
     a: TypeGroup,
@@ -406,31 +367,8 @@ def _type_mix(
     setup, batch = w.setup(), w.batch_sequences
     types = (a, b)
     plain = [[r for r in t.rows if r.offering.pricing != "spot"] for t in types]
-    # a capped type up to its cap, an uncapped one up to the search limit; neither past the
-    # job's max_instances nor past one GPU per sequence of the global batch
     caps = [_plain_cap(t) for t in types]
-    top = [
-        min(
-            limit if cap is None else cap, c.max_instances or cap or limit, batch // t.first.gpus_per_instance
-        )
-        for t, cap in zip(types, caps, strict=True)
-    ]
-    steps = w.steps_for_batch(batch)
-    memo: dict[tuple, Any] = {}
-    configs: list[tuple[tuple[int, int], Split]] = []
-    for na in range(1, top[0] + 1):
-        for nb in range(1, top[1] + 1):
-            gpus = na * a.first.gpus_per_instance + nb * b.first.gpus_per_instance
-            if (
-                gpus > batch
-                or na + nb < c.min_instances
-                or (c.max_gpus and gpus > c.max_gpus)
-                or (c.max_instances and na + nb > c.max_instances)
-            ):
-                continue
-            split = balanced_split(prep, types, (na, nb), memo)
-            if split is not None:
-                configs.append(((na, nb), split))
+    configs = _type_configs(prep, types, _count_tops(prep, types, caps, limit))
     if not configs:
         why.append(
             f"no split of the global batch {batch} fits both types' memory with pure data "
@@ -446,6 +384,7 @@ def _type_mix(
         )
         for _, sp in configs
     ]
+    steps = w.steps_for_batch(batch)
     hours = [steps * sp[0] * f / SECONDS_PER_HOUR for (_, sp), f in zip(configs, factors, strict=True)]
     d = MixData(
         [n for n, _ in configs],
@@ -458,25 +397,29 @@ def _type_mix(
     choice = solve_mix(d, prep.deadline_h, prep.budget_usd, config)
     walls.append(0.0 if choice is None else choice.result.wall_s)
     if choice is None:
-        fastest = min(range(len(hours)), key=hours.__getitem__)
-        (na, nb), _ = configs[fastest]
-        if prep.deadline_h is not None and hours[fastest] > prep.deadline_h:
-            uncapped = [t.label for t, cap in zip(types, caps, strict=True) if cap is None]
-            searched = (
-                f" (searched up to {limit} instances of {', '.join(uncapped)}, uncapped)" if uncapped else ""
-            )
-            why.append(
-                f"the fastest mix ({na} + {nb} instances, pure data parallelism) needs "
-                f"{hours[fastest]:,.1f} h, past the {prep.deadline_h:,.1f} h deadline{searched}"
-            )
-        else:
-            why.append("no mix within the caps meets the budget")
+        why.append(_no_type_mix(prep, types, caps, limit, configs, hours))
         return None
-    _, (step_s, per_type) = configs[choice.config]
+    at = choice.config
+    return _type_mix_plan(prep, types, plain, configs[at][1], choice.counts, steps, hours[at], factors[at])
+
+
+def _type_mix_plan(
+    prep: PreparedJob,
+    types: tuple[TypeGroup, TypeGroup],
+    plain: Sequence[Sequence[PriceRow]],
+    split: Split,
+    counts: Sequence[Sequence[int]],
+    steps: int,
+    hours: float,
+    band_factor: float,
+) -> MixPlan:
+    """The chosen mix: instances per pricing row of each type (`counts`, CP-SAT's) at the
+    split's layouts, and the share of each step each type's GPUs wait for the slowest."""
+    step_s, per_type = split
     mix_rows = [
         MixRow(r.offering, n, per_type[i][0], per_type[i][1], r.held)
         for i in (0, 1)
-        for r, n in zip(plain[i], choice.counts[i], strict=True)
+        for r, n in zip(plain[i], counts[i], strict=True)
         if n > 0
     ]
     idle = {t.first.gpu_id: 1.0 - per_type[i][1].time_s / step_s for i, t in enumerate(types)}
@@ -485,12 +428,74 @@ def _type_mix(
         tuple(mix_rows),
         step_s,
         steps,
-        hours[choice.config],
-        mix_cost_usd(mix_rows, hours[choice.config]),
-        batch,
-        a.fabric,
-        c.confidence,
-        factors[choice.config],
+        hours,
+        mix_cost_usd(mix_rows, hours),
+        prep.job.workload.batch_sequences,
+        types[0].fabric,
+        prep.job.constraints.confidence,
+        band_factor,
         None,
         idle,
+    )
+
+
+def _count_tops(
+    prep: PreparedJob, types: tuple[TypeGroup, TypeGroup], caps: Sequence[int | None], limit: int
+) -> list[int]:
+    """The most instances of each type a mix may take: a capped type up to its cap, an
+    uncapped one up to the search limit; neither past the job's max_instances nor past one GPU
+    per sequence of the global batch."""
+    c, batch = prep.job.constraints, prep.job.workload.batch_sequences
+    return [
+        min(
+            limit if cap is None else cap, c.max_instances or cap or limit, batch // t.first.gpus_per_instance
+        )
+        for t, cap in zip(types, caps, strict=True)
+    ]
+
+
+def _type_configs(
+    prep: PreparedJob, types: tuple[TypeGroup, TypeGroup], top: Sequence[int]
+) -> list[TypeConfig]:
+    """Every instance-count pair within `top` the job's limits allow, with its balanced split
+    (pairs no split fits are left out)."""
+    c, batch = prep.job.constraints, prep.job.workload.batch_sequences
+    a, b = types
+    memo: dict[tuple, Any] = {}
+    configs: list[TypeConfig] = []
+    for na in range(1, top[0] + 1):
+        for nb in range(1, top[1] + 1):
+            gpus = na * a.first.gpus_per_instance + nb * b.first.gpus_per_instance
+            if (
+                gpus > batch
+                or na + nb < c.min_instances
+                or (c.max_gpus and gpus > c.max_gpus)
+                or (c.max_instances and na + nb > c.max_instances)
+            ):
+                continue
+            split = balanced_split(prep, types, (na, nb), memo)
+            if split is not None:
+                configs.append(((na, nb), split))
+    return configs
+
+
+def _no_type_mix(
+    prep: PreparedJob,
+    types: tuple[TypeGroup, TypeGroup],
+    caps: Sequence[int | None],
+    limit: int,
+    configs: Sequence[TypeConfig],
+    hours: Sequence[float],
+) -> str:
+    """Why CP-SAT found no mix of the two types: the fastest one misses the deadline (and how
+    far the uncapped types were searched), else the budget."""
+    fastest = min(range(len(hours)), key=hours.__getitem__)
+    (na, nb), _ = configs[fastest]
+    if prep.deadline_h is None or hours[fastest] <= prep.deadline_h:
+        return "no mix within the caps meets the budget"
+    uncapped = [t.label for t, cap in zip(types, caps, strict=True) if cap is None]
+    searched = f" (searched up to {limit} instances of {', '.join(uncapped)}, uncapped)" if uncapped else ""
+    return (
+        f"the fastest mix ({na} + {nb} instances, pure data parallelism) needs "
+        f"{hours[fastest]:,.1f} h, past the {prep.deadline_h:,.1f} h deadline{searched}"
     )
