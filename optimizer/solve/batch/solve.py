@@ -155,8 +155,11 @@ def solve_batch(
         out = _proven(problem, bend, info, began, compact, on_progress)
         out.benders = stats
         return out
+    # CP-SAT starts from the greedy plan: measured on the saturated 50-job benchmark, a start
+    # from the (cheaper) repaired Benders choice ends dearer (gap 10.3% vs 5.7% at 20 s); that
+    # choice is kept as the fallback if it is the cheapest plan at the limit
+    add_hints(v, problem, greedy if not greedy.missing else _better_start(greedy, bend))
     greedy = _better_start(greedy, bend)
-    add_hints(v, problem, greedy)
     lit = {(j, i): xi for j in range(len(v.rows)) for xi, i in zip(v.x[j], v.rows[j], strict=True)}
     for cut in bend.cuts:  # valid no-goods: row sets no schedule realises
         v.model.add(sum(lit[j, i] for j, group in cut for i in group) <= len(cut) - 1)
@@ -206,8 +209,9 @@ def solve_batch(
 
 
 def _better_start(greedy: GreedyPlan, bend: BendersOutcome) -> GreedyPlan:
-    """The first plan CP-SAT starts from: the greedy one, or the Benders rounds' repaired
-    incumbent when it places every job more cheaply."""
+    """The plan returned if CP-SAT finds none cheaper (and its start when the greedy plan
+    leaves a job out): the greedy one, or the Benders rounds' repaired incumbent when it
+    places every job more cheaply."""
     if bend.incumbent is None:
         return greedy
     cost, rows, starts, reserved = bend.incumbent
