@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -142,32 +142,50 @@ class CalibratedCurve:
     def _xs(self) -> np.ndarray:
         return np.log(np.array([s for s, _ in self.runs]))
 
+    @cached_property
+    def _span(self) -> tuple[float, float, float]:
+        """(mean, least, largest) log size factor of the runs."""
+        return float(self._xs.mean()), float(self._xs.min()), float(self._xs.max())
+
+    @cached_property
+    def _groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct log size factors, each run's index among them, the runs of each."""
+        distinct, index, counts = np.unique(self._xs, return_inverse=True, return_counts=True)
+        return distinct, index.reshape(-1), counts
+
+    @cached_property
+    def _fits(self) -> dict[float, np.ndarray]:
+        """_fit's answers by prior, computed once per curve (no hashing of the runs)."""
+        return {}
+
     def _kernel(self, x: np.ndarray, xk: np.ndarray) -> np.ndarray:
         """Covariances of the corrections at x (rows) and at the runs (columns), no noise."""
-        c, mid = self.components, float(self._xs.mean())
-        lo, hi = float(self._xs.min()), float(self._xs.max())
+        c, (mid, lo, hi) = self.components, self._span
         u = np.clip(x, lo, hi)[:, None] - mid
         near = np.exp(-(((x[:, None] - xk[None, :]) / c.length) ** 2))
         return c.shared + c.slope * u * (xk[None, :] - mid) + c.own * near
 
-    def _weights(self, prior: float) -> np.ndarray:
-        """α = K⁻¹ y of the runs' log corrections y_k = log(e_k / prior) (cached: the planner
-        asks once per layout)."""
-        return _weights(self, prior)
+    def _fit(self, prior: float) -> np.ndarray:
+        """a: α = K⁻¹ y of the runs' log corrections y_k = log(e_k / prior), summed over the
+        runs of each distinct size factor (all the kernel needs: runs of one size factor have
+        the same covariances). Computed once per prior (the planner asks once per layout)."""
+        if prior not in self._fits:
+            self._fits[prior] = _solve(self, prior)
+        return self._fits[prior]
 
     def correction(self, size: float, prior: float) -> float:
         """g(log size): the log multiplier of the uncalibrated base efficiency (module doc)."""
-        alpha = self._weights(prior)
-        return float(self._kernel(np.array([math.log(size)]), self._xs)[0] @ alpha)
+        a = self._fit(prior)
+        return float(self._kernel(np.array([math.log(size)]), self._groups[0])[0] @ a)
 
     def line(self, prior: float) -> tuple[float, float]:
         """(level, size exponent) of the shared part: base efficiency at size factor 1 and the
         exponent of the achieved efficiency (1 + b: the model's size curve is 1)."""
-        c, alpha = self.components, self._weights(prior)
-        mid = float(self._xs.mean())
-        a = c.shared * float(alpha.sum())
-        b = c.slope * float(((self._xs - mid) * alpha).sum())
-        return prior * math.exp(a - b * mid), 1.0 + b
+        c, a = self.components, self._fit(prior)
+        mid = self._span[0]
+        level = c.shared * float(a.sum())
+        b = c.slope * float(((self._groups[0] - mid) * a).sum())
+        return prior * math.exp(level - b * mid), 1.0 + b
 
     def efficiency(self, size: float, prior: float) -> float:
         """The achieved fraction of the dense peak of a layout with size factor `size`, given the
@@ -177,22 +195,34 @@ class CalibratedCurve:
     def ceiling(self, prior: float) -> float:
         """An upper bound of the achieved efficiency of every size factor in (0, 1]: the shared
         part is largest at a breakpoint (the runs' span ends or size 1), the own terms at most
-        Σ σ²|α_k|."""
-        c, alpha = self.components, self._weights(prior)
-        ends = [x for x in (float(self._xs.min()), float(self._xs.max()), 0.0) if x <= 0.0]
-        own = c.own * float(np.abs(alpha).sum())
-        shared = self._kernel(np.array(ends), self._xs) - c.own * np.exp(
-            -(((np.array(ends)[:, None] - self._xs[None, :]) / c.length) ** 2)
+        σ² Σ_i |a_i| (runs of one size factor share their own term, so their α add up before
+        the absolute value: a bound no looser than Σ_k σ²|α_k|). In log space: many runs of
+        one size factor that disagree (large α) make the bound 1, not an overflow."""
+        c, a = self.components, self._fit(prior)
+        xs = self._groups[0]
+        ends = [x for x in (self._span[1], self._span[2], 0.0) if x <= 0.0]
+        own = c.own * float(np.abs(a).sum())
+        shared = self._kernel(np.array(ends), xs) - c.own * np.exp(
+            -(((np.array(ends)[:, None] - xs[None, :]) / c.length) ** 2)
         )
-        top = max(math.exp(x + float(row @ alpha)) for x, row in zip(ends, shared, strict=True))
-        return min(1.0, prior * top * math.exp(own))
+        top = max(x + float(row @ a) for x, row in zip(ends, shared, strict=True))
+        return math.exp(min(0.0, math.log(prior) + top + own))
 
 
-@lru_cache(maxsize=256)
-def _weights(curve: CalibratedCurve, prior: float) -> np.ndarray:
+def _solve(curve: CalibratedCurve, prior: float) -> np.ndarray:
+    """CalibratedCurve._fit. With noise ν² > 0 the n runs reduce to the m distinct size
+    factors exactly: a solves (K_m + diag(ν²/n_i)) a = ȳ (n_i runs of mean ȳ_i at x_i); the
+    per-run α_k = a_i/n_i + (y_k − ȳ_i)/ν² solve (K + ν² I) α = y, as substitution shows, and
+    sum to a_i over each size factor. One m×m solve instead of n×n; the runs enter in O(n)."""
     ys = np.log(np.array([e for _, e in curve.runs]) / prior)
-    k = curve._kernel(curve._xs, curve._xs) + curve.components.noise * np.eye(len(curve.runs))
-    return np.asarray(np.linalg.solve(k, ys))
+    xs, index, counts = curve._groups
+    noise = curve.components.noise
+    if noise <= 0.0:  # runs of one size factor would make K singular: the full system
+        alpha = np.linalg.solve(curve._kernel(curve._xs, curve._xs), ys)
+        return np.asarray(np.bincount(index, weights=alpha, minlength=len(xs)))
+    mean = np.bincount(index, weights=ys, minlength=len(xs)) / counts
+    k = curve._kernel(xs, xs) + np.diag(noise / counts)
+    return np.asarray(np.linalg.solve(k, mean))
 
 
 def fit_curve(runs: Sequence[tuple[float, float]], components: Components = COMPONENTS) -> CalibratedCurve:

@@ -142,3 +142,18 @@ def test_earliest_finish_greedy_places_what_cheapest_first_cannot() -> None:
         "h100",
         "box",
     ]
+
+
+def test_a_job_left_out_is_placed_first_in_the_next_greedy_pass() -> None:
+    """One box. A: 3 h in [2, 8); B: 5 h in [0, 9). By deadline A goes first, at [2, 5), and
+    B finds no 5 free hours (left out, on every row-choice rule). The next pass places B
+    first, at [0, 5), and A after it at [5, 8): a plan."""
+    box = offering("box", "owned", "owned", gpu=RTX4090, usd_per_hour=1.0, max_instances=1)
+    a = JobSpec("A", [candidate(box, 1, 3, 3.0)], 2, 8)
+    b = JobSpec("B", [candidate(box, 1, 5, 5.0)], 0, 9)
+    problem = BatchProblem.build([a, b], [owned_resource(box, 1)], 10, GRID)
+    rows = [list(range(len(j.rows))) for j in problem.jobs]
+    assert greedy_schedule(problem, rows) == [(0, 2), (None, None)]
+    assert greedy_schedule(problem, rows, earliest_finish=True)[1] == (None, None)
+    best = greedy_plans(problem, rows)[0]
+    assert best.missing == () and best.plan == [(0, 5), (0, 0)] and best.cost_cents == 800

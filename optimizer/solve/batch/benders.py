@@ -104,6 +104,7 @@ class _Master:
             if r.kind == "reservation"
         }
         self.lit = {(j, i): xi for j in range(len(rows)) for xi, i in zip(self.x[j], rows[j], strict=True)}
+        self.last_bound = -math.inf  # the dual bound of the last solve, with or without a choice
         obj = []
         for j, job in enumerate(problem.jobs):
             choice = list(self.x[j])
@@ -151,6 +152,7 @@ class _Master:
             mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED,
         ):
             return [], {}, math.inf, True
+        self.last_bound = res.best_objective_bound()
         if not res.has_primal_feasible_solution():
             return None
         values = res.variable_values()
@@ -413,7 +415,9 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
         left = deadline - time.perf_counter()
         master = master_mip.solve(left) if left > 0 else None
         out.rounds += 1 if left > 0 else 0
-        if master is None:
+        if master is None:  # no choice in time; the MIP's dual bound still holds
+            if math.isfinite(master_mip.last_bound):
+                out.bound_cents = max(out.bound_cents or 0, math.ceil(master_mip.last_bound - 1e-6))
             out.stopped = "time" if left <= 0 else "master"
             return out
         chosen, reserved, bound, optimal = master

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from optimizer.solve.batch.problem import BatchProblem, JobRows, ScheduledJob
@@ -224,17 +225,37 @@ def energy_windows(
                         terms.append((job.release, due, row.duration, j, i, demand))
         if len(terms) < 2:
             continue
-        for a in releases:
-            for b in dues:
-                if b <= a:
-                    continue
-                inside = []
-                for r, due, d, j, i, demand in terms:
-                    part = min(d, b - a, r + d - a, b - due + d)
-                    if part > 0:
-                        inside.append((j, i, demand * part))
-                if len(inside) > 1 and sum(e for _, _, e in inside) > res.capacity * (b - a):
-                    yield key, (a, b), inside
+        yield from _binding_windows(key, res.capacity, terms, releases, dues)
+
+
+def _binding_windows(
+    key: str,
+    capacity: int,
+    terms: Sequence[tuple[int, int, int, int, int, int]],
+    releases: Sequence[int],
+    dues: Sequence[int],
+) -> Iterator[tuple[str, tuple[int, int], list[tuple[int, int, int]]]]:
+    """energy_windows for one resource: the mandatory parts of every term in every window
+    [a, b) at once (numpy, one a at a time), the windows whose energy can pass capacity."""
+    r, due, d, job, row, demand = (np.array(c, dtype=np.int64) for c in zip(*terms, strict=True))
+    bs = np.array(dues, dtype=np.int64)
+    for a in releases:
+        b = bs[bs > a]
+        if not len(b):
+            continue
+        part = np.minimum(
+            np.minimum(d[:, None], (b - a)[None, :]),
+            np.minimum((r + d - a)[:, None], b[None, :] - due[:, None] + d[:, None]),
+        )
+        energy = demand[:, None] * np.maximum(part, 0)
+        binding = ((part > 0).sum(axis=0) > 1) & (energy.sum(axis=0) > capacity * (b - a))
+        for col in np.flatnonzero(binding):
+            inside = np.flatnonzero(part[:, col] > 0)
+            yield (
+                key,
+                (a, int(b[col])),
+                [(int(job[t]), int(row[t]), int(energy[t, col])) for t in inside],
+            )
 
 
 def add_energy_bounds(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
@@ -247,7 +268,10 @@ def add_energy_bounds(v: BatchVars, problem: BatchProblem, modes: Mapping[str, s
     lit = {(j, i): xi for j in range(len(v.rows)) for xi, i in zip(v.x[j], v.rows[j], strict=True)}
     for key, (a, b), inside in energy_windows(problem, v.rows, modes):
         limit = problem.resources[key].capacity * (b - a)
-        v.model.add(sum(e * lit[j, i] for j, i, e in inside) <= limit)
+        v.model.add(
+            cp_model.LinearExpr.weighted_sum([lit[j, i] for j, i, _ in inside], [e for _, _, e in inside])
+            <= limit
+        )
 
 
 def add_symmetry_breaking(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
