@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -13,7 +13,7 @@ from optimizer.errors import SolverError, Status
 from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
 from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, left_shift
-from optimizer.solve.batch.model import build_model, read_plan
+from optimizer.solve.batch.model import BatchVars, build_model, read_plan
 from optimizer.solve.batch.placement import placements
 from optimizer.solve.batch.problem import BatchProblem, BatchResult, ProgressEvent, ScheduledJob
 from optimizer.solve.batch.usage import usage_profiles
@@ -124,7 +124,40 @@ def solve_batch(
     # the user's time limit covers the whole command: what ran before this call is spent;
     # the solver's own times (solve_s, wall_s) count from this call
     deadline = started + cfg.time_limit_s
-    info: dict[str, Any] = {
+    info = _solver_info(problem)
+    trivial = trivially_infeasible(problem)
+    if trivial is not None:
+        info.update(status=Status.INFEASIBLE, wall_s=_elapsed(began), proven_optimal=True)
+        return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
+    v = build_model(problem)
+    info["model_rows"] = sum(len(r) for r in v.rows)
+    greedy = greedy_plans(problem, v.rows)[0]  # a first plan, whatever the solvers reach
+    bend, stats = _benders_phase(problem, max(MIN_SOLVE_S, deadline - time.perf_counter()))
+    if bend.proven:
+        out = _proven(problem, bend, info, began, compact, on_progress)
+        out.benders = stats
+        return out
+    # CP-SAT starts from the greedy plan: measured on the saturated 50-job benchmark, a start
+    # from the (cheaper) repaired Benders choice ends dearer (gap 10.3% vs 5.7% at 20 s); that
+    # choice is kept as the fallback if it is the cheapest plan at the limit
+    add_hints(v, problem, greedy if not greedy.missing else _better_start(greedy, bend))
+    greedy = _better_start(greedy, bend)
+    _add_benders_cuts(v, bend)
+    callback = ProgressCallback(on_progress)
+    result, cpsat_s = _cpsat_phase(v, cfg, max(MIN_SOLVE_S, deadline - time.perf_counter()), callback)
+    if result is None or (
+        result.objective is not None and not greedy.missing and greedy.cost_cents < round(result.objective)
+    ):
+        if greedy.missing:
+            raise SolverError(_no_plan(cfg, started, problem, stats, cpsat_s, greedy))
+        return _greedy(problem, greedy, result, bend, info, stats, began, compact)
+    solved = _Solved(v, result, bend, stats, callback, began)
+    return _from_cpsat(problem, solved, info, cfg, compact=compact, explain=explain)
+
+
+def _solver_info(problem: BatchProblem) -> dict[str, Any]:
+    """The solver block's facts about the problem (status and times are added as they come)."""
+    return {
         "name": "cp-sat",
         "jobs": len(problem.jobs),
         "rows": sum(len(j.rows) for j in problem.jobs),
@@ -133,14 +166,11 @@ def solve_batch(
         "horizon_steps": problem.horizon,
         "enumerate_s": round(problem.enumerate_s, 3),
     }
-    trivial = trivially_infeasible(problem)
-    if trivial is not None:
-        info.update(status=Status.INFEASIBLE, wall_s=_elapsed(began), proven_optimal=True)
-        return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
-    v = build_model(problem)
-    info["model_rows"] = sum(len(r) for r in v.rows)
-    greedy = greedy_plans(problem, v.rows)[0]  # a first plan, whatever the solvers reach
-    budget_s = max(MIN_SOLVE_S, deadline - time.perf_counter())
+
+
+def _benders_phase(problem: BatchProblem, budget_s: float) -> tuple[BendersOutcome, dict[str, Any]]:
+    """Benders with its share of the budget (BENDERS_SHARE, larger for large batches: there the
+    master is the only source of a lower bound), and the statistics the result reports."""
     phase = time.perf_counter()
     share = BENDERS_LARGE_SHARE if len(problem.jobs) > BENDERS_LARGE_JOBS else BENDERS_SHARE
     bend = solve_benders(problem, share * budget_s)
@@ -151,45 +181,62 @@ def solve_batch(
         "stopped": bend.stopped,
         "wall_s": _elapsed(phase),
     }
-    if bend.proven:
-        out = _proven(problem, bend, info, began, compact, on_progress)
-        out.benders = stats
-        return out
-    # CP-SAT starts from the greedy plan: measured on the saturated 50-job benchmark, a start
-    # from the (cheaper) repaired Benders choice ends dearer (gap 10.3% vs 5.7% at 20 s); that
-    # choice is kept as the fallback if it is the cheapest plan at the limit
-    add_hints(v, problem, greedy if not greedy.missing else _better_start(greedy, bend))
-    greedy = _better_start(greedy, bend)
+    return bend, stats
+
+
+def _add_benders_cuts(v: BatchVars, bend: BendersOutcome) -> None:
+    """Benders' no-goods in the full model: row sets no schedule realises (valid cuts)."""
     lit = {(j, i): xi for j in range(len(v.rows)) for xi, i in zip(v.x[j], v.rows[j], strict=True)}
-    for cut in bend.cuts:  # valid no-goods: row sets no schedule realises
+    for cut in bend.cuts:
         v.model.add(sum(lit[j, i] for j, group in cut for i in group) <= len(cut) - 1)
-    left = max(MIN_SOLVE_S, deadline - time.perf_counter())
-    callback = ProgressCallback(on_progress)
+
+
+def _cpsat_phase(
+    v: BatchVars, cfg: SolverConfig, left_s: float, callback: ProgressCallback
+) -> tuple[SolveResult | None, float]:
+    """The full model solved in the time left (None: no solution in time), and its seconds."""
     phase = time.perf_counter()
     try:
-        result: SolveResult | None = solve(v.model, replace(cfg, time_limit_s=left), callback)
+        result: SolveResult | None = solve(v.model, replace(cfg, time_limit_s=left_s), callback)
     except SolverError as exc:
         if "status UNKNOWN" not in str(exc):
             raise
         result = None  # no solution in time: the greedy plan, if it places every job
-    cpsat_s = time.perf_counter() - phase
-    if result is None or (
-        result.objective is not None and not greedy.missing and greedy.cost_cents < round(result.objective)
-    ):
-        if greedy.missing:
-            raise SolverError(_no_plan(cfg, started, problem, stats, cpsat_s, greedy))
-        return _greedy(problem, greedy, result, bend, info, stats, began, compact)
-    status = Status(result.status)
-    proven = result.proven_optimal
-    if (
-        bend.bound_cents is not None
-        and result.objective is not None
-        and int(round(result.objective)) <= bend.bound_cents
-    ):
-        proven, status = True, Status.OPTIMAL  # the Benders master proved this bound
+    return result, time.perf_counter() - phase
+
+
+@dataclass(frozen=True)
+class _Solved:
+    """What the CP-SAT phase left to turn into a result."""
+
+    v: BatchVars
+    result: SolveResult
+    bend: BendersOutcome
+    stats: dict[str, Any]
+    callback: ProgressCallback
+    began: float
+
+
+def _from_cpsat(
+    problem: BatchProblem,
+    solved: _Solved,
+    info: dict[str, Any],
+    cfg: SolverConfig,
+    *,
+    compact: bool,
+    explain: bool,
+) -> BatchResult:
+    """The batch result of CP-SAT's answer: proven when its cost meets the Benders bound;
+    infeasible with the explanation; else the plan, left-shifted and validated."""
+    result, bend, began = solved.result, solved.bend, solved.began
+    status, proven = Status(result.status), result.proven_optimal
+    if bend.bound_cents is not None and result.objective is not None:
+        if int(round(result.objective)) <= bend.bound_cents:
+            proven, status = True, Status.OPTIMAL  # the Benders master proved this bound
     info.update(status=status, solve_s=_elapsed(began), proven_optimal=proven)
+    events, stats = solved.callback.events, solved.stats
     if status == Status.INFEASIBLE:
-        out = BatchResult(status, problem, solver=info, progress=callback.events, benders=stats)
+        out = BatchResult(status, problem, solver=info, progress=events, benders=stats)
         if explain:
             out.explanation = explain_infeasible(problem, cfg)
         info["wall_s"] = _elapsed(began)
@@ -201,10 +248,10 @@ def solve_batch(
         best_bound_usd=from_cents(bound),
         gap=round((objective - bound) / max(1, abs(objective)), 6),
     )
-    jobs, reserved = read_plan(v, problem, result)
+    jobs, reserved = read_plan(solved.v, problem, result)
     if compact:
         jobs = left_shift(problem, jobs, reserved)
-    out = BatchResult(status, problem, jobs, reserved, solver=info, progress=callback.events, benders=stats)
+    out = BatchResult(status, problem, jobs, reserved, solver=info, progress=events, benders=stats)
     return _validated(out, info, began)
 
 
