@@ -11,7 +11,7 @@ from optimizer.errors import Status
 from optimizer.inputs.jobs.train import Job
 from optimizer.pricing.offerings import flag_notes
 from optimizer.pricing.schema import OfferingRow
-from optimizer.solve.cpsat.scale import to_cents, to_seconds, within_scale
+from optimizer.solve.cpsat.scale import deadline_seconds, to_cents, to_seconds, within_scale
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.compare import BreakEven, job_verdict
 from optimizer.solve.train.confidence import at_confidence
@@ -28,7 +28,7 @@ from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR, quantile_label
 
-__all__ = ["PlanResult", "plan_job", "pareto_front"]
+__all__ = ["PlanResult", "plan_job", "pareto_front", "fewer_gpus_within", "degenerate"]
 
 
 @dataclass
@@ -86,6 +86,32 @@ def cheaper_than(plan: Candidate, cands: Sequence[Candidate], budget_usd: float 
         and (budget_usd is None or c.cost_usd <= budget_usd)
     ]
     return min(cheaper, key=lambda c: (c.cost_usd, c.hours, c.gpus, candidate_key(c)), default=None)
+
+
+def fewer_gpus_within(
+    cands: Sequence[Candidate],
+    cheapest: Candidate,
+    share: float,
+    deadline_h: float | None,
+    budget_usd: float | None,
+) -> Candidate:
+    """The size a team would choose: among the rows that meet the deadline and the budget and
+    cost at most (1 + `share`) × the cheapest plan's cost, the one with the fewest GPUs (ties:
+    the cheapest, then the solver's order); `share` 0 keeps the cheapest plan (the rule is a
+    stated preference, PerfAssumptions.fewer_gpus_within_share, not a measured fact)."""
+    if share <= 0:
+        return cheapest
+    limit_usd = cheapest.cost_usd * (1.0 + share)
+    near = [
+        c
+        for c in cands
+        if within_scale(c.cost_usd, c.hours)
+        and c.cost_usd <= limit_usd
+        and c.gpus < cheapest.gpus
+        and (deadline_h is None or to_seconds(c.hours) <= deadline_seconds(deadline_h))
+        and (budget_usd is None or c.cost_usd <= budget_usd)
+    ]
+    return min(near, key=lambda c: (c.gpus, c.cost_usd, c.hours, candidate_key(c)), default=cheapest)
 
 
 def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:
@@ -178,6 +204,9 @@ def _plan_single(
     solver_info.update(wall_s=round(result.wall_s, 4), proven_optimal=result.proven_optimal)
     if best is None:
         return _infeasible(explain_infeasible(prep, core), solver_info, prep)
+    cheapest = best
+    share = prep.assumptions.fewer_gpus_within_share
+    best = fewer_gpus_within(cands, best, share, prep.deadline_h, prep.budget_usd)
     _check(prep, best)
     avoided = tp_avoided(best, prep.model, best.setup or prep.job.workload.setup(), prep.assumptions)
     later = cheaper_if_later(prep, best)
@@ -194,6 +223,7 @@ def _plan_single(
             network_notes(best)
             + flag_notes([best.offering])
             + ([tp_avoided_text(avoided)] if avoided else [])
+            + _fewer_note(cheapest, best, share)
         ),
         tp_avoided=avoided,
         loader_bound=loader_bound_list(prep),
@@ -220,6 +250,18 @@ def _plan_single(
     return out
 
 
+def _fewer_note(cheapest: Candidate, chosen: Candidate, share: float) -> list[str]:
+    """Why the plan is not the cheapest row: the fewer-GPUs rule (fewer_gpus_within)."""
+    if chosen is cheapest:
+        return []
+    return [
+        f"size: {chosen.gpus} GPUs chosen over the cheapest plan's {cheapest.gpus} "
+        f"({cheapest.offering.gpu_id}, ${cheapest.cost_usd:,.0f}, "
+        f"${chosen.cost_usd - cheapest.cost_usd:,.0f} less): within {share:.0%} of its cost a team "
+        "takes fewer GPUs (assumptions.fewer_gpus_within_share = 0 turns this off)"
+    ]
+
+
 def _check(prep: PreparedJob, plan: Candidate) -> None:
     w, c = prep.job.workload, prep.job.constraints
     validate_plan(
@@ -236,6 +278,15 @@ def _check(prep: PreparedJob, plan: Candidate) -> None:
     )
 
 
+def degenerate(c: Candidate) -> bool:
+    """A size the job's batch cannot use: one sequence per data-parallel rank per step
+    (micro-batch 1, no accumulation) on more GPUs than the global batch has sequences — the GPUs
+    past the batch only split single sequences over tensor/pipeline/context ranks that memory
+    does not need (a stated rule, not a measured limit)."""
+    lay = c.layout
+    return lay.micro_batch * lay.grad_accum == 1 and c.gpus > lay.global_batch
+
+
 def pareto_front(
     cands: Sequence[Candidate],
     budget_usd: float | None,
@@ -244,7 +295,9 @@ def pareto_front(
     max_points: int = 25,
 ) -> list[Candidate]:
     """Cost-vs-finish-time front by the ε-constraint method: cheapest plan finishing before T,
-    then T := its time − 1 s, until nothing is left."""
+    then T := its time − 1 s, until nothing is left; over the rows a team would run (not
+    `degenerate`: the offering's max_instances already bounds every row, scan.py)."""
+    cands = [c for c in cands if not degenerate(c)]
     front: list[Candidate] = []
     limit = deadline_h
     while len(front) < max_points:

@@ -38,7 +38,7 @@ from optimizer.solve.train.mix.data import (
 from optimizer.solve.train.mix.model import MixData, solve_mix
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
-from optimizer.solve.train.spot import spot_hours
+from optimizer.solve.train.spot import mix_run_hours, run_hours
 from optimizer.units import SECONDS_PER_HOUR
 
 __all__ = ["MixRow", "MixPlan", "MixOutcome", "plan_mix", "mix_cost_usd"]
@@ -310,10 +310,14 @@ def _pricing_mix(
         work_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR
         top = 0 if spot is None else min(c.instances, spot.cap or c.instances)
         for s in range(top + 1):
-            hours, p = (
-                (work_h, None)
-                if spot is None or s == 0
-                else spot_hours(spot.offering, s, work_h, prep.model, c.setup or setup, prep.assumptions)
+            hours, p, _ = run_hours(
+                c.offering,
+                c.instances,
+                work_h,
+                prep.model,
+                c.setup or setup,
+                prep.assumptions,
+                None if spot is None or s == 0 else (spot.offering, s),
             )
             configs.append((c, s, hours, p))
     d = MixData(
@@ -446,7 +450,18 @@ def _type_mix(
         )
         for _, sp in configs
     ]
-    hours = [steps * sp[0] * f / SECONDS_PER_HOUR for (_, sp), f in zip(configs, factors, strict=True)]
+    per_instance = (a.first.gpus_per_instance, b.first.gpus_per_instance)
+    hours = [
+        mix_run_hours(
+            steps * sp[0] * f / SECONDS_PER_HOUR,
+            sum(n),
+            n[0] * per_instance[0] + n[1] * per_instance[1],
+            prep.model,
+            setup,
+            prep.assumptions,
+        )[0]
+        for (n, sp), f in zip(configs, factors, strict=True)
+    ]
     d = MixData(
         [n for n, _ in configs],
         [0] * len(configs),
