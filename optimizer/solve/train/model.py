@@ -20,7 +20,7 @@ from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.units import SECONDS_PER_MINUTE
 
-__all__ = ["candidate_key", "tie_key", "solve_table"]
+__all__ = ["candidate_key", "tie_key", "solve_table", "fewer_gpus_within"]
 
 
 def candidate_key(c: Candidate) -> tuple[str, str, str]:
@@ -70,6 +70,32 @@ def solve_table(
         return result, None, _conflicting(data, config)
     chosen = next(i for i, xi in enumerate(built.x) if last.solver.boolean_value(xi))
     return result, data.candidates[chosen], []
+
+
+def fewer_gpus_within(
+    cands: Sequence[Candidate],
+    cheapest: Candidate,
+    share: float,
+    deadline_h: float | None,
+    budget_usd: float | None,
+) -> Candidate:
+    """The size a team would choose: among the rows that meet the deadline and the budget and
+    cost at most (1 + `share`) × the cheapest plan's cost, the one with the fewest GPUs (ties:
+    the cheapest, then the solver's order); `share` 0 keeps the cheapest plan (the rule is a
+    stated preference, PerfAssumptions.fewer_gpus_within_share, not a measured fact)."""
+    if share <= 0:
+        return cheapest
+    limit_usd = cheapest.cost_usd * (1.0 + share)
+    near = [
+        c
+        for c in cands
+        if within_scale(c.cost_usd, c.hours)
+        and c.cost_usd <= limit_usd
+        and c.gpus < cheapest.gpus
+        and (deadline_h is None or to_seconds(c.hours) <= deadline_seconds(deadline_h))
+        and (budget_usd is None or c.cost_usd <= budget_usd)
+    ]
+    return min(near, key=lambda c: (c.gpus, c.cost_usd, c.hours, candidate_key(c)), default=cheapest)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from optimizer.errors import Status
 from optimizer.inputs.jobs.train import Job
 from optimizer.pricing.offerings import flag_notes
 from optimizer.pricing.schema import OfferingRow
-from optimizer.solve.cpsat.scale import deadline_seconds, to_cents, to_seconds, within_scale
+from optimizer.solve.cpsat.scale import to_cents, to_seconds, within_scale
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.compare import BreakEven, job_verdict
 from optimizer.solve.train.confidence import at_confidence
@@ -20,7 +20,7 @@ from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.mix.check import mix_outcome
 from optimizer.solve.train.mix.search import MixOutcome
-from optimizer.solve.train.model import candidate_key, solve_table
+from optimizer.solve.train.model import candidate_key, fewer_gpus_within, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
 from optimizer.solve.train.plan_figures import LoaderBound, job_figures, loader_bound_list, with_figures
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
@@ -28,7 +28,7 @@ from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR, quantile_label
 
-__all__ = ["PlanResult", "plan_job", "pareto_front", "fewer_gpus_within", "degenerate"]
+__all__ = ["PlanResult", "plan_job", "pareto_front", "degenerate"]
 
 
 @dataclass
@@ -86,32 +86,6 @@ def cheaper_than(plan: Candidate, cands: Sequence[Candidate], budget_usd: float 
         and (budget_usd is None or c.cost_usd <= budget_usd)
     ]
     return min(cheaper, key=lambda c: (c.cost_usd, c.hours, c.gpus, candidate_key(c)), default=None)
-
-
-def fewer_gpus_within(
-    cands: Sequence[Candidate],
-    cheapest: Candidate,
-    share: float,
-    deadline_h: float | None,
-    budget_usd: float | None,
-) -> Candidate:
-    """The size a team would choose: among the rows that meet the deadline and the budget and
-    cost at most (1 + `share`) × the cheapest plan's cost, the one with the fewest GPUs (ties:
-    the cheapest, then the solver's order); `share` 0 keeps the cheapest plan (the rule is a
-    stated preference, PerfAssumptions.fewer_gpus_within_share, not a measured fact)."""
-    if share <= 0:
-        return cheapest
-    limit_usd = cheapest.cost_usd * (1.0 + share)
-    near = [
-        c
-        for c in cands
-        if within_scale(c.cost_usd, c.hours)
-        and c.cost_usd <= limit_usd
-        and c.gpus < cheapest.gpus
-        and (deadline_h is None or to_seconds(c.hours) <= deadline_seconds(deadline_h))
-        and (budget_usd is None or c.cost_usd <= budget_usd)
-    ]
-    return min(near, key=lambda c: (c.gpus, c.cost_usd, c.hours, candidate_key(c)), default=cheapest)
 
 
 def cheaper_if_later(prep: PreparedJob, plan: Candidate) -> Candidate | None:

@@ -5,6 +5,8 @@ old spot rule)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from optimizer.model.goodput import Goodput, failures_per_gpu_day, whole_run
 from optimizer.model.host import checkpoint_gb
 from optimizer.model.preemption import Preemption
@@ -37,7 +39,9 @@ def run_hours(
             # reclaims of spot_n instances spread over all `instances` (rates add)
             spot_rate = spot_off.spot_interruptions_per_day * spot_n / instances
     goodput, p = _whole_run(work_h, instances, instances * off.gpus_per_instance, spot_rate, model, setup, a)
-    return goodput.wall_h, (p if spot_rate > 0 else None), goodput
+    # the spot estimate names the reclaims alone (its expected wall time has the failures too)
+    spot_only = replace(p, interruptions_per_instance_day=spot_rate) if spot_rate > 0 else None
+    return goodput.wall_h, spot_only, goodput
 
 
 def mix_run_hours(

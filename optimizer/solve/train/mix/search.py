@@ -234,7 +234,7 @@ def _pairs(groups: Sequence[TypeGroup]) -> tuple[list[tuple[TypeGroup, TypeGroup
 
 def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
     """A search rule (stated, and checked against brute force in tests): the least a group's
-    work can cost — its least instance-hours in the deadline-free candidate table (any count,
+    work can cost — its least instance-hours (computing + start-up; failures only add) in the deadline-free candidate table (any count,
     any row of its hardware class) at its cheapest row's rate. A mix whose types all cost at
     least the plan this way is not searched (mixing adds balance loss and a slower link; it
     does not make a type's work cheaper). A group the table has no row of: never searched when
@@ -243,10 +243,14 @@ def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
     least: dict[tuple[str, float, int, float], float] = {}
     built: list[bool] = []
 
+    # every run starts up once (model/goodput.py): a mix's hours are at least work + start-up
+    startup_h = (prep.assumptions.provisioning_s + prep.assumptions.startup_s) / SECONDS_PER_HOUR
+
     def build() -> None:  # on first use: most jobs have nothing to mix and never build it
         for c in prep.deadline_free().candidates:
             k = c.offering.hardware_class
-            inst_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR * c.instances
+            work_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR
+            inst_h = (work_h + startup_h) * c.instances
             least[k] = min(least.get(k, inst_h), inst_h)
         built.append(True)
 
