@@ -234,7 +234,8 @@ def _pairs(groups: Sequence[TypeGroup]) -> tuple[list[tuple[TypeGroup, TypeGroup
 
 def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
     """A search rule (stated, and checked against brute force in tests): the least a group's
-    work can cost — its least instance-hours (computing + start-up; failures only add) in the deadline-free candidate table (any count,
+    work can cost — its least instance-hours (computing + start-up; failures only add) in the
+    deadline-free candidate table (any count,
     any row of its hardware class) at its cheapest row's rate. A mix whose types all cost at
     least the plan this way is not searched (mixing adds balance loss and a slower link; it
     does not make a type's work cheaper). A group the table has no row of: never searched when
