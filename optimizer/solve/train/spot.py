@@ -15,7 +15,7 @@ from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offering import Offering
 from optimizer.units import GB, SECONDS_PER_HOUR
 
-__all__ = ["spot_hours", "run_hours", "mix_run_hours"]
+__all__ = ["spot_hours", "run_hours", "mix_run_hours", "checkpoint_bytes"]
 
 
 def run_hours(
@@ -26,10 +26,12 @@ def run_hours(
     setup: TrainingSetup,
     a: PerfAssumptions,
     spot: tuple[Offering, int] | None = None,
+    ckpt_bytes: float | None = None,
 ) -> tuple[float, Preemption | None, Goodput]:
     """(expected wall hours, the spot interruption estimate or None, the goodput breakdown) of
     `work_h` hours of training on `instances` of `off`; `spot` = (spot offering, how many of
-    the instances are spot) for a mixed cluster (else: all of them when `off` is spot)."""
+    the instances are spot) for a mixed cluster (else: all of them when `off` is spot);
+    `ckpt_bytes` the job's checkpoint (checkpoint_bytes) when a loop has it already."""
     spot_off, spot_n = spot if spot is not None else (off, instances if off.pricing == "spot" else 0)
     spot_rate = 0.0
     if spot_n and spot_off.pricing == "spot":
@@ -38,19 +40,35 @@ def run_hours(
         else:
             # reclaims of spot_n instances spread over all `instances` (rates add)
             spot_rate = spot_off.spot_interruptions_per_day * spot_n / instances
-    goodput, p = _whole_run(work_h, instances, instances * off.gpus_per_instance, spot_rate, model, setup, a)
+    gpus = instances * off.gpus_per_instance
+    goodput, p = _whole_run(work_h, instances, gpus, spot_rate, _bytes(ckpt_bytes, model, setup, a), a)
     # the spot estimate names the reclaims alone (its expected wall time has the failures too)
     spot_only = replace(p, interruptions_per_instance_day=spot_rate) if spot_rate > 0 else None
     return goodput.wall_h, spot_only, goodput
 
 
 def mix_run_hours(
-    work_h: float, instances: int, gpus: int, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions
+    work_h: float,
+    instances: int,
+    gpus: int,
+    model: ModelSpec,
+    setup: TrainingSetup,
+    a: PerfAssumptions,
+    ckpt_bytes: float | None = None,
 ) -> tuple[float, Goodput]:
     """(expected wall hours, goodput breakdown) of `work_h` hours on a cluster of two GPU types
     (`instances` instances, `gpus` GPUs in all; no spot capacity)."""
-    goodput, _ = _whole_run(work_h, instances, gpus, 0.0, model, setup, a)
+    goodput, _ = _whole_run(work_h, instances, gpus, 0.0, _bytes(ckpt_bytes, model, setup, a), a)
     return goodput.wall_h, goodput
+
+
+def checkpoint_bytes(model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> float:
+    """Bytes of one resumable checkpoint (weights + optimizer states: model/host.checkpoint_gb)."""
+    return checkpoint_gb(model, setup, a) * GB
+
+
+def _bytes(ckpt_bytes: float | None, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> float:
+    return checkpoint_bytes(model, setup, a) if ckpt_bytes is None else ckpt_bytes
 
 
 def _whole_run(
@@ -58,8 +76,7 @@ def _whole_run(
     instances: int,
     gpus: int,
     spot_per_instance_day: float,
-    model: ModelSpec,
-    setup: TrainingSetup,
+    ckpt_bytes: float,
     a: PerfAssumptions,
 ) -> tuple[Goodput, Preemption]:
     """model/goodput.whole_run with the job's checkpoint size and assumptions."""
@@ -69,7 +86,7 @@ def _whole_run(
         gpus,
         spot_per_instance_day,
         failures_per_gpu_day(a.failures_per_gpu_day),
-        checkpoint_gb(model, setup, a) * GB,
+        ckpt_bytes,
         a.checkpoint_write_gb_s_per_instance,
         a.restart_s,
         a.provisioning_s + a.startup_s,

@@ -38,7 +38,7 @@ from optimizer.solve.train.mix.data import (
 from optimizer.solve.train.mix.model import MixData, solve_mix
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
-from optimizer.solve.train.spot import mix_run_hours, run_hours
+from optimizer.solve.train.spot import checkpoint_bytes, mix_run_hours, run_hours
 from optimizer.units import SECONDS_PER_HOUR
 
 __all__ = ["MixRow", "MixPlan", "MixOutcome", "plan_mix", "mix_cost_usd"]
@@ -311,6 +311,7 @@ def _pricing_mix(
     spot = spots[0] if spots else None
     setup = prep.job.workload.setup()
     configs: list[tuple[Candidate, int, float, Preemption | None]] = []
+    ckpt = {id(c): checkpoint_bytes(prep.model, c.setup or setup, prep.assumptions) for c in sizes}
     for c in sizes:
         work_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR
         top = 0 if spot is None else min(c.instances, spot.cap or c.instances)
@@ -323,6 +324,7 @@ def _pricing_mix(
                 c.setup or setup,
                 prep.assumptions,
                 None if spot is None or s == 0 else (spot.offering, s),
+                ckpt[id(c)],
             )
             configs.append((c, s, hours, p))
     d = MixData(
@@ -456,6 +458,7 @@ def _type_mix(
         for _, sp in configs
     ]
     per_instance = (a.first.gpus_per_instance, b.first.gpus_per_instance)
+    ckpt = checkpoint_bytes(prep.model, setup, prep.assumptions)
     hours = [
         mix_run_hours(
             steps * sp[0] * f / SECONDS_PER_HOUR,
@@ -464,6 +467,7 @@ def _type_mix(
             prep.model,
             setup,
             prep.assumptions,
+            ckpt,
         )[0]
         for (n, sp), f in zip(configs, factors, strict=True)
     ]
