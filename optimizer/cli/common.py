@@ -376,6 +376,6 @@ def goodput_words(g: dict[str, Any]) -> str:
     return (
         f"whole run: {g['compute_hours']:,.1f} h compute + {g['checkpoint_hours']:,.1f} h "
         f"checkpoints{every} + {g['failures_hours']:,.1f} h failures and restarts "
-        f"({g['expected_interruptions']:.2f} expected, {g['interruptions_per_day']:.2f}/day) + "
+        f"({g['expected_interruptions']:.2g} expected, {g['interruptions_per_day']:.2g}/day) + "
         f"{g['startup_hours']:,.2f} h start-up; goodput {g['goodput']:.1%}"
     )
