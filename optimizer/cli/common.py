@@ -21,6 +21,8 @@ from optimizer.errors import CatalogError, ConfigError, InfeasibleError, Optimiz
 
 __all__ = [
     "user_errors",
+    "goodput_words",
+    "signed_money",
     "memory_calibration_words",
     "print_json",
     "console",
@@ -311,7 +313,12 @@ def interconnect_words(p: dict[str, Any]) -> str:
 
 def money(usd: float) -> str:
     """USD for tables: whole dollars from $100 up, cents below."""
-    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"
+
+
+def signed_money(usd: float) -> str:
+    """A difference in USD with its sign (+$143, −$194)."""
+    return ("−" if usd < 0 else "+") + money(abs(usd))
 
 
 #: the marks a plan line's pricing column carries (legend printed under the table)
@@ -360,3 +367,15 @@ def price_legend(lines: list[dict[str, Any]]) -> str | None:
     if STALE_MARK in marks:
         parts.append(f"{STALE_MARK} price older than the stated age")
     return "; ".join(parts) or None
+
+
+def goodput_words(g: dict[str, Any]) -> str:
+    """The plan's whole-run line: where its hours go (the JSON's `goodput` block)."""
+    interval = g.get("checkpoint_interval_h")
+    every = f", one every {interval:.1f} h" if interval is not None else ""
+    return (
+        f"whole run: {g['compute_hours']:,.1f} h compute + {g['checkpoint_hours']:,.1f} h "
+        f"checkpoints{every} + {g['failures_hours']:,.1f} h failures and restarts "
+        f"({g['expected_interruptions']:.2g} expected, {g['interruptions_per_day']:.2g}/day) + "
+        f"{g['startup_hours']:,.2f} h start-up; goodput {g['goodput']:.1%}"
+    )

@@ -26,6 +26,7 @@ from optimizer.cli.common import (
     answer,
     catalog_line,
     console,
+    goodput_words,
     header_or_infeasible,
     input_files,
     interconnect_words,
@@ -37,6 +38,7 @@ from optimizer.cli.common import (
     price_words,
     print_json,
     print_notes,
+    signed_money,
     time_limit_s,
     user_errors,
 )
@@ -194,6 +196,8 @@ def render_plan(data: dict[str, Any]) -> None:
         f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}"
     )
     c.print(f"  speed: {p['steps']:,} steps of {p['step_time_s']:.2f} s; {speed_words(p)}")
+    if p.get("goodput"):
+        c.print(f"  {goodput_words(p['goodput'])}")
     c.print(
         f"  memory: {p['memory_gib']['device']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB "
         f"per GPU on the device ({p['memory_gib']['total']:.1f} allocated; "
@@ -223,7 +227,7 @@ def render_plan(data: dict[str, Any]) -> None:
         table.add_column(col, justify="right" if col in ("GPUs", "days", "cost", "extra") else "left")
     for label, r in rows:
         lay = r["layout"]
-        extra = "" if label == "plan" else f"+{money(r.get('extra_cost_usd', 0))}"
+        extra = "" if label == "plan" else signed_money(r.get("extra_cost_usd", 0))
         table.add_row(
             label,
             r["gpu"],

@@ -15,6 +15,7 @@ def ring_allreduce_s(nbytes: float, n: int, bus_bw_gb_s: float, latency_s: float
     """Ring all-reduce of `nbytes` over `n` GPUs at bus bandwidth `bus_bw_gb_s` (GB/s)."""
     if n <= 1 or nbytes <= 0:
         return 0.0
+    # 2(n−1) steps of α + bytes/n·β each (Thakur, Rabenseifner & Gropp 2005, MPICH ring all-reduce)
     return 2.0 * (n - 1) / n * nbytes / (bus_bw_gb_s * GB) + 2 * (n - 1) * latency_s
 
 

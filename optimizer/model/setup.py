@@ -276,3 +276,18 @@ class PerfAssumptions:
     restart_s: float = 600.0
     #: GUESS: checkpoints kept in object storage when [data] does not say (checkpoints_kept)
     checkpoints_kept: int = 2
+    # ---- the whole run (optimizer/model/goodput.py) ----
+    #: unexpected job interruptions (hardware, network, software) per GPU-day on on-demand,
+    #: reserved and owned hardware as on spot; None: Dubey et al. 2024 (Llama 3) §3.3.4, 419 in
+    #: 54 days on 16,384 H100 = 4.74e-4, for every generation (GUESS beyond Hopper)
+    failures_per_gpu_day: float | None = None
+    #: GUESS: seconds from asking for the instances to all of them booted and reachable (billed:
+    #: the instances run while the cluster is assembled); not sourced
+    provisioning_s: float = 600.0
+    #: GUESS: seconds from booted to the first training step (container image pull, data staging
+    #: or mount, framework initialisation and the first compile); Llama 3 §3.3.4 names job
+    #: start-up as a goodput cost without a figure
+    startup_s: float = 900.0
+    #: GUESS: plans whose costs differ by less than this share are the same price to a team, which
+    #: then prefers the one with fewer GPUs (fewer to obtain, fewer to fail); 0 turns it off
+    fewer_gpus_within_share: float = 0.02

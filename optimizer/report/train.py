@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from optimizer.model.goodput import FAILURE_RATE_SOURCE
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.report.mix import mix_dict
@@ -14,6 +16,7 @@ from optimizer.solve.train.figures import JobFigures, PlanFigures
 from optimizer.solve.train.mix import MixOutcome
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import PreparedJob
+from optimizer.units import HOURS_PER_DAY
 
 __all__ = ["plan_dict", "plan_json", "compare_json", "solver_block", "figures_of"]
 
@@ -144,6 +147,7 @@ def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any
         "terms": terms_block(c),
         "warnings": list(f.warnings),
         "spot": spot_block(c),
+        "goodput": goodput_block(c),
         "data_usd": round(f.data_usd, 2),
         "data": data_block(c, f),
         "host": host_block(c, f),
@@ -168,6 +172,29 @@ def terms_block(c: Candidate) -> dict[str, Any] | None:
         "max_nodes": terms.max_nodes,
         "words": terms.describe(),
         "source": terms.source,
+    }
+
+
+def goodput_block(c: Candidate) -> dict[str, Any] | None:
+    """Where the plan's hours go (None for a hand-made row without the breakdown)."""
+    g = c.goodput
+    if g is None:
+        return None
+    interval = None if math.isinf(g.checkpoint_interval_h) else round(g.checkpoint_interval_h, 3)
+    running_days = (g.wall_h - g.startup_h) / HOURS_PER_DAY  # interruptions stop a running job
+    return {
+        "compute_hours": round(g.compute_h, 3),
+        "checkpoint_hours": round(g.checkpoint_h, 3),
+        "failures_hours": round(g.failures_h, 3),
+        "startup_hours": round(g.startup_h, 3),
+        "goodput": round(g.goodput, 4),
+        "failures_per_gpu_day": float(f"{g.failures_per_gpu_day:.4g}"),
+        "failure_rate_source": FAILURE_RATE_SOURCE,
+        "interruptions_per_day": round(g.expected_interruptions / running_days, 4)
+        if running_days > 0
+        else 0.0,
+        "expected_interruptions": round(g.expected_interruptions, 3),
+        "checkpoint_interval_h": interval,
     }
 
 

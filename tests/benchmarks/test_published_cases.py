@@ -16,6 +16,13 @@ def test_reported_gpu_hours_as_published():
     assert llama2 + 1_038_336 == 3_311_616
     assert by_name["mpt-7b"].reported_gpu_hours == pytest.approx(100_320)  # 440 GPUs × 228 h
     assert by_name["llama-3-8b"].reported_gpu_hours == 1.3e6
+    # issue 43's rows: Llama 3 70B card 6.4M, Llama 3.1 8B card 1.46M, BLOOM 1,082,990
+    assert by_name["llama-3-70b"].reported_gpu_hours == 6.4e6
+    assert by_name["llama-3.1-8b"].reported_gpu_hours == 1.46e6
+    assert by_name["bloom-176b"].reported_gpu_hours == 1_082_990
+    # BLOOM: 384 GPUs for "about 3.5 months" (3.5 × 30.4 days × 24 h × 384 = 0.98M GPU-h)
+    assert 384 * 3.5 * 30.4 * 24 == pytest.approx(1_082_990, rel=0.15)
+    assert len(RUNS) >= 8
     # Llama 2: 2T tokens in 4M-token batches of 4,096-token sequences
     assert all(
         by_name[n].global_batch * by_name[n].seq_len == 4 * 2**20
@@ -32,7 +39,7 @@ def test_mpt7b_is_planned_on_its_gpu_under_its_cap(no_user_state):
     data = api.plan(
         {
             "name": "mpt-7b",
-            "model": RUNS[-1].model,
+            "model": next(r for r in RUNS if r.name == "mpt-7b").model,
             "workload": {"tokens": 1e12, "seq_len": 2048, "global_batch": 1760, "stack": "llm-foundry"},
             "constraints": {"gpu_types": ["A100-40GB"], "max_gpus": 440, "deadline_days": 90},
         },
@@ -44,5 +51,10 @@ def test_mpt7b_is_planned_on_its_gpu_under_its_cap(no_user_state):
     assert p["gpu"] == "A100-40GB"
     # at P50: the model's step time × the band's median multiplier
     hours_for_tokens = 1e12 / p["tokens_per_s"] / 3600 * p["step_time_s_p50"] / p["step_time_s"]
-    assert row["planned_gpu_hours"] == pytest.approx(p["gpus"] * hours_for_tokens, rel=0.01)
+    assert p["goodput"]["compute_hours"] == pytest.approx(hours_for_tokens, rel=0.01)
+    # the planned GPU-hours are the whole run's: steps + start-up + checkpoints + failures
+    g = p["goodput"]
+    whole_h = g["compute_hours"] + g["startup_hours"] + g["checkpoint_hours"] + g["failures_hours"]
+    assert row["planned_gpu_hours"] == pytest.approx(p["gpus"] * whole_h, rel=1e-3)
+    assert row["inside_p10_p90"] == (row["p10_ratio"] <= 1 <= row["p90_ratio"])
     assert "| mpt-7b | A100-40GB (≤ 440) | 100,320 |" in markdown([row], 90)

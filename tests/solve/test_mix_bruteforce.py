@@ -18,7 +18,7 @@ from optimizer.pricing.offering import cost_usd
 from optimizer.solve.train.mix.search import _pairs, _type_mix, held_offerings, type_groups
 from optimizer.solve.train.plan import plan_job
 from optimizer.solve.train.search_space import MICRO_BATCHES
-from optimizer.solve.train.spot import spot_hours
+from optimizer.solve.train.spot import mix_run_hours, run_hours
 
 P4DE, P5 = "p4de.24xlarge", "p5.48xlarge"
 HELD = {"provider": "aws", "instance": P4DE, "region": "us-east-1", "count": 1}
@@ -77,11 +77,16 @@ def test_pricing_mix_matches_brute_force(rows, deadline_h, budget_usd):
             o = n - h - s
             if not 0 <= o <= 3 or (h == 0 and 0 in (o, s)):
                 continue  # one rented row alone is a single-type plan, not a mix
-            hours = (
-                work_h
-                if s == 0
-                else spot_hours(offs["spot"], s, work_h, prep.model, c.setup, prep.assumptions)[0]
-            )
+            # the whole run's hours (model/goodput.py, checked by hand in tests/model/test_goodput.py)
+            hours = run_hours(
+                offs["on_demand"],
+                n,
+                work_h,
+                prep.model,
+                c.setup,
+                prep.assumptions,
+                None if s == 0 else (offs["spot"], s),
+            )[0]
             cost = (
                 h * held.usd_per_hour * hours
                 + cost_usd(offs["on_demand"], o, hours).total_usd
@@ -161,7 +166,7 @@ def test_type_mix_matches_brute_force(rows, deadline_h):
             ta = fastest(a100, z, gpus, nh + na, rest // (8 * na))
             if th is None or ta is None:
                 continue
-            hours = steps * max(th, ta) * factor / 3600
+            hours = mix_run_hours(steps * max(th, ta) * factor / 3600, nh + na, gpus, model, setup, a)[0]
             if deadline_h and hours > deadline_h:
                 continue
             for held in range(2):

@@ -79,13 +79,17 @@ def _with_terms(monkeypatch, terms: OfferingTerms) -> None:
 
 def _tokens_for_hours(rows, target_h: float, nodes: int, **constraints) -> float:
     """Tokens for which `nodes` nodes of the cheapest offering in `rows` run about `target_h`
-    hours (hours are steps × step time: linear in the tokens)."""
-    probe = 10e9
-    plan = plan_job(
-        _job(probe, min_instances=nodes, max_instances=nodes, **constraints), rows, alternatives=0
-    ).plan
-    assert plan is not None and plan.instances == nodes
-    return probe * target_h / plan.hours
+    hours (hours are start-up plus steps × step time over the goodput: about affine in the
+    tokens, so two probes give the line)."""
+    hours = []
+    for probe in (10e9, 20e9):
+        plan = plan_job(
+            _job(probe, min_instances=nodes, max_instances=nodes, **constraints), rows, alternatives=0
+        ).plan
+        assert plan is not None and plan.instances == nodes
+        hours.append(plan.hours)
+    per_token = (hours[1] - hours[0]) / 10e9
+    return 10e9 + (target_h - hours[0]) / per_token
 
 
 def test_a_weekly_term_changes_the_node_count(monkeypatch):

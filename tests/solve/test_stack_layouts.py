@@ -140,6 +140,8 @@ def test_a_job_that_would_pipeline_plans_within_each_stack(stack: str) -> None:
 
 def _pipelining(job: dict[str, Any]) -> dict[str, Any]:
     job.setdefault("constraints", {})["gpu_types"] = ["L40S", "B200"]
+    # the cheapest plan (which pipelines on L40S), not the fewer-GPUs rule's pick within 2%
+    job.setdefault("assumptions", {})["fewer_gpus_within_share"] = 0.0
     return job
 
 

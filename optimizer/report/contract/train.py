@@ -160,6 +160,24 @@ class SpotOut(Contract):
     expected_hours: float = Field(description="expected wall hours with interruptions (= hours)")
 
 
+class GoodputOut(Contract):
+    """Where a plan's hours go (optimizer/model/goodput.py): computing, writing checkpoints,
+    redoing lost work and restarting after interruptions, starting up; they add to `hours`."""
+
+    compute_hours: float = Field(description="steps × step time at the plan's confidence")
+    checkpoint_hours: float = Field(description="checkpoint writes, one every checkpoint_interval_h")
+    failures_hours: float = Field(description="expected work lost to interruptions + restarts")
+    startup_hours: float = Field(description="provisioning + start-up (image, data, first compile), once")
+    goodput: float = Field(description="compute_hours ÷ hours")
+    failures_per_gpu_day: float = Field(description="unexpected interruptions per GPU-day (hardware)")
+    failure_rate_source: str
+    interruptions_per_day: float = Field(description="expected interruptions per day, whole cluster (+ spot)")
+    expected_interruptions: float = Field(description="over the run")
+    checkpoint_interval_h: float | None = Field(
+        description="compute hours between checkpoints (Daly 2006 optimum; null: no interruptions)"
+    )
+
+
 class IntervalBasis(Contract):
     """What a plan's P10-P90 band rests on (optimizer/model/bands.py)."""
 
@@ -267,6 +285,10 @@ class PlanOut(Contract):
         default=None,
         description="spot plans: expected interruptions, checkpoints and restarts behind `hours`",
     )
+    goodput: GoodputOut | None = Field(
+        default=None,
+        description="the whole run: compute, checkpoints, failures and restarts, start-up (= hours)",
+    )
     tensor_parallel_avoided: TpAvoidedOut | None = Field(
         default=None,
         description="the plan keeps tp 1 because its GPUs have no peer-to-peer "
@@ -310,7 +332,10 @@ class PlanOut(Contract):
 
 
 class AlternativeOut(PlanOut):
-    extra_cost_usd: float = Field(description="cost above the chosen plan")
+    extra_cost_usd: float = Field(
+        description="cost above the chosen plan (negative: cheaper, passed over for fewer GPUs by "
+        "the size rule, assumptions fewer_gpus_within_share)"
+    )
 
 
 class PlanJobOut(Contract):

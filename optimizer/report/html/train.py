@@ -191,7 +191,8 @@ def _share(fraction: float | None) -> str:
 
 
 def _plan_row(label: str, r: dict[str, Any]) -> tuple[str, ...]:
-    extra = "" if "extra_cost_usd" not in r else f"+{money(r['extra_cost_usd'])}"
+    usd = r.get("extra_cost_usd")
+    extra = "" if usd is None else ("−" if usd < 0 else "+") + money(abs(usd))
     lay = r["layout"]
     return (
         label,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from optimizer.model.bands import Band
+from optimizer.model.goodput import Goodput
 from optimizer.model.memory import MemoryBreakdown
 from optimizer.model.preemption import Preemption
 from optimizer.model.setup import Layout, TrainingSetup
@@ -39,6 +40,9 @@ class Candidate:
     band: Band | None = None
     confidence: float | None = None
     band_factor: float = 1.0
+    #: where `hours` go: compute, checkpoints, failures and restarts, start-up
+    #: (optimizer/model/goodput.py); None: a hand-made row whose hours are compute only
+    goodput: Goodput | None = None
     #: what the report shows of a planned row (solve/train/plan_figures.with_figures attaches it
     #: to the plans a result returns; None on the rows of the table); not part of equality
     figures: PlanFigures | None = field(default=None, compare=False, repr=False)

@@ -15,7 +15,7 @@ from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.mix.check import mix_outcome
 from optimizer.solve.train.mix.search import MixOutcome
-from optimizer.solve.train.model import solve_table
+from optimizer.solve.train.model import fewer_gpus_within, solve_table
 from optimizer.solve.train.plan_figures import job_figures, with_figures
 from optimizer.solve.train.prepare import PreparedJob, prepare_job
 from optimizer.units import HOURS_PER_DAY
@@ -71,8 +71,9 @@ class CompareResult:
 class _Solves:
     """The solver calls of one comparison, summed into the contract's solver block."""
 
-    def __init__(self, rows: int) -> None:
+    def __init__(self, rows: int, share: float = 0.0) -> None:
         self.rows, self.wall_s, self.calls, self.proven = rows, 0.0, 0, True
+        self.share = share  # the planner's fewer-GPUs rule (model.fewer_gpus_within)
 
     def best(
         self, cands: Sequence[Candidate], deadline_h: float | None, budget_usd: float | None
@@ -81,6 +82,8 @@ class _Solves:
         self.wall_s += result.wall_s
         self.calls += 1
         self.proven = self.proven and result.proven_optimal
+        if best is not None:
+            best = fewer_gpus_within(cands, best, self.share, deadline_h, budget_usd)
         return best, core
 
     def block(self, found: bool) -> dict[str, Any]:
@@ -198,7 +201,7 @@ def compare_job(
     prep = prepare_job(job, rows, base_dir)
     cands = prep.table.candidates
     d, b = prep.deadline_h, prep.budget_usd
-    solves = _Solves(len(cands))
+    solves = _Solves(len(cands), prep.assumptions.fewer_gpus_within_share)
     cloud = [c for c in cands if c.offering.kind == "cloud"]
     local = [c for c in cands if c.offering.kind != "cloud"]
     best_cloud = solves.best(cloud, d, b)[0] if cloud else None

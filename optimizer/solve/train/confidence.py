@@ -27,21 +27,29 @@ def band_of(c: Candidate) -> Band:
     return profile_band(c.step.interval) if c.step.interval else POINT_BAND
 
 
+def _startup_h(c: Candidate) -> float:
+    """The row's start-up hours (model/goodput.py), which no band scales."""
+    return c.goodput.startup_h if c.goodput is not None else 0.0
+
+
 def point_hours(c: Candidate) -> float:
-    """The row's hours at the model's point prediction (its band factor divided out)."""
-    return c.hours / c.band_factor
+    """The row's hours at the model's point prediction (its band factor divided out of the
+    running hours; start-up unchanged)."""
+    start = _startup_h(c)
+    return start + (c.hours - start) / c.band_factor
 
 
 def hours_at(c: Candidate, q: float) -> float:
     """The row's hours at quantile `q` of its band."""
-    return point_hours(c) * band_of(c).multiplier(q)
+    start = _startup_h(c)
+    return start + (point_hours(c) - start) * band_of(c).multiplier(q)
 
 
 def at_confidence(c: Candidate, q: float) -> Candidate | None:
     """`c` planned at quantile `q` instead (hours, cost, confidence); None when those hours
     overrun the row's reserved commitment (as enumeration drops such rows)."""
     factor = band_of(c).multiplier(q)
-    hours = point_hours(c) * factor
+    hours = hours_at(c, q)
     off = c.offering
     if off.commitment_hours and hours > off.commitment_hours:
         return None
@@ -53,5 +61,6 @@ def at_confidence(c: Candidate, q: float) -> Candidate | None:
         capital_usd=cost.capital_usd,
         confidence=q,
         band_factor=factor,
+        goodput=None if c.goodput is None else c.goodput.scaled(factor / c.band_factor),
         figures=None,
     )

@@ -13,14 +13,16 @@ from typing import Any, NamedTuple
 
 from ortools.sat.python import cp_model
 
+from optimizer.pricing.offering import cost_usd
 from optimizer.solve.cpsat.core import shrink_core
 from optimizer.solve.cpsat.lexicographic import one_hot_key, solve_lexicographic, tie_ranks
 from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds, within_scale
 from optimizer.solve.cpsat.solver import SolverConfig, SolveResult, solve
+from optimizer.solve.train.confidence import hours_at
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.units import SECONDS_PER_MINUTE
 
-__all__ = ["candidate_key", "tie_key", "solve_table"]
+__all__ = ["candidate_key", "tie_key", "solve_table", "fewer_gpus_within"]
 
 
 def candidate_key(c: Candidate) -> tuple[str, str, str]:
@@ -70,6 +72,40 @@ def solve_table(
         return result, None, _conflicting(data, config)
     chosen = next(i for i, xi in enumerate(built.x) if last.solver.boolean_value(xi))
     return result, data.candidates[chosen], []
+
+
+def fewer_gpus_within(
+    cands: Sequence[Candidate],
+    cheapest: Candidate,
+    share: float,
+    deadline_h: float | None,
+    budget_usd: float | None,
+) -> Candidate:
+    """The size a team would choose: among the rows that meet the deadline and the budget and
+    cost at most (1 + `share`) × the cheapest plan's cost — at the plan's confidence and at P90
+    of their bands, so a smaller plan with less evidence behind it is not taken — the one with
+    the fewest GPUs (ties: the cheapest, then the solver's order); `share` 0 keeps the cheapest
+    plan (a stated preference, PerfAssumptions.fewer_gpus_within_share, not a measured fact)."""
+    if share <= 0:
+        return cheapest
+    limit_usd = cheapest.cost_usd * (1.0 + share)
+    limit_p90_usd = _p90_usd(cheapest) * (1.0 + share)
+    near = [
+        c
+        for c in cands
+        if within_scale(c.cost_usd, c.hours)
+        and c.cost_usd <= limit_usd
+        and c.gpus < cheapest.gpus
+        and _p90_usd(c) <= limit_p90_usd
+        and (deadline_h is None or to_seconds(c.hours) <= deadline_seconds(deadline_h))
+        and (budget_usd is None or c.cost_usd <= budget_usd)
+    ]
+    return min(near, key=lambda c: (c.gpus, c.cost_usd, c.hours, candidate_key(c)), default=cheapest)
+
+
+def _p90_usd(c: Candidate) -> float:
+    """The row's cost at the P90 of its step-time band (solve/train/confidence.py)."""
+    return cost_usd(c.offering, c.instances, hours_at(c, 0.9)).total_usd
 
 
 @dataclass(frozen=True)

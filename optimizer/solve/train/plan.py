@@ -21,7 +21,7 @@ from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.mix.check import mix_outcome
 from optimizer.solve.train.mix.search import MixOutcome
-from optimizer.solve.train.model import candidate_key, solve_table
+from optimizer.solve.train.model import candidate_key, fewer_gpus_within, solve_table
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
 from optimizer.solve.train.plan_figures import LoaderBound, job_figures, loader_bound_list, with_figures
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
@@ -29,7 +29,7 @@ from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR, quantile_label
 
-__all__ = ["PlanResult", "plan_job", "pareto_front"]
+__all__ = ["PlanResult", "plan_job", "pareto_front", "degenerate"]
 
 
 @dataclass
@@ -180,6 +180,9 @@ def _plan_single(
     solver_info.update(wall_s=round(result.wall_s, 4), proven_optimal=result.proven_optimal)
     if best is None:
         return _infeasible(explain_infeasible(prep, core), solver_info, prep)
+    cheapest = best
+    share = prep.assumptions.fewer_gpus_within_share
+    best = fewer_gpus_within(cands, best, share, prep.deadline_h, prep.budget_usd)
     _check(prep, best)
     avoided = tp_avoided(best, prep.model, best.setup or prep.job.workload.setup(), prep.assumptions)
     later = cheaper_if_later(prep, best)
@@ -196,6 +199,7 @@ def _plan_single(
             network_notes(best)
             + flag_notes([best.offering])
             + ([tp_avoided_text(avoided)] if avoided else [])
+            + _fewer_note(cheapest, best, share)
         ),
         tp_avoided=avoided,
         loader_bound=loader_bound_list(prep),
@@ -222,6 +226,18 @@ def _plan_single(
     return out
 
 
+def _fewer_note(cheapest: Candidate, chosen: Candidate, share: float) -> list[str]:
+    """Why the plan is not the cheapest row: the fewer-GPUs rule (fewer_gpus_within)."""
+    if chosen is cheapest:
+        return []
+    return [
+        f"size: {chosen.gpus} GPUs chosen over the cheapest plan's {cheapest.gpus} "
+        f"({cheapest.offering.gpu_id}, ${cheapest.cost_usd:,.0f}, "
+        f"${chosen.cost_usd - cheapest.cost_usd:,.0f} less): within {share:.0%} of its cost a team "
+        "takes fewer GPUs (assumptions.fewer_gpus_within_share = 0 turns this off)"
+    ]
+
+
 def _check(prep: PreparedJob, plan: Candidate) -> None:
     w, c = prep.job.workload, prep.job.constraints
     validate_plan(
@@ -238,6 +254,15 @@ def _check(prep: PreparedJob, plan: Candidate) -> None:
     )
 
 
+def degenerate(c: Candidate) -> bool:
+    """A size the job's batch cannot use: one sequence per data-parallel rank per step
+    (micro-batch 1, no accumulation) on more GPUs than the global batch has sequences — the GPUs
+    past the batch only split single sequences over tensor/pipeline/context ranks that memory
+    does not need (a stated rule, not a measured limit)."""
+    lay = c.layout
+    return lay.micro_batch * lay.grad_accum == 1 and c.gpus > lay.global_batch
+
+
 def pareto_front(
     cands: Sequence[Candidate],
     budget_usd: float | None,
@@ -246,7 +271,9 @@ def pareto_front(
     max_points: int = 25,
 ) -> list[Candidate]:
     """Cost-vs-finish-time front by the ε-constraint method: cheapest plan finishing before T,
-    then T := its time − 1 s, until nothing is left."""
+    then T := its time − 1 s, until nothing is left; over the rows a team would run (not
+    `degenerate`: the offering's max_instances already bounds every row, scan.py)."""
+    cands = [c for c in cands if not degenerate(c)]
     front: list[Candidate] = []
     limit = deadline_h
     while len(front) < max_points:

@@ -23,7 +23,7 @@ from optimizer.solve.train.candidate import Candidate, CandidateTable
 from optimizer.solve.train.fitting import FitList, LayoutRow, fitting_layouts
 from optimizer.solve.train.host_check import NO_HOST_RULE, HostRule, check_host, host_need_gib, loader_words
 from optimizer.solve.train.search_space import NO_HEADROOM, BatchRule, Headroom, instance_counts
-from optimizer.solve.train.spot import spot_hours
+from optimizer.solve.train.spot import run_hours
 from optimizer.units import HOURS_PER_DAY
 
 __all__ = [
@@ -356,7 +356,7 @@ def _add_row(
     steps = rules.steps_for_batch(layout.global_batch)
     band = step_band(step, off.gpu, setup.precision, setup.stack, a, default=scan.gpu_band)
     factor = 1.0 if rules.confidence is None else band.multiplier(rules.confidence)
-    hours, spot = spot_hours(off, n, steps * step.time_s * factor / 3600.0, ctx.model, setup, a)
+    hours, spot, goodput = run_hours(off, n, steps * step.time_s * factor / 3600.0, ctx.model, setup, a)
     if (off.commitment_hours and hours > off.commitment_hours) or not fits_term(off.terms, hours):
         return True  # longer than the term (a reserved year, a capacity block) it is sold in
     cost = cost_usd(off, n, hours)
@@ -378,6 +378,7 @@ def _add_row(
             band,
             rules.confidence,
             factor,
+            goodput=goodput,
         )
     )
     scan.found = True

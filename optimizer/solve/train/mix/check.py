@@ -11,6 +11,7 @@ from optimizer.solve.cpsat.scale import ScaleError
 from optimizer.solve.train.mix.data import type_step
 from optimizer.solve.train.mix.search import MixOutcome, MixPlan, mix_cost_usd, plan_mix
 from optimizer.solve.train.prepare import PreparedJob, headroom_of
+from optimizer.solve.train.spot import mix_run_hours
 
 __all__ = ["mix_violations", "check_mix", "mix_outcome"]
 
@@ -54,7 +55,8 @@ def mix_violations(prep: PreparedJob, plan: MixPlan, caps: dict[str, int] | None
             problems.append("a type's data-parallel size is not all GPUs of the mix")
         if not math.isclose(step, plan.step_time_s, rel_tol=1e-9):
             problems.append(f"step {plan.step_time_s} != recomputed {step}")
-        hours = plan.steps * step * plan.band_factor / 3600.0
+        work_h = plan.steps * step * plan.band_factor / 3600.0
+        hours, _ = mix_run_hours(work_h, nodes, plan.gpus, prep.model, setup, prep.assumptions)
         if not math.isclose(hours, plan.hours, rel_tol=1e-9):
             problems.append(f"hours {plan.hours} != recomputed {hours}")
     elif plan.gpus != plan.rows[0].layout.gpus:

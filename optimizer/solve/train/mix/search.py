@@ -39,7 +39,7 @@ from optimizer.solve.train.mix.model import MixData, solve_mix
 from optimizer.solve.train.mix.plans import MixPlan, MixRow, mix_cost_usd
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
-from optimizer.solve.train.spot import spot_hours
+from optimizer.solve.train.spot import checkpoint_bytes, mix_run_hours, run_hours
 from optimizer.units import SECONDS_PER_HOUR
 
 __all__ = ["MixRow", "MixPlan", "MixOutcome", "plan_mix", "mix_cost_usd"]
@@ -191,7 +191,8 @@ def _pairs(groups: Sequence[TypeGroup]) -> tuple[list[tuple[TypeGroup, TypeGroup
 
 def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
     """A search rule (stated, and checked against brute force in tests): the least a group's
-    work can cost — its least instance-hours in the deadline-free candidate table (any count,
+    work can cost — its least instance-hours (computing + start-up; failures only add) in the
+    deadline-free candidate table (any count,
     any row of its hardware class) at its cheapest row's rate. A mix whose types all cost at
     least the plan this way is not searched (mixing adds balance loss and a slower link; it
     does not make a type's work cheaper). A group the table has no row of: never searched when
@@ -200,10 +201,14 @@ def _bounds(prep: PreparedJob) -> Callable[[TypeGroup], float]:
     least: dict[tuple[str, float, int, float], float] = {}
     built: list[bool] = []
 
+    # every run starts up once (model/goodput.py): a mix's hours are at least work + start-up
+    startup_h = (prep.assumptions.provisioning_s + prep.assumptions.startup_s) / SECONDS_PER_HOUR
+
     def build() -> None:  # on first use: most jobs have nothing to mix and never build it
         for c in prep.deadline_free().candidates:
             k = c.offering.hardware_class
-            inst_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR * c.instances
+            work_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR
+            inst_h = (work_h + startup_h) * c.instances
             least[k] = min(least.get(k, inst_h), inst_h)
         built.append(True)
 
@@ -263,14 +268,20 @@ def _pricing_mix(
     spot = spots[0] if spots else None
     setup = prep.job.workload.setup()
     configs: list[tuple[Candidate, int, float, Preemption | None]] = []
+    ckpt = {id(c): checkpoint_bytes(prep.model, c.setup or setup, prep.assumptions) for c in sizes}
     for c in sizes:
         work_h = c.steps * c.step.time_s * c.band_factor / SECONDS_PER_HOUR
         top = 0 if spot is None else min(c.instances, spot.cap or c.instances)
         for s in range(top + 1):
-            hours, p = (
-                (work_h, None)
-                if spot is None or s == 0
-                else spot_hours(spot.offering, s, work_h, prep.model, c.setup or setup, prep.assumptions)
+            hours, p, _ = run_hours(
+                c.offering,
+                c.instances,
+                work_h,
+                prep.model,
+                c.setup or setup,
+                prep.assumptions,
+                None if spot is None or s == 0 else (spot.offering, s),
+                ckpt[id(c)],
             )
             configs.append((c, s, hours, p))
     d = MixData(
@@ -349,6 +360,29 @@ def balanced_split(
 TypeConfig = tuple[tuple[int, int], Split]
 
 
+def _mix_hours(
+    prep: PreparedJob, types: tuple[TypeGroup, TypeGroup], configs: list[TypeConfig], factors: list[float]
+) -> list[float]:
+    """Each instance-count pair's whole-run hours (spot.mix_run_hours: compute at the band's
+    factor, checkpoints, failures over all the mix's GPUs, start-up)."""
+    w = prep.job.workload
+    setup, steps = w.setup(), w.steps_for_batch(w.batch_sequences)
+    per_instance = (types[0].first.gpus_per_instance, types[1].first.gpus_per_instance)
+    ckpt = checkpoint_bytes(prep.model, setup, prep.assumptions)
+    return [
+        mix_run_hours(
+            steps * sp[0] * f / SECONDS_PER_HOUR,
+            sum(n),
+            n[0] * per_instance[0] + n[1] * per_instance[1],
+            prep.model,
+            setup,
+            prep.assumptions,
+            ckpt,
+        )[0]
+        for (n, sp), f in zip(configs, factors, strict=True)
+    ]
+
+
 def _type_mix(
     prep: PreparedJob,
     a: TypeGroup,
@@ -384,8 +418,7 @@ def _type_mix(
         )
         for _, sp in configs
     ]
-    steps = w.steps_for_batch(batch)
-    hours = [steps * sp[0] * f / SECONDS_PER_HOUR for (_, sp), f in zip(configs, factors, strict=True)]
+    hours = _mix_hours(prep, types, configs, factors)
     d = MixData(
         [n for n, _ in configs],
         [0] * len(configs),
@@ -400,6 +433,7 @@ def _type_mix(
         why.append(_no_type_mix(prep, types, caps, limit, configs, hours))
         return None
     at = choice.config
+    steps = w.steps_for_batch(batch)
     return _type_mix_plan(prep, types, plain, configs[at][1], choice.counts, steps, hours[at], factors[at])
 
 

@@ -1,0 +1,131 @@
+"""The whole run, not the step: the wall hours of a training job from its compute hours, plus
+start-up, checkpoint writes and the work lost to interruptions (hardware failures of any
+pricing model, and spot reclaims), with the expected goodput (compute ÷ wall hours).
+
+Interruptions of any cause stop a synchronous job (one failed GPU restarts all of them: Dubey
+et al. 2024, "The Llama 3 Herd of Models", §3.3.4), so their rates add over GPUs and instances;
+the checkpoint interval and expected wall time are Daly's (model/preemption.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from optimizer.model.preemption import Preemption, preemption
+from optimizer.units import SECONDS_PER_HOUR
+
+__all__ = [
+    "LLAMA3_INTERRUPTIONS",
+    "LLAMA3_DAYS",
+    "LLAMA3_GPUS",
+    "PUBLISHED_FAILURES_PER_GPU_DAY",
+    "FAILURE_RATE_SOURCE",
+    "Goodput",
+    "failures_per_gpu_day",
+    "whole_run",
+]
+
+#: Dubey et al. 2024 §3.3.4 (Table 5): 419 unexpected interruptions in a 54-day snapshot of
+#: Llama 3 405B pre-training on 16,384 H100 GPUs (47 planned interruptions are not counted)
+LLAMA3_INTERRUPTIONS = 419
+LLAMA3_DAYS = 54
+LLAMA3_GPUS = 16_384
+#: unexpected interruptions per GPU-day: 419 / (54 × 16,384) = 4.74e-4 (Dubey et al. 2024 §3.3.4)
+PUBLISHED_FAILURES_PER_GPU_DAY = LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_GPUS)
+#: the rule for every GPU generation: only Hopper has a published whole-job rate in our sources,
+#: so every generation takes it (GUESS for non-Hopper parts; [assumptions] failures_per_gpu_day)
+FAILURE_RATE_SOURCE = (
+    "Dubey et al. 2024 (Llama 3) §3.3.4: 419 unexpected interruptions in 54 days on 16,384 H100; "
+    "GUESS: the same per-GPU rate for other generations"
+)
+
+
+def failures_per_gpu_day(override: float | None) -> float:
+    """Unexpected job interruptions per GPU-day: the job's override, else the Llama 3 rate."""
+    return PUBLISHED_FAILURES_PER_GPU_DAY if override is None else override
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """Where a run's wall hours go: computing, writing checkpoints, redoing work lost to
+    interruptions plus restarting, and starting up once (provisioning, image, data, compile)."""
+
+    compute_h: float
+    checkpoint_h: float
+    failures_h: float
+    startup_h: float
+    failures_per_gpu_day: float
+    gpus: int
+    expected_interruptions: float
+    checkpoint_interval_h: float
+
+    @property
+    def wall_h(self) -> float:
+        """Expected wall-clock hours of the whole run (what the plan's `hours` is)."""
+        return self.compute_h + self.checkpoint_h + self.failures_h + self.startup_h
+
+    @property
+    def goodput(self) -> float:
+        """Compute hours ÷ wall hours (Kokolis et al. 2024 call it the effective training time ratio)."""
+        return self.compute_h / self.wall_h if self.wall_h > 0 else 1.0
+
+    @property
+    def hardware_failures_per_day(self) -> float:
+        """Expected hardware interruptions per day of the whole cluster (rate × GPUs)."""
+        return self.failures_per_gpu_day * self.gpus
+
+    def scaled(self, ratio: float) -> Goodput:
+        """The same run with `ratio` × the running hours (start-up unchanged): a row re-read at
+        another quantile of its band (the loss to interruptions taken as proportional)."""
+        return replace(
+            self,
+            compute_h=self.compute_h * ratio,
+            checkpoint_h=self.checkpoint_h * ratio,
+            failures_h=self.failures_h * ratio,
+            expected_interruptions=self.expected_interruptions * ratio,
+        )
+
+
+def whole_run(
+    work_s: float,
+    instances: int,
+    gpus: int,
+    spot_per_instance_day: float,
+    failures_per_gpu_day: float,
+    ckpt_bytes: float,
+    write_gb_s_per_instance: float,
+    restart_s: float,
+    startup_s: float,
+) -> tuple[Goodput, Preemption]:
+    """The goodput breakdown of `work_s` seconds of computation on `instances` instances of
+    `gpus` GPUs in all: the job is interrupted at spot_per_instance_day × instances +
+    failures_per_gpu_day × gpus per day (rates add: Dubey et al. 2024 §3.3.4), checkpoints
+    every Daly 2006 interval, and starts up once.
+
+    Returns (the breakdown, the Daly estimate behind it)."""
+    hardware_per_instance_day = failures_per_gpu_day * gpus / instances
+    p = preemption(
+        work_s,
+        instances,
+        spot_per_instance_day + hardware_per_instance_day,
+        ckpt_bytes,
+        write_gb_s_per_instance,
+        restart_s,
+    )
+    # writes between checkpoints of τ compute seconds: work/τ writes of δ each (Daly 2006 §2)
+    tau_s = p.checkpoint_interval_s
+    writes_s = 0.0 if math.isinf(tau_s) else work_s / tau_s * p.checkpoint_write_s
+    lost_s = max(p.expected_wall_s - work_s - writes_s, 0.0)
+    interruptions = 0.0 if p.interruptions_per_instance_day <= 0 else p.expected_interruptions
+    goodput = Goodput(
+        compute_h=work_s / SECONDS_PER_HOUR,
+        checkpoint_h=writes_s / SECONDS_PER_HOUR,
+        failures_h=lost_s / SECONDS_PER_HOUR,
+        startup_h=startup_s / SECONDS_PER_HOUR,
+        failures_per_gpu_day=failures_per_gpu_day,
+        gpus=gpus,
+        expected_interruptions=interruptions,
+        checkpoint_interval_h=p.checkpoint_interval_h,
+    )
+    return goodput, p
