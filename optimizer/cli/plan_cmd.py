@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -159,6 +160,8 @@ def speed_words(p: dict[str, Any]) -> str:
 
 
 def render_plan(data: dict[str, Any]) -> None:
+    """A plan on the terminal: the header and notes, the cluster and what it costs, the facts
+    lines, the why and the checks, then the alternatives and the Pareto front."""
     shown = header_or_infeasible(data)
     if shown is None:
         for r in data.get("loader_bound", [])[:3]:  # what the hosts' vCPUs cost in speed
@@ -167,66 +170,80 @@ def render_plan(data: dict[str, Any]) -> None:
         return
     c, job = shown
     p = data["plan"]
-    lay = p["layout"]
     c.print(
         f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "
         f"(CP-SAT, {data['solver'].get('rows')} candidates, "
         f"{data['solver'].get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})"
     )
     print_notes(c, data)
-    c.print(
+    for line in _plan_lines(p, data):
+        c.print(line)
+    print_verdict(c, data.get("rent_or_buy"))
+    print_mix(c, data.get("mix"))
+    for warning in p.get("warnings", []):
+        c.print(f"  [yellow]check:[/yellow] {warning}")
+    _print_alternatives(c, p, data["alternatives"])
+    if data.get("pareto"):
+        _print_pareto(c, data["pareto"])
+
+
+def _plan_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """The plan's own lines: the cluster and its cost, the term paid, the band, the price,
+    layout, speed, whole run, memory and data lines, and what binds."""
+    lay = p["layout"]
+    lines = [
         f"  [b]{p['instances']}× {p['instance']}[/b] ({p['gpus']}× {p['gpu']}) on "
         f"{p['provider']} {p['region']}, {p['pricing']} — [b]{money(p['cost_usd'])}[/b] "
         f"in {p['days']:.2f} days ({p['hours']:,.1f} h at ${p['usd_per_hour']:,.2f}/h)" + confidence_words(p)
-    )
+    ]
     terms = p.get("terms")
     if terms:
-        c.print(
+        lines.append(
             f"  term paid: {terms['billed_hours']:,.1f} h billed for {terms['run_hours']:,.1f} h run "
             f"({escape(terms['words'])})"
         )
     pointer = mix_pointer(data.get("mix"))
     if pointer:
-        c.print(f"  [b]{escape(pointer)}[/b]")
-    for line in band_lines(p, data):
-        c.print(f"  {line}")
-    c.print(f"  {price_words(p)}")
-    c.print(
+        lines.append(f"  [b]{escape(pointer)}[/b]")
+    lines += [f"  {line}" for line in band_lines(p, data)]
+    lines.append(f"  {price_words(p)}")
+    lines.append(
         f"  layout: {layout_words(lay)}; micro-batch {lay['micro_batch']} × grad-accum "
         f"{lay['grad_accum']} × dp {lay['dp']} = global batch {p['global_batch']}"
     )
-    c.print(f"  speed: {p['steps']:,} steps of {p['step_time_s']:.2f} s; {speed_words(p)}")
+    lines.append(f"  speed: {p['steps']:,} steps of {p['step_time_s']:.2f} s; {speed_words(p)}")
     if p.get("goodput"):
-        c.print(f"  {goodput_words(p['goodput'])}")
-    c.print(
+        lines.append(f"  {goodput_words(p['goodput'])}")
+    lines.append(
         f"  memory: {p['memory_gib']['device']:.1f} of {p.get('gpu_memory_gib', 0):g} GiB "
         f"per GPU on the device ({p['memory_gib']['total']:.1f} allocated; "
         f"{p.get('memory_headroom_gib', 0):.1f} GiB free, "
         f"{p.get('memory_headroom_required_gib') or 0:.1f} GiB required"
         f"{memory_calibration_words(p)}); relies on {interconnect_words(p)}"
     )
-    for line in data_lines(p, data):
-        c.print(f"  {line}")
+    lines += [f"  {line}" for line in data_lines(p, data)]
     if data.get("binding_constraint") == "deadline":
-        late = data.get("cheaper_if_later")
-        slower = (
-            "a cheaper, slower plan would finish late"
-            if not late
-            else f"{late['gpus']}× {late['gpu']} ({late['provider']} {late['instance']}, "
-            f"{late['pricing']}) would cost {money(late['cost_usd'])} but needs "
-            f"{late['days']:.1f} days"
-        )
-        c.print(f"  why this plan: the deadline binds ({slower})")
-    print_verdict(c, data.get("rent_or_buy"))
-    print_mix(c, data.get("mix"))
-    for warning in p.get("warnings", []):
-        c.print(f"  [yellow]check:[/yellow] {warning}")
-    rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(data["alternatives"])]
+        lines.append(f"  why this plan: the deadline binds ({_slower_words(data.get('cheaper_if_later'))})")
+    return lines
+
+
+def _slower_words(late: dict[str, Any] | None) -> str:
+    """The cheaper plan the deadline rules out, in words (or that one exists)."""
+    if not late:
+        return "a cheaper, slower plan would finish late"
+    return (
+        f"{late['gpus']}× {late['gpu']} ({late['provider']} {late['instance']}, "
+        f"{late['pricing']}) would cost {money(late['cost_usd'])} but needs {late['days']:.1f} days"
+    )
+
+
+def _print_alternatives(c: Console, p: dict[str, Any], alternatives: list[dict[str, Any]]) -> None:
+    """The plan and its next-best distinct alternatives as one table, with the price legend."""
+    rows = [("plan", p)] + [(f"alt {i + 1}", a) for i, a in enumerate(alternatives)]
     table = Table(title="Plan and next-best distinct alternatives")
     for col in ("", "gpu", "provider", "instance", "pricing", "GPUs", "days", "cost", "extra", "layout"):
         table.add_column(col, justify="right" if col in ("GPUs", "days", "cost", "extra") else "left")
     for label, r in rows:
-        lay = r["layout"]
         extra = "" if label == "plan" else signed_money(r.get("extra_cost_usd", 0))
         table.add_row(
             label,
@@ -238,26 +255,24 @@ def render_plan(data: dict[str, Any]) -> None:
             f"{r['days']:.2f}",
             money(r["cost_usd"]),
             extra,
-            layout_words(lay, short=True),
+            layout_words(r["layout"], short=True),
         )
     c.print(table)
     legend = price_legend([r for _, r in rows])
     if legend:
         c.print(f"  {legend}")
-    if data.get("pareto"):
-        front = Table(title="Pareto front: cost vs finish time")
-        for col in ("days", "cost", "gpus", "gpu", "provider", "pricing"):
-            front.add_column(col, justify="right" if col in ("days", "cost", "gpus") else "left")
-        for r in data["pareto"]:
-            front.add_row(
-                f"{r['days']:.2f}",
-                money(r["cost_usd"]),
-                str(r["gpus"]),
-                r["gpu"],
-                r["provider"],
-                r["pricing"],
-            )
-        c.print(front)
+
+
+def _print_pareto(c: Console, front_rows: list[dict[str, Any]]) -> None:
+    """The cost-vs-finish-time front as a table."""
+    front = Table(title="Pareto front: cost vs finish time")
+    for col in ("days", "cost", "gpus", "gpu", "provider", "pricing"):
+        front.add_column(col, justify="right" if col in ("days", "cost", "gpus") else "left")
+    for r in front_rows:
+        front.add_row(
+            f"{r['days']:.2f}", money(r["cost_usd"]), str(r["gpus"]), r["gpu"], r["provider"], r["pricing"]
+        )
+    c.print(front)
 
 
 def data_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:

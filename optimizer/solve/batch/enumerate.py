@@ -246,17 +246,10 @@ def build_problem(
         ConfigError: unknown provider/GPU/instance in [capacity], bad owned-box overrides.
     """
     cap = batch.capacity
-    horizon_h = cap.horizon_h
     t0 = time.perf_counter()
     owned = hardware_offerings(cap.owned, [], section="capacity")
     resources = owned_resources(owned)
-    if cap.reservation and rows is None:
-        raise ConfigError("capacity.reservation needs the price catalog (cloud prices)")
-    reserved: list[Offering] = []
-    for i, entry in enumerate(cap.reservation):
-        off, res = reservation_resource(rows or (), entry, i, horizon_h)
-        reserved.append(off)
-        resources.append(res)
+    reserved = _reservations(batch, rows, resources)
     quotas = [quota_resource(rows, q, i) for i, q in enumerate(cap.quota)]
     resources.extend(quotas)
     cache: dict[str, PreparedJob] = {}
@@ -266,53 +259,81 @@ def build_problem(
         if on_job is not None:
             on_job(number, len(batch.job), job.name)
         offs = _job_offerings(job, rows, quotas, cap.quota_only, owned, reserved)
-        prep = _enumerate_job(job, offs, horizon_h, base_dir, cache, memos)
-        c = job.constraints
-        specs.append(
-            JobSpec(
-                job.name,
-                prep.table.candidates,
-                job.release_h,
-                c.deadline_h,
-                job.value_usd if job.droppable else None,
-                job.priority,
-                c.budget_usd,
-                fit_job_to_model(job, prep.model),
-                prep.model.name,
-                prep.table.rejected,
-            )
-        )
-    problem = BatchProblem.build(specs, resources, horizon_h, name=batch.name)
+        prep = _enumerate_job(job, offs, cap.horizon_h, base_dir, cache, memos)
+        specs.append(_job_spec(job, prep))
+    problem = BatchProblem.build(specs, resources, cap.horizon_h, name=batch.name)
     problem.enumerate_s = time.perf_counter() - t0
-    if cap.quota_only:
-        problem.notes.append("cloud: only (provider, GPU) pairs with a quota are used")
-    for res in resources:
-        if res.kind == "reservation":
-            problem.notes.append(f"{res.label}: ${res.commitment_usd:,.0f} per reserved instance")
-    problem.notes.append("owned boxes: power per busy box-hour (capital only with charge_capital = true)")
-    for off in owned:
-        terms = off.ownership
-        if terms is None or not terms.charged:
-            continue
-        fixed = terms.fixed_usd_per_month
-        if off.usage.jobs_per_month is not None:  # pricing/ownership.charge_rates, stated workload
-            problem.notes.append(
-                f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month spread over "
-                f"its {off.usage.jobs_per_month:g} jobs a month (capacity.owned.jobs_per_month): "
-                f"${fixed / off.usage.jobs_per_month:,.2f} a job, at least "
-                f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour"
-            )
-        elif off.usage.duty_cycle is not None:
-            problem.notes.append(
-                f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month ÷ (730 h × "
-                f"{off.usage.duty_cycle:.0%} busy, capacity.owned.duty_cycle) = "
-                f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour"
-            )
-        else:
-            problem.notes.append(
-                f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month ÷ 730 h = "
-                f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour, as if busy 100% of the "
-                "time (hours it idles are not charged to these jobs; say capacity.owned.jobs_per_month "
-                "or duty_cycle)"
-            )
+    problem.notes.extend(_billing_notes(cap.quota_only, resources, owned))
     return problem
+
+
+def _reservations(
+    batch: BatchFile, rows: Sequence[OfferingRow] | None, resources: list[Resource]
+) -> list[Offering]:
+    """The [[capacity.reservation]] offerings; their resources are appended to `resources`."""
+    cap = batch.capacity
+    if cap.reservation and rows is None:
+        raise ConfigError("capacity.reservation needs the price catalog (cloud prices)")
+    reserved: list[Offering] = []
+    for i, entry in enumerate(cap.reservation):
+        off, res = reservation_resource(rows or (), entry, i, cap.horizon_h)
+        reserved.append(off)
+        resources.append(res)
+    return reserved
+
+
+def _job_spec(job: BatchJob, prep: PreparedJob) -> JobSpec:
+    """One job's place in the problem: its candidates, window, value, budget and model."""
+    c = job.constraints
+    return JobSpec(
+        job.name,
+        prep.table.candidates,
+        job.release_h,
+        c.deadline_h,
+        job.value_usd if job.droppable else None,
+        job.priority,
+        c.budget_usd,
+        fit_job_to_model(job, prep.model),
+        prep.model.name,
+        prep.table.rejected,
+    )
+
+
+def _billing_notes(quota_only: bool, resources: Sequence[Resource], owned: Sequence[Offering]) -> list[str]:
+    """How the batch's cloud, reserved and owned capacity is billed, one line each."""
+    notes = ["cloud: only (provider, GPU) pairs with a quota are used"] if quota_only else []
+    notes += [
+        f"{res.label}: ${res.commitment_usd:,.0f} per reserved instance"
+        for res in resources
+        if res.kind == "reservation"
+    ]
+    notes.append("owned boxes: power per busy box-hour (capital only with charge_capital = true)")
+    notes += [line for off in owned if (line := _owned_note(off)) is not None]
+    return notes
+
+
+def _owned_note(off: Offering) -> str | None:
+    """What an owned box with charged capital adds per busy hour (None: power only)."""
+    terms = off.ownership
+    if terms is None or not terms.charged:
+        return None
+    fixed = terms.fixed_usd_per_month
+    if off.usage.jobs_per_month is not None:  # pricing/ownership.charge_rates, stated workload
+        return (
+            f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month spread over "
+            f"its {off.usage.jobs_per_month:g} jobs a month (capacity.owned.jobs_per_month): "
+            f"${fixed / off.usage.jobs_per_month:,.2f} a job, at least "
+            f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour"
+        )
+    if off.usage.duty_cycle is not None:
+        return (
+            f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month ÷ (730 h × "
+            f"{off.usage.duty_cycle:.0%} busy, capacity.owned.duty_cycle) = "
+            f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour"
+        )
+    return (
+        f"owned {off.instance}: + net capital and ops fee ${fixed:,.0f} a month ÷ 730 h = "
+        f"${off.capital_usd_per_instance_hour:.3f} per busy box-hour, as if busy 100% of the "
+        "time (hours it idles are not charged to these jobs; say capacity.owned.jobs_per_month "
+        "or duty_cycle)"
+    )
