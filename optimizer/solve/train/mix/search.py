@@ -35,11 +35,12 @@ from optimizer.solve.train.mix.data import (
     pareto_useful,
     type_groups,
 )
+from optimizer.solve.train.mix.hours import mix_hours
 from optimizer.solve.train.mix.model import MixData, solve_mix
 from optimizer.solve.train.mix.plans import MixPlan, MixRow, mix_cost_usd
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_from_offerings
 from optimizer.solve.train.search_space import effective_zero_stages
-from optimizer.solve.train.spot import checkpoint_bytes, mix_run_hours, run_hours
+from optimizer.solve.train.spot import checkpoint_bytes, run_hours
 from optimizer.units import SECONDS_PER_HOUR
 
 __all__ = ["MixRow", "MixPlan", "MixOutcome", "plan_mix", "mix_cost_usd"]
@@ -360,29 +361,6 @@ def balanced_split(
 TypeConfig = tuple[tuple[int, int], Split]
 
 
-def _mix_hours(
-    prep: PreparedJob, types: tuple[TypeGroup, TypeGroup], configs: list[TypeConfig], factors: list[float]
-) -> list[float]:
-    """Each instance-count pair's whole-run hours (spot.mix_run_hours: compute at the band's
-    factor, checkpoints, failures over all the mix's GPUs, start-up)."""
-    w = prep.job.workload
-    setup, steps = w.setup(), w.steps_for_batch(w.batch_sequences)
-    per_instance = (types[0].first.gpus_per_instance, types[1].first.gpus_per_instance)
-    ckpt = checkpoint_bytes(prep.model, setup, prep.assumptions)
-    return [
-        mix_run_hours(
-            steps * sp[0] * f / SECONDS_PER_HOUR,
-            sum(n),
-            n[0] * per_instance[0] + n[1] * per_instance[1],
-            prep.model,
-            setup,
-            prep.assumptions,
-            ckpt,
-        )[0]
-        for (n, sp), f in zip(configs, factors, strict=True)
-    ]
-
-
 def _type_mix(
     prep: PreparedJob,
     a: TypeGroup,
@@ -418,7 +396,7 @@ def _type_mix(
         )
         for _, sp in configs
     ]
-    hours = _mix_hours(prep, types, configs, factors)
+    hours = mix_hours(prep, types, [n for n, _ in configs], factors, [sp[0] for _, sp in configs])
     d = MixData(
         [n for n, _ in configs],
         [0] * len(configs),
