@@ -28,20 +28,16 @@ JOB = str(ROOT / "examples" / "bert_base_finetune_8gb.toml")
 DEEP = b"[" * 5000 + b"]" * 5000
 
 
-def _plan(cache: str, *extra: str) -> tuple[int, dict, str]:
-    """`ccopt plan JOB --json` in a fresh process (the parsed tables are read once per process)."""
-    env = {
-        **os.environ,
-        "CCOPT_CACHE_DIR": cache,
-        "CCOPT_OFFLINE": "1",
-        **dict(e.split("=", 1) for e in extra),
-    }
+def _plan(cache: str, cwd: Path = ROOT) -> tuple[int, dict, str]:
+    """`ccopt plan JOB --json` in a fresh process (the parsed tables are read once per process),
+    run in `cwd` (where a relative cache directory would land)."""
+    env = {**os.environ, "CCOPT_CACHE_DIR": cache, "CCOPT_OFFLINE": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "optimizer", "plan", JOB, "--json"],
         capture_output=True,
         text=True,
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
         timeout=120,
         check=False,
     )
@@ -103,18 +99,10 @@ def test_a_damaged_parse_is_rewritten_by_the_next_run(clean, tmp_path: Path) -> 
 
 def test_a_relative_cache_directory_is_refused_and_nothing_written_there(clean, tmp_path: Path) -> None:
     _, cost = clean
-    env = {**os.environ, "CCOPT_CACHE_DIR": "relative-cache", "CCOPT_OFFLINE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "optimizer", "plan", JOB, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert done.returncode == 0 and _cost(json.loads(done.stdout)) == cost
-    assert "note: cache not used" in done.stderr and "relative" in done.stderr
-    assert done.stderr.count("note: cache not used") == 1  # one line, not one per cache family
+    code, result, err = _plan("relative-cache", cwd=tmp_path)
+    assert code == 0 and _cost(result) == cost
+    assert "note: cache not used" in err and "relative" in err
+    assert err.count("note: cache not used") == 1  # one line, not one per cache family
     assert not (tmp_path / "relative-cache").exists()
 
 
