@@ -56,10 +56,12 @@ _WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
 @dataclass(frozen=True)
 class CacheRoot:
-    """The cache directory (None: refused) and why it was refused."""
+    """The cache directory (None: refused), why it was refused, and the directory as configured
+    (refused or not: what output checks protect)."""
 
     path: Path | None
     refused: str = ""
+    configured: Path | None = None
 
 
 def cache_root() -> CacheRoot:
@@ -74,18 +76,15 @@ def cache_root() -> CacheRoot:
         except RuntimeError:  # no home folder to find: no cache
             return CacheRoot(None, "no home folder")
     if not path.is_absolute():
-        return CacheRoot(
-            None, f"the cache directory {str(path)!r} (from {origin}) is relative; allowed: an absolute path"
-        )
-    return CacheRoot(path)
+        why = f"the cache directory {str(path)!r} (from {origin}) is relative; allowed: an absolute path"
+        return CacheRoot(None, why, path)
+    return CacheRoot(path, configured=path)
 
 
-def user_cache_dir() -> Path:
-    """The cache directory as configured (callers that only name it, e.g. to protect it)."""
-    root = cache_root()
-    if root.path is not None:
-        return root.path
-    return Path(os.environ.get("CCOPT_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or ".").expanduser()
+def user_cache_dir() -> Path | None:
+    """The cache directory as configured, refused or not (callers that only name it, e.g. to
+    protect its files from outputs); None without a home folder to find it in."""
+    return cache_root().configured
 
 
 def _unsafe(info: os.stat_result, path: Path, what: str) -> str:

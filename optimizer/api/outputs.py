@@ -17,11 +17,11 @@ __all__ = ["output_file", "kept_stores"]
 
 def kept_stores() -> dict[Path, str]:
     """The files ccopt keeps between runs, which no output may replace: path -> what it is."""
-    return {
-        calibration_path(): "the calibration store",
-        cache_dir() / CACHE_FILE: "the price cache",
-        cache_dir() / META_FILE: "the price cache's metadata",
-    }
+    kept = {calibration_path(): "the calibration store"}
+    cache = cache_dir()
+    if cache is not None:
+        kept.update({cache / CACHE_FILE: "the price cache", cache / META_FILE: "the price cache's metadata"})
+    return kept
 
 
 def output_file(

@@ -165,8 +165,8 @@ def offline_from_env() -> bool:
     return os.environ.get("CCOPT_OFFLINE", "").strip().lower() in _TRUE
 
 
-def cache_dir() -> Path:
-    """User cache directory: $CCOPT_CACHE_DIR, else $XDG_CACHE_HOME/ccopt, else ~/.cache/ccopt."""
+def cache_dir() -> Path | None:
+    """The user cache directory as configured (user_cache.user_cache_dir; None: no home folder)."""
     return user_cache_dir()
 
 
