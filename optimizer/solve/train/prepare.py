@@ -73,7 +73,9 @@ class PreparedJob:
         if self._memos is None:
             return None
         return {
-            position: EnumerationMemo(memory=m.memory, microbatch=m.microbatch, fits=m.fits, rows=m.rows)
+            position: EnumerationMemo(
+                memory=m.memory, microbatch=m.microbatch, fits=m.fits, rows=m.rows, best_by_key=m.best_by_key
+            )
             for position, m in self._memos.items()
         }
 

@@ -66,6 +66,10 @@ class EnumerationMemo:
     fits: dict[tuple, tuple[FitList, tuple[float, Layout] | None]] = field(default_factory=dict)
     #: (offering position, *perf key) -> (fastest layout or None, host-RAM needs seen)
     best: dict[tuple, tuple[BestLayout | None, tuple[float, ...]]] = field(default_factory=dict)
+    #: perf key -> the same answer, shared with enumerations of this job over other offerings
+    #: (PreparedJob.layout_memos): an offering with the same key (a spot or capacity-block row
+    #: of an instance already scanned) gets the layout the key fixes, as within one enumeration
+    best_by_key: dict[tuple, tuple[BestLayout | None, tuple[float, ...]]] = field(default_factory=dict)
     #: (GPUs, GPUs per node, ...) -> the layouts with their memory keys (fitting_layouts)
     rows: dict[tuple, list[LayoutRow]] = field(default_factory=dict)
 
@@ -294,20 +298,31 @@ def _fastest_at(
     inter_gbps = off.inter_node_gbps if n > 1 else 0.0
     key: PerfKey = (gpu.gpu_id, gpu.intra_node_bw_gb_s, gpn, inter_gbps, n, off.ram_gib, off.vcpus)
     if key not in perf_cache:
-        if (scan.position, *key) not in memo.best:
-
-            def ram_need(layout: Layout, step: StepTime) -> float:
-                return host_need_gib(ctx.model, ctx.setup, layout, off, step, rules.host, ctx.a)[0]
-
-            needs: list[float] = []
-            microbatch = memo.microbatch.setdefault(off.hardware_class, {})
-            found = _best_layout(
-                scan.step_model, off.cluster(n), fits, microbatch, ram_need, off.ram_gib, needs
-            )
-            memo.best[(scan.position, *key)] = (found, tuple(needs))
-        perf_cache[key], needs_seen = memo.best[(scan.position, *key)]
+        at = (scan.position, *key)
+        if at not in memo.best:
+            shared = memo.best_by_key.get(key)
+            if shared is None:
+                shared = memo.best_by_key[key] = _evaluate(ctx, scan, n, fits)
+            memo.best[at] = shared
+        perf_cache[key], needs_seen = memo.best[at]
         scan.least_ram.extend(needs_seen)
     return perf_cache[key]
+
+
+def _evaluate(
+    ctx: Enumeration, scan: _Scan, n: int, fits: FitList
+) -> tuple[BestLayout | None, tuple[float, ...]]:
+    """The fastest fitting layout on `n` instances of the scanned offering, with the host-RAM
+    needs checked on the way."""
+    off, rules, memo = scan.off, ctx.rules, ctx.memo
+
+    def ram_need(layout: Layout, step: StepTime) -> float:
+        return host_need_gib(ctx.model, ctx.setup, layout, off, step, rules.host, ctx.a)[0]
+
+    needs: list[float] = []
+    microbatch = memo.microbatch.setdefault(off.hardware_class, {})
+    found = _best_layout(scan.step_model, off.cluster(n), fits, microbatch, ram_need, off.ram_gib, needs)
+    return found, tuple(needs)
 
 
 def _fits(
