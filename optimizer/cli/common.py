@@ -374,8 +374,9 @@ def goodput_words(g: dict[str, Any]) -> str:
     interval = g.get("checkpoint_interval_h")
     every = f", one every {interval:.1f} h" if interval is not None else ""
     return (
-        f"whole run: {g['compute_hours']:,.1f} h compute + {g['checkpoint_hours']:,.1f} h "
-        f"checkpoints{every} + {g['failures_hours']:,.1f} h failures and restarts "
-        f"({g['expected_interruptions']:.2g} expected, {g['interruptions_per_day']:.2g}/day) + "
-        f"{g['startup_hours']:,.2f} h start-up; goodput {g['goodput']:.1%}"
+        f"whole run: {g['compute_hours']:,.1f} h compute + {g.get('evaluation_hours', 0.0):,.1f} h "
+        f"evaluation + {g['checkpoint_hours']:,.1f} h checkpoints{every} + {g['failures_hours']:,.1f} h "
+        f"failures and restarts ({g['expected_interruptions']:.2g} expected, "
+        f"{g['interruptions_per_day']:.2g}/day) + {g['startup_hours']:,.2f} h start-up + "
+        f"{g.get('conversion_hours', 0.0):,.2f} h checkpoint conversion; goodput {g['goodput']:.1%}"
     )

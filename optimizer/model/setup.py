@@ -278,8 +278,9 @@ class PerfAssumptions:
     checkpoints_kept: int = 2
     # ---- the whole run (optimizer/model/goodput.py) ----
     #: unexpected job interruptions (hardware, network, software) per GPU-day on on-demand,
-    #: reserved and owned hardware as on spot; None: Dubey et al. 2024 (Llama 3) §3.3.4, 419 in
-    #: 54 days on 16,384 H100 = 4.74e-4, for every generation (GUESS beyond Hopper)
+    #: reserved and owned hardware as on spot; None: the GPU generation's published rate
+    #: (model/goodput.MEASURED_FAILURE_RATES: Hopper 4.74e-4 from Llama 3, data-centre Ampere
+    #: 5.58e-4 from BLOOM), Hopper's for the others (GUESS)
     failures_per_gpu_day: float | None = None
     #: GUESS: seconds from asking for the instances to all of them booted and reachable (billed:
     #: the instances run while the cluster is assembled); not sourced
@@ -288,6 +289,18 @@ class PerfAssumptions:
     #: or mount, framework initialisation and the first compile); Llama 3 §3.3.4 names job
     #: start-up as a goodput cost without a figure
     startup_s: float = 900.0
+    #: evaluation time ÷ step time: Megatron-LM's defaults run --eval-iters 100 forward-only
+    #: iterations every --eval-interval 1000 (megatron/training/arguments.py), a forward being
+    #: 1/3 of a training step's FLOPs (2N of 6N per token, Kaplan et al. 2020 §2.1):
+    #: 100 / 1000 / 3 = 0.0333; 0 when the job does not evaluate
+    evaluation_share: float = 100 / 1000 / 3
+    #: GUESS: GB/s at which the final checkpoint (weights + optimizer states) is read and its
+    #: weights written in the release format (e.g. Megatron or DCP to Hugging Face), once, on one
+    #: host; 0 skips the conversion
+    checkpoint_conversion_gb_s: float = 1.0
+    #: GUESS: more on-demand instances of a scarce GPU generation (Hopper, Blackwell) than this, at
+    #: once in one region, usually need a capacity reservation (solve/train/capacity_note.py)
+    scarce_on_demand_instances: int = 4
     #: GUESS: plans whose costs differ by less than this share are the same price to a team, which
     #: then prefers the one with fewer GPUs (fewer to obtain, fewer to fail); 0 turns it off
     fewer_gpus_within_share: float = 0.02

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from optimizer.model.goodput import FAILURE_RATE_SOURCE
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.report.mix import mix_dict
@@ -187,9 +186,11 @@ def goodput_block(c: Candidate) -> dict[str, Any] | None:
         "checkpoint_hours": round(g.checkpoint_h, 3),
         "failures_hours": round(g.failures_h, 3),
         "startup_hours": round(g.startup_h, 3),
+        "evaluation_hours": round(g.evaluation_h, 3),
+        "conversion_hours": round(g.conversion_h, 3),
         "goodput": round(g.goodput, 4),
         "failures_per_gpu_day": float(f"{g.failures_per_gpu_day:.4g}"),
-        "failure_rate_source": FAILURE_RATE_SOURCE,
+        "failure_rate_source": g.failure_rate_source,
         "interruptions_per_day": round(g.expected_interruptions / running_days, 4)
         if running_days > 0
         else 0.0,

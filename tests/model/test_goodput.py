@@ -8,7 +8,14 @@ import math
 import pytest
 
 from optimizer.model.comms import ring_allreduce_s
-from optimizer.model.goodput import PUBLISHED_FAILURES_PER_GPU_DAY, failures_per_gpu_day, whole_run
+from optimizer.model.goodput import (
+    BLOOM_FAILURES_PER_GPU_DAY,
+    PUBLISHED_FAILURES_PER_GPU_DAY,
+    FailureRate,
+    RunOverheads,
+    failure_rate,
+    whole_run,
+)
 from optimizer.model.setup import PerfAssumptions
 
 DAY_S = 86_400.0
@@ -25,19 +32,32 @@ def _run(work_days: float, rate: float | None = None, startup_s: float = 1500.0)
         INSTANCES,
         GPUS,
         0.0,
-        failures_per_gpu_day(rate),
+        failure_rate(("hopper",), rate),
         CKPT_BYTES,
         1.0,
         600.0,
-        startup_s,
+        RunOverheads(startup_s),
     )
 
 
 def test_the_published_rate_is_llama3s_interruptions_per_gpu_day() -> None:
     # 419 unexpected interruptions / (54 days × 16,384 GPUs) = 419 / 884,736 = 4.7359e-4
     assert PUBLISHED_FAILURES_PER_GPU_DAY == pytest.approx(4.7359e-4, rel=1e-4)
-    assert failures_per_gpu_day(None) == PUBLISHED_FAILURES_PER_GPU_DAY
-    assert failures_per_gpu_day(1e-3) == 1e-3  # the job's [assumptions] override
+    assert failure_rate(("hopper",), None).per_gpu_day == PUBLISHED_FAILURES_PER_GPU_DAY
+    assert failure_rate(("hopper",), 1e-3).per_gpu_day == 1e-3  # the job's [assumptions] override
+
+
+def test_each_generation_takes_its_published_rate() -> None:
+    """BLOOM on 384 A100: 1-2 GPU failures a week (Bekman 2022) → 1.5 / (7 × 384) = 5.580e-4
+    per GPU-day; a generation without a published figure takes Hopper's, marked GUESS; a mix
+    of two generations the higher rate (any GPU stops the job)."""
+    assert BLOOM_FAILURES_PER_GPU_DAY == pytest.approx(5.580e-4, rel=1e-3)
+    ampere = failure_rate(("ampere-dc",), None)
+    assert ampere.per_gpu_day == BLOOM_FAILURES_PER_GPU_DAY and "BLOOM" in ampere.source
+    blackwell = failure_rate(("blackwell",), None)
+    assert blackwell.per_gpu_day == PUBLISHED_FAILURES_PER_GPU_DAY
+    assert blackwell.source.startswith("GUESS")
+    assert failure_rate(("hopper", "ampere-dc"), None).per_gpu_day == BLOOM_FAILURES_PER_GPU_DAY
 
 
 def test_a_16k_gpu_run_is_interrupted_as_often_as_llama3() -> None:
@@ -94,7 +114,15 @@ def test_no_failures_no_checkpoints_nor_losses() -> None:
 def test_the_loss_grows_with_the_cluster() -> None:
     """Rates add over GPUs: 8 GPUs lose far less of their hours than 16,384."""
     small, _ = whole_run(
-        30 * DAY_S, 1, 8, 0.0, PUBLISHED_FAILURES_PER_GPU_DAY, CKPT_BYTES / 256, 1.0, 600.0, 0.0
+        30 * DAY_S,
+        1,
+        8,
+        0.0,
+        FailureRate(PUBLISHED_FAILURES_PER_GPU_DAY, "Llama 3"),
+        CKPT_BYTES / 256,
+        1.0,
+        600.0,
+        RunOverheads(),
     )
     large, _ = _run(30.0, startup_s=0.0)
     assert small.goodput > large.goodput
@@ -106,6 +134,21 @@ def test_start_up_is_a_stated_overridable_guess() -> None:
     a = PerfAssumptions()
     assert (a.provisioning_s, a.startup_s, a.failures_per_gpu_day) == (600.0, 900.0, None)
     assert a.fewer_gpus_within_share == 0.02
+
+
+def test_evaluation_and_conversion_add_to_the_run() -> None:
+    """Megatron-LM's defaults: 100 forward-only iterations every 1,000, a forward 1/3 of a
+    step → 100 / 1000 / 3 = 3.33% of the steps' time; no failures, so 10 days of steps take
+    240 h + 8.0 h evaluation, + 0.5 h start-up + 0.25 h conversion = 248.75 h."""
+    assert PerfAssumptions().evaluation_share == pytest.approx(0.03333, rel=1e-3)
+    goodput, _ = whole_run(
+        10 * DAY_S, 4, 32, 0.0, FailureRate(0.0, "none"), 1e9, 1.0, 600.0, RunOverheads(1800.0, 1 / 30, 900.0)
+    )
+    assert goodput.compute_h == pytest.approx(240.0)
+    assert goodput.evaluation_h == pytest.approx(8.0)
+    assert goodput.conversion_h == pytest.approx(0.25)
+    assert goodput.wall_h == pytest.approx(248.75)
+    assert goodput.goodput == pytest.approx(240 / 248.75)
 
 
 def test_a_1024_way_all_reduce_pays_a_latency_per_hop() -> None:

@@ -20,10 +20,13 @@ from tests.report.report_support import EXAMPLES, Report
 
 #: report kind -> (example, the charts its page must show)
 CASES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "plan": ("llama7b_10days.toml", ("chart-memory", "chart-step", "chart-pareto", "chart-deadline")),
+    "plan": (
+        "llama7b_10days.toml",
+        ("chart-memory", "chart-step", "chart-goodput", "chart-pareto", "chart-deadline"),
+    ),
     "rent-vs-buy": (
         "finetune_8b_4090_vs_cloud.toml",
-        ("chart-memory", "chart-step", "chart-pareto", "chart-deadline", "chart-rent-buy"),
+        ("chart-memory", "chart-step", "chart-goodput", "chart-pareto", "chart-deadline", "chart-rent-buy"),
     ),
     "batch": ("batch_12_finetunes.toml", ("chart-gantt", "chart-usage")),
     "serve": ("serve_mistral7b_chatbot.toml", ("chart-mix", "chart-memory", "chart-load", "chart-latency")),

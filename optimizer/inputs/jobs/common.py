@@ -226,6 +226,9 @@ _BOUNDS: dict[str, dict[str, float]] = {
     "failures_per_gpu_day": {"ge": 0, "le": 10},
     "provisioning_s": {"ge": 0, "le": 30 * 86_400},
     "startup_s": {"ge": 0, "le": 30 * 86_400},
+    "evaluation_share": {"ge": 0, "le": 10},
+    "checkpoint_conversion_gb_s": {"ge": 0, "le": 1e5},
+    "scarce_on_demand_instances": {"ge": 0, "le": 10**6},
     "fewer_gpus_within_share": {"ge": 0, "le": 1},
 }
 
@@ -298,6 +301,12 @@ _MEANINGS: dict[str, str] = {
     "provisioning_s": "seconds from asking for the instances to all of them reachable (billed)",
     "startup_s": "seconds from booted to the first training step (image, data staging, first "
     "compile; billed)",
+    "evaluation_share": "evaluation time as a share of the steps' time (forward-only passes "
+    "between steps; 0: no evaluation)",
+    "checkpoint_conversion_gb_s": "GB/s at which the final checkpoint is converted once at the "
+    "end (0: no conversion)",
+    "scarce_on_demand_instances": "more on-demand instances of a Hopper or Blackwell GPU type "
+    "than this in one plan raise a line that it usually needs a capacity reservation",
     "fewer_gpus_within_share": "plans within this share of the cheapest plan's cost count as the "
     "same price, and the one with the fewest GPUs is chosen; 0 turns the rule off",
 }
@@ -308,7 +317,8 @@ _NONE_DEFAULT = {
     "overhead_gib": "the stack's context_gib",
     "fragmentation": "the stack's",
     "logits_bytes_per_value": "the stack's",
-    "failures_per_gpu_day": "4.74e-4, Llama 3 §3.3.4 (419 in 54 days on 16,384 H100)",
+    "failures_per_gpu_day": "the GPU generation's published rate: Hopper 4.74e-4 (Llama 3 "
+    "§3.3.4), data-centre Ampere 5.58e-4 (BLOOM); Hopper's for the others",
 }
 
 

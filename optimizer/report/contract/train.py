@@ -168,9 +168,18 @@ class GoodputOut(Contract):
     checkpoint_hours: float = Field(description="checkpoint writes, one every checkpoint_interval_h")
     failures_hours: float = Field(description="expected work lost to interruptions + restarts")
     startup_hours: float = Field(description="provisioning + start-up (image, data, first compile), once")
+    evaluation_hours: float = Field(
+        default=0.0, description="evaluation passes between steps (assumptions.evaluation_share × compute)"
+    )
+    conversion_hours: float = Field(
+        default=0.0,
+        description="converting the final checkpoint once (assumptions.checkpoint_conversion_gb_s)",
+    )
     goodput: float = Field(description="compute_hours ÷ hours")
     failures_per_gpu_day: float = Field(description="unexpected interruptions per GPU-day (hardware)")
-    failure_rate_source: str
+    failure_rate_source: str = Field(
+        description="where the rate comes from: the GPU generation's source, a GUESS, or the job"
+    )
     interruptions_per_day: float = Field(description="expected interruptions per day, whole cluster (+ spot)")
     expected_interruptions: float = Field(description="over the run")
     checkpoint_interval_h: float | None = Field(
@@ -287,7 +296,10 @@ class PlanOut(Contract):
     )
     goodput: GoodputOut | None = Field(
         default=None,
-        description="the whole run: compute, checkpoints, failures and restarts, start-up (= hours)",
+        description=(
+            "the whole run: compute, evaluation, checkpoints, failures and restarts, start-up, "
+            "conversion (= hours)"
+        ),
     )
     tensor_parallel_avoided: TpAvoidedOut | None = Field(
         default=None,

@@ -14,6 +14,7 @@ from optimizer.report.html.figures import (
     rent_buy_figure,
     step_figure,
 )
+from optimizer.report.html.goodput import goodput_section
 from optimizer.report.html.inputs import ReportInputs
 from optimizer.report.html.mix import mix_compare_row, mix_headline, mix_section
 from optimizer.report.html.page import (
@@ -485,6 +486,9 @@ def train_page(inputs: ReportInputs) -> Page:
         _cost_section(result, p),
         _memory_step_section(p),
     ]
+    whole_run = goodput_section(p)  # issue 43
+    if whole_run is not None:
+        sections.append(whole_run)
     pareto = _pareto_section(result, p, inputs.deadline_sweep)
     if pareto:
         sections.append(pareto)

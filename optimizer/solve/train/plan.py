@@ -13,6 +13,7 @@ from optimizer.pricing.offerings import flag_notes
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents, to_seconds, within_scale
 from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.train.capacity_note import capacity_note
 from optimizer.solve.train.compare import BreakEven, job_verdict
 from optimizer.solve.train.confidence import at_confidence
 from optimizer.solve.train.enumerate import BatchRule, Candidate
@@ -159,6 +160,9 @@ def plan_job(
     out = _plan_single(prep, alternatives=alternatives, pareto=pareto, config=config)
     out.mix = mix_outcome(prep, out.plan, rows, config)  # issue 32: mixed clusters
     out.notes = out.notes + tuple(excluded_notes(prep, out.plan, rows, config))  # issue 42
+    scarce = capacity_note(out.plan, prep.assumptions)  # issue 43
+    if scarce is not None:
+        out.notes = (*out.notes, scarce)
     return out
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from optimizer.model.goodput import Goodput, failures_per_gpu_day, whole_run
+from optimizer.model.goodput import Goodput, RunOverheads, failure_rate, whole_run
 from optimizer.model.host import checkpoint_gb
 from optimizer.model.preemption import Preemption
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
@@ -41,7 +41,8 @@ def run_hours(
             # reclaims of spot_n instances spread over all `instances` (rates add)
             spot_rate = spot_off.spot_interruptions_per_day * spot_n / instances
     gpus = instances * off.gpus_per_instance
-    goodput, p = _whole_run(work_h, instances, gpus, spot_rate, _bytes(ckpt_bytes, model, setup, a), a)
+    ckpt = _bytes(ckpt_bytes, model, setup, a)
+    goodput, p = _whole_run(work_h, instances, gpus, spot_rate, ckpt, a, (off.gpu.generation,))
     # the spot estimate names the reclaims alone (its expected wall time has the failures too)
     spot_only = replace(p, interruptions_per_instance_day=spot_rate) if spot_rate > 0 else None
     return goodput.wall_h, spot_only, goodput
@@ -55,10 +56,11 @@ def mix_run_hours(
     setup: TrainingSetup,
     a: PerfAssumptions,
     ckpt_bytes: float | None = None,
+    generations: tuple[str, ...] = (),
 ) -> tuple[float, Goodput]:
     """(expected wall hours, goodput breakdown) of `work_h` hours on a cluster of two GPU types
     (`instances` instances, `gpus` GPUs in all; no spot capacity)."""
-    goodput, _ = _whole_run(work_h, instances, gpus, 0.0, _bytes(ckpt_bytes, model, setup, a), a)
+    goodput, _ = _whole_run(work_h, instances, gpus, 0.0, _bytes(ckpt_bytes, model, setup, a), a, generations)
     return goodput.wall_h, goodput
 
 
@@ -78,18 +80,21 @@ def _whole_run(
     spot_per_instance_day: float,
     ckpt_bytes: float,
     a: PerfAssumptions,
+    generations: tuple[str, ...],
 ) -> tuple[Goodput, Preemption]:
-    """model/goodput.whole_run with the job's checkpoint size and assumptions."""
+    """model/goodput.whole_run with the job's checkpoint size and assumptions, at the failure
+    rate of the GPUs' generations."""
+    conversion_s = ckpt_bytes / GB / a.checkpoint_conversion_gb_s if a.checkpoint_conversion_gb_s > 0 else 0.0
     return whole_run(
         work_h * SECONDS_PER_HOUR,
         instances,
         gpus,
         spot_per_instance_day,
-        failures_per_gpu_day(a.failures_per_gpu_day),
+        failure_rate(generations, a.failures_per_gpu_day),
         ckpt_bytes,
         a.checkpoint_write_gb_s_per_instance,
         a.restart_s,
-        a.provisioning_s + a.startup_s,
+        RunOverheads(a.provisioning_s + a.startup_s, a.evaluation_share, conversion_s),
     )
 
 

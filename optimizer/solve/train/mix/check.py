@@ -56,7 +56,10 @@ def mix_violations(prep: PreparedJob, plan: MixPlan, caps: dict[str, int] | None
         if not math.isclose(step, plan.step_time_s, rel_tol=1e-9):
             problems.append(f"step {plan.step_time_s} != recomputed {step}")
         work_h = plan.steps * step * plan.band_factor / 3600.0
-        hours, _ = mix_run_hours(work_h, nodes, plan.gpus, prep.model, setup, prep.assumptions)
+        generations = tuple(r.offering.gpu.generation for r in plan.rows)
+        hours, _ = mix_run_hours(
+            work_h, nodes, plan.gpus, prep.model, setup, prep.assumptions, generations=generations
+        )
         if not math.isclose(hours, plan.hours, rel_tol=1e-9):
             problems.append(f"hours {plan.hours} != recomputed {hours}")
     elif plan.gpus != plan.rows[0].layout.gpus:

@@ -26,6 +26,7 @@ def mix_hours(
     setup, steps = w.setup(), w.steps_for_batch(w.batch_sequences)
     per_instance = (types[0].first.gpus_per_instance, types[1].first.gpus_per_instance)
     ckpt = checkpoint_bytes(prep.model, setup, prep.assumptions)
+    generations = (types[0].first.gpu.generation, types[1].first.gpu.generation)
     return [
         mix_run_hours(
             steps * step * f / SECONDS_PER_HOUR,
@@ -35,6 +36,7 @@ def mix_hours(
             setup,
             prep.assumptions,
             ckpt,
+            generations,
         )[0]
         for n, step, f in zip(counts, step_s, factors, strict=True)
     ]
