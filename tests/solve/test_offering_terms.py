@@ -206,8 +206,9 @@ def test_headline_replanned_against_the_hand_priced_cheapest(rows):
     Before issue 42: 4× AWS p5 at $6.88/GPU-h, 139.4 h: 32 × 139.4 × 6.88 = $30,690 (the plan
     said $30,701 on unrounded hours). The same public prices now include Nebius's H200 preset
     8gpu-128vcpu-1600gb at $28.00/h = $3.50/GPU-h (docs.nebius.com, billed per second, no
-    minimum term) on 3.2 Tbit/s InfiniBand. By hand, for the plan's hours h (~132 h):
-    32 GPUs × h × $3.50 ≈ 32 × 132.2 × 3.50 = $14,806; the p5 Capacity Block the same week
+    minimum term) on 3.2 Tbit/s InfiniBand. By hand, for the plan's hours h (~137 h: 132.2 h
+    of steps + the whole run's evaluation, start-up, checkpoints, failures, conversion):
+    32 GPUs × h × $3.50 ≈ 32 × 137.4 × 3.50 = $15,389; the p5 Capacity Block the same week
     would be 32 × 144 h (6 whole days) × $4.91625 = $22,654, and on demand p5 $30,701."""
     job, base_dir = load_job(EXAMPLES / "llama7b_10days.toml")
     result = plan_job(job, rows, base_dir, alternatives=0)
