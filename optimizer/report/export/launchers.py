@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 SERVE_PORT = 8000
+_SHEBANG = "#!/usr/bin/env bash\n"
 #: the health endpoint each serving engine answers once the model is loaded
 READINESS_PATH = {
     "vllm": "/health",
@@ -67,13 +68,17 @@ def _fabric(t: TrainPlan) -> str:
     return comment(lines) + shell_exports(env)
 
 
-def _script(t: TrainPlan, rendezvous: str, command: str) -> str:
+def _preamble(t: TrainPlan, head: str = _SHEBANG) -> str:
+    """A launch script's first lines: `head` (the shebang, sbatch directives), the plan's
+    comment lines, strict mode, the fabric's and the layout's exports."""
+    return head + comment(t.lines) + "set -euo pipefail\n" + _fabric(t) + shell_exports(layout_env(t))
+
+
+def _script(t: TrainPlan, rendezvous: str, command: str, head: str = _SHEBANG) -> str:
+    """A launch script: the preamble, the stack's variables, the rendezvous, the DeepSpeed
+    config it names and the command."""
     return (
-        "#!/usr/bin/env bash\n"
-        + comment(t.lines)
-        + "set -euo pipefail\n"
-        + _fabric(t)
-        + shell_exports(layout_env(t))
+        _preamble(t, head)
         + shell_default(stack_variables(t))
         + rendezvous
         + deepspeed_heredoc(t)
@@ -165,11 +170,7 @@ def accelerate_script(t: TrainPlan) -> str:
     lines = [" ".join(shell_words(line.split(" "))) for line in lines]
     lines.append('"$TRAIN_SCRIPT"')
     return (
-        "#!/usr/bin/env bash\n"
-        + comment(t.lines)
-        + "set -euo pipefail\n"
-        + _fabric(t)
-        + shell_exports(layout_env(t))
+        _preamble(t)
         + shell_default({"TRAIN_SCRIPT": t.train_script} if t.train_script else {})
         + _manual_rendezvous(t)
         + ds
@@ -214,20 +215,7 @@ def sbatch_script(t: TrainPlan) -> str:
         f"launch() {{\n  export NODE_RANK=$SLURM_NODEID\n  {body}\n}}\nexport -f launch\n"
         "srun --kill-on-bad-exit=1 bash -c launch"
     )
-    return (
-        "#!/bin/bash\n"
-        + "\n".join(directives)
-        + "\n"
-        + comment(t.lines)
-        + "set -euo pipefail\n"
-        + _fabric(t)
-        + shell_exports(layout_env(t))
-        + shell_default(stack_variables(t))
-        + rendezvous
-        + deepspeed_heredoc(t)
-        + command
-        + "\n"
-    )
+    return _script(t, rendezvous, command, head="#!/bin/bash\n" + "\n".join(directives) + "\n")
 
 
 def serve_replicas_per_instance(d: dict[str, Any]) -> int:
