@@ -42,6 +42,19 @@ __all__ = [
 
 SERVE_PORT = 8000
 _SHEBANG = "#!/usr/bin/env bash\n"
+#: the flags of a weight format, for the engines that take one on the command line (others: none)
+_PRECISION_FLAGS = {
+    "vllm": {
+        "fp16": ["--dtype", "float16"],
+        "bf16": ["--dtype", "bfloat16"],
+        "fp8": ["--quantization", "fp8"],
+    },
+    "tgi": {
+        "fp8": ["--quantize", "fp8"],
+        "int8": ["--quantize", "eetq"],
+        "int4": ["--quantize", "awq"],
+    },
+}
 #: the health endpoint each serving engine answers once the model is loaded
 READINESS_PATH = {
     "vllm": "/health",
@@ -244,11 +257,7 @@ def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
         if per > 1:
             cmd += ["--data-parallel-size", str(per)]
         cmd += ["--max-num-seqs", str(d["batch"]), "--max-model-len", str(max_len), "--port", port]
-        cmd += {
-            "fp16": ["--dtype", "float16"],
-            "bf16": ["--dtype", "bfloat16"],
-            "fp8": ["--quantization", "fp8"],
-        }.get(q, [])
+        cmd += _PRECISION_FLAGS[engine].get(q, [])
     elif engine == "tgi":
         cmd = ["text-generation-launcher", "--model-id", '"$MODEL_ID"', "--num-shard", str(d["tp"])]
         cmd += [
@@ -259,11 +268,7 @@ def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
             "--port",
             port,
         ]
-        cmd += {
-            "fp8": ["--quantize", "fp8"],
-            "int8": ["--quantize", "eetq"],
-            "int4": ["--quantize", "awq"],
-        }.get(q, [])
+        cmd += _PRECISION_FLAGS[engine].get(q, [])
     elif engine == "tensorrt-llm":
         cmd = ["trtllm-serve", '"$MODEL_ID"', "--tp_size", str(d["tp"]), "--max_batch_size", str(d["batch"])]
         cmd += ["--max_seq_len", str(max_len), "--host", "0.0.0.0", "--port", port]
