@@ -21,6 +21,7 @@ from optimizer.report.export.training import (
     TRAIN_SCRIPT_GUARD,
     deepspeed_config,
     fabric_env,
+    joined_command,
     launch_lines,
     layout_env,
     needs_deepspeed_file,
@@ -171,24 +172,13 @@ def accelerate_script(t: TrainPlan) -> str:
     """An `accelerate launch` line of the plan (writes the DeepSpeed config it names)."""
     args = _accelerate_args(t)
     ds = _heredoc(t) if DEEPSPEED_FILE in args else ""
-    lines = ["accelerate launch"]
-    i = 0
-    while i < len(args):
-        if i + 1 < len(args) and not args[i + 1].startswith("--"):
-            lines.append(f"{args[i]} {args[i + 1]}")
-            i += 2
-        else:
-            lines.append(args[i])
-            i += 1
-    lines = [" ".join(shell_words(line.split(" "))) for line in lines]
-    lines.append('"$TRAIN_SCRIPT"')
     return (
         _preamble(t)
         + shell_default({"TRAIN_SCRIPT": t.train_script} if t.train_script else {})
         + _manual_rendezvous(t)
         + ds
         + TRAIN_SCRIPT_GUARD
-        + " \\\n    ".join(lines)
+        + joined_command(["accelerate launch", *shell_words([*args, "$TRAIN_SCRIPT"])])
         + "\n"
     )
 
