@@ -8,14 +8,22 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from optimizer.inputs.gpus import load_gpus
 from optimizer.model.presets import PRESETS, PROFILE_PRESETS
 from optimizer.model.stacks import get_stack, stack_names
 from optimizer.pricing.catalog import filter_rows, load_catalog_rows
 from optimizer.pricing.refresh import MAX_DEADLINE_S, MAX_TIMEOUT_S, RefreshResult, refresh_prices
-from optimizer.pricing.sanity import PriceFlag, RowKey, catalog_flags, price_max_age_days
+from optimizer.pricing.sanity import (
+    KeyedRow,
+    PriceFlag,
+    RowKey,
+    catalog_flags,
+    price_max_age_days,
+    record_key,
+    row_key,
+)
 from optimizer.pricing.schema import rows_to_frame
 from optimizer.report.contract.catalogs import GpusOutput, ModelsOutput, PricesOutput, StacksOutput
 from optimizer.report.contract.common import emit_list
@@ -147,10 +155,6 @@ def stacks_json() -> list[dict[str, Any]]:
     return emit_list(StacksOutput, stack_rows())
 
 
-def _key(record: Mapping[str, Any]) -> RowKey:
-    return (record["provider"], record["instance_type"], record["region"], record["pricing_model"])
-
-
 def offerings_to_records(
     frame: pd.DataFrame, flags: Flags | None = None, origins: Origins | None = None
 ) -> list[dict[str, Any]]:
@@ -167,9 +171,9 @@ def offerings_to_records(
             record["max_instances"] = int(record["max_instances"])
         for alias, column in _ALIASES.items():
             record[alias] = record[column]
-        record["flags"] = [f.as_dict() for f in (flags or {}).get(_key(record), ())]
-        if origins is not None and _key(record) in origins:
-            record["price"] = origins[_key(record)]
+        record["flags"] = [f.as_dict() for f in (flags or {}).get(record_key(record), ())]
+        if origins is not None and record_key(record) in origins:
+            record["price"] = origins[record_key(record)]
             record["price_source"] = record["price"]["source"]
     return records
 
@@ -179,7 +183,7 @@ def _origins(rows: Sequence[Any], today: dt.date | None = None) -> Origins:
     limit = price_max_age_days()
     day = today or dt.date.today()
     return {
-        (r.provider, r.instance_type, r.region, r.pricing_model): {
+        row_key(r): {
             "source": r.origin,
             "as_of": r.as_of.isoformat(),
             "age_days": (day - r.as_of).days,
@@ -192,15 +196,6 @@ def _origins(rows: Sequence[Any], today: dt.date | None = None) -> Origins:
     }
 
 
-class PriceRow(Protocol):
-    """What names one row of the price frame (an itertuples row): its offering's key."""
-
-    provider: str
-    instance_type: str
-    region: str
-    pricing_model: str
-
-
 @dataclass(frozen=True)
 class PriceListing:
     """Offerings matching the filters, cheapest GPU-hour first, and where the prices come from."""
@@ -211,17 +206,17 @@ class PriceListing:
     age_days: int
     origins: Origins = field(default_factory=dict)  # per row: source, date, age, stale, note
 
-    def flags_of(self, row: PriceRow) -> tuple[PriceFlag, ...]:
+    def flags_of(self, row: KeyedRow) -> tuple[PriceFlag, ...]:
         """The flags of one row of `frame` (itertuples)."""
-        return self.flags.get((row.provider, row.instance_type, row.region, row.pricing_model), ())
+        return self.flags.get(row_key(row), ())
 
     def to_json(self) -> list[dict[str, Any]]:
         """`ccopt prices --json`: the rows with their flags, checked against the contract."""
         return emit_list(PricesOutput, offerings_to_records(self.frame, self.flags, self.origins))
 
-    def price_of(self, row: PriceRow) -> dict[str, Any]:
+    def price_of(self, row: KeyedRow) -> dict[str, Any]:
         """The `price` block of one row of `frame` (itertuples)."""
-        return self.origins.get((row.provider, row.instance_type, row.region, row.pricing_model), {})
+        return self.origins.get(row_key(row), {})
 
 
 def price_listing(
@@ -254,6 +249,6 @@ def price_listing(
     )
     flags = catalog_flags(loaded.rows)
     if flagged:
-        rows = [r for r in rows if (r.provider, r.instance_type, r.region, r.pricing_model) in flags]
+        rows = [r for r in rows if row_key(r) in flags]
     frame = rows_to_frame(rows).sort_values(_SORT, kind="mergesort").reset_index(drop=True)
     return PriceListing(frame, flags, loaded.description, loaded.age.age_days, _origins(rows))

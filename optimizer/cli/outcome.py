@@ -1,4 +1,4 @@
-"""What the solving commands (batch, serve; plan's steps are the same) do once they have an
+"""What the solving commands (plan, batch, serve) do once they have an
 answer: the --export files, else --json or the rendering, the --plot line, exit 1 when the answer
 is infeasible; and the plan line and price legend their tables share."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +13,6 @@ from rich.table import Table
 from optimizer import api
 from optimizer.api import check_number
 from optimizer.cli.common import (
-    EXIT_INFEASIBLE,
     MAX_ALTERNATIVES,
     AlternativesOpt,
     ConfidenceOpt,
@@ -37,15 +35,15 @@ from optimizer.cli.common import (
     price_legend,
     price_mark,
     price_words,
-    print_json,
     print_notes,
     signed_money,
     time_limit_s,
     user_errors,
 )
-from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, TrainScriptOpt, check_export, exported
+from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, TrainScriptOpt, check_export
 from optimizer.cli.mix_view import compare_mix_line, mix_pointer, print_mix
-from optimizer.cli.plot import check_plot_path, plot_pareto
+from optimizer.cli.outcome import ExportRequest, PlotNote, finish, plot_file
+from optimizer.cli.plot import plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 from optimizer.units import quantile_label
 
@@ -74,13 +72,12 @@ def plan(
     train_script: TrainScriptOpt = None,
 ) -> None:
     """The cheapest cluster that finishes JOB by its deadline (and within budget)."""
+    inputs = input_files(job, prices)
     with user_errors():
         check_export(export, out_dir, json_out, train_script)
         time_limit = time_limit_s(time_limit, old_time_limit)
         check_number(alternatives, "--alternatives", ge=0, le=MAX_ALTERNATIVES, integer=True)
-        out = (
-            check_plot_path(plot, force=force, inputs=input_files(job, prices)) if plot is not None else None
-        )
+        out = plot_file(plot, force=force, inputs=inputs)
         data = api.plan(
             job,
             prices=prices,
@@ -94,20 +91,8 @@ def plan(
         if out is not None and data.get("pareto"):
             plot_pareto(data["pareto"], out, title=data["job"]["name"])
             written = True
-    if exported(
-        data, export, out_dir, force=force, inputs=input_files(job, prices), train_script=train_script
-    ):
-        return
-    if json_out:
-        print_json(data)
-    else:
-        render_plan(data)
-        if written:
-            console().print(f"Pareto plot written to {plot}")
-    if plot is not None and not written:
-        sys.stderr.write(f"no plot written to {plot}: {data['status']}, no plans to plot\n")
-    if data["status"] == "infeasible":
-        raise typer.Exit(EXIT_INFEASIBLE)
+    plotted = PlotNote(plot, written, "Pareto plot", "no plans to plot")
+    finish(data, json_out, render_plan, ExportRequest(export, out_dir, force, inputs, train_script), plotted)
 
 
 def confidence_words(p: dict[str, Any]) -> str:

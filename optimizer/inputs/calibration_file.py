@@ -14,7 +14,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from optimizer.errors import ConfigError
 from optimizer.files import MAX_NESTING, check_nesting, open_input
@@ -160,13 +160,7 @@ def check_document(data: dict[str, Any], file: Path) -> None:
         if not isinstance(key, str) or "/" not in key:
             raise ConfigError(f'{where}: key must be "GPU_ID/precision"; delete or fix it')
         value = entry.get("efficiency") if isinstance(entry, dict) else None
-        ok = (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and MIN_EFFICIENCY <= value <= 1
-        )
-        if not ok:
+        if not (_number(value) and MIN_EFFICIENCY <= value <= 1):
             raise ConfigError(
                 f"{where}.efficiency: {value!r} is not allowed; allowed: "
                 f"{EFFICIENCY_RANGE} (rerun `ccopt calibrate` or delete the entry)"
@@ -196,12 +190,7 @@ def _check_memory_point(point: Any, where: str) -> None:
         )
     for key in ("peak_gib", "activation_factor"):
         value = point.get(key)
-        if not (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and value > 0
-        ):
+        if not (_number(value) and value > 0):
             raise ConfigError(
                 f"{where}.{key}: {value!r} is not allowed; allowed: a number > 0 "
                 "(rerun `ccopt calibrate` or remove it: ccopt calibrate --remove ID)"
@@ -223,12 +212,7 @@ def _check_point(point: Any, where: str) -> None:
         ("size_factor", 1e-9, "a number > 0 and ≤ 1"),
     ):
         value = point.get(key)
-        if not (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and lo <= value <= 1
-        ):
+        if not (_number(value) and lo <= value <= 1):
             raise ConfigError(
                 f"{where}.{key}: {value!r} is not allowed; allowed: {allowed} "
                 "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
@@ -275,7 +259,8 @@ def _check_measured(measured: object, where: str) -> None:
                 )
 
 
-def _number(value: object) -> bool:
+def _number(value: object) -> TypeGuard[float]:
+    """A finite int or float (not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -244,17 +244,26 @@ def add_point(record: dict[str, Any], path: Path | None = None) -> tuple[dict[st
     """Store one run (`record`: gpu, precision, stack, efficiency, size_factor, measured with
     its request) under a new id, replacing a stored run of the same GPU × precision × stack and
     the same request (a re-measurement); returns (the stored run, the ids it replaced)."""
+    return _store_replacing(record, "points", _identity, path)
+
+
+def _store_replacing(
+    record: dict[str, Any], section: str, identity: Callable[[dict[str, Any]], str], path: Path | None
+) -> tuple[dict[str, Any], list[str]]:
+    """Store `record` in the store's list `section` under a new id and the time, replacing the
+    entries of the same `identity` (a re-measurement); returns (the stored entry, the ids it
+    replaced)."""
     point = {
         **record,
         "id": uuid.uuid4().hex[:8],
         "when": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
     }
-    same = _identity(point)
+    same = identity(point)
 
     def change(data: dict[str, Any]) -> list[str]:
-        old = data.get("points", [])
-        replaced = [p["id"] for p in old if _identity(p) == same]
-        data["points"] = [p for p in old if _identity(p) != same] + [point]
+        old = data.get(section, [])
+        replaced = [p["id"] for p in old if identity(p) == same]
+        data[section] = [p for p in old if identity(p) != same] + [point]
         return replaced
 
     return point, update_store(change, path)
@@ -341,22 +350,10 @@ def add_memory_point(record: dict[str, Any], path: Path | None = None) -> tuple[
     activation_factor, measured with its request) under a new id, replacing a stored peak of
     the same model × stack, memory kind and request (a re-measurement); returns (the stored
     peak, the ids it replaced)."""
-    point = {
-        **record,
-        "id": uuid.uuid4().hex[:8],
-        "when": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-    }
+    return _store_replacing(record, "memory_points", _memory_identity, path)
 
-    def identity(p: dict[str, Any]) -> str:
-        request = (p.get("measured") or {}).get("request")
-        return json.dumps([p["model"], p["stack"], p["kind"], p["gpu"], request], sort_keys=True)
 
-    same = identity(point)
-
-    def change(data: dict[str, Any]) -> list[str]:
-        old = data.get("memory_points", [])
-        replaced = [p["id"] for p in old if identity(p) == same]
-        data["memory_points"] = [p for p in old if identity(p) != same] + [point]
-        return replaced
-
-    return point, update_store(change, path)
+def _memory_identity(p: dict[str, Any]) -> str:
+    """What makes two peaks the same measurement: model, stack, memory kind, GPU and request."""
+    request = (p.get("measured") or {}).get("request")
+    return json.dumps([p["model"], p["stack"], p["kind"], p["gpu"], request], sort_keys=True)

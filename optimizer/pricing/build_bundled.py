@@ -20,6 +20,7 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import data_path, load_gpus, resolve_gpu_id
 from optimizer.pricing.catalog import COLUMNS, COMMITMENT_HOURS
 from optimizer.pricing.clusters import cluster_offering_rows
+from optimizer.pricing.schema import csv_number
 from optimizer.pricing.skypilot import CATALOG_VERSIONS, Conversion, catalog_path, convert
 
 __all__ = [
@@ -153,10 +154,6 @@ def _interconnect(provider: str, instance: str, gpus: int) -> tuple[str, float, 
     return kind, float(gbps), how != "published"
 
 
-def _fmt(value: float) -> str:
-    return f"{round(value, 6):.6f}".rstrip("0").rstrip(".")
-
-
 def _reference(source: Path | Iterable[Mapping[str, str]]) -> list[Mapping[str, str]]:
     if isinstance(source, Path):
         with open(source, newline="", encoding="utf-8") as handle:
@@ -194,8 +191,8 @@ def build_rows(
             "vcpus": ref["vcpus"],
             "ram_gib": ref["ram_gb"],
             "intra_node_link": spec.intra_node_link,
-            "intra_node_bw_gb_s": _fmt(spec.intra_node_bw_gb_s),
-            "inter_node_gbps": _fmt(gbps),
+            "intra_node_bw_gb_s": csv_number(spec.intra_node_bw_gb_s),
+            "inter_node_gbps": csv_number(gbps),
             "inter_node_kind": kind,
             "inter_node_is_default": str(is_default).lower(),
             "max_instances": str(MAX_INSTANCES.get(provider, "")),
@@ -223,8 +220,8 @@ def build_rows(
             row = dict(base)
             row.update(
                 pricing_model=model,
-                usd_per_hour=_fmt(usd_per_hour),
-                usd_per_gpu_hour=_fmt(usd_per_hour / count),
+                usd_per_hour=csv_number(usd_per_hour),
+                usd_per_gpu_hour=csv_number(usd_per_hour / count),
                 commitment_hours=str(COMMITMENT_HOURS[model]),
                 derived=str(derived).lower(),
                 source=source,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from optimizer.errors import CatalogError
 from optimizer.inputs.gpus import data_path, load_gpus
-from optimizer.pricing.schema import COLUMNS
+from optimizer.pricing.schema import COLUMNS, csv_number
 from optimizer.pricing.terms import NO_TERMS, OfferingTerms
 from optimizer.vocabulary import COMMITMENT_HOURS, PRICING_MODELS
 
@@ -183,10 +183,6 @@ def load_clusters(path: Path | None = None) -> tuple[ClusterRow, ...]:
     return tuple(rows.values())
 
 
-def _fmt(value: float) -> str:
-    return f"{round(value, 6):.6f}".rstrip("0").rstrip(".")
-
-
 def cluster_offering_rows(path: Path | None = None) -> list[dict[str, str]]:
     """The priced cluster rows as offerings.csv rows (COLUMNS): price per instance = per GPU ×
     GPUs per node; `source` names the price page and the fabric page."""
@@ -205,14 +201,14 @@ def cluster_offering_rows(path: Path | None = None) -> list[dict[str, str]]:
             "vcpus": row.vcpus,
             "ram_gib": row.ram_gib,
             "intra_node_link": spec.intra_node_link,
-            "intra_node_bw_gb_s": _fmt(spec.intra_node_bw_gb_s),
-            "inter_node_gbps": _fmt(row.inter_node_gbps),
+            "intra_node_bw_gb_s": csv_number(spec.intra_node_bw_gb_s),
+            "inter_node_gbps": csv_number(row.inter_node_gbps),
             "inter_node_kind": row.inter_node_kind,
             "inter_node_is_default": str(row.inter_node_is_default).lower(),
             "max_instances": "" if row.terms.max_nodes is None else str(row.terms.max_nodes),
             "pricing_model": row.pricing_model,
-            "usd_per_hour": _fmt(row.usd_per_gpu_hour * row.gpus_per_node),
-            "usd_per_gpu_hour": _fmt(row.usd_per_gpu_hour),
+            "usd_per_hour": csv_number(row.usd_per_gpu_hour * row.gpus_per_node),
+            "usd_per_gpu_hour": csv_number(row.usd_per_gpu_hour),
             "commitment_hours": "0",
             "derived": "false",
             "as_of": row.price_as_of,

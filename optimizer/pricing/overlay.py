@@ -20,6 +20,7 @@ from optimizer.errors import ConfigError, did_you_mean
 from optimizer.inputs.gpus import load_gpus, resolve_gpu_id
 from optimizer.inputs.jobs.pricing import ExtraRow, FixedPrice, PriceOverlay
 from optimizer.pricing.names import catalog_rows_named
+from optimizer.pricing.sanity import row_key
 from optimizer.pricing.schema import OfferingRow
 from optimizer.vocabulary import COMMITMENT_HOURS
 
@@ -100,13 +101,13 @@ def _fixed(rows: list[OfferingRow], overlay: Overlay, today: dt.date) -> list[Of
         targets = _targets(rows, entry, field)
         for r in targets:
             _check_one_price(fixed_by, r, i, entry.instance_usd_per_hour(r.gpus_per_instance), overlay.label)
-        keys = {_key(r) for r in targets}
+        keys = {row_key(r) for r in targets}
         unit = "$/h" if entry.usd_per_hour is not None else "$/GPU-h"
         price = entry.usd_per_hour if entry.usd_per_hour is not None else entry.usd_per_gpu_hour
         note = f"fixed {_fmt_usd(float(price or 0))} {unit} ({overlay.label})"
         rows = [
             _changed(r, entry.instance_usd_per_hour(r.gpus_per_instance), note, overlay.prices.as_of or today)
-            if _key(r) in keys
+            if row_key(r) in keys
             else r
             for r in rows
         ]
@@ -121,7 +122,7 @@ def _check_one_price(
     label: str,
 ) -> None:
     """Record that entry `index` prices `row`; ConfigError if an earlier entry priced it otherwise."""
-    key = _key(row)
+    key = row_key(row)
     earlier = fixed_by.setdefault(key, (index, usd_per_hour))
     if earlier[0] != index and not math.isclose(earlier[1], usd_per_hour, rel_tol=1e-9):
         raise ConfigError(
@@ -130,10 +131,6 @@ def _check_one_price(
             f"${usd_per_hour:,.2f}/h; allowed: one price per offering (narrow one entry "
             "with instance, region or pricing)"
         )
-
-
-def _key(row: OfferingRow) -> tuple[str, str, str, str]:
-    return (row.provider, row.instance_type, row.region, row.pricing_model)
 
 
 def _extra(entry: ExtraRow, field: str, as_of: dt.date, label: str) -> OfferingRow:
@@ -176,16 +173,16 @@ def _extra(entry: ExtraRow, field: str, as_of: dt.date, label: str) -> OfferingR
 
 
 def _rows(rows: list[OfferingRow], overlay: Overlay, today: dt.date) -> list[OfferingRow]:
-    seen = {_key(r): r for r in rows}
+    seen = {row_key(r): r for r in rows}
     for i, entry in enumerate(overlay.prices.rows):
         field = f"{overlay.label}: rows[{i}]"
         row = _extra(entry, field, overlay.prices.as_of or today, overlay.label)
-        if _key(row) in seen:
-            what = " ".join(_key(row))
+        if row_key(row) in seen:
+            what = " ".join(row_key(row))
             raise ConfigError(
                 f"{field}: {what} is already an offering; change its price with [[prices]] instead"
             )
-        seen[_key(row)] = row
+        seen[row_key(row)] = row
         rows.append(row)
     return rows
 

@@ -22,6 +22,7 @@ from optimizer.pricing.cache_meta import checksum_problem
 from optimizer.pricing.catalog import bundled_path
 from optimizer.pricing.clusters import cluster_keys
 from optimizer.pricing.download import Deadline, download
+from optimizer.pricing.sanity import record_key
 from optimizer.pricing.schema import rows_to_frame, validate_csv
 from optimizer.pricing.shrink import check_shrink
 from optimizer.pricing.skypilot import CATALOG_VERSIONS, file_url
@@ -73,10 +74,6 @@ def _in_use(csv_path: Path) -> tuple[Path, str]:
     return bundled_path(), "bundled table"
 
 
-def _key(row: dict[str, str]) -> tuple[str, str, str, str]:
-    return (row["provider"], row["instance_type"], row["region"], row["pricing_model"])
-
-
 def catalog_table(
     texts: dict[str, str],
     urls: dict[str, str],
@@ -98,7 +95,7 @@ def catalog_table(
     with open(previous_path, newline="", encoding="utf-8") as handle:
         previous = list(csv.DictReader(handle))
     own = cluster_keys()  # clusters.csv rows come fresh from build_from_catalog
-    rows += [r for r in previous if r["provider"] not in CATALOG_VERSIONS and _key(r) not in own]
+    rows += [r for r in previous if r["provider"] not in CATALOG_VERSIONS and record_key(r) not in own]
     buffer = io.StringIO()
     write_csv(rows, buffer)
     text = buffer.getvalue()

@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from optimizer.errors import ConfigError
 
@@ -40,6 +40,8 @@ __all__ = [
     "RULES",
     "RowKey",
     "row_key",
+    "record_key",
+    "KeyedRow",
     "spot_extreme",
     "spot_beyond_published",
     "region_outlier",
@@ -162,9 +164,27 @@ PUBLISHED_SPOT_DISCOUNTS: Mapping[str, PublishedSpotDiscount] = {
 }
 
 
-def row_key(row: OfferingRow) -> RowKey:
+class KeyedRow(Protocol):
+    """What names a catalog row: an OfferingRow, or a row of the price frame (itertuples)."""
+
+    @property
+    def provider(self) -> str: ...
+    @property
+    def instance_type(self) -> str: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def pricing_model(self) -> str: ...
+
+
+def row_key(row: KeyedRow) -> RowKey:
     """The row's identity in its catalog: (provider, instance_type, region, pricing_model)."""
     return (row.provider, row.instance_type, row.region, row.pricing_model)
+
+
+def record_key(record: Mapping[str, Any]) -> RowKey:
+    """row_key of a row as a CSV record or JSON object (keys the catalog's column names)."""
+    return (record["provider"], record["instance_type"], record["region"], record["pricing_model"])
 
 
 def _where(row: OfferingRow) -> str:

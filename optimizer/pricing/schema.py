@@ -50,6 +50,7 @@ COLUMNS = (
 
 __all__ = [
     "COLUMNS",
+    "csv_number",
     "OfferingRow",
     "validate_csv",
     "stream_rows",
@@ -66,6 +67,12 @@ __all__ = [
     "PRICE_ORIGINS",
     "PriceOrigin",
 ]
+
+
+def csv_number(value: float) -> str:
+    """A number as the offerings CSVs write it: rounded to 6 decimals, no trailing zeros."""
+    return f"{round(value, 6):.6f}".rstrip("0").rstrip(".")
+
 
 PriceOrigin = Literal["bundled", "refreshed", "file", "overlay"]
 #: where a row's price comes from (OfferingRow.origin), as plans and `ccopt prices` print it

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from optimizer.errors import RefreshError
+from optimizer.pricing.schema import csv_number
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -227,7 +228,7 @@ def _min(values: Iterable[float]) -> float:
 
 
 def _fmt(value: float) -> str:
-    return "" if math.isnan(value) else f"{round(value, 6):.6f}".rstrip("0").rstrip(".")
+    return "" if math.isnan(value) else csv_number(value)
 
 
 def _reference_row(

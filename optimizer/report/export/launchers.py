@@ -21,6 +21,7 @@ from optimizer.report.export.training import (
     TRAIN_SCRIPT_GUARD,
     deepspeed_config,
     fabric_env,
+    joined_command,
     launch_lines,
     layout_env,
     needs_deepspeed_file,
@@ -41,6 +42,20 @@ __all__ = [
 ]
 
 SERVE_PORT = 8000
+_SHEBANG = "#!/usr/bin/env bash\n"
+#: the flags of a weight format, for the engines that take one on the command line (others: none)
+_PRECISION_FLAGS = {
+    "vllm": {
+        "fp16": ["--dtype", "float16"],
+        "bf16": ["--dtype", "bfloat16"],
+        "fp8": ["--quantization", "fp8"],
+    },
+    "tgi": {
+        "fp8": ["--quantize", "fp8"],
+        "int8": ["--quantize", "eetq"],
+        "int4": ["--quantize", "awq"],
+    },
+}
 #: the health endpoint each serving engine answers once the model is loaded
 READINESS_PATH = {
     "vllm": "/health",
@@ -67,13 +82,17 @@ def _fabric(t: TrainPlan) -> str:
     return comment(lines) + shell_exports(env)
 
 
-def _script(t: TrainPlan, rendezvous: str, command: str) -> str:
+def _preamble(t: TrainPlan, head: str = _SHEBANG) -> str:
+    """A launch script's first lines: `head` (the shebang, sbatch directives), the plan's
+    comment lines, strict mode, the fabric's and the layout's exports."""
+    return head + comment(t.lines) + "set -euo pipefail\n" + _fabric(t) + shell_exports(layout_env(t))
+
+
+def _script(t: TrainPlan, rendezvous: str, command: str, head: str = _SHEBANG) -> str:
+    """A launch script: the preamble, the stack's variables, the rendezvous, the DeepSpeed
+    config it names and the command."""
     return (
-        "#!/usr/bin/env bash\n"
-        + comment(t.lines)
-        + "set -euo pipefail\n"
-        + _fabric(t)
-        + shell_exports(layout_env(t))
+        _preamble(t, head)
         + shell_default(stack_variables(t))
         + rendezvous
         + deepspeed_heredoc(t)
@@ -153,28 +172,13 @@ def accelerate_script(t: TrainPlan) -> str:
     """An `accelerate launch` line of the plan (writes the DeepSpeed config it names)."""
     args = _accelerate_args(t)
     ds = _heredoc(t) if DEEPSPEED_FILE in args else ""
-    lines = ["accelerate launch"]
-    i = 0
-    while i < len(args):
-        if i + 1 < len(args) and not args[i + 1].startswith("--"):
-            lines.append(f"{args[i]} {args[i + 1]}")
-            i += 2
-        else:
-            lines.append(args[i])
-            i += 1
-    lines = [" ".join(shell_words(line.split(" "))) for line in lines]
-    lines.append('"$TRAIN_SCRIPT"')
     return (
-        "#!/usr/bin/env bash\n"
-        + comment(t.lines)
-        + "set -euo pipefail\n"
-        + _fabric(t)
-        + shell_exports(layout_env(t))
+        _preamble(t)
         + shell_default({"TRAIN_SCRIPT": t.train_script} if t.train_script else {})
         + _manual_rendezvous(t)
         + ds
         + TRAIN_SCRIPT_GUARD
-        + " \\\n    ".join(lines)
+        + joined_command(["accelerate launch", *shell_words([*args, "$TRAIN_SCRIPT"])])
         + "\n"
     )
 
@@ -214,20 +218,7 @@ def sbatch_script(t: TrainPlan) -> str:
         f"launch() {{\n  export NODE_RANK=$SLURM_NODEID\n  {body}\n}}\nexport -f launch\n"
         "srun --kill-on-bad-exit=1 bash -c launch"
     )
-    return (
-        "#!/bin/bash\n"
-        + "\n".join(directives)
-        + "\n"
-        + comment(t.lines)
-        + "set -euo pipefail\n"
-        + _fabric(t)
-        + shell_exports(layout_env(t))
-        + shell_default(stack_variables(t))
-        + rendezvous
-        + deepspeed_heredoc(t)
-        + command
-        + "\n"
-    )
+    return _script(t, rendezvous, command, head="#!/bin/bash\n" + "\n".join(directives) + "\n")
 
 
 def serve_replicas_per_instance(d: dict[str, Any]) -> int:
@@ -256,11 +247,7 @@ def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
         if per > 1:
             cmd += ["--data-parallel-size", str(per)]
         cmd += ["--max-num-seqs", str(d["batch"]), "--max-model-len", str(max_len), "--port", port]
-        cmd += {
-            "fp16": ["--dtype", "float16"],
-            "bf16": ["--dtype", "bfloat16"],
-            "fp8": ["--quantization", "fp8"],
-        }.get(q, [])
+        cmd += _PRECISION_FLAGS[engine].get(q, [])
     elif engine == "tgi":
         cmd = ["text-generation-launcher", "--model-id", '"$MODEL_ID"', "--num-shard", str(d["tp"])]
         cmd += [
@@ -271,11 +258,7 @@ def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
             "--port",
             port,
         ]
-        cmd += {
-            "fp8": ["--quantize", "fp8"],
-            "int8": ["--quantize", "eetq"],
-            "int4": ["--quantize", "awq"],
-        }.get(q, [])
+        cmd += _PRECISION_FLAGS[engine].get(q, [])
     elif engine == "tensorrt-llm":
         cmd = ["trtllm-serve", '"$MODEL_ID"', "--tp_size", str(d["tp"]), "--max_batch_size", str(d["batch"])]
         cmd += ["--max_seq_len", str(max_len), "--host", "0.0.0.0", "--port", port]

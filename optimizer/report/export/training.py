@@ -25,6 +25,7 @@ __all__ = [
     "layout_env",
     "fabric_env",
     "launch_lines",
+    "joined_command",
     "needs_deepspeed_file",
     "sequence_parallel",
     "stack_variables",
@@ -344,7 +345,7 @@ def layout_env(t: TrainPlan) -> dict[str, str]:
     }
 
 
-def _joined(cmd: list[str]) -> str:
+def joined_command(cmd: list[str]) -> str:
     """One command, one argument pair per line (backslash continuations)."""
     out, i = [cmd[0]], 1
     while i < len(cmd):
@@ -392,7 +393,7 @@ def launch_lines(t: TrainPlan) -> str:
             '"${MODEL_ARGS[@]}"',
             '"${DATA_ARGS[@]}"',
         ]
-        return megatron_arrays(t) + _joined(shell_words(cmd))
+        return megatron_arrays(t) + joined_command(shell_words(cmd))
     elif t.stack == "torchtitan":
         cmd = [
             *_TORCHRUN, "-m", "torchtitan.train", "--job.config_file", '"$TORCHTITAN_CONFIG"',
@@ -421,7 +422,7 @@ def launch_lines(t: TrainPlan) -> str:
     else:  # generic, fsdp, unsloth, litgpt: the script reads the CCOPT_* layout variables
         cmd = [*_TORCHRUN, "$TRAIN_SCRIPT"]
     guard = TRAIN_SCRIPT_GUARD if "$TRAIN_SCRIPT" in cmd else ""
-    return _split_warning(t) + guard + _joined(shell_words(cmd))
+    return _split_warning(t) + guard + joined_command(shell_words(cmd))
 
 
 #: the user's training script is theirs to name (--train-script PATH, or TRAIN_SCRIPT=... when

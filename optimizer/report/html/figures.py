@@ -134,28 +134,21 @@ def memory_figure(rows: Sequence[tuple[str, dict[str, Any], float | None]]) -> g
                 marker_color=PALETTE[i],
                 hovertemplate="%{x:.2f} GiB<extra>" + part + "</extra>",
             )
-    marks = (("reserved", "allocator reserved", "#555555"), ("device", "nvidia-smi (device)", "#000000"))
-    for key, name, color in marks:
-        xs = [mem.get(key) for _, mem, _ in rows]
+    ticks = (  # (x per row, legend name, colour, tick size and line width, hover)
+        ([mem.get("reserved") for _, mem, _ in rows], "allocator reserved", "#555555", 26, 3, "%{x:.2f} GiB"),
+        ([mem.get("device") for _, mem, _ in rows], "nvidia-smi (device)", "#000000", 26, 3, "%{x:.2f} GiB"),
+        ([card for _, _, card in rows], "card memory", CHOSEN, 34, 4, "card %{x:.0f} GiB"),
+    )
+    for xs, name, color, size, width, hover in ticks:
         if any(x is not None for x in xs):
             fig.add_scatter(
                 y=labels,
                 x=xs,
                 mode="markers",
                 name=name,
-                marker={"symbol": "line-ns-open", "size": 26, "color": color, "line": {"width": 3}},
-                hovertemplate="%{x:.2f} GiB",
+                marker={"symbol": "line-ns-open", "size": size, "color": color, "line": {"width": width}},
+                hovertemplate=hover,
             )
-    cards = [card for _, _, card in rows]
-    if any(c is not None for c in cards):
-        fig.add_scatter(
-            y=labels,
-            x=cards,
-            mode="markers",
-            name="card memory",
-            marker={"symbol": "line-ns-open", "size": 34, "color": CHOSEN, "line": {"width": 4}},
-            hovertemplate="card %{x:.0f} GiB",
-        )
     return styled(
         fig,
         "Memory per GPU (GiB)",

@@ -72,25 +72,36 @@ def gantt_figure(batch: dict[str, Any]) -> go.Figure:
 
 def _add_job_marks(fig: go.Figure, jobs: Sequence[dict[str, Any]]) -> None:
     """Each job's deadline (a red tick) and release day (a grey triangle), where it has one."""
-    with_deadline = [j for j in jobs if j.get("deadline_hour") is not None]
-    if with_deadline:
+    _add_marks(
+        fig,
+        [j for j in jobs if j.get("deadline_hour") is not None],
+        "deadline_hour",
+        "deadline",
+        {"symbol": "line-ns-open", "size": 18, "color": CHOSEN, "line": {"width": 3}},
+        "deadline day %{x:.2f}",
+    )
+    _add_marks(
+        fig,
+        [j for j in jobs if j.get("release_hour")],
+        "release_hour",
+        "release",
+        {"symbol": "triangle-right", "size": 10, "color": "#555555"},
+        "released day %{x:.2f}",
+    )
+
+
+def _add_marks(
+    fig: go.Figure, marked: list[dict[str, Any]], hour: str, name: str, marker: dict[str, Any], hover: str
+) -> None:
+    """A marker on each job's row of `marked` at its `hour` (shown as a day); none: no trace."""
+    if marked:
         fig.add_scatter(
-            y=[j["name"] for j in with_deadline],
-            x=[j["deadline_hour"] / HOURS_PER_DAY for j in with_deadline],
+            y=[j["name"] for j in marked],
+            x=[j[hour] / HOURS_PER_DAY for j in marked],
             mode="markers",
-            name="deadline",
-            marker={"symbol": "line-ns-open", "size": 18, "color": CHOSEN, "line": {"width": 3}},
-            hovertemplate="deadline day %{x:.2f}",
-        )
-    released = [j for j in jobs if j.get("release_hour")]
-    if released:
-        fig.add_scatter(
-            y=[j["name"] for j in released],
-            x=[j["release_hour"] / HOURS_PER_DAY for j in released],
-            mode="markers",
-            name="release",
-            marker={"symbol": "triangle-right", "size": 10, "color": "#555555"},
-            hovertemplate="released day %{x:.2f}",
+            name=name,
+            marker=marker,
+            hovertemplate=hover,
         )
 
 

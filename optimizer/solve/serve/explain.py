@@ -8,8 +8,8 @@ for a fleet limit, a re-solve without max_replicas.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from optimizer.errors import Status
@@ -92,6 +92,45 @@ def diagnose_no_options(
     return ("; ".join(parts) if parts else "no replica option meets the targets"), latency
 
 
+@dataclass(frozen=True)
+class _LatencyTarget:
+    """A latency target as _bucket_miss holds it against a bucket's fastest option."""
+
+    name: str  # the ServeConstraints field, also the name of its fix
+    fastest: Callable[[BestLatency], dict[int, tuple[float, str]]]  # seconds and the option, per bucket
+    per_s: float  # the target's units per second
+    fix: Callable[[float], float]  # the nearest fix from the fastest seconds, rounded up
+    words: str  # the explanation: limit, shown (fastest, target units), lab, prompt, fix
+
+
+_LATENCY_TARGETS = (
+    _LatencyTarget(
+        "ttft_s",
+        lambda best: best.ttft,
+        1,
+        lambda v: math.ceil(v * 1000) / 1000,
+        "TTFT {limit:g} s is below the fastest prefill of any option: {shown:.3g} s on {lab} "
+        "({prompt}-token prompt); nearest fix: ttft_s = {fix:g}, a faster GPU or a shorter prompt",
+    ),
+    _LatencyTarget(
+        "tpot_ms",
+        lambda best: best.tpot,
+        1e3,
+        lambda v: math.ceil(v * 1e4) / 10,
+        "TPOT {limit:g} ms is below the fastest decode of any option: {shown:.3g} ms per token on "
+        "{lab} at batch 1; nearest fix: tpot_ms = {fix:g}, more TP or a lower-bit weight format",
+    ),
+    _LatencyTarget(
+        "e2e_p50_s",
+        lambda best: best.e2e,
+        1,
+        lambda v: math.ceil(v * 100) / 100,
+        "end-to-end {limit:g} s is below the fastest of any option: {shown:.3g} s on {lab} at "
+        "batch 1; nearest fix: e2e_p50_s = {fix:g} or fewer output tokens",
+    ),
+)
+
+
 def _bucket_miss(
     i: int, bk: Bucket, c: ServeConstraints, best: BestLatency, loosest: dict[str, tuple[float, str]]
 ) -> str:
@@ -99,30 +138,12 @@ def _bucket_miss(
     the fastest option (its nearest fix kept in `loosest`), or the targets only together."""
     if i not in best.ttft:
         return f"no instance fits its {bk.context}-token sequences"
-    if c.ttft_s is not None and best.ttft[i][0] > c.ttft_s:
-        v, lab = best.ttft[i]
-        fix = _keep_loosest(loosest, "ttft_s", math.ceil(v * 1000) / 1000)
-        return (
-            f"TTFT {c.ttft_s:g} s is below the fastest prefill of any option: "
-            f"{v:.3g} s on {lab} ({bk.prompt_tokens}-token prompt); nearest fix: "
-            f"ttft_s = {fix:g}, a faster GPU or a shorter prompt"
-        )
-    if c.tpot_ms is not None and best.tpot[i][0] * 1e3 > c.tpot_ms:
-        v, lab = best.tpot[i]
-        fix = _keep_loosest(loosest, "tpot_ms", math.ceil(v * 1e4) / 10)
-        return (
-            f"TPOT {c.tpot_ms:g} ms is below the fastest decode of any option: "
-            f"{v * 1e3:.3g} ms per token on {lab} at batch 1; nearest fix: "
-            f"tpot_ms = {fix:g}, more TP or a lower-bit weight format"
-        )
-    if c.e2e_p50_s is not None and best.e2e[i][0] > c.e2e_p50_s:
-        v, lab = best.e2e[i]
-        fix = _keep_loosest(loosest, "e2e_p50_s", math.ceil(v * 100) / 100)
-        return (
-            f"end-to-end {c.e2e_p50_s:g} s is below the fastest of any option: "
-            f"{v:.3g} s on {lab} at batch 1; nearest fix: e2e_p50_s = "
-            f"{fix:g} or fewer output tokens"
-        )
+    for t in _LATENCY_TARGETS:
+        limit: float | None = getattr(c, t.name)
+        if limit is not None and t.fastest(best)[i][0] * t.per_s > limit:
+            v, lab = t.fastest(best)[i]
+            fix = _keep_loosest(loosest, t.name, t.fix(v))
+            return t.words.format(limit=limit, shown=v * t.per_s, lab=lab, prompt=bk.prompt_tokens, fix=fix)
     return (
         f"no single option meets all latency targets together "
         f"(fastest TTFT {best.ttft[i][0]:.3g} s on {best.ttft[i][1]}, fastest "
