@@ -86,8 +86,9 @@ def test_held_reservation_mix_section_shows_rows_saving_and_cost(made: dict[str,
     mix_cost = (6 * P4DE_ON_DEMAND + 2 * P4DE_RESERVED_1Y) * hours
     saving = 2 * (P4DE_ON_DEMAND - P4DE_RESERVED_1Y) * hours
     # $609 on the steps alone; since issue 43 the hours add start-up (0.42 h), checkpoints and
-    # failures (model/goodput.py): $623
-    assert 615 < saving < 630
+    # failures (model/goodput.py): $623; evaluation (3.3% of the steps, Megatron-LM's default
+    # cadence) and the final checkpoint's conversion: $609 × 1.033 + the rest ≈ $644
+    assert 635 < saving < 655
     section = _section(text, "mix")
     assert 'class="highlight"' in re.search(r'<section id="mix"[^>]*>', text).group(0)  # type: ignore[union-attr]
     words = _text(section)

@@ -63,7 +63,8 @@ def test_the_best_compared_plan_is_the_plan(example: str) -> None:
 def test_every_gpu_type_without_a_plan_says_why(tmp_path) -> None:
     """A $40,000 budget on the 10-day 7B job: GPU types whose options all cost more (at the
     job's P80) have no plan and say so with the cheapest option's cost (above the budget);
-    a type too slow for the deadline says that instead, with its fastest plan's days."""
+    a type too slow for the deadline says that instead, with its fastest plan's days; one whose
+    fastest plan is over the budget and cheapest past the deadline names both."""
     text = (ROOT / "examples/llama7b_10days.toml").read_text()
     job = tmp_path / "budget.toml"
     job.write_text(text.replace("deadline_days = 10", "deadline_days = 10\nbudget_usd = 40000"))
@@ -75,6 +76,13 @@ def test_every_gpu_type_without_a_plan_says_why(tmp_path) -> None:
     for why in data["per_gpu_explanation"].values():
         if why.startswith("deadline: the fastest plan needs "):
             assert float(re.search(r"needs ([\d.]+) days", why).group(1)) > 10
+            continue
+        if why.startswith("deadline and budget together: no plan meets both"):
+            # its fastest plan is over the budget and its cheapest one past the deadline
+            fastest = re.search(r"fastest [\d.]+ days for \$([\d,]+)", why)
+            cheapest = re.search(r"cheapest \$[\d,]+ in ([\d.]+) days", why)
+            assert fastest and float(fastest.group(1).replace(",", "")) > 40_000
+            assert cheapest and float(cheapest.group(1)) > 10
             continue
         assert why.startswith("budget: the cheapest plan costs $")
         assert float(re.search(r"costs \$([\d,]+)", why).group(1).replace(",", "")) > 40_000

@@ -210,14 +210,14 @@ def test_a_held_reservation_in_a_batch_job_is_bad_input():
 
 
 def test_a_cap_above_the_search_limit_is_searched_to_the_cap(rows):
-    """p4de capped at 20 (above the 16-instance search limit for uncapped types) and a 61 h
+    """p4de capped at 20 (above the 16-instance search limit for uncapped types) and a 63 h
     deadline: 16 p4de + any p5 is too slow, so a mix that meets it needs more than 16 p4de —
     the search must go to the user's cap, not stop at the limit."""
     cat = _rows(rows, P4DE, P5)
-    job = _quota_job(61, p4de_cap=20)
+    job = _quota_job(63, p4de_cap=20)
     res = plan_job(job, cat, alternatives=0)
     mix = res.mix
-    assert mix is not None and mix.plan is not None and mix.plan.hours <= 61
+    assert mix is not None and mix.plan is not None and mix.plan.hours <= 63
     by = {r.offering.instance: r.count for r in mix.plan.rows}
     assert 16 < by[P4DE] <= 20 and by.get(P5, 0) <= 2
     assert mix_violations(res.prepared, mix.plan) == []

@@ -24,7 +24,14 @@ from optimizer.solve.train.validate import plan_violations
 
 #: the step-only model (no failures, start-up or size rule): these tests cross-check the search,
 #: whose hours the whole-run overheads (model/goodput.py, tests/model/test_goodput.py) only lengthen
-A = PerfAssumptions(failures_per_gpu_day=0.0, provisioning_s=0.0, startup_s=0.0, fewer_gpus_within_share=0.0)
+A = PerfAssumptions(
+    failures_per_gpu_day=0.0,
+    provisioning_s=0.0,
+    startup_s=0.0,
+    fewer_gpus_within_share=0.0,
+    evaluation_share=0.0,
+    checkpoint_conversion_gb_s=0.0,
+)
 TINY = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1536, "vocab": 8000, "name": "tiny"}
 GPUS = ["L4", "A10", "RTX4090", "A100-40GB", "T4"]
 #: stacks the jobs are planned with: unrestricted, no tp/pp (two ZeRO sets), no pp, no ZeRO-2
