@@ -52,9 +52,11 @@ def test_mpt7b_is_planned_on_its_gpu_under_its_cap(no_user_state):
     # at P50: the model's step time × the band's median multiplier
     hours_for_tokens = 1e12 / p["tokens_per_s"] / 3600 * p["step_time_s_p50"] / p["step_time_s"]
     assert p["goodput"]["compute_hours"] == pytest.approx(hours_for_tokens, rel=0.01)
-    # the planned GPU-hours are the whole run's: steps + start-up + checkpoints + failures
+    # the planned GPU-hours are the whole run's: steps + evaluation + start-up + checkpoints +
+    # failures + the final checkpoint's conversion
     g = p["goodput"]
-    whole_h = g["compute_hours"] + g["startup_hours"] + g["checkpoint_hours"] + g["failures_hours"]
+    whole_h = sum(g[k] for k in ("compute_hours", "evaluation_hours", "startup_hours", "checkpoint_hours"))
+    whole_h += g["failures_hours"] + g["conversion_hours"]
     assert row["planned_gpu_hours"] == pytest.approx(p["gpus"] * whole_h, rel=1e-3)
     assert row["inside_p10_p90"] == (row["p10_ratio"] <= 1 <= row["p90_ratio"])
     assert "| mpt-7b | A100-40GB (≤ 440) | 100,320 |" in markdown([row], 90)

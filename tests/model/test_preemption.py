@@ -13,6 +13,7 @@ from optimizer.model.preemption import (
     preemption,
     young_interval_s,
 )
+from optimizer.model.setup import PerfAssumptions
 
 
 def test_young_and_daly_intervals_by_hand():
@@ -76,8 +77,10 @@ def test_a_spot_plan_carries_its_interruptions(no_user_state):
     assert "Spot Instance Advisor" in s["rate_source"]
     # checkpoint: 8,030,261,248 params × (2 B bf16 weights + 12 B fp32 master and moments)
     assert s["checkpoint_gib"] == pytest.approx(8_030_261_248 * 14 / 2**30, abs=0.01)
-    # hours = the interrupted run's expected wall time + start-up (600 s + 900 s, once)
-    assert p["hours"] == pytest.approx(s["expected_hours"] + 1500 / 3600, abs=0.01)
+    # hours = the interrupted run's expected wall time (steps + evaluation, checkpoints, lost
+    # work) + start-up (600 s + 900 s, once) + the final checkpoint's conversion, once
+    once_h = 1500 / 3600 + p["goodput"]["conversion_hours"]
+    assert p["hours"] == pytest.approx(s["expected_hours"] + once_h, abs=0.01)
     assert s["expected_hours"] > s["work_hours"]
     # (usd_per_hour is shown rounded to the cent: ±0.2% of $2.47/h)
     assert p["cost_usd"] == pytest.approx(p["hours"] * p["usd_per_hour"], rel=3e-3)
@@ -93,7 +96,9 @@ def test_the_job_overrides_the_rate_and_can_keep_the_old_rule(no_user_state):
     assert busy["hours"] > base["hours"] - 1e-9 and busy["cost_usd"] >= base["cost_usd"] - 0.01
     old = _plan(spot_interruption_overhead=0.15)["plan"]
     assert old["spot"] is None
-    assert old["goodput"]["compute_hours"] == pytest.approx(base["spot"]["work_hours"] * 1.15, rel=2e-3)
+    # the old rule: the steps' hours × 1.15; the spot estimate's work is steps + evaluation
+    steps_h = base["spot"]["work_hours"] / (1 + PerfAssumptions().evaluation_share)
+    assert old["goodput"]["compute_hours"] == pytest.approx(steps_h * 1.15, rel=2e-3)
 
 
 def test_availability_caps_the_instances_of_an_offering(no_user_state):

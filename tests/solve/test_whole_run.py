@@ -85,6 +85,9 @@ def test_the_plan_json_and_line_give_the_goodput_breakdown() -> None:
     out = api.plan(HEADLINE, offline=True, alternatives=0)
     g = out["plan"]["goodput"]
     parts = g["compute_hours"] + g["checkpoint_hours"] + g["failures_hours"] + g["startup_hours"]
+    parts += g["evaluation_hours"] + g["conversion_hours"]
+    # evaluation: Megatron-LM's 100 forward-only iterations every 1,000 = 1/30 of the steps
+    assert g["evaluation_hours"] == pytest.approx(g["compute_hours"] / 30, abs=0.002)
     assert parts == pytest.approx(out["plan"]["hours"], abs=0.01)
     # provisioning 600 s + start-up 900 s = 0.417 h, once
     assert g["startup_hours"] == pytest.approx(1500 / 3600, abs=1e-3)
