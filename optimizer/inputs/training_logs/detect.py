@@ -53,7 +53,7 @@ def read_lines(path: str | Path) -> list[LogLine]:
         text = read_input_text(path, "--from-log")
     except (OSError, UnicodeDecodeError) as exc:
         raise log_error(file, None, f"cannot be read as a UTF-8 text log ({exc})") from None
-    out = []
+    out: list[LogLine] = []
     for number, line in enumerate(text.split("\n"), start=1):
         clean = _ANSI.sub("", line)
         out.extend(LogLine(number, seg) for seg in clean.split("\r") if seg.strip())
