@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optimizer.api.calibrate_run import calibrate_run
+# through the package: importing the module optimizer.api.calibrate_run by its own name would
+# leave that module, not its function, as `optimizer.api.calibrate_run` (the lazy exports)
+from optimizer.api import calibrate_run
 from optimizer.api.plan_row import read_plan_file
 from optimizer.configuration.build import Built, build_configuration, instance_offering
 from optimizer.errors import ConfigError

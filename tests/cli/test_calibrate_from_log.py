@@ -6,6 +6,8 @@ the B200 plan in at P80 with a narrower band; a slow run leaves the H200 plan as
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,14 @@ def test_a_lightning_batch_time_counts_the_accumulated_batches():
     m = log_measurement(fig, built)
     # 4.305 s per batch × 8 batches per optimizer step
     assert (m.tokens_per_s, m.step_time_s) == (None, pytest.approx(4.305 * 8))
+
+
+def test_importing_the_log_module_keeps_api_calibrate_run_a_function():
+    # a module imported by its own name would shadow the package's lazy export of the same name
+    code = (
+        "from optimizer.api.calibrate_log import log_measurement\n"
+        "from optimizer import api\n"
+        "assert callable(api.calibrate_run), api.calibrate_run\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
