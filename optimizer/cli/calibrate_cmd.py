@@ -38,7 +38,7 @@ CALIBRATE_ONLY = (
     "memory_metric",
     "from_file",
     "from_log",
-    "from_plan",
+    "plan_file",  # --from-plan: named apart from estimate's own --from-plan (a saved plan JSON)
     "warmup_steps",
     "force",
     "list_runs",
@@ -124,7 +124,7 @@ def calibrate(
     memory_metric: MemoryKindOpt = None,
     from_file: FromFileOpt = None,
     from_log: FromLogOpt = None,
-    from_plan: FromPlanOpt = None,
+    plan_file: FromPlanOpt = None,
     warmup_steps: WarmupStepsOpt = None,
     force: StoreAnywayOpt = False,
     list_runs: ListRunsOpt = False,
@@ -153,7 +153,7 @@ def calibrate(
     if list_runs or remove is not None:
         _manage(config or {}, list_runs, remove, json_out)
         return
-    if from_log is not None or from_plan is not None or warmup_steps is not None:
+    if from_log is not None or plan_file is not None or warmup_steps is not None:
         typed = {
             "--tokens-per-s": tokens_per_s,
             "--step-time-s": step_time_s,
@@ -162,12 +162,12 @@ def calibrate(
             "--from": from_file,
         }
         with user_errors():
-            _check_log_flags(from_log, from_plan, typed)
+            _check_log_flags(from_log, plan_file, typed)
             assert from_log is not None  # _check_log_flags refuses the rest
             out = api.calibrate_from_log(
                 config or {},
                 from_log=from_log,
-                from_plan=from_plan,
+                from_plan=plan_file,
                 **({} if warmup_steps is None else {"warmup_steps": warmup_steps}),
                 memory_metric=memory_metric,
                 force=force,
