@@ -76,8 +76,8 @@ FromLogOpt = Annotated[
     Path | None,
     Opt(
         "--from-log",
-        help="A training log (torchtitan, Megatron-LM, DeepSpeed, Hugging Face Trainer, PyTorch "
-        "Lightning/NeMo, Composer/llm-foundry): its step time or tokens/s (median after the "
+        help="A training log (torchtitan, Megatron-LM, NeMo, DeepSpeed, Hugging Face Trainer, PyTorch "
+        "Lightning, Composer/llm-foundry): its step time or tokens/s (median after the "
         "warm-up) and peak memory are calibrated as if typed (calibrate only)",
     ),
 ]

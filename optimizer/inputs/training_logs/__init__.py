@@ -1,6 +1,6 @@
 """Training logs read for `ccopt calibrate --from-log`: one module per framework (torchtitan,
-Megatron-LM, DeepSpeed, Hugging Face Trainer, PyTorch Lightning / NeMo 1.x, Composer /
-llm-foundry), detection (detect.py), the summary (figures.py: warm-up skipped, medians,
+Megatron-LM, NeMo 2, DeepSpeed, Hugging Face Trainer, PyTorch Lightning / NeMo 1.x,
+Composer / llm-foundry), detection (detect.py), the summary (figures.py: warm-up skipped, medians,
 checks) and the plan header of an exported file (plan_header.py, `--from-plan`)."""
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from optimizer.inputs.training_logs.deepspeed import DEEPSPEED
 from optimizer.inputs.training_logs.hf_trainer import HF_TRAINER
 from optimizer.inputs.training_logs.lightning import LIGHTNING
 from optimizer.inputs.training_logs.megatron import MEGATRON
+from optimizer.inputs.training_logs.nemo import NEMO
 from optimizer.inputs.training_logs.progress_bar import read_bar
 from optimizer.inputs.training_logs.records import LogFormat, LogLine, ParsedLog, log_error
 from optimizer.inputs.training_logs.torchtitan import TORCHTITAN
@@ -21,10 +22,11 @@ from optimizer.inputs.training_logs.torchtitan import TORCHTITAN
 __all__ = ["FORMATS", "FORMAT_NAMES", "read_lines", "detect_format", "parse_log"]
 
 #: every format read, in the order detection reports them
-FORMATS: tuple[LogFormat, ...] = (TORCHTITAN, MEGATRON, DEEPSPEED, HF_TRAINER, LIGHTNING, COMPOSER)
+FORMATS: tuple[LogFormat, ...] = (TORCHTITAN, MEGATRON, NEMO, DEEPSPEED, HF_TRAINER, LIGHTNING, COMPOSER)
 FORMAT_NAMES = {
     "torchtitan": "torchtitan",
     "megatron": "Megatron-LM",
+    "nemo": "NeMo 2",
     "deepspeed": "DeepSpeed",
     "hf-trainer": "Hugging Face Trainer",
     "lightning": "PyTorch Lightning (NeMo 1.x)",
@@ -33,6 +35,8 @@ FORMAT_NAMES = {
 #: frameworks that run on DeepSpeed's engine and print its timer lines beside their own
 #: (Megatron-DeepSpeed, the Trainer's and Lightning's DeepSpeed strategies): theirs are read
 _DRIVES_DEEPSPEED = frozenset({"megatron", "hf-trainer", "lightning"})
+#: NeMo 2 runs under Lightning: a Lightning bar beside its lines is its own, and its lines are read
+_UNDER_LIGHTNING = frozenset({"nemo"})
 #: ANSI colour codes (torchtitan colours its metric line)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: GUESS: a log larger than this is not a training log of a sizing run (read in memory)
@@ -74,6 +78,8 @@ def detect_format(lines: list[LogLine], file: str) -> LogFormat:
     names = [f.name for f in FORMATS if f.name in first]
     if len(names) > 1 and "deepspeed" in names and _DRIVES_DEEPSPEED & set(names):
         names.remove("deepspeed")
+    if "lightning" in names and _UNDER_LIGHTNING & set(names):
+        names.remove("lightning")
     if not names and any(_bare_bar(ln, file) for ln in lines):
         return HF_TRAINER  # a bare tqdm bar of steps: the Trainer's (or an accelerate loop's)
     if not names:

@@ -113,7 +113,9 @@ class CalibrationLogOut(Contract):
     """What `ccopt calibrate --from-log` read from a training log and handed to the fit."""
 
     file: str
-    format: str = Field(description="torchtitan | megatron | deepspeed | hf-trainer | lightning | composer")
+    format: str = Field(
+        description="torchtitan | megatron | nemo | deepspeed | hf-trainer | lightning | composer"
+    )
     steps_logged: int = Field(description="timed steps (or logged batches) the log prints")
     steps_used: int = Field(description="after the warm-up: the medians are of these")
     warmup_steps: int = Field(description="steps numbered up to this are skipped (--warmup-steps)")

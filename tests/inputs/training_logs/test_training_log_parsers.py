@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.errors import ConfigError
 from optimizer.inputs.training_logs import read_training_log
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -65,6 +66,19 @@ def test_megatron_deepspeed_reads_megatrons_iteration_line():
     f = _read("megatron_deepspeed.log")
     assert f.fmt == "megatron"  # DeepSpeed's engine lines under Megatron-DeepSpeed: Megatron's read
     assert f.step_time_s == pytest.approx(4.1031)
+
+
+def test_nemo2_step_timing():
+    f = _read("nemo2.log")
+    assert f.fmt == "nemo"
+    # global steps 120-125: 0.03146 0.03147 0.03157 | 0.03163 0.0317 0.03215 s
+    assert f.step_time_s == pytest.approx((0.03157 + 0.03163) / 2)
+    assert (f.steps_used, f.first_line, f.last_line) == (6, 1, 6)
+
+
+def test_nemo2_without_timing_has_no_step_to_read():
+    with pytest.raises(ConfigError, match="no nemo step after the warm-up .* no timed step at all"):
+        _read("nemo2_untimed.log")
 
 
 def test_deepspeed_current_samples_per_s_and_max_allocated():
