@@ -154,25 +154,16 @@ def calibrate(
         _manage(config or {}, list_runs, remove, json_out)
         return
     if from_log is not None or plan_file is not None or warmup_steps is not None:
-        typed = {
-            "--tokens-per-s": tokens_per_s,
-            "--step-time-s": step_time_s,
-            "--samples-per-s": samples_per_s,
-            "--peak-memory-gib": peak_memory_gib,
-            "--from": from_file,
-        }
+        typed = (tokens_per_s, step_time_s, samples_per_s, peak_memory_gib, from_file)
+        log: dict[str, Any] = {"from_log": from_log, "from_plan": plan_file, "warmup_steps": warmup_steps}
         with user_errors():
-            _check_log_flags(from_log, plan_file, typed)
-            assert from_log is not None  # _check_log_flags refuses the rest
+            _check_log_flags(log, typed)
+            extra: dict[str, Any] = {"memory_metric": memory_metric, "force": force, "prices": prices}
             out = api.calibrate_from_log(
                 config or {},
-                from_log=from_log,
-                from_plan=plan_file,
-                **({} if warmup_steps is None else {"warmup_steps": warmup_steps}),
-                memory_metric=memory_metric,
-                force=force,
-                prices=prices,
-                offline=True if offline else None,
+                **{k: v for k, v in log.items() if v is not None},
+                **extra,
+                offline=offline or None,
             )
         _print(out, json_out)
         return
@@ -201,12 +192,16 @@ def _print(out: dict[str, Any], json_out: bool) -> None:
     _render_stored_run(out)
 
 
-def _check_log_flags(from_log: Path | None, from_plan: Path | None, typed: dict[str, Any]) -> None:
+#: calibrate's measurement flags, in the order `typed` gives their values
+_TYPED_FLAGS = ("--tokens-per-s", "--step-time-s", "--samples-per-s", "--peak-memory-gib", "--from")
+
+
+def _check_log_flags(log: dict[str, Any], typed: tuple[Any, ...]) -> None:
     """--from-plan and --warmup-steps go with --from-log; the log gives the measurement."""
-    if from_log is None:
-        flag = "--from-plan" if from_plan is not None else "--warmup-steps"
+    if log["from_log"] is None:
+        flag = "--from-plan" if log["from_plan"] is not None else "--warmup-steps"
         raise ConfigError(f"{flag} goes with --from-log LOG (the training log it describes)")
-    given = [flag for flag, value in typed.items() if value is not None]
+    given = [flag for flag, value in zip(_TYPED_FLAGS, typed, strict=True) if value is not None]
     if given:
         raise ConfigError(f"{given[0]}: --from-log reads the measurement from the log; leave {given[0]} out")
 
