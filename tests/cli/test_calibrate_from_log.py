@@ -140,3 +140,26 @@ def test_importing_the_log_module_keeps_api_calibrate_run_a_function():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+B200_FLAGS = ["--model", "llama-2-7b", "--instance", "lambda:gpu_8x_b200_sxm6", "--micro-batch", "8"]
+B200_FLAGS += ["--global-batch", "1024", "--seq-len", "4096", "--zero-stage", "3"]
+README_LOG = str(Path(__file__).resolve().parents[2] / "examples" / "logs" / "llama7b_b200_torchtitan.log")
+
+
+def test_the_text_report_says_what_the_log_gave():
+    out = runner.invoke(app, ["calibrate", "--from-log", README_LOG, *B200_FLAGS])
+    assert out.exit_code == 0, out.stderr
+    words = " ".join(out.stdout.split())
+    # steps 4-10 (file lines 5-11: the file opens with a comment line); 25,800 × 8 = 206,400
+    assert "(torchtitan): 7 of 10 logged steps after the warm-up (steps ≤ 3), lines 5-11" in words
+    assert "25,800 tokens/s per GPU (median of 7 steps) × 8 GPUs = 206,400 tokens/s" in words
+    assert "peak 152.40 GiB reserved (line 2)" in words
+
+
+def test_a_memory_kind_other_than_the_logs_is_refused():
+    out = runner.invoke(
+        app, ["calibrate", "--from-log", README_LOG, *B200_FLAGS, "--memory-kind", "allocated"]
+    )
+    assert out.exit_code == 2
+    assert "prints the reserved peak; leave --memory-kind out" in out.stderr
