@@ -26,6 +26,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "optimizer.configuration.build": ("Built", "build_configuration", "resolve_model"),
     "optimizer.configuration.evaluate": ("evaluate",),
     "optimizer.api.calibrate_run": ("calibrate_run", "point_request"),
+    "optimizer.api.calibrate_log": ("calibrate_from_log", "plan_file_options"),
     "optimizer.calibrate.run": ("calibrate_request",),
     "optimizer.api.calibration_points": ("calibration_list", "calibration_remove"),
     "optimizer.api.plan_row": ("plan_row_request", "read_plan_file"),
@@ -80,6 +81,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from optimizer.api.batch_jobs import batch, batch_json
+    from optimizer.api.calibrate_log import calibrate_from_log, plan_file_options
     from optimizer.api.calibrate_run import calibrate_run, point_request
     from optimizer.api.calibration_points import calibration_list, calibration_remove
     from optimizer.api.catalog import (

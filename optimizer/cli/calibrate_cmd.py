@@ -2,8 +2,8 @@
 per-sample model's run); `--list` / `--remove` manage the stored runs. Its configuration
 options are the request's (cli/request_options.py), the same as `ccopt estimate`'s, so every
 configuration estimate can express can be calibrated; the measurement (--tokens-per-s,
---step-time-s, --samples-per-s, --peak-memory-gib, --memory-kind, --from), --force, --list
-and --remove are calibrate's own."""
+--step-time-s, --samples-per-s, --peak-memory-gib, --memory-kind, --from, or a training log:
+--from-log, --from-plan, --warmup-steps), --force, --list and --remove are calibrate's own."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ CALIBRATE_ONLY = (
     "peak_memory_gib",
     "memory_metric",
     "from_file",
+    "from_log",
+    "plan_file",  # --from-plan: named apart from estimate's own --from-plan (a saved plan JSON)
+    "warmup_steps",
     "force",
     "list_runs",
     "remove",
@@ -69,6 +72,31 @@ MemoryKindOpt = Annotated[
 FromFileOpt = Annotated[
     Path | None, Opt("--from", help="A calibration point written by `ccopt measure` (calibrate only)")
 ]
+FromLogOpt = Annotated[
+    Path | None,
+    Opt(
+        "--from-log",
+        help="A training log (torchtitan, Megatron-LM, NeMo, DeepSpeed, Hugging Face Trainer, PyTorch "
+        "Lightning, Composer/llm-foundry): its step time or tokens/s (median after the "
+        "warm-up) and peak memory are calibrated as if typed (calibrate only)",
+    ),
+]
+FromPlanOpt = Annotated[
+    Path | None,
+    Opt(
+        "--from-plan",
+        help="With --from-log: the run's configuration from a file `ccopt plan --export` wrote "
+        "(its ccopt-plan header) or a saved `ccopt plan --json`; flags given win (calibrate only)",
+    ),
+]
+WarmupStepsOpt = Annotated[
+    int | None,
+    Opt(
+        "--warmup-steps",
+        min=0,
+        help="With --from-log: skip the steps numbered up to this (default 3) (calibrate only)",
+    ),
+]
 StoreAnywayOpt = Annotated[
     bool,
     Opt(
@@ -95,6 +123,9 @@ def calibrate(
     peak_memory_gib: PeakMemoryGibOpt = None,
     memory_metric: MemoryKindOpt = None,
     from_file: FromFileOpt = None,
+    from_log: FromLogOpt = None,
+    plan_file: FromPlanOpt = None,
+    warmup_steps: WarmupStepsOpt = None,
     force: StoreAnywayOpt = False,
     list_runs: ListRunsOpt = False,
     remove: RemoveOpt = None,
@@ -107,7 +138,12 @@ def calibrate(
 
     The run is described with estimate's configuration options (the serving ones aside: a
     calibration is of a training run); calibrate only: --tokens-per-s, --step-time-s,
-    --samples-per-s, --peak-memory-gib, --memory-kind, --from, --force, --list, --remove.
+    --samples-per-s, --peak-memory-gib, --memory-kind, --from, --from-log, --from-plan,
+    --warmup-steps, --force, --list, --remove.
+
+    --from-log FILE reads the measurement from a training log (the format is detected; the
+    first --warmup-steps steps are skipped, the median of the rest is used); the run itself is
+    described by the flags or by --from-plan (an exported plan's header).
 
     A measured peak memory (--peak-memory-gib, --memory-kind) calibrates the activation memory
     of the model × stack: later estimates and plans of it, every layout, use the factor.
@@ -116,6 +152,20 @@ def calibrate(
     log(efficiency) = a + b·log(size factor), least squares over the runs."""
     if list_runs or remove is not None:
         _manage(config or {}, list_runs, remove, json_out)
+        return
+    if from_log is not None or plan_file is not None or warmup_steps is not None:
+        typed = (tokens_per_s, step_time_s, samples_per_s, peak_memory_gib, from_file)
+        log: dict[str, Any] = {"from_log": from_log, "from_plan": plan_file, "warmup_steps": warmup_steps}
+        with user_errors():
+            _check_log_flags(log, typed)
+            extra: dict[str, Any] = {"memory_metric": memory_metric, "force": force, "prices": prices}
+            out = api.calibrate_from_log(
+                config or {},
+                **{k: v for k, v in log.items() if v is not None},
+                **extra,
+                offline=offline or None,
+            )
+        _print(out, json_out)
         return
     with user_errors():
         out = api.calibrate_run(
@@ -130,10 +180,46 @@ def calibrate(
             prices=prices,
             offline=True if offline else None,
         )
+    _print(out, json_out)
+
+
+def _print(out: dict[str, Any], json_out: bool) -> None:
     if json_out:
         print_json(out)
-    else:
-        _render_stored_run(out)
+        return
+    if out.get("from_log"):
+        _render_log(out["from_log"])
+    _render_stored_run(out)
+
+
+#: calibrate's measurement flags, in the order `typed` gives their values
+_TYPED_FLAGS = ("--tokens-per-s", "--step-time-s", "--samples-per-s", "--peak-memory-gib", "--from")
+
+
+def _check_log_flags(log: dict[str, Any], typed: tuple[Any, ...]) -> None:
+    """--from-plan and --warmup-steps go with --from-log; the log gives the measurement."""
+    if log["from_log"] is None:
+        flag = "--from-plan" if log["from_plan"] is not None else "--warmup-steps"
+        raise ConfigError(f"{flag} goes with --from-log LOG (the training log it describes)")
+    given = [flag for flag, value in zip(_TYPED_FLAGS, typed, strict=True) if value is not None]
+    if given:
+        raise ConfigError(f"{given[0]}: --from-log reads the measurement from the log; leave {given[0]} out")
+
+
+def _render_log(b: dict[str, Any]) -> None:
+    """What the log gave: format, steps used, the conversion, the peak."""
+    words = (
+        f"{b['file']} ({b['format']}): {b['steps_used']} of {b['steps_logged']} logged steps after "
+        f"the warm-up (steps ≤ {b['warmup_steps']}), lines {b['lines'][0]}-{b['lines'][1]}: "
+        f"{b['conversion']}"
+    )
+    if "peak_memory_gib" in b["used"]:
+        words += f"; peak {b['used']['peak_memory_gib']:.2f} GiB {b['memory_kind']} (line {b['memory_line']})"
+    if b.get("from_plan"):
+        words += f"; from the plan: {', '.join(b['from_plan'])}"
+    console().print(words)
+    for note in b.get("notes") or []:
+        console().print(f"note: {note}")
 
 
 def _render_stored_run(out: dict[str, Any]) -> None:

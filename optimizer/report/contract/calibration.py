@@ -16,6 +16,7 @@ __all__ = [
     "CalibrationMemoryOut",
     "CalibrationRunOut",
     "CalibrationListOutput",
+    "CalibrationLogOut",
 ]
 
 
@@ -108,6 +109,35 @@ class CalibrationMemoryOut(Contract):
     scope: str = Field(description="which predictions the stored peaks change, in words")
 
 
+class CalibrationLogOut(Contract):
+    """What `ccopt calibrate --from-log` read from a training log and handed to the fit."""
+
+    file: str
+    format: str = Field(
+        description="torchtitan | megatron | nemo | deepspeed | hf-trainer | lightning | composer"
+    )
+    steps_logged: int = Field(description="timed steps (or logged batches) the log prints")
+    steps_used: int = Field(description="after the warm-up: the medians are of these")
+    warmup_steps: int = Field(description="steps numbered up to this are skipped (--warmup-steps)")
+    lines: list[int] = Field(description="first and last line of the steps used")
+    measured: dict[str, float] = Field(
+        description="the medians the log prints (step_time_s, tokens_per_s, tokens_per_s_per_gpu, "
+        "samples_per_s, batch_time_s, tflops_per_gpu, mfu_pct), as printed"
+    )
+    used: dict[str, float] = Field(
+        description="what calibrate was given, as if typed: tokens_per_s or step_time_s, peak_memory_gib"
+    )
+    conversion: str = Field(description="how the printed figure became the one given, in words")
+    memory_kind: str | None = Field(
+        default=None, description="the kind of the peak read (allocated | reserved)"
+    )
+    memory_line: int | None = None
+    from_plan: list[str] | None = Field(
+        default=None, description="options taken from --from-plan (the flags given win)"
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
 class CalibrateOutput(Contract):
     """`ccopt calibrate --json`."""
 
@@ -164,6 +194,9 @@ class CalibrateOutput(Contract):
     )
     peak_memory_gib: float | None = Field(default=None, description="measured peak memory per GPU")
     fit: CalibrationFitOut | None = None
+    from_log: CalibrationLogOut | None = Field(
+        default=None, description="--from-log: what was read from the training log"
+    )
     memory: CalibrationMemoryOut | None = Field(
         default=None,
         description="a measured peak memory of a transformer run, stored (kind efficiency or memory)",

@@ -4,6 +4,7 @@ shlex.quote): user strings are data in every file, never text pasted into a scri
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -21,6 +22,9 @@ __all__ = [
     "serve_deployments",
     "result_kind",
     "header_lines",
+    "plan_options",
+    "plan_header_line",
+    "PLAN_HEADER_PREFIX",
     "comment",
     "yaml_text",
     "toml_text",
@@ -173,6 +177,57 @@ def distinct_stems(names: list[str]) -> list[str]:
     return out
 
 
+#: the header line that carries the plan's run as JSON, read back by `ccopt calibrate --from-plan`
+#: (optimizer/inputs/training_logs/plan_header.py reads this prefix; a test writes and reads it)
+PLAN_HEADER_PREFIX = "ccopt-plan: "
+
+
+def plan_options(p: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """The configuration options (`ccopt estimate` / `calibrate` flags by name) of one training
+    plan row: the same mapping as `ccopt estimate --from-plan` (api/plan_row.py; a test checks
+    that both give one request)."""
+    lay, opts = p["layout"], p.get("options") or {}
+    where: dict[str, Any] = (
+        {"instance": f"{p['provider']}:{p['instance']}"}
+        if p.get("kind", "cloud") == "cloud"
+        else {
+            "gpu": p["gpu"],
+            "gpus_per_instance": p.get("gpus_per_instance"),
+            "inter_node_gbps": p.get("inter_node_gbps"),
+        }
+    )
+    return {
+        "model": job.get("model_ref") or job.get("model"),
+        **where,
+        "num_gpus": p["gpus"],
+        "tp": lay["tp"],
+        "pp": lay["pp"],
+        "context_parallel": lay.get("cp") or 1,
+        "virtual_stages": lay.get("vp") or opts.get("virtual_stages") or 1,
+        "zero_stage": lay["zero_stage"],
+        "activation_checkpointing": lay["activation_checkpointing"],
+        "sequence_parallel": opts.get("sequence_parallel"),
+        "micro_batch": lay["micro_batch"],
+        "global_batch": p["global_batch"],
+        "seq_len": job.get("seq_len"),
+        "precision": opts.get("precision"),
+        "optimizer": opts.get("optimizer", "adamw"),
+        "kind": job.get("kind") or "pretrain",
+        "lora_rank": job.get("lora_rank") or 16,
+        "lora_targets": list(job["lora_targets"]) if job.get("lora_targets") else None,
+        "attention": job.get("attention"),
+        "stack": job.get("stack") or "generic",
+        "offload_optimizer": opts.get("offload") in ("optimizer", "params"),
+        "offload_params": opts.get("offload") == "params",
+    }
+
+
+def plan_header_line(p: dict[str, Any], job: dict[str, Any]) -> str:
+    """`ccopt-plan: {...}`: the plan's options as one line of JSON (json.dumps, ASCII only: no
+    character of a user string can end the comment line it sits in)."""
+    return PLAN_HEADER_PREFIX + json.dumps(plan_options(p, job), ensure_ascii=True, allow_nan=False)
+
+
 def _plan_header(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any]) -> list[str]:
     lay = p["layout"]
     cp = lay.get("cp") or 1
@@ -200,6 +255,7 @@ def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], 
             f"the batch horizon (planned end hour {p['end_hour']:g}, deadline hour "
             f"{p.get('deadline_hour')})"
         )
+    body.append(plan_header_line(p, job))
     tp = TrainPlan(
         job=str(job.get("name") or "job"),
         model=str(job.get("model")),

@@ -1,0 +1,62 @@
+"""DeepSpeed's throughput timer line (deepspeed/utils/timer.py, ThroughputTimer.stop), printed
+every steps_per_print steps: `epoch=0/micro_step=34/global_step=34, RunningAvgSamplesPerSec=...,
+CurrSamplesPerSec=..., MemAllocated=59.65GB, MaxMemAllocated=63.31GB`, or in older releases
+`0/40, SamplesPerSec=83.48, MemAllocated=0.26GB, MaxMemAllocated=9.02GB` (epoch/step). The
+samples are the train batch of the whole run (train_batch_size); memory is
+torch.cuda.max_memory_allocated / 2^30 ("GB" in the log, GiB in fact)."""
+
+from __future__ import annotations
+
+import re
+
+from optimizer.inputs.training_logs.records import (
+    LogLine,
+    MemoryReading,
+    ParsedLog,
+    StepRecord,
+    log_error,
+    number,
+)
+
+__all__ = ["DEEPSPEED"]
+
+_TIMER = re.compile(
+    r"(?:global_step=(\d+)|\b\d+/(\d+)),\s*(?:RunningAvgSamplesPerSec|SamplesPerSec)=", re.IGNORECASE
+)
+_CURRENT = re.compile(r"CurrSamplesPerSec=([^\s,]+)")
+_AVERAGE = re.compile(r"\bSamplesPerSec=([^\s,]+)")
+_MAX_MEM = re.compile(r"MaxMemAllocated=([^\s,]+?)GB")
+
+
+class _DeepSpeed:
+    name = "deepspeed"
+
+    def claims(self, text: str) -> bool:
+        return bool(_TIMER.search(text))
+
+    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+        out = ParsedLog(self.name)
+        for ln in lines:
+            m = _TIMER.search(ln.text)
+            if not m:
+                continue
+            rate = _CURRENT.search(ln.text) or _AVERAGE.search(ln.text)
+            if rate is None:
+                raise log_error(file, ln.number, "a DeepSpeed timer line without SamplesPerSec=")
+            out.records.append(
+                StepRecord(
+                    line=ln.number,
+                    step=int(m.group(1) or m.group(2)),
+                    samples_per_s=number(rate.group(1), file, ln.number, "SamplesPerSec"),
+                )
+            )
+            mem = _MAX_MEM.search(ln.text)
+            if mem:
+                gib = number(mem.group(1), file, ln.number, "MaxMemAllocated")
+                out.memory.append(MemoryReading(ln.number, gib, "allocated"))
+            if not _CURRENT.search(ln.text) and not out.notes:
+                out.notes.append("SamplesPerSec is DeepSpeed's average since the first step (older release)")
+        return out
+
+
+DEEPSPEED = _DeepSpeed()

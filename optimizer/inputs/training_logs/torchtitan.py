@@ -1,0 +1,60 @@
+"""torchtitan's metric line (torchtitan/components/metrics.py, MetricsProcessor.log):
+`step: 10  loss: ...  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%`.
+memory is max_reserved_gib (torch.cuda.max_memory_reserved, % of the card), tps is tokens/s
+per GPU, tflops and mfu per GPU."""
+
+from __future__ import annotations
+
+import re
+
+from optimizer.inputs.training_logs.records import (
+    LogLine,
+    MemoryReading,
+    ParsedLog,
+    StepRecord,
+    log_error,
+    number,
+)
+
+__all__ = ["TORCHTITAN"]
+
+_STEP = re.compile(r"\bstep:\s*(\d+)\s+loss:")
+_FIELD = re.compile(r"\b(memory|tps|tflops|mfu):\s*([^\s(%]+)(?:GiB)?(?:\(([^)]*)%\))?")
+
+
+class _Torchtitan:
+    name = "torchtitan"
+
+    def claims(self, text: str) -> bool:
+        return bool(_STEP.search(text)) and "tps:" in text
+
+    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+        out = ParsedLog(self.name)
+        for ln in lines:
+            m = _STEP.search(ln.text)
+            if not m:
+                continue
+            fields = {k: (v, pct) for k, v, pct in _FIELD.findall(ln.text)}
+            if "tps" not in fields:
+                raise log_error(file, ln.number, "a torchtitan step line without tps: (truncated?)")
+            rec = StepRecord(
+                line=ln.number,
+                step=int(m.group(1)),
+                tokens_per_s_per_gpu=number(fields["tps"][0], file, ln.number, "tps"),
+                tflops_per_gpu=_opt(fields, "tflops", file, ln.number),
+                mfu_pct=_opt(fields, "mfu", file, ln.number),
+            )
+            out.records.append(rec)
+            if "memory" in fields:
+                gib_text, pct_text = fields["memory"]
+                gib = number(gib_text.removesuffix("GiB"), file, ln.number, "memory")
+                pct = number(pct_text, file, ln.number, "memory %") if pct_text else None
+                out.memory.append(MemoryReading(ln.number, gib, "reserved", pct))
+        return out
+
+
+def _opt(fields: dict[str, tuple[str, str]], key: str, file: str, line: int) -> float | None:
+    return number(fields[key][0], file, line, key) if key in fields else None
+
+
+TORCHTITAN = _Torchtitan()
