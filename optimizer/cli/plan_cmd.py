@@ -157,7 +157,8 @@ def sizing_run_line(s: dict[str, Any]) -> str:
     worth = (
         f"expected saving {money(gain)}"
         if gain > 0
-        else f"not worth it: the reading costs more than the {money(gain + s['cost_usd'])} it is expected to save"
+        else f"not worth it: the reading costs more than the {money(gain + s['cost_usd'])} "
+        "it is expected to save"
     )
     net = (
         f"; its {t['instances']} instances' network stays modelled (a one-node reading is compute)"

@@ -91,7 +91,7 @@ def _render(data: dict) -> None:
     runs = data["runs"]
     words = {
         "contending": f"{len(runs)} GPU types still contend (their P10-P90 cost bands "
-        f"overlap {data['best_gpu']}'s)",
+        f"overlap {data['best_gpu']}'s, or a cheaper plan of theirs could hold once measured)",
         "settled": f"settled: {data['best_gpu']} wins even at its P90 against every other "
         "type's P10; a reading only narrows its own band",
     }
@@ -114,7 +114,7 @@ def _render(data: dict) -> None:
             money(r["cost_usd"]),
             f"{st['threshold_multiplier']:.2f}×" if st else "-",
             f"{st['p_holds']:.0%}" if st else "-",
-            money(st["expected_saving_usd"]) if st else "-",
+            _signed(st["expected_saving_usd"]) if st else "-",
         )
     c.print(table)
     c.print(
@@ -130,6 +130,11 @@ def _render(data: dict) -> None:
         c.print(f"  then: {r['command']}", soft_wrap=True)
     for s in data["settled"]:
         c.print(f"  [dim]out: {s['gpu']} — {s['reason']}[/dim]")
+
+
+def _signed(usd: float) -> str:
+    """ "$1,997", or "-$47.55" for a reading that costs more than it is expected to save."""
+    return money(usd) if usd >= 0 else f"-{money(-usd)}"
 
 
 def _settle_words(st: dict) -> str:
