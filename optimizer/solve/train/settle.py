@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 from optimizer.model.bands import Band, calibrated_band
-from optimizer.pricing.offering import cost_usd
+from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.solve.cpsat.scale import to_cents, within_scale
 from optimizer.solve.train.candidate import Candidate
-from optimizer.solve.train.confidence import at_confidence, band_of
+from optimizer.solve.train.confidence import at_confidence, band_of, point_hours
 from optimizer.solve.train.prepare import PreparedJob
 from optimizer.solve.train.sizing_rule import SizingRule, measured_steps, reading_minutes
 from optimizer.units import MINUTES_PER_HOUR
@@ -40,6 +40,7 @@ __all__ = [
     "after_calibration",
     "threshold_multiplier",
     "hourly_probe",
+    "ProbeIndex",
     "reading_cost_usd",
     "settle_runs",
     "job_limits",
@@ -47,8 +48,9 @@ __all__ = [
 ]
 
 _Z90 = NormalDist().inv_cdf(0.9)
-#: bisection steps on log m (2^-40 of the bracket: far below a cent)
-_BISECTIONS = 40
+#: bisection steps on log m: the bracket (ln of the 99.9% over the 0.1% quantile, ~2 for the
+#: widest prior) over 2^30 is a relative error of ~2e-9 in m*, far below a cent
+_BISECTIONS = 30
 #: the band's quantiles searched for m*: a contender that holds only below the 0.1% quantile
 #: is not one; one that holds above the 99.9% quantile holds (stated bounds)
 _Q_LOW, _Q_HIGH = 0.001, 0.999
@@ -107,28 +109,50 @@ def after_calibration(c: Candidate, m: float, calibrated: Band, q: float) -> Can
     return at_confidence(replace(c, band=band), q)
 
 
-def _holds(c: Candidate | None, limits: SettleLimits) -> bool:
-    if c is None or not within_scale(c.cost_usd, c.hours):
-        return False
-    if limits.deadline_h is not None and c.hours > limits.deadline_h:
-        return False
-    if limits.budget_usd is not None and c.cost_usd > limits.budget_usd:
-        return False
-    return to_cents(c.cost_usd) < to_cents(limits.plan.cost_usd)
+@dataclass(frozen=True)
+class _Reread:
+    """A row's hours and cost at a measured multiplier m, as after_calibration gives them
+    (start + running point hours × m × K(q); confidence.hours_at), without building a row:
+    the bisection asks this ~30 times per row."""
+
+    c: Candidate
+    start_h: float
+    running_h: float
+    kq: float
+
+    @classmethod
+    def of(cls, c: Candidate, limits: SettleLimits) -> _Reread:
+        start = c.goodput.startup_h if c.goodput is not None else 0.0
+        kq = limits.calibrated.multiplier(limits.confidence)
+        return cls(c, start, point_hours(c) - start, kq)
+
+    def holds(self, m: float, limits: SettleLimits) -> bool:
+        hours = self.start_h + self.running_h * m * self.kq
+        off = self.c.offering
+        if off.commitment_hours and hours > off.commitment_hours:
+            return False  # as at_confidence: the row overruns its reservation's term
+        if limits.deadline_h is not None and hours > limits.deadline_h:
+            return False
+        cost = cost_usd(off, self.c.instances, hours).total_usd
+        if not within_scale(cost, hours):
+            return False
+        if limits.budget_usd is not None and cost > limits.budget_usd:
+            return False
+        return to_cents(cost) < to_cents(limits.plan.cost_usd)
 
 
 def threshold_multiplier(c: Candidate, limits: SettleLimits) -> float | None:
     """m*: the largest measured multiplier at which `c` holds (module doc), searched between the
     band's 0.1% and 99.9% quantiles; None when it holds at neither."""
-    band, k, q = band_of(c), limits.calibrated, limits.confidence
+    band, row = band_of(c), _Reread.of(c, limits)
     lo, hi = math.log(band.multiplier(_Q_LOW)), math.log(band.multiplier(_Q_HIGH))
-    if not _holds(after_calibration(c, math.exp(lo), k, q), limits):
+    if not row.holds(math.exp(lo), limits):
         return None
-    if _holds(after_calibration(c, math.exp(hi), k, q), limits):
+    if row.holds(math.exp(hi), limits):
         return math.exp(hi)
     for _ in range(_BISECTIONS):
         mid = (lo + hi) / 2
-        if _holds(after_calibration(c, math.exp(mid), k, q), limits):
+        if row.holds(math.exp(mid), limits):
             lo = mid
         else:
             hi = mid
@@ -140,19 +164,41 @@ def _hourly(c: Candidate) -> bool:
     return not c.offering.commitment_hours and c.offering.pricing != "spot"
 
 
+def _smallest(rows: Sequence[Candidate]) -> Candidate:
+    """The cheapest-per-hour row on the fewest instances."""
+    fewest = min(r.instances for r in rows)
+    return min((r for r in rows if r.instances == fewest), key=lambda r: r.usd_per_hour)
+
+
+@dataclass(frozen=True)
+class ProbeIndex:
+    """Where each offering and GPU type is read, worked out once over the rows: the offering's
+    own smallest hourly row (one node reads the compute the band is about), else the GPU type's
+    (its cheapest per hour on the fewest instances); never spot or a commitment."""
+
+    by_offering: dict[Offering, Candidate]
+    by_gpu: dict[str, Candidate]
+
+    @classmethod
+    def of(cls, rows: Sequence[Candidate]) -> ProbeIndex:
+        offerings: dict[Offering, list[Candidate]] = {}
+        gpus: dict[str, list[Candidate]] = {}
+        for r in rows:
+            if _hourly(r):
+                offerings.setdefault(r.offering, []).append(r)
+                gpus.setdefault(r.offering.gpu_id, []).append(r)
+        return cls(
+            {o: _smallest(rs) for o, rs in offerings.items()}, {g: _smallest(rs) for g, rs in gpus.items()}
+        )
+
+    def probe(self, target: Candidate) -> Candidate | None:
+        own = self.by_offering.get(target.offering)
+        return own if own is not None else self.by_gpu.get(target.offering.gpu_id)
+
+
 def hourly_probe(rows: Sequence[Candidate], target: Candidate) -> Candidate | None:
-    """Where to read the target's step: its own offering on the fewest instances when that is
-    billed by the hour (one node reads the compute the band is about), else the cheapest-per-hour
-    hourly row of its GPU type on the fewest instances."""
-    same = [r for r in rows if r.offering == target.offering and _hourly(r)]
-    if same:
-        fewest = min(r.instances for r in same)
-        return min((r for r in same if r.instances == fewest), key=lambda r: r.usd_per_hour)
-    gpu = [r for r in rows if r.offering.gpu_id == target.offering.gpu_id and _hourly(r)]
-    if not gpu:
-        return None
-    fewest = min(r.instances for r in gpu)
-    return min((r for r in gpu if r.instances == fewest), key=lambda r: r.usd_per_hour)
+    """Where to read the target's step (ProbeIndex), for one target."""
+    return ProbeIndex.of(rows).probe(target)
 
 
 def reading_cost_usd(probe: Candidate, minutes: float) -> float:
@@ -161,11 +207,11 @@ def reading_cost_usd(probe: Candidate, minutes: float) -> float:
     return cost.running_usd + cost.capital_usd
 
 
-def _settle(c: Candidate, rows: Sequence[Candidate], limits: SettleLimits, rule: SizingRule) -> Settle | None:
+def _settle(c: Candidate, probes: ProbeIndex, limits: SettleLimits, rule: SizingRule) -> Settle | None:
     """The contender record of row `c`, None when it holds at no plausible speed or has no
     hourly row to read it on."""
     m_star = threshold_multiplier(c, limits)
-    probe = hourly_probe(rows, c) if m_star is not None else None
+    probe = probes.probe(c) if m_star is not None else None
     if m_star is None or probe is None:
         return None
     band = band_of(c)
@@ -202,10 +248,11 @@ def settle_runs(
     rule = rule or SizingRule()
     plan_gpu = limits.plan.offering.gpu_id
     best: dict[str, Settle] = {}
+    probes = ProbeIndex.of(rows)
     for c in rows:
         if c.offering.gpu_id == plan_gpu:
             continue
-        s = _settle(c, rows, limits, rule)
+        s = _settle(c, probes, limits, rule)
         if s is None:
             continue
         kept = best.get(s.gpu)
