@@ -48,6 +48,7 @@ def replan_json(result: ReplanResult) -> dict[str, Any]:
                 "elapsed_hours": p.elapsed_hours,
                 "spent_usd": round(result.spent_usd, 2),
                 "slowness": round(result.slowness, 4),
+                "predicted_step_time_s": round(result.current.step.time_s, 4),
                 "slowness_source": result.slowness_source,
                 "remaining_deadline_hours": None if rem.deadline_h is None else round(rem.deadline_h, 3),
                 "remaining_budget_usd": None if rem.budget_usd is None else round(rem.budget_usd, 2),

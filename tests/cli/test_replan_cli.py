@@ -77,3 +77,18 @@ def test_a_passed_deadline_is_infeasible_with_the_fix(tmp_path: Path) -> None:
     result = runner.invoke(app, ["replan", _with(tmp_path, "elapsed_hours = 50.1", "elapsed_hours = 250")])
     assert result.exit_code == 1
     assert "the deadline has passed (10.0 h ago)" in result.stderr
+
+
+def test_a_measured_step_time_sets_the_speed(tmp_path: Path) -> None:
+    """measured_step_time_s (from the job's log): slowness = measured ÷ predicted step."""
+    base = json.loads(runner.invoke(app, ["replan", str(JOB), "--json"]).stdout)
+    predicted = base["progress"]["predicted_step_time_s"]
+    measured = round(1.25 * predicted, 3)
+    job = _with(tmp_path, "instances = 4", f"instances = 4\nmeasured_step_time_s = {measured}")
+    data = json.loads(runner.invoke(app, ["replan", job, "--json"]).stdout)
+    p, keep = data["progress"], data["best_per_kind"]["keep"]
+    assert p["slowness_source"] == "measured step time"
+    assert p["slowness"] == pytest.approx(measured / predicted, abs=1e-4)
+    # keep's hours scale with the speed: 1.25 / 1.10 of the progress-inferred ones (no start-up)
+    before = base["best_per_kind"]["keep"]["hours"]
+    assert keep["hours"] == pytest.approx(before * p["slowness"] / base["progress"]["slowness"], rel=2e-3)
