@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 #: module -> the names it offers through `optimizer.api`
 _MODULES: dict[str, tuple[str, ...]] = {
     # training, serving and batch jobs (job files, dicts or parsed jobs)
-    "optimizer.api.train_jobs": ("plan", "plan_result", "plan_json", "compare", "sizing", "SizingRule"),
+    "optimizer.api.train_jobs": (
+        "plan",
+        "plan_result",
+        "plan_json",
+        "compare",
+        "sizing",
+        "SizingRule",
+        "replan",
+    ),
     "optimizer.api.serve_jobs": ("serve", "serve_compare"),
     "optimizer.api.batch_jobs": ("batch", "batch_json"),
     # one configuration: the request shape of estimate, calibrate, sizing and measure points
@@ -102,7 +110,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from optimizer.api.plan_row import plan_row_request, read_plan_file
     from optimizer.api.schema import schema_names, schema_of
     from optimizer.api.serve_jobs import serve, serve_compare
-    from optimizer.api.train_jobs import SizingRule, compare, plan, plan_json, plan_result, sizing
+    from optimizer.api.train_jobs import SizingRule, compare, plan, plan_json, plan_result, replan, sizing
     from optimizer.calibrate.run import calibrate_request
     from optimizer.configuration.build import Built, build_configuration, resolve_model
     from optimizer.configuration.evaluate import evaluate

@@ -1,4 +1,4 @@
-"""Training jobs through the API: plan, compare and sizing of a job file, dict or Job."""
+"""Training jobs through the API: plan, compare, sizing and replan of a job file, dict or Job."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from optimizer.solve.train.plan import PlanResult, plan_job
 if TYPE_CHECKING:  # the sizing stack loads with `sizing` (ccopt plan does not need it)
     from optimizer.solve.train.sizing import SizingRule
 
-__all__ = ["plan_result", "plan", "plan_json", "compare", "sizing", "SizingRule"]
+__all__ = ["plan_result", "plan", "plan_json", "compare", "sizing", "SizingRule", "replan"]
 
 
 def _train_job(
@@ -96,6 +96,23 @@ def sizing(
 
     job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = sizing_json(size_job(job, rows, base_dir, rule), rule)
+    return {**out, "catalog": age} if age is not None else out
+
+
+def replan(
+    job: Job | DocumentSource,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    confidence: float | None = None,
+) -> dict[str, Any]:
+    """A job under way (its `[progress]`) planned for the rest: keep, grow, shrink or switch,
+    with the cost of switching, against the remaining deadline and budget."""
+    from optimizer.report.replan import replan_json  # lazy: ccopt plan needs no re-plan stack
+    from optimizer.solve.train.replan_job import replan_job  # lazy: as above
+
+    job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
+    out = replan_json(replan_job(job, rows, base_dir))
     return {**out, "catalog": age} if age is not None else out
 
 

@@ -104,6 +104,13 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "the reading back, after which the plan's band narrows.",
         runs_on=("plan",),
     ),
+    "replan": LazyCommand(
+        "optimizer.cli.replan_cmd",
+        "Plan the rest of a job under way from its [progress] (tokens done, hours elapsed, spent, "
+        "what it runs on): keep, grow, shrink or switch, with the cost of switching (checkpoint "
+        "transfer and restart), against the remaining deadline and budget.",
+        runs_on=("replan",),
+    ),
     "measure": LazyCommand(
         "optimizer.cli.measure_cmd",
         "Train a few steps of a model on this machine (PyTorch, extra `[measure]`) and write the "

@@ -130,7 +130,35 @@ def band_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
             f"{median['instance']}, {median['pricing']}) for {money(median['cost_usd'])} in "
             f"{median['days']:.2f} days; not taken: {median.get('rejected_because')}"
         )
+    if data.get("sizing_run"):
+        out.append(sizing_run_line(data["sizing_run"]))
     return out
+
+
+def sizing_run_line(s: dict[str, Any]) -> str:
+    """The measurement that settles the plan (issue 45), in one line."""
+    t = s["target"]
+    gain = s["expected_saving_usd"]
+    worth = (
+        f"expected saving {money(gain)}"
+        if gain > 0
+        else f"not worth it: the reading costs more than the {money(gain + s['cost_usd'])} "
+        "it is expected to save"
+    )
+    net = (
+        f"; its {t['instances']} instances' network stays modelled (a one-node reading is compute)"
+        if s["network_matters"]
+        else ""
+    )
+    return (
+        f"sizing run: {s['instances']}× {s['instance']} ({s['provider']}, {s['gpus']}× {s['gpu']}), "
+        f"{s['warmup_steps']}+{s['measured_steps']} steps (±{s['reading_precision']:.0%} at "
+        f"{s['reading_level']:.0%}), {s['minutes']:.0f} min, {money(s['cost_usd'])}: if a step takes "
+        f"≤ {s['threshold_multiplier']:.2f}× the prediction ({s['p_holds']:.0%} by its band), "
+        f"{t['gpus']}× {t['gpu']} ({t['provider']}) holds at {quantile_label(s['confidence'])} for "
+        f"{money(t['cost_if_holds_usd'])}, {money(s['saving_usd'])} less; {worth} "
+        f"(`ccopt sizing` ranks the contenders){net}"
+    )
 
 
 def speed_words(p: dict[str, Any]) -> str:

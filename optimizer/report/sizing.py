@@ -7,6 +7,7 @@ from typing import Any
 
 from optimizer.report.contract.common import emit
 from optimizer.report.contract.sizing import SizingOutput
+from optimizer.report.settle import settle_dict
 from optimizer.report.train import figures_of
 from optimizer.solve.train.sizing import SizingResult, SizingRule
 
@@ -14,6 +15,9 @@ __all__ = ["sizing_json"]
 
 
 def sizing_json(result: SizingResult, rule: SizingRule | None = None) -> dict[str, Any]:
+    """The `ccopt sizing --json` contract of `result` (runs ranked by expected saving)."""
+    q = result.job.constraints.confidence
+    settles = {s.gpu: settle_dict(s, q, rule) for s in result.settles}
     runs = [
         {
             "gpu": r.gpu,
@@ -34,6 +38,7 @@ def sizing_json(result: SizingResult, rule: SizingRule | None = None) -> dict[st
             "minutes": round(r.minutes, 1),
             "cost_usd": round(r.cost_usd, 2),
             "command": r.command,
+            "settles": settles[r.gpu] if r.gpu in settles else None,
         }
         for r in result.runs
     ]

@@ -9,6 +9,7 @@ from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.report.mix import mix_dict
 from optimizer.report.rent_buy import break_even_dict, verdict_dict
+from optimizer.report.settle import settle_dict
 from optimizer.solve.train.compare import CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.figures import JobFigures, PlanFigures
@@ -241,6 +242,8 @@ def plan_json(result: PlanResult) -> dict[str, Any]:
             **plan_dict(result.median_plan),
             "rejected_because": result.median_plan_rejected,
         }
+    if result.sizing_run is not None and result.prepared is not None:
+        out["sizing_run"] = settle_dict(result.sizing_run, result.prepared.job.constraints.confidence)
     if result.pareto:
         out["pareto"] = [plan_dict(c) for c in result.pareto]
     if result.catalog is not None:

@@ -27,6 +27,7 @@ COMMANDS = [
     "models",
     "stacks",
     "sizing",
+    "replan",
     "measure",
 ]
 

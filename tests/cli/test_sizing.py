@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from statistics import NormalDist
 
 import pytest
 from typer.testing import CliRunner
@@ -35,6 +36,8 @@ def test_contending_types_are_those_whose_bands_overlap_the_cheapest() -> None:
     best = min(per_gpu, key=lambda g: per_gpu[g]["cost_usd"])
     assert sizing["best_gpu"] == best
     expected = {g for g, p in per_gpu.items() if band(p)[0] <= band(per_gpu[best])[1] * 1.001}
+    # and the types whose cheaper plan could hold once measured (issue 45: `settles`)
+    expected |= {r["gpu"] for r in sizing["runs"] if r["settles"]}
     assert {r["gpu"] for r in sizing["runs"]} == expected
     assert len(expected) > 1 and sizing["status"] == "contending"
     assert {s["gpu"] for s in sizing["settled"]} == set(per_gpu) - expected
@@ -114,3 +117,47 @@ def test_a_language_model_sizing_command_runs_as_printed(tmp_path) -> None:
     cal = json.loads(result.stdout)
     assert cal["provider"] == run["provider"] and cal["instance_type"] == run["instance"]
     assert cal["measured_tokens_per_s"] == pytest.approx(measured, rel=1e-3)
+
+
+def test_the_headline_plan_names_the_reading_that_settles_it() -> None:
+    """The headline job: at P80 the plan is H200, at P50 8× B200 (lambda); the B200 band is the
+    prior (no measured bf16 run on Blackwell). The plan's sizing run reads that B200 box; its
+    length, cost, chance and saving checked by hand from the plan's own inputs."""
+    job = str(ROOT / "examples/llama7b_10days.toml")
+    data = _json(["plan", job, "--json"])
+    median, s = data["median_plan"], data["sizing_run"]
+    t = s["target"]
+    # the contender is the P50 plan, read on its own single instance (the band is compute)
+    assert (t["gpu"], t["provider"], t["instance"], t["instances"]) == (
+        median["gpu"],
+        median["provider"],
+        median["instance"],
+        median["instances"],
+    )
+    assert (s["instance"], s["instances"], s["network_matters"]) == (median["instance"], 1, False)
+    # steps: 10 warm-up + ⌈(1.96 × 0.05 / 0.02)²⌉ = ⌈24.01⌉ = 25 (more than 20 steps and 120 s)
+    assert (s["warmup_steps"], s["measured_steps"]) == (10, 25)
+    step = median["step_time_s"]
+    minutes = 15 + 35 * step / 60  # start-up + 35 steps of 21.48 s = 27.5 min
+    assert s["minutes"] == pytest.approx(minutes, abs=0.06)
+    assert s["cost_usd"] == pytest.approx(median["usd_per_hour"] * minutes / 60, abs=0.02)  # ≈ $24.56
+    # the band is the prior: P10/P50/P90 = 0.7/1.0/1.6 of the point step (the plan's own figures)
+    p10, p90 = median["step_time_s_p10"] / step, median["step_time_s_p90"] / step
+    assert (p10, p90) == (pytest.approx(0.7, abs=1e-3), pytest.approx(1.6, abs=1e-3))
+    m_star = s["threshold_multiplier"]
+    z90 = NormalDist().inv_cdf(0.9)
+    half = math.log(1 / p10) if m_star < 1 else math.log(p90)
+    p = NormalDist().cdf(z90 * math.log(m_star) / half)
+    assert s["p_holds"] == pytest.approx(p, abs=2e-4)
+    # the deadline binds: at m* the calibrated P80 run takes exactly 240 h; wall hours grow with m
+    # beyond the fixed start-up, so at m_h the run's hours − start-up = (240 − start-up) · m_h/m*
+    start_h = median["goodput"]["startup_hours"]
+    m_h = math.exp(NormalDist().inv_cdf(p / 2) / z90 * math.log(1 / p10))
+    assert s["multiplier_if_holds"] == pytest.approx(m_h, abs=2e-4)
+    hours_if_holds = start_h + (240 - start_h) * m_h / m_star
+    assert t["cost_if_holds_usd"] == pytest.approx(median["usd_per_hour"] * hours_if_holds, rel=2e-3)
+    assert s["saving_usd"] == pytest.approx(data["plan"]["cost_usd"] - t["cost_if_holds_usd"], abs=0.02)
+    assert s["expected_saving_usd"] == pytest.approx(p * s["saving_usd"] - s["cost_usd"], abs=0.5)
+    assert s["expected_saving_usd"] > 1000  # worth far more than the $25 reading
+    text = runner.invoke(app, ["plan", job]).stdout
+    assert "sizing run: 1× gpu_8x_b200_sxm6 (lambda, 8× B200), 10+25 steps" in " ".join(text.split())

@@ -32,6 +32,7 @@ CASES: dict[str, list[str]] = {
     "plan_gpt3_175b_32_a100": ["plan", "examples/gpt3_175b_32_a100.toml", "--json"],
     "serve_bert_base": ["serve", "examples/serve_bert_base.toml", "--json"],
     "sizing_resnet50_imagenet_3days": ["sizing", "examples/resnet50_imagenet_3days.toml", "--json"],
+    "replan_llama7b_progress": ["replan", "examples/llama7b_10days_progress.toml", "--json"],
     "batch_12_finetunes": ["batch", "examples/batch_12_finetunes.toml", "--json"],
     "batch_50_generated": ["batch", "examples/batch_50_generated.toml", "--json"],
     "serve_mistral7b_chatbot": ["serve", "examples/serve_mistral7b_chatbot.toml", "--json"],

@@ -28,6 +28,7 @@ from optimizer.inputs.jobs.common import (
 )
 from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
+from optimizer.inputs.jobs.progress import Progress
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel
 from optimizer.inputs.toml_file import read_toml
@@ -415,6 +416,11 @@ class Job(JobFile):
         default=None,
         description="what the planner may search beyond the "
         "workload's own choices (issue 14; not used by the planner yet)",
+    )
+    progress: Progress | None = Field(
+        default=None,
+        description="a job under way: tokens done, hours elapsed, spent, what it runs on "
+        "(`ccopt replan`; `plan` ignores it)",
     )
 
     def named_regions(self) -> tuple[str, ...]:

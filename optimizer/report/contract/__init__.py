@@ -38,6 +38,7 @@ OUTPUT_MODELS: dict[str, tuple[str, str]] = {
     "models": ("catalogs", "ModelsOutput"),
     "stacks": ("catalogs", "StacksOutput"),
     "sizing": ("sizing", "SizingOutput"),
+    "replan": ("replan", "ReplanOutput"),
     "measure": ("measure", "MeasureOutput"),
 }
 

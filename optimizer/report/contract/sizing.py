@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from optimizer.report.contract.common import SCHEMA_VERSION, Contract, LayoutOut
+from optimizer.report.contract.settle import SettleOut
 from optimizer.report.contract.train import CatalogOut
 
 __all__ = ["SizingRunOut", "SettledOut", "SizingOutput"]
@@ -35,6 +36,11 @@ class SizingRunOut(Contract):
     command: str = Field(
         description="the `ccopt calibrate` line to feed the reading back (MEASURED: what the run shows)"
     )
+    settles: SettleOut | None = Field(
+        default=None,
+        description="when this type's cheaper plan could hold once measured: the chance, the "
+        "saving and the expected saving of the reading (runs are ranked by it, largest first)",
+    )
 
 
 class SettledOut(Contract):
@@ -58,7 +64,8 @@ class SizingOutput(Contract):
     )
     total_cost_usd: float = Field(description="all sizing runs together")
     rule: dict[str, float] = Field(
-        description="warm-up steps, minimum steps and seconds, start-up minutes (GUESSES)"
+        description="warm-up steps, minimum steps and seconds, start-up minutes, step-time CV, "
+        "reading precision and level (GUESSES)"
     )
     catalog: CatalogOut | None = Field(
         default=None, description="the price tables used: source, as_of, age_days (as in plan)"

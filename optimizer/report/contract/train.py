@@ -20,6 +20,7 @@ from optimizer.report.contract.common import (
 )
 from optimizer.report.contract.mix import MixOut
 from optimizer.report.contract.rent_buy import BreakEvenOut, RentOrBuyOut
+from optimizer.report.contract.settle import SettleOut
 
 __all__ = [
     "DataOut",
@@ -395,6 +396,11 @@ class PlanOutput(Contract):
         default=None,
         description="the plan a median (P50) prediction would pick when it differs from `plan` "
         "(planned at constraints.confidence), with why `plan` rejects it",
+    )
+    sizing_run: SettleOut | None = Field(
+        default=None,
+        description="the sizing run that would settle the choice when another GPU type's cheaper "
+        "plan could hold once measured (issue 45): the contender of largest expected saving",
     )
     solver: SolverOut
     pareto: list[PlanOut] | None = Field(default=None, description="--pareto: cost vs time")

@@ -26,6 +26,7 @@ from optimizer.solve.train.model import candidate_key, fewer_gpus_within, solve_
 from optimizer.solve.train.pcie_note import tp_avoided, tp_avoided_text
 from optimizer.solve.train.plan_figures import LoaderBound, job_figures, loader_bound_list, with_figures
 from optimizer.solve.train.prepare import PreparedJob, headroom_of, prepare_job
+from optimizer.solve.train.settle import Settle, plan_settle
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR, quantile_label
@@ -52,6 +53,9 @@ class PlanResult:
     #: confidence, and why the confident plan does not take it
     median_plan: Candidate | None = None
     median_plan_rejected: str | None = None
+    #: the sizing run that would settle the choice (solve/train/settle.py): the contender of
+    #: largest expected saving when another GPU type's cheaper plan could hold once measured
+    sizing_run: Settle | None = None
     #: offerings slowed to their data loader's rate, with the nearest fix (plan_figures)
     loader_bound: list[LoaderBound] = field(default_factory=list)
     job_figures: JobFigures | None = None  # the job as planned (None without `prepared`)
@@ -214,6 +218,7 @@ def _plan_single(
     if median is not None:
         out.median_plan = with_figures(median[0], prep.job, assumptions=prep.assumptions)
         out.median_plan_rejected = median[1]
+    out.sizing_run = plan_settle(prep, best)
     excluded = [candidate_key(best)]
     for _ in range(alternatives):
         res, alt, _core = solve_table(

@@ -2,7 +2,9 @@
 
 The guides' advice — run a little on demand, measure the throughput, then extrapolate — made
 concrete: the best plan of every GPU type carries a P10-P90 cost band (its step-time band);
-the GPU types whose band overlaps the cheapest plan's are still contending. For each, a short
+the GPU types whose band overlaps the cheapest plan's are still contending, and so is every type
+whose cheaper plan could hold once measured (solve/train/settle.py: its chance and expected
+saving, by which the runs are ranked). For each, a short
 run on one instance of its cheapest on-demand offering reads the throughput: warm-up steps
 (excluded from the reading) + enough steps for a stable average, at the plan's layout where one
 instance holds it. Feeding the reading back (`ccopt calibrate`) replaces the model's guess on
@@ -11,7 +13,6 @@ that GPU type by the measurement, and the plan's band narrows.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,28 +20,14 @@ from typing import Any
 from optimizer.inputs.jobs.train import Job
 from optimizer.inputs.request import ConfigRequest, request_flags
 from optimizer.model.profile import AnyModel, SampleProfile
-from optimizer.pricing.offering import cost_usd
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.enumerate import Candidate
-from optimizer.solve.train.plan_figures import plan_figures
-from optimizer.units import MINUTES_PER_HOUR, SECONDS_PER_MINUTE
+from optimizer.solve.train.plan_figures import plan_figures, with_figures
+from optimizer.solve.train.settle import Settle, hourly_probe, job_limits, reading_cost_usd, settle_runs
+from optimizer.solve.train.sizing_rule import SizingRule, measured_steps, reading_minutes
 
-__all__ = ["SizingRule", "SizingRun", "SizingResult", "size_job", "cost_band", "sizing_request"]
-
-
-@dataclass(frozen=True)
-class SizingRule:
-    """How long a reading takes (all GUESSES, overridable from the CLI)."""
-
-    #: steps run before the reading starts (allocator warm-up, cuDNN autotuning, torch.compile,
-    #: data-loader fill): excluded from the measurement
-    warmup_steps: int = 10
-    #: steps averaged at least, and seconds measured at least (whichever is longer)
-    min_steps: int = 20
-    min_measure_s: float = 120.0
-    #: minutes to boot an instance, install and load the model before the first step
-    startup_minutes: float = 15.0
+__all__ = ["SizingRule", "Settle", "SizingRun", "SizingResult", "size_job", "cost_band", "sizing_request"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +52,8 @@ class SizingResult:
     runs: list[SizingRun]
     settled: dict[str, str] = field(default_factory=dict)  # GPU type -> why it is out
     best_gpu: str | None = None
+    #: the reading that settles each contender, ranked by expected saving (solve/train/settle.py)
+    settles: list[Settle] = field(default_factory=list)
 
     @property
     def total_cost_usd(self) -> float:
@@ -79,18 +68,10 @@ def cost_band(c: Candidate, job: Job) -> tuple[float, float]:
     return f.cost_usd_p10, f.cost_usd_p90
 
 
-def _probe(cands: list[Candidate], gpu: str) -> Candidate | None:
-    """The cheapest-per-hour candidate of `gpu` on the fewest instances, billed by the hour
-    (on demand, owned or bought: never a reservation's commitment)."""
-    rows = [
-        c
-        for c in cands
-        if c.offering.gpu_id == gpu and not c.offering.commitment_hours and c.offering.pricing != "spot"
-    ]
-    if not rows:
-        return None
-    fewest = min(c.instances for c in rows)
-    return min((c for c in rows if c.instances == fewest), key=lambda c: c.usd_per_hour)
+def _probe(cands: list[Candidate], plan: Candidate, settle: Settle | None) -> Candidate | None:
+    """Where a GPU type is read: the settling run's row when the type has one, else an hourly
+    row of its plan's offering or GPU type on the fewest instances (settle.hourly_probe)."""
+    return settle.probe if settle is not None else hourly_probe(cands, plan)
 
 
 def sizing_request(job: Job, model_ref: str, model: AnyModel, c: Candidate) -> ConfigRequest:
@@ -159,22 +140,30 @@ def size_job(
     best_gpu, best = min(plans.items(), key=lambda kv: kv[1].cost_usd)
     result.best_gpu = best_gpu
     best_p90 = cost_band(best, compared.job)[1]
+    result.settles = settle_runs(prep.table.candidates, job_limits(prep, best), rule)
+    settles = {st.gpu: st for st in result.settles}
     model_ref = job.model.reference(base_dir) or prep.model.name
-    for gpu, plan in sorted(plans.items(), key=lambda kv: kv[1].cost_usd):
+    # a type whose every plan misses the job at its confidence still contends when a reading
+    # could make its cheaper plan hold: its settling target stands for its plan
+    targets = {
+        st.gpu: with_figures(st.target, compared.job, assumptions=prep.assumptions) for st in result.settles
+    }
+    contenders = {**targets, **plans}
+    for gpu, plan in sorted(contenders.items(), key=lambda kv: kv[1].cost_usd):
         p10, p90 = cost_band(plan, compared.job)
-        if gpu != best_gpu and p10 > best_p90:
+        if gpu != best_gpu and p10 > best_p90 and gpu not in settles:
             result.settled[gpu] = (
                 f"even at its P10 (${p10:,.2f}) dearer than {best_gpu} at its P90 (${best_p90:,.2f})"
             )
             continue
-        probe = _probe(prep.table.candidates, gpu)
+        probe = _probe(prep.table.candidates, plan, settles.get(gpu))
         if probe is None:
             result.settled[gpu] = "no hourly-billed offering to measure on"
             continue
         step_s = probe.step.time_s
-        measured = max(rule.min_steps, math.ceil(rule.min_measure_s / step_s))
-        minutes = (rule.warmup_steps + measured) * step_s / SECONDS_PER_MINUTE + rule.startup_minutes
-        cost = cost_usd(probe.offering, probe.instances, minutes / MINUTES_PER_HOUR).total_usd
+        measured = measured_steps(rule, step_s)
+        minutes = reading_minutes(rule, step_s)
+        cost = reading_cost_usd(probe, minutes)
         result.runs.append(
             SizingRun(
                 gpu,
@@ -189,4 +178,6 @@ def size_job(
                 _command(job, model_ref, prep.model, probe),
             )
         )
+    # ranked: the readings worth most first (expected saving), then the rest by plan cost
+    result.runs.sort(key=lambda r: -settles[r.gpu].expected_saving_usd if r.gpu in settles else float("inf"))
     return result

@@ -1,0 +1,94 @@
+"""`ccopt replan`: the headline job under way ([progress]), its answer and its bad inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from optimizer.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = ROOT / "examples/llama7b_10days_progress.toml"
+runner = CliRunner()
+
+
+def _with(tmp_path: Path, old: str, new: str) -> str:
+    text = JOB.read_text()
+    assert old in text
+    path = tmp_path / "job.toml"
+    path.write_text(text.replace(old, new))
+    return str(path)
+
+
+def test_the_headline_job_forty_percent_done_keeps_going() -> None:
+    result = runner.invoke(app, ["replan", str(JOB), "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    p, keep = data["progress"], data["best_per_kind"]["keep"]
+    # 56e9 of 140e9 tokens; 240 h − 50.1 h = 189.9 h and $20,000 − $5,611 = $14,389 left
+    assert p["fraction_done"] == pytest.approx(0.4)
+    assert p["remaining_deadline_hours"] == pytest.approx(189.9)
+    assert p["remaining_budget_usd"] == pytest.approx(14389.0)
+    assert p["slowness"] == pytest.approx(1.1, abs=0.002)  # the example's elapsed hours: 10% behind
+    # keeping: 4 Nebius H200 nodes at $28.00/h each (pricing_data), no restart, no transfer
+    assert keep["instances"] == 4 and keep["switch_hours"] == 0 and keep["switch_usd"] == 0
+    assert keep["cost_usd"] == pytest.approx(4 * 28.0 * keep["hours"], abs=0.5)
+    assert data["choice"]["kind"] == "keep"
+    # switching pays a restart (20 min GUESS) and a checkpoint transfer: 7e9 params × 14 bytes
+    # (bf16 weights 2 + fp32 master 4 + Adam m 4 + v 4) ≈ 94 GB at the guessed 5 Gbit/s ≈ 2.5 min
+    s = data["switch_costs"]
+    assert s["restart_minutes"] == 20 and s["transfer_gbps"] == 5
+    assert s["checkpoint_gb"] == pytest.approx(6.74e9 * 14 / 1e9, rel=0.01)
+    assert s["transfer_hours"] == pytest.approx(s["checkpoint_gb"] * 8 / 5 / 3600, abs=1e-4)
+    switch = data["best_per_kind"]["switch"]
+    assert switch["switch_hours"] == pytest.approx(20 / 60 + s["transfer_hours"], abs=1e-3)
+    text = runner.invoke(app, ["replan", str(JOB)])
+    assert text.exit_code == 0 and "answer: keep" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "phrase"),
+    [
+        ("tokens_done = 56e9", "tokens_done = 140e9", "progress.tokens_done"),
+        ("elapsed_hours = 50.1", "elapsed_hours = -1", "elapsed_hours"),
+        ('instance = "gpu-h200-sxm_8gpu-128vcpu-1600gb"', 'instance = "gpu-h200-sxm"', "progress.instance"),
+        ("instances = 4", "instances = 3", "progress.instances"),
+        ("[progress]", "[progress]\nsteps_done = 3", "steps_done"),
+    ],
+)
+def test_bad_progress_is_exit_2_naming_the_field(tmp_path: Path, old: str, new: str, phrase: str) -> None:
+    result = runner.invoke(app, ["replan", _with(tmp_path, old, new)])
+    assert result.exit_code == 2, result.stdout
+    assert phrase in result.stderr and "Traceback" not in result.stderr
+
+
+def test_no_progress_table_is_exit_2(tmp_path: Path) -> None:
+    text = JOB.read_text().split("[progress]")[0]
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    result = runner.invoke(app, ["replan", str(path)])
+    assert result.exit_code == 2 and "[progress]" in result.stderr
+
+
+def test_a_passed_deadline_is_infeasible_with_the_fix(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["replan", _with(tmp_path, "elapsed_hours = 50.1", "elapsed_hours = 250")])
+    assert result.exit_code == 1
+    assert "the deadline has passed (10.0 h ago)" in result.stderr
+
+
+def test_a_measured_step_time_sets_the_speed(tmp_path: Path) -> None:
+    """measured_step_time_s (from the job's log): slowness = measured ÷ predicted step."""
+    base = json.loads(runner.invoke(app, ["replan", str(JOB), "--json"]).stdout)
+    predicted = base["progress"]["predicted_step_time_s"]
+    measured = round(1.25 * predicted, 3)
+    job = _with(tmp_path, "instances = 4", f"instances = 4\nmeasured_step_time_s = {measured}")
+    data = json.loads(runner.invoke(app, ["replan", job, "--json"]).stdout)
+    p, keep = data["progress"], data["best_per_kind"]["keep"]
+    assert p["slowness_source"] == "measured step time"
+    assert p["slowness"] == pytest.approx(measured / predicted, abs=1e-4)
+    # keep's hours scale with the speed: 1.25 / 1.10 of the progress-inferred ones (no start-up)
+    before = base["best_per_kind"]["keep"]["hours"]
+    assert keep["hours"] == pytest.approx(before * p["slowness"] / base["progress"]["slowness"], rel=2e-3)
