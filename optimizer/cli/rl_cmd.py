@@ -1,0 +1,93 @@
+"""`ccopt rl JOB.toml`: the cheapest pools for an RL post-training job (dpo, grpo, ppo)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from optimizer.api import rl as run_rl
+from optimizer.cli.common import (
+    JsonOpt,
+    OfflineOpt,
+    PricesOpt,
+    TimeLimitOpt,
+    answer,
+    catalog_line,
+    header_or_infeasible,
+    money,
+    time_limit_s,
+    user_errors,
+)
+from optimizer.units import quantile_label
+
+__all__ = ["register", "render_rl"]
+
+JobArg = Annotated[
+    Path, typer.Argument(help='RL job file (TOML, workload.kind = "dpo" | "grpo" | "ppo")', metavar="JOB")
+]
+
+
+def _plan_lines(p: dict[str, Any]) -> list[str]:
+    """The plan's pools, its step by phase and its whole run."""
+    lines = []
+    for pool in p["pools"]:
+        lines.append(
+            f"  {pool['role']:<10} {pool['instances']}× {pool['instance']} ({pool['provider']}, "
+            f"{pool['pricing']}): {pool['gpus']}× {pool['gpu']}, {money(pool['usd_per_hour'])}/h"
+        )
+    s = p["step"]
+    rollout = s.get("rollout")
+    lines.append(
+        f"  step {s['time_s']:.1f} s (point): generation {s['generation_s']:.1f} s"
+        + (f" (TP{rollout['tp']} × {rollout['replicas']} replicas, batch {rollout['batch']})" if rollout else "")
+        + f", log-probs {s['logprob_s']:.1f} s, update {s['update_s']:.1f} s, weight sync {s['sync_s']:.1f} s"
+        + (" — generation overlaps training (one-step off-policy)" if s["pipelined"] else "")
+    )
+    return lines
+
+
+def render_rl(data: dict[str, Any]) -> None:
+    """Rich rendering of an rl_json answer."""
+    shown = header_or_infeasible(data)
+    if shown is None:
+        return
+    c, job = shown
+    p, s = data["plan"], data["solver"]
+    c.print(
+        f"[b]{job['name']}[/b]: {job['kind']} on {job['model']}, {job['steps']} steps × "
+        f"{job['sequences_per_step']} sequences — [b]{data['status']}[/b] (CP-SAT, {s.get('rows')} "
+        f"candidates, {s.get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})"
+    )
+    c.print(
+        f"  [b]{p['mode']}[/b]: [b]{money(p['cost_usd'])}[/b], {p['hours']:.1f} h at "
+        f"{quantile_label(job['confidence'])} ({p['step_s_at_confidence']:.1f} s per step)"
+    )
+    for line in _plan_lines(p):
+        c.print(line)
+    other = data.get("other_mode")
+    if other is not None:
+        c.print(
+            f"  best {other['mode']} plan: {money(other['cost_usd'])}, {other['hours']:.1f} h — {other['label']}"
+        )
+
+
+def rl(
+    job: JobArg,
+    json_out: JsonOpt = False,
+    prices: PricesOpt = None,
+    offline: OfflineOpt = False,
+    time_limit: TimeLimitOpt = None,
+) -> None:
+    """The cheapest GPU pools (colocated, or generation beside training) that finish JOB's RL
+    post-training (dpo, grpo, ppo) by its deadline."""
+    with user_errors():
+        limit = time_limit_s(time_limit, None)
+        data = run_rl(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
+    answer(data, json_out, render_rl)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `rl` to the ccopt app."""
+    app.command("rl")(rl)
