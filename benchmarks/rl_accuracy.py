@@ -98,7 +98,9 @@ def predict(r: dict[str, str], a: PerfAssumptions) -> Row:
     gpu = load_gpus()[r["gpu"]]
     n, per_node = int(r["num_gpus"]), int(r["gpus_per_node"])
     cluster = Cluster(gpu, per_node, n // per_node, float(r["inter_node_gbps"]))
-    step = colocated_step(model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), DEFAULT_RL_ASSUMPTIONS)
+    step = colocated_step(
+        model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), DEFAULT_RL_ASSUMPTIONS
+    )
     measured = float(r["value"])
     if step is None:
         return Row(r["case_id"], r["source_id"], r["metric"], measured, None, None, None)
@@ -129,7 +131,10 @@ def summary(table: list[Row]) -> dict[str, object]:
     by_source: dict[str, list[Row]] = {}
     for r in scored:
         by_source.setdefault(r.source, []).append(r)
-    per_source = {s: statistics.fmean(abs(math.log(r.predicted / r.measured)) for r in rs) for s, rs in by_source.items()}  # type: ignore[operator]
+    per_source = {
+        s: statistics.fmean(abs(math.log(r.predicted / r.measured)) for r in rs)
+        for s, rs in by_source.items()
+    }  # type: ignore[operator]
     weighted = statistics.fmean(per_source.values())
     inside = [r for r in scored if r.p10 is not None and r.p90 is not None and r.p10 <= r.measured <= r.p90]
     return {
@@ -157,7 +162,9 @@ def main() -> None:
             continue
         band = f"{r.p10:.0f}-{r.p90:.0f}"
         err = r.predicted / r.measured - 1
-        print(f"{r.case_id:<52} {r.metric:<19} {r.measured:>9.1f} {r.predicted:>9.1f} {band:>17} {err:>+7.0%}")
+        print(
+            f"{r.case_id:<52} {r.metric:<19} {r.measured:>9.1f} {r.predicted:>9.1f} {band:>17} {err:>+7.0%}"
+        )
     s = summary(table)
     print(
         f"{s['numbers']} numbers from {s['sources']} sources: source-weighted mean |error| "

@@ -21,7 +21,11 @@ RlDocument = str | Path | dict[str, Any] | RlJob
 
 
 def run_rl(
-    job: RlDocument, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+    job: RlDocument,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    time_limit_s: float = 10.0,
 ) -> RlResult:
     """Plan an RL job given as a TOML path, a dict or an RlJob (see plan_rl)."""
     parsed, base_dir = coerce_document(job, RlJob, load_rl_job, rl_job_from_dict)
@@ -31,7 +35,11 @@ def run_rl(
 
 
 def rl(
-    job: RlDocument, *, prices: str | Path | None = None, offline: bool | None = None, time_limit_s: float = 10.0
+    job: RlDocument,
+    *,
+    prices: str | Path | None = None,
+    offline: bool | None = None,
+    time_limit_s: float = 10.0,
 ) -> dict[str, Any]:
     """Cheapest pools for an RL job, as `ccopt rl --json` returns it."""
     return rl_json(run_rl(job, prices=prices, offline=offline, time_limit_s=time_limit_s))

@@ -41,7 +41,11 @@ def _plan_lines(p: dict[str, Any]) -> list[str]:
     rollout = s.get("rollout")
     lines.append(
         f"  step {s['time_s']:.1f} s (point): generation {s['generation_s']:.1f} s"
-        + (f" (TP{rollout['tp']} × {rollout['replicas']} replicas, batch {rollout['batch']})" if rollout else "")
+        + (
+            f" (TP{rollout['tp']} × {rollout['replicas']} replicas, batch {rollout['batch']})"
+            if rollout
+            else ""
+        )
         + f", log-probs {s['logprob_s']:.1f} s, update {s['update_s']:.1f} s, weight sync {s['sync_s']:.1f} s"
         + (" — generation overlaps training (one-step off-policy)" if s["pipelined"] else "")
     )
@@ -69,7 +73,8 @@ def render_rl(data: dict[str, Any]) -> None:
     other = data.get("other_mode")
     if other is not None:
         c.print(
-            f"  best {other['mode']} plan: {money(other['cost_usd'])}, {other['hours']:.1f} h — {other['label']}"
+            f"  best {other['mode']} plan: {money(other['cost_usd'])}, {other['hours']:.1f} h — "
+            f"{other['label']}"
         )
 
 

@@ -17,7 +17,9 @@ _cand = st.builds(IntCandidate, st.integers(1, 10_000), st.integers(1, 10_000))
     st.one_of(st.none(), st.integers(1, 10_000)),
     st.one_of(st.none(), st.integers(1, 10_000)),
 )
-def test_cpsat_matches_brute_force(cands: list[IntCandidate], deadline: int | None, budget: int | None) -> None:
+def test_cpsat_matches_brute_force(
+    cands: list[IntCandidate], deadline: int | None, budget: int | None
+) -> None:
     problem = IntProblem(tuple(cands), deadline, budget)
     sol = solve_problem(problem)
     best = brute_force(problem)

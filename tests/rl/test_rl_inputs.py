@@ -72,7 +72,9 @@ def test_cli_exit_2_on_bad_input(tmp_path: Path) -> None:
 
 
 def test_cli_example_json_contract() -> None:
-    result = runner.invoke(app, ["rl", str(ROOT / "examples" / "grpo_qwen7b_math.toml"), "--offline", "--json"])
+    result = runner.invoke(
+        app, ["rl", str(ROOT / "examples" / "grpo_qwen7b_math.toml"), "--offline", "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     plan = data["plan"]

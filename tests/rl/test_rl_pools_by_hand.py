@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.model.cluster import Cluster
+from optimizer.inputs.gpus import load_gpus
+from optimizer.model.presets import get_preset
 from optimizer.model.rl.phases import Generation, Update
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.model.rl.step import RlStep, TrainSide
 from optimizer.model.setup import Layout
 from optimizer.pricing.offering import Offering
-from optimizer.model.presets import get_preset
-from optimizer.inputs.gpus import load_gpus
 from optimizer.solve.rl.candidates import colocated_candidates, separate_candidates
 from optimizer.solve.rl.model import int_problem, solve_problem
 from optimizer.solve.rl.options import Bands, PoolOption

@@ -71,7 +71,9 @@ class RlPools(StrictModel):
     training_gpu_types: tuple[GpuName, ...] | None = Field(
         default=None, min_length=1, description="GPU types the training pool may use (default: all)"
     )
-    max_gpus_per_pool: int = Field(default=64, gt=0, le=1024, description="at most this many GPUs in one pool")
+    max_gpus_per_pool: int = Field(
+        default=64, gt=0, le=1024, description="at most this many GPUs in one pool"
+    )
 
 
 class RlAssumptionsIn(StrictModel):
@@ -138,7 +140,9 @@ class RlTable(StrictModel):
 class RlConstraints(StrictModel):
     """`[constraints]` of an RL job: deadline, budget, confidence and what may be used."""
 
-    deadline_hours: float | None = Field(default=None, gt=0, le=MAX_DAYS * 24, description="finish within this")
+    deadline_hours: float | None = Field(
+        default=None, gt=0, le=MAX_DAYS * 24, description="finish within this"
+    )
     budget_usd: float | None = Field(default=None, gt=0, le=MAX_USD, description="spend at most this (USD)")
     confidence: float = confidence_field("the deadline and the budget are met")
     gpu_types: tuple[GpuName, ...] | None = Field(

@@ -183,4 +183,3 @@ def sync_s(
     if colocated_link_gb_s is not None:
         return payload / (colocated_link_gb_s * GB * rla.sync_link_efficiency) + rla.colocated_switch_s
     return payload / (gbit_per_s / 8.0 * GB * rla.sync_link_efficiency)
-

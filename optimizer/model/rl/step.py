@@ -133,6 +133,4 @@ def separate_step(
         total = max(gen.time_s, train.time_s) + sync
     else:
         total = gen.time_s + sync + train.time_s
-    return RlStep(
-        total, gen.time_s, train.logprob_s, train.update_s, sync, rl.async_steps >= 1, gen, train
-    )
+    return RlStep(total, gen.time_s, train.logprob_s, train.update_s, sync, rl.async_steps >= 1, gen, train)

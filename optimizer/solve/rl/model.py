@@ -43,7 +43,9 @@ class Solution:
     result: SolveResult
 
 
-def int_problem(cands: Sequence[RlCandidate], deadline_h: float | None, budget_usd: float | None) -> IntProblem:
+def int_problem(
+    cands: Sequence[RlCandidate], deadline_h: float | None, budget_usd: float | None
+) -> IntProblem:
     """Candidates in cents (rounded up) and seconds (rounded up); limits rounded down."""
     return IntProblem(
         tuple(IntCandidate(to_cents(c.cost_usd), to_seconds(c.hours)) for c in cands),

@@ -109,7 +109,9 @@ def pool_options(
     out: list[PoolOption] = []
     for off in offerings:
         for n in INSTANCE_COUNTS:
-            if n * off.gpus_per_instance > max_gpus or (off.max_instances is not None and n > off.max_instances):
+            if n * off.gpus_per_instance > max_gpus or (
+                off.max_instances is not None and n > off.max_instances
+            ):
                 continue
             key = (*off.hardware_class, n)
             t = timed.get(key)

@@ -23,7 +23,7 @@ from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.rl.candidates import RlCandidate, colocated_candidates, separate_candidates
 from optimizer.solve.rl.model import int_problem, solve_problem
 from optimizer.solve.rl.options import PoolOption, pool_options
-from optimizer.solve.rl.validate import check_choice
+from optimizer.solve.rl.validate import check_choice, feasible
 
 __all__ = ["RlResult", "plan_rl"]
 
@@ -78,7 +78,8 @@ def _explain(core: Sequence[str], cands: Sequence[RlCandidate], job: RlJob) -> s
         )
     if "budget" in core:
         parts.append(
-            f"budget ${c.budget_usd:,.0f}: the cheapest plan costs ${cheapest.cost_usd:,.0f} ({cheapest.label})"
+            f"budget ${c.budget_usd:,.0f}: the cheapest plan costs "
+            f"${cheapest.cost_usd:,.0f} ({cheapest.label})"
         )
     return "; ".join(parts) or "no plan meets the deadline and the budget together"
 
@@ -93,7 +94,9 @@ def plan_rl(
     """
     model = job.model.resolve(base_dir)
     if isinstance(model, SampleProfile) or not isinstance(model, ModelSpec):
-        raise ConfigError("model: an RL job needs a transformer shape (a preset, hf_config or explicit shape)")
+        raise ConfigError(
+            "model: an RL job needs a transformer shape (a preset, hf_config or explicit shape)"
+        )
     cands = _candidates(job, model, rows)
     if not cands:
         raise ConfigError(
@@ -109,6 +112,6 @@ def plan_rl(
         text = _explain(sol.core, cands, job)
         return RlResult(Status.INFEASIBLE, job, model, None, None, len(cands), text, solver)
     chosen = cands[sol.index]
-    fits = [k for i, k in enumerate(cands) if k.mode != chosen.mode and problem.candidates[i].seconds <= (problem.deadline_s or 2**62) and problem.candidates[i].cost_cents <= (problem.budget_cents or 2**62)]
+    fits = [k for i, k in enumerate(cands) if k.mode != chosen.mode and feasible(problem, i)]
     status = Status.OPTIMAL if sol.result.proven_optimal else Status.FEASIBLE
     return RlResult(status, job, model, chosen, fits[0] if fits else None, len(cands), "", solver)
