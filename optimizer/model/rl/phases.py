@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from optimizer.model.cluster import Cluster
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.layout import BatchRule, training_layouts
+from optimizer.model.layout import TP_DEGREES, BatchRule, training_layouts
 from optimizer.model.memory import memory_model_for
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.model.serving import serving_max_batch, serving_perf
@@ -36,8 +36,9 @@ __all__ = [
     "GEN_STACK",
 ]
 
-#: tensor-parallel degrees a rollout replica may use (vLLM tensor_parallel_size within a node)
-TP_CHOICES = (1, 2, 4, 8)
+#: tensor-parallel degrees a rollout replica may use (vLLM tensor_parallel_size): the one
+#: list of degrees (model/layout.py), within a node (the loop skips degrees above its GPUs)
+TP_CHOICES = TP_DEGREES
 #: micro-batches per GPU tried for the update (verl ppo_micro_batch_size_per_gpu)
 MICRO_BATCHES = (1, 2, 4, 8)
 #: the stack profiles the phases are timed with (optimizer/model/data/stacks.toml)

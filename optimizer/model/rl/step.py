@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from optimizer.model.cluster import Cluster
-from optimizer.model.rl.phases import Generation, Update, generation_phase, sync_s, update_phase
+from optimizer.model.rl.phases import TP_CHOICES, Generation, Update, generation_phase, sync_s, update_phase
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
@@ -100,7 +100,7 @@ def colocated_step(
     # the KV cache only): bf16 weights over the replica's tp GPUs, at most the whole model
     rollout_gib = model.params() * 2.0 / GIB if rl.generates else 0.0
     side = None
-    for tp in (1, 2, 4, 8):  # the update fits beside the smallest rollout shard it can
+    for tp in TP_CHOICES:  # the update fits beside the smallest rollout shard it can
         side = train_side(model, rl, cluster, a, usable_gib - frozen - rollout_gib / tp, rla)
         if side is not None:
             break
