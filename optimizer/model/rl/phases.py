@@ -55,7 +55,7 @@ class Generation:
     replicas: int
     batch: int  # concurrent sequences per replica
     bulk_s: float  # the batch decoding at `batch` until the queue drains
-    tail_s: float  # the longest responses finishing alone (response max − mean tokens)
+    tail_s: float  # what waiting for the longest response adds beyond the bulk
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,12 @@ def generation_phase(
     """Fastest rollout of the step's sequences on `gpus` GPUs (None: no replica fits).
 
     All prompts arrive at once (verl generate_sequences, NeMo-RL generate): each of the
-    replicas takes ceil(sequences / replicas); continuous batching keeps `batch` of them in
-    flight (vLLM), so the bulk lasts sequences / (requests per second of the replica); the
-    step then waits for the longest response: (max − mean) more decode steps of a nearly empty
-    batch (the long-tail problem of RL rollouts, verl docs "agentic RL / partial rollout").
+    replicas takes ceil(sequences / replicas). Two bounds, the larger holds: continuous
+    batching keeps `batch` in flight (vLLM), so the bulk lasts sequences / (requests per second
+    of the replica); and the step waits for the longest response, response_max decode steps
+    during which on average sequences × mean / max of the replica's are still generating (the
+    sum of the sequences alive over those steps is its output tokens): the long tail of RL
+    rollouts (verl docs "agentic RL / partial rollout", NeMo-RL async GRPO motivation).
     `reserved_gib` per GPU stays with the trainer (colocated pools keep the training state).
     """
     card = replace(gpu, memory_gib=gpu.memory_gib - reserved_gib)
@@ -113,9 +115,10 @@ def generation_phase(
         p, o = int(rl.prompt_tokens_mean), max(1, int(rl.response_tokens_mean))
         perf = serving_perf(model, _serve_setup(rl, batch), card, tp, p, o, a)
         bulk = per_replica / perf.requests_per_s
-        alone = serving_perf(model, _serve_setup(rl, 1), card, tp, p, o, a)
-        tail = (rl.response_tokens_max - rl.response_tokens_mean) * alone.decode_step_s
-        gen = Generation(bulk + tail, tp, replicas, batch, bulk, tail)
+        alive = max(1, min(batch, round(per_replica * o / rl.response_tokens_max)))
+        longest = serving_perf(model, _serve_setup(rl, alive), card, tp, p, o, a)
+        floor = rl.response_tokens_max * longest.decode_step_s
+        gen = Generation(max(bulk, floor), tp, replicas, batch, bulk, max(0.0, floor - bulk))
         if best is None or gen.time_s < best.time_s:
             best = gen
     return best
