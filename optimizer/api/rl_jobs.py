@@ -8,13 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.api.job_files import rows_if_cloud
+from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.common import coerce_document
 from optimizer.inputs.jobs.rl import RlJob, load_rl_job, rl_job_from_dict
+from optimizer.report.export.common import ExportedFile
+from optimizer.report.export.verl import verl_export
 from optimizer.report.rl import rl_json
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.rl.plan import RlResult, plan_rl
 
-__all__ = ["rl", "run_rl", "RlDocument"]
+__all__ = ["rl", "run_rl", "rl_export", "RlDocument", "RL_EXPORT_FORMATS"]
+
+#: the launch configs an RL plan exports to
+RL_EXPORT_FORMATS = ("verl",)
 
 #: an RL job as the API takes it: a TOML path, a decoded dict or a validated RlJob
 RlDocument = str | Path | dict[str, Any] | RlJob
@@ -43,3 +49,17 @@ def rl(
 ) -> dict[str, Any]:
     """Cheapest pools for an RL job, as `ccopt rl --json` returns it."""
     return rl_json(run_rl(job, prices=prices, offline=offline, time_limit_s=time_limit_s))
+
+
+def rl_export(result: dict[str, Any], format: str = "verl") -> ExportedFile:  # noqa: A002
+    """The launch config of a feasible `rl` result (the dict `rl` returns) for `format`.
+
+    Raises:
+        ConfigError: an unknown format, an infeasible result, or a plan the framework cannot
+            run (verl: colocated GRPO / PPO only).
+    """
+    if format not in RL_EXPORT_FORMATS:
+        raise ConfigError(
+            f"--export: {format!r} is not an RL export; allowed: {', '.join(RL_EXPORT_FORMATS)}"
+        )
+    return verl_export(result)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from optimizer import api
 from optimizer.api import rl as run_rl
 from optimizer.cli.common import (
     JsonOpt,
@@ -20,10 +22,21 @@ from optimizer.cli.common import (
     time_limit_s,
     user_errors,
 )
+from optimizer.cli.export_opts import ExportDirOpt
+from optimizer.errors import ConfigError
 from optimizer.units import quantile_label
 
 __all__ = ["register", "render_rl"]
 
+ExportOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--export",
+        help="Write the plan as a launch config: verl (a colocated GRPO/PPO plan)",
+        metavar="FORMAT",
+        show_default=False,
+    ),
+]
 JobArg = Annotated[
     Path, typer.Argument(help='RL job file (TOML, workload.kind = "dpo" | "grpo" | "ppo")', metavar="JOB")
 ]
@@ -84,13 +97,41 @@ def rl(
     prices: PricesOpt = None,
     offline: OfflineOpt = False,
     time_limit: TimeLimitOpt = None,
+    export: ExportOpt = None,
+    out_dir: ExportDirOpt = None,
 ) -> None:
     """The cheapest GPU pools (colocated, or generation beside training) that finish JOB's RL
     post-training (dpo, grpo, ppo) by its deadline."""
     with user_errors():
+        _check_export(export, out_dir, json_out)
         limit = time_limit_s(time_limit, None)
         data = run_rl(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
+    if export is not None and data["status"] != "infeasible":
+        with user_errors():
+            file = api.rl_export(data, export)
+            if out_dir is None:
+                sys.stdout.write(file.text)
+                return
+            # the one output check: never over an input or a store, an earlier export replaced
+            api.output_file(out_dir / file.name, "-o", inputs={"the job file": job}).write(file.text)
+        sys.stderr.write(f"exported {file.format} of job {file.job!r}: {out_dir / file.name}\n")
     answer(data, json_out, render_rl)
+
+
+def _check_export(fmt: str | None, out_dir: Path | None, json_out: bool) -> None:
+    """The export options, before solving (ConfigError: exit 2)."""
+    if fmt is None:
+        if out_dir is not None:
+            raise ConfigError("-o/--output-dir: only with --export FORMAT")
+        return
+    if fmt not in api.RL_EXPORT_FORMATS:
+        raise ConfigError(
+            f"--export: {fmt!r} is not an RL export; allowed: {', '.join(api.RL_EXPORT_FORMATS)}"
+        )
+    if out_dir is None and json_out:
+        raise ConfigError("--export without -o DIR prints the file to stdout; with --json give -o DIR")
+    if out_dir is not None and not out_dir.is_dir():
+        raise ConfigError(f"-o {out_dir}: not an existing folder; allowed: an existing folder")
 
 
 def register(app: typer.Typer) -> None:

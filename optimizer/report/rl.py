@@ -52,6 +52,7 @@ def _step(step: RlStep) -> dict[str, Any]:
             "batch": g.batch,
             "bulk_s": round(g.bulk_s, 3),
             "tail_s": round(g.tail_s, 3),
+            "gpu_memory_utilization": round(g.memory_utilization, 2),
         }
     return out
 
@@ -86,6 +87,16 @@ def rl_json(r: RlResult) -> dict[str, Any]:
             "params": r.model.params(),
             "steps": j.rl.steps,
             "sequences_per_step": setup.sequences,
+            "rl": {
+                "prompts_per_step": setup.prompts_per_step,
+                "samples_per_prompt": setup.samples_per_prompt,
+                "prompt_tokens_mean": setup.prompt_tokens_mean,
+                "prompt_tokens_max": setup.prompt_tokens_max,
+                "response_tokens_mean": setup.response_tokens_mean,
+                "response_tokens_max": setup.response_tokens_max,
+                "reference": setup.reference,
+                "critic": setup.critic,
+            },
             "pools": j.rl.pools.mode,
             "async_steps": setup.async_steps,
             "deadline_hours": j.constraints.deadline_hours,

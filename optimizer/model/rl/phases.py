@@ -20,6 +20,7 @@ from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.model.serving import serving_max_batch, serving_perf
 from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import get_stack
 from optimizer.model.step_model import step_model_for
 from optimizer.units import GB
 
@@ -56,6 +57,9 @@ class Generation:
     batch: int  # concurrent sequences per replica
     bulk_s: float  # the batch decoding at `batch` until the queue drains
     tail_s: float  # what waiting for the longest response adds beyond the bulk
+    #: share of the whole card the rollout engine may take (vLLM gpu_memory_utilization):
+    #: the stack's KV budget fraction of what the trainer leaves
+    memory_utilization: float = 0.9
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,8 @@ def generation_phase(
         alive = max(1, min(batch, round(per_replica * o / rl.response_tokens_max)))
         longest = serving_perf(model, _serve_setup(rl, alive), card, tp, p, o, a)
         floor = rl.response_tokens_max * longest.decode_step_s
-        gen = Generation(max(bulk, floor), tp, replicas, batch, bulk, max(0.0, floor - bulk))
+        share = get_stack(GEN_STACK).kv_memory_fraction * card.memory_gib / gpu.memory_gib
+        gen = Generation(max(bulk, floor), tp, replicas, batch, bulk, max(0.0, floor - bulk), share)
         if best is None or gen.time_s < best.time_s:
             best = gen
     return best
