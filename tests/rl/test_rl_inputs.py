@@ -94,3 +94,8 @@ def test_forward_passes_per_kind() -> None:
     assert forward_passes(ppo, 8e9) == pytest.approx(3.25)
     dpo = rl_job_from_dict({**_job(), "workload": {"kind": "dpo"}}).setup()
     assert forward_passes(dpo, 8e9) == 1  # the frozen reference on chosen and rejected
+
+
+def test_plan_points_rl_jobs_to_ccopt_rl() -> None:
+    result = runner.invoke(app, ["plan", str(ROOT / "examples" / "grpo_qwen7b_math.toml"), "--offline"])
+    assert result.exit_code == 2 and "run `ccopt rl` on it" in result.stderr
