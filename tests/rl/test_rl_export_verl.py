@@ -30,7 +30,8 @@ def test_config_reads_the_plan(result: dict[str, Any]) -> None:
     assert config["data"]["train_batch_size"] == 128  # prompts_per_step of the example
     assert config["actor_rollout_ref"]["rollout"]["n"] == 8
     assert config["data"]["max_response_length"] == 4096
-    assert config["actor_rollout_ref"]["rollout"]["tensor_model_parallel_size"] == plan["step"]["rollout"]["tp"]
+    rollout = config["actor_rollout_ref"]["rollout"]
+    assert rollout["tensor_model_parallel_size"] == plan["step"]["rollout"]["tp"]
     trainer = config["trainer"]
     assert trainer["nnodes"] * trainer["n_gpus_per_node"] == pool["gpus"]
     assert trainer["total_training_steps"] == 500
