@@ -24,15 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from optimizer.inputs.gpus import load_gpus  # noqa: E402
-from optimizer.model.bands import band_for, serve_band_for  # noqa: E402
 from optimizer.model.cluster import Cluster  # noqa: E402
 from optimizer.model.presets import get_preset  # noqa: E402
-from optimizer.model.rl.phases import GEN_STACK, TRAIN_STACK, train_precision  # noqa: E402
 from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlSetup  # noqa: E402
 from optimizer.model.rl.step import RlStep, colocated_step  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.spec import ModelSpec  # noqa: E402
-from optimizer.solve.rl.candidates import step_at_confidence  # noqa: E402
 from optimizer.solve.rl.options import usable_gib  # noqa: E402
 
 FOLDER = ROOT / "benchmarks" / "validation" / "rl"
@@ -44,9 +41,8 @@ class Row:
     source: str
     metric: str
     measured: float
-    predicted: float | None
-    p10: float | None
-    p90: float | None
+    predicted: float | None  # the model's point prediction (no band)
+    confidence: str  # of the row's setup: medium (read or derived) | low (guessed)
 
 
 def _model(r: dict[str, str]) -> ModelSpec:
@@ -82,18 +78,18 @@ def _setup(r: dict[str, str], model: ModelSpec) -> RlSetup:
     )
 
 
-def _metric(step: RlStep, metric: str, gen_q: float, train_q: float) -> float:
+def _metric(step: RlStep, metric: str) -> float:
     if metric == "generation_s":
-        return step.generation_s * gen_q
+        return step.generation_s
     if metric == "logprob_one_pass_s":
-        return step.train.update.forward_s * train_q
+        return step.train.update.forward_s
     if metric == "update_s":
-        return step.update_s * train_q
-    return step_at_confidence(step, gen_q, train_q)
+        return step.update_s
+    return step.time_s
 
 
 def predict(r: dict[str, str], a: PerfAssumptions) -> Row:
-    """One published number and the model's prediction with its P10-P90 band."""
+    """One published number and the model's point prediction (colocated step, defaults)."""
     model = _model(r)
     gpu = load_gpus()[r["gpu"]]
     n, per_node = int(r["num_gpus"]), int(r["gpus_per_node"])
@@ -101,19 +97,8 @@ def predict(r: dict[str, str], a: PerfAssumptions) -> Row:
     step = colocated_step(
         model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), DEFAULT_RL_ASSUMPTIONS
     )
-    measured = float(r["value"])
-    if step is None:
-        return Row(r["case_id"], r["source_id"], r["metric"], measured, None, None, None)
-    gen, train = serve_band_for(gpu, GEN_STACK, a), band_for(gpu, train_precision(gpu), TRAIN_STACK, a)
-    return Row(
-        r["case_id"],
-        r["source_id"],
-        r["metric"],
-        measured,
-        _metric(step, r["metric"], 1.0, 1.0),
-        _metric(step, r["metric"], gen.p10, train.p10),
-        _metric(step, r["metric"], gen.p90, train.p90),
-    )
+    predicted = None if step is None else _metric(step, r["metric"])
+    return Row(r["case_id"], r["source_id"], r["metric"], float(r["value"]), predicted, r["confidence"])
 
 
 def rows() -> list[Row]:
@@ -125,25 +110,68 @@ def rows() -> list[Row]:
     return out
 
 
+def _ratio(r: Row) -> float:
+    assert r.predicted is not None
+    return r.measured / r.predicted
+
+
+def _weighted_quantile(pairs: list[tuple[float, float]], q: float) -> float:
+    """The q-quantile of (value, weight) pairs: the first value whose cumulative weight reaches
+    q of the total (the lower weighted quantile)."""
+    total = sum(w for _, w in pairs)
+    seen = 0.0
+    for value, weight in sorted(pairs):
+        seen += weight
+        if seen >= q * total - 1e-12:
+            return value
+    return sorted(pairs)[-1][0]
+
+
+def fit_band(table: list[Row]) -> tuple[float, float, float] | None:
+    """(P10, P50, P90) of measured ÷ predicted over the rows whose setup is not guessed
+    (confidence != low), each source weighing the same (weights 1 / its rows)."""
+    kept = [r for r in table if r.predicted is not None and r.confidence != "low"]
+    counts: dict[str, int] = {}
+    for r in kept:
+        counts[r.source] = counts.get(r.source, 0) + 1
+    if not kept:
+        return None
+    pairs = [(math.log(_ratio(r)), 1.0 / counts[r.source]) for r in kept]
+    p10, p50, p90 = (math.exp(_weighted_quantile(pairs, q)) for q in (0.1, 0.5, 0.9))
+    return round(p10, 3), round(p50, 3), round(p90, 3)
+
+
 def summary(table: list[Row]) -> dict[str, object]:
-    """Per source mean |ln(pred / measured)|; source-weighted mean; band coverage."""
+    """Point error per source and source-weighted; then leave one source out: the band fitted
+    on the other sources, its median's error and its P10-P90 coverage on the held-out one."""
     scored = [r for r in table if r.predicted is not None]
-    by_source: dict[str, list[Row]] = {}
-    for r in scored:
-        by_source.setdefault(r.source, []).append(r)
-    per_source = {
-        s: statistics.fmean(abs(math.log(r.predicted / r.measured)) for r in rs)
-        for s, rs in by_source.items()
-    }  # type: ignore[operator]
-    weighted = statistics.fmean(per_source.values())
-    inside = [r for r in scored if r.p10 is not None and r.p90 is not None and r.p10 <= r.measured <= r.p90]
+    sources = sorted({r.source for r in scored})
+    raw: dict[str, float] = {}
+    held: dict[str, float] = {}
+    covered: dict[str, str] = {}
+    inside, total = 0, 0
+    for s in sources:
+        mine = [r for r in scored if r.source == s]
+        raw[s] = statistics.fmean(abs(math.log(_ratio(r))) for r in mine)
+        band = fit_band([r for r in scored if r.source != s])
+        if band is None:
+            continue
+        held[s] = statistics.fmean(abs(math.log(_ratio(r) / band[1])) for r in mine)
+        hits = sum(band[0] <= _ratio(r) <= band[2] for r in mine)
+        covered[s] = f"{hits}/{len(mine)}"
+        inside += hits
+        total += len(mine)
+    pct = lambda logs: round((math.exp(statistics.fmean(logs)) - 1) * 100, 1)  # noqa: E731
     return {
         "numbers": len(table),
         "predicted": len(scored),
-        "sources": len(by_source),
-        "per_source_mean_abs_log_error": {s: round(v, 3) for s, v in per_source.items()},
-        "source_weighted_mean_abs_error_pct": round((math.exp(weighted) - 1) * 100, 1),
-        "band_coverage": round(len(inside) / len(scored), 3) if scored else 0.0,
+        "sources": len(sources),
+        "point_mean_abs_log_error": {s: round(v, 3) for s, v in raw.items()},
+        "point_source_weighted_error_pct": pct(raw.values()),
+        "loso_source_weighted_error_pct": pct(held.values()) if held else None,
+        "loso_band_coverage": round(inside / total, 3) if total else None,
+        "loso_coverage_by_source": covered,
+        "band_all_sources": fit_band(scored),
     }
 
 
@@ -152,23 +180,26 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     table = rows()
+    s = summary(table)
     if args.json:
-        print(json.dumps({"rows": [r.__dict__ for r in table], "summary": summary(table)}, indent=2))
+        print(json.dumps({"rows": [r.__dict__ for r in table], "summary": s}, indent=2))
         return
-    print(f"{'case':<52} {'metric':<19} {'measured':>9} {'predicted':>9} {'P10-P90':>17} {'error':>7}")
+    print(f"{'case':<48} {'metric':<19} {'measured':>9} {'predicted':>9} {'error':>6} {'setup':>6}")
     for r in table:
         if r.predicted is None:
-            print(f"{r.case_id:<52} {r.metric:<19} {r.measured:>9.1f} {'no fit':>9}")
+            print(f"{r.case_id:<48} {r.metric:<19} {r.measured:>9.1f} {'no fit':>9}")
             continue
-        band = f"{r.p10:.0f}-{r.p90:.0f}"
         err = r.predicted / r.measured - 1
-        print(
-            f"{r.case_id:<52} {r.metric:<19} {r.measured:>9.1f} {r.predicted:>9.1f} {band:>17} {err:>+7.0%}"
-        )
-    s = summary(table)
+        shown = f"{r.measured:>9.1f} {r.predicted:>9.1f} {err:>+6.0%}"
+        print(f"{r.case_id:<48} {r.metric:<19} {shown} {r.confidence:>6}")
     print(
-        f"{s['numbers']} numbers from {s['sources']} sources: source-weighted mean |error| "
-        f"{s['source_weighted_mean_abs_error_pct']}% (geometric), P10-P90 coverage {s['band_coverage']:.0%}"
+        f"{s['numbers']} numbers from {s['sources']} sources. Point prediction: source-weighted mean "
+        f"|error| {s['point_source_weighted_error_pct']}% (geometric). RL band (measured / predicted, "
+        f"fitted on the other sources, guessed setups left out of the fit), leave one source out: "
+        f"median's error {s['loso_source_weighted_error_pct']}%, "
+        f"P10-P90 coverage {s['loso_band_coverage']:.0%} "
+        f"({', '.join(f'{k} {v}' for k, v in s['loso_coverage_by_source'].items())}). "
+        f"Band on every source (the planner's, optimizer/model/rl/setup.py): {s['band_all_sources']}"
     )
 
 

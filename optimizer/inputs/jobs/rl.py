@@ -92,6 +92,18 @@ class RlAssumptionsIn(StrictModel):
         default=None, ge=0, le=3600, description="seconds per step to switch a colocated pool's phases"
     )
 
+    step_band: tuple[float, float, float] | None = Field(
+        default=None,
+        description="(P10, P50, P90) of measured ÷ predicted RL step times (each 0.1-100, rising)",
+    )
+
+    @model_validator(mode="after")
+    def _band(self) -> RlAssumptionsIn:
+        b = self.step_band
+        if b is not None and not (0.1 <= b[0] <= b[1] <= b[2] <= 100):
+            raise ValueError(f"step_band = {list(b)}; allowed: three rising numbers from 0.1 to 100")
+        return self
+
     def apply(self, base: RlAssumptions) -> RlAssumptions:
         changes = {k: v for k, v in self.model_dump().items() if v is not None}
         return RlAssumptions(**{**base.__dict__, **changes})

@@ -75,6 +75,13 @@ class RlAssumptions:
     #: GUESS: fixed seconds per phase switch on a colocated pool (vLLM sleep/wake-up, KV cache
     #: re-allocation; verl `free_cache_engine`), per step
     colocated_switch_s: float = 2.0
+    #: (P10, P50, P90) of measured ÷ predicted RL step and phase times: fitted by
+    #: `python benchmarks/rl_accuracy.py` on benchmarks/validation/rl/ (11 numbers from NeMo-RL's
+    #: performance summary v0.4 and verl v0.5 in RLinf's comparison, 2026-12-05; the OpenRLHF
+    #: rows, whose lengths and GPU split are guessed, left out of the fit), each source weighing
+    #: the same. The serving and training bands describe serving and training runs; RL steps
+    #: run slower than both (rollout engine overheads, phase switches, stragglers)
+    step_band: tuple[float, float, float] = (1.329, 1.57, 2.032)
 
 
 DEFAULT_RL_ASSUMPTIONS = RlAssumptions()

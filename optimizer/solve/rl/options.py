@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optimizer.model.bands import band_for, serve_band_for
+from optimizer.model.bands import quantile_multiplier
 from optimizer.model.cluster import Cluster
-from optimizer.model.rl.phases import GEN_STACK, TRAIN_STACK, Generation, generation_phase, train_precision
+from optimizer.model.rl.phases import Generation, generation_phase
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.model.rl.step import RlStep, TrainSide, colocated_step, train_side
 from optimizer.model.setup import PerfAssumptions
@@ -37,8 +37,9 @@ def usable_gib(card_gib: float) -> float:
 
 @dataclass(frozen=True)
 class Bands:
-    """Step-time multipliers at the job's confidence: generation (serving band of the GPU and
-    vLLM) and training (training band of the GPU, bf16, FSDP)."""
+    """Step-time multipliers at the job's confidence, per phase group: generation, and the
+    training side (log-probs, updates). Both are the RL step band's quantile
+    (RlAssumptions.step_band, fitted on published RL steps) until phases have bands of their own."""
 
     generation: float
     training: float
@@ -88,11 +89,8 @@ def _time_class(
         gen = generation_phase(model, rl, gpu, cluster.gpus, cluster.gpus_per_node, a, held)
     side = train_side(model, rl, cluster, a, budget, rla)
     both = colocated_step(model, rl, cluster, a, budget, rla)
-    bands = Bands(
-        serve_band_for(gpu, GEN_STACK, a).multiplier(q),
-        band_for(gpu, train_precision(gpu), TRAIN_STACK, a).multiplier(q),
-    )
-    return _Timed(gen, side, both, bands)
+    m = quantile_multiplier(rla.step_band, q)
+    return _Timed(gen, side, both, Bands(m, m))
 
 
 def pool_options(
