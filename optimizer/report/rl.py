@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.model.rl.step import RlStep
+from optimizer.report.contract.common import emit, explanation_of
+from optimizer.report.contract.rl import RlOutput
 from optimizer.solve.rl.candidates import RlCandidate
 from optimizer.solve.rl.options import PoolOption
 from optimizer.solve.rl.plan import RlResult
@@ -76,36 +78,39 @@ def candidate_json(c: RlCandidate) -> dict[str, Any]:
 
 
 def rl_json(r: RlResult) -> dict[str, Any]:
-    """The answer of `ccopt rl --json` (strict JSON: finite numbers only)."""
+    """The answer of `ccopt rl --json`, checked against its contract (report/contract/rl.py)."""
     j, setup = r.job, r.job.setup()
-    return {
-        "status": str(r.status),
-        "job": {
-            "name": j.name,
-            "kind": j.workload.kind,
-            "model": r.model.name,
-            "params": r.model.params(),
-            "steps": j.rl.steps,
-            "sequences_per_step": setup.sequences,
-            "rl": {
-                "prompts_per_step": setup.prompts_per_step,
-                "samples_per_prompt": setup.samples_per_prompt,
-                "prompt_tokens_mean": setup.prompt_tokens_mean,
-                "prompt_tokens_max": setup.prompt_tokens_max,
-                "response_tokens_mean": setup.response_tokens_mean,
-                "response_tokens_max": setup.response_tokens_max,
-                "reference": setup.reference,
-                "critic": setup.critic,
+    return emit(
+        RlOutput,
+        {
+            "status": str(r.status),
+            "job": {
+                "name": j.name,
+                "kind": j.workload.kind,
+                "model": r.model.name,
+                "params": r.model.params(),
+                "steps": j.rl.steps,
+                "sequences_per_step": setup.sequences,
+                "rl": {
+                    "prompts_per_step": setup.prompts_per_step,
+                    "samples_per_prompt": setup.samples_per_prompt,
+                    "prompt_tokens_mean": setup.prompt_tokens_mean,
+                    "prompt_tokens_max": setup.prompt_tokens_max,
+                    "response_tokens_mean": setup.response_tokens_mean,
+                    "response_tokens_max": setup.response_tokens_max,
+                    "reference": setup.reference,
+                    "critic": setup.critic,
+                },
+                "pools": j.rl.pools.mode,
+                "async_steps": setup.async_steps,
+                "deadline_hours": j.constraints.deadline_hours,
+                "budget_usd": j.constraints.budget_usd,
+                "confidence": j.constraints.confidence,
             },
-            "pools": j.rl.pools.mode,
-            "async_steps": setup.async_steps,
-            "deadline_hours": j.constraints.deadline_hours,
-            "budget_usd": j.constraints.budget_usd,
-            "confidence": j.constraints.confidence,
+            "plan": candidate_json(r.plan) if r.plan is not None else None,
+            "other_mode": candidate_json(r.other_mode) if r.other_mode is not None else None,
+            "explanation": explanation_of(r.explanation or None, " + ".join(r.core) or None),
+            "solver": r.solver,
+            "catalog": r.catalog,
         },
-        "plan": candidate_json(r.plan) if r.plan is not None else None,
-        "other_mode": candidate_json(r.other_mode) if r.other_mode is not None else None,
-        "explanation": {"text": r.explanation} if r.explanation else None,
-        "solver": r.solver,
-        "catalog": r.catalog,
-    }
+    )

@@ -71,3 +71,12 @@ def test_cli_writes_into_the_folder(tmp_path: Path) -> None:
     assert yaml.safe_load((tmp_path / "grpo-qwen7b-math.verl.yaml").read_text())["trainer"]["nnodes"] >= 1
     bad = runner.invoke(app, ["rl", str(EXAMPLE), "--offline", "--export", "skypilot"])
     assert bad.exit_code == 2 and "allowed: verl" in bad.stderr
+
+
+def test_json_validates_against_its_schema(result: dict[str, Any]) -> None:
+    import json
+
+    import jsonschema  # lazy: a test-only dependency
+
+    schema = json.loads(CliRunner().invoke(app, ["schema", "rl"]).stdout)
+    jsonschema.validate(result, schema, cls=jsonschema.Draft202012Validator)

@@ -99,3 +99,15 @@ def test_forward_passes_per_kind() -> None:
 def test_plan_points_rl_jobs_to_ccopt_rl() -> None:
     result = runner.invoke(app, ["plan", str(ROOT / "examples" / "grpo_qwen7b_math.toml"), "--offline"])
     assert result.exit_code == 2 and "run `ccopt rl` on it" in result.stderr
+
+
+def test_infeasible_names_the_binding_limit() -> None:
+    from optimizer import api  # lazy: one end-to-end test
+
+    job = {**_job(), "constraints": {"deadline_hours": 0.001}}
+    data = api.rl(job, offline=True)
+    assert data["status"] == "infeasible" and data["plan"] is None
+    assert data["explanation"]["binding_constraint"] == "deadline"
+    assert "the fastest plan needs" in data["explanation"]["text"]
+    result = runner.invoke(app, ["schema", "rl"])
+    assert result.exit_code == 0 and "RlPlanOut" in result.stdout

@@ -40,6 +40,7 @@ class RlResult:
     candidates: int
     explanation: str = ""
     solver: dict[str, Any] = field(default_factory=dict)
+    core: tuple[str, ...] = ()  # the limits CP-SAT names in the conflict (deadline, budget)
     catalog: dict[str, Any] | None = None
 
 
@@ -110,7 +111,7 @@ def plan_rl(
     solver = {**sol.result.as_dict(), "rows": len(cands)}
     if sol.index is None:
         text = _explain(sol.core, cands, job)
-        return RlResult(Status.INFEASIBLE, job, model, None, None, len(cands), text, solver)
+        return RlResult(Status.INFEASIBLE, job, model, None, None, len(cands), text, solver, core=sol.core)
     chosen = cands[sol.index]
     fits = [k for i, k in enumerate(cands) if k.mode != chosen.mode and feasible(problem, i)]
     status = Status.OPTIMAL if sol.result.proven_optimal else Status.FEASIBLE
