@@ -55,7 +55,8 @@ def _plan_lines(p: dict[str, Any]) -> list[str]:
     lines.append(
         f"  step {s['time_s']:.1f} s (point): generation {s['generation_s']:.1f} s"
         + (
-            f" (TP{rollout['tp']} × {rollout['replicas']} replicas, batch {rollout['batch']})"
+            f" (TP{rollout['tp']} × {rollout['replicas']} replica{'s' if rollout['replicas'] != 1 else ''}, "
+            f"batch {rollout['batch']})"
             if rollout
             else ""
         )
