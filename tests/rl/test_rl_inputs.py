@@ -111,3 +111,16 @@ def test_infeasible_names_the_binding_limit() -> None:
     assert "the fastest plan needs" in data["explanation"]["text"]
     result = runner.invoke(app, ["schema", "rl"])
     assert result.exit_code == 0 and "RlPlanOut" in result.stdout
+
+
+def test_ppo_training_pool_holds_reference_and_critic() -> None:
+    from optimizer.model.presets import get_preset  # lazy: one model helper
+    from optimizer.model.rl.step import companions_gib
+
+    model = get_preset("llama-3-8b")
+    ppo = rl_job_from_dict({**_job(), "workload": {"kind": "ppo"}}).setup()
+    grpo = rl_job_from_dict(_job()).setup()
+    n = 8.03e9  # Llama 3 8B parameters
+    # PPO: bf16 reference (2 B/param) + the critic's AdamW state (16 B/param), over 8 GPUs
+    assert companions_gib(model, ppo, 8) == pytest.approx(18 * n / 8 / 2**30, rel=1e-3)  # 16.8 GiB
+    assert companions_gib(model, grpo, 8) == pytest.approx(2 * n / 8 / 2**30, rel=1e-3)  # 1.9 GiB

@@ -92,6 +92,7 @@ def generation_phase(
     gpus_per_node: int,
     a: PerfAssumptions,
     reserved_gib: float = 0.0,
+    tp_min: int = 1,
 ) -> Generation | None:
     """Fastest rollout of the step's sequences on `gpus` GPUs (None: no replica fits).
 
@@ -102,14 +103,15 @@ def generation_phase(
     during which on average sequences × mean / max of the replica's are still generating (the
     sum of the sequences alive over those steps is its output tokens): the long tail of RL
     rollouts (verl docs "agentic RL / partial rollout", NeMo-RL async GRPO motivation).
-    `reserved_gib` per GPU stays with the trainer (colocated pools keep the training state).
+    `reserved_gib` per GPU stays with the trainer (colocated pools keep the training state);
+    replicas use at least `tp_min` GPUs (a colocated update fits beside that rollout shard).
     """
     card = replace(gpu, memory_gib=gpu.memory_gib - reserved_gib)
     if card.memory_gib <= 0:
         return None
     best: Generation | None = None
     for tp in TP_CHOICES:
-        if tp > gpus_per_node or gpus % tp or model.heads % tp:
+        if tp < tp_min or tp > gpus_per_node or gpus % tp or model.heads % tp:
             continue
         replicas = gpus // tp
         per_replica = math.ceil(rl.sequences / replicas)

@@ -23,7 +23,15 @@ from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.units import GIB
 
-__all__ = ["RlStep", "TrainSide", "train_side", "colocated_step", "separate_step", "forward_passes"]
+__all__ = [
+    "RlStep",
+    "TrainSide",
+    "train_side",
+    "colocated_step",
+    "separate_step",
+    "forward_passes",
+    "companions_gib",
+]
 
 
 @dataclass(frozen=True)
@@ -72,11 +80,23 @@ def forward_passes(rl: RlSetup, policy_params: float) -> float:
     return passes
 
 
+def companions_gib(model: ModelSpec, rl: RlSetup, gpus: int) -> float:
+    """Per GPU, what the training pool holds beside the policy's own state, FSDP-sharded over
+    its GPUs: the frozen reference and reward networks' bf16 weights, and for PPO the critic's
+    training state, 16 bytes per parameter (bf16 weights and gradients + fp32 master and two
+    Adam moments: Rajbhandari et al. 2020, ZeRO §3.1), a policy-sized network."""
+    frozen = (model.params() * float(rl.reference) + rl.reward_model_params) * 2.0
+    critic = model.params() * 16.0 if rl.critic else 0.0
+    return (frozen + critic) / gpus / GIB
+
+
 def train_side(
     model: ModelSpec, rl: RlSetup, cluster: Cluster, a: PerfAssumptions, usable_gib: float, rla: RlAssumptions
 ) -> TrainSide | None:
-    """Log-probs and updates of a step on `cluster` (None: the update does not fit)."""
-    up = update_phase(model, rl, cluster, a, usable_gib, rla)
+    """Log-probs and updates of a step on `cluster` (None: the update does not fit beside the
+    companion networks, companions_gib)."""
+    room = usable_gib - companions_gib(model, rl, cluster.gpus)
+    up = update_phase(model, rl, cluster, a, room, rla)
     if up is None:
         return None
     logprob = forward_passes(rl, model.params()) * up.forward_s
@@ -85,23 +105,16 @@ def train_side(
     return TrainSide(up, logprob, update)
 
 
-def _frozen_gib(model: ModelSpec, rl: RlSetup, gpus: int) -> float:
-    """Per GPU: the frozen reference (and reward) networks' bf16 weights, FSDP-sharded."""
-    params = model.params() * float(rl.reference) + rl.reward_model_params
-    return params * 2.0 / gpus / GIB
-
-
 def colocated_step(
     model: ModelSpec, rl: RlSetup, cluster: Cluster, a: PerfAssumptions, usable_gib: float, rla: RlAssumptions
 ) -> RlStep | None:
     """A step whose phases alternate on one pool (None: a phase does not fit)."""
-    frozen = _frozen_gib(model, rl, cluster.gpus)
     # the update runs with the rollout's weights still resident (vLLM sleep level 1 frees
-    # the KV cache only): bf16 weights over the replica's tp GPUs, at most the whole model
+    # the KV cache only): bf16 weights over the replica's tp GPUs
     rollout_gib = model.params() * 2.0 / GIB if rl.generates else 0.0
-    side = None
-    for tp in TP_CHOICES:  # the update fits beside the smallest rollout shard it can
-        side = train_side(model, rl, cluster, a, usable_gib - frozen - rollout_gib / tp, rla)
+    side, tp_min = None, 1
+    for tp_min in TP_CHOICES:  # the update fits beside the smallest rollout shard it can
+        side = train_side(model, rl, cluster, a, usable_gib - rollout_gib / tp_min, rla)
         if side is not None:
             break
     if side is None:
@@ -109,8 +122,9 @@ def colocated_step(
     gen = None
     sync = 0.0
     if rl.generates:
-        held = side.update.resident_gib + frozen + cluster.gpu.memory_gib - usable_gib
-        gen = generation_phase(model, rl, cluster.gpu, cluster.gpus, cluster.gpus_per_node, a, held)
+        held = side.update.resident_gib + companions_gib(model, rl, cluster.gpus)
+        held += cluster.gpu.memory_gib - usable_gib  # the headroom stays free
+        gen = generation_phase(model, rl, cluster.gpu, cluster.gpus, cluster.gpus_per_node, a, held, tp_min)
         if gen is None:
             return None
         sync = sync_s(model.params() / gen.tp, 0.0, rla, cluster.gpu.intra_node_bw_gb_s)
