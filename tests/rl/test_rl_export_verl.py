@@ -4,6 +4,7 @@ verl cannot run are refused."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,6 @@ def test_cli_writes_into_the_folder(tmp_path: Path) -> None:
 
 
 def test_json_validates_against_its_schema(result: dict[str, Any]) -> None:
-    import json
-
     import jsonschema  # lazy: a test-only dependency
 
     schema = json.loads(CliRunner().invoke(app, ["schema", "rl"]).stdout)
