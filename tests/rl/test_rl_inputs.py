@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from optimizer import api
 from optimizer.cli import app
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.rl import rl_job_from_dict
+from optimizer.model.presets import get_preset
+from optimizer.model.rl.step import companions_gib, forward_passes
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -86,8 +89,6 @@ def test_cli_example_json_contract() -> None:
 
 
 def test_forward_passes_per_kind() -> None:
-    from optimizer.model.rl.step import forward_passes  # lazy: a model helper, one test
-
     # GRPO: reference + old policy = 2; PPO: + critic values = 3; + a 2B reward net on 8B = 3.25
     assert forward_passes(rl_job_from_dict(_job()).setup(), 8e9) == 2
     ppo = rl_job_from_dict({**_job(reward_model_params_b=2.0), "workload": {"kind": "ppo"}}).setup()
@@ -102,8 +103,6 @@ def test_plan_points_rl_jobs_to_ccopt_rl() -> None:
 
 
 def test_infeasible_names_the_binding_limit() -> None:
-    from optimizer import api  # lazy: one end-to-end test
-
     job = {**_job(), "constraints": {"deadline_hours": 0.001}}
     data = api.rl(job, offline=True)
     assert data["status"] == "infeasible" and data["plan"] is None
@@ -114,9 +113,6 @@ def test_infeasible_names_the_binding_limit() -> None:
 
 
 def test_ppo_training_pool_holds_reference_and_critic() -> None:
-    from optimizer.model.presets import get_preset  # lazy: one model helper
-    from optimizer.model.rl.step import companions_gib
-
     model = get_preset("llama-3-8b")
     ppo = rl_job_from_dict({**_job(), "workload": {"kind": "ppo"}}).setup()
     grpo = rl_job_from_dict(_job()).setup()
