@@ -52,6 +52,11 @@ _VOLATILE = [
 BENCH_SOURCES: dict[str, tuple[str, ...]] = {
     "benchmarks/batch_scaling.py": ("benchmarks/batch_scaling.py", "optimizer/solve/batch"),
     "benchmarks/mix_rows.py": ("benchmarks/mix_rows.py", "optimizer/solve/train/mix"),
+    "benchmarks/rl_accuracy.py": (
+        "benchmarks/rl_accuracy.py",
+        "optimizer/model/rl",
+        "benchmarks/validation/rl",
+    ),
 }
 _SOURCES_STAMP = re.compile(r"sources ([0-9a-f]{12})\)")
 

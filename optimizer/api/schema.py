@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.inputs.jobs.batch import BatchFile
+from optimizer.inputs.jobs.rl import RlJob
 from optimizer.inputs.jobs.serve import ServeJob
 from optimizer.inputs.jobs.train import Job
 from optimizer.report.contract import OUTPUTS, SCHEMA_VERSION, output_schema
@@ -12,7 +13,7 @@ from optimizer.report.contract import OUTPUTS, SCHEMA_VERSION, output_schema
 __all__ = ["INPUTS", "OUTPUTS", "SCHEMA_VERSION", "schema_names", "schema_of"]
 
 #: job-file kinds -> their input model (every field with its type, default and description)
-INPUTS: dict[str, Any] = {"job": Job, "serve-job": ServeJob, "batch-job": BatchFile}
+INPUTS: dict[str, Any] = {"job": Job, "serve-job": ServeJob, "batch-job": BatchFile, "rl-job": RlJob}
 
 
 def schema_names() -> list[str]:

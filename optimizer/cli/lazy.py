@@ -87,6 +87,12 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "Best serving deployment per GPU type (and the best mix over all types).",
         runs_on=("serve",),
     ),
+    "rl": LazyCommand(
+        "optimizer.cli.rl_cmd",
+        "The cheapest GPU pools (colocated, or generation beside training) that finish JOB's RL "
+        "post-training (dpo, grpo, ppo) by its deadline.",
+        runs_on=("rl",),
+    ),
     "schema": LazyCommand(
         "optimizer.cli.schema_cmd",
         "JSON Schema of a command's --json output or of a job file.",

@@ -21,6 +21,7 @@ COMMANDS = [
     "calibrate-list",
     "serve",
     "serve-compare",
+    "rl",
     "batch",
     "prices",
     "gpus",

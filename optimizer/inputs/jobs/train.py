@@ -35,6 +35,7 @@ from optimizer.inputs.toml_file import read_toml
 from optimizer.inputs.validation import check_number
 from optimizer.model.bands import CONFIDENCE_RANGE
 from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
+from optimizer.model.rl.setup import RL_KINDS
 from optimizer.model.setup import (
     CHECKPOINTING,
     Attention,
@@ -478,6 +479,11 @@ def fit_job_to_model(job: _J, model: ModelSpec | SampleProfile) -> _J:
 
 def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:
     """Validate a decoded job table; ConfigError with one line on failure."""
+    kind = (data.get("workload") or {}).get("kind") if isinstance(data, dict) else None
+    if kind in RL_KINDS:  # an RL post-training job: its own planner (optimizer/solve/rl)
+        raise ConfigError(
+            f"{source}: workload.kind: {kind!r} is an RL post-training job; run `ccopt rl` on it"
+        )
     try:
         return Job.model_validate(data)
     except ValidationError as exc:

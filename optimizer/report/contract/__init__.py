@@ -32,6 +32,7 @@ OUTPUT_MODELS: dict[str, tuple[str, str]] = {
     "calibrate-list": ("calibration", "CalibrationListOutput"),
     "serve": ("serve", "ServeOutput"),
     "serve-compare": ("serve", "ServeCompareOutput"),
+    "rl": ("rl", "RlOutput"),
     "batch": ("batch", "BatchOutput"),
     "prices": ("catalogs", "PricesOutput"),
     "gpus": ("catalogs", "GpusOutput"),

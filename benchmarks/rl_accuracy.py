@@ -1,0 +1,207 @@
+"""RL post-training step times: the model against published breakdowns (issue 46).
+
+Reads benchmarks/validation/rl/*.csv (one file per source: every number with its page, date and
+quote), predicts each number with the colocated step model (optimizer/model/rl/step.py; the
+defaults, no stored calibration), and prints per row the prediction, its P10-P90 band and the
+error, then per source the mean |log error| and the source-weighted summary: each source weighs
+the same whatever its row count, and the band coverage (share of numbers inside P10-P90).
+
+    python benchmarks/rl_accuracy.py [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from optimizer.inputs.gpus import load_gpus  # noqa: E402
+from optimizer.model.cluster import Cluster  # noqa: E402
+from optimizer.model.presets import get_preset  # noqa: E402
+from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlSetup  # noqa: E402
+from optimizer.model.rl.step import RlStep, colocated_step  # noqa: E402
+from optimizer.model.setup import PerfAssumptions  # noqa: E402
+from optimizer.model.spec import ModelSpec  # noqa: E402
+from optimizer.solve.rl.options import usable_gib  # noqa: E402
+
+FOLDER = ROOT / "benchmarks" / "validation" / "rl"
+
+
+@dataclass(frozen=True)
+class Row:
+    case_id: str
+    source: str
+    metric: str
+    measured: float
+    predicted: float | None  # the model's point prediction (no band)
+    confidence: str  # of the row's setup: medium (read or derived) | low (guessed)
+
+
+def _model(r: dict[str, str]) -> ModelSpec:
+    if not r["layers"]:
+        spec = get_preset(r["model"])
+        assert isinstance(spec, ModelSpec)
+        return spec
+    return ModelSpec(
+        name=r["model"],
+        layers=int(r["layers"]),
+        hidden=int(r["hidden"]),
+        heads=int(r["heads"]),
+        kv_heads=int(r["kv_heads"]),
+        head_dim=int(r["head_dim"]) if r["head_dim"] else None,
+        ffn=int(r["ffn"]),
+        vocab=int(r["vocab"]),
+        qkv_bias=r["qkv_bias"] == "true",
+    )
+
+
+def _setup(r: dict[str, str], model: ModelSpec) -> RlSetup:
+    ppo = r["kind"] == "ppo"
+    return RlSetup(
+        kind=r["kind"],
+        prompts_per_step=int(r["prompts_per_step"]),
+        samples_per_prompt=int(r["samples_per_prompt"]),
+        prompt_tokens_mean=float(r["prompt_tokens_mean"]),
+        prompt_tokens_max=int(r["prompt_tokens_max"]),
+        response_tokens_mean=float(r["response_tokens_mean"]),
+        response_tokens_max=int(r["response_tokens_max"]),
+        critic=ppo,
+        reward_model_params=float(model.params()) if ppo else 0.0,  # a policy-sized reward model
+    )
+
+
+def _metric(step: RlStep, metric: str) -> float:
+    if metric == "generation_s":
+        return step.generation_s
+    if metric == "logprob_one_pass_s":
+        return step.train.update.forward_s
+    if metric == "update_s":
+        return step.update_s
+    return step.time_s
+
+
+def predict(r: dict[str, str], a: PerfAssumptions) -> Row:
+    """One published number and the model's point prediction (colocated step, defaults)."""
+    model = _model(r)
+    gpu = load_gpus()[r["gpu"]]
+    n, per_node = int(r["num_gpus"]), int(r["gpus_per_node"])
+    cluster = Cluster(gpu, per_node, n // per_node, float(r["inter_node_gbps"]))
+    step = colocated_step(
+        model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), DEFAULT_RL_ASSUMPTIONS
+    )
+    predicted = None if step is None else _metric(step, r["metric"])
+    return Row(r["case_id"], r["source_id"], r["metric"], float(r["value"]), predicted, r["confidence"])
+
+
+def rows() -> list[Row]:
+    a = PerfAssumptions()
+    out = []
+    for path in sorted(FOLDER.glob("*.csv")):
+        with path.open(newline="", encoding="utf-8") as fh:
+            out += [predict(r, a) for r in csv.DictReader(fh)]
+    return out
+
+
+def _ratio(r: Row) -> float:
+    assert r.predicted is not None
+    return r.measured / r.predicted
+
+
+def _weighted_quantile(pairs: list[tuple[float, float]], q: float) -> float:
+    """The q-quantile of (value, weight) pairs: the first value whose cumulative weight reaches
+    q of the total (the lower weighted quantile)."""
+    total = sum(w for _, w in pairs)
+    seen = 0.0
+    for value, weight in sorted(pairs):
+        seen += weight
+        if seen >= q * total - 1e-12:
+            return value
+    return sorted(pairs)[-1][0]
+
+
+def fit_band(table: list[Row]) -> tuple[float, float, float] | None:
+    """(P10, P50, P90) of measured ÷ predicted over the rows whose setup is not guessed
+    (confidence != low), each source weighing the same (weights 1 / its rows)."""
+    kept = [r for r in table if r.predicted is not None and r.confidence != "low"]
+    counts: dict[str, int] = {}
+    for r in kept:
+        counts[r.source] = counts.get(r.source, 0) + 1
+    if not kept:
+        return None
+    pairs = [(math.log(_ratio(r)), 1.0 / counts[r.source]) for r in kept]
+    p10, p50, p90 = (math.exp(_weighted_quantile(pairs, q)) for q in (0.1, 0.5, 0.9))
+    return round(p10, 3), round(p50, 3), round(p90, 3)
+
+
+def summary(table: list[Row]) -> dict[str, object]:
+    """Point error per source and source-weighted; then leave one source out: the band fitted
+    on the other sources, its median's error and its P10-P90 coverage on the held-out one."""
+    scored = [r for r in table if r.predicted is not None]
+    sources = sorted({r.source for r in scored})
+    raw: dict[str, float] = {}
+    held: dict[str, float] = {}
+    covered: dict[str, str] = {}
+    inside, total = 0, 0
+    for s in sources:
+        mine = [r for r in scored if r.source == s]
+        raw[s] = statistics.fmean(abs(math.log(_ratio(r))) for r in mine)
+        band = fit_band([r for r in scored if r.source != s])
+        if band is None:
+            continue
+        held[s] = statistics.fmean(abs(math.log(_ratio(r) / band[1])) for r in mine)
+        hits = sum(band[0] <= _ratio(r) <= band[2] for r in mine)
+        covered[s] = f"{hits}/{len(mine)}"
+        inside += hits
+        total += len(mine)
+    pct = lambda logs: round((math.exp(statistics.fmean(logs)) - 1) * 100, 1)  # noqa: E731
+    return {
+        "numbers": len(table),
+        "predicted": len(scored),
+        "sources": len(sources),
+        "point_mean_abs_log_error": {s: round(v, 3) for s, v in raw.items()},
+        "point_source_weighted_error_pct": pct(raw.values()),
+        "loso_source_weighted_error_pct": pct(held.values()) if held else None,
+        "loso_band_coverage": round(inside / total, 3) if total else None,
+        "loso_coverage_by_source": covered,
+        "band_all_sources": fit_band(scored),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    table = rows()
+    s = summary(table)
+    if args.json:
+        print(json.dumps({"rows": [r.__dict__ for r in table], "summary": s}, indent=2))
+        return
+    print(f"{'case':<48} {'metric':<19} {'measured':>9} {'predicted':>9} {'error':>6} {'setup':>6}")
+    for r in table:
+        if r.predicted is None:
+            print(f"{r.case_id:<48} {r.metric:<19} {r.measured:>9.1f} {'no fit':>9}")
+            continue
+        err = r.predicted / r.measured - 1
+        shown = f"{r.measured:>9.1f} {r.predicted:>9.1f} {err:>+6.0%}"
+        print(f"{r.case_id:<48} {r.metric:<19} {shown} {r.confidence:>6}")
+    print(
+        f"{s['numbers']} numbers from {s['sources']} sources. Point prediction: source-weighted mean "
+        f"|error| {s['point_source_weighted_error_pct']}% (geometric). RL band (measured / predicted, "
+        f"fitted on the other sources, guessed setups left out of the fit), leave one source out: "
+        f"median's error {s['loso_source_weighted_error_pct']}%, "
+        f"P10-P90 coverage {s['loso_band_coverage']:.0%} "
+        f"({', '.join(f'{k} {v}' for k, v in s['loso_coverage_by_source'].items())}). "
+        f"Band on every source (the planner's, optimizer/model/rl/setup.py): {s['band_all_sources']}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""What an RL post-training step does (`RlSetup`) and the guessed constants of its model.
+
+The phases follow the step loop of verl's RayPPOTrainer.fit (verl docs "PPO Ray Trainer":
+generate_sequences, compute_ref_log_prob, compute_old_log_prob, compute_values,
+update_critic, update_actor) and NeMo-RL's GRPO loop (docs "An in-depth walkthrough of GRPO":
+generation, policy logprobs, reference logprobs, training, refit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RL_KINDS", "POOL_MODES", "RlSetup", "RlAssumptions", "DEFAULT_RL_ASSUMPTIONS"]
+
+#: the RL job kinds of `[workload] kind`
+RL_KINDS = ("dpo", "grpo", "ppo")
+#: colocated: one pool alternates phases (verl hybrid engine, NeMo-RL colocated generation);
+#: separate: a generation pool and a training pool (OpenRLHF Ray placement, NeMo-RL
+#: non-colocated generation); either: the planner chooses
+POOL_MODES = ("colocated", "separate", "either")
+
+
+@dataclass(frozen=True)
+class RlSetup:
+    """One RL step: how many sequences, how long, which extra networks run."""
+
+    kind: str  # dpo | grpo | ppo
+    prompts_per_step: int
+    samples_per_prompt: int  # GRPO group size; PPO usually 1; DPO: 2 (chosen, rejected)
+    prompt_tokens_mean: float
+    prompt_tokens_max: int
+    response_tokens_mean: float
+    response_tokens_max: int
+    reference: bool = True  # a frozen reference model's log-probs (KL term; DPO always)
+    old_policy_logprob: bool = True  # recompute the behaviour policy's log-probs (verl default)
+    critic: bool = False  # PPO value network (same shape as the policy)
+    reward_model_params: float = 0.0  # a reward network's parameters (0: rule-based reward)
+    #: 0: on-policy, generation and training alternate; 1: one-step off-policy, generation of
+    #: step k+1 overlaps training of step k on separate pools (NeMo-RL async GRPO
+    #: `max_trajectory_age_steps: 1`, OpenRLHF `--async_train`)
+    async_steps: int = 0
+
+    @property
+    def sequences(self) -> int:
+        """Sequences trained on per step (prompt + response each)."""
+        return self.prompts_per_step * self.samples_per_prompt
+
+    @property
+    def generates(self) -> bool:
+        """DPO trains on given pairs: no rollout, no weight sync."""
+        return self.kind != "dpo"
+
+    @property
+    def mean_tokens(self) -> float:
+        return self.prompt_tokens_mean + self.response_tokens_mean
+
+    @property
+    def max_tokens(self) -> int:
+        return self.prompt_tokens_max + self.response_tokens_max
+
+
+@dataclass(frozen=True)
+class RlAssumptions:
+    """Guessed constants of the RL step (each overridable through the job's [rl.assumptions])."""
+
+    #: GUESS: a forward-only pass costs 1/3 of forward + backward (backward = 2 × forward FLOPs:
+    #: Kaplan et al. 2020 §2.1, C ≈ 6N per token of which 2N forward), before recompute
+    forward_share: float = 1.0 / 3.0
+    #: GUESS: achieved share of the fabric's line rate by the trainer → generator weight
+    #: broadcast (NCCL broadcast of bucketed tensors; verl/NeMo-RL refit)
+    sync_link_efficiency: float = 0.5
+    #: GUESS: bytes per parameter sent at a weight sync (bf16 weights; verl and NeMo-RL refit
+    #: in the rollout dtype)
+    sync_bytes_per_param: float = 2.0
+    #: GUESS: fixed seconds per phase switch on a colocated pool (vLLM sleep/wake-up, KV cache
+    #: re-allocation; verl `free_cache_engine`), per step
+    colocated_switch_s: float = 2.0
+    #: (P10, P50, P90) of measured ÷ predicted RL step and phase times: fitted by
+    #: `python benchmarks/rl_accuracy.py` on benchmarks/validation/rl/ (11 numbers from NeMo-RL's
+    #: performance summary v0.4 and verl v0.5 in RLinf's comparison, 2026-12-05; the OpenRLHF
+    #: rows, whose lengths and GPU split are guessed, left out of the fit), each source weighing
+    #: the same. The serving and training bands describe serving and training runs; RL steps
+    #: run slower than both (rollout engine overheads, phase switches, stragglers)
+    step_band: tuple[float, float, float] = (1.329, 1.57, 2.032)
+
+
+DEFAULT_RL_ASSUMPTIONS = RlAssumptions()
