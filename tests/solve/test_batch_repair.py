@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_batch_synth import RTX4090, candidate, offering, owned_resource
+from test_batch_synth import RTX4090, candidate, offering, owned_resource, reservation_resource
 
 from optimizer.errors import Status
 from optimizer.solve.batch import solve as batch_solve
@@ -100,3 +100,31 @@ def test_a_proven_infeasible_batch_is_still_explained(monkeypatch: pytest.Monkey
     assert seen["benders"] and result.status == Status.INFEASIBLE
     assert result.solver["proven_optimal"] is True
     assert result.explanation is not None and "cannot all hold" in result.explanation.message
+
+
+def test_a_reservation_conflict_names_the_jobs_and_the_nearest_fixes() -> None:
+    """At most 1 reserved instance ($50 for the term), two jobs of 4 h that run only on it,
+    both due at 6 h (horizon 12 h): one instance runs them back to back by 8 h at best.
+    Each of the three requirements is needed: move A's (or B's) deadline to 8 h (+2 h,
+    total $50: one instance), or reserve a second instance (both at once, total $100)."""
+    rsv = offering("rsv", "reserved", provider="aws", usd_per_hour=0.0)
+    jobs = [JobSpec(n, [candidate(rsv, 1, 4, 0.0)], 0, 6) for n in ("A", "B")]
+    res = [reservation_resource(rsv, 1, 50.0)]
+    r = batch_solve.solve_batch(BatchProblem.build(jobs, res, 12, GRID), SolverConfig(time_limit_s=5.0))
+    assert r.status == Status.INFEASIBLE and r.solver["proven_optimal"] is True
+    e = r.explanation
+    assert e is not None
+    assert sorted(e.conflict) == ["capacity:reservation#0", "deadline:A", "deadline:B"]
+    fixes = {f.requirement: f for f in e.fixes}
+    assert fixes["deadline:A"].detail["deadline:A"]["needed_hour"] == 8.0
+    assert fixes["deadline:A"].total_cost_usd == pytest.approx(50.0)
+    grow = fixes["capacity:reservation#0"]
+    assert grow.detail["capacity:reservation#0"] == {
+        "resource": "reservation#0",
+        "capacity": 1,
+        "needed": 2,
+        "jobs": ["A", "B"],
+    }
+    assert grow.total_cost_usd == pytest.approx(100.0)
+    assert "by 1 instances, from 1 to 2 (for 'A', 'B' at once)" in grow.change
+    assert "needed at once by 'A', 'B'" in e.message and "Cheapest fix: move the deadline" in e.message
