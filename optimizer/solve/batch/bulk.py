@@ -27,9 +27,13 @@ def with_rows(model: mathopt.Model, rows: Iterable[LinearRow]) -> mathopt.Model:
     are those of `model`; the copy keeps them, so `get_variable(id)` finds each one)."""
     proto = model.export_model()
     lc, matrix = proto.linear_constraints, proto.linear_constraint_matrix
-    next_id = max(lc.ids, default=-1) + 1
+    next_id = int(max(lc.ids, default=-1)) + 1
     named = len(lc.names) == len(lc.ids) and len(lc.ids) > 0
-    ids, uppers, row_ids, col_ids, coefs = [], [], [], [], []
+    ids: list[int] = []
+    row_ids: list[int] = []
+    col_ids: list[int] = []
+    uppers: list[float] = []
+    coefs: list[float] = []
     for terms, upper in rows:
         rid = next_id + len(ids)
         ids.append(rid)
