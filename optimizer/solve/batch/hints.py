@@ -197,13 +197,20 @@ def _in_symmetry_order(
     return out
 
 
-def add_hints(v: BatchVars, problem: BatchProblem, greedy: GreedyPlan | None = None) -> None:
+def add_hints(
+    v: BatchVars, problem: BatchProblem, greedy: GreedyPlan | None = None, complete: bool = False
+) -> None:
     """Hint the model with a greedy schedule (default: the one with R = 0 everywhere); every
-    variable gets a value (a dropped job's start: its latest), so a plan that places every
-    job, or leaves out only jobs the model may leave out, is a complete feasible hint."""
+    variable gets a value (a dropped job's start: its latest). `complete`: identical jobs'
+    places also put in the symmetry-breaking order, so a plan that places every job, or
+    leaves out only jobs the model may leave out, is a complete feasible hint (CP-SAT starts
+    from it as its first solution). CHOICE: only when jobs are left out (there the start must
+    be a solution); otherwise the hint stays a guide as before (100 generated jobs on 2 boxes,
+    20 s: $11,908-12,304 either way, the spread of the loaded machine's timing)."""
     if greedy is None:
         greedy = GreedyPlan(greedy_schedule(problem, v.rows), {}, 0, ())
-    for j, (i, t) in enumerate(_in_symmetry_order(v, problem, greedy.plan)):
+    plan = _in_symmetry_order(v, problem, greedy.plan) if complete else greedy.plan
+    for j, (i, t) in enumerate(plan):
         if i is None or t is None:
             if v.drop[j] is not None:
                 v.model.add_hint(v.drop[j], 1)

@@ -159,7 +159,7 @@ def solve_batch(
     # (before, 500 jobs: no plan in 30 s), and its bound stays valid (a relaxation)
     large = len(problem.jobs) > BENDERS_LARGE_JOBS
     v = build_model(problem, unplaced=_left_out(problem, rows, start), energy=not large)
-    add_hints(v, problem, start)
+    add_hints(v, problem, start, complete=bool(v.unplaced))
     _add_benders_cuts(v, bend)
     callback = ProgressCallback(on_progress)
     cfg_cpsat = replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}) if large else cfg
