@@ -1,6 +1,7 @@
 """A batch answers within its time limit (issue 29 item 5): the limit covers the whole call,
 a greedy first plan stands in when CP-SAT finds none in time (with its gap to the best bound),
-and when no plan is found the message names where the time went and the jobs left out.
+and when no plan runs every job the answer names where the time went, the jobs left out and
+each one's nearest fix.
 Repeated jobs share their layout evaluations without changing their candidate tables."""
 
 from __future__ import annotations
@@ -73,16 +74,24 @@ def test_greedy_first_plan_when_cp_sat_finds_none(monkeypatch: pytest.MonkeyPatc
     assert solver["first_plan"] == "greedy" and solver["status"] == "feasible"
 
 
-def test_no_plan_names_where_the_time_went_and_who_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_full_plan_names_who_is_left_out_and_the_nearest_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the cloud row B fits nowhere after A (12 + 10 h > 20 h on one box): the greedy
-    plan leaves B out; CP-SAT (here) proves nothing in time: the message says so, names B,
-    the phases and the limit, and keeps the phrase the CLI maps to exit 2."""
+    plan and its repair leave B out; CP-SAT (here) finds nothing in time. The answer is not
+    an error but status infeasible, unproven: it names B, the phases and the limit, and the
+    nearest fix against the plan: a second box (B's deadline cannot move: 12 + 10 h passes
+    the 20 h horizon), total 7.44 + 6.20 = $13.64."""
     _no_solver(monkeypatch, None, {})
-    with pytest.raises(SolverError) as err:
-        batch_solve.solve_batch(_two_jobs(b_on_cloud=False), SolverConfig(time_limit_s=5.0))
-    text = str(err.value)
-    for phrase in ("'B'", "5 s time limit", "enumeration", "Benders", "CP-SAT", "raise the time limit"):
-        assert phrase in text, (phrase, text)
+    result = batch_solve.solve_batch(_two_jobs(b_on_cloud=False), SolverConfig(time_limit_s=5.0))
+    assert result.status == Status.INFEASIBLE and result.jobs == []
+    assert result.solver["proven_optimal"] is False
+    e = result.explanation
+    assert e is not None and e.conflict == ["deadline:B"]
+    for phrase in ("'B'", "1 of 2 jobs placed", "5 s time limit", "Benders", "CP-SAT", "not proven"):
+        assert phrase in e.message, (phrase, e.message)
+    (fix,) = e.fixes
+    assert fix.change.startswith("grow owned") and "by 1 boxes, from 1 to 2 (for 'B')" in fix.change
+    assert fix.total_cost_usd == pytest.approx(13.64)
+    assert batch_json(result)["status"] == "infeasible"
 
 
 def test_the_limit_covers_what_ran_before_the_solve(monkeypatch: pytest.MonkeyPatch) -> None:

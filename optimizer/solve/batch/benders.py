@@ -34,6 +34,7 @@ from datetime import timedelta
 from ortools.math_opt.python import mathopt
 from ortools.sat.python import cp_model
 
+from optimizer.solve.batch.bulk import LinearRow, with_rows
 from optimizer.solve.batch.disjunctive import WindowCut, covers_of, violated_windows
 from optimizer.solve.batch.hints import repaired_plan
 from optimizer.solve.batch.model import energy_windows, usable_rows
@@ -119,12 +120,20 @@ class _Master:
                     if key in self.reserve:
                         m.add_linear_constraint(demand * xi <= self.reserve[key])
         obj += [problem.resources[k].commitment_cents * r for k, r in self.reserve.items()]
-        for key, (a, b), terms in energy_windows(problem, rows, {}, reservations=True):
-            cap = self.reserve[key] if key in self.reserve else problem.resources[key].capacity
-            m.add_linear_constraint(
-                mathopt.fast_sum(e * self.lit[j, i] for j, i, e in terms) <= (b - a) * cap
-            )
         m.minimize(mathopt.fast_sum(obj))
+        # the energy windows in bulk (bulk.py: one call per coefficient took 7.6 s at 200 jobs)
+        energy: list[LinearRow] = []
+        ids = {ji: xi.id for ji, xi in self.lit.items()}
+        for key, (a, b), terms in energy_windows(problem, rows, {}, reservations=True):
+            row = [(ids[j, i], e) for j, i, e in terms]
+            if key in self.reserve:  # Σ e x ≤ (b − a) R
+                energy.append(([*row, (self.reserve[key].id, -(b - a))], 0))
+            else:
+                energy.append((row, (b - a) * problem.resources[key].capacity))
+        m = self.model = with_rows(m, energy)
+        self.x = [[m.get_variable(xi.id) for xi in xs] for xs in self.x]
+        self.reserve = {k: m.get_variable(r.id) for k, r in self.reserve.items()}
+        self.lit = {(j, i): xi for j in range(len(rows)) for xi, i in zip(self.x[j], rows[j], strict=True)}
 
     def add_window_cut(self, cut: WindowCut) -> None:
         self.model.add_linear_constraint(

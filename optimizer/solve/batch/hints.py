@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from optimizer.solve.batch.model import BatchVars
+from optimizer.solve.batch.model import BatchVars, symmetry_groups
 from optimizer.solve.batch.problem import BatchProblem, Row, ScheduledJob, choice_cost_cents
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "repaired_plan",
     "earliest_start",
     "add_hints",
+    "free_capacity",
     "left_shift",
 ]
 
@@ -183,16 +184,39 @@ def repaired_plan(
     return GreedyPlan(plan, dict(reserved), choice_cost_cents(problem, chosen, reserved), ())
 
 
-def add_hints(v: BatchVars, problem: BatchProblem, greedy: GreedyPlan | None = None) -> None:
-    """Hint the model with a greedy schedule (default: the one with R = 0 everywhere)."""
+def _in_symmetry_order(
+    v: BatchVars, problem: BatchProblem, plan: Sequence[tuple[int | None, int | None]]
+) -> list[tuple[int | None, int | None]]:
+    """The plan with identical jobs' places permuted (it costs the same) into the order
+    add_symmetry_breaking imposes: by start, the dropped ones last."""
+    out = list(plan)
+    for members in symmetry_groups(problem, v.rows, {}):
+        places = sorted((plan[j] for j in members), key=lambda p: (p[0] is None, p[1] or 0))
+        for j, place in zip(members, places, strict=True):
+            out[j] = place
+    return out
+
+
+def add_hints(
+    v: BatchVars, problem: BatchProblem, greedy: GreedyPlan | None = None, complete: bool = False
+) -> None:
+    """Hint the model with a greedy schedule (default: the one with R = 0 everywhere); every
+    variable gets a value (a dropped job's start: its latest). `complete`: identical jobs'
+    places also put in the symmetry-breaking order, so a plan that places every job, or
+    leaves out only jobs the model may leave out, is a complete feasible hint (CP-SAT starts
+    from it as its first solution). CHOICE: only when jobs are left out (there the start must
+    be a solution); otherwise the hint stays a guide as before (100 generated jobs on 2 boxes,
+    20 s: $11,908-12,304 either way, the spread of the loaded machine's timing)."""
     if greedy is None:
         greedy = GreedyPlan(greedy_schedule(problem, v.rows), {}, 0, ())
-    for j, (i, t) in enumerate(greedy.plan):
+    plan = _in_symmetry_order(v, problem, greedy.plan) if complete else greedy.plan
+    for j, (i, t) in enumerate(plan):
         if i is None or t is None:
             if v.drop[j] is not None:
                 v.model.add_hint(v.drop[j], 1)
                 for xi in v.x[j]:
                     v.model.add_hint(xi, 0)
+                v.model.add_hint(v.start[j], v.start[j].domain.max())
             continue
         for xi, k in zip(v.x[j], v.rows[j], strict=True):
             v.model.add_hint(xi, int(k == i))
@@ -201,6 +225,24 @@ def add_hints(v: BatchVars, problem: BatchProblem, greedy: GreedyPlan | None = N
         v.model.add_hint(v.start[j], t)
     for key, r in v.reserve.items():
         v.model.add_hint(r, greedy.reserved.get(key, 0))
+
+
+def free_capacity(problem: BatchProblem, plan: GreedyPlan) -> dict[str, np.ndarray]:
+    """Each resource's free capacity per step under `plan` (a reservation: its R reserved)."""
+    free = {
+        k: np.full(
+            problem.horizon,
+            plan.reserved.get(k, 0) if r.kind == "reservation" else r.capacity,
+            dtype=np.int64,
+        )
+        for k, r in problem.resources.items()
+    }
+    for job, (i, t) in zip(problem.jobs, plan.plan, strict=True):
+        if i is not None and t is not None:
+            row = job.rows[i]
+            for key, demand in row.usage:
+                free[key][t : t + row.duration] -= demand
+    return free
 
 
 def left_shift(

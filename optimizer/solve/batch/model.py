@@ -19,7 +19,7 @@ the relaxation minimised before cost), so explain.py reuses the same builders.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "add_capacity",
     "energy_windows",
     "add_energy_bounds",
+    "symmetry_groups",
     "add_symmetry_breaking",
     "add_objective",
     "build_model",
@@ -76,6 +77,8 @@ class BatchVars:
     literal: dict[str, Any] = field(default_factory=dict)  # requirement -> assumption literal
     overshoot: list[Any] = field(default_factory=list)
     cost_terms: list[tuple[Any, int, int]] = field(default_factory=list)  # var, cents, ub
+    unplaced: dict[int, Any] = field(default_factory=dict)  # must-run job -> its soft drop
+    overshoot_weight: int = 0  # cents an overshoot unit costs in the objective (> any plan)
 
 
 def usable_rows(job: JobRows, problem: BatchProblem, modes: Mapping[str, str]) -> list[int]:
@@ -104,19 +107,27 @@ def usable_rows(job: JobRows, problem: BatchProblem, modes: Mapping[str, str]) -
     return sorted(out)
 
 
-def add_choice(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
-    """Per job: exactly one usable row or (droppable jobs) the drop literal."""
+def add_choice(
+    v: BatchVars, problem: BatchProblem, modes: Mapping[str, str], unplaced: Collection[int] = ()
+) -> None:
+    """Per job: exactly one usable row or (droppable jobs) the drop literal. A must-run job
+    in `unplaced` gets a drop literal too, counted as overshoot (weighted above every cost):
+    the model stays a relaxation, and a first plan that leaves those jobs out is a solution."""
     m = v.model
     for j, job in enumerate(problem.jobs):
         idx = usable_rows(job, problem, modes)
         v.rows.append(idx)
         v.x.append([m.new_bool_var(f"x{j}_{i}") for i in idx])
-        drop = m.new_bool_var(f"drop{j}") if job.penalty_cents is not None else None
+        soft = job.penalty_cents is None and j in unplaced
+        drop = m.new_bool_var(f"drop{j}") if job.penalty_cents is not None or soft else None
         v.drop.append(drop)
         m.add_exactly_one(v.x[j] + ([drop] if drop is not None else []))
         for xi, i in zip(v.x[j], idx, strict=True):
             v.cost_terms.append((xi, job.rows[i].cost_cents, 1))
-        if drop is not None:
+        if soft:
+            v.unplaced[j] = drop
+            v.overshoot.append(drop)
+        elif drop is not None:
             v.cost_terms.append((drop, job.penalty_cents or 0, 1))
 
 
@@ -274,9 +285,11 @@ def add_energy_bounds(v: BatchVars, problem: BatchProblem, modes: Mapping[str, s
         )
 
 
-def add_symmetry_breaking(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
-    """Identical jobs (same rows, window, penalty, priority) start in file order, and a later
-    one is dropped whenever an earlier one is: any plan can be permuted into that order."""
+def symmetry_groups(
+    problem: BatchProblem, rows: Sequence[Sequence[int]], modes: Mapping[str, str]
+) -> list[list[int]]:
+    """Groups (file order, two or more) of identical jobs: same rows, window, penalty and
+    priority under hard deadlines."""
     groups: dict[tuple, list[int]] = {}
     for j, job in enumerate(problem.jobs):
         if modes.get(deadline_req(job), HARD) != HARD:
@@ -294,11 +307,17 @@ def add_symmetry_breaking(v: BatchVars, problem: BatchProblem, modes: Mapping[st
                     job.rows[i].candidate.offering.key,
                     job.rows[i].candidate.instances,
                 )
-                for i in v.rows[j]
+                for i in rows[j]
             ),
         )
         groups.setdefault(sig, []).append(j)
-    for members in groups.values():
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def add_symmetry_breaking(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
+    """Identical jobs (symmetry_groups) start in file order, and a later one is dropped
+    whenever an earlier one is: any plan can be permuted into that order."""
+    for members in symmetry_groups(problem, v.rows, modes):
         for a, b in zip(members, members[1:], strict=False):
             v.model.add(v.start[a] <= v.start[b])
             if v.drop[a] is not None and v.drop[b] is not None:
@@ -309,7 +328,7 @@ def add_objective(v: BatchVars) -> None:
     """Minimise cost in cents; any relaxation (overshoot) first, weighted above every cost."""
     cost = cp_model.LinearExpr.weighted_sum([t for t, _, _ in v.cost_terms], [c for _, c, _ in v.cost_terms])
     if v.overshoot:
-        weight = sum(coef * high for _, coef, high in v.cost_terms) + 1  # > any cost
+        weight = v.overshoot_weight = sum(coef * high for _, coef, high in v.cost_terms) + 1  # > any cost
         v.model.minimize(weight * sum(v.overshoot) + cost)
     else:
         v.model.minimize(cost)
@@ -320,6 +339,8 @@ def build_model(
     modes: Mapping[str, str] | None = None,
     objective: bool = True,
     symmetry: bool = True,
+    unplaced: Collection[int] = (),
+    energy: bool = True,
 ) -> BatchVars:
     """The CP-SAT model of `problem`.
 
@@ -329,16 +350,22 @@ def build_model(
             or minimise (see the module docstring).
         objective: add the cost objective (off for pure feasibility checks).
         symmetry: start identical jobs in file order (add_symmetry_breaking).
+        unplaced: must-run jobs a first plan left out, which the model may leave out too at
+            a cost above every plan's (add_choice), so that first plan is a complete hint.
+        energy: add the energetic-reasoning cuts (add_energy_bounds); off for large batches,
+            where they grow to ~10^5-10^6 terms and CP-SAT's presolve of them alone takes
+            longer than the time limit (the Benders master keeps them for the bound).
 
     Returns:
         The variable container, its `model` ready to solve.
     """
     modes = modes or {}
     v = BatchVars(cp_model.CpModel())
-    add_choice(v, problem, modes)
+    add_choice(v, problem, modes, unplaced)
     add_windows(v, problem, modes)
     add_capacity(v, problem, modes)
-    add_energy_bounds(v, problem, modes)
+    if energy:
+        add_energy_bounds(v, problem, modes)
     if symmetry:
         add_symmetry_breaking(v, problem, modes)
     if objective:

@@ -41,10 +41,11 @@ def plan_batch(
         started: when the command started (time.perf_counter()); default: now.
 
     Returns:
-        The validated BatchResult (status infeasible with an explanation, not an exception).
+        The validated BatchResult (status infeasible with an explanation, not an exception;
+        also when no plan found within the time limit runs every job, not proven then).
 
     Raises:
-        SolverError: no plan within the time limit (the message says where the time went).
+        SolverError: an invalid model or a plan that fails validation (a bug).
     """
     started = time.perf_counter() if started is None else started
     problem = build_problem(batch, rows, base_dir, on_job=on_job)

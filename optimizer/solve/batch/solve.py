@@ -13,9 +13,17 @@ from optimizer.errors import SolverError, Status
 from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
 from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, left_shift
-from optimizer.solve.batch.model import BatchVars, build_model, read_plan
+from optimizer.solve.batch.leftout import left_out_explanation
+from optimizer.solve.batch.model import BatchVars, build_model, read_plan, symmetry_groups, usable_rows
 from optimizer.solve.batch.placement import placements
-from optimizer.solve.batch.problem import BatchProblem, BatchResult, ProgressEvent, ScheduledJob
+from optimizer.solve.batch.problem import (
+    BatchProblem,
+    BatchResult,
+    ProgressEvent,
+    ScheduledJob,
+    choice_cost_cents,
+)
+from optimizer.solve.batch.repair import repair_plan
 from optimizer.solve.batch.usage import usage_profiles
 from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import from_cents
@@ -32,6 +40,9 @@ MIN_SOLVE_S = 0.1
 BENDERS_SHARE = 0.1
 BENDERS_LARGE_SHARE = 0.5
 BENDERS_LARGE_JOBS = 100
+#: CHOICE (measured on 500 generated jobs): CP-SAT parameters for large batches: its probing
+#: presolve took 7 s of the 30 s limit there (twice 3.4 s) before the first solution
+LARGE_CPSAT: dict[str, Any] = {"cp_model_probing_level": 0}
 
 __all__ = ["ProgressCallback", "solve_batch"]
 
@@ -111,12 +122,12 @@ def solve_batch(
             default: the problem's enumeration time before this call.
 
     Returns:
-        BatchResult (status infeasible with an Explanation instead of raising).
+        BatchResult (status infeasible with an Explanation instead of raising; when no plan
+        found within the limit runs every must-run job, also status infeasible, not proven
+        (solver proven_optimal false), naming the jobs left out and each one's nearest fix).
 
     Raises:
-        SolverError: no plan within the time limit (neither the solver nor the greedy first
-            plan placed every job; the message names where the time went), an invalid model,
-            or a plan that fails validate_batch (a bug).
+        SolverError: an invalid model, or a plan that fails validate_batch (a bug).
     """
     cfg = config or SolverConfig()
     began = time.perf_counter()
@@ -129,10 +140,11 @@ def solve_batch(
     if trivial is not None:
         info.update(status=Status.INFEASIBLE, wall_s=_elapsed(began), proven_optimal=True)
         return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
-    v = build_model(problem)
-    info["model_rows"] = sum(len(r) for r in v.rows)
-    greedy = greedy_plans(problem, v.rows)[0]  # a first plan, whatever the solvers reach
-    bend, stats = _benders_phase(problem, max(MIN_SOLVE_S, deadline - time.perf_counter()))
+    rows = [usable_rows(job, problem, {}) for job in problem.jobs]
+    # a first plan, whatever the solvers reach; one that leaves must-run jobs out is repaired
+    greedy = repair_plan(problem, rows, greedy_plans(problem, rows)[0])
+    bend, stats = _benders_phase(problem, max(MIN_SOLVE_S, deadline - time.perf_counter()), greedy)
+    info["model_rows"] = sum(len(r) for r in rows)
     if bend.proven:
         out = _proven(problem, bend, info, began, compact, on_progress)
         out.benders = stats
@@ -140,19 +152,47 @@ def solve_batch(
     # CP-SAT starts from the greedy plan: measured on the saturated 50-job benchmark, a start
     # from the (cheaper) repaired Benders choice ends dearer (gap 10.3% vs 5.7% at 20 s); that
     # choice is kept as the fallback if it is the cheapest plan at the limit
-    add_hints(v, problem, greedy if not greedy.missing else _better_start(greedy, bend))
+    start = greedy if not greedy.missing else _better_start(greedy, bend)
     greedy = _better_start(greedy, bend)
+    # jobs the start leaves out may stay out in CP-SAT's model at a cost above every plan:
+    # the start is then a complete feasible hint, CP-SAT always has a solution to improve
+    # (before, 500 jobs: no plan in 30 s), and its bound stays valid (a relaxation)
+    large = len(problem.jobs) > BENDERS_LARGE_JOBS
+    v = build_model(problem, unplaced=_left_out(problem, rows, start), energy=not large)
+    add_hints(v, problem, start, complete=bool(v.unplaced))
     _add_benders_cuts(v, bend)
     callback = ProgressCallback(on_progress)
-    result, cpsat_s = _cpsat_phase(v, cfg, max(MIN_SOLVE_S, deadline - time.perf_counter()), callback)
-    if result is None or (
-        result.objective is not None and not greedy.missing and greedy.cost_cents < round(result.objective)
-    ):
+    cfg_cpsat = replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}) if large else cfg
+    result, cpsat_s = _cpsat_phase(v, cfg_cpsat, max(MIN_SOLVE_S, deadline - time.perf_counter()), callback)
+    if result is not None and v.unplaced and (result.bound or 0) >= v.overshoot_weight:
+        # every solution leaves a must-run job out: the batch is infeasible, proven
+        result = replace(result, status=Status.INFEASIBLE, objective=None, proven_optimal=True)
+    if result is None or (result.status != Status.INFEASIBLE and not _cheaper(v, result, greedy)):
         if greedy.missing:
-            raise SolverError(_no_plan(cfg, started, problem, stats, cpsat_s, greedy))
+            best = _fewest_left_out(problem, greedy, v, result)
+            why = _searched(problem, stats, cpsat_s, started, cfg)
+            return _left_out_result(problem, rows, best, why, (result, bend, info, stats, callback), began)
         return _greedy(problem, greedy, result, bend, info, stats, began, compact)
     solved = _Solved(v, result, bend, stats, callback, began)
     return _from_cpsat(problem, solved, info, cfg, compact=compact, explain=explain)
+
+
+def _left_out(problem: BatchProblem, rows: list[list[int]], start: GreedyPlan) -> set[int]:
+    """The must-run jobs `start` leaves out, with every job identical to one (the symmetry
+    breaking may move a left-out place to any of them)."""
+    out = {j for j, (i, _) in enumerate(start.plan) if i is None and problem.jobs[j].penalty_cents is None}
+    for members in symmetry_groups(problem, rows, {}):
+        if out & set(members):
+            out |= set(members)
+    return out
+
+
+def _cheaper(v: BatchVars, result: SolveResult, greedy: GreedyPlan) -> bool:
+    """Whether CP-SAT's solution is a plan (every must-run job runs: no soft drop taken)
+    no dearer than the fallback plan (if that places every job)."""
+    if result.objective is None or any(result.solver.boolean_value(d) for d in v.unplaced.values()):
+        return False
+    return bool(greedy.missing) or round(result.objective) <= greedy.cost_cents
 
 
 def _solver_info(problem: BatchProblem) -> dict[str, Any]:
@@ -168,11 +208,15 @@ def _solver_info(problem: BatchProblem) -> dict[str, Any]:
     }
 
 
-def _benders_phase(problem: BatchProblem, budget_s: float) -> tuple[BendersOutcome, dict[str, Any]]:
+def _benders_phase(
+    problem: BatchProblem, budget_s: float, greedy: GreedyPlan
+) -> tuple[BendersOutcome, dict[str, Any]]:
     """Benders with its share of the budget (BENDERS_SHARE, larger for large batches: there the
-    master is the only source of a lower bound), and the statistics the result reports."""
+    master is the only source of a lower bound, unless the first plan leaves jobs out: then
+    placing them comes first, and CP-SAT gets the time), and the statistics the result reports."""
     phase = time.perf_counter()
-    share = BENDERS_LARGE_SHARE if len(problem.jobs) > BENDERS_LARGE_JOBS else BENDERS_SHARE
+    large = len(problem.jobs) > BENDERS_LARGE_JOBS and not greedy.missing
+    share = BENDERS_LARGE_SHARE if large else BENDERS_SHARE
     bend = solve_benders(problem, share * budget_s)
     stats = {
         "rounds": bend.rounds,
@@ -312,29 +356,67 @@ def _greedy(
     return _validated(out, info, started)
 
 
-def _no_plan(
-    cfg: SolverConfig,
-    started: float,
-    problem: BatchProblem,
-    stats: dict[str, Any],
-    cpsat_s: float,
-    greedy: GreedyPlan,
+def _searched(
+    problem: BatchProblem, stats: dict[str, Any], cpsat_s: float, started: float, cfg: SolverConfig
 ) -> str:
-    """Why no plan came out within the limit: where the time went and what the greedy plan
-    could not place (a batch too large for its capacity is infeasible, which CP-SAT may not
-    prove in time)."""
-    names = ", ".join(repr(n) for n in greedy.missing[:3]) + (
-        f" and {len(greedy.missing) - 3} more" if len(greedy.missing) > 3 else ""
-    )
+    """Where the time went: the phases and the limit."""
     return (
-        f"no plan for the {len(problem.jobs)} jobs within the {cfg.time_limit_s:g} s time limit "
-        f"({time.perf_counter() - started:.1f} s: enumeration {problem.enumerate_s:.1f} s, Benders "
-        f"decomposition {stats['wall_s']:.1f} s over {stats['rounds']} round"
-        f"{'' if stats['rounds'] == 1 else 's'}, CP-SAT "
-        f"{cpsat_s:.1f} s found none); the greedy first plan leaves {names} without a slot "
-        "(the capacity may be too small for these deadlines: CP-SAT did not prove it in time); "
-        "raise the time limit (--time-limit-s) or give more capacity"
+        f"{time.perf_counter() - started:.1f} s of the {cfg.time_limit_s:g} s time limit: enumeration "
+        f"{problem.enumerate_s:.1f} s, a greedy plan and its repair, Benders decomposition "
+        f"{stats['wall_s']:.1f} s over {stats['rounds']} round{'' if stats['rounds'] == 1 else 's'}, "
+        f"CP-SAT {cpsat_s:.1f} s"
     )
+
+
+def _cpsat_plan(problem: BatchProblem, v: BatchVars, result: SolveResult) -> GreedyPlan:
+    """CP-SAT's solution as a plan (it may take soft drops: must-run jobs left out)."""
+    s = result.solver
+    plan: list[tuple[int | None, int | None]] = []
+    for j in range(len(problem.jobs)):
+        chosen = [i for xi, i in zip(v.x[j], v.rows[j], strict=True) if s.boolean_value(xi)]
+        plan.append((chosen[0], int(s.value(v.start[j]))) if chosen else (None, None))
+    reserved = {k: int(s.value(r)) for k, r in v.reserve.items()}
+    left = tuple(
+        job.name
+        for job, (i, _) in zip(problem.jobs, plan, strict=True)
+        if i is None and job.penalty_cents is None
+    )
+    return GreedyPlan(plan, reserved, choice_cost_cents(problem, [i for i, _ in plan], reserved), left)
+
+
+def _fewest_left_out(
+    problem: BatchProblem, greedy: GreedyPlan, v: BatchVars, result: SolveResult | None
+) -> GreedyPlan:
+    """The plan leaving the fewest must-run jobs out: the (repaired) greedy one or CP-SAT's."""
+    if result is None or result.objective is None:
+        return greedy
+    mine = _cpsat_plan(problem, v, result)
+    return mine if len(mine.missing) < len(greedy.missing) else greedy
+
+
+def _left_out_result(
+    problem: BatchProblem,
+    rows: list[list[int]],
+    best: GreedyPlan,
+    why: str,
+    ran: tuple[SolveResult | None, BendersOutcome, dict[str, Any], dict[str, Any], ProgressCallback],
+    began: float,
+) -> BatchResult:
+    """No plan found runs every must-run job: status infeasible, not proven; the explanation
+    names the jobs the best plan found leaves out and each one's nearest fix (leftout.py)."""
+    result, bend, info, stats, callback = ran
+    bound = max(int(round(result.bound or 0)) if result is not None else 0, bend.bound_cents or 0)
+    info.update(
+        status=Status.INFEASIBLE,
+        solve_s=_elapsed(began),
+        proven_optimal=False,
+        best_bound_usd=from_cents(bound),
+        wall_s=_elapsed(began),
+    )
+    explanation = left_out_explanation(problem, rows, best, why)
+    out = BatchResult(Status.INFEASIBLE, problem, explanation=explanation, solver=info, benders=stats)
+    out.progress = callback.events
+    return out
 
 
 def _validated(out: BatchResult, info: dict[str, Any], started: float) -> BatchResult:
