@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,11 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = "examples/llama7b_10days.toml"
-#: the path the printed commands show for the throwaway directory
-SHOWN_DIR = "/tmp/ccopt-loop"
 #: tokens/s per GPU of a torchtitan warm-up step, as a fraction of the steady rate (made up: the
 #: first steps compile and fill the allocator)
 _WARMUP_FRACTION = 0.6
+#: a stored run's id in calibrate's report ("run 3b6af6cb: ...")
+_RUN_ID = re.compile(r"^(run )[0-9a-f]{8}:", re.M)
 #: step-to-step jitter of the made-up steady steps, tokens/s per GPU (symmetric: the median is
 #: the steady rate)
 _JITTER = (40, -40, 20, -20, 0)
@@ -59,12 +61,15 @@ def torchtitan_log(path: Path, steps: int, warmup_steps: int, tps_per_gpu: int) 
 
 @contextmanager
 def _store(tmp: Path) -> Iterator[dict[str, str]]:
-    """A calibration store and price cache of their own, offline (the README's environment)."""
+    """A calibration store and price cache of their own in `tmp`, offline (the README's
+    environment); run in `tmp` with a copy of the job, so every path shown is relative."""
+    (tmp / Path(JOB).parent).mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / JOB, tmp / JOB)
     yield {
         "CCOPT_OFFLINE": "1",
         "CCOPT_PRICES_OVERLAY": "",
-        "CCOPT_CALIBRATION": str(tmp / "calibration.json"),
-        "CCOPT_CACHE_DIR": str(tmp / "cache"),
+        "CCOPT_CALIBRATION": "calibration.json",
+        "CCOPT_CACHE_DIR": "cache",
         "COLUMNS": "160",
     }
 
@@ -81,17 +86,18 @@ def _run(args: Sequence[str], env: dict[str, str]) -> str:
 
 
 def loop(speed: float, tmp: Path) -> str:
-    """Run the loop; the printed steps with `tmp` shown as SHOWN_DIR."""
+    """Run the loop in `tmp`; the printed steps."""
     cwd = os.getcwd()
-    os.chdir(ROOT)
+    os.chdir(tmp)
     try:
         with _store(tmp) as env:
-            return _loop(speed, tmp, env).replace(str(tmp), SHOWN_DIR)
+            shown = _loop(speed, env)
     finally:
         os.chdir(cwd)
+    return _RUN_ID.sub(r"\1<id>:", shown)  # a stored run's id differs run to run
 
 
-def _loop(speed: float, tmp: Path, env: dict[str, str]) -> str:
+def _loop(speed: float, env: dict[str, str]) -> str:
     out: list[str] = []
     plan = _run(["plan", JOB, "--alternatives", "0"], env)
     out += [f"$ ccopt plan {JOB}", *_paragraph(plan, ("4×", "P50", "a P50 plan", "sizing run:"))]
@@ -104,7 +110,7 @@ def _loop(speed: float, tmp: Path, env: dict[str, str]) -> str:
     tokens_per_step = int(_flag(args, "--global-batch")) * int(_flag(args, "--seq-len"))
     tps = sizing_tokens_per_s_per_gpu(block, tokens_per_step, speed)
     steps = block["warmup_steps"] + block["measured_steps"]
-    log = torchtitan_log(tmp / "b200_sizing.log", steps, block["warmup_steps"], tps)
+    log = torchtitan_log(Path("b200_sizing.log"), steps, block["warmup_steps"], tps)
     out += [
         "",
         f"# the sizing run, {steps} steps; its log here is SYNTHETIC: {tps:,} tokens/s per GPU, a step of",
