@@ -3,8 +3,8 @@ saving by hand from the block's own figures), a SYNTHETIC torchtitan log of that
 (tools/loop_example.py writes it: made up, not measured) at a step just under or over the
 block's threshold, `ccopt calibrate --from-log` with the calibrate line `ccopt sizing` prints
 for that run, into the test's own calibration store (tests/conftest.py `isolated`), and the
-re-plan: under the threshold the sized box is the P80 plan with a narrower band; over it the
-plan stays as it was."""
+re-plan: 3% under the threshold the sized box is the P80 plan with a narrower band; 3% over it
+the plan stays as it was; and the choice flips within ±0.5% of the threshold."""
 
 from __future__ import annotations
 
@@ -161,3 +161,19 @@ def test_a_run_over_the_threshold_keeps_the_plan(before, tmp_path):
     )
     # the sized box's P50 plan now misses the deadline at P80 by less than before (measured)
     assert after["median_plan"]["calibrated"] is True
+
+
+def test_the_threshold_is_where_the_choice_flips(before, tmp_path, monkeypatch):
+    """Half a percent either side of the line's threshold: the re-plan takes the sized box just
+    under it and keeps the plan just over it (the line's m* and the re-plan read the same
+    calibrated band; the re-plan may take another ZeRO stage than the measured one)."""
+    target, old = before["plan"]["sizing_run"]["target"], before["plan"]["plan"]
+    chosen = []
+    for speed in (0.995, 1.005):
+        run_dir = tmp_path / str(speed)
+        run_dir.mkdir()
+        monkeypatch.setenv("CCOPT_CALIBRATION", str(run_dir / "calibration.json"))
+        _calibrate_from_the_sizing_run(before, run_dir, speed)
+        p = _json(["plan", EXAMPLE, "--json"])["plan"]
+        chosen.append((p["gpu"], p["instance"]))
+    assert chosen == [(target["gpu"], target["instance"]), (old["gpu"], old["instance"])]
