@@ -135,6 +135,21 @@ def run_ccopt(command: str) -> str:
     return f"$ {command}\n{out}{tail}"
 
 
+#: run blocks that run a script of tools/ instead of one ccopt command (it prints its own steps)
+_TOOL_SCRIPT = re.compile(r"python -m (tools\.[a-z_]+)( .*)?$")
+
+
+def run_command(command: str) -> str:
+    """Output of a run block: one `ccopt ...` command in-process, or a tools/ script (a
+    subprocess, offline, its output prefixed by the command as a ccopt block is)."""
+    if _TOOL_SCRIPT.match(command) is None:
+        return run_ccopt(command)
+    args = [sys.executable, *shlex.split(command)[1:]]
+    env = {**os.environ, "CCOPT_OFFLINE": "1", "CCOPT_PRICES_OVERLAY": "", "COLUMNS": "160"}
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True, env=env)
+    return f"$ {command}\n{done.stdout.rstrip()}"
+
+
 def run_bench(command: str) -> str:
     """Output of a benchmark script (a subprocess), stamped with today's date."""
     out = subprocess.run(
@@ -157,7 +172,7 @@ def render(block: Block) -> str:
 
         body = markdown(block.command)
     else:
-        body = run_ccopt(block.command) if block.kind == "run" else run_bench(block.command)
+        body = run_command(block.command) if block.kind == "run" else run_bench(block.command)
     end = "\n```\n" if block.kind == "run" else "\n"
     return f"<!-- ccopt:{block.kind} {block.command} -->\n{fence}{body}{end}<!-- ccopt:end -->\n"
 

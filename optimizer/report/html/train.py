@@ -29,6 +29,7 @@ from optimizer.report.html.page import (
     money,
     num,
 )
+from optimizer.report.html.sizing_run import sizing_run_section
 from optimizer.units import HOURS_PER_DAY, quantile_label
 
 __all__ = ["train_page"]
@@ -486,6 +487,9 @@ def train_page(inputs: ReportInputs) -> Page:
         _cost_section(result, p),
         _memory_step_section(p),
     ]
+    settle = sizing_run_section(result)  # issue 45: the run that settles the plan
+    if settle is not None:
+        sections.append(settle)
     whole_run = goodput_section(p)  # issue 43
     if whole_run is not None:
         sections.append(whole_run)
