@@ -145,12 +145,16 @@ def _as_of(ref: Mapping[str, str]) -> str:
     return READ_DATE
 
 
-def _interconnect(provider: str, instance: str, gpus: int) -> tuple[str, float, bool]:
+def _interconnect(provider: str, instance: str, gpus: int) -> tuple[str, float, bool] | None:
+    """(fabric kind, Gbit/s, is a default) of an instance; None when neither instance_network.csv
+    nor a provider default gives one (the row is dropped, as `ccopt prices refresh` drops it)."""
     if (provider, instance) in INTERCONNECT:
         kind, gbps, how = INTERCONNECT[(provider, instance)]
-    else:
+    elif provider in PROVIDER_DEFAULT:
         small, eight = PROVIDER_DEFAULT[provider]
         kind, gbps, how = eight if gpus >= 8 else small
+    else:
+        return None
     return kind, float(gbps), how != "published"
 
 
@@ -181,7 +185,11 @@ def build_rows(
             gpu_id = "A100-40GB-PCIE"
         spec = gpus[gpu_id]
         count = int(ref["gpus_per_instance"])
-        kind, gbps, is_default = _interconnect(provider, instance, count)
+        network = _interconnect(provider, instance, count)
+        if network is None:  # e.g. OCI BM.GPU.GB200.4: no published network figure to cite
+            dropped.append(ref)
+            continue
+        kind, gbps, is_default = network
         base = {
             "provider": provider,
             "instance_type": _INSTANCE_RENAMES.get((provider, instance), instance),
