@@ -155,10 +155,12 @@ def report(label: str, s: MemoryScore, markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
-def section(markdown: bool = False, aside: bool = False) -> str:
+def section(markdown: bool = False, aside: bool = False, held_out: bool = True) -> str:
     """The memory headline of benchmarks/accuracy.py: source-weighted leave-one-source-out
-    (and, with `aside`, the kept-aside memory rows scored once)."""
-    out = [report("headline, source-weighted leave-one-source-out", score(memory_loso()), markdown)]
+    (without `held_out`: not), and, with `aside`, the kept-aside memory rows scored once."""
+    out = []
+    if held_out:
+        out.append(report("headline, source-weighted leave-one-source-out", score(memory_loso()), markdown))
     if aside:
         label = "kept aside, scored once with the packaged constants"
         out.append(report(label, score(memory_aside()), markdown))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from optimizer.errors import ConfigError
+from optimizer.model.bands import point_centre
 from optimizer.model.calibrated import comm_key
 from optimizer.model.ceilings import MfuCeiling, mfu_ceiling
 from optimizer.model.cluster import Cluster, StepTime
@@ -106,12 +107,10 @@ def comm_multiplier(cluster: Cluster, setup: TrainingSetup, a: PerfAssumptions) 
     return a.calibrated_comm.get(key, 1.0)
 
 
-def clip_to_ceiling(step: StepTime, gpu: GpuSpec, precision: str, ceiling: MfuCeiling) -> StepTime:
-    """`step` slowed to `ceiling` (the MFU ceiling of `gpu` × `precision`) when it predicts more
-    (every part scaled alike: which part is optimistic is unknown), flagged; else `step` itself."""
-    if step.mfu <= ceiling.mfu:
+def scale_step(step: StepTime, f: float) -> StepTime:
+    """`step` with its time (every part alike) multiplied by `f` and its throughputs divided."""
+    if f == 1.0:
         return step
-    f = step.mfu / ceiling.mfu
     return replace(
         step,
         time_s=step.time_s * f,
@@ -120,9 +119,20 @@ def clip_to_ceiling(step: StepTime, gpu: GpuSpec, precision: str, ceiling: MfuCe
         bubble_s=step.bubble_s * f,
         tokens_per_s=step.tokens_per_s / f,
         tokens_per_s_per_gpu=step.tokens_per_s_per_gpu / f,
-        mfu=ceiling.mfu,
+        mfu=step.mfu / f,
         hfu=step.hfu / f,
         parts_s={k: v * f for k, v in step.parts_s.items()},
+    )
+
+
+def clip_to_ceiling(step: StepTime, gpu: GpuSpec, precision: str, ceiling: MfuCeiling) -> StepTime:
+    """`step` slowed to `ceiling` (the MFU ceiling of `gpu` × `precision`) when it predicts more
+    (every part scaled alike: which part is optimistic is unknown), flagged; else `step` itself."""
+    if step.mfu <= ceiling.mfu:
+        return step
+    return replace(
+        scale_step(step, step.mfu / ceiling.mfu),
+        mfu=ceiling.mfu,
         mfu_unclipped=step.mfu,
         ceiling_note=(
             f"predicted MFU {step.mfu:.0%} clipped to {ceiling.mfu:.0%}, {ceiling.describe(gpu, precision)}"
@@ -183,6 +193,8 @@ class DecoderStepModel:
         self.hbm_bytes_per_s = gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency
         clipped = not self._calibrated and a.efficiency is None
         self.ceiling = mfu_ceiling(gpu, precision, a) if clipped else None
+        #: the fitted band's P50: the point is the band's centre (optimizer/model/bands.py)
+        self.centre = point_centre(gpu, precision, a) if clipped else 1.0
 
     def _flops_setup(self, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> None:
         """FLOPs per token: the model's now, the hardware's per checkpointing level (GEMM and
@@ -399,6 +411,7 @@ class DecoderStepModel:
                 "bubble": bubble,
             },
         )
+        step = scale_step(step, self.centre)
         if self.ceiling is None:
             return step
         return clip_to_ceiling(step, self.gpu, self.setup.precision, self.ceiling)
