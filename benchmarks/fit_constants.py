@@ -14,10 +14,13 @@ What is fitted (log-additive groups, never per case; optimizer/model/fitted.py r
 Method: Gauss-Newton on log(measured/predicted) with the per-case sensitivity of the prediction
 to the multiplier (finite difference), ridge penalties per group level (RIDGE), residuals
 clipped at ±CLIP, each source weighted 1/sqrt(its cases) so that no table dominates.
-Prediction bands: source-weighted quantiles (P10, P50, P90) of measured/predicted step time of
-the leave-one-family-out residuals (SOURCE_FAMILIES: versions of one publisher's tables are left out
-together) per GPU generation × precision and generation × precision × stack, with their case and
-source counts (optimizer/model/bands.py shrinks them toward a wide prior).
+Prediction bands (folds.py): split conformal across sources, not rows — a source (its publisher's
+versions once: SOURCE_FAMILIES) is the exchangeable unit; on the leave-one-family-out residuals
+(log measured/predicted time) per GPU generation × precision (decoder-LM training) and per
+generation (serving), a group's centre, spread and conformal quantile (its own with >= 4 sources,
+else the pooled spread and the quantile of every thin group: `any`); the band of measured /
+predicted peak memory the same way on the leave-one-source-out memory predictions. The point of
+a training step carries its band's P50 (optimizer/model/bands.py).
 MFU ceilings: the best measured MFU of a full-training run per generation × precision (of the
 cases the constants are fitted on), with its case id (optimizer/model/ceilings.py).
 The file records the date, the command, the case ids used and the sources.
@@ -43,9 +46,11 @@ from calibration_points import calibrated_predictions  # noqa: E402
 from cases import Case, build_cases  # noqa: E402
 from fitting import CLIP, ITERATIONS, RIDGE, family, fit_constants, fit_family, source_family  # noqa: E402
 from folds import Folds, Unit, conformal_bands, held_out_bands, lofo, step_ratio  # noqa: E402
+from memory_accuracy import memory_loso  # noqa: E402
 
 from optimizer.model.bands import (  # noqa: E402
     CALIBRATED_KEY,
+    MEMORY_KEY,
     POOLED_KEY,
     POOLED_SERVE_KEY,
     SERVE_PREFIX,
@@ -131,6 +136,20 @@ def bands_from(
     return out
 
 
+def memory_units(held: Sequence[tuple[Case, float]]) -> list[Unit]:
+    """(unit, MEMORY_KEY, log measured/predicted peak memory) of held-out memory predictions."""
+    return [(band_unit(c), MEMORY_KEY, math.log(c.measured / p)) for c, p in held]
+
+
+def memory_band(held: Sequence[tuple[Case, float]]) -> dict[str, tuple[float, float, float, int, int]]:
+    """{MEMORY_KEY: (P10, P50, P90, rows, sources)} of measured/predicted peak memory per GPU,
+    conformal across sources on the leave-one-source-out memory predictions (memory_accuracy)."""
+    units = memory_units(held)
+    if len({u for u, _, _ in units}) < 2:
+        return {}
+    return {MEMORY_KEY: conformal_bands(units, MEMORY_KEY + ":any")[MEMORY_KEY]}
+
+
 def calibrated_band_stats(folds: Folds) -> dict[str, tuple[float, float, float, int, int]]:
     """{CALIBRATED_KEY: (P10, P50, P90, cases, sources)} of held-out training runs predicted
     after one measured point of their source × GPU type × precision
@@ -172,9 +191,10 @@ def write_fitted(
     lines = [
         "# Fitted constants of the ccopt model: written by benchmarks/fit_constants.py.",
         "# Do not edit by hand; rerun the script. Log-multipliers by feature (see",
-        "# optimizer/model/fitted.py); bands = measured/predicted step-time quantiles of the",
-        "# leave-one-family-out residuals per generation/precision[/stack]; ceilings = best",
-        "# measured full-training MFU per generation/precision.",
+        "# optimizer/model/fitted.py); bands = P10/P50/P90 of measured/predicted time, split",
+        "# conformal across sources on the leave-one-family-out residuals per generation/precision",
+        "# (serve:generation; memory; any = groups under 4 sources); ceilings = best measured",
+        "# full-training MFU per generation/precision.",
         "",
         "[meta]",
         f'date = "{dt.date.today().isoformat()}"',
@@ -231,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     residuals = [item for _, results in folds.values() for item in results]
     bands = bands_from(residuals)
     bands.update(calibrated_band_stats(folds))
+    bands.update(memory_band(memory_loso(cases)))
     print(
         f"fitted on {sum(family(c) is not None for c in cases)} cases from "
         f"{len({c.source for c in cases})} sources: "

@@ -42,6 +42,8 @@ __all__ = [
     "band_for",
     "point_centre",
     "POOLED_KEY",
+    "MEMORY_KEY",
+    "memory_band",
     "POOLED_SERVE_KEY",
     "SERVE_PREFIX",
     "profile_band",
@@ -106,6 +108,8 @@ def shrink(
 #: the band of a training generation × precision / serving generation with no measured run
 POOLED_KEY = "any"
 SERVE_PREFIX = "serve:"
+#: the band of measured ÷ predicted peak training memory per GPU (benchmarks/fit_constants.py)
+MEMORY_KEY = "memory"
 POOLED_SERVE_KEY = SERVE_PREFIX + POOLED_KEY
 
 
@@ -149,6 +153,12 @@ def _shrunk_band(keys: tuple[str, ...], assumptions: PerfAssumptions) -> Band:
     basis = next((key for key in reversed(keys) if key in stats), "prior")
     cases, sources = stats[basis][3:5] if basis in stats else (0, 0)
     return Band(*band, cases=cases, sources=sources, basis=basis)
+
+
+def memory_band(assumptions: PerfAssumptions) -> Band:
+    """The band of a predicted training peak memory per GPU (absolute: the point is not
+    corrected), from the conformal calibration across sources; the prior when not fitted."""
+    return _fitted_band((MEMORY_KEY,), assumptions)
 
 
 def serve_band_key(generation: str, stack: str | None = None) -> str:
