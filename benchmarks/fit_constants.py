@@ -116,9 +116,9 @@ def held_out_checks(
 
 
 def centred(results: Sequence[tuple[Case, float | None]]) -> list[tuple[Case, float | None]]:
-    """`results` with every training prediction moved to its held-out band's P50 (what the
-    packaged model does with its own bands: the point is the P50)."""
-    moved = {id(c): p for c, p, _ in held_out_checks(results)}
+    """`results` with every training and serving prediction moved to its held-out band's P50
+    (what the packaged model does with its own bands: the point is the P50)."""
+    moved = {id(c): p for serving in (False, True) for c, p, _ in held_out_checks(results, serving)}
     return [(c, moved.get(id(c), p)) for c, p in results]
 
 

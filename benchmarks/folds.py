@@ -66,6 +66,8 @@ MIN_GROUP_SOURCES = 4
 #: GUESS: weight, in units, of the pooled centre in a group's centre (a group of one source
 #: sits half-way between its own median and the pooled one)
 CENTER_PRIOR_SOURCES = 1.0
+#: runs a group needs for a band of its own (fewer: a group without runs, the pooled band)
+MIN_GROUP_CASES = 3
 #: log-spread below which a group is not narrowed (one source's runs can agree to 1%)
 SPREAD_FLOOR = 0.01
 THIN = "thin"  # the calibration category of groups with fewer than MIN_GROUP_SOURCES units
@@ -98,7 +100,8 @@ class GroupScale:
 def group_scales(units: Sequence[Unit]) -> tuple[dict[str, GroupScale], GroupScale]:
     """({group: scale}, the scale of a group without units): a group's centre is its median
     pulled toward the pooled median by CENTER_PRIOR_SOURCES; its spread the median |r − centre|
-    with ≥ MIN_GROUP_SOURCES units, else the pooled median |r − its group's median|."""
+    with ≥ MIN_GROUP_SOURCES units, else the pooled median |r − its group's median|; a group of
+    fewer than MIN_GROUP_CASES runs has none (it is a group without units)."""
     by_group: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for u, g, r in units:
         by_group[g].append((u, r))
@@ -107,6 +110,8 @@ def group_scales(units: Sequence[Unit]) -> tuple[dict[str, GroupScale], GroupSca
     spread = max(SPREAD_FLOOR, unit_quantile([(u, abs(r - medians[g])) for u, g, r in units], 0.5))
     out = {}
     for g, items in by_group.items():
+        if len(items) < MIN_GROUP_CASES:
+            continue
         k = len({u for u, _ in items})
         centre = (k * medians[g] + CENTER_PRIOR_SOURCES * pooled) / (k + CENTER_PRIOR_SOURCES)
         if k >= MIN_GROUP_SOURCES:

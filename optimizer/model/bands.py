@@ -41,6 +41,7 @@ __all__ = [
     "Band",
     "band_for",
     "point_centre",
+    "serve_centre",
     "POOLED_KEY",
     "MEMORY_KEY",
     "memory_band",
@@ -166,12 +167,19 @@ def serve_band_key(generation: str, stack: str | None = None) -> str:
     return f"{SERVE_PREFIX}{generation}" if stack is None else f"{SERVE_PREFIX}{generation}/{stack}"
 
 
+def serve_centre(gpu: GpuSpec, assumptions: PerfAssumptions) -> float:
+    """The multiplier of a serving replica's predicted times that makes them its band's P50."""
+    return _fitted_band((serve_band_key(gpu.generation), POOLED_SERVE_KEY), assumptions).p50
+
+
 def serve_band_for(gpu: GpuSpec, stack: str, assumptions: PerfAssumptions) -> Band:
-    """The band of a serving replica's times (TTFT, TPOT, 1 / throughput) on `gpu`, absolute
-    (P50: the generation's centre; the serving point is not corrected): the conformal band of
-    the generation, else of every thin serving generation, else the prior (module doc)."""
+    """The band of a serving replica's times (TTFT, TPOT, 1 / throughput) on `gpu`, relative to
+    the point, which carries its P50 (serving.serving_perf): the conformal band of the
+    generation, else of every thin serving generation, else the prior (module doc)."""
     del stack
-    return _fitted_band((serve_band_key(gpu.generation), POOLED_SERVE_KEY), assumptions)
+    band = _fitted_band((serve_band_key(gpu.generation), POOLED_SERVE_KEY), assumptions)
+    c = band.p50
+    return replace(band, p10=band.p10 / c, p50=1.0, p90=band.p90 / c, centre=c)
 
 
 #: the key of the band of calibrated predictions: held-out runs predicted after one measured

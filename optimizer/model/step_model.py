@@ -85,6 +85,11 @@ class StepModel(Protocol):
         """Model FLOPs per trained token (one sample of a profile); 0 when unknown."""
         ...
 
+    @property
+    def centre(self) -> float:
+        """The multiplier every step time carries (its fitted band's P50; 1: none)."""
+        ...
+
     def microbatch_times_s(self, layout: Layout, cluster: Cluster) -> MicrobatchTimes:
         """One micro-batch of `layout` on one GPU of `cluster` (MicrobatchTimes)."""
         ...
@@ -107,20 +112,26 @@ def comm_multiplier(cluster: Cluster, setup: TrainingSetup, a: PerfAssumptions) 
     return a.calibrated_comm.get(key, 1.0)
 
 
-def scale_step(step: StepTime, f: float) -> StepTime:
-    """`step` with its time (every part alike) multiplied by `f` and its throughputs divided."""
+def scale_step(step: StepTime, f: float, parts: bool = True) -> StepTime:
+    """`step` with its time multiplied by `f` and its throughputs divided; with `parts` every
+    part alike, else the parts stay the model's and `centre` records f (time_s = parts × f)."""
     if f == 1.0:
         return step
-    return replace(
+    scaled = replace(
         step,
         time_s=step.time_s * f,
-        compute_s=step.compute_s * f,
-        communication_s=step.communication_s * f,
-        bubble_s=step.bubble_s * f,
         tokens_per_s=step.tokens_per_s / f,
         tokens_per_s_per_gpu=step.tokens_per_s_per_gpu / f,
         mfu=step.mfu / f,
         hfu=step.hfu / f,
+    )
+    if not parts:
+        return replace(scaled, centre=step.centre * f)
+    return replace(
+        scaled,
+        compute_s=step.compute_s * f,
+        communication_s=step.communication_s * f,
+        bubble_s=step.bubble_s * f,
         parts_s={k: v * f for k, v in step.parts_s.items()},
     )
 
@@ -411,7 +422,7 @@ class DecoderStepModel:
                 "bubble": bubble,
             },
         )
-        step = scale_step(step, self.centre)
+        step = scale_step(step, self.centre, parts=False)
         if self.ceiling is None:
             return step
         return clip_to_ceiling(step, self.gpu, self.setup.precision, self.ceiling)
