@@ -121,6 +121,8 @@ def _fitted_band(keys: tuple[str, ...], assumptions: PerfAssumptions) -> Band:
     for key in keys:
         if key in stats:
             p10, p50, p90, cases, sources = stats[key]
+            if key.endswith(POOLED_KEY):  # pooled: no run of this group backs it
+                cases, sources = 0, 0
             return Band(p10, p50, p90, cases=cases, sources=sources, basis=key)
     low, high = assumptions.band_prior
     return Band(low, 1.0, high, cases=0, sources=0, basis="prior")
