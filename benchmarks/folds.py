@@ -98,10 +98,12 @@ class GroupScale:
 
 
 def group_scales(units: Sequence[Unit]) -> tuple[dict[str, GroupScale], GroupScale]:
-    """({group: scale}, the scale of a group without units): a group's centre is its median
-    pulled toward the pooled median by CENTER_PRIOR_SOURCES; its spread the median |r − centre|
-    with ≥ MIN_GROUP_SOURCES units, else the pooled median |r − its group's median|; a group of
-    fewer than MIN_GROUP_CASES runs has none (it is a group without units)."""
+    """({group: scale}, the scale of a group without units). With ≥ MIN_GROUP_SOURCES units a
+    group's centre is its median pulled toward the pooled median by CENTER_PRIOR_SOURCES and its
+    spread the median |r − centre|. A thinner group (and one without units) is not re-centred
+    (centre 0: a held-out residual of a group of one source is the bias of a fit without that
+    group's data, which the packaged fit has absorbed) and takes the pooled median |r − its
+    group's median|; a group of fewer than MIN_GROUP_CASES runs has none."""
     by_group: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for u, g, r in units:
         by_group[g].append((u, r))
@@ -113,13 +115,13 @@ def group_scales(units: Sequence[Unit]) -> tuple[dict[str, GroupScale], GroupSca
         if len(items) < MIN_GROUP_CASES:
             continue
         k = len({u for u, _ in items})
-        centre = (k * medians[g] + CENTER_PRIOR_SOURCES * pooled) / (k + CENTER_PRIOR_SOURCES)
         if k >= MIN_GROUP_SOURCES:
+            centre = (k * medians[g] + CENTER_PRIOR_SOURCES * pooled) / (k + CENTER_PRIOR_SOURCES)
             own = max(SPREAD_FLOOR, unit_quantile([(u, abs(r - centre)) for u, r in items], 0.5))
             out[g] = GroupScale(centre, own, g)
         else:
-            out[g] = GroupScale(centre, spread, THIN)
-    return out, GroupScale(pooled, spread, THIN)
+            out[g] = GroupScale(0.0, spread, THIN)
+    return out, GroupScale(0.0, spread, THIN)
 
 
 def held_out_scores(units: Sequence[Unit], exclude: str | None = None) -> list[tuple[str, str, float]]:

@@ -184,9 +184,9 @@ def test_example_file_loads() -> None:
 
 
 def test_a_cloud_placement_names_the_jobs_that_kept_the_box_busy(tmp_path) -> None:
-    # two 8B LoRA jobs of 3e8 tokens: ~6 h each at P80 on the owned 4090 box (its band is the
-    # wide pooled one since issue 44), due in 9.6 h. The box carries one; the other must rent,
-    # and says which job held the box during its window.
+    # two 8B LoRA jobs of 3e8 tokens: each over half of 9.6 h at P80 on the owned 4090 box (its
+    # band is the wide thin one since issue 44), due in 9.6 h. The box carries one; the other
+    # must rent, and says which job held the box during its window.
     body = SMALL + _job("first", 3e8, 0.4) + _job("second", 3e8, 0.4)
     path = tmp_path / "busy.toml"
     path.write_text(body, encoding="utf-8")
