@@ -5,10 +5,11 @@ evidence behind it. The fit (benchmarks/fit_constants.py, benchmarks/folds.py) s
 GPU generation × precision (training) and per generation (serving, "serve:<generation>"),
 calibrated across sources, not rows: split conformal on leave-one-source-out residuals with a
 source (a publisher's versions once) as the exchangeable unit, so that 80% of a new source's runs
-fall between P10 and P90 on average. P50 is the group's centre (its sources' median residual,
-pulled toward the pooled one); P10/P90 = centre ∓ q × spread (log space) with a group's own
-spread and quantile when it has >= 4 sources, else the pooled spread and the quantile of all such
-thin groups (`any`, `serve:any`: the band of a generation × precision with no measured run).
+fall between P10 and P90 on average. With >= 4 sources P50 is the group's centre (its sources'
+median residual, pulled toward the pooled one) and P10/P90 = centre ∓ q × spread (log space)
+with its own spread and quantile; a thinner group keeps the fitted point (P50 1) with the pooled
+spread and the quantile of all such thin groups (`any`, `serve:any`: also the band of a
+generation × precision with no measured run).
 
 The point of a training step IS its band's P50: the step model multiplies the predicted time by
 the centre (`point_centre`), and `band_for` returns the band relative to that corrected point
