@@ -43,7 +43,13 @@ sys.path.insert(0, str(HERE))
 
 from calibration_points import calibrated_predictions  # noqa: E402
 from cases import BANDS, Case, build_cases, predict  # noqa: E402
-from fit_constants import bands_from  # noqa: E402
+from fit_constants import (  # noqa: E402
+    band_group,
+    bands_from,
+    centred,
+    held_out_checks,
+    source_weighted_quantiles,
+)
 from fitting import assumptions_for, fit_constants  # noqa: E402
 from folds import Folds, lofo, loso, step_ratio  # noqa: E402
 from memory_accuracy import section as memory_section  # noqa: E402
@@ -113,40 +119,34 @@ def gpu_group(case: Case) -> str:
 Inside = list[tuple[Case, float | None, bool]]
 
 
-def band_hits(
-    folds: Folds, kinds: tuple[str, ...] = ("train_throughput",), base: PerfAssumptions | None = None
-) -> Inside:
-    """Held-out training-throughput cases of `kinds` with their prediction and whether the
-    measured step time lies in the P10–P90 band built (optimizer/model/bands.py, with the
-    default prior) from the other folds' held-out residuals."""
-    out: Inside = []
-    for name, (_, results) in folds.items():
-        others = [item for f, (_, res) in folds.items() if f != name for item in res]
-        a = replace(base or PerfAssumptions(), fitted=FittedConstants(bands=bands_from(others)))
-        for case, pred in results:
-            if case.score_kind not in kinds:
-                continue
-            inside = in_band(case, pred, a)
-            if inside is not None:
-                out.append((case, pred, inside))
-    return out
+def band_hits(held: Scored, serving: bool = False) -> Inside:
+    """Held-out training (decoder LM) or serving cases with their prediction moved to the P50
+    of their band and whether the measured time lies in its P10–P90, every band built from the
+    other sources' held-out residuals alone (fit_constants.held_out_checks: conformal across
+    sources, leave-one-source-out)."""
+    return [(c, p, inside) for c, p, inside in held_out_checks(held, serving)]
 
 
 def in_band(case: Case, pred: float | None, a: PerfAssumptions) -> bool | None:
     """Whether a training-throughput case's measured step lies in its P10–P90 band under `a`
-    (optimizer/model/bands.band_for); None: not such a case, or no prediction."""
+    (optimizer/model/bands.band_for: relative to the point, which carries the band's P50);
+    None: not such a case, or no prediction."""
     if pred is None or case.train is None or case.kind != "train_throughput":
         return None
     band = band_for(case.gpu, case.train[0].precision, case.stack, a)
     return band.p10 <= step_ratio(case, pred) <= band.p90
 
 
-def coverage_rows(hits: Inside, min_cases: int = 10) -> list[list[str]]:
-    """Coverage of the nominal 80% band, overall and per GPU group with ≥ min_cases cases:
-    source-weighted (each source once) and pooled, with the source-weighted median |error|."""
+def coverage_rows(hits: Inside, min_cases: int = 1) -> list[list[str]]:
+    """Coverage of the nominal 80% band, overall and per band group (GPU generation × precision;
+    serving: generation): source-weighted (each source once) and pooled, the source-weighted
+    median of measured ÷ point (the point is the P50: 100% when the held-out centre is right)
+    and the source-weighted median |error|."""
     groups: dict[str, Inside] = {"all": hits}
     for h in hits:
-        groups.setdefault(gpu_group(h[0]), []).append(h)
+        group = band_group(h[0])
+        if group is not None:
+            groups.setdefault(group, []).append(h)
     rows = []
     for name, items in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
         if len(items) < min_cases:
@@ -157,7 +157,12 @@ def coverage_rows(hits: Inside, min_cases: int = 10) -> list[list[str]]:
         sw = sum(sum(v) / len(v) for v in by_source.values()) / len(by_source)
         pooled = sum(i for _, _, i in items) / len(items)
         _, _, _, med = source_weighted([(c, p) for c, p, _ in items])
-        rows.append([name, str(len(items)), str(len(by_source)), _pct(sw), _pct(pooled), _pct(med)])
+        ratio = source_weighted_quantiles(
+            [(c.source, step_ratio(c, p)) for c, p, _ in items if p is not None], (0.5,)
+        )[0]
+        rows.append(
+            [name, str(len(items)), str(len(by_source)), _pct(sw), _pct(pooled), f"{ratio:.2f}", _pct(med)]
+        )
     return rows
 
 
@@ -252,14 +257,16 @@ def report(
     for label, inside in hits.items():
         lines += [
             "",
-            f"{h}P10–P90 band coverage, {label} (nominal 80%; held-out families, bands from the others)\n",
+            f"{h}P10–P90 band coverage, {label} (nominal 80%; leave-one-source-out: each source's "
+            "band from the other sources alone)\n",
             _table(
                 [
-                    "GPU group",
+                    "band group",
                     "cases",
                     "sources",
                     "coverage (src-wt)",
                     "coverage (pooled)",
+                    "measured ÷ point (src-wt median)",
                     "median abs. error (src-wt)",
                 ],
                 coverage_rows(inside),
@@ -399,30 +406,45 @@ def write_csv(held: Scored, insample: Scored, path: Path) -> None:
             )
 
 
+def _centred_folds(folds: Folds) -> Folds:
+    """`folds` with every held-out training prediction moved to its held-out band's P50."""
+    moved = {id(c): p for c, p in centred([i for _, res in folds.values() for i in res])}
+    return {name: (fit, [(c, moved[id(c)]) for c, _ in res]) for name, (fit, res) in folds.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--csv", type=Path, metavar="OUT", help="per-case LOFO predictions")
-    parser.add_argument("--aside", action="store_true", help="also score the sources kept aside, once")
+    parser.add_argument(
+        "--aside-only", action="store_true", help="score only the sources kept aside, once (the last step)"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
+    if args.aside_only:
+        # the sources kept aside, scored once with the packaged constants (never in a fit)
+        print(memory_section(args.markdown, aside=True, held_out=False))
+        print("\n" + aside_report(args.markdown))
+        return 0
     cases, skipped = build_cases()
     families = lofo(cases)
+    held = [item for _, res in families.values() for item in res]
+    # the point is the P50 of its band: held-out predictions get their held-out band's centre
+    families = _centred_folds(families)
     folds = loso(cases)
-    fit = fit_constants(cases)
+    loso_centred = _centred_folds(folds)
+    fit = replace(fit_constants(cases), bands=bands_from(held))  # as fit_constants.py writes it
     a = assumptions_for(fit)
     insample = [(c, predict(c, a)) for c in cases]
     cal = calibrated(folds)
     hits = {
-        "decoder LMs": band_hits(families),
-        "all incl. encoders": band_hits(families, ("train_throughput", "train_throughput_encoder")),
+        "training, decoder LMs": band_hits(held),
+        "serving (throughput and latency)": band_hits(held, serving=True),
     }
     n_skipped = sum(len(v) for v in skipped.values())
-    print(report(cases, families, folds, insample, cal, hits, n_skipped, args.markdown))
+    print(report(cases, families, loso_centred, insample, cal, hits, n_skipped, args.markdown))
     # peak memory: its own headline, source-weighted leave-one-source-out (memory_accuracy.py)
-    print("\n" + memory_section(args.markdown, aside=args.aside))
-    if args.aside:
-        print("\n" + aside_report(args.markdown))
+    print("\n" + memory_section(args.markdown, aside=False))
     print(f"\nran in {time.perf_counter() - start:.1f} s")
     if args.csv:
         write_csv([i for _, r in families.values() for i in r], insample, args.csv)

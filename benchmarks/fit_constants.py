@@ -14,10 +14,13 @@ What is fitted (log-additive groups, never per case; optimizer/model/fitted.py r
 Method: Gauss-Newton on log(measured/predicted) with the per-case sensitivity of the prediction
 to the multiplier (finite difference), ridge penalties per group level (RIDGE), residuals
 clipped at ±CLIP, each source weighted 1/sqrt(its cases) so that no table dominates.
-Prediction bands: source-weighted quantiles (P10, P50, P90) of measured/predicted step time of
-the leave-one-family-out residuals (SOURCE_FAMILIES: versions of one publisher's tables are left out
-together) per GPU generation × precision and generation × precision × stack, with their case and
-source counts (optimizer/model/bands.py shrinks them toward a wide prior).
+Prediction bands (folds.py): split conformal across sources, not rows — a source (its publisher's
+versions once: SOURCE_FAMILIES) is the exchangeable unit; on the leave-one-family-out residuals
+(log measured/predicted time) per GPU generation × precision (decoder-LM training) and per
+generation (serving), a group's centre, spread and conformal quantile (its own with >= 4 sources,
+else the pooled spread and the quantile of every thin group: `any`); the band of measured /
+predicted peak memory the same way on the leave-one-source-out memory predictions. The point of
+a training step carries its band's P50 (optimizer/model/bands.py).
 MFU ceilings: the best measured MFU of a full-training run per generation × precision (of the
 cases the constants are fitted on), with its case id (optimizer/model/ceilings.py).
 The file records the date, the command, the case ids used and the sources.
@@ -27,9 +30,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,10 +44,18 @@ sys.path.insert(0, str(HERE))
 
 from calibration_points import calibrated_predictions  # noqa: E402
 from cases import Case, build_cases  # noqa: E402
-from fitting import CLIP, ITERATIONS, RIDGE, family, fit_constants, fit_family  # noqa: E402
-from folds import Folds, lofo, step_ratio  # noqa: E402
+from fitting import CLIP, ITERATIONS, RIDGE, family, fit_constants, fit_family, source_family  # noqa: E402
+from folds import Folds, Unit, conformal_bands, held_out_bands, lofo, step_ratio  # noqa: E402
+from memory_accuracy import memory_loso  # noqa: E402
 
-from optimizer.model.bands import CALIBRATED_KEY, serve_band_key  # noqa: E402
+from optimizer.model.bands import (  # noqa: E402
+    CALIBRATED_KEY,
+    MEMORY_KEY,
+    POOLED_KEY,
+    POOLED_SERVE_KEY,
+    SERVE_PREFIX,
+    serve_band_key,
+)
 from optimizer.model.fitted import (  # noqa: E402
     FAMILY_TABLES,
     FittedConstants,
@@ -51,18 +63,91 @@ from optimizer.model.fitted import (  # noqa: E402
 )
 
 OUT = HERE.parent / "optimizer" / "model" / "data" / "fitted.toml"
-MIN_BAND_CASES = 3  # fewer held-out cases in a group: no data band (the coarser one applies)
+MIN_BAND_CASES = 3  # fewer held-out calibrated cases: no calibrated band (the prior applies)
 
 
-def band_keys(case: Case) -> list[str]:
-    """The band groups a case informs: training — generation × precision, and × stack;
-    serving — generation, and × serving stack (optimizer/model/bands.py)."""
-    gen = case.gpu.generation
-    if case.serve is not None:
-        return [serve_band_key(gen), serve_band_key(gen, case.stack)]
-    assert case.train is not None
-    precision = case.train[0].precision
-    return [band_key(gen, precision), band_key(gen, precision, case.stack)]
+def band_unit(case: Case) -> str:
+    """The exchangeable unit of the band's calibration: the case's source, its publisher's
+    versions counted once (fitting.SOURCE_FAMILIES: they share recipes, clusters and reading)."""
+    return source_family(case.source)
+
+
+def band_group(case: Case) -> str | None:
+    """The band group of a case: training — GPU generation × precision ("hopper/16"); serving —
+    the generation ("serve:hopper"); None: not a throughput or latency case."""
+    if case.serve is not None and case.kind in ("serve_throughput", "serve_latency"):
+        return serve_band_key(case.gpu.generation)
+    if case.train is not None and case.score_kind == "train_throughput":  # decoder LMs
+        return band_key(case.gpu.generation, case.train[0].precision)
+    return None
+
+
+def _banded(results: Sequence[tuple[Case, float | None]], serving: bool) -> list[tuple[Case, float, Unit]]:
+    """(case, prediction, (unit, group, log measured/predicted time)) of the predicted training
+    (or serving) cases of `results` that have a band group."""
+    out = []
+    for case, pred in results:
+        group = band_group(case)
+        if pred is None or group is None or group.startswith(SERVE_PREFIX) != serving:
+            continue
+        out.append((case, pred, (band_unit(case), group, math.log(step_ratio(case, pred)))))
+    return out
+
+
+def band_units(results: Sequence[tuple[Case, float | None]], serving: bool = False) -> list[Unit]:
+    """(unit, group, log measured/predicted time) of held-out predictions of training (or
+    serving) cases."""
+    return [u for _, _, u in _banded(results, serving)]
+
+
+def held_out_checks(
+    results: Sequence[tuple[Case, float | None]], serving: bool = False
+) -> list[tuple[Case, float, bool]]:
+    """(case, its prediction moved to the P50 of its held-out band, whether the measured time
+    lies in that band's P10–P90) for the held-out training (or serving) predictions `results`:
+    every band from the other sources' residuals alone (folds.held_out_bands)."""
+    chosen = _banded(results, serving)
+    bands = held_out_bands([u for _, _, u in chosen])
+    out = []
+    for (case, pred, (_, _, r)), (lo, mid, hi) in zip(chosen, bands, strict=True):
+        f = math.exp(mid)  # a multiplier of time: a speed prediction is divided by it
+        out.append((case, pred / f if case.speed_like else pred * f, lo <= r <= hi))
+    return out
+
+
+def centred(results: Sequence[tuple[Case, float | None]]) -> list[tuple[Case, float | None]]:
+    """`results` with every training and serving prediction moved to its held-out band's P50
+    (what the packaged model does with its own bands: the point is the P50)."""
+    moved = {id(c): p for serving in (False, True) for c, p, _ in held_out_checks(results, serving)}
+    return [(c, moved.get(id(c), p)) for c, p in results]
+
+
+def bands_from(
+    results: Sequence[tuple[Case, float | None]],
+) -> dict[str, tuple[float, float, float, int, int]]:
+    """(P10, P50, P90, cases, sources) of measured/predicted time per band group, training and
+    serving, from held-out predictions (conformal across sources: folds.conformal_bands)."""
+    out: dict[str, tuple[float, float, float, int, int]] = {}
+    for serving in (False, True):
+        units = band_units(results, serving)
+        if len({u for u, _, _ in units}) >= 2:
+            pooled = POOLED_SERVE_KEY if serving else POOLED_KEY
+            out.update(conformal_bands(units, pooled))
+    return out
+
+
+def memory_units(held: Sequence[tuple[Case, float]]) -> list[Unit]:
+    """(unit, MEMORY_KEY, log measured/predicted peak memory) of held-out memory predictions."""
+    return [(band_unit(c), MEMORY_KEY, math.log(c.measured / p)) for c, p in held]
+
+
+def memory_band(held: Sequence[tuple[Case, float]]) -> dict[str, tuple[float, float, float, int, int]]:
+    """{MEMORY_KEY: (P10, P50, P90, rows, sources)} of measured/predicted peak memory per GPU,
+    conformal across sources on the leave-one-source-out memory predictions (memory_accuracy)."""
+    units = memory_units(held)
+    if len({u for u, _, _ in units}) < 2:
+        return {}
+    return {MEMORY_KEY: conformal_bands(units, MEMORY_KEY + ":any")[MEMORY_KEY]}
 
 
 def calibrated_band_stats(folds: Folds) -> dict[str, tuple[float, float, float, int, int]]:
@@ -89,26 +174,6 @@ def source_weighted_quantiles(items: Sequence[tuple[str, float]], qs: Sequence[f
     return [float(np.interp(q, mids, values)) for q in qs]
 
 
-def bands_from(
-    results: Sequence[tuple[Case, float | None]],
-) -> dict[str, tuple[float, float, float, int, int]]:
-    """(P10, P50, P90, cases, sources) of measured/predicted step time per band group."""
-    groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for case, pred in results:
-        if pred is None or case.kind not in ("train_throughput", "serve_throughput", "serve_latency"):
-            continue
-        ratio = step_ratio(case, pred)
-        for key in band_keys(case):
-            groups[key].append((case.source, ratio))
-    out = {}
-    for key, items in groups.items():
-        if len(items) < MIN_BAND_CASES:
-            continue
-        q10, q50, q90 = source_weighted_quantiles(items, (0.1, 0.5, 0.9))
-        out[key] = (q10, q50, q90, len(items), len({s for s, _ in items}))
-    return out
-
-
 def _toml_table(name: str, values: dict[str, float]) -> list[str]:
     lines = [f"[{name}]"]
     lines += [f'"{k}" = {v:.6f}' for k, v in sorted(values.items())]
@@ -126,9 +191,10 @@ def write_fitted(
     lines = [
         "# Fitted constants of the ccopt model: written by benchmarks/fit_constants.py.",
         "# Do not edit by hand; rerun the script. Log-multipliers by feature (see",
-        "# optimizer/model/fitted.py); bands = measured/predicted step-time quantiles of the",
-        "# leave-one-family-out residuals per generation/precision[/stack]; ceilings = best",
-        "# measured full-training MFU per generation/precision.",
+        "# optimizer/model/fitted.py); bands = P10/P50/P90 of measured/predicted time, split",
+        "# conformal across sources on the leave-one-family-out residuals per generation/precision",
+        "# (serve:generation; memory; any = groups under 4 sources); ceilings = best measured",
+        "# full-training MFU per generation/precision.",
         "",
         "[meta]",
         f'date = "{dt.date.today().isoformat()}"',
@@ -185,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     residuals = [item for _, results in folds.values() for item in results]
     bands = bands_from(residuals)
     bands.update(calibrated_band_stats(folds))
+    bands.update(memory_band(memory_loso(cases)))
     print(
         f"fitted on {sum(family(c) is not None for c in cases)} cases from "
         f"{len({c.source for c in cases})} sources: "

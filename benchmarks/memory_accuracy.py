@@ -155,14 +155,36 @@ def report(label: str, s: MemoryScore, markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
-def section(markdown: bool = False, aside: bool = False) -> str:
+def section(markdown: bool = False, aside: bool = False, held_out: bool = True) -> str:
     """The memory headline of benchmarks/accuracy.py: source-weighted leave-one-source-out
-    (and, with `aside`, the kept-aside memory rows scored once)."""
-    out = [report("headline, source-weighted leave-one-source-out", score(memory_loso()), markdown)]
+    (without `held_out`: not), and, with `aside`, the kept-aside memory rows scored once."""
+    out = []
+    if held_out:
+        held = memory_loso()
+        out.append(report("headline, source-weighted leave-one-source-out", score(held), markdown))
+        out.append(band_coverage(held))
     if aside:
         label = "kept aside, scored once with the packaged constants"
         out.append(report(label, score(memory_aside()), markdown))
     return "\n\n".join(out)
+
+
+def band_coverage(held: Scored) -> str:
+    """The coverage of the P10–P90 memory band (fit_constants.memory_band: conformal across
+    sources), each source's band from the other sources alone, source-weighted."""
+    from fit_constants import memory_units  # noqa: PLC0415  (lazy: fit_constants imports this module)
+    from folds import held_out_bands  # noqa: PLC0415  (lazy: as above)
+
+    units = memory_units(held)
+    by_source: dict[str, list[bool]] = defaultdict(list)
+    for (c, _), (_, _, r), (lo, _, hi) in zip(held, units, held_out_bands(units), strict=True):
+        by_source[c.source].append(lo <= r <= hi)
+    cover = statistics.mean(sum(v) / len(v) for v in by_source.values())
+    return (
+        f"P10–P90 band of measured ÷ predicted peak memory (nominal 80%, conformal across sources, "
+        f"each source's band from the others alone): coverage {cover:.0%} source-weighted over "
+        f"{len(by_source)} sources"
+    )
 
 
 def _rows(scored: Scored) -> None:

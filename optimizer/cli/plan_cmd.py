@@ -112,6 +112,8 @@ def band_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
     evidence = (
         "no measured run: the wide prior band"
         if group == "prior"
+        else "no measured run of this GPU generation and precision: the pooled band of thinly measured groups"
+        if group in ("any", "serve:any")
         else "the profile's own band"
         if group == "profile"
         else f"calibrated from your measured runs on {p['gpu']} (`ccopt calibrate --list`); band of "

@@ -1,18 +1,21 @@
-"""Prediction bands of a training step: how far the measured step time may land from the model's.
+"""Prediction bands: how far a measured step time may land from the model's point.
 
-A band is three multipliers of the predicted step time (P10, P50, P90 of measured/predicted)
-and the evidence behind it. The fit (benchmarks/fit_constants.py) stores, per GPU generation ×
-precision and per generation × precision × stack, the quantiles of the leave-one-family-out
-residuals with their case and source counts (FittedConstants.bands). Here they are shrunk toward
-a wide prior when the evidence is thin (empirical-Bayes style, in log space):
+A band is three multipliers of the predicted time (P10, P50, P90 of measured/predicted) and the
+evidence behind it. The fit (benchmarks/fit_constants.py, benchmarks/folds.py) stores one per
+GPU generation × precision (training) and per generation (serving, "serve:<generation>"),
+calibrated across sources, not rows: split conformal on leave-one-source-out residuals with a
+source (a publisher's versions once) as the exchangeable unit, so that 80% of a new source's runs
+fall between P10 and P90 on average. With >= 4 sources P50 is the group's centre (its sources'
+median residual, pulled toward the pooled one) and P10/P90 = centre ∓ q × spread (log space)
+with its own spread and quantile; a thinner group keeps the fitted point (P50 1) with the pooled
+spread and the quantile of all such thin groups (`any`, `serve:any`: also the band of a
+generation × precision with no measured run).
 
-    band(gen, prec)        = w · data(gen, prec)        + (1 − w) · prior
-    band(gen, prec, stack) = w · data(gen, prec, stack) + (1 − w) · band(gen, prec)
-    w = n / (n + K),  n = min(cases, C × sources)
-
-with the prior, K and C stated guesses (PerfAssumptions.band_prior, band_prior_cases,
-band_cases_per_source). A generation × precision with no measured training run gets the prior
-itself: a wide band, never one borrowed from a better-measured GPU.
+The point of a training step IS its band's P50: the step model multiplies the predicted time by
+the centre (`point_centre`), and `band_for` returns the band relative to that corrected point
+(P50 = 1). A GPU with no fitted band and no pooled one gets the stated prior
+(PerfAssumptions.band_prior). A calibrated GPU type (`ccopt calibrate`) has its own band, shrunk
+once toward the prior (`shrink`: w = n/(n + K), n = min(cases, C × sources)).
 
 A quantile q between the stated ones is read off a split log-normal through P10, P50 and P90
 (the band's two halves may differ in width): log m(q) = log P50 + z(q)/z(0.9) · (log P90 − log P50)
@@ -22,7 +25,7 @@ for q ≥ 0.5, with the P10 half below.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
@@ -38,6 +41,13 @@ __all__ = [
     "DEFAULT_CONFIDENCE",
     "Band",
     "band_for",
+    "point_centre",
+    "serve_centre",
+    "POOLED_KEY",
+    "MEMORY_KEY",
+    "memory_band",
+    "POOLED_SERVE_KEY",
+    "SERVE_PREFIX",
     "profile_band",
     "quantile_multiplier",
     "shrink",
@@ -60,7 +70,10 @@ class Band:
     p90: float
     cases: int  # measured runs behind the band (0: the prior alone)
     sources: int  # distinct sources among them
-    basis: str  # the evidence key ("hopper/16/megatron-core", "hopper/16"), "prior" or "profile"
+    basis: str  # the evidence key ("hopper/16", "any"), "prior", "calibrated" or "profile"
+    #: the multiplier the point was already given (the fitted band's P50; 1: none): P10..P90 are
+    #: relative to the corrected point
+    centre: float = 1.0
 
     def multiplier(self, q: float) -> float:
         """The step-time multiplier at quantile `q` (0 < q < 1)."""
@@ -94,10 +107,40 @@ def shrink(
     return out[0], out[1], out[2]
 
 
+#: the band of a training generation × precision / serving generation with no measured run
+POOLED_KEY = "any"
+SERVE_PREFIX = "serve:"
+#: the band of measured ÷ predicted peak training memory per GPU (benchmarks/fit_constants.py)
+MEMORY_KEY = "memory"
+POOLED_SERVE_KEY = SERVE_PREFIX + POOLED_KEY
+
+
+def _fitted_band(keys: tuple[str, ...], assumptions: PerfAssumptions) -> Band:
+    """The first of `keys` the fit has, absolute (P50: its centre), else the prior around 1."""
+    fit = fitted_constants(assumptions)
+    stats = fit.bands if fit is not None else {}
+    for key in keys:
+        if key in stats:
+            p10, p50, p90, cases, sources = stats[key]
+            if key.endswith(POOLED_KEY):  # pooled: no run of this group backs it
+                cases, sources = 0, 0
+            return Band(p10, p50, p90, cases=cases, sources=sources, basis=key)
+    low, high = assumptions.band_prior
+    return Band(low, 1.0, high, cases=0, sources=0, basis="prior")
+
+
+def point_centre(gpu: GpuSpec, precision: str, assumptions: PerfAssumptions) -> float:
+    """The multiplier of a predicted training step that makes the point its band's P50."""
+    return _fitted_band((band_key(gpu.generation, precision), POOLED_KEY), assumptions).p50
+
+
 def band_for(gpu: GpuSpec, precision: str, stack: str, assumptions: PerfAssumptions) -> Band:
-    """The band of a training step of `stack` in `precision` on `gpu` (module doc)."""
-    gen = band_key(gpu.generation, precision)
-    return _shrunk_band((gen, band_key(gpu.generation, precision, stack)), assumptions)
+    """The band of a training step in `precision` on `gpu`, relative to the corrected point
+    (P50 = 1; module doc). `stack` is not a band group: one source per stack and GPU is the rule."""
+    del stack
+    band = _fitted_band((band_key(gpu.generation, precision), POOLED_KEY), assumptions)
+    c = band.p50
+    return replace(band, p10=band.p10 / c, p50=1.0, p90=band.p90 / c, centre=c)
 
 
 def _shrunk_band(keys: tuple[str, ...], assumptions: PerfAssumptions) -> Band:
@@ -116,16 +159,30 @@ def _shrunk_band(keys: tuple[str, ...], assumptions: PerfAssumptions) -> Band:
     return Band(*band, cases=cases, sources=sources, basis=basis)
 
 
+def memory_band(assumptions: PerfAssumptions) -> Band:
+    """The band of a predicted training peak memory per GPU (absolute: the point is not
+    corrected), from the conformal calibration across sources; the prior when not fitted."""
+    return _fitted_band((MEMORY_KEY,), assumptions)
+
+
 def serve_band_key(generation: str, stack: str | None = None) -> str:
     """The key of a serving band: "serve:hopper[/vllm]"."""
-    return f"serve:{generation}" if stack is None else f"serve:{generation}/{stack}"
+    return f"{SERVE_PREFIX}{generation}" if stack is None else f"{SERVE_PREFIX}{generation}/{stack}"
+
+
+def serve_centre(gpu: GpuSpec, assumptions: PerfAssumptions) -> float:
+    """The multiplier of a serving replica's predicted times that makes them its band's P50."""
+    return _fitted_band((serve_band_key(gpu.generation), POOLED_SERVE_KEY), assumptions).p50
 
 
 def serve_band_for(gpu: GpuSpec, stack: str, assumptions: PerfAssumptions) -> Band:
-    """The band of a serving replica's times (TTFT, TPOT, 1 / throughput) of `stack` on `gpu`:
-    the same shrinkage as training (module doc) over the serving residuals of the generation and
-    generation × serving stack."""
-    return _shrunk_band((serve_band_key(gpu.generation), serve_band_key(gpu.generation, stack)), assumptions)
+    """The band of a serving replica's times (TTFT, TPOT, 1 / throughput) on `gpu`, relative to
+    the point, which carries its P50 (serving.serving_perf): the conformal band of the
+    generation, else of every thin serving generation, else the prior (module doc)."""
+    del stack
+    band = _fitted_band((serve_band_key(gpu.generation), POOLED_SERVE_KEY), assumptions)
+    c = band.p50
+    return replace(band, p10=band.p10 / c, p50=1.0, p90=band.p90 / c, centre=c)
 
 
 #: the key of the band of calibrated predictions: held-out runs predicted after one measured

@@ -45,6 +45,9 @@ class StepTime:
     #: None: not clipped. `ceiling_note` says which ceiling
     mfu_unclipped: float | None = None
     ceiling_note: str = ""
+    #: the fitted band's P50 the time carries (optimizer/model/bands.py): time_s = the parts'
+    #: sum × centre (the parts are the model's physics); 1 when calibrated or not fitted
+    centre: float = 1.0
 
     def as_dict(self) -> dict[str, float]:
         return {

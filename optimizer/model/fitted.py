@@ -8,9 +8,10 @@ efficiency (`serve_flops`), each per generation × serving stack, the achieved a
 bandwidth of the GPU class (`serve_comm`: NVLink vs PCIe), and the efficiency of MoE expert
 GEMMs relative to dense ones (`serve_moe`). A group absent from the fit data has no
 coefficient (multiplier 1 for that term), so a held-out source falls back to coarser groups.
-Prediction bands: quantiles (P10, P50, P90) of the cross-validated (leave-one-family-out)
-measured/predicted step time per GPU generation × precision (× stack), with the cases and sources
-behind each (`bands`; optimizer/model/bands.py shrinks them toward a wide prior). MFU ceilings:
+Prediction bands: (P10, P50, P90) of measured/predicted time per GPU generation × precision,
+serving generation and peak memory, calibrated by split conformal across sources on the
+cross-validated residuals, with the cases and sources behind each (`bands`;
+optimizer/model/bands.py). MFU ceilings:
 the best measured full-training MFU per generation × precision with its case (`ceilings`;
 optimizer/model/ceilings.py).
 """

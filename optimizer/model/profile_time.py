@@ -269,6 +269,7 @@ class ProfileStepModel:
         gflop = model_gflop_per_sample(profile)
         self._model_flops = 0.0 if gflop is None else gflop * 1e9
         self.base_efficiency = base_efficiency(gpu, setup.precision, a, setup.stack)[0]
+        self.centre = 1.0  # a profile's own band is centred on its prediction
 
     @property
     def own_band(self) -> bool:

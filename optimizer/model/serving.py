@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from optimizer.model.bands import serve_centre
 from optimizer.model.comms import ring_allreduce_s
 from optimizer.model.efficiency import default_efficiency, hidden_half, serve_multipliers
 from optimizer.model.hardware import GpuSpec
@@ -192,7 +193,7 @@ def serving_perf(
     else:
         cycle_s = batch * prefill_s + o * step_s  # prefills as separate passes
     requests_per_s = concurrency / cycle_s
-    return ServePerf(
+    perf = ServePerf(
         ttft_s=prefill_s + step_s,
         tpot_s=cycle_s / o,
         decode_step_s=step_s,
@@ -211,6 +212,24 @@ def serving_perf(
             **({"fused_iteration": step["fused_iteration"]} if "fused_iteration" in step else {}),
         },
         concurrency=concurrency,
+    )
+    # the point is its band's P50 (optimizer/model/bands.py); an explicit efficiency is the user's
+    return perf if a.efficiency is not None else _centred(perf, serve_centre(gpu, a))
+
+
+def _centred(perf: ServePerf, c: float) -> ServePerf:
+    """`perf` with every time × c and every rate ÷ c."""
+    if c == 1.0:
+        return perf
+    return replace(
+        perf,
+        ttft_s=perf.ttft_s * c,
+        tpot_s=perf.tpot_s * c,
+        decode_step_s=perf.decode_step_s * c,
+        prefill_s=perf.prefill_s * c,
+        output_tokens_per_s=perf.output_tokens_per_s / c,
+        requests_per_s=perf.requests_per_s / c,
+        parts_s={k: v * c for k, v in perf.parts_s.items()},
     )
 
 

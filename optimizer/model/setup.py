@@ -241,7 +241,8 @@ class PerfAssumptions:
     #: how many independent cases one source counts as at most (its runs share a stack build,
     #: a cluster and a reading convention). Not measured: chosen (3, 8) among 17 pairs on the
     #: leave-one-family-out coverage of benchmarks/accuracy.py, the pair whose coverage of the
-    #: nominal 80% band lands in 70-90% overall and per GPU group (README, "P50 and P90")
+    #: nominal 80% band lands in 70-90% overall and per GPU group (README, "P50 and P90").
+    #: Since issue 44 they shrink the calibrated band only (the others are conformal)
     band_prior_cases: float = 8.0
     band_cases_per_source: float = 3.0
     #: GUESS: ceiling on predicted MFU of a GPU generation × precision with fewer than 10

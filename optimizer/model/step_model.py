@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from optimizer.errors import ConfigError
+from optimizer.model.bands import point_centre
 from optimizer.model.calibrated import comm_key
 from optimizer.model.ceilings import MfuCeiling, mfu_ceiling
 from optimizer.model.cluster import Cluster, StepTime
@@ -84,6 +85,11 @@ class StepModel(Protocol):
         """Model FLOPs per trained token (one sample of a profile); 0 when unknown."""
         ...
 
+    @property
+    def centre(self) -> float:
+        """The multiplier every step time carries (its fitted band's P50; 1: none)."""
+        ...
+
     def microbatch_times_s(self, layout: Layout, cluster: Cluster) -> MicrobatchTimes:
         """One micro-batch of `layout` on one GPU of `cluster` (MicrobatchTimes)."""
         ...
@@ -106,23 +112,38 @@ def comm_multiplier(cluster: Cluster, setup: TrainingSetup, a: PerfAssumptions) 
     return a.calibrated_comm.get(key, 1.0)
 
 
+def scale_step(step: StepTime, f: float, parts: bool = True) -> StepTime:
+    """`step` with its time multiplied by `f` and its throughputs divided; with `parts` every
+    part alike, else the parts stay the model's and `centre` records f (time_s = parts × f)."""
+    if f == 1.0:
+        return step
+    scaled = replace(
+        step,
+        time_s=step.time_s * f,
+        tokens_per_s=step.tokens_per_s / f,
+        tokens_per_s_per_gpu=step.tokens_per_s_per_gpu / f,
+        mfu=step.mfu / f,
+        hfu=step.hfu / f,
+    )
+    if not parts:
+        return replace(scaled, centre=step.centre * f)
+    return replace(
+        scaled,
+        compute_s=step.compute_s * f,
+        communication_s=step.communication_s * f,
+        bubble_s=step.bubble_s * f,
+        parts_s={k: v * f for k, v in step.parts_s.items()},
+    )
+
+
 def clip_to_ceiling(step: StepTime, gpu: GpuSpec, precision: str, ceiling: MfuCeiling) -> StepTime:
     """`step` slowed to `ceiling` (the MFU ceiling of `gpu` × `precision`) when it predicts more
     (every part scaled alike: which part is optimistic is unknown), flagged; else `step` itself."""
     if step.mfu <= ceiling.mfu:
         return step
-    f = step.mfu / ceiling.mfu
     return replace(
-        step,
-        time_s=step.time_s * f,
-        compute_s=step.compute_s * f,
-        communication_s=step.communication_s * f,
-        bubble_s=step.bubble_s * f,
-        tokens_per_s=step.tokens_per_s / f,
-        tokens_per_s_per_gpu=step.tokens_per_s_per_gpu / f,
+        scale_step(step, step.mfu / ceiling.mfu),
         mfu=ceiling.mfu,
-        hfu=step.hfu / f,
-        parts_s={k: v * f for k, v in step.parts_s.items()},
         mfu_unclipped=step.mfu,
         ceiling_note=(
             f"predicted MFU {step.mfu:.0%} clipped to {ceiling.mfu:.0%}, {ceiling.describe(gpu, precision)}"
@@ -183,6 +204,8 @@ class DecoderStepModel:
         self.hbm_bytes_per_s = gpu.mem_bandwidth_gb_s * GB * a.bw_efficiency
         clipped = not self._calibrated and a.efficiency is None
         self.ceiling = mfu_ceiling(gpu, precision, a) if clipped else None
+        #: the fitted band's P50: the point is the band's centre (optimizer/model/bands.py)
+        self.centre = point_centre(gpu, precision, a) if clipped else 1.0
 
     def _flops_setup(self, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> None:
         """FLOPs per token: the model's now, the hardware's per checkpointing level (GEMM and
@@ -399,6 +422,7 @@ class DecoderStepModel:
                 "bubble": bubble,
             },
         )
+        step = scale_step(step, self.centre, parts=False)
         if self.ceiling is None:
             return step
         return clip_to_ceiling(step, self.gpu, self.setup.precision, self.ceiling)

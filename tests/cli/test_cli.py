@@ -245,9 +245,9 @@ def test_plan_pareto_front_is_monotone() -> None:
     front = data["pareto"]
     assert front[0]["cost_usd"] == data["plan"]["cost_usd"]
     for a, b in zip(front, front[1:], strict=False):
-        # each point finishes ≥ 1 s earlier (hours are rounded to 0.01 h in the JSON)
+        # each point finishes no later at the plan's confidence and costs no less (the front
+        # is in hours at that quantile: a point of a narrower band may have a slower median step)
         assert b["hours"] <= a["hours"] and b["cost_usd"] >= a["cost_usd"]
-        assert b["steps"] * b["step_time_s"] < a["steps"] * a["step_time_s"] + 1.0
 
 
 def test_plan_bad_job_file(tmp_path) -> None:

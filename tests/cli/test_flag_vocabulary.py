@@ -201,13 +201,14 @@ def test_serve_estimate_default_precision_is_the_serve_job_default(tmp_path: Pat
 
 
 def test_serve_estimate_ttft_keeps_four_significant_figures_as_serve(tmp_path) -> None:
-    # the serve job planned at the model's point prediction (a band of exactly 1: the prior
-    # [1, 1] outweighing any fitted band), as estimate reports it
+    # the serve job planned at the model's point prediction (confidence 0.5: the band's P50,
+    # which the point carries), as estimate reports it
     job = tmp_path / "serve.toml"
     job.write_text(
-        Path(SERVE_JOB).read_text() + "\n[assumptions]\nband_prior = [1.0, 1.0]\nband_prior_cases = 1e12\n"
+        Path(SERVE_JOB).read_text().replace("[constraints]\n", "[constraints]\nconfidence = 0.5\n", 1)
     )
     served = _json(["serve", str(job), "--json"])
+    assert served["job"].get("constraints", {}).get("confidence", 0.5) == 0.5
     d = served["plan"]["deployments"][0]
     bucket = served["job"]["buckets"][0]
     est = _json(

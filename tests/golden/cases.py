@@ -34,7 +34,10 @@ CASES: dict[str, list[str]] = {
     "sizing_resnet50_imagenet_3days": ["sizing", "examples/resnet50_imagenet_3days.toml", "--json"],
     "replan_llama7b_progress": ["replan", "examples/llama7b_10days_progress.toml", "--json"],
     "batch_12_finetunes": ["batch", "examples/batch_12_finetunes.toml", "--json"],
-    "batch_50_generated": ["batch", "examples/batch_50_generated.toml", "--json"],
+    # at the point (confidence 0.5): at P80 the owned RTX 4090 boxes' wide thin band (issue 44)
+    # saturates them and CP-SAT no longer proves the optimum within the time limit, so the
+    # answer would depend on the machine's speed
+    "batch_50_generated": ["batch", "examples/batch_50_generated.toml", "--json", "--confidence", "0.5"],
     "serve_mistral7b_chatbot": ["serve", "examples/serve_mistral7b_chatbot.toml", "--json"],
     "serve_llama70b_5rps": ["serve", "examples/serve_llama70b_5rps.toml", "--json"],
     "serve_8b_4090_vs_cloud": ["serve", "examples/serve_8b_4090_vs_cloud.toml", "--json"],

@@ -1,4 +1,5 @@
-"""Prediction bands (shrinkage toward a wide prior) and the MFU ceiling, against hand arithmetic."""
+"""Prediction bands (relative to a point that carries their P50; the calibrated band shrunk toward
+a wide prior) and the MFU ceiling, against hand arithmetic."""
 
 from __future__ import annotations
 
@@ -38,29 +39,40 @@ def test_a_generation_without_measured_runs_gets_the_prior_not_a_borrowed_band()
     assert (band.cases, band.sources, band.basis) == (0, 0, "prior")
 
 
-def test_thin_evidence_is_shrunk_toward_the_prior_then_the_stack_toward_its_generation() -> None:
-    a = _a(
-        bands={
-            "hopper/16": (0.8, 1.0, 1.2, 100, 2),  # n = min(100, 5 × 2) = 10 → w = 10/(10+10) = 1/2
-            "hopper/16/fsdp": (0.9, 1.1, 1.3, 5, 1),  # n = min(5, 5) = 5 → w = 5/(5+10) = 1/3
-        }
-    )
-    gen10, gen50, gen90 = math.sqrt(0.8 * 0.7), 1.0, math.sqrt(1.2 * 1.6)
-    band = band_for(get_gpu("h100"), "bf16", "fsdp", a)
-    assert band.p10 == pytest.approx(0.9 ** (1 / 3) * gen10 ** (2 / 3), rel=1e-12)
-    assert band.p50 == pytest.approx(1.1 ** (1 / 3) * gen50 ** (2 / 3), rel=1e-12)
-    assert band.p90 == pytest.approx(1.3 ** (1 / 3) * gen90 ** (2 / 3), rel=1e-12)
-    assert (band.cases, band.sources, band.basis) == (5, 1, "hopper/16/fsdp")
-    other = band_for(get_gpu("h100"), "bf16", "megatron-core", a)  # no cell: the generation's
-    assert (other.p10, other.p90) == pytest.approx((gen10, gen90), rel=1e-12)
-    assert other.basis == "hopper/16" and other.cases == 100
+def test_a_generation_without_its_own_band_gets_the_pooled_thin_band_when_fitted() -> None:
+    a = _a(bands={"hopper/16": (0.8, 1.0, 1.2, 100, 6), "any": (0.4, 0.9, 2.7, 50, 3)})
+    band = band_for(get_gpu("mi300x"), "bf16", "torchtitan", a)
+    # relative to the point, which already carries the pooled centre 0.9
+    assert (band.p10, band.p50, band.p90) == pytest.approx((0.4 / 0.9, 1.0, 3.0))
+    # no run of this generation backs it: 0 cases, 0 sources (the output says so)
+    assert (band.centre, band.basis, band.cases, band.sources) == (0.9, "any", 0, 0)
 
 
-def test_more_evidence_narrows_the_band_toward_the_data() -> None:
-    thin = band_for(get_gpu("h100"), "bf16", "x", _a(bands={"hopper/16": (0.9, 1.0, 1.1, 3, 1)}))
-    thick = band_for(get_gpu("h100"), "bf16", "x", _a(bands={"hopper/16": (0.9, 1.0, 1.1, 300, 30)}))
-    assert thick.p90 / thick.p10 < thin.p90 / thin.p10 < 1.6 / 0.7
-    assert thick.p90 == pytest.approx(math.exp((150 * math.log(1.1) + 10 * math.log(1.6)) / 160))
+def test_a_band_is_relative_to_the_point_which_carries_its_p50() -> None:
+    a = _a(bands={"hopper/16": (0.72, 0.9, 1.17, 100, 6)})
+    band = band_for(get_gpu("h100"), "bf16", "fsdp", a)  # the stack is not a band group
+    assert (band.p10, band.p50, band.p90) == pytest.approx((0.8, 1.0, 1.3))
+    assert band.centre == 0.9 and band.multiplier(0.5) == 1.0
+
+
+def _h100_step(a: PerfAssumptions):  # type: ignore[no-untyped-def]
+    setup = TrainingSetup(seq_len=2048, precision="bf16", stack="fsdp")
+    layout = Layout(dp=8, micro_batch=2, zero_stage=3, grad_accum=4)
+    return training_step_time(get_preset("llama-2-7b"), setup, layout, Cluster(get_gpu("h100"), 8, 1), a)
+
+
+@given(st.floats(0.3, 0.99), st.floats(0.5, 2.0), st.floats(1.01, 3.0))
+def test_the_point_is_the_p50_of_its_band(p10: float, p50: float, p90: float) -> None:
+    # no ceiling in the way: the point step is the unfitted-band step × the band's P50, and the
+    # band's own P50 of that point is the point itself (issue 44: point == P50 in every group)
+    base = replace(_a(ceilings={}), mfu_ceiling_unmeasured=1.0)
+    plain = _h100_step(base)
+    fitted = replace(base, fitted=FittedConstants(bands={"hopper/16": (p10 * p50, p50, p90 * p50, 10, 5)}))
+    point = _h100_step(fitted)
+    assert point.time_s == pytest.approx(plain.time_s * p50, rel=1e-9)
+    band = band_for(get_gpu("h100"), "bf16", "fsdp", fitted)
+    assert point.time_s * band.multiplier(0.5) == pytest.approx(plain.time_s * p50, rel=1e-9)
+    assert (band.p10, band.p90) == pytest.approx((p10, p90), rel=1e-9)
 
 
 def test_quantiles_follow_a_split_lognormal_through_the_three_points() -> None:

@@ -191,7 +191,7 @@ def test_bucketed_load_mixes_gpu_types(rows):
             },
             "constraints": {
                 "ttft_s": 0.8,
-                "tpot_ms": 60,
+                "tpot_ms": 100,  # 60 before issue 44: the (wider) serving bands make H100 alone win there
                 "providers": ["aws"],
                 "gpus": ["L40S", "H100-80GB"],
             },

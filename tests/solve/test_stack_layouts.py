@@ -132,7 +132,10 @@ def _job(example: str, stack: str) -> dict[str, Any]:
 def test_a_job_that_would_pipeline_plans_within_each_stack(stack: str) -> None:
     # on L40S (PCIe boxes) or B200 the generic stack pipelines this job (on L40S); B200 has
     # the memory a stack without tensor, pipeline or ZeRO-3 sharding needs (unsloth)
-    assert _layouts(api.plan(_pipelining(_job("llama7b_10days.toml", "generic")), offline=True))[0]["pp"] > 1
+    # (on L40S alone: since issue 44 L40S and B200 in bf16 share the pooled band and B200 wins)
+    generic = _pipelining(_job("llama7b_10days.toml", "generic"))
+    generic["constraints"]["gpu_types"] = ["L40S"]
+    assert _layouts(api.plan(generic, offline=True))[0]["pp"] > 1
     _assert_runnable(
         stack, api.plan(_pipelining(_job("llama7b_10days.toml", stack)), offline=True, alternatives=3)
     )
@@ -173,8 +176,10 @@ def test_no_layout_the_stack_runs_is_infeasible_with_the_stacks_fix() -> None:
     assert fix["requirement"] == "stack"
     assert fix["change"].startswith("allow ZeRO-3 (constraints.zero_stages) or choose a stack with")
     assert "megatron-core" in fix["change"] and "llm-foundry" not in fix["change"]
-    # the fix works: with ZeRO-3 allowed the same job plans (as FSDP FULL_SHARD)
+    # the fix works: with ZeRO-3 allowed the same job plans (as FSDP FULL_SHARD), at its point
+    # (the L40S's pooled band puts its P80 just past the 10 days)
     job["constraints"]["zero_stages"] = [0, 1, 2, 3]
+    job["constraints"]["confidence"] = 0.5
     _assert_runnable("llm-foundry", api.plan(job, offline=True))
 
 

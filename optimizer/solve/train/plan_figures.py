@@ -67,11 +67,12 @@ def band_warnings(
             )
         if budget is not None and cost_usd_p90 > budget * (1 + 1e-9):
             out.append(f"P90: ${cost_usd_p90:,.0f}, over the ${budget:,.0f} budget")
-    if band.basis == "prior":
+    if band.basis in ("prior", "any"):
         precision = c.setup.precision if c.setup else "this precision"
+        which = "the wide prior" if band.basis == "prior" else "the pooled band of thinly measured groups"
         out.append(
             f"no measured training run of {c.offering.gpu.generation} in {precision} "
-            f"backs the model: its band is the wide prior (P10-P90 ×{band.p10:.2f}-×{band.p90:.2f}); "
+            f"backs the model: its band is {which} (P10-P90 ×{band.p10:.2f}-×{band.p90:.2f}); "
             "a sizing run and `ccopt calibrate` narrow it"
         )
     return out

@@ -141,8 +141,9 @@ def _best_layout(
     known, fits the instance's RAM; the least need seen goes to `least_ram`).
 
     A layout whose (micro-batches + bubble) × micro-batch time — a lower bound of its step, the
-    bubble being (pp − 1) / vp micro-batches (interleaved 1F1B, as in the step model) — is
-    no better than the best step so far is skipped without the full step-time model.
+    bubble being (pp − 1) / vp micro-batches (interleaved 1F1B, as in the step model), × the
+    centre every step carries — is no better than the best step so far is skipped without the
+    full step-time model.
     """
     best: BestLayout | None = None
     spans = cluster.gpus_per_node
@@ -154,7 +155,8 @@ def _best_layout(
         micro = microbatch_cache.get(mkey)
         if micro is None:
             micro = microbatch_cache[mkey] = step_model.microbatch_times_s(layout, cluster)
-        if best is not None and (ga + (pp - 1) / vp) * (micro[0] + micro[1] + micro[2]) >= best[2].time_s:
+        bound = (ga + (pp - 1) / vp) * (micro[0] + micro[1] + micro[2]) * step_model.centre
+        if best is not None and bound >= best[2].time_s:
             continue
         step = step_model.step_time(layout, cluster, micro)
         if best is None or step.time_s < best[2].time_s:
@@ -171,10 +173,12 @@ def _best_layout(
 def time_lower_bound_h(
     step_model: StepModel, tokens: float, gpu: GpuSpec, gpus: int, precision: str
 ) -> float:
-    """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency, no communication."""
+    """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency, no communication,
+    × the centre every step time carries (its band's P50)."""
     peak = gpu.peak_tflops(precision) or 0.0
     eff = step_model.base_efficiency
-    return step_model.model_flops_per_token * tokens / (gpus * peak * 1e12 * eff) / 3600.0
+    hours = step_model.model_flops_per_token * tokens / (gpus * peak * 1e12 * eff) / 3600.0
+    return hours * step_model.centre
 
 
 @dataclass
