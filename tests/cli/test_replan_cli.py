@@ -28,10 +28,10 @@ def test_the_headline_job_forty_percent_done_keeps_going() -> None:
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     p, keep = data["progress"], data["best_per_kind"]["keep"]
-    # 56e9 of 140e9 tokens; 240 h − 51.8 h = 188.2 h and $20,000 − $5,802 = $14,198 left
+    # 56e9 of 140e9 tokens; 240 h − 51.55 h = 188.45 h and $20,000 − $5,774 = $14,226 left
     assert p["fraction_done"] == pytest.approx(0.4)
-    assert p["remaining_deadline_hours"] == pytest.approx(188.2)
-    assert p["remaining_budget_usd"] == pytest.approx(14198.0)
+    assert p["remaining_deadline_hours"] == pytest.approx(188.45)
+    assert p["remaining_budget_usd"] == pytest.approx(14226.0)
     assert p["slowness"] == pytest.approx(1.1, abs=0.002)  # the example's elapsed hours: 10% behind
     # keeping: 4 Nebius H200 nodes at $28.00/h each (pricing_data), no restart, no transfer
     assert keep["instances"] == 4 and keep["switch_hours"] == 0 and keep["switch_usd"] == 0
@@ -53,7 +53,7 @@ def test_the_headline_job_forty_percent_done_keeps_going() -> None:
     ("old", "new", "phrase"),
     [
         ("tokens_done = 56e9", "tokens_done = 140e9", "progress.tokens_done"),
-        ("elapsed_hours = 51.8", "elapsed_hours = -1", "elapsed_hours"),
+        ("elapsed_hours = 51.55", "elapsed_hours = -1", "elapsed_hours"),
         ('instance = "gpu-h200-sxm_8gpu-128vcpu-1600gb"', 'instance = "gpu-h200-sxm"', "progress.instance"),
         ("instances = 4", "instances = 3", "progress.instances"),
         ("[progress]", "[progress]\nsteps_done = 3", "steps_done"),
@@ -74,7 +74,7 @@ def test_no_progress_table_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_a_passed_deadline_is_infeasible_with_the_fix(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["replan", _with(tmp_path, "elapsed_hours = 51.8", "elapsed_hours = 250")])
+    result = runner.invoke(app, ["replan", _with(tmp_path, "elapsed_hours = 51.55", "elapsed_hours = 250")])
     assert result.exit_code == 1
     assert "the deadline has passed (10.0 h ago)" in result.stderr
 

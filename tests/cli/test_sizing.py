@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 from pathlib import Path
 from statistics import NormalDist
 
@@ -141,9 +142,11 @@ def test_the_headline_plan_names_the_reading_that_settles_it() -> None:
     minutes = 15 + 35 * step / 60  # start-up + 35 steps of 21.48 s = 27.5 min
     assert s["minutes"] == pytest.approx(minutes, abs=0.06)
     assert s["cost_usd"] == pytest.approx(median["usd_per_hour"] * minutes / 60, abs=0.02)  # ≈ $24.56
-    # the band is the prior: P10/P50/P90 = 0.7/1.0/1.6 of the point step (the plan's own figures)
+    # no measured bf16 run on Blackwell: the band is the pooled one of the groups without their
+    # own ("any" in the packaged fitted.toml, read here apart from the planner)
+    pooled = tomllib.loads((ROOT / "optimizer/model/data/fitted.toml").read_text())["bands"]["any"]
     p10, p90 = median["step_time_s_p10"] / step, median["step_time_s_p90"] / step
-    assert (p10, p90) == (pytest.approx(0.7, abs=1e-3), pytest.approx(1.6, abs=1e-3))
+    assert (p10, p90) == (pytest.approx(pooled["p10"], abs=1e-3), pytest.approx(pooled["p90"], abs=1e-3))
     m_star = s["threshold_multiplier"]
     z90 = NormalDist().inv_cdf(0.9)
     half = math.log(1 / p10) if m_star < 1 else math.log(p90)

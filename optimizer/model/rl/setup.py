@@ -81,7 +81,7 @@ class RlAssumptions:
     #: rows, whose lengths and GPU split are guessed, left out of the fit), each source weighing
     #: the same. The serving and training bands describe serving and training runs; RL steps
     #: run slower than both (rollout engine overheads, phase switches, stragglers)
-    step_band: tuple[float, float, float] = (1.329, 1.57, 2.032)
+    step_band: tuple[float, float, float] = (1.335, 1.577, 2.036)
 
 
 DEFAULT_RL_ASSUMPTIONS = RlAssumptions()
