@@ -317,21 +317,29 @@ def report(
     return "\n".join(lines)
 
 
-def aside_report(markdown: bool) -> str:
-    """The sources kept aside from the fit (benchmarks/validation/aside/), predicted with the
+#: the kept-aside collections, newest first: (folder, what it is)
+ASIDE_FOLDERS = (
+    ("aside2", "collected in issue 44 and scored once at its end"),
+    ("aside", "collected in issue 26, scored in earlier rounds"),
+)
+
+
+def aside_report(markdown: bool, folder: str = "aside", what: str = "") -> str:
+    """The sources kept aside from the fit (benchmarks/validation/<folder>/), predicted with the
     packaged constants and bands (optimizer/model/data/fitted.toml) and scored once."""
     sys.path.insert(0, str(HERE / "validation"))
     from load import load_file  # noqa: PLC0415
 
-    rows = [r for p in sorted((HERE / "validation" / "aside").glob("*.csv")) for r in load_file(p)]
+    rows = [r for p in sorted((HERE / "validation" / folder).glob("*.csv")) for r in load_file(p)]
     cases, skipped = build_cases(rows)
     a = assumptions_for(load_fitted())
     scored = [(c, predict(c, a)) for c in cases]
     out, table = [], []
     h = "### " if markdown else ""
+    unmapped = sum(len(v) for v in skipped.values())
     out.append(
-        f"{h}Kept aside, scored once: {len(cases)} cases from {len({c.source for c in cases})} sources "
-        f"({sum(len(v) for v in skipped.values())} rows not mappable)\n"
+        f"{h}Kept aside ({folder}/: {what or 'scored once'}): {len(cases)} cases from "
+        f"{len({c.source for c in cases})} sources ({unmapped} rows not mappable)\n"
     )
     by_src: dict[tuple[str, str], Scored] = defaultdict(list)
     for item in scored:
@@ -367,7 +375,20 @@ def aside_report(markdown: bool) -> str:
             ["source", "kind", "cases", "within", "median abs. error", "bias", "in P10–P90"], table, markdown
         )
     )
+    out.append("\n" + _does_not_fit(cases, a))
     return "\n".join(out)
+
+
+def _does_not_fit(cases: list[Case], a: PerfAssumptions) -> str:
+    """How many kept-aside runs (they all ran) the memory model calls "does not fit" on their
+    card (runs_fit.check_case: predicted peak > the card), named."""
+    from runs_fit import check_case  # noqa: PLC0415  (lazy: runs_fit imports this module's helpers)
+
+    misses = [c for c in (check_case(case, a) for case in cases) if not c.fits]
+    names = "; ".join(f"{c.case.row.case_id} ({c.predicted_gib:.1f} > {c.card_gib:.0f} GiB)" for c in misses)
+    return f"runs that ran, called 'does not fit': {len(misses)} of {len(cases)}" + (
+        f": {names}" if names else ""
+    )
 
 
 def write_csv(held: Scored, insample: Scored, path: Path) -> None:
@@ -424,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.aside_only:
         # the sources kept aside, scored once with the packaged constants (never in a fit)
         print(memory_section(args.markdown, aside=True, held_out=False))
-        print("\n" + aside_report(args.markdown))
+        for folder, what in ASIDE_FOLDERS:
+            print("\n" + aside_report(args.markdown, folder, what))
         return 0
     cases, skipped = build_cases()
     families = lofo(cases)

@@ -123,7 +123,8 @@ def memory_aside() -> Scored:
     sys.path.insert(0, str(HERE / "validation"))
     from load import load_file  # noqa: PLC0415
 
-    rows = [r for p in sorted((HERE / "validation" / "aside").glob("*.csv")) for r in load_file(p)]
+    folders = ("aside", "aside2")  # both kept-aside collections (accuracy.ASIDE_FOLDERS)
+    rows = [r for f in folders for p in sorted((HERE / "validation" / f).glob("*.csv")) for r in load_file(p)]
     a = assumptions_for(load_fitted())
     out: Scored = []
     for c in memory_cases(build_cases(rows)[0]):
