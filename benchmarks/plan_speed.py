@@ -142,9 +142,11 @@ FIVE_LIBRARIES = "import ortools.sat.python.cp_model, pydantic, pandas, typer, r
 STARTUP_COMMANDS: list[tuple[str, list[str]]] = [
     ("`ccopt --version`", ["--version"]),
     ("`ccopt plan examples/llama7b_10days.toml`", ["plan", "examples/llama7b_10days.toml", "--offline"]),
+    # at the median, as its golden: at P80 the RTX 4090 boxes (a thin band since issue 44)
+    # saturate and the solve runs to its time limit, which is not start-up
     (
-        "`ccopt batch examples/batch_50_generated.toml`",
-        ["batch", "examples/batch_50_generated.toml", "--offline"],
+        "`ccopt batch examples/batch_50_generated.toml --confidence 0.5`",
+        ["batch", "examples/batch_50_generated.toml", "--offline", "--confidence", "0.5"],
     ),
 ]
 
