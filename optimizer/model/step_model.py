@@ -401,17 +401,21 @@ class DecoderStepModel:
         time_s = compute_s + comm_s + bubble + opt_s
         tokens_per_s = layout.global_batch * self.setup.seq_len / time_s
         peak_total = (self.peak_tflops or 0.0) * 1e12 * layout.gpus
+        # the band's P50 applied as scale_step(step, centre, parts=False) would, built in place:
+        # the parts stay the model's, time and rates carry the centre (one object per layout)
+        c = self.centre
         step = StepTime(
-            time_s=time_s,
+            time_s=time_s * c,
             compute_s=compute_s + opt_s,
             communication_s=comm_s,
             bubble_s=bubble,
-            tokens_per_s=tokens_per_s,
-            tokens_per_s_per_gpu=tokens_per_s / layout.gpus,
-            mfu=self._model_flops * tokens_per_s / peak_total,
-            hfu=self.flops_at(layout.checkpointing)[2] * tokens_per_s / peak_total,
+            tokens_per_s=tokens_per_s / c,
+            tokens_per_s_per_gpu=tokens_per_s / layout.gpus / c,
+            mfu=self._model_flops * tokens_per_s / peak_total / c,
+            hfu=self.flops_at(layout.checkpointing)[2] * tokens_per_s / peak_total / c,
             efficiency=eff,
             calibrated=self._calibrated,
+            centre=c,
             parts_s={
                 "compute": compute_s,
                 "optimizer": opt_s,
@@ -422,7 +426,6 @@ class DecoderStepModel:
                 "bubble": bubble,
             },
         )
-        step = scale_step(step, self.centre, parts=False)
         if self.ceiling is None:
             return step
         return clip_to_ceiling(step, self.gpu, self.setup.precision, self.ceiling)
