@@ -10,6 +10,7 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.files import read_json_input
 from optimizer.inputs.request import ConfigRequest, request_from_options
+from optimizer.report.export.common import plan_options
 
 __all__ = ["plan_row_request", "read_plan_file"]
 
@@ -68,39 +69,9 @@ def plan_row_request(doc: dict[str, Any], row: int = 0, model: str | None = None
             estimate needs (an older schema, or a model given as an inline shape).
     """
     r, job = _checked_row(doc, row, model)
-    lay, opts = r["layout"], r.get("options") or {}
-    where: dict[str, Any] = (
-        {"instance": f"{r['provider']}:{r['instance']}"}
-        if r["kind"] == "cloud"
-        else {
-            "gpu": r["gpu"],
-            "gpus_per_instance": r["gpus_per_instance"],
-            "inter_node_gbps": r["inter_node_gbps"],
-        }
-    )
-    return request_from_options(
-        {
-            "model": job["model_ref"] or model,
-            **where,
-            "num_gpus": r["gpus"],
-            "tp": lay["tp"],
-            "pp": lay["pp"],
-            "context_parallel": lay.get("cp") or 1,
-            "virtual_stages": lay.get("vp") or opts.get("virtual_stages") or 1,
-            "zero_stage": lay["zero_stage"],
-            "activation_checkpointing": lay["activation_checkpointing"],
-            "sequence_parallel": opts.get("sequence_parallel"),
-            "micro_batch": lay["micro_batch"],
-            "global_batch": r["global_batch"],
-            "seq_len": job["seq_len"],
-            "precision": opts.get("precision"),
-            "optimizer": opts.get("optimizer", "adamw"),
-            "kind": job["kind"],
-            "lora_rank": job.get("lora_rank") or 16,
-            "lora_targets": tuple(job["lora_targets"]) if job.get("lora_targets") else None,
-            "attention": job.get("attention"),
-            "stack": job.get("stack") or "generic",
-            "offload_optimizer": opts.get("offload") in ("optimizer", "params"),
-            "offload_params": opts.get("offload") == "params",
-        }
-    )
+    # the same mapping as an export's `ccopt-plan:` header (one definition: report/export/common)
+    options = plan_options(r, job)
+    options["model"] = job["model_ref"] or model
+    if options["lora_targets"] is not None:
+        options["lora_targets"] = tuple(options["lora_targets"])
+    return request_from_options(options)

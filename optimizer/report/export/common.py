@@ -184,8 +184,7 @@ PLAN_HEADER_PREFIX = "ccopt-plan: "
 
 def plan_options(p: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
     """The configuration options (`ccopt estimate` / `calibrate` flags by name) of one training
-    plan row: the same mapping as `ccopt estimate --from-plan` (api/plan_row.py; a test checks
-    that both give one request)."""
+    plan row; `ccopt estimate --from-plan` builds its request from it too (api/plan_row.py)."""
     lay, opts = p["layout"], p.get("options") or {}
     where: dict[str, Any] = (
         {"instance": f"{p['provider']}:{p['instance']}"}
