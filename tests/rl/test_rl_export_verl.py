@@ -49,6 +49,36 @@ def test_user_strings_stay_data(result: dict[str, Any]) -> None:
     assert any(name in line for line in header)  # in a comment line, never a key
 
 
+def test_hydra_interpolations_in_names_stay_literal(result: dict[str, Any]) -> None:
+    """OmegaConf would resolve `${oc.env:...}` in a name when verl loads the file (a secret in
+    the experiment name, or a start-up failure): the export escapes it as `\\${`."""
+    hostile = copy.deepcopy(result)
+    hostile["job"]["name"] = "${oc.env:AWS_SECRET_ACCESS_KEY}"
+    hostile["job"]["model"] = "m-${oc.env:HOME}"
+    config = yaml.safe_load(api.rl_export(hostile).text)
+    assert config["trainer"]["experiment_name"] == "\\${oc.env:AWS_SECRET_ACCESS_KEY}"
+    assert config["actor_rollout_ref"]["model"]["path"] == "m-\\${oc.env:HOME}"
+
+
+def test_batch_sizes_verl_accepts(result: dict[str, Any]) -> None:
+    """verl asserts train_batch_size >= ppo_mini_batch_size (default 256 > the example's 128) and
+    needs the rollout and reference log-prob micro-batches when dynamic batching is off."""
+    config = yaml.safe_load(api.rl_export(result).text)
+    arr = config["actor_rollout_ref"]
+    assert arr["actor"]["ppo_mini_batch_size"] == config["data"]["train_batch_size"] == 128
+    micro = arr["actor"]["ppo_micro_batch_size_per_gpu"]
+    assert arr["rollout"]["log_prob_micro_batch_size_per_gpu"] == micro
+    assert arr["ref"]["log_prob_micro_batch_size_per_gpu"] == micro
+
+
+def test_no_reference_no_kl(result: dict[str, Any]) -> None:
+    without = copy.deepcopy(result)
+    without["job"]["rl"]["reference"] = False
+    config = yaml.safe_load(api.rl_export(without).text)
+    assert config["actor_rollout_ref"]["actor"]["use_kl_loss"] is False
+    assert yaml.safe_load(api.rl_export(result).text)["actor_rollout_ref"]["actor"]["use_kl_loss"] is True
+
+
 @pytest.mark.parametrize(
     ("change", "phrase"),
     [
@@ -56,6 +86,10 @@ def test_user_strings_stay_data(result: dict[str, Any]) -> None:
         (lambda r: r["plan"].update(mode="separate"), "separate generation and training pools"),
         (lambda r: r["job"].update(kind="dpo"), "allowed: grpo, ppo"),
         (lambda r: r["plan"]["pools"][0].update(gpus=3), "GPUs ≠ gpus = 3"),
+        (
+            lambda r: r["job"].update(kind="ppo", rl={**r["job"]["rl"], "critic": False}),
+            "PPO without a critic",
+        ),
     ],
 )
 def test_refused(result: dict[str, Any], change: Any, phrase: str) -> None:

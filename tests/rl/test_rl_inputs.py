@@ -120,3 +120,12 @@ def test_ppo_training_pool_holds_reference_and_critic() -> None:
     # PPO: bf16 reference (2 B/param) + the critic's AdamW state (16 B/param), over 8 GPUs
     assert companions_gib(model, ppo, 8) == pytest.approx(18 * n / 8 / 2**30, rel=1e-3)  # 16.8 GiB
     assert companions_gib(model, grpo, 8) == pytest.approx(2 * n / 8 / 2**30, rel=1e-3)  # 1.9 GiB
+
+
+def test_a_workload_that_is_not_a_table_is_bad_input() -> None:
+    """`workload = "grpo"` (a string, not a table) names the field instead of an internal error."""
+    from optimizer.errors import ConfigError
+    from optimizer.inputs.jobs.rl import rl_job_from_dict
+
+    with pytest.raises(ConfigError, match=r"workload\.kind: None is not an RL job"):
+        rl_job_from_dict({"workload": "grpo"}, "job.toml")

@@ -205,7 +205,8 @@ def rl_job_from_dict(data: dict[str, Any], source: str = "job") -> RlJob:
     Raises:
         ConfigError: one line naming the file, the field, the problem and allowed values.
     """
-    kind = (data.get("workload") or {}).get("kind") if isinstance(data, dict) else None
+    workload = data.get("workload") if isinstance(data, dict) else None
+    kind = workload.get("kind") if isinstance(workload, dict) else None
     if kind not in RL_KINDS:
         raise ConfigError(
             f"{source}: workload.kind: {kind!r} is not an RL job; allowed: {', '.join(RL_KINDS)} "

@@ -15,6 +15,7 @@ from optimizer.inputs.training_logs.records import (
     MemoryReading,
     ParsedLog,
     StepRecord,
+    count,
     log_error,
     number,
 )
@@ -46,7 +47,7 @@ class _Composer:
             head = _HEADER.search(ln.text)
             if head:
                 _flush(out, batch, values)
-                batch, values = (int(head.group(1)), ln.number), {}
+                batch, values = (count(head.group(1), file, ln.number, "batch"), ln.number), {}
             for key, raw in _PAIR.findall(ln.text):
                 if key in _KEYS and batch is not None:
                     values[_KEYS[key]] = (number(raw, file, ln.number, f"Train {key}"), ln.number)

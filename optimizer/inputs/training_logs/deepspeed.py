@@ -14,6 +14,7 @@ from optimizer.inputs.training_logs.records import (
     MemoryReading,
     ParsedLog,
     StepRecord,
+    count,
     log_error,
     number,
 )
@@ -46,7 +47,7 @@ class _DeepSpeed:
             out.records.append(
                 StepRecord(
                     line=ln.number,
-                    step=int(m.group(1) or m.group(2)),
+                    step=count(m.group(1) or m.group(2), file, ln.number, "step"),
                     samples_per_s=number(rate.group(1), file, ln.number, "SamplesPerSec"),
                 )
             )

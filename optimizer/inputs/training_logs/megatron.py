@@ -15,6 +15,7 @@ from optimizer.inputs.training_logs.records import (
     MemoryReading,
     ParsedLog,
     StepRecord,
+    count,
     log_error,
     number,
 )
@@ -54,7 +55,7 @@ class _Megatron:
             out.records.append(
                 StepRecord(
                     line=ln.number,
-                    step=int(it.group(1)),
+                    step=count(it.group(1), file, ln.number, "iteration"),
                     step_time_s=number(elapsed.group(1), file, ln.number, "elapsed time per iteration")
                     / 1000,
                     tflops_per_gpu=number(tflops.group(1), file, ln.number, "TFLOP/s/GPU")

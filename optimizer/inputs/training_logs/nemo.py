@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord, number
+from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord, count, number
 
 __all__ = ["NEMO"]
 
@@ -34,7 +34,7 @@ class _Nemo:
             out.records.append(
                 StepRecord(
                     line=ln.number,
-                    step=int(step.group(1) if step else m.group(1)),
+                    step=count(step.group(1) if step else m.group(1), file, ln.number, "step"),
                     step_time_s=number(timing.group(1), file, ln.number, "train_step_timing in s"),
                 )
             )

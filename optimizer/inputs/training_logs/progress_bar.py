@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from optimizer.inputs.training_logs.records import LogLine, number
+from optimizer.inputs.training_logs.records import LogLine, count, number
 
 __all__ = ["Bar", "read_bar"]
 
@@ -38,4 +38,6 @@ def read_bar(ln: LogLine, file: str) -> Bar | None:
     if m.group("rate") != "?":
         value = number(m.group("rate"), file, ln.number, f"progress-bar rate {m.group('unit')}")
         rate = value if m.group("unit") == "s/it" else 1 / value
-    return Bar(m.group("prefix").strip(), int(m.group("n")), int(m.group("total")), rate, m.group("rest"))
+    n = count(m.group("n"), file, ln.number, "progress-bar count")
+    total = count(m.group("total"), file, ln.number, "progress-bar total")
+    return Bar(m.group("prefix").strip(), n, total, rate, m.group("rest"))

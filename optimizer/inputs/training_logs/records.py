@@ -11,6 +11,7 @@ from typing import Protocol
 from optimizer.errors import ConfigError
 
 __all__ = [
+    "count",
     "StepRecord",
     "MemoryReading",
     "ParsedLog",
@@ -109,6 +110,21 @@ def number(text: str, file: str, line: int, what: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise log_error(file, line, f"{what} {raw[:40]!r}; allowed: a finite number > 0")
     return value
+
+
+#: digits of the longest step or batch count read (a log's counters stay far below 10^18)
+MAX_COUNT_DIGITS = 18
+
+
+def count(text: str, file: str, line: int, what: str) -> int:
+    """A printed step or batch counter, or ConfigError naming the file and the line (Python
+    refuses to convert more than 4,300 digits; no real counter has more than 18)."""
+    raw = text.strip()
+    if not raw.isdigit() or len(raw) > MAX_COUNT_DIGITS:
+        raise log_error(
+            file, line, f"{what} {raw[:40]!r}; allowed: a whole number of at most {MAX_COUNT_DIGITS} digits"
+        )
+    return int(raw)
 
 
 def log_error(file: str, line: int | None, problem: str) -> ConfigError:

@@ -12,6 +12,7 @@ from optimizer.inputs.training_logs.records import (
     MemoryReading,
     ParsedLog,
     StepRecord,
+    count,
     log_error,
     number,
 )
@@ -39,7 +40,7 @@ class _Torchtitan:
                 raise log_error(file, ln.number, "a torchtitan step line without tps: (truncated?)")
             rec = StepRecord(
                 line=ln.number,
-                step=int(m.group(1)),
+                step=count(m.group(1), file, ln.number, "step"),
                 tokens_per_s_per_gpu=number(fields["tps"][0], file, ln.number, "tps"),
                 tflops_per_gpu=_opt(fields, "tflops", file, ln.number),
                 mfu_pct=_opt(fields, "mfu", file, ln.number),

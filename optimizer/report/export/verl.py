@@ -22,6 +22,12 @@ __all__ = ["verl_config", "verl_export"]
 _ESTIMATORS = {"grpo": "grpo", "ppo": "gae"}
 
 
+def _literal(text: str) -> str:
+    """A job string as a literal for Hydra/OmegaConf, which would resolve `${...}` in it (an
+    environment variable, a resolver call): OmegaConf's escape is a backslash before `${`."""
+    return text.replace("${", "\\${")
+
+
 def _checked(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(job, plan, its one pool) of a feasible colocated GRPO/PPO result, or ConfigError."""
     plan, job = result.get("plan"), result.get("job") or {}
@@ -32,6 +38,8 @@ def _checked(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], di
     kind = job.get("kind")
     if kind not in _ESTIMATORS:
         raise ConfigError(f"export verl: kind {kind!r} is not a verl main_ppo algorithm; allowed: grpo, ppo")
+    if kind == "ppo" and not (job.get("rl") or {}).get("critic", True):
+        raise ConfigError("export verl: PPO without a critic is not verl's gae; allowed: rl.critic = true")
     if plan.get("mode") != "colocated" or len(plan.get("pools") or ()) != 1:
         raise ConfigError(
             "export verl: the plan uses separate generation and training pools; verl's trainer "
@@ -55,10 +63,17 @@ def verl_config(result: dict[str, Any]) -> dict[str, Any]:
     step, layout = plan["step"], plan["step"]["training_layout"]
     ckpt = layout["activation_checkpointing"] != "none"
     micro = layout["micro_batch"]
+    # one policy update per step over the whole batch, as the plan's update phase is timed;
+    # verl asserts train_batch_size >= ppo_mini_batch_size (its default 256 would fail)
+    mini = rl["prompts_per_step"]
+    reference = bool(rl.get("reference", True))
+    algorithm: dict[str, Any] = {"adv_estimator": _ESTIMATORS[job["kind"]]}
+    if job["kind"] == "ppo":
+        algorithm["use_kl_in_reward"] = reference  # the reference model's KL in the reward
     config: dict[str, Any] = {
         "defaults": ["ppo_trainer", "_self_"],
         "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
-        "algorithm": {"adv_estimator": _ESTIMATORS[job["kind"]]},
+        "algorithm": algorithm,
         "data": {
             "train_batch_size": rl["prompts_per_step"],
             "max_prompt_length": rl["prompt_tokens_max"],
@@ -66,13 +81,19 @@ def verl_config(result: dict[str, Any]) -> dict[str, Any]:
         },
         "actor_rollout_ref": {
             "model": {
-                "path": job["model"],
+                "path": _literal(job["model"]),
                 "enable_gradient_checkpointing": ckpt,
                 "use_remove_padding": True,
             },
-            "actor": {"ppo_micro_batch_size_per_gpu": micro, "use_kl_loss": job["kind"] == "grpo"},
+            "actor": {
+                "ppo_mini_batch_size": mini,
+                "ppo_micro_batch_size_per_gpu": micro,
+                "use_kl_loss": job["kind"] == "grpo" and reference,
+            },
+            "ref": {"log_prob_micro_batch_size_per_gpu": micro},
             "rollout": {
                 "name": "vllm",
+                "log_prob_micro_batch_size_per_gpu": micro,
                 "n": rl["samples_per_prompt"],
                 "tensor_model_parallel_size": step["rollout"]["tp"],
                 "gpu_memory_utilization": step["rollout"]["gpu_memory_utilization"],
@@ -80,14 +101,18 @@ def verl_config(result: dict[str, Any]) -> dict[str, Any]:
         },
         "trainer": {
             "project_name": "ccopt",
-            "experiment_name": job["name"],
+            "experiment_name": _literal(job["name"]),
             "n_gpus_per_node": pool["gpus_per_instance"],
             "nnodes": pool["instances"],
             "total_training_steps": job["steps"],
         },
     }
     if job["kind"] == "ppo":
-        config["critic"] = {"ppo_micro_batch_size_per_gpu": micro, "model": {"path": job["model"]}}
+        config["critic"] = {
+            "ppo_mini_batch_size": mini,
+            "ppo_micro_batch_size_per_gpu": micro,
+            "model": {"path": _literal(job["model"])},
+        }
     return config
 
 

@@ -183,3 +183,20 @@ def test_damaged_excerpts_give_a_figure_or_a_named_refusal(name, cuts, junk, war
     assert isinstance(f, LogFigures) and f.steps_used >= 1
     speeds = [f.step_time_s, f.batch_time_s, f.tokens_per_s, f.tokens_per_s_per_gpu, f.samples_per_s]
     assert any(s is not None and s > 0 for s in speeds)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "line_index", "old", "what"),
+    [
+        ("torchtitan.log", 1, "step: 200", "step"),
+        ("megatron.log", 1, "iteration        2/", "iteration"),
+    ],
+)
+def test_a_step_counter_of_5000_digits_is_refused_not_a_crash(tmp_path, fixture, line_index, old, what):
+    """Python refuses to convert more than 4,300 digits to an int (ValueError): the counter is
+    refused as bad input naming its line, like any other damaged number."""
+    lines = _lines(fixture)
+    assert old in lines[line_index]
+    huge = old.split()[0] + " " + "9" * 5000 + ("/" if old.endswith("/") else "")
+    lines[line_index] = lines[line_index].replace(old, huge)
+    _refused(_write(tmp_path, lines), f"{what} '9999", line=line_index + 1)
