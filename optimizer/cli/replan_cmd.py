@@ -51,15 +51,20 @@ def _words(o: dict[str, Any]) -> str:
 
 def _render(data: dict[str, Any]) -> None:
     c, p, s = console(), data["progress"], data["switch_costs"]
+    hours_left, usd_left = p["remaining_deadline_hours"], p["remaining_budget_usd"]
     left = (
         "no deadline"
-        if p["remaining_deadline_hours"] is None
-        else f"{p['remaining_deadline_hours']:,.1f} h left"
+        if hours_left is None
+        else (f"{hours_left:,.1f} h left" if hours_left >= 0 else f"{-hours_left:,.1f} h past the deadline")
     )
     budget = (
         ""
-        if p["remaining_budget_usd"] is None
-        else f", {money(p['remaining_budget_usd'])} of the budget left"
+        if usd_left is None
+        else (
+            f", {money(usd_left)} of the budget left"
+            if usd_left >= 0
+            else f", {money(-usd_left)} over budget"
+        )
     )
     c.print(
         f"[b]{data['job']}[/b] — {p['fraction_done']:.0%} done in {p['elapsed_hours']:,.1f} h, "

@@ -92,3 +92,30 @@ def test_a_measured_step_time_sets_the_speed(tmp_path: Path) -> None:
     # keep's hours scale with the speed: 1.25 / 1.10 of the progress-inferred ones (no start-up)
     before = base["best_per_kind"]["keep"]["hours"]
     assert keep["hours"] == pytest.approx(before * p["slowness"] / base["progress"]["slowness"], rel=2e-3)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("tokens_done = 56e9", "tokens_done = 0"),  # nothing done: 0/0 before
+        ("elapsed_hours = 51.55", "elapsed_hours = 0.3"),  # still in its 0.42 h start-up: r was 0
+    ],
+)
+def test_nothing_timed_yet_plans_at_the_models_point(tmp_path: Path, old: str, new: str) -> None:
+    """With no step timed (no token done, or the elapsed hours inside the start-up) the speed
+    cannot be read from progress: the rest is planned at the model's point (r = 1), said so,
+    instead of an internal error or a '0 h, $0' answer."""
+    result = runner.invoke(app, ["replan", _with(tmp_path, old, new), "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["progress"]["slowness"] == 1.0
+    assert data["progress"]["slowness_source"] == "model's point"
+    assert data["best_per_kind"]["keep"]["hours"] > 50  # the rest of a 140B-token run, not 0
+
+
+def test_past_the_deadline_and_over_budget_read_as_such(tmp_path: Path) -> None:
+    path = _with(tmp_path, "elapsed_hours = 51.55", "elapsed_hours = 250")
+    text = " ".join(runner.invoke(app, ["replan", path]).stdout.split())  # the console wraps lines
+    assert "10.0 h past the deadline" in text and "-10.0 h left" not in text
+    over = runner.invoke(app, ["replan", _with(tmp_path, "spent_usd = 5774", "spent_usd = 25000")]).stdout
+    assert "$5,000 over" in " ".join(over.split())  # the console wraps long lines

@@ -21,7 +21,7 @@ class ReplanProgressOut(Contract):
     spent_usd: float = Field(description="as given, else the current offering's price × elapsed hours")
     slowness: float = Field(description="measured ÷ predicted step time of the current GPU type")
     predicted_step_time_s: float = Field(description="the model's step time on the current cluster")
-    slowness_source: Literal["measured step time", "progress"]
+    slowness_source: Literal["measured step time", "progress", "model's point"]
     remaining_deadline_hours: float | None
     remaining_budget_usd: float | None
 

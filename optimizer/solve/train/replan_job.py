@@ -34,7 +34,7 @@ class ReplanResult:
     progress: Progress
     fraction_done: float
     slowness: float  # measured ÷ predicted step time of the current GPU type
-    slowness_source: str  # "measured step time" | "progress"
+    slowness_source: str  # "measured step time" | "progress" | "model's point" (nothing timed yet)
     spent_usd: float
     remaining: Remaining
     costs: SwitchCosts
@@ -126,8 +126,12 @@ def replan_job(
     current = _current(prep.table.candidates, p)
     tokens = job.workload.tokens or 0.0
     done = p.tokens_done / tokens
+    started_h = current.goodput.startup_h if current.goodput is not None else 0.0
     if p.measured_step_time_s is not None:
         r, source = p.measured_step_time_s / current.step.time_s, "measured step time"
+    elif p.tokens_done <= 0 or p.elapsed_hours <= started_h:
+        # no step has been timed yet (still starting up, or no token done): the model's point
+        r, source = 1.0, "model's point"  # progress.measured_step_time_s reads the real speed
     else:
         r, source = slowness(current, p.tokens_done / (tokens - p.tokens_done), p.elapsed_hours), "progress"
     spent = (
