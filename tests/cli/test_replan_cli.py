@@ -119,3 +119,12 @@ def test_past_the_deadline_and_over_budget_read_as_such(tmp_path: Path) -> None:
     assert "10.0 h past the deadline" in text and "-10.0 h left" not in text
     over = runner.invoke(app, ["replan", _with(tmp_path, "spent_usd = 5774", "spent_usd = 25000")]).stdout
     assert "$5,000 over" in " ".join(over.split())  # the console wraps long lines
+
+
+def test_a_region_the_offering_is_not_in_names_the_region(tmp_path: Path) -> None:
+    """The offering exists, in another region: the error is on progress.region and lists the
+    offering's regions (before: 'not among the candidates; did you mean' the same name)."""
+    path = _with(tmp_path, "instances = 4", 'instances = 4\nregion = "eu-west-9"')
+    result = runner.invoke(app, ["replan", path])
+    assert result.exit_code == 2
+    assert "progress.region: 'eu-west-9'" in result.stderr and "allowed: unspecified" in result.stderr

@@ -83,6 +83,19 @@ def _current(rows: Sequence[Candidate], p: Progress) -> Candidate:
         return same and (p.region is None or o.region == p.region)
 
     mine = [c for c in rows if here(c)]
+    regions = sorted(
+        {
+            c.offering.region
+            for c in rows
+            if (c.offering.provider, c.offering.instance, c.offering.pricing)
+            == (p.provider, p.instance, p.pricing)
+        }
+    )
+    if not mine and regions:  # the offering is there, in other regions
+        raise ConfigError(
+            f"progress.region: {p.region!r} has no {p.provider}:{p.instance} ({p.pricing}) the job "
+            f"admits; allowed: {', '.join(regions)}"
+        )
     if not mine:
         names = sorted({f"{c.offering.provider}:{c.offering.instance}" for c in rows})
         raise ConfigError(
