@@ -112,23 +112,17 @@ def comm_multiplier(cluster: Cluster, setup: TrainingSetup, a: PerfAssumptions) 
     return a.calibrated_comm.get(key, 1.0)
 
 
-def scale_step(step: StepTime, f: float, parts: bool = True) -> StepTime:
-    """`step` with its time multiplied by `f` and its throughputs divided; with `parts` every
-    part alike, else the parts stay the model's and `centre` records f (time_s = parts × f)."""
+def scale_step(step: StepTime, f: float) -> StepTime:
+    """`step` with its time and every part multiplied by `f` and its throughputs divided."""
     if f == 1.0:
         return step
-    scaled = replace(
+    return replace(
         step,
         time_s=step.time_s * f,
         tokens_per_s=step.tokens_per_s / f,
         tokens_per_s_per_gpu=step.tokens_per_s_per_gpu / f,
         mfu=step.mfu / f,
         hfu=step.hfu / f,
-    )
-    if not parts:
-        return replace(scaled, centre=step.centre * f)
-    return replace(
-        scaled,
         compute_s=step.compute_s * f,
         communication_s=step.communication_s * f,
         bubble_s=step.bubble_s * f,
@@ -401,8 +395,8 @@ class DecoderStepModel:
         time_s = compute_s + comm_s + bubble + opt_s
         tokens_per_s = layout.global_batch * self.setup.seq_len / time_s
         peak_total = (self.peak_tflops or 0.0) * 1e12 * layout.gpus
-        # the band's P50 applied as scale_step(step, centre, parts=False) would, built in place:
-        # the parts stay the model's, time and rates carry the centre (one object per layout)
+        # the band's P50: the parts stay the model's, time and rates carry the centre
+        # (StepTime.centre records it: time_s = parts × centre)
         c = self.centre
         step = StepTime(
             time_s=time_s * c,
