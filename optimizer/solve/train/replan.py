@@ -87,12 +87,14 @@ def _start_h(c: Candidate) -> float:
     return c.goodput.startup_h if c.goodput is not None else 0.0
 
 
-def slowness(current: Candidate, done_fraction_of_rest: float, elapsed_h: float) -> float:
+def slowness(current: Candidate, done_fraction_of_rest: float, elapsed_h: float) -> float | None:
     """r from progress alone: elapsed hours (less one start-up) over the predicted running hours
-    of the tokens done (the current row's running point hours × tokens done ÷ tokens left)."""
+    of the tokens done (the current row's running point hours × tokens done ÷ tokens left);
+    None when no step has been timed yet (no token done, or still inside the start-up)."""
     start = _start_h(current)
-    predicted = (point_hours(current) - start) * done_fraction_of_rest
-    return max(elapsed_h - start, 0.0) / predicted
+    if done_fraction_of_rest <= 0 or elapsed_h <= start:
+        return None
+    return (elapsed_h - start) / ((point_hours(current) - start) * done_fraction_of_rest)
 
 
 def _option(kind: Kind, row: Candidate, r: float | None, costs: SwitchCosts, moved: bool) -> ReplanOption:

@@ -77,20 +77,10 @@ def _current(rows: Sequence[Candidate], p: Progress) -> Candidate:
         ConfigError: no candidate row is that offering at that count.
     """
 
-    def here(c: Candidate) -> bool:
-        o = c.offering
-        same = (o.provider, o.instance, o.pricing) == (p.provider, p.instance, p.pricing)
-        return same and (p.region is None or o.region == p.region)
-
-    mine = [c for c in rows if here(c)]
-    regions = sorted(
-        {
-            c.offering.region
-            for c in rows
-            if (c.offering.provider, c.offering.instance, c.offering.pricing)
-            == (p.provider, p.instance, p.pricing)
-        }
-    )
+    wanted = (p.provider, p.instance, p.pricing)
+    offered = [c for c in rows if (c.offering.provider, c.offering.instance, c.offering.pricing) == wanted]
+    mine = [c for c in offered if p.region is None or c.offering.region == p.region]
+    regions = sorted({c.offering.region for c in offered})
     if not mine and regions:  # the offering is there, in other regions
         raise ConfigError(
             f"progress.region: {p.region!r} has no {p.provider}:{p.instance} ({p.pricing}) the job "
@@ -139,14 +129,13 @@ def replan_job(
     current = _current(prep.table.candidates, p)
     tokens = job.workload.tokens or 0.0
     done = p.tokens_done / tokens
-    started_h = current.goodput.startup_h if current.goodput is not None else 0.0
+    from_progress = slowness(current, p.tokens_done / (tokens - p.tokens_done), p.elapsed_hours)
     if p.measured_step_time_s is not None:
         r, source = p.measured_step_time_s / current.step.time_s, "measured step time"
-    elif p.tokens_done <= 0 or p.elapsed_hours <= started_h:
-        # no step has been timed yet (still starting up, or no token done): the model's point
-        r, source = 1.0, "model's point"  # progress.measured_step_time_s reads the real speed
-    else:
-        r, source = slowness(current, p.tokens_done / (tokens - p.tokens_done), p.elapsed_hours), "progress"
+    elif from_progress is not None:
+        r, source = from_progress, "progress"
+    else:  # no step timed yet: the model's point (progress.measured_step_time_s reads the speed)
+        r, source = 1.0, "model's point"
     spent = (
         p.spent_usd
         if p.spent_usd is not None
