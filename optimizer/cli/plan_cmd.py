@@ -157,8 +157,8 @@ def sizing_run_line(s: dict[str, Any]) -> str:
         f"{s['warmup_steps']}+{s['measured_steps']} steps (±{s['reading_precision']:.0%} at "
         f"{s['reading_level']:.0%}), {s['minutes']:.0f} min, {money(s['cost_usd'])}: if a step takes "
         f"≤ {s['threshold_multiplier']:.2f}× the prediction ({s['p_holds']:.0%} by its band), "
-        f"{t['gpus']}× {t['gpu']} ({t['provider']}) holds at {quantile_label(s['confidence'])} for "
-        f"{money(t['cost_if_holds_usd'])}, {money(s['saving_usd'])} less; {worth} "
+        f"{t['gpus']}× {t['gpu']} ({t['provider']}) holds at {quantile_label(s['confidence'])}, "
+        f"for a median {money(t['cost_if_holds_usd'])} if it holds ({money(s['saving_usd'])} less); {worth} "
         f"(`ccopt sizing` ranks the contenders){net}"
     )
 

@@ -141,9 +141,9 @@ def _settle_words(st: dict) -> str:
     t = st["target"]
     net = "; the network stays modelled (a one-node reading is compute)" if st["network_matters"] else ""
     return (
-        f"{t['gpus']}× {t['gpu']} ({t['provider']} {t['instance']}, {t['pricing']}) for "
-        f"{money(t['cost_if_holds_usd'])}, {money(st['saving_usd'])} less than the plan, if a step "
-        f"takes ≤ {st['threshold_multiplier']:.2f}× the prediction{net}"
+        f"{t['gpus']}× {t['gpu']} ({t['provider']} {t['instance']}, {t['pricing']}) holds if a step "
+        f"takes ≤ {st['threshold_multiplier']:.2f}× the prediction; if it holds, its median cost is "
+        f"{money(t['cost_if_holds_usd'])}, {money(st['saving_usd'])} less than the plan{net}"
     )
 
 

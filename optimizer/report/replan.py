@@ -28,6 +28,7 @@ def _option(o: ReplanOption, result: ReplanResult) -> dict[str, Any]:
         "cost_usd": round(o.cost_usd, 2),
         "switch_hours": round(o.switch_h, 4),
         "switch_usd": round(o.switch_usd, 2),
+        "egress_usd": round(o.egress_usd, 2),
         "measured_speed": o.measured,
         "fits": o.fits(result.remaining),
     }

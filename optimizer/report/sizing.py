@@ -52,6 +52,6 @@ def sizing_json(result: SizingResult, rule: SizingRule | None = None) -> dict[st
             "runs": runs,
             "settled": [{"gpu": g, "reason": why} for g, why in result.settled.items()],
             "total_cost_usd": round(result.total_cost_usd, 2),
-            "rule": {k: float(v) for k, v in asdict(rule or SizingRule()).items()},
+            "rule": asdict(rule or SizingRule()),  # step counts stay whole numbers
         },
     )

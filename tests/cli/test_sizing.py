@@ -101,6 +101,9 @@ def test_a_language_model_sizing_command_runs_as_printed(tmp_path) -> None:
     assert sizing["runs"]
     run = sizing["runs"][0]
     assert "--gpus-per-node" not in run["command"] and "--method" not in run["command"]
+    # the rule's step counts are whole numbers (the defaults: 10 warm-up, at least 20 measured)
+    assert sizing["rule"]["warmup_steps"] == 10 and type(sizing["rule"]["warmup_steps"]) is int
+    assert type(sizing["rule"]["min_steps"]) is int and sizing["rule"]["step_time_cv"] == 0.05
     args = run["command"].split()[1:]
     seq = int(args[args.index("--seq-len") + 1])
     measured = (

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from optimizer.inputs.gpus import load_gpus
+from optimizer.model.goodput import Goodput
 from optimizer.model.memory import MemoryBreakdown
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import StepTime
@@ -89,7 +92,11 @@ def test_forty_percent_done_ten_percent_behind_by_hand() -> None:
     # switch to B200: 0.33333 + 0.043556 + 40 h (its band, unmeasured) = 40.3769 h;
     # $12 × 40.3769 = $484.52, + egress 98 GB × $0.09 = $8.82 → $493.34: fits
     assert switch.hours == pytest.approx(40.3769, abs=1e-4)
-    assert switch.switch_usd == pytest.approx(8.82)
+    # switching: the egress + the B200 box's 0.376889 h while nothing trains × $12 = $4.52
+    assert switch.egress_usd == pytest.approx(8.82)
+    assert switch.switch_usd == pytest.approx(8.82 + 4.5227, abs=1e-3)
+    # the grow's switching: its two boxes idle through the 20-minute restart, 2 × $10 × 1/3 h
+    assert grow.switch_usd == pytest.approx(6.6667, abs=1e-4) and grow.egress_usd == 0.0
     assert switch.cost_usd == pytest.approx(493.34, abs=0.01)
     assert switch.fits(LEFT)
     same_gpu = by[("switch", "q", "H100-80GB", 1)]
@@ -108,3 +115,35 @@ def test_keep_wins_when_the_limits_allow_it() -> None:
     options = replan_options([CURRENT, GROWN], CURRENT, r, COSTS)
     choice = choose(options, Remaining(deadline_h=70.0, budget_usd=None))
     assert choice is not None and choice.kind == "keep" and choice.cost_usd == pytest.approx(660.0)
+
+
+def _with_fixed(row: Candidate, startup_h: float, conversion_h: float) -> Candidate:
+    """`row` with a start-up before and a checkpoint conversion after its running hours."""
+    running_h = row.hours
+    goodput = Goodput(running_h, 0.0, 0.0, startup_h, 0.0, row.gpus, 0.0, 1.0, conversion_h=conversion_h)
+    hours = startup_h + running_h + conversion_h
+    return replace(row, hours=hours, cost_usd=row.offering.usd_per_hour * row.instances * hours, goodput=goodput)
+
+
+def test_near_the_end_the_fixed_hours_do_not_bias_the_slowness() -> None:
+    # 90% done, on time: the rest's row is 0.5 h start-up + 10 h running + 2 h conversion. The
+    # tokens done took 9 × 10 h = 90 h after the 0.5 h start-up, so r = 90 / (10 × 9) = 1.0.
+    # Scaling the conversion with the tokens would give 90 / (12 × 9) = 0.83 (wrongly fast).
+    current = _with_fixed(_row(HERE, 1, 10.0), 0.5, 2.0)
+    assert slowness(current, 9.0, 90.5) == pytest.approx(1.0)
+
+
+def test_a_grow_pays_its_added_instances_start_up() -> None:
+    # rest on 1 box: 0.5 + 10 + 2 h; on 2 boxes: 0.5 + 5 + 2 h; $10 per box-hour, r = 1.
+    current = _with_fixed(_row(HERE, 1, 10.0), 0.5, 2.0)
+    grown = _with_fixed(_row(HERE, 2, 5.0), 0.5, 2.0)
+    options = replan_options([current, grown], current, 1.0, COSTS)
+    grow = next(o for o in options if o.kind == "grow")
+    # wall: 1/3 h restart + 5 h running + 2 h conversion (the added box starts up while the
+    # first keeps training); cost: 2 × $10 × 7.3333 h + the added box's 0.5 h start-up × $10
+    assert grow.hours == pytest.approx(7.3333, abs=1e-4)
+    assert grow.cost_usd == pytest.approx(146.667 + 5.0, abs=1e-3)
+    assert grow.switch_usd == pytest.approx(6.6667 + 5.0, abs=1e-3)
+    keep = next(o for o in options if o.kind == "keep")
+    # keep: 10 h running + 2 h conversion, no restart, no start-up (it is running)
+    assert keep.hours == pytest.approx(12.0) and keep.switch_usd == 0.0

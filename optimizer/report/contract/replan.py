@@ -53,7 +53,12 @@ class ReplanOptionOut(Contract):
     hours: float = Field(description="wall hours to finish the rest, switching included")
     cost_usd: float = Field(description="to finish the rest, switching included")
     switch_hours: float = Field(description="restart (+ checkpoint transfer when the place changes)")
-    switch_usd: float = Field(description="checkpoint egress when the provider or region changes")
+    switch_usd: float = Field(
+        description="what switching costs: checkpoint egress when the provider or region changes, plus "
+        "the instance-hours paid while nothing trains (restart, transfer, start-up of a new cluster "
+        "or of a grow's added instances)"
+    )
+    egress_usd: float | None = Field(default=None, description="of switch_usd: the checkpoint's egress")
     measured_speed: bool = Field(description="hours from the job's own speed (same GPU type), not its band")
     fits: bool = Field(description="within the remaining deadline and budget")
 

@@ -63,7 +63,7 @@ class SizingOutput(Contract):
         default_factory=list, description="GPU types out of contention, and why"
     )
     total_cost_usd: float = Field(description="all sizing runs together")
-    rule: dict[str, float] = Field(
+    rule: dict[str, int | float] = Field(
         description="warm-up steps, minimum steps and seconds, start-up minutes, step-time CV, "
         "reading precision and level (GUESSES)"
     )

@@ -14,7 +14,7 @@ from optimizer.model.bands import Band, profile_band
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.train.enumerate import Candidate
 
-__all__ = ["band_of", "point_hours", "hours_at", "at_confidence", "POINT_BAND"]
+__all__ = ["band_of", "fixed_hours", "point_hours", "hours_at", "at_confidence", "POINT_BAND"]
 
 #: the band of a row built without one (a hand-made candidate): the point prediction only
 POINT_BAND = Band(1.0, 1.0, 1.0, cases=0, sources=0, basis="none")
@@ -27,22 +27,26 @@ def band_of(c: Candidate) -> Band:
     return profile_band(c.step.interval) if c.step.interval else POINT_BAND
 
 
-def _startup_h(c: Candidate) -> float:
-    """The row's start-up hours (model/goodput.py), which no band scales."""
-    return c.goodput.startup_h if c.goodput is not None else 0.0
+def fixed_hours(c: Candidate) -> float:
+    """The row's hours that do not depend on its speed (model/goodput.py): the start-up once at
+    the beginning and the final checkpoint's conversion once at the end. No band scales them
+    (enumeration multiplies the work hours alone, solve/train/scan.py `_add_row`)."""
+    if c.goodput is None:
+        return 0.0
+    return c.goodput.startup_h + c.goodput.conversion_h
 
 
 def point_hours(c: Candidate) -> float:
     """The row's hours at the model's point prediction (its band factor divided out of the
-    running hours; start-up unchanged)."""
-    start = _startup_h(c)
-    return start + (c.hours - start) / c.band_factor
+    running hours; the fixed hours unchanged)."""
+    fixed = fixed_hours(c)
+    return fixed + (c.hours - fixed) / c.band_factor
 
 
 def hours_at(c: Candidate, q: float) -> float:
     """The row's hours at quantile `q` of its band."""
-    start = _startup_h(c)
-    return start + (point_hours(c) - start) * band_of(c).multiplier(q)
+    fixed = fixed_hours(c)
+    return fixed + (point_hours(c) - fixed) * band_of(c).multiplier(q)
 
 
 def at_confidence(c: Candidate, q: float) -> Candidate | None:

@@ -5,14 +5,20 @@ start-up included). The job's own progress says how fast it really runs: its slo
 r = measured ÷ predicted step time (the log's step time when given, else the elapsed hours over
 the predicted hours of the tokens done). Each option's hours for the rest:
 
-    keep           r × running hours of the current row            (no restart)
-    grow / shrink  restart + r × running hours of the row          (same offering, other count)
-    switch         start-up + restart + transfer + running hours   (another offering; r applies
-                   to the same GPU type, else the row's hours at the job's confidence)
+    keep           r × running hours of the current row + conversion     (no restart)
+    grow / shrink  restart + r × running hours of the row + conversion   (same offering,
+                   other count; a grow also pays its added instances' start-up, which runs
+                   while the current ones keep training, so it costs money, not hours)
+    switch         start-up + restart + transfer + running hours + conversion (another
+                   offering; r applies to the same GPU type, else the row's hours at the
+                   job's confidence)
 
-with running = point hours − start-up (solve/train/confidence.py) and transfer = checkpoint GB
-× 8 / Gbit/s when the provider or region changes, whose egress (checkpoint GB × the current
-provider's internet egress price, pricing_data/provider_storage.csv) is added to the cost.
+with running = point hours − fixed hours (start-up and the final conversion, which do not scale
+with the tokens: solve/train/confidence.fixed_hours) and transfer = checkpoint GB × 8 / Gbit/s
+when the provider or region changes, whose egress (checkpoint GB × the current provider's
+internet egress price, pricing_data/provider_storage.csv) is added to the cost. An option's
+`switch_usd` is what switching costs: that egress plus the instance-hours it pays for while
+nothing trains (restart, transfer, a new cluster's or added instances' start-up).
 The cheapest option within the remaining deadline and budget is the answer (ties: keep first).
 """
 
@@ -25,7 +31,7 @@ from typing import Literal
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.train.candidate import Candidate
-from optimizer.solve.train.confidence import point_hours
+from optimizer.solve.train.confidence import fixed_hours, point_hours
 from optimizer.units import GB, MINUTES_PER_HOUR, SECONDS_PER_HOUR
 
 __all__ = ["SwitchCosts", "Remaining", "ReplanOption", "replan_options", "choose", "slowness"]
@@ -73,9 +79,10 @@ class ReplanOption:
     row: Candidate
     hours: float  # wall hours to finish the rest
     cost_usd: float  # to finish the rest, switching included
-    switch_usd: float  # of which: egress of the checkpoint
+    switch_usd: float  # of which: switching (egress + instance-hours paid while nothing trains)
     switch_h: float  # of which: restart + transfer hours
     measured: bool  # hours from the job's measured speed (same GPU type), not the band
+    egress_usd: float = 0.0  # of switch_usd: the checkpoint's egress when the place changes
 
     def fits(self, remaining: Remaining) -> bool:
         late = remaining.deadline_h is not None and self.hours > remaining.deadline_h
@@ -83,37 +90,43 @@ class ReplanOption:
         return not late and not over
 
 
-def _start_h(c: Candidate) -> float:
-    return c.goodput.startup_h if c.goodput is not None else 0.0
+def _conversion_h(c: Candidate) -> float:
+    return c.goodput.conversion_h if c.goodput is not None else 0.0
 
 
 def slowness(current: Candidate, done_fraction_of_rest: float, elapsed_h: float) -> float | None:
     """r from progress alone: elapsed hours (less one start-up) over the predicted running hours
-    of the tokens done (the current row's running point hours × tokens done ÷ tokens left);
+    of the tokens done (the current row's running point hours — its fixed start-up and
+    conversion left out, as they do not grow with the tokens — × tokens done ÷ tokens left);
     None when no step has been timed yet (no token done, or still inside the start-up)."""
-    start = _start_h(current)
+    start = current.goodput.startup_h if current.goodput is not None else 0.0
     if done_fraction_of_rest <= 0 or elapsed_h <= start:
         return None
-    return (elapsed_h - start) / ((point_hours(current) - start) * done_fraction_of_rest)
+    return (elapsed_h - start) / ((point_hours(current) - fixed_hours(current)) * done_fraction_of_rest)
 
 
-def _option(kind: Kind, row: Candidate, r: float | None, costs: SwitchCosts, moved: bool) -> ReplanOption:
+def _option(
+    kind: Kind, row: Candidate, r: float | None, costs: SwitchCosts, moved: bool, added_instances: int = 0
+) -> ReplanOption:
     """One option's hours and cost (module doc); `r` None: the row's hours at its confidence."""
-    start = _start_h(row)
-    running = (point_hours(row) - start) * r if r is not None else row.hours - start
-    if kind == "keep":
-        hours, switch_h = running, 0.0
-    elif kind == "switch":
-        switch_h = costs.restart_h + (costs.transfer_h if moved else 0.0)
-        hours = start + switch_h + running
-    else:
-        switch_h = costs.restart_h
-        hours = switch_h + running
+    fixed = fixed_hours(row)
+    start = fixed - _conversion_h(row)
+    running = (point_hours(row) - fixed) * r if r is not None else row.hours - fixed
+    switch_h = {"keep": 0.0, "switch": costs.restart_h + (costs.transfer_h if moved else 0.0)}.get(
+        kind, costs.restart_h
+    )
+    idle_h = switch_h + (start if kind == "switch" else 0.0)  # the hours nothing trains
+    hours = idle_h + running + _conversion_h(row)
     cost = cost_usd(row.offering, row.instances, hours)
     # the same place pays no new data charge; another place pays its own (dataset moved there)
     usd = cost.total_usd if kind == "switch" else cost.running_usd + cost.capital_usd
+    # instance-hours at the hourly price (a share of the bill, not rounded to its terms)
+    idle_usd = row.offering.usd_per_hour * row.instances * idle_h
+    added_usd = row.offering.usd_per_hour * added_instances * start
     egress = costs.egress_usd if moved else 0.0
-    return ReplanOption(kind, row, hours, usd + egress, egress, switch_h, r is not None)
+    total_usd = usd + added_usd + egress
+    switch_usd = egress + idle_usd + added_usd
+    return ReplanOption(kind, row, hours, total_usd, switch_usd, switch_h, r is not None, egress)
 
 
 def replan_options(
@@ -130,7 +143,8 @@ def replan_options(
                 if row.instances == current.instances
                 else ("grow" if row.instances > current.instances else "shrink")
             )
-            out.append(_option(kind, row, r, costs, moved=False))
+            added = max(0, row.instances - current.instances)
+            out.append(_option(kind, row, r, costs, moved=False, added_instances=added))
             continue
         moved = (off.provider, off.region) != (here.provider, here.region)
         same_gpu = off.gpu_id == here.gpu_id

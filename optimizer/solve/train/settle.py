@@ -28,7 +28,7 @@ from optimizer.model.bands import Band, calibrated_band
 from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.solve.cpsat.scale import to_cents, within_scale
 from optimizer.solve.train.candidate import Candidate
-from optimizer.solve.train.confidence import at_confidence, band_of, point_hours
+from optimizer.solve.train.confidence import at_confidence, band_of, fixed_hours, point_hours
 from optimizer.solve.train.prepare import PreparedJob
 from optimizer.solve.train.sizing_rule import SizingRule, measured_steps, reading_minutes
 from optimizer.units import MINUTES_PER_HOUR
@@ -112,7 +112,7 @@ def after_calibration(c: Candidate, m: float, calibrated: Band, q: float) -> Can
 @dataclass(frozen=True)
 class _Reread:
     """A row's hours and cost at a measured multiplier m, as after_calibration gives them
-    (start + running point hours × m × K(q); confidence.hours_at), without building a row:
+    (fixed + running point hours × m × K(q); confidence.hours_at), without building a row:
     the bisection asks this ~30 times per row."""
 
     c: Candidate
@@ -122,9 +122,9 @@ class _Reread:
 
     @classmethod
     def of(cls, c: Candidate, limits: SettleLimits) -> _Reread:
-        start = c.goodput.startup_h if c.goodput is not None else 0.0
+        fixed = fixed_hours(c)
         kq = limits.calibrated.multiplier(limits.confidence)
-        return cls(c, start, point_hours(c) - start, kq)
+        return cls(c, fixed, point_hours(c) - fixed, kq)
 
     def holds(self, m: float, limits: SettleLimits) -> bool:
         hours = self.start_h + self.running_h * m * self.kq

@@ -153,7 +153,7 @@ def size_job(
         p10, p90 = cost_band(plan, compared.job)
         if gpu != best_gpu and p10 > best_p90 and gpu not in settles:
             result.settled[gpu] = (
-                f"even at its P10 (${p10:,.2f}) dearer than {best_gpu} at its P90 (${best_p90:,.2f})"
+                f"even at its P10 (${p10:,.0f}) dearer than {best_gpu} at its P90 (${best_p90:,.0f})"
             )
             continue
         probe = _probe(prep.table.candidates, plan, settles.get(gpu))
