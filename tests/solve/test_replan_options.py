@@ -122,7 +122,9 @@ def _with_fixed(row: Candidate, startup_h: float, conversion_h: float) -> Candid
     running_h = row.hours
     goodput = Goodput(running_h, 0.0, 0.0, startup_h, 0.0, row.gpus, 0.0, 1.0, conversion_h=conversion_h)
     hours = startup_h + running_h + conversion_h
-    return replace(row, hours=hours, cost_usd=row.offering.usd_per_hour * row.instances * hours, goodput=goodput)
+    return replace(
+        row, hours=hours, cost_usd=row.offering.usd_per_hour * row.instances * hours, goodput=goodput
+    )
 
 
 def test_near_the_end_the_fixed_hours_do_not_bias_the_slowness() -> None:
