@@ -35,6 +35,7 @@ from optimizer.inputs.jobs.common import (
     JobFile,
     StrictModel,
     confidence_field,
+    workload_kind,
 )
 from optimizer.inputs.jobs.strict import GpuName
 from optimizer.inputs.toml_file import read_toml_as
@@ -205,8 +206,7 @@ def rl_job_from_dict(data: dict[str, Any], source: str = "job") -> RlJob:
     Raises:
         ConfigError: one line naming the file, the field, the problem and allowed values.
     """
-    workload = data.get("workload") if isinstance(data, dict) else None
-    kind = workload.get("kind") if isinstance(workload, dict) else None
+    kind = workload_kind(data)
     if kind not in RL_KINDS:
         raise ConfigError(
             f"{source}: workload.kind: {kind!r} is not an RL job; allowed: {', '.join(RL_KINDS)} "

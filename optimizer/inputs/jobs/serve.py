@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.jobs.common import StrictModel, confidence_field
+from optimizer.inputs.jobs.common import StrictModel, confidence_field, workload_kind
 from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel
 from optimizer.inputs.jobs.train import JobFile, stack_name
 from optimizer.inputs.toml_file import read_toml_as
@@ -324,7 +324,7 @@ def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:
     Raises:
         ConfigError: one line naming the field, the problem and allowed values.
     """
-    kind = (data.get("workload") or {}).get("kind", "serve") if isinstance(data, dict) else None
+    kind = workload_kind(data, "serve")
     if kind != "serve":
         raise ConfigError(
             f"{source}: workload.kind: {kind!r} is not a serving job; use "

@@ -25,6 +25,7 @@ from optimizer.inputs.jobs.common import (
     confidence_field,
     format_validation_error,
     stack_name,
+    workload_kind,
 )
 from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
@@ -479,7 +480,7 @@ def fit_job_to_model(job: _J, model: ModelSpec | SampleProfile) -> _J:
 
 def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:
     """Validate a decoded job table; ConfigError with one line on failure."""
-    kind = (data.get("workload") or {}).get("kind") if isinstance(data, dict) else None
+    kind = workload_kind(data)
     if kind in RL_KINDS:  # an RL post-training job: its own planner (optimizer/solve/rl)
         raise ConfigError(
             f"{source}: workload.kind: {kind!r} is an RL post-training job; run `ccopt rl` on it"
