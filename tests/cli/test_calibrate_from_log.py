@@ -178,7 +178,8 @@ def _titan_lines(path: Path, tps: str, memory: str) -> Path:
     ("tps", "memory", "phrase"),
     [
         # 0.1 tokens/s per GPU × 8 GPUs = 0.8 tokens/s: 1024 × 4096 tokens a step / 0.8 = 5.24e6 s > 1e6 s
-        ("0.1", "152.40GiB", "lines 4-5: 0.1 tokens/s per GPU (median of 2 steps) × 8 GPUs = 0.8 tokens/s means 5.24e+06 s"),
+        ("0.1", "152.40GiB",
+         "lines 4-5: 0.1 tokens/s per GPU (median of 2 steps) × 8 GPUs = 0.8 tokens/s means 5.24e+06 s"),
         # 2e11 × 8 = 1.6e12 tokens/s > 1e12
         ("2e11", "152.40GiB", "lines 4-5: 200,000,000,000 tokens/s per GPU"),
         # 9,000 GiB per GPU on a 180 GiB B200 (× 1.05 slack = 189 GiB)
