@@ -14,11 +14,14 @@ from typing import Any
 # leave that module, not its function, as `optimizer.api.calibrate_run` (the lazy exports)
 from optimizer.api import calibrate_run
 from optimizer.api.plan_row import read_plan_file
+from optimizer.calibrate.run import MAX_PEAK_MEMORY_GIB, MAX_STEP_S, MAX_TOKENS_PER_S
 from optimizer.configuration.build import Built, build_configuration, instance_offering
 from optimizer.errors import ConfigError
+from optimizer.inputs.calibration_file import MEMORY_SLACK
 from optimizer.inputs.request import request_from_options
 from optimizer.inputs.training_logs import WARMUP_STEPS, LogFigures, read_training_log
 from optimizer.inputs.training_logs.plan_header import read_plan_header
+from optimizer.inputs.training_logs.records import FIGURE_NAMES
 from optimizer.report.contract.calibration import CalibrateOutput
 from optimizer.report.contract.common import emit
 from optimizer.report.export.common import plan_options
@@ -81,21 +84,26 @@ def log_measurement(fig: LogFigures, built: Built) -> LogMeasurement:
     if fig.step_time_s is not None:
         return LogMeasurement(None, fig.step_time_s, f"step time {fig.step_time_s:.4g} s ({n})")
     if fig.tokens_per_s is not None:
-        return LogMeasurement(fig.tokens_per_s, None, f"{fig.tokens_per_s:,.0f} tokens/s of the run ({n})")
+        return LogMeasurement(fig.tokens_per_s, None, f"{_rate(fig.tokens_per_s)} tokens/s of the run ({n})")
     if fig.tokens_per_s_per_gpu is not None:
         total = fig.tokens_per_s_per_gpu * built.num_gpus
-        words = f"{fig.tokens_per_s_per_gpu:,.0f} tokens/s per GPU ({n}) × {built.num_gpus} GPUs"
-        return LogMeasurement(total, None, f"{words} = {total:,.0f} tokens/s")
+        words = f"{_rate(fig.tokens_per_s_per_gpu)} tokens/s per GPU ({n}) × {built.num_gpus} GPUs"
+        return LogMeasurement(total, None, f"{words} = {_rate(total)} tokens/s")
     if fig.samples_per_s is not None:
         total = fig.samples_per_s * built.seq_len
         words = f"{fig.samples_per_s:.4g} samples/s ({n}) × {built.seq_len} tokens"
-        return LogMeasurement(total, None, f"{words} = {total:,.0f} tokens/s")
+        return LogMeasurement(total, None, f"{words} = {_rate(total)} tokens/s")
     if fig.batch_time_s is not None and built.layout is not None:
         accum = built.layout.grad_accum
         step = fig.batch_time_s * accum
         words = f"{fig.batch_time_s:.4g} s per batch ({n}) × {accum} accumulated batches per step"
         return LogMeasurement(None, step, f"{words} = {step:.4g} s")
     raise ConfigError(f"--from-log: {fig.file}: prints no step time or throughput to calibrate with")
+
+
+def _rate(tokens_per_s: float) -> str:
+    """A throughput in words: whole tokens with thousands commas, 3 digits below 100 tokens/s."""
+    return f"{tokens_per_s:,.0f}" if tokens_per_s >= 100 else f"{tokens_per_s:.3g}"
 
 
 def _check_card(fig: LogFigures, built: Built, card_gib: float | None) -> None:
@@ -107,6 +115,34 @@ def _check_card(fig: LogFigures, built: Built, card_gib: float | None) -> None:
             f"--from-log: {fig.file} line {fig.memory_line}: inconsistent numbers: the memory % "
             f"implies a {card_gib:.1f} GiB card, the run's GPU {built.gpu.gpu_id} has "
             f"{built.gpu.memory_gib:g} GiB; give the --gpu or --instance the log ran on"
+        )
+
+
+def _check_ranges(fig: LogFigures, speed: LogMeasurement, built: Built) -> None:
+    """The log's figures within the ranges calibrate takes (calibrate.run), refused here naming
+    the log's lines: nothing was typed, so calibrate's own refusal would blame a flag."""
+    lines = (
+        f"line {fig.first_line}"
+        if fig.first_line == fig.last_line
+        else f"lines {fig.first_line}-{fig.last_line}"
+    )
+    where = f"--from-log: {fig.file} {lines}"
+    if speed.tokens_per_s is not None and not speed.tokens_per_s <= MAX_TOKENS_PER_S:
+        raise ConfigError(f"{where}: {speed.conversion}; allowed: at most {MAX_TOKENS_PER_S:g} tokens/s")
+    if built.layout is not None:  # else calibrate refuses the mode
+        tokens_per_step = built.layout.global_batch * built.seq_len
+        step_s = speed.step_time_s or tokens_per_step / float(speed.tokens_per_s or 1)
+        if not step_s <= MAX_STEP_S:
+            raise ConfigError(
+                f"{where}: {speed.conversion} means {step_s:.3g} s per step of {tokens_per_step} tokens; "
+                f"allowed: a step of at most {MAX_STEP_S:g} s (check the log's units and the run described)"
+            )
+    most_gib = min(MAX_PEAK_MEMORY_GIB, built.gpu.memory_gib * MEMORY_SLACK)
+    if fig.peak_memory_gib is not None and fig.peak_memory_gib > most_gib:
+        raise ConfigError(
+            f"--from-log: {fig.file} line {fig.memory_line}: peak memory {fig.peak_memory_gib:g} GiB per GPU "
+            f"({fig.memory_kind}) is more than a {built.gpu.gpu_id} has ({built.gpu.memory_gib:g} GiB); "
+            f"allowed: ≤ {most_gib:g} GiB; give the --gpu or --instance the log ran on"
         )
 
 
@@ -141,6 +177,7 @@ def calibrate_from_log(
     built = build_configuration(request_from_options(where), prices, offline)
     _check_card(fig, built, fig.card_gib)
     speed = log_measurement(fig, built)
+    _check_ranges(fig, speed, built)
     if memory_metric is not None and fig.memory_kind is not None and memory_metric != fig.memory_kind:
         raise ConfigError(
             f"--memory-kind: {memory_metric!r}, but {fig.file} line {fig.memory_line} prints the "
@@ -161,19 +198,7 @@ def calibrate_from_log(
 
 def _block(fig: LogFigures, speed: LogMeasurement, taken: list[str]) -> dict[str, Any]:
     """The `from_log` block of the output."""
-    measured = {
-        k: v
-        for k in (
-            "step_time_s",
-            "batch_time_s",
-            "tokens_per_s",
-            "tokens_per_s_per_gpu",
-            "samples_per_s",
-            "tflops_per_gpu",
-            "mfu_pct",
-        )
-        if (v := getattr(fig, k)) is not None
-    }
+    measured = {k: v for k in FIGURE_NAMES if (v := getattr(fig, k)) is not None}
     used = {k: v for k, v in (("tokens_per_s", speed.tokens_per_s), ("step_time_s", speed.step_time_s)) if v}
     if fig.peak_memory_gib is not None:
         used["peak_memory_gib"] = fig.peak_memory_gib

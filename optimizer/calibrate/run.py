@@ -35,10 +35,15 @@ from optimizer.model.step_time import microbatch_size_factor
 from optimizer.report.contract.calibration import CalibrateOutput
 from optimizer.report.contract.common import emit
 
-__all__ = ["calibrate_request", "MAX_STEP_S"]
+__all__ = ["calibrate_request", "MAX_STEP_S", "MAX_TOKENS_PER_S", "MAX_PEAK_MEMORY_GIB"]
 
 #: the longest measured step calibrate takes, seconds (--step-time-s, or implied by --tokens-per-s)
 MAX_STEP_S = 1e6
+#: the highest measured throughput calibrate takes, tokens/s of the whole run (--tokens-per-s)
+MAX_TOKENS_PER_S = 1e12
+#: the highest measured peak memory calibrate takes, GiB per GPU (--peak-memory-gib; the card's
+#: own memory bounds it first: calibration_file.check_memory)
+MAX_PEAK_MEMORY_GIB = 1e5
 #: what the output states of the hardware the run was estimated on (when the estimate says it)
 _HARDWARE_KEYS = (
     "gpus_per_instance",
@@ -129,9 +134,9 @@ def _check_measurement(
         raise ConfigError("give one of --tokens-per-s or --step-time-s, not both")
     if tokens_per_s is None and step_time_s is None and peak_memory_gib is None:
         raise ConfigError("give --tokens-per-s or --step-time-s, and/or --peak-memory-gib (a measured peak)")
-    check_number(tokens_per_s, "--tokens-per-s", gt=0, le=1e12)
+    check_number(tokens_per_s, "--tokens-per-s", gt=0, le=MAX_TOKENS_PER_S)
     check_number(step_time_s, "--step-time-s", gt=0, le=MAX_STEP_S)
-    check_number(peak_memory_gib, "--peak-memory-gib", gt=0, le=1e5)
+    check_number(peak_memory_gib, "--peak-memory-gib", gt=0, le=MAX_PEAK_MEMORY_GIB)
 
 
 def _fit_run(

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from optimizer import api
 from optimizer.api import check_number
+from optimizer.cli.best_table import best_per_table
 from optimizer.cli.common import (
     MAX_ALTERNATIVES,
     AlternativesOpt,
@@ -359,24 +360,17 @@ def render_compare(data: dict[str, Any]) -> None:
         return
     c = console()
     for title, key in (("Best plan per GPU type", "per_gpu"), ("Best plan per provider", "per_provider")):
-        table = Table(title=title)
-        for col in ("", "plan", "GPUs", "days", "cost"):
-            table.add_column(col, justify="right" if col in ("GPUs", "days", "cost") else "left")
-        ranked = sorted(data[key].items(), key=lambda kv: kv[1]["cost_usd"] if kv[1] else 1e30)
         why = data.get(f"{key}_explanation") or {}
-        for name, r in ranked:
-            if r is None:
-                table.add_row(
-                    name, f"[dim]no plan: {escape(why.get(name, 'deadline/budget'))}[/dim]", "", "", ""
-                )
-                continue
-            table.add_row(
-                name,
-                f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']}{price_mark(r)})",
-                str(r["gpus"]),
-                f"{r['days']:.2f}",
-                money(r["cost_usd"]),
-            )
+        no_plan = {name: f"no plan: {escape(why.get(name, 'deadline/budget'))}" for name in data[key]}
+        table = best_per_table(
+            title,
+            ("", "plan", "GPUs", "days", "cost"),
+            ("GPUs", "days", "cost"),
+            data[key],
+            "cost_usd",
+            _compare_cells,
+            no_plan,
+        )
         c.print(table)
         legend = price_legend([r for r in data[key].values() if r])
         if legend:
@@ -397,6 +391,16 @@ def render_compare(data: dict[str, Any]) -> None:
     print_verdict(c, data.get("rent_or_buy"))
     print_break_even(c, data)
     print_by_utilisation(c, data.get("rent_or_buy"))
+
+
+def _compare_cells(r: dict[str, Any]) -> list[str]:
+    """A best plan of `ccopt compare`: the offering, GPUs, days and cost."""
+    return [
+        f"{r['instances']}× {r['instance']} ({r['provider']}, {r['pricing']}{price_mark(r)})",
+        str(r["gpus"]),
+        f"{r['days']:.2f}",
+        money(r["cost_usd"]),
+    ]
 
 
 def register(app: typer.Typer) -> None:

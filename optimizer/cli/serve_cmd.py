@@ -11,6 +11,7 @@ from rich.table import Table
 from optimizer.api import serve as run_serve
 from optimizer.api import serve_compare as run_serve_compare
 from optimizer.api import warn_renamed
+from optimizer.cli.best_table import best_per_table
 from optimizer.cli.common import (
     JsonOpt,
     OfflineOpt,
@@ -114,31 +115,30 @@ def _deployments_table(deployments: list[dict[str, Any]]) -> Table:
 def render_compare(data: dict[str, Any]) -> None:
     """Rich table of the best deployment per GPU type."""
     c = console()
-    table = Table(title="Best deployment per GPU type")
-    for col in ("gpu", "deployment", "$/h", "$/month", "capacity req/s"):
-        table.add_column(col, justify="right" if col[0] in "$c" else "left")
     why = data.get("per_gpu_explanation", {})
-    ranked = sorted(data["per_gpu"].items(), key=lambda kv: (kv[1] or {}).get("usd_per_hour", float("inf")))
-    for gpu, p in ranked:
-        if p is None:
-            table.add_row(gpu, f"[dim]{why.get(gpu, {}).get('text', '')}[/dim]", "", "", "")
-            continue
-        what = " + ".join(
-            f"{d['instances']}× {d['instance']} ({d['provider']}, TP{d['tp']}, "
-            f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})"
-            for d in p["deployments"]
-        )
-        table.add_row(
-            gpu,
-            what,
-            money(p["usd_per_hour"]),
-            money(p["usd_per_month"]),
-            f"{p['capacity_requests_per_s']:.3g}",
-        )
+    table = best_per_table(
+        "Best deployment per GPU type",
+        ("gpu", "deployment", "$/h", "$/month", "capacity req/s"),
+        ("$/h", "$/month", "capacity req/s"),
+        data["per_gpu"],
+        "usd_per_hour",
+        _compare_cells,
+        {gpu: why.get(gpu, {}).get("text", "") for gpu in data["per_gpu"]},
+    )
     c.print(table)
     best = data["best"]
     if best["plan"]:
         c.print(f"best overall (mixes allowed): {money(best['plan']['usd_per_hour'])}/h")
+
+
+def _compare_cells(p: dict[str, Any]) -> list[str]:
+    """A best deployment of `ccopt serve-compare`: its replicas, price and capacity."""
+    what = " + ".join(
+        f"{d['instances']}× {d['instance']} ({d['provider']}, TP{d['tp']}, "
+        f"{d['replicas']} replica{'s' if d['replicas'] != 1 else ''})"
+        for d in p["deployments"]
+    )
+    return [what, money(p["usd_per_hour"]), money(p["usd_per_month"]), f"{p['capacity_requests_per_s']:.3g}"]
 
 
 def serve(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from optimizer.errors import ConfigError
 from optimizer.files import MAX_NESTING, check_nesting, read_input_text
 
-__all__ = ["read_toml", "BYTE_ORDER_MARK"]
+__all__ = ["read_toml", "read_toml_as", "BYTE_ORDER_MARK"]
 
 #: what some Windows editors write at the start of a UTF-8 file; TOML 1.0 does not allow it,
 #: but it is no part of the document, so it is dropped before parsing
@@ -42,3 +43,17 @@ def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
         raise ConfigError(f"{file}: invalid TOML: {exc}") from None
     check_nesting(doc, str(file))
     return doc
+
+
+TableT = TypeVar("TableT")
+
+
+def read_toml_as(path: str | Path, from_dict: Callable[[dict[str, Any], str], TableT]) -> tuple[TableT, Path]:
+    """A TOML file validated by `from_dict` (given its table and the file's name), and the
+    file's folder (what its relative paths are relative to).
+
+    Raises:
+        ConfigError: missing file, invalid TOML (read_toml), or what `from_dict` refuses.
+    """
+    file = Path(path)
+    return from_dict(read_toml(file), str(file)), file.parent

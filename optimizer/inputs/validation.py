@@ -11,7 +11,7 @@ import math
 import types
 import typing
 import unicodedata
-from typing import Any
+from typing import Any, TypeVar
 
 import annotated_types as at
 from pydantic import BaseModel, ValidationError
@@ -21,6 +21,7 @@ from optimizer.errors import ConfigError
 
 __all__ = [
     "format_validation_error",
+    "validated",
     "allowed_range",
     "check_number",
     "check_text",
@@ -210,6 +211,21 @@ def format_validation_error(
     elif " is not allowed; allowed: " in msg:
         shown = ""  # the message already states the value
     return f"{field or 'job'}: {msg}{shown}"
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validated(model: type[ModelT], data: object, source: str, prefix: str = "") -> ModelT:
+    """`data` (a decoded table) validated as `model`.
+
+    Raises:
+        ConfigError: `source: ` and the first error in one line (format_validation_error).
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {format_validation_error(exc, prefix, model=model)}") from None
 
 
 def _toml(value: object) -> str:

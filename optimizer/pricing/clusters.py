@@ -18,7 +18,7 @@ from pathlib import Path
 
 from optimizer.errors import CatalogError
 from optimizer.inputs.gpus import data_path, load_gpus
-from optimizer.pricing.schema import COLUMNS, csv_number
+from optimizer.pricing.schema import COLUMNS, csv_number, read_csv_number
 from optimizer.pricing.terms import NO_TERMS, OfferingTerms
 from optimizer.vocabulary import COMMITMENT_HOURS, PRICING_MODELS
 
@@ -97,16 +97,7 @@ class ClusterRow:
 
 
 def _number(raw: Mapping[str, str], column: str, where: str) -> float | None:
-    text = (raw.get(column) or "").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise CatalogError(f"{where}, column '{column}': not a number ({text!r})") from None
-    if value < 0 or value != value:
-        raise CatalogError(f"{where}, column '{column}': must be ≥ 0 (got {text!r})")
-    return value
+    return read_csv_number(raw.get(column) or "", where, column)
 
 
 def _terms(raw: Mapping[str, str], where: str) -> OfferingTerms:

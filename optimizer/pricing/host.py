@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import csv
 import functools
-import math
 from dataclasses import dataclass
 
-from optimizer.errors import CatalogError
 from optimizer.inputs.gpus import data_path
+from optimizer.pricing.schema import read_csv_number
 
 __all__ = ["StorageRates", "storage_rates", "storage_providers", "local_nvme_gb", "ALL_REGIONS"]
 
@@ -36,19 +35,6 @@ class StorageRates:
     source: str
 
 
-def _number(raw: str, path: str, line: int, column: str) -> float | None:
-    text = raw.strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise CatalogError(f"{path}: row {line}, column '{column}': not a number: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise CatalogError(f"{path}: row {line}, column '{column}': must be a finite number ≥ 0, got {text}")
-    return value
-
-
 @functools.lru_cache(maxsize=2)
 def _storage(path: str) -> dict[tuple[str, str], StorageRates]:
     out: dict[tuple[str, str], StorageRates] = {}
@@ -56,7 +42,7 @@ def _storage(path: str) -> dict[tuple[str, str], StorageRates]:
         for line, raw in enumerate(csv.DictReader(handle), start=2):
 
             def num(col: str, raw: dict[str, str] = raw, line: int = line) -> float | None:
-                return _number(raw.get(col) or "", path, line, col)
+                return read_csv_number(raw.get(col) or "", f"{path}: row {line}", col)
 
             key = (raw["provider"].strip().lower(), raw["region"].strip())
             out[key] = StorageRates(
@@ -77,8 +63,8 @@ def _nvme(path: str) -> dict[tuple[str, str], float | None]:
     out: dict[tuple[str, str], float | None] = {}
     with open(path, newline="", encoding="utf-8") as handle:
         for line, raw in enumerate(csv.DictReader(handle), start=2):
-            out[(raw["provider"].strip().lower(), raw["instance_type"].strip())] = _number(
-                raw.get("local_nvme_gb") or "", path, line, "local_nvme_gb"
+            out[(raw["provider"].strip().lower(), raw["instance_type"].strip())] = read_csv_number(
+                raw.get("local_nvme_gb") or "", f"{path}: row {line}", "local_nvme_gb"
             )
     return out
 

@@ -49,6 +49,7 @@ COLUMNS = (
 )
 
 __all__ = [
+    "read_csv_number",
     "COLUMNS",
     "csv_number",
     "OfferingRow",
@@ -72,6 +73,25 @@ __all__ = [
 def csv_number(value: float) -> str:
     """A number as the offerings CSVs write it: rounded to 6 decimals, no trailing zeros."""
     return f"{round(value, 6):.6f}".rstrip("0").rstrip(".")
+
+
+def read_csv_number(text: str, where: str, column: str) -> float | None:
+    """An optional number cell of a data CSV (clusters, host and storage tables): None when
+    empty, else a finite number ≥ 0.
+
+    Raises:
+        CatalogError: `WHERE, column 'C': not a number ('x')` or `must be ≥ 0 and finite`.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise CatalogError(f"{where}, column '{column}': not a number ({text!r})") from None
+    if not math.isfinite(value) or value < 0:
+        raise CatalogError(f"{where}, column '{column}': must be ≥ 0 and finite (got {text!r})")
+    return value
 
 
 PriceOrigin = Literal["bundled", "refreshed", "file", "overlay"]

@@ -163,3 +163,32 @@ def test_a_memory_kind_other_than_the_logs_is_refused():
     )
     assert out.exit_code == 2
     assert "prints the reserved peak; leave --memory-kind out" in out.stderr
+
+
+def _titan_lines(path: Path, tps: str, memory: str) -> Path:
+    """Five torchtitan step lines (steps 1-5, file lines 1-5) printing `tps` and `memory`."""
+    line = "[rank0]:[titan] - root - INFO - step: {s}  loss: 9.1  memory: {m}  tps: {t}"
+    path.write_text(
+        "\n".join(line.format(s=s, m=memory, t=tps) for s in range(1, 6)) + "\n", encoding="utf-8"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("tps", "memory", "phrase"),
+    [
+        # 0.1 tokens/s per GPU × 8 GPUs = 0.8 tokens/s: 1024 × 4096 tokens a step / 0.8 = 5.24e6 s > 1e6 s
+        ("0.1", "152.40GiB",
+         "lines 4-5: 0.1 tokens/s per GPU (median of 2 steps) × 8 GPUs = 0.8 tokens/s means 5.24e+06 s"),
+        # 2e11 × 8 = 1.6e12 tokens/s > 1e12
+        ("2e11", "152.40GiB", "lines 4-5: 200,000,000,000 tokens/s per GPU"),
+        # 9,000 GiB per GPU on a 180 GiB B200 (× 1.05 slack = 189 GiB)
+        ("25,800", "9000.40GiB", "line 1: peak memory 9000.4 GiB per GPU (reserved) is more than a B200 has"),
+    ],
+)  # fmt: skip
+def test_log_figures_out_of_range_name_the_log_line_not_a_flag(tmp_path, tps, memory, phrase):
+    log = _titan_lines(tmp_path / "run.log", tps, memory)
+    out = runner.invoke(app, ["calibrate", "--from-log", str(log), *B200_FLAGS])
+    assert out.exit_code == 2, out.stdout
+    assert f"--from-log: {log} {phrase}" in " ".join(out.stderr.split())
+    assert "--tokens-per-s" not in out.stderr and "--peak-memory-gib" not in out.stderr

@@ -8,6 +8,8 @@ from optimizer.errors import ConfigError
 from optimizer.inputs import aliases
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.gpus import get_gpu
+from optimizer.inputs.jobs.rl import rl_job_from_dict
+from optimizer.inputs.jobs.serve import serve_job_from_dict
 from optimizer.inputs.jobs.train import Job, job_from_dict, load_job
 from optimizer.model.setup import Layout
 from optimizer.model.step_time import Cluster, training_step_time
@@ -33,6 +35,21 @@ BASE = {
 def test_validation_errors_name_the_field(patch: dict, phrase: str) -> None:
     with pytest.raises(ConfigError, match=phrase):
         job_from_dict({**BASE, **patch})
+
+
+@pytest.mark.parametrize(
+    ("from_dict", "phrase"),
+    [
+        (job_from_dict, "workload: Input should be a valid dictionary"),
+        (serve_job_from_dict, "workload: Input should be a valid dictionary"),
+        (rl_job_from_dict, "workload.kind: None is not an RL job"),
+    ],
+)
+def test_a_workload_that_is_not_a_table_is_bad_input_not_a_crash(from_dict, phrase) -> None:
+    # `workload = "x"` in a job file: each planner's kind check reads it as no kind (before: an
+    # AttributeError, exit 3, for the training and serving tables)
+    with pytest.raises(ConfigError, match=phrase):
+        from_dict({**BASE, "workload": "x"})
 
 
 def test_model_given_twice_is_rejected() -> None:

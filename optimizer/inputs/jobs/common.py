@@ -49,6 +49,7 @@ __all__ = [
     "stack_name",
     "format_validation_error",
     "coerce_document",
+    "workload_kind",
 ]
 
 
@@ -467,6 +468,16 @@ def coerce_document(
     if isinstance(doc, cls):
         return doc, None
     raise ConfigError(f"{field}: expected a path, a dict or a {cls.__name__}, got {type(doc).__name__}")
+
+
+def workload_kind(data: object, default: str | None = None) -> object:
+    """The `workload.kind` a decoded job table names, before it is validated (which planner it
+    is for): `default` when the workload is missing, not a table or names no kind; None when
+    `data` is not a table."""
+    if not isinstance(data, dict):
+        return None
+    workload = data.get("workload")
+    return workload.get("kind", default) if isinstance(workload, dict) else default
 
 
 def confidence_field(meets: str) -> Any:

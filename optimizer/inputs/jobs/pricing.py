@@ -35,9 +35,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from optimizer.errors import ConfigError, did_you_mean
+from optimizer.errors import did_you_mean
 from optimizer.inputs.jobs.limits import (
     MAX_GPUS_PER_INSTANCE,
     MAX_INSTANCES,
@@ -46,7 +46,7 @@ from optimizer.inputs.jobs.limits import (
 )
 from optimizer.inputs.jobs.strict import GpuName, StrictModel
 from optimizer.inputs.toml_file import read_toml
-from optimizer.inputs.validation import format_validation_error
+from optimizer.inputs.validation import validated
 from optimizer.vocabulary import PRICING_MODELS, InterNodeKind, PricingModel
 
 __all__ = [
@@ -197,10 +197,7 @@ def overlay_from_dict(data: dict[str, Any], source: str, prefix: str = "") -> Pr
     Raises:
         ConfigError: one line naming `source`, the field and the allowed values.
     """
-    try:
-        return PriceOverlay.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {format_validation_error(exc, prefix, model=PriceOverlay)}") from None
+    return validated(PriceOverlay, data, source, prefix)
 
 
 def load_overlay(path: Path) -> PriceOverlay:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.common import (
@@ -35,10 +35,11 @@ from optimizer.inputs.jobs.common import (
     JobFile,
     StrictModel,
     confidence_field,
-    format_validation_error,
+    workload_kind,
 )
 from optimizer.inputs.jobs.strict import GpuName
-from optimizer.inputs.toml_file import read_toml
+from optimizer.inputs.toml_file import read_toml_as
+from optimizer.inputs.validation import validated
 from optimizer.model.rl.setup import RL_KINDS, RlAssumptions, RlSetup
 from optimizer.vocabulary import PricingModel
 
@@ -205,17 +206,13 @@ def rl_job_from_dict(data: dict[str, Any], source: str = "job") -> RlJob:
     Raises:
         ConfigError: one line naming the file, the field, the problem and allowed values.
     """
-    workload = data.get("workload") if isinstance(data, dict) else None
-    kind = workload.get("kind") if isinstance(workload, dict) else None
+    kind = workload_kind(data)
     if kind not in RL_KINDS:
         raise ConfigError(
             f"{source}: workload.kind: {kind!r} is not an RL job; allowed: {', '.join(RL_KINDS)} "
             '(`ccopt plan` for training kinds, `ccopt serve` for kind = "serve")'
         )
-    try:
-        return RlJob.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {format_validation_error(exc, model=RlJob)}") from None
+    return validated(RlJob, data, source)
 
 
 def load_rl_job(path: str | Path) -> tuple[RlJob, Path]:
@@ -224,5 +221,4 @@ def load_rl_job(path: str | Path) -> tuple[RlJob, Path]:
     Raises:
         ConfigError: missing file, invalid TOML, or an invalid field.
     """
-    file = Path(path)
-    return rl_job_from_dict(read_toml(file), str(file)), file.parent
+    return read_toml_as(path, rl_job_from_dict)

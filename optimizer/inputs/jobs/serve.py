@@ -24,13 +24,14 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.inputs.jobs.common import StrictModel, confidence_field
+from optimizer.inputs.jobs.common import StrictModel, confidence_field, workload_kind
 from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel
-from optimizer.inputs.jobs.train import JobFile, format_validation_error, stack_name
-from optimizer.inputs.toml_file import read_toml
+from optimizer.inputs.jobs.train import JobFile, stack_name
+from optimizer.inputs.toml_file import read_toml_as
+from optimizer.inputs.validation import validated
 from optimizer.model.layout import TP_DEGREES
 
 __all__ = [
@@ -323,16 +324,13 @@ def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:
     Raises:
         ConfigError: one line naming the field, the problem and allowed values.
     """
-    kind = (data.get("workload") or {}).get("kind", "serve") if isinstance(data, dict) else None
+    kind = workload_kind(data, "serve")
     if kind != "serve":
         raise ConfigError(
             f"{source}: workload.kind: {kind!r} is not a serving job; use "
             'kind = "serve" (or `ccopt plan` for training jobs)'
         )
-    try:
-        return ServeJob.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {format_validation_error(exc, model=ServeJob)}") from None
+    return validated(ServeJob, data, source)
 
 
 def load_serve_job(path: str | Path) -> tuple[ServeJob, Path]:
@@ -341,6 +339,4 @@ def load_serve_job(path: str | Path) -> tuple[ServeJob, Path]:
     Raises:
         ConfigError: missing file, invalid TOML, or an invalid field.
     """
-    file = Path(path)
-    data = read_toml(file)
-    return serve_job_from_dict(data, str(file)), file.parent
+    return read_toml_as(path, serve_job_from_dict)

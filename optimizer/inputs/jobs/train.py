@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.common import (
@@ -25,14 +25,15 @@ from optimizer.inputs.jobs.common import (
     confidence_field,
     format_validation_error,
     stack_name,
+    workload_kind,
 )
 from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
 from optimizer.inputs.jobs.progress import Progress
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel
-from optimizer.inputs.toml_file import read_toml
-from optimizer.inputs.validation import check_number
+from optimizer.inputs.toml_file import read_toml_as
+from optimizer.inputs.validation import check_number, validated
 from optimizer.model.bands import CONFIDENCE_RANGE
 from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
 from optimizer.model.rl.setup import RL_KINDS
@@ -479,19 +480,14 @@ def fit_job_to_model(job: _J, model: ModelSpec | SampleProfile) -> _J:
 
 def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:
     """Validate a decoded job table; ConfigError with one line on failure."""
-    kind = (data.get("workload") or {}).get("kind") if isinstance(data, dict) else None
+    kind = workload_kind(data)
     if kind in RL_KINDS:  # an RL post-training job: its own planner (optimizer/solve/rl)
         raise ConfigError(
             f"{source}: workload.kind: {kind!r} is an RL post-training job; run `ccopt rl` on it"
         )
-    try:
-        return Job.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {format_validation_error(exc, model=Job)}") from None
+    return validated(Job, data, source)
 
 
 def load_job(path: str | Path) -> tuple[Job, Path]:
     """Read and validate a job TOML file. Returns the job and its directory (for relative paths)."""
-    file = Path(path)
-    data = read_toml(file)
-    return job_from_dict(data, str(file)), file.parent
+    return read_toml_as(path, job_from_dict)

@@ -9,16 +9,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import (
-    GIB_PER_GB,
-    LogLine,
-    MemoryReading,
-    ParsedLog,
-    StepRecord,
-    count,
-    log_error,
-    number,
-)
+from optimizer.inputs.training_logs.records import GIB_PER_GB, LogLine, MemoryReading, ParsedLog, StepRecord
 
 __all__ = ["COMPOSER"]
 
@@ -39,7 +30,7 @@ class _Composer:
     def claims(self, text: str) -> bool:
         return bool(_HEADER.search(text))
 
-    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         batch: tuple[int, int] | None = None  # (batch, header line)
         values: dict[str, tuple[float, int]] = {}
@@ -47,12 +38,12 @@ class _Composer:
             head = _HEADER.search(ln.text)
             if head:
                 _flush(out, batch, values)
-                batch, values = (count(head.group(1), file, ln.number, "batch"), ln.number), {}
+                batch, values = (ln.count(head.group(1), "batch"), ln.number), {}
             for key, raw in _PAIR.findall(ln.text):
                 if key in _KEYS and batch is not None:
-                    values[_KEYS[key]] = (number(raw, file, ln.number, f"Train {key}"), ln.number)
+                    values[_KEYS[key]] = (ln.value(raw, f"Train {key}"), ln.number)
                 elif key in _KEYS:
-                    raise log_error(file, ln.number, f"Train {key} before any [batch=N/M] header")
+                    raise ln.error(f"Train {key} before any [batch=N/M] header")
         _flush(out, batch, values)
         return out
 

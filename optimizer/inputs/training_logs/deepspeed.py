@@ -9,15 +9,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import (
-    LogLine,
-    MemoryReading,
-    ParsedLog,
-    StepRecord,
-    count,
-    log_error,
-    number,
-)
+from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord
 
 __all__ = ["DEEPSPEED"]
 
@@ -35,7 +27,7 @@ class _DeepSpeed:
     def claims(self, text: str) -> bool:
         return bool(_TIMER.search(text))
 
-    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         for ln in lines:
             m = _TIMER.search(ln.text)
@@ -43,18 +35,17 @@ class _DeepSpeed:
                 continue
             rate = _CURRENT.search(ln.text) or _AVERAGE.search(ln.text)
             if rate is None:
-                raise log_error(file, ln.number, "a DeepSpeed timer line without SamplesPerSec=")
+                raise ln.error("a DeepSpeed timer line without SamplesPerSec=")
             out.records.append(
                 StepRecord(
                     line=ln.number,
-                    step=count(m.group(1) or m.group(2), file, ln.number, "step"),
-                    samples_per_s=number(rate.group(1), file, ln.number, "SamplesPerSec"),
+                    step=ln.count(m.group(1) or m.group(2), "step"),
+                    samples_per_s=ln.value(rate.group(1), "SamplesPerSec"),
                 )
             )
             mem = _MAX_MEM.search(ln.text)
             if mem:
-                gib = number(mem.group(1), file, ln.number, "MaxMemAllocated")
-                out.memory.append(MemoryReading(ln.number, gib, "allocated"))
+                out.memory.append(ln.memory(mem.group(1), "MaxMemAllocated", "allocated"))
             if not _CURRENT.search(ln.text) and not out.notes:
                 out.notes.append("SamplesPerSec is DeepSpeed's average since the first step (older release)")
         return out

@@ -60,7 +60,7 @@ def read_lines(path: str | Path) -> list[LogLine]:
     out: list[LogLine] = []
     for number, line in enumerate(text.split("\n"), start=1):
         clean = _ANSI.sub("", line)
-        out.extend(LogLine(number, seg) for seg in clean.split("\r") if seg.strip())
+        out.extend(LogLine(file, number, seg) for seg in clean.split("\r") if seg.strip())
     return out
 
 
@@ -80,7 +80,7 @@ def detect_format(lines: list[LogLine], file: str) -> LogFormat:
         names.remove("deepspeed")
     if "lightning" in names and _UNDER_LIGHTNING & set(names):
         names.remove("lightning")
-    if not names and any(_bare_bar(ln, file) for ln in lines):
+    if not names and any(_bare_bar(ln) for ln in lines):
         return HF_TRAINER  # a bare tqdm bar of steps: the Trainer's (or an accelerate loop's)
     if not names:
         raise log_error(
@@ -99,9 +99,9 @@ def detect_format(lines: list[LogLine], file: str) -> LogFormat:
     return next(f for f in FORMATS if f.name == names[0])
 
 
-def _bare_bar(ln: LogLine, file: str) -> bool:
+def _bare_bar(ln: LogLine) -> bool:
     """A tqdm bar without a prefix, with a rate: what the Trainer prints of its steps."""
-    bar = read_bar(ln, file)
+    bar = read_bar(ln)
     return bar is not None and not bar.prefix and bar.s_per_it is not None
 
 
@@ -109,4 +109,4 @@ def parse_log(path: str | Path) -> ParsedLog:
     """Read, detect and parse a training log (records and memory, not yet summarised)."""
     lines = read_lines(path)
     fmt = detect_format(lines, str(path))
-    return fmt.parse(lines, str(path))
+    return fmt.parse(lines)

@@ -9,8 +9,10 @@ import statistics
 from dataclasses import dataclass, field
 
 from optimizer.inputs.training_logs.records import (
+    FIGURE_NAMES,
     MemoryReading,
     ParsedLog,
+    StepFigures,
     StepRecord,
     log_error,
 )
@@ -28,21 +30,12 @@ CONSISTENCY_TOLERANCE = 0.02
 _MIN_MFU_PCT_CHECKED = 5.0
 #: which peak is read when the log prints several kinds (the tensors' own bytes first)
 _KIND_ORDER = ("allocated", "reserved", "nvidia-smi")
-_FIGURES = (
-    "step_time_s",
-    "batch_time_s",
-    "tokens_per_s",
-    "tokens_per_s_per_gpu",
-    "samples_per_s",
-    "tflops_per_gpu",
-    "mfu_pct",
-)
 
 
-@dataclass(frozen=True)
-class LogFigures:
-    """What a log says of its run: the medians (None: not printed), how many steps they are
-    of and where, the peak memory per GPU and its kind."""
+@dataclass(frozen=True, kw_only=True)
+class LogFigures(StepFigures):
+    """What a log says of its run: the medians of its step figures (None: not printed), how
+    many steps they are of and where, the peak memory per GPU and its kind."""
 
     fmt: str
     file: str
@@ -51,13 +44,6 @@ class LogFigures:
     warmup_steps: int
     first_line: int | None
     last_line: int | None
-    step_time_s: float | None = None
-    batch_time_s: float | None = None
-    tokens_per_s: float | None = None
-    tokens_per_s_per_gpu: float | None = None
-    samples_per_s: float | None = None
-    tflops_per_gpu: float | None = None
-    mfu_pct: float | None = None
     peak_memory_gib: float | None = None
     memory_kind: str | None = None
     memory_line: int | None = None
@@ -90,7 +76,7 @@ def summarise(parsed: ParsedLog, file: str, warmup_steps: int = WARMUP_STEPS) ->
     _check_constants(kept, parsed.memory, file)
     medians = {
         name: statistics.median(values)
-        for name in _FIGURES
+        for name in FIGURE_NAMES
         if (values := [v for r in kept if (v := getattr(r, name)) is not None])
     }
     peak = _peak(parsed.memory)

@@ -9,13 +9,7 @@ from __future__ import annotations
 import re
 
 from optimizer.inputs.training_logs.progress_bar import read_bar
-from optimizer.inputs.training_logs.records import (
-    LogLine,
-    MemoryReading,
-    ParsedLog,
-    StepRecord,
-    number,
-)
+from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord
 
 __all__ = ["HF_TRAINER"]
 
@@ -30,20 +24,19 @@ class _HfTrainer:
     def claims(self, text: str) -> bool:
         return bool(_LOSS_DICT.search(text)) or "trainer.py:" in text and "Running training" in text
 
-    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         seen: set[int] = set()
         total: int | None = None  # the training bar's (max_steps); evaluation bars differ
         for ln in lines:
             summary = _SUMMARY.search(ln.text)
             if summary:
-                rate = number(summary.group(1), file, ln.number, "train_samples_per_second")
+                rate = ln.value(summary.group(1), "train_samples_per_second")
                 out.summary = StepRecord(line=ln.number, step=0, samples_per_s=rate)
             mem = _MEMORY.search(ln.text)
             if mem:
-                gib = number(mem.group(1), file, ln.number, "memory/max_mem_allocated(gib)")
-                out.memory.append(MemoryReading(ln.number, gib, "allocated"))
-            bar = read_bar(ln, file)
+                out.memory.append(ln.memory(mem.group(1), "memory/max_mem_allocated(gib)", "allocated"))
+            bar = read_bar(ln)
             # a bar of optimizer steps: no "Epoch" prefix (Lightning's), once per step count
             if bar is None or bar.s_per_it is None or bar.prefix or bar.n in seen:
                 continue

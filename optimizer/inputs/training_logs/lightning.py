@@ -22,14 +22,14 @@ class _Lightning:
     def claims(self, text: str) -> bool:
         return bool(_EPOCH_BAR.search(text))
 
-    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         last: dict[int, StepRecord] = {}  # the last update of each iteration count
         epoch_base, prev_n = 0, -1
         for ln in lines:
             if not _EPOCH_BAR.search(ln.text):
                 continue
-            bar = read_bar(ln, file)
+            bar = read_bar(ln)
             if bar is None or bar.s_per_it is None:
                 continue
             if bar.n < prev_n:  # a new epoch restarts the count: number iterations on

@@ -9,16 +9,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import (
-    GIB_PER_MIB,
-    LogLine,
-    MemoryReading,
-    ParsedLog,
-    StepRecord,
-    count,
-    log_error,
-    number,
-)
+from optimizer.inputs.training_logs.records import GIB_PER_MIB, LogLine, ParsedLog, StepRecord
 
 __all__ = ["MEGATRON"]
 
@@ -35,32 +26,26 @@ class _Megatron:
         iteration = bool(_ITER.search(text)) and "elapsed time per iteration (ms)" in text
         return iteration or ("memory (MB)" in text and "max allocated:" in text)
 
-    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         for ln in lines:
             mem = _MEMORY.search(ln.text)
             if mem:
-                mib = number(mem.group(1), file, ln.number, "max allocated (MB)")
-                out.memory.append(MemoryReading(ln.number, mib * GIB_PER_MIB, "allocated"))
+                out.memory.append(ln.memory(mem.group(1), "max allocated (MB)", "allocated", GIB_PER_MIB))
                 continue
             it = _ITER.search(ln.text)
             if not it:
                 continue
             elapsed = _ELAPSED.search(ln.text)
             if not elapsed:
-                raise log_error(
-                    file, ln.number, "a Megatron iteration line without 'elapsed time per iteration (ms)'"
-                )
+                raise ln.error("a Megatron iteration line without 'elapsed time per iteration (ms)'")
             tflops = _TFLOPS.search(ln.text)
             out.records.append(
                 StepRecord(
                     line=ln.number,
-                    step=count(it.group(1), file, ln.number, "iteration"),
-                    step_time_s=number(elapsed.group(1), file, ln.number, "elapsed time per iteration")
-                    / 1000,
-                    tflops_per_gpu=number(tflops.group(1), file, ln.number, "TFLOP/s/GPU")
-                    if tflops
-                    else None,
+                    step=ln.count(it.group(1), "iteration"),
+                    step_time_s=ln.value(elapsed.group(1), "elapsed time per iteration") / 1000,
+                    tflops_per_gpu=ln.value(tflops.group(1), "TFLOP/s/GPU") if tflops else None,
                 )
             )
         return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord, count, number
+from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord
 
 __all__ = ["NEMO"]
 
@@ -23,7 +23,7 @@ class _Nemo:
     def claims(self, text: str) -> bool:
         return bool(_LINE.search(text))
 
-    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         for ln in lines:
             m = _LINE.search(ln.text)
@@ -34,8 +34,8 @@ class _Nemo:
             out.records.append(
                 StepRecord(
                     line=ln.number,
-                    step=count(step.group(1) if step else m.group(1), file, ln.number, "step"),
-                    step_time_s=number(timing.group(1), file, ln.number, "train_step_timing in s"),
+                    step=ln.count(step.group(1) if step else m.group(1), "step"),
+                    step_time_s=ln.value(timing.group(1), "train_step_timing in s"),
                 )
             )
         return out

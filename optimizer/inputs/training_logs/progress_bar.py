@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from optimizer.inputs.training_logs.records import LogLine, count, number
+from optimizer.inputs.training_logs.records import LogLine
 
 __all__ = ["Bar", "read_bar"]
 
@@ -29,15 +29,15 @@ class Bar:
     rest: str
 
 
-def read_bar(ln: LogLine, file: str) -> Bar | None:
+def read_bar(ln: LogLine) -> Bar | None:
     """The bar on this line segment, or None when it holds no tqdm bar."""
     m = _BAR.search(ln.text)
     if not m:
         return None
     rate = None
     if m.group("rate") != "?":
-        value = number(m.group("rate"), file, ln.number, f"progress-bar rate {m.group('unit')}")
+        value = ln.value(m.group("rate"), f"progress-bar rate {m.group('unit')}")
         rate = value if m.group("unit") == "s/it" else 1 / value
-    n = count(m.group("n"), file, ln.number, "progress-bar count")
-    total = count(m.group("total"), file, ln.number, "progress-bar total")
+    n = ln.count(m.group("n"), "progress-bar count")
+    total = ln.count(m.group("total"), "progress-bar total")
     return Bar(m.group("prefix").strip(), n, total, rate, m.group("rest"))

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Protocol
 
 from optimizer.errors import ConfigError
 
 __all__ = [
     "count",
+    "StepFigures",
+    "FIGURE_NAMES",
     "StepRecord",
     "MemoryReading",
     "ParsedLog",
@@ -31,24 +33,42 @@ GIB_PER_MIB = 1 / 1024
 
 @dataclass(frozen=True)
 class LogLine:
-    """One line of the log: its 1-based number in the file and its text (a progress bar's
-    carriage-return updates are separate LogLines with the same number)."""
+    """One line of the log: the file, its 1-based number in the file and its text (a progress
+    bar's carriage-return updates are separate LogLines with the same number). Its numbers are
+    read, and its errors raised, naming the file and this line."""
 
+    file: str
     number: int
     text: str
 
+    def value(self, raw: str, what: str) -> float:
+        """A printed number of this line (`number`)."""
+        return number(raw, self.file, self.number, what)
 
-@dataclass(frozen=True)
-class StepRecord:
-    """One logged step. Each figure is None when the line does not print it:
+    def count(self, raw: str, what: str) -> int:
+        """A printed step or batch counter of this line (`count`)."""
+        return count(raw, self.file, self.number, what)
+
+    def error(self, problem: str) -> ConfigError:
+        """The error of this line (`log_error`)."""
+        return log_error(self.file, self.number, problem)
+
+    def memory(
+        self, raw: str, what: str, kind: str, gib_per_unit: float = 1.0, card_pct: float | None = None
+    ) -> MemoryReading:
+        """A peak memory this line prints, in units of `gib_per_unit` GiB."""
+        return MemoryReading(self.number, self.value(raw, what) * gib_per_unit, kind, card_pct)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepFigures:
+    """The figures a log prints of its steps, each None when it does not print it:
 
     step_time_s: seconds per optimizer step; batch_time_s: seconds per progress-bar iteration
     (a micro-batch in PyTorch Lightning); tokens_per_s: tokens/s of the whole run;
     tokens_per_s_per_gpu: per GPU (torchtitan's tps); samples_per_s: sequences/s of the whole
     run; tflops_per_gpu and mfu_pct: as the framework prints them."""
 
-    line: int
-    step: int
     step_time_s: float | None = None
     batch_time_s: float | None = None
     tokens_per_s: float | None = None
@@ -56,6 +76,18 @@ class StepRecord:
     samples_per_s: float | None = None
     tflops_per_gpu: float | None = None
     mfu_pct: float | None = None
+
+
+#: the names of the figures, in the order above (the summary's medians, the output's `measured`)
+FIGURE_NAMES = tuple(f.name for f in fields(StepFigures))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepRecord(StepFigures):
+    """One logged step: its line, its number and the figures it prints."""
+
+    line: int
+    step: int
 
 
 @dataclass(frozen=True)
@@ -90,7 +122,7 @@ class LogFormat(Protocol):
         """Whether this line can only come from this framework."""
         ...
 
-    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
         """The step records and memory readings of the log (ConfigError naming a line)."""
         ...
 

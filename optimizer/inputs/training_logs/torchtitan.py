@@ -7,15 +7,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import (
-    LogLine,
-    MemoryReading,
-    ParsedLog,
-    StepRecord,
-    count,
-    log_error,
-    number,
-)
+from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord
 
 __all__ = ["TORCHTITAN"]
 
@@ -29,7 +21,7 @@ class _Torchtitan:
     def claims(self, text: str) -> bool:
         return bool(_STEP.search(text)) and "tps:" in text
 
-    def parse(self, lines: list[LogLine], file: str) -> ParsedLog:
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         for ln in lines:
             m = _STEP.search(ln.text)
@@ -37,25 +29,24 @@ class _Torchtitan:
                 continue
             fields = {k: (v, pct) for k, v, pct in _FIELD.findall(ln.text)}
             if "tps" not in fields:
-                raise log_error(file, ln.number, "a torchtitan step line without tps: (truncated?)")
+                raise ln.error("a torchtitan step line without tps: (truncated?)")
             rec = StepRecord(
                 line=ln.number,
-                step=count(m.group(1), file, ln.number, "step"),
-                tokens_per_s_per_gpu=number(fields["tps"][0], file, ln.number, "tps"),
-                tflops_per_gpu=_opt(fields, "tflops", file, ln.number),
-                mfu_pct=_opt(fields, "mfu", file, ln.number),
+                step=ln.count(m.group(1), "step"),
+                tokens_per_s_per_gpu=ln.value(fields["tps"][0], "tps"),
+                tflops_per_gpu=_opt(fields, "tflops", ln),
+                mfu_pct=_opt(fields, "mfu", ln),
             )
             out.records.append(rec)
             if "memory" in fields:
                 gib_text, pct_text = fields["memory"]
-                gib = number(gib_text.removesuffix("GiB"), file, ln.number, "memory")
-                pct = number(pct_text, file, ln.number, "memory %") if pct_text else None
-                out.memory.append(MemoryReading(ln.number, gib, "reserved", pct))
+                pct = ln.value(pct_text, "memory %") if pct_text else None
+                out.memory.append(ln.memory(gib_text.removesuffix("GiB"), "memory", "reserved", card_pct=pct))
         return out
 
 
-def _opt(fields: dict[str, tuple[str, str]], key: str, file: str, line: int) -> float | None:
-    return number(fields[key][0], file, line, key) if key in fields else None
+def _opt(fields: dict[str, tuple[str, str]], key: str, ln: LogLine) -> float | None:
+    return ln.value(fields[key][0], key) if key in fields else None
 
 
 TORCHTITAN = _Torchtitan()

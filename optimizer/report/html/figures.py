@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from markupsafe import Markup
 
+from optimizer.report.html.page import Chart
 from optimizer.units import HOURS_PER_DAY
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "chosen_marker",
     "no_plan_markers",
     "figure_div",
+    "figure_chart",
     "memory_figure",
     "step_figure",
     "pareto_figure",
@@ -116,6 +118,11 @@ def figure_div(fig: go.Figure, chart_id: str) -> Markup:
         fig, full_html=False, include_plotlyjs=False, div_id=chart_id, config=_PLOT_CONFIG, validate=True
     )
     return Markup(html)  # noqa: S704 - plotly's own output, no user markup
+
+
+def figure_chart(chart_id: str, fig: go.Figure, caption: str = "") -> Chart:
+    """The page's chart of a figure: its <div> carries the chart's id (figure_div)."""
+    return Chart(chart_id, figure_div(fig, chart_id), caption)
 
 
 def memory_figure(rows: Sequence[tuple[str, dict[str, Any], float | None]]) -> go.Figure:

@@ -8,8 +8,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from optimizer.report.html.figures import PALETTE, figure_div, styled
-from optimizer.report.html.page import Chart, Section, Table, num
+from optimizer.report.html.figures import PALETTE, figure_chart, styled
+from optimizer.report.html.page import Section, Table, num
 
 __all__ = ["goodput_section", "goodput_figure", "GOODPUT_PARTS"]
 
@@ -70,10 +70,6 @@ def goodput_section(p: dict[str, Any]) -> Section | None:
     )
     section.tables.append(Table("Where the hours go", ("part", "hours"), tuple(rows), numeric=(1,)))
     section.charts.append(
-        Chart(
-            "chart-goodput",
-            figure_div(goodput_figure(g), "chart-goodput"),
-            "Stacked: the run's wall-clock hours.",
-        )
+        figure_chart("chart-goodput", goodput_figure(g), "Stacked: the run's wall-clock hours.")
     )
     return section

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.report.html.figures import figure_div, memory_figure
+from optimizer.report.html.figures import figure_chart, memory_figure
 from optimizer.report.html.figures_ops import (
     deployment_label,
     gantt_figure,
@@ -16,7 +16,6 @@ from optimizer.report.html.figures_ops import (
 )
 from optimizer.report.html.inputs import ReportInputs
 from optimizer.report.html.page import (
-    Chart,
     Fragment,
     Page,
     Section,
@@ -159,19 +158,17 @@ def _batch_schedule(b: dict[str, Any], any_scheduled: bool) -> Section:
     )
     if any_scheduled:
         schedule.charts.append(
-            Chart(
+            figure_chart(
                 "chart-gantt",
-                figure_div(gantt_figure(b), "chart-gantt"),
+                gantt_figure(b),
                 "Bars: when each job runs, coloured by the capacity it uses; "
                 "red ticks: deadlines; grey triangles: release times.",
             )
         )
     if b["resources"]:
         schedule.charts.append(
-            Chart(
-                "chart-usage",
-                figure_div(usage_figure(b), "chart-usage"),
-                "Shared owned boxes and quota in use over the horizon.",
+            figure_chart(
+                "chart-usage", usage_figure(b), "Shared owned boxes and quota in use over the horizon."
             )
         )
     return schedule
@@ -272,19 +269,16 @@ def _serve_sections(inputs: ReportInputs, p: dict[str, Any]) -> list[Section]:
             ("replicas", f"{p['replicas']} on {p['gpus']} GPUs, {p['spare_replicas']} spare"),
         ],
     )
-    mix.charts.append(Chart("chart-mix", figure_div(replica_mix_figure(p), "chart-mix")))
+    mix.charts.append(figure_chart("chart-mix", replica_mix_figure(p)))
     cards = {e["gpu"]: e["gpu_memory_gib"] for e in inputs.latency_by_batch}
     mix.charts.append(
-        Chart(
+        figure_chart(
             "chart-memory",
-            figure_div(
-                memory_figure(
-                    [
-                        (f"{d['gpu']} TP{d['tp']} batch {d['batch']}", d["memory_gib"], cards.get(d["gpu"]))
-                        for d in p["deployments"]
-                    ]
-                ),
-                "chart-memory",
+            memory_figure(
+                [
+                    (f"{d['gpu']} TP{d['tp']} batch {d['batch']}", d["memory_gib"], cards.get(d["gpu"]))
+                    for d in p["deployments"]
+                ]
             ),
             "Per-GPU memory of each replica at its "
             "batch and context: weights, KV cache, activations, overhead.",
@@ -304,9 +298,9 @@ def _load_section(inputs: ReportInputs, p: dict[str, Any]) -> Section:
         if not any(abs(x - p["load_requests_per_s"]) < 1e-9 for x, _ in points):
             points.append((p["load_requests_per_s"], s))
         load.charts.append(
-            Chart(
+            figure_chart(
                 "chart-load",
-                figure_div(load_figure(points, p["load_requests_per_s"]), "chart-load"),
+                load_figure(points, p["load_requests_per_s"]),
                 "Each load re-solved: the cheapest mix that carries it within the latency targets.",
             )
         )
@@ -315,11 +309,9 @@ def _load_section(inputs: ReportInputs, p: dict[str, Any]) -> Section:
     if inputs.latency_by_batch:
         first = p["deployments"][0]
         load.charts.append(
-            Chart(
+            figure_chart(
                 "chart-latency",
-                figure_div(
-                    latency_figure(inputs.latency_by_batch, job["targets"], first["batch"]), "chart-latency"
-                ),
+                latency_figure(inputs.latency_by_batch, job["targets"], first["batch"]),
                 f"One replica of {deployment_label(first)} (ccopt estimate --mode serve at each batch): "
                 "larger batches raise throughput per replica and the time per token.",
             )

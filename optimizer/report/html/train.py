@@ -8,7 +8,7 @@ from typing import Any
 from optimizer.report.html.figures import (
     deadline_figure,
     deadline_points,
-    figure_div,
+    figure_chart,
     memory_figure,
     pareto_figure,
     rent_buy_figure,
@@ -18,7 +18,6 @@ from optimizer.report.html.goodput import goodput_section
 from optimizer.report.html.inputs import ReportInputs
 from optimizer.report.html.mix import mix_compare_row, mix_headline, mix_section
 from optimizer.report.html.page import (
-    Chart,
     Fragment,
     Page,
     Section,
@@ -252,9 +251,9 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
         Table(f"Per-GPU memory, GiB ({p['gpu']})", ("part", "GiB"), tuple(rows), numeric=(1,))
     )
     section.charts.append(
-        Chart(
+        figure_chart(
             "chart-memory",
-            figure_div(memory_figure([(f"{p['gpu']}", mem, card)]), "chart-memory"),
+            memory_figure([(f"{p['gpu']}", mem, card)]),
             "Stacked parts are what the planner fits "
             "(peak allocated); the marks show what the caching allocator reserves, what nvidia-smi "
             "would show and the card.",
@@ -276,9 +275,9 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
         )
     )
     section.charts.append(
-        Chart(
+        figure_chart(
             "chart-step",
-            figure_div(step_figure(p), "chart-step"),
+            step_figure(p),
             "Communication is what stays exposed after overlap with compute; "
             "the whisker is the P10–P90 range of the step time.",
         )
@@ -302,18 +301,18 @@ def _pareto_section(
     )
     if pareto:
         section.charts.append(
-            Chart(
+            figure_chart(
                 "chart-pareto",
-                figure_div(pareto_figure(pareto, p, deadline_d), "chart-pareto"),
+                pareto_figure(pareto, p, deadline_d),
                 "Error bars: finish time P10–P90 (P10 scaled from the step time's P10), cost up to its P90.",
             )
         )
     points = deadline_points(pareto, sweep)
     if points:
         section.charts.append(
-            Chart(
+            figure_chart(
                 "chart-deadline",
-                figure_div(deadline_figure(points, deadline_d, p["cost_usd"]), "chart-deadline"),
+                deadline_figure(points, deadline_d, p["cost_usd"]),
                 "Up to the job's deadline the curve is read off the Pareto front (the cheapest plan "
                 "finishing within each time); diamonds are the job re-planned at longer deadlines.",
             )
@@ -342,9 +341,9 @@ def _rent_buy_section(compare: dict[str, Any] | None, result: dict[str, Any]) ->
         section.tables.append(_rent_own_table(v))
     if compare and v and compare.get("break_even_per_gpu"):
         section.charts.append(
-            Chart(
+            figure_chart(
                 "chart-rent-buy",
-                figure_div(rent_buy_figure(compare), "chart-rent-buy"),
+                rent_buy_figure(compare),
                 (compare.get("break_even") or {}).get("note") or "",
             )
         )
