@@ -6,6 +6,7 @@ from typing import Any
 
 from optimizer.report.contract.common import emit
 from optimizer.report.contract.replan import ReplanOutput
+from optimizer.report.place import place_dict
 from optimizer.solve.train.replan import ReplanOption
 from optimizer.solve.train.replan_job import ReplanResult
 
@@ -13,16 +14,9 @@ __all__ = ["replan_json"]
 
 
 def _option(o: ReplanOption, result: ReplanResult) -> dict[str, Any]:
-    off = o.row.offering
     return {
         "kind": o.kind,
-        "gpu": off.gpu_id,
-        "provider": off.provider,
-        "instance": off.instance,
-        "region": off.region,
-        "pricing": off.pricing,
-        "instances": o.row.instances,
-        "gpus": o.row.gpus,
+        **place_dict(o.row),
         "layout": o.row.layout.as_dict(),
         "hours": round(o.hours, 3),
         "cost_usd": round(o.cost_usd, 2),

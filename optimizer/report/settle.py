@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optimizer.report.place import place_dict
 from optimizer.solve.train.settle import Settle
 from optimizer.solve.train.sizing_rule import SizingRule
 
@@ -15,13 +16,7 @@ def settle_dict(s: Settle, confidence: float, rule: SizingRule | None = None) ->
     rule = rule or SizingRule()
     probe, target = s.probe, s.target
     return {
-        "gpu": s.gpu,
-        "provider": probe.offering.provider,
-        "instance": probe.offering.instance,
-        "region": probe.offering.region,
-        "pricing": probe.offering.pricing,
-        "instances": probe.instances,
-        "gpus": probe.gpus,
+        **place_dict(probe),
         "layout": probe.layout.as_dict(),
         "network_matters": s.network_matters,
         "step_time_s": round(probe.step.time_s, 4),
@@ -33,13 +28,7 @@ def settle_dict(s: Settle, confidence: float, rule: SizingRule | None = None) ->
         "minutes": round(s.minutes, 1),
         "cost_usd": round(s.cost_usd, 2),
         "target": {
-            "gpu": target.offering.gpu_id,
-            "provider": target.offering.provider,
-            "instance": target.offering.instance,
-            "region": target.offering.region,
-            "pricing": target.offering.pricing,
-            "instances": target.instances,
-            "gpus": target.gpus,
+            **place_dict(target),
             "cost_usd": round(target.cost_usd, 2),
             "cost_if_holds_usd": round(s.cost_if_holds_usd, 2),
         },

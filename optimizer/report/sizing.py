@@ -7,6 +7,7 @@ from typing import Any
 
 from optimizer.report.contract.common import emit
 from optimizer.report.contract.sizing import SizingOutput
+from optimizer.report.place import place_dict
 from optimizer.report.settle import settle_dict
 from optimizer.report.train import figures_of
 from optimizer.solve.train.sizing import SizingResult, SizingRule
@@ -20,17 +21,11 @@ def sizing_json(result: SizingResult, rule: SizingRule | None = None) -> dict[st
     settles = {s.gpu: settle_dict(s, q, rule) for s in result.settles}
     runs = [
         {
-            "gpu": r.gpu,
+            **place_dict(r.probe),  # where the run goes: on the GPU type it measures
             "plan_cost_usd": round(r.plan.cost_usd, 2),
             "plan_cost_p10_usd": round(r.cost_p10_usd, 2),
             "plan_cost_p90_usd": round(r.cost_p90_usd, 2),
             "plan_days": round(figures_of(r.plan).days, 2),
-            "provider": r.probe.offering.provider,
-            "instance": r.probe.offering.instance,
-            "region": r.probe.offering.region,
-            "pricing": r.probe.offering.pricing,
-            "instances": r.probe.instances,
-            "gpus": r.probe.gpus,
             "layout": r.probe.layout.as_dict(),
             "step_time_s": round(r.probe.step.time_s, 4),
             "warmup_steps": r.warmup_steps,

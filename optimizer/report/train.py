@@ -8,6 +8,7 @@ from typing import Any
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.report.mix import mix_dict
+from optimizer.report.place import place_dict
 from optimizer.report.rent_buy import break_even_dict, verdict_dict
 from optimizer.report.settle import settle_dict
 from optimizer.solve.train.compare import CompareResult
@@ -82,13 +83,7 @@ def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any
     figures solve attached, rounded (`figures`: held by the result instead, as a batch does)."""
     off, f = c.offering, figures or figures_of(c)
     return {
-        "gpu": off.gpu_id,
-        "provider": off.provider,
-        "instance": off.instance,
-        "region": off.region,
-        "pricing": off.pricing,
-        "instances": c.instances,
-        "gpus": c.gpus,
+        **place_dict(c),
         "gpus_per_instance": off.gpus_per_instance,
         "layout": c.layout.as_dict(),
         "global_batch": c.layout.global_batch,

@@ -42,6 +42,20 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, defer_build=True)
 
 
+class PlaceOut(Contract):
+    """Where a cluster runs (report/place.place_dict): the base of every output naming one."""
+
+    gpu: str = Field(description="GPU type id")
+    provider: str
+    instance: str
+    region: str
+    pricing: str = Field(
+        description="on_demand | spot | reserved_1y | reserved_3y | capacity_block | owned | buy"
+    )
+    instances: int = Field(ge=1)
+    gpus: int = Field(ge=1, description="GPUs in total (instances × GPUs per instance)")
+
+
 class PriceOut(Contract):
     """Where a plan line's price comes from, its date and age (issue 33)."""
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.report.contract.common import SCHEMA_VERSION, Contract, LayoutOut
+from optimizer.report.contract.common import SCHEMA_VERSION, Contract, LayoutOut, PlaceOut
 from optimizer.report.contract.train import CatalogOut
 
 __all__ = ["ReplanOptionOut", "ReplanProgressOut", "SwitchCostsOut", "ReplanOutput"]
@@ -38,17 +38,10 @@ class SwitchCostsOut(Contract):
     egress_source: str
 
 
-class ReplanOptionOut(Contract):
+class ReplanOptionOut(PlaceOut):
     """One way to finish the rest."""
 
     kind: Literal["keep", "grow", "shrink", "switch"]
-    gpu: str
-    provider: str
-    instance: str
-    region: str
-    pricing: str
-    instances: int
-    gpus: int
     layout: LayoutOut
     hours: float = Field(description="wall hours to finish the rest, switching included")
     cost_usd: float = Field(description="to finish the rest, switching included")

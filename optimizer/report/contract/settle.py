@@ -5,37 +5,24 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from optimizer.report.contract.common import Contract, LayoutOut
+from optimizer.report.contract.common import LayoutOut, PlaceOut
 
 __all__ = ["SettleTargetOut", "SettleOut"]
 
 
-class SettleTargetOut(Contract):
+class SettleTargetOut(PlaceOut):
     """The contender's plan that the reading could make the answer."""
 
-    gpu: str
-    provider: str
-    instance: str
-    region: str
-    pricing: str
-    instances: int
-    gpus: int
     cost_usd: float = Field(description="its cost as planned now, at the job's confidence")
     cost_if_holds_usd: float = Field(
         description="its cost at the job's confidence after calibration, at multiplier_if_holds"
     )
 
 
-class SettleOut(Contract):
-    """The sizing run that settles a contender, and what it is worth (solve/train/settle.py)."""
+class SettleOut(PlaceOut):
+    """The sizing run that settles a contender, and what it is worth (solve/train/settle.py):
+    its place is where to run the reading (one node reads the compute), on the type it measures."""
 
-    gpu: str = Field(description="the GPU type the reading measures")
-    provider: str = Field(description="where to run the reading")
-    instance: str
-    region: str
-    pricing: str
-    instances: int = Field(description="instances of the reading (one node reads the compute)")
-    gpus: int
     layout: LayoutOut
     network_matters: bool = Field(
         description="the contender spans more instances than the reading: its inter-node "

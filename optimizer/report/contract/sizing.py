@@ -6,27 +6,21 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.report.contract.common import SCHEMA_VERSION, Contract, LayoutOut
+from optimizer.report.contract.common import SCHEMA_VERSION, Contract, LayoutOut, PlaceOut
 from optimizer.report.contract.settle import SettleOut
 from optimizer.report.contract.train import CatalogOut
 
 __all__ = ["SizingRunOut", "SettledOut", "SizingOutput"]
 
 
-class SizingRunOut(Contract):
-    """One GPU type still in contention and the short run that would measure it."""
+class SizingRunOut(PlaceOut):
+    """One GPU type still in contention and the short run that would measure it (its place:
+    where to run the sizing run, on the type it measures)."""
 
-    gpu: str
     plan_cost_usd: float = Field(description="the best plan of this GPU type (point estimate)")
     plan_cost_p10_usd: float
     plan_cost_p90_usd: float
     plan_days: float
-    provider: str = Field(description="where to run the sizing run")
-    instance: str
-    region: str
-    pricing: str
-    instances: int
-    gpus: int
     layout: LayoutOut
     step_time_s: float = Field(description="predicted seconds per step of the sizing run")
     warmup_steps: int = Field(description="steps before the reading (excluded)")

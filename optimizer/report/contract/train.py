@@ -13,6 +13,7 @@ from optimizer.report.contract.common import (
     ExplanationOut,
     LayoutOut,
     MemoryGiB,
+    PlaceOut,
     PriceOut,
     RejectedOut,
     SolverOut,
@@ -199,16 +200,9 @@ class IntervalBasis(Contract):
     )
 
 
-class PlanOut(Contract):
+class PlanOut(PlaceOut):
     """One training plan: where it runs, how it is split, how long and what it costs."""
 
-    gpu: str = Field(description="GPU type id")
-    provider: str
-    instance: str
-    region: str
-    pricing: str = Field(description="on_demand | spot | reserved_1y | reserved_3y | owned | buy")
-    instances: int = Field(ge=1)
-    gpus: int = Field(ge=1, description="GPUs in total (instances × GPUs per instance)")
     gpus_per_instance: int | None = None
     layout: LayoutOut
     global_batch: int = Field(description="sequences per optimizer step")
