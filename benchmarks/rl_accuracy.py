@@ -75,6 +75,11 @@ def _setup(r: dict[str, str], model: ModelSpec) -> RlSetup:
         response_tokens_max=int(r["response_tokens_max"]),
         critic=ppo,
         reward_model_params=float(model.params()) if ppo else 0.0,  # a policy-sized reward model
+        # the rollout engine as the run configured it (0: the model chooses)
+        rollout_tp=int(r["rollout_tp"] or 0),
+        rollout_memory_utilization=float(r["rollout_memory_utilization"] or 0),
+        rollout_cuda_graphs=r["rollout_cuda_graphs"] != "false",
+        rollout_wave=int(r["rollout_wave"] or 0),
     )
 
 

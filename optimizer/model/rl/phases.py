@@ -16,7 +16,7 @@ from optimizer.model.cluster import Cluster
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.layout import TP_DEGREES, BatchRule, training_layouts
 from optimizer.model.memory import memory_model_for
-from optimizer.model.rl.setup import RlAssumptions, RlSetup
+from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlAssumptions, RlSetup
 from optimizer.model.serving import serving_max_batch, serving_perf
 from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -28,10 +28,13 @@ __all__ = [
     "Generation",
     "Update",
     "generation_phase",
+    "rollout_step_s",
+    "response_kv_tokens",
     "update_phase",
     "sync_s",
     "TP_CHOICES",
     "MICRO_BATCHES",
+    "BATCH_TOLERANCE",
     "TRAIN_STACK",
     "train_precision",
     "GEN_STACK",
@@ -42,6 +45,9 @@ __all__ = [
 TP_CHOICES = TP_DEGREES
 #: micro-batches per GPU tried for the update (verl ppo_micro_batch_size_per_gpu)
 MICRO_BATCHES = (1, 2, 4, 8)
+#: the update's mini-batches need not divide the step's sequences: dp × micro-batch × accumulation
+#: may miss them by this share (so a training pool has at most (1 + this) × sequences GPUs)
+BATCH_TOLERANCE = 0.5
 #: the stack profiles the phases are timed with (optimizer/model/data/stacks.toml)
 TRAIN_STACK = "fsdp"
 GEN_STACK = "vllm"
@@ -60,6 +66,7 @@ class Generation:
     #: share of the whole card the rollout engine may take (vLLM gpu_memory_utilization):
     #: the stack's KV budget fraction of what the trainer leaves
     memory_utilization: float = 0.9
+    waves: int = 1  # rounds of rl.rollout_wave sequences per replica, one after the other
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,68 @@ def _serve_setup(rl: RlSetup, batch: int) -> ServeSetup:
     )
 
 
+def response_kv_tokens(mean: float, cap: int) -> float:
+    """Mean KV context of a generated token, response part: a token at position t reads t
+    cached tokens, so over all tokens it is E[L²] / (2 E[L]) of the response lengths L.
+    GUESS shape: L exponential cut at `cap` (responses running to max_response_length stop
+    there; the long tail of RL rollouts), its scale λ solving λ (1 − e^(−cap/λ)) = mean; then
+    E[L²] = 2 λ² (1 − e^(−r) (1 + r)), r = cap / λ (moments of the censored exponential).
+    Equal lengths would give mean / 2 (the serving model's o / 2)."""
+    if mean >= 0.999 * cap:
+        return cap / 2.0
+    lo, hi = mean, 1e6 * cap
+    for _ in range(100):  # bisection: the censored mean rises with λ
+        lam = math.sqrt(lo * hi)
+        lo, hi = (lam, hi) if lam * -math.expm1(-cap / lam) < mean else (lo, lam)
+    r = cap / lam
+    second = 2.0 * lam * lam * (1.0 - math.exp(-r) * (1.0 + r))
+    return second / (2.0 * mean)
+
+
+def rollout_step_s(gpu_step_s: float, layers: int, rl: RlSetup, rla: RlAssumptions) -> float:
+    """Seconds of one decode iteration of the rollout engine: the GPU's work, or the host's
+    eager kernel launches when those are slower (CUDA launches are asynchronous and overlap
+    the GPU's work), plus the host's per-iteration work the GPU waits for (scheduling, the
+    sampled tokens' copy to the CPU, output processing: vLLM issue #6854)."""
+    launches = 0.0 if rl.rollout_cuda_graphs else layers * rla.eager_host_s_per_layer
+    return max(gpu_step_s, launches) + rla.decode_host_s_per_step
+
+
+def _engine_card(gpu: GpuSpec, rl: RlSetup, reserved_gib: float) -> GpuSpec:
+    """The card as the rollout engine sees it: what the trainer leaves, or at most the
+    stated gpu_memory_utilization of the whole card (vLLM: the engine's weights, activations
+    and KV cache within utilization × total memory), in the stack's budget terms."""
+    left = gpu.memory_gib - reserved_gib
+    if rl.rollout_memory_utilization > 0:
+        stated = rl.rollout_memory_utilization * gpu.memory_gib / get_stack(GEN_STACK).kv_memory_fraction
+        left = min(left, stated)
+    return replace(gpu, memory_gib=left)
+
+
+def _replica_rollout(
+    model: ModelSpec, rl: RlSetup, card: GpuSpec, tp: int, a: PerfAssumptions, rla: RlAssumptions, seqs: int
+) -> tuple[float, float, float, int, int] | None:
+    """(seconds, bulk, tail, batch, waves) of one replica generating `seqs` sequences in waves
+    of rl.rollout_wave (0: one wave), each wave lasting until its longest response is done."""
+    wave = min(seqs, rl.rollout_wave) if rl.rollout_wave else seqs
+    waves = math.ceil(seqs / wave)
+    batch = serving_max_batch(model, _serve_setup(rl, 1), card, tp, a, cap=wave)
+    if batch == 0:
+        return None
+    p, o = int(rl.prompt_tokens_mean), max(1, int(rl.response_tokens_mean))
+    # the serving model reads a KV context of p + o_kv / 2 per decode (response_kv_tokens)
+    o_kv = max(1, round(2.0 * response_kv_tokens(o, rl.response_tokens_max)))
+    perf = serving_perf(model, _serve_setup(rl, batch), card, tp, p, o_kv, a)
+    # continuous batching keeps `concurrency` in flight: wave / concurrency × o iterations
+    bulk = wave / perf.concurrency * o * rollout_step_s(perf.tpot_s, model.layers, rl, rla)
+    # the longest response: response_max iterations with wave × mean / max alive on average
+    alive = max(1, min(batch, round(wave * o / rl.response_tokens_max)))
+    longest = serving_perf(model, _serve_setup(rl, alive), card, tp, p, o_kv, a)
+    floor = rl.response_tokens_max * rollout_step_s(longest.decode_step_s, model.layers, rl, rla)
+    per_wave = max(bulk, floor)
+    return waves * per_wave, waves * bulk, waves * (per_wave - bulk), batch, waves
+
+
 def generation_phase(
     model: ModelSpec,
     rl: RlSetup,
@@ -93,6 +162,7 @@ def generation_phase(
     a: PerfAssumptions,
     reserved_gib: float = 0.0,
     tp_min: int = 1,
+    rla: RlAssumptions = DEFAULT_RL_ASSUMPTIONS,
 ) -> Generation | None:
     """Fastest rollout of the step's sequences on `gpus` GPUs (None: no replica fits).
 
@@ -102,30 +172,26 @@ def generation_phase(
     of the replica); and the step waits for the longest response, response_max decode steps
     during which on average sequences × mean / max of the replica's are still generating (the
     sum of the sequences alive over those steps is its output tokens): the long tail of RL
-    rollouts (verl docs "agentic RL / partial rollout", NeMo-RL async GRPO motivation).
-    `reserved_gib` per GPU stays with the trainer (colocated pools keep the training state);
-    replicas use at least `tp_min` GPUs (a colocated update fits beside that rollout shard).
+    rollouts (verl docs "agentic RL / partial rollout", NeMo-RL async GRPO motivation). Each
+    decode iteration carries the host's overheads (rollout_step_s). `reserved_gib` per GPU
+    stays with the trainer (colocated pools keep the training state); replicas use at least
+    `tp_min` GPUs (a colocated update fits beside that rollout shard) unless rl.rollout_tp
+    states the degree.
     """
-    card = replace(gpu, memory_gib=gpu.memory_gib - reserved_gib)
+    card = _engine_card(gpu, rl, reserved_gib)
     if card.memory_gib <= 0:
         return None
     best: Generation | None = None
-    for tp in TP_CHOICES:
-        if tp < tp_min or tp > gpus_per_node or gpus % tp or model.heads % tp:
+    for tp in (rl.rollout_tp,) if rl.rollout_tp else TP_CHOICES:
+        if (tp < tp_min and not rl.rollout_tp) or tp > gpus_per_node or gpus % tp or model.heads % tp:
             continue
         replicas = gpus // tp
-        per_replica = math.ceil(rl.sequences / replicas)
-        batch = serving_max_batch(model, _serve_setup(rl, 1), card, tp, a, cap=per_replica)
-        if batch == 0:
+        timed = _replica_rollout(model, rl, card, tp, a, rla, math.ceil(rl.sequences / replicas))
+        if timed is None:
             continue
-        p, o = int(rl.prompt_tokens_mean), max(1, int(rl.response_tokens_mean))
-        perf = serving_perf(model, _serve_setup(rl, batch), card, tp, p, o, a)
-        bulk = per_replica / perf.requests_per_s
-        alive = max(1, min(batch, round(per_replica * o / rl.response_tokens_max)))
-        longest = serving_perf(model, _serve_setup(rl, alive), card, tp, p, o, a)
-        floor = rl.response_tokens_max * longest.decode_step_s
+        time_s, bulk, tail, batch, waves = timed
         share = get_stack(GEN_STACK).kv_memory_fraction * card.memory_gib / gpu.memory_gib
-        gen = Generation(max(bulk, floor), tp, replicas, batch, bulk, max(0.0, floor - bulk), share)
+        gen = Generation(time_s, tp, replicas, batch, bulk, tail, share, waves)
         if best is None or gen.time_s < best.time_s:
             best = gen
     return best
@@ -159,7 +225,7 @@ def update_phase(
     sized = _training_setup(rl.max_tokens, precision)
     steps = step_model_for(model, timed, cluster.gpu, a)
     memory = memory_model_for(model, sized, a)
-    batch = BatchRule(rl.sequences, 0.5)  # mini-batches need not divide the step's sequences
+    batch = BatchRule(rl.sequences, BATCH_TOLERANCE)
     best: Update | None = None
     layouts = training_layouts(model, cluster.gpus, cluster.gpus_per_node, batch, (3,), MICRO_BATCHES)
     for base in layouts:

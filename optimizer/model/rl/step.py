@@ -124,7 +124,9 @@ def colocated_step(
     if rl.generates:
         held = side.update.resident_gib + companions_gib(model, rl, cluster.gpus)
         held += cluster.gpu.memory_gib - usable_gib  # the headroom stays free
-        gen = generation_phase(model, rl, cluster.gpu, cluster.gpus, cluster.gpus_per_node, a, held, tp_min)
+        gen = generation_phase(
+            model, rl, cluster.gpu, cluster.gpus, cluster.gpus_per_node, a, held, tp_min, rla
+        )
         if gen is None:
             return None
         sync = sync_s(model.params() / gen.tp, 0.0, rla, cluster.gpu.intra_node_bw_gb_s)
