@@ -16,6 +16,7 @@ from optimizer.model.cluster import Cluster
 from optimizer.model.hardware import GpuSpec
 from optimizer.model.layout import TP_DEGREES, BatchRule, training_layouts
 from optimizer.model.memory import memory_model_for
+from optimizer.model.rl.lengths import length_weighted_tokens, peak_kv_tokens, response_kv_tokens
 from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlAssumptions, RlSetup
 from optimizer.model.serving import serving_max_batch, serving_perf
 from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup
@@ -29,7 +30,6 @@ __all__ = [
     "Update",
     "generation_phase",
     "rollout_step_s",
-    "response_kv_tokens",
     "update_phase",
     "sync_s",
     "TP_CHOICES",
@@ -81,32 +81,18 @@ class Update:
 
 
 def _serve_setup(rl: RlSetup, batch: int) -> ServeSetup:
+    """The rollout as a serving deployment: each sequence holds the KV of the batch's peak
+    (lengths.peak_kv_tokens: the sequences start together and free their blocks as they end),
+    not the longest sequence's."""
     return ServeSetup(
         weight_precision="bf16",
         kv_precision="bf16",
         batch=batch,
-        context=rl.max_tokens,
+        context=math.ceil(peak_kv_tokens(rl)),
+        kv_occupancy="max",
         output_tokens=int(rl.response_tokens_mean),
         stack=GEN_STACK,
     )
-
-
-def response_kv_tokens(mean: float, cap: int) -> float:
-    """Mean KV context of a generated token, response part: a token at position t reads t
-    cached tokens, so over all tokens it is E[L²] / (2 E[L]) of the response lengths L.
-    GUESS shape: L exponential cut at `cap` (responses running to max_response_length stop
-    there; the long tail of RL rollouts), its scale λ solving λ (1 − e^(−cap/λ)) = mean; then
-    E[L²] = 2 λ² (1 − e^(−r) (1 + r)), r = cap / λ (moments of the censored exponential).
-    Equal lengths would give mean / 2 (the serving model's o / 2)."""
-    if mean >= 0.999 * cap:
-        return cap / 2.0
-    lo, hi = mean, 1e6 * cap
-    for _ in range(100):  # bisection: the censored mean rises with λ
-        lam = math.sqrt(lo * hi)
-        lo, hi = (lam, hi) if lam * -math.expm1(-cap / lam) < mean else (lo, lam)
-    r = cap / lam
-    second = 2.0 * lam * lam * (1.0 - math.exp(-r) * (1.0 + r))
-    return second / (2.0 * mean)
 
 
 def rollout_step_s(gpu_step_s: float, layers: int, rl: RlSetup, rla: RlAssumptions) -> float:
@@ -217,7 +203,8 @@ def update_phase(
     """Fastest FSDP (ZeRO-3) layout of the update that fits `usable_gib` per GPU (None: none).
 
     Time at the mean sequence (prompt + response: verl use_remove_padding / dynamic batch
-    packs tokens, no padding); memory at the longest one (a micro-batch of max-length
+    packs tokens, no padding), its attention at the spread of lengths (_spread_factor);
+    memory at the longest one (a micro-batch of max-length
     sequences must fit). Checkpointing none, then full (verl enable_gradient_checkpointing).
     """
     precision = train_precision(cluster.gpu)
@@ -243,7 +230,25 @@ def update_phase(
                 plain = step if ckpt == "none" else steps.step_time(base, cluster)
                 best = Update(layout, step.time_s, plain.time_s * rla.forward_share, resident, mem.device)
             break
-    return best
+    if best is None:
+        return None
+    k = _spread_factor(model, rl, best.layout, cluster, a, best.step_s)
+    return replace(best, step_s=best.step_s * k, forward_s=best.forward_s * k)
+
+
+def _spread_factor(
+    model: ModelSpec, rl: RlSetup, layout: Layout, cluster: Cluster, a: PerfAssumptions, step_s: float
+) -> float:
+    """Per-token time at the length-weighted sequence ÷ at the mean one: attention costs ∝ L²
+    per sequence (Dao et al. 2022, FlashAttention §3: O(N² d) FLOPs), so a spread of lengths
+    costs as tokens at E[T²] / E[T] (lengths.length_weighted_tokens) would, the linear layers
+    as at the mean (1: equal lengths)."""
+    mean, weighted = round(rl.mean_tokens), round(length_weighted_tokens(rl))
+    if weighted <= mean:
+        return 1.0
+    setup = _training_setup(weighted, train_precision(cluster.gpu))
+    longer = step_model_for(model, setup, cluster.gpu, a).step_time(layout, cluster).time_s
+    return (longer / weighted) / (step_s / mean)
 
 
 def sync_s(
