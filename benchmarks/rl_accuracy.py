@@ -19,7 +19,7 @@ import json
 import math
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ from optimizer.inputs.gpus import load_gpus  # noqa: E402
 from optimizer.model.cluster import Cluster  # noqa: E402
 from optimizer.model.presets import get_preset  # noqa: E402
 from optimizer.model.rl.phases import generation_phase  # noqa: E402
-from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlSetup  # noqa: E402
+from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlAssumptions, RlSetup  # noqa: E402
 from optimizer.model.rl.step import RlStep, colocated_step, separate_step, train_side  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.spec import ModelSpec  # noqa: E402
@@ -97,19 +97,32 @@ def _metric(step: RlStep, metric: str) -> float:
     return step.time_s
 
 
+def _assumptions(r: dict[str, str]) -> RlAssumptions:
+    """The RL constants, with the host's work per decode iteration of the row's engine version
+    where the row states it (blank: the default, a 2025+ engine)."""
+    host = r.get("decode_host_s_per_step") or ""
+    if not host:
+        return DEFAULT_RL_ASSUMPTIONS
+    return replace(DEFAULT_RL_ASSUMPTIONS, decode_host_s_per_step=float(host))
+
+
 def _separate(r: dict[str, str], model: ModelSpec, a: PerfAssumptions) -> RlStep | None:
     """A step over `generation_gpus` generating and the rest training, as the planner times a
-    generation pool beside a training pool (solve/rl/options.py, model/rl/step.py)."""
-    gpu, rla, rl = load_gpus()[r["gpu"]], DEFAULT_RL_ASSUMPTIONS, _setup(r, model)
+    generation pool beside a training pool (solve/rl/options.py, model/rl/step.py). A pool
+    smaller than a node shares it: the training pool's nodes are gcd(its GPUs, per node) GPUs
+    each, and the weight sync crosses at least one node's fabric."""
+    gpu, rla, rl = load_gpus()[r["gpu"]], _assumptions(r), _setup(r, model)
     per_node, gbps, gen_gpus = int(r["gpus_per_node"]), float(r["inter_node_gbps"]), int(r["generation_gpus"])
-    trainers = Cluster(gpu, per_node, (int(r["num_gpus"]) - gen_gpus) // per_node, gbps)
+    train_gpus = int(r["num_gpus"]) - gen_gpus
+    per = math.gcd(train_gpus, per_node)
+    trainers = Cluster(gpu, per, train_gpus // per, gbps)
     budget = usable_gib(gpu.memory_gib)
     gen = generation_phase(model, rl, gpu, gen_gpus, per_node, a, gpu.memory_gib - budget, rla=rla)
     side = train_side(model, rl, trainers, a, budget, rla)
     if gen is None or side is None:
         return None
-    network = min(gen_gpus // per_node, trainers.nodes) * gbps  # the slower pool's fabric
-    return separate_step(model, rl, gen, side, network, rla)
+    nodes = max(1, min(gen_gpus // per_node, train_gpus // per_node))  # the slower pool's fabric
+    return separate_step(model, rl, gen, side, nodes * gbps, rla)
 
 
 def predict(r: dict[str, str], a: PerfAssumptions) -> Row:
@@ -122,7 +135,7 @@ def predict(r: dict[str, str], a: PerfAssumptions) -> Row:
         step = _separate(r, model, a)
     else:
         step = colocated_step(
-            model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), DEFAULT_RL_ASSUMPTIONS
+            model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), _assumptions(r)
         )
     predicted = None if step is None else _metric(step, r["metric"])
     return Row(r["case_id"], r["source_id"], r["metric"], float(r["value"]), predicted, r["confidence"])
