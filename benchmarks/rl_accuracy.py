@@ -36,6 +36,10 @@ from optimizer.model.spec import ModelSpec  # noqa: E402
 from optimizer.solve.rl.options import usable_gib  # noqa: E402
 
 FOLDER = ROOT / "benchmarks" / "validation" / "rl"
+#: the exchangeable unit of the scores: a publisher's versions once (as the training bands'
+#: SOURCE_FAMILIES in benchmarks/fit_constants.py): NeMo-RL's blog and its performance page
+#: share recipes, clusters and reading conventions
+SOURCE_FAMILIES = {"nemo-rl-blog-v0.3": "nemo-rl", "nemo-rl-performance-v0.4": "nemo-rl"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,10 @@ def _metric(step: RlStep, metric: str) -> float:
         return step.generation_s
     if metric == "logprob_one_pass_s":
         return step.train.update.forward_s
+    if metric == "logprob_s":  # every log-prob pass of the step (reference, old policy, ...)
+        return step.logprob_s
+    if metric == "sync_s":
+        return step.sync_s
     if metric == "update_s":
         return step.update_s
     return step.time_s
@@ -138,7 +146,8 @@ def predict(r: dict[str, str], a: PerfAssumptions) -> Row:
             model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), _assumptions(r)
         )
     predicted = None if step is None else _metric(step, r["metric"])
-    return Row(r["case_id"], r["source_id"], r["metric"], float(r["value"]), predicted, r["confidence"])
+    source = SOURCE_FAMILIES.get(r["source_id"], r["source_id"])
+    return Row(r["case_id"], source, r["metric"], float(r["value"]), predicted, r["confidence"])
 
 
 def rows() -> list[Row]:
