@@ -15,10 +15,12 @@ import pytest
 from optimizer import api
 from optimizer.errors import ConfigError
 from optimizer.inputs.gpus import load_gpus
+from optimizer.model.cluster import Cluster
 from optimizer.model.presets import get_preset
 from optimizer.model.rl.lengths import length_weighted_tokens, peak_kv_tokens, response_second_moment
-from optimizer.model.rl.phases import generation_phase, rollout_step_s
+from optimizer.model.rl.phases import generation_phase, rollout_step_s, sync_s
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
+from optimizer.model.rl.step import gather_link_gb_s
 from optimizer.model.setup import PerfAssumptions
 
 H100 = load_gpus()["H100-80GB"]
@@ -114,3 +116,14 @@ def test_plan_reports_the_step_at_p50() -> None:
     # colocated: phases × the band's median, the weight sync unbanded
     busy = step["generation_s"] + step["logprob_s"] + step["update_s"]
     assert p50["time_s"] == pytest.approx(busy * m + step["sync_s"], abs=5e-3)
+
+
+def test_colocated_reshard_gathers_the_full_model() -> None:
+    # 8 nodes x 8 H100 at 3,200 Gbit/s: each GPU's share of its node's network is
+    # 3200 / 8 / 8 = 50 GB/s; a 70e9-parameter model in bf16 is 140 GB per GPU, at efficiency
+    # 0.5: 140 / 25 = 5.6 s, plus the 2 s phase switch
+    wide = Cluster(H100, 8, 8, 3200.0)
+    assert gather_link_gb_s(wide) == pytest.approx(50.0)
+    assert sync_s(70e9, 0.0, RLA, gather_link_gb_s(wide)) == pytest.approx(5.6 + 2.0)
+    # one node: over NVLink (the GPU's intra-node bandwidth)
+    assert gather_link_gb_s(Cluster(H100, 8, 1, 3200.0)) == H100.intra_node_bw_gb_s

@@ -258,8 +258,9 @@ def sync_s(
 
     Separate pools: params × bytes / (the slower pool's aggregate network × efficiency)
     (NCCL broadcast from trainer ranks to vLLM workers: OpenRLHF `broadcast_to_vllm`, NeMo-RL
-    refit). Colocated: an in-node reshard of the FSDP shards into the rollout layout (verl
-    sharding manager), each GPU receiving the weights over its intra-node link.
+    refit). Colocated: a reshard of the FSDP shards into the rollout layout (verl sharding
+    manager, NeMo-RL refit), each GPU gathering the full model over `colocated_link_gb_s`
+    (step.gather_link_gb_s), plus the phase switch (colocated_switch_s).
     """
     payload = params * rla.sync_bytes_per_param
     if colocated_link_gb_s is not None:
