@@ -204,8 +204,8 @@ def update_phase(
 
     Time at the mean sequence (prompt + response: verl use_remove_padding / dynamic batch
     packs tokens, no padding), its attention at the spread of lengths (_spread_factor);
-    memory at the longest one (a micro-batch of max-length
-    sequences must fit). Checkpointing none, then full (verl enable_gradient_checkpointing).
+    memory at the longest one (a micro-batch of max-length sequences must fit).
+    Checkpointing none, then full (verl enable_gradient_checkpointing).
     """
     precision = train_precision(cluster.gpu)
     timed = _training_setup(round(rl.mean_tokens), precision)
