@@ -1,9 +1,11 @@
 """RL post-training step times: the model against published breakdowns (issue 46).
 
 Reads benchmarks/validation/rl/*.csv (one file per source: every number with its page, date and
-quote), predicts each number with the colocated step model (optimizer/model/rl/step.py; the
-defaults, no stored calibration), and prints per row the prediction, its P10-P90 band and the
-error, then per source the mean |log error| and the source-weighted summary: each source weighs
+quote, and the run's rollout engine and pools as configured: rollout TP, gpu_memory_utilization,
+CUDA graphs, waves, generation GPUs, one-step off-policy), predicts each number with the step
+model (optimizer/model/rl/step.py: colocated, or a generation pool beside a training pool; the
+defaults, no stored calibration), and prints per row the point prediction and the error, then
+per source the mean |log error| and the source-weighted summary: each source weighs
 the same whatever its row count, and the band coverage (share of numbers inside P10-P90).
 
     python benchmarks/rl_accuracy.py [--json]
@@ -17,7 +19,7 @@ import json
 import math
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,13 +28,18 @@ sys.path.insert(0, str(ROOT))
 from optimizer.inputs.gpus import load_gpus  # noqa: E402
 from optimizer.model.cluster import Cluster  # noqa: E402
 from optimizer.model.presets import get_preset  # noqa: E402
-from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlSetup  # noqa: E402
-from optimizer.model.rl.step import RlStep, colocated_step  # noqa: E402
+from optimizer.model.rl.phases import generation_phase  # noqa: E402
+from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlAssumptions, RlSetup  # noqa: E402
+from optimizer.model.rl.step import RlStep, colocated_step, separate_step, train_side  # noqa: E402
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.spec import ModelSpec  # noqa: E402
 from optimizer.solve.rl.options import usable_gib  # noqa: E402
 
 FOLDER = ROOT / "benchmarks" / "validation" / "rl"
+#: the exchangeable unit of the scores: a publisher's versions once (as the training bands'
+#: SOURCE_FAMILIES in benchmarks/fit_constants.py): NeMo-RL's blog and its performance page
+#: share recipes, clusters and reading conventions
+SOURCE_FAMILIES = {"nemo-rl-blog-v0.3": "nemo-rl", "nemo-rl-performance-v0.4": "nemo-rl"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,12 @@ def _setup(r: dict[str, str], model: ModelSpec) -> RlSetup:
         response_tokens_max=int(r["response_tokens_max"]),
         critic=ppo,
         reward_model_params=float(model.params()) if ppo else 0.0,  # a policy-sized reward model
+        # the rollout engine as the run configured it (0: the model chooses)
+        rollout_tp=int(r["rollout_tp"] or 0),
+        rollout_memory_utilization=float(r["rollout_memory_utilization"] or 0),
+        rollout_cuda_graphs=r["rollout_cuda_graphs"] != "false",
+        rollout_wave=int(r["rollout_wave"] or 0),
+        async_steps=int(r["async_steps"] or 0),
     )
 
 
@@ -83,22 +96,58 @@ def _metric(step: RlStep, metric: str) -> float:
         return step.generation_s
     if metric == "logprob_one_pass_s":
         return step.train.update.forward_s
+    if metric == "logprob_s":  # every log-prob pass of the step (reference, old policy, ...)
+        return step.logprob_s
+    if metric == "sync_s":
+        return step.sync_s
     if metric == "update_s":
         return step.update_s
     return step.time_s
 
 
+def _assumptions(r: dict[str, str]) -> RlAssumptions:
+    """The RL constants, with the host's work per decode iteration of the row's engine version
+    where the row states it (blank: the default, a 2025+ engine)."""
+    host = r.get("decode_host_s_per_step") or ""
+    if not host:
+        return DEFAULT_RL_ASSUMPTIONS
+    return replace(DEFAULT_RL_ASSUMPTIONS, decode_host_s_per_step=float(host))
+
+
+def _separate(r: dict[str, str], model: ModelSpec, a: PerfAssumptions) -> RlStep | None:
+    """A step over `generation_gpus` generating and the rest training, as the planner times a
+    generation pool beside a training pool (solve/rl/options.py, model/rl/step.py). A pool
+    smaller than a node shares it: the training pool's nodes are gcd(its GPUs, per node) GPUs
+    each, and the weight sync crosses at least one node's fabric."""
+    gpu, rla, rl = load_gpus()[r["gpu"]], _assumptions(r), _setup(r, model)
+    per_node, gbps, gen_gpus = int(r["gpus_per_node"]), float(r["inter_node_gbps"]), int(r["generation_gpus"])
+    train_gpus = int(r["num_gpus"]) - gen_gpus
+    per = math.gcd(train_gpus, per_node)
+    trainers = Cluster(gpu, per, train_gpus // per, gbps)
+    budget = usable_gib(gpu.memory_gib)
+    gen = generation_phase(model, rl, gpu, gen_gpus, per_node, a, gpu.memory_gib - budget, rla=rla)
+    side = train_side(model, rl, trainers, a, budget, rla)
+    if gen is None or side is None:
+        return None
+    nodes = max(1, min(gen_gpus // per_node, train_gpus // per_node))  # the slower pool's fabric
+    return separate_step(model, rl, gen, side, nodes * gbps, rla)
+
+
 def predict(r: dict[str, str], a: PerfAssumptions) -> Row:
-    """One published number and the model's point prediction (colocated step, defaults)."""
+    """One published number and the model's point prediction (the run's pools, defaults)."""
     model = _model(r)
     gpu = load_gpus()[r["gpu"]]
     n, per_node = int(r["num_gpus"]), int(r["gpus_per_node"])
     cluster = Cluster(gpu, per_node, n // per_node, float(r["inter_node_gbps"]))
-    step = colocated_step(
-        model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), DEFAULT_RL_ASSUMPTIONS
-    )
+    if int(r["generation_gpus"] or 0):
+        step = _separate(r, model, a)
+    else:
+        step = colocated_step(
+            model, _setup(r, model), cluster, a, usable_gib(gpu.memory_gib), _assumptions(r)
+        )
     predicted = None if step is None else _metric(step, r["metric"])
-    return Row(r["case_id"], r["source_id"], r["metric"], float(r["value"]), predicted, r["confidence"])
+    source = SOURCE_FAMILIES.get(r["source_id"], r["source_id"])
+    return Row(r["case_id"], source, r["metric"], float(r["value"]), predicted, r["confidence"])
 
 
 def rows() -> list[Row]:

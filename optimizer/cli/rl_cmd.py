@@ -52,15 +52,18 @@ def _plan_lines(p: dict[str, Any]) -> list[str]:
         )
     s = p["step"]
     rollout = s.get("rollout")
+    # the median, as training plans report it (older answers without it: the model's point)
+    shown, what = (p["step_p50"], "P50") if p.get("step_p50") else (s, "point")
     lines.append(
-        f"  step {s['time_s']:.1f} s (point): generation {s['generation_s']:.1f} s"
+        f"  step {shown['time_s']:.1f} s ({what}): generation {shown['generation_s']:.1f} s"
         + (
             f" (TP{rollout['tp']} × {rollout['replicas']} replica{'s' if rollout['replicas'] != 1 else ''}, "
             f"batch {rollout['batch']})"
             if rollout
             else ""
         )
-        + f", log-probs {s['logprob_s']:.1f} s, update {s['update_s']:.1f} s, weight sync {s['sync_s']:.1f} s"
+        + f", log-probs {shown['logprob_s']:.1f} s, update {shown['update_s']:.1f} s, "
+        f"weight sync {shown['sync_s']:.1f} s"
         + (" — generation overlaps training (one-step off-policy)" if s["pipelined"] else "")
     )
     return lines

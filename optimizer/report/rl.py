@@ -59,8 +59,22 @@ def _step(step: RlStep) -> dict[str, Any]:
     return out
 
 
+def _p50(c: RlCandidate) -> dict[str, Any]:
+    """The step by phase at P50: each phase × its band's median (the sync is unbanded)."""
+    s, gen = c.step, (c.gen_pool or c.train_pool).bands.generation_p50
+    train = c.train_pool.bands.training_p50
+    return {
+        "time_s": round(c.step_s_p50, 3),
+        "generation_s": round(s.generation_s * gen, 3),
+        "logprob_s": round(s.logprob_s * train, 3),
+        "update_s": round(s.update_s * train, 3),
+        "sync_s": round(s.sync_s, 3),
+    }
+
+
 def candidate_json(c: RlCandidate) -> dict[str, Any]:
-    """One plan: its pools, its step (point prediction) and its whole run at confidence."""
+    """One plan: its pools, its step (the model's point, and at P50 by phase) and its whole run
+    at confidence."""
     pools = [_pool(c.train_pool, "colocated" if c.gen_pool is None else "training")]
     if c.gen_pool is not None:
         pools.insert(0, _pool(c.gen_pool, "generation"))
@@ -70,6 +84,7 @@ def candidate_json(c: RlCandidate) -> dict[str, Any]:
         "gpus": c.gpus,
         "pools": pools,
         "step": _step(c.step),
+        "step_p50": _p50(c),
         "step_s_at_confidence": round(c.step_s, 3),
         "hours": round(c.hours, 3),
         "cost_usd": round(c.cost_usd, 2),

@@ -33,6 +33,8 @@ def test_config_reads_the_plan(result: dict[str, Any]) -> None:
     assert config["data"]["max_response_length"] == 4096
     rollout = config["actor_rollout_ref"]["rollout"]
     assert rollout["tensor_model_parallel_size"] == plan["step"]["rollout"]["tp"]
+    # the plan timed decode with CUDA graphs; verl <= v0.5 would have run eager by default
+    assert rollout["enforce_eager"] is False
     trainer = config["trainer"]
     assert trainer["nnodes"] * trainer["n_gpus_per_node"] == pool["gpus"]
     assert trainer["total_training_steps"] == 500

@@ -92,6 +92,12 @@ class RlAssumptionsIn(StrictModel):
     colocated_switch_s: float | None = Field(
         default=None, ge=0, le=3600, description="seconds per step to switch a colocated pool's phases"
     )
+    decode_host_s_per_step: float | None = Field(
+        default=None, ge=0, le=1, description="host seconds per rollout decode iteration (1.2e-3)"
+    )
+    eager_host_s_per_layer: float | None = Field(
+        default=None, ge=0, le=0.1, description="host seconds per layer of an eager decode iteration (3e-4)"
+    )
 
     step_band: tuple[float, float, float] | None = Field(
         default=None,

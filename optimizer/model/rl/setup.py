@@ -39,6 +39,23 @@ class RlSetup:
     #: step k+1 overlaps training of step k on separate pools (NeMo-RL async GRPO
     #: `max_trajectory_age_steps: 1`, OpenRLHF `--async_train`)
     async_steps: int = 0
+    #: rollout engine settings a run states (0 / None: the model chooses). Tensor-parallel
+    #: degree of a rollout replica (verl `rollout.tensor_model_parallel_size`, NeMo-RL
+    #: `vllm_cfg.tensor_parallel_size`)
+    rollout_tp: int = 0
+    #: share of the whole card the rollout engine may take (verl `rollout.gpu_memory_utilization`
+    #: default 0.5, NeMo-RL `vllm_cfg.gpu_memory_utilization` default 0.6); 0: what the trainer
+    #: leaves × the stack's KV budget fraction
+    rollout_memory_utilization: float = 0.0
+    #: CUDA graphs on in the rollout engine; False: eager decode (verl ≤ v0.5
+    #: `rollout.enforce_eager: True` by default "to allow cache freeing", verl/trainer/config/
+    #: rollout/rollout.yaml at 8fdc4d3; default False from 2026, at b178a3c)
+    rollout_cuda_graphs: bool = True
+    #: sequences a replica generates per wave, the next wave starting when the whole wave is
+    #: done (OpenRLHF 2024 make_experience: each actor rank sends `micro_rollout_batch_size`
+    #: prompts to its vLLM engine and waits, openrlhf/trainer/ppo_utils/experience_maker.py at
+    #: 2bd6ca3, 2024-05-20); 0: every sequence of the step at once (verl, NeMo-RL)
+    rollout_wave: int = 0
 
     @property
     def sequences(self) -> int:
@@ -75,13 +92,27 @@ class RlAssumptions:
     #: GUESS: fixed seconds per phase switch on a colocated pool (vLLM sleep/wake-up, KV cache
     #: re-allocation; verl `free_cache_engine`), per step
     colocated_switch_s: float = 2.0
+    #: GUESS: host seconds per decode iteration of the rollout engine that the GPU waits for
+    #: (scheduling, the sampled tokens' GPU → CPU copy, output processing), with CUDA graphs
+    #: on: verl/vLLM decodes GPT-2 at batch 1 in 1.3 ms per token with graphs on H200
+    #: (deepspeedai/DeepSpeed PR #8352, 2026-09-22), GPT-2's own GPU work ~0.1 ms; vLLM V0
+    #: without multi-step scheduling shows ~4 ms bubbles per decode (vllm-project/vllm issue
+    #: #6854, 2024-07-26): 1.2 ms, the newer engine
+    decode_host_s_per_step: float = 1.2e-3
+    #: GUESS: host seconds per layer of an eager (no CUDA graph) decode iteration (PyTorch
+    #: launches every kernel from Python): (4.8 − 1.3) ms / 12 layers = 0.29 ms for GPT-2 on
+    #: verl/vLLM eager vs graph (DeepSpeed PR #8352); (22.5 − 13) ms / 28 layers = 0.34 ms for
+    #: Qwen2.5-Omni-7B's thinker on A800 (vllm-project/vllm-omni issue #7960, 2026-09-22):
+    #: 0.3 ms. Launches overlap the GPU's work, so an eager iteration lasts max(GPU, host)
+    eager_host_s_per_layer: float = 3.0e-4
     #: (P10, P50, P90) of measured ÷ predicted RL step and phase times: fitted by
-    #: `python benchmarks/rl_accuracy.py` on benchmarks/validation/rl/ (11 numbers from NeMo-RL's
-    #: performance summary v0.4 and verl v0.5 in RLinf's comparison, 2026-12-05; the OpenRLHF
-    #: rows, whose lengths and GPU split are guessed, left out of the fit), each source weighing
-    #: the same. The serving and training bands describe serving and training runs; RL steps
-    #: run slower than both (rollout engine overheads, phase switches, stragglers)
-    step_band: tuple[float, float, float] = (1.335, 1.577, 2.036)
+    #: `python benchmarks/rl_accuracy.py` on benchmarks/validation/rl/ (23 numbers from NeMo-RL,
+    #: its v0.3 blog's phase breakdown and v0.4 performance summary as one publisher, and verl
+    #: v0.5 in RLinf's comparison, 2026-12-05, each run's rollout engine as configured; the
+    #: OpenRLHF rows, whose lengths and GPU split are guessed, left out of the fit), each source
+    #: weighing the same. What the model still misses (NeMo-RL's refit and Megatron training,
+    #: verl's log-prob passes ~20% slow) lands here
+    step_band: tuple[float, float, float] = (0.983, 1.225, 1.557)
 
 
 DEFAULT_RL_ASSUMPTIONS = RlAssumptions()

@@ -31,6 +31,7 @@ __all__ = [
     "separate_step",
     "forward_passes",
     "companions_gib",
+    "gather_link_gb_s",
 ]
 
 
@@ -105,6 +106,17 @@ def train_side(
     return TrainSide(up, logprob, update)
 
 
+def gather_link_gb_s(cluster: Cluster) -> float:
+    """GB/s per GPU of the colocated reshard's all-gather: every GPU gathers the full model
+    from the FSDP shards of the whole pool (verl fsdp_vllm.py update_params: full_tensor()
+    per parameter, then vLLM load_weights keeps its TP shard, at 8fdc4d3; NeMo-RL refit step
+    1, "each policy worker gets full model parameters", blog 2025-08-12): over NVLink within
+    a node, else over the GPU's share of its node's network."""
+    if cluster.nodes == 1:
+        return cluster.gpu.intra_node_bw_gb_s
+    return min(cluster.gpu.intra_node_bw_gb_s, cluster.inter_node_gbps / 8.0 / cluster.gpus_per_node)
+
+
 def colocated_step(
     model: ModelSpec, rl: RlSetup, cluster: Cluster, a: PerfAssumptions, usable_gib: float, rla: RlAssumptions
 ) -> RlStep | None:
@@ -124,10 +136,12 @@ def colocated_step(
     if rl.generates:
         held = side.update.resident_gib + companions_gib(model, rl, cluster.gpus)
         held += cluster.gpu.memory_gib - usable_gib  # the headroom stays free
-        gen = generation_phase(model, rl, cluster.gpu, cluster.gpus, cluster.gpus_per_node, a, held, tp_min)
+        gen = generation_phase(
+            model, rl, cluster.gpu, cluster.gpus, cluster.gpus_per_node, a, held, tp_min, rla
+        )
         if gen is None:
             return None
-        sync = sync_s(model.params() / gen.tp, 0.0, rla, cluster.gpu.intra_node_bw_gb_s)
+        sync = sync_s(model.params(), 0.0, rla, gather_link_gb_s(cluster))
     gen_s = gen.time_s if gen is not None else 0.0
     total = gen_s + side.logprob_s + side.update_s + sync
     return RlStep(total, gen_s, side.logprob_s, side.update_s, sync, False, gen, side)

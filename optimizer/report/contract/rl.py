@@ -55,6 +55,16 @@ class RlStepOut(Contract):
     rollout: RolloutOut | None = None
 
 
+class RlStepP50Out(Contract):
+    """One RL step by phase at P50: the point × the RL band's median (seconds)."""
+
+    time_s: float
+    generation_s: float
+    logprob_s: float
+    update_s: float
+    sync_s: float = Field(description="network arithmetic, unbanded")
+
+
 class RlPlanOut(Contract):
     """A plan: its pools, its step and its whole run at the job's confidence."""
 
@@ -63,6 +73,7 @@ class RlPlanOut(Contract):
     gpus: int
     pools: list[RlPoolOut]
     step: RlStepOut
+    step_p50: RlStepP50Out | None = Field(default=None, description="the step at P50, by phase")
     step_s_at_confidence: float
     hours: float
     cost_usd: float

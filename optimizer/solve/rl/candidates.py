@@ -33,6 +33,7 @@ class RlCandidate:
     step_s: float  # at the job's confidence
     hours: float
     cost_usd: float
+    step_s_p50: float = 0.0  # at P50 (the bands' medians)
 
     @property
     def gpus(self) -> int:
@@ -59,13 +60,14 @@ def step_at_confidence(step: RlStep, gen_band: float, train_band: float) -> floa
 
 
 def _priced(mode: str, train: PoolOption, gen: PoolOption | None, step: RlStep, rl_steps: int) -> RlCandidate:
-    gen_band = (gen or train).bands.generation
-    step_s = step_at_confidence(step, gen_band, train.bands.training)
+    gen_bands = (gen or train).bands
+    step_s = step_at_confidence(step, gen_bands.generation, train.bands.training)
+    p50 = step_at_confidence(step, gen_bands.generation_p50, train.bands.training_p50)
     hours = rl_steps * step_s / SECONDS_PER_HOUR
     cost = cost_usd(train.offering, train.instances, hours).total_usd
     if gen is not None:
         cost += cost_usd(gen.offering, gen.instances, hours).total_usd
-    return RlCandidate(mode, train, gen, step, step_s, hours, cost)
+    return RlCandidate(mode, train, gen, step, step_s, hours, cost, p50)
 
 
 def colocated_candidates(options: Sequence[PoolOption], rl_steps: int) -> list[RlCandidate]:

@@ -43,6 +43,9 @@ class Bands:
 
     generation: float
     training: float
+    #: the same at P50 (the planner's answer as a median, as training plans report it)
+    generation_p50: float = 1.0
+    training_p50: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,11 @@ def _time_class(
     held = gpu.memory_gib - budget  # headroom the rollout engine leaves too
     gen = None
     if rl.generates:
-        gen = generation_phase(model, rl, gpu, cluster.gpus, cluster.gpus_per_node, a, held)
+        gen = generation_phase(model, rl, gpu, cluster.gpus, cluster.gpus_per_node, a, held, rla=rla)
     side = train_side(model, rl, cluster, a, budget, rla)
     both = colocated_step(model, rl, cluster, a, budget, rla)
-    m = quantile_multiplier(rla.step_band, q)
-    return _Timed(gen, side, both, Bands(m, m))
+    m, m50 = quantile_multiplier(rla.step_band, q), quantile_multiplier(rla.step_band, 0.5)
+    return _Timed(gen, side, both, Bands(m, m, m50, m50))
 
 
 def pool_options(

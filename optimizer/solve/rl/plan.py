@@ -6,8 +6,9 @@ serving planners.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ from optimizer.errors import ConfigError, Status
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.jobs.rl import RlJob
 from optimizer.model.profile import SampleProfile
-from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS
+from optimizer.model.rl.phases import BATCH_TOLERANCE
+from optimizer.model.rl.setup import DEFAULT_RL_ASSUMPTIONS, RlSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.pricing.offerings import job_offerings
 from optimizer.pricing.schema import OfferingRow
@@ -51,8 +53,11 @@ def _allowed(options: Sequence[PoolOption], gpus: tuple[str, ...] | None) -> lis
     return [o for o in options if o.offering.gpu_id.lower() in wanted or o.offering.gpu.gpu_id in gpus]
 
 
-def _candidates(job: RlJob, model: ModelSpec, rows: Sequence[OfferingRow] | None) -> list[RlCandidate]:
-    rl, pools, c = job.setup(), job.rl.pools, job.constraints
+def _candidates(
+    job: RlJob, model: ModelSpec, rows: Sequence[OfferingRow] | None, rl: RlSetup | None = None
+) -> list[RlCandidate]:
+    rl = rl or job.setup()
+    pools, c = job.rl.pools, job.constraints
     a = base_assumptions(job.assumptions)
     rla = job.rl.assumptions.apply(DEFAULT_RL_ASSUMPTIONS)
     offerings = job_offerings(rows, c, job.hardware.owned, job.hardware.buy)
@@ -85,6 +90,32 @@ def _explain(core: Sequence[str], cands: Sequence[RlCandidate], job: RlJob) -> s
     return "; ".join(parts) or "no plan meets the deadline and the budget together"
 
 
+def _no_pool(job: RlJob, model: ModelSpec, rows: Sequence[OfferingRow] | None) -> str:
+    """Why no pool can run the step, and the fix that helps. The update spreads a step's
+    sequences over data-parallel GPUs, at most (1 + BATCH_TOLERANCE) × sequences of them: when a
+    step with one sequence per GPU of the largest pool would fit, the binding limit is the
+    step's size, and the fix is as many sequences as the smallest pool that holds the update
+    has GPUs (÷ 1 + tolerance); otherwise more or larger GPUs."""
+    rl, most = job.setup(), job.rl.pools.max_gpus_per_pool
+    wide = replace(rl, prompts_per_step=math.ceil(most * (1 + BATCH_TOLERANCE) / rl.samples_per_prompt))
+    held = _candidates(job, model, rows, wide)
+    if held:
+        fewest = min(held, key=lambda k: (k.train_pool.gpus, k.cost_usd))
+        need = math.ceil(fewest.train_pool.gpus / (1 + BATCH_TOLERANCE))
+        per = rl.samples_per_prompt
+        return (
+            f"rl.prompts_per_step: a step of {rl.sequences} sequence(s) spreads its update over at most "
+            f"{math.floor(rl.sequences * (1 + BATCH_TOLERANCE))} data-parallel GPU(s), and the "
+            f"fewest GPUs that hold {model.name}'s update are {fewest.train_pool.gpus} "
+            f"({fewest.label}); allowed: prompts_per_step × {per} samples ≥ {need} "
+            f"(prompts_per_step ≥ {math.ceil(need / per)})"
+        )
+    return (
+        f"rl.pools: no offering can hold {model.name}'s phases within max_gpus_per_pool = "
+        f"{most}; allowed: raise max_gpus_per_pool or allow larger GPUs"
+    )
+
+
 def plan_rl(
     job: RlJob, rows: Sequence[OfferingRow] | None, base_dir: Path | None, config: SolverConfig | None = None
 ) -> RlResult:
@@ -100,10 +131,7 @@ def plan_rl(
         )
     cands = _candidates(job, model, rows)
     if not cands:
-        raise ConfigError(
-            f"rl.pools: no offering can hold {model.name}'s phases within max_gpus_per_pool = "
-            f"{job.rl.pools.max_gpus_per_pool}; allowed: raise max_gpus_per_pool or allow larger GPUs"
-        )
+        raise ConfigError(_no_pool(job, model, rows))
     c = job.constraints
     problem = int_problem(cands, c.deadline_hours, c.budget_usd)
     sol = solve_problem(problem, config)
