@@ -18,7 +18,8 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   Megatron-DeepSpeed passes --use-flash-attn-v2 where the 2022 BLOOM profile is eager); rows
   naming Cut Cross-Entropy (apple/ml-cross-entropy) never hold the logits (loss_kernel "cce");
   rows stating fused norm and SwiGLU kernels save what a compiled model saves;
-  `EXCLUDED: seq_len unknown` rows are skipped;
+  `EXCLUDED: seq_len unknown` rows are skipped, and `EXCLUDED: superseded` ones (a run its
+  own source shows measured a defect, fixed and re-measured in the same thread);
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
   reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
 - throughput metrics: tflops_per_gpu with "hardware ... recompute" in its meaning counts the
@@ -223,6 +224,8 @@ def _train_case(row: Row) -> Case:
         raise Skip("device count of the measurement unknown (source inconsistent)")
     if "excluded: seq_len unknown" in _lower(row.assumptions):
         raise Skip("sequence length of the measurement unknown (unpacked, lengths not given)")
+    if "excluded: superseded" in _lower(row.assumptions):
+        raise Skip("a measurement of a defect its source fixed and re-measured (the row says)")
     if metric == "tflops_per_gpu" and not (
         "model" in meaning or ("hardware" in meaning and "recompute" in meaning)
     ):
