@@ -319,7 +319,8 @@ def report(
 
 #: the kept-aside collections, newest first: (folder, what it is)
 ASIDE_FOLDERS = (
-    ("aside2", "collected in issue 44 and scored once at its end"),
+    ("aside3", "collected in issue 44's review before its fixes, scored once at its end"),
+    ("aside2", "collected in issue 44, scored once, then development data for its review"),
     ("aside", "collected in issue 26, scored in earlier rounds"),
 )
 
@@ -376,7 +377,36 @@ def aside_report(markdown: bool, folder: str = "aside", what: str = "") -> str:
         )
     )
     out.append("\n" + _does_not_fit(cases, a))
+    out.append(_point_and_memory_band(scored, a))
     return "\n".join(out)
+
+
+def _point_and_memory_band(scored: Sequence[tuple[Case, float | None]], a: PerfAssumptions) -> str:
+    """Issue 44's two remaining checks on kept-aside cases: the training point equals its band's
+    P50 (largest |P50/point − 1| per band group: band_for is relative to the corrected point),
+    and the share of peak-memory rows inside the memory band (bands.memory_band: measured ÷
+    predicted between its P10 and P90), per source and source-weighted."""
+    from optimizer.model.bands import memory_band  # noqa: PLC0415  (lazy: used here only)
+
+    worst: dict[str, float] = {}
+    for c, p in scored:
+        group = band_group(c)
+        if p is not None and c.train is not None and group is not None and not group.startswith("serve:"):
+            off = abs(band_for(c.gpu, c.train[0].precision, c.stack, a).p50 - 1)
+            worst[group] = max(worst.get(group, 0.0), off)
+    point = ", ".join(f"{g} {v:.1%}" for g, v in sorted(worst.items())) or "no training case"
+    mb = memory_band(a)
+    inside: dict[str, list[bool]] = defaultdict(list)
+    for c, p in scored:
+        if p is not None and c.kind == "train_memory":
+            inside[c.source].append(mb.p10 <= c.measured / p <= mb.p90)
+    per = "; ".join(f"{s} {sum(v)}/{len(v)}" for s, v in sorted(inside.items()))
+    wt = sum(sum(v) / len(v) for v in inside.values()) / len(inside) if inside else None
+    mem = f"{_pct(wt)} source-weighted ({per})" if wt is not None else "no memory row"
+    return (
+        f"point = P50 (largest |P50/point - 1| per band group): {point}\n"
+        f"peak memory inside the memory band (P10 x{mb.p10:.2f} - P90 x{mb.p90:.2f} of the point): {mem}"
+    )
 
 
 def _does_not_fit(cases: list[Case], a: PerfAssumptions) -> str:

@@ -13,9 +13,13 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   `compile=True` / `enable_activation_offloading=True` in the assumptions switch torch.compile
   and torchtune activation offloading on (torchtitan rows: also "torch.compile on" and
   --training.compile; rows of 2024 torchtitan versions ran the loss eager); "eager attention" /
-  "dropout 0.1" in the assumptions set the attention kernel and dropout masks;
+  "flash attention" (FlashAttention, flash-attn) / "dropout 0.1" in the assumptions set the
+  attention kernel and dropout masks (a stated kernel wins over the stack's: FlagPerf's
+  Megatron-DeepSpeed passes --use-flash-attn-v2 where the 2022 BLOOM profile is eager); rows
+  naming Cut Cross-Entropy (apple/ml-cross-entropy) never hold the logits (loss_kernel "cce");
   rows stating fused norm and SwiGLU kernels save what a compiled model saves;
-  `EXCLUDED: seq_len unknown` rows are skipped;
+  `EXCLUDED: seq_len unknown` rows are skipped, and `EXCLUDED: superseded` ones (a run its
+  own source shows measured a defect, fixed and re-measured in the same thread);
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
   reserved, nvidia-smi -> device; unstated -> reserved; GB -> GiB × 1e9/2^30;
 - throughput metrics: tflops_per_gpu with "hardware ... recompute" in its meaning counts the
@@ -220,6 +224,8 @@ def _train_case(row: Row) -> Case:
         raise Skip("device count of the measurement unknown (source inconsistent)")
     if "excluded: seq_len unknown" in _lower(row.assumptions):
         raise Skip("sequence length of the measurement unknown (unpacked, lengths not given)")
+    if "excluded: superseded" in _lower(row.assumptions):
+        raise Skip("a measurement of a defect its source fixed and re-measured (the row says)")
     if metric == "tflops_per_gpu" and not (
         "model" in meaning or ("hardware" in meaning and "recompute" in meaning)
     ):
@@ -257,6 +263,9 @@ def _train_case(row: Row) -> Case:
     # NeMo 1.x distributed_fused_adam keeps the fp32 master as 16-bit remainders (the row says)
     remainders = "store_param_remainders" in said
     paged = "pagedadamw" in said
+    # DeepSpeed config data_types.grad_accum_dtype (docs: "gradient accumulation data type"):
+    # bf16 accumulation keeps 2-byte gradients instead of BF16_Optimizer's fp32 ones
+    bf16_grads = "grad_accum_dtypebf16" in said
     # torch.compile and torchtune activation offloading, as the row says they were on
     compiled = "compile=true" in said
     # fused norm and SwiGLU kernels stated by the row (the TinyLlama fork of lit-gpt) save
@@ -277,6 +286,10 @@ def _train_case(row: Row) -> Case:
     # era: eager attention, hidden/attention dropout 0.1); unstated -> the stack's kernel, none
     notes = _lower(row.assumptions)
     eager = "eager attention" in notes
+    flash = not eager and re.search(r"(?<!no )flash[- ]?attention|flash-attn", notes) is not None
+    # Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009; apple/ml-cross-entropy) computes
+    # the loss blockwise from the hidden states: the logits are never materialised
+    cce = re.search(r"ml-cross-entropy|cut[- ]cross[- ]entropy", notes) is not None
     dropout = re.search(r"(?<!lora_)dropout (0\.\d*[1-9])", notes) is not None
     setup = TrainingSetup(
         seq_len=s,
@@ -285,7 +298,7 @@ def _train_case(row: Row) -> Case:
         method=row.method or "full",
         lora_rank=row.lora_rank or 16,
         lora_targets=_targets(row.lora_targets, stack.lora_targets),
-        attention="eager" if eager else None,
+        attention="eager" if eager else ("flash" if flash else None),
         dropout=dropout,
         sequence_parallel=row.sequence_parallel,
         stack=stack.name,
@@ -299,6 +312,8 @@ def _train_case(row: Row) -> Case:
         offload_layers=int(offloaded.group(1)) if offloaded else 0,
         fp32_master=master,
         master_remainders=remainders,
+        loss_kernel="cce" if cce else None,
+        fp32_grads=False if bf16_grads else None,
     )
     layout = Layout(
         dp=dp,

@@ -44,7 +44,16 @@ sys.path.insert(0, str(HERE))
 
 from calibration_points import calibrated_predictions  # noqa: E402
 from cases import Case, build_cases  # noqa: E402
-from fitting import CLIP, ITERATIONS, RIDGE, family, fit_constants, fit_family, source_family  # noqa: E402
+from fitting import (  # noqa: E402
+    CLIP,
+    ITERATIONS,
+    RIDGE,
+    family,
+    fit_constants,
+    fit_family,
+    fitted_cases,
+    source_family,
+)
 from folds import Folds, Unit, conformal_bands, held_out_bands, lofo, step_ratio  # noqa: E402
 from memory_accuracy import memory_loso  # noqa: E402
 
@@ -241,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="fit but do not write the file")
     parser.add_argument("--memory-only", action="store_true", help="refit and rewrite the memory table only")
     args = parser.parse_args(argv)
-    cases, _ = build_cases()
+    cases = fitted_cases(build_cases()[0])  # fitting.SCORED_NOT_FITTED: scored, not fitted
     if args.memory_only:
         fit = refit_memory(cases)
         print(f"memory: {len(fit.memory)} terms written to {OUT}")

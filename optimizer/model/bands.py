@@ -107,6 +107,29 @@ def shrink(
     return out[0], out[1], out[2]
 
 
+#: hardware tiers of the training band groups: a thin or empty generation × precision borrows
+#: the band of its tier ("any:<tier>", benchmarks/folds.py borrowed_scores: calibrated by how
+#: each group of the tier is predicted from the tier's other groups), not of every thin group.
+#: Data-centre NVIDIA parts (SXM/HGX, HBM, NVLink, the NeMo/Megatron recipes' home), NVIDIA
+#: workstation and consumer cards (GDDR, PCIe, GeForce/RTX accumulate rates: pricing_data
+#: gpus.csv notes) and AMD Instinct (ROCm: another compiler, BLAS and attention stack)
+TIERS = {
+    "volta": "nvidia-dc",
+    "ampere-dc": "nvidia-dc",
+    "hopper": "nvidia-dc",
+    "blackwell": "nvidia-dc",
+    "ampere": "nvidia-ws",
+    "ada": "nvidia-ws",
+    "turing": "nvidia-ws",
+    "cdna": "amd",
+}
+
+
+def tier_of(generation: str) -> str:
+    """The band tier of a GPU generation (TIERS; an unlisted one is its own tier)."""
+    return TIERS.get(generation, generation)
+
+
 #: the band of a training generation × precision / serving generation with no measured run
 POOLED_KEY = "any"
 SERVE_PREFIX = "serve:"
@@ -122,23 +145,32 @@ def _fitted_band(keys: tuple[str, ...], assumptions: PerfAssumptions) -> Band:
     for key in keys:
         if key in stats:
             p10, p50, p90, cases, sources = stats[key]
-            if key.endswith(POOLED_KEY):  # pooled: no run of this group backs it
-                cases, sources = 0, 0
+            if key.endswith(POOLED_KEY) or key.startswith(POOLED_KEY + ":"):
+                # pooled (every thin group's, or the tier's "any:<tier>", worded as "any"): no
+                # run of this group backs it
+                basis = POOLED_KEY if key.startswith(POOLED_KEY) else key
+                return Band(p10, p50, p90, cases=0, sources=0, basis=basis)
             return Band(p10, p50, p90, cases=cases, sources=sources, basis=key)
     low, high = assumptions.band_prior
     return Band(low, 1.0, high, cases=0, sources=0, basis="prior")
 
 
+def _train_keys(gpu: GpuSpec, precision: str) -> tuple[str, str, str]:
+    """The band keys of a training step, most specific first: its generation × precision, its
+    tier's pooled band (TIERS), the pooled band of every thin group."""
+    return (band_key(gpu.generation, precision), f"{POOLED_KEY}:{tier_of(gpu.generation)}", POOLED_KEY)
+
+
 def point_centre(gpu: GpuSpec, precision: str, assumptions: PerfAssumptions) -> float:
     """The multiplier of a predicted training step that makes the point its band's P50."""
-    return _fitted_band((band_key(gpu.generation, precision), POOLED_KEY), assumptions).p50
+    return _fitted_band(_train_keys(gpu, precision), assumptions).p50
 
 
 def band_for(gpu: GpuSpec, precision: str, stack: str, assumptions: PerfAssumptions) -> Band:
     """The band of a training step in `precision` on `gpu`, relative to the corrected point
     (P50 = 1; module doc). `stack` is not a band group: one source per stack and GPU is the rule."""
     del stack
-    band = _fitted_band((band_key(gpu.generation, precision), POOLED_KEY), assumptions)
+    band = _fitted_band(_train_keys(gpu, precision), assumptions)
     c = band.p50
     return replace(band, p10=band.p10 / c, p50=1.0, p90=band.p90 / c, centre=c)
 

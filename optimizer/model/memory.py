@@ -201,6 +201,8 @@ def logits_bytes(
     compiled_loss = k.stack.compile_loss if setup.compile_loss is None else setup.compile_loss
     if setup.compile and compiled_loss and assumptions.logits_bytes_per_value is None:
         per_value = k.stack.compile_logits_bytes_per_value
+    if setup.loss_kernel == "cce":  # Cut Cross-Entropy: blockwise, no full logits (setup.py)
+        per_value = min(per_value, k.stack.cce_logits_bytes_per_value)
     return setup.seq_len / layout.cp * layout.micro_batch * model.vocab * per_value / layout.tp
 
 
@@ -339,7 +341,7 @@ def _state_bytes(
         setup.precision,
         setup.optimizer,
         model.hidden,
-        k.stack.fp32_grad_buffer,
+        k.stack.fp32_grad_buffer if setup.fp32_grads is None else setup.fp32_grads,
         master,
         k.stack.fp8_params,
         setup.master_remainders,

@@ -93,6 +93,12 @@ class TrainingSetup:
     #: the fp32 master kept as 16-bit remainders of the bf16 weights (Apex DistributedFusedAdam
     #: store_param_remainders: NeMo 1.x `optim.name: distributed_fused_adam` with bf16 O2)
     master_remainders: bool = False
+    #: the loss kernel: "cce" = Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009;
+    #: apple/ml-cross-entropy), the logits never materialised; None: the stack's loss
+    loss_kernel: str | None = None
+    #: gradients accumulated in fp32 (Megatron main_grad, DeepSpeed BF16_Optimizer); None: the
+    #: stack's fp32_grad_buffer. False: DeepSpeed `data_types.grad_accum_dtype: bf16` (2 B)
+    fp32_grads: bool | None = None
 
     @property
     def is_adapter(self) -> bool:

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from benchmarks.folds import (
+    borrowed_scores,
     conformal_bands,
     conformal_quantiles,
     held_out_bands,
@@ -60,3 +61,29 @@ def test_a_source_is_scored_against_the_others_alone() -> None:
     lo, mid, hi = held_out_bands(FIVE)[4]
     assert mid == pytest.approx(0.15)
     assert lo < mid < hi < 1.0  # e (1.0) falls outside the band of the others
+
+
+# three data-centre NVIDIA groups of one source each, two runs per source (issue 44 tiers)
+TIERED = [
+    ("a", "hopper/16", 0.2),
+    ("a", "hopper/16", 0.4),
+    ("b", "ampere-dc/16", -0.1),
+    ("b", "ampere-dc/16", 0.1),
+    ("c", "blackwell/fp8", 0.0),
+    ("c", "blackwell/fp8", 0.2),
+    ("d", "ada/16", 1.0),
+    ("d", "ada/16", 1.2),
+]
+
+
+def test_a_group_borrows_from_its_tier_without_itself() -> None:
+    # a's runs scored as a new data-centre group would get them: the tier's spread without
+    # hopper/16 and without a = median |r − own group median| of b (0.1, 0.1) and c (0.1, 0.1)
+    # = 0.1, centre 0: scores 0.2/0.1 = 2 and 0.4/0.1 = 4. d (ada) is the only unit of its
+    # tier: no evidence of transfer inside it, no borrowed score
+    scores = borrowed_scores(TIERED)
+    assert sorted(s for _, u, s in scores if u == "a") == pytest.approx([2.0, 4.0])
+    assert {c for c, _, _ in scores} == {"borrow:nvidia-dc"}
+    bands = conformal_bands(TIERED, "any")
+    # the data-centre tier has a pooled band of its own; the workstation tier (one unit) has none
+    assert "any:nvidia-dc" in bands and "any:nvidia-ws" not in bands

@@ -129,3 +129,29 @@ def test_qlora_dequantizes_its_largest_weight_per_matmul() -> None:
         q = training_memory(spec, setup, layout, RAW).overhead
         plain = training_memory(spec, lora, layout, RAW).overhead
         assert (q - plain) * GIB == pytest.approx(transient)
+
+
+def test_cut_cross_entropy_leaves_no_full_logits() -> None:
+    # Qwen3-1.7B-sized vocab 151,936 at 5 × 4096 tokens: the transformers loss holds 6 B per
+    # logit (bf16 + fp32 copy) = 5·4096·151936·6 B = 17.4 GiB; Cut Cross-Entropy (issue 44,
+    # the Scicom RTX 5090 run) holds the stack's 0.2 B per logit = 0.58 GiB
+    spec = PRESETS["llama-3-8b"]
+    hf = TrainingSetup(seq_len=4096, stack="hf-trainer")
+    cce = TrainingSetup(seq_len=4096, stack="hf-trainer", loss_kernel="cce")
+    layout = Layout(micro_batch=5)
+    plain = logits_bytes(spec, hf, layout, RAW)
+    assert plain == pytest.approx(5 * 4096 * spec.vocab * 6)
+    assert logits_bytes(spec, cce, layout, RAW) == pytest.approx(5 * 4096 * spec.vocab * 0.2)
+
+
+def test_deepspeed_bf16_grad_accumulation_halves_the_gradients() -> None:
+    # Megatron-DeepSpeed with BF16_Optimizer accumulates fp32 gradients (4 B/param); the
+    # FlagPerf Llama 2 7B config sets data_types.grad_accum_dtype bf16: 2 B/param
+    spec = PRESETS["llama-2-7b"]
+    layout = Layout(dp=8, zero_stage=1)
+    fp32 = training_memory(spec, TrainingSetup(seq_len=4096, stack="megatron-deepspeed"), layout, RAW)
+    bf16 = training_memory(
+        spec, TrainingSetup(seq_len=4096, stack="megatron-deepspeed", fp32_grads=False), layout, RAW
+    )
+    assert fp32.gradients == pytest.approx(spec.params() * 4 / GIB)
+    assert bf16.gradients == pytest.approx(spec.params() * 2 / GIB)

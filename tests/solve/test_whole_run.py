@@ -66,16 +66,16 @@ def test_the_plan_takes_at_most_4x_the_gpus_of_the_smallest_near_plan(days: floa
 
 
 def test_a_job_file_turns_the_size_rule_off() -> None:
-    """Share 0: the cheapest plan, whatever its size. On AWS alone the headline keeps 32 H100
-    ($30,884) over 16 B200 ($31,078, 0.6% dearer at P80): at P90 the B200 row's wide prior band
-    (no measured Blackwell run) costs $36,559 against $33,550, more than 2% above, so the rule
-    does not trade evidence for fewer GPUs. (With every provider the Nebius H200 cluster wins
-    outright, and the rule has nothing to choose between.)"""
+    """Share 0: the cheapest plan, whatever its size. On AWS alone 16 B200 ($28,371 at P80) now
+    win outright over 32 H100: since issue 44 the B200 row borrows the data-centre NVIDIA band
+    (P90 x1.32; before, the pooled x2.82 of every thin group made it $31,078 at P80), so the rule
+    has nothing to choose between and both settings agree. (With every provider the Nebius H200
+    cluster wins outright.)"""
     on = plan_job(_job(10, ["aws"]), _rows(), alternatives=0)
     off = plan_job(_job(10, ["aws"], fewer_gpus_within_share=0.0), _rows(), alternatives=0)
     assert off.plan.cost_usd <= on.plan.cost_usd
     assert on.plan.gpus <= off.plan.gpus
-    assert (on.plan.gpus, on.plan.offering.gpu_id) == (32, "H100-80GB")
+    assert (on.plan.gpus, on.plan.offering.gpu_id) == (16, "B200")
     if on.plan.gpus < off.plan.gpus:
         assert on.plan.cost_usd <= off.plan.cost_usd * 1.02
         assert any(n.startswith("size:") for n in on.notes)
