@@ -1,5 +1,6 @@
 """The measure-then-plan loop of issue 45, end to end on a throwaway calibration store: the
-headline plan's `sizing run:` line, a SYNTHETIC torchtitan-format log of that run (made up here,
+sizing run of the headline's median-plan box (as `ccopt sizing` lists it), a SYNTHETIC
+torchtitan-format log of that run (made up here,
 not measured), `ccopt calibrate --from-log` with the calibrate line `ccopt sizing` prints, and
 the re-plan. README's *Measure before you commit* shows its output:
 
@@ -101,11 +102,17 @@ def _loop(speed: float, env: dict[str, str]) -> str:
     out: list[str] = []
     plan = _run(["plan", JOB, "--alternatives", "0"], env)
     out += [f"$ ccopt plan {JOB}", *_paragraph(plan, ("4×", "P50", "a P50 plan", "sizing run:"))]
-    block = json.loads(_run(["plan", JOB, "--json"], env))["sizing_run"]
+    # followed on the median plan's box (8x B200): the plan's own sizing line may name another
+    # contender (the one of largest expected saving); `ccopt sizing` lists this one's block too
+    med = json.loads(_run(["plan", JOB, "--json"], env))["median_plan"]
     sizing = json.loads(_run(["sizing", JOB, "--json"], env))
     run = next(
-        r for r in sizing["runs"] if (r["provider"], r["instance"]) == (block["provider"], block["instance"])
+        r
+        for r in sizing["runs"]
+        if (r["provider"], r["instance"], r["instances"])
+        == (med["provider"], med["instance"], med["instances"])
     )
+    block = run["settles"]
     args = shlex.split(run["command"])[1:]
     tokens_per_step = int(_flag(args, "--global-batch")) * int(_flag(args, "--seq-len"))
     tps = sizing_tokens_per_s_per_gpu(block, tokens_per_step, speed)
