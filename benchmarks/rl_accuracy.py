@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from optimizer.inputs.gpus import load_gpus  # noqa: E402
 from optimizer.model.cluster import Cluster  # noqa: E402
@@ -34,6 +35,7 @@ from optimizer.model.rl.step import RlStep, colocated_step, separate_step, train
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.spec import ModelSpec  # noqa: E402
 from optimizer.solve.rl.options import usable_gib  # noqa: E402
+from rl_band import conformal_band  # noqa: E402
 
 FOLDER = ROOT / "benchmarks" / "validation" / "rl"
 #: the exchangeable unit of the scores: a publisher's versions once (as the training bands'
@@ -164,30 +166,12 @@ def _ratio(r: Row) -> float:
     return r.measured / r.predicted
 
 
-def _weighted_quantile(pairs: list[tuple[float, float]], q: float) -> float:
-    """The q-quantile of (value, weight) pairs: the first value whose cumulative weight reaches
-    q of the total (the lower weighted quantile)."""
-    total = sum(w for _, w in pairs)
-    seen = 0.0
-    for value, weight in sorted(pairs):
-        seen += weight
-        if seen >= q * total - 1e-12:
-            return value
-    return sorted(pairs)[-1][0]
-
-
 def fit_band(table: list[Row]) -> tuple[float, float, float] | None:
-    """(P10, P50, P90) of measured ÷ predicted over the rows whose setup is not guessed
-    (confidence != low), each source weighing the same (weights 1 / its rows)."""
-    kept = [r for r in table if r.predicted is not None and r.confidence != "low"]
-    counts: dict[str, int] = {}
-    for r in kept:
-        counts[r.source] = counts.get(r.source, 0) + 1
-    if not kept:
-        return None
-    pairs = [(math.log(_ratio(r)), 1.0 / counts[r.source]) for r in kept]
-    p10, p50, p90 = (math.exp(_weighted_quantile(pairs, q)) for q in (0.1, 0.5, 0.9))
-    return round(p10, 3), round(p50, 3), round(p90, 3)
+    """(P10, P50, P90) of measured ÷ predicted: split conformal across sources (rl_band.py),
+    every predicted number in, guessed setups too (a user's lengths are guesses as well)."""
+    units = [(r.source, math.log(_ratio(r))) for r in table if r.predicted is not None]
+    band = conformal_band(units)
+    return None if band is None else (round(band[0], 3), round(band[1], 3), round(band[2], 3))
 
 
 def summary(table: list[Row]) -> dict[str, object]:
