@@ -90,6 +90,12 @@ def _setup(r: dict[str, str], model: ModelSpec) -> RlSetup:
         rollout_cuda_graphs=r["rollout_cuda_graphs"] != "false",
         rollout_wave=int(r["rollout_wave"] or 0),
         async_steps=int(r["async_steps"] or 0),
+        optimizer_offload=r.get("optimizer_offload") == "true",
+        offload_state_at_refit=r.get("offload_state_at_refit") == "true",
+        train_stack=r.get("train_stack") or "fsdp",
+        train_tp=int(r.get("train_tp") or 0),
+        train_pp=int(r.get("train_pp") or 0),
+        train_checkpointing=r.get("train_checkpointing") or "",
     )
 
 
