@@ -6,7 +6,8 @@ CUDA graphs, waves, generation GPUs, one-step off-policy), predicts each number 
 model (optimizer/model/rl/step.py: colocated, or a generation pool beside a training pool; the
 defaults, no stored calibration), and prints per row the point prediction and the error, then
 per source the mean |log error| and the source-weighted summary: each source weighs
-the same whatever its row count, and the band coverage (share of numbers inside P10-P90).
+the same whatever its row count, and the band coverage (share of numbers inside P10-P90) of
+the conformal band (rl_band.py) fitted without the source, source by source.
 
     python benchmarks/rl_accuracy.py [--json]
 """
@@ -24,8 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from benchmarks.rl_band import conformal_band  # noqa: E402
 from optimizer.inputs.gpus import load_gpus  # noqa: E402
 from optimizer.model.cluster import Cluster  # noqa: E402
 from optimizer.model.presets import get_preset  # noqa: E402
@@ -35,7 +36,6 @@ from optimizer.model.rl.step import RlStep, colocated_step, separate_step, train
 from optimizer.model.setup import PerfAssumptions  # noqa: E402
 from optimizer.model.spec import ModelSpec  # noqa: E402
 from optimizer.solve.rl.options import usable_gib  # noqa: E402
-from rl_band import conformal_band  # noqa: E402
 
 FOLDER = ROOT / "benchmarks" / "validation" / "rl"
 #: the exchangeable unit of the scores: a publisher's versions once (as the training bands'
@@ -234,7 +234,7 @@ def main() -> None:
     print(
         f"{s['numbers']} numbers from {s['sources']} sources. Point prediction: source-weighted mean "
         f"|error| {s['point_source_weighted_error_pct']}% (geometric). RL band (measured / predicted, "
-        f"fitted on the other sources, guessed setups left out of the fit), leave one source out: "
+        f"split conformal across sources, fitted on the other sources), leave one source out: "
         f"median's error {s['loso_source_weighted_error_pct']}%, "
         f"P10-P90 coverage {s['loso_band_coverage']:.0%} "
         f"({', '.join(f'{k} {v}' for k, v in s['loso_coverage_by_source'].items())}). "

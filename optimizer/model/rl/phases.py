@@ -210,7 +210,8 @@ def _trainer_layouts(model: ModelSpec, rl: RlSetup, cluster: Cluster) -> list[La
     batch = BatchRule(rl.sequences, BATCH_TOLERANCE)
     stack = get_stack(rl.train_stack) if megatron else None
     out = []
-    for base in training_layouts(model, cluster.gpus, cluster.gpus_per_node, batch, zero, MICRO_BATCHES, stack=stack):
+    gpus, per_node = cluster.gpus, cluster.gpus_per_node
+    for base in training_layouts(model, gpus, per_node, batch, zero, MICRO_BATCHES, stack=stack):
         if base.cp > 1 or (not megatron and (base.tp > 1 or base.pp > 1)):
             continue
         if (rl.train_tp and base.tp != rl.train_tp) or (rl.train_pp and base.pp != rl.train_pp):
