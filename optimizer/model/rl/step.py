@@ -125,9 +125,9 @@ def gather_link_gb_s(cluster: Cluster) -> float:
 
 def state_offload_s(gpu: GpuSpec, resident_gib: float, rla: RlAssumptions) -> float:
     """Seconds to copy a GPU's training state one way between the card and host memory
-    (RlSetup.offload_state_at_refit): its bytes over the GPU's PCIe link (gen × lanes, x16 when
-    the lanes are not listed, gen 4 when the generation is not: SXM boards and A100s) ×
-    host_copy_efficiency."""
+    (RlSetup.offload_state_at_refit): its bytes over the GPU's PCIe link (gen × lanes) ×
+    host_copy_efficiency; GUESS x16 when the catalog lists no lanes (SXM boards), gen 4 when it
+    lists no generation."""
     gen = gpu.pcie_gen if gpu.pcie_gen in PCIE_GT_PER_S else 4
     link_gb_s = pcie_link_gb_s(gen, gpu.pcie_lanes or 16)
     return resident_gib * GIB / (link_gb_s * GB * rla.host_copy_efficiency)
