@@ -6,7 +6,8 @@ CUDA graphs, waves, generation GPUs, one-step off-policy), predicts each number 
 model (optimizer/model/rl/step.py: colocated, or a generation pool beside a training pool; the
 defaults, no stored calibration), and prints per row the point prediction and the error, then
 per source the mean |log error| and the source-weighted summary: each source weighs
-the same whatever its row count, and the band coverage (share of numbers inside P10-P90).
+the same whatever its row count, and the band coverage (share of numbers inside P10-P90) of
+the conformal band (rl_band.py) fitted without the source, source by source.
 
     python benchmarks/rl_accuracy.py [--json]
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.rl_band import conformal_band  # noqa: E402
 from optimizer.inputs.gpus import load_gpus  # noqa: E402
 from optimizer.model.cluster import Cluster  # noqa: E402
 from optimizer.model.presets import get_preset  # noqa: E402
@@ -88,6 +90,12 @@ def _setup(r: dict[str, str], model: ModelSpec) -> RlSetup:
         rollout_cuda_graphs=r["rollout_cuda_graphs"] != "false",
         rollout_wave=int(r["rollout_wave"] or 0),
         async_steps=int(r["async_steps"] or 0),
+        optimizer_offload=r.get("optimizer_offload") == "true",
+        offload_state_at_refit=r.get("offload_state_at_refit") == "true",
+        train_stack=r.get("train_stack") or "fsdp",
+        train_tp=int(r.get("train_tp") or 0),
+        train_pp=int(r.get("train_pp") or 0),
+        train_checkpointing=r.get("train_checkpointing") or "",
     )
 
 
@@ -164,30 +172,12 @@ def _ratio(r: Row) -> float:
     return r.measured / r.predicted
 
 
-def _weighted_quantile(pairs: list[tuple[float, float]], q: float) -> float:
-    """The q-quantile of (value, weight) pairs: the first value whose cumulative weight reaches
-    q of the total (the lower weighted quantile)."""
-    total = sum(w for _, w in pairs)
-    seen = 0.0
-    for value, weight in sorted(pairs):
-        seen += weight
-        if seen >= q * total - 1e-12:
-            return value
-    return sorted(pairs)[-1][0]
-
-
 def fit_band(table: list[Row]) -> tuple[float, float, float] | None:
-    """(P10, P50, P90) of measured ÷ predicted over the rows whose setup is not guessed
-    (confidence != low), each source weighing the same (weights 1 / its rows)."""
-    kept = [r for r in table if r.predicted is not None and r.confidence != "low"]
-    counts: dict[str, int] = {}
-    for r in kept:
-        counts[r.source] = counts.get(r.source, 0) + 1
-    if not kept:
-        return None
-    pairs = [(math.log(_ratio(r)), 1.0 / counts[r.source]) for r in kept]
-    p10, p50, p90 = (math.exp(_weighted_quantile(pairs, q)) for q in (0.1, 0.5, 0.9))
-    return round(p10, 3), round(p50, 3), round(p90, 3)
+    """(P10, P50, P90) of measured ÷ predicted: split conformal across sources (rl_band.py),
+    every predicted number in, guessed setups too (a user's lengths are guesses as well)."""
+    units = [(r.source, math.log(_ratio(r))) for r in table if r.predicted is not None]
+    band = conformal_band(units)
+    return None if band is None else (round(band[0], 3), round(band[1], 3), round(band[2], 3))
 
 
 def summary(table: list[Row]) -> dict[str, object]:
@@ -244,7 +234,7 @@ def main() -> None:
     print(
         f"{s['numbers']} numbers from {s['sources']} sources. Point prediction: source-weighted mean "
         f"|error| {s['point_source_weighted_error_pct']}% (geometric). RL band (measured / predicted, "
-        f"fitted on the other sources, guessed setups left out of the fit), leave one source out: "
+        f"split conformal across sources, fitted on the other sources), leave one source out: "
         f"median's error {s['loso_source_weighted_error_pct']}%, "
         f"P10-P90 coverage {s['loso_band_coverage']:.0%} "
         f"({', '.join(f'{k} {v}' for k, v in s['loso_coverage_by_source'].items())}). "

@@ -54,6 +54,7 @@ BENCH_SOURCES: dict[str, tuple[str, ...]] = {
     "benchmarks/mix_rows.py": ("benchmarks/mix_rows.py", "optimizer/solve/train/mix"),
     "benchmarks/rl_accuracy.py": (
         "benchmarks/rl_accuracy.py",
+        "benchmarks/rl_band.py",
         "optimizer/model/rl",
         "benchmarks/validation/rl",
     ),

@@ -98,6 +98,9 @@ class RlAssumptionsIn(StrictModel):
     eager_host_s_per_layer: float | None = Field(
         default=None, ge=0, le=0.1, description="host seconds per layer of an eager decode iteration (3e-4)"
     )
+    host_copy_efficiency: float | None = Field(
+        default=None, ge=0.01, le=1, description="PCIe link share of a state copy to host (0.41)"
+    )
 
     step_band: tuple[float, float, float] | None = Field(
         default=None,

@@ -4,7 +4,8 @@ the policy (and critic) update, and the trainer → generator weight sync.
 Generation reuses the serving model (optimizer/model/serving.py: prefill, decode, KV cache,
 continuous batching); the update reuses the training step and memory models
 (optimizer/model/step_model.py, memory.py) on FSDP / ZeRO-3 data-parallel layouts, verl's
-default actor backend (verl docs "FSDP workers"); Megatron TP/PP layouts are not searched.
+default actor backend (verl docs "FSDP workers"), or on Megatron-core tensor / pipeline
+layouts with the distributed optimizer (NeMo-RL's Megatron backend, RlSetup.train_stack).
 """
 
 from __future__ import annotations
@@ -188,8 +189,35 @@ def train_precision(gpu: GpuSpec) -> str:
     return "bf16" if gpu.bf16_tflops else "fp16"
 
 
-def _training_setup(seq_len: int, precision: str) -> TrainingSetup:
-    return TrainingSetup(seq_len=max(1, seq_len), precision=precision, optimizer="adamw", stack=TRAIN_STACK)
+def _training_setup(seq_len: int, precision: str, rl: RlSetup) -> TrainingSetup:
+    """The update as a training step on the trainer's stack (RlSetup.train_stack); with
+    rl.optimizer_offload ZeRO-Offload, its memory and CPU Adam time from the training model
+    (memory.py, step_model.optimizer_s)."""
+    return TrainingSetup(
+        seq_len=max(1, seq_len),
+        precision=precision,
+        optimizer="adamw",
+        stack=rl.train_stack,
+        offload_optimizer=rl.optimizer_offload,
+    )
+
+
+def _trainer_layouts(model: ModelSpec, rl: RlSetup, cluster: Cluster) -> list[Layout]:
+    """The update's layouts: FSDP, ZeRO-3 data parallel only; Megatron-core, the distributed
+    optimizer (ZeRO-1) with the stated tensor / pipeline degrees (any when not stated)."""
+    megatron = rl.train_stack != TRAIN_STACK
+    zero = (1,) if megatron else (3,)
+    batch = BatchRule(rl.sequences, BATCH_TOLERANCE)
+    stack = get_stack(rl.train_stack) if megatron else None
+    out = []
+    gpus, per_node = cluster.gpus, cluster.gpus_per_node
+    for base in training_layouts(model, gpus, per_node, batch, zero, MICRO_BATCHES, stack=stack):
+        if base.cp > 1 or (not megatron and (base.tp > 1 or base.pp > 1)):
+            continue
+        if (rl.train_tp and base.tp != rl.train_tp) or (rl.train_pp and base.pp != rl.train_pp):
+            continue
+        out.append(base)
+    return out
 
 
 def update_phase(
@@ -200,25 +228,21 @@ def update_phase(
     usable_gib: float,
     rla: RlAssumptions,
 ) -> Update | None:
-    """Fastest FSDP (ZeRO-3) layout of the update that fits `usable_gib` per GPU (None: none).
+    """Fastest layout of the update (_trainer_layouts) that fits `usable_gib` per GPU (None: none).
 
     Time at the mean sequence (prompt + response: verl use_remove_padding / dynamic batch
     packs tokens, no padding), its attention at the spread of lengths (_spread_factor);
     memory at the longest one (a micro-batch of max-length sequences must fit).
-    Checkpointing none, then full (verl enable_gradient_checkpointing).
+    Checkpointing as the run states (rl.train_checkpointing), else none, then full.
     """
     precision = train_precision(cluster.gpu)
-    timed = _training_setup(round(rl.mean_tokens), precision)
-    sized = _training_setup(rl.max_tokens, precision)
+    timed = _training_setup(round(rl.mean_tokens), precision, rl)
+    sized = _training_setup(rl.max_tokens, precision, rl)
     steps = step_model_for(model, timed, cluster.gpu, a)
     memory = memory_model_for(model, sized, a)
-    batch = BatchRule(rl.sequences, BATCH_TOLERANCE)
     best: Update | None = None
-    layouts = training_layouts(model, cluster.gpus, cluster.gpus_per_node, batch, (3,), MICRO_BATCHES)
-    for base in layouts:
-        if base.tp > 1 or base.pp > 1 or base.cp > 1:
-            continue
-        for ckpt in ("none", "full"):
+    for base in _trainer_layouts(model, rl, cluster):
+        for ckpt in (rl.train_checkpointing,) if rl.train_checkpointing else ("none", "full"):
             layout = replace(base, checkpointing=ckpt)
             mem = memory.memory(layout)
             if mem.device > usable_gib:
@@ -246,7 +270,7 @@ def _spread_factor(
     mean, weighted = round(rl.mean_tokens), round(length_weighted_tokens(rl))
     if weighted <= mean:
         return 1.0
-    setup = _training_setup(weighted, train_precision(cluster.gpu))
+    setup = _training_setup(weighted, train_precision(cluster.gpu), rl)
     longer = step_model_for(model, setup, cluster.gpu, a).step_time(layout, cluster).time_s
     return (longer / weighted) / (step_s / mean)
 

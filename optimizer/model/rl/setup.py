@@ -56,6 +56,30 @@ class RlSetup:
     #: prompts to its vLLM engine and waits, openrlhf/trainer/ppo_utils/experience_maker.py at
     #: 2bd6ca3, 2024-05-20); 0: every sequence of the step at once (verl, NeMo-RL)
     rollout_wave: int = 0
+    #: the trainers' Adam state and fp32 master weights live in CPU RAM and CPU Adam steps them
+    #: (DeepSpeed ZeRO-Offload, Ren et al. 2021; OpenRLHF `--adam_offload`, in every 2024 PPO
+    #: script, examples/scripts/train_ppo_llama_ray*.sh at 2bd6ca3, 2024-05-20): the policy's
+    #: and the critic's. Not verl's `optimizer_offload`, which steps on the GPU
+    optimizer_offload: bool = False
+    #: a colocated trainer moves its training state to host memory at every refit and back
+    #: before its next log-prob and training passes (NeMo-RL colocated generation: Megatron
+    #: policy worker offload_before_refit / offload_after_refit / prepare_for_training,
+    #: nemo_rl/models/policy/megatron_policy_worker.py, stored copy at 017d5c2); verl keeps it
+    #: on the GPU (`param_offload`, `optimizer_offload` default False)
+    offload_state_at_refit: bool = False
+    #: the trainer's stack profile (optimizer/model/data/stacks.toml): "fsdp" (verl's default
+    #: actor backend, FSDP / ZeRO-3 data parallel) or "megatron-core" (NeMo-RL's Megatron
+    #: backend: tensor and pipeline layouts, the distributed optimizer, bf16 gradient reduce:
+    #: megatron_cfg defaults use_distributed_optimizer true, grad_reduce_in_fp32 false,
+    #: examples/configs/grpo_math_1B.yaml, stored copy at 00294d9)
+    train_stack: str = "fsdp"
+    #: the trainer's tensor / pipeline degrees a run states (0: the model chooses; FSDP: 1)
+    train_tp: int = 0
+    train_pp: int = 0
+    #: the trainer's activation checkpointing a run states ("none" | "full"; "": the model
+    #: tries none, then full): verl `enable_gradient_checkpointing`, NeMo-RL
+    #: `activation_checkpointing`, OpenRLHF `--gradient_checkpointing`
+    train_checkpointing: str = ""
 
     @property
     def sequences(self) -> int:
@@ -105,14 +129,22 @@ class RlAssumptions:
     #: Qwen2.5-Omni-7B's thinker on A800 (vllm-project/vllm-omni issue #7960, 2026-09-22):
     #: 0.3 ms. Launches overlap the GPU's work, so an eager iteration lasts max(GPU, host)
     eager_host_s_per_layer: float = 3.0e-4
-    #: (P10, P50, P90) of measured ÷ predicted RL step and phase times: fitted by
-    #: `python benchmarks/rl_accuracy.py` on benchmarks/validation/rl/ (23 numbers from NeMo-RL,
-    #: its v0.3 blog's phase breakdown and v0.4 performance summary as one publisher, and verl
-    #: v0.5 in RLinf's comparison, 2026-12-05, each run's rollout engine as configured; the
-    #: OpenRLHF rows, whose lengths and GPU split are guessed, left out of the fit), each source
-    #: weighing the same. What the model still misses (NeMo-RL's refit and Megatron training,
-    #: verl's log-prob passes ~20% slow) lands here
-    step_band: tuple[float, float, float] = (0.983, 1.225, 1.557)
+    #: GUESS: share of a GPU's PCIe link (one direction) its training state's copy to or from
+    #: host memory reaches (RlSetup.offload_state_at_refit: NeMo-RL's tensor.to("cpu") of
+    #: pageable memory, eight GPUs of a node copying at once): the one measured host-path share
+    #: we hold, GPU copies staged through host memory at 0.41 of the link
+    #: (PerfAssumptions.host_staged_fraction), taken as is
+    host_copy_efficiency: float = 0.41
+    #: (P10, P50, P90) of measured ÷ predicted RL step and phase times: split conformal across
+    #: sources (benchmarks/rl_band.py: P50 the sources' median, P10/P90 = P50 ×/÷ exp(q), q the
+    #: 80% quantile of each source's |log residual| against the other sources' median; with
+    #: fewer than 4 sources the largest such score × 0.8 (k + 1)/k, the stated widening), fitted
+    #: by `python benchmarks/rl_accuracy.py` on benchmarks/validation/rl/ (27 numbers from
+    #: NeMo-RL's v0.3 blog and v0.4 performance summary as one publisher, verl v0.5 in RLinf's
+    #: comparison and the OpenRLHF paper, 2026-12-05; each source weighs the same). Three
+    #: sources: the band is the widened one, wider than 80% of a new source needs on average
+    #: (left out one source at a time it covered every number)
+    step_band: tuple[float, float, float] = (0.821, 1.327, 2.144)
 
 
 DEFAULT_RL_ASSUMPTIONS = RlAssumptions()

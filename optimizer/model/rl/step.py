@@ -17,11 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from optimizer.model.cluster import Cluster
+from optimizer.model.hardware import GpuSpec
+from optimizer.model.pcie import PCIE_GT_PER_S, pcie_link_gb_s
 from optimizer.model.rl.phases import TP_CHOICES, Generation, Update, generation_phase, sync_s, update_phase
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
-from optimizer.units import GIB
+from optimizer.units import GB, GIB
 
 __all__ = [
     "RlStep",
@@ -32,6 +34,7 @@ __all__ = [
     "forward_passes",
     "companions_gib",
     "gather_link_gb_s",
+    "state_offload_s",
 ]
 
 
@@ -85,9 +88,12 @@ def companions_gib(model: ModelSpec, rl: RlSetup, gpus: int) -> float:
     """Per GPU, what the training pool holds beside the policy's own state, FSDP-sharded over
     its GPUs: the frozen reference and reward networks' bf16 weights, and for PPO the critic's
     training state, 16 bytes per parameter (bf16 weights and gradients + fp32 master and two
-    Adam moments: Rajbhandari et al. 2020, ZeRO §3.1), a policy-sized network."""
+    Adam moments: Rajbhandari et al. 2020, ZeRO §3.1), a policy-sized network; 4 with the
+    optimizer offloaded (ZeRO-Offload keeps the 16-bit weights and gradients on the GPU, Ren et
+    al. 2021 §4.1)."""
     frozen = (model.params() * float(rl.reference) + rl.reward_model_params) * 2.0
-    critic = model.params() * 16.0 if rl.critic else 0.0
+    critic_bytes = 4.0 if rl.optimizer_offload else 16.0
+    critic = model.params() * critic_bytes if rl.critic else 0.0
     return (frozen + critic) / gpus / GIB
 
 
@@ -117,6 +123,16 @@ def gather_link_gb_s(cluster: Cluster) -> float:
     return min(cluster.gpu.intra_node_bw_gb_s, cluster.inter_node_gbps / 8.0 / cluster.gpus_per_node)
 
 
+def state_offload_s(gpu: GpuSpec, resident_gib: float, rla: RlAssumptions) -> float:
+    """Seconds to copy a GPU's training state one way between the card and host memory
+    (RlSetup.offload_state_at_refit): its bytes over the GPU's PCIe link (gen × lanes) ×
+    host_copy_efficiency; GUESS x16 when the catalog lists no lanes (SXM boards), gen 4 when it
+    lists no generation."""
+    gen = gpu.pcie_gen if gpu.pcie_gen in PCIE_GT_PER_S else 4
+    link_gb_s = pcie_link_gb_s(gen, gpu.pcie_lanes or 16)
+    return resident_gib * GIB / (link_gb_s * GB * rla.host_copy_efficiency)
+
+
 def colocated_step(
     model: ModelSpec, rl: RlSetup, cluster: Cluster, a: PerfAssumptions, usable_gib: float, rla: RlAssumptions
 ) -> RlStep | None:
@@ -142,9 +158,14 @@ def colocated_step(
         if gen is None:
             return None
         sync = sync_s(model.params(), 0.0, rla, gather_link_gb_s(cluster))
+    update_s = side.update_s
+    if rl.offload_state_at_refit and rl.generates:
+        # to the host within the refit, back before the next passes (timed with the update)
+        copy = state_offload_s(cluster.gpu, side.update.resident_gib, rla)
+        sync, update_s = sync + copy, update_s + copy
     gen_s = gen.time_s if gen is not None else 0.0
-    total = gen_s + side.logprob_s + side.update_s + sync
-    return RlStep(total, gen_s, side.logprob_s, side.update_s, sync, False, gen, side)
+    total = gen_s + side.logprob_s + update_s + sync
+    return RlStep(total, gen_s, side.logprob_s, update_s, sync, False, gen, side)
 
 
 def separate_step(
