@@ -14,6 +14,7 @@ from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
 from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, left_shift
 from optimizer.solve.batch.leftout import left_out_explanation
+from optimizer.solve.batch.lns import improve_by_windows
 from optimizer.solve.batch.model import BatchVars, build_model, read_plan, symmetry_groups, usable_rows
 from optimizer.solve.batch.placement import placements
 from optimizer.solve.batch.problem import (
@@ -35,10 +36,11 @@ MIN_SOLVE_S = 0.1
 #: CHOICE (measured, README "Batch planner scaling"): share of the solve budget the Benders loop
 #: may use before handing over to the full CP-SAT model. Small batches: 10% (Benders proves the
 #: easy ones in < 0.5 s; on a saturated one the direct CP-SAT model finds cheaper plans than
-#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): 50% (CP-SAT barely
-#: moves from its hint there, and the master's dual bound and repaired choices are the answer)
+#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): 25%, for the
+#: master's bound (200 generated jobs: $33,802.09 after its first round, $33,803.42 after five,
+#: each round 3-5 s); the rest improves the plan window by window (lns.py)
 BENDERS_SHARE = 0.1
-BENDERS_LARGE_SHARE = 0.5
+BENDERS_LARGE_SHARE = 0.25
 BENDERS_LARGE_JOBS = 100
 #: CHOICE (measured on 500 generated jobs): CP-SAT parameters for large batches: its probing
 #: presolve took 7 s of the 30 s limit there (twice 3.4 s) before the first solution
@@ -158,9 +160,14 @@ def solve_batch(
     # the start is then a complete feasible hint, CP-SAT always has a solution to improve
     # (before, 500 jobs: no plan in 30 s), and its bound stays valid (a relaxation)
     large = len(problem.jobs) > BENDERS_LARGE_JOBS
+    if large:  # window by window (lns.py) from the best plan: the full model barely moves there
+        ran = (bend, stats, info)
+        return _by_windows(problem, rows, greedy, ran, cfg, (started, began), compact)
     v = build_model(problem, unplaced=_left_out(problem, rows, start), energy=not large)
     add_hints(v, problem, start, complete=bool(v.unplaced))
     _add_benders_cuts(v, bend)
+    for key, limit in bend.reserve_limits.items():  # probe.py: no cheaper plan reserves more
+        v.model.add(v.reserve[key] <= limit)
     callback = ProgressCallback(on_progress)
     cfg_cpsat = replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}) if large else cfg
     result, cpsat_s = _cpsat_phase(v, cfg_cpsat, max(MIN_SOLVE_S, deadline - time.perf_counter()), callback)
@@ -175,6 +182,30 @@ def solve_batch(
         return _greedy(problem, greedy, result, bend, info, stats, began, compact)
     solved = _Solved(v, result, bend, stats, callback, began)
     return _from_cpsat(problem, solved, info, cfg, compact=compact, explain=explain)
+
+
+def _by_windows(
+    problem: BatchProblem,
+    rows: list[list[int]],
+    first: GreedyPlan,
+    ran: tuple[BendersOutcome, dict[str, Any], dict[str, Any]],
+    cfg: SolverConfig,
+    clocks: tuple[float, float],
+    compact: bool,
+) -> BatchResult:
+    """A large batch's answer: the best plan so far improved window by window (lns.py) in the
+    time left; the bound is the Benders master's."""
+    (bend, stats, info), (started, began) = ran, clocks
+    phase = time.perf_counter()
+    deadline = started + cfg.time_limit_s
+    best = improve_by_windows(problem, first, deadline, replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}))
+    stats["windows_s"] = _elapsed(phase)
+    if best.missing:
+        why = _searched(problem, stats, time.perf_counter() - phase, started, cfg)
+        ran_all = (None, bend, info, stats, ProgressCallback())
+        return _left_out_result(problem, rows, best, why, ran_all, began)
+    how = "greedy" if best is first else "windows"
+    return _greedy(problem, best, None, bend, info, stats, began, compact, how)
 
 
 def _left_out(problem: BatchProblem, rows: list[list[int]], start: GreedyPlan) -> set[int]:
@@ -212,17 +243,18 @@ def _benders_phase(
     problem: BatchProblem, budget_s: float, greedy: GreedyPlan
 ) -> tuple[BendersOutcome, dict[str, Any]]:
     """Benders with its share of the budget (BENDERS_SHARE, larger for large batches: there the
-    master is the only source of a lower bound, unless the first plan leaves jobs out: then
-    placing them comes first, and CP-SAT gets the time), and the statistics the result reports."""
+    master is the only source of a lower bound), and the statistics the result reports."""
     phase = time.perf_counter()
-    large = len(problem.jobs) > BENDERS_LARGE_JOBS and not greedy.missing
+    large = len(problem.jobs) > BENDERS_LARGE_JOBS
     share = BENDERS_LARGE_SHARE if large else BENDERS_SHARE
-    bend = solve_benders(problem, share * budget_s)
+    upper = None if greedy.missing else (greedy.cost_cents, greedy.reserved)
+    bend = solve_benders(problem, share * budget_s, upper=upper)
     stats = {
         "rounds": bend.rounds,
         "cuts": len(bend.cuts),
         "proven": bend.proven,
         "stopped": bend.stopped,
+        "reserve_limits": dict(bend.reserve_limits),
         "wall_s": _elapsed(phase),
     }
     return bend, stats
@@ -322,9 +354,11 @@ def _greedy(
     stats: dict[str, Any],
     started: float,
     compact: bool,
+    how: str = "greedy",
 ) -> BatchResult:
-    """The greedy first plan, when CP-SAT found none (or a dearer one) within the time limit:
-    status feasible, with the gap to the best lower bound either solver proved."""
+    """The greedy first plan, when CP-SAT found none (or a dearer one) within the time limit,
+    or (`how` "windows") the plan lns.py improved: status feasible, with the gap to the best
+    lower bound either solver proved."""
     objective = greedy.cost_cents
     bound = max(int(round(result.bound or 0)) if result is not None else 0, bend.bound_cents or 0)
     bound = min(objective, bound)
@@ -335,7 +369,7 @@ def _greedy(
         objective_usd=from_cents(objective),
         best_bound_usd=from_cents(bound),
         gap=round((objective - bound) / max(1, abs(objective)), 6),
-        first_plan="greedy",
+        first_plan=how,
     )
     jobs = [
         ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
@@ -352,6 +386,10 @@ def _greedy(
         "first, each on its cheapest row that fits, or on "
         "the row a Benders round chose for it where that still fits); "
         f"the solver found no cheaper one within the time limit (gap {info['gap']:.1%})"
+        if how == "greedy"
+        else "plan: the first plan re-optimised one time window at a time by CP-SAT (the jobs "
+        f"whose window lies inside it freed, the others kept); gap {info['gap']:.1%} to the "
+        "Benders master's bound"
     )
     return _validated(out, info, started)
 
