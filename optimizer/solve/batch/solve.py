@@ -201,7 +201,8 @@ def _by_windows(
     best = improve_by_windows(problem, first, deadline, replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}))
     stats["windows_s"] = _elapsed(phase)
     if best.missing:
-        why = _searched(problem, stats, time.perf_counter() - phase, started, cfg)
+        spent = time.perf_counter() - phase
+        why = _searched(problem, stats, spent, started, cfg, "CP-SAT window by window")
         ran_all = (None, bend, info, stats, ProgressCallback())
         return _left_out_result(problem, rows, best, why, ran_all, began)
     how = "greedy" if best is first else "windows"
@@ -395,14 +396,19 @@ def _greedy(
 
 
 def _searched(
-    problem: BatchProblem, stats: dict[str, Any], cpsat_s: float, started: float, cfg: SolverConfig
+    problem: BatchProblem,
+    stats: dict[str, Any],
+    cpsat_s: float,
+    started: float,
+    cfg: SolverConfig,
+    last: str = "CP-SAT",
 ) -> str:
-    """Where the time went: the phases and the limit."""
+    """Where the time went: the phases and the limit (`last`: the phase after Benders)."""
     return (
         f"{time.perf_counter() - started:.1f} s of the {cfg.time_limit_s:g} s time limit: enumeration "
         f"{problem.enumerate_s:.1f} s, a greedy plan and its repair, Benders decomposition "
         f"{stats['wall_s']:.1f} s over {stats['rounds']} round{'' if stats['rounds'] == 1 else 's'}, "
-        f"CP-SAT {cpsat_s:.1f} s"
+        f"{last} {cpsat_s:.1f} s"
     )
 
 
