@@ -172,7 +172,7 @@ def run(
                 "enumerate_s": enumerate_s,
                 "solve_s": s.get("solve_s", s.get("wall_s", 0.0)),
                 "total_s": enumerate_s + s.get("wall_s", 0.0),
-                "status": _status(result.status, s, len(left), n),
+                "status": _status(result.status, s, len(left), n, result.benders.get("plan", "")),
                 "cause": _left_out_cause(result.explanation.message) if left and result.explanation else "",
                 "proven": s.get("proven_optimal", False),
                 "gap": s.get("gap"),
@@ -190,13 +190,15 @@ def run(
     return rows
 
 
-def _status(status: str, solver: dict[str, Any], left: int, n: int) -> str:
-    """The table's status: the solver's, "greedy" for the greedy first plan, or the jobs a
+def _status(status: str, solver: dict[str, Any], left: int, n: int, plan: str = "") -> str:
+    """The table's status: the solver's, "greedy" for the greedy first plan, "feasible (windows)" for
+    the plan the window search improved (above 100 jobs), or the jobs a
     best plan found leaves out when none found runs every job (infeasible, not proven)."""
     if left:
         return f"{left} of {n} left out (not proven infeasible)"
-    first = solver.get("first_plan")
-    return {"greedy": "greedy", "windows": "feasible (windows)"}.get(first, str(status))
+    if solver.get("first_plan") == "greedy":
+        return "greedy"
+    return "feasible (windows)" if plan == "windows" else str(status)
 
 
 def _left_out_cause(message: str) -> str:
