@@ -1,5 +1,6 @@
 """Probing reserved counts by the master's bound (probe.py) and the window search (lns.py),
-against brute force on small batches (test_batch_bruteforce.batches)."""
+against brute force on small batches (test_batch_bruteforce.batches); the second CP-SAT
+solve's choice of answer (solve._better) by hand."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from optimizer.solve.batch.probe import reservation_limits
 from optimizer.solve.batch.problem import BatchProblem, BatchResult, JobSpec, ScheduledJob
 from optimizer.solve.batch.solve import solve_batch
 from optimizer.solve.batch.validate import validate_batch
-from optimizer.solve.cpsat.solver import SolverConfig
+from optimizer.solve.cpsat.solver import SolverConfig, SolveResult
 
 CONFIG = SolverConfig(time_limit_s=10.0, workers=2)
 
@@ -135,3 +136,17 @@ def test_large_batch_path_equals_brute_force(
         return
     assert result.status in (Status.OPTIMAL, Status.FEASIBLE)
     assert round(result.solver["objective_usd"] * 100) == expected
+
+
+def test_a_second_solve_keeps_the_cheaper_answer_and_the_higher_bound() -> None:
+    """solve._better: of two unproven answers of one model, the lower objective with the
+    higher bound (each solve's bound holds for the model); a proven answer replaces both."""
+    first = SolveResult("feasible", 120.0, 90.0, 1.0, False, None)
+    second = SolveResult("feasible", 110.0, 80.0, 1.0, False, None)
+    kept = batch_solve._better(first, second)
+    assert (kept.objective, kept.bound) == (110.0, 90.0)
+    kept = batch_solve._better(second, first)
+    assert (kept.objective, kept.bound) == (110.0, 90.0)
+    proven = SolveResult("optimal", 100.0, 100.0, 1.0, True, None)
+    assert batch_solve._better(kept, proven) is proven
+    assert batch_solve._better(None, first) is first

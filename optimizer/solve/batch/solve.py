@@ -12,7 +12,7 @@ from ortools.sat.python import cp_model
 from optimizer.errors import SolverError, Status
 from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
-from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, left_shift
+from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, hint_solution, left_shift
 from optimizer.solve.batch.leftout import left_out_explanation
 from optimizer.solve.batch.lns import improve_by_windows
 from optimizer.solve.batch.model import BatchVars, build_model, read_plan, symmetry_groups, usable_rows
@@ -45,6 +45,8 @@ BENDERS_LARGE_JOBS = 100
 #: CHOICE (measured on 500 generated jobs): CP-SAT parameters for large batches: its probing
 #: presolve took 7 s of the 30 s limit there (twice 3.4 s) before the first solution
 LARGE_CPSAT: dict[str, Any] = {"cp_model_probing_level": 0}
+#: CHOICE: the least time (s) left after an unproven CP-SAT answer worth solving again from it
+RESOLVE_S = 2.0
 
 __all__ = ["ProgressCallback", "solve_batch"]
 
@@ -56,10 +58,13 @@ class ProgressCallback(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
         super().__init__()
         self.on_progress = on_progress
         self.events: list[ProgressEvent] = []
+        self.offset_s = 0.0  # seconds of the CP-SAT phase before the current solve began
 
     def on_solution_callback(self) -> None:
         event = ProgressEvent(
-            self.wall_time, from_cents(int(self.objective_value)), from_cents(int(self.best_objective_bound))
+            self.offset_s + self.wall_time,
+            from_cents(int(self.objective_value)),
+            from_cents(int(self.best_objective_bound)),
         )
         self.events.append(event)
         if self.on_progress is not None:
@@ -271,15 +276,38 @@ def _add_benders_cuts(v: BatchVars, bend: BendersOutcome) -> None:
 def _cpsat_phase(
     v: BatchVars, cfg: SolverConfig, left_s: float, callback: ProgressCallback
 ) -> tuple[SolveResult | None, float]:
-    """The full model solved in the time left (None: no solution in time), and its seconds."""
+    """The full model solved in the time left (None: no solution in time), and its seconds.
+
+    CP-SAT's interleaved search (SolverConfig.deterministic) runs its subsolvers in batches and
+    stops when the next batch would not fit: on 50 generated jobs it returned after 10.2 s of
+    an 18.3 s limit (search log). While RESOLVE_S or more is left after an unproven answer, the
+    model is solved again from that answer (its values as the hint); the best answer is kept,
+    with the highest bound either solve proved (each a bound on the same model)."""
     phase = time.perf_counter()
-    try:
-        result: SolveResult | None = solve(v.model, replace(cfg, time_limit_s=left_s), callback)
-    except SolverError as exc:
-        if "status UNKNOWN" not in str(exc):
-            raise
-        result = None  # no solution in time: the greedy plan, if it places every job
-    return result, time.perf_counter() - phase
+    best: SolveResult | None = None
+    while True:
+        callback.offset_s = time.perf_counter() - phase
+        left = left_s - callback.offset_s
+        try:
+            result = solve(v.model, replace(cfg, time_limit_s=max(MIN_SOLVE_S, left)), callback)
+        except SolverError as exc:
+            if "status UNKNOWN" not in str(exc):
+                raise
+            break  # no solution in time: the best so far, else the greedy plan
+        best = _better(best, result)
+        if result.status != "feasible" or left_s - (time.perf_counter() - phase) < RESOLVE_S:
+            break
+        hint_solution(v, result)
+    return best, time.perf_counter() - phase
+
+
+def _better(best: SolveResult | None, new: SolveResult) -> SolveResult:
+    """The answer with the lower objective, carrying the higher bound of the two."""
+    if best is None or best.objective is None or new.status != "feasible":
+        return new
+    bound = max(best.bound or 0, new.bound or 0)
+    keep = new if (new.objective or 0) <= best.objective else best
+    return replace(keep, bound=bound)
 
 
 @dataclass(frozen=True)
