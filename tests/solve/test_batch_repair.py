@@ -52,7 +52,7 @@ def test_cp_sat_completes_a_first_plan_that_leaves_a_job_out(monkeypatch: pytest
     monkeypatch.setattr(batch_solve, "greedy_plans", lambda p, rows: [start])
     monkeypatch.setattr(batch_solve, "repair_plan", lambda p, rows, g: g)
 
-    def benders(problem: BatchProblem, limit_s: float) -> BendersOutcome:
+    def benders(problem: BatchProblem, limit_s: float, **_: object) -> BendersOutcome:
         return BendersOutcome(proven=False, bound_cents=None, rounds=1, stopped="time")
 
     monkeypatch.setattr(batch_solve, "solve_benders", benders)
@@ -91,7 +91,7 @@ def test_a_proven_infeasible_batch_is_still_explained(monkeypatch: pytest.Monkey
     problem = BatchProblem.build([a, b], [owned_resource(box, 1)], 12, GRID)
     seen: dict[str, Any] = {}
 
-    def benders(problem: BatchProblem, limit_s: float) -> BendersOutcome:
+    def benders(problem: BatchProblem, limit_s: float, **_: object) -> BendersOutcome:
         seen["benders"] = True
         return BendersOutcome(proven=False, bound_cents=None, rounds=1, stopped="time")
 

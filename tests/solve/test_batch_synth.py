@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from optimizer.errors import Status
@@ -112,7 +112,11 @@ def reservation_resource(
 
 
 def brute_force(
-    specs: Sequence[JobSpec], resources: Sequence[Resource], horizon_h: float, grid: TimeGrid
+    specs: Sequence[JobSpec],
+    resources: Sequence[Resource],
+    horizon_h: float,
+    grid: TimeGrid,
+    min_reserved: Mapping[str, int] | None = None,
 ) -> int | None:
     """Optimal objective in cents over every assignment and grid start (None: infeasible).
 
@@ -120,7 +124,8 @@ def brute_force(
     dropping a droppable job; a row on the grid occupies [s, s + ceil(hours / unit)) and must
     lie within [ceil(release), floor(min(deadline, horizon))]; at every step the demands on
     each resource stay within capacity; a reservation costs (its peak use) × commitment,
-    which must not exceed its maximum (R = peak is the cheapest R that fits).
+    which must not exceed its maximum (R = peak is the cheapest R that fits). `min_reserved`:
+    only plans reserving at least that many of a reservation (R = max(peak, that)).
     """
     horizon = grid.down(horizon_h)
     res = list(resources)
@@ -173,7 +178,7 @@ def brute_force(
             extra = 0
             for r in res:
                 if r.kind == "reservation":
-                    peak = max(use[r.key])
+                    peak = max(max(use[r.key]), (min_reserved or {}).get(r.key, 0))
                     if peak > r.capacity:
                         ok = False
                     extra += peak * r.commitment_cents

@@ -43,7 +43,7 @@ def _two_jobs(b_on_cloud: bool = True) -> BatchProblem:
 def _no_solver(monkeypatch: pytest.MonkeyPatch, bound_cents: int | None, seen: dict[str, Any]) -> None:
     """Benders stops unproven with `bound_cents`; CP-SAT finds nothing in time."""
 
-    def benders(problem: BatchProblem, limit_s: float) -> BendersOutcome:
+    def benders(problem: BatchProblem, limit_s: float, **_: object) -> BendersOutcome:
         seen["benders_s"] = limit_s
         return BendersOutcome(proven=False, bound_cents=bound_cents, rounds=1, stopped="time")
 

@@ -2,8 +2,10 @@
 
 Modules in data-flow order: grid (time steps) → problem (resources, jobs, rows, results) →
 enumerate (a batch file as a problem) → model (CP-SAT builders) → hints (greedy schedule,
-left shift) → solve (solve_batch) → explain (infeasibility core, fixes) → validate (plain
-Python check) → plan (plan_batch, end to end). The JSON contract is optimizer/report/batch.py.
+left shift) → repair (ejection moves) → master, benders (decomposition, its lower bound) →
+probe (reserved counts a cheaper plan cannot use) → lns (large batches, window by window) →
+solve (solve_batch) → explain (infeasibility core, fixes) → validate (plain Python check) →
+plan (plan_batch, end to end). The JSON contract is optimizer/report/batch.py.
 """
 
 from optimizer.solve.batch.enumerate import build_problem

@@ -23,21 +23,17 @@ caller solves the full CP-SAT model with the cuts (`BendersOutcome.cuts`) and th
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 
-from ortools.math_opt.python import mathopt
 from ortools.sat.python import cp_model
 
-from optimizer.solve.batch.bulk import LinearRow, with_rows
 from optimizer.solve.batch.disjunctive import WindowCut, covers_of, violated_windows
 from optimizer.solve.batch.hints import repaired_plan
-from optimizer.solve.batch.model import energy_windows, usable_rows
+from optimizer.solve.batch.master import Cut, Master
+from optimizer.solve.batch.model import usable_rows
+from optimizer.solve.batch.probe import reservation_limits
 from optimizer.solve.batch.problem import BatchProblem, choice_cost_cents
 from optimizer.solve.cpsat.core import shrink_core
 
@@ -51,9 +47,10 @@ MAX_CUTS_PER_ROUND = 6
 #: disjunctive-window cuts (disjunctive.py) added per round, the most violated first
 MAX_WINDOW_CUTS = 40
 SUB_DETERMINISTIC_LIMIT = 20.0  # CP-SAT deterministic time per subproblem check
+#: CHOICE: share of the Benders time kept to probe the reserved counts (probe.py) when the
+#: rounds use it all; a probe is one master solve (0.5 s at 50 generated jobs, ~5 s at 200)
+PROBE_SHARE = 0.2
 
-#: a cut: (job index, rows of that job) pairs, not all of which can be chosen together
-Cut = tuple[tuple[int, tuple[int, ...]], ...]
 #: a plan: (cost in cents, row per job or None, start per scheduled job, R per reservation)
 Plan = tuple[int, list[int | None], list[int], dict[str, int]]
 
@@ -71,106 +68,10 @@ class BendersOutcome:
     cuts: list[Cut] = field(default_factory=list)
     window_cuts: list[WindowCut] = field(default_factory=list)
     incumbent: Plan | None = None  # the cheapest schedulable plan the rounds found
+    #: the largest R per reservation a plan cheaper than every plan known may take (probe.py)
+    reserve_limits: dict[str, int] = field(default_factory=dict)
     rounds: int = 0
     stopped: str = ""  # why it handed over: rounds | time | master | subproblem
-
-
-@contextmanager
-def _quiet_stdout() -> Iterator[None]:
-    """Silence file descriptor 1: HiGHS 1.12 prints debug lines there whatever its options
-    (e.g. 'HighsMipSolverData::transformNewIntegerFeasibleSolution'), which would corrupt
-    `ccopt batch --json`."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(null)
-        os.close(saved)
-
-
-class _Master:
-    """The MIP master (mathopt + HiGHS), built once; cuts are added between solves."""
-
-    def __init__(self, problem: BatchProblem, rows: Sequence[Sequence[int]]) -> None:
-        m = self.model = mathopt.Model(name="batch-master")
-        self.problem, self.rows = problem, rows
-        self.x = [[m.add_binary_variable(name=f"x{j}_{i}") for i in idx] for j, idx in enumerate(rows)]
-        self.reserve = {
-            k: m.add_integer_variable(lb=0, ub=r.capacity, name=f"R_{k}")
-            for k, r in problem.resources.items()
-            if r.kind == "reservation"
-        }
-        self.lit = {(j, i): xi for j in range(len(rows)) for xi, i in zip(self.x[j], rows[j], strict=True)}
-        self.last_bound = -math.inf  # the dual bound of the last solve, with or without a choice
-        obj = []
-        for j, job in enumerate(problem.jobs):
-            choice = list(self.x[j])
-            if job.penalty_cents is not None:
-                drop = m.add_binary_variable(name=f"d{j}")
-                choice.append(drop)
-                obj.append((job.penalty_cents or 0) * drop)
-            m.add_linear_constraint(mathopt.fast_sum(choice) == 1)
-            for xi, i in zip(self.x[j], rows[j], strict=True):
-                obj.append(job.rows[i].cost_cents * xi)
-                for key, demand in job.rows[i].usage:
-                    if key in self.reserve:
-                        m.add_linear_constraint(demand * xi <= self.reserve[key])
-        obj += [problem.resources[k].commitment_cents * r for k, r in self.reserve.items()]
-        m.minimize(mathopt.fast_sum(obj))
-        # the energy windows in bulk (bulk.py: one call per coefficient took 7.6 s at 200 jobs)
-        energy: list[LinearRow] = []
-        ids = {ji: xi.id for ji, xi in self.lit.items()}
-        for key, (a, b), terms in energy_windows(problem, rows, {}, reservations=True):
-            row = [(ids[j, i], e) for j, i, e in terms]
-            if key in self.reserve:  # Σ e x ≤ (b − a) R
-                energy.append(([*row, (self.reserve[key].id, -(b - a))], 0))
-            else:
-                energy.append((row, (b - a) * problem.resources[key].capacity))
-        m = self.model = with_rows(m, energy)
-        self.x = [[m.get_variable(xi.id) for xi in xs] for xs in self.x]
-        self.reserve = {k: m.get_variable(r.id) for k, r in self.reserve.items()}
-        self.lit = {(j, i): xi for j in range(len(rows)) for xi, i in zip(self.x[j], rows[j], strict=True)}
-
-    def add_window_cut(self, cut: WindowCut) -> None:
-        self.model.add_linear_constraint(
-            mathopt.fast_sum(coef * self.lit[j, i] for j, i, coef in cut.terms) <= cut.rhs
-        )
-
-    def add_cut(self, cut: Cut) -> None:
-        self.model.add_linear_constraint(
-            mathopt.fast_sum(self.lit[j, i] for j, group in cut for i in group) <= len(cut) - 1
-        )
-
-    def solve(self, time_limit_s: float) -> tuple[list[int | None], dict[str, int], float, bool] | None:
-        """(row per job, R per reservation, lower bound, optimal); bound inf: infeasible."""
-        params = mathopt.SolveParameters(
-            enable_output=False,
-            relative_gap_tolerance=0.0,
-            absolute_gap_tolerance=0.0,
-            time_limit=timedelta(seconds=max(0.01, time_limit_s)),
-        )
-        with _quiet_stdout():
-            res = mathopt.solve(self.model, mathopt.SolverType.HIGHS, params=params)
-        reason = res.termination.reason
-        if reason in (
-            mathopt.TerminationReason.INFEASIBLE,
-            mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED,
-        ):
-            return [], {}, math.inf, True
-        self.last_bound = res.best_objective_bound()
-        if not res.has_primal_feasible_solution():
-            return None
-        values = res.variable_values()
-        chosen: list[int | None] = []
-        for j in range(len(self.rows)):
-            picked = [i for xi, i in zip(self.x[j], self.rows[j], strict=True) if values[xi] > 0.5]
-            chosen.append(picked[0] if picked else None)
-        held = {k: int(round(values[r])) for k, r in self.reserve.items()}
-        return chosen, held, res.best_objective_bound(), reason == mathopt.TerminationReason.OPTIMAL
 
 
 def _check(
@@ -386,7 +287,7 @@ def _cut_conflicts(
     items: list[tuple[int, tuple[int, ...]]],
     core: list[int],
     most: dict[str, int],
-    master: _Master,
+    master: Master,
     out: BendersOutcome,
     deadline: float,
 ) -> bool:
@@ -408,15 +309,58 @@ def _cut_conflicts(
     return True
 
 
-def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = MAX_ROUNDS) -> BendersOutcome:
+def solve_benders(
+    problem: BatchProblem,
+    time_limit_s: float,
+    max_rounds: int = MAX_ROUNDS,
+    upper: tuple[int, Mapping[str, int]] | None = None,
+) -> BendersOutcome:
     """Master MIP + CP-SAT subproblems until the bound meets a schedulable plan (module doc).
     Each round whose choice cannot be scheduled is also repaired into a plan (the incumbent
-    the full CP-SAT model starts from if the bound is not met)."""
+    the full CP-SAT model starts from if the bound is not met). Unproven, the last
+    PROBE_SHARE of the time (or what the rounds left) probes the reserved counts against the
+    cheapest plan known, `upper` (cents, R per reservation) or the rounds' incumbent
+    (probe.py: `reserve_limits`)."""
     started = time.perf_counter()
-    deadline = started + time_limit_s  # every subproblem check stops here too
     rows = [usable_rows(job, problem, {}) for job in problem.jobs]
     out = BendersOutcome(proven=False)
-    master_mip = _Master(problem, rows)
+    master_mip = Master(problem, rows)
+    if master_mip.reserve:  # leave time to probe the reserved counts
+        _rounds(problem, rows, master_mip, out, started + (1 - PROBE_SHARE) * time_limit_s, max_rounds)
+    else:
+        _rounds(problem, rows, master_mip, out, started + time_limit_s, max_rounds)
+    if not out.proven and master_mip.reserve:
+        _probe(problem, master_mip, out, upper, started + time_limit_s)
+    return out
+
+
+def _probe(
+    problem: BatchProblem,
+    master: Master,
+    out: BendersOutcome,
+    upper: tuple[int, Mapping[str, int]] | None,
+    deadline: float,
+) -> None:
+    """out.reserve_limits against the cheapest plan known (the caller's or the incumbent);
+    R is never cut below the R of either plan (both stay solutions)."""
+    plans = [p for p in (upper, out.incumbent and (out.incumbent[0], out.incumbent[3])) if p]
+    if not plans:
+        return
+    cost = min(c for c, _ in plans)
+    floor = {k: max(r.get(k, 0) for _, r in plans) for k in master.reserve}
+    caps = {k: problem.resources[k].capacity for k in master.reserve}
+    out.reserve_limits = reservation_limits(master, caps, cost, floor, deadline)
+
+
+def _rounds(
+    problem: BatchProblem,
+    rows: Sequence[Sequence[int]],
+    master_mip: Master,
+    out: BendersOutcome,
+    deadline: float,
+    max_rounds: int,
+) -> None:
+    """The rounds (module doc) until proven, a cap, or `deadline` (every check stops there)."""
     covers = covers_of(problem, rows)
     check = _Checker(problem)
     most = {k: r.capacity for k, r in problem.resources.items() if r.kind == "reservation"}
@@ -428,15 +372,16 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
             if math.isfinite(master_mip.last_bound):
                 out.bound_cents = max(out.bound_cents or 0, math.ceil(master_mip.last_bound - 1e-6))
             out.stopped = "time" if left <= 0 else "master"
-            return out
+            return
         chosen, reserved, bound, optimal = master
         if math.isinf(bound):  # no choice of rows passes the cuts: the batch is infeasible
             out.stopped = "infeasible"
-            return out
+            return
         if math.isfinite(bound):  # the MIP's dual bound holds even when stopped early
             out.bound_cents = max(out.bound_cents or 0, math.ceil(bound - 1e-6))
         if out.incumbent is not None and out.bound_cents is not None and out.incumbent[0] <= out.bound_cents:
-            return _finish(out, out.incumbent)
+            _finish(out, out.incumbent)
+            return
         window_cuts = violated_windows(problem, covers, chosen, MAX_WINDOW_CUTS)
         out.window_cuts.extend(window_cuts)
         for wc in window_cuts:  # the choice breaks a clique bound: no schedule check needed
@@ -447,22 +392,22 @@ def solve_benders(problem: BatchProblem, time_limit_s: float, max_rounds: int = 
             _keep(out, (choice_cost_cents(problem, chosen, reserved), chosen, starts, reserved))
             inc = out.incumbent
             if optimal and inc is not None and out.bound_cents is not None and inc[0] <= out.bound_cents:
-                return _finish(out, inc)
+                _finish(out, inc)
+                return
             out.stopped = "master"  # master not proven optimal (its time ran out)
-            return out
+            return
         _keep(out, _repair(problem, rows, chosen, reserved))
         if status == "cut":
             continue
         if status != "infeasible":
             out.stopped = "subproblem"
-            return out
+            return
         if reserved != most:  # cuts must hold whatever R: find them at the largest R
             status, core, _, _ = check(items, most, deadline)
             if status != "infeasible":  # the conflict involves R; CP-SAT takes it from here
                 out.stopped = "subproblem" if status == "unknown" else "reservation"
-                return out
+                return
         if not _cut_conflicts(check, rows, items, core, most, master_mip, out, deadline):
             out.stopped = "subproblem"
-            return out
+            return
     out.stopped = "rounds"
-    return out

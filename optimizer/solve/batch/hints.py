@@ -9,6 +9,7 @@ import numpy as np
 
 from optimizer.solve.batch.model import BatchVars, symmetry_groups
 from optimizer.solve.batch.problem import BatchProblem, Row, ScheduledJob, choice_cost_cents
+from optimizer.solve.cpsat.solver import SolveResult
 
 __all__ = [
     "GreedyPlan",
@@ -17,6 +18,7 @@ __all__ = [
     "repaired_plan",
     "earliest_start",
     "add_hints",
+    "hint_solution",
     "free_capacity",
     "left_shift",
 ]
@@ -271,3 +273,17 @@ def left_shift(
             free[key][t : t + row.duration] -= demand
         out[j] = replace(sj, start=t)
     return out
+
+
+def hint_solution(v: BatchVars, result: SolveResult) -> None:
+    """Every decision variable of `v` hinted with its value in `result`."""
+    s = result.solver
+    v.model.clear_hints()
+    for j, xs in enumerate(v.x):
+        for xi in xs:
+            v.model.add_hint(xi, s.boolean_value(xi))
+        if v.drop[j] is not None:
+            v.model.add_hint(v.drop[j], s.boolean_value(v.drop[j]))
+        v.model.add_hint(v.start[j], s.value(v.start[j]))
+    for r in v.reserve.values():
+        v.model.add_hint(r, s.value(r))

@@ -12,8 +12,9 @@ from ortools.sat.python import cp_model
 from optimizer.errors import SolverError, Status
 from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
-from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, left_shift
+from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, hint_solution, left_shift
 from optimizer.solve.batch.leftout import left_out_explanation
+from optimizer.solve.batch.lns import improve_by_windows
 from optimizer.solve.batch.model import BatchVars, build_model, read_plan, symmetry_groups, usable_rows
 from optimizer.solve.batch.placement import placements
 from optimizer.solve.batch.problem import (
@@ -35,14 +36,17 @@ MIN_SOLVE_S = 0.1
 #: CHOICE (measured, README "Batch planner scaling"): share of the solve budget the Benders loop
 #: may use before handing over to the full CP-SAT model. Small batches: 10% (Benders proves the
 #: easy ones in < 0.5 s; on a saturated one the direct CP-SAT model finds cheaper plans than
-#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): 50% (CP-SAT barely
-#: moves from its hint there, and the master's dual bound and repaired choices are the answer)
+#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): 25%, for the
+#: master's bound (200 generated jobs: $33,802.09 after its first round, $33,803.42 after five,
+#: each round 3-5 s); the rest improves the plan window by window (lns.py)
 BENDERS_SHARE = 0.1
-BENDERS_LARGE_SHARE = 0.5
+BENDERS_LARGE_SHARE = 0.25
 BENDERS_LARGE_JOBS = 100
 #: CHOICE (measured on 500 generated jobs): CP-SAT parameters for large batches: its probing
 #: presolve took 7 s of the 30 s limit there (twice 3.4 s) before the first solution
 LARGE_CPSAT: dict[str, Any] = {"cp_model_probing_level": 0}
+#: CHOICE: the least time (s) left after an unproven CP-SAT answer worth solving again from it
+RESOLVE_S = 2.0
 
 __all__ = ["ProgressCallback", "solve_batch"]
 
@@ -54,10 +58,13 @@ class ProgressCallback(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
         super().__init__()
         self.on_progress = on_progress
         self.events: list[ProgressEvent] = []
+        self.offset_s = 0.0  # seconds of the CP-SAT phase before the current solve began
 
     def on_solution_callback(self) -> None:
         event = ProgressEvent(
-            self.wall_time, from_cents(int(self.objective_value)), from_cents(int(self.best_objective_bound))
+            self.offset_s + self.wall_time,
+            from_cents(int(self.objective_value)),
+            from_cents(int(self.best_objective_bound)),
         )
         self.events.append(event)
         if self.on_progress is not None:
@@ -158,9 +165,14 @@ def solve_batch(
     # the start is then a complete feasible hint, CP-SAT always has a solution to improve
     # (before, 500 jobs: no plan in 30 s), and its bound stays valid (a relaxation)
     large = len(problem.jobs) > BENDERS_LARGE_JOBS
+    if large:  # window by window (lns.py) from the best plan: the full model barely moves there
+        ran = (bend, stats, info)
+        return _by_windows(problem, rows, greedy, ran, cfg, (started, began), compact)
     v = build_model(problem, unplaced=_left_out(problem, rows, start), energy=not large)
     add_hints(v, problem, start, complete=bool(v.unplaced))
     _add_benders_cuts(v, bend)
+    for key, limit in bend.reserve_limits.items():  # probe.py: no cheaper plan reserves more
+        v.model.add(v.reserve[key] <= limit)
     callback = ProgressCallback(on_progress)
     cfg_cpsat = replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}) if large else cfg
     result, cpsat_s = _cpsat_phase(v, cfg_cpsat, max(MIN_SOLVE_S, deadline - time.perf_counter()), callback)
@@ -175,6 +187,31 @@ def solve_batch(
         return _greedy(problem, greedy, result, bend, info, stats, began, compact)
     solved = _Solved(v, result, bend, stats, callback, began)
     return _from_cpsat(problem, solved, info, cfg, compact=compact, explain=explain)
+
+
+def _by_windows(
+    problem: BatchProblem,
+    rows: list[list[int]],
+    first: GreedyPlan,
+    ran: tuple[BendersOutcome, dict[str, Any], dict[str, Any]],
+    cfg: SolverConfig,
+    clocks: tuple[float, float],
+    compact: bool,
+) -> BatchResult:
+    """A large batch's answer: the best plan so far improved window by window (lns.py) in the
+    time left; the bound is the Benders master's."""
+    (bend, stats, info), (started, began) = ran, clocks
+    phase = time.perf_counter()
+    deadline = started + cfg.time_limit_s
+    best = improve_by_windows(problem, first, deadline, replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}))
+    stats["windows_s"] = _elapsed(phase)
+    if best.missing:
+        spent = time.perf_counter() - phase
+        why = _searched(problem, stats, spent, started, cfg, "CP-SAT window by window")
+        ran_all = (None, bend, info, stats, ProgressCallback())
+        return _left_out_result(problem, rows, best, why, ran_all, began)
+    how = "greedy" if best is first else "windows"
+    return _greedy(problem, best, None, bend, info, stats, began, compact, how)
 
 
 def _left_out(problem: BatchProblem, rows: list[list[int]], start: GreedyPlan) -> set[int]:
@@ -212,17 +249,18 @@ def _benders_phase(
     problem: BatchProblem, budget_s: float, greedy: GreedyPlan
 ) -> tuple[BendersOutcome, dict[str, Any]]:
     """Benders with its share of the budget (BENDERS_SHARE, larger for large batches: there the
-    master is the only source of a lower bound, unless the first plan leaves jobs out: then
-    placing them comes first, and CP-SAT gets the time), and the statistics the result reports."""
+    master is the only source of a lower bound), and the statistics the result reports."""
     phase = time.perf_counter()
-    large = len(problem.jobs) > BENDERS_LARGE_JOBS and not greedy.missing
+    large = len(problem.jobs) > BENDERS_LARGE_JOBS
     share = BENDERS_LARGE_SHARE if large else BENDERS_SHARE
-    bend = solve_benders(problem, share * budget_s)
+    upper = None if greedy.missing else (greedy.cost_cents, greedy.reserved)
+    bend = solve_benders(problem, share * budget_s, upper=upper)
     stats = {
         "rounds": bend.rounds,
         "cuts": len(bend.cuts),
         "proven": bend.proven,
         "stopped": bend.stopped,
+        "reserve_limits": dict(bend.reserve_limits),
         "wall_s": _elapsed(phase),
     }
     return bend, stats
@@ -238,15 +276,38 @@ def _add_benders_cuts(v: BatchVars, bend: BendersOutcome) -> None:
 def _cpsat_phase(
     v: BatchVars, cfg: SolverConfig, left_s: float, callback: ProgressCallback
 ) -> tuple[SolveResult | None, float]:
-    """The full model solved in the time left (None: no solution in time), and its seconds."""
+    """The full model solved in the time left (None: no solution in time), and its seconds.
+
+    CP-SAT's interleaved search (SolverConfig.deterministic) runs its subsolvers in batches and
+    stops when the next batch would not fit: on 50 generated jobs it returned after 10.2 s of
+    an 18.3 s limit (search log). While RESOLVE_S or more is left after an unproven answer, the
+    model is solved again from that answer (its values as the hint); the best answer is kept,
+    with the highest bound either solve proved (each a bound on the same model)."""
     phase = time.perf_counter()
-    try:
-        result: SolveResult | None = solve(v.model, replace(cfg, time_limit_s=left_s), callback)
-    except SolverError as exc:
-        if "status UNKNOWN" not in str(exc):
-            raise
-        result = None  # no solution in time: the greedy plan, if it places every job
-    return result, time.perf_counter() - phase
+    best: SolveResult | None = None
+    while True:
+        callback.offset_s = time.perf_counter() - phase
+        left = left_s - callback.offset_s
+        try:
+            result = solve(v.model, replace(cfg, time_limit_s=max(MIN_SOLVE_S, left)), callback)
+        except SolverError as exc:
+            if "status UNKNOWN" not in str(exc):
+                raise
+            break  # no solution in time: the best so far, else the greedy plan
+        best = _better(best, result)
+        if result.status != "feasible" or left_s - (time.perf_counter() - phase) < RESOLVE_S:
+            break
+        hint_solution(v, result)
+    return best, time.perf_counter() - phase
+
+
+def _better(best: SolveResult | None, new: SolveResult) -> SolveResult:
+    """The answer with the lower objective, carrying the higher bound of the two."""
+    if best is None or best.objective is None or new.status != "feasible":
+        return new
+    bound = max(best.bound or 0, new.bound or 0)
+    keep = new if (new.objective or 0) <= best.objective else best
+    return replace(keep, bound=bound)
 
 
 @dataclass(frozen=True)
@@ -322,8 +383,10 @@ def _greedy(
     stats: dict[str, Any],
     started: float,
     compact: bool,
+    how: str = "greedy",
 ) -> BatchResult:
-    """The greedy first plan, when CP-SAT found none (or a dearer one) within the time limit:
+    """The greedy first plan, when CP-SAT found none (or a dearer one) within the time limit,
+    or (`how` "windows", in the Benders statistics, not the JSON) the plan lns.py improved:
     status feasible, with the gap to the best lower bound either solver proved."""
     objective = greedy.cost_cents
     bound = max(int(round(result.bound or 0)) if result is not None else 0, bend.bound_cents or 0)
@@ -335,8 +398,10 @@ def _greedy(
         objective_usd=from_cents(objective),
         best_bound_usd=from_cents(bound),
         gap=round((objective - bound) / max(1, abs(objective)), 6),
-        first_plan="greedy",
     )
+    if how == "greedy":  # the JSON's first_plan names only the greedy plan (report contract)
+        info["first_plan"] = how
+    stats["plan"] = how
     jobs = [
         ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
         for job, (i, t) in zip(problem.jobs, greedy.plan, strict=True)
@@ -352,19 +417,28 @@ def _greedy(
         "first, each on its cheapest row that fits, or on "
         "the row a Benders round chose for it where that still fits); "
         f"the solver found no cheaper one within the time limit (gap {info['gap']:.1%})"
+        if how == "greedy"
+        else "plan: the first plan re-optimised one time window at a time by CP-SAT (the jobs "
+        f"whose window lies inside it freed, the others kept); gap {info['gap']:.1%} to the "
+        "Benders master's bound"
     )
     return _validated(out, info, started)
 
 
 def _searched(
-    problem: BatchProblem, stats: dict[str, Any], cpsat_s: float, started: float, cfg: SolverConfig
+    problem: BatchProblem,
+    stats: dict[str, Any],
+    cpsat_s: float,
+    started: float,
+    cfg: SolverConfig,
+    last: str = "CP-SAT",
 ) -> str:
-    """Where the time went: the phases and the limit."""
+    """Where the time went: the phases and the limit (`last`: the phase after Benders)."""
     return (
         f"{time.perf_counter() - started:.1f} s of the {cfg.time_limit_s:g} s time limit: enumeration "
         f"{problem.enumerate_s:.1f} s, a greedy plan and its repair, Benders decomposition "
         f"{stats['wall_s']:.1f} s over {stats['rounds']} round{'' if stats['rounds'] == 1 else 's'}, "
-        f"CP-SAT {cpsat_s:.1f} s"
+        f"{last} {cpsat_s:.1f} s"
     )
 
 
