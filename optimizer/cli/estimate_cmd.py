@@ -15,6 +15,7 @@ from optimizer.cli.common import (
     JsonOpt,
     OfflineOpt,
     PricesOpt,
+    borrowed_words,
     console,
     print_json,
     user_errors,
@@ -166,9 +167,9 @@ def _render_step(c: Any, r: dict[str, Any]) -> None:
             if r.get("band_source")
             else "no measured training run of this GPU generation and precision: the wide prior"
             if basis.get("group") == "prior"
-            else "no measured training run of this GPU generation and precision: the pooled band "
-            "of thinly measured groups"
-            if basis.get("group") == "any"
+            else "no measured training run of this GPU generation and precision: "
+            f"{borrowed_words(basis['borrowed'])}"
+            if basis.get("borrowed")
             else f"cross-validated residuals of {basis.get('cases', 0)} measured runs from "
             f"{basis.get('sources', 0)} sources, {basis.get('group')}"
         )

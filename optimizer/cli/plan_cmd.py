@@ -24,6 +24,7 @@ from optimizer.cli.common import (
     PricesOpt,
     TimeLimitOpt,
     answer,
+    borrowed_words,
     catalog_line,
     console,
     goodput_words,
@@ -113,8 +114,8 @@ def band_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
     evidence = (
         "no measured run: the wide prior band"
         if group == "prior"
-        else "no measured run of this GPU generation and precision: the pooled band of thinly measured groups"
-        if group in ("any", "serve:any")
+        else f"no measured run of this GPU generation and precision: {borrowed_words(basis['borrowed'])}"
+        if basis.get("borrowed")
         else "the profile's own band"
         if group == "profile"
         else f"calibrated from your measured runs on {p['gpu']} (`ccopt calibrate --list`); band of "

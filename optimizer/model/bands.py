@@ -125,6 +125,33 @@ TIERS = {
 }
 
 
+#: the tiers in words (what a borrowed band says it rests on)
+TIER_NAMES = {
+    "nvidia-dc": "NVIDIA data-centre",
+    "nvidia-ws": "NVIDIA workstation and consumer",
+    "amd": "AMD Instinct",
+}
+
+
+def borrowed_from(basis: str) -> str | None:
+    """What a band no run of its own group backs is borrowed from: "pooled" (every thinly
+    measured group's band), the tier's name for "any:<tier>", None for a measured group."""
+    if basis in (POOLED_KEY, POOLED_SERVE_KEY):
+        return "pooled"
+    if basis.startswith(POOLED_KEY + ":"):
+        tier = basis.split(":", 1)[1]
+        return TIER_NAMES.get(tier, tier)
+    return None
+
+
+def borrowed_words(borrowed: str) -> str:
+    """A borrowed band in words (`borrowed`: borrowed_from's answer; the CLI words the JSON's
+    interval_basis.borrowed the same way, cli/common.py)."""
+    if borrowed == "pooled":
+        return "the pooled band of thinly measured groups"
+    return f"the band of the {borrowed} tier's measured groups"
+
+
 def tier_of(generation: str) -> str:
     """The band tier of a GPU generation (TIERS; an unlisted one is its own tier)."""
     return TIERS.get(generation, generation)
@@ -146,10 +173,9 @@ def _fitted_band(keys: tuple[str, ...], assumptions: PerfAssumptions) -> Band:
         if key in stats:
             p10, p50, p90, cases, sources = stats[key]
             if key.endswith(POOLED_KEY) or key.startswith(POOLED_KEY + ":"):
-                # pooled (every thin group's, or the tier's "any:<tier>", worded as "any"): no
-                # run of this group backs it
-                basis = POOLED_KEY if key.startswith(POOLED_KEY) else key
-                return Band(p10, p50, p90, cases=0, sources=0, basis=basis)
+                # pooled (every thin group's) or the tier's "any:<tier>": no run of this
+                # group backs it (borrowed_from words it)
+                return Band(p10, p50, p90, cases=0, sources=0, basis=key)
             return Band(p10, p50, p90, cases=cases, sources=sources, basis=key)
     low, high = assumptions.band_prior
     return Band(low, 1.0, high, cases=0, sources=0, basis="prior")

@@ -13,6 +13,7 @@ from optimizer.model.serving import ServePerf
 from optimizer.model.setup import Layout, ServeSetup
 from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import StepTime
+from optimizer.report.band_basis import basis_dict
 from optimizer.report.contract.common import emit, significant
 from optimizer.report.contract.estimate import EstimateOutput
 
@@ -86,7 +87,7 @@ def _step_fields(step: StepTime, band: Band | None, precision: str) -> dict[str,
             step_time_s_p10=round(step.time_s * band.p10, 4),
             step_time_s_p50=round(step.time_s * band.p50, 4),
             step_time_s_p90=round(step.time_s * band.p90, 4),
-            interval_basis={"cases": band.cases, "sources": band.sources, "group": band.basis},
+            interval_basis=basis_dict(band.cases, band.sources, band.basis),
         )
     if step.ceiling_note:
         out.update(mfu_unclipped=round(step.mfu_unclipped or 0.0, 4), mfu_ceiling_note=step.ceiling_note)

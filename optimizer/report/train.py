@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from optimizer.report.band_basis import basis_dict
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
 from optimizer.report.mix import mix_dict
@@ -105,7 +106,7 @@ def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any
         "cost_usd_p50": round(f.cost_usd_p50, 2),
         "cost_usd_p90": round(f.cost_usd_p90, 2),
         "confidence": f.confidence,
-        "interval_basis": {"cases": f.band_cases, "sources": f.band_sources, "group": f.band_basis},
+        "interval_basis": basis_dict(f.band_cases, f.band_sources, f.band_basis),
         "mfu_unclipped": None if c.step.mfu_unclipped is None else round(c.step.mfu_unclipped, 4),
         "gpu_hours": round(f.gpu_hours, 2),
         "memory_gib": c.memory.as_dict(2),

@@ -195,8 +195,14 @@ class IntervalBasis(Contract):
     cases: int = Field(ge=0, description="measured runs behind the band (0: the wide prior alone)")
     sources: int = Field(ge=0, description="distinct published sources among them")
     group: str = Field(
-        description="the evidence group: generation/precision[/stack], 'prior' (no measured run) "
-        "or 'profile' (a per-sample profile's own band)"
+        description="the evidence group: generation/precision[/stack], 'prior' (no measured run), "
+        "'profile' (a per-sample profile's own band), 'any' (the pooled band of thinly measured "
+        "groups) or 'any:<tier>' (a hardware tier's band)"
+    )
+    borrowed: str | None = Field(
+        default=None,
+        description="a band no run of this GPU generation and precision backs: 'pooled', or the "
+        "hardware tier it is borrowed from (e.g. 'NVIDIA data-centre')",
     )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.jobs.train import Job
-from optimizer.model.bands import Band
+from optimizer.model.bands import Band, borrowed_from, borrowed_words
 from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.pricing.offering import cost_usd
@@ -67,9 +67,10 @@ def band_warnings(
             )
         if budget is not None and cost_usd_p90 > budget * (1 + 1e-9):
             out.append(f"P90: ${cost_usd_p90:,.0f}, over the ${budget:,.0f} budget")
-    if band.basis in ("prior", "any"):
+    borrowed = borrowed_from(band.basis)
+    if band.basis == "prior" or borrowed is not None:
         precision = c.setup.precision if c.setup else "this precision"
-        which = "the wide prior" if band.basis == "prior" else "the pooled band of thinly measured groups"
+        which = "the wide prior" if borrowed is None else borrowed_words(borrowed)
         out.append(
             f"no measured training run of {c.offering.gpu.generation} in {precision} "
             f"backs the model: its band is {which} (P10-P90 ×{band.p10:.2f}-×{band.p90:.2f}); "
