@@ -1,7 +1,8 @@
 """Property: on small batches the CP-SAT optimum equals brute force over assignments and starts.
 
 Batches of ≤ 4 jobs over ≤ 3 offerings (an owned box, a cloud offering under a quota, and an
-unlimited cloud offering or a sized reservation), horizons of 3-6 one-hour steps.
+unlimited cloud offering, a sized reservation or a capacity block with its own window), horizons
+of 3-6 one-hour steps.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_batch_synth import (
     RTX4090,
+    block_resource,
     brute_force,
     candidate,
     offering,
@@ -37,11 +39,11 @@ def batches(draw: st.DrawFn) -> tuple[list[JobSpec], list, float]:
     horizon = draw(st.integers(3, 6))
     box = offering("box", "owned", "owned", gpus=8, gpu=RTX4090, max_instances=2)
     quoted = offering("q", provider="quoted", gpus=2)
-    third = draw(st.sampled_from(["free", "reserved"]))
+    third = draw(st.sampled_from(["free", "reserved", "block"]))
     other = (
         offering("o", provider="free", gpus=4)
         if third == "free"
-        else offering("rsv", "reserved", provider="aws", gpus=8)
+        else offering("rsv" if third == "reserved" else "blk", "reserved", provider="aws", gpus=8)
     )
     offerings = draw(
         st.lists(st.sampled_from([box, quoted, other]), min_size=1, max_size=3, unique_by=lambda o: o.key)
@@ -52,6 +54,10 @@ def batches(draw: st.DrawFn) -> tuple[list[JobSpec], list, float]:
     ]
     if third == "reserved":
         resources.append(reservation_resource(other, draw(st.integers(1, 2)), draw(st.integers(1, 30))))
+    elif third == "block":  # hours [a, b] of the horizon, a whole number of steps
+        a = draw(st.integers(0, horizon - 1))
+        window = (float(a), float(draw(st.integers(a + 1, horizon))))
+        resources.append(block_resource(other, draw(st.integers(1, 2)), draw(st.integers(1, 30)), window))
     specs = []
     for j in range(draw(st.integers(1, 4))):
         cands = []

@@ -111,6 +111,16 @@ def reservation_resource(
     )
 
 
+def block_resource(
+    off: Offering, instances: int, commitment_usd: float, window_h: tuple[float, float], key: str = "block#0"
+) -> Resource:
+    """A capacity block: a reservation (`commitment_usd` per instance bought) that jobs may
+    use only inside `window_h`."""
+    return replace(
+        reservation_resource(off, instances, commitment_usd, key), label=f"block {off.key}", window_h=window_h
+    )
+
+
 def brute_force(
     specs: Sequence[JobSpec],
     resources: Sequence[Resource],
@@ -123,7 +133,8 @@ def brute_force(
     Independent of the CP-SAT model and of its row pruning: every candidate of every job, or
     dropping a droppable job; a row on the grid occupies [s, s + ceil(hours / unit)) and must
     lie within [ceil(release), floor(min(deadline, horizon))]; at every step the demands on
-    each resource stay within capacity; a reservation costs (its peak use) × commitment,
+    each resource stay within capacity; a row on a capacity block lies inside the block's
+    hours; a reservation or block costs (its peak use) × commitment,
     which must not exceed its maximum (R = peak is the cheapest R that fits). `min_reserved`:
     only plans reserving at least that many of a reservation (R = max(peak, that)).
     """
@@ -156,6 +167,10 @@ def brute_force(
                 if s.deadline_h is None
                 else min(horizon, math.floor(round(s.deadline_h / grid.unit_h, 6)))
             )
+            for r in res:  # a capacity block: the row runs inside the block's hours
+                if r.window_h is not None and r.demand(c.offering, c.instances):
+                    lo = max(lo, math.ceil(round(r.window_h[0] / grid.unit_h, 6)))
+                    limit = min(limit, math.floor(round(r.window_h[1] / grid.unit_h, 6)))
             windows.append((c, d, range(lo, limit - d + 1)))
         ranges = [w[2] if w else [None] for w in windows]
         for starts in itertools.product(*ranges):

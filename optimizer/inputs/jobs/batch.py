@@ -1,4 +1,4 @@
-"""Batch files (TOML): shared `[capacity]` (quotas, owned boxes, reservations) and `[[job]]`s.
+"""Batch files (TOML): shared `[capacity]` (quotas, owned boxes, reservations, blocks), `[[job]]`s.
 
 A batch file is many single jobs (the `ccopt plan` job model, `optimizer.inputs.jobs.train.Job`) plus what
 they share over a planning horizon::
@@ -19,6 +19,12 @@ they share over a planning horizon::
     instance = "p5.48xlarge"
     pricing = "reserved_1y"
     max_instances = 2
+    [[capacity.block]]             # a capacity block: the solver buys 0..instances, paid in full
+    provider = "aws"
+    instance = "p5.48xlarge"
+    instances = 2
+    start_day = 3
+    length_days = 7
 
     [defaults.constraints]         # merged under every [[job]] (the job's own keys win)
     gpu_types = ["H100-80GB", "RTX4090"]
@@ -49,7 +55,16 @@ from optimizer.inputs.jobs.train import HardwareEntry, Job, format_validation_er
 from optimizer.inputs.toml_file import read_toml
 from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["BatchJob", "Quota", "Reservation", "Capacity", "BatchFile", "batch_from_dict", "load_batch"]
+__all__ = [
+    "BatchJob",
+    "Quota",
+    "Reservation",
+    "Block",
+    "Capacity",
+    "BatchFile",
+    "batch_from_dict",
+    "load_batch",
+]
 
 
 class BatchJob(Job):
@@ -155,6 +170,29 @@ class Reservation(StrictModel):
         return self
 
 
+class Block(StrictModel):
+    """`[[capacity.block]]`: a capacity block (a catalog `capacity_block` row) the jobs share.
+
+    Up to `instances` instances from day `start_day` for `length_days` whole days; the solver
+    buys B ∈ [0, instances] of them, each paid in full (usd_per_hour × length hours) whether
+    used or not. Jobs run on it only inside [start, start + length], together on at most B
+    instances at any time: one after another or side by side.
+    """
+
+    provider: str = Field(description="provider selling the block (aws, ...)")
+    instance: str = Field(description="instance type of the block (a catalog capacity_block row)")
+    region: str | None = Field(default=None, description="region of the block (default: the cheapest)")
+    instances: int = Field(
+        gt=0, le=10**4, description="at most this many instances in the block; the solver picks how many"
+    )
+    start_day: int = Field(
+        ge=0, le=MAX_DAYS, description="the block starts this many whole days into the horizon"
+    )
+    length_days: int = Field(
+        gt=0, le=MAX_DAYS, description="whole days of the block (a length the row sells)"
+    )
+
+
 class Capacity(StrictModel):
     """`[capacity]`: the planning horizon and everything the jobs share."""
 
@@ -174,6 +212,10 @@ class Capacity(StrictModel):
     reservation: tuple[Reservation, ...] = Field(
         default=(), description="`[[capacity.reservation]]`: reserved instances the solver may size"
     )
+    block: tuple[Block, ...] = Field(
+        default=(),
+        description="`[[capacity.block]]`: capacity blocks (a start day and whole days) jobs share",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -189,6 +231,13 @@ class Capacity(StrictModel):
                 raise ValueError(f"owned[{i}] ({entry.gpu}): give num_boxes (how many we have)")
             if entry.max_gpus is not None:
                 raise ValueError(f"owned[{i}]: max_gpus is for [[hardware.buy]]; use num_boxes")
+        days = self.horizon_h / HOURS_PER_DAY
+        for i, b in enumerate(self.block):
+            if b.start_day + b.length_days > days + 1e-9:
+                raise ValueError(
+                    f"block[{i}].length_days: start_day {b.start_day} + length_days {b.length_days} "
+                    f"ends after the horizon; allowed: length_days ≤ {max(0, int(days) - b.start_day)}"
+                )
         return self
 
     @property
@@ -237,6 +286,7 @@ class BatchFile(StrictModel):
         named = [r for j in self.job for r in j.named_regions()]
         named += [q.region for q in self.capacity.quota if q.region]
         named += [r.region for r in self.capacity.reservation if r.region]
+        named += [b.region for b in self.capacity.block if b.region]
         return tuple(named)
 
 

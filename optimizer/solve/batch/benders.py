@@ -32,7 +32,7 @@ from ortools.sat.python import cp_model
 from optimizer.solve.batch.disjunctive import WindowCut, covers_of, violated_windows
 from optimizer.solve.batch.hints import repaired_plan
 from optimizer.solve.batch.master import Cut, Master
-from optimizer.solve.batch.model import usable_rows
+from optimizer.solve.batch.model import add_row_window, usable_rows
 from optimizer.solve.batch.probe import reservation_limits
 from optimizer.solve.batch.problem import BatchProblem, choice_cost_cents
 from optimizer.solve.cpsat.core import shrink_core
@@ -106,6 +106,7 @@ def _check(
             cost.append(row.cost_cents * y)
             if len(group) > 1:
                 m.add(s + row.duration <= job.due).only_enforce_if(y)
+            add_row_window(m, s, job.release, job.due, row, y)
             itv = m.new_optional_fixed_size_interval_var(s, row.duration, y, f"i{pos}_{i}")
             for key, demand in row.usage:
                 users.setdefault(key, []).append((itv, demand))

@@ -58,7 +58,7 @@ def covers_of(problem: BatchProblem, rows: Sequence[Sequence[int]]) -> dict[str,
         for i in rows[j]:
             for key, demand in job.rows[i].usage:
                 out.setdefault(key, []).append(
-                    Cover(j, i, demand, job.release, job.due, job.rows[i].duration)
+                    Cover(j, i, demand, *job.bounds(job.rows[i]), job.rows[i].duration)
                 )
     kept = {}
     for key, covers in out.items():

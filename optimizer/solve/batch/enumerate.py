@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.gpus import resolve_gpu_id
-from optimizer.inputs.jobs.batch import BatchFile, BatchJob, Quota, Reservation
+from optimizer.inputs.jobs.batch import BatchFile, BatchJob, Block, Quota, Reservation
 from optimizer.inputs.jobs.train import fit_job_to_model
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import catalog_rows_named, cloud_offering, hardware_offerings, job_offerings
 from optimizer.pricing.schema import OfferingRow
+from optimizer.pricing.terms import NO_TERMS, OfferingTerms, billed_hours
 from optimizer.solve.batch.problem import BatchProblem, JobSpec, Resource
 from optimizer.solve.train.enumerate import EnumerationMemo
 from optimizer.solve.train.prepare import PreparedJob, prepare_from_offerings
+from optimizer.units import HOURS_PER_DAY
 
-__all__ = ["reservation_resource", "quota_resource", "owned_resources", "build_problem"]
+__all__ = ["reservation_resource", "block_resource", "quota_resource", "owned_resources", "build_problem"]
 
 
 def _pick_reservation_row(rows: Sequence[OfferingRow], r: Reservation, i: int) -> OfferingRow:
@@ -92,6 +95,72 @@ def reservation_resource(
         commitment=commitment,
         commitment_h=horizon_h,
     )
+
+
+def block_resource(rows: Sequence[OfferingRow], b: Block, i: int) -> tuple[Offering, Resource]:
+    """The offering jobs run on and the resource it draws from, for one capacity block.
+
+    As a reservation (jobs on it pay nothing per hour; B ∈ [0, instances] bought by the
+    solver, each paid `cost_usd(row, B, length hours)`: the block's whole length, pricing/terms.py)
+    plus a window: rows on it run inside [start_day, start_day + length_days] (problem.Row).
+
+    Raises:
+        ConfigError: no capacity_block row of that provider, instance and region, or a length
+            the row does not sell (one line naming the field and the allowed values).
+    """
+    where = f"capacity.block[{i}]"
+    sold = [row for row in rows if row.pricing_model == "capacity_block"]
+    if not sold:
+        raise ConfigError(f"{where}.instance: the price catalog has no capacity_block rows")
+    picked = catalog_rows_named(
+        sold,
+        b.provider,
+        b.instance,
+        f"{where}.provider",
+        f"{where}.instance",
+        region=b.region,
+        region_field=f"{where}.region",
+        catalog="the price catalog's capacity_block rows",
+    )
+    row = min(picked, key=lambda r: (r.usd_per_gpu_hour, r.region))
+    key, length_h = f"block#{i}", b.length_days * HOURS_PER_DAY
+    commitment = cloud_offering(row, key_prefix=f"{key}/", kind="reserved", reservation_prepaid=True)
+    _check_length(commitment.terms, length_h, f"{where}.length_days")
+    run_on = replace(
+        cloud_offering(
+            row, key_prefix=f"{key}/", kind="reserved", usd_per_hour=0.0, max_instances=b.instances
+        ),
+        terms=NO_TERMS,
+    )
+    start_h = b.start_day * HOURS_PER_DAY
+    label = (
+        f"capacity block {row.provider} {row.instance_type} {row.region} "
+        f"(days {b.start_day:g}-{b.start_day + b.length_days:g})"
+    )
+    return run_on, Resource(
+        key,
+        "reservation",
+        label,
+        b.instances,
+        "instances",
+        offering_key=run_on.key,
+        commitment=commitment,
+        commitment_h=length_h,
+        window_h=(start_h, start_h + length_h),
+    )
+
+
+def _check_length(terms: OfferingTerms, length_h: float, field: str) -> None:
+    """A block length the row sells: whole billing steps, at least the minimum, at most the longest."""
+    step, longest = terms.billing_increment_hours or HOURS_PER_DAY, terms.max_term_hours or 0.0
+    lengths = f"{max(terms.min_term_hours, step) / HOURS_PER_DAY:g} to {longest / HOURS_PER_DAY:g} days"
+    if not terms.is_block:
+        raise ConfigError(f"{field}: the row is not sold as a block; allowed: capacity_block rows")
+    if length_h < terms.min_term_hours or length_h > longest or billed_hours(terms, length_h) != length_h:
+        raise ConfigError(
+            f"{field}: {length_h / HOURS_PER_DAY:g} days is not a length sold; allowed: {lengths} "
+            f"in steps of {step / HOURS_PER_DAY:g} day(s)"
+        )
 
 
 def quota_resource(rows: Sequence[OfferingRow] | None, q: Quota, i: int) -> Resource:
@@ -270,13 +339,20 @@ def build_problem(
 def _reservations(
     batch: BatchFile, rows: Sequence[OfferingRow] | None, resources: list[Resource]
 ) -> list[Offering]:
-    """The [[capacity.reservation]] offerings; their resources are appended to `resources`."""
+    """The [[capacity.reservation]] and [[capacity.block]] offerings; their resources are
+    appended to `resources`."""
     cap = batch.capacity
     if cap.reservation and rows is None:
         raise ConfigError("capacity.reservation needs the price catalog (cloud prices)")
+    if cap.block and rows is None:
+        raise ConfigError("capacity.block needs the price catalog (cloud prices)")
     reserved: list[Offering] = []
     for i, entry in enumerate(cap.reservation):
         off, res = reservation_resource(rows or (), entry, i, cap.horizon_h)
+        reserved.append(off)
+        resources.append(res)
+    for i, block in enumerate(cap.block):
+        off, res = block_resource(rows or (), block, i)
         reserved.append(off)
         resources.append(res)
     return reserved
@@ -303,7 +379,8 @@ def _billing_notes(quota_only: bool, resources: Sequence[Resource], owned: Seque
     """How the batch's cloud, reserved and owned capacity is billed, one line each."""
     notes = ["cloud: only (provider, GPU) pairs with a quota are used"] if quota_only else []
     notes += [
-        f"{res.label}: ${res.commitment_usd:,.0f} per reserved instance"
+        f"{res.label}: ${res.commitment_usd:,.0f} per "
+        + ("instance of the block, paid in full" if res.window_h else "reserved instance")
         for res in resources
         if res.kind == "reservation"
     ]

@@ -96,7 +96,7 @@ def greedy_schedule(
             rows[j], key=lambda i: (i != preferred, job.rows[i].cost_cents, job.rows[i].duration)
         ):
             row = job.rows[i]
-            t = earliest_start(free, row, job.release, job.due - row.duration)
+            t = earliest_start(free, row, *job.start_range(row))
             if t is None:
                 continue
             fits.append(((t + row.duration, row.cost_cents) if earliest_finish else (), i, t))
@@ -267,7 +267,7 @@ def left_shift(
     placed = [(j, s, s.row, s.start) for j, s in enumerate(jobs) if s.row is not None and s.start is not None]
     placed.sort(key=lambda p: (p[3], -p[1].job.spec.priority, p[0]))
     for j, sj, row, start in placed:
-        t = earliest_start(free, row, sj.job.release, start) if row.usage else sj.job.release
+        t = earliest_start(free, row, sj.job.bounds(row)[0], start) if row.usage else sj.job.release
         t = start if t is None else t
         for key, demand in row.usage:
             free[key][t : t + row.duration] -= demand

@@ -32,7 +32,7 @@ def _delay_fix(problem: BatchProblem, free: dict[str, np.ndarray], j: int, base_
     job = problem.jobs[j]
     best: tuple[int, int, int] | None = None
     for i, row in enumerate(job.rows):
-        t = earliest_start(free, row, job.release, problem.horizon - row.duration)
+        t = earliest_start(free, row, *job.start_range(row, problem.horizon))
         if t is not None and (best is None or (t + row.duration, row.cost_cents) < best[:2]):
             best = (t + row.duration, row.cost_cents, i)
     if best is None:
@@ -58,7 +58,7 @@ def _raise_fix(
     best: tuple[float, int, str, int] | None = None
     for i in rows:
         row = job.rows[i]
-        low, high = job.release, job.due - row.duration
+        low, high = job.start_range(row)
         if high < low or len(row.usage) != 1:
             continue
         ((key, demand),) = row.usage

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from optimizer.solve.batch.problem import BatchProblem, JobRows, ScheduledJob
+from optimizer.solve.batch.problem import BatchProblem, JobRows, Row, ScheduledJob
 from optimizer.solve.cpsat.solver import SolveResult
 
 __all__ = [
@@ -86,7 +86,7 @@ def usable_rows(job: JobRows, problem: BatchProblem, modes: Mapping[str, str]) -
     limit = job.due if modes.get(deadline_req(job), HARD) == HARD else problem.horizon
     out, best_free = [], None
     for i, r in enumerate(job.rows):
-        if job.release + r.duration > limit:
+        if not job.fits(r, limit):
             continue
         too_big = any(
             d > problem.resources[k].capacity for k, d in r.usage if modes.get(capacity_req(k), HARD) == HARD
@@ -150,12 +150,22 @@ def add_windows(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -
         for xi, i in zip(v.x[j], v.rows[j], strict=True):
             d = job.rows[i].duration
             m.add(s + d <= limit).only_enforce_if(xi)
+            add_row_window(m, s, job.release, limit, job.rows[i], xi)
             if lit is not None and job.release + d <= job.due:
                 m.add(s + d <= job.due).only_enforce_if([xi, lit])
             elif lit is not None:  # this row can never meet the deadline
                 m.add_implication(xi, lit.Not())
             elif late is not None:
                 m.add(s + d <= job.due + late).only_enforce_if(xi)
+
+
+def add_row_window(m: Any, s: Any, release: int, limit: int, row: Row, chosen: Any) -> None:
+    """Start ≥ the row's earliest, start + duration ≤ its latest, when the row is chosen and
+    its own window (a capacity block's) is narrower than the horizon."""
+    if row.earliest > release:
+        m.add(s >= row.earliest).only_enforce_if(chosen)
+    if row.latest is not None and row.latest < limit:
+        m.add(s + row.duration <= row.latest).only_enforce_if(chosen)
 
 
 def add_capacity(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
@@ -233,7 +243,7 @@ def energy_windows(
                 row = job.rows[i]
                 for k, demand in row.usage:
                     if k == key:
-                        terms.append((job.release, due, row.duration, j, i, demand))
+                        terms.append((*job.bounds(row, due), row.duration, j, i, demand))
         if len(terms) < 2:
             continue
         yield from _binding_windows(key, res.capacity, terms, releases, dues)

@@ -62,6 +62,8 @@ class Resource:
     offering_key: str = ""
     commitment: Offering | None = None  # reservation: the reserved instance at its price
     commitment_h: float = 0.0  # hours billed when the term is not (the planning horizon)
+    #: a capacity block ([[capacity.block]]): rows on it run only inside [from_h, to_h]
+    window_h: tuple[float, float] | None = None
 
     def demand(self, offering: Offering, instances: int) -> int:
         """What `instances` of `offering` take of this resource (0: not this resource)."""
@@ -129,6 +131,10 @@ class Row:
     cost_cents: int
     duration: int
     usage: tuple[tuple[str, int], ...]
+    #: the row's own window in steps (a capacity block's [start, end]); the job's window
+    #: intersected with it is where the row may run (JobRows.bounds)
+    earliest: int = 0
+    latest: int | None = None
 
 
 @dataclass
@@ -147,6 +153,22 @@ class JobRows:
     @property
     def penalty_cents(self) -> int | None:
         return None if self.spec.penalty_usd is None else to_cents(self.spec.penalty_usd)
+
+    def bounds(self, row: Row, due: int | None = None) -> tuple[int, int]:
+        """[earliest start, latest end] of `row`: the job's [release, due] (or `due` given, a
+        relaxed deadline) intersected with the row's own window (a capacity block's)."""
+        end = self.due if due is None else due
+        return max(self.release, row.earliest), end if row.latest is None else min(end, row.latest)
+
+    def start_range(self, row: Row, due: int | None = None) -> tuple[int, int]:
+        """[first, last] start step of `row` within its bounds (last < first: it cannot fit)."""
+        low, high = self.bounds(row, due)
+        return low, high - row.duration
+
+    def fits(self, row: Row, due: int | None = None) -> bool:
+        """The row fits its bounds (`due` as in `bounds`)."""
+        low, high = self.bounds(row, due)
+        return low + row.duration <= high
 
 
 def _pareto(rows: list[Row]) -> list[Row]:
@@ -227,10 +249,25 @@ class BatchProblem:
                 if not within_scale(c.cost_usd, c.hours):  # past the solver's integers: never chosen
                     continue
                 d = max(1, grid.up(c.hours))
-                if release + d <= horizon:
-                    rows.append(Row(c, to_cents(c.cost_usd), d, resource_usage(c, resources)))
+                usage = resource_usage(c, resources)
+                low, high = _row_window(grid, usage, resources, horizon)
+                if max(release, low) + d <= high:
+                    rows.append(Row(c, to_cents(c.cost_usd), d, usage, low, high))
             jobs.append(JobRows(s, _pareto(rows), release, due))
         return cls(jobs, {r.key: r for r in resources}, grid, horizon_h, name)
+
+
+def _row_window(
+    grid: TimeGrid, usage: tuple[tuple[str, int], ...], resources: Sequence[Resource], horizon: int
+) -> tuple[int, int]:
+    """[earliest start, latest end] in steps of a row on `usage`: the horizon, narrowed to the
+    window of every capacity block it runs on (start rounded up, end down: inside the block)."""
+    low, high = 0, horizon
+    used = {k for k, _ in usage}
+    for r in resources:
+        if r.key in used and r.window_h is not None:
+            low, high = max(low, grid.up(r.window_h[0])), min(high, grid.down(r.window_h[1]))
+    return low, high
 
 
 def choice_cost_cents(

@@ -66,7 +66,7 @@ class _State:
         job = self.problem.jobs[j]
         for i in sorted(self.rows[j], key=lambda i: (job.rows[i].cost_cents, job.rows[i].duration)):
             row = job.rows[i]
-            t = earliest_start(self.free, row, job.release, job.due - row.duration)
+            t = earliest_start(self.free, row, *job.start_range(row))
             if t is not None:
                 return i, t
         return None
@@ -80,7 +80,7 @@ def _least_overload(state: _State, j: int) -> tuple[int, int] | None:
     best: tuple[float, int, int, int] | None = None
     for i in state.rows[j]:
         row = job.rows[i]
-        low, high = job.release, job.due - row.duration
+        low, high = job.start_range(row)
         if high < low:
             continue
         over = np.zeros(high - low + 1)

@@ -17,13 +17,25 @@ def _job_cost_usd(c: Candidate) -> float:
     return cost_usd(c.offering, c.instances, c.hours).total_usd
 
 
+def _outside_blocks(name: str, start: float, end: float, c: Candidate, result: BatchResult) -> list[str]:
+    """A job on a capacity block runs inside the block's [from, to] hours."""
+    out = []
+    for res in result.problem.resources.values():
+        if res.window_h is not None and res.demand(c.offering, c.instances):
+            low, high = res.window_h
+            if start < low - EPS_H or end > high + EPS_H:
+                out.append(f"{name}: runs {start:g}-{end:.3f} h outside {res.label} ({low:g}-{high:g} h)")
+    return out
+
+
 def validate_batch(result: BatchResult) -> list[str]:
     """Check a plan against every constraint in plain Python, in hours (not on the grid).
 
     Checks: every required job runs, dropped jobs are droppable; the candidate is one of the
     job's; its cost recomputed with `optimizer.pricing.offering.cost_usd` equals the
     candidate's and the row's cents; start ≥ release; the actual end (start + candidate hours)
-    ≤ min(deadline, horizon); the budget; per resource, the sum of demands of jobs running at
+    ≤ min(deadline, horizon); a job on a capacity block inside the block's hours;
+    the budget; per resource, the sum of demands of jobs running at
     every start time ≤ its capacity (a reservation: ≤ the R reserved, and R ≤ its maximum);
     the reported total cost equals the recomputed job costs plus commitments (to the cent per
     term).
@@ -62,6 +74,7 @@ def validate_batch(result: BatchResult) -> list[str]:
         if spec.budget_usd is not None and c.cost_usd > spec.budget_usd + 0.005:
             out.append(f"{sj.name}: costs {c.cost_usd:.2f} over its budget")
         active.append((start, sj.slot_end_h or end, c))
+        out += _outside_blocks(sj.name, start, end, c, result)
     for key, res in problem.resources.items():
         cap = res.capacity
         if res.kind == "reservation":
