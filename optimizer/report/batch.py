@@ -61,6 +61,8 @@ def _resource_dicts(result: BatchResult) -> list[dict[str, Any]]:
             item.update(
                 reserved=result.reserved.get(key, 0), commitment_usd_per_instance=round(res.commitment_usd, 2)
             )
+        if res.window_h is not None:
+            item["window_h"] = [round(res.window_h[0], 4), round(res.window_h[1], 4)]
         profile = result.usage.get(key, [])
         item.update(peak=max((p[2] for p in profile), default=0), usage=profile)
         out.append(item)

@@ -231,13 +231,6 @@ class Capacity(StrictModel):
                 raise ValueError(f"owned[{i}] ({entry.gpu}): give num_boxes (how many we have)")
             if entry.max_gpus is not None:
                 raise ValueError(f"owned[{i}]: max_gpus is for [[hardware.buy]]; use num_boxes")
-        days = self.horizon_h / HOURS_PER_DAY
-        for i, b in enumerate(self.block):
-            if b.start_day + b.length_days > days + 1e-9:
-                raise ValueError(
-                    f"block[{i}].length_days: start_day {b.start_day} + length_days {b.length_days} "
-                    f"ends after the horizon; allowed: length_days ≤ {max(0, int(days) - b.start_day)}"
-                )
         return self
 
     @property

@@ -58,12 +58,17 @@ class BatchJobOut(_PlanFields):  # type: ignore[misc,valid-type]
 
 class ResourceOut(Contract):
     key: str
-    kind: str = Field(description="quota | owned | reservation")
+    kind: str = Field(description="quota | owned | reservation (a capacity block too, with window_h)")
     label: str
     capacity: int
     unit: str
     reserved: int | None = None
     commitment_usd_per_instance: float | None = None
+    window_h: list[float] | None = Field(
+        default=None,
+        description="a capacity block ([[capacity.block]], kind reservation): [from_hour, to_hour] "
+        "of the horizon its jobs must run in; its commitment is paid for the whole block",
+    )
     peak: float
     usage: list[list[float]] = Field(description="[[from_hour, to_hour, level], ...]")
 

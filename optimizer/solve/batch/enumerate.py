@@ -97,7 +97,9 @@ def reservation_resource(
     )
 
 
-def block_resource(rows: Sequence[OfferingRow], b: Block, i: int) -> tuple[Offering, Resource]:
+def block_resource(
+    rows: Sequence[OfferingRow], b: Block, i: int, horizon_h: float
+) -> tuple[Offering, Resource]:
     """The offering jobs run on and the resource it draws from, for one capacity block.
 
     As a reservation (jobs on it pay nothing per hour; B ∈ [0, instances] bought by the
@@ -105,10 +107,17 @@ def block_resource(rows: Sequence[OfferingRow], b: Block, i: int) -> tuple[Offer
     plus a window: rows on it run inside [start_day, start_day + length_days] (problem.Row).
 
     Raises:
-        ConfigError: no capacity_block row of that provider, instance and region, or a length
-            the row does not sell (one line naming the field and the allowed values).
+        ConfigError: no capacity_block row of that provider, instance and region, a block
+            past the horizon, a length or a count the row does not sell (one line naming the
+            field and the allowed values).
     """
     where = f"capacity.block[{i}]"
+    days = horizon_h / HOURS_PER_DAY
+    if b.start_day + b.length_days > days + 1e-9:
+        raise ConfigError(
+            f"{where}.length_days: start_day {b.start_day} + length_days {b.length_days} ends after "
+            f"the {days:g}-day horizon; allowed: start_day + length_days ≤ {days:g}"
+        )
     sold = [row for row in rows if row.pricing_model == "capacity_block"]
     if not sold:
         raise ConfigError(f"{where}.instance: the price catalog has no capacity_block rows")
@@ -126,6 +135,11 @@ def block_resource(rows: Sequence[OfferingRow], b: Block, i: int) -> tuple[Offer
     key, length_h = f"block#{i}", b.length_days * HOURS_PER_DAY
     commitment = cloud_offering(row, key_prefix=f"{key}/", kind="reserved", reservation_prepaid=True)
     _check_length(commitment.terms, length_h, f"{where}.length_days")
+    most = commitment.terms.max_nodes
+    if most is not None and b.instances > most:
+        raise ConfigError(
+            f"{where}.instances: {b.instances} is more than the row sells; allowed: 1 to {most}"
+        )
     run_on = replace(
         cloud_offering(
             row, key_prefix=f"{key}/", kind="reserved", usd_per_hour=0.0, max_instances=b.instances
@@ -352,7 +366,7 @@ def _reservations(
         reserved.append(off)
         resources.append(res)
     for i, block in enumerate(cap.block):
-        off, res = block_resource(rows or (), block, i)
+        off, res = block_resource(rows or (), block, i, cap.horizon_h)
         reserved.append(off)
         resources.append(res)
     return reserved
