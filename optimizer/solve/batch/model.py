@@ -5,10 +5,11 @@
   another row of the same resources beats on cost, duration and demand; of the rows on
   unlimited cloud only the cheapest that meets the deadline, since they interact with nothing).
 * **windows** — one start variable per job on the time grid; each chosen row's interval
-  [start, start + duration) lies within [release, min(deadline, horizon)].
+  [start, start + duration) lies within [release, min(deadline, horizon)], and a row on a
+  capacity block within the block's own [start, end] too (Row.earliest/latest, always hard).
 * **capacity** — ``add_cumulative`` per shared resource over the optional intervals of the
   rows that use it: owned boxes (demand = boxes), cloud quotas (demand = GPUs), and sized
-  reservations (capacity = the reserved instance count R, a variable).
+  reservations and capacity blocks (capacity = the instance count R bought, a variable).
 * **objective** — integer cents: Σ row cost (cloud rent, power of owned boxes) + Σ R ×
   commitment per reserved instance + Σ value of dropped jobs.
 
