@@ -34,6 +34,7 @@ CASES: dict[str, list[str]] = {
     "sizing_resnet50_imagenet_3days": ["sizing", "examples/resnet50_imagenet_3days.toml", "--json"],
     "replan_llama7b_progress": ["replan", "examples/llama7b_10days_progress.toml", "--json"],
     "batch_12_finetunes": ["batch", "examples/batch_12_finetunes.toml", "--json"],
+    "batch_capacity_block": ["batch", "examples/batch_capacity_block.toml", "--json"],
     # at the point (confidence 0.5): at P80 the owned RTX 4090 boxes' wide thin band (issue 44)
     # saturates them and CP-SAT no longer proves the optimum within the time limit, so the
     # answer would depend on the machine's speed

@@ -398,7 +398,8 @@ def _billing_notes(quota_only: bool, resources: Sequence[Resource], owned: Seque
         for res in resources
         if res.kind == "reservation"
     ]
-    notes.append("owned boxes: power per busy box-hour (capital only with charge_capital = true)")
+    if owned:
+        notes.append("owned boxes: power per busy box-hour (capital only with charge_capital = true)")
     notes += [line for off in owned if (line := _owned_note(off)) is not None]
     return notes
 
