@@ -154,10 +154,13 @@ def _render_totals(c: Any, data: dict[str, Any]) -> None:
     s = data["solver"]
     br = data["cost_breakdown_usd"]
     gap = s.get("gap", 0.0)
+    # capacity blocks are reservations with a window (resources' window_h): named as such
+    blocks = any(r.get("window_h") for r in data.get("resources", []) if r.get("kind") == "reservation")
+    reserved = "reservations and blocks" if blocks else "reservations"
     c.print(
         f"[b]{len(data['jobs'])} jobs[/b] — [b]{data['status']}[/b]: total "
         f"[b]{_money(data['total_cost_usd'])}[/b] (cloud {_money(br['cloud'])}, owned "
-        f"{_money(br['owned'])}, reservations {_money(br['reservations'])}"
+        f"{_money(br['owned'])}, {reserved} {_money(br['reservations'])}"
         + (f", dropped value {_money(br['dropped_value'])}" if br["dropped_value"] else "")
         + f"); CP-SAT {s.get('wall_s', 0):.2f} s, {s.get('rows')} options "
         f"({s.get('num_model_rows')} in the model), gap {gap:.2%}, time step "
