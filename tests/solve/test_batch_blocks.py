@@ -145,3 +145,20 @@ def test_the_example_batch_shares_its_three_day_block(isolated) -> None:
     # inside the block's days 1-4 (hours 24-96), one after another on its one instance
     assert jobs[0]["start_hour"] >= 24 - 1e-6 and jobs[-1]["end_hour"] <= 96 + 1e-6
     assert all(a["end_hour"] <= b["start_hour"] + 1e-6 for a, b in zip(jobs, jobs[1:], strict=False))
+
+
+def test_a_job_that_only_a_block_could_run_is_told_the_blocks_hours(isolated, tmp_path) -> None:
+    """The example with its block cut to one day (hours 24-48) and the jobs allowed only on
+    blocks: 'summariser-ft' is released at hour 48, when the block has ended, so nothing can run
+    it; the answer names the block's hours, not the release-to-horizon gap (120 h here)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "batch_capacity_block.toml"
+    text = example.read_text(encoding="utf-8").replace("length_days = 3", "length_days = 1")
+    text = text.replace('providers = ["aws"]', 'providers = ["aws"]\npricing = ["capacity_block"]')
+    batch = tmp_path / "block_only.toml"
+    batch.write_text(text, encoding="utf-8")
+    out = CliRunner().invoke(app, ["batch", str(batch), "--offline"])
+    assert out.exit_code == 1
+    said = " ".join(out.output.split())
+    assert "job 'summariser-ft' cannot run at all" in said
+    assert "may run only inside capacity block aws p5.48xlarge" in said
+    assert "(hours 24-48), which leaves 0.0 h after its release" in said

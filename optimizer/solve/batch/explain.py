@@ -21,7 +21,15 @@ from optimizer.solve.batch.model import (
     deadline_req,
     read_plan,
 )
-from optimizer.solve.batch.problem import EPS_H, BatchProblem, BatchResult, Explanation, Fix, ScheduledJob
+from optimizer.solve.batch.problem import (
+    EPS_H,
+    BatchProblem,
+    BatchResult,
+    Explanation,
+    Fix,
+    Resource,
+    ScheduledJob,
+)
 from optimizer.solve.cpsat.core import shrink_core
 from optimizer.solve.cpsat.solver import SolverConfig, solve
 from optimizer.units import hours_to_days
@@ -41,10 +49,17 @@ def trivially_infeasible(problem: BatchProblem) -> Explanation | None:
         window_h = problem.horizon_h - spec.release_h
         if spec.candidates:
             fastest = min(spec.candidates, key=lambda c: (c.hours, c.cost_usd))
+            room = f"only {window_h:,.1f} h remain between its release and the horizon"
+            block = _block_of(problem, fastest.offering.key)
+            if block is not None and block.window_h is not None:
+                start_h, end_h = max(block.window_h[0], spec.release_h), block.window_h[1]
+                room = (
+                    f"it may run only inside {block.label} (hours {block.window_h[0]:g}-{end_h:g}), "
+                    f"which leaves {max(0.0, end_h - start_h):,.1f} h after its release"
+                )
             why = (
                 f"its fastest plan needs {fastest.hours:,.1f} h ({fastest.gpus}× "
-                f"{fastest.offering.gpu_id}, {fastest.offering.provider}) but only "
-                f"{window_h:,.1f} h remain between its release and the horizon"
+                f"{fastest.offering.gpu_id}, {fastest.offering.provider}) but {room}"
             )
             if spec.budget_usd is not None and all(c.cost_usd > spec.budget_usd for c in spec.candidates):
                 why = f"no plan fits its budget (${spec.budget_usd:,.0f})"
@@ -57,6 +72,18 @@ def trivially_infeasible(problem: BatchProblem) -> Explanation | None:
             [f"job:{job.name}"], [f"job {job.name!r}"], f"job {job.name!r} cannot run at all: {why}"
         )
     return None
+
+
+def _block_of(problem: BatchProblem, offering_key: str) -> Resource | None:
+    """The capacity block (a reservation with a window) that rows of `offering_key` run on."""
+    return next(
+        (
+            r
+            for r in problem.resources.values()
+            if r.kind == "reservation" and r.window_h is not None and r.offering_key == offering_key
+        ),
+        None,
+    )
 
 
 def _requirements(problem: BatchProblem) -> list[str]:
