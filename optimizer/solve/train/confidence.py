@@ -14,7 +14,16 @@ from optimizer.model.bands import Band, profile_band
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.train.enumerate import Candidate
 
-__all__ = ["band_of", "fixed_hours", "point_hours", "hours_at", "at_confidence", "POINT_BAND"]
+__all__ = [
+    "band_of",
+    "startup_hours",
+    "conversion_hours",
+    "fixed_hours",
+    "point_hours",
+    "hours_at",
+    "at_confidence",
+    "POINT_BAND",
+]
 
 #: the band of a row built without one (a hand-made candidate): the point prediction only
 POINT_BAND = Band(1.0, 1.0, 1.0, cases=0, sources=0, basis="none")
@@ -27,13 +36,21 @@ def band_of(c: Candidate) -> Band:
     return profile_band(c.step.interval) if c.step.interval else POINT_BAND
 
 
+def startup_hours(c: Candidate) -> float:
+    """The row's start-up hours, once at the beginning (model/goodput.py; 0 without a goodput)."""
+    return c.goodput.startup_h if c.goodput is not None else 0.0
+
+
+def conversion_hours(c: Candidate) -> float:
+    """The row's final checkpoint conversion, once at the end (model/goodput.py)."""
+    return c.goodput.conversion_h if c.goodput is not None else 0.0
+
+
 def fixed_hours(c: Candidate) -> float:
-    """The row's hours that do not depend on its speed (model/goodput.py): the start-up once at
-    the beginning and the final checkpoint's conversion once at the end. No band scales them
-    (enumeration multiplies the work hours alone, solve/train/scan.py `_add_row`)."""
-    if c.goodput is None:
-        return 0.0
-    return c.goodput.startup_h + c.goodput.conversion_h
+    """The row's hours that do not depend on its speed: the start-up and the final conversion.
+    No band scales them (enumeration multiplies the work hours alone, solve/train/scan.py
+    `_add_row`)."""
+    return startup_hours(c) + conversion_hours(c)
 
 
 def point_hours(c: Candidate) -> float:

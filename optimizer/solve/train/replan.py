@@ -31,7 +31,7 @@ from typing import Literal
 from optimizer.pricing.offering import cost_usd
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.train.candidate import Candidate
-from optimizer.solve.train.confidence import fixed_hours, point_hours
+from optimizer.solve.train.confidence import conversion_hours, fixed_hours, point_hours, startup_hours
 from optimizer.units import GB, MINUTES_PER_HOUR, SECONDS_PER_HOUR
 
 __all__ = ["SwitchCosts", "Remaining", "ReplanOption", "replan_options", "choose", "slowness"]
@@ -90,16 +90,12 @@ class ReplanOption:
         return not late and not over
 
 
-def _conversion_h(c: Candidate) -> float:
-    return c.goodput.conversion_h if c.goodput is not None else 0.0
-
-
 def slowness(current: Candidate, done_fraction_of_rest: float, elapsed_h: float) -> float | None:
     """r from progress alone: elapsed hours (less one start-up) over the predicted running hours
     of the tokens done (the current row's running point hours — its fixed start-up and
     conversion left out, as they do not grow with the tokens — × tokens done ÷ tokens left);
     None when no step has been timed yet (no token done, or still inside the start-up)."""
-    start = current.goodput.startup_h if current.goodput is not None else 0.0
+    start = startup_hours(current)
     if done_fraction_of_rest <= 0 or elapsed_h <= start:
         return None
     return (elapsed_h - start) / ((point_hours(current) - fixed_hours(current)) * done_fraction_of_rest)
@@ -109,14 +105,16 @@ def _option(
     kind: Kind, row: Candidate, r: float | None, costs: SwitchCosts, moved: bool, added_instances: int = 0
 ) -> ReplanOption:
     """One option's hours and cost (module doc); `r` None: the row's hours at its confidence."""
-    fixed = fixed_hours(row)
-    start = fixed - _conversion_h(row)
+    fixed, start = fixed_hours(row), startup_hours(row)
     running = (point_hours(row) - fixed) * r if r is not None else row.hours - fixed
-    switch_h = {"keep": 0.0, "switch": costs.restart_h + (costs.transfer_h if moved else 0.0)}.get(
-        kind, costs.restart_h
-    )
+    if kind == "keep":
+        switch_h = 0.0
+    elif kind == "switch":
+        switch_h = costs.restart_h + (costs.transfer_h if moved else 0.0)
+    else:  # grow or shrink: the same offering restarts
+        switch_h = costs.restart_h
     idle_h = switch_h + (start if kind == "switch" else 0.0)  # the hours nothing trains
-    hours = idle_h + running + _conversion_h(row)
+    hours = idle_h + running + conversion_hours(row)
     cost = cost_usd(row.offering, row.instances, hours)
     # the same place pays no new data charge; another place pays its own (dataset moved there)
     usd = cost.total_usd if kind == "switch" else cost.running_usd + cost.capital_usd
