@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from optimizer.errors import SolverError, Status
+from optimizer.pricing.offering import Offering
 from optimizer.solve.batch.model import (
     ASSUME,
     MINIMISE,
@@ -50,7 +51,7 @@ def trivially_infeasible(problem: BatchProblem) -> Explanation | None:
         if spec.candidates:
             fastest = min(spec.candidates, key=lambda c: (c.hours, c.cost_usd))
             room = f"only {window_h:,.1f} h remain between its release and the horizon"
-            block = _block_of(problem, fastest.offering.key)
+            block = _block_of(problem, fastest.offering)
             if block is not None and block.window_h is not None:
                 start_h, end_h = max(block.window_h[0], spec.release_h), block.window_h[1]
                 room = (
@@ -74,13 +75,13 @@ def trivially_infeasible(problem: BatchProblem) -> Explanation | None:
     return None
 
 
-def _block_of(problem: BatchProblem, offering_key: str) -> Resource | None:
-    """The capacity block (a reservation with a window) that rows of `offering_key` run on."""
+def _block_of(problem: BatchProblem, offering: Offering) -> Resource | None:
+    """The capacity block (a reservation with a window) that rows of `offering` run on."""
     return next(
         (
             r
             for r in problem.resources.values()
-            if r.kind == "reservation" and r.window_h is not None and r.offering_key == offering_key
+            if r.kind == "reservation" and r.window_h is not None and r.demand(offering, 1) > 0
         ),
         None,
     )
