@@ -162,6 +162,7 @@ def _spec(row: Row) -> ModelSpec:
             hidden=row.hidden,
             heads=row.heads,
             kv_heads=row.kv_heads,
+            head_dim=row.head_dim,
             ffn=row.ffn,
             vocab=row.vocab,
             ffn_kind="plain" if plain else "gated",
