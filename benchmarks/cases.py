@@ -292,6 +292,9 @@ def _train_case(row: Row) -> Case:
     # the loss blockwise from the hidden states: the logits are never materialised
     cce = re.search(r"ml-cross-entropy|cut[- ]cross[- ]entropy", notes) is not None
     dropout = re.search(r"(?<!lora_)dropout (0\.\d*[1-9])", notes) is not None
+    # fused RMSNorm + SwiGLU patched into an eager model (Liger Kernel, flash-attn's ops), as the
+    # row's stack or notes name them
+    fused = re.search(r"liger|fused rmsnorm[^|;]*swiglu", f"{notes} {_lower(row.stack_version)}") is not None
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -314,6 +317,7 @@ def _train_case(row: Row) -> Case:
         fp32_master=master,
         master_remainders=remainders,
         loss_kernel="cce" if cce else None,
+        fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,
     )
     layout = Layout(

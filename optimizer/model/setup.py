@@ -96,6 +96,10 @@ class TrainingSetup:
     #: the loss kernel: "cce" = Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009;
     #: apple/ml-cross-entropy), the logits never materialised; None: the stack's loss
     loss_kernel: str | None = None
+    #: fused RMSNorm and SwiGLU kernels patched into an eager model (Liger Kernel's
+    #: apply_liger_kernel_to_llama, flash-attn's ops.rms_norm / ops.activations.swiglu): each
+    #: saves its 16-bit inputs only (no fp32 norm copies, silu recomputed in backward)
+    fused_kernels: bool = False
     #: gradients accumulated in fp32 (Megatron main_grad, DeepSpeed BF16_Optimizer); None: the
     #: stack's fp32_grad_buffer. False: DeepSpeed `data_types.grad_accum_dtype: bf16` (2 B)
     fp32_grads: bool | None = None
