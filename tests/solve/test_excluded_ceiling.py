@@ -15,6 +15,7 @@ from optimizer.solve.train.excluded import SAME_COST_USD, _cheapest_added, _rela
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.plan import plan_job
 from optimizer.solve.train.prepare import prepare_from_offerings, prepare_job
+from optimizer.solve.train.scan import CostCeiling
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -51,3 +52,16 @@ def test_excluded_lines_match_an_uncapped_search(name: str) -> None:
                 full.layout,
             )
             assert capped.cost_usd == pytest.approx(full.cost_usd, abs=0.01)
+
+
+def test_a_meeting_ceiling_falls_only_on_rows_the_solver_takes() -> None:
+    # deadline 10 h = 36,000 s, budget $100 = 10,000 cents (solve/cpsat/scale.py rounding)
+    ceiling = CostCeiling(500.0, deadline_h=10.0, budget_usd=100.0, meeting=True)
+    ceiling.lower(50.0, 11.0)  # late
+    ceiling.lower(150.0, 9.0)  # over the budget
+    ceiling.lower(60.0, 10.0 + 0.5 / 3600)  # 36,001 s: past the deadline in whole seconds
+    assert ceiling.usd == 500.0
+    ceiling.lower(80.0, 10.0)  # exactly on time and within budget: its cost plus one cent
+    assert ceiling.usd == pytest.approx(80.01)
+    ceiling.lower(90.0, 5.0)  # a dearer row that meets the job leaves it where it is
+    assert ceiling.usd == pytest.approx(80.01)
