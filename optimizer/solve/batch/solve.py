@@ -24,7 +24,7 @@ from optimizer.solve.batch.problem import (
     ScheduledJob,
     choice_cost_cents,
 )
-from optimizer.solve.batch.repair import repair_plan
+from optimizer.solve.batch.repair import repair_plans
 from optimizer.solve.batch.usage import usage_profiles
 from optimizer.solve.batch.validate import validate_batch
 from optimizer.solve.cpsat.scale import from_cents
@@ -149,7 +149,7 @@ def solve_batch(
         return BatchResult(Status.INFEASIBLE, problem, explanation=trivial, solver=info)
     rows = [usable_rows(job, problem, {}) for job in problem.jobs]
     # a first plan, whatever the solvers reach; one that leaves must-run jobs out is repaired
-    greedy = repair_plan(problem, rows, greedy_plans(problem, rows)[0])
+    greedy = repair_plans(problem, rows, greedy_plans(problem, rows))
     bend, stats = _benders_phase(problem, max(MIN_SOLVE_S, deadline - time.perf_counter()), greedy)
     info["model_rows"] = sum(len(r) for r in rows)
     if bend.proven:
