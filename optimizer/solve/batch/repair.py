@@ -54,6 +54,7 @@ class _State:
     place: list[tuple[int | None, int | None]]
     tabu: dict[int, int] = field(default_factory=dict)  # job -> last move it is protected
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(SEED))
+    held: dict[str, int] = field(default_factory=dict)  # capacity per resource (R if reserved)
     begin: np.ndarray = field(init=False)
     end: np.ndarray = field(init=False)
     cost: np.ndarray = field(init=False)
@@ -97,14 +98,15 @@ class _State:
 def _least_overload(state: _State, j: int) -> tuple[int, int] | None:
     """The (row, start) of job j whose resources lack the least capacity over its interval,
     each resource's shortfall divided by its capacity (cheaper row on ties); None: no row
-    fits its window at all."""
+    fits its window at all, or each needs more than a resource holds (its capacity, or the
+    plan's R of a reservation)."""
     job, caps = state.problem.jobs[j], state.problem.resources
     best: tuple[float, int, int, int] | None = None
     for i in state.rows[j]:
         row = job.rows[i]
         low, high = job.start_range(row)
-        if high < low:
-            continue
+        if high < low or any(demand > state.held[key] for key, demand in row.usage):
+            continue  # no ejection makes room (e.g. a reservation at R = 0)
         over = np.zeros(high - low + 1)
         for key, demand in row.usage:
             short = np.maximum(0, demand - state.free[key][low : high + row.duration]) / caps[key].capacity
@@ -155,7 +157,8 @@ def repair_plan(
     if not start.missing:
         return start
     free = free_capacity(problem, replace(start, plan=[(None, None)] * len(problem.jobs)))
-    state = _State(problem, rows, free, [(None, None)] * len(problem.jobs))
+    held = {k: int(v.max(initial=0)) for k, v in free.items()}  # nothing placed yet
+    state = _State(problem, rows, free, [(None, None)] * len(problem.jobs), held=held)
     for j, (i, t) in enumerate(start.plan):
         if i is not None and t is not None:
             state.put(j, i, t)
