@@ -94,7 +94,7 @@ def greedy_schedule(
     out: list[tuple[int | None, int | None]] = [(None, None)] * len(problem.jobs)
     for j in _job_order(problem, first):
         job = problem.jobs[j]
-        fits: list[tuple[tuple[int, ...], int, int]] = []
+        fits: list[tuple[tuple[float, ...], int, int]] = []
         preferred = None if prefer is None else prefer[j]
         free_in = {k: int(free[k][job.release : job.due].sum()) for k in free} if least_share else {}
         for i in sorted(
