@@ -130,9 +130,9 @@ def _share(free_in: Mapping[str, int], row: Row) -> float:
 #: without a slot (a crowded batch of 500 jobs needs 2-3; each pass is ~0.2 s at 500 jobs)
 GREEDY_PASSES = 6
 #: the greedy passes' row rules (greedy_schedule): cheapest, earliest finish, least share of
-#: the free capacity (the last packs a crowded batch best: 500 generated jobs on 2 boxes, one
-#: pass leaves 18 jobs without a slot, 27 cheapest-first, 26 earliest-finish; and its plan
-#: is the one repair.py completes, measured)
+#: the free capacity (added for crowded batches: on 500 generated jobs on 2 boxes, one pass
+#: by deadline with R = 1 leaves 18 jobs without a slot, against 27 cheapest-first and 26
+#: earliest-finish; measured)
 GREEDY_RULES = ("cheapest", "finish", "share")
 
 
