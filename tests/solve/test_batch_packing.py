@@ -84,7 +84,7 @@ def test_window_keeps_a_droppable_job_it_does_not_free() -> None:
     assert min(int(v.min()) for v in free_capacity(problem, out).values()) >= 0
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches())
 def test_repaired_plans_are_valid(batch: tuple[list[JobSpec], list, float]) -> None:
     """Every greedy plan, repaired, keeps each job on one of its rows inside its window and
