@@ -42,13 +42,17 @@ def earliest_start(free: Mapping[str, np.ndarray], row: Row, low: int, high: int
     if not row.usage:
         return low
     end = high + row.duration  # only the steps a start in [low, high] can cover
-    ok = np.ones(end - low, dtype=bool)
+    bad = np.zeros(end - low, dtype=bool)
     for key, demand in row.usage:
-        ok &= free[key][low:end] >= demand
-    run = np.concatenate(([0], np.cumsum(ok)))
-    starts = np.arange(high - low + 1)
-    fits = (run[starts + row.duration] - run[starts]) == row.duration
-    return low + int(np.argmax(fits)) if fits.any() else None
+        bad |= free[key][low:end] < demand
+    idx = np.flatnonzero(bad)
+    if idx.size == 0:
+        return low
+    # the free runs [previous bad step + 1, next bad step): the first long enough starts the
+    # earliest fit (a run ending by `end` that holds the row starts by `high`)
+    begins = np.concatenate(([0], idx + 1))
+    long_enough = np.append(idx, end - low) - begins >= row.duration
+    return low + int(begins[np.argmax(long_enough)]) if long_enough.any() else None
 
 
 def _job_order(problem: BatchProblem, first: Sequence[int]) -> list[int]:
