@@ -1,19 +1,27 @@
 """Crowded batches (issue 47: 500 generated jobs left 3-5 must-run jobs out): the greedy
 rule that spares a crowded resource, the repair of several greedy plans in turn, and the
 window search's kept jobs, which must run even when droppable. Hand-made instances on
-1-hour steps, numbers by hand; a property that every repaired plan is valid."""
+1-hour steps, numbers by hand; a property that every repaired plan is valid, and
+earliest_start against a scan of every start."""
 
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_batch_bruteforce import GRID, batches
 from test_batch_synth import RTX4090, candidate, offering, owned_resource, quota_resource
 
 from optimizer.solve.batch import lns
-from optimizer.solve.batch.hints import GreedyPlan, free_capacity, greedy_plans, greedy_schedule
+from optimizer.solve.batch.hints import (
+    GreedyPlan,
+    earliest_start,
+    free_capacity,
+    greedy_plans,
+    greedy_schedule,
+)
 from optimizer.solve.batch.model import usable_rows
-from optimizer.solve.batch.problem import BatchProblem, JobSpec
+from optimizer.solve.batch.problem import BatchProblem, JobSpec, Row
 from optimizer.solve.batch.repair import repair_plan, repair_plans
 from optimizer.solve.cpsat.solver import SolverConfig
 
@@ -103,3 +111,27 @@ def test_repaired_plans_are_valid(batch: tuple[list[JobSpec], list, float]) -> N
             assert i in idx and t is not None
             low, high = job.start_range(job.rows[i])
             assert low <= t <= high
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=30),
+    st.lists(st.integers(0, 2), min_size=30, max_size=30),
+    st.integers(1, 3),
+    st.integers(0, 2),
+    st.integers(1, 6),
+    st.integers(0, 29),
+    st.integers(-1, 29),
+)
+def test_earliest_start_is_the_first_start_that_fits(
+    free_a: list[int], free_b: list[int], need_a: int, need_b: int, steps: int, low: int, high: int
+) -> None:
+    """earliest_start against a scan of every start in [low, high]: the first t with each
+    resource free enough over [t, t + steps) (need_b 0: a row on one resource)."""
+    horizon = len(free_a)
+    high = min(high, horizon - steps)
+    free = {"a": np.array(free_a), "b": np.array(free_b[:horizon])}
+    usage = (("a", need_a), ("b", need_b)) if need_b else (("a", need_a),)
+    row = Row(candidate=None, cost_cents=0, duration=steps, usage=usage)  # type: ignore[arg-type]
+    fits = [t for t in range(low, high + 1) if all(min(free[k][t : t + steps]) >= d for k, d in usage)]
+    assert earliest_start(free, row, low, high) == (fits[0] if fits else None)
