@@ -45,13 +45,13 @@ def earliest_start(free: Mapping[str, np.ndarray], row: Row, low: int, high: int
     bad = np.zeros(end - low, dtype=bool)
     for key, demand in row.usage:
         bad |= free[key][low:end] < demand
-    idx = np.flatnonzero(bad)
+    idx = bad.nonzero()[0]
     if idx.size == 0:
         return low
     # the free runs [previous bad step + 1, next bad step): the first long enough starts the
     # earliest fit (a run ending by `end` that holds the row starts by `high`)
     begins = np.concatenate(([0], idx + 1))
-    long_enough = np.append(idx, end - low) - begins >= row.duration
+    long_enough = np.concatenate((idx, [end - low])) - begins >= row.duration
     return low + int(begins[np.argmax(long_enough)]) if long_enough.any() else None
 
 
