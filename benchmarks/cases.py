@@ -108,8 +108,9 @@ class Case:
     @property
     def encoder(self) -> bool:
         """A bidirectional encoder (BERT family): scored apart from decoder LMs (accuracy.py),
-        because the model's FLOPs and efficiency are those of a causal decoder LM (LM head on
-        every token, no MLM/NSP/QA head, no LAMB) and nearly all its V100 data are BERT."""
+        because the model's efficiency is that of a causal decoder LM (no LAMB; fine-tunes
+        with a task head are charged no vocabulary logits: _head) and nearly all its V100
+        data are BERT."""
         return "bert" in self.row.model.lower()
 
     @property
@@ -146,9 +147,32 @@ def _tied(row: Row) -> bool:
     return "tied embeddings" in text and "untied" not in text and row.stack != "litgpt"
 
 
+#: a fine-tune whose output layer is a task head, not the vocabulary projection: transformers
+#: *ForSequenceClassification / *ForQuestionAnswering (qa_outputs = Linear(hidden, 2))
+_TASK_HEAD = re.compile(r"forsequenceclassification|forquestionanswering|qa head|classification head")
+
+
+def _head(row: Row) -> str:
+    """"task" when the row names a task head (model, assumptions or where it was read), or is
+    an encoder (BERT) fine-tuned on SQuAD (a span head; a decoder's SQuAD SFT keeps its LM
+    head), else "lm"."""
+    text = f"{row.model} {row.assumptions or ''} {row.source_where or ''}".lower()
+    squad_encoder = "bert" in row.model.lower() and "squad" in text
+    return "task" if _TASK_HEAD.search(text) or squad_encoder else "lm"
+
+
+def _head_dim(row: Row) -> int | None:
+    """The attention head width when the row states one apart from hidden/heads (Qwen3:
+    head_dim 128 with hidden 2048 and 32 heads); None: hidden / heads."""
+    found = re.search(r"head_dim (\d+)", _lower(row.assumptions))
+    return int(found.group(1)) if found else None
+
+
 def _spec(row: Row) -> ModelSpec:
     if row.model in PRESETS:
-        return PRESETS[row.model]
+        spec = PRESETS[row.model]
+        head = _head(row)
+        return spec if head == spec.head else ModelSpec(**{**spec.model_dump(), "head": head})
     if "encoder-decoder" in row.model.lower():
         raise Skip("encoder-decoder model (not modelled)")
     shape = (row.layers, row.hidden, row.heads, row.ffn, row.vocab)
@@ -162,6 +186,7 @@ def _spec(row: Row) -> ModelSpec:
             hidden=row.hidden,
             heads=row.heads,
             kv_heads=row.kv_heads,
+            head_dim=_head_dim(row),
             ffn=row.ffn,
             vocab=row.vocab,
             ffn_kind="plain" if plain else "gated",
@@ -169,6 +194,7 @@ def _spec(row: Row) -> ModelSpec:
             tied_embeddings=_tied(row),
             moe_experts=row.moe_experts or 0,
             moe_active=row.moe_active or 0,
+            head=_head(row),
         )
     except ValueError as exc:
         raise Skip(f"model shape invalid ({str(exc).splitlines()[0][:50]})") from None
@@ -278,6 +304,7 @@ def _train_case(row: Row) -> Case:
         # (components/loss.py), its 2024 train.py left it eager (TODO: CUDA errors)
         stated = said + _lower(row.quote).replace(" ", "")
         compiled = compiled or "torch.compileon" in stated or "--training.compile" in stated
+        compiled = compiled or "compiledtransformerblocksandloss" in stated
         compile_loss = None if "2024" not in (row.stack_version or "") else False
     offload_acts = "enable_activation_offloading=true" in said
     # Megatron-Core activation CPU offloading of N layers, as the row states the recipe's
@@ -291,6 +318,10 @@ def _train_case(row: Row) -> Case:
     # the loss blockwise from the hidden states: the logits are never materialised
     cce = re.search(r"ml-cross-entropy|cut[- ]cross[- ]entropy", notes) is not None
     dropout = re.search(r"(?<!lora_)dropout (0\.\d*[1-9])", notes) is not None
+    # a loss run chunk by chunk ("Eight loss chunks": torchtitan ChunkedCELoss), as stated
+    chunks = re.search(r"\b(\d+|two|four|eight|sixteen) loss chunks", notes + " " + _lower(row.quote))
+    words = {"two": 2, "four": 4, "eight": 8, "sixteen": 16}
+    loss_chunks = (words.get(chunks.group(1)) or int(chunks.group(1))) if chunks else 1
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -313,6 +344,7 @@ def _train_case(row: Row) -> Case:
         fp32_master=master,
         master_remainders=remainders,
         loss_kernel="cce" if cce else None,
+        loss_chunks=loss_chunks,
         fp32_grads=False if bf16_grads else None,
     )
     layout = Layout(

@@ -69,7 +69,16 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom", source: str =
         return _gpt2(num, name)
     if model_type == "gpt_neox":
         return _gpt_neox(cfg, num, name)
-    return _bert(num, name)
+    return _bert(num, name, _task_head(cfg))
+
+
+def _task_head(cfg: dict[str, Any]) -> bool:
+    """Whether the config's architecture ends in a task head rather than an LM/MLM head
+    (transformers class names: BertForSequenceClassification, BertForQuestionAnswering,
+    ...ForTokenClassification / ForMultipleChoice: Linear(hidden, labels), no vocabulary)."""
+    names = cfg.get("architectures") or []
+    heads = ("ForSequenceClassification", "ForQuestionAnswering", "ForTokenClassification", "ForMultipleChoice")
+    return bool(names) and all(isinstance(n, str) and n.endswith(heads) for n in names)
 
 
 def _llama_like(cfg: dict[str, Any], num: _Num, name: str, model_type: str) -> ModelSpec:
@@ -150,8 +159,9 @@ def _gpt_neox(cfg: dict[str, Any], num: _Num, name: str) -> ModelSpec:
     )
 
 
-def _bert(num: _Num, name: str) -> ModelSpec:
-    """BERT: learned positions, token-type rows and the pooler (hidden² + hidden)."""
+def _bert(num: _Num, name: str, task_head: bool = False) -> ModelSpec:
+    """BERT: learned positions, token-type rows and the pooler (hidden² + hidden); a task
+    head (classification, QA) instead of the MLM head when the architecture names one."""
     sizes = _common_sizes(num)
     hidden = sizes["hidden"]
     return ModelSpec(
@@ -162,5 +172,6 @@ def _bert(num: _Num, name: str) -> ModelSpec:
         extra_embedding_rows=num("type_vocab_size", default=2),
         extra_params=hidden * hidden + hidden,
         max_seq_len=num("max_position_embeddings"),
+        head="task" if task_head else "lm",
         **_PLAIN_BIASED,
     )

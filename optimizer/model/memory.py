@@ -42,6 +42,7 @@ __all__ = [
     "serving_memory",
     "model_state_bytes_per_param",
     "activation_bytes_per_layer",
+    "moe_routing_bytes_per_token",
     "kv_cache_bytes_per_token",
     "lora_params",
     "params_per_gpu",
@@ -72,7 +73,7 @@ def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
             + model.extra_params
         )
     else:
-        head = model.head_params() or model.vocab * model.hidden  # tied: last stage keeps a copy
+        head = model.head_params() or model.logits_width * model.hidden  # tied: last stage keeps a copy
         stage = layer_part + max(model.embedding_params(), head + model.norm_params())
     return stage / tp
 
@@ -100,8 +101,8 @@ def dequantized_weight_bytes(model: ModelSpec, prof: StackProfile) -> float:
     sizes = [i * o for i, o in shapes.values()]
     if prof.fused_qkv_lora:  # one fused QKV linear (litgpt CausalSelfAttention.attn)
         sizes.append(model.hidden * (model.q_dim + 2 * model.kv_dim))
-    if prof.qlora_quantizes_head:
-        sizes.append(model.vocab * model.hidden)
+    if prof.qlora_quantizes_head and model.logits_width:
+        sizes.append(model.logits_width * model.hidden)
     return max(sizes) * prof.qlora_dequant_bytes
 
 
@@ -158,8 +159,10 @@ def activation_bytes_per_layer(
         ffn_acts = 3 * 2 * s * b * model.ffn  # gate, up, act(gate)·up
     else:
         ffn_acts = 2 * 2 * s * b * model.ffn  # GeLU input and output
+    routed = 0.0
     if model.is_moe:
-        ffn_acts *= model.moe_active
+        ffn_acts *= model.moe_active  # each token's k expert FFNs
+        routed = s * b * moe_routing_bytes_per_token(model)
     split = s * b * h * (2 * q_ratio + 4 * kv_ratio + 2 * q_ratio) + ffn_acts
     scores = 0.0
     if k.attention == "eager" and layout.checkpointing == "none":
@@ -183,8 +186,20 @@ def activation_bytes_per_layer(
         replicated -= s * b * h * 2
         split += s * b * (model.q_dim - ffn)
     if sp:
-        return scale * (replicated + split + scores) / t
-    return scale * (replicated + split / t + scores / t)
+        return scale * ((replicated + split + scores) / t + routed)
+    return scale * (replicated + split / t + scores / t + routed)
+
+
+def moe_routing_bytes_per_token(model: ModelSpec) -> float:
+    """Bytes one MoE layer keeps per token for its routing, beyond the experts' FFN tensors:
+    the k permuted copies of the token that feed the first expert GEMM (Megatron-Core
+    moe_utils.permute: tokens.index_select by the sorted routing map) and the k expert
+    outputs the probability-weighted combine saves for the gradient of the router
+    probabilities (moe_utils.unpermute: permuted_tokens * probs), 2 B each; the router's fp32
+    logits and softmax scores, E values of 4 B each (Megatron-Core router.py computes routing
+    in fp32). Not divided by tensor parallelism: with TP the dispatcher gathers the tokens of
+    the TP group before the experts (token_dispatcher.py, 2024)."""
+    return 2.0 * 2 * model.hidden * model.moe_active + 2 * 4.0 * model.moe_experts
 
 
 def logits_bytes(
@@ -195,7 +210,8 @@ def logits_bytes(
     k: Knobs | None = None,
 ) -> float:
     """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
-    s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less)."""
+    s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less); a
+    loss run chunk by chunk (TrainingSetup.loss_chunks) holds one chunk's; a task head none."""
     k = k or knobs(setup, assumptions)
     per_value = k.logits_bytes_per_value
     compiled_loss = k.stack.compile_loss if setup.compile_loss is None else setup.compile_loss
@@ -203,7 +219,8 @@ def logits_bytes(
         per_value = k.stack.compile_logits_bytes_per_value
     if setup.loss_kernel == "cce":  # Cut Cross-Entropy: blockwise, no full logits (setup.py)
         per_value = min(per_value, k.stack.cce_logits_bytes_per_value)
-    return setup.seq_len / layout.cp * layout.micro_batch * model.vocab * per_value / layout.tp
+    tokens = setup.seq_len / layout.cp * layout.micro_batch / max(1, setup.loss_chunks)
+    return tokens * model.logits_width * per_value / layout.tp
 
 
 def in_flight_microbatches(layout: Layout) -> int:
@@ -495,7 +512,7 @@ def serving_memory(
     # logits of the last token of each sequence
     chunk = min(serve.prefill_chunk_tokens, serve.batch * serve.context)
     ffn_width = model.ffn * (3 if model.ffn_kind == "gated" else 2)
-    acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.vocab * 4
+    acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.logits_width * 4
     overhead = a.workspace_gib * GIB
     # the KV pool is allocated once at start-up, at its full size (vLLM CacheEngine
     # _allocate_kv_cache: one torch.zeros per layer; TensorRT-LLM KVCacheManager pools, docs

@@ -96,6 +96,10 @@ class TrainingSetup:
     #: the loss kernel: "cce" = Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009;
     #: apple/ml-cross-entropy), the logits never materialised; None: the stack's loss
     loss_kernel: str | None = None
+    #: chunks the output projection + loss run in, each chunk's forward and backward before the
+    #: next (torchtitan ChunkedCELoss, PR #2937, 2026-04: "Each chunk's loss is backpropagated
+    #: through lm_head immediately"): one chunk's logits are held at a time; 1: unchunked
+    loss_chunks: int = 1
     #: gradients accumulated in fp32 (Megatron main_grad, DeepSpeed BF16_Optimizer); None: the
     #: stack's fp32_grad_buffer. False: DeepSpeed `data_types.grad_accum_dtype: bf16` (2 B)
     fp32_grads: bool | None = None

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from dataclasses import MISSING, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -70,6 +70,11 @@ class ModelRef(StrictModel):
         description="measured training runs of a per-sample model (preset or "
         "profile): they fix its speed and memory",
     )
+    head: Literal["lm", "task"] | None = Field(
+        default=None,
+        description="the output layer: lm (a vocabulary projection on every token) or task "
+        "(a classification / QA head: no vocabulary logits); default: the model's own (lm)",
+    )
 
     def _measured_points(self) -> tuple[MeasuredPoint, ...]:
         if self.measured is None:
@@ -126,6 +131,9 @@ class ModelRef(StrictModel):
                 f"(`ccopt models` kind profile, or [model.profile]); {model.name} is "
                 "a transformer shape: use [calibration] or `ccopt calibrate`"
             )
+        if self.head is not None:
+            # rebuilt, not model_copy: cached derived values (logits_width) must not carry over
+            model = ModelSpec(**{**model.model_dump(), "head": self.head})
         return model
 
 
