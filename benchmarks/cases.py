@@ -18,6 +18,12 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   Megatron-DeepSpeed passes --use-flash-attn-v2 where the 2022 BLOOM profile is eager); rows
   naming Cut Cross-Entropy (apple/ml-cross-entropy) never hold the logits (loss_kernel "cce");
   rows stating fused norm and SwiGLU kernels save what a compiled model saves;
+  "N loss chunks" (torchtitan ChunkedCELoss) hold one chunk's logits; "Compiled Transformer
+  blocks and loss" (torchtitan) and a loss the compiled forward computes are compiled losses;
+  "head_dim N" in the assumptions sets the attention head width (Qwen3: 128 != hidden/heads);
+  BERT rows naming *ForSequenceClassification / *ForQuestionAnswering or a SQuAD fine-tune
+  carry a task head (no vocabulary logits or FLOPs); the `ep` column splits an MoE model's
+  experts over ep data-parallel ranks (it must divide the experts and dp·cp);
   `EXCLUDED: seq_len unknown` rows are skipped, and `EXCLUDED: superseded` ones (a run its
   own source shows measured a defect, fixed and re-measured in the same thread);
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
@@ -153,7 +159,7 @@ _TASK_HEAD = re.compile(r"forsequenceclassification|forquestionanswering|qa head
 
 
 def _head(row: Row) -> str:
-    """"task" when the row names a task head (model, assumptions or where it was read), or is
+    """ "task" when the row names a task head (model, assumptions or where it was read), or is
     an encoder (BERT) fine-tuned on SQuAD (a span head; a decoder's SQuAD SFT keeps its LM
     head), else "lm"."""
     text = f"{row.model} {row.assumptions or ''} {row.source_where or ''}".lower()
@@ -238,8 +244,9 @@ def _memory_kind(meaning: str) -> str:
 
 def _train_case(row: Row) -> Case:
     gpu, spec = _gpu(row), _spec(row)
-    if spec.is_moe and (row.ep or 1) > 1:
-        raise Skip("MoE with expert parallelism (ep > 1)")
+    ep = row.ep or 1
+    if ep > 1 and (not spec.is_moe or spec.moe_experts % ep):
+        raise Skip("ep > 1 needs an MoE model whose experts it divides")
     tp, pp, mb, gpus, s = row.tp, row.pp, row.micro_batch, row.num_gpus, row.seq_len
     if tp is None or pp is None or mb is None or gpus is None or s is None:
         raise Skip("missing tp/pp/micro_batch/num_gpus/seq_len")
@@ -272,6 +279,8 @@ def _train_case(row: Row) -> Case:
     if gpus % (tp * pp * cp):
         raise Skip("num_gpus not a multiple of tp·pp·cp")
     dp = gpus // (tp * pp * cp)
+    if (dp * cp) % ep:
+        raise Skip("ep does not divide dp·cp")
     ga = 1
     if row.global_batch is not None:
         ga = max(1, round(row.global_batch / (dp * mb)))
@@ -306,6 +315,10 @@ def _train_case(row: Row) -> Case:
         compiled = compiled or "torch.compileon" in stated or "--training.compile" in stated
         compiled = compiled or "compiledtransformerblocksandloss" in stated
         compile_loss = None if "2024" not in (row.stack_version or "") else False
+    # a loss computed inside the compiled model's forward (nanochat GPT.forward returns the
+    # loss) is compiled with it, whatever the stack's default
+    if compiled and "forwardcomputestheloss" in said:
+        compile_loss = True
     offload_acts = "enable_activation_offloading=true" in said
     # Megatron-Core activation CPU offloading of N layers, as the row states the recipe's
     offloaded = re.search(r"cpu_offloading_num_layers=(\d+)", said)
@@ -357,6 +370,7 @@ def _train_case(row: Row) -> Case:
         checkpointing=row.activation_checkpointing or stack.checkpointing,
         micro_batch=mb,
         grad_accum=ga,
+        ep=ep,
     )
     gpn = min(row.gpus_per_node or min(gpus, 8), gpus)
     if gpus % gpn or tp > gpn:

@@ -77,7 +77,12 @@ def _task_head(cfg: dict[str, Any]) -> bool:
     (transformers class names: BertForSequenceClassification, BertForQuestionAnswering,
     ...ForTokenClassification / ForMultipleChoice: Linear(hidden, labels), no vocabulary)."""
     names = cfg.get("architectures") or []
-    heads = ("ForSequenceClassification", "ForQuestionAnswering", "ForTokenClassification", "ForMultipleChoice")
+    heads = (
+        "ForSequenceClassification",
+        "ForQuestionAnswering",
+        "ForTokenClassification",
+        "ForMultipleChoice",
+    )
     return bool(names) and all(isinstance(n, str) and n.endswith(heads) for n in names)
 
 

@@ -31,6 +31,7 @@ from optimizer.model.stacks import StackProfile
 
 __all__ = [
     "extra_bytes_per_token",
+    "moe_routing_bytes_per_token",
     "input_groups",
     "op_sac_bytes_per_token",
     "op_sac_mm_order",
@@ -136,3 +137,15 @@ def op_sac_bytes_per_token(model: ModelSpec, tp: int) -> tuple[float, float]:
     if tp > 1:
         outside += 2.0 * 2 * model.hidden  # reduce-scatter outputs of o and down
     return outside, inside
+
+
+def moe_routing_bytes_per_token(model: ModelSpec) -> float:
+    """Bytes one MoE layer keeps per token for its routing, beyond the experts' FFN tensors:
+    the k permuted copies of the token that feed the first expert GEMM (Megatron-Core
+    moe_utils.permute: tokens.index_select by the sorted routing map) and the k expert
+    outputs the probability-weighted combine saves for the gradient of the router
+    probabilities (moe_utils.unpermute: permuted_tokens * probs), 2 B each; the router's fp32
+    logits and softmax scores, E values of 4 B each (Megatron-Core router.py computes routing
+    in fp32). Not divided by tensor parallelism: with TP the dispatcher gathers the tokens of
+    the TP group before the experts (token_dispatcher.py, 2024)."""
+    return 2.0 * 2 * model.hidden * model.moe_active + 2 * 4.0 * model.moe_experts

@@ -12,9 +12,14 @@ import math
 from dataclasses import replace
 from typing import Protocol
 
-from optimizer.model.activations import extra_bytes_per_token, op_sac_bytes_per_token
+from optimizer.model.activations import (
+    extra_bytes_per_token,
+    moe_routing_bytes_per_token,
+    op_sac_bytes_per_token,
+)
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
+from optimizer.model.held import expert_params, lora_params, params_per_gpu, sharded_params
 from optimizer.model.memory_breakdown import MemoryBreakdown
 from optimizer.model.profile import AnyModel, is_profile
 from optimizer.model.profile_memory import ProfileMemoryModel
@@ -46,6 +51,8 @@ __all__ = [
     "kv_cache_bytes_per_token",
     "lora_params",
     "params_per_gpu",
+    "expert_params",
+    "sharded_params",
     "qlora_bytes_per_param",
     "interleave_factor",
     "kv_tokens_held",
@@ -53,43 +60,6 @@ __all__ = [
 
 
 # ---- model states -----------------------------------------------------------------------
-
-
-def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
-    """Parameters held by the busiest GPU before ZeRO sharding: its pipeline stage / tp.
-
-    Layers are split evenly over pp stages (ceil); the first stage holds the embedding, the last
-    the LM head and final norm; with pp = 1 one GPU holds all (Narayanan et al. 2021, §2.2).
-    """
-    pp, tp = layout.pp, layout.tp
-    layers_per_stage = math.ceil(model.layers / pp)
-    layer_part = layers_per_stage * model.layer_params()
-    if pp == 1:
-        stage = (
-            layer_part
-            + model.embedding_params()
-            + model.head_params()
-            + model.norm_params()
-            + model.extra_params
-        )
-    else:
-        head = model.head_params() or model.logits_width * model.hidden  # tied: last stage keeps a copy
-        stage = layer_part + max(model.embedding_params(), head + model.norm_params())
-    return stage / tp
-
-
-def lora_params(model: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:
-    """Trainable LoRA parameters: r·(d_in + d_out) per targeted linear (Hu et al. 2021, §4.1)."""
-    shapes = model.linear_shapes()
-    per_layer = sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets if t in shapes)
-    if model.is_moe:
-        ffn = sum(
-            rank * (shapes[t][0] + shapes[t][1])
-            for t in targets
-            if t in ("gate", "up", "down") and t in shapes
-        )
-        per_layer += ffn * (model.moe_experts - 1)
-    return model.layers * per_layer
 
 
 def dequantized_weight_bytes(model: ModelSpec, prof: StackProfile) -> float:
@@ -190,18 +160,6 @@ def activation_bytes_per_layer(
     return scale * (replicated + split / t + scores / t + routed)
 
 
-def moe_routing_bytes_per_token(model: ModelSpec) -> float:
-    """Bytes one MoE layer keeps per token for its routing, beyond the experts' FFN tensors:
-    the k permuted copies of the token that feed the first expert GEMM (Megatron-Core
-    moe_utils.permute: tokens.index_select by the sorted routing map) and the k expert
-    outputs the probability-weighted combine saves for the gradient of the router
-    probabilities (moe_utils.unpermute: permuted_tokens * probs), 2 B each; the router's fp32
-    logits and softmax scores, E values of 4 B each (Megatron-Core router.py computes routing
-    in fp32). Not divided by tensor parallelism: with TP the dispatcher gathers the tokens of
-    the TP group before the experts (token_dispatcher.py, 2024)."""
-    return 2.0 * 2 * model.hidden * model.moe_active + 2 * 4.0 * model.moe_experts
-
-
 def logits_bytes(
     model: ModelSpec,
     setup: TrainingSetup,
@@ -276,12 +234,12 @@ class TrainingMemoryModel:
     def __init__(self, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> None:
         self.model, self.setup, self.a = model, setup, a
         self.knobs = knobs(setup, a)
-        self._states: dict[tuple[int, int, int, int], tuple[float, float, float]] = {}
+        self._states: dict[tuple[int, int, int, int, int], tuple[float, float, float]] = {}
         self._activations: dict[tuple[int, int, int, int, int, str, int], tuple[float, float | None]] = {}
 
     def states(self, layout: Layout) -> tuple[float, float, float]:
         """(weights, gradients, optimizer states) in bytes on the busiest GPU (_state_bytes)."""
-        key = (layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage)
+        key = (layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage, layout.ep)
         found = self._states.get(key)
         if found is None:
             found = self._states[key] = _state_bytes(self.model, self.setup, self.a, self.knobs, *key)
@@ -347,12 +305,20 @@ def _state_bytes(
     pp: int,
     dp_cp: int,
     zero: int,
+    ep: int = 1,
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer states) in bytes on the busiest GPU of a tp × pp stage
-    whose states ZeRO stage `zero` shards over `dp_cp` = dp × cp GPUs (training_memory)."""
-    layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero)
+    whose states ZeRO stage `zero` shards over `dp_cp` = dp × cp GPUs, experts split over
+    `ep` of them (training_memory)."""
+    layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero, ep=ep)
     dp = dp_cp  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
+    p_shard = sharded_params(model, layout)  # = p_gpu without expert parallelism
+
+    def held(stage: int) -> float:
+        """Parameters whose state this GPU keeps when ZeRO shards it from `stage` on."""
+        return p_shard / dp if zero >= stage else p_gpu
+
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = model_state_bytes_per_param(
         setup.precision,
@@ -390,13 +356,13 @@ def _state_bytes(
         gradients = n_adapter * g_b
         optimizer = n_adapter * o_b
     else:
-        weights = p_gpu * w_b / (dp if zero >= 3 else 1)
+        weights = held(3) * w_b
         if k.stack.autocast_weight_cache and master and setup.precision in ("fp16", "bf16"):
             # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
             # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard
-            weights += p_gpu * 2.0 / (dp if zero >= 3 else 1)
-        gradients = p_gpu * g_b / (dp if zero >= 2 else 1)
-        optimizer = p_gpu * o_b / (dp if zero >= 1 else 1)
+            weights += held(3) * 2.0
+        gradients = held(2) * g_b
+        optimizer = held(1) * o_b
         if zero >= 3:  # gathered full-size parameters of the layers being computed
             prefetch = (
                 min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
