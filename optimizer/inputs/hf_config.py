@@ -64,12 +64,14 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom", source: str =
         return value if value is default else _positive_int(value, source, keys[0])
 
     if model_type in _LLAMA_LIKE:
-        return _llama_like(cfg, num, name, model_type)
-    if model_type == "gpt2":
-        return _gpt2(num, name)
-    if model_type == "gpt_neox":
-        return _gpt_neox(cfg, num, name)
-    return _bert(num, name, _task_head(cfg))
+        spec = _llama_like(cfg, num, name, model_type)
+    elif model_type == "gpt2":
+        spec = _gpt2(num, name)
+    elif model_type == "gpt_neox":
+        spec = _gpt_neox(cfg, num, name)
+    else:
+        spec = _bert(num, name)
+    return ModelSpec(**{**spec.model_dump(), "head": "task"}) if _task_head(cfg) else spec
 
 
 def _task_head(cfg: dict[str, Any]) -> bool:
@@ -164,9 +166,8 @@ def _gpt_neox(cfg: dict[str, Any], num: _Num, name: str) -> ModelSpec:
     )
 
 
-def _bert(num: _Num, name: str, task_head: bool = False) -> ModelSpec:
-    """BERT: learned positions, token-type rows and the pooler (hidden² + hidden); a task
-    head (classification, QA) instead of the MLM head when the architecture names one."""
+def _bert(num: _Num, name: str) -> ModelSpec:
+    """BERT: learned positions, token-type rows and the pooler (hidden² + hidden)."""
     sizes = _common_sizes(num)
     hidden = sizes["hidden"]
     return ModelSpec(
@@ -177,6 +178,5 @@ def _bert(num: _Num, name: str, task_head: bool = False) -> ModelSpec:
         extra_embedding_rows=num("type_vocab_size", default=2),
         extra_params=hidden * hidden + hidden,
         max_seq_len=num("max_position_embeddings"),
-        head="task" if task_head else "lm",
         **_PLAIN_BIASED,
     )

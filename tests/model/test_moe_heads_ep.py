@@ -83,6 +83,8 @@ def test_task_head_from_config_and_job_file() -> None:
     }
     assert spec_from_hf_config(cfg).head == "task"
     assert spec_from_hf_config({**cfg, "architectures": ["BertForMaskedLM"]}).head == "lm"
+    llama = {**cfg, "model_type": "llama", "architectures": ["LlamaForSequenceClassification"]}
+    assert spec_from_hf_config(llama).logits_width == 0
     job_model = ModelRef(preset="bert-large", head="task").resolve()
     assert isinstance(job_model, ModelSpec)
     assert job_model.head == "task" and job_model.logits_width == 0
