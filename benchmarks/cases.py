@@ -20,7 +20,6 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   rows stating fused norm and SwiGLU kernels save what a compiled model saves;
   "N loss chunks" (torchtitan ChunkedCELoss) hold one chunk's logits; "Compiled Transformer
   blocks and loss" (torchtitan) and a loss the compiled forward computes are compiled losses;
-  "head_dim N" in the assumptions sets the attention head width (Qwen3: 128 != hidden/heads);
   BERT rows naming *ForSequenceClassification / *ForQuestionAnswering or a SQuAD fine-tune
   carry a task head (no vocabulary logits or FLOPs); the `ep` column splits an MoE model's
   experts over ep data-parallel ranks (it must divide the experts and dp·cp);
@@ -167,13 +166,6 @@ def _head(row: Row) -> str:
     return "task" if _TASK_HEAD.search(text) or squad_encoder else "lm"
 
 
-def _head_dim(row: Row) -> int | None:
-    """The attention head width when the row states one apart from hidden/heads (Qwen3:
-    head_dim 128 with hidden 2048 and 32 heads); None: hidden / heads."""
-    found = re.search(r"head_dim (\d+)", _lower(row.assumptions))
-    return int(found.group(1)) if found else None
-
-
 def _spec(row: Row) -> ModelSpec:
     if row.model in PRESETS:
         spec = PRESETS[row.model]
@@ -192,7 +184,7 @@ def _spec(row: Row) -> ModelSpec:
             hidden=row.hidden,
             heads=row.heads,
             kv_heads=row.kv_heads,
-            head_dim=_head_dim(row),
+            head_dim=row.head_dim,
             ffn=row.ffn,
             vocab=row.vocab,
             ffn_kind="plain" if plain else "gated",

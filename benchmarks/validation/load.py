@@ -93,6 +93,7 @@ class Row:
     quote: str | None
     assumptions: str | None
     confidence: str | None
+    head_dim: int | None = None  # optional trailing column (OPTIONAL_COLUMNS)
     #: file the row was read from (not a CSV column) and its 1-based line of the CSV record
     file: str = ""
     line: int = 0
@@ -103,6 +104,7 @@ _INT = {
     "hidden",
     "heads",
     "kv_heads",
+    "head_dim",
     "ffn",
     "vocab",
     "moe_experts",
@@ -128,6 +130,8 @@ _FLOAT = {"inter_node_gbps", "value"}
 _BOOL = {"sequence_parallel"}
 _REQUIRED = {"case_id", "source_id", "kind", "stack", "model", "metric", "value"}
 _EXTRA = {"file", "line"}
+#: trailing SCHEMA.md columns a file may leave out as a whole (read as empty)
+OPTIONAL_COLUMNS = ("head_dim",)
 
 
 @lru_cache(maxsize=1)
@@ -161,6 +165,13 @@ def _check_row_fields() -> None:
     row_fields = [f.name for f in fields(Row) if f.name not in _EXTRA]
     if tuple(row_fields) != schema_columns():
         raise ValidationError("load.Row fields differ from SCHEMA.md columns: update load.py")
+
+
+def accepted_headers() -> tuple[tuple[str, ...], ...]:
+    """The headers a file may have: every column, or without the optional trailing ones."""
+    columns = schema_columns()
+    assert columns[-len(OPTIONAL_COLUMNS) :] == OPTIONAL_COLUMNS, "optional columns close the table"
+    return columns, columns[: -len(OPTIONAL_COLUMNS)]
 
 
 def csv_files(folder: Path = HERE) -> list[Path]:
@@ -198,7 +209,8 @@ def _parse(name: str, raw: str, where: str) -> object:
 
 
 def load_file(path: Path) -> list[Row]:
-    """Rows of one validation CSV; the header must be SCHEMA.md's columns, in order."""
+    """Rows of one validation CSV; the header must be SCHEMA.md's columns, in order (the optional
+    trailing columns may be left out as a whole, and then read as empty)."""
     _check_row_fields()
     columns = schema_columns()
     with path.open(encoding="utf-8", newline="") as fh:
@@ -207,7 +219,9 @@ def load_file(path: Path) -> list[Row]:
             header = [h.strip() for h in next(reader)]
         except StopIteration:
             raise ValidationError(f"{path.name}: empty file") from None
-        if tuple(header) != columns:
+        if tuple(header) in accepted_headers():
+            columns = tuple(header)
+        else:
             missing = [c for c in columns if c not in header]
             extra = [c for c in header if c not in columns]
             raise ValidationError(

@@ -64,3 +64,16 @@ def test_rows_without_a_stated_kernel_keep_the_stacks_attention() -> None:
     rows = [r for r in load_rows() if r.source_id == "peft-method-comparison-metamathqa"]
     cases, _ = build_cases(rows)
     assert cases and all(c.train[0].attention is None and not c.train[0].dropout for c in cases)
+
+
+def test_head_dim_column_reaches_the_model_shape() -> None:
+    """Qwen3-30B-A3B (aside3, development data since it was scored): hidden 2048 but 32 query heads
+    of 128 (its config.json: head_dim 128), so queries are 4,096 wide and K/V 4 × 128 = 512, not the
+    2048 and 256 that hidden/heads would give."""
+    from load import load_file  # noqa: PLC0415 - lazy: benchmarks/validation is on sys.path only here
+
+    rows = load_file(BENCH / "validation" / "aside3" / "pith-train-issue79-b200-2026-07.csv")
+    cases, _ = build_cases(rows)
+    spec = cases[0].spec
+    assert (spec.hidden, spec.heads, spec.n_kv_heads) == (2048, 32, 4)
+    assert (spec.q_dim, spec.kv_dim) == (4096, 512)

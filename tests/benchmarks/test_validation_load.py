@@ -69,6 +69,8 @@ def _listed(column: str) -> set[str]:
 
 
 SCHEMA_COLUMNS = _schema_columns()
+#: the trailing columns SCHEMA.md's table marks optional (a file may leave them out as a whole)
+OPTIONAL = [c for c in SCHEMA_COLUMNS if TABLE.get(c, "").strip().startswith("optional trailing column")]
 KINDS = _backticked("kind")
 METRICS = _listed("metric")
 STACKS = _listed("stack")
@@ -95,7 +97,7 @@ def test_loader_columns_match_schema() -> None:
 def test_file_parses_with_schema_header(path: Path) -> None:
     with path.open(encoding="utf-8", newline="") as fh:
         header = next(csv.reader(fh))
-    assert header == SCHEMA_COLUMNS
+    assert header in (SCHEMA_COLUMNS, SCHEMA_COLUMNS[: len(SCHEMA_COLUMNS) - len(OPTIONAL)])
     parsed = load.load_file(path)
     assert parsed, f"{path.name} has no rows"
     assert {r.source_id for r in parsed} == {path.stem}
@@ -132,3 +134,23 @@ def test_values_typed(rows: list) -> None:
         assert isinstance(r.value, float)
         assert r.num_gpus is None or isinstance(r.num_gpus, int)
         assert r.sequence_parallel in (None, True, False)
+
+
+def test_head_dim_is_an_optional_trailing_column(tmp_path: Path) -> None:
+    """A file may carry head_dim (Qwen3-4B: hidden 2560 but 32 heads × 128 = 4,096 wide attention,
+    its config.json) or leave the column out; a file without it reads head_dim as empty."""
+    assert OPTIONAL == ["head_dim"] and SCHEMA_COLUMNS[-1] == "head_dim"
+    source = next(p for p in CSV_FILES if p.name.startswith("torchtitan"))
+    with source.open(encoding="utf-8", newline="") as fh:
+        header, first = list(csv.reader(fh))[:2]
+    assert "head_dim" not in header
+    assert load.load_file(source)[0].head_dim is None
+    widened = tmp_path / source.name
+    with widened.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([[*header, "head_dim"], [*first, "128"]])
+    (row,) = load.load_file(widened)
+    assert row.head_dim == 128 and row.case_id == first[0]
+    with widened.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([[*header[:-1], "head_dim"], [*first[:-1], "128"]])
+    with pytest.raises(load.ValidationError, match="header differs"):
+        load.load_file(widened)
