@@ -327,6 +327,9 @@ def _train_case(row: Row) -> Case:
     chunks = re.search(r"\b(\d+|two|four|eight|sixteen) loss chunks", notes + " " + _lower(row.quote))
     words = {"two": 2, "four": 4, "eight": 8, "sixteen": 16}
     loss_chunks = (words.get(chunks.group(1)) or int(chunks.group(1))) if chunks else 1
+    # fused RMSNorm + SwiGLU patched into an eager model (Liger Kernel, flash-attn's ops), as the
+    # row's stack or notes name them
+    fused = re.search(r"liger|fused rmsnorm[^|;]*swiglu", f"{notes} {_lower(row.stack_version)}") is not None
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -350,6 +353,7 @@ def _train_case(row: Row) -> Case:
         master_remainders=remainders,
         loss_kernel="cce" if cce else None,
         loss_chunks=loss_chunks,
+        fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,
     )
     layout = Layout(

@@ -34,6 +34,11 @@ def _train_job(
     return the_job, base_dir, rows, age
 
 
+def _with_catalog(out: dict[str, Any], age: dict[str, Any] | None) -> dict[str, Any]:
+    """An output with the catalog's age added (as the plan states it), unchanged without cloud."""
+    return out if age is None else {**out, "catalog": age}
+
+
 def plan_result(
     job: Job | DocumentSource,
     *,
@@ -78,7 +83,7 @@ def compare(
     """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
     job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = compare_json(compare_job(job, rows, base_dir))
-    return {**out, "catalog": age} if age is not None else out
+    return _with_catalog(out, age)
 
 
 def sizing(
@@ -96,7 +101,7 @@ def sizing(
 
     job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = sizing_json(size_job(job, rows, base_dir, rule), rule)
-    return {**out, "catalog": age} if age is not None else out
+    return _with_catalog(out, age)
 
 
 def replan(
@@ -113,7 +118,7 @@ def replan(
 
     job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = replan_json(replan_job(job, rows, base_dir))
-    return {**out, "catalog": age} if age is not None else out
+    return _with_catalog(out, age)
 
 
 def __getattr__(name: str) -> Any:

@@ -224,6 +224,7 @@ def _training(
         stack=stack,
         offload_optimizer=req.offload_optimizer,
         offload_params=req.offload_params,
+        fused_kernels=req.fused_kernels,
         lora_targets=req.lora_targets or LINEAR_MODULES,
     )
     return setup, request_layout(req, n_gpus)

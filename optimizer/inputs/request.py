@@ -210,6 +210,9 @@ class ConfigRequest(BaseModel):
     )
     offload_optimizer: bool = Field(default=False, description="ZeRO-Offload: optimizer state in CPU RAM")
     offload_params: bool = Field(default=False, description="ZeRO-Infinity: parameters in CPU RAM (ZeRO 3)")
+    fused_kernels: bool = Field(
+        default=False, description="Fused RMSNorm and SwiGLU kernels (Liger Kernel): 16-bit saved inputs only"
+    )
     # ---- the batch ----
     micro_batch: int = Field(
         default=1, gt=0, le=2**20, description=f"{_SEQUENCES.capitalize()} per GPU per micro-step"

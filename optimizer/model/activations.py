@@ -64,9 +64,11 @@ def extra_bytes_per_token(
     prof: StackProfile,
     lora_dropout: float,
     compiled: bool,
+    fused: bool = False,
 ) -> tuple[float, float]:
     """(outside-TP, inside-TP) bytes per token of one layer to add to the full-training count
-    (negative when a frozen base saves less), for 16-bit activations."""
+    (negative when a frozen base saves less), for 16-bit activations. `fused`: norm and SwiGLU
+    kernels that save their 16-bit inputs only (TrainingSetup.fused_kernels)."""
     outside = inside = 0.0
     adapter = method in ("lora", "qlora")
     if adapter:
@@ -83,10 +85,12 @@ def extra_bytes_per_token(
             else:
                 outside += delta
     if not compiled:
-        if prof.norm_fp32_saved and model.norm == "rmsnorm":
+        # Liger rms_norm.py saves (X, W, RSTD): X in its own dtype, one fp32 rstd per row
+        if prof.norm_fp32_saved and model.norm == "rmsnorm" and not fused:
             # two norms: fp32 input (4 B) instead of 2 B, + fp32 normalised (4 B) if trained
             outside += 2 * model.hidden * (2.0 if adapter else 6.0)
-        if prof.eager_swiglu and model.ffn_kind == "gated":
+        # Liger swiglu.py saves (a, b) and recomputes silu(a) in backward
+        if prof.eager_swiglu and model.ffn_kind == "gated" and not fused:
             inside += 2.0 * model.ffn * (model.moe_active if model.is_moe else 1)
         if prof.gqa_kv_expanded and model.kv_dim < model.q_dim:
             inside += 4.0 * (model.q_dim - model.kv_dim)  # K and V at the query width

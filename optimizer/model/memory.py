@@ -142,7 +142,7 @@ def activation_bytes_per_layer(
     # what PyTorch stacks save beyond this count: frozen bases, eager norms/SwiGLU, GQA expansion
     dropout_p = k.stack.lora_dropout if setup.lora_dropout is None else setup.lora_dropout
     extra_out, extra_in = extra_bytes_per_token(
-        model, setup.method, setup.lora_targets, k.stack, dropout_p, setup.compile
+        model, setup.method, setup.lora_targets, k.stack, dropout_p, setup.compile, setup.fused_kernels
     )
     replicated += s * b * extra_out
     split += s * b * extra_in

@@ -100,6 +100,10 @@ class TrainingSetup:
     #: next (torchtitan ChunkedCELoss, PR #2937, 2026-04: "Each chunk's loss is backpropagated
     #: through lm_head immediately"): one chunk's logits are held at a time; 1: unchunked
     loss_chunks: int = 1
+    #: fused RMSNorm and SwiGLU kernels patched into an eager model (Liger Kernel's
+    #: apply_liger_kernel_to_llama, flash-attn's ops.rms_norm / ops.activations.swiglu): each
+    #: saves its 16-bit inputs only (no fp32 norm copies, silu recomputed in backward)
+    fused_kernels: bool = False
     #: gradients accumulated in fp32 (Megatron main_grad, DeepSpeed BF16_Optimizer); None: the
     #: stack's fp32_grad_buffer. False: DeepSpeed `data_types.grad_accum_dtype: bf16` (2 B)
     fp32_grads: bool | None = None

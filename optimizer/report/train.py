@@ -276,6 +276,7 @@ def job_block(prep: PreparedJob, f: JobFigures | None) -> dict[str, Any]:
         "lora_rank": w.lora_rank,
         "lora_targets": list(w.lora_targets),
         "attention": w.attention,
+        "fused_kernels": w.fused_kernels,
     }
 
 

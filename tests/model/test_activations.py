@@ -43,3 +43,12 @@ def test_gqa_expansion_saves_kv_at_query_width():
     gqa = ModelSpec(name="gqa", layers=32, hidden=H, heads=32, kv_heads=8, ffn=F, vocab=32000)
     _, inside = extra_bytes_per_token(gqa, "full", (), get_stack("litgpt"), 0.0, False)
     assert inside == 2 * F + 4 * (H - 1024)
+
+
+def test_fused_norm_and_swiglu_keep_only_their_16_bit_inputs():
+    """Liger / flash-attn fused kernels in an eager HF model: the fp32 norm copies (2 norms x 6 B
+    = 12h) and the saved silu output (2 ffn) go; the GQA expansion (an attention matter) stays."""
+    gqa = ModelSpec(name="gqa", layers=32, hidden=H, heads=32, kv_heads=8, ffn=F, vocab=32000)
+    prof = get_stack("hf-trainer")
+    assert extra_bytes_per_token(gqa, "full", (), prof, 0.0, False) == (12 * H, 2 * F + 4 * (H - 1024))
+    assert extra_bytes_per_token(gqa, "full", (), prof, 0.0, False, fused=True) == (0.0, 4 * (H - 1024))

@@ -50,7 +50,7 @@ def test_cp_sat_completes_a_first_plan_that_leaves_a_job_out(monkeypatch: pytest
     plan (B's soft drop taken), still returns the plan running both jobs, $8, proven."""
     problem, start = _crowded()
     monkeypatch.setattr(batch_solve, "greedy_plans", lambda p, rows: [start])
-    monkeypatch.setattr(batch_solve, "repair_plan", lambda p, rows, g: g)
+    monkeypatch.setattr(batch_solve, "repair_plans", lambda p, rows, plans, deadline: plans[0])
 
     def benders(problem: BatchProblem, limit_s: float, **_: object) -> BendersOutcome:
         return BendersOutcome(proven=False, bound_cents=None, rounds=1, stopped="time")

@@ -125,6 +125,11 @@ class Workload(RenamedFieldsModel):
     )
     offload_optimizer: bool = Field(default=False, description="ZeRO-Offload: optimizer in CPU RAM")
     offload_params: bool = Field(default=False, description="ZeRO-Infinity: params in CPU RAM")
+    fused_kernels: bool = Field(
+        default=False,
+        description="fused RMSNorm and SwiGLU kernels patched into the model (Liger Kernel: "
+        "use_liger_kernel / enable_liger_kernel): no fp32 norm copies or saved silu outputs",
+    )
     stack: str = Field(
         default="generic",
         description="training stack profile: megatron-core, "
@@ -199,6 +204,7 @@ class Workload(RenamedFieldsModel):
             offload_optimizer=self.offload_optimizer,
             offload_params=self.offload_params,
             stack=self.stack,
+            fused_kernels=self.fused_kernels,
         )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord
+from optimizer.inputs.training_logs.records import LogLine, MarkedLineFormat, ParsedLog, StepRecord
 
 __all__ = ["DEEPSPEED"]
 
@@ -21,34 +21,26 @@ _AVERAGE = re.compile(r"\bSamplesPerSec=([^\s,]+)")
 _MAX_MEM = re.compile(r"MaxMemAllocated=([^\s,]+?)GB")
 
 
-class _DeepSpeed:
+class _DeepSpeed(MarkedLineFormat):
     name = "deepspeed"
+    marker = _TIMER
 
-    def claims(self, text: str) -> bool:
-        return bool(_TIMER.search(text))
-
-    def parse(self, lines: list[LogLine]) -> ParsedLog:
-        out = ParsedLog(self.name)
-        for ln in lines:
-            m = _TIMER.search(ln.text)
-            if not m:
-                continue
-            rate = _CURRENT.search(ln.text) or _AVERAGE.search(ln.text)
-            if rate is None:
-                raise ln.error("a DeepSpeed timer line without SamplesPerSec=")
-            out.records.append(
-                StepRecord(
-                    line=ln.number,
-                    step=ln.count(m.group(1) or m.group(2), "step"),
-                    samples_per_s=ln.value(rate.group(1), "SamplesPerSec"),
-                )
+    def read(self, ln: LogLine, found: re.Match[str], out: ParsedLog) -> None:
+        rate = _CURRENT.search(ln.text) or _AVERAGE.search(ln.text)
+        if rate is None:
+            raise ln.error("a DeepSpeed timer line without SamplesPerSec=")
+        out.records.append(
+            StepRecord(
+                line=ln.number,
+                step=ln.count(found.group(1) or found.group(2), "step"),
+                samples_per_s=ln.value(rate.group(1), "SamplesPerSec"),
             )
-            mem = _MAX_MEM.search(ln.text)
-            if mem:
-                out.memory.append(ln.memory(mem.group(1), "MaxMemAllocated", "allocated"))
-            if not _CURRENT.search(ln.text) and not out.notes:
-                out.notes.append("SamplesPerSec is DeepSpeed's average since the first step (older release)")
-        return out
+        )
+        mem = _MAX_MEM.search(ln.text)
+        if mem:
+            out.memory.append(ln.memory(mem.group(1), "MaxMemAllocated", "allocated"))
+        if not _CURRENT.search(ln.text) and not out.notes:
+            out.notes.append("SamplesPerSec is DeepSpeed's average since the first step (older release)")
 
 
 DEEPSPEED = _DeepSpeed()

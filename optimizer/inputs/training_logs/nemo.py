@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord
+from optimizer.inputs.training_logs.records import LogLine, MarkedLineFormat, ParsedLog, StepRecord
 
 __all__ = ["NEMO"]
 
@@ -17,28 +17,22 @@ _STEP = re.compile(r"\bglobal_step:\s*(\d+)")
 _TIMING = re.compile(r"train_step_timing in s:\s*([^\s|]+)")
 
 
-class _Nemo:
+class _Nemo(MarkedLineFormat):
     name = "nemo"
+    marker = _LINE
 
-    def claims(self, text: str) -> bool:
-        return bool(_LINE.search(text))
-
-    def parse(self, lines: list[LogLine]) -> ParsedLog:
-        out = ParsedLog(self.name)
-        for ln in lines:
-            m = _LINE.search(ln.text)
-            timing = _TIMING.search(ln.text) if m else None
-            if m is None or timing is None:
-                continue
-            step = _STEP.search(ln.text)
-            out.records.append(
-                StepRecord(
-                    line=ln.number,
-                    step=ln.count(step.group(1) if step else m.group(1), "step"),
-                    step_time_s=ln.value(timing.group(1), "train_step_timing in s"),
-                )
+    def read(self, ln: LogLine, found: re.Match[str], out: ParsedLog) -> None:
+        timing = _TIMING.search(ln.text)
+        if timing is None:
+            return
+        step = _STEP.search(ln.text)
+        out.records.append(
+            StepRecord(
+                line=ln.number,
+                step=ln.count(step.group(1) if step else found.group(1), "step"),
+                step_time_s=ln.value(timing.group(1), "train_step_timing in s"),
             )
-        return out
+        )
 
 
 NEMO = _Nemo()

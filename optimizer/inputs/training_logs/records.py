@@ -18,6 +18,7 @@ __all__ = [
     "MemoryReading",
     "ParsedLog",
     "LogFormat",
+    "MarkedLineFormat",
     "LogLine",
     "number",
     "log_error",
@@ -125,6 +126,29 @@ class LogFormat(Protocol):
     def parse(self, lines: list[LogLine]) -> ParsedLog:
         """The step records and memory readings of the log (ConfigError naming a line)."""
         ...
+
+
+class MarkedLineFormat:
+    """A format whose every line of interest carries one marker (a regular expression): it
+    claims a log in which the marker appears and reads each marked line (`read`), in order."""
+
+    name: str
+    marker: re.Pattern[str]
+
+    def claims(self, text: str) -> bool:
+        return bool(self.marker.search(text))
+
+    def parse(self, lines: list[LogLine]) -> ParsedLog:
+        out = ParsedLog(self.name)
+        for ln in lines:
+            found = self.marker.search(ln.text)
+            if found is not None:
+                self.read(ln, found, out)
+        return out
+
+    def read(self, ln: LogLine, found: re.Match[str], out: ParsedLog) -> None:
+        """Add what the marked line `ln` says to `out` (ConfigError naming the line)."""
+        raise NotImplementedError
 
 
 #: a printed number: digits with optional thousands commas ("10,050"; "10," is cut short), a

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord
+from optimizer.inputs.training_logs.records import LogLine, MarkedLineFormat, ParsedLog, StepRecord
 
 __all__ = ["TORCHTITAN"]
 
@@ -15,34 +15,30 @@ _STEP = re.compile(r"\bstep:\s*(\d+)\s+loss:")
 _FIELD = re.compile(r"\b(memory|tps|tflops|mfu):\s*([^\s(%]+)(?:GiB)?(?:\(([^)]*)%\))?")
 
 
-class _Torchtitan:
+class _Torchtitan(MarkedLineFormat):
     name = "torchtitan"
+    marker = _STEP
 
     def claims(self, text: str) -> bool:
-        return bool(_STEP.search(text)) and "tps:" in text
+        return super().claims(text) and "tps:" in text
 
-    def parse(self, lines: list[LogLine]) -> ParsedLog:
-        out = ParsedLog(self.name)
-        for ln in lines:
-            m = _STEP.search(ln.text)
-            if not m:
-                continue
-            fields = {k: (v, pct) for k, v, pct in _FIELD.findall(ln.text)}
-            if "tps" not in fields:
-                raise ln.error("a torchtitan step line without tps: (truncated?)")
-            rec = StepRecord(
+    def read(self, ln: LogLine, found: re.Match[str], out: ParsedLog) -> None:
+        fields = {k: (v, pct) for k, v, pct in _FIELD.findall(ln.text)}
+        if "tps" not in fields:
+            raise ln.error("a torchtitan step line without tps: (truncated?)")
+        out.records.append(
+            StepRecord(
                 line=ln.number,
-                step=ln.count(m.group(1), "step"),
+                step=ln.count(found.group(1), "step"),
                 tokens_per_s_per_gpu=ln.value(fields["tps"][0], "tps"),
                 tflops_per_gpu=_opt(fields, "tflops", ln),
                 mfu_pct=_opt(fields, "mfu", ln),
             )
-            out.records.append(rec)
-            if "memory" in fields:
-                gib_text, pct_text = fields["memory"]
-                pct = ln.value(pct_text, "memory %") if pct_text else None
-                out.memory.append(ln.memory(gib_text.removesuffix("GiB"), "memory", "reserved", card_pct=pct))
-        return out
+        )
+        if "memory" in fields:
+            gib_text, pct_text = fields["memory"]
+            pct = ln.value(pct_text, "memory %") if pct_text else None
+            out.memory.append(ln.memory(gib_text.removesuffix("GiB"), "memory", "reserved", card_pct=pct))
 
 
 def _opt(fields: dict[str, tuple[str, str]], key: str, ln: LogLine) -> float | None:

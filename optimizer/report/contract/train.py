@@ -370,6 +370,9 @@ class PlanJobOut(Contract):
     lora_rank: int | None = None
     lora_targets: list[str] | None = None
     attention: str | None = Field(default=None, description="flash | eager (null: the stack's)")
+    fused_kernels: bool = Field(
+        default=False, description="workload.fused_kernels: fused RMSNorm/SwiGLU kernels assumed (Liger)"
+    )
 
 
 class PlanOutput(Contract):

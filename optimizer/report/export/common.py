@@ -97,6 +97,7 @@ class TrainPlan:
     lines: tuple[str, ...] = ()  # the header of every file exported from this plan
     fabric: str = "none"  # inter_node_kind of the offering: efa | infiniband | rdma | ethernet | ...
     fabric_gbps: float | None = None  # its inter_node_gbps
+    fused_kernels: bool = False  # workload.fused_kernels: the plan's memory assumes them
     train_script: str | None = None  # the user's training script (--train-script), when given
     stem: str = ""  # the file name stem, distinct among the result's plans (slug of the job name)
 
@@ -218,6 +219,7 @@ def plan_options(p: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         "stack": job.get("stack") or "generic",
         "offload_optimizer": opts.get("offload") in ("optimizer", "params"),
         "offload_params": opts.get("offload") == "params",
+        "fused_kernels": bool(job.get("fused_kernels")),
     }
 
 
@@ -245,6 +247,14 @@ def _plan_header(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any])
     ]
 
 
+#: the header line of a plan whose memory assumes fused norm/SwiGLU kernels (workload.fused_kernels)
+FUSED_KERNELS_LINE = (
+    "kernels: the plan's memory assumes fused RMSNorm and SwiGLU kernels (workload.fused_kernels): "
+    "turn them on in the run (Hugging Face Trainer use_liger_kernel=True, LLaMA-Factory "
+    "enable_liger_kernel: true; CCOPT_FUSED_KERNELS=1), or its activations exceed the plan's"
+)
+
+
 def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], fmt: str) -> TrainPlan:
     lay, opts = p["layout"], p.get("options") or {}
     body = _plan_header(result, p, job)
@@ -254,6 +264,8 @@ def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], 
             f"the batch horizon (planned end hour {p['end_hour']:g}, deadline hour "
             f"{p.get('deadline_hour')})"
         )
+    if job.get("fused_kernels"):
+        body.append(FUSED_KERNELS_LINE)
     body.append(plan_header_line(p, job))
     tp = TrainPlan(
         job=str(job.get("name") or "job"),
@@ -295,6 +307,7 @@ def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], 
         lines=header_lines(result, fmt, body),
         fabric=str(p.get("inter_node_kind") or "none"),
         fabric_gbps=p.get("inter_node_gbps"),
+        fused_kernels=bool(job.get("fused_kernels")),
     )
     _check_layout(tp)
     return tp

@@ -342,6 +342,7 @@ def layout_env(t: TrainPlan) -> dict[str, str]:
         "CCOPT_PRECISION": t.precision,
         "CCOPT_OFFLOAD": t.offload,
         "CCOPT_MODEL": t.model_ref,
+        "CCOPT_FUSED_KERNELS": "1" if t.fused_kernels else "0",
     }
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "money",
     "num",
     "days_words",
+    "layout_words",
     "catalog_words",
     "assumptions_section",
     "infeasible_section",
@@ -85,6 +86,17 @@ def num(value: float | None, digits: int = 2) -> str:
 
 def days_words(days: float) -> str:
     return f"{days:.2f} day{'' if days == 1 else 's'}"
+
+
+def layout_words(lay: dict[str, Any], checkpointing: bool = True) -> str:
+    """'tp 1 × pp 1 × dp 8, ZeRO-1, no activation checkpointing; micro-batch 2 × grad-accum 4'
+    of a layout block (without the checkpointing words when `checkpointing` is False)."""
+    ckpt = lay["activation_checkpointing"] if checkpointing else None
+    recompute = "" if ckpt is None else f"{'no' if ckpt == 'none' else ckpt} activation checkpointing; "
+    return (
+        f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, {recompute}"
+        f"micro-batch {lay['micro_batch']} × grad-accum {lay['grad_accum']}"
+    )
 
 
 def catalog_words(catalog: dict[str, Any] | None) -> str:

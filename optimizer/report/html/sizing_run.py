@@ -6,17 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.report.html.page import Section, Table, money, num
+from optimizer.report.html.page import Section, Table, layout_words, money, num
 
 __all__ = ["sizing_run_section"]
 
 
 def _run_words(s: dict[str, Any]) -> str:
-    lay = s["layout"]
     return (
         f"{s['instances']}× {s['instance']} ({s['provider']}, {s['gpus']}× {s['gpu']}, {s['pricing']}); "
-        f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, "
-        f"micro-batch {lay['micro_batch']} × grad-accum {lay['grad_accum']}"
+        + layout_words(s["layout"], checkpointing=False)
     )
 
 

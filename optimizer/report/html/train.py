@@ -25,6 +25,7 @@ from optimizer.report.html.page import (
     assumptions_section,
     days_words,
     infeasible_section,
+    layout_words,
     money,
     num,
 )
@@ -32,15 +33,6 @@ from optimizer.report.html.sizing_run import sizing_run_section
 from optimizer.units import HOURS_PER_DAY, quantile_label
 
 __all__ = ["train_page"]
-
-
-def _layout_words(lay: dict[str, Any]) -> str:
-    ckpt = lay["activation_checkpointing"]
-    return (
-        f"tp {lay['tp']} × pp {lay['pp']} × dp {lay['dp']}, ZeRO-{lay['zero_stage']}, "
-        f"{'no' if ckpt == 'none' else ckpt} activation checkpointing; micro-batch "
-        f"{lay['micro_batch']} × grad-accum {lay['grad_accum']}"
-    )
 
 
 def _headline(job: dict[str, Any], p: dict[str, Any]) -> list[Fragment]:
@@ -93,7 +85,7 @@ def _job_facts(result: dict[str, Any], p: dict[str, Any] | None) -> list[tuple[s
     facts.append(("budget", money(job.get("budget_usd")) if job.get("budget_usd") else "none"))
     if p is not None:
         facts += [
-            ("layout", _layout_words(p["layout"])),
+            ("layout", layout_words(p["layout"])),
             ("steps", f"{p['steps']:,} of {p['global_batch']:,} sequences"),
             (
                 "speed",

@@ -66,8 +66,8 @@ def _neighbourhood(
 ) -> tuple[list[int], list[JobRows]]:
     """The jobs freed in [a, b) (by index), each as the job with its window cut to [a, b),
     and the kept jobs running there, each as a job with its one row and a window exactly its
-    slot. Freed: the jobs placed inside [a, b) and the jobs left out or dropped whose window
-    meets it."""
+    slot, and must run there even if it is droppable (it stays in the plan). Freed: the jobs
+    placed inside [a, b) and the jobs left out or dropped whose window meets it."""
     free, cut = [], []
     for j, (i, t) in enumerate(plan.plan):
         job = problem.jobs[j]
@@ -87,7 +87,10 @@ def _neighbourhood(
             continue
         row = problem.jobs[j].rows[i]
         if row.usage and t < b and t + row.duration > a:
-            kept.append(JobRows(problem.jobs[j].spec, [row], t, t + row.duration))
+            # must run: a droppable kept job dropped by the window's model would free its
+            # slot there while the plan keeps it (500 generated jobs: 4 boxes in use of 2)
+            spec = replace(problem.jobs[j].spec, penalty_usd=None)
+            kept.append(JobRows(spec, [row], t, t + row.duration))
     return free, cut + kept
 
 

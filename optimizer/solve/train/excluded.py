@@ -28,6 +28,9 @@ __all__ = ["excluded_notes", "CLUSTER_GPUS", "FABRIC_KINDS"]
 CLUSTER_GPUS = ("H100-80GB", "H200-141GB", "B200")
 #: fabrics built for GPU-to-GPU traffic between nodes
 FABRIC_KINDS = ("infiniband", "efa", "rdma")
+#: an excluded plan within this many dollars of the plan's cost is not called cheaper (the
+#: lines print whole dollars)
+SAME_COST_USD = 0.5
 
 
 def _relaxations(constraints: Any) -> list[tuple[dict[str, Any], str]]:
@@ -61,21 +64,25 @@ def _cheapest_added(
     config: SolverConfig | None,
     below_usd: float | None,
 ) -> Candidate | None:
-    """The cheapest plan on the offerings a relaxed constraint adds (None: none meets the job).
-    With `below_usd` (the plan's cost) an added offering whose cost floor is above it is not
-    enumerated (enumerate.cost_floor_usd): it could not make a cheaper line."""
+    """The cheapest plan on the offerings a relaxed constraint adds (None: none meets the job,
+    or none is cheaper than `below_usd` by more than SAME_COST_USD).
+    With `below_usd` (the plan's cost) an added offering whose cost floor is above it, or above
+    the cheapest added row found so far that meets the job, is not enumerated
+    (enumerate.cost_floor_usd): it could not make a cheaper line."""
     constraints = prep.job.constraints.model_copy(update=update)
     have = {_identity(o) for o in prep.offerings}
     added = [o for o in job_offerings(rows, constraints) if _identity(o) not in have]
     if not added:
         return None
     job = prep.job.model_copy(update={"constraints": constraints})
-    ceiling = None if below_usd is None else CostCeiling(below_usd, fixed=True)
+    ceiling = (
+        None if below_usd is None else CostCeiling(below_usd, prep.deadline_h, prep.budget_usd, meeting=True)
+    )
     table = prepare_from_offerings(
         job, prep.model, added, prep.assumptions, slack_stop=True, memos=prep.layout_memos(), ceiling=ceiling
     ).table
-    if not table.candidates:
-        return None
+    if not any(below_usd is None or c.cost_usd < below_usd - SAME_COST_USD for c in table.candidates):
+        return None  # no added row is cheaper than the plan by more than SAME_COST_USD: no line
     return solve_table(table.candidates, prep.deadline_h, prep.budget_usd, config=config)[1]
 
 
@@ -121,7 +128,7 @@ def excluded_notes(
     lines = []
     for update, why in _relaxations(prep.job.constraints):
         other = _cheapest_added(prep, rows, update, config, None if best is None else best.cost_usd)
-        if other is not None and (best is None or other.cost_usd < best.cost_usd - 0.5):
+        if other is not None and (best is None or other.cost_usd < best.cost_usd - SAME_COST_USD):
             saving = "" if best is None else f", ${best.cost_usd - other.cost_usd:,.0f} less"
             lines.append(
                 f"excluded: {_plan_words(other)} would cost ${other.cost_usd:,.0f} in "

@@ -19,12 +19,13 @@ from optimizer.model.step_model import MicrobatchTimes, StepModel, step_model_fo
 from optimizer.model.step_time import Cluster, StepTime
 from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.pricing.terms import fits_term
+from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds, within_scale
 from optimizer.solve.train.candidate import Candidate, CandidateTable
 from optimizer.solve.train.fitting import FitList, LayoutRow, fitting_layouts
 from optimizer.solve.train.host_check import NO_HOST_RULE, HostRule, check_host, host_need_gib, loader_words
 from optimizer.solve.train.search_space import NO_HEADROOM, BatchRule, Headroom, instance_counts
 from optimizer.solve.train.spot import run_hours
-from optimizer.units import HOURS_PER_DAY
+from optimizer.units import CENTS_PER_USD, HOURS_PER_DAY
 
 __all__ = [
     "EnumerationMemo",
@@ -185,21 +186,35 @@ def time_lower_bound_h(
 class CostCeiling:
     """Only the cheapest row that is late (past `deadline_h`; any row without one) and within
     `budget_usd`, if it costs less than `usd`, is asked for: offerings are searched cheapest
-    floor first, and once such a row is found its cost is the new ceiling. With `fixed`, the
-    ceiling stays `usd` (every row under it is kept: the cheapest one meeting the job is
-    solved for afterwards)."""
+    floor first, and once such a row is found its cost is the new ceiling. With `meeting`, the
+    cheapest row that meets the deadline and the budget is asked for instead (the solver
+    picks it from the table afterwards): such a row, as the solver counts it (integer seconds
+    and cents, solve/cpsat/scale.py), lowers the ceiling to its cost plus one cent, so every
+    row the solver could rank with it stays in the table."""
 
     usd: float
     deadline_h: float | None = None
     budget_usd: float | None = None
-    fixed: bool = False
+    meeting: bool = False
 
     def lower(self, cost_usd: float, hours: float) -> None:
-        if self.fixed:
+        if self.meeting:
+            if _meets(cost_usd, hours, self.deadline_h, self.budget_usd):
+                self.usd = min(self.usd, cost_usd + 1 / CENTS_PER_USD)
             return
         late = self.deadline_h is None or hours > self.deadline_h
         if late and (self.budget_usd is None or cost_usd <= self.budget_usd):
             self.usd = min(self.usd, cost_usd)
+
+
+def _meets(cost_usd: float, hours: float, deadline_h: float | None, budget_usd: float | None) -> bool:
+    """Whether the solver takes a row of this cost and duration under the deadline and budget
+    (solve/train/model.py's integer test)."""
+    return (
+        within_scale(cost_usd, hours)
+        and (deadline_h is None or to_seconds(hours) <= deadline_seconds(deadline_h))
+        and (budget_usd is None or to_cents(cost_usd) <= budget_cents(budget_usd))
+    )
 
 
 def time_factor(band: Band, confidence: float | None) -> float:
