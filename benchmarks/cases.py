@@ -18,6 +18,11 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   Megatron-DeepSpeed passes --use-flash-attn-v2 where the 2022 BLOOM profile is eager); rows
   naming Cut Cross-Entropy (apple/ml-cross-entropy) never hold the logits (loss_kernel "cce");
   rows stating fused norm and SwiGLU kernels save what a compiled model saves;
+  "N loss chunks" (torchtitan ChunkedCELoss) hold one chunk's logits; "Compiled Transformer
+  blocks and loss" (torchtitan) and a loss the compiled forward computes are compiled losses;
+  BERT rows naming *ForSequenceClassification / *ForQuestionAnswering or a SQuAD fine-tune
+  carry a task head (no vocabulary logits or FLOPs); the `ep` column splits an MoE model's
+  experts over ep data-parallel ranks (it must divide the experts and dp·cp);
   `EXCLUDED: seq_len unknown` rows are skipped, and `EXCLUDED: superseded` ones (a run its
   own source shows measured a defect, fixed and re-measured in the same thread);
 - memory is compared in the metric its source reports: allocated -> total, reserved ->
@@ -108,8 +113,9 @@ class Case:
     @property
     def encoder(self) -> bool:
         """A bidirectional encoder (BERT family): scored apart from decoder LMs (accuracy.py),
-        because the model's FLOPs and efficiency are those of a causal decoder LM (LM head on
-        every token, no MLM/NSP/QA head, no LAMB) and nearly all its V100 data are BERT."""
+        because the model's efficiency is that of a causal decoder LM (no LAMB; fine-tunes
+        with a task head are charged no vocabulary logits: _head) and nearly all its V100
+        data are BERT."""
         return "bert" in self.row.model.lower()
 
     @property
@@ -146,9 +152,25 @@ def _tied(row: Row) -> bool:
     return "tied embeddings" in text and "untied" not in text and row.stack != "litgpt"
 
 
+#: a fine-tune whose output layer is a task head, not the vocabulary projection: transformers
+#: *ForSequenceClassification / *ForQuestionAnswering (qa_outputs = Linear(hidden, 2))
+_TASK_HEAD = re.compile(r"forsequenceclassification|forquestionanswering|qa head|classification head")
+
+
+def _head(row: Row) -> str:
+    """ "task" when the row names a task head (model, assumptions or where it was read), or is
+    an encoder (BERT) fine-tuned on SQuAD (a span head; a decoder's SQuAD SFT keeps its LM
+    head), else "lm"."""
+    text = f"{row.model} {row.assumptions or ''} {row.source_where or ''}".lower()
+    squad_encoder = "bert" in row.model.lower() and "squad" in text
+    return "task" if _TASK_HEAD.search(text) or squad_encoder else "lm"
+
+
 def _spec(row: Row) -> ModelSpec:
     if row.model in PRESETS:
-        return PRESETS[row.model]
+        spec = PRESETS[row.model]
+        head = _head(row)
+        return spec if head == spec.head else ModelSpec(**{**spec.model_dump(), "head": head})
     if "encoder-decoder" in row.model.lower():
         raise Skip("encoder-decoder model (not modelled)")
     shape = (row.layers, row.hidden, row.heads, row.ffn, row.vocab)
@@ -170,6 +192,7 @@ def _spec(row: Row) -> ModelSpec:
             tied_embeddings=_tied(row),
             moe_experts=row.moe_experts or 0,
             moe_active=row.moe_active or 0,
+            head=_head(row),
         )
     except ValueError as exc:
         raise Skip(f"model shape invalid ({str(exc).splitlines()[0][:50]})") from None
@@ -213,8 +236,9 @@ def _memory_kind(meaning: str) -> str:
 
 def _train_case(row: Row) -> Case:
     gpu, spec = _gpu(row), _spec(row)
-    if spec.is_moe and (row.ep or 1) > 1:
-        raise Skip("MoE with expert parallelism (ep > 1)")
+    ep = row.ep or 1
+    if ep > 1 and (not spec.is_moe or spec.moe_experts % ep):
+        raise Skip("ep > 1 needs an MoE model whose experts it divides")
     tp, pp, mb, gpus, s = row.tp, row.pp, row.micro_batch, row.num_gpus, row.seq_len
     if tp is None or pp is None or mb is None or gpus is None or s is None:
         raise Skip("missing tp/pp/micro_batch/num_gpus/seq_len")
@@ -247,6 +271,8 @@ def _train_case(row: Row) -> Case:
     if gpus % (tp * pp * cp):
         raise Skip("num_gpus not a multiple of tp·pp·cp")
     dp = gpus // (tp * pp * cp)
+    if (dp * cp) % ep:
+        raise Skip("ep does not divide dp·cp")
     ga = 1
     if row.global_batch is not None:
         ga = max(1, round(row.global_batch / (dp * mb)))
@@ -279,7 +305,12 @@ def _train_case(row: Row) -> Case:
         # (components/loss.py), its 2024 train.py left it eager (TODO: CUDA errors)
         stated = said + _lower(row.quote).replace(" ", "")
         compiled = compiled or "torch.compileon" in stated or "--training.compile" in stated
+        compiled = compiled or "compiledtransformerblocksandloss" in stated
         compile_loss = None if "2024" not in (row.stack_version or "") else False
+    # a loss computed inside the compiled model's forward (nanochat GPT.forward returns the
+    # loss) is compiled with it, whatever the stack's default
+    if compiled and "forwardcomputestheloss" in said:
+        compile_loss = True
     offload_acts = "enable_activation_offloading=true" in said
     # Megatron-Core activation CPU offloading of N layers, as the row states the recipe's
     offloaded = re.search(r"cpu_offloading_num_layers=(\d+)", said)
@@ -292,6 +323,10 @@ def _train_case(row: Row) -> Case:
     # the loss blockwise from the hidden states: the logits are never materialised
     cce = re.search(r"ml-cross-entropy|cut[- ]cross[- ]entropy", notes) is not None
     dropout = re.search(r"(?<!lora_)dropout (0\.\d*[1-9])", notes) is not None
+    # a loss run chunk by chunk ("Eight loss chunks": torchtitan ChunkedCELoss), as stated
+    chunks = re.search(r"\b(\d+|two|four|eight|sixteen) loss chunks", notes + " " + _lower(row.quote))
+    words = {"two": 2, "four": 4, "eight": 8, "sixteen": 16}
+    loss_chunks = (words.get(chunks.group(1)) or int(chunks.group(1))) if chunks else 1
     # fused RMSNorm + SwiGLU patched into an eager model (Liger Kernel, flash-attn's ops), as the
     # row's stack or notes name them
     fused = re.search(r"liger|fused rmsnorm[^|;]*swiglu", f"{notes} {_lower(row.stack_version)}") is not None
@@ -317,6 +352,7 @@ def _train_case(row: Row) -> Case:
         fp32_master=master,
         master_remainders=remainders,
         loss_kernel="cce" if cce else None,
+        loss_chunks=loss_chunks,
         fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,
     )
@@ -330,6 +366,7 @@ def _train_case(row: Row) -> Case:
         checkpointing=row.activation_checkpointing or stack.checkpointing,
         micro_batch=mb,
         grad_accum=ga,
+        ep=ep,
     )
     gpn = min(row.gpus_per_node or min(gpus, 8), gpus)
     if gpus % gpn or tp > gpn:

@@ -131,6 +131,16 @@ def _check_layout(spec: ModelSpec, req: ConfigRequest, num_gpus: int, per_instan
     )
     if problems:
         raise ConfigError(f"{flag_of(problems[0].field)}: {problems[0].message}")
+    ep = req.expert_parallel if train else 1
+    if ep > 1:
+        dp_cp = num_gpus // (req.tp * req.pp)
+        if not spec.is_moe or spec.moe_experts % ep:
+            raise ConfigError(
+                f"--expert-parallel: {ep} must divide the experts of an MoE model "
+                f"({spec.name} has {spec.moe_experts if spec.is_moe else 'none'})"
+            )
+        if dp_cp % ep:
+            raise ConfigError(f"--expert-parallel: {ep} must divide dp × cp = {dp_cp}")
 
 
 def _hardware(

@@ -64,12 +64,28 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom", source: str =
         return value if value is default else _positive_int(value, source, keys[0])
 
     if model_type in _LLAMA_LIKE:
-        return _llama_like(cfg, num, name, model_type)
-    if model_type == "gpt2":
-        return _gpt2(num, name)
-    if model_type == "gpt_neox":
-        return _gpt_neox(cfg, num, name)
-    return _bert(num, name)
+        spec = _llama_like(cfg, num, name, model_type)
+    elif model_type == "gpt2":
+        spec = _gpt2(num, name)
+    elif model_type == "gpt_neox":
+        spec = _gpt_neox(cfg, num, name)
+    else:
+        spec = _bert(num, name)
+    return ModelSpec(**{**spec.model_dump(), "head": "task"}) if _task_head(cfg) else spec
+
+
+def _task_head(cfg: dict[str, Any]) -> bool:
+    """Whether the config's architecture ends in a task head rather than an LM/MLM head
+    (transformers class names: BertForSequenceClassification, BertForQuestionAnswering,
+    ...ForTokenClassification / ForMultipleChoice: Linear(hidden, labels), no vocabulary)."""
+    names = cfg.get("architectures") or []
+    heads = (
+        "ForSequenceClassification",
+        "ForQuestionAnswering",
+        "ForTokenClassification",
+        "ForMultipleChoice",
+    )
+    return bool(names) and all(isinstance(n, str) and n.endswith(heads) for n in names)
 
 
 def _llama_like(cfg: dict[str, Any], num: _Num, name: str, model_type: str) -> ModelSpec:

@@ -188,6 +188,12 @@ class ConfigRequest(BaseModel):
     virtual_stages: int = Field(
         default=1, gt=0, le=64, description="Virtual pipeline stages per GPU (interleaved 1F1B)"
     )
+    expert_parallel: int = Field(
+        default=1,
+        gt=0,
+        le=1024,
+        description="Expert-parallel degree (an MoE model's experts split over that many data-parallel GPUs)",
+    )
     sequence_parallel: bool | None = Field(
         default=None,
         description="Megatron sequence parallelism with tp > 1",

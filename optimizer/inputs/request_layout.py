@@ -52,4 +52,5 @@ def request_layout(req: ConfigRequest, num_gpus: int) -> Layout:
         grad_accum=grad_accum,
         cp=req.context_parallel,
         vp=req.virtual_stages,
+        ep=req.expert_parallel,
     )

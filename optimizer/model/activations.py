@@ -31,6 +31,7 @@ from optimizer.model.stacks import StackProfile
 
 __all__ = [
     "extra_bytes_per_token",
+    "moe_routing_bytes_per_token",
     "input_groups",
     "op_sac_bytes_per_token",
     "op_sac_mm_order",
@@ -106,7 +107,13 @@ def op_sac_mm_order(model: ModelSpec) -> list[tuple[str, int, int]]:
 
 def op_sac_recomputed_params(model: ModelSpec) -> int:
     """Weights per layer whose mm torchtitan's op SAC recomputes in backward (every second mm:
-    k, o, up for a gated FFN): 2 FLOPs per weight per token of extra forward work."""
+    k, o, up for a gated FFN): 2 FLOPs per weight per token of extra forward work. An MoE
+    layer also recomputes its router gate and every active expert (_moe_op_sac: grouped mms
+    are not saved)."""
+    if model.is_moe:
+        attn = op_sac_mm_order(model)[:4]  # q, k, v, o
+        recomputed = sum(i * o for n, (_, i, o) in enumerate(attn) if n % 2 == 1)
+        return recomputed + model.hidden * model.moe_experts + model.moe_active * model.mlp_params()
     return sum(i * o for n, (_, i, o) in enumerate(op_sac_mm_order(model)) if n % 2 == 1)
 
 
@@ -120,14 +127,29 @@ def op_sac_bytes_per_token(model: ModelSpec, tp: int) -> tuple[float, float]:
     of q, k, v, o, gate, up, down the 1st, 3rd, 5th, 7th are kept (q, v, gate, down). The
     block input is the checkpoint's saved input. With tp > 1 the outputs of the row-parallel
     o and down projections are reduce-scattered, and those outputs are saved too. (torchtitan
-    2025 adds forced recompute of chosen mm shapes, the MoE router; dense layers unchanged.
-    MoE experts run grouped mms, not aten.mm: counted here as dense mms, an approximation.)
+    2025 adds forced recompute of chosen mm shapes, the MoE router; dense layers unchanged.)
+    MoE layers: the experts run torch._grouped_mm, which no torchtitan save list names
+    (models/qwen3/infra/parallelize.py _op_sac_save_list: aten.mm, SDPA, reduce_scatter, max;
+    its graph_trainer adds _grouped_mm only for a "fair baseline comparison"), and the router
+    gate mm is force-recomputed by default (per_op_sac_force_recompute_mm_shapes_by_fqns =
+    ["moe.router.gate"]): an MoE block keeps q, v and the SDPA output, its experts are recomputed.
     """
-    kept_mm = sum(o for n, (_, _, o) in enumerate(op_sac_mm_order(model)) if n % 2 == 0)
-    if model.is_moe:
-        kept_mm += (model.moe_active - 1) * model.ffn  # each active expert's kept output
+    order = op_sac_mm_order(model)[:4] if model.is_moe else op_sac_mm_order(model)
+    kept_mm = sum(o for n, (_, _, o) in enumerate(order) if n % 2 == 0)
     inside = 2.0 * (kept_mm + model.q_dim)  # + the SDPA output
     outside = 2.0 * model.hidden  # the checkpointed block input
     if tp > 1:
         outside += 2.0 * 2 * model.hidden  # reduce-scatter outputs of o and down
     return outside, inside
+
+
+def moe_routing_bytes_per_token(model: ModelSpec) -> float:
+    """Bytes one MoE layer keeps per token for its routing, beyond the experts' FFN tensors:
+    the k permuted copies of the token that feed the first expert GEMM (Megatron-Core
+    moe_utils.permute: tokens.index_select by the sorted routing map) and the k expert
+    outputs the probability-weighted combine saves for the gradient of the router
+    probabilities (moe_utils.unpermute: permuted_tokens * probs), 2 B each; the router's fp32
+    logits and softmax scores, E values of 4 B each (Megatron-Core router.py computes routing
+    in fp32). Not divided by tensor parallelism: with TP the dispatcher gathers the tokens of
+    the TP group before the experts (token_dispatcher.py, 2024)."""
+    return 2.0 * 2 * model.hidden * model.moe_active + 2 * 4.0 * model.moe_experts

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from optimizer.units import GB
 
-__all__ = ["ring_allreduce_s", "ring_allgather_s", "ring_reduce_scatter_s", "p2p_s"]
+__all__ = ["ring_allreduce_s", "ring_allgather_s", "ring_reduce_scatter_s", "p2p_s", "all_to_all_s"]
 
 
 def ring_allreduce_s(nbytes: float, n: int, bus_bw_gb_s: float, latency_s: float = 0.0) -> float:
@@ -34,3 +34,18 @@ def ring_reduce_scatter_s(nbytes: float, n: int, bus_bw_gb_s: float, latency_s: 
 def p2p_s(nbytes: float, bw_gb_s: float, latency_s: float = 0.0) -> float:
     """Point-to-point send of `nbytes` over one link."""
     return nbytes / (bw_gb_s * GB) + latency_s if nbytes > 0 else 0.0
+
+
+def all_to_all_s(
+    nbytes: float, n: int, in_node: int, intra_bw_gb_s: float, rail_bw_gb_s: float, latency_s: float = 0.0
+) -> float:
+    """All-to-all of `nbytes` per GPU over `n` GPUs, `in_node` of them (itself included) in its
+    node: nbytes/n goes to each peer as n−1 point-to-point sends (NCCL docs, "Point-to-point
+    communication": all-to-all); the in-node share rides NVLink/PCIe, the rest the GPU's NIC
+    rail, at once (the slower sets the time)."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    in_node = max(1, min(in_node, n))
+    intra = (in_node - 1) / n * nbytes / (intra_bw_gb_s * GB)
+    inter = (n - in_node) / n * nbytes / (rail_bw_gb_s * GB) if n > in_node else 0.0
+    return max(intra, inter) + (n - 1) * latency_s

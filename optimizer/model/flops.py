@@ -32,7 +32,7 @@ def forward_flops_per_token(model: ModelSpec, seq_len: int) -> tuple[float, floa
     """(layer matmuls, attention, LM head) forward FLOPs per token; MoE counts active experts."""
     layers = model.layers * 2.0 * model.layer_matmul_params(active_only=True)
     attention = model.layers * attention_flops_per_token_layer(model, seq_len)
-    head = 2.0 * model.vocab * model.hidden
+    head = 2.0 * model.logits_width * model.hidden  # a task head: no vocabulary projection
     return layers, attention, head
 
 

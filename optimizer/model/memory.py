@@ -12,9 +12,14 @@ import math
 from dataclasses import replace
 from typing import Protocol
 
-from optimizer.model.activations import extra_bytes_per_token, op_sac_bytes_per_token
+from optimizer.model.activations import (
+    extra_bytes_per_token,
+    moe_routing_bytes_per_token,
+    op_sac_bytes_per_token,
+)
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
+from optimizer.model.held import expert_params, lora_params, params_per_gpu, sharded_params
 from optimizer.model.memory_breakdown import MemoryBreakdown
 from optimizer.model.profile import AnyModel, is_profile
 from optimizer.model.profile_memory import ProfileMemoryModel
@@ -42,9 +47,12 @@ __all__ = [
     "serving_memory",
     "model_state_bytes_per_param",
     "activation_bytes_per_layer",
+    "moe_routing_bytes_per_token",
     "kv_cache_bytes_per_token",
     "lora_params",
     "params_per_gpu",
+    "expert_params",
+    "sharded_params",
     "qlora_bytes_per_param",
     "interleave_factor",
     "kv_tokens_held",
@@ -52,43 +60,6 @@ __all__ = [
 
 
 # ---- model states -----------------------------------------------------------------------
-
-
-def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
-    """Parameters held by the busiest GPU before ZeRO sharding: its pipeline stage / tp.
-
-    Layers are split evenly over pp stages (ceil); the first stage holds the embedding, the last
-    the LM head and final norm; with pp = 1 one GPU holds all (Narayanan et al. 2021, §2.2).
-    """
-    pp, tp = layout.pp, layout.tp
-    layers_per_stage = math.ceil(model.layers / pp)
-    layer_part = layers_per_stage * model.layer_params()
-    if pp == 1:
-        stage = (
-            layer_part
-            + model.embedding_params()
-            + model.head_params()
-            + model.norm_params()
-            + model.extra_params
-        )
-    else:
-        head = model.head_params() or model.vocab * model.hidden  # tied: last stage keeps a copy
-        stage = layer_part + max(model.embedding_params(), head + model.norm_params())
-    return stage / tp
-
-
-def lora_params(model: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:
-    """Trainable LoRA parameters: r·(d_in + d_out) per targeted linear (Hu et al. 2021, §4.1)."""
-    shapes = model.linear_shapes()
-    per_layer = sum(rank * (shapes[t][0] + shapes[t][1]) for t in targets if t in shapes)
-    if model.is_moe:
-        ffn = sum(
-            rank * (shapes[t][0] + shapes[t][1])
-            for t in targets
-            if t in ("gate", "up", "down") and t in shapes
-        )
-        per_layer += ffn * (model.moe_experts - 1)
-    return model.layers * per_layer
 
 
 def dequantized_weight_bytes(model: ModelSpec, prof: StackProfile) -> float:
@@ -100,8 +71,8 @@ def dequantized_weight_bytes(model: ModelSpec, prof: StackProfile) -> float:
     sizes = [i * o for i, o in shapes.values()]
     if prof.fused_qkv_lora:  # one fused QKV linear (litgpt CausalSelfAttention.attn)
         sizes.append(model.hidden * (model.q_dim + 2 * model.kv_dim))
-    if prof.qlora_quantizes_head:
-        sizes.append(model.vocab * model.hidden)
+    if prof.qlora_quantizes_head and model.logits_width:
+        sizes.append(model.logits_width * model.hidden)
     return max(sizes) * prof.qlora_dequant_bytes
 
 
@@ -158,8 +129,10 @@ def activation_bytes_per_layer(
         ffn_acts = 3 * 2 * s * b * model.ffn  # gate, up, act(gate)·up
     else:
         ffn_acts = 2 * 2 * s * b * model.ffn  # GeLU input and output
+    routed = 0.0
     if model.is_moe:
-        ffn_acts *= model.moe_active
+        ffn_acts *= model.moe_active  # each token's k expert FFNs
+        routed = s * b * moe_routing_bytes_per_token(model)
     split = s * b * h * (2 * q_ratio + 4 * kv_ratio + 2 * q_ratio) + ffn_acts
     scores = 0.0
     if k.attention == "eager" and layout.checkpointing == "none":
@@ -183,8 +156,8 @@ def activation_bytes_per_layer(
         replicated -= s * b * h * 2
         split += s * b * (model.q_dim - ffn)
     if sp:
-        return scale * (replicated + split + scores) / t
-    return scale * (replicated + split / t + scores / t)
+        return scale * ((replicated + split + scores) / t + routed)
+    return scale * (replicated + split / t + scores / t + routed)
 
 
 def logits_bytes(
@@ -195,7 +168,8 @@ def logits_bytes(
     k: Knobs | None = None,
 ) -> float:
     """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
-    s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less)."""
+    s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less); a
+    loss run chunk by chunk (TrainingSetup.loss_chunks) holds one chunk's; a task head none."""
     k = k or knobs(setup, assumptions)
     per_value = k.logits_bytes_per_value
     compiled_loss = k.stack.compile_loss if setup.compile_loss is None else setup.compile_loss
@@ -203,7 +177,8 @@ def logits_bytes(
         per_value = k.stack.compile_logits_bytes_per_value
     if setup.loss_kernel == "cce":  # Cut Cross-Entropy: blockwise, no full logits (setup.py)
         per_value = min(per_value, k.stack.cce_logits_bytes_per_value)
-    return setup.seq_len / layout.cp * layout.micro_batch * model.vocab * per_value / layout.tp
+    tokens = setup.seq_len / layout.cp * layout.micro_batch / max(1, setup.loss_chunks)
+    return tokens * model.logits_width * per_value / layout.tp
 
 
 def in_flight_microbatches(layout: Layout) -> int:
@@ -259,12 +234,12 @@ class TrainingMemoryModel:
     def __init__(self, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> None:
         self.model, self.setup, self.a = model, setup, a
         self.knobs = knobs(setup, a)
-        self._states: dict[tuple[int, int, int, int], tuple[float, float, float]] = {}
+        self._states: dict[tuple[int, int, int, int, int], tuple[float, float, float]] = {}
         self._activations: dict[tuple[int, int, int, int, int, str, int], tuple[float, float | None]] = {}
 
     def states(self, layout: Layout) -> tuple[float, float, float]:
         """(weights, gradients, optimizer states) in bytes on the busiest GPU (_state_bytes)."""
-        key = (layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage)
+        key = (layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage, layout.ep)
         found = self._states.get(key)
         if found is None:
             found = self._states[key] = _state_bytes(self.model, self.setup, self.a, self.knobs, *key)
@@ -330,12 +305,20 @@ def _state_bytes(
     pp: int,
     dp_cp: int,
     zero: int,
+    ep: int = 1,
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer states) in bytes on the busiest GPU of a tp × pp stage
-    whose states ZeRO stage `zero` shards over `dp_cp` = dp × cp GPUs (training_memory)."""
-    layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero)
+    whose states ZeRO stage `zero` shards over `dp_cp` = dp × cp GPUs, experts split over
+    `ep` of them (training_memory)."""
+    layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero, ep=ep)
     dp = dp_cp  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
+    p_shard = sharded_params(model, layout)  # = p_gpu without expert parallelism
+
+    def held(stage: int) -> float:
+        """Parameters whose state this GPU keeps when ZeRO shards it from `stage` on."""
+        return p_shard / dp if zero >= stage else p_gpu
+
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = model_state_bytes_per_param(
         setup.precision,
@@ -373,13 +356,13 @@ def _state_bytes(
         gradients = n_adapter * g_b
         optimizer = n_adapter * o_b
     else:
-        weights = p_gpu * w_b / (dp if zero >= 3 else 1)
+        weights = held(3) * w_b
         if k.stack.autocast_weight_cache and master and setup.precision in ("fp16", "bf16"):
             # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
             # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard
-            weights += p_gpu * 2.0 / (dp if zero >= 3 else 1)
-        gradients = p_gpu * g_b / (dp if zero >= 2 else 1)
-        optimizer = p_gpu * o_b / (dp if zero >= 1 else 1)
+            weights += held(3) * 2.0
+        gradients = held(2) * g_b
+        optimizer = held(1) * o_b
         if zero >= 3:  # gathered full-size parameters of the layers being computed
             prefetch = (
                 min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
@@ -495,7 +478,7 @@ def serving_memory(
     # logits of the last token of each sequence
     chunk = min(serve.prefill_chunk_tokens, serve.batch * serve.context)
     ffn_width = model.ffn * (3 if model.ffn_kind == "gated" else 2)
-    acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.vocab * 4
+    acts = chunk * (4 * model.hidden + ffn_width) * 2 / tp + serve.batch * model.logits_width * 4
     overhead = a.workspace_gib * GIB
     # the KV pool is allocated once at start-up, at its full size (vLLM CacheEngine
     # _allocate_kv_cache: one torch.zeros per layer; TensorRT-LLM KVCacheManager pools, docs

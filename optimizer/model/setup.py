@@ -96,6 +96,10 @@ class TrainingSetup:
     #: the loss kernel: "cce" = Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009;
     #: apple/ml-cross-entropy), the logits never materialised; None: the stack's loss
     loss_kernel: str | None = None
+    #: chunks the output projection + loss run in, each chunk's forward and backward before the
+    #: next (torchtitan ChunkedCELoss, PR #2937, 2026-04: "Each chunk's loss is backpropagated
+    #: through lm_head immediately"): one chunk's logits are held at a time; 1: unchunked
+    loss_chunks: int = 1
     #: fused RMSNorm and SwiGLU kernels patched into an eager model (Liger Kernel's
     #: apply_liger_kernel_to_llama, flash-attn's ops.rms_norm / ops.activations.swiglu): each
     #: saves its 16-bit inputs only (no fp32 norm copies, silu recomputed in backward)
@@ -122,6 +126,10 @@ class Layout:
     grad_accum: int = 1
     cp: int = 1  # context parallelism: the sequence split over cp GPUs (ring attention)
     vp: int = 1  # virtual pipeline stages per GPU (interleaved 1F1B, Narayanan et al. 2021 §2.2.2)
+    #: expert parallelism: each MoE layer's experts split over ep GPUs of the data-parallel
+    #: group, tokens exchanged all-to-all (Megatron-Core MoE docs, --expert-model-parallel-size;
+    #: Lepikhin et al. 2020 "GShard" §2.2); 1: every GPU holds every expert
+    ep: int = 1
 
     @property
     def gpus(self) -> int:
@@ -146,6 +154,8 @@ class Layout:
             out["cp"] = self.cp
         if self.vp > 1:
             out["vp"] = self.vp
+        if self.ep > 1:
+            out["ep"] = self.ep
         return out
 
 
@@ -209,6 +219,10 @@ class PerfAssumptions:
     #: GUESS: tokens per expert at which a grouped expert GEMM reaches half its dense-GEMM
     #: efficiency (tiles of 64-128 rows are mostly empty below it; CUTLASS grouped GEMM tiles)
     moe_expert_half_tokens: float = 32.0
+    #: GUESS: share of the expert-parallel all-to-all hidden behind compute (Megatron-Core's
+    #: 2024 alltoall dispatcher runs it between the router and the expert GEMMs, which wait for
+    #: it; overlap came later with --overlap-moe-expert-parallel-comm): none
+    ep_overlap: float = 0.0
     cpu_adam_slowdown: float = 20.0  # GUESS: CPU Adam over PCIe (ZeRO-Offload) vs on-GPU update time
     #: (gpu_id, precision) -> base efficiency of any stack: a job's [calibration] table and
     #: stores written before the runs were kept per stack (`entries`)

@@ -69,6 +69,11 @@ class ModelSpec(BaseModel):
     #: tokens one sample is made of when the model reads a fixed length (ViT-B/16 at 224²:
     #: 196 patches + [CLS] = 197); job files may then count `samples`/`images`
     sample_tokens: int | None = Field(default=None, gt=0, le=MAX_POSITIONS)
+    #: the output layer: "lm" projects every token onto the vocabulary (an LM or MLM head:
+    #: 2·V·h FLOPs and V logits per token); "task" is a small task head (sequence
+    #: classification, extractive QA: transformers BertForQuestionAnswering.qa_outputs is
+    #: Linear(hidden, 2)) whose FLOPs and outputs are negligible: no vocabulary logits
+    head: Literal["lm", "task"] = "lm"
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
@@ -105,6 +110,12 @@ class ModelSpec(BaseModel):
     @cached_property
     def is_moe(self) -> bool:
         return self.moe_experts > 1
+
+    @cached_property
+    def logits_width(self) -> int:
+        """Values the output layer computes per token: the vocabulary for an LM head, 0 for a
+        task head (its few outputs are negligible)."""
+        return self.vocab if self.head == "lm" else 0
 
     @cached_property
     def _counts(self) -> dict[str, int]:
@@ -170,8 +181,8 @@ class ModelSpec(BaseModel):
         return rows * self.hidden
 
     def head_params(self) -> int:
-        """Output projection (LM head); 0 when tied to the input embedding."""
-        return 0 if self.tied_embeddings else self.vocab * self.hidden
+        """Output projection (LM head); 0 when tied to the input embedding or a task head."""
+        return 0 if self.tied_embeddings else self.logits_width * self.hidden
 
     def params(self) -> int:
         """Total parameter count."""

@@ -20,7 +20,13 @@ from optimizer.model.bands import point_centre
 from optimizer.model.calibrated import comm_key
 from optimizer.model.ceilings import MfuCeiling, mfu_ceiling
 from optimizer.model.cluster import Cluster, StepTime
-from optimizer.model.comms import p2p_s, ring_allgather_s, ring_allreduce_s, ring_reduce_scatter_s
+from optimizer.model.comms import (
+    all_to_all_s,
+    p2p_s,
+    ring_allgather_s,
+    ring_allreduce_s,
+    ring_reduce_scatter_s,
+)
 from optimizer.model.efficiency import (
     ATTENTION_KERNEL_FRACTION,
     base_efficiency,
@@ -35,7 +41,7 @@ from optimizer.model.flops import (
     training_flops_per_token,
 )
 from optimizer.model.hardware import GpuSpec
-from optimizer.model.memory import lora_params, params_per_gpu, qlora_bytes_per_param
+from optimizer.model.memory import lora_params, params_per_gpu, qlora_bytes_per_param, sharded_params
 from optimizer.model.pcie import dp_bus_bandwidth_gb_s, intra_node_bw_gb_s, p2p_bandwidth_gb_s
 from optimizer.model.profile import AnyModel, is_profile
 from optimizer.model.profile_time import ProfileStepModel
@@ -229,7 +235,7 @@ class DecoderStepModel:
         self.grad_value_bytes = 4.0 if stack.fp32_grad_buffer and setup.precision != "fp32" else COMM_BYTES
         self.qlora_weight_bytes = qlora_bytes_per_param(stack.qlora_double_quant)
         self.state_bytes = ADAM_STATE_BYTES if stack.fp32_master else ADAM_STATE_BYTES / 2
-        self._held: dict[tuple[int, int], float] = {}
+        self._held: dict[tuple[int, int, int], float] = {}
 
     @property
     def own_band(self) -> bool:
@@ -252,8 +258,8 @@ class DecoderStepModel:
         return self.base_efficiency * size
 
     def held_params(self, layout: Layout) -> float:
-        """Parameters of this GPU's stage / tp slice (memory.params_per_gpu), per (pp, tp)."""
-        key = (layout.pp, layout.tp)
+        """Parameters of this GPU's stage / tp slice (memory.params_per_gpu), per (pp, tp, ep)."""
+        key = (layout.pp, layout.tp, layout.ep)
         held = self._held.get(key)
         if held is None:
             held = self._held[key] = params_per_gpu(self.model, layout)
@@ -321,7 +327,25 @@ class DecoderStepModel:
             cp_bw = p2p_bandwidth_gb_s(cluster, layout.tp * cp > cluster.gpus_per_node, a)
             cp_mb = layers_stage * passes * (cp - 1) * p2p_s(chunk, cp_bw, a.small_message_latency_s)
             tp_mb += cp_mb * (1.0 - self.knobs.cp_overlap)
-        return tp_mb
+        return tp_mb + self._expert_parallel_s(layout, cluster, tokens_mb, layers_stage)
+
+    def _expert_parallel_s(
+        self, layout: Layout, cluster: Cluster, tokens_mb: float, layers_stage: int
+    ) -> float:
+        """Exposed expert-parallel all-to-all of one micro-batch: each MoE layer dispatches its
+        tokens' k copies to the experts' GPUs and combines them back, in forward and again in
+        backward (4 all-to-alls; +2 with full recompute) of tokens/tp × k × hidden 2-byte values
+        (Megatron-Core token_dispatcher.py MoEAlltoAllTokenDispatcher; GShard §2.2)."""
+        ep, model, a = layout.ep, self.model, self.a
+        if ep <= 1 or not model.is_moe:
+            return 0.0
+        msgs = 4 + (2 if layout.checkpointing == "full" else 0)
+        message = tokens_mb / layout.tp * model.moe_active * model.hidden * COMM_BYTES
+        # EP ranks are data-parallel ranks tp·cp apart (Megatron rank order tp, cp, ep/dp, pp)
+        in_node = max(1, cluster.gpus_per_node // (layout.tp * layout.cp))
+        rail = p2p_bandwidth_gb_s(cluster, True, a)
+        a2a = all_to_all_s(message, ep, in_node, self.intra_bw_gb_s, rail, a.small_message_latency_s)
+        return layers_stage * msgs * a2a * (1.0 - a.ep_overlap)
 
     def _pipeline_s(self, layout: Layout, cluster: Cluster, tokens_mb: float) -> float:
         """Exposed pipeline p2p of one micro-batch: activation send forward + gradient send
@@ -376,7 +400,10 @@ class DecoderStepModel:
         """The optimizer update: read + write master and moments, memory-bound (16 B/param r+w
         with fp32 master; 8 B for bf16-only stacks)."""
         shard = layout.dp * layout.cp if layout.zero_stage >= 1 else 1
-        opt_s = self.trained_params(layout) / shard * self.state_bytes * 2 / self.hbm_bytes_per_s
+        trained = self.trained_params(layout)
+        if shard > 1 and layout.ep > 1 and not self.setup.is_adapter:
+            trained = sharded_params(self.model, layout)  # experts shard over dp·cp/ep GPUs
+        opt_s = trained / shard * self.state_bytes * 2 / self.hbm_bytes_per_s
         if self.setup.offload_optimizer:
             opt_s *= self.a.cpu_adam_slowdown
         return opt_s

@@ -242,8 +242,13 @@ def test_plan_infeasible_explains_and_exits_1() -> None:
 def test_plan_pareto_front_is_monotone() -> None:
     code, data = _json(["plan", str(EXAMPLES / "qlora_70b_single_node.toml"), "--json", "--pareto"])
     assert code == 0
-    front = data["pareto"]
-    assert front[0]["cost_usd"] == data["plan"]["cost_usd"]
+    front, plan = data["pareto"], data["plan"]
+    # the front starts at the cheapest row; the plan is that row, or one on fewer GPUs within the
+    # fewer-GPUs share (solve/train fewer_gpus_within: since the 2026-12-05 refit 1 GH200 at
+    # $39.51 over 2 L40S at $39.07)
+    assert front[0]["cost_usd"] <= plan["cost_usd"]
+    if front[0]["cost_usd"] < plan["cost_usd"]:
+        assert plan["gpus"] < front[0]["gpus"]
     for a, b in zip(front, front[1:], strict=False):
         # each point finishes no later at the plan's confidence and costs no less (the front
         # is in hours at that quantile: a point of a narrower band may have a slower median step)

@@ -128,6 +128,10 @@ def test_estimate_and_calibrate_take_the_same_configuration_options() -> None:
         ),
         (["--offload-params"], "error: --offload-params: needs --zero-stage 3"),
         (["--context-parallel", "0"], "error: --context-parallel: 0 is not allowed; allowed: an integer > 0"),
+        (
+            ["--expert-parallel", "2"],
+            "error: --expert-parallel: 2 must divide the experts of an MoE model (llama-2-7b has none)",
+        ),
     ],
 )
 def test_a_bad_value_is_the_same_one_line_error_in_both_commands(args, line) -> None:
@@ -307,3 +311,17 @@ def test_from_plan_is_a_request_of_the_plan_row(tmp_path: Path) -> None:
     from_plan = _json(["estimate", "--from-plan", str(file), "--json"])
     flags = _json(["estimate", *api.request_flags(request), "--json"])
     assert from_plan == flags  # the plan's row and its request as flags: one configuration
+
+
+def test_expert_parallel_splits_the_experts_of_an_moe_estimate() -> None:
+    # mixtral-8x7b (8 experts of 3 × 4096 × 14336 weights in each of 32 layers) on 16 H100s,
+    # tp 2, ZeRO 1: with ep 8 each GPU holds 1 of the 8 experts of every layer, so its 16-bit
+    # weights lose 7/8 × 32 × 8 × 3 × 4096 × 14336 / tp 2 parameters × 2 B
+    flags = ["-m", "mixtral-8x7b", "-g", "h100", "--num-gpus", "16", "--tp", "2", "--zero-stage", "1"]
+    flags += ["--seq-len", "2048", "--json"]
+    dense = _json(["estimate", *flags])
+    split = _json(["estimate", *flags, "--expert-parallel", "8"])
+    dropped_gib = 7 / 8 * 32 * 8 * 3 * 4096 * 14336 / 2 * 2 / 2**30
+    weights = dense["memory_gib"]["weights"] - split["memory_gib"]["weights"]
+    assert weights == pytest.approx(dropped_gib, abs=0.01)  # 2-decimal GiB in the JSON
+    assert split["layout"]["ep"] == 8

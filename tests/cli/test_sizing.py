@@ -124,17 +124,18 @@ def test_a_language_model_sizing_command_runs_as_printed(tmp_path) -> None:
 
 
 def test_the_headline_plan_names_the_reading_that_settles_it() -> None:
-    """The headline job: at P80 the plan is H200, at P50 8× B200 (lambda); no bf16 run was
-    measured on Blackwell, so the B200 band is the one its tier borrows (issue 44: data-centre
-    NVIDIA groups, "any:nvidia-dc"). `ccopt sizing` reads that B200 box; its length, cost, chance
-    and saving checked by hand from the plan's own inputs. The plan's own sizing run is the one of
-    largest expected saving: an MI355X box (no AMD bf16 run: the widest band)."""
+    """The headline job: at P80 the plan is H200, at P50 8× B200 (lambda); since the 2026-12-05
+    refit Blackwell has measured bf16 runs (NeMo on 8x B200, Megatron-Bridge on 4x GB200: 4 runs,
+    2 sources, fitted.toml "blackwell/16", under 4 sources its tier's spread). `ccopt sizing`
+    reads that B200 box; its length, cost, chance and saving checked by hand from the plan's own
+    inputs. The plan's own sizing run is the one of largest expected saving: that B200 box now
+    (before the refit an MI355X box, whose band is wider; B200's P50 plan is closer to holding)."""
     job = str(ROOT / "examples/llama7b_10days.toml")
     data = _json(["plan", job, "--json"])
     median = data["median_plan"]
     sizing = _json(["sizing", job, "--json"])
     s = next(r["settles"] for r in sizing["runs"] if r["instance"] == median["instance"])
-    assert data["sizing_run"]["gpu"] == "MI355X"
+    assert data["sizing_run"]["gpu"] == "B200"
     assert data["sizing_run"]["expected_saving_usd"] >= s["expected_saving_usd"]
     t = s["target"]
     # the contender is the P50 plan, read on its own single instance (the band is compute)
@@ -151,10 +152,10 @@ def test_the_headline_plan_names_the_reading_that_settles_it() -> None:
     minutes = 15 + 35 * step / 60  # start-up + 35 steps of 21.48 s = 27.5 min
     assert s["minutes"] == pytest.approx(minutes, abs=0.06)
     assert s["cost_usd"] == pytest.approx(median["usd_per_hour"] * minutes / 60, abs=0.02)  # ≈ $24.56
-    # no measured bf16 run on Blackwell: the band its tier borrows ("any:nvidia-dc" in the
-    # packaged fitted.toml, read here apart from the planner)
+    # Blackwell bf16's own group ("blackwell/16" in the packaged fitted.toml, read here apart
+    # from the planner)
     bands = tomllib.loads((ROOT / "optimizer/model/data/fitted.toml").read_text())["bands"]
-    pooled = bands["any:nvidia-dc"]
+    pooled = bands["blackwell/16"]
     p10, p90 = median["step_time_s_p10"] / step, median["step_time_s_p90"] / step
     assert (p10, p90) == (pytest.approx(pooled["p10"], abs=1e-3), pytest.approx(pooled["p90"], abs=1e-3))
     m_star = s["threshold_multiplier"]
@@ -173,4 +174,4 @@ def test_the_headline_plan_names_the_reading_that_settles_it() -> None:
     assert s["expected_saving_usd"] == pytest.approx(p * s["saving_usd"] - s["cost_usd"], abs=0.5)
     assert s["expected_saving_usd"] > 1000  # worth far more than the $25 reading
     text = runner.invoke(app, ["plan", job]).stdout
-    assert "sizing run: 1× BM.GPU.MI355X.8 (oci, 8× MI355X), 10+25 steps" in " ".join(text.split())
+    assert "sizing run: 1× gpu_8x_b200_sxm6 (lambda, 8× B200), 10+25 steps" in " ".join(text.split())

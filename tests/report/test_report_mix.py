@@ -89,8 +89,9 @@ def test_held_reservation_mix_section_shows_rows_saving_and_cost(made: dict[str,
     # failures (model/goodput.py): $623; evaluation (3.3% of the steps, Megatron-LM's default
     # cadence) and the final checkpoint's conversion: ≈ $644; since issue 44 the A100's point
     # carries its band's P50 (fitted.toml ampere-dc/16 centre, ×0.946 when fitted) and the plan is
-    # shorter: ≈ $543
-    assert 530 < saving < 560
+    # shorter: ≈ $543; the 2026-12-05 refit (issue 44's aside3 mechanisms) widened the A100 band
+    # (P90 ×1.33 -> ×1.44), so the plan at the job's confidence is longer: ≈ $583
+    assert 570 < saving < 600
     section = _section(text, "mix")
     assert 'class="highlight"' in re.search(r'<section id="mix"[^>]*>', text).group(0)  # type: ignore[union-attr]
     words = _text(section)

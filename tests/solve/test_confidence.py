@@ -39,16 +39,12 @@ def test_the_cheaper_median_plan_is_rejected_because_its_p90_misses_the_deadline
     median, plan = at_p90["median_plan"], at_p90["plan"]
     assert median["cost_usd"] < plan["cost_usd"]  # cheaper at the median ...
     assert median["days"] <= DEADLINE_DAYS  # ... and in time at the median
-    # its GPU generation has no measured bf16 training run: the band its tier borrows (issue 44:
-    # fitted.toml "any:nvidia-dc", said to be borrowed from the NVIDIA data-centre tier), so its
-    # P90 is its P50 days × that band's P90/P50 — past the deadline
-    assert median["interval_basis"] == {
-        "cases": 0,
-        "sources": 0,
-        "group": "any:nvidia-dc",
-        "borrowed": "NVIDIA data-centre",
-    }
-    p10, p50, p90, _, _ = load_fitted().bands["any:nvidia-dc"]
+    # its GPU generation has measured bf16 training runs since the 2026-12-05 refit (NeMo on 8x
+    # B200 and Megatron-Bridge on 4x GB200: 4 runs from 2 sources, fitted.toml "blackwell/16");
+    # under 4 sources the group keeps its tier's spread, so its P90 is its P50 days × that band's
+    # P90/P50 — past the deadline
+    assert median["interval_basis"] == {"cases": 4, "sources": 2, "group": "blackwell/16"}
+    p10, p50, p90, _, _ = load_fitted().bands["blackwell/16"]
     assert median["days_p90"] == pytest.approx(median["days_p50"] * p90 / p50, rel=0.005)
     assert median["days_p50"] * p90 / p50 > DEADLINE_DAYS
     assert "past the 10.0-day deadline" in median["rejected_because"]

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from dataclasses import MISSING, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from pydantic import ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -70,6 +70,11 @@ class ModelRef(StrictModel):
         description="measured training runs of a per-sample model (preset or "
         "profile): they fix its speed and memory",
     )
+    head: Literal["lm", "task"] | None = Field(
+        default=None,
+        description="the output layer: lm (a vocabulary projection on every token) or task "
+        "(a classification / QA head: no vocabulary logits); default: the model's own (lm)",
+    )
 
     def _measured_points(self) -> tuple[MeasuredPoint, ...]:
         if self.measured is None:
@@ -126,6 +131,9 @@ class ModelRef(StrictModel):
                 f"(`ccopt models` kind profile, or [model.profile]); {model.name} is "
                 "a transformer shape: use [calibration] or `ccopt calibrate`"
             )
+        if self.head is not None:
+            # rebuilt, not model_copy: cached derived values (logits_width) must not carry over
+            model = ModelSpec(**{**model.model_dump(), "head": self.head})
         return model
 
 
@@ -206,6 +214,7 @@ _BOUNDS: dict[str, dict[str, float]] = {
     "bw_efficiency": {"ge": 0.01, "le": 1},
     "small_message_latency_s": {"ge": 0, "le": 1},
     "moe_expert_half_tokens": {"ge": 0, "le": 1e7},
+    "ep_overlap": {"ge": 0, "le": 1},
     "cpu_adam_slowdown": {"ge": 0.01, "le": 1e4},
     "sample_batch_half": {"ge": 0, "le": 1e6},
     "activation_traffic": {"ge": 0.01, "le": 1e3},
@@ -246,6 +255,7 @@ _MEANINGS: dict[str, str] = {
     "efficiency": "achieved share of the GPU's peak FLOP/s in compute (0..1]; replaces the model's own",
     "dp_overlap": "share of data-parallel communication hidden behind compute, 0..1",
     "tp_overlap": "share of tensor-parallel communication hidden behind compute, 0..1",
+    "ep_overlap": "share of the expert-parallel all-to-all hidden behind compute, 0..1",
     "pp_overlap": "share of pipeline-parallel transfers hidden behind compute, 0..1",
     "cp_overlap": "share of context-parallel communication hidden behind compute, 0..1",
     "link_efficiency": "achieved ÷ nominal bandwidth of collectives, (0, 1]",

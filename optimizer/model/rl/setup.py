@@ -144,7 +144,7 @@ class RlAssumptions:
     #: comparison and the OpenRLHF paper, 2026-12-05; each source weighs the same). Three
     #: sources: the band is the widened one, wider than 80% of a new source needs on average
     #: (left out one source at a time it covered every number)
-    step_band: tuple[float, float, float] = (0.821, 1.327, 2.144)
+    step_band: tuple[float, float, float] = (0.82, 1.324, 2.137)
 
 
 DEFAULT_RL_ASSUMPTIONS = RlAssumptions()
