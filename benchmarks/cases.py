@@ -351,7 +351,9 @@ def _train_case(row: Row) -> Case:
         offload_layers=int(offloaded.group(1)) if offloaded else 0,
         fp32_master=master,
         master_remainders=remainders,
-        loss_kernel="cce" if cce else None,
+        loss_kernel="cce"
+        if cce
+        else ("liger" if "liger" in f"{notes} {_lower(row.stack_version)}" else None),
         loss_chunks=loss_chunks,
         fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,

@@ -225,6 +225,7 @@ def _training(
         offload_optimizer=req.offload_optimizer,
         offload_params=req.offload_params,
         fused_kernels=req.fused_kernels,
+        loss_kernel="liger" if req.fused_kernels else None,
         lora_targets=req.lora_targets or LINEAR_MODULES,
     )
     return setup, request_layout(req, n_gpus)

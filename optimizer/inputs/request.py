@@ -211,7 +211,7 @@ class ConfigRequest(BaseModel):
     offload_optimizer: bool = Field(default=False, description="ZeRO-Offload: optimizer state in CPU RAM")
     offload_params: bool = Field(default=False, description="ZeRO-Infinity: parameters in CPU RAM (ZeRO 3)")
     fused_kernels: bool = Field(
-        default=False, description="Fused RMSNorm and SwiGLU kernels (Liger Kernel): 16-bit saved inputs only"
+        default=False, description="Liger Kernel's fused RMSNorm, SwiGLU and linear cross-entropy"
     )
     # ---- the batch ----
     micro_batch: int = Field(

@@ -177,8 +177,20 @@ def logits_bytes(
         per_value = k.stack.compile_logits_bytes_per_value
     if setup.loss_kernel == "cce":  # Cut Cross-Entropy: blockwise, no full logits (setup.py)
         per_value = min(per_value, k.stack.cce_logits_bytes_per_value)
-    tokens = setup.seq_len / layout.cp * layout.micro_batch / max(1, setup.loss_chunks)
-    return tokens * model.logits_width * per_value / layout.tp
+    return logits_tokens(model, setup, layout) * model.logits_width * per_value / layout.tp
+
+
+def logits_tokens(model: ModelSpec, setup: TrainingSetup, layout: Layout) -> float:
+    """Tokens whose logits one GPU holds at once: its micro-batch's s/cp × b, or one chunk of
+    them. Liger Kernel's fused linear cross-entropy (fused_linear_cross_entropy.py) runs
+    chunk_size = next_power_of_2(cdiv(BT, cdiv(V, H))) tokens at a time, "the same memory
+    consumption as BT x H"; a loss run in `loss_chunks` chunks holds one of them."""
+    tokens = setup.seq_len / layout.cp * layout.micro_batch
+    if setup.loss_kernel == "liger" and model.logits_width:
+        bt = math.ceil(tokens)
+        chunk = 1 << max(0, math.ceil(bt / math.ceil(model.logits_width / model.hidden)) - 1).bit_length()
+        return float(min(chunk, bt))
+    return tokens / max(1, setup.loss_chunks)
 
 
 def in_flight_microbatches(layout: Layout) -> int:

@@ -94,7 +94,9 @@ class TrainingSetup:
     #: store_param_remainders: NeMo 1.x `optim.name: distributed_fused_adam` with bf16 O2)
     master_remainders: bool = False
     #: the loss kernel: "cce" = Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009;
-    #: apple/ml-cross-entropy), the logits never materialised; None: the stack's loss
+    #: apple/ml-cross-entropy), the logits never materialised; "liger" = Liger Kernel's fused
+    #: linear cross-entropy, the tokens' logits one chunk at a time (memory.logits_tokens);
+    #: None: the stack's loss
     loss_kernel: str | None = None
     #: chunks the output projection + loss run in, each chunk's forward and backward before the
     #: next (torchtitan ChunkedCELoss, PR #2937, 2026-04: "Each chunk's loss is backpropagated

@@ -45,10 +45,13 @@ def test_fused_kernels_reach_the_json_the_exports_and_back(tmp_path) -> None:
     assert all(FUSED_KERNELS_LINE not in f.text for f in api.export(plain, "all").files)
 
 
-def test_estimate_fused_kernels_saves_the_eager_norm_and_swiglu_bytes() -> None:
+def test_estimate_fused_kernels_saves_the_eager_bytes_and_the_logits() -> None:
     """Llama-2-7B LoRA under hf-trainer: the frozen norms' fp32 inputs (2 norms × 2 B × h) and
     SwiGLU's saved silu output (2 B × ffn) go: (2·2·4096 + 2·11008) B = 38,400 B per token per
-    layer; × 2,048 tokens × 32 layers = 2.34375 GiB, times hf-trainer's fitted memory factor."""
+    layer; × 2,048 tokens × 32 layers = 2.34375 GiB; Liger's fused linear cross-entropy holds
+    next_power_of_2(cdiv(2048, cdiv(32000, 4096) = 8)) = 256 tokens' logits instead of 2,048, at
+    the stack's 6 B per logit (stacks.toml hf-trainer logits_bytes_per_value); all times
+    hf-trainer's fitted memory factor."""
     args = ["estimate", "-m", "llama-2-7b", "-g", "A100-80GB", "--num-gpus", "1", "--stack", "hf-trainer"]
     args += ["--kind", "lora", "--seq-len", "2048", "--micro-batch", "1", "--json"]
     plain, fused = (runner.invoke(app, args + extra) for extra in ([], ["--fused-kernels"]))
@@ -56,4 +59,5 @@ def test_estimate_fused_kernels_saves_the_eager_norm_and_swiglu_bytes() -> None:
     before, after = (json.loads(r.stdout)["memory_gib"]["activations"] for r in (plain, fused))
     saved_gib = before - after
     factor = math.exp(load_fitted().memory["stack:hf-trainer"])
-    assert abs(saved_gib - 38_400 * 2048 * 32 / 2**30 * factor) < 0.011  # two values rounded to 0.01
+    saved_bytes = 38_400 * 2048 * 32 + (2048 - 256) * 32_000 * 6.0
+    assert abs(saved_gib - saved_bytes / 2**30 * factor) < 0.011  # two values rounded to 0.01

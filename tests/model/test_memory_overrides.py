@@ -61,5 +61,20 @@ def test_job_file_fused_kernels_reach_the_setup():
     from optimizer.inputs.jobs.train import Workload  # noqa: PLC0415 - lazy: one test needs it
 
     w = Workload(kind="finetune", tokens=1e6, seq_len=2048, global_batch=8, fused_kernels=True)
-    assert w.setup().fused_kernels is True
+    assert w.setup().fused_kernels is True and w.setup().loss_kernel == "liger"
     assert Workload(kind="finetune", tokens=1e6, seq_len=2048, global_batch=8).setup().fused_kernels is False
+
+
+def test_liger_fused_linear_cross_entropy_holds_one_chunk_of_logits():
+    # Liger: chunk = next_power_of_2(cdiv(BT, cdiv(V, H))); BT = 128 × 2 = 256 tokens, V = 32,000,
+    # H = 1,024: cdiv(V, H) = 32, cdiv(256, 32) = 8 -> 8 tokens' logits instead of 256
+    from optimizer.model.memory import logits_tokens  # noqa: PLC0415 - lazy: one test needs it
+
+    lay = Layout(micro_batch=2)
+    plain = TrainingSetup(seq_len=128, stack="hf-trainer")
+    liger = TrainingSetup(seq_len=128, stack="hf-trainer", fused_kernels=True, loss_kernel="liger")
+    assert logits_tokens(SPEC, plain, lay) == 256
+    assert logits_tokens(SPEC, liger, lay) == 8
+    # Liger's own example (fused_linear_cross_entropy.py): BT 16,384, V 32,000, H 4,096 -> 2,048
+    big = ModelSpec(name="b", layers=2, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000)
+    assert logits_tokens(big, TrainingSetup(seq_len=4096, loss_kernel="liger"), Layout(micro_batch=4)) == 2048

@@ -127,8 +127,9 @@ class Workload(RenamedFieldsModel):
     offload_params: bool = Field(default=False, description="ZeRO-Infinity: params in CPU RAM")
     fused_kernels: bool = Field(
         default=False,
-        description="fused RMSNorm and SwiGLU kernels patched into the model (Liger Kernel: "
-        "use_liger_kernel / enable_liger_kernel): no fp32 norm copies or saved silu outputs",
+        description="Liger Kernel's fused RMSNorm, SwiGLU and linear cross-entropy patched into the "
+        "model (use_liger_kernel / enable_liger_kernel): no fp32 norm copies or saved silu outputs, "
+        "the logits one chunk of tokens at a time",
     )
     stack: str = Field(
         default="generic",
@@ -205,6 +206,7 @@ class Workload(RenamedFieldsModel):
             offload_params=self.offload_params,
             stack=self.stack,
             fused_kernels=self.fused_kernels,
+            loss_kernel="liger" if self.fused_kernels else None,
         )
 
 

@@ -249,7 +249,8 @@ def _plan_header(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any])
 
 #: the header line of a plan whose memory assumes fused norm/SwiGLU kernels (workload.fused_kernels)
 FUSED_KERNELS_LINE = (
-    "kernels: the plan's memory assumes fused RMSNorm and SwiGLU kernels (workload.fused_kernels): "
+    "kernels: the plan's memory assumes Liger Kernel's fused RMSNorm, SwiGLU and linear "
+    "cross-entropy (workload.fused_kernels): "
     "turn them on in the run (Hugging Face Trainer use_liger_kernel=True, LLaMA-Factory "
     "enable_liger_kernel: true; CCOPT_FUSED_KERNELS=1), or its activations exceed the plan's"
 )
