@@ -343,58 +343,70 @@ def _state_bytes(
     )
 
     if setup.is_adapter:
-        base_b = (
-            qlora_bytes_per_param(k.stack.qlora_double_quant)
-            if setup.method == "qlora"
-            else {"fp32": 4.0}.get(setup.precision, 2.0)
+        base = p_gpu / (dp if zero >= 3 else 1)  # the frozen base, sharded by ZeRO-3
+        return _adapter_state_bytes(model, setup, a, k, layout, base, (w_b, g_b, o_b))
+    weights = held(3) * w_b
+    if k.stack.autocast_weight_cache and master and setup.precision in ("fp16", "bf16"):
+        # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
+        # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard
+        weights += held(3) * 2.0
+    gradients = held(2) * g_b
+    optimizer = held(1) * o_b
+    if zero >= 3:  # gathered full-size parameters of the layers being computed
+        prefetch = (
+            min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
         )
-        # QLoRA leaves embeddings (and, unless the stack quantises it, the LM head) in 16 bit
-        # (bitsandbytes quantises Linear layers)
-        head_16bit = 0 if k.stack.qlora_quantizes_head else model.head_params()
-        dense_fraction = (model.embedding_params() + head_16bit) / model.params()
-        base_bytes = (
-            p_gpu * ((1 - dense_fraction) * base_b + dense_fraction * 2.0)
-            if setup.method == "qlora"
-            else p_gpu * base_b
+        weights += prefetch
+    if k.optimizer_in_backward:
+        # each parameter is stepped as its gradient is produced (torchtune optimizer_in_bwd):
+        # about one layer of gradients is resident
+        gradients = min(gradients, model.layer_params() / layout.tp * g_b)
+    if setup.offload_optimizer:
+        # ZeRO-Offload (Ren et al. 2021, §4): fp32 master + moments live in CPU RAM and
+        # gradients stream to the CPU as they are produced; the GPU keeps ~one layer of them
+        optimizer = 0.0
+        gradients = min(gradients, model.layer_params() / layout.tp * g_b)
+    if setup.offload_params and zero >= 3:
+        weights = (
+            min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
         )
-        n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
-        # adapters: 16-bit weights + grads + optimizer state as the stack keeps it
-        weights = base_bytes / (dp if zero >= 3 else 1) + n_adapter * w_b
-        if setup.offload_params and zero >= 3:  # ZeRO-3 param offload: ~2 layers gathered
-            weights = (
-                min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
-                + n_adapter * w_b
-            )
-        gradients = n_adapter * g_b
-        optimizer = n_adapter * o_b
-    else:
-        weights = held(3) * w_b
-        if k.stack.autocast_weight_cache and master and setup.precision in ("fp16", "bf16"):
-            # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
-            # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard
-            weights += held(3) * 2.0
-        gradients = held(2) * g_b
-        optimizer = held(1) * o_b
-        if zero >= 3:  # gathered full-size parameters of the layers being computed
-            prefetch = (
-                min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
-            )
-            weights += prefetch
-        if k.optimizer_in_backward:
-            # each parameter is stepped as its gradient is produced (torchtune optimizer_in_bwd):
-            # about one layer of gradients is resident
-            gradients = min(gradients, model.layer_params() / layout.tp * g_b)
-        if setup.offload_optimizer:
-            # ZeRO-Offload (Ren et al. 2021, §4): fp32 master + moments live in CPU RAM and
-            # gradients stream to the CPU as they are produced; the GPU keeps ~one layer of them
-            optimizer = 0.0
-            gradients = min(gradients, model.layer_params() / layout.tp * g_b)
-        if setup.offload_params and zero >= 3:
-            weights = (
-                min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
-            )
 
     return weights, gradients, optimizer
+
+
+def _adapter_state_bytes(
+    model: ModelSpec,
+    setup: TrainingSetup,
+    a: PerfAssumptions,
+    k: Knobs,
+    layout: Layout,
+    base_params: float,
+    per_param: tuple[float, float, float],
+) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer states) of a LoRA / QLoRA run on one GPU: the frozen base's
+    `base_params` (ZeRO-3 shard) as stored, the adapters at the stack's `per_param` bytes."""
+    w_b, g_b, o_b = per_param
+    base_b = (
+        qlora_bytes_per_param(k.stack.qlora_double_quant)
+        if setup.method == "qlora"
+        else {"fp32": 4.0}.get(setup.precision, 2.0)
+    )
+    # QLoRA leaves embeddings (and, unless the stack quantises it, the LM head) in 16 bit
+    # (bitsandbytes quantises Linear layers)
+    head_16bit = 0 if k.stack.qlora_quantizes_head else model.head_params()
+    dense_fraction = (model.embedding_params() + head_16bit) / model.params()
+    base_bytes = (
+        base_params * ((1 - dense_fraction) * base_b + dense_fraction * 2.0)
+        if setup.method == "qlora"
+        else base_params * base_b
+    )
+    n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
+    # adapters: 16-bit weights + grads + optimizer state as the stack keeps it
+    weights = base_bytes + n_adapter * w_b
+    if setup.offload_params and layout.zero_stage >= 3:  # ZeRO-3 param offload: ~2 layers gathered
+        weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
+        weights += n_adapter * w_b
+    return weights, n_adapter * g_b, n_adapter * o_b
 
 
 def _activation_bytes(

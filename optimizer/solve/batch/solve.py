@@ -118,27 +118,15 @@ def solve_batch(
     explain: bool = True,
     started: float | None = None,
 ) -> BatchResult:
-    """Solve a batch: cheapest plan (cents), then earliest starts at that cost.
-
-    Args:
-        problem: jobs with their rows and the shared resources (BatchProblem.build).
-        config: time limit, workers, seed; the best plan found is returned at the limit,
-            with its optimality gap.
-        on_progress: called with each improving solution (objective and bound in USD).
-        compact: run phase 2 (left_shift: jobs earlier, the cost unchanged).
-        explain: for an infeasible batch, find the conflict and the cheapest fixes.
-        started: when the command started (time.perf_counter()): the time limit covers
-            everything since (reading the catalog, enumeration, the model, every solve);
-            default: the problem's enumeration time before this call.
-
-    Returns:
-        BatchResult (status infeasible with an Explanation instead of raising; when no plan
-        found within the limit runs every must-run job, also status infeasible, not proven
-        (solver proven_optimal false), naming the jobs left out and each one's nearest fix).
-
-    Raises:
-        SolverError: an invalid model, or a plan that fails validate_batch (a bug).
-    """
+    """Solve a batch (BatchProblem.build): cheapest plan (cents), then earliest starts at that
+    cost (`compact`: left_shift). `config`: time limit, workers, seed (at the limit, the best
+    plan found and its gap); `on_progress`: each improving solution (objective and bound in
+    USD); `explain`: an infeasible batch's conflict and cheapest fixes; `started`: when the
+    command started (the limit covers everything since; default: the enumeration time before
+    this call). Returns a BatchResult: infeasible with an Explanation instead of raising, or,
+    when no plan within the limit runs every must-run job, infeasible and not proven, naming
+    the jobs left out and each one's nearest fix. Raises SolverError for an invalid model or a
+    plan that fails validate_batch (a bug)."""
     cfg = config or SolverConfig()
     began = time.perf_counter()
     started = began - problem.enumerate_s if started is None else started
@@ -171,18 +159,34 @@ def solve_batch(
     # jobs the start leaves out may stay out in CP-SAT's model at a cost above every plan:
     # the start is then a complete feasible hint, CP-SAT always has a solution to improve
     # (before, 500 jobs: no plan in 30 s), and its bound stays valid (a relaxation)
-    large = len(problem.jobs) > BENDERS_LARGE_JOBS
-    if large:  # window by window (lns.py) from the best plan: the full model barely moves there
-        ran = (bend, stats, info)
-        return _by_windows(problem, rows, greedy, ran, cfg, (started, began), compact)
-    v = build_model(problem, unplaced=_left_out(problem, rows, start), energy=not large)
+    clocks, ran = (started, began), (bend, stats, info)
+    if len(problem.jobs) > BENDERS_LARGE_JOBS:  # window by window (lns.py): the full model barely moves
+        return _by_windows(problem, rows, greedy, ran, cfg, clocks, compact)
+    return _direct(problem, rows, (start, greedy), ran, cfg, clocks, (compact, explain), on_progress)
+
+
+def _direct(
+    problem: BatchProblem,
+    rows: list[list[int]],
+    plans: tuple[GreedyPlan, GreedyPlan],
+    ran: tuple[BendersOutcome, dict[str, Any], dict[str, Any]],
+    cfg: SolverConfig,
+    clocks: tuple[float, float],
+    flags: tuple[bool, bool],
+    on_progress: Callable[[ProgressEvent], None] | None,
+) -> BatchResult:
+    """A batch of up to BENDERS_LARGE_JOBS jobs: the direct CP-SAT model from the `plans`
+    (its start, the best plan so far) with the Benders cuts and reservation limits; the best
+    plan so far when CP-SAT finds nothing cheaper (solve_batch)."""
+    (start, greedy), (bend, stats, info) = plans, ran
+    (started, began), (compact, explain) = clocks, flags
+    v = build_model(problem, unplaced=_left_out(problem, rows, start), energy=True)
     add_hints(v, problem, start, complete=bool(v.unplaced))
     _add_benders_cuts(v, bend)
     for key, limit in bend.reserve_limits.items():  # probe.py: no cheaper plan reserves more
         v.model.add(v.reserve[key] <= limit)
-    callback = ProgressCallback(on_progress)
-    cfg_cpsat = replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}) if large else cfg
-    result, cpsat_s = _cpsat_phase(v, cfg_cpsat, max(MIN_SOLVE_S, deadline - time.perf_counter()), callback)
+    callback, budget = ProgressCallback(on_progress), started + cfg.time_limit_s - time.perf_counter()
+    result, cpsat_s = _cpsat_phase(v, cfg, max(MIN_SOLVE_S, budget), callback)
     if result is not None and v.unplaced and (result.bound or 0) >= v.overshoot_weight:
         # every solution leaves a must-run job out: the batch is infeasible, proven
         result = replace(result, status=Status.INFEASIBLE, objective=None, proven_optimal=True)
