@@ -329,7 +329,8 @@ def _train_case(row: Row) -> Case:
     loss_chunks = (words.get(chunks.group(1)) or int(chunks.group(1))) if chunks else 1
     # fused RMSNorm + SwiGLU patched into an eager model (Liger Kernel, flash-attn's ops), as the
     # row's stack or notes name them
-    fused = re.search(r"liger|fused rmsnorm[^|;]*swiglu", f"{notes} {_lower(row.stack_version)}") is not None
+    kernels = f"{notes} {_lower(row.stack_version)}"
+    fused = re.search(r"liger|fused rmsnorm[^|;]*swiglu", kernels) is not None
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -351,9 +352,7 @@ def _train_case(row: Row) -> Case:
         offload_layers=int(offloaded.group(1)) if offloaded else 0,
         fp32_master=master,
         master_remainders=remainders,
-        loss_kernel="cce"
-        if cce
-        else ("liger" if "liger" in f"{notes} {_lower(row.stack_version)}" else None),
+        loss_kernel="cce" if cce else ("liger" if "liger" in kernels else None),
         loss_chunks=loss_chunks,
         fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,
