@@ -147,6 +147,12 @@ class ConfigRequest(BaseModel):
         "calibrate --from: the file's, unless it names none)",
         json_schema_extra=_extra(short="-m"),
     )
+    head: str | None = Field(
+        default=None,
+        description="The output layer: lm (a vocabulary projection on every token) or task (a "
+        "classification / QA head: no vocabulary logits)",
+        json_schema_extra=_extra(allowed=("lm", "task"), default_text="the model's own (lm)"),
+    )
     gpu: str | None = Field(
         default=None,
         description="GPU id or alias (A100-80GB, h100, 4090, ...); not needed with --instance",
@@ -296,6 +302,7 @@ class ConfigRequest(BaseModel):
         raise ConfigError(f"--model: {value!r} is not allowed; allowed: a preset name or a config.json path")
 
     @field_validator(
+        "head",
         "activation_checkpointing",
         "optimizer",
         "kind",

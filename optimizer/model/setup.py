@@ -195,7 +195,7 @@ class PerfAssumptions:
     overhead_gib: float | None = None
     #: allocator cache, (reserved − allocated) / allocated; None: the stack's allocator_cache
     fragmentation: float | None = None
-    #: bytes per logit at the loss; None: the stack's (6 = bf16 logits + fp32 copy, GUESS)
+    #: bytes per logit at the loss; None: the stack's (14: an eager fp32 loss on 16-bit logits)
     logits_bytes_per_value: float | None = None
     workspace_gib: float = 0.25  # GUESS: allocated temporaries (cuBLAS workspace, comm buckets)
     zero3_prefetch_layers: int = 2  # DeepSpeed/FSDP keep ~2 layers gathered (prefetch)

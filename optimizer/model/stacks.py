@@ -81,7 +81,7 @@ class StackProfile:
     fp8_saved_inputs: bool = False
     fp32_master: bool = True
     optimizer_in_backward: bool = False
-    logits_bytes_per_value: float = 6.0
+    logits_bytes_per_value: float = 14.0
     #: torch.compile also compiles its loss (compile_logits_bytes_per_value applies then)
     compile_loss: bool = False
     #: bytes per logit at the loss when the loss is compiled

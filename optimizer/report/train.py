@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from optimizer.model.profile import is_profile
 from optimizer.report.band_basis import basis_dict
 from optimizer.report.contract.common import emit, explanation_of, rejected_list
 from optimizer.report.contract.train import CompareOutput, PlanOutput
@@ -277,6 +278,7 @@ def job_block(prep: PreparedJob, f: JobFigures | None) -> dict[str, Any]:
         "lora_targets": list(w.lora_targets),
         "attention": w.attention,
         "fused_kernels": w.fused_kernels,
+        "head": "task" if is_profile(prep.model) else prep.model.head,  # a profile counts samples
     }
 
 

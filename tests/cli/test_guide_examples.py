@@ -20,7 +20,8 @@ def _run(args: list[str]) -> tuple[int, dict]:
 
 
 def test_bert_base_batch_16x512_fits_an_8gb_card() -> None:
-    """Guide: BERT-base fine-tune, batch 16 × 512, one 8 GB RTX 2070 (fp16 mixed precision)."""
+    """Guide: BERT-base fine-tune, batch 16 × 512, one 8 GB RTX 2070 (fp16 mixed precision), the
+    IMDb sentiment classifier: a task head (--head task), no vocabulary logits."""
     code, est = _run(
         [
             "estimate",
@@ -38,6 +39,8 @@ def test_bert_base_batch_16x512_fits_an_8gb_card() -> None:
             "fp16",
             "--stack",
             "hf-trainer",
+            "--head",
+            "task",
             "--json",
         ]
     )

@@ -50,7 +50,7 @@ def test_estimate_fused_kernels_saves_the_eager_bytes_and_the_logits() -> None:
     SwiGLU's saved silu output (2 B × ffn) go: (2·2·4096 + 2·11008) B = 38,400 B per token per
     layer; × 2,048 tokens × 32 layers = 2.34375 GiB; Liger's fused linear cross-entropy holds
     next_power_of_2(cdiv(2048, cdiv(32000, 4096) = 8)) = 256 tokens' logits instead of 2,048, at
-    the stack's 6 B per logit (stacks.toml hf-trainer logits_bytes_per_value); all times
+    the stack's 14 B per logit (stacks.toml hf-trainer logits_bytes_per_value); all times
     hf-trainer's fitted memory factor."""
     args = ["estimate", "-m", "llama-2-7b", "-g", "A100-80GB", "--num-gpus", "1", "--stack", "hf-trainer"]
     args += ["--kind", "lora", "--seq-len", "2048", "--micro-batch", "1", "--json"]
@@ -59,5 +59,5 @@ def test_estimate_fused_kernels_saves_the_eager_bytes_and_the_logits() -> None:
     before, after = (json.loads(r.stdout)["memory_gib"]["activations"] for r in (plain, fused))
     saved_gib = before - after
     factor = math.exp(load_fitted().memory["stack:hf-trainer"])
-    saved_bytes = 38_400 * 2048 * 32 + (2048 - 256) * 32_000 * 6.0
+    saved_bytes = 38_400 * 2048 * 32 + (2048 - 256) * 32_000 * 14.0
     assert abs(saved_gib - saved_bytes / 2**30 * factor) < 0.011  # two values rounded to 0.01

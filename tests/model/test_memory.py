@@ -96,7 +96,9 @@ def test_pipeline_stage_holds_layers_and_inflight_microbatches() -> None:
     setup = TrainingSetup(seq_len=4096)
     one = activation_bytes_per_layer(spec, setup, Layout(pp=4, grad_accum=16))
     mem = training_memory(spec, setup, Layout(pp=4, grad_accum=16), NO_PREFETCH)
-    logits = 4096 * 32000 * 6.0
+    # eager fp32 loss at the start of backward: 2 (bf16 logits) + 4 (saved log_softmax) + 4 + 4
+    # (the two fp32 gradients) = 14 B per logit
+    logits = 4096 * 32000 * 14.0
     # 1F1B: first stage keeps pp = 4 micro-batches of its 32/4 = 8 layers
     assert mem.activations * GIB == pytest.approx(one * 8 * 4 + logits)
     # the busiest stage is the last: 8 layers + LM head (32000·4096) + final RMSNorm (4096)

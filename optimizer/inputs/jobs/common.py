@@ -247,7 +247,7 @@ _BOUNDS: dict[str, dict[str, float]] = {
 _MEANINGS: dict[str, str] = {
     "overhead_gib": "device memory outside the allocator (CUDA context, cuBLAS/NCCL), GiB per GPU",
     "fragmentation": "allocator cache as a share of allocated memory: (reserved − allocated) ÷ allocated",
-    "logits_bytes_per_value": "bytes held per logit at the loss (6 = bf16 logits + an fp32 copy)",
+    "logits_bytes_per_value": "bytes per logit at the start of backward (14: eager fp32 loss)",
     "workspace_gib": "allocated temporaries (cuBLAS workspace, communication buckets), GiB per GPU",
     "zero3_prefetch_layers": "layers ZeRO-3 / FSDP keep gathered ahead (prefetch), layers",
     "offload_resident_layers": "layers of checkpointed inputs kept on the GPU with activation "

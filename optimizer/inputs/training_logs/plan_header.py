@@ -23,7 +23,7 @@ HEADER_FIELDS = frozenset(
         "context_parallel", "virtual_stages", "zero_stage", "activation_checkpointing",
         "sequence_parallel", "micro_batch", "global_batch", "seq_len", "precision", "optimizer",
         "kind", "lora_rank", "lora_targets", "attention", "stack", "offload_optimizer",
-        "offload_params", "fused_kernels",
+        "offload_params", "fused_kernels", "head",
     }
 )  # fmt: skip
 

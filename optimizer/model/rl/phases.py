@@ -239,6 +239,8 @@ def update_phase(
     timed = _training_setup(round(rl.mean_tokens), precision, rl)
     sized = _training_setup(rl.max_tokens, precision, rl)
     steps = step_model_for(model, timed, cluster.gpu, a)
+    if a.logits_bytes_per_value is None:  # the RL loss's fused log-probs (RlAssumptions)
+        a = replace(a, logits_bytes_per_value=rla.update_logits_bytes_per_value)
     memory = memory_model_for(model, sized, a)
     best: Update | None = None
     for base in _trainer_layouts(model, rl, cluster):

@@ -373,6 +373,10 @@ class PlanJobOut(Contract):
     fused_kernels: bool = Field(
         default=False, description="workload.fused_kernels: fused RMSNorm/SwiGLU kernels assumed (Liger)"
     )
+    head: str = Field(
+        default="lm",
+        description="model.head: lm (vocabulary logits on every token) or task (a classification / QA head)",
+    )
 
 
 class PlanOutput(Contract):

@@ -220,6 +220,7 @@ def plan_options(p: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         "offload_optimizer": opts.get("offload") in ("optimizer", "params"),
         "offload_params": opts.get("offload") == "params",
         "fused_kernels": bool(job.get("fused_kernels")),
+        "head": job.get("head") or "lm",
     }
 
 

@@ -176,22 +176,24 @@ def rent_or_own(cloud: Candidate | None, local: Candidate | None) -> BreakEven |
 
 
 def job_verdict(
-    cands: Sequence[Candidate], deadline_h: float | None, budget_usd: float | None
+    cands: Sequence[Candidate], deadline_h: float | None, budget_usd: float | None, share: float = 0.0
 ) -> BreakEven | None:
     """`plan`'s rent-or-own verdict: the best cloud and the best owned/bought plan of the table,
-    solved as `compare_job` solves them, through the same `rent_or_own`."""
+    solved as `compare_job` solves them (with the planner's fewer-GPUs rule, `share`), through
+    the same `rent_or_own`."""
     cloud = [c for c in cands if c.offering.kind == "cloud"]
     local = [c for c in cands if c.offering.kind != "cloud"]
     if not cloud or not local:
         return None
-    best_local = solve_table(local, deadline_h, budget_usd)[1]
+    solves = _Solves(len(cands), share)
+    best_local = solves.best(local, deadline_h, budget_usd)[0]
     if (
         best_local is None
         or best_local.offering.ownership is None
         or not best_local.offering.ownership.charged
     ):
         return None
-    return rent_or_own(solve_table(cloud, deadline_h, budget_usd)[1], best_local)
+    return rent_or_own(solves.best(cloud, deadline_h, budget_usd)[0], best_local)
 
 
 def compare_job(

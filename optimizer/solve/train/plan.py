@@ -212,7 +212,9 @@ def _plan_single(
         tp_avoided=avoided,
         loader_bound=loader_bound_list(prep),
         job_figures=job_figures(prep),
-        rent_or_buy=job_verdict(cands, prep.deadline_h, prep.budget_usd),
+        rent_or_buy=job_verdict(
+            cands, prep.deadline_h, prep.budget_usd, prep.assumptions.fewer_gpus_within_share
+        ),
     )
     median = median_plan(prep, best, config)
     if median is not None:
