@@ -48,6 +48,7 @@ __all__ = [
     "MIN_TIME_LIMIT_S",
     "MAX_WORKERS",
     "MAX_ALTERNATIVES",
+    "JobArg",
     "PricesOpt",
     "OfflineOpt",
     "JsonOpt",
@@ -62,6 +63,7 @@ __all__ = [
 ]
 
 #: options shared by the commands that read a job file (one definition each)
+JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")]
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the bundled price tables only")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the documented contract)")]

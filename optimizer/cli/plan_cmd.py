@@ -18,6 +18,7 @@ from optimizer.cli.common import (
     AlternativesOpt,
     ConfidenceOpt,
     ForceOpt,
+    JobArg,
     JsonOpt,
     OfflineOpt,
     OldTimeLimitOpt,
@@ -52,7 +53,6 @@ from optimizer.units import quantile_label
 __all__ = ["register", "render_plan", "data_lines"]
 
 Opt = typer.Option
-JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")]
 
 
 def plan(

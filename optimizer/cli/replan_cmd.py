@@ -11,14 +11,13 @@ from rich.table import Table
 
 from optimizer import api
 from optimizer.cli.common import (
-    EXIT_INFEASIBLE,
     ConfidenceOpt,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
+    answer,
     console,
     money,
-    print_json,
     user_errors,
 )
 
@@ -37,12 +36,7 @@ def replan(
     transfer and restart), against the remaining deadline and budget."""
     with user_errors():
         data = api.replan(job, prices=prices, offline=True if offline else None, confidence=confidence)
-    if json_out:
-        print_json(data)
-    else:
-        _render(data)
-    if data["status"] == "infeasible":
-        raise typer.Exit(EXIT_INFEASIBLE)
+    answer(data, json_out, _render)
 
 
 def _words(o: dict[str, Any]) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,15 +10,15 @@ from rich.table import Table
 
 from optimizer import api
 from optimizer.cli.common import (
-    EXIT_INFEASIBLE,
     ConfidenceOpt,
+    JobArg,
     JsonOpt,
     OfflineOpt,
     PricesOpt,
+    answer,
     console,
     layout_words,
     money,
-    print_json,
     user_errors,
 )
 
@@ -29,7 +28,7 @@ _DEFAULT = api.SizingRule()
 
 
 def sizing(
-    job: Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")],
+    job: JobArg,
     json_out: JsonOpt = False,
     prices: PricesOpt = None,
     offline: OfflineOpt = False,
@@ -75,12 +74,7 @@ def sizing(
         data = api.sizing(
             job, prices=prices, offline=True if offline else None, rule=rule, confidence=confidence
         )
-    if json_out:
-        print_json(data)
-    else:
-        _render(data)
-    if data["status"] == "infeasible":
-        raise typer.Exit(EXIT_INFEASIBLE)
+    answer(data, json_out, _render)
 
 
 def _render(data: dict) -> None:

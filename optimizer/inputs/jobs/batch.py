@@ -165,8 +165,7 @@ class Reservation(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> Reservation:
-        if (self.instance is None) == (self.gpu is None):
-            raise ValueError("give exactly one of instance or gpu")
+        self.require_one_of("instance", "gpu")
         return self
 
 
@@ -224,8 +223,7 @@ class Capacity(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> Capacity:
-        if (self.horizon_days is None) == (self.horizon_hours is None):
-            raise ValueError("give exactly one of horizon_days or horizon_hours")
+        self.require_one_of("horizon_days", "horizon_hours")
         for i, entry in enumerate(self.owned):
             if entry.num_boxes is None:
                 raise ValueError(f"owned[{i}] ({entry.gpu}): give num_boxes (how many we have)")

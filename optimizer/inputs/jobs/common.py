@@ -178,8 +178,7 @@ class Calibration(RenamedFieldsModel):
 
     @model_validator(mode="after")
     def _check(self) -> Calibration:
-        if (self.tokens_per_s is None) == (self.step_time_s is None):
-            raise ValueError("give exactly one of tokens_per_s or step_time_s")
+        self.require_one_of("tokens_per_s", "step_time_s")
         return self
 
 

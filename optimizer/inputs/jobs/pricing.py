@@ -113,8 +113,7 @@ class _Priced(StrictModel):
 
     @model_validator(mode="after")
     def _one_price(self) -> _Priced:
-        if (self.usd_per_hour is None) == (self.usd_per_gpu_hour is None):
-            raise ValueError("give exactly one of usd_per_hour or usd_per_gpu_hour")
+        self.require_one_of("usd_per_hour", "usd_per_gpu_hour")
         return self
 
     def instance_usd_per_hour(self, gpus_per_instance: int) -> float:

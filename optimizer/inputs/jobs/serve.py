@@ -157,8 +157,7 @@ class ServeWorkload(RenamedFieldsModel):
 
     @model_validator(mode="after")
     def _check(self) -> ServeWorkload:
-        if (self.requests_per_s is None) == (self.concurrent_users is None):
-            raise ValueError("give exactly one of requests_per_s or concurrent_users")
+        self.require_one_of("requests_per_s", "concurrent_users")
         if self.concurrent_users is not None and self.think_time_s is None:
             raise ValueError(
                 "concurrent_users needs think_time_s (seconds a user pauses between requests, > 0)"

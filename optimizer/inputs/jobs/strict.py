@@ -45,6 +45,12 @@ class StrictModel(BaseModel):
     def _arrays(cls, data: object) -> Any:
         return _tuples(_texts(data))
 
+    def require_one_of(self, first: str, second: str, words: str = "") -> None:
+        """Refuse a table that sets both or neither of two alternative fields (ValueError
+        "give exactly one of FIRST or SECOND"; `words` names the pair instead when given)."""
+        if (getattr(self, first) is None) == (getattr(self, second) is None):
+            raise ValueError(f"give exactly one of {words or f'{first} or {second}'}")
+
 
 class RenamedFieldsModel(StrictModel):
     """A job-file table some of whose fields were renamed: the old names of `OLD_NAMES_OF`

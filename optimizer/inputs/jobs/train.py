@@ -148,8 +148,9 @@ class Workload(RenamedFieldsModel):
         amounts = [k for k in ("tokens", "steps", "samples") if getattr(self, k) is not None]
         if len(amounts) != 1:
             raise ValueError("give exactly one of tokens or steps (or samples / images instead of tokens)")
-        if (self.global_batch is None) == (self.global_batch_tokens is None):
-            raise ValueError("give exactly one of global_batch (sequences) or global_batch_tokens")
+        self.require_one_of(
+            "global_batch", "global_batch_tokens", "global_batch (sequences) or global_batch_tokens"
+        )
         if self.global_batch_tokens is not None:
             self._check_batch_tokens(self.global_batch_tokens)
         bad = [t for t in self.lora_targets if t not in LINEAR_MODULES]

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import re
 
-from optimizer.inputs.training_logs.records import GIB_PER_GB, LogLine, MemoryReading, ParsedLog, StepRecord
+from optimizer.inputs.training_logs.records import (
+    GIB_PER_GB,
+    LogLine,
+    MarkerClaim,
+    MemoryReading,
+    ParsedLog,
+    StepRecord,
+)
 
 __all__ = ["COMPOSER"]
 
@@ -24,18 +31,18 @@ _KEYS = {
 }
 
 
-class _Composer:
-    name = "composer"
+class _Composer(MarkerClaim):
+    """Claims a log by its batch header (MarkerClaim); reads a header's pairs up to the next."""
 
-    def claims(self, text: str) -> bool:
-        return bool(_HEADER.search(text))
+    name = "composer"
+    marker = _HEADER
 
     def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         batch: tuple[int, int] | None = None  # (batch, header line)
         values: dict[str, tuple[float, int]] = {}
         for ln in lines:
-            head = _HEADER.search(ln.text)
+            head = self.marker.search(ln.text)
             if head:
                 _flush(out, batch, values)
                 batch, values = (ln.count(head.group(1), "batch"), ln.number), {}

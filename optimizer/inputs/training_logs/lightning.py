@@ -9,25 +9,25 @@ from __future__ import annotations
 import re
 
 from optimizer.inputs.training_logs.progress_bar import read_bar
-from optimizer.inputs.training_logs.records import LogLine, ParsedLog, StepRecord
+from optimizer.inputs.training_logs.records import LogLine, MarkerClaim, ParsedLog, StepRecord
 
 __all__ = ["LIGHTNING"]
 
 _EPOCH_BAR = re.compile(r"^\s*Epoch \d+:\s*\d+%\|")
 
 
-class _Lightning:
-    name = "lightning"
+class _Lightning(MarkerClaim):
+    """Claims a log by its epoch bar (MarkerClaim); reads the last update of each iteration."""
 
-    def claims(self, text: str) -> bool:
-        return bool(_EPOCH_BAR.search(text))
+    name = "lightning"
+    marker = _EPOCH_BAR
 
     def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)
         last: dict[int, StepRecord] = {}  # the last update of each iteration count
         epoch_base, prev_n = 0, -1
         for ln in lines:
-            if not _EPOCH_BAR.search(ln.text):
+            if not self.marker.search(ln.text):
                 continue
             bar = read_bar(ln)
             if bar is None or bar.s_per_it is None:

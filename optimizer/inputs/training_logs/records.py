@@ -18,6 +18,7 @@ __all__ = [
     "MemoryReading",
     "ParsedLog",
     "LogFormat",
+    "MarkerClaim",
     "MarkedLineFormat",
     "LogLine",
     "number",
@@ -128,15 +129,20 @@ class LogFormat(Protocol):
         ...
 
 
-class MarkedLineFormat:
-    """A format whose every line of interest carries one marker (a regular expression): it
-    claims a log in which the marker appears and reads each marked line (`read`), in order."""
+class MarkerClaim:
+    """A format known by one marker (a regular expression): it claims a log in which the
+    marker appears."""
 
     name: str
     marker: re.Pattern[str]
 
     def claims(self, text: str) -> bool:
         return bool(self.marker.search(text))
+
+
+class MarkedLineFormat(MarkerClaim):
+    """A format whose every line of interest carries its marker: it claims a log in which the
+    marker appears and reads each marked line (`read`), in order."""
 
     def parse(self, lines: list[LogLine]) -> ParsedLog:
         out = ParsedLog(self.name)

@@ -140,4 +140,5 @@ def _with_checkpointing(base: Layout, checkpointing: str) -> Layout:
         grad_accum=base.grad_accum,
         cp=base.cp,
         vp=base.vp,
+        ep=base.ep,
     )
