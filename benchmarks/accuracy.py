@@ -319,7 +319,8 @@ def report(
 
 #: the kept-aside collections, newest first: (folder, what it is)
 ASIDE_FOLDERS = (
-    ("aside4", "collected in issue 44's last round before its fixes, scored once at its end"),
+    ("aside5", "collected in issue 44's fifth round before its fixes, scored once at its end"),
+    ("aside4", "collected in issue 44's fourth round before its fixes, scored once, then development data"),
     ("aside3", "collected in issue 44's review before its fixes, scored once, then development data"),
     ("aside2", "collected in issue 44, scored once, then development data for its review"),
     ("aside", "collected in issue 26, scored in earlier rounds"),

@@ -1,8 +1,8 @@
-"""The kept-aside collections (benchmarks/validation/aside2/, aside3/, aside4/) follow SCHEMA.md and
-stay out of the fitting folder's glob; the newest (aside4: prime-rl B200/H200/H100 SFT runs, RTX
-4090 LLMQ and LLaMA-Factory runs, InternEvo A100/A800, llm_TII B200, swiss-ai GH200, collected for
-issue 44 item 5) also holds sources new to every other collection. Each is scored once, never
-fitted."""
+"""The kept-aside collections (benchmarks/validation/aside2/ ... aside5/) follow SCHEMA.md and stay
+out of the fitting folder's glob; the newest two (aside4: prime-rl, LLMQ/LLaMA-Factory, InternEvo,
+llm_TII, swiss-ai; aside5: ms-swift, OLMo-core, Answer.AI fsdp_qlora, flash-attention, a LLaMA-7B
+A800 gist, collected for issue 44 item 5) also hold sources new to every other collection. Each is
+scored once, never fitted."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pytest
 from benchmarks.validation import load
 
 VALIDATION = Path(load.__file__).resolve().parent
-FOLDERS = ("aside2", "aside3", "aside4")
+FOLDERS = ("aside2", "aside3", "aside4", "aside5")
 FILES = [p for folder in FOLDERS for p in sorted((VALIDATION / folder).glob("*.csv"))]
 #: collections whose every number carries the date it was read (those of this round)
-DATED = ("aside3", "aside4")
+DATED = ("aside3", "aside4", "aside5")
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -43,15 +43,16 @@ def test_file_loads_with_schema_header(path: Path) -> None:
     assert all(r.num_gpus is None or r.tp is None or r.num_gpus == r.tp * r.pp * r.cp * r.dp for r in rows)
 
 
-def test_aside4_sources_new_to_every_collection() -> None:
-    """No source URL of aside4 (its repository or page) appears in any other validation file."""
-    aside4 = VALIDATION / "aside4"
+@pytest.mark.parametrize("folder", ["aside4", "aside5"])
+def test_newest_sources_new_to_every_collection(folder: str) -> None:
+    """No source URL of aside4 or aside5 (its repository or page) appears in any other validation file."""
+    here = VALIDATION / folder
     urls = {
-        r.source_url.split("/blob/")[0].split(" ")[0] for p in aside4.glob("*.csv") for r in load.load_file(p)
+        r.source_url.split("/blob/")[0].split(" ")[0] for p in here.glob("*.csv") for r in load.load_file(p)
     }
     seen: set[str] = set()
     for p in VALIDATION.rglob("*.csv"):  # every folder, whatever its schema (rl/ has its own)
-        if p.parent != aside4:
+        if p.parent != here:
             with p.open(encoding="utf-8", newline="") as fh:
                 seen |= {row.get("source_url") or "" for row in csv.DictReader(fh)}
     assert not {u for u in urls if any(u in s for s in seen)}
