@@ -56,6 +56,7 @@ from fitting import (  # noqa: E402
 )
 from folds import Folds, Unit, conformal_bands, held_out_bands, lofo, step_ratio  # noqa: E402
 from memory_accuracy import memory_loso  # noqa: E402
+from new_sources import load_once_scored, widen, widening  # noqa: E402
 
 from optimizer.model.bands import (  # noqa: E402
     CALIBRATED_KEY,
@@ -194,6 +195,7 @@ def write_fitted(
     cases: Sequence[Case],
     bands: dict[str, tuple[float, float, float, int, int]],
     path: Path = OUT,
+    widened: float = 1.0,
 ) -> None:
     used = sorted(c.row.case_id for c in cases if family(c) is not None)
     sources = sorted({c.source for c in cases})
@@ -203,7 +205,8 @@ def write_fitted(
         "# optimizer/model/fitted.py); bands = P10/P50/P90 of measured/predicted time, split",
         "# conformal across sources on the leave-one-family-out residuals per generation/precision",
         "# (serve:generation; memory; any = groups under 4 sources); ceilings = best measured",
-        "# full-training MFU per generation/precision.",
+        "# full-training MFU per generation/precision. Training bands are widened for new sources",
+        "# (new_source_widening: the once-scored kept-aside collections, benchmarks/once_scored.csv).",
         "",
         "[meta]",
         f'date = "{dt.date.today().isoformat()}"',
@@ -211,6 +214,7 @@ def write_fitted(
         f"ridge = {{{', '.join(f'{k} = {v}' for k, v in RIDGE.items())}}}",
         f"clip = {CLIP}",
         f"iterations = {ITERATIONS}",
+        f"new_source_widening = {widened}  # training bands' log-width x this (benchmarks/new_sources.py)",
         f"sources = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]",
         f"cases = {len(used)}",
         "case_ids = [" + ", ".join(f'"{c}"' for c in used) + "]",
@@ -258,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     fit = fit_constants(cases)
     folds = lofo(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
     residuals = [item for _, results in folds.values() for item in results]
-    bands = bands_from(residuals)
+    # the training bands widened for sources the model was never shaped on (new_sources.py)
+    widened = widening(load_once_scored())
+    bands = widen(bands_from(residuals), widened)
     bands.update(calibrated_band_stats(folds))
     bands.update(memory_band(memory_loso(cases)))
     print(
@@ -268,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         + f" terms, {len(bands)} bands, {len(fit.ceilings)} ceilings"
     )
     if not args.dry_run:
-        write_fitted(fit, cases, bands)
+        write_fitted(fit, cases, bands, widened=widened)
         print(f"wrote {OUT}")
     return 0
 

@@ -123,7 +123,8 @@ def memory_aside() -> Scored:
     sys.path.insert(0, str(HERE / "validation"))
     from load import load_file  # noqa: PLC0415
 
-    folders = ("aside", "aside2", "aside3", "aside4", "aside5")  # the kept-aside collections (accuracy.ASIDE_FOLDERS)
+    # the kept-aside collections (accuracy.ASIDE_FOLDERS)
+    folders = ("aside", "aside2", "aside3", "aside4", "aside5")
     rows = [r for f in folders for p in sorted((HERE / "validation" / f).glob("*.csv")) for r in load_file(p)]
     a = assumptions_for(load_fitted())
     out: Scored = []

@@ -168,7 +168,7 @@ def build_configuration(
         ConfigError: a value out of range or a layout the rulebook refuses (names the flag).
     """
     spec = resolve_model(req.model)
-    if req.head is not None and req.head != spec.head and not is_profile(spec):
+    if req.head is not None and not is_profile(spec) and req.head != spec.head:
         # rebuilt, not model_copy: derived values (logits_width) must not carry over
         spec = ModelSpec(**{**spec.model_dump(), "head": req.head})
     check_seq_len(spec, req.seq_len)
