@@ -309,8 +309,8 @@ def _train_case(row: Row) -> Case:
         compile_loss = None if "2024" not in (row.stack_version or "") else False
     # a loss computed inside the compiled model's forward (nanochat GPT.forward returns the
     # loss) is compiled with it, whatever the stack's default
-    if compiled and "forwardcomputestheloss" in said:
-        compile_loss = True
+    if compiled and ("forwardcomputestheloss" in said or "compile_loss=true" in said):
+        compile_loss = True  # OLMo-core: compile_loss=True beside compile_model
     offload_acts = "enable_activation_offloading=true" in said
     # Megatron-Core activation CPU offloading of N layers, as the row states the recipe's
     offloaded = re.search(r"cpu_offloading_num_layers=(\d+)", said)
@@ -322,6 +322,11 @@ def _train_case(row: Row) -> Case:
     # Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009; apple/ml-cross-entropy) computes
     # the loss blockwise from the hidden states: the logits are never materialised
     cce = re.search(r"ml-cross-entropy|cut[- ]cross[- ]entropy", notes) is not None
+    # a fused softmax cross-entropy kernel on the full logits, as the row names it (TinyLlama's
+    # "fused cross entropy", whyNLP's tiny_fused_crossentropy, Megatron/TE loss fusion)
+    fused_ce = (
+        re.search(r"fused[ _]cross[- ]?entropy|cross[-_ ]entropy[-_ ](loss[-_ ])?fusion", notes) is not None
+    )
     dropout = re.search(r"(?<!lora_)dropout (0\.\d*[1-9])", notes) is not None
     # a loss run chunk by chunk ("Eight loss chunks": torchtitan ChunkedCELoss), as stated
     chunks = re.search(r"\b(\d+|two|four|eight|sixteen) loss chunks", notes + " " + _lower(row.quote))
@@ -352,7 +357,7 @@ def _train_case(row: Row) -> Case:
         offload_layers=int(offloaded.group(1)) if offloaded else 0,
         fp32_master=master,
         master_remainders=remainders,
-        loss_kernel="cce" if cce else ("liger" if "liger" in kernels else None),
+        loss_kernel="cce" if cce else ("liger" if "liger" in kernels else ("fused" if fused_ce else None)),
         loss_chunks=loss_chunks,
         fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,

@@ -177,6 +177,8 @@ def logits_bytes(
         per_value = k.stack.compile_logits_bytes_per_value
     if setup.loss_kernel == "cce":  # Cut Cross-Entropy: blockwise, no full logits (setup.py)
         per_value = min(per_value, k.stack.cce_logits_bytes_per_value)
+    elif setup.loss_kernel == "fused":  # a fused cross-entropy kernel on the full logits
+        per_value = min(per_value, k.stack.fused_logits_bytes_per_value)
     return logits_tokens(model, setup, layout) * model.logits_width * per_value / layout.tp
 
 

@@ -96,7 +96,8 @@ class TrainingSetup:
     #: the loss kernel: "cce" = Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009;
     #: apple/ml-cross-entropy), the logits never materialised; "liger" = Liger Kernel's fused
     #: linear cross-entropy, the tokens' logits one chunk at a time (memory.logits_tokens);
-    #: None: the stack's loss
+    #: "fused" = a fused softmax cross-entropy on the full logits (flash-attn's, Transformer
+    #: Engine's / Megatron's loss fusion): no fp32 copies; None: the stack's loss
     loss_kernel: str | None = None
     #: chunks the output projection + loss run in, each chunk's forward and backward before the
     #: next (torchtitan ChunkedCELoss, PR #2937, 2026-04: "Each chunk's loss is backpropagated

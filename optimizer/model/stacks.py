@@ -88,6 +88,8 @@ class StackProfile:
     compile_logits_bytes_per_value: float = 4.0
     #: bytes per logit left by Cut Cross-Entropy (TrainingSetup.loss_kernel "cce")
     cce_logits_bytes_per_value: float = 0.2
+    #: bytes per logit left by a fused softmax cross-entropy kernel (TrainingSetup.loss_kernel "fused")
+    fused_logits_bytes_per_value: float = 4.0
     allocator_cache: float = 0.08
     #: weights and gradients live in buffers allocated once at start-up (Megatron-Core
     #: param_and_grad_buffer): the allocator cache grows around the other allocations only
@@ -163,6 +165,7 @@ _NUMERIC = (
     "logits_bytes_per_value",
     "compile_logits_bytes_per_value",
     "cce_logits_bytes_per_value",
+    "fused_logits_bytes_per_value",
     "allocator_cache",
     "context_gib",
     "kv_memory_fraction",

@@ -156,3 +156,15 @@ def test_deepspeed_bf16_grad_accumulation_halves_the_gradients() -> None:
     )
     assert fp32.gradients == pytest.approx(spec.params() * 4 / GIB)
     assert bf16.gradients == pytest.approx(spec.params() * 2 / GIB)
+
+
+def test_a_fused_cross_entropy_holds_no_fp32_copies() -> None:
+    # flash-attn / apex xentropy with inplace_backward (the gradient written into the logits):
+    # 16-bit logits + a 16-bit gradient = 4 B per logit (stacks.toml fused_logits_bytes_per_value),
+    # not the eager fp32 loss's 14 B: Llama-3-8B, 2 × 4096 tokens × 128,256 × 4 B = 3.91 GiB
+    spec = PRESETS["llama-3-8b"]
+    fused = TrainingSetup(seq_len=4096, stack="hf-trainer", loss_kernel="fused")
+    eager = TrainingSetup(seq_len=4096, stack="hf-trainer")
+    layout = Layout(micro_batch=2)
+    assert logits_bytes(spec, fused, layout, RAW) == pytest.approx(2 * 4096 * 128_256 * 4)
+    assert logits_bytes(spec, eager, layout, RAW) == pytest.approx(2 * 4096 * 128_256 * 14)
