@@ -319,7 +319,8 @@ def report(
 
 #: the kept-aside collections, newest first: (folder, what it is)
 ASIDE_FOLDERS = (
-    ("aside5", "collected in issue 44's fifth round before its fixes, scored once at its end"),
+    ("aside6", "collected in issue 44's sixth round before its last fixes, scored once at its end"),
+    ("aside5", "collected in issue 44's fifth round before its fixes, scored once, then development data"),
     ("aside4", "collected in issue 44's fourth round before its fixes, scored once, then development data"),
     ("aside3", "collected in issue 44's review before its fixes, scored once, then development data"),
     ("aside2", "collected in issue 44, scored once, then development data for its review"),
