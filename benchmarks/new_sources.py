@@ -12,7 +12,8 @@ COVERAGE of those sources' runs fall inside, each source weighing one.
 
 The residuals are data: `benchmarks/once_scored.csv`, one row per training-throughput case of
 a collection as it was scored, at the commit it was scored (the model and bands of that
-commit). A row is rebuilt at that commit with
+commit, with the widening they already carried, `widening_at_scoring`: aside6 was scored with
+w = 1.21 in force). A row is rebuilt at that commit with
 
     git worktree add /tmp/wt-C C
     WT=/tmp/wt-C PYTHONPATH=/tmp/wt-C python benchmarks/new_sources.py --extract aside4 C
@@ -50,6 +51,7 @@ HEADER = (
     "band_p10",
     "band_p50",
     "band_p90",
+    "widening_at_scoring",
 )
 #: keys of fitted.toml's [bands] the widening does not touch: serving, memory, calibrated
 NOT_TRAINING = ("serve:", "memory", "calibrated")
@@ -65,11 +67,13 @@ class Scored:
     p10: float
     p50: float
     p90: float
+    #: the widening the scored band already carried (1: none); `inside` widens the unwidened one
+    scored_widening: float = 1.0
 
     def inside(self, w: float) -> bool:
         """Whether the ratio lies inside the band widened by `w` (log width around P50)."""
-        mid = math.log(self.p50)
-        low, high = mid + w * (math.log(self.p10) - mid), mid + w * (math.log(self.p90) - mid)
+        mid, k = math.log(self.p50), w / self.scored_widening
+        low, high = mid + k * (math.log(self.p10) - mid), mid + k * (math.log(self.p90) - mid)
         return low <= math.log(self.ratio) <= high
 
 
@@ -84,6 +88,7 @@ def load_once_scored(path: Path = ONCE_SCORED) -> list[Scored]:
             float(r["band_p10"]),
             float(r["band_p50"]),
             float(r["band_p90"]),
+            float(r["widening_at_scoring"]),
         )
         for r in rows
     ]
@@ -138,8 +143,9 @@ def _extract(folder: str, commit: str) -> None:
         if p is not None:
             band = band_for(c.gpu, c.train[0].precision, c.stack, a)
             ratio = step_ratio(c, p)
+            widened = accuracy.load_fitted().meta.get("new_source_widening", 1.0)
             out.writerow([folder, commit, c.row.case_id, c.source, accuracy.gpu_group(c), f"{ratio:.6g}"]
-                         + [f"{band.p10:.6g}", f"{band.p50:.6g}", f"{band.p90:.6g}"])  # fmt: skip
+                         + [f"{band.p10:.6g}", f"{band.p50:.6g}", f"{band.p90:.6g}", widened])  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

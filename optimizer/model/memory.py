@@ -167,18 +167,16 @@ def logits_bytes(
     assumptions: PerfAssumptions,
     k: Knobs | None = None,
 ) -> float:
-    """Transient output-layer buffers on the last stage: logits for the loss (vocab-parallel /t,
-    s/cp tokens per GPU); bytes per logit from the stack (chunked / fused losses hold less); a
-    loss run chunk by chunk (TrainingSetup.loss_chunks) holds one chunk's; a task head none."""
+    """Logits held for the loss on the last stage (vocab-parallel /t, s/cp tokens per GPU), at the
+    stack's bytes per logit (fused losses hold less; loss_chunks: one chunk's); a task head none."""
     k = k or knobs(setup, assumptions)
     per_value = k.logits_bytes_per_value
     compiled_loss = k.stack.compile_loss if setup.compile_loss is None else setup.compile_loss
     if setup.compile and compiled_loss and assumptions.logits_bytes_per_value is None:
         per_value = k.stack.compile_logits_bytes_per_value
-    if setup.loss_kernel == "cce":  # Cut Cross-Entropy: blockwise, no full logits (setup.py)
-        per_value = min(per_value, k.stack.cce_logits_bytes_per_value)
-    elif setup.loss_kernel == "fused":  # a fused cross-entropy kernel on the full logits
-        per_value = min(per_value, k.stack.fused_logits_bytes_per_value)
+    # Cut Cross-Entropy (blockwise, no full logits) or a fused kernel on them (setup.py)
+    kernel = {"cce": k.stack.cce_logits_bytes_per_value, "fused": k.stack.fused_logits_bytes_per_value}
+    per_value = min(per_value, kernel.get(setup.loss_kernel or "", per_value))
     return logits_tokens(model, setup, layout) * model.logits_width * per_value / layout.tp
 
 

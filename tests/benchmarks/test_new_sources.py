@@ -48,3 +48,10 @@ def test_the_packaged_widening_is_the_once_scored_collections() -> None:
     assert len({(s.collection, s.source) for s in scored}) >= 15
     assert load_fitted().meta["new_source_widening"] == widening(scored)
     assert coverage(scored, 1.0) < 0.8 <= coverage(scored, widening(scored))
+
+
+def test_a_band_scored_already_widened_is_unwidened_first() -> None:
+    # scored with w = 1.21 in force: the band 0.8..1.25 it was scored in is the base band
+    # widened by 1.21; a ratio at 1.25 is inside at w = 1.21 and outside at w = 1.2
+    s = Scored("x", "A", 1.25, 0.8, 1.0, 1.25, scored_widening=1.21)
+    assert s.inside(1.21) and not s.inside(1.2)

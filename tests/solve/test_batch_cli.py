@@ -184,10 +184,10 @@ def test_example_file_loads() -> None:
 
 
 def test_a_cloud_placement_names_the_jobs_that_kept_the_box_busy(tmp_path) -> None:
-    # two 8B LoRA jobs of 3e8 tokens: each over half of 9.6 h at P80 on the owned 4090 box (its
-    # band is the wide thin one since issue 44), due in 9.6 h. The box carries one; the other
-    # must rent, and says which job held the box during its window.
-    body = SMALL + _job("first", 3e8, 0.4) + _job("second", 3e8, 0.4)
+    # two 8B LoRA jobs of 3e8 tokens: each over half of 12 h at P80 on the owned 4090 box (its
+    # band is the wide thin one since issue 44, widened for new sources: 10.2 h), due in 12 h.
+    # The box carries one; the other must rent, and says which job held the box in its window.
+    body = SMALL + _job("first", 3e8, 0.5) + _job("second", 3e8, 0.5)
     path = tmp_path / "busy.toml"
     path.write_text(body, encoding="utf-8")
     result = runner.invoke(app, ["batch", str(path), "--json"])
@@ -198,7 +198,7 @@ def test_a_cloud_placement_names_the_jobs_that_kept_the_box_busy(tmp_path) -> No
     cloud = next(j for j in jobs.values() if j["kind"] == "cloud")
     owned = next(j for j in jobs.values() if j["kind"] == "owned")
     assert cloud["placement"].startswith("cloud: owned 8x RTX4090 box busy with " + owned["name"])
-    assert "its window: day 0.0 to day 0.4" in cloud["placement"]
+    assert "its window: day 0.0 to day 0.5" in cloud["placement"]
     assert owned["placement"].startswith("owned box: $")
     text = runner.invoke(app, ["batch", str(path)]).stdout
     assert f"{cloud['name']} on the cloud: owned 8x RTX4090 box busy with" in " ".join(text.split())
