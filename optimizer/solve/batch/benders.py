@@ -39,8 +39,13 @@ from optimizer.solve.cpsat.core import shrink_core
 
 __all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "solve_benders"]
 
-#: CHOICE: rounds of master + subproblem before handing over to the full CP-SAT model; the
-#: 50-job saturated benchmark needs ~20; a count, not a time, keeps the answer deterministic
+#: CHOICE: rounds of master + subproblem before handing over to the full CP-SAT model; a
+#: count, not a time, keeps the answer deterministic. Measured on the 50-job saturated
+#: benchmark (2 boxes, instance at c0e2843, load ~1-2): with no time limit the rounds prove
+#: $4,945.52 in 23 rounds, 65-70 s (master 20 s; checks 49 s, 39 s of it in round 22, whose
+#: choice puts 35 jobs on the boxes: its conflict holds 34 of them, each neighbour check a
+#: CP-SAT infeasibility proof of ~50,000 conflicts, 0.3-2.6 s); the bound sits at $4,944.73
+#: from round 6 to 21 (equal-cost choices, each cut by one no-good)
 MAX_ROUNDS = 120
 #: disjoint infeasible sets cut per round (fewer master solves)
 MAX_CUTS_PER_ROUND = 6
