@@ -36,9 +36,9 @@ MIN_SOLVE_S = 0.1
 #: CHOICE (measured, README "Batch planner scaling"): share of the solve budget the Benders loop
 #: may use before handing over to the full CP-SAT model. Small batches: 10% (Benders proves the
 #: easy ones in < 0.5 s; on a saturated one the direct CP-SAT model finds cheaper plans than
-#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): 25%, for the
-#: master's bound (200 generated jobs: $33,802.09 after its first round, $33,803.42 after five,
-#: each round 3-5 s); the rest improves the plan window by window (lns.py)
+#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): at most 25%, for
+#: one master solve only (bound_only: its bound, $33,802.09 at 200 generated jobs, moved to
+#: $33,803.42 over five rounds of 3-5 s; no probe: the window search ignores its limits)
 BENDERS_SHARE = 0.1
 BENDERS_LARGE_SHARE = 0.25
 BENDERS_LARGE_JOBS = 100
@@ -259,13 +259,13 @@ def _solver_info(problem: BatchProblem) -> dict[str, Any]:
 def _benders_phase(
     problem: BatchProblem, budget_s: float, greedy: GreedyPlan
 ) -> tuple[BendersOutcome, dict[str, Any]]:
-    """Benders with its share of the budget (BENDERS_SHARE, larger for large batches: there the
-    master is the only source of a lower bound), and the statistics the result reports."""
+    """Benders with its share of the budget (BENDERS_SHARE; large batches: one master solve,
+    the only source of a lower bound there), and the statistics the result reports."""
     phase = time.perf_counter()
     large = len(problem.jobs) > BENDERS_LARGE_JOBS
     share = BENDERS_LARGE_SHARE if large else BENDERS_SHARE
     upper = None if greedy.missing else (greedy.cost_cents, greedy.reserved)
-    bend = solve_benders(problem, share * budget_s, upper=upper)
+    bend = solve_benders(problem, share * budget_s, upper=upper, bound_only=large)
     stats = {
         "rounds": bend.rounds,
         "cuts": len(bend.cuts),
