@@ -319,7 +319,11 @@ def report(
 
 #: the kept-aside collections, newest first: (folder, what it is)
 ASIDE_FOLDERS = (
-    ("aside6", "collected in issue 44's sixth round before its last fixes, scored once at its end"),
+    (
+        "aside7",
+        "collected in issue 44's last round after the widening's recalibration, scored once at its end",
+    ),
+    ("aside6", "collected in issue 44's sixth round, scored once, then development data (in the widening)"),
     ("aside5", "collected in issue 44's fifth round before its fixes, scored once, then development data"),
     ("aside4", "collected in issue 44's fourth round before its fixes, scored once, then development data"),
     ("aside3", "collected in issue 44's review before its fixes, scored once, then development data"),
