@@ -56,7 +56,7 @@ from fitting import (  # noqa: E402
 )
 from folds import Folds, Unit, conformal_bands, held_out_bands, lofo, step_ratio  # noqa: E402
 from memory_accuracy import memory_loso  # noqa: E402
-from new_sources import load_once_scored, widen, widening  # noqa: E402
+from new_sources import discrepancy, load_once_scored, widen  # noqa: E402
 
 from optimizer.model.bands import (  # noqa: E402
     CALIBRATED_KEY,
@@ -195,7 +195,7 @@ def write_fitted(
     cases: Sequence[Case],
     bands: dict[str, tuple[float, float, float, int, int]],
     path: Path = OUT,
-    widened: float = 1.0,
+    widened: float = 0.0,
 ) -> None:
     used = sorted(c.row.case_id for c in cases if family(c) is not None)
     sources = sorted({c.source for c in cases})
@@ -206,7 +206,8 @@ def write_fitted(
         "# conformal across sources on the leave-one-family-out residuals per generation/precision",
         "# (serve:generation; memory; any = groups under 4 sources); ceilings = best measured",
         "# full-training MFU per generation/precision. Training bands are widened for new sources",
-        "# (new_source_widening: the once-scored kept-aside collections, benchmarks/once_scored.csv).",
+        "# in quadrature (new_source_discrepancy: the once-scored kept-aside collections,",
+        "# benchmarks/once_scored.csv).",
         "",
         "[meta]",
         f'date = "{dt.date.today().isoformat()}"',
@@ -214,7 +215,7 @@ def write_fitted(
         f"ridge = {{{', '.join(f'{k} = {v}' for k, v in RIDGE.items())}}}",
         f"clip = {CLIP}",
         f"iterations = {ITERATIONS}",
-        f"new_source_widening = {widened}  # training bands' log-width x this (benchmarks/new_sources.py)",
+        f"new_source_discrepancy = {widened}  # log half-width -> hypot(half, this), new_sources.py",
         f"sources = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]",
         f"cases = {len(used)}",
         "case_ids = [" + ", ".join(f'"{c}"' for c in used) + "]",
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     folds = lofo(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
     residuals = [item for _, results in folds.values() for item in results]
     # the training bands widened for sources the model was never shaped on (new_sources.py)
-    widened = widening(load_once_scored())
+    widened = discrepancy(load_once_scored())
     bands = widen(bands_from(residuals), widened)
     bands.update(calibrated_band_stats(folds))
     bands.update(memory_band(memory_loso(cases)))

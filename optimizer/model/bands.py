@@ -10,10 +10,10 @@ median residual, pulled toward the pooled one) and P10/P90 = centre ∓ q × spr
 with its own spread and quantile; a thinner group keeps the fitted point (P50 1) with the pooled
 spread and the quantile of all such thin groups (`any`, `serve:any`: also the band of a
 generation × precision with no measured run). The training bands are then widened for sources
-the model was never shaped on: their log-width × fitted.toml's `new_source_widening`, the
-smallest factor at which 80% of the runs of the kept-aside collections, as each was scored once
-before any change for it, fall inside (benchmarks/new_sources.py; 1.54 from 21 sources of five
-collections, 64% of their runs inside the unwidened bands).
+the model was never shaped on: each log half-width h becomes sqrt(h² + d²), d fitted.toml's
+`new_source_discrepancy`, the smallest at which 80% of the runs of the kept-aside collections,
+as each was scored once before any change for it, fall inside (benchmarks/new_sources.py: 0.30
+from 24 sources of six collections, 68% of their runs inside the unwidened bands).
 
 The point of a training step IS its band's P50: the step model multiplies the predicted time by
 the centre (`point_centre`), and `band_for` returns the band relative to that corrected point

@@ -1,4 +1,4 @@
-"""The new-source widening of the training bands (benchmarks/new_sources.py), by hand."""
+"""The new-source discrepancy of the training bands (benchmarks/new_sources.py), by hand."""
 
 from __future__ import annotations
 
@@ -6,18 +6,19 @@ import math
 
 import pytest
 
-from benchmarks.new_sources import Scored, coverage, load_once_scored, widen, widening
+from benchmarks.new_sources import Scored, coverage, discrepancy, load_once_scored, widen
 
 
-def test_widening_is_the_smallest_exponent_reaching_the_coverage() -> None:
-    # source A: one run 1.5x the point in a band 0.8..1.25 -> inside from w = ln 1.5 / ln 1.25
-    # = 1.8171; source B: inside at w = 1. Source-weighted: 50% below 1.8171, 100% from it.
+def test_the_discrepancy_is_the_smallest_reaching_the_coverage() -> None:
+    # source A: one run 1.5x the point in a band 0.8..1.25 (half-width ln 1.25 = 0.2231): inside
+    # once hypot(0.2231, d) >= ln 1.5 = 0.4055, d >= sqrt(0.4055² - 0.2231²) = 0.3386; source
+    # B inside at d = 0. Source-weighted: 50% below d = 0.3386, 100% from it.
     a = Scored("x", "A", 1.5, 0.8, 1.0, 1.25)
     b = Scored("x", "B", 1.1, 0.8, 1.0, 1.25)
-    assert math.log(1.5) / math.log(1.25) == pytest.approx(1.8171, abs=1e-4)
-    assert coverage([a, b], 1.81) == 0.5 and coverage([a, b], 1.82) == 1.0
-    assert widening([a, b], 0.8) == pytest.approx(1.82)
-    assert widening([a, b], 0.5) == 1.0  # never narrowed
+    assert math.sqrt(math.log(1.5) ** 2 - math.log(1.25) ** 2) == pytest.approx(0.3386, abs=1e-4)
+    assert coverage([a, b], 0.33) == 0.5 and coverage([a, b], 0.34) == 1.0
+    assert discrepancy([a, b], 0.8) == pytest.approx(0.34)
+    assert discrepancy([a, b], 0.5) == 0.0  # never narrowed
 
 
 def test_a_source_weighs_one_whatever_its_runs() -> None:
@@ -25,33 +26,41 @@ def test_a_source_weighs_one_whatever_its_runs() -> None:
     runs = [Scored("x", "A", r, 0.8, 1.0, 1.25) for r in (1.0, 1.1, 2.0)] + [
         Scored("x", "B", 3.0, 0.8, 1.0, 1.25)
     ]
-    assert coverage(runs, 1.0) == pytest.approx(1 / 3)
+    assert coverage(runs, 0.0) == pytest.approx(1 / 3)
 
 
-def test_widen_scales_the_log_width_of_training_bands_only() -> None:
+def test_widen_adds_the_discrepancy_in_quadrature_to_training_bands_only() -> None:
     bands = {
         "hopper/16": (0.8, 0.9, 1.2, 10, 5),
         "serve:hopper": (0.8, 1.0, 1.2, 4, 4),
         "memory": (0.85, 1.0, 1.15, 80, 9),
     }
-    out = widen(bands, 2.0)
+    out = widen(bands, 0.3)
     p10, p50, p90, n, k = out["hopper/16"]
     assert p50 == 0.9 and (n, k) == (10, 5)
-    assert p10 == pytest.approx(0.9 * (0.8 / 0.9) ** 2) and p90 == pytest.approx(0.9 * (1.2 / 0.9) ** 2)
+    # ln(0.9/0.8) = 0.1178 -> sqrt(0.1178² + 0.09) = 0.3223; ln(1.2/0.9) = 0.2877 -> 0.4157
+    assert p10 == pytest.approx(0.9 * math.exp(-0.3223), rel=1e-3)
+    assert p90 == pytest.approx(0.9 * math.exp(0.4157), rel=1e-3)
     assert out["serve:hopper"] == bands["serve:hopper"] and out["memory"] == bands["memory"]
 
 
-def test_the_packaged_widening_is_the_once_scored_collections() -> None:
+def test_a_band_scored_already_widened_is_unwidened_first() -> None:
+    # scored with the earlier rule's x1.21 in force: the band 0.8..1.25 it was scored in is the
+    # base band's log-width x 1.21; at d = 0 a ratio at the base edge is inside, past it not
+    base_high = math.log(1.25) / 1.21
+    assert Scored("x", "A", math.exp(base_high - 1e-6), 0.8, 1.0, 1.25, 1.21).inside(0.0)
+    assert not Scored("x", "A", math.exp(base_high + 1e-3), 0.8, 1.0, 1.25, 1.21).inside(0.0)
+    # scored with a discrepancy 0.3 in force: the half-width was hypot(base, 0.3)
+    scored_half = math.hypot(0.2, 0.3)
+    s = Scored("x", "A", math.exp(0.2 - 1e-6), math.exp(-scored_half), 1.0, math.exp(scored_half), 1.0, 0.3)
+    assert s.halves() == (pytest.approx(0.2), pytest.approx(0.2)) and s.inside(0.0)
+
+
+def test_the_packaged_discrepancy_is_the_once_scored_collections() -> None:
     from optimizer.model.fitted import load_fitted
 
     scored = load_once_scored()
-    assert len({(s.collection, s.source) for s in scored}) >= 15
-    assert load_fitted().meta["new_source_widening"] == widening(scored)
-    assert coverage(scored, 1.0) < 0.8 <= coverage(scored, widening(scored))
-
-
-def test_a_band_scored_already_widened_is_unwidened_first() -> None:
-    # scored with w = 1.21 in force: the band 0.8..1.25 it was scored in is the base band
-    # widened by 1.21; a ratio at 1.25 is inside at w = 1.21 and outside at w = 1.2
-    s = Scored("x", "A", 1.25, 0.8, 1.0, 1.25, scored_widening=1.21)
-    assert s.inside(1.21) and not s.inside(1.2)
+    assert len({(s.collection, s.source) for s in scored}) >= 20
+    d = discrepancy(scored)
+    assert load_fitted().meta["new_source_discrepancy"] == d
+    assert coverage(scored, 0.0) < 0.8 <= coverage(scored, d)

@@ -25,8 +25,9 @@ def _with(tmp_path: Path, old: str, new: str) -> str:
 
 def test_the_headline_job_forty_percent_done_weighs_a_switch_to_b200() -> None:
     """One 8x B200 box finishes the remaining 60% inside the 188 h left at P80. Since the
-    training bands are widened for new sources (benchmarks/new_sources.py: x1.21 in log width,
-    blackwell/16 P90 x1.37 -> x1.47), its P80 hours cost more than keeping the four H200 nodes:
+    training bands are widened for new sources (benchmarks/new_sources.py: the log half-widths in
+    quadrature with a discrepancy of 0.30, blackwell/16 P90 x1.37 -> x1.55), its P80 hours cost
+    more than keeping the four H200 nodes:
     the answer is keep (with the narrower band it was switch; before issue 44's tier bands,
     keep because B200's P80 ran past the deadline)."""
     result = runner.invoke(app, ["replan", str(JOB), "--json"])

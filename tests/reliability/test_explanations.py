@@ -129,7 +129,7 @@ def test_quota_is_blamed(ccopt, tmp_path) -> None:
 def test_owned_capacity_is_in_the_conflict(ccopt, tmp_path) -> None:
     owned = '[[capacity.owned]]\ngpu = "RTX4090"\nnum_boxes = 1\ngpus_per_box = 1'
     jobs = "".join(
-        # 1.5e8 tokens (3e8 before issue 44, 2e8 before the bands' new-source widening: at P80
+        # 1.5e8 tokens (3e8 before issue 44, 2e8 before the bands' widening for new sources: at P80
         # the 4090's pooled band no longer fits one in 2 days)
         BATCH_JOB.format(name=n, kind="qlora", tokens="1.5e8", deadline=2, gpu="RTX4090")
         for n in "ab"
