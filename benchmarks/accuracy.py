@@ -319,10 +319,8 @@ def report(
 
 #: the kept-aside collections, newest first: (folder, what it is)
 ASIDE_FOLDERS = (
-    (
-        "aside7",
-        "collected in issue 44's last round after the widening's recalibration, scored once at its end",
-    ),
+    ("aside8", "collected after the quadrature widening, scored once at the end of issue 44's last round"),
+    ("aside7", "collected in issue 44's last round, scored once, then development data (in the widening)"),
     ("aside6", "collected in issue 44's sixth round, scored once, then development data (in the widening)"),
     ("aside5", "collected in issue 44's fifth round before its fixes, scored once, then development data"),
     ("aside4", "collected in issue 44's fourth round before its fixes, scored once, then development data"),
