@@ -168,9 +168,8 @@ def build_configuration(
         ConfigError: a value out of range or a layout the rulebook refuses (names the flag).
     """
     spec = resolve_model(req.model)
-    if req.head is not None and not is_profile(spec) and req.head != spec.head:
-        # rebuilt, not model_copy: derived values (logits_width) must not carry over
-        spec = ModelSpec(**{**spec.model_dump(), "head": req.head})
+    if req.head is not None and not is_profile(spec):
+        spec = spec.with_head("task" if req.head == "task" else "lm")
     check_seq_len(spec, req.seq_len)
     seq_len = req.seq_len if req.seq_len is not None else default_seq_len(spec)
     if is_profile(spec) and req.mode == "serve":

@@ -71,7 +71,7 @@ def spec_from_hf_config(cfg: dict[str, Any], name: str = "custom", source: str =
         spec = _gpt_neox(cfg, num, name)
     else:
         spec = _bert(num, name)
-    return ModelSpec(**{**spec.model_dump(), "head": "task"}) if _task_head(cfg) else spec
+    return spec.with_head("task") if _task_head(cfg) else spec
 
 
 def _task_head(cfg: dict[str, Any]) -> bool:

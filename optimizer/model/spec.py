@@ -89,6 +89,11 @@ class ModelSpec(BaseModel):
 
     # ---- derived shape -------------------------------------------------------------
     # derived values are cached: the planner evaluates them ~10^5 times per plan
+    def with_head(self, head: Literal["lm", "task"]) -> ModelSpec:
+        """The same shape ending in `head`: rebuilt, not model_copy, so the cached derived
+        values (logits_width) are computed again; itself when it already ends in it."""
+        return self if head == self.head else ModelSpec(**{**self.model_dump(), "head": head})
+
     @cached_property
     def n_kv_heads(self) -> int:
         return self.kv_heads or self.heads

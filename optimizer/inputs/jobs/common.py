@@ -132,8 +132,7 @@ class ModelRef(StrictModel):
                 "a transformer shape: use [calibration] or `ccopt calibrate`"
             )
         if self.head is not None:
-            # rebuilt, not model_copy: cached derived values (logits_width) must not carry over
-            model = ModelSpec(**{**model.model_dump(), "head": self.head})
+            model = model.with_head(self.head)
         return model
 
 
