@@ -86,9 +86,6 @@ class RlAssumptionsIn(StrictModel):
     sync_link_efficiency: float | None = Field(
         default=None, ge=0.01, le=1, description="achieved share of the network by the weight sync"
     )
-    update_logits_bytes_per_value: float | None = Field(
-        default=None, ge=0, le=64, description="bytes per logit at the update's fused log-prob loss (4)"
-    )
     sync_bytes_per_param: float | None = Field(
         default=None, ge=0.5, le=16, description="bytes per parameter sent at a weight sync (2: bf16)"
     )

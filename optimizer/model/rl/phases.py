@@ -192,13 +192,17 @@ def train_precision(gpu: GpuSpec) -> str:
 def _training_setup(seq_len: int, precision: str, rl: RlSetup) -> TrainingSetup:
     """The update as a training step on the trainer's stack (RlSetup.train_stack); with
     rl.optimizer_offload ZeRO-Offload, its memory and CPU Adam time from the training model
-    (memory.py, step_model.optimizer_s)."""
+    (memory.py, step_model.optimizer_s). Its loss is a fused kernel: verl's actor takes the
+    log-probs with flash-attn's cross entropy (verl/utils/torch_functional.py
+    logprobs_from_logits_flash_attn: cross_entropy_loss(..., inplace_backward=True), the
+    gradient written into the 16-bit logits), Megatron's its vocab-parallel fused one."""
     return TrainingSetup(
         seq_len=max(1, seq_len),
         precision=precision,
         optimizer="adamw",
         stack=rl.train_stack,
         offload_optimizer=rl.optimizer_offload,
+        loss_kernel="fused",
     )
 
 
@@ -239,8 +243,6 @@ def update_phase(
     timed = _training_setup(round(rl.mean_tokens), precision, rl)
     sized = _training_setup(rl.max_tokens, precision, rl)
     steps = step_model_for(model, timed, cluster.gpu, a)
-    if a.logits_bytes_per_value is None:  # the RL loss's fused log-probs (RlAssumptions)
-        a = replace(a, logits_bytes_per_value=rla.update_logits_bytes_per_value)
     memory = memory_model_for(model, sized, a)
     best: Update | None = None
     for base in _trainer_layouts(model, rl, cluster):

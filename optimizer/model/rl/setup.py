@@ -107,12 +107,6 @@ class RlAssumptions:
     #: GUESS: a forward-only pass costs 1/3 of forward + backward (backward = 2 × forward FLOPs:
     #: Kaplan et al. 2020 §2.1, C ≈ 6N per token of which 2N forward), before recompute
     forward_share: float = 1.0 / 3.0
-    #: GUESS: bytes per logit the update holds at its loss. verl's actor takes the log-probs
-    #: with flash-attn's fused cross entropy (verl/utils/torch_functional.py
-    #: logprobs_from_logits_flash_attn: cross_entropy_loss(..., inplace_backward=True), the
-    #: gradient written into the 16-bit logits), not the eager fp32 loss of the training
-    #: stacks (14 B); the figure is llm-foundry's fused cross entropy's (stacks.toml), a guess
-    update_logits_bytes_per_value: float = 4.0
     #: GUESS: achieved share of the fabric's line rate by the trainer → generator weight
     #: broadcast (NCCL broadcast of bucketed tensors; verl/NeMo-RL refit)
     sync_link_efficiency: float = 0.5
