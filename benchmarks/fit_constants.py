@@ -195,7 +195,7 @@ def write_fitted(
     cases: Sequence[Case],
     bands: dict[str, tuple[float, float, float, int, int]],
     path: Path = OUT,
-    widened: float = 0.0,
+    new_source_d: float = 0.0,
 ) -> None:
     used = sorted(c.row.case_id for c in cases if family(c) is not None)
     sources = sorted({c.source for c in cases})
@@ -215,7 +215,7 @@ def write_fitted(
         f"ridge = {{{', '.join(f'{k} = {v}' for k, v in RIDGE.items())}}}",
         f"clip = {CLIP}",
         f"iterations = {ITERATIONS}",
-        f"new_source_discrepancy = {widened}  # log half-width -> hypot(half, this), new_sources.py",
+        f"new_source_discrepancy = {new_source_d}  # log half-width -> hypot(half, this), new_sources.py",
         f"sources = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]",
         f"cases = {len(used)}",
         "case_ids = [" + ", ".join(f'"{c}"' for c in used) + "]",
@@ -264,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     folds = lofo(cases, progress=lambda s: print(f"  fold without {s}", file=sys.stderr))
     residuals = [item for _, results in folds.values() for item in results]
     # the training bands widened for sources the model was never shaped on (new_sources.py)
-    widened = discrepancy(load_once_scored())
-    bands = widen(bands_from(residuals), widened)
+    new_source_d = discrepancy(load_once_scored())
+    bands = widen(bands_from(residuals), new_source_d)
     bands.update(calibrated_band_stats(folds))
     bands.update(memory_band(memory_loso(cases)))
     print(
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         + f" terms, {len(bands)} bands, {len(fit.ceilings)} ceilings"
     )
     if not args.dry_run:
-        write_fitted(fit, cases, bands, widened=widened)
+        write_fitted(fit, cases, bands, new_source_d=new_source_d)
         print(f"wrote {OUT}")
     return 0
 
