@@ -319,7 +319,8 @@ def report(
 
 #: the kept-aside collections, newest first: (folder, what it is)
 ASIDE_FOLDERS = (
-    ("aside8", "collected after the quadrature widening, scored once at the end of issue 44's last round"),
+    ("aside9", "collected after aside8 was scored, scored once at the end of issue 44's ninth round"),
+    ("aside8", "collected after the quadrature widening, scored once, then development data"),
     ("aside7", "collected in issue 44's last round, scored once, then development data (in the widening)"),
     ("aside6", "collected in issue 44's sixth round, scored once, then development data (in the widening)"),
     ("aside5", "collected in issue 44's fifth round before its fixes, scored once, then development data"),
