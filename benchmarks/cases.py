@@ -62,7 +62,7 @@ from optimizer.model.hardware import GpuSpec  # noqa: E402
 from optimizer.model.memory import training_memory  # noqa: E402
 from optimizer.model.presets import PRESETS  # noqa: E402
 from optimizer.model.serving import serving_max_batch, serving_perf  # noqa: E402
-from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup  # noqa: E402
+from optimizer.model.setup import RECOMPUTE_MODULES, Layout, PerfAssumptions, ServeSetup, TrainingSetup  # noqa: E402
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec  # noqa: E402
 from optimizer.model.stacks import get_stack  # noqa: E402
 from optimizer.model.step_time import Cluster, training_step_time  # noqa: E402
@@ -336,6 +336,10 @@ def _train_case(row: Row) -> Case:
     # row's stack or notes name them
     kernels = f"{notes} {_lower(row.stack_version)}"
     fused = re.search(r"liger|fused rmsnorm[^|;]*swiglu", kernels) is not None
+    # Megatron-Core --recompute-modules and --expert-tensor-parallel-size, as the row states them
+    names = "|".join(RECOMPUTE_MODULES)
+    modules = re.search(rf"--recompute-modules ((?:(?:{names})\b ?)+)", notes)
+    etp = re.search(r"--expert-tensor-parallel-size:? (\d+)|\betp (\d+)\b", notes)
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -361,6 +365,7 @@ def _train_case(row: Row) -> Case:
         loss_chunks=loss_chunks,
         fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,
+        recompute_modules=tuple(modules.group(1).split()) if modules else (),
     )
     layout = Layout(
         dp=dp,
@@ -373,6 +378,7 @@ def _train_case(row: Row) -> Case:
         micro_batch=mb,
         grad_accum=ga,
         ep=ep,
+        etp=int(etp.group(1) or etp.group(2)) if etp else None,
     )
     gpn = min(row.gpus_per_node or min(gpus, 8), gpus)
     if gpus % gpn or tp > gpn:

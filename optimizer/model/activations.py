@@ -26,10 +26,17 @@ torch.compile (AOTAutograd's min-cut rematerialisation partitioner, Ansel et al.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.model.stacks import StackProfile
+from optimizer.model.stacks import Knobs, StackProfile, knobs
+
+_DEFAULT_ASSUMPTIONS = PerfAssumptions()
 
 __all__ = [
+    "activation_bytes_per_layer",
+    "recomputed_module_bytes",
     "extra_bytes_per_token",
     "moe_routing_bytes_per_token",
     "input_groups",
@@ -150,6 +157,110 @@ def moe_routing_bytes_per_token(model: ModelSpec) -> float:
     outputs the probability-weighted combine saves for the gradient of the router
     probabilities (moe_utils.unpermute: permuted_tokens * probs), 2 B each; the router's fp32
     logits and softmax scores, E values of 4 B each (Megatron-Core router.py computes routing
-    in fp32). Not divided by tensor parallelism: with TP the dispatcher gathers the tokens of
-    the TP group before the experts (token_dispatcher.py, 2024)."""
+    in fp32). Per token the dispatcher holds: with sequence parallelism it gathers the tokens of
+    the expert-tensor-parallel group (the TP group when etp = tp: token_dispatcher.py, 2024),
+    so the caller scales s·b by etp / tp (memory.activation_bytes_per_layer)."""
     return 2.0 * 2 * model.hidden * model.moe_active + 2 * 4.0 * model.moe_experts
+
+
+def recomputed_module_bytes(
+    model: ModelSpec, modules: tuple[str, ...], ffn_acts: float, routed: float
+) -> tuple[float, float, float]:
+    """What Megatron-Core's selective recompute of `modules` leaves of one layer's saved
+    tensors (transformer_config.py recompute_modules; moe/README "fine-grained recomputation"):
+    (bytes per token·hidden no longer kept outside TP, FFN activations kept, routing kept).
+
+    "layernorm" discards both norms' outputs (the QKV input and, unless "moe" checkpoints it as
+    the MoE layer's input, the FFN input: 2 B each); "moe" checkpoints the MoE layer, keeping
+    only its input (the experts' tensors and the routing buffers are recomputed); "mlp" the
+    same for a dense FFN; "moe_act" discards the experts' activation output (act(gate)·up of a
+    gated FFN, the GeLU output of a plain one); "core_attn" is what selective means without a
+    list (no s×s scores kept). MLA and shared experts are not in this model: no change."""
+    dropped = 0.0
+    if "layernorm" in modules:
+        dropped += 2.0 if model.is_moe and "moe" in modules else 4.0
+    if model.is_moe and "moe" in modules:
+        return dropped, 0.0, 0.0
+    if not model.is_moe and "mlp" in modules:
+        return dropped, 0.0, routed
+    if model.is_moe and "moe_act" in modules:
+        ffn_acts *= 2 / 3 if model.ffn_kind == "gated" else 1 / 2
+    return dropped, ffn_acts, routed
+
+
+def activation_bytes_per_layer(
+    model: ModelSpec, setup: TrainingSetup, layout: Layout, k: Knobs | None = None
+) -> float:
+    """Activation bytes one layer keeps for backward, for one micro-batch.
+
+    Korthikanti et al. 2022 §4 (Table 2): without recompute s·b·h·(34 + 5·a·s/h); with TP
+    and sequence parallelism everything divides by t; without SP 10·sbh stays replicated;
+    selective recompute drops the 5·a·s²·b attention-score term; full recompute keeps only
+    the layer input 2·s·b·h. Generalised here to GQA (smaller K, V), gated FFNs (ffn width
+    instead of 4h), no dropout (no masks) and FlashAttention (no s×s scores stored).
+    """
+    k = k or knobs(setup, _DEFAULT_ASSUMPTIONS)  # `k`: the caller's (the same stack switches)
+    if layout.checkpointing == "selective" and k.stack.selective_ac == "block":
+        # whole blocks checkpointed, a fraction p of them (fms-fsdp ac_handler.py: "p = 1:
+        # apply ac on every block, i.e. full ac"): per layer on average p·full + (1 − p)·none
+        p = k.stack.selective_blocks
+        return p * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="full"), k) + (
+            1 - p
+        ) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"), k)
+    # context parallelism: each GPU keeps the activations of s/cp tokens (Megatron-Core CP docs)
+    s, b, h, t = setup.seq_len / layout.cp, layout.micro_batch, model.hidden, layout.tp
+    sp = k.sequence_parallel and t > 1
+    # the paper's byte counts assume 16-bit activations; fp32 training stores twice as much
+    # (fp8 training still keeps most saved activations in 16 bit)
+    scale = 2.0 if setup.precision == "fp32" else 1.0
+    if layout.checkpointing == "full":
+        return scale * 2 * s * b * h / (t if sp else 1)
+    if layout.checkpointing == "selective" and k.stack.selective_ac == "op":
+        outside, inside = op_sac_bytes_per_token(model, t)
+        return scale * s * b * (outside / (t if sp else 1) + inside / t)
+    kv_ratio = model.kv_dim / model.hidden
+    q_ratio = model.q_dim / model.hidden
+    mask = 1.0 if setup.dropout else 0.0
+    # replicated (outside the TP region): 2 norm inputs, QKV input, FFN input, dropout masks
+    replicated = s * b * h * (2 + 2 + 2 + 2 + 2 * mask)
+    # split over tp: Q, K, V, attention output (input of O), FFN internals
+    if model.ffn_kind == "gated":
+        ffn_acts = 3 * 2 * s * b * model.ffn  # gate, up, act(gate)·up
+    else:
+        ffn_acts = 2 * 2 * s * b * model.ffn  # GeLU input and output
+    routed = 0.0
+    if model.is_moe:
+        ffn_acts *= model.moe_active  # each token's k expert FFNs
+        # the dispatcher gathers the tokens of the expert-tensor-parallel group (sequence
+        # parallel: s/t per GPU, times etp; Megatron-Core token_dispatcher.py), the TP group's
+        # all of them when etp = tp (its default)
+        gathered = layout.expert_tp / t if sp else 1.0
+        routed = s * b * moe_routing_bytes_per_token(model) * gathered
+    if layout.checkpointing == "selective" and setup.recompute_modules:
+        dropped, ffn_acts, routed = recomputed_module_bytes(model, setup.recompute_modules, ffn_acts, routed)
+        replicated -= s * b * h * dropped
+    split = s * b * h * (2 * q_ratio + 4 * kv_ratio + 2 * q_ratio) + ffn_acts
+    scores = 0.0
+    if k.attention == "eager" and layout.checkpointing == "none":
+        # softmax output 2·a·s²·b, plus dropout mask a·s²·b and dropout output 2·a·s²·b
+        # (with cp each GPU holds its s/cp queries against all s keys)
+        scores = model.heads * s * setup.seq_len * b * (2 + 3 * mask)
+    # what PyTorch stacks save beyond this count: frozen bases, eager norms/SwiGLU, GQA expansion
+    dropout_p = k.stack.lora_dropout if setup.lora_dropout is None else setup.lora_dropout
+    extra_out, extra_in = extra_bytes_per_token(
+        model, setup.method, setup.lora_targets, k.stack, dropout_p, setup.compile, setup.fused_kernels
+    )
+    replicated += s * b * extra_out
+    split += s * b * extra_in
+    if setup.precision == "fp8" and k.stack.fp8_saved_inputs:
+        # Transformer Engine fp8 GEMMs save their fp8-cast input for the wgrad GEMM (TE
+        # module/linear.py, layernorm_linear.py, layernorm_mlp.py: saved inputmat / ln_out /
+        # gelu_out are the fp8 tensors): QKV and FC1 inputs and the FC2 input (activation
+        # output) at 1 B instead of 2; the attention output is kept in bf16 by the attention
+        # backward and once more in fp8 by the output projection (+1 B)
+        ffn = model.ffn * (model.moe_active if model.is_moe else 1)
+        replicated -= s * b * h * 2
+        split += s * b * (model.q_dim - ffn)
+    if sp:
+        return scale * ((replicated + split + scores) / t + routed)
+    return scale * (replicated + split / t + scores / t + routed)

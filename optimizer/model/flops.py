@@ -65,8 +65,26 @@ def training_flops_per_token(model: ModelSpec, setup: TrainingSetup, checkpointi
     elif checkpointing == "selective" and get_stack(setup.stack).selective_ac == "op":
         # torchtitan op SAC recomputes every second mm of each block (activations.py)
         flops += 2.0 * op_sac_recomputed_params(model) * model.layers
+    elif checkpointing == "selective" and setup.recompute_modules:
+        flops += recomputed_module_flops(model, setup, attention)
     elif checkpointing == "selective" and setup.attention == "eager":
         flops += attention
     elif checkpointing == "selective":
         flops += 0.0  # FlashAttention already recomputes the scores in its backward pass
+    return flops
+
+
+def recomputed_module_flops(model: ModelSpec, setup: TrainingSetup, attention: float) -> float:
+    """Forward FLOPs per token that Megatron-Core's selective recompute of
+    setup.recompute_modules repeats: the MoE layers' expert GEMMs ("moe": 2 FLOPs per weight of
+    the k routed experts; Narayanan et al. 2021 eq. 2's 2·params per token) or the dense FFN's
+    ("mlp"), the attention core with an eager kernel ("core_attn"; FlashAttention recomputes
+    its scores anyway); norms and activation functions are element-wise (not counted)."""
+    modules, flops = setup.recompute_modules, 0.0
+    if model.is_moe and "moe" in modules:
+        flops += 2.0 * model.moe_active * model.mlp_params() * model.layers
+    if not model.is_moe and "mlp" in modules:
+        flops += 2.0 * model.mlp_params() * model.layers
+    if "core_attn" in modules and setup.attention == "eager":
+        flops += attention
     return flops

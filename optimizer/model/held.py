@@ -19,8 +19,12 @@ def params_per_gpu(model: ModelSpec, layout: Layout) -> float:
     """
     pp, tp = layout.pp, layout.tp
     layers_per_stage = math.ceil(model.layers / pp)
-    # expert parallelism: each GPU holds 1/ep of every MoE layer's experts (Megatron-Core MoE)
-    layer_part = layers_per_stage * (model.layer_params() - expert_params(model) * (1 - 1 / layout.ep))
+    # expert parallelism: each GPU holds 1/ep of every MoE layer's experts, each split over
+    # expert_tp GPUs (Megatron-Core MoE: --expert-model-parallel-size, --expert-tensor-parallel-size)
+    experts = expert_params(model)
+    layer_part = layers_per_stage * (
+        model.layer_params() - experts + experts * tp / (layout.ep * layout.expert_tp)
+    )
     if pp == 1:
         stage = (
             layer_part
@@ -42,14 +46,14 @@ def expert_params(model: ModelSpec) -> int:
 
 def sharded_params(model: ModelSpec, layout: Layout) -> float:
     """params_per_gpu counted as ZeRO shards them over dp × cp: the dense part over the whole
-    group, the experts (1/ep of them held) over the expert-data-parallel group of dp·cp/ep GPUs
-    (Megatron-Core distributed optimizer: expert parameters use their own data-parallel
-    group): the held parameters + the held experts × (ep − 1), over dp · cp."""
+    group, the experts (1/(ep·etp) of them held) over the expert-data-parallel group of
+    dp·cp·tp/(ep·etp) GPUs (Megatron-Core distributed optimizer: expert parameters use their
+    own data-parallel group): the held dense part + the stage's experts / tp, over dp · cp."""
     held = params_per_gpu(model, layout)
-    if layout.ep <= 1:
+    if layout.ep <= 1 and layout.expert_tp == layout.tp:
         return held
-    held_experts = math.ceil(model.layers / layout.pp) * expert_params(model) / layout.ep / layout.tp
-    return held + held_experts * (layout.ep - 1)
+    stage_experts = math.ceil(model.layers / layout.pp) * expert_params(model)
+    return held - stage_experts / (layout.ep * layout.expert_tp) + stage_experts / layout.tp
 
 
 def lora_params(model: ModelSpec, rank: int, targets: tuple[str, ...]) -> int:

@@ -9,14 +9,9 @@ attention definition (2 tensors × layers × kv_heads × head_dim per token).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Protocol
 
-from optimizer.model.activations import (
-    extra_bytes_per_token,
-    moe_routing_bytes_per_token,
-    op_sac_bytes_per_token,
-)
+from optimizer.model.activations import activation_bytes_per_layer, moe_routing_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
 from optimizer.model.held import expert_params, lora_params, params_per_gpu, sharded_params
@@ -87,77 +82,6 @@ def qlora_bytes_per_param(double_quant: bool = True) -> float:
 
 
 # ---- activations --------------------------------------------------------------------------
-
-
-def activation_bytes_per_layer(
-    model: ModelSpec, setup: TrainingSetup, layout: Layout, k: Knobs | None = None
-) -> float:
-    """Activation bytes one layer keeps for backward, for one micro-batch.
-
-    Korthikanti et al. 2022 §4 (Table 2): without recompute s·b·h·(34 + 5·a·s/h); with TP
-    and sequence parallelism everything divides by t; without SP 10·sbh stays replicated;
-    selective recompute drops the 5·a·s²·b attention-score term; full recompute keeps only
-    the layer input 2·s·b·h. Generalised here to GQA (smaller K, V), gated FFNs (ffn width
-    instead of 4h), no dropout (no masks) and FlashAttention (no s×s scores stored).
-    """
-    k = k or knobs(setup, _DEFAULT_ASSUMPTIONS)  # `k`: the caller's (the same stack switches)
-    if layout.checkpointing == "selective" and k.stack.selective_ac == "block":
-        # whole blocks checkpointed, a fraction p of them (fms-fsdp ac_handler.py: "p = 1:
-        # apply ac on every block, i.e. full ac"): per layer on average p·full + (1 − p)·none
-        p = k.stack.selective_blocks
-        return p * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="full"), k) + (
-            1 - p
-        ) * activation_bytes_per_layer(model, setup, replace(layout, checkpointing="none"), k)
-    # context parallelism: each GPU keeps the activations of s/cp tokens (Megatron-Core CP docs)
-    s, b, h, t = setup.seq_len / layout.cp, layout.micro_batch, model.hidden, layout.tp
-    sp = k.sequence_parallel and t > 1
-    # the paper's byte counts assume 16-bit activations; fp32 training stores twice as much
-    # (fp8 training still keeps most saved activations in 16 bit)
-    scale = 2.0 if setup.precision == "fp32" else 1.0
-    if layout.checkpointing == "full":
-        return scale * 2 * s * b * h / (t if sp else 1)
-    if layout.checkpointing == "selective" and k.stack.selective_ac == "op":
-        outside, inside = op_sac_bytes_per_token(model, t)
-        return scale * s * b * (outside / (t if sp else 1) + inside / t)
-    kv_ratio = model.kv_dim / model.hidden
-    q_ratio = model.q_dim / model.hidden
-    mask = 1.0 if setup.dropout else 0.0
-    # replicated (outside the TP region): 2 norm inputs, QKV input, FFN input, dropout masks
-    replicated = s * b * h * (2 + 2 + 2 + 2 + 2 * mask)
-    # split over tp: Q, K, V, attention output (input of O), FFN internals
-    if model.ffn_kind == "gated":
-        ffn_acts = 3 * 2 * s * b * model.ffn  # gate, up, act(gate)·up
-    else:
-        ffn_acts = 2 * 2 * s * b * model.ffn  # GeLU input and output
-    routed = 0.0
-    if model.is_moe:
-        ffn_acts *= model.moe_active  # each token's k expert FFNs
-        routed = s * b * moe_routing_bytes_per_token(model)
-    split = s * b * h * (2 * q_ratio + 4 * kv_ratio + 2 * q_ratio) + ffn_acts
-    scores = 0.0
-    if k.attention == "eager" and layout.checkpointing == "none":
-        # softmax output 2·a·s²·b, plus dropout mask a·s²·b and dropout output 2·a·s²·b
-        # (with cp each GPU holds its s/cp queries against all s keys)
-        scores = model.heads * s * setup.seq_len * b * (2 + 3 * mask)
-    # what PyTorch stacks save beyond this count: frozen bases, eager norms/SwiGLU, GQA expansion
-    dropout_p = k.stack.lora_dropout if setup.lora_dropout is None else setup.lora_dropout
-    extra_out, extra_in = extra_bytes_per_token(
-        model, setup.method, setup.lora_targets, k.stack, dropout_p, setup.compile, setup.fused_kernels
-    )
-    replicated += s * b * extra_out
-    split += s * b * extra_in
-    if setup.precision == "fp8" and k.stack.fp8_saved_inputs:
-        # Transformer Engine fp8 GEMMs save their fp8-cast input for the wgrad GEMM (TE
-        # module/linear.py, layernorm_linear.py, layernorm_mlp.py: saved inputmat / ln_out /
-        # gelu_out are the fp8 tensors): QKV and FC1 inputs and the FC2 input (activation
-        # output) at 1 B instead of 2; the attention output is kept in bf16 by the attention
-        # backward and once more in fp8 by the output projection (+1 B)
-        ffn = model.ffn * (model.moe_active if model.is_moe else 1)
-        replicated -= s * b * h * 2
-        split += s * b * (model.q_dim - ffn)
-    if sp:
-        return scale * ((replicated + split + scores) / t + routed)
-    return scale * (replicated + split / t + scores / t + routed)
 
 
 def logits_bytes(
@@ -246,12 +170,12 @@ class TrainingMemoryModel:
     def __init__(self, model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> None:
         self.model, self.setup, self.a = model, setup, a
         self.knobs = knobs(setup, a)
-        self._states: dict[tuple[int, int, int, int, int], tuple[float, float, float]] = {}
-        self._activations: dict[tuple[int, int, int, int, int, str, int], tuple[float, float | None]] = {}
+        self._states: dict[tuple[int, int, int, int, int, int], tuple[float, float, float]] = {}
+        self._activations: dict[tuple, tuple[float, float | None]] = {}  # key: activations()
 
     def states(self, layout: Layout) -> tuple[float, float, float]:
         """(weights, gradients, optimizer states) in bytes on the busiest GPU (_state_bytes)."""
-        key = (layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage, layout.ep)
+        key = (layout.tp, layout.pp, layout.dp * layout.cp, layout.zero_stage, layout.ep, layout.expert_tp)
         found = self._states.get(key)
         if found is None:
             found = self._states[key] = _state_bytes(self.model, self.setup, self.a, self.knobs, *key)
@@ -267,6 +191,7 @@ class TrainingMemoryModel:
             layout.micro_batch,
             layout.checkpointing,
             in_flight_microbatches(layout),
+            layout.expert_tp,
         )
         found = self._activations.get(key)
         if found is None:
@@ -318,11 +243,12 @@ def _state_bytes(
     dp_cp: int,
     zero: int,
     ep: int = 1,
+    etp: int | None = None,
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer states) in bytes on the busiest GPU of a tp × pp stage
     whose states ZeRO stage `zero` shards over `dp_cp` = dp × cp GPUs, experts split over
-    `ep` of them (training_memory)."""
-    layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero, ep=ep)
+    `ep` of them, each over `etp` (training_memory)."""
+    layout = Layout(tp=tp, pp=pp, dp=dp_cp, zero_stage=zero, ep=ep, etp=etp)
     dp = dp_cp  # ZeRO shards over dp × cp (Megatron CP)
     p_gpu = params_per_gpu(model, layout)
     p_shard = sharded_params(model, layout)  # = p_gpu without expert parallelism
@@ -421,13 +347,21 @@ def _activation_bytes(
     micro_batch: int,
     checkpointing: str,
     in_flight: int,
+    etp: int | None = None,
 ) -> tuple[float, float | None]:
     """Activation bytes on the first stage of a layout with `in_flight` micro-batches of its
     activations held (in_flight_microbatches), and the calibrated factor applied to them
     (None without one) (training_memory)."""
     # grad_accum = in_flight holds as many micro-batches as the layout (min(pp, grad_accum))
     layout = Layout(
-        tp=tp, pp=pp, cp=cp, vp=vp, micro_batch=micro_batch, checkpointing=checkpointing, grad_accum=in_flight
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        vp=vp,
+        micro_batch=micro_batch,
+        checkpointing=checkpointing,
+        grad_accum=in_flight,
+        etp=etp,
     )
     layers_per_stage = math.ceil(model.layers / layout.pp)
     if setup.offload_activations and layout.checkpointing == "full":
@@ -449,7 +383,7 @@ def _activation_bytes(
     ):
         # one layer is recomputed at a time (torchtitan op SAC recomputes the rest of a block)
         acts += activation_bytes_per_layer(
-            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp), k
+            model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp, etp=etp), k
         )
     acts += logits_bytes(model, setup, layout, a, k)
     fit = fitted_constants(a)

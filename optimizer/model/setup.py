@@ -25,6 +25,7 @@ __all__ = [
     "TRAIN_PRECISIONS",
     "WEIGHT_PRECISIONS",
     "KV_PRECISIONS",
+    "RECOMPUTE_MODULES",
 ]
 
 Optimizer = Literal["adamw", "adam-8bit", "sgd", "adafactor"]
@@ -48,6 +49,11 @@ WEIGHT_PRECISIONS = {
     "awq": 4.0 + 32.0 / 128,
     "gptq": 4.0 + 32.0 / 128,
 }
+
+#: Megatron-Core's selective-recompute submodules (transformer_config.py recompute_modules:
+#: "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"); this
+#: model has no MLA and no shared experts, so those two change nothing here
+RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 
 #: KV-cache formats (fp8 e4m3 / int8 with per-tensor scales: 1 byte per value)
 KV_PRECISIONS = ("fp16", "bf16", "fp8", "int8")
@@ -110,6 +116,15 @@ class TrainingSetup:
     #: gradients accumulated in fp32 (Megatron main_grad, DeepSpeed BF16_Optimizer); None: the
     #: stack's fp32_grad_buffer. False: DeepSpeed `data_types.grad_accum_dtype: bf16` (2 B)
     fp32_grads: bool | None = None
+    #: with selective recompute, the submodules recomputed (Megatron-Core --recompute-modules,
+    #: TransformerConfig.recompute_modules: RECOMPUTE_MODULES); (): the stack's selective
+    #: recompute (stacks.toml selective_ac; Megatron's default is ["core_attn"])
+    recompute_modules: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))
+        if unknown:
+            raise ValueError(f"recompute_modules: unknown {unknown}; allowed: {', '.join(RECOMPUTE_MODULES)}")
 
     @property
     def is_adapter(self) -> bool:
@@ -133,10 +148,19 @@ class Layout:
     #: group, tokens exchanged all-to-all (Megatron-Core MoE docs, --expert-model-parallel-size;
     #: Lepikhin et al. 2020 "GShard" §2.2); 1: every GPU holds every expert
     ep: int = 1
+    #: expert tensor parallelism: each expert's matrices split over etp GPUs (Megatron-Core
+    #: --expert-tensor-parallel-size, "Default is None, which will be set to the value of
+    #: --tensor-model-parallel-size"); None: tp, as there. Layouts the planner builds keep None.
+    etp: int | None = None
 
     @property
     def gpus(self) -> int:
         return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def expert_tp(self) -> int:
+        """GPUs each expert's matrices are split over (etp, or tp when unset)."""
+        return self.tp if self.etp is None else self.etp
 
     @property
     def global_batch(self) -> int:
@@ -159,6 +183,8 @@ class Layout:
             out["vp"] = self.vp
         if self.ep > 1:
             out["ep"] = self.ep
+        if self.expert_tp != self.tp:
+            out["etp"] = self.expert_tp
         return out
 
 

@@ -235,7 +235,7 @@ class DecoderStepModel:
         self.grad_value_bytes = 4.0 if stack.fp32_grad_buffer and setup.precision != "fp32" else COMM_BYTES
         self.qlora_weight_bytes = qlora_bytes_per_param(stack.qlora_double_quant)
         self.state_bytes = ADAM_STATE_BYTES if stack.fp32_master else ADAM_STATE_BYTES / 2
-        self._held: dict[tuple[int, int, int], float] = {}
+        self._held: dict[tuple[int, int, int, int], float] = {}
 
     @property
     def own_band(self) -> bool:
@@ -259,7 +259,7 @@ class DecoderStepModel:
 
     def held_params(self, layout: Layout) -> float:
         """Parameters of this GPU's stage / tp slice (memory.params_per_gpu), per (pp, tp, ep)."""
-        key = (layout.pp, layout.tp, layout.ep)
+        key = (layout.pp, layout.tp, layout.ep, layout.expert_tp)
         held = self._held.get(key)
         if held is None:
             held = self._held[key] = params_per_gpu(self.model, layout)
@@ -401,7 +401,7 @@ class DecoderStepModel:
         with fp32 master; 8 B for bf16-only stacks)."""
         shard = layout.dp * layout.cp if layout.zero_stage >= 1 else 1
         trained = self.trained_params(layout)
-        if shard > 1 and layout.ep > 1 and not self.setup.is_adapter:
+        if shard > 1 and (layout.ep > 1 or layout.expert_tp != layout.tp) and not self.setup.is_adapter:
             trained = sharded_params(self.model, layout)  # experts shard over dp·cp/ep GPUs
         opt_s = trained / shard * self.state_bytes * 2 / self.hbm_bytes_per_s
         if self.setup.offload_optimizer:
