@@ -49,8 +49,10 @@ class GpuSpec:
     def peak_tflops(self, precision: str) -> float | None:
         """Dense tensor peak for a compute precision, or None if unsupported.
 
-        fp32 training uses TF32 tensor cores where present (PyTorch default for matmuls
-        under `allow_tf32`), else plain FP32.
+        fp32 training uses TF32 tensor cores where present, else plain FP32. PyTorch ≥ 1.12
+        leaves TF32 matmuls off unless `allow_tf32` or TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (set
+        by NGC containers) turns them on; the exported scripts of an fp32 plan set the latter
+        (report/export/training.py fp32_env). A run with TF32 off is ~7× slower on Hopper.
         """
         if precision == "fp32":
             return self.tf32_tflops or self.fp32_tflops

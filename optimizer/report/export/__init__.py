@@ -22,6 +22,7 @@ from optimizer.report.export.common import (
     result_kind,
     serve_deployments,
     shell_default,
+    shell_exports,
     slug,
     train_plans,
     yaml_text,
@@ -32,6 +33,7 @@ from optimizer.report.export.training import (
     FRAMEWORK_STACKS,
     deepspeed_config,
     foundry_fragment,
+    fp32_env,
     megatron_args,
     megatron_model_args,
     nemo_overrides,
@@ -52,6 +54,7 @@ def _bash_array(t: TrainPlan, name: str, words: list[str], use: str) -> str:
     return (
         "# shellcheck shell=bash disable=SC2034  # an array for the script that sources this file\n"
         + comment(t.lines)
+        + shell_exports(fp32_env(t))
         + f"# use: source this file, then {use}\n{name}=(\n{items})\n"
     )
 

@@ -15,6 +15,7 @@ from optimizer.report.export.entry import deepspeed_launcher, fabric_env, megatr
 
 __all__ = [
     "deepspeed_config",
+    "fp32_env",
     "megatron_args",
     "nemo_overrides",
     "torchtitan_overrides",
@@ -325,8 +326,9 @@ def foundry_overrides(t: TrainPlan) -> list[str]:
 
 
 def layout_env(t: TrainPlan) -> dict[str, str]:
-    """The layout as environment variables (CCOPT_*), for scripts that read their own layout."""
-    return {
+    """The layout as environment variables (CCOPT_*), for scripts that read their own layout;
+    an fp32 plan also turns on TF32 matmuls, which its step time assumes (hardware.peak_tflops)."""
+    return fp32_env(t) | {
         "CCOPT_DP": str(t.dp),
         "CCOPT_TP": str(t.tp),
         "CCOPT_PP": str(t.pp),
@@ -344,6 +346,14 @@ def layout_env(t: TrainPlan) -> dict[str, str]:
         "CCOPT_MODEL": t.model_ref,
         "CCOPT_FUSED_KERNELS": "1" if t.fused_kernels else "0",
     }
+
+
+def fp32_env(t: TrainPlan) -> dict[str, str]:
+    """An fp32 plan is timed on TF32 tensor cores (GpuSpec.peak_tflops), but PyTorch ≥ 1.12
+    leaves `torch.backends.cuda.matmul.allow_tf32` False: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1
+    turns it on for any script (what NGC PyTorch containers set; MONAI docs, "Precision and
+    Accelerating": https://docs.monai.io/en/stable/precision_accelerating.html, read 2026-12-05)."""
+    return {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"} if t.precision == "fp32" else {}
 
 
 def joined_command(cmd: list[str]) -> str:
