@@ -340,6 +340,8 @@ def _train_case(row: Row) -> Case:
     names = "|".join(RECOMPUTE_MODULES)
     modules = re.search(rf"--recompute-modules ((?:(?:{names})\b ?)+)", notes)
     etp = re.search(r"--expert-tensor-parallel-size:? (\d+)|\betp (\d+)\b", notes)
+    # torch.autocast over fp32 parameters, as the row states it (its weight-cast cache)
+    autocast = re.search(r"torch autocast[^.;]*fp32 param|autocast over fp32 param", notes) is not None
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -366,6 +368,7 @@ def _train_case(row: Row) -> Case:
         fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,
         recompute_modules=tuple(modules.group(1).split()) if modules else (),
+        autocast_weights=True if autocast else None,
     )
     layout = Layout(
         dp=dp,

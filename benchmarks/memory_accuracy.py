@@ -124,7 +124,18 @@ def memory_aside() -> Scored:
     from load import load_file  # noqa: PLC0415
 
     # the kept-aside collections (accuracy.ASIDE_FOLDERS)
-    folders = ("aside", "aside2", "aside3", "aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10")
+    folders = (
+        "aside",
+        "aside2",
+        "aside3",
+        "aside4",
+        "aside5",
+        "aside6",
+        "aside7",
+        "aside8",
+        "aside9",
+        "aside10",
+    )
     rows = [r for f in folders for p in sorted((HERE / "validation" / f).glob("*.csv")) for r in load_file(p)]
     a = assumptions_for(load_fitted())
     out: Scored = []

@@ -272,10 +272,14 @@ def _state_bytes(
         base = p_gpu / (dp if zero >= 3 else 1)  # the frozen base, sharded by ZeRO-3
         return _adapter_state_bytes(model, setup, a, k, layout, base, (w_b, g_b, o_b))
     weights = held(3) * w_b
-    if k.stack.autocast_weight_cache and master and setup.precision in ("fp16", "bf16"):
+    autocast = k.stack.autocast_weight_cache if setup.autocast_weights is None else setup.autocast_weights
+    if autocast and master and setup.precision in ("fp16", "bf16"):
         # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
-        # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard
-        weights += held(3) * 2.0
+        # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard;
+        # under ZeRO-3/FSDP, of every gathered full weight until the region ends (fairscale PR
+        # #650: "when training in AMP model with weight dtype32, FSDP may need to optionally
+        # clear the autocast cache to avoid GPU OOM"); stated for a run (setup.autocast_weights)
+        weights += (p_gpu if zero >= 3 and setup.autocast_weights else held(3)) * 2.0
     gradients = held(2) * g_b
     optimizer = held(1) * o_b
     if zero >= 3:  # gathered full-size parameters of the layers being computed

@@ -120,6 +120,9 @@ class TrainingSetup:
     #: TransformerConfig.recompute_modules: RECOMPUTE_MODULES); (): the stack's selective
     #: recompute (stacks.toml selective_ac; Megatron's default is ["core_attn"])
     recompute_modules: tuple[str, ...] = ()
+    #: torch.autocast over fp32 parameters (AMP without a sharded mixed-precision policy): the
+    #: 16-bit cast of each trained weight stays cached; None: the stack's autocast_weight_cache
+    autocast_weights: bool | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))

@@ -112,3 +112,23 @@ def test_validation_rows_read_modules_and_etp_as_stated() -> None:
     setup, layout, _ = case.train
     assert setup.recompute_modules == ("layernorm", "moe")
     assert (layout.tp, layout.expert_tp, layout.ep, layout.cp) == (4, 1, 8, 2)
+
+
+def test_autocast_over_fsdp_caches_every_gathered_weight() -> None:
+    # Llama-2-7B (6,738,415,616 parameters, the Hugging Face checkpoint) under FSDP FULL_SHARD
+    # on 8 GPUs with torch.autocast over fp32 parameters: the bf16 cast of every gathered
+    # weight stays cached until the forward's autocast region ends, 2 B × 6.74e9 = 12.55 GiB
+    # on each GPU, not an eighth of it (fairscale PR #650)
+    from optimizer.inputs.models import load_model  # lazy: only this test needs the presets
+    from optimizer.model.memory import TrainingMemoryModel
+    from optimizer.model.setup import PerfAssumptions
+
+    model, a = load_model("llama-2-7b"), PerfAssumptions(use_fitted=False)
+    layout = Layout(dp=8, zero_stage=3, checkpointing="full", micro_batch=1)
+    plain = TrainingSetup(seq_len=4096, stack="fsdp")
+    amp = TrainingSetup(seq_len=4096, stack="fsdp", autocast_weights=True)
+    extra = (
+        TrainingMemoryModel(model, amp, a).states(layout)[0]
+        - TrainingMemoryModel(model, plain, a).states(layout)[0]
+    )
+    assert extra == pytest.approx(2 * 6_738_415_616, rel=1e-3)
