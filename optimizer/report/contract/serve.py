@@ -10,8 +10,9 @@ from optimizer.report.contract.common import (
     SCHEMA_VERSION,
     Contract,
     ExplanationOut,
+    LinePrice,
     MemoryGiB,
-    PriceOut,
+    PriceSource,
     RejectedOut,
     SolverOut,
 )
@@ -47,10 +48,8 @@ class DeploymentOut(Contract):
     e2e_s: float
     memory_gib: MemoryGiB = Field(description="per GPU, at the replica's batch and context")
     price_flags: list[PriceFlagOut] = Field(default_factory=list)
-    price_source: str = Field(
-        default="bundled", description="bundled | refreshed | file | overlay | hardware (see price)"
-    )
-    price: PriceOut | None = Field(default=None, description="source, date and age of the price")
+    price_source: PriceSource = "bundled"
+    price: LinePrice = None
 
 
 class ServePlanOut(Contract):
