@@ -267,22 +267,17 @@ class ServeConstraints(RenamedFieldsModel):
     @field_validator("redundancy")
     @classmethod
     def _redundancy(cls, v: str | int) -> str | int:
+        allowed = f'"n+1", "n+2", ... or an integer 0 to {MAX_SPARE} (spare instances)'
         if isinstance(v, int):
             if not 0 <= v <= MAX_SPARE:
-                raise ValueError(
-                    f'{v} is not allowed; allowed: "n+1", "n+2", ... or an '
-                    f"integer 0 to {MAX_SPARE} (spare instances)"
-                )
+                raise ValueError(f"{v} is not allowed; allowed: {allowed}")
             return v
         text = v.strip().lower().replace(" ", "")
         if text in ("n", "none", "0"):
             return 0
         if text.startswith("n+") and text[2:].isdigit() and int(text[2:]) <= MAX_SPARE:
             return int(text[2:])
-        raise ValueError(
-            f'{v!r} is not allowed; allowed: "n+1", "n+2", ... or an integer '
-            f"0 to {MAX_SPARE} (spare instances)"
-        )
+        raise ValueError(f"{v!r} is not allowed; allowed: {allowed}")
 
     @field_validator("tp_degrees")
     @classmethod
