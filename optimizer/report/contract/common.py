@@ -22,6 +22,7 @@ __all__ = [
     "ExplanationOut",
     "RejectedOut",
     "PriceOut",
+    "AnswerStatus",
     "PriceSource",
     "LinePrice",
     "MemoryActivationFactor",
@@ -37,6 +38,11 @@ __all__ = [
 #: list of {option, reason}; serve's memory_gib an object; solver blocks share status,
 #: proven_optimal, wall_s, rows. Fields renamed in 2 keep their old name beside the new one.
 SCHEMA_VERSION = 2
+
+
+#: the status of a planner's answer (plan, serve, serve-compare, rl, batch): optimal (proven),
+#: feasible (the best found within the time limit) or infeasible
+AnswerStatus = Literal["optimal", "feasible", "infeasible"]
 
 
 class Contract(BaseModel):

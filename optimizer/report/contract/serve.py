@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from optimizer.report.contract.common import (
     SCHEMA_VERSION,
+    AnswerStatus,
     Contract,
     ExplanationOut,
     LinePrice,
@@ -116,7 +115,7 @@ class ServeOutput(Contract):
     """`ccopt serve --json`."""
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: AnswerStatus
     plan: ServePlanOut | None
     explanation: ExplanationOut | None
     solver: SolverOut
@@ -130,7 +129,7 @@ class ServeCompareOutput(Contract):
     """`ccopt serve-compare --json`: the best mix, and each GPU type alone."""
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: AnswerStatus
     best: ServeOutput
     per_gpu: dict[str, ServePlanOut | None] = Field(description="null: that type cannot serve it")
     per_gpu_explanation: dict[str, ExplanationOut] = Field(default_factory=dict)

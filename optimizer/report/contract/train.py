@@ -9,6 +9,7 @@ from pydantic import Field
 
 from optimizer.report.contract.common import (
     SCHEMA_VERSION,
+    AnswerStatus,
     Contract,
     ExplanationOut,
     LayoutOut,
@@ -381,7 +382,7 @@ class PlanOutput(Contract):
     """`ccopt plan --json`."""
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: AnswerStatus
     plan: PlanOut | None
     alternatives: list[AlternativeOut] = Field(description="next-best distinct plans")
     explanation: ExplanationOut | None = Field(description="why infeasible (null otherwise)")
