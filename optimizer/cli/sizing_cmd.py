@@ -19,6 +19,7 @@ from optimizer.cli.common import (
     console,
     layout_words,
     money,
+    offline_choice,
     user_errors,
 )
 
@@ -72,7 +73,7 @@ def sizing(
             reading_level,
         )
         data = api.sizing(
-            job, prices=prices, offline=True if offline else None, rule=rule, confidence=confidence
+            job, prices=prices, offline=offline_choice(offline), rule=rule, confidence=confidence
         )
     answer(data, json_out, _render)
 
