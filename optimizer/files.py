@@ -56,6 +56,7 @@ __all__ = [
     "parse_json",
     "read_json_input",
     "check_nesting",
+    "nested_too_deep",
     "MAX_NESTING",
 ]
 
@@ -145,6 +146,14 @@ def was_read(path: str | Path) -> bool:
         return False
 
 
+def nested_too_deep(what: str) -> ConfigError:
+    """The one refusal of a JSON or TOML document nested deeper than MAX_NESTING (read, parsed
+    or checked)."""
+    return ConfigError(
+        f"{what}: arrays/tables nested deeper than {MAX_NESTING} levels; allowed: at most {MAX_NESTING}"
+    )
+
+
 def check_nesting(doc: Any, what: str) -> None:
     """Raise ConfigError when `doc` (parsed JSON/TOML) nests deeper than MAX_NESTING."""
     stack = [(doc, 1)]
@@ -154,10 +163,7 @@ def check_nesting(doc: Any, what: str) -> None:
         for child in children:
             if isinstance(child, dict | list):
                 if depth + 1 > MAX_NESTING:
-                    raise ConfigError(
-                        f"{what}: arrays/tables nested deeper than {MAX_NESTING} levels; "
-                        f"allowed: at most {MAX_NESTING}"
-                    )
+                    raise nested_too_deep(what)
                 stack.append((child, depth + 1))
 
 
@@ -183,9 +189,7 @@ def parse_json(text: str, what: str) -> Any:
     try:
         doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
-        raise ConfigError(
-            f"{what}: arrays/tables nested deeper than {MAX_NESTING} levels; allowed: at most {MAX_NESTING}"
-        ) from None
+        raise nested_too_deep(what) from None
     except json.JSONDecodeError:
         raise  # not JSON at all: each reader words it (what it expected)
     except ValueError as exc:  # a hook's refusal, or an integer over Python's digit limit

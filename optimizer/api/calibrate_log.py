@@ -33,6 +33,8 @@ _WHERE = ("instance", "gpu", "gpus_per_instance", "inter_node_gbps")
 #: GUESS: a log's memory % (torchtitan) may imply a card up to 10% off the --gpu's memory (the
 #: driver's reserve, GB vs GiB) before the log is taken for another GPU's
 _CARD_SLACK = 0.10
+#: what to do when a log's figures describe another card than the run's GPU
+_OTHER_CARD = "give the --gpu or --instance the log ran on"
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def _check_card(fig: LogFigures, built: Built, card_gib: float | None) -> None:
         raise ConfigError(
             f"--from-log: {fig.file} line {fig.memory_line}: inconsistent numbers: the memory % "
             f"implies a {card_gib:.1f} GiB card, the run's GPU {built.gpu.gpu_id} has "
-            f"{built.gpu.memory_gib:g} GiB; give the --gpu or --instance the log ran on"
+            f"{built.gpu.memory_gib:g} GiB; {_OTHER_CARD}"
         )
 
 
@@ -142,7 +144,7 @@ def _check_ranges(fig: LogFigures, speed: LogMeasurement, built: Built) -> None:
         raise ConfigError(
             f"--from-log: {fig.file} line {fig.memory_line}: peak memory {fig.peak_memory_gib:g} GiB per GPU "
             f"({fig.memory_kind}) is more than a {built.gpu.gpu_id} has ({built.gpu.memory_gib:g} GiB); "
-            f"allowed: ≤ {most_gib:g} GiB; give the --gpu or --instance the log ran on"
+            f"allowed: ≤ {most_gib:g} GiB; {_OTHER_CARD}"
         )
 
 

@@ -8,7 +8,7 @@ from optimizer.inputs.jobs.batch import BatchFile
 from optimizer.inputs.jobs.rl import RlJob
 from optimizer.inputs.jobs.serve import ServeJob
 from optimizer.inputs.jobs.train import Job
-from optimizer.report.contract import OUTPUTS, SCHEMA_VERSION, output_schema
+from optimizer.report.contract import JSON_SCHEMA_DIALECT, OUTPUTS, SCHEMA_VERSION, output_schema
 
 __all__ = ["INPUTS", "OUTPUTS", "SCHEMA_VERSION", "schema_names", "schema_of"]
 
@@ -30,6 +30,6 @@ def schema_of(name: str) -> dict[str, Any]:
     if name in OUTPUTS:
         return output_schema(name)
     schema = INPUTS[name].model_json_schema(mode="validation")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$schema"] = JSON_SCHEMA_DIALECT
     schema["title"] = f"ccopt {name} file (TOML)"
     return schema

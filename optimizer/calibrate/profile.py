@@ -9,7 +9,7 @@ from typing import Any
 from optimizer.configuration.build import (
     DEFAULT_TRAIN_PRECISION,
     check_seq_len,
-    instance_offering,
+    request_offering,
     resolve_model,
 )
 from optimizer.errors import ConfigError
@@ -97,10 +97,7 @@ def calibrate_profile_request(
     if req.seq_len is not None:
         check_seq_len(resolve_model(model), req.seq_len)
     gpu = get_gpu(str(req.gpu), "--gpu")
-    if req.instance is not None:
-        offering = instance_offering(req.instance, prices, offline)
-        if gpu.gpu_id != offering.gpu_id:
-            raise ConfigError(f"--gpu: {req.gpu} differs from the GPUs of {req.instance} ({offering.gpu_id})")
+    request_offering(req, prices, offline)  # --instance's GPU must be --gpu
     if samples_per_s is None:
         raise ConfigError(
             f"--samples-per-s: {model} is a per-sample model; give the measured samples/s of the run"

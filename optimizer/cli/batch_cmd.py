@@ -21,6 +21,7 @@ from optimizer.cli.common import (
     console,
     input_files,
     money,
+    offline_choice,
     print_fallback,
     time_limit_help,
     time_limit_s,
@@ -87,7 +88,7 @@ def batch(
             result = api.batch(
                 jobs,
                 prices=prices,
-                offline=True if offline else None,
+                offline=offline_choice(offline),
                 time_limit_s=time_limit,
                 workers=workers,
                 confidence=confidence,

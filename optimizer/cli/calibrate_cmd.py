@@ -19,6 +19,7 @@ from optimizer.cli.common import (
     OfflineOpt,
     PricesOpt,
     console,
+    offline_choice,
     print_json,
     user_errors,
 )
@@ -178,7 +179,7 @@ def calibrate(
             from_file=from_file,
             force=force,
             prices=prices,
-            offline=True if offline else None,
+            offline=offline_choice(offline),
         )
     _print(out, json_out)
 

@@ -58,6 +58,8 @@ __all__ = [
     "OldTimeLimitOpt",
     "time_limit_s",
     "time_limit_help",
+    "offline_choice",
+    "WarmupStepsOpt",
     "AlternativesOpt",
     "DEFAULT_TIME_LIMIT_S",
 ]
@@ -67,6 +69,15 @@ JobArg = Annotated[Path, typer.Argument(help="Job file (TOML)", metavar="JOB")]
 PricesOpt = Annotated[Path | None, typer.Option("--prices", help="Offerings CSV to use instead")]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the bundled price tables only")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output (the documented contract)")]
+#: `--warmup-steps` of the commands that time a reading (sizing, measure); each its own default
+WarmupStepsOpt = Annotated[int, typer.Option(help="Steps before the reading (excluded)")]
+
+
+def offline_choice(offline: bool) -> bool | None:
+    """The API's `offline` of an --offline flag: True when given, else None ($CCOPT_OFFLINE decides)."""
+    return True if offline else None
+
+
 ConfidenceOpt = Annotated[
     float | None,
     typer.Option(

@@ -17,6 +17,7 @@ from optimizer.cli.common import (
     PricesOpt,
     borrowed_words,
     console,
+    offline_choice,
     print_json,
     user_errors,
 )
@@ -87,9 +88,7 @@ def estimate(
             )
         else:
             request = api.request_from_options(config)
-        result = api.estimate_request(
-            request, prices=prices, offline=True if offline else None, assumptions=a
-        )
+        result = api.estimate_request(request, prices=prices, offline=offline_choice(offline), assumptions=a)
     if json_out:
         print_json(result)
         return

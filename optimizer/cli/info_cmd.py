@@ -12,8 +12,11 @@ from optimizer.cli.common import console, print_json, user_errors
 
 __all__ = ["register"]
 
+#: `--json` of the catalog listings (models, gpus, stacks)
+CatalogJsonOpt = Annotated[bool, typer.Option("--json", help="JSON output")]
 
-def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
+
+def models(json_out: CatalogJsonOpt = False) -> None:
     """Preset model shapes with their parameter counts."""
 
     if json_out:
@@ -56,7 +59,7 @@ def models(json_out: Annotated[bool, typer.Option("--json", help="JSON output")]
     console().print(ptable)
 
 
-def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
+def gpus(json_out: CatalogJsonOpt = False) -> None:
     """The GPU catalog: memory, bandwidth, dense TFLOPS, links."""
 
     with user_errors():
@@ -98,7 +101,7 @@ def gpus(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] =
     console().print(table)
 
 
-def stacks(json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
+def stacks(json_out: CatalogJsonOpt = False) -> None:
     """Software-stack profiles (`--stack`, `stack = ...`): what each stack overlaps, shards and
     reserves, every value with its source or marked a guess."""
     if json_out:

@@ -9,7 +9,7 @@ import typer
 
 from optimizer import api
 from optimizer.api import check_number
-from optimizer.cli.common import ForceOpt, JsonOpt, console, print_json, user_errors
+from optimizer.cli.common import ForceOpt, JsonOpt, WarmupStepsOpt, console, print_json, user_errors
 from optimizer.cli.progress import Progress
 from optimizer.errors import ConfigError
 
@@ -35,7 +35,6 @@ InputShapeOpt = Annotated[
 MicroBatchOpt = Annotated[int, typer.Option(help="Samples per step")]
 SeqLenOpt = Annotated[int, typer.Option(help="--hf-config: tokens per sample")]
 StepsOpt = Annotated[int, typer.Option(help="Steps averaged")]
-WarmupStepsOpt = Annotated[int, typer.Option(help="Steps before the reading (excluded)")]
 PrecisionOpt = Annotated[str, typer.Option(help="fp32 | bf16 | fp16 (autocast)")]
 OptimizerOpt = Annotated[str, typer.Option(help="adamw | sgd")]
 DeviceOpt = Annotated[str, typer.Option(help="auto | cpu | cuda")]

@@ -35,6 +35,7 @@ from optimizer.cli.common import (
     layout_words,
     memory_calibration_words,
     money,
+    offline_choice,
     price_legend,
     price_mark,
     price_words,
@@ -83,7 +84,7 @@ def plan(
         data = api.plan(
             job,
             prices=prices,
-            offline=True if offline else None,
+            offline=offline_choice(offline),
             alternatives=alternatives,
             pareto=pareto or plot is not None,
             time_limit_s=time_limit,
@@ -348,7 +349,7 @@ def compare(
 ) -> None:
     """Best plan per GPU type and per provider; cloud vs owned/bought with the break-even."""
     with user_errors():
-        data = api.compare(job, prices=prices, offline=True if offline else None, confidence=confidence)
+        data = api.compare(job, prices=prices, offline=offline_choice(offline), confidence=confidence)
     answer(data, json_out, render_compare)
 
 

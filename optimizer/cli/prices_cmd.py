@@ -13,7 +13,7 @@ from rich.text import Text
 
 from optimizer import api
 from optimizer.api.catalog import MAX_DEADLINE_S, MAX_TIMEOUT_S, PriceListing, offerings_to_records
-from optimizer.cli.common import EXIT_BAD_INPUT, OVERLAY_MARK, STALE_MARK, renamed_flag
+from optimizer.cli.common import EXIT_BAD_INPUT, OVERLAY_MARK, STALE_MARK, offline_choice, renamed_flag
 from optimizer.cli.common import console as common_console
 from optimizer.errors import OptimizerError
 
@@ -212,7 +212,7 @@ def prices(
             pricing=pricing,
             min_instances=least,
             flagged=flagged,
-            offline=True if offline else None,
+            offline=offline_choice(offline),
         )
     except OptimizerError as exc:
         raise _fail(str(exc)) from None

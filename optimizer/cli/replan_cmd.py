@@ -18,6 +18,7 @@ from optimizer.cli.common import (
     answer,
     console,
     money,
+    offline_choice,
     user_errors,
 )
 
@@ -35,7 +36,7 @@ def replan(
     what it runs on): keep, grow, shrink or switch, with the cost of switching (checkpoint
     transfer and restart), against the remaining deadline and budget."""
     with user_errors():
-        data = api.replan(job, prices=prices, offline=True if offline else None, confidence=confidence)
+        data = api.replan(job, prices=prices, offline=offline_choice(offline), confidence=confidence)
     answer(data, json_out, _render)
 
 

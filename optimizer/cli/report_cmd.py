@@ -24,6 +24,7 @@ from optimizer.cli.common import (
     PricesOpt,
     console,
     input_files,
+    offline_choice,
     time_limit_help,
     time_limit_s,
     user_errors,
@@ -76,7 +77,7 @@ def report(
                 source,
                 made_by=made_by,
                 prices=prices,
-                offline=True if offline else None,
+                offline=offline_choice(offline),
                 time_limit_s=time_limit,
                 on_stage=progress.say,
             )

@@ -19,6 +19,7 @@ from optimizer.cli.common import (
     catalog_line,
     header_or_infeasible,
     money,
+    offline_choice,
     time_limit_s,
     user_errors,
 )
@@ -109,7 +110,7 @@ def rl(
     with user_errors():
         _check_export(export, out_dir, json_out)
         limit = time_limit_s(time_limit, None)
-        data = run_rl(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
+        data = run_rl(job, prices=prices, offline=offline_choice(offline), time_limit_s=limit)
     if export is not None and data["status"] != "infeasible":
         with user_errors():
             file = api.rl_export(data, export)

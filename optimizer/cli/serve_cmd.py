@@ -24,6 +24,7 @@ from optimizer.cli.common import (
     header_or_infeasible,
     input_files,
     money,
+    offline_choice,
     price_mark,
     price_words,
     print_notes,
@@ -160,7 +161,7 @@ def serve(
     with user_errors():
         check_export(export, out_dir, json_out)
         limit = time_limit_s(time_limit, old_time_limit)
-        data = run_serve(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
+        data = run_serve(job, prices=prices, offline=offline_choice(offline), time_limit_s=limit)
     finish(data, json_out, render_serve, ExportRequest(export, out_dir, inputs=input_files(job, prices)))
 
 
@@ -175,7 +176,7 @@ def serve_compare(
     """Best serving deployment per GPU type (and the best mix over all types)."""
     with user_errors():
         limit = time_limit_s(time_limit, old_time_limit)
-        data = run_serve_compare(job, prices=prices, offline=True if offline else None, time_limit_s=limit)
+        data = run_serve_compare(job, prices=prices, offline=offline_choice(offline), time_limit_s=limit)
     answer(data, json_out, render_compare, data["best"]["status"])
 
 

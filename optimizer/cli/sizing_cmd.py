@@ -15,10 +15,12 @@ from optimizer.cli.common import (
     JsonOpt,
     OfflineOpt,
     PricesOpt,
+    WarmupStepsOpt,
     answer,
     console,
     layout_words,
     money,
+    offline_choice,
     user_errors,
 )
 
@@ -32,9 +34,7 @@ def sizing(
     json_out: JsonOpt = False,
     prices: PricesOpt = None,
     offline: OfflineOpt = False,
-    warmup_steps: Annotated[
-        int, typer.Option(help="Steps before the reading (excluded)")
-    ] = _DEFAULT.warmup_steps,
+    warmup_steps: WarmupStepsOpt = _DEFAULT.warmup_steps,
     min_steps: Annotated[int, typer.Option(help="Steps averaged at least")] = _DEFAULT.min_steps,
     min_measure_s: Annotated[float, typer.Option(help="Seconds measured at least")] = _DEFAULT.min_measure_s,
     startup_minutes: Annotated[
@@ -72,7 +72,7 @@ def sizing(
             reading_level,
         )
         data = api.sizing(
-            job, prices=prices, offline=True if offline else None, rule=rule, confidence=confidence
+            job, prices=prices, offline=offline_choice(offline), rule=rule, confidence=confidence
         )
     answer(data, json_out, _render)
 

@@ -37,6 +37,7 @@ __all__ = [
     "build_configuration",
     "resolve_model",
     "instance_offering",
+    "request_offering",
     "default_seq_len",
     "check_seq_len",
     "serve_default_precision",
@@ -111,6 +112,22 @@ def instance_offering(
     return cloud_offering(match[0], catalog_rows=rows)
 
 
+def request_offering(req: ConfigRequest, prices: str | Path | None, offline: bool | None) -> Offering | None:
+    """The catalog offering of the request's --instance (None without one), whose GPU must be
+    the request's --gpu when both are given.
+
+    Raises:
+        ConfigError: as instance_offering, or "--gpu: A100-80GB differs from the GPUs of
+            aws:p5.48xlarge (H100-80GB)".
+    """
+    if req.instance is None:
+        return None
+    offering = instance_offering(req.instance, prices, offline)
+    if req.gpu is not None and get_gpu(req.gpu, "--gpu").gpu_id != offering.gpu_id:
+        raise ConfigError(f"--gpu: {req.gpu} differs from the GPUs of {req.instance} ({offering.gpu_id})")
+    return offering
+
+
 def _check_layout(spec: ModelSpec, req: ConfigRequest, num_gpus: int, per_instance: int) -> None:
     """The rulebook's first objection, under the flag of the field it concerns. A serving
     replica is tp GPUs (no pipeline or context split; replicas need not fill instances); a
@@ -147,11 +164,9 @@ def _hardware(
     req: ConfigRequest, prices: str | Path | None, offline: bool | None
 ) -> tuple[GpuSpec, Offering | None, int, int]:
     """(GPU, catalog offering or None, GPUs, GPUs per instance) of the request."""
-    offering = instance_offering(req.instance, prices, offline) if req.instance else None
+    offering = request_offering(req, prices, offline) if req.instance else None
     if offering is None and req.gpu is None:
         raise ConfigError("--gpu: give a GPU type or --instance PROVIDER:INSTANCE")
-    if offering is not None and req.gpu is not None and get_gpu(req.gpu, "--gpu").gpu_id != offering.gpu_id:
-        raise ConfigError(f"--gpu: {req.gpu} differs from the GPUs of {req.instance} ({offering.gpu_id})")
     g = offering.gpu if offering else get_gpu(str(req.gpu), "--gpu")
     gpn = offering.gpus_per_instance if offering else None
     if offering and req.gpus_per_instance is not None and req.gpus_per_instance != gpn:

@@ -175,15 +175,24 @@ def check_document(data: dict[str, Any], file: Path) -> None:
         _check_memory_point(point, f"calibration store {file}: memory_points[{i}]")
 
 
+#: the way out of a damaged stored run, closing each refusal of one
+_FIX = "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
+
+
+def _check_names(point: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
+    """The name fields of a stored run or peak are non-empty text, its GPU the catalog's id."""
+    for key in keys:
+        if not isinstance(point.get(key), str) or not point[key]:
+            raise ConfigError(f"{where}.{key}: {point.get(key)!r} is not allowed; allowed: a name")
+    _check_gpu_id(point["gpu"], f"{where}.gpu")
+
+
 def _check_memory_point(point: Any, where: str) -> None:
     """One stored peak: id, model, stack, gpu, precision are text, the kind one of
     MEMORY_KINDS, the measured peak and the activation factor finite and > 0."""
     if not isinstance(point, dict):
         raise ConfigError(f"{where}: must be a table (id, model, stack, kind, peak_gib, activation_factor)")
-    for key in ("id", "model", "stack", "gpu", "precision"):
-        if not isinstance(point.get(key), str) or not point[key]:
-            raise ConfigError(f"{where}.{key}: {point.get(key)!r} is not allowed; allowed: a name")
-    _check_gpu_id(point["gpu"], f"{where}.gpu")
+    _check_names(point, ("id", "model", "stack", "gpu", "precision"), where)
     if point.get("kind") not in MEMORY_KINDS:
         raise ConfigError(
             f"{where}.kind: {point.get('kind')!r} is not allowed; allowed: {', '.join(MEMORY_KINDS)}"
@@ -202,10 +211,7 @@ def _check_point(point: Any, where: str) -> None:
     factor in (0, 1]."""
     if not isinstance(point, dict):
         raise ConfigError(f"{where}: must be a table (id, gpu, precision, stack, efficiency, ...)")
-    for key in ("id", "gpu", "precision", "stack"):
-        if not isinstance(point.get(key), str) or not point[key]:
-            raise ConfigError(f"{where}.{key}: {point.get(key)!r} is not allowed; allowed: a name")
-    _check_gpu_id(point["gpu"], f"{where}.gpu")
+    _check_names(point, ("id", "gpu", "precision", "stack"), where)
     _check_measured(point.get("measured"), f"{where}.measured")
     for key, lo, allowed in (
         ("efficiency", MIN_EFFICIENCY, EFFICIENCY_RANGE),
@@ -213,14 +219,10 @@ def _check_point(point: Any, where: str) -> None:
     ):
         value = point.get(key)
         if not (_number(value) and lo <= value <= 1):
-            raise ConfigError(
-                f"{where}.{key}: {value!r} is not allowed; allowed: {allowed} "
-                "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
-            )
+            raise ConfigError(f"{where}.{key}: {value!r} is not allowed; allowed: {allowed} {_FIX}")
     _check_split(point, where)
 
 
-_FIX = "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
 #: the layout counts a stored run records: each a whole number ≥ 1 (zero_stage: 0-3)
 _COUNTS = ("dp", "tp", "pp", "micro_batch", "grad_accum", "num_gpus", "global_batch", "seq_len")
 
@@ -268,16 +270,15 @@ def _check_split(point: dict[str, Any], where: str) -> None:
     """The optional parts of a run's step (split: compute_s > 0, comm_s and fixed_s ≥ 0), its
     fabric (gpus_per_node ≥ 1, inter_node_gbps > 0) and its fabric's communication fit (comm:
     multiplier within COMM_RANGE, the run's efficiency under it), kept since the split."""
-    fix = "(rerun `ccopt calibrate` or remove the run: ccopt calibrate --remove ID)"
     split, fabric = point.get("split"), point.get("fabric")
     if split is not None:
         if not isinstance(split, dict):
-            raise ConfigError(f"{where}.split: must be a table (compute_s, comm_s, fixed_s) {fix}")
+            raise ConfigError(f"{where}.split: must be a table (compute_s, comm_s, fixed_s) {_FIX}")
         for key, low in (("compute_s", 1e-300), ("comm_s", 0.0), ("fixed_s", 0.0)):
             if not (_number(split.get(key)) and float(split[key]) >= low):
                 raise ConfigError(
                     f"{where}.split.{key}: {split.get(key)!r} is not allowed; allowed: a number "
-                    f"{'> 0' if low else '≥ 0'} (seconds) {fix}"
+                    f"{'> 0' if low else '≥ 0'} (seconds) {_FIX}"
                 )
     comm = point.get("comm")
     if comm is not None:
@@ -285,23 +286,23 @@ def _check_split(point: dict[str, Any], where: str) -> None:
         mu, eff = (comm.get("multiplier"), comm.get("efficiency")) if isinstance(comm, dict) else (None, None)
         if not (isinstance(mu, (int, float)) and _number(mu) and low - 1e-9 <= mu <= high + 1e-9):
             raise ConfigError(
-                f"{where}.comm.multiplier: {mu!r} is not allowed; allowed: {low:.3g}-{high:g} {fix}"
+                f"{where}.comm.multiplier: {mu!r} is not allowed; allowed: {low:.3g}-{high:g} {_FIX}"
             )
         if not (isinstance(eff, (int, float)) and _number(eff) and MIN_EFFICIENCY <= eff <= 1):
             raise ConfigError(
-                f"{where}.comm.efficiency: {eff!r} is not allowed; allowed: {EFFICIENCY_RANGE} {fix}"
+                f"{where}.comm.efficiency: {eff!r} is not allowed; allowed: {EFFICIENCY_RANGE} {_FIX}"
             )
     if fabric is not None:
         if not isinstance(fabric, dict):
-            raise ConfigError(f"{where}.fabric: must be a table (gpus_per_node, inter_node_gbps) {fix}")
+            raise ConfigError(f"{where}.fabric: must be a table (gpus_per_node, inter_node_gbps) {_FIX}")
         gpn, gbps = fabric.get("gpus_per_node"), fabric.get("inter_node_gbps")
         if not (isinstance(gpn, int) and not isinstance(gpn, bool) and gpn >= 1):
             raise ConfigError(
-                f"{where}.fabric.gpus_per_node: {gpn!r} is not allowed; allowed: an integer ≥ 1 {fix}"
+                f"{where}.fabric.gpus_per_node: {gpn!r} is not allowed; allowed: an integer ≥ 1 {_FIX}"
             )
         if not (isinstance(gbps, (int, float)) and _number(gbps) and gbps > 0):
             raise ConfigError(
-                f"{where}.fabric.inter_node_gbps: {gbps!r} is not allowed; allowed: a number > 0 {fix}"
+                f"{where}.fabric.inter_node_gbps: {gbps!r} is not allowed; allowed: a number > 0 {_FIX}"
             )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from optimizer.errors import ConfigError
-from optimizer.files import MAX_NESTING, check_nesting, read_input_text
+from optimizer.files import check_nesting, nested_too_deep, read_input_text
 
 __all__ = ["read_toml", "read_toml_as", "BYTE_ORDER_MARK"]
 
@@ -28,9 +28,7 @@ def read_toml(file: Path, what: str = "job file") -> dict[str, Any]:
     try:
         doc = tomllib.loads(read_input_text(file, what).removeprefix(BYTE_ORDER_MARK))
     except RecursionError:  # tomllib recurses per nested array or inline table
-        raise ConfigError(
-            f"{file}: arrays/tables nested deeper than {MAX_NESTING} levels; allowed: at most {MAX_NESTING}"
-        ) from None
+        raise nested_too_deep(str(file)) from None
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {file}") from None
     except IsADirectoryError:

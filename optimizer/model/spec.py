@@ -191,23 +191,16 @@ class ModelSpec(BaseModel):
 
     def params(self) -> int:
         """Total parameter count."""
-        return (
-            self.layers * self.layer_params()
-            + self.embedding_params()
-            + self.head_params()
-            + self.norm_params()
-            + self.extra_params
-        )
+        return self.layers * self.layer_params() + self._shared_params()
 
     def active_params(self) -> int:
         """Parameters touched per token (MoE: only the active experts)."""
-        return (
-            self.layers * self.layer_params(active_only=True)
-            + self.embedding_params()
-            + self.head_params()
-            + self.norm_params()
-            + self.extra_params
-        )
+        return self.layers * self.layer_params(active_only=True) + self._shared_params()
+
+    def _shared_params(self) -> int:
+        """The parameters outside the repeated layers (embeddings, LM head, final norm,
+        extra_params), which params and active_params count alike."""
+        return self.embedding_params() + self.head_params() + self.norm_params() + self.extra_params
 
     def layer_matmul_params(self, active_only: bool = True) -> int:
         """Weights of one layer that take part in matrix multiplies (for FLOP counts)."""

@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from optimizer.errors import CatalogError, ConfigError, did_you_mean
+from optimizer.errors import ConfigError, did_you_mean
 from optimizer.inputs.gpus import data_path, load_gpus, resolve_gpu_id
+from optimizer.pricing.schema import row_error
 from optimizer.units import HOURS_PER_MONTH
 
 __all__ = [
@@ -85,7 +86,7 @@ def _defaults(path: str) -> dict[str, dict[str, Any]]:
                 spec = HardwareSpec.model_validate(fields)
             except ValidationError as exc:
                 column, message = _first_error(exc)
-                raise CatalogError(f"{path}: row {line}, column '{column}': {message}") from None
+                raise row_error(path, line, column, message) from None
             rows[spec.gpu] = spec.model_dump()
     host_path = str(data_path("hardware_host.csv"))
     with open(host_path, newline="", encoding="utf-8") as handle:
@@ -101,7 +102,7 @@ def _defaults(path: str) -> dict[str, dict[str, Any]]:
                     rows[gpu] = HardwareSpec.model_validate({**rows[gpu], **known}).model_dump()
                 except ValidationError as exc:
                     column, message = _first_error(exc)
-                    raise CatalogError(f"{host_path}: row {line}, column '{column}': {message}") from None
+                    raise row_error(host_path, line, column, message) from None
     return rows
 
 

@@ -18,7 +18,7 @@ from optimizer.pricing import skypilot
 from optimizer.pricing.cache_meta import META_FILE, checksum_problem, read_meta
 from optimizer.pricing.catalog import CACHE_FILE
 from optimizer.pricing.download import Deadline, download
-from optimizer.pricing.refresh_catalog import catalog_table, download_catalog
+from optimizer.pricing.refresh_catalog import ACCEPT_CSV, catalog_table, download_catalog
 from optimizer.pricing.schema import read_offerings
 from optimizer.pricing.shrink import check_shrink
 from optimizer.user_cache import cache_root
@@ -186,7 +186,7 @@ def _refresh_from_csv(directory: Path, target: str, fetch: _Fetch, allow_shrink:
     """An offerings CSV, fetched conditionally when the cache is the file fetched from `target`."""
     csv_path = directory / CACHE_FILE
     deadline = Deadline.after(fetch.deadline_s)
-    headers = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5", **_conditional(directory, csv_path, target)}
+    headers = {**ACCEPT_CSV, **_conditional(directory, csv_path, target)}
     try:
         status, body, response_headers = download(
             target, headers, fetch.timeout_s, fetch.retries, fetch.max_bytes, fetch.backoff_s, deadline

@@ -27,9 +27,10 @@ from optimizer.pricing.schema import rows_to_frame, validate_csv
 from optimizer.pricing.shrink import check_shrink
 from optimizer.pricing.skypilot import CATALOG_VERSIONS, file_url
 
-__all__ = ["download_catalog", "catalog_table"]
+__all__ = ["download_catalog", "catalog_table", "ACCEPT_CSV"]
 
-_ACCEPT = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5"}
+#: what a price download accepts (an offerings CSV or a SkyPilot catalog table)
+ACCEPT_CSV = {"Accept": "text/csv, text/plain;q=0.9, */*;q=0.5"}
 
 
 def download_catalog(
@@ -47,7 +48,7 @@ def download_catalog(
         url = file_url(base, cloud)
         try:
             status, body, _ = download(
-                url, dict(_ACCEPT), timeout_s, retries, max_bytes, backoff_s, Deadline.after(deadline_s)
+                url, dict(ACCEPT_CSV), timeout_s, retries, max_bytes, backoff_s, Deadline.after(deadline_s)
             )
             if status != 200:
                 raise RefreshError(f"unexpected HTTP {status}")

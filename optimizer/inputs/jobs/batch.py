@@ -227,8 +227,7 @@ class Capacity(StrictModel):
         for i, entry in enumerate(self.owned):
             if entry.num_boxes is None:
                 raise ValueError(f"owned[{i}] ({entry.gpu}): give num_boxes (how many we have)")
-            if entry.max_gpus is not None:
-                raise ValueError(f"owned[{i}]: max_gpus is for [[hardware.buy]]; use num_boxes")
+            entry.check_owned(i)
         return self
 
     @property

@@ -168,6 +168,12 @@ class HardwareEntry(RenamedFieldsModel):
         """The box fields the entry sets (for optimizer.pricing.owned.hardware_from_overrides)."""
         return {k: getattr(self, k) for k in HARDWARE_OVERRIDES if getattr(self, k) is not None}
 
+    def check_owned(self, i: int) -> None:
+        """Entry `i` of an owned list ([[hardware.owned]], [[capacity.owned]]) is counted by
+        num_boxes: max_gpus caps a purchase (ValueError naming the entry)."""
+        if self.max_gpus is not None:
+            raise ValueError(f"owned[{i}]: max_gpus is for [[hardware.buy]]; use num_boxes")
+
 
 def entries_old_names(data: object, tables: dict[str, str]) -> Any:
     """Rename old field names in the entry lists of `data` (key -> alias table), naming the
@@ -206,8 +212,7 @@ class Hardware(StrictModel):
     @model_validator(mode="after")
     def _check(self) -> Hardware:
         for i, e in enumerate(self.owned):
-            if e.max_gpus is not None:
-                raise ValueError(f"owned[{i}]: max_gpus is for [[hardware.buy]]; use num_boxes")
+            e.check_owned(i)
         for i, e in enumerate(self.buy):
             if e.num_boxes is not None:
                 raise ValueError(f"buy[{i}]: num_boxes is for [[hardware.owned]]; use max_gpus")

@@ -31,17 +31,16 @@ from pydantic import Field, model_validator
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.common import (
     MAX_DAYS,
-    MAX_USD,
     JobFile,
     StrictModel,
     confidence_field,
     workload_kind,
 )
+from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, PricingModels
 from optimizer.inputs.jobs.strict import GpuName
 from optimizer.inputs.toml_file import read_toml_as
 from optimizer.inputs.validation import validated
 from optimizer.model.rl.setup import RL_KINDS, RlAssumptions, RlSetup
-from optimizer.vocabulary import PricingModel
 
 __all__ = ["RlJob", "RlWorkload", "RlTable", "RlPools", "RlConstraints", "load_rl_job", "rl_job_from_dict"]
 
@@ -165,17 +164,15 @@ class RlConstraints(StrictModel):
     deadline_hours: float | None = Field(
         default=None, gt=0, le=MAX_DAYS * 24, description="finish within this"
     )
-    budget_usd: float | None = Field(default=None, gt=0, le=MAX_USD, description="spend at most this (USD)")
+    budget_usd: BudgetUsd = None
     confidence: float = confidence_field("the deadline and the budget are met")
     gpu_types: tuple[GpuName, ...] | None = Field(
         default=None, min_length=1, description="GPU types allowed in either pool (default: all)"
     )
     providers: tuple[str, ...] | None = Field(default=None, min_length=1, description="providers allowed")
     regions: tuple[str, ...] | None = Field(default=None, min_length=1, description="regions allowed")
-    pricing: tuple[PricingModel, ...] = Field(
-        default=("on_demand",), min_length=1, description="pricing models allowed"
-    )
-    cloud: bool = Field(default=True, description="consider cloud offerings")
+    pricing: PricingModels = ("on_demand",)
+    cloud: CloudAllowed = True
 
 
 class RlJob(JobFile):

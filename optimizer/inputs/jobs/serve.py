@@ -28,7 +28,8 @@ from pydantic import Field, field_validator, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.common import StrictModel, confidence_field, workload_kind
-from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel
+from optimizer.inputs.jobs.constraint_fields import CloudAllowed, GpuTypes
+from optimizer.inputs.jobs.strict import RenamedFieldsModel
 from optimizer.inputs.jobs.train import JobFile, stack_name
 from optimizer.inputs.toml_file import read_toml_as
 from optimizer.inputs.validation import validated
@@ -222,9 +223,7 @@ class ServeConstraints(RenamedFieldsModel):
     confidence: float = confidence_field(
         "latency targets and the request rate are met (slower replicas than the median prediction)"
     )
-    gpu_types: tuple[GpuName, ...] | None = Field(
-        min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"
-    )
+    gpu_types: GpuTypes = None
     providers: tuple[str, ...] | None = Field(
         default=None,
         min_length=1,
@@ -263,27 +262,22 @@ class ServeConstraints(RenamedFieldsModel):
         "2, 4, 8, 16; within one instance); default: every degree that divides the GPUs per "
         "instance and the heads (old name: tp)",
     )
-    cloud: bool = Field(default=True, description="consider cloud offerings")
+    cloud: CloudAllowed = True
 
     @field_validator("redundancy")
     @classmethod
     def _redundancy(cls, v: str | int) -> str | int:
+        allowed = f'"n+1", "n+2", ... or an integer 0 to {MAX_SPARE} (spare instances)'
         if isinstance(v, int):
             if not 0 <= v <= MAX_SPARE:
-                raise ValueError(
-                    f'{v} is not allowed; allowed: "n+1", "n+2", ... or an '
-                    f"integer 0 to {MAX_SPARE} (spare instances)"
-                )
+                raise ValueError(f"{v} is not allowed; allowed: {allowed}")
             return v
         text = v.strip().lower().replace(" ", "")
         if text in ("n", "none", "0"):
             return 0
         if text.startswith("n+") and text[2:].isdigit() and int(text[2:]) <= MAX_SPARE:
             return int(text[2:])
-        raise ValueError(
-            f'{v!r} is not allowed; allowed: "n+1", "n+2", ... or an integer '
-            f"0 to {MAX_SPARE} (spare instances)"
-        )
+        raise ValueError(f"{v!r} is not allowed; allowed: {allowed}")
 
     @field_validator("tp_degrees")
     @classmethod

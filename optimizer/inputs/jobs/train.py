@@ -13,7 +13,6 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.common import (
     MAX_DAYS,
     MAX_TOKENS,
-    MAX_USD,
     AssumptionOverrides,
     Calibration,
     Hardware,
@@ -27,11 +26,12 @@ from optimizer.inputs.jobs.common import (
     stack_name,
     workload_kind,
 )
+from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, GpuTypes, PricingModels
 from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
 from optimizer.inputs.jobs.progress import Progress
 from optimizer.inputs.jobs.search import Search
-from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel
+from optimizer.inputs.jobs.strict import RenamedFieldsModel
 from optimizer.inputs.toml_file import read_toml_as
 from optimizer.inputs.validation import check_number, validated
 from optimizer.model.bands import CONFIDENCE_RANGE
@@ -45,7 +45,6 @@ from optimizer.model.setup import (
     TrainPrecision,
 )
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
-from optimizer.vocabulary import PricingModel
 
 __all__ = [
     "Job",
@@ -252,13 +251,11 @@ class Constraints(RenamedFieldsModel):
     deadline_hours: float | None = Field(
         default=None, gt=0, le=MAX_DAYS * 24, description="finish within this many hours"
     )
-    budget_usd: float | None = Field(default=None, gt=0, le=MAX_USD, description="spend at most this (USD)")
+    budget_usd: BudgetUsd = None
     confidence: float = confidence_field(
         "the deadline and the budget are met, and the cost minimised is the cost,"
     )
-    gpu_types: tuple[GpuName, ...] | None = Field(
-        min_length=1, default=None, description="GPU types allowed (ids or aliases; old name: gpus)"
-    )
+    gpu_types: GpuTypes = None
     providers: tuple[str, ...] | None = Field(
         min_length=1,
         default=None,
@@ -267,9 +264,7 @@ class Constraints(RenamedFieldsModel):
     regions: tuple[str, ...] | None = Field(
         min_length=1, default=None, description="regions allowed (as in `ccopt prices`)"
     )
-    pricing: tuple[PricingModel, ...] = Field(
-        min_length=1, default=("on_demand",), description="pricing models allowed"
-    )
+    pricing: PricingModels = ("on_demand",)
     max_gpus: int | None = Field(
         default=None,
         gt=0,
@@ -334,7 +329,7 @@ class Constraints(RenamedFieldsModel):
         description="instead of jobs_per_month: the share of the month the boxes are busy with "
         "such jobs (1 = back to back)",
     )
-    cloud: bool = Field(default=True, description="consider cloud offerings")
+    cloud: CloudAllowed = True
     trust_guessed_network: bool = Field(
         default=True,
         description="false: offerings whose inter-node bandwidth is a documented "

@@ -14,6 +14,7 @@ from optimizer.report.contract.common import SCHEMA_VERSION, Contract, emit, emi
 
 __all__ = [
     "SCHEMA_VERSION",
+    "JSON_SCHEMA_DIALECT",
     "OUTPUTS",
     "OUTPUT_MODELS",
     "output_model",
@@ -22,6 +23,9 @@ __all__ = [
     "emit_list",
     "Contract",
 ]
+
+#: the JSON Schema dialect of every schema ccopt prints (outputs and job files)
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 #: command -> (the optimizer.report.contract module, the model of its `--json` output)
 OUTPUT_MODELS: dict[str, tuple[str, str]] = {
@@ -70,6 +74,6 @@ def __getattr__(name: str) -> Any:
 def output_schema(command: str) -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of one command's `--json` output."""
     schema = output_model(command).model_json_schema(mode="serialization")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$schema"] = JSON_SCHEMA_DIALECT
     schema["title"] = f"ccopt {command} --json (schema_version {SCHEMA_VERSION})"
     return schema

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, create_model
 
-from optimizer.report.contract.common import SCHEMA_VERSION, Contract, ExplanationOut, SolverOut
+from optimizer.report.contract.common import SCHEMA_VERSION, AnswerStatus, Contract, ExplanationOut, SolverOut
 from optimizer.report.contract.train import CatalogOut, PlanOut
 
 __all__ = ["BatchJobOut", "ResourceOut", "BatchOutput"]
@@ -84,7 +84,7 @@ class BatchOutput(Contract):
     """`ccopt batch --json`."""
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: AnswerStatus
     total_cost_usd: float | None
     cost_breakdown_usd: CostBreakdownOut
     horizon_hours: float

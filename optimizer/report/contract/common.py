@@ -7,7 +7,7 @@ models here are that shape, and `ccopt schema COMMAND` prints them as JSON Schem
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,10 @@ __all__ = [
     "ExplanationOut",
     "RejectedOut",
     "PriceOut",
+    "AnswerStatus",
+    "PriceSource",
+    "LinePrice",
+    "MemoryActivationFactor",
     "significant",
     "emit",
     "emit_list",
@@ -34,6 +38,11 @@ __all__ = [
 #: list of {option, reason}; serve's memory_gib an object; solver blocks share status,
 #: proven_optimal, wall_s, rows. Fields renamed in 2 keep their old name beside the new one.
 SCHEMA_VERSION = 2
+
+
+#: the status of a planner's answer (plan, serve, serve-compare, rl, batch): optimal (proven),
+#: feasible (the best found within the time limit) or infeasible
+AnswerStatus = Literal["optimal", "feasible", "infeasible"]
 
 
 class Contract(BaseModel):
@@ -75,6 +84,16 @@ class PriceOut(Contract):
     catalog_usd_per_hour: float | None = Field(
         description="the catalog price per instance-hour before your prices changed it"
     )
+
+
+#: `price_source` of a plan line (a training plan, a serving deployment); default "bundled"
+PriceSource = Annotated[str, Field(description="bundled | refreshed | file | overlay | hardware (see price)")]
+#: `price` of a plan line; default None
+LinePrice = Annotated[PriceOut | None, Field(description="source, date and age of the price")]
+#: `memory_activation_factor` of an estimate and a plan; default None
+MemoryActivationFactor = Annotated[
+    float | None, Field(description="memory_calibrated: the factor on the model's activation bytes")
+]
 
 
 class MemoryGiB(Contract):

@@ -6,7 +6,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.report.contract.common import SCHEMA_VERSION, Contract, MemoryGiB, StepOut
+from optimizer.report.contract.common import (
+    SCHEMA_VERSION,
+    Contract,
+    MemoryActivationFactor,
+    MemoryGiB,
+    StepOut,
+)
 from optimizer.report.contract.train import IntervalBasis
 
 __all__ = ["ModelOut", "EstimateOutput"]
@@ -100,9 +106,7 @@ class EstimateOutput(Contract):
         description="train: activation memory scaled by measured peaks of this model × stack "
         "(`ccopt calibrate --peak-memory-gib`)",
     )
-    memory_activation_factor: float | None = Field(
-        default=None, description="memory_calibrated: the factor on the model's activation bytes"
-    )
+    memory_activation_factor: MemoryActivationFactor = None
     precision: str | None = None
     quantization: str | None = Field(default=None, description="serve: old name of precision")
     kv_cache_precision: str | None = None

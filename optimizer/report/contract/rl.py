@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.report.contract.common import SCHEMA_VERSION, Contract, ExplanationOut, SolverOut
+from optimizer.report.contract.common import SCHEMA_VERSION, AnswerStatus, Contract, ExplanationOut, SolverOut
 from optimizer.report.contract.train import CatalogOut
 
 __all__ = ["RlOutput", "RlPlanOut", "RlPoolOut", "RlStepOut", "RlJobOut"]
@@ -112,7 +112,7 @@ class RlOutput(Contract):
     """`ccopt rl --json`."""
 
     schema_version: int = Field(default=SCHEMA_VERSION)
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: AnswerStatus
     job: RlJobOut
     plan: RlPlanOut | None = Field(description="null when infeasible")
     other_mode: RlPlanOut | None = Field(description="the cheapest plan of the other pool mode")

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from optimizer.report.contract.common import (
     SCHEMA_VERSION,
+    AnswerStatus,
     Contract,
     ExplanationOut,
+    LinePrice,
     MemoryGiB,
-    PriceOut,
+    PriceSource,
     RejectedOut,
     SolverOut,
 )
@@ -47,10 +47,8 @@ class DeploymentOut(Contract):
     e2e_s: float
     memory_gib: MemoryGiB = Field(description="per GPU, at the replica's batch and context")
     price_flags: list[PriceFlagOut] = Field(default_factory=list)
-    price_source: str = Field(
-        default="bundled", description="bundled | refreshed | file | overlay | hardware (see price)"
-    )
-    price: PriceOut | None = Field(default=None, description="source, date and age of the price")
+    price_source: PriceSource = "bundled"
+    price: LinePrice = None
 
 
 class ServePlanOut(Contract):
@@ -117,7 +115,7 @@ class ServeOutput(Contract):
     """`ccopt serve --json`."""
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: AnswerStatus
     plan: ServePlanOut | None
     explanation: ExplanationOut | None
     solver: SolverOut
@@ -131,7 +129,7 @@ class ServeCompareOutput(Contract):
     """`ccopt serve-compare --json`: the best mix, and each GPU type alone."""
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: AnswerStatus
     best: ServeOutput
     per_gpu: dict[str, ServePlanOut | None] = Field(description="null: that type cannot serve it")
     per_gpu_explanation: dict[str, ExplanationOut] = Field(default_factory=dict)

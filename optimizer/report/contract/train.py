@@ -9,12 +9,15 @@ from pydantic import Field
 
 from optimizer.report.contract.common import (
     SCHEMA_VERSION,
+    AnswerStatus,
     Contract,
     ExplanationOut,
     LayoutOut,
+    LinePrice,
+    MemoryActivationFactor,
     MemoryGiB,
     PlaceOut,
-    PriceOut,
+    PriceSource,
     RejectedOut,
     SolverOut,
     StepOut,
@@ -320,17 +323,13 @@ class PlanOut(PlaceOut):
         description="activation memory scaled by measured peaks of this model × stack "
         "(`ccopt calibrate --peak-memory-gib`)",
     )
-    memory_activation_factor: float | None = Field(
-        default=None, description="memory_calibrated: the factor on the model's activation bytes"
-    )
+    memory_activation_factor: MemoryActivationFactor = None
     options: OptionsOut | None = Field(
         default=None, description="the options chosen (what [search] lets the planner vary)"
     )
     price_flags: list[PriceFlagOut] = Field(default_factory=list)
-    price_source: str = Field(
-        default="bundled", description="bundled | refreshed | file | overlay | hardware (see price)"
-    )
-    price: PriceOut | None = Field(default=None, description="source, date and age of the price")
+    price_source: PriceSource = "bundled"
+    price: LinePrice = None
     terms: TermsOut | None = Field(
         default=None,
         description="the seller's terms the plan pays (minimum term, billing increment, capacity "
@@ -383,7 +382,7 @@ class PlanOutput(Contract):
     """`ccopt plan --json`."""
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: AnswerStatus
     plan: PlanOut | None
     alternatives: list[AlternativeOut] = Field(description="next-best distinct plans")
     explanation: ExplanationOut | None = Field(description="why infeasible (null otherwise)")

@@ -21,6 +21,7 @@ __all__ = [
     "catalog_words",
     "assumptions_section",
     "infeasible_section",
+    "why_no_plan",
 ]
 
 
@@ -118,12 +119,15 @@ def _explanation_table(explanation: dict[str, Any]) -> Table | None:
     )
 
 
+def why_no_plan(result: dict[str, Any]) -> str:
+    """The explanation of an infeasible result in words (a generic line when it has none)."""
+    return (result.get("explanation") or {}).get("text") or "no plan meets the constraints"
+
+
 def infeasible_section(result: dict[str, Any]) -> Section:
     """Why there is no plan, and the nearest fixes."""
     explanation = result.get("explanation") or {}
-    section = Section(
-        "infeasible", "Why there is no plan", lead=explanation.get("text") or "no plan meets the constraints"
-    )
+    section = Section("infeasible", "Why there is no plan", lead=why_no_plan(result))
     if explanation.get("binding_constraint"):
         section.facts.append(("binding constraint", explanation["binding_constraint"]))
     table = _explanation_table(explanation)

@@ -28,6 +28,7 @@ from optimizer.report.html.page import (
     layout_words,
     money,
     num,
+    why_no_plan,
 )
 from optimizer.report.html.sizing_run import sizing_run_section
 from optimizer.units import HOURS_PER_DAY, quantile_label
@@ -459,7 +460,7 @@ def train_page(inputs: ReportInputs) -> Page:
     if p is None:
         headline = [
             Fragment("No plan: "),
-            Fragment((result.get("explanation") or {}).get("text") or "no plan meets the constraints"),
+            Fragment(why_no_plan(result)),
         ]
         why = infeasible_section(result)
         if shown and mix is not None:  # no single-type plan, but a mix meets the job

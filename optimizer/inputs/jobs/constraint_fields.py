@@ -1,0 +1,26 @@
+"""`[constraints]` fields that mean the same in several job kinds (train, serve, RL): one
+declaration each, its bounds and description, so the kinds cannot drift apart."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from optimizer.inputs.jobs.limits import MAX_USD
+from optimizer.inputs.jobs.strict import GpuName
+from optimizer.vocabulary import PricingModel
+
+__all__ = ["BudgetUsd", "GpuTypes", "PricingModels", "CloudAllowed"]
+
+#: `budget_usd` (train, RL): default None, no budget
+BudgetUsd = Annotated[float | None, Field(gt=0, le=MAX_USD, description="spend at most this (USD)")]
+#: `gpu_types` (train, serve): default None, every GPU type
+GpuTypes = Annotated[
+    tuple[GpuName, ...] | None,
+    Field(min_length=1, description="GPU types allowed (ids or aliases; old name: gpus)"),
+]
+#: `pricing` (train, RL; a serving job allows fewer models): default ("on_demand",)
+PricingModels = Annotated[tuple[PricingModel, ...], Field(min_length=1, description="pricing models allowed")]
+#: `cloud` (train, serve, RL): default True
+CloudAllowed = Annotated[bool, Field(description="consider cloud offerings")]
