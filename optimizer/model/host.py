@@ -42,13 +42,16 @@ def _state_bytes(model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> 
         return model_state_bytes_per_param(setup.precision, setup.optimizer, ADAFACTOR_HIDDEN)
     k = knobs(setup, a)
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
+    # the same per-parameter bytes as the device's (memory._state_bytes): the run's gradient
+    # dtype and the stack's fp8 parameters too
     return model_state_bytes_per_param(
         setup.precision,
         setup.optimizer,
         model.hidden,
-        k.stack.fp32_grad_buffer,
+        k.stack.fp32_grad_buffer if setup.fp32_grads is None else setup.fp32_grads,
         master,
-        master_remainders=setup.master_remainders,
+        k.stack.fp8_params,
+        setup.master_remainders,
     )
 
 

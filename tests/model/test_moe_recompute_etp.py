@@ -132,3 +132,17 @@ def test_autocast_over_fsdp_caches_every_gathered_weight() -> None:
         - TrainingMemoryModel(model, plain, a).states(layout)[0]
     )
     assert extra == pytest.approx(2 * 6_738_415_616, rel=1e-3)
+
+
+def test_host_offload_keeps_the_runs_gradient_dtype() -> None:
+    # ZeRO-Offload keeps the gradients in host RAM: a run with bf16 gradient accumulation
+    # (DeepSpeed data_types.grad_accum_dtype: bf16) holds 2 B per parameter fewer there than one
+    # with fp32 gradients: 2 B × 6,738,415,616 / 8 ranks = 1.57 GiB per GPU process
+    from optimizer.inputs.models import load_model  # lazy: only this test needs the presets
+    from optimizer.model.host import offloaded_gib_per_gpu
+
+    model, layout = load_model("llama-2-7b"), Layout(dp=8, zero_stage=2)
+    fp32 = TrainingSetup(seq_len=4096, stack="deepspeed", offload_optimizer=True, fp32_grads=True)
+    bf16 = TrainingSetup(seq_len=4096, stack="deepspeed", offload_optimizer=True, fp32_grads=False)
+    saved_gib = offloaded_gib_per_gpu(model, fp32, layout) - offloaded_gib_per_gpu(model, bf16, layout)
+    assert saved_gib == pytest.approx(2 * 6_738_415_616 / 8 / 2**30, rel=1e-3)
