@@ -15,6 +15,7 @@ from optimizer.model.memory import (
     lora_params,
     params_per_gpu,
     qlora_bytes_per_param,
+    setup_state_bytes,
 )
 from optimizer.model.profile import is_profile
 from optimizer.model.profile_memory import ADAFACTOR_HIDDEN
@@ -40,19 +41,7 @@ __all__ = [
 def _state_bytes(model: ModelSpec, setup: TrainingSetup, a: PerfAssumptions) -> tuple[float, float, float]:
     if is_profile(model):  # a per-sample profile: plain mixed-precision states (profile_memory)
         return model_state_bytes_per_param(setup.precision, setup.optimizer, ADAFACTOR_HIDDEN)
-    k = knobs(setup, a)
-    master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
-    # the same per-parameter bytes as the device's (memory._state_bytes): the run's gradient
-    # dtype and the stack's fp8 parameters too
-    return model_state_bytes_per_param(
-        setup.precision,
-        setup.optimizer,
-        model.hidden,
-        k.stack.fp32_grad_buffer if setup.fp32_grads is None else setup.fp32_grads,
-        master,
-        k.stack.fp8_params,
-        setup.master_remainders,
-    )
+    return setup_state_bytes(model, setup, knobs(setup, a))
 
 
 def offloaded_gib_per_gpu(

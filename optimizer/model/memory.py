@@ -48,6 +48,7 @@ __all__ = [
     "params_per_gpu",
     "expert_params",
     "sharded_params",
+    "setup_state_bytes",
     "qlora_bytes_per_param",
     "interleave_factor",
     "kv_tokens_held",
@@ -233,6 +234,22 @@ class TrainingMemoryModel:
         )
 
 
+def setup_state_bytes(model: ModelSpec, setup: TrainingSetup, k: Knobs) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per trained parameter of a run: its precision and
+    optimizer with the stack's (or the run's) master copy, gradient dtype and fp8 parameters
+    (states.model_state_bytes_per_param); the device's (_state_bytes) and the host's
+    (host.offloaded_gib_per_gpu) counts."""
+    return model_state_bytes_per_param(
+        setup.precision,
+        setup.optimizer,
+        model.hidden,
+        k.stack.fp32_grad_buffer if setup.fp32_grads is None else setup.fp32_grads,
+        k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master,
+        k.stack.fp8_params,
+        setup.master_remainders,
+    )
+
+
 def _state_bytes(
     model: ModelSpec,
     setup: TrainingSetup,
@@ -258,15 +275,7 @@ def _state_bytes(
         return p_shard / dp if zero >= stage else p_gpu
 
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
-    w_b, g_b, o_b = model_state_bytes_per_param(
-        setup.precision,
-        setup.optimizer,
-        model.hidden,
-        k.stack.fp32_grad_buffer if setup.fp32_grads is None else setup.fp32_grads,
-        master,
-        k.stack.fp8_params,
-        setup.master_remainders,
-    )
+    w_b, g_b, o_b = setup_state_bytes(model, setup, k)
 
     if setup.is_adapter:
         base = p_gpu / (dp if zero >= 3 else 1)  # the frozen base, sharded by ZeRO-3
