@@ -319,7 +319,8 @@ def report(
 
 #: the kept-aside collections, newest first: (folder, what it is)
 ASIDE_FOLDERS = (
-    ("aside10", "collected after aside9 was scored, scored once after the fixes aside9 showed"),
+    ("aside11", "collected after aside10 was scored, scored once after the fixes aside10 showed"),
+    ("aside10", "collected after aside9 was scored, scored once, then development data"),
     ("aside9", "collected after aside8 was scored, scored once, then development data"),
     ("aside8", "collected after the quadrature widening, scored once, then development data"),
     ("aside7", "collected in issue 44's last round, scored once, then development data (in the widening)"),
