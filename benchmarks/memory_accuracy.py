@@ -135,6 +135,7 @@ def memory_aside() -> Scored:
         "aside8",
         "aside9",
         "aside10",
+        "aside11",
     )
     rows = [r for f in folders for p in sorted((HERE / "validation" / f).glob("*.csv")) for r in load_file(p)]
     a = assumptions_for(load_fitted())

@@ -15,7 +15,18 @@ import pytest
 from benchmarks.validation import load
 
 VALIDATION = Path(load.__file__).resolve().parent
-FOLDERS = ("aside2", "aside3", "aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11")
+FOLDERS = (
+    "aside2",
+    "aside3",
+    "aside4",
+    "aside5",
+    "aside6",
+    "aside7",
+    "aside8",
+    "aside9",
+    "aside10",
+    "aside11",
+)
 FILES = [p for folder in FOLDERS for p in sorted((VALIDATION / folder).glob("*.csv"))]
 #: collections whose every number carries the date it was read (those of this round)
 DATED = ("aside3", "aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11")
@@ -43,7 +54,9 @@ def test_file_loads_with_schema_header(path: Path) -> None:
     assert all(r.num_gpus is None or r.tp is None or r.num_gpus == r.tp * r.pp * r.cp * r.dp for r in rows)
 
 
-@pytest.mark.parametrize("folder", ["aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11"])
+@pytest.mark.parametrize(
+    "folder", ["aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11"]
+)
 def test_newest_sources_new_to_every_collection(folder: str) -> None:
     """No source URL of aside4 or aside5 (its repository or page) appears in any other validation file."""
     here = VALIDATION / folder
