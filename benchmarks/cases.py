@@ -340,6 +340,11 @@ def _train_case(row: Row) -> Case:
     names = "|".join(RECOMPUTE_MODULES)
     modules = re.search(rf"--recompute-modules ((?:(?:{names})\b ?)+)", notes)
     etp = re.search(r"--expert-tensor-parallel-size:? (\d+)|\betp (\d+)\b", notes)
+    # an fp32 run's TF32 matmuls, as the row states them (none stated: on, NGC's default)
+    tf32_off = re.search(r"tf32 (?:off|not enabled|matmul off)|no tf32|allow_tf32 = false", notes)
+    tf32_on = re.search(
+        r"tf32 on|with tf32 matmuls|float32_matmul_precision\('high'\)|allow_tf32 = true", notes
+    )
     # torch.autocast over fp32 parameters, as the row states it (its weight-cast cache)
     autocast = re.search(r"torch autocast[^.;]*fp32 param|autocast over fp32 param", notes) is not None
     setup = TrainingSetup(
@@ -369,6 +374,7 @@ def _train_case(row: Row) -> Case:
         fp32_grads=False if bf16_grads else None,
         recompute_modules=tuple(modules.group(1).split()) if modules else (),
         autocast_weights=True if autocast else None,
+        tf32=True if tf32_on else (False if tf32_off else None),
     )
     layout = Layout(
         dp=dp,

@@ -46,16 +46,17 @@ class GpuSpec:
     #: memory), None unknown (modelled as peer-to-peer); NVLink/xGMI boards are peers
     peer_to_peer: bool | None = None
 
-    def peak_tflops(self, precision: str) -> float | None:
+    def peak_tflops(self, precision: str, tf32: bool = True) -> float | None:
         """Dense tensor peak for a compute precision, or None if unsupported.
 
         fp32 training uses TF32 tensor cores where present, else plain FP32. PyTorch ≥ 1.12
         leaves TF32 matmuls off unless `allow_tf32` or TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (set
         by NGC containers) turns them on; the exported scripts of an fp32 plan set the latter
-        (report/export/training.py fp32_env). A run with TF32 off is ~7× slower on Hopper.
+        (report/export/training.py fp32_env). `tf32=False`: a run with them off, IEEE fp32 on
+        the CUDA cores (~7× slower on Hopper: 67 vs 495 dense TFLOPS).
         """
         if precision == "fp32":
-            return self.tf32_tflops or self.fp32_tflops
+            return (self.tf32_tflops if tf32 else None) or self.fp32_tflops
         value = {
             "tf32": self.tf32_tflops,
             "bf16": self.bf16_tflops,

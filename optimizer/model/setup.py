@@ -123,6 +123,10 @@ class TrainingSetup:
     #: torch.autocast over fp32 parameters (AMP without a sharded mixed-precision policy): the
     #: 16-bit cast of each trained weight stays cached; None: the stack's autocast_weight_cache
     autocast_weights: bool | None = None
+    #: an fp32 run's matmuls on TF32 tensor cores (allow_tf32 / set_float32_matmul_precision
+    #: ('high') / NGC's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE); None: on, as an fp32 plan's exported
+    #: scripts set it; False: IEEE fp32 on the CUDA cores, PyTorch ≥ 1.12's own default
+    tf32: bool | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))
