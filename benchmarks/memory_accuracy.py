@@ -136,6 +136,7 @@ def memory_aside() -> Scored:
         "aside9",
         "aside10",
         "aside11",
+        "aside12",
     )
     rows = [r for f in folders for p in sorted((HERE / "validation" / f).glob("*.csv")) for r in load_file(p)]
     a = assumptions_for(load_fitted())

@@ -26,10 +26,22 @@ FOLDERS = (
     "aside9",
     "aside10",
     "aside11",
+    "aside12",
 )
 FILES = [p for folder in FOLDERS for p in sorted((VALIDATION / folder).glob("*.csv"))]
 #: collections whose every number carries the date it was read (those of this round)
-DATED = ("aside3", "aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11")
+DATED = (
+    "aside3",
+    "aside4",
+    "aside5",
+    "aside6",
+    "aside7",
+    "aside8",
+    "aside9",
+    "aside10",
+    "aside11",
+    "aside12",
+)
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -55,7 +67,7 @@ def test_file_loads_with_schema_header(path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "folder", ["aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11"]
+    "folder", ["aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11", "aside12"]
 )
 def test_newest_sources_new_to_every_collection(folder: str) -> None:
     """No source URL of aside4 or aside5 (its repository or page) appears in any other validation file."""
