@@ -345,6 +345,10 @@ def _train_case(row: Row) -> Case:
     tf32_on = re.search(
         r"tf32 on|with tf32 matmuls|float32_matmul_precision\('high'\)|allow_tf32 = true", notes
     )
+    # logits gathered whole to every tensor-parallel rank for the loss, as the row states it
+    gathered = re.search(
+        r"logits are gathered to every tp rank|gather(?:ed)? to replicate for (?:the )?loss", notes
+    )
     # torch.autocast over fp32 parameters, as the row states it (its weight-cast cache)
     autocast = re.search(r"torch autocast[^.;]*fp32 param|autocast over fp32 param", notes) is not None
     setup = TrainingSetup(
@@ -375,6 +379,7 @@ def _train_case(row: Row) -> Case:
         recompute_modules=tuple(modules.group(1).split()) if modules else (),
         autocast_weights=True if autocast else None,
         tf32=True if tf32_on else (False if tf32_off else None),
+        logits_gathered=gathered is not None,
     )
     layout = Layout(
         dp=dp,

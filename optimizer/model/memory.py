@@ -102,7 +102,8 @@ def logits_bytes(
     # Cut Cross-Entropy (blockwise, no full logits) or a fused kernel on them (setup.py)
     kernel = {"cce": k.stack.cce_logits_bytes_per_value, "fused": k.stack.fused_logits_bytes_per_value}
     per_value = min(per_value, kernel.get(setup.loss_kernel or "", per_value))
-    return logits_tokens(model, setup, layout) * model.logits_width * per_value / layout.tp
+    vocab_split = 1 if setup.logits_gathered else layout.tp
+    return logits_tokens(model, setup, layout) * model.logits_width * per_value / vocab_split
 
 
 def logits_tokens(model: ModelSpec, setup: TrainingSetup, layout: Layout) -> float:

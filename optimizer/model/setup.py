@@ -127,6 +127,10 @@ class TrainingSetup:
     #: ('high') / NGC's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE); None: on, as an fp32 plan's exported
     #: scripts set it; False: IEEE fp32 on the CUDA cores, PyTorch ≥ 1.12's own default
     tf32: bool | None = None
+    #: the output projection's logits gathered whole to every tensor-parallel rank for the loss
+    #: (DTensor ColwiseParallel with output_layouts=Replicate()), not vocab-parallel as Megatron's
+    #: and torchtitan's loss_parallel keep them: not divided by tp
+    logits_gathered: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))

@@ -146,3 +146,17 @@ def test_host_offload_keeps_the_runs_gradient_dtype() -> None:
     bf16 = TrainingSetup(seq_len=4096, stack="deepspeed", offload_optimizer=True, fp32_grads=False)
     saved_gib = offloaded_gib_per_gpu(model, fp32, layout) - offloaded_gib_per_gpu(model, bf16, layout)
     assert saved_gib == pytest.approx(2 * 6_738_415_616 / 8 / 2**30, rel=1e-3)
+
+
+def test_gathered_logits_are_not_split_over_tensor_parallel_ranks() -> None:
+    # 128 tokens × micro-batch 2 × vocab 100 × 4 B = 102,400 B: a vocab-parallel loss holds a
+    # quarter of them on each of 4 TP ranks (25,600), a loss on logits gathered to every rank
+    # (ColwiseParallel with output_layouts=Replicate()) all of them
+    from optimizer.model.memory import logits_bytes
+    from optimizer.model.setup import PerfAssumptions
+
+    a = PerfAssumptions(use_fitted=False, logits_bytes_per_value=4.0)
+    layout = Layout(tp=4, micro_batch=2)
+    split = logits_bytes(TINY_MOE, TrainingSetup(seq_len=128), layout, a)
+    whole = logits_bytes(TINY_MOE, TrainingSetup(seq_len=128, logits_gathered=True), layout, a)
+    assert (split, whole) == (pytest.approx(25_600.0), pytest.approx(102_400.0))
