@@ -319,7 +319,8 @@ def report(
 
 #: the kept-aside collections, newest first: (folder, what it is)
 ASIDE_FOLDERS = (
-    ("aside12", "collected after aside11 was scored, scored once after the fixes aside11 showed"),
+    ("aside13", "collected after aside12 was scored, scored once after the fix aside12 showed"),
+    ("aside12", "collected after aside11 was scored, scored once, then development data"),
     ("aside11", "collected after aside10 was scored, scored once, then development data"),
     ("aside10", "collected after aside9 was scored, scored once, then development data"),
     ("aside9", "collected after aside8 was scored, scored once, then development data"),

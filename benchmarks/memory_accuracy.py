@@ -137,6 +137,7 @@ def memory_aside() -> Scored:
         "aside10",
         "aside11",
         "aside12",
+        "aside13",
     )
     rows = [r for f in folders for p in sorted((HERE / "validation" / f).glob("*.csv")) for r in load_file(p)]
     a = assumptions_for(load_fitted())

@@ -27,6 +27,7 @@ FOLDERS = (
     "aside10",
     "aside11",
     "aside12",
+    "aside13",
 )
 FILES = [p for folder in FOLDERS for p in sorted((VALIDATION / folder).glob("*.csv"))]
 #: collections whose every number carries the date it was read (those of this round)
@@ -41,6 +42,7 @@ DATED = (
     "aside10",
     "aside11",
     "aside12",
+    "aside13",
 )
 
 
@@ -67,7 +69,8 @@ def test_file_loads_with_schema_header(path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "folder", ["aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11", "aside12"]
+    "folder",
+    ["aside4", "aside5", "aside6", "aside7", "aside8", "aside9", "aside10", "aside11", "aside12", "aside13"],
 )
 def test_newest_sources_new_to_every_collection(folder: str) -> None:
     """No source URL of aside4 or aside5 (its repository or page) appears in any other validation file."""
