@@ -52,6 +52,7 @@ from fit_constants import (  # noqa: E402
 )
 from fitting import assumptions_for, fit_constants  # noqa: E402
 from folds import Folds, lofo, loso, step_ratio  # noqa: E402
+from load import ASIDE_FOLDERS  # noqa: E402
 from memory_accuracy import section as memory_section  # noqa: E402
 
 from optimizer.model.bands import band_for  # noqa: E402
@@ -317,22 +318,7 @@ def report(
     return "\n".join(lines)
 
 
-#: the kept-aside collections, newest first: (folder, what it is)
-ASIDE_FOLDERS = (
-    ("aside13", "collected after aside12 was scored, scored once after the fix aside12 showed"),
-    ("aside12", "collected after aside11 was scored, scored once, then development data"),
-    ("aside11", "collected after aside10 was scored, scored once, then development data"),
-    ("aside10", "collected after aside9 was scored, scored once, then development data"),
-    ("aside9", "collected after aside8 was scored, scored once, then development data"),
-    ("aside8", "collected after the quadrature widening, scored once, then development data"),
-    ("aside7", "collected in issue 44's last round, scored once, then development data (in the widening)"),
-    ("aside6", "collected in issue 44's sixth round, scored once, then development data (in the widening)"),
-    ("aside5", "collected in issue 44's fifth round before its fixes, scored once, then development data"),
-    ("aside4", "collected in issue 44's fourth round before its fixes, scored once, then development data"),
-    ("aside3", "collected in issue 44's review before its fixes, scored once, then development data"),
-    ("aside2", "collected in issue 44, scored once, then development data for its review"),
-    ("aside", "collected in issue 26, scored in earlier rounds"),
-)
+# the kept-aside collections, newest first: load.ASIDE_FOLDERS
 
 
 def aside_report(markdown: bool, folder: str = "aside", what: str = "") -> str:

@@ -121,24 +121,9 @@ def memory_loso(cases: Sequence[Case] | None = None) -> Scored:
 def memory_aside() -> Scored:
     """The kept-aside memory rows predicted with the packaged constants, scored once."""
     sys.path.insert(0, str(HERE / "validation"))
-    from load import load_file  # noqa: PLC0415
+    from load import ASIDE_FOLDERS, load_file  # noqa: PLC0415
 
-    # the kept-aside collections (accuracy.ASIDE_FOLDERS)
-    folders = (
-        "aside",
-        "aside2",
-        "aside3",
-        "aside4",
-        "aside5",
-        "aside6",
-        "aside7",
-        "aside8",
-        "aside9",
-        "aside10",
-        "aside11",
-        "aside12",
-        "aside13",
-    )
+    folders = [folder for folder, _ in ASIDE_FOLDERS]
     rows = [r for f in folders for p in sorted((HERE / "validation" / f).glob("*.csv")) for r in load_file(p)]
     a = assumptions_for(load_fitted())
     out: Scored = []

@@ -260,3 +260,22 @@ if __name__ == "__main__":
     for name, count in sorted(by_file.items()):
         print(f"{count:5d}  {name}")
     print(f"{len(loaded):5d}  rows in {len(by_file)} files")
+
+
+#: the kept-aside collections (sub-folders of this one, never fitted), newest first: (folder,
+#: what it is); benchmarks/accuracy.py scores each, memory_accuracy.py pools their memory rows
+ASIDE_FOLDERS = (
+    ("aside13", "collected after aside12 was scored, scored once after the fix aside12 showed"),
+    ("aside12", "collected after aside11 was scored, scored once, then development data"),
+    ("aside11", "collected after aside10 was scored, scored once, then development data"),
+    ("aside10", "collected after aside9 was scored, scored once, then development data"),
+    ("aside9", "collected after aside8 was scored, scored once, then development data"),
+    ("aside8", "collected after the quadrature widening, scored once, then development data"),
+    ("aside7", "collected in issue 44's last round, scored once, then development data (in the widening)"),
+    ("aside6", "collected in issue 44's sixth round, scored once, then development data (in the widening)"),
+    ("aside5", "collected in issue 44's fifth round before its fixes, scored once, then development data"),
+    ("aside4", "collected in issue 44's fourth round before its fixes, scored once, then development data"),
+    ("aside3", "collected in issue 44's review before its fixes, scored once, then development data"),
+    ("aside2", "collected in issue 44, scored once, then development data for its review"),
+    ("aside", "collected in issue 26, scored in earlier rounds"),
+)
