@@ -65,7 +65,7 @@ def _roofline_s(
     profile: SampleProfile, gpu: GpuSpec, setup: TrainingSetup, checkpointing: str, a: PerfAssumptions
 ) -> float:
     """Seconds per sample at a large micro-batch (before the measured scale)."""
-    peak = gpu.peak_tflops(setup.precision, setup.tf32 is not False)
+    peak = gpu.peak_tflops(setup.precision, setup.tf32_on)
     if peak is None:
         raise ConfigError(f"{gpu.gpu_id} has no {setup.precision} tensor path")
     eff = base_efficiency(gpu, setup.precision, a, setup.stack)[0]
@@ -146,7 +146,7 @@ def profile_microbatch_times_s(
     )
     compute = b * _batch_factor(b, a) * per_sample
     flops = training_gflop_per_sample(profile, layout.checkpointing)
-    peak = gpu.peak_tflops(setup.precision, setup.tf32 is not False) or 0.0
+    peak = gpu.peak_tflops(setup.precision, setup.tf32_on) or 0.0
     eff = flops * 1e9 / (per_sample * peak * 1e12) if flops is not None and peak else 0.0
     return compute, 0.0, 0.0, eff
 
@@ -186,7 +186,7 @@ def profile_step_time(
     compute_s = m * compute_mb
     time_s = compute_s + dp_exposed + opt_s
     samples_per_s = layout.global_batch * setup.seq_len / time_s
-    peak_total = (gpu.peak_tflops(setup.precision, setup.tf32 is not False) or 0.0) * 1e12 * layout.gpus
+    peak_total = (gpu.peak_tflops(setup.precision, setup.tf32_on) or 0.0) * 1e12 * layout.gpus
     model = model_gflop_per_sample(profile)
     hardware = training_gflop_per_sample(profile, layout.checkpointing)
     mfu = model * 1e9 * samples_per_s / peak_total if model is not None and peak_total else 0.0

@@ -138,6 +138,11 @@ class TrainingSetup:
             raise ValueError(f"recompute_modules: unknown {unknown}; allowed: {', '.join(RECOMPUTE_MODULES)}")
 
     @property
+    def tf32_on(self) -> bool:
+        """fp32 matmuls on TF32 tensor cores (`tf32` unset or True; GpuSpec.peak_tflops)."""
+        return self.tf32 is not False
+
+    @property
     def is_adapter(self) -> bool:
         return self.method in ("lora", "qlora")
 

@@ -188,7 +188,7 @@ class DecoderStepModel:
     def _precision_setup(self, gpu: GpuSpec, setup: TrainingSetup, a: PerfAssumptions) -> None:
         """Peaks and efficiencies of the GPU at the setup's precision."""
         precision = setup.precision
-        self.peak_tflops = gpu.peak_tflops(precision, setup.tf32 is not False)
+        self.peak_tflops = gpu.peak_tflops(precision, setup.tf32_on)
         peak = self.peak_tflops or 0.0
         self.peak16_tflops = (gpu.peak_tflops("bf16") or peak) if precision == "fp8" else peak
         self.base_efficiency, self._calibrated = base_efficiency(gpu, precision, a, setup.stack)
@@ -198,7 +198,7 @@ class DecoderStepModel:
         )
         # IEEE fp32 on the CUDA cores (TF32 off): no tensor-core tile for a small hidden size to
         # underfill, so the hidden-size term of the size factor is off (GUESS, like the term)
-        self.hidden_half = 0.0 if precision == "fp32" and setup.tf32 is False else hidden_half(a)
+        self.hidden_half = 0.0 if precision == "fp32" and not setup.tf32_on else hidden_half(a)
         kernel = self.knobs.stack.attention_kernel
         fused = self.knobs.attention != "eager"
         self.attention_fraction = ATTENTION_KERNEL_FRACTION.get((gpu.generation, kernel)) if fused else None
