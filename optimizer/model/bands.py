@@ -122,6 +122,7 @@ TIERS = {
     "ampere-dc": "nvidia-dc",
     "hopper": "nvidia-dc",
     "blackwell": "nvidia-dc",
+    "blackwell-rtx": "nvidia-ws",  # GeForce RTX 50 (GB20x, sm_120): pricing_data gpus_consumer.csv
     "ampere": "nvidia-ws",
     "ada": "nvidia-ws",
     "turing": "nvidia-ws",
