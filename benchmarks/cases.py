@@ -351,6 +351,14 @@ def _train_case(row: Row) -> Case:
     )
     # torch.autocast over fp32 parameters, as the row states it (its weight-cast cache)
     autocast = re.search(r"torch autocast[^.;]*fp32 param|autocast over fp32 param", notes) is not None
+    # kernels not launched one by one from Python, as the row states it: a C++/CUDA engine,
+    # JAX/XLA, or whole-step CUDA graphs (optimizer.model.dispatch; "cuda graphs on attention
+    # and router" captures a part only and keeps the floor)
+    engine = re.search(
+        r"c\+\+/cuda training engine|cuda/c\+\+ trainer|jax/xla|full cuda graphs|"
+        r"cuda_graphs 1\b|use_cuda_graphs true",
+        kernels,
+    )
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -380,6 +388,7 @@ def _train_case(row: Row) -> Case:
         autocast_weights=True if autocast else None,
         tf32=True if tf32_on else (False if tf32_off else None),
         logits_gathered=gathered is not None,
+        host_launches=False if engine else None,
     )
     layout = Layout(
         dp=dp,

@@ -153,9 +153,10 @@ def _render_step(c: Any, r: dict[str, Any]) -> None:
         if r.get("calibrated")
         else "default, uncalibrated"
     )
+    host = f" + waiting for the host's kernel launches {s['host_wait_s']:.3f}" if s.get("host_wait_s") else ""
     c.print(
         f"step {s['time_s']:.3f} s = compute {s['compute_s']:.3f} + communication "
-        f"{s['communication_s']:.3f} + bubble {s['bubble_s']:.3f}; "
+        f"{s['communication_s']:.3f} + bubble {s['bubble_s']:.3f}{host}; "
         f"{rate:,.{1 if r.get('sample_unit') else 0}f} {unit}/s "
         f"({per_gpu:,.{1 if r.get('sample_unit') else 0}f} per GPU), {flops} ({cal})"
     )

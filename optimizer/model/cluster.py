@@ -46,8 +46,11 @@ class StepTime:
     mfu_unclipped: float | None = None
     ceiling_note: str = ""
     #: the fitted band's P50 the time carries (optimizer/model/bands.py): time_s = the parts'
-    #: sum × centre (the parts are the model's physics); 1 when calibrated or not fitted
+    #: sum (compute, communication, bubble, host wait) × centre (the parts are the model's
+    #: physics); 1 when calibrated or not fitted
     centre: float = 1.0
+    #: the GPU idle while the host launches an eager step's kernels (optimizer/model/dispatch.py)
+    host_wait_s: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -55,4 +58,5 @@ class StepTime:
             "compute_s": round(self.compute_s, 4),
             "communication_s": round(self.communication_s, 4),
             "bubble_s": round(self.bubble_s, 4),
+            "host_wait_s": round(self.host_wait_s, 4),
         }

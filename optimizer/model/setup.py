@@ -131,6 +131,9 @@ class TrainingSetup:
     #: (DTensor ColwiseParallel with output_layouts=Replicate()), not vocab-parallel as Megatron's
     #: and torchtitan's loss_parallel keep them: not divided by tp
     logits_gathered: bool = False
+    #: eager PyTorch launches each kernel from the host (optimizer.model.dispatch: a micro-batch
+    #: takes at least the launches' time); False: a C++/CUDA engine or CUDA graphs; None: as True
+    host_launches: bool | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))
@@ -322,6 +325,12 @@ class PerfAssumptions:
     mfu_ceiling_unmeasured_fp8: float = 0.4
     # GUESS: bytes moved per attention-score element (fwd + bwd) by an eager softmax kernel
     eager_score_bytes: float = 20.0
+    #: GUESS: host seconds per kernel an eager training step launches (optimizer.model.dispatch):
+    #: the top of the 5-25 µs of Python, autograd, dispatcher and cudaLaunchKernel work per op
+    #: (jiahuanglin.xyz gpu_kernel_serving lesson 18, read 2026-12-05), as a training op also
+    #: records its autograd node and runs through nn.Module and peft wrappers. Chosen after
+    #: reading the host-bound rows of aside10 (Unsloth) and aside11 (CS336): 0 turns it off
+    host_s_per_kernel: float = 20e-6
     # ---- the host and the data (optimizer/model/host.py) ----
     #: GUESS: samples/s one vCPU decodes + augments for [data] kind = "image" (JPEG decode +
     #: random-resized crop at ~224 px; NVIDIA DALI's motivation is that CPU decode cannot feed

@@ -95,6 +95,9 @@ class StackProfile:
     #: param_and_grad_buffer): the allocator cache grows around the other allocations only
     static_state_buffers: bool = False
     context_gib: float = 0.6
+    #: the layer's pointwise work runs in fused kernels (Transformer Engine / Megatron fusions):
+    #: the host launches about as many kernels as a compiled layer's (optimizer/model/dispatch.py)
+    fused_layer_kernels: bool = False
     checkpointing: str = "none"
     #: what "selective" recomputation means in the stack: "attention" (Korthikanti et al.
     #: 2022 §5: the attention core) | "op" (torchtitan per-op SAC: every other mm recomputed)

@@ -6,7 +6,8 @@ or the instance count computed once (the planner builds one per offering × mode
 and `step_model_for` picks the one of a model's kind: the planner never asks which kind it has.
 
 step = m·(compute + TP/CP comm + PP p2p) per micro-batch + bubble (p−1)/v micro-batches
-       + exposed DP communication + optimizer update (memory-bound).
+       + exposed DP communication + optimizer update (memory-bound),
+a micro-batch taking at least the host's time to launch its kernels (optimizer.model.dispatch).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from optimizer.model.comms import (
     ring_allreduce_s,
     ring_reduce_scatter_s,
 )
+from optimizer.model.dispatch import host_dispatch_s
 from optimizer.model.efficiency import (
     ATTENTION_KERNEL_FRACTION,
     base_efficiency,
@@ -132,6 +134,7 @@ def scale_step(step: StepTime, f: float) -> StepTime:
         compute_s=step.compute_s * f,
         communication_s=step.communication_s * f,
         bubble_s=step.bubble_s * f,
+        host_wait_s=step.host_wait_s * f,
         parts_s={k: v * f for k, v in step.parts_s.items()},
     )
 
@@ -238,6 +241,7 @@ class DecoderStepModel:
         self.qlora_weight_bytes = qlora_bytes_per_param(stack.qlora_double_quant)
         self.state_bytes = ADAM_STATE_BYTES if stack.fp32_master else ADAM_STATE_BYTES / 2
         self._held: dict[tuple[int, int, int, int], float] = {}
+        self._host: dict[tuple[int, str], float] = {}
 
     @property
     def own_band(self) -> bool:
@@ -360,6 +364,19 @@ class DecoderStepModel:
         pp_mb = 2 * layout.vp * p2p_s(message, pp_bw, self.a.small_message_latency_s)
         return pp_mb * (1.0 - self.knobs.pp_overlap)
 
+    def host_s(self, layout: Layout) -> float:
+        """The host's time to launch one micro-batch's kernels on one GPU (dispatch.host_dispatch_s),
+        per (pp, checkpointing)."""
+        key = (layout.pp, layout.checkpointing)
+        found = self._host.get(key)
+        if found is None:
+            knobs = self.knobs
+            fused = knobs.stack.fused_layer_kernels
+            found = self._host[key] = host_dispatch_s(
+                self.model, self.setup, layout, knobs.attention, self.a, fused
+            )
+        return found
+
     def trained_params(self, layout: Layout) -> float:
         """Parameters this GPU trains: its held slice, or its share of the adapters."""
         if self.setup.is_adapter:
@@ -415,13 +432,15 @@ class DecoderStepModel:
         `micro` passes a precomputed microbatch_times_s result (the planner keeps them)."""
         compute_mb, tp_mb, pp_mb, eff = micro or self.microbatch_times_s(layout, cluster)
         m = layout.grad_accum
-        per_mb = compute_mb + tp_mb + pp_mb
+        # the host launches while the GPU runs: a micro-batch takes the longer of the two
+        host_wait_mb = max(0.0, self.host_s(layout) - (compute_mb + tp_mb + pp_mb))
+        per_mb = compute_mb + tp_mb + pp_mb + host_wait_mb
         bubble = (layout.pp - 1) / layout.vp * per_mb  # interleaved 1F1B (Narayanan 2021 §2.2.2)
         dp = self.dp_traffic(layout, cluster, compute_mb)
         opt_s = self.optimizer_s(layout)
         compute_s = m * compute_mb
         comm_s = m * (tp_mb + pp_mb) + dp.exposed_s
-        time_s = compute_s + comm_s + bubble + opt_s
+        time_s = compute_s + m * host_wait_mb + comm_s + bubble + opt_s
         tokens_per_s = layout.global_batch * self.setup.seq_len / time_s
         peak_total = (self.peak_tflops or 0.0) * 1e12 * layout.gpus
         # the band's P50: the parts stay the model's, time and rates carry the centre
@@ -439,6 +458,7 @@ class DecoderStepModel:
             efficiency=eff,
             calibrated=self._calibrated,
             centre=c,
+            host_wait_s=m * host_wait_mb,
             parts_s={
                 "compute": compute_s,
                 "optimizer": opt_s,
@@ -447,6 +467,7 @@ class DecoderStepModel:
                 "dp_total": dp.total_s,
                 "dp_exposed": dp.exposed_s,
                 "bubble": bubble,
+                "host_wait": m * host_wait_mb,
             },
         )
         if self.ceiling is None:

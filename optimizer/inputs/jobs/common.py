@@ -222,6 +222,7 @@ _BOUNDS: dict[str, dict[str, float]] = {
     "mfu_ceiling_unmeasured": {"ge": 0.01, "le": 1},
     "mfu_ceiling_unmeasured_fp8": {"ge": 0.01, "le": 1},
     "eager_score_bytes": {"ge": 0, "le": 1e4},
+    "host_s_per_kernel": {"ge": 0, "le": 0.01},
     "samples_per_s_per_vcpu_image": {"ge": 0.001, "le": 1e7},
     "samples_per_s_per_vcpu_text": {"ge": 0.001, "le": 1e7},
     "loader_reserve_vcpus_per_gpu": {"ge": 0, "le": 64},
@@ -293,6 +294,8 @@ _MEANINGS: dict[str, str] = {
     "generation with fewer than 10 published fp8 full-training runs, (0, 1]",
     "eager_score_bytes": "bytes moved per attention-score element (forward + backward) by an "
     "eager softmax kernel",
+    "host_s_per_kernel": "host seconds per kernel an eager training step launches (the floor of a "
+    "micro-batch on a fast GPU; 0: off)",
     "samples_per_s_per_vcpu_image": 'samples/s one vCPU decodes and augments for [data] kind = "image"',
     "samples_per_s_per_vcpu_text": 'samples/s one vCPU serves for [data] kind = "text" '
     "(pre-tokenized shards)",

@@ -131,12 +131,16 @@ class LayoutOut(Contract):
 
 
 class StepOut(Contract):
-    """One optimizer step, seconds: time = compute + exposed communication + pipeline bubble."""
+    """One optimizer step, seconds: time = compute + exposed communication + pipeline bubble
+    + host wait."""
 
     time_s: float
     compute_s: float
     communication_s: float
     bubble_s: float
+    host_wait_s: float = Field(
+        default=0.0, description="the GPU idle while the host launches an eager step's kernels"
+    )
 
 
 class SolverOut(Contract):

@@ -167,18 +167,20 @@ def memory_figure(rows: Sequence[tuple[str, dict[str, Any], float | None]]) -> g
 
 
 def step_figure(plan: dict[str, Any]) -> go.Figure:
-    """One optimizer step: compute, exposed communication and pipeline bubble, with P10-P90."""
+    """One optimizer step: compute, exposed communication, pipeline bubble and the wait for the
+    host's kernel launches, with P10-P90."""
     step = plan["step"]
     fig = go.Figure()
     parts = (
         ("compute_s", "compute"),
         ("communication_s", "communication (exposed)"),
         ("bubble_s", "pipeline bubble"),
+        ("host_wait_s", "waiting for the host's kernel launches"),
     )
     for i, (key, name) in enumerate(parts):
         fig.add_bar(
             y=["step"],
-            x=[step[key]],
+            x=[step.get(key, 0.0)],
             name=name,
             orientation="h",
             marker_color=PALETTE[i],

@@ -261,6 +261,7 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
                 ("compute", num(step["compute_s"], 3)),
                 ("communication not hidden behind compute", num(step["communication_s"], 3)),
                 ("pipeline bubble", num(step["bubble_s"], 3)),
+                ("waiting for the host's kernel launches", num(step.get("host_wait_s", 0.0), 3)),
                 ("step", num(step["time_s"], 3)),
                 ("P10 – P90", f"{num(p.get('step_time_s_p10'), 3)} – {num(p.get('step_time_s_p90'), 3)}"),
             ),
