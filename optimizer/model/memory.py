@@ -14,6 +14,7 @@ from typing import Protocol
 from optimizer.model.activations import activation_bytes_per_layer, moe_routing_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
+from optimizer.model.grad_lifetime import BF16_LOSS_BYTES_PER_LOGIT, gradients_at_peak, unsynced_grad_bytes
 from optimizer.model.held import expert_params, lora_params, params_per_gpu, sharded_params
 from optimizer.model.memory_breakdown import MemoryBreakdown
 from optimizer.model.profile import AnyModel, is_profile
@@ -100,7 +101,11 @@ def logits_bytes(
     if setup.compile and compiled_loss and assumptions.logits_bytes_per_value is None:
         per_value = k.stack.compile_logits_bytes_per_value
     # Cut Cross-Entropy (blockwise, no full logits) or a fused kernel on them (setup.py)
-    kernel = {"cce": k.stack.cce_logits_bytes_per_value, "fused": k.stack.fused_logits_bytes_per_value}
+    kernel = {
+        "cce": k.stack.cce_logits_bytes_per_value,
+        "fused": k.stack.fused_logits_bytes_per_value,
+        "bf16": BF16_LOSS_BYTES_PER_LOGIT,  # an eager loss on 16-bit logits (grad_lifetime)
+    }
     per_value = min(per_value, kernel.get(setup.loss_kernel or "", per_value))
     vocab_split = 1 if setup.logits_gathered else layout.tp
     return logits_tokens(model, setup, layout) * model.logits_width * per_value / vocab_split
@@ -208,6 +213,11 @@ class TrainingMemoryModel:
         weights, gradients, optimizer = self.states(layout)
         acts, factor = self.activations(layout)
         managed = 0.0
+        if not setup.optimizer_steps:
+            # torch.optim creates its state at the first step() (AdamW _init_group: "Lazy
+            # state initialization"): a loop that never steps holds none
+            optimizer = 0.0
+        gradients = self._gradients_at_peak(layout, gradients, acts)
         if setup.paged_optimizer:
             # bitsandbytes paged optimizers allocate their states with cudaMallocManaged
             # (bitsandbytes functional.get_paged), invisible to torch.cuda.max_memory_allocated
@@ -233,6 +243,21 @@ class TrainingMemoryModel:
             managed_bytes=managed,
             activation_factor=factor,
         )
+
+
+    def _gradients_at_peak(self, layout: Layout, gradients: float, acts: float) -> float:
+        """The gradient bytes held at the peak: freed between steps or kept unsharded across
+        micro-batches, as the setup says (grad_lifetime)."""
+        setup, model = self.setup, self.model
+        if setup.grads_freed:
+            g_b = setup_state_bytes(model, setup, self.knobs)[1]
+            head = model.head_params() * g_b / layout.tp
+            one = Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
+            last = activation_bytes_per_layer(model, setup, one, self.knobs)
+            gradients = gradients_at_peak(setup, layout, gradients, acts, head, last)
+        # the unsharded accumulation is reduce-scattered into the sharded gradients layer by
+        # layer in the last micro-batch's backward: the larger of the two is held
+        return max(gradients, unsynced_grad_bytes(model, setup, layout))
 
 
 def setup_state_bytes(model: ModelSpec, setup: TrainingSetup, k: Knobs) -> tuple[float, float, float]:

@@ -103,7 +103,8 @@ class TrainingSetup:
     #: apple/ml-cross-entropy), the logits never materialised; "liger" = Liger Kernel's fused
     #: linear cross-entropy, the tokens' logits one chunk at a time (memory.logits_tokens);
     #: "fused" = a fused softmax cross-entropy on the full logits (flash-attn's, Transformer
-    #: Engine's / Megatron's loss fusion): no fp32 copies; None: the stack's loss
+    #: Engine's / Megatron's loss fusion): no fp32 copies; "bf16" = an eager cross-entropy on
+    #: the 16-bit logits, never upcast (F.cross_entropy on bf16 logits); None: the stack's loss
     loss_kernel: str | None = None
     #: chunks the output projection + loss run in, each chunk's forward and backward before the
     #: next (torchtitan ChunkedCELoss, PR #2937, 2026-04: "Each chunk's loss is backpropagated
@@ -131,6 +132,19 @@ class TrainingSetup:
     #: (DTensor ColwiseParallel with output_layouts=Replicate()), not vocab-parallel as Megatron's
     #: and torchtitan's loss_parallel keep them: not divided by tp
     logits_gathered: bool = False
+    #: the run never calls optimizer.step() (VectorLM's profiling/benchmark.py calls
+    #: Trainer.train_step, whose tr_step stays 0, so every micro-step takes the no_sync branch):
+    #: torch optimizers create their states at the first step, so none are ever held
+    optimizer_steps: bool = True
+    #: gradients set to None after every optimizer step (torch >= 2.0 Optimizer.zero_grad
+    #: set_to_none=True) with one micro-batch per step: they are produced during backward and
+    #: never held beside the loss's logits at its start (optimizer.model.grad_lifetime)
+    grads_freed: bool = False
+    #: FSDP gradient accumulation without reduce-scatter on the non-last micro-batches (FSDP2
+    #: set_requires_gradient_sync(False), FSDP1 no_sync()): each rank keeps the unsharded
+    #: gradients of its whole model between micro-batches, in this dtype (FSDP2 upcasts them to
+    #: MixedPrecisionPolicy.reduce_dtype); None: gradients reduce-scattered every micro-batch
+    no_sync_grad_dtype: str | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))
