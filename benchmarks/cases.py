@@ -20,7 +20,8 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   "cross-entropy on the bf16 logits" is an eager loss never upcast (loss_kernel "bf16"); a loop
   that "never steps the optimizer", "gradients freed after every optimizer step" and "unsharded
   fp32 gradients kept across micro-batches" (FSDP no-sync accumulation) set the gradient and
-  optimizer-state lifetimes of optimizer/model/grad_lifetime.py;
+  optimizer-state lifetimes of optimizer/model/grad_lifetime.py; "use_cache left on" keeps every
+  layer's K and V in a Hugging Face model's outputs (activations.kept_kv_bytes);
   rows stating fused norm and SwiGLU kernels save what a compiled model saves;
   "N loss chunks" (torchtitan ChunkedCELoss) hold one chunk's logits; "Compiled Transformer
   blocks and loss" (torchtitan) and a loss the compiled forward computes are compiled losses;
@@ -360,6 +361,7 @@ def _train_case(row: Row) -> Case:
     freed = "gradients freed after every optimizer step" in notes
     no_sync = re.search(r"unsharded (fp32|bf16) gradients kept across micro-batches", notes)
     bf16_loss = re.search(r"cross[- ]entropy on the (?:16-bit|bf16) logits", notes) is not None
+    kv_kept = "use_cache left on" in notes
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -392,6 +394,7 @@ def _train_case(row: Row) -> Case:
         optimizer_steps=not no_step,
         grads_freed=freed,
         no_sync_grad_dtype=no_sync.group(1) if no_sync else None,
+        kv_cache_kept=kv_kept,
     )
     layout = Layout(
         dp=dp,

@@ -37,7 +37,8 @@ def unsynced_grad_bytes(model: ModelSpec, setup: TrainingSetup, layout: Layout) 
     # FSDP2 FSDPParam.to_accumulated_grad_if_needed (torch/distributed/_composable/fsdp/
     # _fsdp_param.py): "self.unsharded_accumulated_grad = unsharded_grad.to(self.reduce_dtype)"
     # for every parameter whose post-backward skipped the reduce-scatter
-    return params_per_gpu(model, Layout(tp=layout.tp, pp=layout.pp)) * BYTES_PER_DTYPE[setup.no_sync_grad_dtype]
+    stage = params_per_gpu(model, Layout(tp=layout.tp, pp=layout.pp))
+    return stage * BYTES_PER_DTYPE[setup.no_sync_grad_dtype]
 
 
 def gradients_at_peak(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-from optimizer.model.activations import activation_bytes_per_layer, moe_routing_bytes_per_token
+from optimizer.model.activations import activation_bytes_per_layer, kept_kv_bytes, moe_routing_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
 from optimizer.model.grad_lifetime import BF16_LOSS_BYTES_PER_LOGIT, gradients_at_peak, unsynced_grad_bytes
@@ -244,7 +244,6 @@ class TrainingMemoryModel:
             activation_factor=factor,
         )
 
-
     def _gradients_at_peak(self, layout: Layout, gradients: float, acts: float) -> float:
         """The gradient bytes held at the peak: freed between steps or kept unsharded across
         micro-batches, as the setup says (grad_lifetime)."""
@@ -310,11 +309,12 @@ def _state_bytes(
     autocast = k.stack.autocast_weight_cache if setup.autocast_weights is None else setup.autocast_weights
     if autocast and master and setup.precision in ("fp16", "bf16"):
         # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
-        # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard;
-        # under ZeRO-3/FSDP, of every gathered full weight until the region ends (fairscale PR
-        # #650: "when training in AMP model with weight dtype32, FSDP may need to optionally
-        # clear the autocast cache to avoid GPU OOM"); stated for a run (setup.autocast_weights)
-        weights += (p_gpu if zero >= 3 and setup.autocast_weights else held(3)) * 2.0
+        # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard.
+        # Not under torch FSDP as a run states it (setup.autocast_weights, ZeRO-3): its forward
+        # computes on Tensor views of the flat parameter (FSDP1 _use_unsharded_flat_param: "We
+        # use `Tensor` views in the forward"), which autocast never caches (ATen
+        # autocast_mode.cpp cached_cast: "arg.is_leaf() && !arg.is_view()")
+        weights += (0.0 if zero >= 3 and setup.autocast_weights else held(3)) * 2.0
     gradients = held(2) * g_b
     optimizer = held(1) * o_b
     if zero >= 3:  # gathered full-size parameters of the layers being computed
@@ -351,11 +351,11 @@ def _adapter_state_bytes(
     """(weights, gradients, optimizer states) of a LoRA / QLoRA run on one GPU: the frozen base's
     `base_params` (ZeRO-3 shard) as stored, the adapters at the stack's `per_param` bytes."""
     w_b, g_b, o_b = per_param
-    base_b = (
-        qlora_bytes_per_param(k.stack.qlora_double_quant)
-        if setup.method == "qlora"
-        else {"fp32": 4.0}.get(setup.precision, 2.0)
-    )
+    # a frozen base under torch.autocast over fp32 parameters (stated by the run) stays fp32
+    fp32_base = setup.precision == "fp32" or bool(setup.autocast_weights)
+    base_b = 4.0 if fp32_base else 2.0
+    if setup.method == "qlora":
+        base_b = qlora_bytes_per_param(k.stack.qlora_double_quant)
     # QLoRA leaves embeddings (and, unless the stack quantises it, the LM head) in 16 bit
     # (bitsandbytes quantises Linear layers)
     head_16bit = 0 if k.stack.qlora_quantizes_head else model.head_params()
@@ -368,6 +368,10 @@ def _adapter_state_bytes(
     n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
     # adapters: 16-bit weights + grads + optimizer state as the stack keeps it
     weights = base_bytes + n_adapter * w_b
+    if layout.zero_stage >= 3 and not setup.offload_params and setup.method != "qlora":
+        # the frozen base is gathered layer by layer as the full path's are (FSDP / ZeRO-3
+        # all-gather of the layers being computed and prefetched), at its stored dtype
+        weights += min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
     if setup.offload_params and layout.zero_stage >= 3:  # ZeRO-3 param offload: ~2 layers gathered
         weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
         weights += n_adapter * w_b
@@ -433,7 +437,7 @@ def _activation_bytes(
     factor = a.memory_calibrated.get((model.name, setup.stack))
     if factor is not None:
         acts *= factor
-    return acts, factor
+    return acts + kept_kv_bytes(model, setup, layout), factor  # exact bytes: not scaled
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "fp16") -> float:

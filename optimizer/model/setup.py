@@ -145,6 +145,10 @@ class TrainingSetup:
     #: gradients of its whole model between micro-batches, in this dtype (FSDP2 upcasts them to
     #: MixedPrecisionPolicy.reduce_dtype); None: gradients reduce-scattered every micro-batch
     no_sync_grad_dtype: str | None = None
+    #: a Hugging Face model trained with use_cache on (its config's default, left on when the
+    #: recompute is applied outside HF's gradient_checkpointing flag): every layer's K and V go
+    #: into outputs.past_key_values and stay referenced through backward
+    kv_cache_kept: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from optimizer.model.activations import kept_kv_bytes
 from optimizer.model.grad_lifetime import unsynced_grad_bytes
 from optimizer.model.memory import logits_bytes, training_memory
 from optimizer.model.presets import PRESETS
@@ -70,3 +71,18 @@ def test_a_loop_that_never_steps_holds_no_optimizer_state() -> None:
     m = training_memory(LLAMA3_8B, setup, Layout(micro_batch=8, grad_accum=4, checkpointing="full"), RAW)
     assert m.optimizer == 0.0
     assert m.gradients == pytest.approx(16_060_522_496 / GIB)
+
+
+def test_use_cache_keeps_every_layers_keys_and_values() -> None:
+    # DLRover/ATorch FSDP Llama-2-7B (transformers 4.31, use_cache left on): 32 layers × K and V
+    # × 4 sequences × 4096 tokens × 4096 (32 KV heads × 128) × 2 B = 8,589,934,592 B (8 GiB)
+    from optimizer.inputs.models import load_model  # lazy: only this test needs the presets
+
+    model = load_model("llama-2-7b")
+    setup = TrainingSetup(seq_len=4096, kv_cache_kept=True)
+    layout = Layout(dp=8, zero_stage=3, micro_batch=4, checkpointing="full")
+    assert kept_kv_bytes(model, setup, layout) == pytest.approx(8_589_934_592)
+    assert kept_kv_bytes(model, TrainingSetup(seq_len=4096), layout) == 0.0
+    on = training_memory(model, setup, layout, RAW).activations
+    off = training_memory(model, TrainingSetup(seq_len=4096), layout, RAW).activations
+    assert on - off == pytest.approx(8_589_934_592 / GIB)
