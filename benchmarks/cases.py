@@ -17,6 +17,11 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   attention kernel and dropout masks (a stated kernel wins over the stack's: FlagPerf's
   Megatron-DeepSpeed passes --use-flash-attn-v2 where the 2022 BLOOM profile is eager); rows
   naming Cut Cross-Entropy (apple/ml-cross-entropy) never hold the logits (loss_kernel "cce");
+  "cross-entropy on the bf16 logits" is an eager loss never upcast (loss_kernel "bf16"); a loop
+  that "never steps the optimizer", "gradients freed after every optimizer step" and "unsharded
+  fp32 gradients kept across micro-batches" (FSDP no-sync accumulation) set the gradient and
+  optimizer-state lifetimes of optimizer/model/grad_lifetime.py; "use_cache left on" keeps every
+  layer's K and V in a Hugging Face model's outputs (activations.kept_kv_bytes);
   rows stating fused norm and SwiGLU kernels save what a compiled model saves;
   "N loss chunks" (torchtitan ChunkedCELoss) hold one chunk's logits; "Compiled Transformer
   blocks and loss" (torchtitan) and a loss the compiled forward computes are compiled losses;
@@ -359,6 +364,12 @@ def _train_case(row: Row) -> Case:
         r"cuda_graphs 1\b|use_cuda_graphs true",
         kernels,
     )
+    # what the row's loop does with its gradients and optimizer, as stated (grad_lifetime.py)
+    no_step = "never steps the optimizer" in notes
+    freed = "gradients freed after every optimizer step" in notes
+    no_sync = re.search(r"unsharded (fp32|bf16) gradients kept across micro-batches", notes)
+    bf16_loss = re.search(r"cross[- ]entropy on the (?:16-bit|bf16) logits", notes) is not None
+    kv_kept = "use_cache left on" in notes
     setup = TrainingSetup(
         seq_len=s,
         precision=precision,
@@ -380,7 +391,7 @@ def _train_case(row: Row) -> Case:
         offload_layers=int(offloaded.group(1)) if offloaded else 0,
         fp32_master=master,
         master_remainders=remainders,
-        loss_kernel="cce" if cce else ("liger" if "liger" in kernels else ("fused" if fused_ce else None)),
+        loss_kernel=_loss_kernel(cce, "liger" in kernels, fused_ce, bf16_loss),
         loss_chunks=loss_chunks,
         fused_kernels=fused,
         fp32_grads=False if bf16_grads else None,
@@ -389,6 +400,10 @@ def _train_case(row: Row) -> Case:
         tf32=True if tf32_on else (False if tf32_off else None),
         logits_gathered=gathered is not None,
         host_launches=False if engine else None,
+        optimizer_steps=not no_step,
+        grads_freed=freed,
+        no_sync_grad_dtype=no_sync.group(1) if no_sync else None,
+        kv_cache_kept=kv_kept,
     )
     layout = Layout(
         dp=dp,
@@ -555,6 +570,14 @@ def _serve_value(case: Case, a: PerfAssumptions) -> float:
         "tpot_ms": perf.tpot_s * 1e3,
         "e2e_latency_s": perf.ttft_s + (out - 1) * perf.tpot_s,
     }[metric]
+
+
+def _loss_kernel(cce: bool, liger: bool, fused: bool, bf16: bool) -> str | None:
+    """The loss kernel a row states, most specific first (TrainingSetup.loss_kernel)."""
+    for name, said in (("cce", cce), ("liger", liger), ("fused", fused), ("bf16", bf16)):
+        if said:
+            return name
+    return None
 
 
 def predict(case: Case, a: PerfAssumptions) -> float | None:

@@ -26,6 +26,7 @@ torch.compile (AOTAutograd's min-cut rematerialisation partitioner, Ansel et al.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
@@ -36,6 +37,7 @@ _DEFAULT_ASSUMPTIONS = PerfAssumptions()
 
 __all__ = [
     "activation_bytes_per_layer",
+    "kept_kv_bytes",
     "recomputed_module_bytes",
     "extra_bytes_per_token",
     "moe_routing_bytes_per_token",
@@ -214,7 +216,11 @@ def activation_bytes_per_layer(
     # (fp8 training still keeps most saved activations in 16 bit)
     scale = 2.0 if setup.precision == "fp32" else 1.0
     if layout.checkpointing == "full":
-        return scale * 2 * s * b * h / (t if sp else 1)
+        # torch.autocast over fp32 parameters (stated by the run): the embedding output and
+        # the residual adds stay fp32 (torch type promotion of fp32 + bf16), so each saved
+        # layer input is 4 B per value (DLRover ATorch bf16_amp, HF LlamaDecoderLayer)
+        residual = 2.0 if setup.autocast_weights and setup.precision in ("bf16", "fp16") else 1.0
+        return scale * residual * 2 * s * b * h / (t if sp else 1)
     if layout.checkpointing == "selective" and k.stack.selective_ac == "op":
         outside, inside = op_sac_bytes_per_token(model, t)
         return scale * s * b * (outside / (t if sp else 1) + inside / t)
@@ -264,3 +270,15 @@ def activation_bytes_per_layer(
     if sp:
         return scale * ((replicated + split + scores) / t + routed)
     return scale * (replicated + split / t + scores / t + routed)
+
+
+def kept_kv_bytes(model: ModelSpec, setup: TrainingSetup, layout: Layout) -> float:
+    """K and V of every layer of a stage that a Hugging Face model run with use_cache=True keeps
+    in its outputs through backward (setup.kv_cache_kept; 0 otherwise): transformers 4.31
+    LlamaModel.forward "next_decoder_cache += (layer_outputs[...],)" of each layer's
+    past_key_value = (key_states, value_states), 16-bit, s/cp × b tokens, kv heads split over tp."""
+    if not setup.kv_cache_kept:
+        return 0.0
+    layers = math.ceil(model.layers / layout.pp)
+    tokens = setup.seq_len / layout.cp * layout.micro_batch
+    return layers * 2 * tokens * model.kv_dim * 2.0 / layout.tp

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-from optimizer.model.activations import activation_bytes_per_layer, moe_routing_bytes_per_token
+from optimizer.model.activations import activation_bytes_per_layer, kept_kv_bytes, moe_routing_bytes_per_token
 from optimizer.model.efficiency import fitted_constants
 from optimizer.model.fitted import memory_multiplier
+from optimizer.model.grad_lifetime import BF16_LOSS_BYTES_PER_LOGIT, gradients_at_peak, unsynced_grad_bytes
 from optimizer.model.held import expert_params, lora_params, params_per_gpu, sharded_params
 from optimizer.model.memory_breakdown import MemoryBreakdown
 from optimizer.model.profile import AnyModel, is_profile
@@ -100,7 +101,11 @@ def logits_bytes(
     if setup.compile and compiled_loss and assumptions.logits_bytes_per_value is None:
         per_value = k.stack.compile_logits_bytes_per_value
     # Cut Cross-Entropy (blockwise, no full logits) or a fused kernel on them (setup.py)
-    kernel = {"cce": k.stack.cce_logits_bytes_per_value, "fused": k.stack.fused_logits_bytes_per_value}
+    kernel = {
+        "cce": k.stack.cce_logits_bytes_per_value,
+        "fused": k.stack.fused_logits_bytes_per_value,
+        "bf16": BF16_LOSS_BYTES_PER_LOGIT,  # an eager loss on 16-bit logits (grad_lifetime)
+    }
     per_value = min(per_value, kernel.get(setup.loss_kernel or "", per_value))
     vocab_split = 1 if setup.logits_gathered else layout.tp
     return logits_tokens(model, setup, layout) * model.logits_width * per_value / vocab_split
@@ -208,6 +213,11 @@ class TrainingMemoryModel:
         weights, gradients, optimizer = self.states(layout)
         acts, factor = self.activations(layout)
         managed = 0.0
+        if not setup.optimizer_steps:
+            # torch.optim creates its state at the first step() (AdamW _init_group: "Lazy
+            # state initialization"): a loop that never steps holds none
+            optimizer = 0.0
+        gradients = self._gradients_at_peak(layout, gradients, acts)
         if setup.paged_optimizer:
             # bitsandbytes paged optimizers allocate their states with cudaMallocManaged
             # (bitsandbytes functional.get_paged), invisible to torch.cuda.max_memory_allocated
@@ -233,6 +243,20 @@ class TrainingMemoryModel:
             managed_bytes=managed,
             activation_factor=factor,
         )
+
+    def _gradients_at_peak(self, layout: Layout, gradients: float, acts: float) -> float:
+        """The gradient bytes held at the peak: freed between steps or kept unsharded across
+        micro-batches, as the setup says (grad_lifetime)."""
+        setup, model = self.setup, self.model
+        if setup.grads_freed:
+            g_b = setup_state_bytes(model, setup, self.knobs)[1]
+            head = model.head_params() * g_b / layout.tp
+            one = Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
+            last = activation_bytes_per_layer(model, setup, one, self.knobs)
+            gradients = gradients_at_peak(setup, layout, gradients, acts, head, last)
+        # the unsharded accumulation is reduce-scattered into the sharded gradients layer by
+        # layer in the last micro-batch's backward: the larger of the two is held
+        return max(gradients, unsynced_grad_bytes(model, setup, layout))
 
 
 def setup_state_bytes(model: ModelSpec, setup: TrainingSetup, k: Knobs) -> tuple[float, float, float]:
@@ -285,11 +309,12 @@ def _state_bytes(
     autocast = k.stack.autocast_weight_cache if setup.autocast_weights is None else setup.autocast_weights
     if autocast and master and setup.precision in ("fp16", "bf16"):
         # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
-        # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard;
-        # under ZeRO-3/FSDP, of every gathered full weight until the region ends (fairscale PR
-        # #650: "when training in AMP model with weight dtype32, FSDP may need to optionally
-        # clear the autocast cache to avoid GPU OOM"); stated for a run (setup.autocast_weights)
-        weights += (p_gpu if zero >= 3 and setup.autocast_weights else held(3)) * 2.0
+        # backward (torch.amp autocast cache_enabled=True): +2 B/param on this GPU's shard.
+        # Not under torch FSDP as a run states it (setup.autocast_weights, ZeRO-3): its forward
+        # computes on Tensor views of the flat parameter (FSDP1 _use_unsharded_flat_param: "We
+        # use `Tensor` views in the forward"), which autocast never caches (ATen
+        # autocast_mode.cpp cached_cast: "arg.is_leaf() && !arg.is_view()")
+        weights += (0.0 if zero >= 3 and setup.autocast_weights else held(3)) * 2.0
     gradients = held(2) * g_b
     optimizer = held(1) * o_b
     if zero >= 3:  # gathered full-size parameters of the layers being computed
@@ -326,11 +351,11 @@ def _adapter_state_bytes(
     """(weights, gradients, optimizer states) of a LoRA / QLoRA run on one GPU: the frozen base's
     `base_params` (ZeRO-3 shard) as stored, the adapters at the stack's `per_param` bytes."""
     w_b, g_b, o_b = per_param
-    base_b = (
-        qlora_bytes_per_param(k.stack.qlora_double_quant)
-        if setup.method == "qlora"
-        else {"fp32": 4.0}.get(setup.precision, 2.0)
-    )
+    # a frozen base under torch.autocast over fp32 parameters (stated by the run) stays fp32
+    fp32_base = setup.precision == "fp32" or bool(setup.autocast_weights)
+    base_b = 4.0 if fp32_base else 2.0
+    if setup.method == "qlora":
+        base_b = qlora_bytes_per_param(k.stack.qlora_double_quant)
     # QLoRA leaves embeddings (and, unless the stack quantises it, the LM head) in 16 bit
     # (bitsandbytes quantises Linear layers)
     head_16bit = 0 if k.stack.qlora_quantizes_head else model.head_params()
@@ -343,6 +368,10 @@ def _adapter_state_bytes(
     n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
     # adapters: 16-bit weights + grads + optimizer state as the stack keeps it
     weights = base_bytes + n_adapter * w_b
+    if layout.zero_stage >= 3 and not setup.offload_params and setup.method != "qlora":
+        # the frozen base is gathered layer by layer as the full path's are (FSDP / ZeRO-3
+        # all-gather of the layers being computed and prefetched), at its stored dtype
+        weights += min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
     if setup.offload_params and layout.zero_stage >= 3:  # ZeRO-3 param offload: ~2 layers gathered
         weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
         weights += n_adapter * w_b
@@ -408,7 +437,7 @@ def _activation_bytes(
     factor = a.memory_calibrated.get((model.name, setup.stack))
     if factor is not None:
         acts *= factor
-    return acts, factor
+    return acts + kept_kv_bytes(model, setup, layout), factor  # exact bytes: not scaled
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "fp16") -> float:

@@ -103,7 +103,8 @@ class TrainingSetup:
     #: apple/ml-cross-entropy), the logits never materialised; "liger" = Liger Kernel's fused
     #: linear cross-entropy, the tokens' logits one chunk at a time (memory.logits_tokens);
     #: "fused" = a fused softmax cross-entropy on the full logits (flash-attn's, Transformer
-    #: Engine's / Megatron's loss fusion): no fp32 copies; None: the stack's loss
+    #: Engine's / Megatron's loss fusion): no fp32 copies; "bf16" = an eager cross-entropy on
+    #: the 16-bit logits, never upcast (F.cross_entropy on bf16 logits); None: the stack's loss
     loss_kernel: str | None = None
     #: chunks the output projection + loss run in, each chunk's forward and backward before the
     #: next (torchtitan ChunkedCELoss, PR #2937, 2026-04: "Each chunk's loss is backpropagated
@@ -134,6 +135,23 @@ class TrainingSetup:
     #: eager PyTorch launches each kernel from the host (optimizer.model.dispatch: a micro-batch
     #: takes at least the launches' time); False: a C++/CUDA engine or CUDA graphs; None: as True
     host_launches: bool | None = None
+    #: the run never calls optimizer.step() (VectorLM's profiling/benchmark.py calls
+    #: Trainer.train_step, whose tr_step stays 0, so every micro-step takes the no_sync branch):
+    #: torch optimizers create their states at the first step, so none are ever held
+    optimizer_steps: bool = True
+    #: gradients set to None after every optimizer step (torch >= 2.0 Optimizer.zero_grad
+    #: set_to_none=True) with one micro-batch per step: they are produced during backward and
+    #: never held beside the loss's logits at its start (optimizer.model.grad_lifetime)
+    grads_freed: bool = False
+    #: FSDP gradient accumulation without reduce-scatter on the non-last micro-batches (FSDP2
+    #: set_requires_gradient_sync(False), FSDP1 no_sync()): each rank keeps the unsharded
+    #: gradients of its whole model between micro-batches, in this dtype (FSDP2 upcasts them to
+    #: MixedPrecisionPolicy.reduce_dtype); None: gradients reduce-scattered every micro-batch
+    no_sync_grad_dtype: str | None = None
+    #: a Hugging Face model trained with use_cache on (its config's default, left on when the
+    #: recompute is applied outside HF's gradient_checkpointing flag): every layer's K and V go
+    #: into outputs.past_key_values and stay referenced through backward
+    kv_cache_kept: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))
