@@ -31,14 +31,14 @@ def _example(path: str, **constraints: Any) -> Job:
 
 def _quota_case() -> Job:
     """16 H100 (2 × p5.48xlarge; 1 × p5.4xlarge) and 32 A100 (4 × p4de.24xlarge) obtainable in
-    aws (availability), 150 h deadline."""
+    aws (availability), 180 h deadline."""
     return job_from_dict(
         {
             "name": "7b-100b-quota",
             "model": {"preset": "llama-2-7b"},
             "workload": {"tokens": 100e9, "seq_len": 4096, "global_batch": 512},
             "constraints": {
-                "deadline_hours": 150,
+                "deadline_hours": 180,
                 "gpu_types": ["H100-80GB", "A100-80GB"],
                 "providers": ["aws"],
                 "availability": [
@@ -71,7 +71,7 @@ def cases() -> list[tuple[str, Job]]:
                 reserved_held=(ReservedHeld(**held),),
             ),
         ),
-        ("7B 100B tokens, 150 h, 16 H100 + 32 A100 obtainable (aws)", _quota_case()),
+        ("7B 100B tokens, 180 h, 16 H100 + 32 A100 obtainable (aws)", _quota_case()),
     ]
 
 

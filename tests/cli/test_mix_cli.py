@@ -52,7 +52,7 @@ def test_held_reserved_mix_in_text_and_json():
 
 
 def test_only_a_gpu_type_mix_meets_the_deadline():
-    """No single type meets 150 h (exit 1 as before); the text names the H100 + A100 mix."""
+    """No single type meets 180 h (exit 1 as before); the text names the H100 + A100 mix."""
     path = str(EXAMPLES / "mix_h100_a100_quota.toml")
     out = runner.invoke(app, ["plan", path, "--offline", "--alternatives", "0"])
     assert out.exit_code == 1
@@ -63,4 +63,4 @@ def test_only_a_gpu_type_mix_meets_the_deadline():
     )
     js = json.loads(runner.invoke(app, ["plan", path, "--json", "--offline"]).stdout)
     assert js["status"] == "infeasible" and js["mix"]["status"] == "only_plan"
-    assert js["mix"]["plan"]["hours"] <= 150
+    assert js["mix"]["plan"]["hours"] <= 180

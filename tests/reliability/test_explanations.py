@@ -34,13 +34,13 @@ def _plan(ccopt, tmp: Path, text: str) -> dict:
 
 
 def test_budget_alone_is_blamed_not_the_deadline(ccopt, tmp_path) -> None:
-    text = (EXAMPLES / "lora_70b_budget.toml").read_text().replace("budget_usd = 1500", "budget_usd = 100")
+    text = (EXAMPLES / "lora_70b_budget.toml").read_text().replace("budget_usd = 2000", "budget_usd = 100")
     data = _plan(ccopt, tmp_path, text)
     expl = data["explanation"]
     assert expl["binding_constraint"] == "budget"
     assert "the budget ($100) binds" in expl["text"] and "deadline (" not in expl["text"]
     # the nearest fix is the cheapest plan that meets the deadline: the example's own answer
-    feasible = _plan(ccopt, tmp_path, text.replace("budget_usd = 100", "budget_usd = 1500"))
+    feasible = _plan(ccopt, tmp_path, text.replace("budget_usd = 100", "budget_usd = 2000"))
     assert expl["fixes"][0]["cost_usd"] == feasible["plan"]["cost_usd"]
 
 
@@ -56,11 +56,11 @@ def test_deadline_alone_is_blamed(ccopt, tmp_path) -> None:
 
 def test_deadline_and_budget_together(ccopt, tmp_path) -> None:
     base = SMALL.format(model="llama-3-8b", kind="finetune", tokens="5e9", constraints="{c}")
-    fast = _plan(ccopt, tmp_path, base.format(c="deadline_hours = 6"))["plan"]
+    fast = _plan(ccopt, tmp_path, base.format(c="deadline_hours = 8"))["plan"]
     cheap = _plan(ccopt, tmp_path, base.format(c="deadline_days = 30"))["plan"]
     assert cheap["cost_usd"] < fast["cost_usd"]  # the deadline costs money here
     budget = (cheap["cost_usd"] + fast["cost_usd"]) / 2  # each alone can be met, not both
-    data = _plan(ccopt, tmp_path, base.format(c=f"deadline_hours = 6\nbudget_usd = {budget}"))
+    data = _plan(ccopt, tmp_path, base.format(c=f"deadline_hours = 8\nbudget_usd = {budget}"))
     expl = data["explanation"]
     assert expl["binding_constraint"] == "deadline+budget"
     assert f"costs ${fast['cost_usd']:,.0f}" in expl["text"]

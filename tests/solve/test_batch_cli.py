@@ -121,9 +121,10 @@ def test_missing_file_and_bad_flag_exit_2(tmp_path: Path) -> None:
 
 
 def test_infeasible_batch_exits_1_and_names_the_fix(tmp_path: Path) -> None:
-    # two 8B LoRA jobs of 3e9 tokens: 7.7 h each on one 8× H100 instance (the whole quota),
-    # 41 h on the box; due in 12 h, they cannot run one after the other on the quota
-    body = SMALL + _job("first", 3e9, 0.5) + _job("second", 3e9, 0.5)
+    # two 8B LoRA jobs of 2.5e9 tokens: 10.6 h each at P80 on one 8× H100 instance (the whole
+    # quota; 3e9 tokens took 7.7 h before the bands' new-source discrepancy went 0.30 -> 0.74),
+    # ~73 h on the box; due in 12 h, they cannot run one after the other on the quota
+    body = SMALL + _job("first", 2.5e9, 0.5) + _job("second", 2.5e9, 0.5)
     path = tmp_path / "tight.toml"
     path.write_text(body, encoding="utf-8")
     result = runner.invoke(app, ["batch", str(path), "--json"])
@@ -205,12 +206,12 @@ def test_a_cloud_placement_names_the_jobs_that_kept_the_box_busy(tmp_path) -> No
 
 
 def test_quota_conflict_names_the_jobs_and_the_raise(tmp_path: Path) -> None:
-    # no deadlines: both jobs (7.7 h each on the whole 8-GPU quota, 41 h on the box, which the
-    # 12-hour horizon rules out) must run inside the 12 h horizon, so on the quota at once
-    # (7.7 + 7.7 > 12): the quota alone conflicts; 16 GPUs (+8) let both run side by side
+    # no deadlines: both jobs (10.6 h each at P80 on the whole 8-GPU quota, ~73 h on the box,
+    # which the 12-hour horizon rules out) must run inside the 12 h horizon, so on the quota at
+    # once (10.6 + 10.6 > 12): the quota alone conflicts; 16 GPUs (+8) let both run side by side
     body = SMALL.replace("horizon_days = 4", "horizon_days = 0.5") + "".join(
         f'\n[[job]]\nname = "{n}"\nmodel = {{ preset = "llama-3-8b" }}\n'
-        f'workload = {{ kind = "lora", tokens = 3e9 }}\n'
+        f'workload = {{ kind = "lora", tokens = 2.5e9 }}\n'
         for n in ("first", "second")
     )
     path = tmp_path / "quota.toml"

@@ -28,7 +28,9 @@ def at_p90() -> dict:
 def test_a_plan_at_p90_finishes_by_the_deadline_at_its_p90(at_p90) -> None:
     p = at_p90["plan"]
     assert p["confidence"] == 0.9
-    assert p["days"] == pytest.approx(p["days_p90"], abs=0.011)  # planned at its P90 ...
+    # planned at its P90 ... (days_p90 scales the whole run by the band, the plan's days its
+    # steps only: they differ by the unscaled hours x (P90 - 1), the 0.42 h start-up x 1.2 here)
+    assert p["days"] == pytest.approx(p["days_p90"], abs=0.03)
     assert p["days_p90"] <= DEADLINE_DAYS  # ... which meets the deadline
     # the P50 and P90 days are the point days × the band's quantiles: P90/P50 as the band says
     basis = p["interval_basis"]

@@ -98,19 +98,19 @@ def test_held_reservation_sunk_cost_override(rows):
 
 def test_quota_capped_h100_a100_mix_meets_a_deadline_neither_type_meets(rows):
     """16 H100 (2 × p5, availability) and 32 A100 (4 × p4de): each alone needs more than the
-    150 h deadline; one data-parallel job over both finishes in time."""
+    180 h deadline; one data-parallel job over both finishes in time."""
     cat = _rows(rows, P4DE, P5)
-    job = _quota_job(150)
+    job = _quota_job(180)
     res = plan_job(job, cat, alternatives=0)
     assert res.status == Status.INFEASIBLE
     # each type alone, at every count its cap allows, is slower than the deadline
     free = res.prepared.deadline_free().candidates
     for instance, cap in ((P5, 2), (P4DE, 4)):
         alone = [c for c in free if c.offering.instance == instance and c.instances <= cap]
-        assert alone and min(c.hours for c in alone) > 150
+        assert alone and min(c.hours for c in alone) > 180
     mix = res.mix
     assert mix is not None and mix.plan is not None and mix.plan.kind == "gpu_types"
-    assert mix.plan.hours <= 150
+    assert mix.plan.hours <= 180
     by = {r.offering.instance: r for r in mix.plan.rows}
     assert set(by) == {P5, P4DE} and by[P5].count <= 2 and by[P4DE].count <= 4
     # Σ count_t × GPUs × micro_t × accum_t = the global batch
@@ -136,7 +136,7 @@ def test_mix_not_worth_it_says_why(rows):
     assert res.mix.best is None or res.mix.best.cost_usd >= res.plan.cost_usd
     assert any(k in res.mix.reasons[-1] for k in ("cannot undercut the plan", "not less than the plan's"))
     assert plan_json(res)["mix"]["status"] == ("none" if res.mix.best is None else "not_cheaper")
-    tight = plan_job(_job({**cons, "deadline_hours": 60}), cat, alternatives=0)
+    tight = plan_job(_job({**cons, "deadline_hours": 65}), cat, alternatives=0)
     assert tight.plan is not None and tight.plan.instances == 2
     assert tight.mix is not None and tight.mix.plan is None and tight.mix.best is not None
     assert tight.mix.best.cost_usd >= tight.plan.cost_usd
@@ -210,14 +210,14 @@ def test_a_held_reservation_in_a_batch_job_is_bad_input():
 
 
 def test_a_cap_above_the_search_limit_is_searched_to_the_cap(rows):
-    """p4de capped at 20 (above the 16-instance search limit for uncapped types) and a 63 h
+    """p4de capped at 20 (above the 16-instance search limit for uncapped types) and a 78 h
     deadline: 16 p4de + any p5 is too slow, so a mix that meets it needs more than 16 p4de —
     the search must go to the user's cap, not stop at the limit."""
     cat = _rows(rows, P4DE, P5)
-    job = _quota_job(63, p4de_cap=20)
+    job = _quota_job(78, p4de_cap=20)
     res = plan_job(job, cat, alternatives=0)
     mix = res.mix
-    assert mix is not None and mix.plan is not None and mix.plan.hours <= 63
+    assert mix is not None and mix.plan is not None and mix.plan.hours <= 78
     by = {r.offering.instance: r.count for r in mix.plan.rows}
     assert 16 < by[P4DE] <= 20 and by.get(P5, 0) <= 2
     assert mix_violations(res.prepared, mix.plan) == []
@@ -227,11 +227,11 @@ def test_with_no_single_type_plan_every_mix_is_searched_and_min_instances_holds(
     """min_instances 6 with at most 2 p5 and 4 p4de: no single type can have 6 instances, so
     there is no plan to undercut; the mix must still be searched and must use ≥ 6 instances."""
     cat = _rows(rows, P4DE, P5)
-    job = _quota_job(150, min_instances=6)
+    job = _quota_job(180, min_instances=6)
     res = plan_job(job, cat, alternatives=0)
     assert res.status == Status.INFEASIBLE
     mix = res.mix
     assert mix is not None and mix.plan is not None
-    assert mix.plan.instances == 6 and mix.plan.hours <= 150
+    assert mix.plan.instances == 6 and mix.plan.hours <= 180
     assert mix_violations(res.prepared, mix.plan) == []
     assert not any("$inf" in r for r in mix.reasons)
