@@ -20,7 +20,14 @@ from optimizer.solve.batch.hints import GreedyPlan, earliest_start, free_capacit
 from optimizer.solve.batch.problem import BatchProblem, Explanation, Fix
 from optimizer.units import hours_to_days
 
-__all__ = ["left_out_explanation"]
+__all__ = ["PROVEN", "left_out_explanation"]
+
+#: why a batch whose Benders master has no solution has no plan (benders._first_bound)
+PROVEN = (
+    "proven impossible: no choice of rows fits the GPU-hours the jobs must run inside some "
+    "time window (the relaxation by energetic reasoning over release-to-deadline windows, "
+    "every reservation at its most, has no solution), so some jobs must move or the capacity grow"
+)
 
 #: what raising each kind of resource is called in a fix (as explain.py words it)
 _RAISE = {"quota": "raise", "owned": "grow", "reservation": "raise the maximum of"}
@@ -81,10 +88,11 @@ def _raise_fix(
 
 
 def left_out_explanation(
-    problem: BatchProblem, rows: Sequence[Sequence[int]], plan: GreedyPlan, why: str
+    problem: BatchProblem, rows: Sequence[Sequence[int]], plan: GreedyPlan, why: str, proven: bool = False
 ) -> Explanation:
     """The must-run jobs `plan` leaves out and each one's nearest fixes (the module
-    docstring); `why` says what searched and for how long."""
+    docstring); `why` says what searched and for how long; `proven`: the Benders master's
+    relaxation has no solution, so no plan runs every job (PROVEN)."""
     free = free_capacity(problem, plan)
     left = [j for j, (i, _) in enumerate(plan.plan) if i is None and problem.jobs[j].penalty_cents is None]
     fixes: list[Fix] = []
@@ -101,8 +109,10 @@ def left_out_explanation(
     message = (
         f"no plan found runs every job: the best plan found ({len(problem.jobs) - len(left)} of "
         f"{len(problem.jobs)} jobs placed, {why}) leaves {shown} without a slot in "
-        f"{'its' if len(left) == 1 else 'their'} window; not proven impossible (a larger time "
-        "limit may find a plan). Nearest fix against that plan, each job alone: " + "; ".join(parts)
+        f"{'its' if len(left) == 1 else 'their'} window; "
+        + (PROVEN if proven else "not proven impossible (a larger time limit may find a plan)")
+        + ". Nearest fix against that plan, each job alone: "
+        + "; ".join(parts)
     )
     conflict = [f"deadline:{n}" for n in names]
     labels = [f"job {n!r} has no slot in its window" for n in names]

@@ -214,7 +214,9 @@ def _by_windows(
     (bend, stats, info), (started, began) = ran, clocks
     phase = time.perf_counter()
     deadline = started + cfg.time_limit_s
-    best = improve_by_windows(problem, first, deadline, replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}))
+    best = first
+    if bend.stopped != "infeasible":  # proven infeasible: answer now, the repaired plan's jobs named
+        best = improve_by_windows(problem, first, deadline, replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}))
     stats["windows_s"] = _elapsed(phase)
     if best.missing:
         spent = time.perf_counter() - phase
@@ -265,7 +267,10 @@ def _benders_phase(
     large = len(problem.jobs) > BENDERS_LARGE_JOBS
     share = BENDERS_LARGE_SHARE if large else BENDERS_SHARE
     upper = None if greedy.missing else (greedy.cost_cents, greedy.reserved)
-    bend = solve_benders(problem, share * budget_s, upper=upper, bound_only=large)
+    # a greedy plan leaving jobs out: the master's LP bound only, the MIP's time goes to the
+    # repair and the window search (benders._first_bound)
+    lp_only = large and bool(greedy.missing)
+    bend = solve_benders(problem, share * budget_s, upper=upper, bound_only=large, lp_only=lp_only)
     stats = {
         "rounds": bend.rounds,
         "cuts": len(bend.cuts),
@@ -487,18 +492,21 @@ def _left_out_result(
     ran: tuple[SolveResult | None, BendersOutcome, dict[str, Any], dict[str, Any], ProgressCallback],
     began: float,
 ) -> BatchResult:
-    """No plan found runs every must-run job: status infeasible, not proven; the explanation
-    names the jobs the best plan found leaves out and each one's nearest fix (leftout.py)."""
+    """No plan found runs every must-run job: status infeasible, proven when the Benders
+    master (a relaxation) has no solution, else not proven; the explanation names the jobs
+    the best plan found leaves out and each one's nearest fix (leftout.py)."""
     result, bend, info, stats, callback = ran
     bound = max(int(round(result.bound or 0)) if result is not None else 0, bend.bound_cents or 0)
+    # the master is a relaxation of the batch: with no choice of rows at all, no plan exists
+    proven = bend.stopped == "infeasible"
     info.update(
         status=Status.INFEASIBLE,
         solve_s=_elapsed(began),
-        proven_optimal=False,
+        proven_optimal=proven,
         best_bound_usd=from_cents(bound),
         wall_s=_elapsed(began),
     )
-    explanation = left_out_explanation(problem, rows, best, why)
+    explanation = left_out_explanation(problem, rows, best, why, proven=proven)
     out = BatchResult(Status.INFEASIBLE, problem, explanation=explanation, solver=info, benders=stats)
     out.progress = callback.events
     return out
