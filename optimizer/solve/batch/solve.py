@@ -36,11 +36,14 @@ MIN_SOLVE_S = 0.1
 #: CHOICE (measured, README "Batch planner scaling"): share of the solve budget the Benders loop
 #: may use before handing over to the full CP-SAT model. Small batches: 10% (Benders proves the
 #: easy ones in < 0.5 s; on a saturated one the direct CP-SAT model finds cheaper plans than
-#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): at most 25%, for
-#: one master solve only (bound_only: its bound, $33,802.09 at 200 generated jobs, moved to
-#: $33,803.42 over five rounds of 3-5 s; no probe: the window search ignores its limits)
+#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): at most 40%, for
+#: the master's LP and one MIP solve only (bound_only; rounds barely moved its bound, $33,802.09
+#: -> $33,803.42 over five rounds at 200 generated jobs; no probe: the window search ignores
+#: its limits). 40%, measured at 200 generated jobs on 2 boxes (load ~1, main at e2274cd):
+#: the MIP's bound is $52,280.32 at 25% (7.5 s), $52,404.97 from 33%; gaps at 30 s: 25%
+#: 1.05% x3, 33% 0.97%, 40% 0.81-0.99% in four runs, 45% 1.34%, 55% 1.10%
 BENDERS_SHARE = 0.1
-BENDERS_LARGE_SHARE = 0.25
+BENDERS_LARGE_SHARE = 0.4
 BENDERS_LARGE_JOBS = 100
 #: CHOICE (measured on 500 generated jobs): CP-SAT parameters for large batches: its probing
 #: presolve took 7 s of the 30 s limit there (twice 3.4 s) before the first solution
