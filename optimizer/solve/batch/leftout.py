@@ -7,12 +7,14 @@ than no answer, the user gets the jobs the best plan found leaves without a slot
 against that plan's free capacity: the deadline that would let it run (its earliest end on
 any of its rows once the deadline is lifted to the horizon) and the capacity that would (the
 least extra GPUs, boxes or instances of one resource over one of its rows' intervals in its
-window). Neither is proven the least change: the answer says so.
+window). Neither is proven the least change: the answer says so. When the Benders master's
+relaxation has no solution, no plan exists: the answer says proven (PROVEN).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -20,7 +22,7 @@ from optimizer.solve.batch.hints import GreedyPlan, earliest_start, free_capacit
 from optimizer.solve.batch.problem import BatchProblem, Explanation, Fix
 from optimizer.units import hours_to_days
 
-__all__ = ["PROVEN", "left_out_explanation"]
+__all__ = ["PROVEN", "left_out_explanation", "searched_phases"]
 
 #: why a batch whose Benders master has no solution has no plan (benders._first_bound)
 PROVEN = (
@@ -117,3 +119,20 @@ def left_out_explanation(
     conflict = [f"deadline:{n}" for n in names]
     labels = [f"job {n!r} has no slot in its window" for n in names]
     return Explanation(conflict, labels, message, fixes)
+
+
+def searched_phases(
+    problem: BatchProblem,
+    stats: Mapping[str, float],
+    cpsat_s: float,
+    started: float,
+    time_limit_s: float,
+    last: str = "CP-SAT",
+) -> str:
+    """Where the time went: the phases and the limit (`last`: the phase after Benders, if any)."""
+    return (
+        f"{time.perf_counter() - started:.1f} s of the {time_limit_s:g} s time limit: enumeration "
+        f"{problem.enumerate_s:.1f} s, a greedy plan and its repair, Benders decomposition "
+        f"{stats['wall_s']:.1f} s over {stats['rounds']} round{'' if stats['rounds'] == 1 else 's'}"
+        + (f", {last} {cpsat_s:.1f} s" if last else "")
+    )
