@@ -34,8 +34,11 @@ def test_lp_relaxation_by_hand() -> None:
     assert bound == pytest.approx(600, abs=0.01) and bound <= 600
     assert chosen == [0, 0]
     tight = _two_on_one_box(4)
-    relaxed = Master(tight, [[0], [0]]).relaxed(5.0)
+    master = Master(tight, [[0], [0]])
+    relaxed = master.relaxed(5.0)
     assert relaxed is not None and relaxed[0] == float("inf")
+    # 8 box-hours in 6 hours: the box would have to be 8/6 = 1.33 boxes
+    assert master.capacity_factor(5.0) == pytest.approx(8 / 6)
 
 
 def test_large_path_answers_proven_infeasible(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,4 +50,5 @@ def test_large_path_answers_proven_infeasible(monkeypatch: pytest.MonkeyPatch) -
     assert result.solver["proven_optimal"] is True
     assert result.explanation is not None and PROVEN in result.explanation.message
     assert len(result.explanation.conflict) == 1
+    assert "owned resource ×1.33" in result.explanation.message
     assert result.solver["solve_s"] < 5.0

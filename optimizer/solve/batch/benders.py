@@ -76,6 +76,8 @@ class BendersOutcome:
     #: the largest R per reservation a plan cheaper than every plan known may take (probe.py)
     reserve_limits: dict[str, int] = field(default_factory=dict)
     rounds: int = 0
+    #: no LP solution (bound_only): the least growth of every capacity that gives one
+    capacity_factor: float | None = None
     stopped: str = ""  # why it handed over: rounds | time | master | subproblem | bound (bound_only)
 
 
@@ -369,6 +371,8 @@ def _first_bound(
     out.stopped = "bound"
     if relaxed is None or math.isinf(relaxed[0]):
         out.stopped = "time" if relaxed is None else "infeasible"
+        if relaxed is not None and deadline > time.perf_counter():
+            out.capacity_factor = master_mip.capacity_factor(deadline - time.perf_counter())
         return
     bound, chosen, reserved = relaxed
     out.bound_cents = math.ceil(bound - 1e-6)

@@ -90,11 +90,17 @@ def _raise_fix(
 
 
 def left_out_explanation(
-    problem: BatchProblem, rows: Sequence[Sequence[int]], plan: GreedyPlan, why: str, proven: bool = False
+    problem: BatchProblem,
+    rows: Sequence[Sequence[int]],
+    plan: GreedyPlan,
+    why: str,
+    proven: bool = False,
+    factor: float | None = None,
 ) -> Explanation:
     """The must-run jobs `plan` leaves out and each one's nearest fixes (the module
     docstring); `why` says what searched and for how long; `proven`: the Benders master's
-    relaxation has no solution, so no plan runs every job (PROVEN)."""
+    relaxation has no solution, so no plan runs every job (PROVEN); `factor`: the least growth
+    of every quota and owned resource that gives the relaxation one (Master.capacity_factor)."""
     free = free_capacity(problem, plan)
     left = [j for j, (i, _) in enumerate(plan.plan) if i is None and problem.jobs[j].penalty_cents is None]
     fixes: list[Fix] = []
@@ -113,6 +119,11 @@ def left_out_explanation(
         f"{len(problem.jobs)} jobs placed, {why}) leaves {shown} without a slot in "
         f"{'its' if len(left) == 1 else 'their'} window; "
         + (PROVEN if proven else "not proven impossible (a larger time limit may find a plan)")
+        + (
+            f" (even the relaxation needs every quota and owned resource ×{factor:.2f})"
+            if proven and factor
+            else ""
+        )
         + ". Nearest fix against that plan, each job alone: "
         + "; ".join(parts)
     )

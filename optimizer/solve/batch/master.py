@@ -139,6 +139,29 @@ class Master:
         # the simplex optimum holds to its tolerances: a relative 1e-6 below it stays a bound
         return res.objective_value() - 1e-6 * abs(res.objective_value()), chosen, held
 
+    def capacity_factor(self, time_limit_s: float) -> float | None:
+        """The least factor by which every quota and owned resource must grow for the LP
+        relaxation to have a solution (reservations at their most): how far over capacity an
+        infeasible batch is (minimise f with each capacity row Σ e x ≤ f × capacity × (b − a),
+        on a copy of the model); None when not solved in time or no factor helps."""
+        model = mathopt.Model.from_model_proto(self.model.export_model())
+        for v in model.variables():
+            v.integer = False
+        factor = model.add_variable(lb=0.0, name="capacity_factor")
+        for c in model.linear_constraints():
+            if math.isinf(c.lower_bound) and 0 < c.upper_bound < math.inf:
+                c.set_coefficient(factor, -c.upper_bound)
+                c.upper_bound = 0.0
+        model.minimize(factor)
+        params = mathopt.SolveParameters(
+            enable_output=False, time_limit=timedelta(seconds=max(0.01, time_limit_s))
+        )
+        with _quiet_stdout():
+            res = mathopt.solve(model, mathopt.SolverType.HIGHS, params=params)
+        if res.termination.reason != mathopt.TerminationReason.OPTIMAL:
+            return None
+        return float(res.objective_value())
+
     def bound_with(self, key: str, at_least: int, time_limit_s: float) -> float:
         """The master's lower bound with R_key ≥ at_least (probe.BoundOracle; inf: none)."""
         var = self.reserve[key]

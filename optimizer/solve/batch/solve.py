@@ -489,7 +489,7 @@ def _left_out_result(
         best_bound_usd=from_cents(bound),
         wall_s=_elapsed(began),
     )
-    explanation = left_out_explanation(problem, rows, best, why, proven=proven)
+    explanation = left_out_explanation(problem, rows, best, why, proven, bend.capacity_factor)
     out = BatchResult(Status.INFEASIBLE, problem, explanation=explanation, solver=info, benders=stats)
     out.progress = callback.events
     return out
