@@ -164,7 +164,8 @@ def run(
             )
             continue
         s = result.solver
-        left = result.explanation.conflict if result.explanation and not s.get("proven_optimal") else []
+        e = result.explanation
+        left = e.conflict if e is not None and e.message.startswith("no plan found runs every job") else []
         rows.append(
             {
                 "jobs": n,
@@ -195,7 +196,8 @@ def _status(status: str, solver: dict[str, Any], left: int, n: int, plan: str = 
     the plan the window search improved (above 100 jobs), or the jobs a
     best plan found leaves out when none found runs every job (infeasible, not proven)."""
     if left:
-        return f"{left} of {n} left out (not proven infeasible)"
+        proof = "proven" if solver.get("proven_optimal") else "not proven"
+        return f"{left} of {n} left out ({proof} infeasible)"
     if solver.get("first_plan") == "greedy":
         return "greedy"
     return "feasible (windows)" if plan == "windows" else str(status)
@@ -233,8 +235,10 @@ def markdown(rows: list[dict[str, Any]], workers: int, time_limit_s: float, boxe
         if r.get("cause"):
             lines.append(f"\n{r['jobs']} jobs: {r['cause']}.")
     lines.append(
-        "\nBenders master (HiGHS MIP) + CP-SAT subproblems for 10% of the solve time (25% above "
-        "100 jobs), reserved counts a cheaper plan cannot use cut by the master's bound; then, if "
+        "\nBenders master (HiGHS MIP) + CP-SAT subproblems for 10% of the solve time (above 100 "
+        "jobs: the master's LP relaxation, then one MIP solve unless the greedy plans leave jobs "
+        "out, within 25%; no LP solution proves the batch infeasible), reserved counts a cheaper "
+        "plan cannot use cut by the master's bound; then, if "
         f"unproven, up to 100 jobs the direct CP-SAT model ({workers} workers; optional "
         "intervals, one cumulative per resource, energy and Benders cuts) from the best greedy, "
         "ejection-repaired or Benders plan (jobs it leaves out may stay out at a cost above "

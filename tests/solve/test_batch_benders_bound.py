@@ -37,3 +37,23 @@ def test_first_master_bound_is_below_brute_force(batch: tuple[list[JobSpec], lis
         for job, i in zip(problem.jobs, rows, strict=True)
     ]
     assert validate_batch(BatchResult(Status.FEASIBLE, problem, jobs, dict(reserved))) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_lp_bound_is_below_brute_force_and_no_lp_solution_means_no_plan(
+    batch: tuple[list[JobSpec], list, float],
+) -> None:
+    """The master's LP relaxation alone (lp_only, what a batch whose greedy plans leave jobs
+    out gets): its bound never passes the brute-force optimum, and 'infeasible' only when
+    brute force finds no plan (the proof solve.py then reports)."""
+    specs, resources, horizon = batch
+    expected = brute_force(specs, resources, horizon, GRID)
+    problem = BatchProblem.build(specs, resources, horizon, GRID)
+    out = solve_benders(problem, 10.0, bound_only=True, lp_only=True)
+    if out.stopped == "infeasible":
+        assert expected is None
+        return
+    assert out.stopped == "bound" and out.bound_cents is not None
+    if expected is not None:
+        assert out.bound_cents <= expected

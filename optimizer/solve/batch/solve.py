@@ -13,7 +13,7 @@ from optimizer.errors import SolverError, Status
 from optimizer.solve.batch.benders import BendersOutcome, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
 from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, hint_solution, left_shift
-from optimizer.solve.batch.leftout import left_out_explanation
+from optimizer.solve.batch.leftout import left_out_explanation, searched_phases
 from optimizer.solve.batch.lns import improve_by_windows
 from optimizer.solve.batch.model import BatchVars, build_model, read_plan, symmetry_groups, usable_rows
 from optimizer.solve.batch.placement import placements
@@ -36,11 +36,11 @@ MIN_SOLVE_S = 0.1
 #: CHOICE (measured, README "Batch planner scaling"): share of the solve budget the Benders loop
 #: may use before handing over to the full CP-SAT model. Small batches: 10% (Benders proves the
 #: easy ones in < 0.5 s; on a saturated one the direct CP-SAT model finds cheaper plans than
-#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): at most 25%, for
-#: one master solve only (bound_only: its bound, $33,802.09 at 200 generated jobs, moved to
-#: $33,803.42 over five rounds of 3-5 s; no probe: the window search ignores its limits)
+#: the rounds, so it gets the rest). Large batches (> BENDERS_LARGE_JOBS): 40%, for the
+#: master's LP and one MIP solve (bound_only; no probe). 200 generated jobs, 2 boxes, 30 s: the
+#: MIP's bound $52,280.32 at 25%, $52,404.97 from 33%; gap 25% 1.05% x3, 40% 0.81-0.99% x4
 BENDERS_SHARE = 0.1
-BENDERS_LARGE_SHARE = 0.25
+BENDERS_LARGE_SHARE = 0.4
 BENDERS_LARGE_JOBS = 100
 #: CHOICE (measured on 500 generated jobs): CP-SAT parameters for large batches: its probing
 #: presolve took 7 s of the 30 s limit there (twice 3.4 s) before the first solution
@@ -193,7 +193,7 @@ def _direct(
     if result is None or (result.status != Status.INFEASIBLE and not _cheaper(v, result, greedy)):
         if greedy.missing:
             best = _fewest_left_out(problem, greedy, v, result)
-            why = _searched(problem, stats, cpsat_s, started, cfg)
+            why = searched_phases(problem, stats, cpsat_s, started, cfg.time_limit_s)
             return _left_out_result(problem, rows, best, why, (result, bend, info, stats, callback), began)
         return _greedy(problem, greedy, result, bend, info, stats, began, compact)
     solved = _Solved(v, result, bend, stats, callback, began)
@@ -214,11 +214,15 @@ def _by_windows(
     (bend, stats, info), (started, began) = ran, clocks
     phase = time.perf_counter()
     deadline = started + cfg.time_limit_s
-    best = improve_by_windows(problem, first, deadline, replace(cfg, extra={**LARGE_CPSAT, **cfg.extra}))
+    proven = bend.stopped == "infeasible"  # answer now, naming the repaired plan's jobs left out
+    large = replace(cfg, extra={**LARGE_CPSAT, **cfg.extra})
+    best = first if proven else improve_by_windows(problem, first, deadline, large)
     stats["windows_s"] = _elapsed(phase)
     if best.missing:
         spent = time.perf_counter() - phase
-        why = _searched(problem, stats, spent, started, cfg, "CP-SAT window by window")
+        why = searched_phases(
+            problem, stats, spent, started, cfg.time_limit_s, "" if proven else "CP-SAT window by window"
+        )
         ran_all = (None, bend, info, stats, ProgressCallback())
         return _left_out_result(problem, rows, best, why, ran_all, began)
     how = "greedy" if best is first else "windows"
@@ -265,7 +269,9 @@ def _benders_phase(
     large = len(problem.jobs) > BENDERS_LARGE_JOBS
     share = BENDERS_LARGE_SHARE if large else BENDERS_SHARE
     upper = None if greedy.missing else (greedy.cost_cents, greedy.reserved)
-    bend = solve_benders(problem, share * budget_s, upper=upper, bound_only=large)
+    # greedy plans leaving jobs out: the LP bound only, no MIP (benders._first_bound)
+    lp_only = large and bool(greedy.missing)
+    bend = solve_benders(problem, share * budget_s, upper=upper, bound_only=large, lp_only=lp_only)
     stats = {
         "rounds": bend.rounds,
         "cuts": len(bend.cuts),
@@ -436,23 +442,6 @@ def _greedy(
     return _validated(out, info, started)
 
 
-def _searched(
-    problem: BatchProblem,
-    stats: dict[str, Any],
-    cpsat_s: float,
-    started: float,
-    cfg: SolverConfig,
-    last: str = "CP-SAT",
-) -> str:
-    """Where the time went: the phases and the limit (`last`: the phase after Benders)."""
-    return (
-        f"{time.perf_counter() - started:.1f} s of the {cfg.time_limit_s:g} s time limit: enumeration "
-        f"{problem.enumerate_s:.1f} s, a greedy plan and its repair, Benders decomposition "
-        f"{stats['wall_s']:.1f} s over {stats['rounds']} round{'' if stats['rounds'] == 1 else 's'}, "
-        f"{last} {cpsat_s:.1f} s"
-    )
-
-
 def _cpsat_plan(problem: BatchProblem, v: BatchVars, result: SolveResult) -> GreedyPlan:
     """CP-SAT's solution as a plan (it may take soft drops: must-run jobs left out)."""
     s = result.solver
@@ -487,18 +476,20 @@ def _left_out_result(
     ran: tuple[SolveResult | None, BendersOutcome, dict[str, Any], dict[str, Any], ProgressCallback],
     began: float,
 ) -> BatchResult:
-    """No plan found runs every must-run job: status infeasible, not proven; the explanation
-    names the jobs the best plan found leaves out and each one's nearest fix (leftout.py)."""
+    """No plan found runs every must-run job: status infeasible, proven when the Benders
+    master (a relaxation) has no solution, else not proven; the explanation names the jobs
+    the best plan found leaves out and each one's nearest fix (leftout.py)."""
     result, bend, info, stats, callback = ran
     bound = max(int(round(result.bound or 0)) if result is not None else 0, bend.bound_cents or 0)
+    proven = bend.stopped == "infeasible"  # the master, a relaxation, has no solution
     info.update(
         status=Status.INFEASIBLE,
         solve_s=_elapsed(began),
-        proven_optimal=False,
+        proven_optimal=proven,
         best_bound_usd=from_cents(bound),
         wall_s=_elapsed(began),
     )
-    explanation = left_out_explanation(problem, rows, best, why)
+    explanation = left_out_explanation(problem, rows, best, why, proven, bend.capacity_factor)
     out = BatchResult(Status.INFEASIBLE, problem, explanation=explanation, solver=info, benders=stats)
     out.progress = callback.events
     return out
