@@ -265,6 +265,7 @@ if __name__ == "__main__":
 #: the kept-aside collections (sub-folders of this one, never fitted), newest first: (folder,
 #: what it is); benchmarks/accuracy.py scores each, memory_accuracy.py pools their memory rows
 ASIDE_FOLDERS = (
+    ("aside15", "collected after aside14 was scored, scored once with nothing changed since"),
     ("aside14", "collected after aside13 was scored, scored once after this round's fixes and recalibration"),
     ("aside13", "collected after aside12 was scored, scored once after the fix aside12 showed"),
     ("aside12", "collected after aside11 was scored, scored once, then development data"),
