@@ -21,7 +21,7 @@ from __future__ import annotations
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["forward_kernels_per_layer", "host_dispatch_s"]
+__all__ = ["forward_kernels_per_layer", "host_s_per_layer_pass", "launch_passes", "host_dispatch_s"]
 
 #: LlamaRMSNorm.forward: to(fp32), pow, mean, + eps, rsqrt, ×, to(dtype), × weight; F.layer_norm: one
 NORM_KERNELS = {"rmsnorm": 8, "layernorm": 1}
@@ -71,6 +71,22 @@ def forward_kernels_per_layer(
     return fixed + MLP_POINTWISE[model.ffn_kind] + rotary + norms + RESIDUAL_KERNELS
 
 
+def host_s_per_layer_pass(
+    model: ModelSpec, setup: TrainingSetup, attention: str, a: PerfAssumptions, fused: bool = False
+) -> float:
+    """Seconds the host needs to launch one decoder layer's forward kernels (module doc); 0 when
+    the stack does not launch from Python (`setup.host_launches is False`)."""
+    if setup.host_launches is False or a.host_s_per_kernel <= 0.0:
+        return 0.0
+    return forward_kernels_per_layer(model, setup, attention, fused) * a.host_s_per_kernel
+
+
+def launch_passes(layout: Layout) -> float:
+    """Forward passes' worth of kernels one micro-batch launches: forward + backward (twice the
+    forward's kernels) + the recomputed forward under full checkpointing."""
+    return 1.0 + BACKWARD_KERNELS_PER_FORWARD + (1.0 if layout.checkpointing == "full" else 0.0)
+
+
 def host_dispatch_s(
     model: ModelSpec,
     setup: TrainingSetup,
@@ -80,11 +96,6 @@ def host_dispatch_s(
     fused: bool = False,
 ) -> float:
     """Seconds the host needs to launch one micro-batch's kernels on one GPU: its stage's layers
-    × (forward [+ recomputed forward] + backward) kernels × the host's time per kernel; 0 when
-    the stack does not launch from Python (`setup.host_launches is False`)."""
-    if setup.host_launches is False or a.host_s_per_kernel <= 0.0:
-        return 0.0
-    layers_stage = -(-model.layers // layout.pp)
-    passes = 1.0 + BACKWARD_KERNELS_PER_FORWARD + (1.0 if layout.checkpointing == "full" else 0.0)
-    kernels = forward_kernels_per_layer(model, setup, attention, fused)
-    return layers_stage * passes * kernels * a.host_s_per_kernel
+    × launch_passes × the time of one layer's forward kernels (host_s_per_layer_pass)."""
+    per_layer_pass = host_s_per_layer_pass(model, setup, attention, a, fused)
+    return -(-model.layers // layout.pp) * launch_passes(layout) * per_layer_pass

@@ -318,10 +318,7 @@ def _state_bytes(
     gradients = held(2) * g_b
     optimizer = held(1) * o_b
     if zero >= 3:  # gathered full-size parameters of the layers being computed
-        prefetch = (
-            min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
-        )
-        weights += prefetch
+        weights += _gathered_layer_bytes(model, a, layout, min(w_b, 2.0))
     if k.optimizer_in_backward:
         # each parameter is stepped as its gradient is produced (torchtune optimizer_in_bwd):
         # about one layer of gradients is resident
@@ -332,11 +329,17 @@ def _state_bytes(
         optimizer = 0.0
         gradients = min(gradients, model.layer_params() / layout.tp * g_b)
     if setup.offload_params and zero >= 3:
-        weights = (
-            min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * min(w_b, 2.0)
-        )
+        weights = _gathered_layer_bytes(model, a, layout, min(w_b, 2.0))
 
     return weights, gradients, optimizer
+
+
+def _gathered_layer_bytes(
+    model: ModelSpec, a: PerfAssumptions, layout: Layout, bytes_per_param: float
+) -> float:
+    """Full-size parameters of the layers ZeRO-3 / FSDP has gathered at once on one GPU (the
+    layers being computed and prefetched, a.zero3_prefetch_layers), of its tensor-parallel slice."""
+    return min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * bytes_per_param
 
 
 def _adapter_state_bytes(
@@ -371,10 +374,9 @@ def _adapter_state_bytes(
     if layout.zero_stage >= 3 and not setup.offload_params and setup.method != "qlora":
         # the frozen base is gathered layer by layer as the full path's are (FSDP / ZeRO-3
         # all-gather of the layers being computed and prefetched), at its stored dtype
-        weights += min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
+        weights += _gathered_layer_bytes(model, a, layout, base_b)
     if setup.offload_params and layout.zero_stage >= 3:  # ZeRO-3 param offload: ~2 layers gathered
-        weights = min(a.zero3_prefetch_layers, model.layers) * model.layer_params() / layout.tp * base_b
-        weights += n_adapter * w_b
+        weights = _gathered_layer_bytes(model, a, layout, base_b) + n_adapter * w_b
     return weights, n_adapter * g_b, n_adapter * o_b
 
 

@@ -28,7 +28,7 @@ from optimizer.model.comms import (
     ring_allreduce_s,
     ring_reduce_scatter_s,
 )
-from optimizer.model.dispatch import host_dispatch_s
+from optimizer.model.dispatch import host_s_per_layer_pass, launch_passes
 from optimizer.model.efficiency import (
     ATTENTION_KERNEL_FRACTION,
     base_efficiency,
@@ -241,7 +241,9 @@ class DecoderStepModel:
         self.qlora_weight_bytes = qlora_bytes_per_param(stack.qlora_double_quant)
         self.state_bytes = ADAM_STATE_BYTES if stack.fp32_master else ADAM_STATE_BYTES / 2
         self._held: dict[tuple[int, int, int, int], float] = {}
-        self._host: dict[tuple[int, str], float] = {}
+        fused = self.knobs.stack.fused_layer_kernels
+        #: the host's time to launch one layer's forward kernels (dispatch.host_s_per_layer_pass)
+        self.host_layer_pass_s = host_s_per_layer_pass(model, setup, self.knobs.attention, a, fused)
 
     @property
     def own_band(self) -> bool:
@@ -365,17 +367,9 @@ class DecoderStepModel:
         return pp_mb * (1.0 - self.knobs.pp_overlap)
 
     def host_s(self, layout: Layout) -> float:
-        """The host's time to launch one micro-batch's kernels on one GPU (dispatch.host_dispatch_s),
-        per (pp, checkpointing)."""
-        key = (layout.pp, layout.checkpointing)
-        found = self._host.get(key)
-        if found is None:
-            knobs = self.knobs
-            fused = knobs.stack.fused_layer_kernels
-            found = self._host[key] = host_dispatch_s(
-                self.model, self.setup, layout, knobs.attention, self.a, fused
-            )
-        return found
+        """The host's time to launch one micro-batch's kernels on one GPU
+        (dispatch.host_dispatch_s): the stage's layers × launch passes × one layer's pass."""
+        return math.ceil(self.model.layers / layout.pp) * launch_passes(layout) * self.host_layer_pass_s
 
     def trained_params(self, layout: Layout) -> float:
         """Parameters this GPU trains: its held slice, or its share of the adapters."""

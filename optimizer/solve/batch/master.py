@@ -30,6 +30,13 @@ LP_SLACK = 1e-6
 Cut = tuple[tuple[int, tuple[int, ...]], ...]
 
 
+def _capacity_rows(model: mathopt.Model) -> list[mathopt.LinearConstraint]:
+    """The master's capacity rows (Σ e·x ≤ capacity, finite and positive): what the LP relaxation
+    loosens (Master.relaxed) and the capacity factor scales (Master.capacity_factor)."""
+    rows = model.linear_constraints()
+    return [c for c in rows if math.isinf(c.lower_bound) and 0 < c.upper_bound < math.inf]
+
+
 @contextmanager
 def _quiet_stdout() -> Iterator[None]:
     """Silence file descriptor 1: HiGHS 1.12 prints debug lines there whatever its options
@@ -102,11 +109,7 @@ class Master:
             v.integer = False
         # capacity rows loosened by LP_SLACK: "infeasible" then holds beyond HiGHS's tolerances
         # (a relaxation of the relaxation: its optimum is still a lower bound)
-        loose = [
-            (c, c.upper_bound)
-            for c in self.model.linear_constraints()
-            if math.isinf(c.lower_bound) and 0 < c.upper_bound < math.inf
-        ]
+        loose = [(c, c.upper_bound) for c in _capacity_rows(self.model)]
         for c, ub in loose:
             c.upper_bound = ub * (1 + LP_SLACK)
         params = mathopt.SolveParameters(
@@ -148,10 +151,9 @@ class Master:
         for v in model.variables():
             v.integer = False
         factor = model.add_variable(lb=0.0, name="capacity_factor")
-        for c in model.linear_constraints():
-            if math.isinf(c.lower_bound) and 0 < c.upper_bound < math.inf:
-                c.set_coefficient(factor, -c.upper_bound)
-                c.upper_bound = 0.0
+        for c in _capacity_rows(model):
+            c.set_coefficient(factor, -c.upper_bound)
+            c.upper_bound = 0.0
         model.minimize(factor)
         params = mathopt.SolveParameters(
             enable_output=False, time_limit=timedelta(seconds=max(0.01, time_limit_s))
