@@ -27,7 +27,7 @@ from optimizer.model.setup import (
     TrainingSetup,
 )
 from optimizer.model.spec import ModelSpec
-from optimizer.model.stacks import Knobs, StackProfile, get_stack, knobs
+from optimizer.model.stacks import Knobs, StackProfile, get_stack, knobs, optimizer_sharding_stage
 from optimizer.model.states import model_state_bytes_per_param
 from optimizer.units import BYTES_PER_DTYPE, GIB
 
@@ -295,9 +295,10 @@ def _state_bytes(
     p_gpu = params_per_gpu(model, layout)
     p_shard = sharded_params(model, layout)  # = p_gpu without expert parallelism
 
-    def held(stage: int) -> float:
-        """Parameters whose state this GPU keeps when ZeRO shards it from `stage` on."""
-        return p_shard / dp if zero >= stage else p_gpu
+    def held(stage: int, sharding: int = zero) -> float:
+        """Parameters whose state this GPU keeps when ZeRO (stage `sharding`) shards it from
+        `stage` on."""
+        return p_shard / dp if sharding >= stage else p_gpu
 
     master = k.stack.fp32_master if setup.fp32_master is None else setup.fp32_master
     w_b, g_b, o_b = setup_state_bytes(model, setup, k)
@@ -316,7 +317,7 @@ def _state_bytes(
         # autocast_mode.cpp cached_cast: "arg.is_leaf() && !arg.is_view()")
         weights += (0.0 if zero >= 3 and setup.autocast_weights else held(3)) * 2.0
     gradients = held(2) * g_b
-    optimizer = held(1) * o_b
+    optimizer = held(1, optimizer_sharding_stage(zero, k.stack, setup)) * o_b
     if zero >= 3:  # gathered full-size parameters of the layers being computed
         weights += _gathered_layer_bytes(model, a, layout, min(w_b, 2.0))
     if k.optimizer_in_backward:

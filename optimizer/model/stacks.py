@@ -75,6 +75,10 @@ class StackProfile:
     #: class: flash-attn 2, PyTorch SDPA flash) | fa3 (Hopper-native: FlashAttention-3, cuDNN)
     attention_kernel: str = "fa2"
     fp32_grad_buffer: bool = False
+    #: a bf16 run without ZeRO (stage 0) is wrapped in DeepSpeed's BF16_Optimizer, which keeps the
+    #: fp32 master and optimizer states of 1/dp of the parameters (a ZeRO-1 partition) and
+    #: all-gathers the updated bf16 parameters (optimizer_sharding_stage)
+    bf16_optimizer_at_zero0: bool = False
     #: fp8 runs keep the compute weights in fp8 only (Megatron-Core --fp8-param-gather)
     fp8_params: bool = False
     #: fp8 GEMMs save their input for backward in fp8 (Transformer Engine), not in 16 bit
@@ -292,6 +296,22 @@ def knobs(setup: TrainingSetup | ServeSetup, assumptions: PerfAssumptions) -> Kn
         allocator_cache=_either(a.fragmentation, prof.allocator_cache),
         context_gib=_either(a.overhead_gib, prof.context_gib),
     )
+
+
+def optimizer_sharding_stage(zero_stage: int, stack: StackProfile, setup: TrainingSetup) -> int:
+    """The ZeRO stage that decides how a full run's optimizer states are sharded: `zero_stage`,
+    or 1 where the stack wraps a bf16 run at stage 0 in BF16_Optimizer (DeepSpeed
+    runtime/engine.py _do_optimizer_sanity_check: no ZeRO, bf16 model, fp32 gradient
+    accumulation -> BFLOAT16; runtime/bf16_optimizer.py: fp32 params partition = 1/dp of the
+    flat bf16 params, fp32 gradients full-size)."""
+    wrapped = (
+        zero_stage == 0
+        and stack.bf16_optimizer_at_zero0
+        and setup.precision == "bf16"
+        and not setup.is_adapter
+        and setup.fp32_grads is not False
+    )
+    return 1 if wrapped else zero_stage
 
 
 def _either(explicit: float | None, stack_value: float) -> float:

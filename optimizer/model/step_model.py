@@ -49,7 +49,7 @@ from optimizer.model.profile import AnyModel, is_profile
 from optimizer.model.profile_time import ProfileStepModel
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.model.stacks import Knobs, knobs
+from optimizer.model.stacks import Knobs, knobs, optimizer_sharding_stage
 from optimizer.units import BYTES_PER_DTYPE, GB
 
 __all__ = [
@@ -395,6 +395,14 @@ class DecoderStepModel:
             gathers = 2 * m * ring_allgather_s(weight_bytes, dp_group, dp_bw, lat)
             dp_comm = gathers + ring_reduce_scatter_s(grad_bytes, dp_group, dp_bw, lat)
             window = compute_mb * m  # gathers prefetch during the whole step
+        elif layout.zero_stage == 0 and self.optimizer_stage(layout) >= 1:
+            # DeepSpeed BF16_Optimizer without ZeRO: the fp32 gradients are all-reduced whole
+            # (engine.py allreduce_gradients: get_grads_for_reduction), then each rank steps its
+            # partition and the bf16 parameters are all-gathered (bf16_optimizer.py update_lp_params)
+            dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat) + ring_allgather_s(
+                trained * COMM_BYTES, dp_group, dp_bw, lat
+            )
+            window = compute_mb * (2.0 / 3.0)  # the all-gather waits for the step: only the reduce hides
         elif layout.zero_stage >= 1 and not setup.is_adapter:
             # distributed optimizer / ZeRO-1/2: reduce-scatter the gradients, all-gather the
             # updated 16-bit parameters (Megatron dist_optimizer.md; ZeRO §5: an all-reduce's volume)
@@ -409,10 +417,14 @@ class DecoderStepModel:
         hidden = min(dp_comm * self.knobs.dp_overlap, window)
         return DpTraffic(dp_comm, window, dp_comm - hidden)
 
+    def optimizer_stage(self, layout: Layout) -> int:
+        """The ZeRO stage that shards the optimizer states (stacks.optimizer_sharding_stage)."""
+        return optimizer_sharding_stage(layout.zero_stage, self.knobs.stack, self.setup)
+
     def optimizer_s(self, layout: Layout) -> float:
         """The optimizer update: read + write master and moments, memory-bound (16 B/param r+w
         with fp32 master; 8 B for bf16-only stacks)."""
-        shard = layout.dp * layout.cp if layout.zero_stage >= 1 else 1
+        shard = layout.dp * layout.cp if self.optimizer_stage(layout) >= 1 else 1
         trained = self.trained_params(layout)
         if shard > 1 and (layout.ep > 1 or layout.expert_tp != layout.tp) and not self.setup.is_adapter:
             trained = sharded_params(self.model, layout)  # experts shard over dp·cp/ep GPUs
