@@ -265,6 +265,11 @@ if __name__ == "__main__":
 #: the kept-aside collections (sub-folders of this one, never fitted), newest first: (folder,
 #: what it is); benchmarks/accuracy.py scores each, memory_accuracy.py pools their memory rows
 ASIDE_FOLDERS = (
+    (
+        "aside17",
+        "collected after aside15 was scored and the widening recalibrated (AMD MI300X, Ampere, A800), scored once",
+    ),
+    ("aside16", "collected after aside15 was scored and the widening recalibrated (Hopper), scored once"),
     ("aside15", "collected after aside14 was scored, scored once with nothing changed since"),
     ("aside14", "collected after aside13 was scored, scored once after this round's fixes and recalibration"),
     ("aside13", "collected after aside12 was scored, scored once after the fix aside12 showed"),
