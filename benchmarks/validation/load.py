@@ -267,7 +267,7 @@ if __name__ == "__main__":
 ASIDE_FOLDERS = (
     (
         "aside17",
-        "collected after aside15 was scored and the widening recalibrated (AMD MI300X, Ampere, A800), scored once",
+        "collected after aside15 was scored and the widening recalibrated (AMD, Ampere), scored once",
     ),
     ("aside16", "collected after aside15 was scored and the widening recalibrated (Hopper), scored once"),
     ("aside15", "collected after aside14 was scored, scored once with nothing changed since"),
