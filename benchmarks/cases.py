@@ -298,6 +298,9 @@ def _train_case(row: Row) -> Case:
     # DeepSpeed config data_types.grad_accum_dtype (docs: "gradient accumulation data type"):
     # bf16 accumulation keeps 2-byte gradients instead of BF16_Optimizer's fp32 ones
     bf16_grads = "grad_accum_dtypebf16" in said
+    # Megatron grad_reduce_in_fp32 (Megatron-Bridge's bf16_mixed default; NeMo's performance
+    # recipes turn it off): fp32 main_grad buffers, 4-byte gradients, as the row says
+    fp32_reduce = "grad_reduce_in_fp32=true" in said or "grad_reduce_in_fp32:true" in said
     # torch.compile and torchtune activation offloading, as the row says they were on
     compiled = "compile=true" in said
     # fused norm and SwiGLU kernels stated by the row (the TinyLlama fork of lit-gpt) save
@@ -394,7 +397,7 @@ def _train_case(row: Row) -> Case:
         loss_kernel=_loss_kernel(cce, "liger" in kernels, fused_ce, bf16_loss),
         loss_chunks=loss_chunks,
         fused_kernels=fused,
-        fp32_grads=False if bf16_grads else None,
+        fp32_grads=False if bf16_grads else (True if fp32_reduce else None),
         recompute_modules=tuple(modules.group(1).split()) if modules else (),
         autocast_weights=True if autocast else None,
         tf32=True if tf32_on else (False if tf32_off else None),
