@@ -20,7 +20,6 @@ from optimizer.api.checks import check_number, warn_renamed
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
 
 __all__ = [
-    "borrowed_words",
     "user_errors",
     "goodput_words",
     "signed_money",
@@ -282,14 +281,6 @@ def catalog_line(catalog: dict[str, Any] | None) -> str:
     if catalog.get("overlays"):
         line += f" + your prices ({', '.join(catalog['overlays'])})"
     return f"{line}; NOTE: {catalog['note']}" if catalog.get("note") else line
-
-
-def borrowed_words(borrowed: str) -> str:
-    """A band no run of its own GPU generation and precision backs (the JSON's
-    interval_basis.borrowed: "pooled" or a hardware tier's name), in the plan's words."""
-    if borrowed == "pooled":
-        return "the pooled band of thinly measured groups"
-    return f"the band of the {borrowed} tier's measured groups"
 
 
 def layout_words(lay: dict[str, Any], short: bool = False) -> str:

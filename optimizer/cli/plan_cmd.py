@@ -25,7 +25,6 @@ from optimizer.cli.common import (
     PricesOpt,
     TimeLimitOpt,
     answer,
-    borrowed_words,
     catalog_line,
     console,
     goodput_words,
@@ -50,6 +49,7 @@ from optimizer.cli.outcome import ExportRequest, PlotNote, finish, plot_file
 from optimizer.cli.plot import plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 from optimizer.units import quantile_label
+from optimizer.vocabulary import borrowed_words
 
 __all__ = ["register", "render_plan", "data_lines"]
 
