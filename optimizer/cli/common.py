@@ -21,6 +21,7 @@ from optimizer.errors import CatalogError, ConfigError, InfeasibleError, Optimiz
 
 __all__ = [
     "user_errors",
+    "solved_line",
     "goodput_words",
     "signed_money",
     "memory_calibration_words",
@@ -245,6 +246,16 @@ def header_or_infeasible(data: dict[str, Any]) -> tuple[Any, dict[str, Any]] | N
         print_fallback(c, data)
         return None
     return c, data.get("job") or {}
+
+
+def solved_line(data: dict[str, Any], job: dict[str, Any], subject: str, rows_word: str) -> str:
+    """The first line of a solved answer: '[b]NAME[/b]: SUBJECT — [b]STATUS[/b] (CP-SAT, N
+    ROWS_WORD, T s; prices as of ...)'."""
+    s = data["solver"]
+    return (
+        f"[b]{job.get('name')}[/b]: {subject} — [b]{data['status']}[/b] (CP-SAT, {s.get('rows')} "
+        f"{rows_word}, {s.get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})"
+    )
 
 
 def answer(data: Any, json_out: bool, render: Any, status: str | None = None) -> None:
