@@ -14,6 +14,7 @@ __all__ = [
     "INTER_NODE_KINDS",
     "IntraNodeLink",
     "INTRA_NODE_LINKS",
+    "borrowed_words",
 ]
 
 #: capacity_block = a fixed window of reserved capacity paid in full (AWS EC2 Capacity Blocks for
@@ -34,3 +35,13 @@ InterNodeKind = Literal["infiniband", "efa", "ethernet", "rdma", "internet", "no
 INTER_NODE_KINDS: tuple[str, ...] = get_args(InterNodeKind)
 IntraNodeLink = Literal["nvlink", "pcie", "xgmi", "nvlink-c2c"]
 INTRA_NODE_LINKS: tuple[str, ...] = get_args(IntraNodeLink)
+
+
+def borrowed_words(borrowed: str) -> str:
+    """A band no run of its own GPU generation and precision backs, in words: `borrowed` is
+    "pooled" (every thinly measured group's band) or a hardware tier's name, as
+    model/bands.borrowed_from answers and the JSON's interval_basis.borrowed carries it (the
+    planner's notes and the CLI's lines word it the same way)."""
+    if borrowed == "pooled":
+        return "the pooled band of thinly measured groups"
+    return f"the band of the {borrowed} tier's measured groups"

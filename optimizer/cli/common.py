@@ -20,8 +20,8 @@ from optimizer.api.checks import check_number, warn_renamed
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
 
 __all__ = [
-    "borrowed_words",
     "user_errors",
+    "solved_line",
     "goodput_words",
     "signed_money",
     "memory_calibration_words",
@@ -248,6 +248,16 @@ def header_or_infeasible(data: dict[str, Any]) -> tuple[Any, dict[str, Any]] | N
     return c, data.get("job") or {}
 
 
+def solved_line(data: dict[str, Any], job: dict[str, Any], subject: str, rows_word: str) -> str:
+    """The first line of a solved answer: '[b]NAME[/b]: SUBJECT — [b]STATUS[/b] (CP-SAT, N
+    ROWS_WORD, T s; prices as of ...)'."""
+    s = data["solver"]
+    return (
+        f"[b]{job.get('name')}[/b]: {subject} — [b]{data['status']}[/b] (CP-SAT, {s.get('rows')} "
+        f"{rows_word}, {s.get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})"
+    )
+
+
 def answer(data: Any, json_out: bool, render: Any, status: str | None = None) -> None:
     """Print the contract (--json) or its rendering; exit 1 when the answer is infeasible."""
     if json_out:
@@ -282,14 +292,6 @@ def catalog_line(catalog: dict[str, Any] | None) -> str:
     if catalog.get("overlays"):
         line += f" + your prices ({', '.join(catalog['overlays'])})"
     return f"{line}; NOTE: {catalog['note']}" if catalog.get("note") else line
-
-
-def borrowed_words(borrowed: str) -> str:
-    """A band no run of its own GPU generation and precision backs (the JSON's
-    interval_basis.borrowed: "pooled" or a hardware tier's name), in the plan's words."""
-    if borrowed == "pooled":
-        return "the pooled band of thinly measured groups"
-    return f"the band of the {borrowed} tier's measured groups"
 
 
 def layout_words(lay: dict[str, Any], short: bool = False) -> str:

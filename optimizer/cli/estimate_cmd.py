@@ -15,7 +15,6 @@ from optimizer.cli.common import (
     JsonOpt,
     OfflineOpt,
     PricesOpt,
-    borrowed_words,
     console,
     offline_choice,
     print_json,
@@ -23,6 +22,7 @@ from optimizer.cli.common import (
 )
 from optimizer.cli.request_options import with_request_options
 from optimizer.errors import ConfigError
+from optimizer.vocabulary import borrowed_words
 
 __all__ = ["register", "ESTIMATE_ONLY"]
 

@@ -25,8 +25,6 @@ from optimizer.cli.common import (
     PricesOpt,
     TimeLimitOpt,
     answer,
-    borrowed_words,
-    catalog_line,
     console,
     goodput_words,
     header_or_infeasible,
@@ -41,6 +39,7 @@ from optimizer.cli.common import (
     price_words,
     print_notes,
     signed_money,
+    solved_line,
     time_limit_s,
     user_errors,
 )
@@ -50,6 +49,7 @@ from optimizer.cli.outcome import ExportRequest, PlotNote, finish, plot_file
 from optimizer.cli.plot import plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 from optimizer.units import quantile_label
+from optimizer.vocabulary import borrowed_words
 
 __all__ = ["register", "render_plan", "data_lines"]
 
@@ -188,11 +188,7 @@ def render_plan(data: dict[str, Any]) -> None:
         return
     c, job = shown
     p = data["plan"]
-    c.print(
-        f"[b]{job.get('name')}[/b]: {job.get('model')} — [b]{data['status']}[/b] "
-        f"(CP-SAT, {data['solver'].get('rows')} candidates, "
-        f"{data['solver'].get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})"
-    )
+    c.print(solved_line(data, job, str(job.get("model")), "candidates"))
     print_notes(c, data)
     for line in _plan_lines(p, data):
         c.print(line)

@@ -16,10 +16,10 @@ from optimizer.cli.common import (
     PricesOpt,
     TimeLimitOpt,
     answer,
-    catalog_line,
     header_or_infeasible,
     money,
     offline_choice,
+    solved_line,
     time_limit_s,
     user_errors,
 )
@@ -76,12 +76,9 @@ def render_rl(data: dict[str, Any]) -> None:
     if shown is None:
         return
     c, job = shown
-    p, s = data["plan"], data["solver"]
-    c.print(
-        f"[b]{job['name']}[/b]: {job['kind']} on {job['model']}, {job['steps']} steps × "
-        f"{job['sequences_per_step']} sequences — [b]{data['status']}[/b] (CP-SAT, {s.get('rows')} "
-        f"candidates, {s.get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})"
-    )
+    p = data["plan"]
+    subject = f"{job['kind']} on {job['model']}, {job['steps']} steps × {job['sequences_per_step']} sequences"
+    c.print(solved_line(data, job, subject, "candidates"))
     c.print(
         f"  [b]{p['mode']}[/b]: [b]{money(p['cost_usd'])}[/b], {p['hours']:.1f} h at "
         f"{quantile_label(job['confidence'])} ({p['step_s_at_confidence']:.1f} s per step)"

@@ -19,7 +19,6 @@ from optimizer.cli.common import (
     PricesOpt,
     TimeLimitOpt,
     answer,
-    catalog_line,
     console,
     header_or_infeasible,
     input_files,
@@ -28,6 +27,7 @@ from optimizer.cli.common import (
     price_mark,
     price_words,
     print_notes,
+    solved_line,
     time_limit_s,
     user_errors,
 )
@@ -50,13 +50,8 @@ def render_serve(data: dict[str, Any]) -> None:
         return
     c, job = shown
     p = data["plan"]
-    s = data["solver"]
-    c.print(
-        f"[b]{job.get('name')}[/b]: {job.get('model')} {job.get('precision')}, "
-        f"{p['load_requests_per_s']:.3g} requests/s — [b]{data['status']}[/b] "
-        f"(CP-SAT, {s.get('rows')} replica options, {s.get('wall_s', 0):.3f} s; "
-        f"{catalog_line(data.get('catalog'))})"
-    )
+    subject = f"{job.get('model')} {job.get('precision')}, {p['load_requests_per_s']:.3g} requests/s"
+    c.print(solved_line(data, job, subject, "replica options"))
     print_notes(c, data)
     c.print(
         f"  [b]{money(p['usd_per_hour'])}/h[/b], {money(p['usd_per_month'])}/month "

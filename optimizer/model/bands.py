@@ -149,14 +149,6 @@ def borrowed_from(basis: str) -> str | None:
     return None
 
 
-def borrowed_words(borrowed: str) -> str:
-    """A borrowed band in words (`borrowed`: borrowed_from's answer; the CLI words the JSON's
-    interval_basis.borrowed the same way, cli/common.py)."""
-    if borrowed == "pooled":
-        return "the pooled band of thinly measured groups"
-    return f"the band of the {borrowed} tier's measured groups"
-
-
 def tier_of(generation: str) -> str:
     """The band tier of a GPU generation (TIERS; an unlisted one is its own tier)."""
     return TIERS.get(generation, generation)

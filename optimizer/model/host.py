@@ -63,14 +63,7 @@ def offloaded_gib_per_gpu(
     w_b, g_b, o_b = _state_bytes(model, setup, a)
     shard = dp if zero >= 1 else 1
     out = 0.0
-    if is_profile(model):  # one block, data parallelism only: the trained parameters
-        n = model.trained_params
-        if setup.offload_optimizer:
-            out += n * (o_b + g_b) / shard
-        if setup.offload_params and zero >= 3:
-            out += n * w_b / dp
-        return out / GIB
-    if setup.is_adapter:
+    if setup.is_adapter and not is_profile(model):
         n_adapter = lora_params(model, setup.lora_rank, setup.lora_targets) / (layout.tp * layout.pp)
         if setup.offload_optimizer:
             out += n_adapter * (o_b + g_b) / shard
@@ -82,11 +75,14 @@ def offloaded_gib_per_gpu(
             )
             out += params_per_gpu(model, layout) * base_b / dp
     else:
-        p_gpu = params_per_gpu(model, layout)
+        # the trained parameters: a profile's (one block, data parallelism only) or this GPU's
+        n = model.trained_params if is_profile(model) else params_per_gpu(model, layout)
         if setup.offload_optimizer:
-            out += p_gpu * (o_b + g_b) / shard
+            out += n * (o_b + g_b) / shard
         if setup.offload_params and zero >= 3:
-            out += p_gpu * w_b / dp
+            out += n * w_b / dp
+        if is_profile(model):
+            return out / GIB
     if setup.offload_activations and layout.checkpointing == "full":
         layers = math.ceil(model.layers / layout.pp)
         off_layers = max(0, layers - a.offload_resident_layers)

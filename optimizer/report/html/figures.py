@@ -17,6 +17,7 @@ __all__ = [
     "PALETTE",
     "CHOSEN",
     "styled",
+    "add_part_bars",
     "cost_chart",
     "vertical_line",
     "chosen_marker",
@@ -69,6 +70,22 @@ def styled(
         **axes,
     )
     return fig
+
+
+def add_part_bars(
+    fig: go.Figure, bar: str, values: dict[str, Any], parts: Sequence[tuple[str, str]], hover: str
+) -> None:
+    """One horizontal bar named `bar`, a segment per (key, name) of `parts` in order: its value
+    in `values` (0 when absent), its colour the palette's next, `hover` the value's format."""
+    for i, (key, name) in enumerate(parts):
+        fig.add_bar(
+            y=[bar],
+            x=[values.get(key, 0.0)],
+            name=name,
+            orientation="h",
+            marker_color=PALETTE[i % len(PALETTE)],
+            hovertemplate=hover + "<extra>" + name + "</extra>",
+        )
 
 
 def cost_chart(fig: go.Figure, title: str, height_px: int, x_title: str, y_title: str) -> go.Figure:
@@ -177,15 +194,7 @@ def step_figure(plan: dict[str, Any]) -> go.Figure:
         ("bubble_s", "pipeline bubble"),
         ("host_wait_s", "waiting for the host's kernel launches"),
     )
-    for i, (key, name) in enumerate(parts):
-        fig.add_bar(
-            y=["step"],
-            x=[step.get(key, 0.0)],
-            name=name,
-            orientation="h",
-            marker_color=PALETTE[i],
-            hovertemplate="%{x:.3f} s<extra>" + name + "</extra>",
-        )
+    add_part_bars(fig, "step", step, parts, "%{x:.3f} s")
     p10, p90 = plan.get("step_time_s_p10"), plan.get("step_time_s_p90")
     if p10 is not None and p90 is not None:
         t = plan["step_time_s"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from optimizer.report.html.figures import PALETTE, figure_chart, styled
+from optimizer.report.html.figures import add_part_bars, figure_chart, styled
 from optimizer.report.html.page import Section, Table, num
 
 __all__ = ["goodput_section", "goodput_figure", "GOODPUT_PARTS"]
@@ -27,15 +27,7 @@ GOODPUT_PARTS = (
 def goodput_figure(goodput: dict[str, Any]) -> go.Figure:
     """One horizontal bar of the run's hours, a segment per part."""
     fig = go.Figure()
-    for i, (key, name) in enumerate(GOODPUT_PARTS):
-        fig.add_bar(
-            y=["run"],
-            x=[goodput.get(key, 0.0)],
-            name=name,
-            orientation="h",
-            marker_color=PALETTE[i % len(PALETTE)],
-            hovertemplate="%{x:,.2f} h<extra>" + name + "</extra>",
-        )
+    add_part_bars(fig, "run", goodput, GOODPUT_PARTS, "%{x:,.2f} h")
     return styled(
         fig,
         f"Whole run (h), goodput {goodput['goodput']:.1%}",

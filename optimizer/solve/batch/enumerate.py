@@ -28,27 +28,35 @@ from optimizer.units import HOURS_PER_DAY
 __all__ = ["reservation_resource", "block_resource", "quota_resource", "owned_resources", "build_problem"]
 
 
-def _pick_reservation_row(rows: Sequence[OfferingRow], r: Reservation, i: int) -> OfferingRow:
-    """The cheapest catalog row (per GPU-hour) matching a [[capacity.reservation]] entry.
+def _cheapest_named(
+    rows: Sequence[OfferingRow],
+    pricing: str,
+    entry: Reservation | Block,
+    where: str,
+    none_field: str,
+    gpu: str | None = None,
+) -> OfferingRow:
+    """The cheapest catalog row (per GPU-hour; then instance type, region) of pricing model
+    `pricing` that a [capacity] entry names: its provider and instance (or `gpu`), and region.
 
     Raises:
-        ConfigError: no row of that provider, instance, GPU or region in that pricing model.
+        ConfigError: no row of that pricing model (under `where`.`none_field`), or no row of
+            that provider, instance, GPU or region (catalog_rows_named).
     """
-    where = f"capacity.reservation[{i}]"
-    priced = [row for row in rows if row.pricing_model == r.pricing]
+    priced = [row for row in rows if row.pricing_model == pricing]
     if not priced:
-        raise ConfigError(f"{where}.pricing: the price catalog has no {r.pricing} rows")
+        raise ConfigError(f"{where}.{none_field}: the price catalog has no {pricing} rows")
     picked = catalog_rows_named(
         priced,
-        r.provider,
-        r.instance,
+        entry.provider,
+        entry.instance,
         f"{where}.provider",
         f"{where}.instance",
-        gpu=(r.gpu or "") if r.instance is None else None,
+        gpu=gpu,
         gpu_field=f"{where}.gpu",
-        region=r.region,
+        region=entry.region,
         region_field=f"{where}.region",
-        catalog=f"the price catalog's {r.pricing} rows",
+        catalog=f"the price catalog's {pricing} rows",
     )
     return min(picked, key=lambda row: (row.usd_per_gpu_hour, row.instance_type, row.region))
 
@@ -66,7 +74,8 @@ def reservation_resource(
     Raises:
         ConfigError: no matching row, or a horizon longer than the term.
     """
-    row = _pick_reservation_row(rows, r, i)
+    gpu = (r.gpu or "") if r.instance is None else None
+    row = _cheapest_named(rows, r.pricing, r, f"capacity.reservation[{i}]", "pricing", gpu)
     if horizon_h > row.commitment_hours:
         raise ConfigError(
             f"capacity.reservation[{i}]: the horizon ({horizon_h:g} h) is longer "
@@ -118,20 +127,8 @@ def block_resource(
             f"{where}.length_days: start_day {b.start_day} + length_days {b.length_days} ends after "
             f"the {days:g}-day horizon; allowed: start_day + length_days ≤ {days:g}"
         )
-    sold = [row for row in rows if row.pricing_model == "capacity_block"]
-    if not sold:
-        raise ConfigError(f"{where}.instance: the price catalog has no capacity_block rows")
-    picked = catalog_rows_named(
-        sold,
-        b.provider,
-        b.instance,
-        f"{where}.provider",
-        f"{where}.instance",
-        region=b.region,
-        region_field=f"{where}.region",
-        catalog="the price catalog's capacity_block rows",
-    )
-    row = min(picked, key=lambda r: (r.usd_per_gpu_hour, r.region))
+    # b.instance is required: the rows picked are that one instance type (tie-break: region)
+    row = _cheapest_named(rows, "capacity_block", b, where, "instance")
     key, length_h = f"block#{i}", b.length_days * HOURS_PER_DAY
     commitment = cloud_offering(row, key_prefix=f"{key}/", kind="reserved", reservation_prepaid=True)
     _check_length(commitment.terms, length_h, f"{where}.length_days")

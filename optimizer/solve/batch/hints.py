@@ -20,6 +20,8 @@ __all__ = [
     "add_hints",
     "hint_solution",
     "free_capacity",
+    "full_capacity",
+    "book_row",
     "left_shift",
 ]
 
@@ -87,14 +89,7 @@ def greedy_schedule(
     Returns:
         (row index, start step) per job; (None, None) where nothing fits (a partial hint).
     """
-    free = {
-        k: np.full(
-            problem.horizon,
-            r.capacity if r.kind != "reservation" else (reserved or {}).get(k, 0),
-            dtype=np.int64,
-        )
-        for k, r in problem.resources.items()
-    }
+    free = full_capacity(problem, reserved or {})
     out: list[tuple[int | None, int | None]] = [(None, None)] * len(problem.jobs)
     for j in _job_order(problem, first):
         job = problem.jobs[j]
@@ -117,9 +112,7 @@ def greedy_schedule(
                 break
         if fits:
             _, i, t = min(fits, key=lambda f: f[0])
-            row = job.rows[i]
-            for key, demand in row.usage:
-                free[key][t : t + row.duration] -= demand
+            book_row(free, job.rows[i], t)
             out[j] = (i, t)
     return out
 
@@ -256,21 +249,29 @@ def add_hints(
         v.model.add_hint(r, greedy.reserved.get(key, 0))
 
 
-def free_capacity(problem: BatchProblem, plan: GreedyPlan) -> dict[str, np.ndarray]:
-    """Each resource's free capacity per step under `plan` (a reservation: its R reserved)."""
-    free = {
+def full_capacity(problem: BatchProblem, reserved: Mapping[str, int]) -> dict[str, np.ndarray]:
+    """Each resource's capacity per step with no job placed (a reservation: the instances
+    `reserved` of it, R)."""
+    return {
         k: np.full(
-            problem.horizon,
-            plan.reserved.get(k, 0) if r.kind == "reservation" else r.capacity,
-            dtype=np.int64,
+            problem.horizon, reserved.get(k, 0) if r.kind == "reservation" else r.capacity, dtype=np.int64
         )
         for k, r in problem.resources.items()
     }
+
+
+def book_row(free: Mapping[str, np.ndarray], row: Row, t: int) -> None:
+    """`row`'s use of each resource taken from `free` over its run from step `t`."""
+    for key, demand in row.usage:
+        free[key][t : t + row.duration] -= demand
+
+
+def free_capacity(problem: BatchProblem, plan: GreedyPlan) -> dict[str, np.ndarray]:
+    """Each resource's free capacity per step under `plan` (a reservation: its R reserved)."""
+    free = full_capacity(problem, plan.reserved)
     for job, (i, t) in zip(problem.jobs, plan.plan, strict=True):
         if i is not None and t is not None:
-            row = job.rows[i]
-            for key, demand in row.usage:
-                free[key][t : t + row.duration] -= demand
+            book_row(free, job.rows[i], t)
     return free
 
 
@@ -284,20 +285,14 @@ def left_shift(
     slot stays free and its new start is ≤ the old one: release, deadlines and capacities
     still hold (validate_batch re-checks).
     """
-    free = {
-        k: np.full(
-            problem.horizon, reserved.get(k, 0) if r.kind == "reservation" else r.capacity, dtype=np.int64
-        )
-        for k, r in problem.resources.items()
-    }
+    free = full_capacity(problem, reserved)
     out = list(jobs)
     placed = [(j, s, s.row, s.start) for j, s in enumerate(jobs) if s.row is not None and s.start is not None]
     placed.sort(key=lambda p: (p[3], -p[1].job.spec.priority, p[0]))
     for j, sj, row, start in placed:
         t = earliest_start(free, row, sj.job.bounds(row)[0], start) if row.usage else sj.job.release
         t = start if t is None else t
-        for key, demand in row.usage:
-            free[key][t : t + row.duration] -= demand
+        book_row(free, row, t)
         out[j] = replace(sj, start=t)
     return out
 

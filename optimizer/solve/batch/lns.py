@@ -72,12 +72,9 @@ def _neighbourhood(
     for j, (i, t) in enumerate(plan.plan):
         job = problem.jobs[j]
         low, high = max(a, job.release), min(b, job.due)
-        if i is None or t is None:  # left out or dropped: freed where its window meets [a, b)
-            if high > low:
-                free.append(j)
-                cut.append(replace(job, release=low, due=high))
-            continue
-        if i is not None and t is not None and t >= a and t + job.rows[i].duration <= b:
+        # left out or dropped: freed where its window meets [a, b); placed: freed inside it
+        left_out = (i is None or t is None) and high > low
+        if left_out or (i is not None and t is not None and t >= a and t + job.rows[i].duration <= b):
             free.append(j)
             cut.append(replace(job, release=low, due=high))
     freed = set(free)

@@ -22,11 +22,11 @@ import math
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizer.solve.batch.hints import GreedyPlan, earliest_start, free_capacity
+from optimizer.solve.batch.hints import GreedyPlan, earliest_start, full_capacity
 from optimizer.solve.batch.problem import BatchProblem, Row, choice_cost_cents
 
 __all__ = ["MAX_MOVES", "TABU_MOVES", "repair_plan", "repair_plans"]
@@ -167,7 +167,7 @@ def repair_plan(
     it leaves none out."""
     if not start.missing:
         return start
-    free = free_capacity(problem, replace(start, plan=[(None, None)] * len(problem.jobs)))
+    free = full_capacity(problem, start.reserved)
     held = {k: int(v.max(initial=0)) for k, v in free.items()}  # nothing placed yet
     state = _State(problem, rows, free, [(None, None)] * len(problem.jobs), held=held)
     for j, (i, t) in enumerate(start.plan):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -78,6 +78,31 @@ def _elapsed(started: float) -> float:
     return round(time.perf_counter() - started, 4)
 
 
+def _record_cost(info: dict[str, Any], objective_cents: int, bound_cents: int) -> None:
+    """The plan's cost, the best lower bound proved and the relative gap between them, in the
+    solver block (USD)."""
+    info.update(
+        objective_usd=from_cents(objective_cents),
+        best_bound_usd=from_cents(bound_cents),
+        gap=round((objective_cents - bound_cents) / max(1, abs(objective_cents)), 6),
+    )
+
+
+def _scheduled(
+    problem: BatchProblem,
+    plan: Iterable[tuple[int | None, int | None]],
+    reserved: dict[str, int],
+    compact: bool,
+) -> list[ScheduledJob]:
+    """Each job of `problem` on its planned (row index, start step) (None: left out), moved to
+    its earliest start at the same cost when `compact` (left_shift)."""
+    jobs = [
+        ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
+        for job, (i, t) in zip(problem.jobs, plan, strict=True)
+    ]
+    return left_shift(problem, jobs, reserved) if compact else jobs
+
+
 def _proven(
     problem: BatchProblem,
     bend: BendersOutcome,
@@ -92,16 +117,9 @@ def _proven(
         status=Status.OPTIMAL,
         solve_s=_elapsed(started),
         proven_optimal=True,
-        objective_usd=from_cents(cents),
-        best_bound_usd=from_cents(cents),
-        gap=0.0,
     )
-    jobs = [
-        ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
-        for job, i, t in zip(problem.jobs, bend.rows, bend.starts, strict=True)
-    ]
-    if compact:
-        jobs = left_shift(problem, jobs, bend.reserved)
+    _record_cost(info, cents, cents)
+    jobs = _scheduled(problem, zip(bend.rows, bend.starts, strict=True), bend.reserved, compact)
     event = ProgressEvent(_elapsed(started), from_cents(cents), from_cents(cents))
     if on_progress is not None:
         on_progress(event)
@@ -365,11 +383,7 @@ def _from_cpsat(
         return out
     objective = int(round(result.objective or 0))
     bound = min(objective, max(int(round(result.bound or 0)), bend.bound_cents or 0))
-    info.update(
-        objective_usd=from_cents(objective),
-        best_bound_usd=from_cents(bound),
-        gap=round((objective - bound) / max(1, abs(objective)), 6),
-    )
+    _record_cost(info, objective, bound)
     jobs, reserved = read_plan(solved.v, problem, result)
     if compact:
         jobs = left_shift(problem, jobs, reserved)
@@ -412,19 +426,12 @@ def _greedy(
         status=Status.FEASIBLE,
         solve_s=_elapsed(started),
         proven_optimal=False,
-        objective_usd=from_cents(objective),
-        best_bound_usd=from_cents(bound),
-        gap=round((objective - bound) / max(1, abs(objective)), 6),
     )
+    _record_cost(info, objective, bound)
     if how == "greedy":  # the JSON's first_plan names only the greedy plan (report contract)
         info["first_plan"] = how
     stats["plan"] = how
-    jobs = [
-        ScheduledJob(job, job.rows[i] if i is not None else None, t, problem.grid.unit_h)
-        for job, (i, t) in zip(problem.jobs, greedy.plan, strict=True)
-    ]
-    if compact:
-        jobs = left_shift(problem, jobs, greedy.reserved)
+    jobs = _scheduled(problem, greedy.plan, greedy.reserved, compact)
     event = ProgressEvent(_elapsed(started), from_cents(objective), from_cents(bound))
     out = BatchResult(
         Status.FEASIBLE, problem, jobs, dict(greedy.reserved), solver=info, progress=[event], benders=stats

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.jobs.train import Job
-from optimizer.model.bands import Band, borrowed_from, borrowed_words
+from optimizer.model.bands import Band, borrowed_from
 from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.pricing.offering import cost_usd
@@ -22,6 +22,7 @@ from optimizer.solve.train.prepare import PreparedJob, headroom_of
 from optimizer.solve.train.variants import options_of
 from optimizer.solve.train.warnings import plan_warnings
 from optimizer.units import HOURS_PER_DAY
+from optimizer.vocabulary import borrowed_words
 
 __all__ = [
     "job_figures",
