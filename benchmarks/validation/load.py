@@ -265,6 +265,7 @@ if __name__ == "__main__":
 #: the kept-aside collections (sub-folders of this one, never fitted), newest first: (folder,
 #: what it is); benchmarks/accuracy.py scores each, memory_accuracy.py pools their memory rows
 ASIDE_FOLDERS = (
+    ("aside18", "collected after aside16 and aside17 were scored (GitHub repositories), scored once"),
     (
         "aside17",
         "collected after aside15 was scored and the widening recalibrated (AMD, Ampere), scored once",
