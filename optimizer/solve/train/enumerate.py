@@ -34,6 +34,7 @@ from optimizer.solve.train.scan import (
     PerfKey,
     SearchRules,
     class_label,
+    row_factor,
     scan_offering,
     time_factor,
     time_lower_bound_h,
@@ -55,6 +56,8 @@ __all__ = [
     "CostCeiling",
     "Enumeration",
     "time_lower_bound_h",
+    "time_factor",
+    "row_factor",
     "cost_floor_usd",
     "BatchRule",
     "Headroom",
@@ -77,8 +80,8 @@ def cost_floor_usd(
     time_factor: float,
 ) -> float:
     """Dollars no count ≥ `instances` of `off` can undercut: its hours are at least the time
-    lower bound (time_lower_bound_h × `time_factor`, the smallest band multiplier a row can
-    get), which scales as 1 / count, so the running cost (rate × count × hours) is the same at
+    lower bound (time_lower_bound_h × `time_factor`, a band multiplier no row of `off` gets
+    less than), which scales as 1 / count, so the running cost (rate × count × hours) is the same at
     every count, the capital charge (count × max(fixed, hourly × hours)) and a reserved term
     grow with the count, and the data charge is at least its zero-hour transfer."""
     gpus = instances * off.gpus_per_instance
@@ -97,11 +100,16 @@ def _floor_of(
     confidence: float | None,
 ) -> float | None:
     """cost_floor_usd of an offering, or None where no floor is claimed: a per-sample profile
-    or a calibrated GPU type has a band of its own, which the GPU's band does not bound."""
+    or a calibrated GPU type has a band of its own, which the GPU's band does not bound.
+
+    The multiplier is the one every row of the offering gets (scan.row_factor: its GPU's band
+    at `confidence`, as scan._add_row reads it), not the smallest any reading of a row can get
+    (scan.time_factor, at most the P50, which the deadline's prune needs): a ceiling's search
+    compares rows at the job's confidence only (CostCeiling)."""
     if step_model.own_band or not off.gpu.supports(setup.precision):
         return None
     band = band_for(off.gpu, setup.precision, setup.stack, a)
-    return cost_floor_usd(step_model, setup, tokens, off, instances, time_factor(band, confidence))
+    return cost_floor_usd(step_model, setup, tokens, off, instances, row_factor(band, confidence))
 
 
 def enumerate_candidates(

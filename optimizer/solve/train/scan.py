@@ -36,6 +36,7 @@ __all__ = [
     "BestLayout",
     "time_lower_bound_h",
     "time_factor",
+    "row_factor",
     "scan_offering",
     "class_label",
 ]
@@ -184,13 +185,13 @@ def time_lower_bound_h(
 
 @dataclass
 class CostCeiling:
-    """Only the cheapest row that is late (past `deadline_h`; any row without one) and within
-    `budget_usd`, if it costs less than `usd`, is asked for: offerings are searched cheapest
-    floor first, and once such a row is found its cost is the new ceiling. With `meeting`, the
-    cheapest row that meets the deadline and the budget is asked for instead (the solver
-    picks it from the table afterwards): such a row, as the solver counts it (integer seconds
-    and cents, solve/cpsat/scale.py), lowers the ceiling to its cost plus one cent, so every
-    row the solver could rank with it stays in the table."""
+    """Only the cheapest row that is late (past `deadline_h`; any row without one), within
+    `budget_usd` and the solver's scale, if it costs less than `usd`, is asked for: offerings
+    are searched cheapest floor first, and once such a row is found its cost is the new
+    ceiling. With `meeting`, the cheapest row that meets the deadline and the budget is asked
+    for instead (the solver picks it from the table afterwards): such a row, as the solver
+    counts it (integer seconds and cents, solve/cpsat/scale.py), lowers the ceiling to its
+    cost plus one cent, so every row the solver could rank with it stays in the table."""
 
     usd: float
     deadline_h: float | None = None
@@ -203,7 +204,9 @@ class CostCeiling:
                 self.usd = min(self.usd, cost_usd + 1 / CENTS_PER_USD)
             return
         late = self.deadline_h is None or hours > self.deadline_h
-        if late and (self.budget_usd is None or cost_usd <= self.budget_usd):
+        # a row past the solver's scale is never the cheaper plan (plan.cheaper_than)
+        within = self.budget_usd is None or cost_usd <= self.budget_usd
+        if late and within and within_scale(cost_usd, hours):
             self.usd = min(self.usd, cost_usd)
 
 
@@ -215,6 +218,12 @@ def _meets(cost_usd: float, hours: float, deadline_h: float | None, budget_usd: 
         and (deadline_h is None or to_seconds(hours) <= deadline_seconds(deadline_h))
         and (budget_usd is None or to_cents(cost_usd) <= budget_cents(budget_usd))
     )
+
+
+def row_factor(band: Band, confidence: float | None) -> float:
+    """The multiplier a row's step time gets from its band: its quantile at the job's
+    confidence, 1 (the point prediction) without one (`_add_row`)."""
+    return 1.0 if confidence is None else band.multiplier(confidence)
 
 
 def time_factor(band: Band, confidence: float | None) -> float:
@@ -389,7 +398,7 @@ def _add_row(
         return False
     steps = rules.steps_for_batch(layout.global_batch)
     band = step_band(step, off.gpu, setup.precision, setup.stack, a, default=scan.gpu_band)
-    factor = 1.0 if rules.confidence is None else band.multiplier(rules.confidence)
+    factor = row_factor(band, rules.confidence)
     hours, spot, goodput = run_hours(off, n, steps * step.time_s * factor / 3600.0, ctx.model, setup, a)
     if (off.commitment_hours and hours > off.commitment_hours) or not fits_term(off.terms, hours):
         return True  # longer than the term (a reserved year, a capacity block) it is sold in
