@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.inputs.jobs.train import Job
 from optimizer.pricing.ownership import NO_USAGE, Verdict, rent_or_buy
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.train.enumerate import Candidate
-from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.mix.check import mix_outcome
 from optimizer.solve.train.mix.search import MixOutcome
@@ -19,6 +18,9 @@ from optimizer.solve.train.model import fewer_gpus_within, solve_table
 from optimizer.solve.train.plan_figures import job_figures, with_figures
 from optimizer.solve.train.prepare import PreparedJob, prepare_job
 from optimizer.units import HOURS_PER_DAY
+
+if TYPE_CHECKING:  # the explanation loads with an infeasible job only (compare_job)
+    from optimizer.solve.train.explain import Diagnosis
 
 __all__ = ["BreakEven", "CompareResult", "compare_job", "break_even", "rent_or_own", "job_verdict"]
 
@@ -228,6 +230,8 @@ def compare_job(
     diagnosis = None
     if not found:  # the single-job planner's explanation: what binds and the nearest fix
         core = solves.best(cands, d, b)[1] if cands else []
+        from optimizer.solve.train.explain import explain_infeasible  # lazy: only without a plan
+
         diagnosis = explain_infeasible(prep, core)
 
     # the best single-type plan of the whole table (the cheaper of cloud and owned/bought, as
