@@ -1,7 +1,7 @@
 """The scan of one offering's instance counts (solve/train/enumerate.py): the context one
 enumeration reads (`Enumeration`: job, rules, memory and step models, memo), the fastest layout
-that fits at each count (`_fastest_at`, `_best_layout`), the row it gives (`_add_row`), when
-scaling out stops (`_stops_scaling`), and why a class gave no row (`_rejection`).
+that fits at each count (`_fastest_at`; `_best_layout`: solve/train/fastest.py), the row it
+gives (`_add_row`), when scaling out stops (`_stops_scaling`), and why a class gave no row (`_rejection`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, Traini
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import StackProfile
 from optimizer.model.step_model import MicrobatchTimes, StepModel, step_model_for
-from optimizer.model.step_time import Cluster, StepTime
+from optimizer.model.step_time import StepTime
 from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.pricing.terms import fits_term
 from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds, within_scale
 from optimizer.solve.train.candidate import Candidate, CandidateTable
+from optimizer.solve.train.fastest import BestLayout
+from optimizer.solve.train.fastest import best_layout as _best_layout
 from optimizer.solve.train.fitting import FitList, LayoutRow, fitting_layouts
 from optimizer.solve.train.host_check import NO_HOST_RULE, HostRule, check_host, host_need_gib, loader_words
 from optimizer.solve.train.search_space import NO_HEADROOM, BatchRule, Headroom, instance_counts
@@ -45,7 +47,6 @@ MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max
 #: a larger instance count must win ≥ 4% of its ideal speed-up (n_prev/n) to keep scaling up
 #: (doubling the count: ≥ 2% faster); two such stalls in a row end the scan of a class
 SATURATION_SHARE = 0.04
-BestLayout = tuple[Layout, MemoryBreakdown, StepTime]
 SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
 #: (gpu, intra-node bandwidth, GPUs per instance, inter-node Gb/s, instances, host RAM GiB,
 #: vCPUs): offerings of one key share the first one's fastest layout (the host figures are in
@@ -128,48 +129,6 @@ class Enumeration:
         if found is None:
             found = self.step_models[gpu] = step_model_for(self.model, self.setup, gpu, self.a)
         return found
-
-
-def _best_layout(
-    step_model: StepModel,
-    cluster: Cluster,
-    fits: FitList,
-    microbatch_cache: dict[tuple, MicrobatchTimes],
-    host_ram: Callable[[Layout, StepTime], float] | None = None,
-    ram_gib: float | None = None,
-    least_ram: list[float] | None = None,
-) -> BestLayout | None:
-    """Fastest of the fitting layouts on `cluster` (whose host RAM need, if `ram_gib` is
-    known, fits the instance's RAM; the least need seen goes to `least_ram`).
-
-    A layout whose (micro-batches + bubble) × micro-batch time — a lower bound of its step, the
-    bubble being (pp − 1) / vp micro-batches (interleaved 1F1B, as in the step model), × the
-    centre every step carries — is no better than the best step so far is skipped without the
-    full step-time model.
-    """
-    best: BestLayout | None = None
-    spans = cluster.gpus_per_node
-    for layout, memory in fits:
-        tp, pp, ga, vp = layout.tp, layout.pp, layout.grad_accum, layout.vp
-        # micro-batch times do not depend on the instance count (unless the pipeline starts
-        # to span nodes), so they are cached per hardware class
-        mkey = (tp, pp, layout.micro_batch, layout.checkpointing, tp * pp > spans)
-        micro = microbatch_cache.get(mkey)
-        if micro is None:
-            micro = microbatch_cache[mkey] = step_model.microbatch_times_s(layout, cluster)
-        bound = (ga + (pp - 1) / vp) * (micro[0] + micro[1] + micro[2]) * step_model.centre
-        if best is not None and bound >= best[2].time_s:
-            continue
-        step = step_model.step_time(layout, cluster, micro)
-        if best is None or step.time_s < best[2].time_s:
-            if host_ram is not None and ram_gib is not None:
-                need = host_ram(layout, step)
-                if least_ram is not None:
-                    least_ram.append(need)
-                if need > ram_gib:
-                    continue
-            best = (layout, memory, step)
-    return best
 
 
 def time_lower_bound_h(
