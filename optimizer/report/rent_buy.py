@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.solve.train.compare import BreakEven
+if TYPE_CHECKING:  # a type only: `ccopt plan` loads the comparison with boxes to compare
+    from optimizer.solve.train.compare import BreakEven
 
 __all__ = ["break_even_dict", "verdict_dict", "verdict_summary", "pct"]
 

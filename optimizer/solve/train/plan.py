@@ -14,7 +14,6 @@ from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents, to_seconds, within_scale
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.capacity_note import capacity_note
-from optimizer.solve.train.compare import BreakEven, job_verdict
 from optimizer.solve.train.confidence import at_confidence
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.excluded import excluded_notes
@@ -30,7 +29,8 @@ from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR, quantile_label
 
-if TYPE_CHECKING:  # the explanation loads with an infeasible job only (_explained)
+if TYPE_CHECKING:  # the explanation and the comparison load when needed (_explained, _verdict)
+    from optimizer.solve.train.compare import BreakEven
     from optimizer.solve.train.explain import Diagnosis
 
 __all__ = ["PlanResult", "plan_job", "pareto_front", "degenerate"]
@@ -72,6 +72,17 @@ def _explained(prep: PreparedJob, core: list[str]) -> Diagnosis:
     from optimizer.solve.train.explain import explain_infeasible  # lazy: a feasible plan needs none
 
     return explain_infeasible(prep, core)
+
+
+def _verdict(prep: PreparedJob) -> BreakEven | None:
+    """The rent-or-own verdict of the table (compare.job_verdict), which needs an owned or
+    bought row beside the cloud ones: an all-cloud table has none."""
+    cands = prep.table.candidates
+    if all(c.offering.kind == "cloud" for c in cands):
+        return None
+    from optimizer.solve.train.compare import job_verdict  # lazy: only with boxes to compare
+
+    return job_verdict(cands, prep.deadline_h, prep.budget_usd, prep.assumptions.fewer_gpus_within_share)
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
@@ -219,9 +230,7 @@ def _plan_single(
         tp_avoided=avoided,
         loader_bound=loader_bound_list(prep),
         job_figures=job_figures(prep),
-        rent_or_buy=job_verdict(
-            cands, prep.deadline_h, prep.budget_usd, prep.assumptions.fewer_gpus_within_share
-        ),
+        rent_or_buy=_verdict(prep),
     )
     median = median_plan(prep, best, config)
     if median is not None:
