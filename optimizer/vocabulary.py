@@ -14,7 +14,6 @@ __all__ = [
     "INTER_NODE_KINDS",
     "IntraNodeLink",
     "INTRA_NODE_LINKS",
-    "RL_KINDS",
 ]
 
 #: capacity_block = a fixed window of reserved capacity paid in full (AWS EC2 Capacity Blocks for
@@ -35,6 +34,3 @@ InterNodeKind = Literal["infiniband", "efa", "ethernet", "rdma", "internet", "no
 INTER_NODE_KINDS: tuple[str, ...] = get_args(InterNodeKind)
 IntraNodeLink = Literal["nvlink", "pcie", "xgmi", "nvlink-c2c"]
 INTRA_NODE_LINKS: tuple[str, ...] = get_args(IntraNodeLink)
-
-#: the RL job kinds of `[workload] kind` (optimizer/model/rl: their own planner)
-RL_KINDS = ("dpo", "grpo", "ppo")
