@@ -54,7 +54,7 @@ def verdict_summary(v: dict[str, Any]) -> str:
 
 
 def verdict_dict(be: BreakEven) -> dict[str, Any] | None:
-    """The `rent_or_buy` block of plan, compare and the report (pricing/ownership.rent_or_buy)."""
+    """The `rent_or_buy` block of plan, compare and the report (pricing/verdict.rent_or_buy)."""
     v = be.verdict
     if v is None:
         return None

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optimizer.inputs.jobs.train import Job
-from optimizer.pricing.ownership import NO_USAGE, Verdict, rent_or_buy
+from optimizer.pricing.ownership import NO_USAGE
 from optimizer.pricing.schema import OfferingRow
+from optimizer.pricing.verdict import Verdict, rent_or_buy
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.mix.check import mix_outcome
@@ -27,7 +28,7 @@ __all__ = ["BreakEven", "CompareResult", "compare_job", "break_even", "rent_or_o
 
 @dataclass(frozen=True)
 class BreakEven:
-    """Rent one cloud plan or own the boxes, at equal work (pricing/ownership.rent_or_buy)."""
+    """Rent one cloud plan or own the boxes, at equal work (pricing/verdict.rent_or_buy)."""
 
     net_capital_usd: float
     power_usd_per_job: float  # running cost of one job on the boxes: power (+ its data)
@@ -142,7 +143,7 @@ def _best_by(
 
 def break_even(cloud: Candidate, owned: Candidate) -> BreakEven:
     """Rent `cloud` or own the boxes of `owned`, at the workload the owned offering states
-    (pricing/ownership.rent_or_buy: the one verdict of plan, compare and the report)."""
+    (pricing/verdict.rent_or_buy: the one verdict of plan, compare and the report)."""
     off = owned.offering
     terms = off.ownership
     if terms is None:
