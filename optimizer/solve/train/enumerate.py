@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from optimizer.model.bands import band_for
+from optimizer.model.bands import Band, band_for
 from optimizer.model.memory import memory_model_for
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -98,9 +98,11 @@ def _floor_of(
     instances: int,
     a: PerfAssumptions,
     confidence: float | None,
+    band: Band | None = None,
 ) -> float | None:
     """cost_floor_usd of an offering, or None where no floor is claimed: a per-sample profile
     or a calibrated GPU type has a band of its own, which the GPU's band does not bound.
+    `band`: the GPU's band (bands.band_for) when already looked up.
 
     The multiplier is the one every row of the offering gets (scan.row_factor: its GPU's band
     at `confidence`, as scan._add_row reads it), not the smallest any reading of a row can get
@@ -108,7 +110,7 @@ def _floor_of(
     compares rows at the job's confidence only (CostCeiling)."""
     if step_model.own_band or not off.gpu.supports(setup.precision):
         return None
-    band = band_for(off.gpu, setup.precision, setup.stack, a)
+    band = band or band_for(off.gpu, setup.precision, setup.stack, a)
     return cost_floor_usd(step_model, setup, tokens, off, instances, row_factor(band, confidence))
 
 
@@ -172,6 +174,7 @@ def _search_order(
                 rules.min_instances,
                 ctx.a,
                 rules.confidence,
+                ctx.gpu_band(off.gpu),
             )
         )
         is not None

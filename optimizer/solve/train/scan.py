@@ -122,12 +122,21 @@ class Enumeration:
     memo: EnumerationMemo
     stack: StackProfile
     step_models: dict[GpuSpec, StepModel] = field(default_factory=dict)
+    bands: dict[GpuSpec, Band] = field(default_factory=dict)
 
     def step_model(self, gpu: GpuSpec) -> StepModel:
         """The step model of `gpu` (one per GPU type and enumeration)."""
         found = self.step_models.get(gpu)
         if found is None:
             found = self.step_models[gpu] = step_model_for(self.model, self.setup, gpu, self.a)
+        return found
+
+    def gpu_band(self, gpu: GpuSpec) -> Band:
+        """The step-time band of `gpu` at the setup's precision (bands.band_for), one per GPU
+        type and enumeration: every offering of the type reads the same."""
+        found = self.bands.get(gpu)
+        if found is None:
+            found = self.bands[gpu] = band_for(gpu, self.setup.precision, self.setup.stack, self.a)
         return found
 
 
@@ -221,7 +230,7 @@ class _Scan:
 def _start_scan(ctx: Enumeration, position: int, off: Offering) -> _Scan:
     """The limits of `off`'s scan: its largest count, usable memory and deadline bound."""
     rules, gpu = ctx.rules, off.gpu
-    gpu_band = band_for(gpu, ctx.setup.precision, ctx.setup.stack, ctx.a)
+    gpu_band = ctx.gpu_band(gpu)
     factor = time_factor(gpu_band, rules.confidence)
     cap_gpus = rules.max_gpus or MAX_GPUS_DEFAULT  # the user's max_gpus may search further
     high = min(cap_gpus // off.gpus_per_instance, off.max_instances or 10**9, rules.max_instances or 10**9)
