@@ -80,12 +80,14 @@ def cost_floor_usd(
     time_factor: float,
 ) -> float:
     """Dollars no count ≥ `instances` of `off` can undercut: its hours are at least the time
-    lower bound (time_lower_bound_h × `time_factor`, a band multiplier no row of `off` gets
-    less than), which scales as 1 / count, so the running cost (rate × count × hours) is the same at
-    every count, the capital charge (count × max(fixed, hourly × hours)) and a reserved term
-    grow with the count, and the data charge is at least its zero-hour transfer."""
+    lower bound (time_lower_bound_h at the step model's efficiency_ceiling, × `time_factor`, a
+    band multiplier no row of `off` gets less than), which scales as 1 / count, so the running
+    cost (rate × count × hours) is the same at every count, the capital charge (count ×
+    max(fixed, hourly × hours)) and a reserved term grow with the count, and the data charge is
+    at least its zero-hour transfer."""
     gpus = instances * off.gpus_per_instance
-    hours = time_lower_bound_h(step_model, tokens, off.gpu, gpus, setup.precision) * time_factor
+    eff = step_model.efficiency_ceiling  # tighter than the deadline prune's base efficiency
+    hours = time_lower_bound_h(step_model, tokens, off.gpu, gpus, setup.precision, eff) * time_factor
     cost = cost_usd(off, instances, hours)
     return cost.running_usd + cost.capital_usd + off.data.usd(0.0)
 

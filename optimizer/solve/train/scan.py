@@ -141,12 +141,18 @@ class Enumeration:
 
 
 def time_lower_bound_h(
-    step_model: StepModel, tokens: float, gpu: GpuSpec, gpus: int, precision: str
+    step_model: StepModel,
+    tokens: float,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    efficiency: float | None = None,
 ) -> float:
-    """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency, no communication,
-    × the centre every step time carries (its band's P50)."""
+    """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency (or the upper
+    bound `efficiency` of every layout's), no communication, × the centre every step time
+    carries (its band's P50)."""
     peak = gpu.peak_tflops(precision) or 0.0
-    eff = step_model.base_efficiency
+    eff = step_model.base_efficiency if efficiency is None else efficiency
     hours = step_model.model_flops_per_token * tokens / (gpus * peak * 1e12 * eff) / 3600.0
     return hours * step_model.centre
 
