@@ -11,7 +11,6 @@ from optimizer.inputs.jobs.train import Job, coerce_document, job_from_dict, loa
 from optimizer.pricing.schema import OfferingRow
 from optimizer.report.train import compare_json, plan_json
 from optimizer.solve.cpsat.solver import SolverConfig
-from optimizer.solve.train.compare import compare_job
 from optimizer.solve.train.plan import PlanResult, plan_job
 
 if TYPE_CHECKING:  # the sizing stack loads with `sizing` (ccopt plan does not need it)
@@ -81,6 +80,8 @@ def compare(
     confidence: float | None = None,
 ) -> dict[str, Any]:
     """Best plan per GPU type, per provider, and cloud vs owned/bought with the break-even."""
+    from optimizer.solve.train.compare import compare_job  # lazy: ccopt plan needs no comparison
+
     job, base_dir, rows, age = _train_job(job, prices, offline, confidence)
     out = compare_json(compare_job(job, rows, base_dir))
     return _with_catalog(out, age)

@@ -277,6 +277,10 @@ class ProfileStepModel:
         return True
 
     @property
+    def efficiency_ceiling(self) -> float:
+        return self.base_efficiency
+
+    @property
     def model_flops_per_token(self) -> float:
         return self._model_flops
 

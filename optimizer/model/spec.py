@@ -40,7 +40,8 @@ class ModelSpec(BaseModel):
     `moe_active` run per token.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # built on first validation: a planned preset or profile is constructed without one
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str = "custom"
     layers: int = Field(gt=0, le=MAX_LAYERS)

@@ -89,6 +89,12 @@ class StepModel(Protocol):
         ...
 
     @property
+    def efficiency_ceiling(self) -> float:
+        """An upper bound of every layout's achieved efficiency at least as tight as
+        base_efficiency (what a cost floor may assume of any layout)."""
+        ...
+
+    @property
     def model_flops_per_token(self) -> float:
         """Model FLOPs per trained token (one sample of a profile); 0 when unknown."""
         ...
@@ -248,6 +254,16 @@ class DecoderStepModel:
     @property
     def own_band(self) -> bool:
         return self._calibrated
+
+    @property
+    def efficiency_ceiling(self) -> float:
+        """base_efficiency × the size curve's hidden-size term h / (h + half), which no layout
+        escapes (efficiency.size_factor: the micro-batch term is below 1); base_efficiency
+        under a calibrated curve, whose shape this model does not bound."""
+        if self.curve is not None:
+            return self.base_efficiency
+        hidden = self.model.hidden
+        return self.base_efficiency * (hidden / (hidden + self.hidden_half))
 
     @property
     def model_flops_per_token(self) -> float:

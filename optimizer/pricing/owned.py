@@ -42,7 +42,8 @@ _GENERIC_DEFAULTS: dict[str, Any] = {
 class HardwareSpec(BaseModel):
     """A purchasable (or already owned) box of identical GPUs; units in field names."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # built on first validation: only a job with owned or bought boxes reads one
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, defer_build=True)
 
     gpu: str
     gpus_per_box: int = Field(ge=1, le=16)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.solve.train.compare import BreakEven
+if TYPE_CHECKING:  # a type only: `ccopt plan` loads the comparison with boxes to compare
+    from optimizer.solve.train.compare import BreakEven
 
 __all__ = ["break_even_dict", "verdict_dict", "verdict_summary", "pct"]
 
@@ -53,7 +54,7 @@ def verdict_summary(v: dict[str, Any]) -> str:
 
 
 def verdict_dict(be: BreakEven) -> dict[str, Any] | None:
-    """The `rent_or_buy` block of plan, compare and the report (pricing/ownership.rent_or_buy)."""
+    """The `rent_or_buy` block of plan, compare and the report (pricing/verdict.rent_or_buy)."""
     v = be.verdict
     if v is None:
         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.model.profile import is_profile
 from optimizer.report.band_basis import basis_dict
@@ -13,13 +13,15 @@ from optimizer.report.mix import mix_dict
 from optimizer.report.place import place_dict
 from optimizer.report.rent_buy import break_even_dict, verdict_dict
 from optimizer.report.settle import settle_dict
-from optimizer.solve.train.compare import CompareResult
 from optimizer.solve.train.enumerate import Candidate
 from optimizer.solve.train.figures import JobFigures, PlanFigures
 from optimizer.solve.train.mix import MixOutcome
 from optimizer.solve.train.plan import PlanResult
 from optimizer.solve.train.prepare import PreparedJob
 from optimizer.units import HOURS_PER_DAY
+
+if TYPE_CHECKING:  # a type only: `ccopt plan` does not load the comparison
+    from optimizer.solve.train.compare import CompareResult
 
 __all__ = ["plan_dict", "plan_json", "compare_json", "solver_block", "figures_of"]
 

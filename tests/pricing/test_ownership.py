@@ -9,7 +9,8 @@ from optimizer.inputs.gpus import get_gpu
 from optimizer.pricing.offering import cost_usd
 from optimizer.pricing.offerings import box_offering, ownership_terms
 from optimizer.pricing.owned import HardwareSpec
-from optimizer.pricing.ownership import OwnershipTerms, Usage, own_cost_per_job, rent_or_buy
+from optimizer.pricing.ownership import OwnershipTerms, Usage
+from optimizer.pricing.verdict import own_cost_per_job, rent_or_buy
 
 # One 8× RTX 4090 box: 8 × $1,650 + $6,000 host = $19,200; resale 25 % after 36 months
 # -> net capital $14,400 = $400 a month; power (8 × 450 W + 500 W) × PUE 1.0 = 4.1 kW

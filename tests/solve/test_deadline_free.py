@@ -157,6 +157,20 @@ def test_the_cost_floor_bounds_every_row_and_is_the_same_at_every_count(rows) ->
     assert checked == len(table.candidates) > 100
 
 
+def test_the_efficiency_ceiling_bounds_every_rows_efficiency(rows) -> None:
+    """The cost floors assume no layout beats base efficiency × the hidden-size term
+    h / (h + half) of the size curve (efficiency.size_factor: the micro-batch term is < 1):
+    every row of the whole deadline-free table achieves at most that, and for Llama-2-7B
+    (h = 4096) the term is below 1, so the floor is tighter than at base efficiency."""
+    prep = _prepared("llama7b_10days", rows)
+    checked = 0
+    for c in prep.deadline_free().candidates:
+        step = step_model_for(prep.model, c.setup, c.offering.gpu, prep.assumptions)
+        assert c.step.efficiency <= step.efficiency_ceiling < step.base_efficiency
+        checked += 1
+    assert checked > 100
+
+
 def test_the_bounded_search_evaluates_fewer_offerings(rows, monkeypatch) -> None:
     plan = plan_job(_prepared("llama7b_10days", rows).job, rows).plan
     calls = _count_best_layout_searches(monkeypatch)

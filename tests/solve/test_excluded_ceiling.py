@@ -11,6 +11,7 @@ import pytest
 from optimizer.api.job_files import rows_if_cloud
 from optimizer.inputs.jobs.train import load_job
 from optimizer.pricing.offerings import job_offerings
+from optimizer.solve.cpsat.scale import MAX_SOLVER_HOURS
 from optimizer.solve.train.excluded import SAME_COST_USD, _cheapest_added, _relaxations
 from optimizer.solve.train.model import solve_table
 from optimizer.solve.train.plan import plan_job
@@ -65,3 +66,14 @@ def test_a_meeting_ceiling_falls_only_on_rows_the_solver_takes() -> None:
     assert ceiling.usd == pytest.approx(80.01)
     ceiling.lower(90.0, 5.0)  # a dearer row that meets the job leaves it where it is
     assert ceiling.usd == pytest.approx(80.01)
+
+
+def test_a_late_ceiling_falls_only_on_rows_the_cheaper_plan_can_be() -> None:
+    # plan.cheaper_than takes a late row within the budget and the solver's scale only
+    ceiling = CostCeiling(500.0, deadline_h=10.0, budget_usd=100.0)
+    ceiling.lower(50.0, 9.0)  # on time
+    ceiling.lower(150.0, 11.0)  # over the budget
+    ceiling.lower(60.0, 2 * MAX_SOLVER_HOURS)  # past the solver's scale in hours
+    assert ceiling.usd == 500.0
+    ceiling.lower(80.0, 11.0)
+    assert ceiling.usd == 80.0

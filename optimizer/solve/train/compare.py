@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.inputs.jobs.train import Job
-from optimizer.pricing.ownership import NO_USAGE, Verdict, rent_or_buy
+from optimizer.pricing.ownership import NO_USAGE
 from optimizer.pricing.schema import OfferingRow
+from optimizer.pricing.verdict import Verdict, rent_or_buy
 from optimizer.solve.train.enumerate import Candidate
-from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.mix.check import mix_outcome
 from optimizer.solve.train.mix.search import MixOutcome
@@ -20,12 +20,15 @@ from optimizer.solve.train.plan_figures import job_figures, with_figures
 from optimizer.solve.train.prepare import PreparedJob, prepare_job
 from optimizer.units import HOURS_PER_DAY
 
+if TYPE_CHECKING:  # the explanation loads with an infeasible job only (compare_job)
+    from optimizer.solve.train.explain import Diagnosis
+
 __all__ = ["BreakEven", "CompareResult", "compare_job", "break_even", "rent_or_own", "job_verdict"]
 
 
 @dataclass(frozen=True)
 class BreakEven:
-    """Rent one cloud plan or own the boxes, at equal work (pricing/ownership.rent_or_buy)."""
+    """Rent one cloud plan or own the boxes, at equal work (pricing/verdict.rent_or_buy)."""
 
     net_capital_usd: float
     power_usd_per_job: float  # running cost of one job on the boxes: power (+ its data)
@@ -140,7 +143,7 @@ def _best_by(
 
 def break_even(cloud: Candidate, owned: Candidate) -> BreakEven:
     """Rent `cloud` or own the boxes of `owned`, at the workload the owned offering states
-    (pricing/ownership.rent_or_buy: the one verdict of plan, compare and the report)."""
+    (pricing/verdict.rent_or_buy: the one verdict of plan, compare and the report)."""
     off = owned.offering
     terms = off.ownership
     if terms is None:
@@ -228,6 +231,8 @@ def compare_job(
     diagnosis = None
     if not found:  # the single-job planner's explanation: what binds and the nearest fix
         core = solves.best(cands, d, b)[1] if cands else []
+        from optimizer.solve.train.explain import explain_infeasible  # lazy: only without a plan
+
         diagnosis = explain_infeasible(prep, core)
 
     # the best single-type plan of the whole table (the cheaper of cloud and owned/bought, as

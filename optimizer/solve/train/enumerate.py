@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from optimizer.model.bands import band_for
+from optimizer.model.bands import Band, band_for
 from optimizer.model.memory import memory_model_for
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -34,6 +34,7 @@ from optimizer.solve.train.scan import (
     PerfKey,
     SearchRules,
     class_label,
+    row_factor,
     scan_offering,
     time_factor,
     time_lower_bound_h,
@@ -55,6 +56,8 @@ __all__ = [
     "CostCeiling",
     "Enumeration",
     "time_lower_bound_h",
+    "time_factor",
+    "row_factor",
     "cost_floor_usd",
     "BatchRule",
     "Headroom",
@@ -77,12 +80,14 @@ def cost_floor_usd(
     time_factor: float,
 ) -> float:
     """Dollars no count ≥ `instances` of `off` can undercut: its hours are at least the time
-    lower bound (time_lower_bound_h × `time_factor`, the smallest band multiplier a row can
-    get), which scales as 1 / count, so the running cost (rate × count × hours) is the same at
-    every count, the capital charge (count × max(fixed, hourly × hours)) and a reserved term
-    grow with the count, and the data charge is at least its zero-hour transfer."""
+    lower bound (time_lower_bound_h at the step model's efficiency_ceiling, × `time_factor`, a
+    band multiplier no row of `off` gets less than), which scales as 1 / count, so the running
+    cost (rate × count × hours) is the same at every count, the capital charge (count ×
+    max(fixed, hourly × hours)) and a reserved term grow with the count, and the data charge is
+    at least its zero-hour transfer."""
     gpus = instances * off.gpus_per_instance
-    hours = time_lower_bound_h(step_model, tokens, off.gpu, gpus, setup.precision) * time_factor
+    eff = step_model.efficiency_ceiling  # tighter than the deadline prune's base efficiency
+    hours = time_lower_bound_h(step_model, tokens, off.gpu, gpus, setup.precision, eff) * time_factor
     cost = cost_usd(off, instances, hours)
     return cost.running_usd + cost.capital_usd + off.data.usd(0.0)
 
@@ -95,13 +100,20 @@ def _floor_of(
     instances: int,
     a: PerfAssumptions,
     confidence: float | None,
+    band: Band | None = None,
 ) -> float | None:
     """cost_floor_usd of an offering, or None where no floor is claimed: a per-sample profile
-    or a calibrated GPU type has a band of its own, which the GPU's band does not bound."""
+    or a calibrated GPU type has a band of its own, which the GPU's band does not bound.
+    `band`: the GPU's band (bands.band_for) when already looked up.
+
+    The multiplier is the one every row of the offering gets (scan.row_factor: its GPU's band
+    at `confidence`, as scan._add_row reads it), not the smallest any reading of a row can get
+    (scan.time_factor, at most the P50, which the deadline's prune needs): a ceiling's search
+    compares rows at the job's confidence only (CostCeiling)."""
     if step_model.own_band or not off.gpu.supports(setup.precision):
         return None
-    band = band_for(off.gpu, setup.precision, setup.stack, a)
-    return cost_floor_usd(step_model, setup, tokens, off, instances, time_factor(band, confidence))
+    band = band or band_for(off.gpu, setup.precision, setup.stack, a)
+    return cost_floor_usd(step_model, setup, tokens, off, instances, row_factor(band, confidence))
 
 
 def enumerate_candidates(
@@ -164,6 +176,7 @@ def _search_order(
                 rules.min_instances,
                 ctx.a,
                 rules.confidence,
+                ctx.gpu_band(off.gpu),
             )
         )
         is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import Status
 from optimizer.inputs.jobs.train import Job
@@ -14,11 +14,9 @@ from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents, to_seconds, within_scale
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.train.capacity_note import capacity_note
-from optimizer.solve.train.compare import BreakEven, job_verdict
 from optimizer.solve.train.confidence import at_confidence
 from optimizer.solve.train.enumerate import BatchRule, Candidate
 from optimizer.solve.train.excluded import excluded_notes
-from optimizer.solve.train.explain import Diagnosis, explain_infeasible
 from optimizer.solve.train.figures import JobFigures
 from optimizer.solve.train.mix.check import mix_outcome
 from optimizer.solve.train.mix.search import MixOutcome
@@ -30,6 +28,10 @@ from optimizer.solve.train.settle import Settle, plan_settle
 from optimizer.solve.train.validate import validate_plan
 from optimizer.solve.train.warnings import network_notes
 from optimizer.units import HOURS_PER_DAY, SECONDS_PER_HOUR, quantile_label
+
+if TYPE_CHECKING:  # the explanation and the comparison load when needed (_explained, _verdict)
+    from optimizer.solve.train.compare import BreakEven
+    from optimizer.solve.train.explain import Diagnosis
 
 __all__ = ["PlanResult", "plan_job", "pareto_front", "degenerate"]
 
@@ -63,6 +65,24 @@ class PlanResult:
     rent_or_buy: BreakEven | None = None
     #: the mixed cluster (solve/train/mix/search.py): shown when cheaper than `plan` or the only plan
     mix: MixOutcome | None = None
+
+
+def _explained(prep: PreparedJob, core: list[str]) -> Diagnosis:
+    """What binds an infeasible job and the nearest fix (solve/train/explain.py)."""
+    from optimizer.solve.train.explain import explain_infeasible  # lazy: a feasible plan needs none
+
+    return explain_infeasible(prep, core)
+
+
+def _verdict(prep: PreparedJob) -> BreakEven | None:
+    """The rent-or-own verdict of the table (compare.job_verdict), which needs an owned or
+    bought row beside the cloud ones: an all-cloud table has none."""
+    cands = prep.table.candidates
+    if all(c.offering.kind == "cloud" for c in cands):
+        return None
+    from optimizer.solve.train.compare import job_verdict  # lazy: only with boxes to compare
+
+    return job_verdict(cands, prep.deadline_h, prep.budget_usd, prep.assumptions.fewer_gpus_within_share)
 
 
 def _infeasible(diagnosis: Diagnosis, solver: dict[str, Any], prep: PreparedJob) -> PlanResult:
@@ -181,13 +201,11 @@ def _plan_single(
         "enumerate_s": round(prep.enumerate_s, 4),
     }
     if not cands:
-        return _infeasible(
-            explain_infeasible(prep, []), {**solver_info, "wall_s": 0.0, "proven_optimal": True}, prep
-        )
+        return _infeasible(_explained(prep, []), {**solver_info, "wall_s": 0.0, "proven_optimal": True}, prep)
     result, best, core = solve_table(cands, prep.deadline_h, prep.budget_usd, config=config)
     solver_info.update(wall_s=round(result.wall_s, 4), proven_optimal=result.proven_optimal)
     if best is None:
-        return _infeasible(explain_infeasible(prep, core), solver_info, prep)
+        return _infeasible(_explained(prep, core), solver_info, prep)
     cheapest = best
     share = prep.assumptions.fewer_gpus_within_share
     best = fewer_gpus_within(cands, best, share, prep.deadline_h, prep.budget_usd)
@@ -212,9 +230,7 @@ def _plan_single(
         tp_avoided=avoided,
         loader_bound=loader_bound_list(prep),
         job_figures=job_figures(prep),
-        rent_or_buy=job_verdict(
-            cands, prep.deadline_h, prep.budget_usd, prep.assumptions.fewer_gpus_within_share
-        ),
+        rent_or_buy=_verdict(prep),
     )
     median = median_plan(prep, best, config)
     if median is not None:

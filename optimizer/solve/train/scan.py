@@ -1,7 +1,7 @@
 """The scan of one offering's instance counts (solve/train/enumerate.py): the context one
 enumeration reads (`Enumeration`: job, rules, memory and step models, memo), the fastest layout
-that fits at each count (`_fastest_at`, `_best_layout`), the row it gives (`_add_row`), when
-scaling out stops (`_stops_scaling`), and why a class gave no row (`_rejection`).
+that fits at each count (`_fastest_at`; `_best_layout`: solve/train/fastest.py), the row it
+gives (`_add_row`), when scaling out stops (`_stops_scaling`), and why a class gave no row (`_rejection`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from optimizer.model.setup import CHECKPOINTING, Layout, PerfAssumptions, Traini
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import StackProfile
 from optimizer.model.step_model import MicrobatchTimes, StepModel, step_model_for
-from optimizer.model.step_time import Cluster, StepTime
+from optimizer.model.step_time import StepTime
 from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.pricing.terms import fits_term
 from optimizer.solve.cpsat.scale import budget_cents, deadline_seconds, to_cents, to_seconds, within_scale
 from optimizer.solve.train.candidate import Candidate, CandidateTable
+from optimizer.solve.train.fastest import BestLayout
+from optimizer.solve.train.fastest import best_layout as _best_layout
 from optimizer.solve.train.fitting import FitList, LayoutRow, fitting_layouts
 from optimizer.solve.train.host_check import NO_HOST_RULE, HostRule, check_host, host_need_gib, loader_words
 from optimizer.solve.train.search_space import NO_HEADROOM, BatchRule, Headroom, instance_counts
@@ -36,6 +38,7 @@ __all__ = [
     "BestLayout",
     "time_lower_bound_h",
     "time_factor",
+    "row_factor",
     "scan_offering",
     "class_label",
 ]
@@ -44,7 +47,6 @@ MAX_GPUS_DEFAULT = 4096  # search cap on GPUs in one job unless the job sets max
 #: a larger instance count must win ≥ 4% of its ideal speed-up (n_prev/n) to keep scaling up
 #: (doubling the count: ≥ 2% faster); two such stalls in a row end the scan of a class
 SATURATION_SHARE = 0.04
-BestLayout = tuple[Layout, MemoryBreakdown, StepTime]
 SCALING_CUTOFF = 2.0  # stop scaling out past 2× the least GPU-hours of a hardware class
 #: (gpu, intra-node bandwidth, GPUs per instance, inter-node Gb/s, instances, host RAM GiB,
 #: vCPUs): offerings of one key share the first one's fastest layout (the host figures are in
@@ -120,6 +122,7 @@ class Enumeration:
     memo: EnumerationMemo
     stack: StackProfile
     step_models: dict[GpuSpec, StepModel] = field(default_factory=dict)
+    bands: dict[GpuSpec, Band] = field(default_factory=dict)
 
     def step_model(self, gpu: GpuSpec) -> StepModel:
         """The step model of `gpu` (one per GPU type and enumeration)."""
@@ -128,69 +131,41 @@ class Enumeration:
             found = self.step_models[gpu] = step_model_for(self.model, self.setup, gpu, self.a)
         return found
 
-
-def _best_layout(
-    step_model: StepModel,
-    cluster: Cluster,
-    fits: FitList,
-    microbatch_cache: dict[tuple, MicrobatchTimes],
-    host_ram: Callable[[Layout, StepTime], float] | None = None,
-    ram_gib: float | None = None,
-    least_ram: list[float] | None = None,
-) -> BestLayout | None:
-    """Fastest of the fitting layouts on `cluster` (whose host RAM need, if `ram_gib` is
-    known, fits the instance's RAM; the least need seen goes to `least_ram`).
-
-    A layout whose (micro-batches + bubble) × micro-batch time — a lower bound of its step, the
-    bubble being (pp − 1) / vp micro-batches (interleaved 1F1B, as in the step model), × the
-    centre every step carries — is no better than the best step so far is skipped without the
-    full step-time model.
-    """
-    best: BestLayout | None = None
-    spans = cluster.gpus_per_node
-    for layout, memory in fits:
-        tp, pp, ga, vp = layout.tp, layout.pp, layout.grad_accum, layout.vp
-        # micro-batch times do not depend on the instance count (unless the pipeline starts
-        # to span nodes), so they are cached per hardware class
-        mkey = (tp, pp, layout.micro_batch, layout.checkpointing, tp * pp > spans)
-        micro = microbatch_cache.get(mkey)
-        if micro is None:
-            micro = microbatch_cache[mkey] = step_model.microbatch_times_s(layout, cluster)
-        bound = (ga + (pp - 1) / vp) * (micro[0] + micro[1] + micro[2]) * step_model.centre
-        if best is not None and bound >= best[2].time_s:
-            continue
-        step = step_model.step_time(layout, cluster, micro)
-        if best is None or step.time_s < best[2].time_s:
-            if host_ram is not None and ram_gib is not None:
-                need = host_ram(layout, step)
-                if least_ram is not None:
-                    least_ram.append(need)
-                if need > ram_gib:
-                    continue
-            best = (layout, memory, step)
-    return best
+    def gpu_band(self, gpu: GpuSpec) -> Band:
+        """The step-time band of `gpu` at the setup's precision (bands.band_for), one per GPU
+        type and enumeration: every offering of the type reads the same."""
+        found = self.bands.get(gpu)
+        if found is None:
+            found = self.bands[gpu] = band_for(gpu, self.setup.precision, self.setup.stack, self.a)
+        return found
 
 
 def time_lower_bound_h(
-    step_model: StepModel, tokens: float, gpu: GpuSpec, gpus: int, precision: str
+    step_model: StepModel,
+    tokens: float,
+    gpu: GpuSpec,
+    gpus: int,
+    precision: str,
+    efficiency: float | None = None,
 ) -> float:
-    """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency, no communication,
-    × the centre every step time carries (its band's P50)."""
+    """Hours no layout on `gpus` GPUs can beat: model FLOPs at base efficiency (or the upper
+    bound `efficiency` of every layout's), no communication, × the centre every step time
+    carries (its band's P50)."""
     peak = gpu.peak_tflops(precision) or 0.0
-    eff = step_model.base_efficiency
+    eff = step_model.base_efficiency if efficiency is None else efficiency
     hours = step_model.model_flops_per_token * tokens / (gpus * peak * 1e12 * eff) / 3600.0
     return hours * step_model.centre
 
 
 @dataclass
 class CostCeiling:
-    """Only the cheapest row that is late (past `deadline_h`; any row without one) and within
-    `budget_usd`, if it costs less than `usd`, is asked for: offerings are searched cheapest
-    floor first, and once such a row is found its cost is the new ceiling. With `meeting`, the
-    cheapest row that meets the deadline and the budget is asked for instead (the solver
-    picks it from the table afterwards): such a row, as the solver counts it (integer seconds
-    and cents, solve/cpsat/scale.py), lowers the ceiling to its cost plus one cent, so every
-    row the solver could rank with it stays in the table."""
+    """Only the cheapest row that is late (past `deadline_h`; any row without one), within
+    `budget_usd` and the solver's scale, if it costs less than `usd`, is asked for: offerings
+    are searched cheapest floor first, and once such a row is found its cost is the new
+    ceiling. With `meeting`, the cheapest row that meets the deadline and the budget is asked
+    for instead (the solver picks it from the table afterwards): such a row, as the solver
+    counts it (integer seconds and cents, solve/cpsat/scale.py), lowers the ceiling to its
+    cost plus one cent, so every row the solver could rank with it stays in the table."""
 
     usd: float
     deadline_h: float | None = None
@@ -203,7 +178,9 @@ class CostCeiling:
                 self.usd = min(self.usd, cost_usd + 1 / CENTS_PER_USD)
             return
         late = self.deadline_h is None or hours > self.deadline_h
-        if late and (self.budget_usd is None or cost_usd <= self.budget_usd):
+        # a row past the solver's scale is never the cheaper plan (plan.cheaper_than)
+        within = self.budget_usd is None or cost_usd <= self.budget_usd
+        if late and within and within_scale(cost_usd, hours):
             self.usd = min(self.usd, cost_usd)
 
 
@@ -215,6 +192,12 @@ def _meets(cost_usd: float, hours: float, deadline_h: float | None, budget_usd: 
         and (deadline_h is None or to_seconds(hours) <= deadline_seconds(deadline_h))
         and (budget_usd is None or to_cents(cost_usd) <= budget_cents(budget_usd))
     )
+
+
+def row_factor(band: Band, confidence: float | None) -> float:
+    """The multiplier a row's step time gets from its band: its quantile at the job's
+    confidence, 1 (the point prediction) without one (`_add_row`)."""
+    return 1.0 if confidence is None else band.multiplier(confidence)
 
 
 def time_factor(band: Band, confidence: float | None) -> float:
@@ -253,7 +236,7 @@ class _Scan:
 def _start_scan(ctx: Enumeration, position: int, off: Offering) -> _Scan:
     """The limits of `off`'s scan: its largest count, usable memory and deadline bound."""
     rules, gpu = ctx.rules, off.gpu
-    gpu_band = band_for(gpu, ctx.setup.precision, ctx.setup.stack, ctx.a)
+    gpu_band = ctx.gpu_band(gpu)
     factor = time_factor(gpu_band, rules.confidence)
     cap_gpus = rules.max_gpus or MAX_GPUS_DEFAULT  # the user's max_gpus may search further
     high = min(cap_gpus // off.gpus_per_instance, off.max_instances or 10**9, rules.max_instances or 10**9)
@@ -389,7 +372,7 @@ def _add_row(
         return False
     steps = rules.steps_for_batch(layout.global_batch)
     band = step_band(step, off.gpu, setup.precision, setup.stack, a, default=scan.gpu_band)
-    factor = 1.0 if rules.confidence is None else band.multiplier(rules.confidence)
+    factor = row_factor(band, rules.confidence)
     hours, spot, goodput = run_hours(off, n, steps * step.time_s * factor / 3600.0, ctx.model, setup, a)
     if (off.commitment_hours and hours > off.commitment_hours) or not fits_term(off.terms, hours):
         return True  # longer than the term (a reserved year, a capacity block) it is sold in

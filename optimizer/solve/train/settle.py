@@ -119,12 +119,13 @@ class _Reread:
     start_h: float
     running_h: float
     kq: float
+    plan_cents: int  # the plan's cost as the solver counts it, which the row must undercut
 
     @classmethod
     def of(cls, c: Candidate, limits: SettleLimits) -> _Reread:
         fixed = fixed_hours(c)
         kq = limits.calibrated.multiplier(limits.confidence)
-        return cls(c, fixed, point_hours(c) - fixed, kq)
+        return cls(c, fixed, point_hours(c) - fixed, kq, to_cents(limits.plan.cost_usd))
 
     def holds(self, m: float, limits: SettleLimits) -> bool:
         hours = self.start_h + self.running_h * m * self.kq
@@ -138,7 +139,7 @@ class _Reread:
             return False
         if limits.budget_usd is not None and cost > limits.budget_usd:
             return False
-        return to_cents(cost) < to_cents(limits.plan.cost_usd)
+        return to_cents(cost) < self.plan_cents
 
 
 def threshold_multiplier(c: Candidate, limits: SettleLimits) -> float | None:
