@@ -418,7 +418,9 @@ class DecoderStepModel:
             dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat) + ring_allgather_s(
                 trained * COMM_BYTES, dp_group, dp_bw, lat
             )
-            window = compute_mb * (2.0 / 3.0)  # the all-gather waits for the step: only the reduce hides
+            # DDP's window (the last micro-batch's backward) for both: the all-gather follows the
+            # step and cannot hide there, which this simplification does not separate
+            window = compute_mb * (2.0 / 3.0)
         elif layout.zero_stage >= 1 and not setup.is_adapter:
             # distributed optimizer / ZeRO-1/2: reduce-scatter the gradients, all-gather the
             # updated 16-bit parameters (Megatron dist_optimizer.md; ZeRO §5: an all-reduce's volume)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from optimizer.inputs.jobs.train import load_job
+from optimizer.model.bands import band_for
 from optimizer.model.step_model import step_model_for
 from optimizer.solve.train import enumerate as enumeration
 from optimizer.solve.train import scan
@@ -145,13 +146,13 @@ def test_the_cost_floor_bounds_every_row_and_is_the_same_at_every_count(rows) ->
     for cands in by_offering.values():
         off = cands[0].offering
         step = step_model_for(prep.model, cands[0].setup, off.gpu, prep.assumptions)
-        floor = enumeration._floor_of(step, cands[0].setup, tokens, off, 1, prep.assumptions, q)
+        band = band_for(off.gpu, setup.precision, setup.stack, prep.assumptions)
+        floor = enumeration._floor_of(step, cands[0].setup, tokens, off, 1, q, band)
         assert floor is not None
         assert all(c.cost_usd >= floor * (1 - 1e-9) for c in cands)
         checked += len(cands)
         if off.pricing == "on_demand" and not off.capital_usd_per_instance_hour:
-            band = enumeration.band_for(off.gpu, setup.precision, setup.stack, prep.assumptions)
-            factor = enumeration.time_factor(band, q)
+            factor = scan.time_factor(band, q)
             at = [enumeration.cost_floor_usd(step, setup, tokens, off, n, factor) for n in (1, 2, 4)]
             assert at[1] == pytest.approx(at[0], rel=1e-9) and at[2] == pytest.approx(at[0], rel=1e-9)
     assert checked == len(table.candidates) > 100

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from optimizer.model.bands import Band, band_for
+from optimizer.model.bands import Band
 from optimizer.model.memory import memory_model_for
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -36,7 +36,6 @@ from optimizer.solve.train.scan import (
     class_label,
     row_factor,
     scan_offering,
-    time_factor,
     time_lower_bound_h,
 )
 from optimizer.solve.train.search_space import (
@@ -56,8 +55,6 @@ __all__ = [
     "CostCeiling",
     "Enumeration",
     "time_lower_bound_h",
-    "time_factor",
-    "row_factor",
     "cost_floor_usd",
     "BatchRule",
     "Headroom",
@@ -98,13 +95,12 @@ def _floor_of(
     tokens: float,
     off: Offering,
     instances: int,
-    a: PerfAssumptions,
     confidence: float | None,
-    band: Band | None = None,
+    band: Band,
 ) -> float | None:
     """cost_floor_usd of an offering, or None where no floor is claimed: a per-sample profile
     or a calibrated GPU type has a band of its own, which the GPU's band does not bound.
-    `band`: the GPU's band (bands.band_for) when already looked up.
+    `band`: the GPU's band (bands.band_for; Enumeration.gpu_band looks it up once).
 
     The multiplier is the one every row of the offering gets (scan.row_factor: its GPU's band
     at `confidence`, as scan._add_row reads it), not the smallest any reading of a row can get
@@ -112,7 +108,6 @@ def _floor_of(
     compares rows at the job's confidence only (CostCeiling)."""
     if step_model.own_band or not off.gpu.supports(setup.precision):
         return None
-    band = band or band_for(off.gpu, setup.precision, setup.stack, a)
     return cost_floor_usd(step_model, setup, tokens, off, instances, row_factor(band, confidence))
 
 
@@ -174,7 +169,6 @@ def _search_order(
                 rules.tokens_lower_bound,
                 off,
                 rules.min_instances,
-                ctx.a,
                 rules.confidence,
                 ctx.gpu_band(off.gpu),
             )
