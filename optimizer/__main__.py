@@ -5,7 +5,7 @@ import os
 
 def run() -> None:
     """The CLI, with the garbage collector paused until the command's modules are imported
-    (optimizer/cli/startup.py), and pydantic's plugin look-up off.
+    (optimizer/startup.py), and pydantic's plugin look-up off.
 
     pydantic reads the entry points of every installed distribution when it builds its first
     validator, to find plugins (~30-40 ms of `ccopt plan` on the 7B example, measured with
@@ -13,7 +13,9 @@ def run() -> None:
     meant to observe. A PYDANTIC_DISABLE_PLUGINS the user set is kept, and pydantic obeys it.
     """
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from optimizer.cli import startup  # lazy: nothing is imported before the variable is set
+    # optimizer/__init__.py and optimizer/startup.py import nothing else: the collector is
+    # paused before any library is imported
+    from optimizer import startup  # lazy: nothing is imported before the variable is set
 
     startup.pause()
     from optimizer.cli import main  # lazy: after the collector is paused

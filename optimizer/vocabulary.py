@@ -15,7 +15,11 @@ __all__ = [
     "IntraNodeLink",
     "INTRA_NODE_LINKS",
     "borrowed_words",
+    "RL_KINDS",
 ]
+
+#: the RL post-training job kinds of `[workload] kind` (planned by optimizer/solve/rl)
+RL_KINDS = ("dpo", "grpo", "ppo")
 
 #: capacity_block = a fixed window of reserved capacity paid in full (AWS EC2 Capacity Blocks for
 #: ML); its length and start rules are the offering's terms (pricing/terms.py)

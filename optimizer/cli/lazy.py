@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeAlias, cast
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from optimizer.cli import startup
+from optimizer import startup
 
 #: a command as typer builds it (the click classes it builds on are typer's own business)
 Command: TypeAlias = TyperCommand | TyperGroup
@@ -136,7 +136,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
 
 def load_command(name: str) -> Command:
     """The click command `name`, built from its module (imported now, once per process), with
-    the API names it runs on loaded too; then the collector resumes (cli/startup.py)."""
+    the API names it runs on loaded too; then the collector resumes (optimizer/startup.py)."""
     entry = LAZY_COMMANDS[name]
     module = importlib.import_module(entry.module)
     api = importlib.import_module("optimizer.api")

@@ -1,4 +1,4 @@
-"""The collector paused while a command's modules are imported (optimizer/cli/startup.py):
+"""The collector paused while a command's modules are imported (optimizer/startup.py):
 resumed in one place (cli/lazy.load_command), with the start-up objects frozen, only when the
 entry point paused it; and no module of pydantic, typer or the stdlib is patched to start faster."""
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from optimizer.cli import startup
+from optimizer import startup
 from optimizer.cli.lazy import load_command
 
 
@@ -40,6 +40,18 @@ def test_a_collector_turned_off_by_someone_else_stays_off(collector) -> None:
     startup.pause()  # already off: not ours to turn back on
     startup.resume()
     assert not gc.isenabled()
+
+
+def test_the_pause_comes_before_any_library_is_imported() -> None:
+    """The entry point imports the pause from a module that imports nothing else: importing it
+    from the cli package ran typer's, rich's and our CLI modules' imports with the collector on
+    (136 young collections during `ccopt plan` on the 7B example, 85 once moved)."""
+    probe = (
+        "import sys; from optimizer import startup; "
+        "print(sorted(m for m in sys.modules if m.startswith(('optimizer', 'typer', 'pydantic', 'rich'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['optimizer', 'optimizer.startup']"
 
 
 def test_the_entry_point_runs_a_command_to_its_answer() -> None:

@@ -40,7 +40,8 @@ from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, Pri
 from optimizer.inputs.jobs.strict import GpuName
 from optimizer.inputs.toml_file import read_toml_as
 from optimizer.inputs.validation import validated
-from optimizer.model.rl.setup import RL_KINDS, RlAssumptions, RlSetup
+from optimizer.model.rl.setup import RlAssumptions, RlSetup
+from optimizer.vocabulary import RL_KINDS
 
 __all__ = ["RlJob", "RlWorkload", "RlTable", "RlPools", "RlConstraints", "load_rl_job", "rl_job_from_dict"]
 

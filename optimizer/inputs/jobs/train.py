@@ -36,7 +36,6 @@ from optimizer.inputs.toml_file import read_toml_as
 from optimizer.inputs.validation import check_number, validated
 from optimizer.model.bands import CONFIDENCE_RANGE
 from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
-from optimizer.model.rl.setup import RL_KINDS
 from optimizer.model.setup import (
     CHECKPOINTING,
     Attention,
@@ -45,6 +44,7 @@ from optimizer.model.setup import (
     TrainPrecision,
 )
 from optimizer.model.spec import LINEAR_MODULES, ModelSpec
+from optimizer.vocabulary import RL_KINDS
 
 __all__ = [
     "Job",

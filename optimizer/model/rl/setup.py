@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RL_KINDS", "POOL_MODES", "RlSetup", "RlAssumptions", "DEFAULT_RL_ASSUMPTIONS"]
+__all__ = ["POOL_MODES", "RlSetup", "RlAssumptions", "DEFAULT_RL_ASSUMPTIONS"]
 
-#: the RL job kinds of `[workload] kind`
-RL_KINDS = ("dpo", "grpo", "ppo")
 #: colocated: one pool alternates phases (verl hybrid engine, NeMo-RL colocated generation);
 #: separate: a generation pool and a training pool (OpenRLHF Ray placement, NeMo-RL
 #: non-colocated generation); either: the planner chooses
