@@ -58,6 +58,7 @@ __all__ = [
     "OldTimeLimitOpt",
     "time_limit_s",
     "time_limit_help",
+    "time_limit_option",
     "offline_choice",
     "WarmupStepsOpt",
     "AlternativesOpt",
@@ -117,10 +118,13 @@ def time_limit_help(default_s: float, what: str = "Solver time limit") -> str:
     return f"{what}, seconds: {MIN_TIME_LIMIT_S:g}–{MAX_TIME_LIMIT_S:g} (default {default_s:g})"
 
 
-TimeLimitOpt = Annotated[
-    float | None,
-    typer.Option("--time-limit-s", help=time_limit_help(DEFAULT_TIME_LIMIT_S), show_default=False),
-]
+def time_limit_option(default_s: float, what: str = "Solver time limit") -> Any:
+    """The --time-limit-s option of a command whose solver defaults to `default_s` seconds
+    (its help: time_limit_help); the one declaration of plan's, batch's and report's."""
+    return typer.Option("--time-limit-s", help=time_limit_help(default_s, what), show_default=False)
+
+
+TimeLimitOpt = Annotated[float | None, time_limit_option(DEFAULT_TIME_LIMIT_S)]
 OldTimeLimitOpt = Annotated[float | None, typer.Option("--time-limit", hidden=True)]
 AlternativesOpt = Annotated[
     int, typer.Option("--alternatives", help=f"Next-best distinct plans to show: 0–{MAX_ALTERNATIVES}")
