@@ -18,6 +18,7 @@ from rich.text import Text
 from optimizer import notices
 from optimizer.api.checks import check_number, warn_renamed
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
+from optimizer.units import money
 
 __all__ = [
     "user_errors",
@@ -337,11 +338,6 @@ def interconnect_words(p: dict[str, Any]) -> str:
         return "one GPU (no interconnect)"
     tp = " (tensor parallel over " + intra + ")" if lay["tp"] > 1 else ""
     return " and ".join(parts) + tp
-
-
-def money(usd: float) -> str:
-    """USD for tables: whole dollars from $100 up, cents below."""
-    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"
 
 
 def signed_money(usd: float) -> str:
