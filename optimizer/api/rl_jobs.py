@@ -69,6 +69,4 @@ def check_rl_export(fmt: str) -> None:
         ConfigError: not one of RL_EXPORT_FORMATS (names the allowed).
     """
     if fmt not in RL_EXPORT_FORMATS:
-        raise ConfigError(
-            f"--export: {fmt!r} is not an RL export; allowed: {', '.join(RL_EXPORT_FORMATS)}"
-        )
+        raise ConfigError(f"--export: {fmt!r} is not an RL export; allowed: {', '.join(RL_EXPORT_FORMATS)}")
