@@ -17,6 +17,7 @@ __all__ = [
     "BYTES_PER_DTYPE",
     "hours_to_days",
     "quantile_label",
+    "money",
 ]
 
 HOURS_PER_DAY = 24
@@ -50,3 +51,8 @@ def hours_to_days(hours: float) -> float:
 def quantile_label(q: float) -> str:
     """A quantile as a percentile label: 0.8 -> "P80"."""
     return f"P{q * 100:.0f}"
+
+
+def money(usd: float) -> str:
+    """USD as the terminal and the HTML report print it: whole dollars from $100 up, cents below."""
+    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"

@@ -28,7 +28,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "replan",
     ),
     "optimizer.api.serve_jobs": ("serve", "serve_compare"),
-    "optimizer.api.rl_jobs": ("rl", "run_rl", "rl_export", "RL_EXPORT_FORMATS"),
+    "optimizer.api.rl_jobs": ("rl", "run_rl", "rl_export", "check_rl_export", "RL_EXPORT_FORMATS"),
     "optimizer.api.batch_jobs": ("batch", "batch_json"),
     # one configuration: the request shape of estimate, calibrate, sizing and measure points
     "optimizer.api.estimate_run": ("estimate", "estimate_request", "assumptions_with"),

@@ -17,7 +17,7 @@ from optimizer.report.rl import rl_json
 from optimizer.solve.cpsat.solver import SolverConfig
 from optimizer.solve.rl.plan import RlResult, plan_rl
 
-__all__ = ["rl", "run_rl", "rl_export", "RlDocument", "RL_EXPORT_FORMATS"]
+__all__ = ["rl", "run_rl", "rl_export", "check_rl_export", "RlDocument", "RL_EXPORT_FORMATS"]
 
 #: the launch configs an RL plan exports to
 RL_EXPORT_FORMATS = ("verl",)
@@ -58,8 +58,15 @@ def rl_export(result: dict[str, Any], format: str = "verl") -> ExportedFile:  # 
         ConfigError: an unknown format, an infeasible result, or a plan the framework cannot
             run (verl: colocated GRPO / PPO only).
     """
-    if format not in RL_EXPORT_FORMATS:
-        raise ConfigError(
-            f"--export: {format!r} is not an RL export; allowed: {', '.join(RL_EXPORT_FORMATS)}"
-        )
+    check_rl_export(format)
     return verl_export(result)
+
+
+def check_rl_export(fmt: str) -> None:
+    """Check an RL export format before any solving (`ccopt rl --export`, rl_export).
+
+    Raises:
+        ConfigError: not one of RL_EXPORT_FORMATS (names the allowed).
+    """
+    if fmt not in RL_EXPORT_FORMATS:
+        raise ConfigError(f"--export: {fmt!r} is not an RL export; allowed: {', '.join(RL_EXPORT_FORMATS)}")

@@ -23,7 +23,7 @@ from optimizer.cli.common import (
     money,
     offline_choice,
     print_fallback,
-    time_limit_help,
+    time_limit_option,
     time_limit_s,
     user_errors,
 )
@@ -56,9 +56,7 @@ JobsArg = Annotated[
 SchedulePlotOpt = Annotated[
     Path | None, Opt("--plot", help="Write the schedule as PNG (needs the 'plot' extra)")
 ]
-BatchTimeLimitOpt = Annotated[
-    float | None, Opt("--time-limit-s", help=time_limit_help(DEFAULT_BATCH_TIME_LIMIT_S), show_default=False)
-]
+BatchTimeLimitOpt = Annotated[float | None, time_limit_option(DEFAULT_BATCH_TIME_LIMIT_S)]
 WorkersOpt = Annotated[int, Opt(help=f"CP-SAT worker threads: 1–{MAX_WORKERS}")]
 
 

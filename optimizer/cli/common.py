@@ -18,6 +18,7 @@ from rich.text import Text
 from optimizer import notices
 from optimizer.api.checks import check_number, warn_renamed
 from optimizer.errors import CatalogError, ConfigError, InfeasibleError, OptimizerError, SolverError
+from optimizer.units import money
 
 __all__ = [
     "user_errors",
@@ -58,6 +59,7 @@ __all__ = [
     "OldTimeLimitOpt",
     "time_limit_s",
     "time_limit_help",
+    "time_limit_option",
     "offline_choice",
     "WarmupStepsOpt",
     "AlternativesOpt",
@@ -117,10 +119,13 @@ def time_limit_help(default_s: float, what: str = "Solver time limit") -> str:
     return f"{what}, seconds: {MIN_TIME_LIMIT_S:g}–{MAX_TIME_LIMIT_S:g} (default {default_s:g})"
 
 
-TimeLimitOpt = Annotated[
-    float | None,
-    typer.Option("--time-limit-s", help=time_limit_help(DEFAULT_TIME_LIMIT_S), show_default=False),
-]
+def time_limit_option(default_s: float, what: str = "Solver time limit") -> Any:
+    """The --time-limit-s option of a command whose solver defaults to `default_s` seconds
+    (its help: time_limit_help); the one declaration of plan's, batch's and report's."""
+    return typer.Option("--time-limit-s", help=time_limit_help(default_s, what), show_default=False)
+
+
+TimeLimitOpt = Annotated[float | None, time_limit_option(DEFAULT_TIME_LIMIT_S)]
 OldTimeLimitOpt = Annotated[float | None, typer.Option("--time-limit", hidden=True)]
 AlternativesOpt = Annotated[
     int, typer.Option("--alternatives", help=f"Next-best distinct plans to show: 0–{MAX_ALTERNATIVES}")
@@ -333,11 +338,6 @@ def interconnect_words(p: dict[str, Any]) -> str:
         return "one GPU (no interconnect)"
     tp = " (tensor parallel over " + intra + ")" if lay["tp"] > 1 else ""
     return " and ".join(parts) + tp
-
-
-def money(usd: float) -> str:
-    """USD for tables: whole dollars from $100 up, cents below."""
-    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"
 
 
 def signed_money(usd: float) -> str:

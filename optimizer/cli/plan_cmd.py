@@ -34,7 +34,6 @@ from optimizer.cli.common import (
     memory_calibration_words,
     money,
     offline_choice,
-    price_legend,
     price_mark,
     price_words,
     print_notes,
@@ -45,7 +44,7 @@ from optimizer.cli.common import (
 )
 from optimizer.cli.export_opts import ExportDirOpt, ExportOpt, TrainScriptOpt, check_export
 from optimizer.cli.mix_view import compare_mix_line, mix_pointer, print_mix
-from optimizer.cli.outcome import ExportRequest, PlotNote, finish, plot_file
+from optimizer.cli.outcome import ExportRequest, PlotNote, finish, plot_file, print_price_legend
 from optimizer.cli.plot import plot_pareto
 from optimizer.cli.rent_buy_view import print_break_even, print_by_utilisation, print_verdict
 from optimizer.units import quantile_label
@@ -272,9 +271,7 @@ def _print_alternatives(c: Console, p: dict[str, Any], alternatives: list[dict[s
             layout_words(r["layout"], short=True),
         )
     c.print(table)
-    legend = price_legend([r for _, r in rows])
-    if legend:
-        c.print(f"  {legend}")
+    print_price_legend(c, [r for _, r in rows])
 
 
 def _print_pareto(c: Console, front_rows: list[dict[str, Any]]) -> None:
@@ -370,9 +367,7 @@ def render_compare(data: dict[str, Any]) -> None:
             no_plan,
         )
         c.print(table)
-        legend = price_legend([r for r in data[key].values() if r])
-        if legend:
-            c.print(f"  {legend}")
+        print_price_legend(c, [r for r in data[key].values() if r])
     cloud, local = data["cloud"], data["owned_or_bought"]
     if cloud:
         c.print(

@@ -25,7 +25,7 @@ from optimizer.cli.common import (
     console,
     input_files,
     offline_choice,
-    time_limit_help,
+    time_limit_option,
     time_limit_s,
     user_errors,
 )
@@ -54,12 +54,7 @@ def report(
     prices: PricesOpt = None,
     offline: OfflineOpt = False,
     time_limit: Annotated[
-        float | None,
-        Opt(
-            "--time-limit-s",
-            help=time_limit_help(DEFAULT_TIME_LIMIT_S, "Solver time limit per solve"),
-            show_default=False,
-        ),
+        float | None, time_limit_option(DEFAULT_TIME_LIMIT_S, "Solver time limit per solve")
     ] = None,
     old_time_limit: OldTimeLimitOpt = None,
     force: ForceOpt = False,

@@ -126,10 +126,7 @@ def _check_export(fmt: str | None, out_dir: Path | None, json_out: bool) -> None
         if out_dir is not None:
             raise ConfigError("-o/--output-dir: only with --export FORMAT")
         return
-    if fmt not in api.RL_EXPORT_FORMATS:
-        raise ConfigError(
-            f"--export: {fmt!r} is not an RL export; allowed: {', '.join(api.RL_EXPORT_FORMATS)}"
-        )
+    api.check_rl_export(fmt)
     if out_dir is None and json_out:
         raise ConfigError("--export without -o DIR prints the file to stdout; with --json give -o DIR")
     if out_dir is not None and not out_dir.is_dir():

@@ -8,6 +8,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from optimizer import units
+
 __all__ = [
     "Fragment",
     "Table",
@@ -75,10 +77,8 @@ class Page:
 
 
 def money(usd: float | None) -> str:
-    """USD as the CLI prints it: whole dollars from $100 up, cents below."""
-    if usd is None:
-        return "—"
-    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"
+    """USD as the CLI prints it (units.money), "—" when unknown."""
+    return "—" if usd is None else units.money(usd)
 
 
 def num(value: float | None, digits: int = 2) -> str:
