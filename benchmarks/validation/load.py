@@ -265,6 +265,10 @@ if __name__ == "__main__":
 #: the kept-aside collections (sub-folders of this one, never fitted), newest first: (folder,
 #: what it is); benchmarks/accuracy.py scores each, memory_accuracy.py pools their memory rows
 ASIDE_FOLDERS = (
+    (
+        "aside22",
+        "collected after aside20 and aside21 were scored, d 0.49 (repositories, threads), scored once",
+    ),
     ("aside21", "collected after aside18 was scored (GitHub issue threads), scored once"),
     ("aside20", "collected after aside18 was scored (GitHub repository files), scored once"),
     ("aside18", "collected after aside16 and aside17 were scored (GitHub repositories), scored once"),
