@@ -8,7 +8,8 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
 - grad_accum = global_batch / (dp · micro_batch) rounded (>= 1); empty zero_stage -> 0,
   optimizer -> adamw, lora_rank -> 16; torchtune rows whose recipe sets optimizer_in_bwd=True
   (stated in the row's assumptions) run with the optimizer step fused into backward; rows
-  whose assumptions say `fsdp_cpu_offload: True` offload params + optimizer to CPU, and
+  whose assumptions say `fsdp_cpu_offload: True` offload params + optimizer to CPU, DeepSpeed
+  rows stating `offload_optimizer` / `offload_param` with device (or "to") cpu offload those, and
   bitsandbytes PagedAdamW* rows keep optimizer states in managed memory (not allocated);
   `compile=True` / `enable_activation_offloading=True` in the assumptions switch torch.compile
   and torchtune activation offloading on (torchtitan rows: also "torch.compile on" and
@@ -290,6 +291,15 @@ def _train_case(row: Row) -> Case:
     # FSDP CPUOffload (torchtune fsdp_cpu_offload: True): sharded params, grads and optimizer
     # states live in CPU memory; bitsandbytes Paged* optimizers keep states in managed memory
     cpu_offload = "fsdp_cpu_offload:true" in said or "param+optimizeroffload" in said
+    # DeepSpeed ZeRO-Offload as a row states its config: offload_optimizer / offload_param with
+    # device cpu ("... and offload_optimizer to CPU" names both; "device none" is no offload)
+    ds_optimizer = re.search(
+        r"offload_optimizer(?:device|to)cpu|offload_param(?:device|to)?andoffload_optimizer(?:device|to)cpu",
+        said,
+    )
+    ds_params = re.search(
+        r"offload_param(?:device|to)cpu|offload_paramandoffload_optimizer(?:device|to)cpu", said
+    )
     # parameters loaded in bf16 without AMP: torch AdamW keeps bf16 states, no fp32 master
     master = False if "nofp32master" in said else None
     # NeMo 1.x distributed_fused_adam keeps the fp32 master as 16-bit remainders (the row says)
@@ -347,7 +357,11 @@ def _train_case(row: Row) -> Case:
     # Megatron-Core --recompute-modules and --expert-tensor-parallel-size, as the row states them
     names = "|".join(RECOMPUTE_MODULES)
     modules = re.search(rf"--recompute-modules ((?:(?:{names})\b ?)+)", notes)
-    etp = re.search(r"--expert-tensor-parallel-size:? (\d+)|\betp (\d+)\b", notes)
+    # (torchtitan's expert_tensor_parallel_degree first: a row's history of earlier runs may name
+    # another "etp N")
+    etp = re.search(r"expert_tensor_parallel_degree:? (\d+)()", notes) or re.search(
+        r"--expert-tensor-parallel-size:? (\d+)|\betp (\d+)\b", notes
+    )
     # an fp32 run's TF32 matmuls, as the row states them (none stated: on, NGC's default)
     tf32_off = re.search(r"tf32 (?:off|not enabled|matmul off)|no tf32|allow_tf32 = false", notes)
     tf32_on = re.search(
@@ -385,8 +399,8 @@ def _train_case(row: Row) -> Case:
         sequence_parallel=row.sequence_parallel,
         stack=stack.name,
         optimizer_in_backward=opt_bwd,
-        offload_optimizer=cpu_offload,
-        offload_params=cpu_offload,
+        offload_optimizer=cpu_offload or ds_optimizer is not None,
+        offload_params=cpu_offload or ds_params is not None,
         paged_optimizer=paged,
         compile=compiled,
         compile_loss=compile_loss,

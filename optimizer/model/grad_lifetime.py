@@ -42,19 +42,20 @@ def unsynced_grad_bytes(model: ModelSpec, setup: TrainingSetup, layout: Layout) 
 
 
 def gradients_at_peak(
-    setup: TrainingSetup,
+    freed: bool,
     layout: Layout,
     gradients: float,
     activations: float,
     head_gradients: float,
     last_layer: float,
 ) -> float:
-    """Gradient bytes held at the step's peak. With `grads_freed` and one micro-batch per step
+    """Gradient bytes held at the step's peak. With gradients `freed` after every step (the
+    run's `grads_freed` or its stack's) and one micro-batch per step
     the peak is the larger of the start of backward (every activation and the logits, only the
     LM head's gradient made) and its end (every gradient, one layer's recompute): the gradient
     term is what the end adds beyond the activations (PyTorch Optimizer.zero_grad docs:
     set_to_none=True "will in general have lower memory footprint"). Otherwise all of them."""
-    if not setup.grads_freed or layout.grad_accum > 1 or layout.pp > 1:
+    if not freed or layout.grad_accum > 1 or layout.pp > 1:
         return gradients
     # start of backward: activations + head gradient; end: all gradients + the last layer
     return max(min(head_gradients, gradients), gradients + last_layer - activations)

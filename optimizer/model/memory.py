@@ -104,6 +104,10 @@ def logits_bytes(
     kernel = {
         "cce": k.stack.cce_logits_bytes_per_value,
         "fused": k.stack.fused_logits_bytes_per_value,
+        # Liger's fused linear cross-entropy writes each chunk's gradient into its 16-bit logits
+        # (liger_kernel/ops/fused_linear_cross_entropy.py: the cross-entropy kernel stores the
+        # gradient in X_ptr = logits_chunk): a fused kernel's bytes, on one chunk (logits_tokens)
+        "liger": k.stack.fused_logits_bytes_per_value,
         "bf16": BF16_LOSS_BYTES_PER_LOGIT,  # an eager loss on 16-bit logits (grad_lifetime)
     }
     per_value = min(per_value, kernel.get(setup.loss_kernel or "", per_value))
@@ -248,12 +252,12 @@ class TrainingMemoryModel:
         """The gradient bytes held at the peak: freed between steps or kept unsharded across
         micro-batches, as the setup says (grad_lifetime)."""
         setup, model = self.setup, self.model
-        if setup.grads_freed:
+        if setup.grads_freed or self.knobs.stack.grads_freed:
             g_b = setup_state_bytes(model, setup, self.knobs)[1]
             head = model.head_params() * g_b / layout.tp
             one = Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
             last = activation_bytes_per_layer(model, setup, one, self.knobs)
-            gradients = gradients_at_peak(setup, layout, gradients, acts, head, last)
+            gradients = gradients_at_peak(True, layout, gradients, acts, head, last)
         # the unsharded accumulation is reduce-scattered into the sharded gradients layer by
         # layer in the last micro-batch's backward: the larger of the two is held
         return max(gradients, unsynced_grad_bytes(model, setup, layout))
@@ -318,6 +322,15 @@ def _state_bytes(
         weights += (0.0 if zero >= 3 and setup.autocast_weights else held(3)) * 2.0
     gradients = held(2) * g_b
     optimizer = held(1, optimizer_sharding_stage(zero, k.stack, setup)) * o_b
+    fsdp_shards = k.stack.fp32_param_shards and not setup.master_remainders
+    if zero >= 3 and fsdp_shards and master and setup.precision in ("fp16", "bf16", "fp8"):
+        # FSDP mixed precision (torch.distributed.fsdp MixedPrecision / FSDP2 MixedPrecisionPolicy:
+        # param_dtype is the dtype of the unsharded copy for compute; the sharded parameter stays
+        # fp32 and is what the optimizer steps, its gradient reduced into an fp32 shard): the
+        # shard holds 4 B of weights (the master), 4 B of gradients and the moments only
+        weights = held(3) * 4.0
+        gradients = held(2) * 4.0
+        optimizer = held(1) * (o_b - 4.0)
     if zero >= 3:  # gathered full-size parameters of the layers being computed
         weights += _gathered_layer_bytes(model, a, layout, min(w_b, 2.0))
     if k.optimizer_in_backward:

@@ -84,6 +84,14 @@ class StackProfile:
     #: fp8 GEMMs save their input for backward in fp8 (Transformer Engine), not in 16 bit
     fp8_saved_inputs: bool = False
     fp32_master: bool = True
+    #: ZeRO-3 by FSDP mixed precision: the sharded parameters are the fp32 master the optimizer
+    #: steps (no 16-bit shard; the 16-bit copy exists only for the gathered unit) and the reduced
+    #: gradients land in fp32 shards (memory._state_bytes)
+    fp32_param_shards: bool = False
+    #: gradients set to None after every step (Optimizer.zero_grad(set_to_none=True), torch >= 2.0
+    #: default): with one micro-batch per step none are held at the start of backward
+    #: (grad_lifetime.gradients_at_peak)
+    grads_freed: bool = False
     optimizer_in_backward: bool = False
     logits_bytes_per_value: float = 14.0
     #: torch.compile also compiles its loss (compile_logits_bytes_per_value applies then)

@@ -12,6 +12,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 from cases import build_cases, load_rows  # noqa: E402
+from load import load_file  # noqa: E402
 
 from optimizer.model.memory import activation_bytes_per_layer  # noqa: E402
 
@@ -77,3 +78,41 @@ def test_head_dim_column_reaches_the_model_shape() -> None:
     spec = cases[0].spec
     assert (spec.hidden, spec.heads, spec.n_kv_heads) == (2048, 32, 4)
     assert (spec.q_dim, spec.kv_dim) == (4096, 512)
+
+
+def _case(folder: str, case_id: str):
+    rows = [r for p in sorted((BENCH / "validation" / folder).glob("*.csv")) for r in load_file(p)]
+    cases, _ = build_cases([r for r in rows if r.case_id == case_id])
+    assert len(cases) == 1
+    return cases[0]
+
+
+@pytest.mark.parametrize(
+    ("folder", "case_id", "optimizer", "params"),
+    [
+        # "offload_optimizer device cpu with pin_memory (ZeRO-Offload ...; parameters are not offloaded)"
+        (
+            "aside22",
+            "stas00-llama31-8b-h200-8gpu-ds-z3-offloadopt-fullac-liger-mbs1-seq8192-mem-reserved",
+            True,
+            False,
+        ),
+        # "ZeRO stage 3 with offload_param and offload_optimizer to CPU"
+        ("aside18", "mai-llama2-7b-lora-r8-mlp-l4-2gpu-zero3-offload-mbs16-seq512-mem-smi", True, True),
+        # "offload_optimizer and offload_param device none"
+        ("aside6", "qwen-readme-1.8b-full-a100-1gpu-seq1024-mem", False, False),
+    ],
+)
+def test_deepspeed_offload_read_as_the_row_states_it(
+    folder: str, case_id: str, optimizer: bool, params: bool
+) -> None:
+    setup = _case(folder, case_id).train[0]
+    assert (setup.offload_optimizer, setup.offload_params) == (optimizer, params)
+
+
+def test_torchtitan_expert_tp_read_from_the_run_not_its_history() -> None:
+    # "Exp 2 keeps Exp 1's TP 4 / EP 2 / ETP 4" in the history; the run: "expert_tensor_parallel_degree 1"
+    case = _case(
+        "aside22", "xiaohu-qwen3-30b-a3b-h200-8gpu-exp4-tp1-ep8-etp1-lbs8-seq8192-selac-compile-mem-reserved"
+    )
+    assert case.train[1].ep == 8 and case.train[1].etp == 1

@@ -49,9 +49,10 @@ def test_estimate_fused_kernels_saves_the_eager_bytes_and_the_logits() -> None:
     """Llama-2-7B LoRA under hf-trainer: the frozen norms' fp32 inputs (2 norms × 2 B × h) and
     SwiGLU's saved silu output (2 B × ffn) go: (2·2·4096 + 2·11008) B = 38,400 B per token per
     layer; × 2,048 tokens × 32 layers = 2.34375 GiB; Liger's fused linear cross-entropy holds
-    next_power_of_2(cdiv(2048, cdiv(32000, 4096) = 8)) = 256 tokens' logits instead of 2,048, at
-    the stack's 14 B per logit (stacks.toml hf-trainer logits_bytes_per_value); all times
-    hf-trainer's fitted memory factor."""
+    next_power_of_2(cdiv(2048, cdiv(32000, 4096) = 8)) = 256 tokens' logits instead of 2,048, and
+    at a fused kernel's 4 B per logit (stacks.toml fused_logits_bytes_per_value: the kernel writes
+    the gradient into the 16-bit chunk) instead of the eager loss's 14 B (hf-trainer
+    logits_bytes_per_value); all times hf-trainer's fitted memory factor."""
     args = ["estimate", "-m", "llama-2-7b", "-g", "A100-80GB", "--num-gpus", "1", "--stack", "hf-trainer"]
     args += ["--kind", "lora", "--seq-len", "2048", "--micro-batch", "1", "--json"]
     plain, fused = (runner.invoke(app, args + extra) for extra in ([], ["--fused-kernels"]))
@@ -59,5 +60,5 @@ def test_estimate_fused_kernels_saves_the_eager_bytes_and_the_logits() -> None:
     before, after = (json.loads(r.stdout)["memory_gib"]["activations"] for r in (plain, fused))
     saved_gib = before - after
     factor = math.exp(load_fitted().memory["stack:hf-trainer"])
-    saved_bytes = 38_400 * 2048 * 32 + (2048 - 256) * 32_000 * 14.0
+    saved_bytes = 38_400 * 2048 * 32 + 2048 * 32_000 * 14.0 - 256 * 32_000 * 4.0
     assert abs(saved_gib - saved_bytes / 2**30 * factor) < 0.011  # two values rounded to 0.01
