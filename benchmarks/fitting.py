@@ -208,6 +208,7 @@ def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedC
     a0, a1 = assumptions_for(fit), assumptions_for(_bump(fit, fam, STEP))
     per_source = Counter(c.source for c in chosen)
     rows: list[tuple[list[str], float, float, float]] = []
+    row_sources: list[str] = []
     for c in chosen:
         p0, p1 = predict(c, a0), predict(c, a1)
         if p0 is None or p1 is None:
@@ -219,6 +220,9 @@ def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedC
         if abs(sens) < 1e-6:
             continue  # the term does not move this case
         rows.append((features(c, fam), r, sens, 1.0 / math.sqrt(per_source[c.source])))
+        row_sources.append(c.source)
+    if fam == "memory":
+        rows = _backed_by_two_sources(rows, row_sources)
     if not rows:
         return fit
     names = sorted({f for feats, *_ in rows for f in feats})
@@ -242,6 +246,30 @@ def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedC
     for f, d in zip(names, delta, strict=True):
         coefs[f] = float(coefs.get(f, 0.0) + d)
     return _with(fit, fam, coefs)
+
+
+#: the least sources a memory term is fitted from: one source's peaks carry its own harness
+#: (its allocator settings, buffers, what its counter saw) as much as its stack's activations,
+#: so a stack measured by one source keeps the model's own count (as a band of one source keeps
+#: its tier's spread)
+MEMORY_TERM_SOURCES = 2
+
+
+def _backed_by_two_sources(
+    rows: list[tuple[list[str], float, float, float]], sources: list[str]
+) -> list[tuple[list[str], float, float, float]]:
+    """`rows` with the memory terms that fewer than MEMORY_TERM_SOURCES sources back taken out
+    of their features (a row left with none is dropped)."""
+    backers: dict[str, set[str]] = {}
+    for (feats, *_), source in zip(rows, sources, strict=True):
+        for f in feats:
+            backers.setdefault(f, set()).add(source)
+    kept = []
+    for feats, r, sens, weight in rows:
+        fs = [f for f in feats if len(backers[f]) >= MEMORY_TERM_SOURCES]
+        if fs:
+            kept.append((fs, r, sens, weight))
+    return kept
 
 
 def fit_constants(cases: Sequence[Case], iterations: int = ITERATIONS) -> FittedConstants:
