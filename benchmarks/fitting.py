@@ -222,7 +222,7 @@ def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedC
         rows.append((features(c, fam), r, sens, 1.0 / math.sqrt(per_source[c.source])))
         row_sources.append(c.source)
     if fam == "memory":
-        rows = _backed_by_two_sources(rows, row_sources)
+        rows = backed_by_two_sources(rows, row_sources)
     if not rows:
         return fit
     names = sorted({f for feats, *_ in rows for f in feats})
@@ -255,7 +255,7 @@ def fit_family(cases: Sequence[Case], fit: FittedConstants, fam: str) -> FittedC
 MEMORY_TERM_SOURCES = 2
 
 
-def _backed_by_two_sources(
+def backed_by_two_sources(
     rows: list[tuple[list[str], float, float, float]], sources: list[str]
 ) -> list[tuple[list[str], float, float, float]]:
     """`rows` with the memory terms that fewer than MEMORY_TERM_SOURCES sources back taken out
