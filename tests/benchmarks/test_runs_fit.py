@@ -95,10 +95,10 @@ def test_nemotron_340b_fits_once_static_buffers_leave_the_cache(checks) -> None:
     embedding 256,000·h: 12·3.454e9/8 + 4.719e9/8 = 5.771e9 parameters per GPU. Megatron-Core
     keeps their 2 B weights and 2 B bf16 gradients in buffers allocated once
     (param_and_grad_buffer.py), so the 5% allocator cache no longer grows on 4 B × 5.771e9 =
-    21.5 GiB: 1.07 GiB less, which took the run under its 80 GB card. Since the 2026-12-05 refit
-    fitted the first Megatron-Core memory rows (NeMo on B200: stack:megatron-core -0.023 on the
-    activations) the run fits by 1.2 GiB, and without the mechanism it would sit 0.14 GiB under
-    the card: the saving is checked by hand, the margin to the card only as "within 0.5 GiB"."""
+    21.5 GiB: 1.07 GiB less, which took the run under its 80 GB card. A Megatron-Core activation
+    term fitted from one source (NeMo on B200, -0.023) widened the margin to 1.2 GiB until memory
+    terms needed two sources (benchmarks/fitting.MEMORY_TERM_SOURCES); it is 0.7 GiB now: the
+    saving is checked by hand, the margin to the card only as "within 0.5 GiB" of the mechanism."""
     by_id = {c.case.row.case_id: c for c in checks}
     run = by_id["nemo2407-nemotron-340b-h100-fp8-128gpu"]
     h = 18432
