@@ -1,9 +1,9 @@
 """When a training step's gradients are held beside its activations (memory.TrainingMemoryModel).
 
 The memory model adds weights, gradients, optimizer states and activations as if all peaked at
-once. Two loops break that sum, each stated by a run (TrainingSetup):
+once. Two loops break that sum, each stated by a run (TrainingSetup) or its stack:
 - gradients freed after every optimizer step with one micro-batch per step
-  (`grads_freed`): none exist when the loss's logits peak at the start of backward, and all of
+  (`grads_freed`, the run's or the stack's: FSDP and torchtitan): none exist when the loss's logits peak at the start of backward, and all of
   them only at its end, when the activations are gone;
 - FSDP accumulation without reduce-scatter (`no_sync_grad_dtype`): the unsharded gradients
   of the whole model stay on every rank between micro-batches, beside the next micro-batch's
@@ -42,20 +42,19 @@ def unsynced_grad_bytes(model: ModelSpec, setup: TrainingSetup, layout: Layout) 
 
 
 def gradients_at_peak(
-    freed: bool,
     layout: Layout,
     gradients: float,
     activations: float,
     head_gradients: float,
     last_layer: float,
 ) -> float:
-    """Gradient bytes held at the step's peak. With gradients `freed` after every step (the
-    run's `grads_freed` or its stack's) and one micro-batch per step
-    the peak is the larger of the start of backward (every activation and the logits, only the
-    LM head's gradient made) and its end (every gradient, one layer's recompute): the gradient
-    term is what the end adds beyond the activations (PyTorch Optimizer.zero_grad docs:
-    set_to_none=True "will in general have lower memory footprint"). Otherwise all of them."""
-    if not freed or layout.grad_accum > 1 or layout.pp > 1:
+    """Gradient bytes held at the peak of a step whose gradients are freed after every step (the
+    run's `grads_freed` or its stack's). With one micro-batch per step the peak is the larger of
+    the start of backward (every activation and the logits, only the LM head's gradient made)
+    and its end (every gradient, one layer's recompute): the gradient term is what the end adds
+    beyond the activations (PyTorch Optimizer.zero_grad docs: set_to_none=True "will in general
+    have lower memory footprint"). With accumulation or pipelines, all of them."""
+    if layout.grad_accum > 1 or layout.pp > 1:
         return gradients
     # start of backward: activations + head gradient; end: all gradients + the last layer
     return max(min(head_gradients, gradients), gradients + last_layer - activations)

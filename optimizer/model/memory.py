@@ -257,7 +257,7 @@ class TrainingMemoryModel:
             head = model.head_params() * g_b / layout.tp
             one = Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp)
             last = activation_bytes_per_layer(model, setup, one, self.knobs)
-            gradients = gradients_at_peak(True, layout, gradients, acts, head, last)
+            gradients = gradients_at_peak(layout, gradients, acts, head, last)
         # the unsharded accumulation is reduce-scattered into the sharded gradients layer by
         # layer in the last micro-batch's backward: the larger of the two is held
         return max(gradients, unsynced_grad_bytes(model, setup, layout))
