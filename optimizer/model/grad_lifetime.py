@@ -2,9 +2,9 @@
 
 The memory model adds weights, gradients, optimizer states and activations as if all peaked at
 once. Two loops break that sum, each stated by a run (TrainingSetup) or its stack:
-- gradients freed after every optimizer step with one micro-batch per step
-  (`grads_freed`, the run's or the stack's: FSDP and torchtitan): none exist when the loss's logits peak at the start of backward, and all of
-  them only at its end, when the activations are gone;
+- gradients freed after every optimizer step with one micro-batch per step (`grads_freed`,
+  the run's or the stack's: FSDP and torchtitan): none exist when the loss's logits peak at the
+  start of backward, and all of them only at its end, when the activations are gone;
 - FSDP accumulation without reduce-scatter (`no_sync_grad_dtype`): the unsharded gradients
   of the whole model stay on every rank between micro-batches, beside the next micro-batch's
   activations.
