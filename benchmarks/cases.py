@@ -293,13 +293,9 @@ def _train_case(row: Row) -> Case:
     cpu_offload = "fsdp_cpu_offload:true" in said or "param+optimizeroffload" in said
     # DeepSpeed ZeRO-Offload as a row states its config: offload_optimizer / offload_param with
     # device cpu ("... and offload_optimizer to CPU" names both; "device none" is no offload)
-    ds_optimizer = re.search(
-        r"offload_optimizer(?:device|to)cpu|offload_param(?:device|to)?andoffload_optimizer(?:device|to)cpu",
-        said,
-    )
-    ds_params = re.search(
-        r"offload_param(?:device|to)cpu|offload_paramandoffload_optimizer(?:device|to)cpu", said
-    )
+    ds_both = re.search(r"offload_param(?:device|to)?andoffload_optimizer(?:device|to)cpu", said)
+    ds_optimizer = ds_both or re.search(r"offload_optimizer(?:device|to)cpu", said)
+    ds_params = ds_both or re.search(r"offload_param(?:device|to)cpu", said)
     # parameters loaded in bf16 without AMP: torch AdamW keeps bf16 states, no fp32 master
     master = False if "nofp32master" in said else None
     # NeMo 1.x distributed_fused_adam keeps the fp32 master as 16-bit remainders (the row says)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
 
-__all__ = ["forward_kernels_per_layer", "host_s_per_layer_pass", "launch_passes", "host_dispatch_s"]
+__all__ = ["forward_kernels_per_layer", "host_s_per_layer_pass", "stage_host_s", "host_dispatch_s"]
 
 #: LlamaRMSNorm.forward: to(fp32), pow, mean, + eps, rsqrt, ×, to(dtype), × weight; F.layer_norm: one
 NORM_KERNELS = {"rmsnorm": 8, "layernorm": 1}
@@ -87,6 +87,12 @@ def launch_passes(layout: Layout) -> float:
     return 1.0 + BACKWARD_KERNELS_PER_FORWARD + (1.0 if layout.checkpointing == "full" else 0.0)
 
 
+def stage_host_s(model: ModelSpec, layout: Layout, layer_pass_s: float) -> float:
+    """Seconds to launch one micro-batch's kernels on one GPU when one layer's forward kernels
+    take `layer_pass_s` (host_s_per_layer_pass): its stage's layers × launch_passes."""
+    return -(-model.layers // layout.pp) * launch_passes(layout) * layer_pass_s
+
+
 def host_dispatch_s(
     model: ModelSpec,
     setup: TrainingSetup,
@@ -97,5 +103,4 @@ def host_dispatch_s(
 ) -> float:
     """Seconds the host needs to launch one micro-batch's kernels on one GPU: its stage's layers
     × launch_passes × the time of one layer's forward kernels (host_s_per_layer_pass)."""
-    per_layer_pass = host_s_per_layer_pass(model, setup, attention, a, fused)
-    return -(-model.layers // layout.pp) * launch_passes(layout) * per_layer_pass
+    return stage_host_s(model, layout, host_s_per_layer_pass(model, setup, attention, a, fused))

@@ -310,7 +310,16 @@ def _state_bytes(
     if setup.is_adapter:
         base = p_gpu / (dp if zero >= 3 else 1)  # the frozen base, sharded by ZeRO-3
         return _adapter_state_bytes(model, setup, a, k, layout, base, (w_b, g_b, o_b))
-    weights = held(3) * w_b
+    # bytes per parameter this GPU's shard holds of each state
+    shard_w, shard_g, shard_o = w_b, g_b, o_b
+    fsdp_shards = k.stack.fp32_param_shards and not setup.master_remainders
+    if zero >= 3 and fsdp_shards and master and setup.precision in ("fp16", "bf16", "fp8"):
+        # FSDP mixed precision (torch.distributed.fsdp MixedPrecision / FSDP2 MixedPrecisionPolicy:
+        # param_dtype is the dtype of the unsharded copy for compute; the sharded parameter stays
+        # fp32 and is what the optimizer steps, its gradient reduced into an fp32 shard): the
+        # shard holds 4 B of weights (the master), 4 B of gradients and the moments only
+        shard_w, shard_g, shard_o = 4.0, 4.0, o_b - 4.0
+    weights = held(3) * shard_w
     autocast = k.stack.autocast_weight_cache if setup.autocast_weights is None else setup.autocast_weights
     if autocast and master and setup.precision in ("fp16", "bf16"):
         # torch.autocast over fp32 params: the cached 16-bit weight casts are saved for
@@ -320,17 +329,8 @@ def _state_bytes(
         # use `Tensor` views in the forward"), which autocast never caches (ATen
         # autocast_mode.cpp cached_cast: "arg.is_leaf() && !arg.is_view()")
         weights += (0.0 if zero >= 3 and setup.autocast_weights else held(3)) * 2.0
-    gradients = held(2) * g_b
-    optimizer = held(1, optimizer_sharding_stage(zero, k.stack, setup)) * o_b
-    fsdp_shards = k.stack.fp32_param_shards and not setup.master_remainders
-    if zero >= 3 and fsdp_shards and master and setup.precision in ("fp16", "bf16", "fp8"):
-        # FSDP mixed precision (torch.distributed.fsdp MixedPrecision / FSDP2 MixedPrecisionPolicy:
-        # param_dtype is the dtype of the unsharded copy for compute; the sharded parameter stays
-        # fp32 and is what the optimizer steps, its gradient reduced into an fp32 shard): the
-        # shard holds 4 B of weights (the master), 4 B of gradients and the moments only
-        weights = held(3) * 4.0
-        gradients = held(2) * 4.0
-        optimizer = held(1) * (o_b - 4.0)
+    gradients = held(2) * shard_g
+    optimizer = held(1, optimizer_sharding_stage(zero, k.stack, setup)) * shard_o
     if zero >= 3:  # gathered full-size parameters of the layers being computed
         weights += _gathered_layer_bytes(model, a, layout, min(w_b, 2.0))
     if k.optimizer_in_backward:

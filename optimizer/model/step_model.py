@@ -28,7 +28,7 @@ from optimizer.model.comms import (
     ring_allreduce_s,
     ring_reduce_scatter_s,
 )
-from optimizer.model.dispatch import host_s_per_layer_pass, launch_passes
+from optimizer.model.dispatch import host_s_per_layer_pass, stage_host_s
 from optimizer.model.efficiency import (
     ATTENTION_KERNEL_FRACTION,
     base_efficiency,
@@ -383,9 +383,9 @@ class DecoderStepModel:
         return pp_mb * (1.0 - self.knobs.pp_overlap)
 
     def host_s(self, layout: Layout) -> float:
-        """The host's time to launch one micro-batch's kernels on one GPU
-        (dispatch.host_dispatch_s): the stage's layers × launch passes × one layer's pass."""
-        return math.ceil(self.model.layers / layout.pp) * launch_passes(layout) * self.host_layer_pass_s
+        """The host's time to launch one micro-batch's kernels on one GPU (dispatch.stage_host_s
+        of the layer pass worked out once: host_dispatch_s)."""
+        return stage_host_s(self.model, layout, self.host_layer_pass_s)
 
     def trained_params(self, layout: Layout) -> float:
         """Parameters this GPU trains: its held slice, or its share of the adapters."""
