@@ -58,6 +58,7 @@ def _megatron_parser() -> argparse.ArgumentParser:
         "--swiglu",
         "--untie-embeddings-and-output-weights",
         "--disable-bias-linear",
+        "--grad-reduce-in-bf16",
     ):
         p.add_argument(name, action="store_true")
     p.add_argument("--deepspeed", action="store_true")
@@ -109,6 +110,10 @@ def test_megatron_arguments_parse_and_give_the_plans_layout(
             assert args.use_torch_fsdp2
         if stack == "megatron-deepspeed":
             assert args.deepspeed and args.zero_stage == lay["zero_stage"]
+        # Megatron-LM with --bf16 keeps fp32 main grads unless told otherwise (arguments.py
+        # validate_args); the Megatron-Core plan counts 2-byte gradients (NeMo perf recipes'
+        # grad_reduce_in_fp32 = False), DeepSpeed's plan leaves them to DeepSpeed
+        assert args.bf16 and args.grad_reduce_in_bf16 == (stack == "megatron-core")
 
 
 def test_megatron_refuses_zero_2_it_cannot_run() -> None:
