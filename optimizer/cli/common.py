@@ -6,7 +6,7 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INTERNAL",
     "header_or_infeasible",
+    "print_solved_header",
     "catalog_line",
     "print_fallback",
     "layout_words",
@@ -261,6 +262,20 @@ def solved_line(data: dict[str, Any], job: dict[str, Any], subject: str, rows_wo
         f"[b]{job.get('name')}[/b]: {subject} — [b]{data['status']}[/b] (CP-SAT, {s.get('rows')} "
         f"{rows_word}, {s.get('wall_s', 0):.3f} s; {catalog_line(data.get('catalog'))})"
     )
+
+
+def print_solved_header(
+    data: dict[str, Any], rows_word: str, subject: Callable[[dict[str, Any], dict[str, Any]], str]
+) -> tuple[Any, dict[str, Any], dict[str, Any]] | None:
+    """(console, job block, plan) of a one-plan answer (plan, serve, rl) after printing its
+    first line (solved_line of `subject(job, plan)`), or None after printing why it is infeasible."""
+    shown = header_or_infeasible(data)
+    if shown is None:
+        return None
+    c, job = shown
+    plan = data["plan"]
+    c.print(solved_line(data, job, subject(job, plan), rows_word))
+    return c, job, plan
 
 
 def answer(data: Any, json_out: bool, render: Any, status: str | None = None) -> None:

@@ -37,8 +37,8 @@ from optimizer.cli.common import (
     price_mark,
     price_words,
     print_notes,
+    print_solved_header,
     signed_money,
-    solved_line,
     time_limit_s,
     user_errors,
 )
@@ -179,15 +179,13 @@ def speed_words(p: dict[str, Any]) -> str:
 def render_plan(data: dict[str, Any]) -> None:
     """A plan on the terminal: the header and notes, the cluster and what it costs, the facts
     lines, the why and the checks, then the alternatives and the Pareto front."""
-    shown = header_or_infeasible(data)
+    shown = print_solved_header(data, "candidates", lambda job, _plan: str(job.get("model")))
     if shown is None:
         for r in data.get("loader_bound", [])[:3]:  # what the hosts' vCPUs cost in speed
             console().print(f"  loader-bound: {escape(r['option'])}: {escape(r['reason'])}")
         print_mix(console(), data.get("mix"))
         return
-    c, job = shown
-    p = data["plan"]
-    c.print(solved_line(data, job, str(job.get("model")), "candidates"))
+    c, _job, p = shown
     print_notes(c, data)
     for line in _plan_lines(p, data):
         c.print(line)

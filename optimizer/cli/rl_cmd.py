@@ -16,10 +16,9 @@ from optimizer.cli.common import (
     PricesOpt,
     TimeLimitOpt,
     answer,
-    header_or_infeasible,
     money,
     offline_choice,
-    solved_line,
+    print_solved_header,
     time_limit_s,
     user_errors,
 )
@@ -70,15 +69,17 @@ def _plan_lines(p: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _subject(job: dict[str, Any], _plan: dict[str, Any]) -> str:
+    """What the first line names: the RL kind, the model, steps and sequences per step."""
+    return f"{job['kind']} on {job['model']}, {job['steps']} steps × {job['sequences_per_step']} sequences"
+
+
 def render_rl(data: dict[str, Any]) -> None:
     """Rich rendering of an rl_json answer."""
-    shown = header_or_infeasible(data)
+    shown = print_solved_header(data, "candidates", _subject)
     if shown is None:
         return
-    c, job = shown
-    p = data["plan"]
-    subject = f"{job['kind']} on {job['model']}, {job['steps']} steps × {job['sequences_per_step']} sequences"
-    c.print(solved_line(data, job, subject, "candidates"))
+    c, job, p = shown
     c.print(
         f"  [b]{p['mode']}[/b]: [b]{money(p['cost_usd'])}[/b], {p['hours']:.1f} h at "
         f"{quantile_label(job['confidence'])} ({p['step_s_at_confidence']:.1f} s per step)"

@@ -20,14 +20,13 @@ from optimizer.cli.common import (
     TimeLimitOpt,
     answer,
     console,
-    header_or_infeasible,
     input_files,
     money,
     offline_choice,
     price_mark,
     price_words,
     print_notes,
-    solved_line,
+    print_solved_header,
     time_limit_s,
     user_errors,
 )
@@ -43,15 +42,17 @@ JobArg = Annotated[
 ]
 
 
+def _subject(job: dict[str, Any], p: dict[str, Any]) -> str:
+    """What the first line names: the model, its precision and the load served."""
+    return f"{job.get('model')} {job.get('precision')}, {p['load_requests_per_s']:.3g} requests/s"
+
+
 def render_serve(data: dict[str, Any]) -> None:
     """Rich rendering of a serve_json answer."""
-    shown = header_or_infeasible(data)
+    shown = print_solved_header(data, "replica options", _subject)
     if shown is None:
         return
-    c, job = shown
-    p = data["plan"]
-    subject = f"{job.get('model')} {job.get('precision')}, {p['load_requests_per_s']:.3g} requests/s"
-    c.print(solved_line(data, job, subject, "replica options"))
+    c, job, p = shown
     print_notes(c, data)
     c.print(
         f"  [b]{money(p['usd_per_hour'])}/h[/b], {money(p['usd_per_month'])}/month "
