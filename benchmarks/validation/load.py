@@ -265,6 +265,7 @@ if __name__ == "__main__":
 #: the kept-aside collections (sub-folders of this one, never fitted), newest first: (folder,
 #: what it is); benchmarks/accuracy.py scores each, memory_accuracy.py pools their memory rows
 ASIDE_FOLDERS = (
+    ("aside28", "collected after aside26 was scored, d 0.55 (repositories, pages), scored once"),
     ("aside26", "collected after aside24 was scored, two-source memory terms (repos, threads), scored once"),
     ("aside24", "collected after aside22 was scored, d 0.48 (repositories, threads), scored once"),
     (
