@@ -17,7 +17,8 @@ Used by fit_constants.py (the fit) and accuracy.py (the scores). Conventions (st
   "flash attention" (FlashAttention, flash-attn) / "dropout 0.1" in the assumptions set the
   attention kernel and dropout masks (a stated kernel wins over the stack's: FlagPerf's
   Megatron-DeepSpeed passes --use-flash-attn-v2 where the 2022 BLOOM profile is eager); rows
-  naming Cut Cross-Entropy (apple/ml-cross-entropy) never hold the logits (loss_kernel "cce");
+  naming Cut Cross-Entropy (apple/ml-cross-entropy, or NeMo AutoModel's FusedLinearCrossEntropy
+  built on it) never hold the logits (loss_kernel "cce");
   "cross-entropy on the bf16 logits" is an eager loss never upcast (loss_kernel "bf16"); a loop
   that "never steps the optimizer", "gradients freed after every optimizer step" and "unsharded
   fp32 gradients kept across micro-batches" (FSDP no-sync accumulation) set the gradient and
@@ -334,8 +335,11 @@ def _train_case(row: Row) -> Case:
     eager = "eager attention" in notes
     flash = not eager and re.search(r"(?<!no )flash[- ]?attention|flash-attn", notes) is not None
     # Cut Cross-Entropy (Wijmans et al. 2024, arXiv:2411.09009; apple/ml-cross-entropy) computes
-    # the loss blockwise from the hidden states: the logits are never materialised
-    cce = re.search(r"ml-cross-entropy|cut[- ]cross[- ]entropy", notes) is not None
+    # the loss blockwise from the hidden states: the logits are never materialised. NeMo
+    # AutoModel's FusedLinearCrossEntropy (components/loss/linear_ce.py) is that kernel: it
+    # requires the cut_cross_entropy package (NVIDIA-NeMo/RL docs/fused-linear-cross-entropy-
+    # integration.md, "Prerequisites")
+    cce = re.search(r"ml-cross-entropy|cut[- ]cross[- ]entropy|fusedlinearcrossentropy", notes) is not None
     # a fused softmax cross-entropy kernel on the full logits, as the row names it (TinyLlama's
     # "fused cross entropy", whyNLP's tiny_fused_crossentropy, Megatron/TE loss fusion)
     fused_ce = (

@@ -116,3 +116,14 @@ def test_torchtitan_expert_tp_read_from_the_run_not_its_history() -> None:
         "aside22", "xiaohu-qwen3-30b-a3b-h200-8gpu-exp4-tp1-ep8-etp1-lbs8-seq8192-selac-compile-mem-reserved"
     )
     assert case.train[1].ep == 8 and case.train[1].etp == 1
+
+
+def test_automodel_fused_linear_cross_entropy_holds_no_logits() -> None:
+    # NeMo AutoModel's FusedLinearCrossEntropy needs the cut_cross_entropy package (NVIDIA-NeMo/RL
+    # docs/fused-linear-cross-entropy-integration.md): the loss is Cut Cross-Entropy, read as
+    # "cce", so a 131,072-token pack of Qwen3-4B holds none of its 131,072 × 151,936 logits (at
+    # 14 B each, the eager count, 260 GiB: more than the H200 the run used)
+    path = BENCH / "validation" / "aside28" / "ethanewer-deepswe-qwen3-automodel-h200-867fba7.csv"
+    cases, skipped = build_cases(load_file(path))
+    assert not skipped and cases
+    assert all(c.train is not None and c.train[0].loss_kernel == "cce" for c in cases)
