@@ -28,18 +28,16 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.common import (
     MAX_DAYS,
     JobFile,
     StrictModel,
     confidence_field,
-    workload_kind,
 )
 from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, PricingModels
+from optimizer.inputs.jobs.kind import job_of_kind
 from optimizer.inputs.jobs.strict import GpuName
 from optimizer.inputs.toml_file import read_toml_as
-from optimizer.inputs.validation import validated
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.vocabulary import RL_KINDS
 
@@ -213,13 +211,14 @@ def rl_job_from_dict(data: dict[str, Any], source: str = "job") -> RlJob:
     Raises:
         ConfigError: one line naming the file, the field, the problem and allowed values.
     """
-    kind = workload_kind(data)
-    if kind not in RL_KINDS:
-        raise ConfigError(
-            f"{source}: workload.kind: {kind!r} is not an RL job; allowed: {', '.join(RL_KINDS)} "
-            '(`ccopt plan` for training kinds, `ccopt serve` for kind = "serve")'
-        )
-    return validated(RlJob, data, source)
+    return job_of_kind(
+        RlJob,
+        data,
+        source,
+        takes=lambda kind: kind in RL_KINDS,
+        refusal=f"is not an RL job; allowed: {', '.join(RL_KINDS)} "
+        '(`ccopt plan` for training kinds, `ccopt serve` for kind = "serve")',
+    )
 
 
 def load_rl_job(path: str | Path) -> tuple[RlJob, Path]:

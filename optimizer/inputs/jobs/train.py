@@ -24,16 +24,16 @@ from optimizer.inputs.jobs.common import (
     confidence_field,
     format_validation_error,
     stack_name,
-    workload_kind,
 )
 from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, GpuTypes, PricingModels
 from optimizer.inputs.jobs.data import DataSpec
+from optimizer.inputs.jobs.kind import job_of_kind
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
 from optimizer.inputs.jobs.progress import Progress
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.jobs.strict import RenamedFieldsModel
 from optimizer.inputs.toml_file import read_toml_as
-from optimizer.inputs.validation import check_number, validated
+from optimizer.inputs.validation import check_number
 from optimizer.model.bands import CONFIDENCE_RANGE
 from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
 from optimizer.model.setup import (
@@ -484,12 +484,14 @@ def fit_job_to_model(job: _J, model: ModelSpec | SampleProfile) -> _J:
 
 def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:
     """Validate a decoded job table; ConfigError with one line on failure."""
-    kind = workload_kind(data)
-    if kind in RL_KINDS:  # an RL post-training job: its own planner (optimizer/solve/rl)
-        raise ConfigError(
-            f"{source}: workload.kind: {kind!r} is an RL post-training job; run `ccopt rl` on it"
-        )
-    return validated(Job, data, source)
+    # an RL post-training job has its own planner (optimizer/solve/rl)
+    return job_of_kind(
+        Job,
+        data,
+        source,
+        takes=lambda kind: kind not in RL_KINDS,
+        refusal="is an RL post-training job; run `ccopt rl` on it",
+    )
 
 
 def load_job(path: str | Path) -> tuple[Job, Path]:
