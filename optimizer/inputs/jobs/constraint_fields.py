@@ -11,7 +11,7 @@ from optimizer.inputs.jobs.limits import MAX_USD
 from optimizer.inputs.jobs.strict import GpuName
 from optimizer.vocabulary import PricingModel
 
-__all__ = ["BudgetUsd", "GpuTypes", "PricingModels", "CloudAllowed"]
+__all__ = ["BudgetUsd", "GpuTypes", "PricingModels", "CloudAllowed", "JobsPerMonth", "DutyCycle"]
 
 #: `budget_usd` (train, RL): default None, no budget
 BudgetUsd = Annotated[float | None, Field(gt=0, le=MAX_USD, description="spend at most this (USD)")]
@@ -24,3 +24,9 @@ GpuTypes = Annotated[
 PricingModels = Annotated[tuple[PricingModel, ...], Field(min_length=1, description="pricing models allowed")]
 #: `cloud` (train, serve, RL): default True
 CloudAllowed = Annotated[bool, Field(description="consider cloud offerings")]
+#: `jobs_per_month` (train; a `[[capacity.owned]]` entry): how often the job runs, over which
+#: a box's net capital is spread; default None (back to back). Each says it in its own words.
+JobsPerMonth = Annotated[float | None, Field(gt=0, le=10_000)]
+#: `duty_cycle` (the same two, instead of jobs_per_month): the share of the month the boxes are
+#: busy; default None
+DutyCycle = Annotated[float | None, Field(gt=0, le=1)]

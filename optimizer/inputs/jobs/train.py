@@ -25,7 +25,14 @@ from optimizer.inputs.jobs.common import (
     format_validation_error,
     stack_name,
 )
-from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, GpuTypes, PricingModels
+from optimizer.inputs.jobs.constraint_fields import (
+    BudgetUsd,
+    CloudAllowed,
+    DutyCycle,
+    GpuTypes,
+    JobsPerMonth,
+    PricingModels,
+)
 from optimizer.inputs.jobs.data import DataSpec
 from optimizer.inputs.jobs.kind import job_of_kind
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
@@ -314,18 +321,14 @@ class Constraints(RenamedFieldsModel):
     activation_checkpointing: tuple[str, ...] = Field(
         min_length=1, default=CHECKPOINTING, description="modes allowed (old name: checkpointing)"
     )
-    jobs_per_month: float | None = Field(
+    jobs_per_month: JobsPerMonth = Field(
         default=None,
-        gt=0,
-        le=10_000,
         description="how often this job runs: the boxes of [[hardware.buy]] (and owned ones "
         "with charge_capital) carry their net capital over these jobs, and rent-or-buy compares "
         "at this rate (default: back to back; or give duty_cycle)",
     )
-    duty_cycle: float | None = Field(
+    duty_cycle: DutyCycle = Field(
         default=None,
-        gt=0,
-        le=1,
         description="instead of jobs_per_month: the share of the month the boxes are busy with "
         "such jobs (1 = back to back)",
     )
