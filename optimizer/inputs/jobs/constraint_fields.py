@@ -11,15 +11,26 @@ from optimizer.inputs.jobs.limits import MAX_USD
 from optimizer.inputs.jobs.strict import GpuName
 from optimizer.vocabulary import PricingModel
 
-__all__ = ["BudgetUsd", "GpuTypes", "PricingModels", "CloudAllowed", "JobsPerMonth", "DutyCycle"]
+__all__ = [
+    "BudgetUsd",
+    "AllowedNames",
+    "AllowedGpuTypes",
+    "GpuTypes",
+    "PricingModels",
+    "CloudAllowed",
+    "JobsPerMonth",
+    "DutyCycle",
+]
 
 #: `budget_usd` (train, RL): default None, no budget
 BudgetUsd = Annotated[float | None, Field(gt=0, le=MAX_USD, description="spend at most this (USD)")]
+#: what may be used, by name (`providers`, `regions` of train, serve and RL): at least one;
+#: default None, every one. Each kind says which in its own words.
+AllowedNames = Annotated[tuple[str, ...] | None, Field(min_length=1)]
+#: the same of GPU types (ids or aliases: an RL job's and its pools' `*gpu_types`)
+AllowedGpuTypes = Annotated[tuple[GpuName, ...] | None, Field(min_length=1)]
 #: `gpu_types` (train, serve): default None, every GPU type
-GpuTypes = Annotated[
-    tuple[GpuName, ...] | None,
-    Field(min_length=1, description="GPU types allowed (ids or aliases; old name: gpus)"),
-]
+GpuTypes = Annotated[AllowedGpuTypes, Field(description="GPU types allowed (ids or aliases; old name: gpus)")]
 #: `pricing` (train, RL; a serving job allows fewer models): default ("on_demand",)
 PricingModels = Annotated[tuple[PricingModel, ...], Field(min_length=1, description="pricing models allowed")]
 #: `cloud` (train, serve, RL): default True

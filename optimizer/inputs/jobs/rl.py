@@ -34,9 +34,14 @@ from optimizer.inputs.jobs.common import (
     StrictModel,
     confidence_field,
 )
-from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, PricingModels
+from optimizer.inputs.jobs.constraint_fields import (
+    AllowedGpuTypes,
+    AllowedNames,
+    BudgetUsd,
+    CloudAllowed,
+    PricingModels,
+)
 from optimizer.inputs.jobs.kind import job_of_kind
-from optimizer.inputs.jobs.strict import GpuName
 from optimizer.inputs.toml_file import read_toml_as
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.vocabulary import RL_KINDS
@@ -64,11 +69,11 @@ class RlPools(StrictModel):
         description="colocated (phases alternate on one pool, verl hybrid engine) | separate "
         "(a generation pool and a training pool, OpenRLHF / NeMo-RL non-colocated) | either",
     )
-    generation_gpu_types: tuple[GpuName, ...] | None = Field(
-        default=None, min_length=1, description="GPU types the generation pool may use (default: all)"
+    generation_gpu_types: AllowedGpuTypes = Field(
+        default=None, description="GPU types the generation pool may use (default: all)"
     )
-    training_gpu_types: tuple[GpuName, ...] | None = Field(
-        default=None, min_length=1, description="GPU types the training pool may use (default: all)"
+    training_gpu_types: AllowedGpuTypes = Field(
+        default=None, description="GPU types the training pool may use (default: all)"
     )
     max_gpus_per_pool: int = Field(
         default=64, gt=0, le=1024, description="at most this many GPUs in one pool"
@@ -165,11 +170,11 @@ class RlConstraints(StrictModel):
     )
     budget_usd: BudgetUsd = None
     confidence: float = confidence_field("the deadline and the budget are met")
-    gpu_types: tuple[GpuName, ...] | None = Field(
-        default=None, min_length=1, description="GPU types allowed in either pool (default: all)"
+    gpu_types: AllowedGpuTypes = Field(
+        default=None, description="GPU types allowed in either pool (default: all)"
     )
-    providers: tuple[str, ...] | None = Field(default=None, min_length=1, description="providers allowed")
-    regions: tuple[str, ...] | None = Field(default=None, min_length=1, description="regions allowed")
+    providers: AllowedNames = Field(default=None, description="providers allowed")
+    regions: AllowedNames = Field(default=None, description="regions allowed")
     pricing: PricingModels = ("on_demand",)
     cloud: CloudAllowed = True
 

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from optimizer.inputs.jobs.common import StrictModel, confidence_field
-from optimizer.inputs.jobs.constraint_fields import CloudAllowed, GpuTypes
+from optimizer.inputs.jobs.constraint_fields import AllowedNames, CloudAllowed, GpuTypes
 from optimizer.inputs.jobs.kind import job_of_kind
 from optimizer.inputs.jobs.strict import RenamedFieldsModel
 from optimizer.inputs.jobs.train import JobFile, stack_name
@@ -223,15 +223,13 @@ class ServeConstraints(RenamedFieldsModel):
         "latency targets and the request rate are met (slower replicas than the median prediction)"
     )
     gpu_types: GpuTypes = None
-    providers: tuple[str, ...] | None = Field(
+    providers: AllowedNames = Field(
         default=None,
-        min_length=1,
-        description="providers allowed (aws, gcp, azure, "
-        "lambda, oci, runpod, vast, coreweave; `ccopt "
-        "prices`); default: all",
+        description="providers allowed (aws, gcp, azure, lambda, oci, runpod, vast, coreweave; "
+        "`ccopt prices`); default: all",
     )
-    regions: tuple[str, ...] | None = Field(
-        default=None, min_length=1, description="regions allowed (as in `ccopt prices`); default: all"
+    regions: AllowedNames = Field(
+        default=None, description="regions allowed (as in `ccopt prices`); default: all"
     )
     pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = Field(
         default=("on_demand",), min_length=1, description="pricing models allowed"

@@ -26,6 +26,7 @@ from optimizer.inputs.jobs.common import (
     stack_name,
 )
 from optimizer.inputs.jobs.constraint_fields import (
+    AllowedNames,
     BudgetUsd,
     CloudAllowed,
     DutyCycle,
@@ -263,14 +264,10 @@ class Constraints(RenamedFieldsModel):
         "the deadline and the budget are met, and the cost minimised is the cost,"
     )
     gpu_types: GpuTypes = None
-    providers: tuple[str, ...] | None = Field(
-        min_length=1,
-        default=None,
-        description="providers allowed (aws, gcp, azure, lambda, oci, runpod, vast, coreweave)",
+    providers: AllowedNames = Field(
+        default=None, description="providers allowed (aws, gcp, azure, lambda, oci, runpod, vast, coreweave)"
     )
-    regions: tuple[str, ...] | None = Field(
-        min_length=1, default=None, description="regions allowed (as in `ccopt prices`)"
-    )
+    regions: AllowedNames = Field(default=None, description="regions allowed (as in `ccopt prices`)")
     pricing: PricingModels = ("on_demand",)
     max_gpus: int | None = Field(
         default=None,
