@@ -12,11 +12,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.configuration.build import build_configuration
+from optimizer.calibrate.points import rebuilt_run
 from optimizer.errors import ConfigError
-from optimizer.inputs.calibration import fit_efficiency, recorded_request
+from optimizer.inputs.calibration import fit_efficiency
 from optimizer.inputs.calibration_store import load_points, point_comm_key, set_fabric_comm
-from optimizer.inputs.request import request_from_options
 from optimizer.model.calibrated import COMM_RANGE, comm_objective
 from optimizer.model.cluster import Cluster
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup
@@ -96,16 +95,11 @@ def fit_fabric(
 
 def _rebuilt(point: dict[str, Any], prices: str | Path | None, offline: bool | None) -> FabricRun | None:
     """A stored run rebuilt from its recorded request (None when it cannot be)."""
-    request = recorded_request(point)
     step = (point.get("measured") or {}).get("step_time_s")
-    if request is None or not step:
+    if not step:
         return None
-    try:
-        req = request_from_options({"gpu": point["gpu"], "precision": point["precision"], **request})
-        built = build_configuration(req, prices, offline)
-    except ConfigError:
-        return None
-    if built.setup is None or built.layout is None:
+    built = rebuilt_run(point, prices, offline)
+    if built is None or built.setup is None or built.layout is None:
         return None
     return FabricRun(point["id"], built.spec, built.setup, built.layout, built.cluster, float(step))
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.configuration.build import build_configuration
+from optimizer.configuration.build import Built, build_configuration
 from optimizer.configuration.evaluate import evaluate
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import recorded_request
@@ -27,6 +27,7 @@ from optimizer.model.spec import ModelSpec
 from optimizer.model.step_time import training_step_time
 
 __all__ = [
+    "rebuilt_run",
     "group_runs",
     "scope_sentence",
     "layout_words",
@@ -52,16 +53,28 @@ def layout_words(measured: dict[str, Any]) -> str | None:
     return " ".join(parts)
 
 
-def _predicted_step_s(
-    point: dict[str, Any], a: PerfAssumptions, prices: str | Path | None, offline: bool | None
-) -> float | None:
-    """Estimate of a stored run's recorded request under `a` (None when it cannot be rebuilt)."""
+def rebuilt_run(point: dict[str, Any], prices: str | Path | None, offline: bool | None) -> Built | None:
+    """The configuration a stored run was measured on, rebuilt from its recorded request as
+    estimate builds one (None: the run records no request, or it no longer builds)."""
     request = recorded_request(point)
     if request is None:
         return None
     try:
         req = request_from_options({"gpu": point["gpu"], "precision": point["precision"], **request})
-        out = evaluate(build_configuration(req, prices, offline), a)
+        return build_configuration(req, prices, offline)
+    except ConfigError:
+        return None
+
+
+def _predicted_step_s(
+    point: dict[str, Any], a: PerfAssumptions, prices: str | Path | None, offline: bool | None
+) -> float | None:
+    """Estimate of a stored run's recorded request under `a` (None when it cannot be rebuilt)."""
+    built = rebuilt_run(point, prices, offline)
+    if built is None:
+        return None
+    try:
+        out = evaluate(built, a)
     except ConfigError:
         return None
     return out["step"]["time_s"] if out.get("step") else None

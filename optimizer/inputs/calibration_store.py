@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = [
     "read_store",
+    "checked_store",
     "write_store",
     "update_store",
     "store_lock",
@@ -70,6 +71,14 @@ def read_store(file: Path) -> dict[str, Any]:
     """The store's JSON document ({"entries": {}} when absent). Raises ConfigError if it is not
     a regular file of valid JSON (calibration_file.read_calibration_document)."""
     return read_calibration_document(file)
+
+
+def checked_store(path: Path | None = None) -> tuple[Path, dict[str, Any]]:
+    """The store's file (`path`, else $CCOPT_CALIBRATION's) and its document, once
+    check_calibration_store has passed it. Raises ConfigError for a store that is not valid."""
+    file = path or calibration_path()
+    check_calibration_store(file)
+    return file, read_store(file)
 
 
 def write_store(file: Path, data: dict[str, Any]) -> None:
@@ -160,9 +169,7 @@ def _legacy_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 def load_points(path: Path | None = None) -> list[dict[str, Any]]:
     """Every stored run of a transformer, oldest first (old `entries` last, marked legacy).
     Raises ConfigError for a store that is not valid."""
-    file = path or calibration_path()
-    check_calibration_store(file)
-    return load_points_of(read_store(file))
+    return load_points_of(checked_store(path)[1])
 
 
 def point_comm_key(point: dict[str, Any]) -> tuple[str, str, str, int, float] | None:
@@ -326,9 +333,7 @@ def memory_points_of(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def load_memory_points(path: Path | None = None) -> list[dict[str, Any]]:
     """Every stored measured peak, oldest first. Raises ConfigError for a store not valid."""
-    file = path or calibration_path()
-    check_calibration_store(file)
-    return memory_points_of(read_store(file))
+    return memory_points_of(checked_store(path)[1])
 
 
 def memory_factors_of(points: list[dict[str, Any]]) -> dict[tuple[str, str], float]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration_file import calibration_path, check_calibration_store
-from optimizer.inputs.calibration_store import read_store, update_store
+from optimizer.inputs.calibration_store import checked_store, update_store
 from optimizer.model.profile import MeasuredPoint
 from optimizer.model.setup import CHECKPOINTING, OPTIMIZERS, TRAIN_PRECISIONS
 
@@ -104,11 +104,8 @@ def _point(record: Any, where: str) -> MeasuredPoint:
 
 def load_profile_points(name: str, path: Path | None = None) -> tuple[MeasuredPoint, ...]:
     """The stored runs of model `name` (newest first); empty when none or no store."""
-    file = path or calibration_path()
-    check_calibration_store(file)
-    if not file.is_file():
-        return ()
-    profiles = read_store(file).get("profiles", {})
+    file, store = checked_store(path)
+    profiles = store.get("profiles", {})
     if not isinstance(profiles, dict):
         raise ConfigError(
             f"calibration store {file}: profiles: must be a table of model name → runs; delete or fix it"

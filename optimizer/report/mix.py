@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optimizer.report.place import offering_place
 from optimizer.solve.train.mix.search import MixOutcome, MixPlan
 from optimizer.units import HOURS_PER_DAY
 
@@ -15,11 +16,7 @@ def mix_plan_dict(p: MixPlan) -> dict[str, Any]:
     balanced step, hours and cost."""
     rows = [
         {
-            "gpu": r.offering.gpu_id,
-            "provider": r.offering.provider,
-            "instance": r.offering.instance,
-            "region": r.offering.region,
-            "pricing": r.offering.pricing,
+            **offering_place(r.offering),
             "held": r.held,
             "instances": r.count,
             "gpus": r.gpus,

@@ -7,6 +7,7 @@ from typing import Any
 from optimizer.model.rl.step import RlStep
 from optimizer.report.contract.common import emit, explanation_of
 from optimizer.report.contract.rl import RlOutput
+from optimizer.report.place import offering_place
 from optimizer.solve.rl.candidates import RlCandidate
 from optimizer.solve.rl.options import PoolOption
 from optimizer.solve.rl.plan import RlResult
@@ -18,14 +19,10 @@ def _pool(p: PoolOption, role: str) -> dict[str, Any]:
     off = p.offering
     out: dict[str, Any] = {
         "role": role,
-        "gpu": off.gpu_id,
+        **offering_place(off),
         "gpus": p.gpus,
         "instances": p.instances,
         "gpus_per_instance": off.gpus_per_instance,
-        "provider": off.provider,
-        "instance": off.instance,
-        "region": off.region,
-        "pricing": off.pricing,
         "usd_per_hour": round(p.usd_per_hour, 4),
         "network_gbps": p.network_gbps,
     }

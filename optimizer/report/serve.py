@@ -7,6 +7,7 @@ from typing import Any
 from optimizer.errors import Status
 from optimizer.report.contract.common import emit, explanation_of, rejected_list, significant
 from optimizer.report.contract.serve import ServeCompareOutput, ServeOutput
+from optimizer.report.place import offering_place
 from optimizer.report.train import solver_block
 from optimizer.solve.serve.result import Deployment, ServeComparison, ServeResult
 
@@ -24,16 +25,12 @@ def _memory(d: Deployment) -> dict[str, float]:
 def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
     o, off = d.option, d.option.offering
     return {
-        "gpu": off.gpu_id,
+        **offering_place(off),
         "gpus": d.gpus,
         "tp": o.tp,
         "precision": quant,
         "quantization": quant,
         "replicas": d.replicas,
-        "provider": off.provider,
-        "instance": off.instance,
-        "pricing": off.pricing,
-        "region": off.region,
         "instances": d.instances,
         "gpus_per_instance": off.gpus_per_instance,
         "batch": o.batch,

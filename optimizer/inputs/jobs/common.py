@@ -12,6 +12,7 @@ from pydantic import ConfigDict, Field, ValidationError, create_model, field_val
 
 from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.hardware import HARDWARE_OVERRIDES, Hardware, HardwareEntry, entries_old_names
+from optimizer.inputs.jobs.kind import workload_kind
 from optimizer.inputs.jobs.limits import MAX_DAYS, MAX_TOKENS, MAX_USD
 from optimizer.inputs.jobs.pricing import PriceOverlay
 from optimizer.inputs.jobs.profile import MeasuredIn, ProfileIn
@@ -479,16 +480,6 @@ def coerce_document(
     if isinstance(doc, cls):
         return doc, None
     raise ConfigError(f"{field}: expected a path, a dict or a {cls.__name__}, got {type(doc).__name__}")
-
-
-def workload_kind(data: object, default: str | None = None) -> object:
-    """The `workload.kind` a decoded job table names, before it is validated (which planner it
-    is for): `default` when the workload is missing, not a table or names no kind; None when
-    `data` is not a table."""
-    if not isinstance(data, dict):
-        return None
-    workload = data.get("workload")
-    return workload.get("kind", default) if isinstance(workload, dict) else default
 
 
 def confidence_field(meets: str) -> Any:

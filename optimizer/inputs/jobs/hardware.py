@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from optimizer.inputs.aliases import rename_old_fields
+from optimizer.inputs.jobs.constraint_fields import DutyCycle, JobsPerMonth
 from optimizer.inputs.jobs.limits import MAX_USD
 from optimizer.inputs.jobs.strict import GpuName, RenamedFieldsModel, StrictModel
 
@@ -128,18 +129,14 @@ class HardwareEntry(RenamedFieldsModel):
         description="host / colocation / operations fee of one box a month, USD, paid busy or idle "
         "(buy, or owned with charge_capital; default 0)",
     )
-    jobs_per_month: float | None = Field(
+    jobs_per_month: JobsPerMonth = Field(
         default=None,
-        gt=0,
-        le=10_000,
         description="[[capacity.owned]] with charge_capital: jobs a month the box does over its "
         "holding period; its net capital and ops fee are spread over them, as a plan spreads a "
         "bought box's (default: busy back to back). A job file says constraints.jobs_per_month",
     )
-    duty_cycle: float | None = Field(
+    duty_cycle: DutyCycle = Field(
         default=None,
-        gt=0,
-        le=1,
         description="[[capacity.owned]] with charge_capital: the share of the month the box is busy "
         "(instead of jobs_per_month). A job file says constraints.duty_cycle",
     )

@@ -28,18 +28,21 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from optimizer.errors import ConfigError
 from optimizer.inputs.jobs.common import (
     MAX_DAYS,
     JobFile,
     StrictModel,
     confidence_field,
-    workload_kind,
 )
-from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, PricingModels
-from optimizer.inputs.jobs.strict import GpuName
+from optimizer.inputs.jobs.constraint_fields import (
+    AllowedGpuTypes,
+    AllowedNames,
+    BudgetUsd,
+    CloudAllowed,
+    PricingModels,
+)
+from optimizer.inputs.jobs.kind import job_of_kind
 from optimizer.inputs.toml_file import read_toml_as
-from optimizer.inputs.validation import validated
 from optimizer.model.rl.setup import RlAssumptions, RlSetup
 from optimizer.vocabulary import RL_KINDS
 
@@ -66,11 +69,11 @@ class RlPools(StrictModel):
         description="colocated (phases alternate on one pool, verl hybrid engine) | separate "
         "(a generation pool and a training pool, OpenRLHF / NeMo-RL non-colocated) | either",
     )
-    generation_gpu_types: tuple[GpuName, ...] | None = Field(
-        default=None, min_length=1, description="GPU types the generation pool may use (default: all)"
+    generation_gpu_types: AllowedGpuTypes = Field(
+        default=None, description="GPU types the generation pool may use (default: all)"
     )
-    training_gpu_types: tuple[GpuName, ...] | None = Field(
-        default=None, min_length=1, description="GPU types the training pool may use (default: all)"
+    training_gpu_types: AllowedGpuTypes = Field(
+        default=None, description="GPU types the training pool may use (default: all)"
     )
     max_gpus_per_pool: int = Field(
         default=64, gt=0, le=1024, description="at most this many GPUs in one pool"
@@ -167,11 +170,11 @@ class RlConstraints(StrictModel):
     )
     budget_usd: BudgetUsd = None
     confidence: float = confidence_field("the deadline and the budget are met")
-    gpu_types: tuple[GpuName, ...] | None = Field(
-        default=None, min_length=1, description="GPU types allowed in either pool (default: all)"
+    gpu_types: AllowedGpuTypes = Field(
+        default=None, description="GPU types allowed in either pool (default: all)"
     )
-    providers: tuple[str, ...] | None = Field(default=None, min_length=1, description="providers allowed")
-    regions: tuple[str, ...] | None = Field(default=None, min_length=1, description="regions allowed")
+    providers: AllowedNames = Field(default=None, description="providers allowed")
+    regions: AllowedNames = Field(default=None, description="regions allowed")
     pricing: PricingModels = ("on_demand",)
     cloud: CloudAllowed = True
 
@@ -213,13 +216,14 @@ def rl_job_from_dict(data: dict[str, Any], source: str = "job") -> RlJob:
     Raises:
         ConfigError: one line naming the file, the field, the problem and allowed values.
     """
-    kind = workload_kind(data)
-    if kind not in RL_KINDS:
-        raise ConfigError(
-            f"{source}: workload.kind: {kind!r} is not an RL job; allowed: {', '.join(RL_KINDS)} "
-            '(`ccopt plan` for training kinds, `ccopt serve` for kind = "serve")'
-        )
-    return validated(RlJob, data, source)
+    return job_of_kind(
+        RlJob,
+        data,
+        source,
+        takes=lambda kind: kind in RL_KINDS,
+        refusal=f"is not an RL job; allowed: {', '.join(RL_KINDS)} "
+        '(`ccopt plan` for training kinds, `ccopt serve` for kind = "serve")',
+    )
 
 
 def load_rl_job(path: str | Path) -> tuple[RlJob, Path]:

@@ -26,13 +26,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from optimizer.errors import ConfigError
-from optimizer.inputs.jobs.common import StrictModel, confidence_field, workload_kind
-from optimizer.inputs.jobs.constraint_fields import CloudAllowed, GpuTypes
+from optimizer.inputs.jobs.common import StrictModel, confidence_field
+from optimizer.inputs.jobs.constraint_fields import AllowedNames, CloudAllowed, GpuTypes
+from optimizer.inputs.jobs.kind import job_of_kind
 from optimizer.inputs.jobs.strict import RenamedFieldsModel
 from optimizer.inputs.jobs.train import JobFile, stack_name
 from optimizer.inputs.toml_file import read_toml_as
-from optimizer.inputs.validation import validated
 from optimizer.model.layout import TP_DEGREES
 
 __all__ = [
@@ -224,15 +223,13 @@ class ServeConstraints(RenamedFieldsModel):
         "latency targets and the request rate are met (slower replicas than the median prediction)"
     )
     gpu_types: GpuTypes = None
-    providers: tuple[str, ...] | None = Field(
+    providers: AllowedNames = Field(
         default=None,
-        min_length=1,
-        description="providers allowed (aws, gcp, azure, "
-        "lambda, oci, runpod, vast, coreweave; `ccopt "
-        "prices`); default: all",
+        description="providers allowed (aws, gcp, azure, lambda, oci, runpod, vast, coreweave; "
+        "`ccopt prices`); default: all",
     )
-    regions: tuple[str, ...] | None = Field(
-        default=None, min_length=1, description="regions allowed (as in `ccopt prices`); default: all"
+    regions: AllowedNames = Field(
+        default=None, description="regions allowed (as in `ccopt prices`); default: all"
     )
     pricing: tuple[Literal["on_demand", "spot", "reserved_1y", "reserved_3y"], ...] = Field(
         default=("on_demand",), min_length=1, description="pricing models allowed"
@@ -317,13 +314,14 @@ def serve_job_from_dict(data: dict[str, Any], source: str = "job") -> ServeJob:
     Raises:
         ConfigError: one line naming the field, the problem and allowed values.
     """
-    kind = workload_kind(data, "serve")
-    if kind != "serve":
-        raise ConfigError(
-            f"{source}: workload.kind: {kind!r} is not a serving job; use "
-            'kind = "serve" (or `ccopt plan` for training jobs)'
-        )
-    return validated(ServeJob, data, source)
+    return job_of_kind(
+        ServeJob,
+        data,
+        source,
+        takes=lambda kind: kind == "serve",
+        refusal='is not a serving job; use kind = "serve" (or `ccopt plan` for training jobs)',
+        default_kind="serve",
+    )
 
 
 def load_serve_job(path: str | Path) -> tuple[ServeJob, Path]:

@@ -24,16 +24,24 @@ from optimizer.inputs.jobs.common import (
     confidence_field,
     format_validation_error,
     stack_name,
-    workload_kind,
 )
-from optimizer.inputs.jobs.constraint_fields import BudgetUsd, CloudAllowed, GpuTypes, PricingModels
+from optimizer.inputs.jobs.constraint_fields import (
+    AllowedNames,
+    BudgetUsd,
+    CloudAllowed,
+    DutyCycle,
+    GpuTypes,
+    JobsPerMonth,
+    PricingModels,
+)
 from optimizer.inputs.jobs.data import DataSpec
+from optimizer.inputs.jobs.kind import job_of_kind
 from optimizer.inputs.jobs.limits import MAX_GPUS_PER_INSTANCE, MAX_USD_PER_GPU_HOUR
 from optimizer.inputs.jobs.progress import Progress
 from optimizer.inputs.jobs.search import Search
 from optimizer.inputs.jobs.strict import RenamedFieldsModel
 from optimizer.inputs.toml_file import read_toml_as
-from optimizer.inputs.validation import check_number, validated
+from optimizer.inputs.validation import check_number
 from optimizer.model.bands import CONFIDENCE_RANGE
 from optimizer.model.profile import SAMPLE_UNITS, SampleProfile
 from optimizer.model.setup import (
@@ -256,14 +264,10 @@ class Constraints(RenamedFieldsModel):
         "the deadline and the budget are met, and the cost minimised is the cost,"
     )
     gpu_types: GpuTypes = None
-    providers: tuple[str, ...] | None = Field(
-        min_length=1,
-        default=None,
-        description="providers allowed (aws, gcp, azure, lambda, oci, runpod, vast, coreweave)",
+    providers: AllowedNames = Field(
+        default=None, description="providers allowed (aws, gcp, azure, lambda, oci, runpod, vast, coreweave)"
     )
-    regions: tuple[str, ...] | None = Field(
-        min_length=1, default=None, description="regions allowed (as in `ccopt prices`)"
-    )
+    regions: AllowedNames = Field(default=None, description="regions allowed (as in `ccopt prices`)")
     pricing: PricingModels = ("on_demand",)
     max_gpus: int | None = Field(
         default=None,
@@ -314,18 +318,14 @@ class Constraints(RenamedFieldsModel):
     activation_checkpointing: tuple[str, ...] = Field(
         min_length=1, default=CHECKPOINTING, description="modes allowed (old name: checkpointing)"
     )
-    jobs_per_month: float | None = Field(
+    jobs_per_month: JobsPerMonth = Field(
         default=None,
-        gt=0,
-        le=10_000,
         description="how often this job runs: the boxes of [[hardware.buy]] (and owned ones "
         "with charge_capital) carry their net capital over these jobs, and rent-or-buy compares "
         "at this rate (default: back to back; or give duty_cycle)",
     )
-    duty_cycle: float | None = Field(
+    duty_cycle: DutyCycle = Field(
         default=None,
-        gt=0,
-        le=1,
         description="instead of jobs_per_month: the share of the month the boxes are busy with "
         "such jobs (1 = back to back)",
     )
@@ -484,12 +484,14 @@ def fit_job_to_model(job: _J, model: ModelSpec | SampleProfile) -> _J:
 
 def job_from_dict(data: dict[str, Any], source: str = "job") -> Job:
     """Validate a decoded job table; ConfigError with one line on failure."""
-    kind = workload_kind(data)
-    if kind in RL_KINDS:  # an RL post-training job: its own planner (optimizer/solve/rl)
-        raise ConfigError(
-            f"{source}: workload.kind: {kind!r} is an RL post-training job; run `ccopt rl` on it"
-        )
-    return validated(Job, data, source)
+    # an RL post-training job has its own planner (optimizer/solve/rl)
+    return job_of_kind(
+        Job,
+        data,
+        source,
+        takes=lambda kind: kind not in RL_KINDS,
+        refusal="is an RL post-training job; run `ccopt rl` on it",
+    )
 
 
 def load_job(path: str | Path) -> tuple[Job, Path]:

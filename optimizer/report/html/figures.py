@@ -19,6 +19,7 @@ __all__ = [
     "styled",
     "add_part_bars",
     "cost_chart",
+    "stacked_bar_chart",
     "vertical_line",
     "chosen_marker",
     "no_plan_markers",
@@ -86,6 +87,19 @@ def add_part_bars(
             marker_color=PALETTE[i % len(PALETTE)],
             hovertemplate=hover + "<extra>" + name + "</extra>",
         )
+
+
+def stacked_bar_chart(fig: go.Figure, title: str, height_px: int, x_title: str) -> go.Figure:
+    """styled() for horizontal bars of parts stacked from 0 (a GPU's memory, a step, a run's
+    hours), the legend beside them."""
+    return styled(
+        fig,
+        title,
+        height_px,
+        side_legend=True,
+        barmode="stack",
+        xaxis={"title": x_title, "rangemode": "tozero"},
+    )
 
 
 def cost_chart(fig: go.Figure, title: str, height_px: int, x_title: str, y_title: str) -> go.Figure:
@@ -173,14 +187,7 @@ def memory_figure(rows: Sequence[tuple[str, dict[str, Any], float | None]]) -> g
                 marker={"symbol": "line-ns-open", "size": size, "color": color, "line": {"width": width}},
                 hovertemplate=hover,
             )
-    return styled(
-        fig,
-        "Memory per GPU (GiB)",
-        max(320, 150 + 60 * len(rows)),
-        side_legend=True,
-        barmode="stack",
-        xaxis={"title": "GiB", "rangemode": "tozero"},
-    )
+    return stacked_bar_chart(fig, "Memory per GPU (GiB)", max(320, 150 + 60 * len(rows)), "GiB")
 
 
 def step_figure(plan: dict[str, Any]) -> go.Figure:
@@ -214,14 +221,7 @@ def step_figure(plan: dict[str, Any]) -> go.Figure:
             },
             hovertemplate="%{x:.3f} s",
         )
-    return styled(
-        fig,
-        "Step time (s)",
-        220,
-        side_legend=True,
-        barmode="stack",
-        xaxis={"title": "seconds per optimizer step", "rangemode": "tozero"},
-    )
+    return stacked_bar_chart(fig, "Step time (s)", 220, "seconds per optimizer step")
 
 
 def pareto_figure(

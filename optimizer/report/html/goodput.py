@@ -8,7 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from optimizer.report.html.figures import add_part_bars, figure_chart, styled
+from optimizer.report.html.figures import add_part_bars, figure_chart, stacked_bar_chart
 from optimizer.report.html.page import Section, Table, num
 
 __all__ = ["goodput_section", "goodput_figure", "GOODPUT_PARTS"]
@@ -28,14 +28,7 @@ def goodput_figure(goodput: dict[str, Any]) -> go.Figure:
     """One horizontal bar of the run's hours, a segment per part."""
     fig = go.Figure()
     add_part_bars(fig, "run", goodput, GOODPUT_PARTS, "%{x:,.2f} h")
-    return styled(
-        fig,
-        f"Whole run (h), goodput {goodput['goodput']:.1%}",
-        220,
-        side_legend=True,
-        barmode="stack",
-        xaxis={"title": "wall-clock hours", "rangemode": "tozero"},
-    )
+    return stacked_bar_chart(fig, f"Whole run (h), goodput {goodput['goodput']:.1%}", 220, "wall-clock hours")
 
 
 def goodput_section(p: dict[str, Any]) -> Section | None:
