@@ -132,6 +132,9 @@ def test_nemo_overrides_give_the_plans_cluster(stack_plans: dict[str, dict[str, 
     assert int(kv["trainer.num_nodes"]) * int(kv["trainer.devices"]) == p["gpus"]
     assert int(kv["model.tensor_model_parallel_size"]) == p["layout"]["tp"]
     assert int(kv["model.global_batch_size"]) == p["global_batch"]
+    # bf16 parameters with fp32 main parameters (the plan's states): NeMo's O2; its default,
+    # megatron_amp_O2: False, keeps fp32 parameters under autocast (megatron_gpt_config.yaml)
+    assert kv["trainer.precision"] == "bf16-mixed" and kv["model.megatron_amp_O2"] == "True"
 
 
 def _stub(bin_dir: Path, name: str, body: str) -> None:

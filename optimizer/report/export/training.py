@@ -216,6 +216,11 @@ def nemo_overrides(t: TrainPlan) -> list[str]:
         out += ["model.activations_checkpoint_method=uniform", "model.activations_checkpoint_num_layers=1"]
     if t.precision == "fp8":
         out.append("model.fp8=True")
+    if t.precision != "fp32":
+        # 16-bit parameters with fp32 main parameters, as the plan counts them; NeMo's default
+        # (megatron_gpt_config.yaml megatron_amp_O2: False) autocasts over fp32 parameters, and
+        # its distributed optimizer refuses to start without O2 ("Distributed optimizers require O2")
+        out.append("model.megatron_amp_O2=True")
     if t.zero_stage == 1:
         out.append("model.optim.name=distributed_fused_adam")
     elif t.zero_stage == 3:
