@@ -59,8 +59,14 @@ def _megatron_parser() -> argparse.ArgumentParser:
         "--untie-embeddings-and-output-weights",
         "--disable-bias-linear",
         "--grad-reduce-in-bf16",
+        "--overlap-grad-reduce",
+        "--overlap-param-gather",
+        "--fp8-param-gather",
     ):
         p.add_argument(name, action="store_true")
+    p.add_argument(
+        "--no-gradient-accumulation-fusion", dest="gradient_accumulation_fusion", action="store_false"
+    )
     p.add_argument("--deepspeed", action="store_true")
     p.add_argument("--deepspeed_config")
     p.add_argument("--recompute-granularity", choices=["full", "selective"])
@@ -114,6 +120,9 @@ def test_megatron_arguments_parse_and_give_the_plans_layout(
         # validate_args); the Megatron-Core plan counts 2-byte gradients (NeMo perf recipes'
         # grad_reduce_in_fp32 = False), DeepSpeed's plan leaves them to DeepSpeed
         assert args.bf16 and args.grad_reduce_in_bf16 == (stack == "megatron-core")
+        # the overlap the plan counts (stacks.toml dp_overlap) is off by default in Megatron-LM
+        assert args.overlap_grad_reduce == (stack == "megatron-core")
+        assert args.overlap_param_gather == (stack == "megatron-core" and lay["zero_stage"] == 1)
 
 
 def test_megatron_refuses_zero_2_it_cannot_run() -> None:

@@ -84,7 +84,11 @@ def _torchtune(t: TrainPlan) -> str:
     values: dict[str, Any] = {}
     for item in torchtune_overrides(t):
         key, value = item.split("=", 1)
-        values[key] = int(value) if value.isdigit() else {"True": True, "False": False}.get(value, value)
+        *tables, name = key.split(".")  # a dotted override is a nested key of the recipe config
+        table = values
+        for part in tables:
+            table = table.setdefault(part, {})
+        table[name] = int(value) if value.isdigit() else {"True": True, "False": False}.get(value, value)
     return (
         comment(t.lines)
         + "# merge into your torchtune recipe config (tune run ... --config)\n"

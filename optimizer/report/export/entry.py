@@ -10,7 +10,7 @@ from optimizer.model.presets import get_preset
 from optimizer.model.spec import ModelSpec
 from optimizer.report.export.common import MASTER_PORT, TrainPlan
 
-__all__ = ["deepspeed_launcher", "megatron_model_args", "megatron_arrays", "fabric_env"]
+__all__ = ["deepspeed_launcher", "preset_spec", "megatron_model_args", "megatron_arrays", "fabric_env"]
 
 
 def deepspeed_launcher(t: TrainPlan) -> list[str]:
@@ -23,15 +23,21 @@ def deepspeed_launcher(t: TrainPlan) -> list[str]:
     return [*cmd, "--master_addr", "$MASTER_ADDR", "--master_port", str(MASTER_PORT)]
 
 
-def megatron_model_args(t: TrainPlan) -> list[str] | None:
-    """pretrain_gpt.py's model-shape arguments of a preset model (Megatron-LM
-    megatron/training/arguments.py _add_network_size_args), None for a model ccopt has only as
-    a path or an inline shape (the user fills MODEL_ARGS in)."""
+def preset_spec(t: TrainPlan) -> ModelSpec | None:
+    """The plan's model as a preset transformer (None: a measured profile or a model of its own)."""
     try:
         spec = get_preset(t.model_ref)
     except ConfigError:
         return None
-    if not isinstance(spec, ModelSpec):
+    return spec if isinstance(spec, ModelSpec) else None
+
+
+def megatron_model_args(t: TrainPlan) -> list[str] | None:
+    """pretrain_gpt.py's model-shape arguments of a preset model (Megatron-LM
+    megatron/training/arguments.py _add_network_size_args), None for a model ccopt has only as
+    a path or an inline shape (the user fills MODEL_ARGS in)."""
+    spec = preset_spec(t)
+    if spec is None:
         return None
     args = [
         "--num-layers", str(spec.layers), "--hidden-size", str(spec.hidden),

@@ -16,6 +16,7 @@ from optimizer.report.export.common import (
     shell_exports,
     wall_time,
 )
+from optimizer.report.export.defaults import ACCELERATE_FSDP_WRAP
 from optimizer.report.export.training import (
     DEEPSPEED_FILE,
     TRAIN_SCRIPT_GUARD,
@@ -154,7 +155,7 @@ def _accelerate_args(t: TrainPlan) -> list[str]:
     elif t.stack == "fsdp" and t.zero_stage >= 1:
         strategy = "FULL_SHARD" if t.zero_stage == 3 else "SHARD_GRAD_OP"
         args += [
-            "--use_fsdp", "--fsdp_sharding_strategy", strategy,
+            "--use_fsdp", "--fsdp_sharding_strategy", strategy, *ACCELERATE_FSDP_WRAP,
             "--fsdp_offload_params", str(t.offload != "none").lower(),
             "--fsdp_activation_checkpointing", str(t.checkpointing != "none").lower(),
             "--mixed_precision", precision,

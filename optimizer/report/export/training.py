@@ -11,7 +11,20 @@ from optimizer.errors import ConfigError
 from optimizer.model.layout import pipeline_zero_stages
 from optimizer.model.stacks import get_stack
 from optimizer.report.export.common import MASTER_PORT, TrainPlan, toml_text
-from optimizer.report.export.entry import deepspeed_launcher, fabric_env, megatron_arrays, megatron_model_args
+from optimizer.report.export.defaults import (
+    hf_trainer_args,
+    megatron_default_args,
+    nemo_default_overrides,
+    torchtitan_defaults,
+    torchtune_default_overrides,
+)
+from optimizer.report.export.entry import (
+    deepspeed_launcher,
+    fabric_env,
+    megatron_arrays,
+    megatron_model_args,
+    preset_spec,
+)
 
 __all__ = [
     "deepspeed_config",
@@ -180,6 +193,7 @@ def megatron_args(t: TrainPlan) -> list[str]:
     elif t.precision == "fp8":
         args += ["--bf16", "--fp8-format", "hybrid"]
     args += _grad_dtype(t)
+    args += megatron_default_args(t, preset_spec(t))
     args += _recompute(t)
     args += ["--optimizer", "sgd" if t.optimizer == "sgd" else "adam"]
     if t.stack == "megatron-deepspeed":
@@ -225,7 +239,7 @@ def nemo_overrides(t: TrainPlan) -> list[str]:
         out.append("model.optim.name=distributed_fused_adam")
     elif t.zero_stage == 3:
         out.append("model.fsdp=True")
-    return out
+    return out + nemo_default_overrides(t)
 
 
 def _need_stack(t: TrainPlan, fmt: str) -> None:
@@ -257,6 +271,8 @@ def _torchtitan_values(t: TrainPlan) -> dict[str, dict[str, Any]]:
         # (torchtitan Parallelism.pipeline_parallel_schedule, torch.distributed.pipelining)
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if t.vp > 1 else "1F1B"
         local = t.micro_batch * t.grad_accum
+    ac, reshard = torchtitan_defaults(t)
+    parallelism.update(reshard)
     return {
         "training": {
             "local_batch_size": local,
@@ -266,7 +282,7 @@ def _torchtitan_values(t: TrainPlan) -> dict[str, dict[str, Any]]:
             "mixed_precision_param": _TORCH_DTYPE[t.precision],
         },
         "parallelism": parallelism,
-        "activation_checkpoint": {"mode": t.checkpointing},
+        "activation_checkpoint": {"mode": t.checkpointing, **ac},
     }
 
 
@@ -301,6 +317,7 @@ def torchtune_overrides(t: TrainPlan) -> list[str]:
         f"fsdp_reshard_after_forward={t.zero_stage == 3}",  # False: ZeRO-2 (weights kept gathered)
         f"max_steps_per_epoch={t.steps}",
         "epochs=1",
+        *torchtune_default_overrides(t),
     ]
 
 
@@ -446,7 +463,7 @@ def launch_lines(t: TrainPlan) -> str:
     elif t.stack == "deepspeed":
         cmd = [*deepspeed_launcher(t), "$TRAIN_SCRIPT", "--deepspeed", "--deepspeed_config", DEEPSPEED_FILE]
     elif t.stack in _DEEPSPEED_STACKS:  # hf-trainer: the Trainer's --deepspeed FILE
-        cmd = [*_TORCHRUN, "$TRAIN_SCRIPT", "--deepspeed", DEEPSPEED_FILE]
+        cmd = [*_TORCHRUN, "$TRAIN_SCRIPT", "--deepspeed", DEEPSPEED_FILE, *hf_trainer_args(t)]
     else:  # generic, fsdp, unsloth, litgpt: the script reads the CCOPT_* layout variables
         cmd = [*_TORCHRUN, "$TRAIN_SCRIPT"]
     guard = TRAIN_SCRIPT_GUARD if "$TRAIN_SCRIPT" in cmd else ""

@@ -1,0 +1,118 @@
+"""What each framework would do differently from the plan if left at its defaults, written out.
+
+An exported file sets the layout; everything it leaves out runs at the framework's default.
+Where a default would hold more memory than the plan counts, run slower than it assumes, or
+refuse to start, the export writes the setting the plan assumed (each cited to the framework's
+source). Used by training.py (Megatron-LM, NeMo, torchtitan, torchtune, HF Trainer) and
+launchers.py (accelerate).
+"""
+
+from __future__ import annotations
+
+from optimizer.errors import ConfigError
+from optimizer.model.spec import ModelSpec
+from optimizer.report.export.common import TrainPlan
+
+__all__ = [
+    "hf_trainer_args",
+    "megatron_default_args",
+    "nemo_default_overrides",
+    "torchtitan_defaults",
+    "torchtune_default_overrides",
+    "ACCELERATE_FSDP_WRAP",
+]
+
+#: accelerate's FSDP plugin wraps nothing by default (utils/dataclasses.py: AUTO_WRAP_POLICY
+#: "NO_WRAP" -> auto_wrap_policy None): the whole model would be one FSDP unit, gathered for
+#: the whole step, where the plan counts a few layers gathered at a time
+ACCELERATE_FSDP_WRAP = ["--fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"]
+
+
+def hf_trainer_args(t: TrainPlan) -> list[str]:
+    """The HF Trainer's own flags for what the DeepSpeed JSON also says: transformers'
+    DeepSpeed integration (integrations/deepspeed.py trainer_config_process / _finalize) checks
+    the JSON's micro-batch, accumulation, batch and bf16/fp16 against TrainingArguments
+    (defaults 8, 1, bf16 and fp16 off) and refuses a mismatch; gradient checkpointing is the
+    model's (TrainingArguments.gradient_checkpointing, off by default): the JSON's
+    activation_checkpointing section is read only by deepspeed.checkpointing.configure."""
+    args = [
+        "--per_device_train_batch_size", str(t.micro_batch),
+        "--gradient_accumulation_steps", str(t.grad_accum),
+    ]  # fmt: skip
+    if t.precision in ("bf16", "fp8"):
+        args.append("--bf16")
+    elif t.precision == "fp16":
+        args.append("--fp16")
+    if t.checkpointing != "none":
+        args.append("--gradient_checkpointing")
+    return args
+
+
+def megatron_default_args(t: TrainPlan, spec: ModelSpec | None) -> list[str]:
+    """Megatron-LM flags the plan assumes whose defaults differ (megatron/training/arguments.py):
+    overlapped gradient reduction and parameter gather (--overlap-grad-reduce /
+    --overlap-param-gather, default off; stacks.toml megatron-core dp_overlap 0.95); fp8
+    weights gathered in fp8 with the distributed optimizer (--fp8-param-gather, default off;
+    stacks.toml fp8_params); with --use-torch-fsdp2, no gradient-accumulation fusion (on by
+    default, and asserted off with FSDP2).
+
+    Raises:
+        ConfigError: ZeRO-3 (FSDP2) for a model with tied embeddings, which Megatron-LM asserts
+            against ('--use-torch-fsdp2 requires --untie-embeddings-and-output-weights').
+    """
+    if t.stack == "megatron-deepspeed":
+        return []
+    args = ["--overlap-grad-reduce"]
+    if t.zero_stage == 1:
+        args.append("--overlap-param-gather")
+        if t.precision == "fp8":
+            args.append("--fp8-param-gather")
+    if t.zero_stage == 3:
+        if spec is not None and spec.tied_embeddings:
+            raise ConfigError(
+                f"--export megatron: plan {t.job!r} shards everything (ZeRO-3, --use-torch-fsdp2), "
+                "which Megatron-LM runs only with untied embeddings; the model ties them. Allowed: "
+                "plan with zero_stages = [0, 1], or export torchrun / deepspeed"
+            )
+        args.append("--no-gradient-accumulation-fusion")
+    return args
+
+
+def nemo_default_overrides(t: TrainPlan) -> list[str]:
+    """NeMo overrides the plan assumes: with the distributed optimizer, gradients synchronised
+    in bf16 (Apex DistributedFusedAdam grad_sync_dtype defaults to its fp32 dtype: 2 B per
+    parameter more than the plan's bf16 gradients).
+
+    Raises:
+        ConfigError: fp8 with ZeRO-3 (NeMo megatron_base_model.py: 'Torch FSDP does not
+            support FP8.').
+    """
+    if t.precision == "fp8" and t.zero_stage == 3:
+        raise ConfigError(
+            f"--export nemo: plan {t.job!r} trains in fp8 with ZeRO-3 (model.fsdp), which NeMo "
+            "refuses ('Torch FSDP does not support FP8.'). Allowed: plan with zero_stages = [0, 1] "
+            "or precision bf16, or export megatron"
+        )
+    if t.zero_stage == 1 and t.precision in ("bf16", "fp8"):
+        return ["model.optim.grad_sync_dtype=bf16"]
+    return []
+
+
+def torchtitan_defaults(t: TrainPlan) -> tuple[dict[str, str], dict[str, str]]:
+    """(activation_checkpoint, parallelism) keys the plan assumes (torchtitan config/
+    job_config.py): selective checkpointing per op (selective_ac_option defaults to "2", full
+    checkpointing of every second layer; stacks.toml torchtitan selective_ac "op"); FSDP
+    resharding as the plan's ZeRO stage (fsdp_reshard_after_forward "default" reshards unless
+    pipelined: ZeRO-3 for a ZeRO-2 plan, ZeRO-2 for a pipelined ZeRO-3 one)."""
+    ac = {"selective_ac_option": "op"} if t.checkpointing == "selective" else {}
+    reshard = {2: "never", 3: "always"}.get(t.zero_stage)
+    return ac, ({"fsdp_reshard_after_forward": reshard} if reshard else {})
+
+
+def torchtune_default_overrides(t: TrainPlan) -> list[str]:
+    """torchtune keys the plan assumes: sequences cut and packed to the plan's length (the
+    recipe configs' tokenizer.max_seq_len null and dataset.packed False: unpacked samples of
+    any length, so neither the plan's memory nor its tokens per step hold)."""
+    if not t.seq_len:
+        return []
+    return [f"tokenizer.max_seq_len={t.seq_len}", "dataset.packed=True"]
