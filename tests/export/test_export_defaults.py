@@ -18,7 +18,7 @@ from optimizer.errors import ConfigError
 from optimizer.report.export.common import train_plans
 from optimizer.report.export.defaults import megatron_default_args, nemo_default_overrides
 from optimizer.report.export.entry import preset_spec
-from optimizer.report.export.training import torchtitan_toml
+from optimizer.report.export.training import foundry_fragment, torchtitan_toml
 
 
 def _words_after(text: str, marker: str) -> list[str]:
@@ -88,3 +88,11 @@ def test_megatron_fsdp2_needs_untied_embeddings_and_no_fusion(stack_plans: dict[
         megatron_default_args(zero3, spec.model_copy(update={"tied_embeddings": True}))
     fp8 = megatron_default_args(replace(t, zero_stage=1, precision="fp8"), spec)
     assert "--fp8-param-gather" in fp8 and "--overlap-param-gather" in fp8
+
+
+def test_llm_foundry_refuses_offload_composer_refuses(stack_plans: dict[str, dict[str, Any]]) -> None:
+    """Composer's get_cpu_offload raises 'FSDP CPU Offload not supported yet.' for any offload."""
+    (t,) = train_plans(stack_plans["llm-foundry"], "llm-foundry")
+    assert "cpu_offload" not in foundry_fragment(t)["fsdp_config"]
+    with pytest.raises(ConfigError, match="Composer's FSDP refuses"):
+        foundry_fragment(replace(t, offload="optimizer"))

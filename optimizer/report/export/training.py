@@ -329,6 +329,14 @@ def foundry_fragment(t: TrainPlan) -> dict[str, Any]:
             f"--export llm-foundry: plan {t.job!r} uses tp {t.tp} × pp {t.pp} × cp {t.cp}; "
             "llm-foundry trains with FSDP (data parallel) only"
         )
+    if t.offload != "none":
+        # composer distributed/mosaic_parallelism.py get_cpu_offload: "FSDP CPU Offload not
+        # supported yet."
+        raise ConfigError(
+            f"--export llm-foundry: plan {t.job!r} offloads to CPU, which Composer's FSDP refuses "
+            "('FSDP CPU Offload not supported yet.'). Allowed: plan without offload_optimizer / "
+            "offload_params, or export deepspeed / torchrun"
+        )
     sharding = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}[t.zero_stage]
     precision = {"bf16": "amp_bf16", "fp16": "amp_fp16", "fp32": "fp32", "fp8": "amp_fp8"}[t.precision]
     out: dict[str, Any] = {
@@ -340,7 +348,6 @@ def foundry_fragment(t: TrainPlan) -> dict[str, Any]:
             "sharding_strategy": sharding,
             "mixed_precision": "PURE" if t.precision != "fp32" else "FULL",
             "activation_checkpointing": t.checkpointing != "none",
-            "cpu_offload": t.offload != "none",
         },
     }
     if t.seq_len:
