@@ -38,6 +38,7 @@ __all__ = [
     "parallel_problems",
     "grad_accum_of",
     "stack_zero_stages",
+    "stack_checkpointing",
     "pipeline_zero_stages",
     "tensor_degrees",
     "pipeline_degrees",
@@ -221,6 +222,14 @@ def _stack_problems(
 def stack_zero_stages(stack: StackProfile | None, wanted: Iterable[int]) -> tuple[int, ...]:
     """The stages of `wanted` (a job's constraints.zero_stages) the stack can run."""
     return tuple(z for z in wanted if stack is None or z in stack.zero_stages)
+
+
+def stack_checkpointing(stack: StackProfile | None, wanted: Iterable[str]) -> tuple[str, ...]:
+    """The checkpointing levels of `wanted` (a job's constraints.activation_checkpointing) the
+    stack runs; all of `wanted` when it runs none of them (the job's own choice stands)."""
+    wanted = tuple(wanted)
+    runnable = tuple(c for c in wanted if stack is None or c in stack.checkpointing_modes)
+    return runnable or wanted
 
 
 def pipeline_zero_stages(stack: StackProfile | None, wanted: Iterable[int] = ZERO_STAGES) -> tuple[int, ...]:

@@ -142,6 +142,9 @@ class StackProfile:
     #: the ZeRO stages its launcher runs together with pipeline stages (pp > 1): DeepSpeed's
     #: PipelineEngine and Megatron-LM refuse ZeRO >= 2 there (layout.pipeline_zero_stages)
     pipeline_zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    #: the activation checkpointing levels its launcher can be told to run (layout.
+    #: stack_checkpointing): a stack whose switch checkpoints whole layers has no "selective"
+    checkpointing_modes: tuple[str, ...] = ("none", "selective", "full")
     paged_kv: bool = True
     kv_reservation: str = "max"  # KV admitted per sequence: "max" (prompt + max output) | "average"
     fused_prefill: bool = False  # prompt chunks ride in the decode iterations (in-flight batching)
@@ -186,7 +189,7 @@ _NUMERIC = (
     "kv_memory_fraction",
     "lora_dropout",
 )
-_TUPLES = ("lora_targets", "zero_stages", "pipeline_zero_stages")
+_TUPLES = ("lora_targets", "zero_stages", "pipeline_zero_stages", "checkpointing_modes")
 _FRACTIONS = ("dp_overlap", "tp_overlap", "pp_overlap", "cp_overlap", "kv_memory_fraction")
 
 
@@ -224,6 +227,11 @@ def _resolve(name: str, rows: dict[str, dict[str, Any]]) -> StackProfile:
     for key in ("zero_stages", "pipeline_zero_stages"):
         if not set(merged.get(key, ())) <= {0, 1, 2, 3}:
             raise ConfigError(f"stacks.toml [{name}] {key}: {merged[key]} not within 0-3")
+    modes = merged.get("checkpointing_modes", ("none",))
+    if "none" not in modes or not set(modes) <= {"none", "selective", "full"}:
+        raise ConfigError(
+            f"stacks.toml [{name}] checkpointing_modes: {modes} needs none, within none/selective/full"
+        )
     return StackProfile(name=name, provenance=provenance, **merged)
 
 

@@ -11,8 +11,10 @@ from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.jobs.train import Constraints, Job, fit_job_to_model
 from optimizer.model.host import checkpoint_gb
+from optimizer.model.layout import stack_checkpointing
 from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import get_stack
 from optimizer.pricing.data_cost import with_data
 from optimizer.pricing.offering import Offering
 from optimizer.pricing.offerings import job_offerings
@@ -180,7 +182,10 @@ def prepare_from_offerings(
                     BatchRule(w.batch_sequences, w.batch_tolerance),
                     w.steps_for_batch,
                     zero_stages=zero,
-                    checkpointing=c.activation_checkpointing,
+                    # only the levels the stack's switch runs (stacks.toml checkpointing_modes)
+                    checkpointing=stack_checkpointing(
+                        get_stack(variant.setup.stack), c.activation_checkpointing
+                    ),
                     min_instances=c.min_instances,
                     max_instances=c.max_instances,
                     max_gpus=c.max_gpus,
