@@ -15,6 +15,7 @@ from typing import Any
 
 from optimizer.inputs.gpus import resolve_gpu_id
 from optimizer.model.cluster import StepTime
+from optimizer.model.layout import stack_checkpointing
 from optimizer.model.preemption import Preemption
 from optimizer.model.setup import Layout
 from optimizer.model.stacks import get_stack
@@ -337,8 +338,11 @@ def balanced_split(
     g0, g1 = counts[0] * gpn[0], counts[1] * gpn[1]
     slowest = min(t.first.inter_node_gbps for t in types)
     best: Split | None = None
-    for z in effective_zero_stages(c.zero_stages, get_stack(setup.stack)):
-        shape = MixShape(z, g0 + g1, sum(counts), slowest, tuple(c.activation_checkpointing), headroom_of(c))
+    stack = get_stack(setup.stack)
+    # the ZeRO stages and checkpointing levels the stack runs, as the single-type search keeps to
+    checkpointing = stack_checkpointing(stack, c.activation_checkpointing)
+    for z in effective_zero_stages(c.zero_stages, stack):
+        shape = MixShape(z, g0 + g1, sum(counts), slowest, checkpointing, headroom_of(c))
         for s0 in range(1, (batch - g1) // g0 + 1):
             rest = batch - g0 * s0
             if rest <= 0 or rest % g1:
