@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from optimizer.errors import ConfigError
 from optimizer.model.spec import ModelSpec
+from optimizer.model.stacks import get_stack
 from optimizer.report.export.common import TrainPlan
 
 __all__ = [
@@ -50,6 +51,8 @@ def hf_trainer_args(t: TrainPlan) -> list[str]:
 
 def megatron_default_args(t: TrainPlan, spec: ModelSpec | None) -> list[str]:
     """Megatron-LM flags the plan assumes whose defaults differ (megatron/training/arguments.py):
+    gradients in bf16 when the plan counted 2-byte gradients (--grad-reduce-in-bf16: with --bf16,
+    validate_args otherwise sets accumulate_allreduce_grads_in_fp32, 2 B per parameter more);
     overlapped gradient reduction and parameter gather (--overlap-grad-reduce /
     --overlap-param-gather, default off; stacks.toml megatron-core dp_overlap 0.95); fp8
     weights gathered in fp8 with the distributed optimizer (--fp8-param-gather, default off;
@@ -60,9 +63,11 @@ def megatron_default_args(t: TrainPlan, spec: ModelSpec | None) -> list[str]:
         ConfigError: ZeRO-3 (FSDP2) for a model with tied embeddings, which Megatron-LM asserts
             against ('--use-torch-fsdp2 requires --untie-embeddings-and-output-weights').
     """
-    if t.stack == "megatron-deepspeed":
+    if t.stack == "megatron-deepspeed":  # DeepSpeed's JSON decides these
         return []
-    args = ["--overlap-grad-reduce"]
+    bf16_params = t.precision in ("bf16", "fp8")
+    args = ["--grad-reduce-in-bf16"] if bf16_params and not get_stack(t.stack).fp32_grad_buffer else []
+    args.append("--overlap-grad-reduce")
     if t.zero_stage == 1:
         args.append("--overlap-param-gather")
         if t.precision == "fp8":

@@ -147,17 +147,6 @@ def _recompute(t: TrainPlan) -> list[str]:
     return []
 
 
-def _grad_dtype(t: TrainPlan) -> list[str]:
-    """`--grad-reduce-in-bf16` when the plan counted 2-byte gradients: with --bf16, Megatron-LM
-    otherwise accumulates and reduces them in fp32 (megatron/training/arguments.py
-    validate_args: accumulate_allreduce_grads_in_fp32 unless grad_reduce_in_bf16), 2 B per
-    parameter more than the plan's memory holds. Megatron-DeepSpeed leaves it to DeepSpeed."""
-    bf16_params = t.precision in ("bf16", "fp8")
-    if t.stack == "megatron-deepspeed" or not bf16_params or get_stack(t.stack).fp32_grad_buffer:
-        return []
-    return ["--grad-reduce-in-bf16"]
-
-
 def megatron_args(t: TrainPlan) -> list[str]:
     """Megatron-LM `pretrain_gpt.py` arguments of the layout (megatron/training/arguments.py).
 
@@ -192,7 +181,6 @@ def megatron_args(t: TrainPlan) -> list[str]:
         args.append(f"--{t.precision}")
     elif t.precision == "fp8":
         args += ["--bf16", "--fp8-format", "hybrid"]
-    args += _grad_dtype(t)
     args += megatron_default_args(t, preset_spec(t))
     args += _recompute(t)
     args += ["--optimizer", "sgd" if t.optimizer == "sgd" else "adam"]
