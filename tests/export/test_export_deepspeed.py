@@ -31,8 +31,18 @@ PUBLISHED = {
     "steps_per_print": int,
     "wall_clock_breakdown": bool,
     "activation_checkpointing": dict,
+    "data_types": dict,
 }
-ZERO_KEYS = {"stage", "offload_optimizer", "offload_param"}
+ZERO_KEYS = {
+    "stage",
+    "offload_optimizer",
+    "offload_param",
+    "contiguous_gradients",
+    "overlap_comm",
+    "reduce_bucket_size",
+    "allgather_bucket_size",
+}
+GIB = 2**30
 
 
 def _strict(text: str) -> dict[str, Any]:
@@ -121,6 +131,57 @@ def test_keys_are_deepspeeds_published_fields(stack_plans: dict[str, dict[str, A
         assert cfg["zero_optimization"]["stage"] in (0, 1, 2, 3)
 
 
+def test_gradient_buckets_fit_the_workspace_the_plan_counts(stack_plans: dict[str, dict[str, Any]]) -> None:
+    """DeepSpeed's default buckets (5e8 elements: 0.93 GiB each in 16 bits, two with overlap_comm
+    in stage_1_and_2.py) would not fit the 0.25 GiB of temporaries a plan counts
+    (PerfAssumptions.workspace_gib); every ZeRO export sets buckets whose buffers do, and the
+    DeepSpeed profile's plans (dp_overlap 0.7) reduce during backward."""
+    seen = 0
+    for cfg, p in _cases(stack_plans):
+        zero = cfg["zero_optimization"]
+        if zero["stage"] == 0:
+            assert "reduce_bucket_size" not in zero  # no ZeRO optimizer reads it
+            continue
+        value_bytes = 4 if p["options"]["precision"] == "fp32" else 2
+        buffers = 1 if zero["stage"] == 3 else 1 + int(zero.get("overlap_comm", False))
+        assert buffers * zero["reduce_bucket_size"] * value_bytes <= 0.25 * GIB
+        assert zero["reduce_bucket_size"] * value_bytes == 100_000_000  # 5e7 16-bit values: 0.093 GiB
+        seen += 1
+    assert seen >= 5
+
+
+def test_deepspeed_profile_overlaps_and_megatron_deepspeed_accumulates_in_fp32() -> None:
+    """The two DeepSpeed profiles as stacks.toml counts them: the DeepSpeed one reduces during
+    backward (overlap_comm on at ZeRO-1/2, where DeepSpeed's default is off); Megatron-DeepSpeed
+    in bf16 runs BF16_Optimizer, which DeepSpeed picks at ZeRO ≤ 1 only with fp32 accumulation."""
+    from optimizer.report.export.common import TrainPlan
+    from optimizer.report.export.training import deepspeed_config
+
+    base = dict(TRAIN_PLAN_FIELDS)
+    ds = deepspeed_config(TrainPlan(**{**base, "stack": "deepspeed", "zero_stage": 2}))
+    assert ds["zero_optimization"]["overlap_comm"] is True
+    assert ds["zero_optimization"]["reduce_bucket_size"] == 50_000_000
+    assert "data_types" not in ds
+    mds = deepspeed_config(TrainPlan(**{**base, "stack": "megatron-deepspeed", "zero_stage": 1}))
+    assert "overlap_comm" not in mds["zero_optimization"]  # DeepSpeed's default (off) as counted
+    assert mds["data_types"] == {"grad_accum_dtype": "fp32"}
+    fp32 = deepspeed_config(TrainPlan(**{**base, "stack": "deepspeed", "zero_stage": 3, "precision": "fp32"}))
+    assert fp32["zero_optimization"]["reduce_bucket_size"] == 25_000_000  # 4-byte values
+    assert deepspeed_config(TrainPlan(**{**base, "stack": "deepspeed"}))["zero_optimization"] == {"stage": 0}
+
+
+#: a one-node bf16 plan, every field a launcher reads (the stack and ZeRO stage set per case)
+TRAIN_PLAN_FIELDS: dict[str, Any] = {
+    "job": "j", "model": "llama-2-7b", "model_ref": "llama-2-7b", "stack": "deepspeed",
+    "workload": "finetune", "seq_len": 4096, "kind": "cloud", "provider": "aws",
+    "region": "us-east-1", "instance": "p4d.24xlarge", "pricing": "on_demand", "gpu": "A100-40GB",
+    "nodes": 1, "gpus_per_node": 8, "gpus": 8, "dp": 8, "tp": 1, "pp": 1, "cp": 1, "vp": 1,
+    "zero_stage": 0, "checkpointing": "full", "micro_batch": 1, "grad_accum": 4,
+    "global_batch": 32, "steps": 100, "precision": "bf16", "optimizer": "adamw",
+    "offload": "none", "sequence_parallel": None, "hours": 1.0, "hours_p90": 1.2,
+}  # fmt: skip
+
+
 class _DataParallel:
     """What DeepSpeedConfig asks an mpu: the data-parallel world size."""
 
@@ -150,6 +211,10 @@ def test_deepspeed_config_class_accepts_every_export(
         assert ds.gradient_accumulation_steps == lay["grad_accum"]
         assert ds.zero_optimization_stage == lay["zero_stage"]
         assert ds.bfloat16_config.enabled is (p["options"]["precision"] in ("bf16", "fp8"))
+        zero = cfg["zero_optimization"]
+        if zero["stage"] > 0:  # DeepSpeed reads the buckets and overlap as written
+            assert ds.zero_config.reduce_bucket_size == zero["reduce_bucket_size"]
+            assert ds.zero_config.overlap_comm is zero.get("overlap_comm", zero["stage"] == 3)
 
 
 def test_deepspeed_class_refuses_a_wrong_triple(monkeypatch: pytest.MonkeyPatch) -> None:

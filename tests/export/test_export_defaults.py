@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import tomllib
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +98,55 @@ def test_llm_foundry_refuses_offload_composer_refuses(stack_plans: dict[str, dic
     assert "cpu_offload" not in foundry_fragment(t)["fsdp_config"]
     with pytest.raises(ConfigError, match="Composer's FSDP refuses"):
         foundry_fragment(replace(t, offload="optimizer"))
+
+
+def test_torchtune_starts_from_the_models_own_config_with_the_plans_adapters(
+    stack_plans: dict[str, dict[str, Any]],
+) -> None:
+    """torchtune's configs are per model (its recipe registry: llama2/70B_lora for Llama-2-70B
+    LoRA); the LoRA builders' own adapters (rank 8 on q/v) and base (bf16; QLoRA's is NF4 through
+    quantize_base) are set to the plan's."""
+    result = stack_plans["torchtune"]  # Llama-2-70B LoRA, rank 16 on every linear layer
+    script = api.export(result, "torchrun").files[0].text
+    assert "TORCHTUNE_CONFIG=llama2/70B_lora;" in script
+    words = _words_after(script, "lora_finetune_distributed")
+    for key in ("model.lora_rank=16", "model.apply_lora_to_mlp=True", "model.quantize_base=False"):
+        assert key in words, key
+    assert "model.lora_attn_modules=[q_proj,k_proj,v_proj,output_proj]" in words  # one quoted word
+    (t,) = train_plans(result, "torchtune")
+    qlora = yaml.safe_load(api.export(_with_job(result, kind="qlora"), "torchtune").files[0].text)
+    assert qlora["model"]["quantize_base"] is True
+    assert qlora["model"]["lora_attn_modules"] == ["q_proj", "k_proj", "v_proj", "output_proj"]
+    full = _with_job(result, kind="finetune", model="mistral-7b", model_ref="mistral-7b")
+    assert "TORCHTUNE_CONFIG=mistral/7B_full;" in api.export(full, "torchrun").files[0].text
+    assert "model.quantize_base" not in api.export(full, "torchrun").files[0].text
+    with pytest.raises(ConfigError, match="apply_lora_to_mlp adapts gate, up and down together"):
+        api.export(_with_job(result, lora_targets=["q", "v", "up"]), "torchtune")
+
+
+def test_torchtune_without_a_config_of_the_model_asks_for_one(
+    stack_plans: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """A model torchtune bundles no config of (here GPT-3 175B) gets no stand-in config, which
+    would train another model: the script stops before `tune run`, saying what to set."""
+    result = _with_job(stack_plans["torchtune"], model="gpt3-175b", model_ref="gpt3-175b")
+    script = api.export(result, "torchrun").files[0].text
+    assert "TORCHTUNE_CONFIG=" not in script.split("tune \\")[0].replace('"${TORCHTUNE_CONFIG', "")
+    path = tmp_path / "run.sh"
+    path.write_text(script.replace("tune \\", "echo tune \\", 1))
+    env = {"PATH": "/usr/bin:/bin"}
+    out = subprocess.run(["bash", str(path)], capture_output=True, text=True, env=env, check=False)
+    assert out.returncode != 0 and "set TORCHTUNE_CONFIG to a torchtune config of this model" in out.stderr
+    ran = subprocess.run(
+        ["bash", str(path)],
+        capture_output=True,
+        text=True,
+        env={**env, "TORCHTUNE_CONFIG": "mine/175B"},
+        check=False,
+    )
+    assert ran.returncode == 0 and "--config mine/175B" in " ".join(ran.stdout.split())
+
+
+def _with_job(result: dict[str, Any], **job: Any) -> dict[str, Any]:
+    """`result` as if its job had these fields (the plan itself unchanged)."""
+    return {**result, "job": {**result["job"], **job}, "alternatives": []}

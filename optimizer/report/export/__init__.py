@@ -81,6 +81,8 @@ def _torchtitan(t: TrainPlan) -> str:
 
 
 def _torchtune(t: TrainPlan) -> str:
+    import yaml  # lazy: an export-only dependency, not imported when planning
+
     values: dict[str, Any] = {}
     for item in torchtune_overrides(t):
         key, value = item.split("=", 1)
@@ -88,7 +90,8 @@ def _torchtune(t: TrainPlan) -> str:
         table = values
         for part in tables:
             table = table.setdefault(part, {})
-        table[name] = int(value) if value.isdigit() else {"True": True, "False": False}.get(value, value)
+        # the value as torchtune reads it: OmegaConf.from_dotlist parses each one as YAML
+        table[name] = yaml.safe_load(value)
     return (
         comment(t.lines)
         + "# merge into your torchtune recipe config (tune run ... --config)\n"

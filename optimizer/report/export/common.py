@@ -100,6 +100,8 @@ class TrainPlan:
     fused_kernels: bool = False  # workload.fused_kernels: the plan's memory assumes them
     train_script: str | None = None  # the user's training script (--train-script), when given
     stem: str = ""  # the file name stem, distinct among the result's plans (slug of the job name)
+    lora_rank: int | None = None  # the job's adapters (lora / qlora workloads)
+    lora_targets: tuple[str, ...] = ()
 
 
 def result_kind(result: dict[str, Any]) -> str:
@@ -276,6 +278,8 @@ def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], 
         stack=str(job.get("stack") or "generic"),
         workload=str(job.get("kind") or "pretrain"),
         seq_len=job.get("seq_len"),
+        lora_rank=job.get("lora_rank"),
+        lora_targets=tuple(job.get("lora_targets") or ()),
         kind=p.get("kind", "cloud"),
         provider=p["provider"],
         region=p["region"],

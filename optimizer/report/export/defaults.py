@@ -15,6 +15,8 @@ from optimizer.model.stacks import get_stack
 from optimizer.report.export.common import TrainPlan
 
 __all__ = [
+    "deepspeed_data_types",
+    "deepspeed_zero_defaults",
     "hf_trainer_args",
     "megatron_default_args",
     "nemo_default_overrides",
@@ -27,6 +29,45 @@ __all__ = [
 #: "NO_WRAP" -> auto_wrap_policy None): the whole model would be one FSDP unit, gathered for
 #: the whole step, where the plan counts a few layers gathered at a time
 ACCELERATE_FSDP_WRAP = ["--fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"]
+
+
+#: bytes of one ZeRO gradient bucket (reduce_bucket_size, allgather_bucket_size): two of them
+#: (ZeRO-1/2 with overlap_comm double-buffers) take 0.19 GiB, inside the 0.25 GiB of
+#: temporaries every plan counts (PerfAssumptions.workspace_gib); DeepSpeed's default of 5e8
+#: elements is 0.93 GiB per buffer in 16 bits. Ours, overridable by editing the JSON
+ZERO_BUCKET_BYTES = 100_000_000
+
+
+def deepspeed_zero_defaults(t: TrainPlan) -> dict[str, bool | int]:
+    """ZeRO keys the plan assumes (deepspeed/runtime/zero/config.py): gradient buckets that fit
+    the workspace the plan counts (ZERO_BUCKET_BYTES; stage_1_and_2.py setup_buckets allocates
+    reduce_bucket_size elements in the optimizer's dtype, twice with overlap_comm, stage3.py
+    once), and for the DeepSpeed profile gradients reduced during backward (overlap_comm is on
+    by default for stage 3 only; stacks.toml deepspeed dp_overlap 0.7 counts it on). The
+    Megatron-DeepSpeed profile counts BF16_Optimizer's reduction after backward and keeps
+    DeepSpeed's default. Stage 0 runs no ZeRO optimizer and reads none of these keys."""
+    if t.zero_stage == 0:
+        return {}
+    bucket = ZERO_BUCKET_BYTES // (4 if t.precision == "fp32" else 2)
+    keys: dict[str, bool | int] = {
+        "contiguous_gradients": True,
+        "reduce_bucket_size": bucket,
+        "allgather_bucket_size": bucket,
+    }
+    if t.stack != "megatron-deepspeed":
+        keys["overlap_comm"] = True
+    return keys
+
+
+def deepspeed_data_types(t: TrainPlan) -> dict[str, dict[str, str]]:
+    """DeepSpeed's data_types section the plan assumes: Megatron-DeepSpeed's profile counts
+    BF16_Optimizer's fp32 gradient accumulation (stacks.toml fp32_grad_buffer), which DeepSpeed
+    picks for a bf16 model at ZeRO ≤ 1 only when grad_accum_dtype is fp32
+    (runtime/engine.py _do_optimizer_sanity_check); the default (None) accumulates in the
+    model's bf16 (get_data_types) and runs the ZeRO or DDP optimizer instead."""
+    if t.stack == "megatron-deepspeed" and t.precision in ("bf16", "fp8") and t.zero_stage <= 1:
+        return {"data_types": {"grad_accum_dtype": "fp32"}}
+    return {}
 
 
 def hf_trainer_args(t: TrainPlan) -> list[str]:

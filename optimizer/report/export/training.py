@@ -12,6 +12,8 @@ from optimizer.model.layout import pipeline_zero_stages
 from optimizer.model.stacks import get_stack
 from optimizer.report.export.common import MASTER_PORT, TrainPlan, toml_text
 from optimizer.report.export.defaults import (
+    deepspeed_data_types,
+    deepspeed_zero_defaults,
     hf_trainer_args,
     megatron_default_args,
     nemo_default_overrides,
@@ -24,6 +26,11 @@ from optimizer.report.export.entry import (
     megatron_arrays,
     megatron_model_args,
     preset_spec,
+)
+from optimizer.report.export.torchtune_configs import (
+    TORCHTUNE_CONFIG_GUARD,
+    torchtune_config,
+    torchtune_lora_overrides,
 )
 
 __all__ = [
@@ -103,7 +110,7 @@ def deepspeed_config(t: TrainPlan) -> dict[str, Any]:
         ConfigError: pipeline stages with ZeRO ≥ 2 (DeepSpeed's PipelineEngine refuses them).
     """
     check_launcher(t, _launcher_of(t, "deepspeed"), "deepspeed")
-    zero: dict[str, Any] = {"stage": t.zero_stage}
+    zero: dict[str, Any] = {"stage": t.zero_stage, **deepspeed_zero_defaults(t)}
     if t.offload in ("optimizer", "params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if t.offload == "params":
@@ -115,6 +122,7 @@ def deepspeed_config(t: TrainPlan) -> dict[str, Any]:
         "zero_optimization": zero,
         "bf16": {"enabled": t.precision in ("bf16", "fp8")},
         "fp16": {"enabled": t.precision == "fp16"},
+        **deepspeed_data_types(t),
         "gradient_clipping": 1.0,
         "steps_per_print": 100,
         "wall_clock_breakdown": False,
@@ -306,6 +314,7 @@ def torchtune_overrides(t: TrainPlan) -> list[str]:
         f"max_steps_per_epoch={t.steps}",
         "epochs=1",
         *torchtune_default_overrides(t),
+        *torchtune_lora_overrides(t),
     ]
 
 
@@ -425,6 +434,7 @@ _TORCHRUN = [
 def launch_lines(t: TrainPlan) -> str:
     """The shell command that starts the plan with its stack; it reads NNODES, NPROC_PER_NODE,
     NODE_RANK and MASTER_ADDR, which each wrapper (SkyPilot run, sbatch, script) sets."""
+    guard = ""
     if t.stack in ("megatron-core", "megatron-deepspeed"):
         cmd = [
             *_TORCHRUN,
@@ -437,7 +447,7 @@ def launch_lines(t: TrainPlan) -> str:
     elif t.stack == "torchtitan":
         cmd = [
             *_TORCHRUN, "-m", "torchtitan.train", "--job.config_file", '"$TORCHTITAN_CONFIG"',
-            *shell_words(torchtitan_overrides(t)),
+            *torchtitan_overrides(t),
         ]  # fmt: skip
     elif t.stack == "torchtune":
         recipe = (
@@ -446,14 +456,16 @@ def launch_lines(t: TrainPlan) -> str:
         cmd = [
             "tune", "run", "--nnodes", "$NNODES", "--nproc_per_node", "$NPROC_PER_NODE",
             "--rdzv-backend", "c10d", "--rdzv-endpoint", f'"$MASTER_ADDR:{MASTER_PORT}"', recipe,
-            "--config", '"$TORCHTUNE_CONFIG"', *shell_words(torchtune_overrides(t)),
+            "--config", '"$TORCHTUNE_CONFIG"', *torchtune_overrides(t),
         ]  # fmt: skip
+        if torchtune_config(t) is None:
+            guard = TORCHTUNE_CONFIG_GUARD
     elif t.stack == "llm-foundry":
         cmd = [
             "composer", "--world_size", '"$((NNODES * NPROC_PER_NODE))"', "--node_rank", "$NODE_RANK",
             "--master_addr", "$MASTER_ADDR", "--master_port", str(MASTER_PORT),
             '"${FOUNDRY_DIR:-llm-foundry/scripts}/train/train.py"', '"$FOUNDRY_YAML"',
-            *shell_words(foundry_overrides(t)),
+            *foundry_overrides(t),
         ]  # fmt: skip
     elif t.stack == "deepspeed":
         cmd = [*deepspeed_launcher(t), "$TRAIN_SCRIPT", "--deepspeed", "--deepspeed_config", DEEPSPEED_FILE]
@@ -461,7 +473,7 @@ def launch_lines(t: TrainPlan) -> str:
         cmd = [*_TORCHRUN, "$TRAIN_SCRIPT", "--deepspeed", DEEPSPEED_FILE, *hf_trainer_args(t)]
     else:  # generic, fsdp, unsloth, litgpt: the script reads the CCOPT_* layout variables
         cmd = [*_TORCHRUN, "$TRAIN_SCRIPT"]
-    guard = TRAIN_SCRIPT_GUARD if "$TRAIN_SCRIPT" in cmd else ""
+    guard += TRAIN_SCRIPT_GUARD if "$TRAIN_SCRIPT" in cmd else ""
     return _split_warning(t) + guard + joined_command(shell_words(cmd))
 
 
@@ -495,8 +507,8 @@ def stack_variables(t: TrainPlan) -> dict[str, str]:
     if t.stack == "torchtitan":
         return {"TORCHTITAN_CONFIG": "torchtitan/models/llama3/train_configs/llama3_8b.toml"}
     if t.stack == "torchtune":
-        lora = t.workload in ("lora", "qlora")
-        return {"TORCHTUNE_CONFIG": "llama3_1/8B_lora" if lora else "llama3_1/8B_full"}
+        config = torchtune_config(t)
+        return {"TORCHTUNE_CONFIG": config} if config else {}
     if t.stack == "llm-foundry":
         return {"FOUNDRY_DIR": "llm-foundry/scripts", "FOUNDRY_YAML": "train/yamls/pretrain/mpt-7b.yaml"}
     return {"TRAIN_SCRIPT": t.train_script} if t.train_script else {}
