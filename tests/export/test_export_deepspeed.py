@@ -41,6 +41,9 @@ ZERO_KEYS = {
     "overlap_comm",
     "reduce_bucket_size",
     "allgather_bucket_size",
+    "stage3_prefetch_bucket_size",
+    "stage3_max_live_parameters",
+    "stage3_max_reuse_distance",
 }
 GIB = 2**30
 
@@ -170,6 +173,24 @@ def test_deepspeed_profile_overlaps_and_megatron_deepspeed_accumulates_in_fp32()
     assert deepspeed_config(TrainPlan(**{**base, "stack": "deepspeed"}))["zero_optimization"] == {"stage": 0}
 
 
+def test_zero3_keeps_two_layers_gathered_as_the_plan_counts() -> None:
+    """The plan counts the layer being computed and the next one gathered (zero3_prefetch_layers
+    2); DeepSpeed's defaults keep up to 1e9 parameters live. A Llama-2-7B layer, by hand:
+    attention 4 × 4096² = 67,108,864, MLP 3 × 4096 × 11,008 = 135,266,304, two norms 8,192."""
+    from optimizer.report.export.common import TrainPlan
+    from optimizer.report.export.training import deepspeed_config
+
+    layer = 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096
+    assert layer == 202_383_360
+    zero = deepspeed_config(TrainPlan(**{**TRAIN_PLAN_FIELDS, "zero_stage": 3}))["zero_optimization"]
+    assert zero["stage3_prefetch_bucket_size"] == layer
+    assert zero["stage3_max_live_parameters"] == zero["stage3_max_reuse_distance"] == 2 * layer
+    own = TrainPlan(**{**TRAIN_PLAN_FIELDS, "zero_stage": 3, "model_ref": "/models/mine/config.json"})
+    assert "stage3_max_live_parameters" not in deepspeed_config(own)["zero_optimization"]  # DeepSpeed's
+    zero2 = deepspeed_config(TrainPlan(**{**TRAIN_PLAN_FIELDS, "zero_stage": 2}))["zero_optimization"]
+    assert "stage3_max_live_parameters" not in zero2
+
+
 #: a one-node bf16 plan, every field a launcher reads (the stack and ZeRO stage set per case)
 TRAIN_PLAN_FIELDS: dict[str, Any] = {
     "job": "j", "model": "llama-2-7b", "model_ref": "llama-2-7b", "stack": "deepspeed",
@@ -215,6 +236,9 @@ def test_deepspeed_config_class_accepts_every_export(
         if zero["stage"] > 0:  # DeepSpeed reads the buckets and overlap as written
             assert ds.zero_config.reduce_bucket_size == zero["reduce_bucket_size"]
             assert ds.zero_config.overlap_comm is zero.get("overlap_comm", zero["stage"] == 3)
+            if "stage3_max_live_parameters" in zero:
+                assert ds.zero_config.max_live_parameters == zero["stage3_max_live_parameters"]
+                assert ds.zero_config.prefetch_bucket_size == zero["stage3_prefetch_bucket_size"]
 
 
 def test_deepspeed_class_refuses_a_wrong_triple(monkeypatch: pytest.MonkeyPatch) -> None:

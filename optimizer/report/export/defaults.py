@@ -10,9 +10,11 @@ launchers.py (accelerate).
 from __future__ import annotations
 
 from optimizer.errors import ConfigError
+from optimizer.model.setup import PerfAssumptions
 from optimizer.model.spec import ModelSpec
 from optimizer.model.stacks import get_stack
 from optimizer.report.export.common import TrainPlan
+from optimizer.report.export.entry import preset_spec
 
 __all__ = [
     "deepspeed_data_types",
@@ -56,7 +58,26 @@ def deepspeed_zero_defaults(t: TrainPlan) -> dict[str, bool | int]:
     }
     if t.stack != "megatron-deepspeed":
         keys["overlap_comm"] = True
-    return keys
+    return keys | _zero3_gathered(t)
+
+
+def _zero3_gathered(t: TrainPlan) -> dict[str, bool | int]:
+    """ZeRO-3's gathered parameters as the plan counts them: the layer being computed and the
+    next one (PerfAssumptions.zero3_prefetch_layers, model/memory.py). DeepSpeed keeps up to
+    stage3_max_live_parameters (default 1e9: about 5 layers of a 7B model) and anything reused
+    within stage3_max_reuse_distance (1e9) gathered (runtime/zero/config.py,
+    partitioned_param_coordinator.py); prefetching a layer ahead takes stage3_prefetch_bucket_size
+    of one layer. A model ccopt has only as a path or an inline shape keeps DeepSpeed's."""
+    spec = preset_spec(t)
+    if t.zero_stage != 3 or spec is None:
+        return {}
+    layer = spec.layer_params()
+    live = PerfAssumptions().zero3_prefetch_layers * layer
+    return {
+        "stage3_prefetch_bucket_size": layer,
+        "stage3_max_live_parameters": live,
+        "stage3_max_reuse_distance": live,
+    }
 
 
 def deepspeed_data_types(t: TrainPlan) -> dict[str, dict[str, str]]:
