@@ -79,6 +79,10 @@ class StackProfile:
     #: fp32 master and optimizer states of 1/dp of the parameters (a ZeRO-1 partition) and
     #: all-gathers the updated bf16 parameters (optimizer_sharding_stage)
     bf16_optimizer_at_zero0: bool = False
+    #: without ZeRO (stage 0) the gradients are all-reduced after backward has finished, at the
+    #: accumulation boundary (DeepSpeed engine.allreduce_gradients: buffered_allreduce_fallback),
+    #: so none of that all-reduce hides behind compute (step_model.dp_traffic)
+    zero0_reduce_after_backward: bool = False
     #: fp8 runs keep the compute weights in fp8 only (Megatron-Core --fp8-param-gather)
     fp8_params: bool = False
     #: fp8 GEMMs save their input for backward in fp8 (Transformer Engine), not in 16 bit

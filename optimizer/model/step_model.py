@@ -430,7 +430,9 @@ class DecoderStepModel:
             window = compute_mb  # RS in the last backward, AG in the next forward
         else:
             dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat)  # DDP: one all-reduce
-            window = compute_mb * (2.0 / 3.0)  # the last micro-batch's backward hides the reduce
+            # the last micro-batch's backward hides the reduce, unless it starts after backward
+            after = layout.zero_stage == 0 and self.knobs.stack.zero0_reduce_after_backward
+            window = 0.0 if after else compute_mb * (2.0 / 3.0)
         dp_comm *= comm_multiplier(cluster, setup, a)  # a calibrated fabric's (api.calibrate_comm)
         hidden = min(dp_comm * self.knobs.dp_overlap, window)
         return DpTraffic(dp_comm, window, dp_comm - hidden)
