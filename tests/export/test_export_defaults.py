@@ -74,7 +74,12 @@ def test_torchtune_cuts_and_packs_to_the_plans_length(stack_plans: dict[str, dic
 def test_nemo_distributed_optimizer_syncs_bf16_gradients(stack_plans: dict[str, dict[str, Any]]) -> None:
     (t,) = train_plans(stack_plans["megatron-core"], "nemo")
     zero1 = replace(t, zero_stage=1, precision="bf16")
-    assert nemo_default_overrides(zero1) == ["model.optim.grad_sync_dtype=bf16"]
+    # Apex DistributedFusedAdam: overlap_grad_sync=True, overlap_param_sync=False by default
+    assert nemo_default_overrides(zero1) == [
+        "model.optim.grad_sync_dtype=bf16",
+        "model.optim.overlap_param_sync=True",
+    ]
+    assert nemo_default_overrides(replace(zero1, precision="fp32")) == ["model.optim.overlap_param_sync=True"]
     assert nemo_default_overrides(replace(zero1, zero_stage=0)) == []
     with pytest.raises(ConfigError, match="Torch FSDP does not support FP8"):
         nemo_default_overrides(replace(t, zero_stage=3, precision="fp8"))
