@@ -345,3 +345,22 @@ def test_one_instance_needs_no_fabric() -> None:
     assert result["plan"]["instances"] == 1
     (f,) = api.export(result, "torchrun").files
     assert "NCCL_" not in f.text and "FI_PROVIDER" not in f.text
+
+
+def test_scripts_say_the_workload_and_the_adapters_the_plan_counted(
+    stack_plans: dict[str, dict[str, Any]],
+) -> None:
+    """A script that reads its own layout also needs the workload (QLoRA's base is 4-bit, which
+    the plan's memory assumes) and the adapters: rank 16 on every linear layer in the LoRA example."""
+    lora = api.export(stack_plans["torchtune"], "torchrun").files[0].text
+    for line in (
+        "export CCOPT_WORKLOAD=lora",
+        "export CCOPT_LORA_RANK=16",
+        "export CCOPT_LORA_TARGETS=q,k,v,o,gate,up,down",
+    ):
+        assert line in lora.splitlines(), line
+    pretrain = api.export(TRAIN["plan_llama7b_10days"], "torchrun").files[0].text
+    assert "export CCOPT_WORKLOAD=pretrain" in pretrain.splitlines()
+    assert "CCOPT_LORA" not in pretrain
+    sky = yaml.safe_load(api.export(stack_plans["torchtune"], "skypilot").files[0].text)
+    assert sky["envs"]["CCOPT_WORKLOAD"] == "lora" and sky["envs"]["CCOPT_LORA_RANK"] == "16"

@@ -1,5 +1,6 @@
 """What a launch line needs beyond the layout: the real entry points' own arguments (DeepSpeed's
-launcher, Megatron-LM's model shape) and the NCCL / libfabric environment of the plan's fabric."""
+launcher, Megatron-LM's model shape), the NCCL / libfabric environment of the plan's fabric, and
+the layout, workload and adapters as CCOPT_* variables for scripts that read their own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ from optimizer.model.presets import get_preset
 from optimizer.model.spec import ModelSpec
 from optimizer.report.export.common import MASTER_PORT, TrainPlan
 
-__all__ = ["deepspeed_launcher", "preset_spec", "megatron_model_args", "megatron_arrays", "fabric_env"]
+__all__ = [
+    "deepspeed_launcher",
+    "preset_spec",
+    "megatron_model_args",
+    "megatron_arrays",
+    "fabric_env",
+    "fp32_env",
+    "layout_env",
+]
 
 
 def deepspeed_launcher(t: TrainPlan) -> list[str]:
@@ -119,3 +128,49 @@ def fabric_env(t: TrainPlan) -> tuple[dict[str, str], tuple[str, ...]]:
         "the catalog's inter_node_kind, pricing_data/instance_network.csv); the plan's speed assumes it",
         f"fabric settings: {source}",
     )
+
+
+def layout_env(t: TrainPlan) -> dict[str, str]:
+    """The layout as environment variables (CCOPT_*), for scripts that read their own layout,
+    with the workload and, for LoRA / QLoRA, the adapters the plan counted; an fp32 plan also
+    turns on TF32 matmuls, which its step time assumes (hardware.peak_tflops)."""
+    return fp32_env(t) | _layout_values(t) | _workload_env(t)
+
+
+def _workload_env(t: TrainPlan) -> dict[str, str]:
+    """CCOPT_WORKLOAD (pretrain | finetune | lora | qlora: QLoRA's base is 4-bit NF4, which its
+    memory assumes) and the adapters' rank and target modules (q,k,v,o,gate,up,down)."""
+    out = {"CCOPT_WORKLOAD": t.workload}
+    if t.workload in ("lora", "qlora"):
+        out["CCOPT_LORA_RANK"] = str(t.lora_rank or "")
+        out["CCOPT_LORA_TARGETS"] = ",".join(t.lora_targets)
+    return out
+
+
+def _layout_values(t: TrainPlan) -> dict[str, str]:
+    return {
+        "CCOPT_DP": str(t.dp),
+        "CCOPT_TP": str(t.tp),
+        "CCOPT_PP": str(t.pp),
+        "CCOPT_CP": str(t.cp),
+        "CCOPT_VP": str(t.vp),
+        "CCOPT_ZERO_STAGE": str(t.zero_stage),
+        "CCOPT_ACTIVATION_CHECKPOINTING": t.checkpointing,
+        "CCOPT_MICRO_BATCH": str(t.micro_batch),
+        "CCOPT_GRAD_ACCUM": str(t.grad_accum),
+        "CCOPT_GLOBAL_BATCH": str(t.global_batch),
+        "CCOPT_SEQ_LEN": str(t.seq_len or ""),
+        "CCOPT_STEPS": str(t.steps),
+        "CCOPT_PRECISION": t.precision,
+        "CCOPT_OFFLOAD": t.offload,
+        "CCOPT_MODEL": t.model_ref,
+        "CCOPT_FUSED_KERNELS": "1" if t.fused_kernels else "0",
+    }
+
+
+def fp32_env(t: TrainPlan) -> dict[str, str]:
+    """An fp32 plan is timed on TF32 tensor cores (GpuSpec.peak_tflops), but PyTorch ≥ 1.12
+    leaves `torch.backends.cuda.matmul.allow_tf32` False: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1
+    turns it on for any script (what NGC PyTorch containers set; MONAI docs, "Precision and
+    Accelerating": https://docs.monai.io/en/stable/precision_accelerating.html, read 2026-12-05)."""
+    return {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"} if t.precision == "fp32" else {}

@@ -23,6 +23,8 @@ from optimizer.report.export.defaults import (
 from optimizer.report.export.entry import (
     deepspeed_launcher,
     fabric_env,
+    fp32_env,
+    layout_env,
     megatron_arrays,
     megatron_model_args,
     preset_spec,
@@ -361,37 +363,6 @@ def foundry_overrides(t: TrainPlan) -> list[str]:
         else:
             flat.append(f"{k}={v}")
     return flat
-
-
-def layout_env(t: TrainPlan) -> dict[str, str]:
-    """The layout as environment variables (CCOPT_*), for scripts that read their own layout;
-    an fp32 plan also turns on TF32 matmuls, which its step time assumes (hardware.peak_tflops)."""
-    return fp32_env(t) | {
-        "CCOPT_DP": str(t.dp),
-        "CCOPT_TP": str(t.tp),
-        "CCOPT_PP": str(t.pp),
-        "CCOPT_CP": str(t.cp),
-        "CCOPT_VP": str(t.vp),
-        "CCOPT_ZERO_STAGE": str(t.zero_stage),
-        "CCOPT_ACTIVATION_CHECKPOINTING": t.checkpointing,
-        "CCOPT_MICRO_BATCH": str(t.micro_batch),
-        "CCOPT_GRAD_ACCUM": str(t.grad_accum),
-        "CCOPT_GLOBAL_BATCH": str(t.global_batch),
-        "CCOPT_SEQ_LEN": str(t.seq_len or ""),
-        "CCOPT_STEPS": str(t.steps),
-        "CCOPT_PRECISION": t.precision,
-        "CCOPT_OFFLOAD": t.offload,
-        "CCOPT_MODEL": t.model_ref,
-        "CCOPT_FUSED_KERNELS": "1" if t.fused_kernels else "0",
-    }
-
-
-def fp32_env(t: TrainPlan) -> dict[str, str]:
-    """An fp32 plan is timed on TF32 tensor cores (GpuSpec.peak_tflops), but PyTorch ≥ 1.12
-    leaves `torch.backends.cuda.matmul.allow_tf32` False: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1
-    turns it on for any script (what NGC PyTorch containers set; MONAI docs, "Precision and
-    Accelerating": https://docs.monai.io/en/stable/precision_accelerating.html, read 2026-12-05)."""
-    return {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"} if t.precision == "fp32" else {}
 
 
 def joined_command(cmd: list[str]) -> str:
