@@ -80,7 +80,10 @@ def test_nemo_distributed_optimizer_syncs_bf16_gradients(stack_plans: dict[str, 
         "model.optim.overlap_param_sync=True",
     ]
     assert nemo_default_overrides(replace(zero1, precision="fp32")) == ["model.optim.overlap_param_sync=True"]
-    assert nemo_default_overrides(replace(zero1, zero_stage=0)) == []
+    # without the distributed optimizer NeMo's O2 wrapper accumulates bf16 gradients in fp32
+    with pytest.raises(ConfigError, match=r"fp32_grad_accum = True.*zero_stages = \[1\]"):
+        nemo_default_overrides(replace(zero1, zero_stage=0))
+    assert nemo_default_overrides(replace(zero1, zero_stage=0, precision="fp32")) == []
     with pytest.raises(ConfigError, match="Torch FSDP does not support FP8"):
         nemo_default_overrides(replace(t, zero_stage=3, precision="fp8"))
 

@@ -153,13 +153,22 @@ def nemo_default_overrides(t: TrainPlan) -> list[str]:
 
     Raises:
         ConfigError: fp8 with ZeRO-3 (NeMo megatron_base_model.py: 'Torch FSDP does not
-            support FP8.').
+            support FP8.'); a 16-bit plan without ZeRO whose gradients the plan counts in 16
+            bits (NeMo's O2 wrapper accumulates them in fp32 then).
     """
     if t.precision == "fp8" and t.zero_stage == 3:
         raise ConfigError(
             f"--export nemo: plan {t.job!r} trains in fp8 with ZeRO-3 (model.fsdp), which NeMo "
             "refuses ('Torch FSDP does not support FP8.'). Allowed: plan with zero_stages = [0, 1] "
             "or precision bf16, or export megatron"
+        )
+    if t.zero_stage == 0 and t.precision in ("bf16", "fp8") and not get_stack(t.stack).fp32_grad_buffer:
+        raise ConfigError(
+            f"--export nemo: plan {t.job!r} keeps 2-byte gradients without the distributed "
+            "optimizer (ZeRO-0), where NeMo accumulates bf16 models' gradients in fp32 "
+            "(megatron_base_model.py configure_optimizers: fp32_grad_accum = True with O2), 2 B per "
+            "parameter more than planned. Allowed: plan with zero_stages = [1] (the distributed "
+            "optimizer reduces in bf16), or export megatron"
         )
     if t.zero_stage != 1:
         return []
