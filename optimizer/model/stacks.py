@@ -79,6 +79,8 @@ class StackProfile:
     #: fp32 master and optimizer states of 1/dp of the parameters (a ZeRO-1 partition) and
     #: all-gathers the updated bf16 parameters (optimizer_sharding_stage)
     bf16_optimizer_at_zero0: bool = False
+    #: LoRA / QLoRA runs may split tensors too (torchtune's LoRA recipe may not)
+    adapter_tensor_parallel: bool = True
     #: without ZeRO (stage 0) the gradients are all-reduced after backward has finished, at the
     #: accumulation boundary (DeepSpeed engine.allreduce_gradients: buffered_allreduce_fallback),
     #: so none of that all-reduce hides behind compute (step_model.dp_traffic)
@@ -260,6 +262,15 @@ def train_stack_names() -> list[str]:
 def serve_stack_names() -> list[str]:
     """Serving stacks."""
     return [n for n, p in _profiles().items() if p.kind == "serve"]
+
+
+def setup_stack(setup: TrainingSetup) -> StackProfile:
+    """The profile of a training setup's stack as its workload runs it: without tensor
+    parallelism for adapters where the stack's adapter recipe has none (adapter_tensor_parallel)."""
+    stack = get_stack(setup.stack)
+    if setup.is_adapter and stack.tensor_parallel and not stack.adapter_tensor_parallel:
+        return replace(stack, tensor_parallel=False)
+    return stack
 
 
 def get_stack(name: str | None, field_name: str = "stack") -> StackProfile:

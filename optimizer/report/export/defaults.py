@@ -23,14 +23,21 @@ __all__ = [
     "megatron_default_args",
     "nemo_default_overrides",
     "torchtitan_defaults",
+    "torchtitan_plan_tables",
     "torchtune_default_overrides",
     "ACCELERATE_FSDP_WRAP",
 ]
 
 #: accelerate's FSDP plugin wraps nothing by default (utils/dataclasses.py: AUTO_WRAP_POLICY
 #: "NO_WRAP" -> auto_wrap_policy None): the whole model would be one FSDP unit, gathered for
-#: the whole step, where the plan counts a few layers gathered at a time
-ACCELERATE_FSDP_WRAP = ["--fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"]
+#: the whole step, where the plan counts a few layers gathered at a time; and it prefetches
+#: nothing in backward (FullyShardedDataParallelPlugin.backward_prefetch "NO_PREFETCH" -> None,
+#: where torch's FSDP defaults to BACKWARD_PRE), so each all-gather waits behind the
+#: reduce-scatter on the one NCCL stream, where stacks.toml fsdp dp_overlap 0.85 counts it hidden
+ACCELERATE_FSDP_WRAP = [
+    "--fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP",
+    "--fsdp_backward_prefetch", "BACKWARD_PRE",
+]  # fmt: skip
 
 
 #: bytes of one ZeRO gradient bucket (reduce_bucket_size, allgather_bucket_size): two of them
@@ -128,6 +135,7 @@ def megatron_default_args(t: TrainPlan, spec: ModelSpec | None) -> list[str]:
     if t.stack == "megatron-deepspeed":  # DeepSpeed's JSON decides these
         return []
     bf16_params = t.precision in ("bf16", "fp8")
+    offload = _megatron_offload(t)
     args = ["--grad-reduce-in-bf16"] if bf16_params and not get_stack(t.stack).fp32_grad_buffer else []
     args.append("--overlap-grad-reduce")
     if t.zero_stage == 1:
@@ -142,7 +150,24 @@ def megatron_default_args(t: TrainPlan, spec: ModelSpec | None) -> list[str]:
                 "plan with zero_stages = [0, 1], or export torchrun / deepspeed"
             )
         args.append("--no-gradient-accumulation-fusion")
-    return args
+    return args + offload
+
+
+def _megatron_offload(t: TrainPlan) -> list[str]:
+    """The optimizer states on the CPU, as an offload_optimizer plan counts them
+    (--optimizer-cpu-offload, off by default, asserts --use-precision-aware-optimizer:
+    arguments.py validate_args; its main parameters and moments stay fp32 by default).
+
+    Raises:
+        ConfigError: parameters offloaded, which Megatron-LM does not do.
+    """
+    if t.offload == "params":
+        raise ConfigError(
+            f"--export megatron: plan {t.job!r} offloads the parameters to the CPU; Megatron-LM "
+            "offloads only the optimizer states (--optimizer-cpu-offload). Allowed: "
+            "offload_optimizer without offload_params, or export deepspeed"
+        )
+    return ["--optimizer-cpu-offload", "--use-precision-aware-optimizer"] if t.offload == "optimizer" else []
 
 
 def nemo_default_overrides(t: TrainPlan) -> list[str]:
@@ -161,6 +186,12 @@ def nemo_default_overrides(t: TrainPlan) -> list[str]:
             f"--export nemo: plan {t.job!r} trains in fp8 with ZeRO-3 (model.fsdp), which NeMo "
             "refuses ('Torch FSDP does not support FP8.'). Allowed: plan with zero_stages = [0, 1] "
             "or precision bf16, or export megatron"
+        )
+    if t.offload != "none":
+        raise ConfigError(
+            f"--export nemo: plan {t.job!r} offloads to the CPU, which this export does not set up "
+            "for NeMo. Allowed: plan without offload_optimizer / offload_params, or export "
+            "megatron (--optimizer-cpu-offload) or deepspeed"
         )
     if t.zero_stage == 0 and t.precision in ("bf16", "fp8") and not get_stack(t.stack).fp32_grad_buffer:
         raise ConfigError(
@@ -188,6 +219,48 @@ def torchtitan_defaults(t: TrainPlan) -> tuple[dict[str, str], dict[str, str]]:
     ac = {"selective_ac_option": "op"} if t.checkpointing == "selective" else {}
     reshard = {2: "never", 3: "always"}.get(t.zero_stage)
     return ac, ({"fsdp_reshard_after_forward": reshard} if reshard else {})
+
+
+#: torchtitan's float8 training converter (components/quantization/float8.py at v0.2.2:
+#: register_model_converter(Float8LinearConverter, "quantize.linear.float8")); without it an fp8
+#: plan runs its GEMMs in bf16 (the shipped llama3_8b.toml leaves converters empty)
+TORCHTITAN_FLOAT8 = "quantize.linear.float8"
+
+
+def torchtitan_plan_tables(t: TrainPlan) -> dict[str, dict[str, bool | list[str]]]:
+    """torchtitan keys for what the plan counts beyond the layout (config/job_config.py at
+    v0.2.2): fp8 GEMMs (model.converters, empty by default) and the CPU offload of an
+    offload_params plan (training.enable_cpu_offload, off by default: FSDP2's CPUOffloadPolicy
+    moves parameters, gradients and optimizer states together).
+
+    Raises:
+        ConfigError: optimizer-only offload, which torchtitan does not do; tensor or pipeline
+            parallelism without FSDP (ZeRO-0, or one data-parallel shard): torchtitan's DDP
+            refuses more than one dimension (llama3/infra/parallelize.py: "DDP has not
+            supported > 1D parallelism") and without FSDP it trains tp/pp in fp32
+            (distributed/utils.py maybe_enable_amp: "Mixed precision training is disabled").
+    """
+    if t.offload == "optimizer":
+        raise ConfigError(
+            f"--export torchtitan: plan {t.job!r} offloads only the optimizer states; torchtitan "
+            "offloads parameters, gradients and optimizer together (training.enable_cpu_offload). "
+            "Allowed: offload_params, or no offload, or export deepspeed"
+        )
+    shards = t.dp if t.zero_stage >= 2 else 1
+    if shards == 1 and t.cp == 1 and (t.tp > 1 or t.pp > 1):
+        why = "its DDP refuses more than one dimension" if t.dp > 1 else "it then trains in fp32"
+        raise ConfigError(
+            f"--export torchtitan: plan {t.job!r} splits tp {t.tp} × pp {t.pp} without FSDP "
+            f"(ZeRO-{t.zero_stage}, {t.dp} data-parallel rank(s)), and {why} (torchtitan "
+            "parallelize.py / maybe_enable_amp). Allowed: ZeRO-2/3 over 2 or more data-parallel "
+            "ranks, or export megatron"
+        )
+    tables: dict[str, dict[str, bool | list[str]]] = {}
+    if t.precision == "fp8":
+        tables["model"] = {"converters": [TORCHTITAN_FLOAT8]}
+    if t.offload == "params":
+        tables["training"] = {"enable_cpu_offload": True}
+    return tables
 
 
 def torchtune_default_overrides(t: TrainPlan) -> list[str]:

@@ -11,7 +11,12 @@ from __future__ import annotations
 from optimizer.errors import ConfigError
 from optimizer.report.export.common import TrainPlan
 
-__all__ = ["TORCHTUNE_CONFIG_GUARD", "torchtune_config", "torchtune_lora_overrides"]
+__all__ = [
+    "TORCHTUNE_CONFIG_GUARD",
+    "torchtune_config",
+    "torchtune_lora_overrides",
+    "torchtune_tensor_parallel_overrides",
+]
 
 #: model preset -> (full_finetune_distributed config, lora_finetune_distributed config); None
 #: where the registry has none. QLoRA runs the LoRA config with the base quantized
@@ -71,3 +76,38 @@ def torchtune_lora_overrides(t: TrainPlan) -> list[str]:
         f"model.quantize_base={t.workload == 'qlora'}",
     ]
     return [f"model.lora_rank={t.lora_rank}", *keys] if t.lora_rank else keys
+
+
+#: the presets torchtune's Llama tensor-parallel plan fits (its Llama 2 / 3 decoders' module
+#: names: recipes/configs/llama3_1/70B_full.yaml tensor_parallel_plan
+#: torchtune.models.llama3.base_llama_tp_plan)
+_LLAMA_TP_PLAN = "torchtune.models.llama3.base_llama_tp_plan"
+_LLAMA_PRESETS = ("llama-2-", "llama-3-", "llama-3.1-")
+
+
+def torchtune_tensor_parallel_overrides(t: TrainPlan) -> list[str]:
+    """What a plan with tp > 1 needs in torchtune: full_finetune_distributed raises "Tensor
+    Parallel plan needs to be provided when tensor parallel is enabled" without
+    tensor_parallel_plan (most bundled configs have none) and "Tensor parallelism is currently
+    incompatible with fused optimizer" with the configs' fused AdamW.
+
+    Raises:
+        ConfigError: LoRA / QLoRA with tp > 1 (lora_finetune_distributed asserts
+            tensor_parallel_dim == 1), or a model torchtune has no tensor-parallel plan for here.
+    """
+    if t.tp == 1:
+        return []
+    if t.workload in ("lora", "qlora"):
+        raise ConfigError(
+            f"--export torchtune: plan {t.job!r} splits tensors (tp {t.tp}) for {t.workload}; "
+            "torchtune's lora_finetune_distributed asserts tensor_parallel_dim == 1. Allowed: "
+            "re-plan (the planner keeps torchtune adapters on FSDP alone), or export torchrun"
+        )
+    if not t.model_ref.startswith(_LLAMA_PRESETS):
+        raise ConfigError(
+            f"--export torchtune: plan {t.job!r} splits tensors (tp {t.tp}) of {t.model_ref}, for "
+            "which this export knows no torchtune tensor-parallel plan (tensor_parallel_plan; "
+            "Llama 2 / 3 only). Allowed: set tensor_parallel_plan yourself and export torchrun, or "
+            "plan with workload.stack megatron-core"
+        )
+    return [f"tensor_parallel_plan._component_={_LLAMA_TP_PLAN}", "optimizer.fused=False"]

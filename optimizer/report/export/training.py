@@ -18,6 +18,7 @@ from optimizer.report.export.defaults import (
     megatron_default_args,
     nemo_default_overrides,
     torchtitan_defaults,
+    torchtitan_plan_tables,
     torchtune_default_overrides,
 )
 from optimizer.report.export.entry import (
@@ -33,6 +34,7 @@ from optimizer.report.export.torchtune_configs import (
     TORCHTUNE_CONFIG_GUARD,
     torchtune_config,
     torchtune_lora_overrides,
+    torchtune_tensor_parallel_overrides,
 )
 
 __all__ = [
@@ -271,13 +273,16 @@ def _torchtitan_values(t: TrainPlan) -> dict[str, dict[str, Any]]:
         local = t.micro_batch * t.grad_accum
     ac, reshard = torchtitan_defaults(t)
     parallelism.update(reshard)
+    extra = torchtitan_plan_tables(t)
     return {
+        **({"model": extra["model"]} if "model" in extra else {}),
         "training": {
             "local_batch_size": local,
             "global_batch_size": t.global_batch,
             "seq_len": t.seq_len or 0,
             "steps": t.steps,
             "mixed_precision_param": _TORCH_DTYPE[t.precision],
+            **extra.get("training", {}),
         },
         "parallelism": parallelism,
         "activation_checkpoint": {"mode": t.checkpointing, **ac},
@@ -291,8 +296,11 @@ def torchtitan_toml(t: TrainPlan) -> str:
 
 def torchtitan_overrides(t: TrainPlan) -> list[str]:
     """The same values as torchtitan command-line overrides (`--section.key value`)."""
+    # a list is comma-separated on the command line (config/manager.py list_str_rule)
     return [
-        f"--{table}.{k}={v}" for table, values in _torchtitan_values(t).items() for k, v in values.items()
+        f"--{table}.{k}={','.join(v) if isinstance(v, list) else v}"
+        for table, values in _torchtitan_values(t).items()
+        for k, v in values.items()
     ]
 
 
@@ -304,7 +312,7 @@ def torchtune_overrides(t: TrainPlan) -> list[str]:
             f"--export torchtune: plan {t.job!r} uses pp {t.pp} × cp {t.cp}; torchtune's distributed "
             "recipes shard with FSDP and split tensors (tensor_parallel_dim) only"
         )
-    tensor = [f"tensor_parallel_dim={t.tp}"] if t.tp > 1 else []
+    tensor = [f"tensor_parallel_dim={t.tp}", *torchtune_tensor_parallel_overrides(t)] if t.tp > 1 else []
     return [
         *tensor,
         f"batch_size={t.micro_batch}",
@@ -350,7 +358,10 @@ def foundry_fragment(t: TrainPlan) -> dict[str, Any]:
         },
     }
     if t.seq_len:
-        out = {"max_seq_len": t.seq_len, **out}
+        # the base YAMLs read every length from variables.max_seq_len (scripts/train/yamls/
+        # pretrain/mpt-7b.yaml: model, tokenizer, train_loader.dataset); a top-level max_seq_len
+        # is only the ICL evaluation's (command_utils/train.py), the run would train at 2,048
+        out = {"variables": {"max_seq_len": t.seq_len}, **out}
     return out
 
 

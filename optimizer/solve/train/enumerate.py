@@ -20,7 +20,7 @@ from optimizer.model.bands import Band
 from optimizer.model.memory import memory_model_for
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.model.spec import ModelSpec
-from optimizer.model.stacks import get_stack
+from optimizer.model.stacks import setup_stack
 from optimizer.model.step_model import StepModel
 from optimizer.pricing.offering import Offering, cost_usd
 from optimizer.solve.train.candidate import Candidate, CandidateTable
@@ -136,7 +136,7 @@ def enumerate_candidates(
         rules,
         memory_model_for(model, setup, a),
         EnumerationMemo() if memo is None else memo,
-        get_stack(setup.stack),
+        setup_stack(setup),
     )
     table = CandidateTable([])
     perf_cache: dict[PerfKey, BestLayout | None] = {}  # per call (module constant PerfKey)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from optimizer.model.memory import MemoryBreakdown, MemoryModel
 from optimizer.model.profile import AnyModel
 from optimizer.model.setup import CHECKPOINTING, Layout, TrainingSetup
-from optimizer.model.stacks import get_stack
+from optimizer.model.stacks import setup_stack
 from optimizer.solve.train.search_space import BatchRule, effective_zero_stages, layouts_for
 
 __all__ = ["FitList", "MemoryEntry", "LayoutRow", "fitting_layouts"]
@@ -105,7 +105,7 @@ def _layout_rows(
     shape (tp, pp, dp, zero, micro-batch, micro-batches in flight = min(pp, grad_accum), v),
     which with a checkpointing level is the memory-cache key, and a slot per level for the
     cache entry."""
-    stack = get_stack(setup.stack)  # only the layouts the software stack can run
+    stack = setup_stack(setup)  # only the layouts the software stack can run for this workload
     levels = len(ordered)
     rows: list[LayoutRow] = []
     append = rows.append

@@ -18,7 +18,7 @@ from optimizer.model.cluster import StepTime
 from optimizer.model.layout import stack_checkpointing
 from optimizer.model.preemption import Preemption
 from optimizer.model.setup import Layout
-from optimizer.model.stacks import get_stack
+from optimizer.model.stacks import setup_stack
 from optimizer.pricing.schema import OfferingRow
 from optimizer.solve.cpsat.scale import to_cents
 from optimizer.solve.cpsat.solver import SolverConfig
@@ -338,7 +338,7 @@ def balanced_split(
     g0, g1 = counts[0] * gpn[0], counts[1] * gpn[1]
     slowest = min(t.first.inter_node_gbps for t in types)
     best: Split | None = None
-    stack = get_stack(setup.stack)
+    stack = setup_stack(setup)
     # the ZeRO stages and checkpointing levels the stack runs, as the single-type search keeps to
     checkpointing = stack_checkpointing(stack, c.activation_checkpointing)
     for z in effective_zero_stages(c.zero_stages, stack):
