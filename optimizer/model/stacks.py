@@ -79,6 +79,12 @@ class StackProfile:
     #: fp32 master and optimizer states of 1/dp of the parameters (a ZeRO-1 partition) and
     #: all-gathers the updated bf16 parameters (optimizer_sharding_stage)
     bf16_optimizer_at_zero0: bool = False
+    #: gradients reduced in fp32 whatever their compute dtype (FSDP2 MixedPrecisionPolicy
+    #: reduce_dtype float32): 4 bytes per value on the wire
+    fp32_grad_reduce: bool = False
+    #: FSDP2 without no-sync: every micro-batch reduce-scatters its gradients, and (resharding
+    #: after each backward) a ZeRO-2 run gathers its weights again in the next forward
+    fsdp2_microbatch_sync: bool = False
     #: LoRA / QLoRA runs may split tensors too (torchtune's LoRA recipe may not)
     adapter_tensor_parallel: bool = True
     #: without ZeRO (stage 0) the gradients are all-reduced after backward has finished, at the

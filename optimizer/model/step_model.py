@@ -243,7 +243,8 @@ class DecoderStepModel:
         self.adapter_params = (
             lora_params(model, setup.lora_rank, setup.lora_targets) if setup.is_adapter else 0
         )
-        self.grad_value_bytes = 4.0 if stack.fp32_grad_buffer and setup.precision != "fp32" else COMM_BYTES
+        fp32_grads = stack.fp32_grad_buffer or stack.fp32_grad_reduce
+        self.grad_value_bytes = 4.0 if fp32_grads and setup.precision != "fp32" else COMM_BYTES
         self.qlora_weight_bytes = qlora_bytes_per_param(stack.qlora_double_quant)
         self.state_bytes = ADAM_STATE_BYTES if stack.fp32_master else ADAM_STATE_BYTES / 2
         self._held: dict[tuple[int, int, int, int], float] = {}
@@ -409,7 +410,8 @@ class DecoderStepModel:
             # per step). Adapter methods shard and gather the frozen base too (NF4 for QLoRA).
             weight_bytes = held * (self.qlora_weight_bytes if setup.method == "qlora" else COMM_BYTES)
             gathers = 2 * m * ring_allgather_s(weight_bytes, dp_group, dp_bw, lat)
-            dp_comm = gathers + ring_reduce_scatter_s(grad_bytes, dp_group, dp_bw, lat)
+            syncs = m if self.knobs.stack.fsdp2_microbatch_sync else 1  # reduce-scatters per step
+            dp_comm = gathers + syncs * ring_reduce_scatter_s(grad_bytes, dp_group, dp_bw, lat)
             window = compute_mb * m  # gathers prefetch during the whole step
         elif layout.zero_stage == 0 and self.optimizer_stage(layout) >= 1:
             # DeepSpeed BF16_Optimizer without ZeRO: the fp32 gradients are all-reduced whole
@@ -428,6 +430,8 @@ class DecoderStepModel:
                 trained * COMM_BYTES, dp_group, dp_bw, lat
             )
             window = compute_mb  # RS in the last backward, AG in the next forward
+            if self.knobs.stack.fsdp2_microbatch_sync:  # both in every micro-batch (stacks.toml)
+                dp_comm, window = dp_comm * m, compute_mb * m
         else:
             dp_comm = ring_allreduce_s(grad_bytes, dp_group, dp_bw, lat)  # DDP: one all-reduce
             # the last micro-batch's backward hides the reduce, unless it starts after backward
