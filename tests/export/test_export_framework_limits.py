@@ -5,8 +5,10 @@ rule cited in optimizer/report/export/defaults.py, torchtune_configs.py and trai
 from __future__ import annotations
 
 import shlex
+import subprocess
 import tomllib
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,3 +123,41 @@ def test_accelerate_fsdp_prefetches_in_backward(stack_plans: dict[str, dict[str,
     line = next(x for x in text.splitlines() if x.startswith("accelerate launch"))
     words = shlex.split(line)
     assert words[words.index("--fsdp_backward_prefetch") + 1] == "BACKWARD_PRE"
+
+
+@pytest.mark.parametrize(
+    ("stack", "variable", "own_model", "own_config"),
+    [
+        (
+            "torchtitan",
+            "TORCHTITAN_CONFIG",
+            "llama-3-8b",
+            "torchtitan/models/llama3/train_configs/llama3_8b.toml",
+        ),
+        ("llm-foundry", "FOUNDRY_YAML", "gpt2", "train/yamls/pretrain/gpt2-small.yaml"),
+    ],
+)
+def test_a_framework_config_is_the_plans_model_or_the_script_asks_for_one(
+    stack_plans: dict[str, dict[str, Any]],
+    tmp_path: Path,
+    stack: str,
+    variable: str,
+    own_model: str,
+    own_config: str,
+) -> None:
+    """torchtitan and llm-foundry define the model in their config: the export names the
+    model's own (here Llama 3 8B, GPT-2), and for one they bundle none (Llama 2 7B, the stack
+    example's model) it stops before launching rather than train another model."""
+    result = stack_plans[stack]
+    own = {**result, "job": {**result["job"], "model": own_model, "model_ref": own_model}}
+    script = api.export(own, "torchrun").files[0].text
+    assert f"{variable}={own_config};" in script
+    assert result["job"]["model_ref"] == "llama-2-7b"
+    script = api.export(result, "torchrun").files[0].text
+    path = tmp_path / "run.sh"
+    path.write_text(
+        script.replace("\ntorchrun ", "\necho torchrun ").replace("\ncomposer ", "\necho composer ")
+    )
+    env = {"PATH": "/usr/bin:/bin", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}  # a node's own
+    out = subprocess.run(["bash", str(path)], capture_output=True, text=True, env=env, check=False)
+    assert out.returncode != 0 and f"set {variable} to a {stack} config of this model" in out.stderr

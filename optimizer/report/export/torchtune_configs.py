@@ -12,7 +12,6 @@ from optimizer.errors import ConfigError
 from optimizer.report.export.common import TrainPlan
 
 __all__ = [
-    "TORCHTUNE_CONFIG_GUARD",
     "torchtune_config",
     "torchtune_lora_overrides",
     "torchtune_tensor_parallel_overrides",
@@ -33,12 +32,6 @@ TORCHTUNE_CONFIGS: dict[str, tuple[str | None, str | None]] = {
     "mistral-7b": ("mistral/7B_full", "mistral/7B_lora"),
     "qwen2.5-7b": ("qwen2_5/7B_full", "qwen2_5/7B_lora"),
 }
-
-#: the launch line stops with this when no bundled config is the plan's model
-TORCHTUNE_CONFIG_GUARD = (
-    ': "${TORCHTUNE_CONFIG:?set TORCHTUNE_CONFIG to a torchtune config of this model (tune ls): '
-    'none of the configs torchtune bundles is it}"\n'
-)
 
 #: the plan's attention targets as torchtune's LoRA builders name them (lora_attn_modules)
 _ATTENTION_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "output_proj"}

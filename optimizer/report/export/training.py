@@ -10,6 +10,7 @@ from typing import Any
 from optimizer.errors import ConfigError
 from optimizer.model.layout import pipeline_zero_stages
 from optimizer.model.stacks import get_stack
+from optimizer.report.export.base_configs import config_guard, foundry_yaml, torchtitan_config
 from optimizer.report.export.common import MASTER_PORT, TrainPlan, toml_text
 from optimizer.report.export.defaults import (
     deepspeed_data_types,
@@ -31,7 +32,6 @@ from optimizer.report.export.entry import (
     preset_spec,
 )
 from optimizer.report.export.torchtune_configs import (
-    TORCHTUNE_CONFIG_GUARD,
     torchtune_config,
     torchtune_lora_overrides,
     torchtune_tensor_parallel_overrides,
@@ -416,7 +416,6 @@ _TORCHRUN = [
 def launch_lines(t: TrainPlan) -> str:
     """The shell command that starts the plan with its stack; it reads NNODES, NPROC_PER_NODE,
     NODE_RANK and MASTER_ADDR, which each wrapper (SkyPilot run, sbatch, script) sets."""
-    guard = ""
     if t.stack in ("megatron-core", "megatron-deepspeed"):
         cmd = [
             *_TORCHRUN,
@@ -440,8 +439,6 @@ def launch_lines(t: TrainPlan) -> str:
             "--rdzv-backend", "c10d", "--rdzv-endpoint", f'"$MASTER_ADDR:{MASTER_PORT}"', recipe,
             "--config", '"$TORCHTUNE_CONFIG"', *torchtune_overrides(t),
         ]  # fmt: skip
-        if torchtune_config(t) is None:
-            guard = TORCHTUNE_CONFIG_GUARD
     elif t.stack == "llm-foundry":
         cmd = [
             "composer", "--world_size", '"$((NNODES * NPROC_PER_NODE))"', "--node_rank", "$NODE_RANK",
@@ -455,8 +452,22 @@ def launch_lines(t: TrainPlan) -> str:
         cmd = [*_TORCHRUN, "$TRAIN_SCRIPT", "--deepspeed", DEEPSPEED_FILE, *hf_trainer_args(t)]
     else:  # generic, fsdp, unsloth, litgpt: the script reads the CCOPT_* layout variables
         cmd = [*_TORCHRUN, "$TRAIN_SCRIPT"]
-    guard += TRAIN_SCRIPT_GUARD if "$TRAIN_SCRIPT" in cmd else ""
+    guard = _config_guard(t) + (TRAIN_SCRIPT_GUARD if "$TRAIN_SCRIPT" in cmd else "")
     return _split_warning(t) + guard + joined_command(shell_words(cmd))
+
+
+#: the variable naming a framework's config in the launch line, and the framework
+_CONFIG_VARIABLES = {
+    "torchtitan": ("TORCHTITAN_CONFIG", "torchtitan"),
+    "torchtune": ("TORCHTUNE_CONFIG", "torchtune"),
+    "llm-foundry": ("FOUNDRY_YAML", "llm-foundry"),
+}
+
+
+def _config_guard(t: TrainPlan) -> str:
+    """The stop line when the framework bundles no config of the plan's model."""
+    variable, framework = _CONFIG_VARIABLES.get(t.stack, ("", ""))
+    return config_guard(variable, framework) if variable and variable not in stack_variables(t) else ""
 
 
 #: the user's training script is theirs to name (--train-script PATH, or TRAIN_SCRIPT=... when
@@ -487,10 +498,12 @@ def stack_variables(t: TrainPlan) -> dict[str, str]:
     if t.stack in ("megatron-core", "megatron-deepspeed"):
         return {"MEGATRON_DIR": "Megatron-LM"}
     if t.stack == "torchtitan":
-        return {"TORCHTITAN_CONFIG": "torchtitan/models/llama3/train_configs/llama3_8b.toml"}
+        config = torchtitan_config(t)
+        return {"TORCHTITAN_CONFIG": config} if config else {}
     if t.stack == "torchtune":
         config = torchtune_config(t)
         return {"TORCHTUNE_CONFIG": config} if config else {}
     if t.stack == "llm-foundry":
-        return {"FOUNDRY_DIR": "llm-foundry/scripts", "FOUNDRY_YAML": "train/yamls/pretrain/mpt-7b.yaml"}
+        yaml_path = foundry_yaml(t)
+        return {"FOUNDRY_DIR": "llm-foundry/scripts"} | ({"FOUNDRY_YAML": yaml_path} if yaml_path else {})
     return {"TRAIN_SCRIPT": t.train_script} if t.train_script else {}
