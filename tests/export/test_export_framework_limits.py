@@ -123,6 +123,11 @@ def test_accelerate_fsdp_prefetches_in_backward(stack_plans: dict[str, dict[str,
     line = next(x for x in text.splitlines() if x.startswith("accelerate launch"))
     words = shlex.split(line)
     assert words[words.index("--fsdp_backward_prefetch") + 1] == "BACKWARD_PRE"
+    # FSDP's CPU offload moves parameters and gradients too: an optimizer-only plan is refused
+    with pytest.raises(ConfigError, match="offloads only the optimizer states"):
+        accelerate_script(replace(t, offload="optimizer"))
+    offload = accelerate_script(replace(t, offload="params")).replace("\\\n", " ")
+    assert "--fsdp_offload_params true" in " ".join(offload.split())
 
 
 @pytest.mark.parametrize(

@@ -153,6 +153,15 @@ def _accelerate_args(t: TrainPlan) -> list[str]:
                 "accelerate's Megatron-LM plugin does not shard; export deepspeed or torchrun"
             )
     elif t.stack == "fsdp" and t.zero_stage >= 1:
+        if t.offload == "optimizer":
+            # torch.distributed.fsdp.CPUOffload has one switch, offload_params: parameters and
+            # gradients go to the CPU with it, the step runs there (accelerate's
+            # --fsdp_offload_params); there is no optimizer-only offload
+            raise ConfigError(
+                f"--export accelerate: plan {t.job!r} offloads only the optimizer states; PyTorch "
+                "FSDP offloads parameters and gradients with them (CPUOffload(offload_params)). "
+                "Allowed: offload_params, or export deepspeed"
+            )
         strategy = "FULL_SHARD" if t.zero_stage == 3 else "SHARD_GRAD_OP"
         args += [
             "--use_fsdp", "--fsdp_sharding_strategy", strategy, *ACCELERATE_FSDP_WRAP,
