@@ -50,3 +50,15 @@ def test_torchtitan_zero2_gathers_and_reduces_in_every_micro_batch() -> None:
     assert four.window_s == pytest.approx(4 * one.window_s, rel=1e-9)
     once, _, _ = _traffic("fsdp", zero=2, accumulation=4)  # FSDP1 no_sync-style: once per step
     assert once.total_s == pytest.approx(_traffic("fsdp", zero=2, accumulation=1)[0].total_s, rel=1e-9)
+
+
+def test_torchtune_reduce_scatters_its_bf16_gradients_every_micro_batch() -> None:
+    """torchtune's recipes call backward per micro-batch with no no-sync either (bd2a0fc), on
+    bf16 parameters: 16-bit gradients, reduced in every micro-batch."""
+    lat = RAW.small_message_latency_s
+    tune, model, layout = _traffic("torchtune", zero=3, accumulation=4)
+    bw = dp_bus_bandwidth_gb_s(CLUSTER, False, RAW)
+    gathers = 2 * 4 * ring_allgather_s(model.held_params(layout) * 2, 8, bw, lat)
+    assert tune.total_s == pytest.approx(
+        gathers + 4 * ring_reduce_scatter_s(PARAMS * 2, 8, bw, lat), rel=1e-9
+    )
