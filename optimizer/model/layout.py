@@ -208,6 +208,14 @@ def _stack_problems(
                 + str(max(pipeline_zero_stages(stack), default=0)),
             )
         )
+    if stack.splits_need_fsdp and (tp > 1 or pp > 1) and cp == 1 and (dp == 1 or zero < 2):
+        out.append(
+            LayoutProblem(
+                "zero_stage",
+                f"{zero}: stack {stack.name} splits tp {tp} × pp {pp} only under FSDP; allowed: "
+                "ZeRO-2/3 over 2 or more data-parallel ranks, or tp = pp = 1",
+            )
+        )
     if dp > 1 and zero in ZERO_STAGES and zero not in stack.zero_stages:
         out.append(
             LayoutProblem(
@@ -353,6 +361,7 @@ def training_layouts(
         vp,
         _split_kinds(stack),
         pipeline_zero_stages(stack, zero_stages),
+        stack is not None and stack.splits_need_fsdp,
     )
 
 
@@ -369,6 +378,7 @@ def _training_layouts(
     vp: int,
     kinds: tuple[bool, bool],
     pipeline_zeros: tuple[int, ...] = ZERO_STAGES,
+    splits_need_fsdp: bool = False,
 ) -> tuple[Layout, ...]:
     out = []
     for s in _splits(heads, kv_heads, layers, num_gpus, gpus_per_instance, vp, kinds):
@@ -379,6 +389,8 @@ def _training_layouts(
             for zero in (0,) if s.dp == 1 else zero_stages:
                 if s.pp > 1 and s.dp > 1 and zero not in pipeline_zeros:
                     continue  # the stack's launcher refuses this ZeRO stage with pipelines
+                if splits_need_fsdp and (s.tp > 1 or s.pp > 1) and (s.dp == 1 or zero < 2):
+                    continue  # the stack splits tensors or layers only under FSDP
                 out.append(planned_layout(s.dp, s.tp, s.pp, zero, mb, ga, vp))
     return tuple(out)
 

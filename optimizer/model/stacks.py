@@ -85,6 +85,8 @@ class StackProfile:
     #: FSDP2 without no-sync: every micro-batch reduce-scatters its gradients, and (resharding
     #: after each backward) a ZeRO-2 run gathers its weights again in the next forward
     fsdp2_microbatch_sync: bool = False
+    #: tensor or pipeline splits run only under FSDP (ZeRO-2/3 over 2+ data-parallel ranks)
+    splits_need_fsdp: bool = False
     #: LoRA / QLoRA runs may split tensors too (torchtune's LoRA recipe may not)
     adapter_tensor_parallel: bool = True
     #: without ZeRO (stage 0) the gradients are all-reduced after backward has finished, at the

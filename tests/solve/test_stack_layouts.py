@@ -77,8 +77,18 @@ def test_the_rulebook_yields_only_what_the_stack_runs() -> None:
             and (prof.pipeline_parallel or lay.pp == 1)
             and (lay.dp == 1 or lay.zero_stage in prof.zero_stages)
             and (lay.dp == 1 or lay.pp == 1 or lay.zero_stage in prof.pipeline_zero_stages)
+            # torchtitan splits tensors/layers only under FSDP (its DDP refuses > 1-D, and
+            # without FSDP it trains tp/pp in fp32)
+            and not (
+                prof.splits_need_fsdp and (lay.tp > 1 or lay.pp > 1) and (lay.dp == 1 or lay.zero_stage < 2)
+            )
         ]
         assert set(got) == set(kept), name
+    titan = training_layouts(
+        spec, 64, 8, BatchRule(1024), (0, 1, 2, 3), (1, 2), stack=get_stack("torchtitan")
+    )
+    assert any(lay.tp > 1 for lay in titan) and any(lay.pp > 1 for lay in titan)
+    assert all(lay.dp > 1 and lay.zero_stage >= 2 for lay in titan if lay.tp > 1 or lay.pp > 1)
     # the launchers' own rules (stacks.toml pipeline_zero_stages, with their sources): Megatron-LM's
     # --use-torch-fsdp2 asserts pipeline size 1, DeepSpeed's PipelineEngine asserts ZeRO < 2
     for name in ("megatron-core", "megatron-deepspeed"):
