@@ -27,6 +27,7 @@ def _deployment_json(d: Deployment, quant: str) -> dict[str, Any]:
     return {
         **offering_place(off),
         "gpus": d.gpus,
+        "gpu_generation": off.gpu.generation,
         "tp": o.tp,
         "precision": quant,
         "quantization": quant,

@@ -25,6 +25,10 @@ class DeploymentOut(Contract):
 
     gpu: str
     gpus: int = Field(description="GPUs of this deployment")
+    gpu_generation: str = Field(
+        default="",
+        description="the GPU's generation (hopper, ampere-dc, ada, ...): which kernels its engine runs",
+    )
     tp: int = Field(description="tensor-parallel degree of one replica")
     precision: str = Field(description="weight precision: fp16 | bf16 | fp8 | int8 | int4")
     quantization: str = Field(description="old name of precision")

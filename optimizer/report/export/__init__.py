@@ -27,7 +27,13 @@ from optimizer.report.export.common import (
     train_plans,
     yaml_text,
 )
-from optimizer.report.export.launchers import accelerate_script, sbatch_script, serve_command, torchrun_script
+from optimizer.report.export.launchers import (
+    accelerate_script,
+    sbatch_script,
+    serve_command,
+    serve_notes,
+    torchrun_script,
+)
 from optimizer.report.export.skypilot import service_yaml, task_yaml
 from optimizer.report.export.training import (
     FRAMEWORK_STACKS,
@@ -140,13 +146,13 @@ class Export:
 def _serve_sbatch(result: dict[str, Any], d: dict[str, Any], index: int, fmt: str) -> str:
     """Slurm: one array task per instance of a serving deployment, each running its server."""
     job = result.get("job") or {}
-    max_len = max((b["prompt_tokens"] + b["output_tokens"] for b in job.get("buckets") or []), default=4096)
     body = [
         f"plan: {job.get('name')} ({job.get('model')}), {result.get('status')}; deployment {index + 1}",
         f"deployment: {d['instances']}× {d['instance']} ({d['gpus']}× {d['gpu']}), {d['replicas']} replicas "
         f"of tp {d['tp']}; {d['requests_per_s']:g} requests/s",
         f"cost: ${d['usd_per_hour']:,.2f}/h (plan ${result['plan']['usd_per_month']:,.2f}/month); "
         "no P90 band for serving plans",
+        *serve_notes(d, job),
     ]
     return (
         "#!/bin/bash\n"
@@ -158,7 +164,7 @@ def _serve_sbatch(result: dict[str, Any], d: dict[str, Any], index: int, fmt: st
         + comment(header_lines(result, fmt, body))
         + "set -euo pipefail\n"
         + shell_default({"MODEL_ID": str(job.get("model_ref") or job.get("model"))})
-        + serve_command(d, str(job.get("stack") or "generic"), max_len)
+        + serve_command(d, job)
         + "\n"
     )
 

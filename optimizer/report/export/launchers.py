@@ -8,6 +8,7 @@ import shlex
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.model.stacks import get_stack
 from optimizer.report.export.common import (
     MASTER_PORT,
     TrainPlan,
@@ -236,13 +237,17 @@ def serve_replicas_per_instance(d: dict[str, Any]) -> int:
     return max(1, d["replicas"] // max(1, d["instances"]))
 
 
-def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
-    """The serving engine's launch line of one deployment (one server per instance).
+def serve_command(d: dict[str, Any], job: dict[str, Any]) -> str:
+    """The serving engine's launch line of one deployment (one server per instance). The longest
+    request is the engine's own limit (the model's context): the job's buckets are mean lengths,
+    and a limit at the mean would refuse every longer request (vLLM serving_engine.py
+    _validate_input, TGI's router); llama.cpp alone allocates its context up front, per slot.
 
     Raises:
-        ConfigError: the deployment packs several replicas on an instance and the engine has no
-            data-parallel mode to run them as one server.
+        ConfigError: several replicas per instance on an engine without a data-parallel mode, or
+            a KV-cache or weight precision the engine cannot run as planned (serve_checks).
     """
+    stack = str(job.get("stack") or "generic")
     engine = "vllm" if stack == "generic" else stack
     per = serve_replicas_per_instance(d)
     q = d.get("quantization") or d.get("precision") or "fp16"
@@ -251,45 +256,88 @@ def serve_command(d: dict[str, Any], stack: str, max_len: int) -> str:
             f"--export: the {d['gpu']} deployment runs {per} replicas per instance and {engine} has no "
             'data-parallel mode to serve them behind one port; plan with workload.stack = "vllm"'
         )
-    port = str(SERVE_PORT)
+    kv = serve_checks(d, engine, q, str(job.get("kv_cache_precision") or "fp16"))
+    port, batch = str(SERVE_PORT), str(d["batch"])
     if engine == "vllm":
         cmd = ["vllm", "serve", '"$MODEL_ID"', "--tensor-parallel-size", str(d["tp"])]
-        if per > 1:
-            cmd += ["--data-parallel-size", str(per)]
-        cmd += ["--max-num-seqs", str(d["batch"]), "--max-model-len", str(max_len), "--port", port]
-        cmd += _PRECISION_FLAGS[engine].get(q, [])
+        cmd += ["--data-parallel-size", str(per)] if per > 1 else []
+        cmd += ["--max-num-seqs", batch, "--port", port, *_PRECISION_FLAGS[engine].get(q, []), *kv]
     elif engine == "tgi":
+        # --max-concurrent-requests refuses arrivals beyond it (HTTP 429, router infer/mod.rs); the
+        # running batch is --max-batch-size (backends/v3 queue.rs next_batch). GUESS: room for a
+        # queue as long as the batch, never below TGI's default of 128
+        queue = str(max(128, 2 * d["batch"]))
         cmd = ["text-generation-launcher", "--model-id", '"$MODEL_ID"', "--num-shard", str(d["tp"])]
-        cmd += [
-            "--max-concurrent-requests",
-            str(d["batch"]),
-            "--max-total-tokens",
-            str(max_len),
-            "--port",
-            port,
-        ]
-        cmd += _PRECISION_FLAGS[engine].get(q, [])
+        cmd += ["--max-batch-size", batch, "--max-concurrent-requests", queue, "--port", port]
+        cmd += [*_PRECISION_FLAGS[engine].get(q, []), *kv]
     elif engine == "tensorrt-llm":
-        cmd = ["trtllm-serve", '"$MODEL_ID"', "--tp_size", str(d["tp"]), "--max_batch_size", str(d["batch"])]
-        cmd += ["--max_seq_len", str(max_len), "--host", "0.0.0.0", "--port", port]
+        # the KV pool's share of free memory as the plan counts it (stacks.toml kv_memory_fraction;
+        # trtllm-serve commands/serve.py --kv_cache_free_gpu_memory_fraction defaults to 0.9)
+        free = f"{get_stack('tensorrt-llm').kv_memory_fraction:g}"
+        cmd = ["trtllm-serve", '"$MODEL_ID"', "--tp_size", str(d["tp"]), "--max_batch_size", batch]
+        cmd += ["--kv_cache_free_gpu_memory_fraction", free, "--host", "0.0.0.0", "--port", port]
     elif engine == "llama.cpp":
-        cmd = ["llama-server", "-m", '"$MODEL_ID"', "-ngl", "999", "-np", str(d["batch"])]
-        cmd += ["-c", str(max_len * d["batch"]), "--host", "0.0.0.0", "--port", port]
+        cmd = ["llama-server", "-m", '"$MODEL_ID"', "-ngl", "999", "-np", batch]
+        cmd += ["-c", str(serve_max_len(job) * d["batch"]), "--host", "0.0.0.0", "--port", port]
     elif engine == "mlc-llm":
-        over = f"tensor_parallel_shards={d['tp']};max_num_sequence={d['batch']};context_window_size={max_len}"
-        cmd = [
-            "mlc_llm",
-            "serve",
-            '"$MODEL_ID"',
-            "--overrides",
-            shlex.quote(over),
-            "--host",
-            "0.0.0.0",
-            "--port",
-            port,
-        ]
+        # --mode server sizes the KV cache from memory (gpu_memory_utilization 0.85); the default
+        # "local" mode holds one context window in all (mlc_llm/serve/config.py EngineConfig)
+        over = shlex.quote(f"tensor_parallel_shards={d['tp']};max_num_sequence={d['batch']}")
+        cmd = ["mlc_llm", "serve", '"$MODEL_ID"', "--mode", "server", "--overrides", over]
+        cmd += ["--host", "0.0.0.0", "--port", port]
     else:
         raise ConfigError(
             f"--export: no serving launch line for stack {stack!r}; allowed: {', '.join(READINESS_PATH)}"
         )
     return " ".join(cmd)
+
+
+def serve_max_len(job: dict[str, Any]) -> int:
+    """The longest mean request of the job's buckets (prompt + output tokens)."""
+    return max((b["prompt_tokens"] + b["output_tokens"] for b in job.get("buckets") or []), default=4096)
+
+
+#: KV-cache dtype flags (vLLM config/cache.py cache_dtype "auto" and TGI's unset
+#: --kv-cache-dtype keep the model's 16-bit dtype, where an fp8 plan counts 1 B per value)
+_KV_FLAGS = {"vllm": ["--kv-cache-dtype", "fp8"], "tgi": ["--kv-cache-dtype", "fp8_e4m3fn"]}
+#: generations whose GPUs vLLM's fp8 weights refuse (quantization/fp8.py Fp8Config
+#: get_min_capability 80: compute capability 8.0 and up)
+_BELOW_SM80 = ("pascal", "volta", "turing")
+
+
+def serve_checks(d: dict[str, Any], engine: str, weights: str, kv: str) -> list[str]:
+    """The KV-cache flags of the plan's kv_cache_precision, after refusing what the engine would
+    run otherwise than planned: a quantized KV cache it has no flag for here (int8 anywhere,
+    fp8 outside vLLM and TGI), vLLM fp8 weights below compute capability 8.0."""
+    if kv in ("fp8", "int8") and (kv == "int8" or engine not in _KV_FLAGS):
+        raise ConfigError(
+            f"--export: the plan keeps an {kv} KV cache, which this export sets for vLLM and TGI "
+            f"(fp8) only, not for {engine}. Allowed: kv_cache_precision fp16, or workload.stack vllm"
+        )
+    if engine == "vllm" and weights == "fp8" and d.get("gpu_generation") in _BELOW_SM80:
+        raise ConfigError(
+            f"--export: vLLM refuses fp8 weights on {d['gpu']} (compute capability below 8.0: "
+            "Fp8Config.get_min_capability 80). Allowed: quantization fp16 / int8 / int4, or an "
+            "Ampere or newer GPU"
+        )
+    return _KV_FLAGS[engine] if kv == "fp8" else []
+
+
+def serve_notes(d: dict[str, Any], job: dict[str, Any]) -> list[str]:
+    """Header lines a serving script needs read before it runs: the checkpoint an 8- or 4-bit
+    plan assumes (vLLM and TensorRT-LLM take the format from the checkpoint: vLLM
+    EngineArgs.quantization None, trtllm-serve has no quantization flag) and where the longest
+    request is capped (serve_command)."""
+    q = d.get("quantization") or d.get("precision") or "fp16"
+    notes = []
+    if q in ("int8", "int4"):
+        notes.append(
+            f"weights: the plan counts {q} weights: MODEL_ID must name a checkpoint quantized to "
+            f"{q} (AWQ / GPTQ / ModelOpt); a 16-bit one holds {16 // int(q[3:])}x the memory"
+        )
+    notes.append(
+        "request length: the engine's own limit (the model's context)"
+        if str(job.get("stack") or "generic") != "llama.cpp"
+        else f"request length: at most {serve_max_len(job)} tokens per slot (-c / -np), the buckets' mean"
+    )
+    return notes

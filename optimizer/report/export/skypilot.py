@@ -11,6 +11,7 @@ from optimizer.report.export.launchers import (
     SERVE_PORT,
     deepspeed_heredoc,
     serve_command,
+    serve_notes,
     serve_replicas_per_instance,
 )
 from optimizer.report.export.training import fabric_env, launch_lines, layout_env, stack_variables
@@ -113,7 +114,6 @@ def service_yaml(result: dict[str, Any], d: dict[str, Any], index: int, fmt: str
         )
     stack = job.get("stack") or "generic"
     engine = "vllm" if stack == "generic" else stack
-    max_len = max((b["prompt_tokens"] + b["output_tokens"] for b in job.get("buckets") or []), default=4096)
     per = serve_replicas_per_instance(d)
     deployments = plan["deployments"]
     body = [
@@ -128,6 +128,7 @@ def service_yaml(result: dict[str, Any], d: dict[str, Any], index: int, fmt: str
         f"cost: ${d['usd_per_hour']:,.2f}/h of ${plan['usd_per_hour']:,.2f}/h for the plan "
         f"(${plan['usd_per_month']:,.2f}/month); no P90 band for serving plans",
         *_pricing_note(d["pricing"]),
+        *serve_notes(d, job),
     ]
     service = {
         "service": {
@@ -141,6 +142,6 @@ def service_yaml(result: dict[str, Any], d: dict[str, Any], index: int, fmt: str
             "ports": SERVE_PORT,
         },
         "envs": {"MODEL_ID": str(job.get("model_ref") or job.get("model"))},
-        "run": serve_command(d, stack, max_len),
+        "run": serve_command(d, job),
     }
     return comment(header_lines(result, fmt, body)) + yaml_text(service)
