@@ -78,3 +78,17 @@ def test_a_quantized_plan_says_which_checkpoint_it_needs() -> None:
     int4 = {**DEPLOYMENT, "quantization": "int4", "precision": "int4"}
     (note,) = [n for n in serve_notes(int4, RESULT["job"]) if n.startswith("weights:")]
     assert "checkpoint quantized to int4" in note and "4x the memory" in note
+
+
+def test_model_id_is_the_checkpoint_an_engine_downloads() -> None:
+    """vLLM, TGI and TensorRT-LLM load a Hugging Face repository by name; the preset name is not
+    one. llama.cpp (a GGUF file) and MLC-LLM (a compiled model) keep it as the placeholder."""
+    from optimizer.report.export.base_configs import serve_model_id
+
+    assert RESULT["job"]["model"] == "mistral-7b"  # a serving result names its model so
+    for stack in ("generic", "vllm", "tgi", "tensorrt-llm"):
+        assert serve_model_id({**RESULT["job"], "stack": stack}) == "mistralai/Mistral-7B-v0.1"
+    for stack in ("llama.cpp", "mlc-llm"):
+        assert serve_model_id({**RESULT["job"], "stack": stack}) == "mistral-7b"
+    own = {**RESULT["job"], "model": "/models/mine", "model_ref": "/models/mine"}
+    assert serve_model_id(own) == "/models/mine"

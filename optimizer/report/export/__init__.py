@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.errors import ConfigError, did_you_mean
+from optimizer.report.export.base_configs import serve_model_id
 from optimizer.report.export.common import (
     ExportedFile,
     TrainPlan,
@@ -163,7 +164,7 @@ def _serve_sbatch(result: dict[str, Any], d: dict[str, Any], index: int, fmt: st
         "#SBATCH --exclusive\n#SBATCH --output=%x-%A_%a.out\n"
         + comment(header_lines(result, fmt, body))
         + "set -euo pipefail\n"
-        + shell_default({"MODEL_ID": str(job.get("model_ref") or job.get("model"))})
+        + shell_default({"MODEL_ID": serve_model_id(job)})
         + serve_command(d, job)
         + "\n"
     )

@@ -8,9 +8,11 @@ scripts/train/yamls/pretrain/. A model without one gets none: the launch line as
 
 from __future__ import annotations
 
+from typing import Any
+
 from optimizer.report.export.common import TrainPlan
 
-__all__ = ["config_guard", "foundry_yaml", "torchtitan_config"]
+__all__ = ["config_guard", "foundry_yaml", "serve_model_id", "torchtitan_config"]
 
 #: model preset -> torchtitan job config (flavors "8B", "70B", "405B" of its llama3 model)
 TORCHTITAN_CONFIGS = {
@@ -45,3 +47,35 @@ def config_guard(variable: str, framework: str) -> str:
         f': "${{{variable}:?set {variable} to a {framework} config of this model: none of the '
         f'configs {framework} bundles is it}}"\n'
     )
+
+
+#: model preset -> its Hugging Face repository (the model cards at huggingface.co/<id>, read
+#: 2026-12-05), which vLLM, TGI and TensorRT-LLM download by name; the checkpoints the presets'
+#: shapes were read from (model/presets.py). GPT-3 175B has none
+HF_REPOS = {
+    "gpt2": "openai-community/gpt2",
+    "bert-base": "google-bert/bert-base-uncased",
+    "bert-large": "google-bert/bert-large-uncased",
+    "vit-b16": "google/vit-base-patch16-224",
+    "vit-l16": "google/vit-large-patch16-224",
+    "llama-2-7b": "meta-llama/Llama-2-7b-hf",
+    "llama-2-13b": "meta-llama/Llama-2-13b-hf",
+    "llama-2-70b": "meta-llama/Llama-2-70b-hf",
+    "llama-3-8b": "meta-llama/Meta-Llama-3-8B",
+    "llama-3-70b": "meta-llama/Meta-Llama-3-70B",
+    "llama-3.1-405b": "meta-llama/Llama-3.1-405B",
+    "mistral-7b": "mistralai/Mistral-7B-v0.1",
+    "mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1",
+    "qwen2.5-7b": "Qwen/Qwen2.5-7B",
+}
+#: engines that load a model by its Hugging Face repository name (llama.cpp takes a GGUF file
+#: and MLC-LLM a compiled model: the preset name stays a placeholder to replace)
+_HF_ENGINES = ("generic", "vllm", "tgi", "tensorrt-llm")
+
+
+def serve_model_id(job: dict[str, Any]) -> str:
+    """The MODEL_ID a serving script starts from: the preset's Hugging Face repository where its
+    engine downloads by name, else the job's model (a path the user gave, or a preset name)."""
+    ref = str(job.get("model_ref") or job.get("model"))
+    engine = str(job.get("stack") or "generic")
+    return HF_REPOS.get(ref, ref) if engine in _HF_ENGINES else ref

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.report.export.base_configs import serve_model_id
 from optimizer.report.export.common import DISK_GB, TrainPlan, comment, header_lines, slug, yaml_text
 from optimizer.report.export.launchers import (
     READINESS_PATH,
@@ -141,7 +142,7 @@ def service_yaml(result: dict[str, Any], d: dict[str, Any], index: int, fmt: str
             ),
             "ports": SERVE_PORT,
         },
-        "envs": {"MODEL_ID": str(job.get("model_ref") or job.get("model"))},
+        "envs": {"MODEL_ID": serve_model_id(job)},
         "run": serve_command(d, job),
     }
     return comment(header_lines(result, fmt, body)) + yaml_text(service)
