@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from optimizer.errors import ConfigError
@@ -456,18 +457,19 @@ def launch_lines(t: TrainPlan) -> str:
     return _split_warning(t) + guard + joined_command(shell_words(cmd))
 
 
-#: the variable naming a framework's config in the launch line, and the framework
-_CONFIG_VARIABLES = {
-    "torchtitan": ("TORCHTITAN_CONFIG", "torchtitan"),
-    "torchtune": ("TORCHTUNE_CONFIG", "torchtune"),
-    "llm-foundry": ("FOUNDRY_YAML", "llm-foundry"),
+#: stack -> the variable naming its framework's config in the launch line, and the config of
+#: the plan's model it starts from (None: the framework bundles none)
+_MODEL_CONFIGS: dict[str, tuple[str, Callable[[TrainPlan], str | None]]] = {
+    "torchtitan": ("TORCHTITAN_CONFIG", torchtitan_config),
+    "torchtune": ("TORCHTUNE_CONFIG", torchtune_config),
+    "llm-foundry": ("FOUNDRY_YAML", foundry_yaml),
 }
 
 
 def _config_guard(t: TrainPlan) -> str:
     """The stop line when the framework bundles no config of the plan's model."""
-    variable, framework = _CONFIG_VARIABLES.get(t.stack, ("", ""))
-    return config_guard(variable, framework) if variable and variable not in stack_variables(t) else ""
+    variable, config = _MODEL_CONFIGS.get(t.stack, ("", None))
+    return config_guard(variable, t.stack) if config is not None and config(t) is None else ""
 
 
 #: the user's training script is theirs to name (--train-script PATH, or TRAIN_SCRIPT=... when
@@ -497,13 +499,9 @@ def stack_variables(t: TrainPlan) -> dict[str, str]:
     """What the launch line reads besides the layout, with the value to start from (edit it)."""
     if t.stack in ("megatron-core", "megatron-deepspeed"):
         return {"MEGATRON_DIR": "Megatron-LM"}
-    if t.stack == "torchtitan":
-        config = torchtitan_config(t)
-        return {"TORCHTITAN_CONFIG": config} if config else {}
-    if t.stack == "torchtune":
-        config = torchtune_config(t)
-        return {"TORCHTUNE_CONFIG": config} if config else {}
-    if t.stack == "llm-foundry":
-        yaml_path = foundry_yaml(t)
-        return {"FOUNDRY_DIR": "llm-foundry/scripts"} | ({"FOUNDRY_YAML": yaml_path} if yaml_path else {})
+    if t.stack in _MODEL_CONFIGS:
+        variable, config = _MODEL_CONFIGS[t.stack]
+        found = config(t)
+        folder = {"FOUNDRY_DIR": "llm-foundry/scripts"} if t.stack == "llm-foundry" else {}
+        return folder | ({variable: found} if found else {})
     return {"TRAIN_SCRIPT": t.train_script} if t.train_script else {}
