@@ -11,12 +11,12 @@ from dataclasses import replace
 
 from optimizer.model.memory import (
     activation_bytes_per_layer,
-    in_flight_microbatches,
     lora_params,
     params_per_gpu,
     qlora_bytes_per_param,
     setup_state_bytes,
 )
+from optimizer.model.pipeline_stages import in_flight_microbatches
 from optimizer.model.profile import is_profile
 from optimizer.model.profile_memory import ADAFACTOR_HIDDEN
 from optimizer.model.setup import Layout, PerfAssumptions, TrainingSetup

@@ -17,6 +17,11 @@ from optimizer.model.fitted import memory_multiplier
 from optimizer.model.grad_lifetime import BF16_LOSS_BYTES_PER_LOGIT, gradients_at_peak, unsynced_grad_bytes
 from optimizer.model.held import expert_params, lora_params, params_per_gpu, sharded_params
 from optimizer.model.memory_breakdown import MemoryBreakdown
+from optimizer.model.pipeline_stages import (
+    in_flight_microbatches,
+    interleave_factor,
+    last_stage_layer_microbatches,
+)
 from optimizer.model.profile import AnyModel, is_profile
 from optimizer.model.profile_memory import ProfileMemoryModel
 from optimizer.model.setup import (
@@ -128,19 +133,6 @@ def logits_tokens(model: ModelSpec, setup: TrainingSetup, layout: Layout) -> flo
     return tokens / max(1, setup.loss_chunks)
 
 
-def in_flight_microbatches(layout: Layout) -> int:
-    """1F1B keeps up to pp micro-batches of activations on the first stage (Narayanan 2021 §2.2)."""
-    return min(layout.pp, layout.grad_accum) if layout.pp > 1 else 1
-
-
-def interleave_factor(layout: Layout) -> float:
-    """Interleaved 1F1B stores 1 + (p−1)/(p·v) times the 1F1B activations on the first stage
-    (Korthikanti et al. 2022 §4.2.3)."""
-    if layout.pp <= 1 or layout.vp <= 1:
-        return 1.0
-    return 1.0 + (layout.pp - 1) / (layout.pp * layout.vp)
-
-
 # ---- totals -------------------------------------------------------------------------------
 
 
@@ -193,7 +185,7 @@ class TrainingMemoryModel:
         return found
 
     def activations(self, layout: Layout) -> tuple[float, float | None]:
-        """Activation bytes on the first stage and the calibrated factor (_activation_bytes)."""
+        """Activation bytes on the busiest stage and the calibrated factor (_activation_bytes)."""
         key = (
             layout.tp,
             layout.pp,
@@ -408,9 +400,10 @@ def _activation_bytes(
     in_flight: int,
     etp: int | None = None,
 ) -> tuple[float, float | None]:
-    """Activation bytes on the first stage of a layout with `in_flight` micro-batches of its
-    activations held (in_flight_microbatches), and the calibrated factor applied to them
-    (None without one) (training_memory)."""
+    """Activation bytes on the busiest pipeline stage of a layout with `in_flight` micro-batches
+    of its activations held on the first stage (in_flight_microbatches), the logits on the last
+    (last_stage_layer_microbatches), and the calibrated factor applied to them (None without
+    one) (training_memory)."""
     # grad_accum = in_flight holds as many micro-batches as the layout (min(pp, grad_accum))
     layout = Layout(
         tp=tp,
@@ -431,20 +424,24 @@ def _activation_bytes(
         # activations of that many layers of the stage are copied to host memory in forward
         # and brought back for their backward; at least one layer stays resident
         layers_per_stage = max(1, layers_per_stage - setup.offload_layers)
-    acts = (
-        activation_bytes_per_layer(model, setup, layout, k)
-        * layers_per_stage
-        * in_flight_microbatches(layout)
-        * interleave_factor(layout)
-    )
+    per_layer = activation_bytes_per_layer(model, setup, layout, k)
+    first = per_layer * layers_per_stage * in_flight_microbatches(layout) * interleave_factor(layout)
+    logits = logits_bytes(model, setup, layout, a, k)
+    recomputed = 0.0
     if layout.checkpointing == "full" or (
         layout.checkpointing == "selective" and k.stack.selective_ac in ("op", "block")
     ):
         # one layer is recomputed at a time (torchtitan op SAC recomputes the rest of a block)
-        acts += activation_bytes_per_layer(
+        recomputed = activation_bytes_per_layer(
             model, setup, Layout(tp=layout.tp, micro_batch=layout.micro_batch, cp=layout.cp, etp=etp), k
         )
-    acts += logits_bytes(model, setup, layout, a, k)
+    if layout.pp == 1:
+        acts = first + logits + recomputed
+    else:
+        # the logits are on the last stage, which holds fewer micro-batches than the first;
+        # its loss backward frees them before its last layer is recomputed
+        last = per_layer * last_stage_layer_microbatches(layout, layers_per_stage) + max(logits, recomputed)
+        acts = max(first + recomputed, last)
     fit = fitted_constants(a)
     if fit is not None:  # fitted per stack / method / checkpointing (data/fitted.toml)
         acts *= memory_multiplier(fit, setup.stack, setup.method, layout.checkpointing)

@@ -13,6 +13,7 @@ from optimizer.model.memory import (
     serving_memory,
     training_memory,
 )
+from optimizer.model.pipeline_stages import last_stage_layer_microbatches
 from optimizer.model.presets import PRESETS
 from optimizer.model.setup import Layout, PerfAssumptions, ServeSetup, TrainingSetup
 from optimizer.model.spec import ModelSpec
@@ -99,10 +100,39 @@ def test_pipeline_stage_holds_layers_and_inflight_microbatches() -> None:
     # eager fp32 loss at the start of backward: 2 (bf16 logits) + 4 (saved log_softmax) + 4 + 4
     # (the two fp32 gradients) = 14 B per logit
     logits = 4096 * 32000 * 14.0
-    # 1F1B: first stage keeps pp = 4 micro-batches of its 32/4 = 8 layers
-    assert mem.activations * GIB == pytest.approx(one * 8 * 4 + logits)
+    # 1F1B: the first stage keeps pp = 4 micro-batches of its 32/4 = 8 layers; the last stage
+    # one micro-batch of its 8 layers and the logits: 4 × 8 × ~0.5 GiB = 16 GiB against
+    # 8 × ~0.5 GiB + 1.7 GiB, so the first stage is the busiest
+    assert mem.activations * GIB == pytest.approx(one * 8 * 4)
+    assert one * 8 * 4 > one * 8 + logits
     # the busiest stage is the last: 8 layers + LM head (32000·4096) + final RMSNorm (4096)
     assert params_per_gpu(spec, Layout(pp=4)) == 8 * spec.layer_params() + 32000 * 4096 + 4096
+
+
+def test_logits_sit_on_the_last_pipeline_stage() -> None:
+    # full recompute keeps 2·s·h bytes per layer: 2 × 4096 × 4096 = 32 MiB; Llama-2-7B on
+    # pp = 2 (16 layers a stage), 1F1B: the first stage holds 2 micro-batches × 16 layers =
+    # 1 GiB, the last stage 1 × 16 layers = 0.5 GiB plus the eager loss's 14 B × 4096 tokens ×
+    # 32,000 logits = 1,835,008,000 B: the last stage is the busiest, and the logits are not
+    # added to the first stage's layers (Narayanan et al. 2021 §2.2); the one layer rebuilt at
+    # a time in backward comes after the loss's backward freed the logits (the larger counts)
+    spec = PRESETS["llama-2-7b"]
+    setup = TrainingSetup(seq_len=4096)
+    layout = Layout(pp=2, grad_accum=8, checkpointing="full")
+    mem = training_memory(spec, setup, layout, NO_PREFETCH)
+    layer = 2 * 4096 * 4096
+    recomputed = activation_bytes_per_layer(spec, setup, Layout())  # one layer rebuilt at a time
+    assert recomputed < 4096 * 32000 * 14.0
+    assert mem.activations * GIB == pytest.approx(16 * layer + 4096 * 32000 * 14.0)
+
+
+def test_interleaved_last_rank_warms_up_v_minus_1_times_p_chunks() -> None:
+    # Megatron-LM interleaved 1F1B: the last of p ranks runs (v − 1)·p chunk forwards before its
+    # first backward, +1 in flight: p = 4, v = 2 -> 5 chunks of 16 / 2 = 8 layers = 40
+    # layer-micro-batches; one micro-batch in all: at most 1 × v = 2 chunks = 16
+    assert last_stage_layer_microbatches(Layout(pp=4, vp=2, grad_accum=8), 16) == 40
+    assert last_stage_layer_microbatches(Layout(pp=4, vp=2, grad_accum=1), 16) == 16
+    assert last_stage_layer_microbatches(Layout(pp=4, grad_accum=8), 16) == 16  # 1F1B: one
 
 
 def test_lora_params_by_hand() -> None:
