@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from test_batch_bruteforce import GRID, batches
 from test_batch_synth import brute_force
@@ -74,6 +75,30 @@ def test_master_bound_with_at_least_r_reserved_is_below_brute_force(
             if expected is None:
                 continue
             assert bound <= expected + 1e-6, (key, r, bound, expected)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_master_from_a_mip_start_reaches_the_same_optimum(
+    batch: tuple[list[JobSpec], list, float],
+) -> None:
+    """A schedulable plan handed to HiGHS as its first incumbent (Master.solve `start`, the
+    greedy plan) changes how fast the master is solved, never its optimum: the same bound with
+    and without, a choice no dearer than the start, and below brute force."""
+    specs, resources, horizon = batch
+    problem = BatchProblem.build(specs, resources, horizon, GRID)
+    rows = [usable_rows(job, problem, {}) for job in problem.jobs]
+    greedy = greedy_plans(problem, rows)[0]
+    if greedy.missing:
+        return
+    plain = Master(problem, rows).solve(10.0)
+    started = Master(problem, rows).solve(10.0, ([i for i, _ in greedy.plan], greedy.reserved))
+    assert plain is not None and started is not None
+    assert started[3] and plain[3]  # both proven
+    assert started[2] == pytest.approx(plain[2], abs=1e-6)
+    assert started[2] <= greedy.cost_cents + 1e-6
+    expected = brute_force(specs, resources, horizon, GRID)
+    assert expected is not None and started[2] <= expected + 1e-6
 
 
 def _one_window(monkeypatch) -> None:  # type: ignore[no-untyped-def]

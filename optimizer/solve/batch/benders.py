@@ -31,7 +31,7 @@ from ortools.sat.python import cp_model
 
 from optimizer.solve.batch.disjunctive import WindowCut, covers_of, violated_windows
 from optimizer.solve.batch.hints import repaired_plan
-from optimizer.solve.batch.master import Cut, Master
+from optimizer.solve.batch.master import Cut, Master, Start
 from optimizer.solve.batch.model import add_row_window, usable_rows
 from optimizer.solve.batch.probe import reservation_limits
 from optimizer.solve.batch.problem import BatchProblem, choice_cost_cents
@@ -324,6 +324,7 @@ def solve_benders(
     upper: tuple[int, Mapping[str, int]] | None = None,
     bound_only: bool = False,
     lp_only: bool = False,
+    start: Start | None = None,
 ) -> BendersOutcome:
     """Master MIP + CP-SAT subproblems until the bound meets a schedulable plan (module doc).
     Each round whose choice cannot be scheduled is also repaired into a plan (the incumbent
@@ -333,18 +334,18 @@ def solve_benders(
     (probe.py: `reserve_limits`). `bound_only`: the master's LP relaxation only (its bound and
     its largest rows repaired into the incumbent: _first_bound), no schedule checks and no
     probe: what a large batch's window search uses (solve.py); then, unless `lp_only`, one
-    MIP solve for a higher bound and a better choice (_first_bound)."""
+    MIP solve for a higher bound and a better choice (_first_bound). `start`: a schedulable
+    plan (rows, R), the master's first MIP start until the rounds find a cheaper one."""
     started = time.perf_counter()
     rows = [usable_rows(job, problem, {}) for job in problem.jobs]
     out = BendersOutcome(proven=False)
     master_mip = Master(problem, rows)
     if bound_only:
-        _first_bound(problem, rows, master_mip, out, started + time_limit_s, lp_only)
+        _first_bound(problem, rows, master_mip, out, started + time_limit_s, lp_only, start)
         return out
-    if master_mip.reserve:  # leave time to probe the reserved counts
-        _rounds(problem, rows, master_mip, out, started + (1 - PROBE_SHARE) * time_limit_s, max_rounds)
-    else:
-        _rounds(problem, rows, master_mip, out, started + time_limit_s, max_rounds)
+    # leave time to probe the reserved counts
+    share = (1 - PROBE_SHARE) if master_mip.reserve else 1.0
+    _rounds(problem, rows, master_mip, out, started + share * time_limit_s, max_rounds, start)
     if not out.proven and master_mip.reserve:
         _probe(problem, master_mip, out, upper, started + time_limit_s)
     return out
@@ -357,6 +358,7 @@ def _first_bound(
     out: BendersOutcome,
     deadline: float,
     lp_only: bool = False,
+    start: Start | None = None,
 ) -> None:
     """The master's LP relaxation solved once (Master.relaxed): its optimum as the lower
     bound, its largest rows repaired into the incumbent (hints.repaired_plan); then, unless
@@ -380,11 +382,23 @@ def _first_bound(
     left = deadline - time.perf_counter()
     if lp_only or left <= 0:
         return
-    master = master_mip.solve(left)
+    master = master_mip.solve(left, _mip_start(problem, out, start))
     if math.isfinite(master_mip.last_bound):
         out.bound_cents = max(out.bound_cents, math.ceil(master_mip.last_bound - 1e-6))
     if master is not None and not math.isinf(master[2]):
         _keep(out, _repair(problem, rows, master[0], master[1]))
+
+
+def _mip_start(problem: BatchProblem, out: BendersOutcome, start: Start | None) -> Start | None:
+    """The cheapest schedulable plan known as a MIP start: the rounds' incumbent or the
+    caller's `start`. A schedulable plan meets every cut (no-goods remove only row sets no
+    schedule realises; energy and window rows hold for every schedule)."""
+    if out.incumbent is None:
+        return start
+    cost, rows, _, reserved = out.incumbent
+    if start is not None and choice_cost_cents(problem, start[0], start[1]) < cost:
+        return start
+    return rows, reserved
 
 
 def _probe(
@@ -412,14 +426,16 @@ def _rounds(
     out: BendersOutcome,
     deadline: float,
     max_rounds: int,
+    start: Start | None = None,
 ) -> None:
-    """The rounds (module doc) until proven, a cap, or `deadline` (every check stops there)."""
+    """The rounds (module doc) until proven, a cap, or `deadline` (every check stops there);
+    each master solve starts from the cheapest schedulable plan known (_mip_start)."""
     covers = covers_of(problem, rows)
     check = _Checker(problem)
     most = {k: r.capacity for k, r in problem.resources.items() if r.kind == "reservation"}
     for _ in range(max_rounds):
         left = deadline - time.perf_counter()
-        master = master_mip.solve(left) if left > 0 else None
+        master = master_mip.solve(left, _mip_start(problem, out, start)) if left > 0 else None
         out.rounds += 1 if left > 0 else 0
         if master is None:  # no choice in time; the MIP's dual bound still holds
             if math.isfinite(master_mip.last_bound):

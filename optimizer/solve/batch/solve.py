@@ -287,9 +287,11 @@ def _benders_phase(
     large = len(problem.jobs) > BENDERS_LARGE_JOBS
     share = BENDERS_LARGE_SHARE if large else BENDERS_SHARE
     upper = None if greedy.missing else (greedy.cost_cents, greedy.reserved)
-    # greedy plans leaving jobs out: the LP bound only, no MIP (benders._first_bound)
-    lp_only = large and bool(greedy.missing)
-    bend = solve_benders(problem, share * budget_s, upper=upper, bound_only=large, lp_only=lp_only)
+    lp_only = large and bool(greedy.missing)  # jobs left out: the LP bound only (benders._first_bound)
+    start = None if greedy.missing else ([i for i, _ in greedy.plan], greedy.reserved)  # a MIP start
+    bend = solve_benders(
+        problem, share * budget_s, upper=upper, bound_only=large, lp_only=lp_only, start=start
+    )
     stats = {
         "rounds": bend.rounds,
         "cuts": len(bend.cuts),
