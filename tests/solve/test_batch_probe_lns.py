@@ -163,6 +163,46 @@ def test_large_batch_path_equals_brute_force(
     assert round(result.solver["objective_usd"] * 100) == expected
 
 
+def test_windows_are_solved_two_disjoint_at_a_time() -> None:
+    """lns._pairs: a sweep's windows overlap by half, so window n goes with window n + 2 (the
+    first that does not meet it): 0 and 2, 1 and 3, then 4 alone; windows that all meet
+    are solved one at a time."""
+    sweep = [(0, 4), (2, 6), (4, 8), (6, 10), (8, 12)]
+    assert lns._pairs(sweep) == [[(0, 4), (4, 8)], [(2, 6), (6, 10)], [(8, 12)]]
+    assert lns._pairs([(0, 10), (2, 6), (5, 9)]) == [[(0, 10)], [(2, 6)], [(5, 9)]]
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(batches())
+def test_pairs_of_narrow_windows_keep_plans_valid(
+    monkeypatch,
+    batch: tuple[list[JobSpec], list, float],  # type: ignore[no-untyped-def]
+) -> None:
+    """Windows of 4 hours (several per test horizon, solved two at a time and their answers
+    merged, lns._merged): every plan the search returns is valid, no dearer than its start and
+    no cheaper than brute force."""
+    monkeypatch.setattr(lns, "WINDOW_H", 4.0)
+    specs, resources, horizon = batch
+    problem = BatchProblem.build(specs, resources, horizon, GRID)
+    rows = [usable_rows(job, problem, {}) for job in problem.jobs]
+    start = greedy_plans(problem, rows)[0]
+    best = lns.improve_by_windows(problem, start, time.perf_counter() + 10, CONFIG)
+    assert (len(best.missing), best.cost_cents) <= (len(start.missing), start.cost_cents)
+    if best.missing:
+        return
+    expected = brute_force(specs, resources, horizon, GRID)
+    assert expected is not None and best.cost_cents >= expected
+    scheduled = [
+        ScheduledJob(job, job.rows[i] if i is not None else None, t, GRID.unit_h)
+        for job, (i, t) in zip(problem.jobs, best.plan, strict=True)
+    ]
+    assert validate_batch(BatchResult(Status.FEASIBLE, problem, scheduled, dict(best.reserved))) == []
+
+
 def test_a_second_solve_keeps_the_cheaper_answer_and_the_higher_bound() -> None:
     """solve._better: of two unproven answers of one model, the lower objective with the
     higher bound (each solve's bound holds for the model); a proven answer replaces both."""

@@ -21,6 +21,7 @@ Every plan this returns is a plan of the batch (solve.py validates the final one
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -45,6 +46,9 @@ WIDTHS = (1.0, 1.5, 2.0)
 WINDOW_WORKERS = 1
 #: the least time (s) worth a window's CP-SAT solve
 MIN_WINDOW_S = 0.5
+#: windows solved at once (_pairs: two that do not meet), one CP-SAT worker each: the target
+#: machine's 2 cores (one window at a time left one idle)
+PARALLEL_WINDOWS = 2
 
 
 def _windows(problem: BatchProblem, sweep: int) -> list[tuple[int, int]]:
@@ -153,26 +157,86 @@ def _rank(plan: GreedyPlan) -> tuple[int, int]:
     return len(plan.missing), plan.cost_cents
 
 
+def _pairs(windows: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """The sweep's windows in groups solved at once: each window with the next one that does
+    not meet it (a sweep's windows overlap by half, so window n goes with window n + 2: 0 and
+    2, 1 and 3, 4 and 6, ...), a window meeting every later one alone."""
+    left, out = list(windows), []
+    while left:
+        a, b = left.pop(0)
+        partner = next((w for w in left if w[0] >= b or w[1] <= a), None)
+        if partner is not None and left.index(partner) <= 1:
+            left.remove(partner)
+            out.append([(a, b), partner])
+        else:
+            out.append([(a, b)])
+    return out
+
+
+def _merged(
+    problem: BatchProblem, plan: GreedyPlan, answers: list[tuple[list[int], GreedyPlan]]
+) -> GreedyPlan:
+    """`plan` with each disjoint window's freed jobs placed as its answer: windows that do not
+    meet free disjoint jobs that never run at the same time, so each answer's places stay
+    valid beside the other's; each reservation at the larger R of the two."""
+    new = list(plan.plan)
+    reserved = dict(plan.reserved)
+    for n, (free, answer) in enumerate(answers):
+        for j in free:
+            new[j] = answer.plan[j]
+        for key, count in answer.reserved.items():
+            reserved[key] = count if n == 0 else max(reserved.get(key, 0), count)
+    missing = tuple(
+        job.name
+        for job, (i, _) in zip(problem.jobs, new, strict=True)
+        if i is None and job.penalty_cents is None
+    )
+    cost = choice_cost_cents(problem, [i for i, _ in new], reserved)
+    return GreedyPlan(new, reserved, cost, missing)
+
+
+def _solve_group(
+    problem: BatchProblem,
+    plan: GreedyPlan,
+    group: list[tuple[int, int]],
+    cfg: SolverConfig,
+    pool: ThreadPoolExecutor,
+) -> GreedyPlan:
+    """`plan` improved by the windows of `group`, solved at once (one CP-SAT search each, on
+    threads: CP-SAT releases the GIL while it searches); both answers kept when together they
+    beat each alone, else the better one."""
+    jobs = []
+    for a, b in group:
+        free, window_jobs = _neighbourhood(problem, plan, a, b)
+        if free:
+            jobs.append((free, pool.submit(_solve_window, problem, plan, free, window_jobs, cfg)))
+    answers = [(free, answer) for free, future in jobs if (answer := future.result()) is not None]
+    candidates = [answer for _, answer in answers]
+    if len(answers) == 2:
+        candidates.append(_merged(problem, plan, answers))
+    for candidate in candidates:
+        if _rank(candidate) < _rank(plan):
+            plan = candidate
+    return plan
+
+
 def _sweep(
     problem: BatchProblem,
     plan: GreedyPlan,
     windows: list[tuple[int, int]],
     deadline: float,
     cfg: SolverConfig,
+    pool: ThreadPoolExecutor,
 ) -> GreedyPlan:
-    """`plan` after one pass over `windows`, each with an equal share of the time left (at
-    least MIN_WINDOW_S), until `deadline`."""
-    for n, (a, b) in enumerate(windows):
+    """`plan` after one pass over `windows`, two disjoint windows at a time (_pairs), each group
+    with an equal share of the time left (at least MIN_WINDOW_S), until `deadline`."""
+    groups = _pairs(windows)
+    for n, group in enumerate(groups):
         left = deadline - time.perf_counter()
         if left < MIN_WINDOW_S:
             break
-        free, jobs = _neighbourhood(problem, plan, a, b)
-        if not free:
-            continue
-        share = max(MIN_WINDOW_S, left / (len(windows) - n))
-        better = _solve_window(problem, plan, free, jobs, replace(cfg, time_limit_s=min(left, share)))
-        if better is not None and _rank(better) < _rank(plan):
-            plan = better
+        share = max(MIN_WINDOW_S, left / (len(groups) - n))
+        plan = _solve_group(problem, plan, group, replace(cfg, time_limit_s=min(left, share)), pool)
     return plan
 
 
@@ -185,11 +249,12 @@ def improve_by_windows(
     cfg = replace(cfg, workers=WINDOW_WORKERS)
     idle = 0  # sweeps in a row that found nothing better
     sweep = 0
-    while idle < 2 * len(WIDTHS) and time.perf_counter() < deadline:  # every width and shift once
-        before = _rank(plan)
-        index = {job.name: job for job in problem.jobs}
-        focus = [(index[name].release, index[name].due) for name in plan.missing]
-        plan = _sweep(problem, plan, focus + _windows(problem, sweep), deadline, cfg)
-        sweep += 1
-        idle = 0 if _rank(plan) < before else idle + 1
+    with ThreadPoolExecutor(max_workers=PARALLEL_WINDOWS) as pool:
+        while idle < 2 * len(WIDTHS) and time.perf_counter() < deadline:  # every width and shift once
+            before = _rank(plan)
+            index = {job.name: job for job in problem.jobs}
+            focus = [(index[name].release, index[name].due) for name in plan.missing]
+            plan = _sweep(problem, plan, focus + _windows(problem, sweep), deadline, cfg, pool)
+            sweep += 1
+            idle = 0 if _rank(plan) < before else idle + 1
     return plan
