@@ -127,14 +127,13 @@ BENCH_BLOCKS = [b for b in blocks(README.read_text(encoding="utf-8")) if b.kind 
 
 @pytest.mark.parametrize("block", BENCH_BLOCKS, ids=[b.command for b in BENCH_BLOCKS])
 def test_benchmark_blocks_are_not_older_than_the_code_they_measure(block):
-    """A benchmark block of a script listed in tools/readme.BENCH_SOURCES records the hash of
-    the code it measured; it must equal the hash of that code now (else rerun it:
-    python -m tools.readme --write --benchmarks --only <script name>)."""
+    """Every benchmark block's script is listed in tools/readme.BENCH_SOURCES, and its block
+    records the hash of the code and data it measured; it must equal their hash now (else rerun
+    it: python -m tools.readme --write --benchmarks --only <script name>)."""
     from tools.readme import bench_script, recorded_hash, sources_hash
 
     now = sources_hash(bench_script(block.command))
-    if now is None:
-        pytest.skip("no measured sources listed for this benchmark")
+    assert now is not None, f"{bench_script(block.command)} is not in tools/readme.BENCH_SOURCES"
     assert recorded_hash(block) == now, (
         f"`{block.command}` was regenerated before the code it measures last changed; run: "
         f"python -m tools.readme --write --benchmarks --only {bench_script(block.command).split('/')[-1]}"
@@ -152,4 +151,10 @@ def test_sources_hash_follows_the_measured_code(tmp_path, monkeypatch):
     before = readme.sources_hash("bench.py")
     (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
     assert readme.sources_hash("bench.py") != before
+    changed = readme.sources_hash("bench.py")
+    (tmp_path / "pkg" / "rows.csv").write_text("a,b\n")  # a data table the benchmark reads
+    assert readme.sources_hash("bench.py") != changed
+    data = readme.sources_hash("bench.py")
+    (tmp_path / "pkg" / "notes.txt").write_text("not read\n")
+    assert readme.sources_hash("bench.py") == data
     assert readme.sources_hash("benchmarks/unlisted.py") is None
