@@ -24,20 +24,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from optimizer.solve.batch.disjunctive import WindowCut, covers_of, violated_windows
-from optimizer.solve.batch.hints import repaired_plan
+from optimizer.solve.batch.hints import GreedyPlan, repaired_plan
 from optimizer.solve.batch.master import Cut, Master, Start
 from optimizer.solve.batch.model import add_row_window, usable_rows
 from optimizer.solve.batch.probe import reservation_limits
 from optimizer.solve.batch.problem import BatchProblem, choice_cost_cents
 from optimizer.solve.cpsat.core import shrink_core
 
-__all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "solve_benders"]
+__all__ = ["MAX_ROUNDS", "MAX_CUTS_PER_ROUND", "Cut", "BendersOutcome", "as_plan", "solve_benders"]
 
 #: CHOICE: rounds of master + subproblem before handing over to the full CP-SAT model; a
 #: count, not a time, keeps the answer deterministic. Measured on the 50-job saturated
@@ -269,8 +269,11 @@ def _repair(
 ) -> Plan | None:
     """A schedule near the master's choice (hints.repaired_plan), as a Plan; None if none."""
     g = repaired_plan(problem, rows, chosen, reserved)
-    if g is None:
-        return None
+    return None if g is None else as_plan(g)
+
+
+def as_plan(g: GreedyPlan) -> Plan:
+    """A greedy or repaired plan as a Plan (its cost, row per job, the scheduled jobs' starts, R)."""
     starts = [t for i, t in g.plan if i is not None and t is not None]
     return g.cost_cents, [i for i, _ in g.plan], starts, dict(g.reserved)
 
@@ -321,21 +324,20 @@ def solve_benders(
     problem: BatchProblem,
     time_limit_s: float,
     max_rounds: int = MAX_ROUNDS,
-    upper: tuple[int, Mapping[str, int]] | None = None,
     bound_only: bool = False,
     lp_only: bool = False,
-    start: Start | None = None,
+    start: Plan | None = None,
 ) -> BendersOutcome:
     """Master MIP + CP-SAT subproblems until the bound meets a schedulable plan (module doc).
     Each round whose choice cannot be scheduled is also repaired into a plan (the incumbent
     the full CP-SAT model starts from if the bound is not met). Unproven, the last
     PROBE_SHARE of the time (or what the rounds left) probes the reserved counts against the
-    cheapest plan known, `upper` (cents, R per reservation) or the rounds' incumbent
-    (probe.py: `reserve_limits`). `bound_only`: the master's LP relaxation only (its bound and
-    its largest rows repaired into the incumbent: _first_bound), no schedule checks and no
+    cheapest plan known, `start` or the rounds' incumbent (probe.py: `reserve_limits`).
+    `bound_only`: the master's LP relaxation only (its bound and its largest rows repaired into
+    the incumbent: _first_bound), no schedule checks and no
     probe: what a large batch's window search uses (solve.py); then, unless `lp_only`, one
-    MIP solve for a higher bound and a better choice (_first_bound). `start`: a schedulable
-    plan (rows, R), the master's first MIP start until the rounds find a cheaper one."""
+    MIP solve for a higher bound and a better choice (_first_bound). `start`: the caller's
+    schedulable plan, the master's MIP start until the rounds find a cheaper one (_mip_start)."""
     started = time.perf_counter()
     rows = [usable_rows(job, problem, {}) for job in problem.jobs]
     out = BendersOutcome(proven=False)
@@ -347,7 +349,7 @@ def solve_benders(
     share = (1 - PROBE_SHARE) if master_mip.reserve else 1.0
     _rounds(problem, rows, master_mip, out, started + share * time_limit_s, max_rounds, start)
     if not out.proven and master_mip.reserve:
-        _probe(problem, master_mip, out, upper, started + time_limit_s)
+        _probe(problem, master_mip, out, start, started + time_limit_s)
     return out
 
 
@@ -358,7 +360,7 @@ def _first_bound(
     out: BendersOutcome,
     deadline: float,
     lp_only: bool = False,
-    start: Start | None = None,
+    start: Plan | None = None,
 ) -> None:
     """The master's LP relaxation solved once (Master.relaxed): its optimum as the lower
     bound, its largest rows repaired into the incumbent (hints.repaired_plan); then, unless
@@ -382,22 +384,22 @@ def _first_bound(
     left = deadline - time.perf_counter()
     if lp_only or left <= 0:
         return
-    master = master_mip.solve(left, _mip_start(problem, out, start))
+    master = master_mip.solve(left, _mip_start(out, start))
     if math.isfinite(master_mip.last_bound):
         out.bound_cents = max(out.bound_cents, math.ceil(master_mip.last_bound - 1e-6))
     if master is not None and not math.isinf(master[2]):
         _keep(out, _repair(problem, rows, master[0], master[1]))
 
 
-def _mip_start(problem: BatchProblem, out: BendersOutcome, start: Start | None) -> Start | None:
-    """The cheapest schedulable plan known as a MIP start: the rounds' incumbent or the
-    caller's `start`. A schedulable plan meets every cut (no-goods remove only row sets no
-    schedule realises; energy and window rows hold for every schedule)."""
-    if out.incumbent is None:
-        return start
-    cost, rows, _, reserved = out.incumbent
-    if start is not None and choice_cost_cents(problem, start[0], start[1]) < cost:
-        return start
+def _mip_start(out: BendersOutcome, start: Plan | None) -> Start | None:
+    """The cheapest schedulable plan known as a MIP start (its rows and R): the rounds'
+    incumbent or the caller's `start` (the incumbent on a tie). A schedulable plan meets every
+    cut (no-goods remove only row sets no schedule realises; energy and window rows hold for
+    every schedule)."""
+    known = [plan for plan in (out.incumbent, start) if plan is not None]
+    if not known:
+        return None
+    _, rows, _, reserved = min(known, key=lambda plan: plan[0])
     return rows, reserved
 
 
@@ -405,12 +407,12 @@ def _probe(
     problem: BatchProblem,
     master: Master,
     out: BendersOutcome,
-    upper: tuple[int, Mapping[str, int]] | None,
+    start: Plan | None,
     deadline: float,
 ) -> None:
     """out.reserve_limits against the cheapest plan known (the caller's or the incumbent);
     R is never cut below the R of either plan (both stay solutions)."""
-    plans = [p for p in (upper, out.incumbent and (out.incumbent[0], out.incumbent[3])) if p]
+    plans = [(p[0], p[3]) for p in (start, out.incumbent) if p is not None]
     if not plans:
         return
     cost = min(c for c, _ in plans)
@@ -426,7 +428,7 @@ def _rounds(
     out: BendersOutcome,
     deadline: float,
     max_rounds: int,
-    start: Start | None = None,
+    start: Plan | None = None,
 ) -> None:
     """The rounds (module doc) until proven, a cap, or `deadline` (every check stops there);
     each master solve starts from the cheapest schedulable plan known (_mip_start)."""
@@ -435,7 +437,7 @@ def _rounds(
     most = {k: r.capacity for k, r in problem.resources.items() if r.kind == "reservation"}
     for _ in range(max_rounds):
         left = deadline - time.perf_counter()
-        master = master_mip.solve(left, _mip_start(problem, out, start)) if left > 0 else None
+        master = master_mip.solve(left, _mip_start(out, start)) if left > 0 else None
         out.rounds += 1 if left > 0 else 0
         if master is None:  # no choice in time; the MIP's dual bound still holds
             if math.isfinite(master_mip.last_bound):

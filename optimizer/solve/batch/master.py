@@ -215,12 +215,10 @@ class Master:
             absolute_gap_tolerance=0.0,
             time_limit=timedelta(seconds=max(0.01, time_limit_s)),
         )
-        hint = self._hint(start)
         with _quiet_stdout():
-            if hint is None:
-                res = mathopt.solve(self.model, mathopt.SolverType.HIGHS, params=params)
-            else:
-                res = mathopt.solve(self.model, mathopt.SolverType.HIGHS, params=params, model_params=hint)
+            res = mathopt.solve(
+                self.model, mathopt.SolverType.HIGHS, params=params, model_params=self._hint(start)
+            )
         reason = res.termination.reason
         if reason in (
             mathopt.TerminationReason.INFEASIBLE,

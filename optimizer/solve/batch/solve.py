@@ -10,7 +10,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from optimizer.errors import SolverError, Status
-from optimizer.solve.batch.benders import BendersOutcome, solve_benders
+from optimizer.solve.batch.benders import BendersOutcome, as_plan, solve_benders
 from optimizer.solve.batch.explain import explain_infeasible, trivially_infeasible
 from optimizer.solve.batch.hints import GreedyPlan, add_hints, greedy_plans, hint_solution, left_shift
 from optimizer.solve.batch.leftout import left_out_explanation, searched_phases
@@ -286,12 +286,10 @@ def _benders_phase(
     phase = time.perf_counter()
     large = len(problem.jobs) > BENDERS_LARGE_JOBS
     share = BENDERS_LARGE_SHARE if large else BENDERS_SHARE
-    upper = None if greedy.missing else (greedy.cost_cents, greedy.reserved)
-    lp_only = large and bool(greedy.missing)  # jobs left out: the LP bound only (benders._first_bound)
-    start = None if greedy.missing else ([i for i, _ in greedy.plan], greedy.reserved)  # a MIP start
-    bend = solve_benders(
-        problem, share * budget_s, upper=upper, bound_only=large, lp_only=lp_only, start=start
-    )
+    # greedy plans leaving jobs out: the LP bound only, no MIP (benders._first_bound)
+    lp_only = large and bool(greedy.missing)
+    start = None if greedy.missing else as_plan(greedy)
+    bend = solve_benders(problem, share * budget_s, bound_only=large, lp_only=lp_only, start=start)
     stats = {
         "rounds": bend.rounds,
         "cuts": len(bend.cuts),
