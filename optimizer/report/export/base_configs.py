@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.report.export.common import TrainPlan
+from optimizer.report.export.common import TrainPlan, job_stack
 
 __all__ = ["config_guard", "foundry_yaml", "serve_model_id", "torchtitan_config"]
 
@@ -77,5 +77,5 @@ def serve_model_id(job: dict[str, Any]) -> str:
     """The MODEL_ID a serving script starts from: the preset's Hugging Face repository where its
     engine downloads by name, else the job's model (a path the user gave, or a preset name)."""
     ref = str(job.get("model_ref") or job.get("model"))
-    engine = str(job.get("stack") or "generic")
+    engine = job_stack(job)
     return HF_REPOS.get(ref, ref) if engine in _HF_ENGINES else ref

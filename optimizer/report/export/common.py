@@ -17,6 +17,7 @@ from optimizer.errors import ConfigError
 
 __all__ = [
     "ExportedFile",
+    "job_stack",
     "TrainPlan",
     "train_plans",
     "serve_deployments",
@@ -275,7 +276,7 @@ def _train_plan(result: dict[str, Any], p: dict[str, Any], job: dict[str, Any], 
         job=str(job.get("name") or "job"),
         model=str(job.get("model")),
         model_ref=str(job.get("model_ref") or job.get("model")),
-        stack=str(job.get("stack") or "generic"),
+        stack=job_stack(job),
         workload=str(job.get("kind") or "pretrain"),
         seq_len=job.get("seq_len"),
         lora_rank=job.get("lora_rank"),
@@ -332,6 +333,11 @@ def _check_layout(t: TrainPlan) -> None:
         )
     if t.nodes * t.gpus_per_node != t.gpus:
         raise ConfigError(f"export: plan {t.job!r}: {t.nodes} × {t.gpus_per_node} GPUs ≠ gpus = {t.gpus}")
+
+
+def job_stack(job: dict[str, Any]) -> str:
+    """The stack a job of the JSON output names (workload.stack; "generic" when unset)."""
+    return str(job.get("stack") or "generic")
 
 
 def train_plans(result: dict[str, Any], fmt: str, train_script: str | None = None) -> list[TrainPlan]:

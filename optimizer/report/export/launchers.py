@@ -13,6 +13,7 @@ from optimizer.report.export.common import (
     MASTER_PORT,
     TrainPlan,
     comment,
+    job_stack,
     shell_default,
     shell_exports,
     wall_time,
@@ -247,10 +248,10 @@ def serve_command(d: dict[str, Any], job: dict[str, Any]) -> str:
         ConfigError: several replicas per instance on an engine without a data-parallel mode, or
             a KV-cache or weight precision the engine cannot run as planned (serve_checks).
     """
-    stack = str(job.get("stack") or "generic")
+    stack = job_stack(job)
     engine = "vllm" if stack == "generic" else stack
     per = serve_replicas_per_instance(d)
-    q = d.get("quantization") or d.get("precision") or "fp16"
+    q = serve_weights(d)
     if per > 1 and engine != "vllm":
         raise ConfigError(
             f"--export: the {d['gpu']} deployment runs {per} replicas per instance and {engine} has no "
@@ -292,6 +293,11 @@ def serve_command(d: dict[str, Any], job: dict[str, Any]) -> str:
     return " ".join(cmd)
 
 
+def serve_weights(d: dict[str, Any]) -> str:
+    """A deployment's weight format: its quantization, else its precision (fp16 when unset)."""
+    return str(d.get("quantization") or d.get("precision") or "fp16")
+
+
 def serve_max_len(job: dict[str, Any]) -> int:
     """The longest mean request of the job's buckets (prompt + output tokens)."""
     return max((b["prompt_tokens"] + b["output_tokens"] for b in job.get("buckets") or []), default=4096)
@@ -328,7 +334,7 @@ def serve_notes(d: dict[str, Any], job: dict[str, Any]) -> list[str]:
     plan assumes (vLLM and TensorRT-LLM take the format from the checkpoint: vLLM
     EngineArgs.quantization None, trtllm-serve has no quantization flag) and where the longest
     request is capped (serve_command)."""
-    q = d.get("quantization") or d.get("precision") or "fp16"
+    q = serve_weights(d)
     notes = []
     if q in ("int8", "int4"):
         notes.append(
@@ -337,7 +343,7 @@ def serve_notes(d: dict[str, Any], job: dict[str, Any]) -> list[str]:
         )
     notes.append(
         "request length: the engine's own limit (the model's context)"
-        if str(job.get("stack") or "generic") != "llama.cpp"
+        if job_stack(job) != "llama.cpp"
         else f"request length: at most {serve_max_len(job)} tokens per slot (-c / -np), the buckets' mean"
     )
     return notes
