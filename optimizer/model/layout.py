@@ -208,7 +208,7 @@ def _stack_problems(
                 + str(max(pipeline_zero_stages(stack), default=0)),
             )
         )
-    if stack.splits_need_fsdp and (tp > 1 or pp > 1) and cp == 1 and (dp == 1 or zero < 2):
+    if stack.splits_need_fsdp and cp == 1 and _split_without_fsdp(tp, pp, dp, zero):
         out.append(
             LayoutProblem(
                 "zero_stage",
@@ -238,6 +238,12 @@ def stack_checkpointing(stack: StackProfile | None, wanted: Iterable[str]) -> tu
     wanted = tuple(wanted)
     runnable = tuple(c for c in wanted if stack is None or c in stack.checkpointing_modes)
     return runnable or wanted
+
+
+def _split_without_fsdp(tp: int, pp: int, dp: int, zero: int) -> bool:
+    """Tensors or layers split (tp or pp > 1) without FSDP (ZeRO-2/3 over 2+ data-parallel
+    ranks): what a stack with splits_need_fsdp refuses (torchtitan)."""
+    return (tp > 1 or pp > 1) and (dp == 1 or zero < 2)
 
 
 def pipeline_zero_stages(stack: StackProfile | None, wanted: Iterable[int] = ZERO_STAGES) -> tuple[int, ...]:
@@ -389,7 +395,7 @@ def _training_layouts(
             for zero in (0,) if s.dp == 1 else zero_stages:
                 if s.pp > 1 and s.dp > 1 and zero not in pipeline_zeros:
                     continue  # the stack's launcher refuses this ZeRO stage with pipelines
-                if splits_need_fsdp and (s.tp > 1 or s.pp > 1) and (s.dp == 1 or zero < 2):
+                if splits_need_fsdp and _split_without_fsdp(s.tp, s.pp, s.dp, zero):
                     continue  # the stack splits tensors or layers only under FSDP
                 out.append(planned_layout(s.dp, s.tp, s.pp, zero, mb, ga, vp))
     return tuple(out)
