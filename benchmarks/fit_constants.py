@@ -56,7 +56,7 @@ from fitting import (  # noqa: E402
 )
 from folds import Folds, Unit, conformal_bands, held_out_bands, lofo, step_ratio  # noqa: E402
 from memory_accuracy import memory_loso  # noqa: E402
-from new_sources import discrepancy, load_once_scored, widen  # noqa: E402
+from new_sources import discrepancy, load_once_scored, load_once_scored_memory, widen, widen_memory  # noqa: E402
 
 from optimizer.model.bands import (  # noqa: E402
     CALIBRATED_KEY,
@@ -196,6 +196,7 @@ def write_fitted(
     bands: dict[str, tuple[float, float, float, int, int]],
     path: Path = OUT,
     new_source_d: float = 0.0,
+    memory_d: float = 0.0,
 ) -> None:
     used = sorted(c.row.case_id for c in cases if family(c) is not None)
     sources = sorted({c.source for c in cases})
@@ -207,7 +208,8 @@ def write_fitted(
         "# (serve:generation; memory; any = groups under 4 sources); ceilings = best measured",
         "# full-training MFU per generation/precision. Training bands are widened for new sources",
         "# in quadrature (new_source_discrepancy: the once-scored kept-aside collections,",
-        "# benchmarks/once_scored.csv).",
+        "# benchmarks/once_scored.csv), the memory band by memory_new_source_discrepancy (their",
+        "# peak-memory rows, benchmarks/once_scored_memory.csv).",
         "",
         "[meta]",
         f'date = "{dt.date.today().isoformat()}"',
@@ -216,6 +218,7 @@ def write_fitted(
         f"clip = {CLIP}",
         f"iterations = {ITERATIONS}",
         f"new_source_discrepancy = {new_source_d}  # log half-width -> hypot(half, this), new_sources.py",
+        f"memory_new_source_discrepancy = {memory_d}  # the same for the memory band, new_sources.py",
         f"sources = [{', '.join(repr(s).replace(chr(39), chr(34)) for s in sources)}]",
         f"cases = {len(used)}",
         "case_ids = [" + ", ".join(f'"{c}"' for c in used) + "]",
@@ -267,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     new_source_d = discrepancy(load_once_scored())
     bands = widen(bands_from(residuals), new_source_d)
     bands.update(calibrated_band_stats(folds))
-    bands.update(memory_band(memory_loso(cases)))
+    # the memory band widened the same way, with the once-scored peak-memory rows' own d
+    memory_d = discrepancy(load_once_scored_memory())
+    bands.update(widen_memory(memory_band(memory_loso(cases)), memory_d))
     print(
         f"fitted on {sum(family(c) is not None for c in cases)} cases from "
         f"{len({c.source for c in cases})} sources: "
@@ -275,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         + f" terms, {len(bands)} bands, {len(fit.ceilings)} ceilings"
     )
     if not args.dry_run:
-        write_fitted(fit, cases, bands, new_source_d=new_source_d)
+        write_fitted(fit, cases, bands, new_source_d=new_source_d, memory_d=memory_d)
         print(f"wrote {OUT}")
     return 0
 

@@ -183,8 +183,8 @@ def band_coverage(held: Scored) -> str:
     cover = statistics.mean(sum(v) / len(v) for v in by_source.values())
     return (
         f"P10–P90 band of measured ÷ predicted peak memory (nominal 80%, conformal across sources, "
-        f"each source's band from the others alone): coverage {cover:.0%} source-weighted over "
-        f"{len(by_source)} sources"
+        f"each source's band from the others alone, before the new-source widening): coverage "
+        f"{cover:.0%} source-weighted over {len(by_source)} sources"
     )
 
 

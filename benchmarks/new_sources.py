@@ -26,6 +26,13 @@ d of this rule). A row is rebuilt at that commit with
 
 (run from any folder; it prints the rows for the CSV). fit_constants.py widens the training
 bands it writes by `discrepancy()` and records it in fitted.toml's [meta].
+
+The memory band (measured ÷ predicted peak memory per GPU, conformal across the development
+sources) is widened by the same rule with a d of its own: `benchmarks/once_scored_memory.csv`
+holds every peak-memory row of a collection predicted at its scoring commit, with the memory
+band of that commit (`--extract-memory FOLDER COMMIT`, as above). Unwidened, that band held 38%
+of those rows (58 sources, source-weighted; nominal 80%). `prequential()` measures a d on
+sources it never saw: each collection scored with the d of the collections scored before it.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ONCE_SCORED = HERE / "once_scored.csv"
+ONCE_SCORED_MEMORY = HERE / "once_scored_memory.csv"
 #: the nominal coverage of the P10–P90 band (folds.COVERAGE)
 COVERAGE = 0.8
 #: d is searched in steps of this much, from 0 (a band is never narrowed)
@@ -62,6 +70,10 @@ HEADER = (
 )
 #: keys of fitted.toml's [bands] the widening does not touch: serving, memory, calibrated
 NOT_TRAINING = ("serve:", "memory", "calibrated")
+#: the key of the memory band (optimizer.model.bands.MEMORY_KEY), widened by widen_memory
+MEMORY_BAND = "memory"
+#: a prequential d is measured once this many sources were scored before a collection
+PREQUENTIAL_MIN_SOURCES = 10
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,26 @@ def load_once_scored(path: Path = ONCE_SCORED) -> list[Scored]:
     ]
 
 
+def load_once_scored_memory(path: Path = ONCE_SCORED_MEMORY) -> list[Scored]:
+    """The once-scored peak-memory rows as Scored: measured ÷ predicted GiB in the memory band
+    of the commit that scored them."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return [
+        Scored(
+            r["collection"],
+            r["source_id"],
+            float(r["measured_gib"]) / float(r["predicted_gib"]),
+            float(r["band_p10"]),
+            float(r["band_p50"]),
+            float(r["band_p90"]),
+            1.0,
+            float(r["discrepancy_at_scoring"]),
+        )
+        for r in rows
+    ]
+
+
 def coverage(scored: Sequence[Scored], d: float) -> float:
     """Source-weighted share of the runs inside the bands widened by the discrepancy `d`."""
     by: dict[tuple[str, str], list[bool]] = defaultdict(list)
@@ -143,6 +175,49 @@ def widen(
     return out
 
 
+def widen_memory(
+    bands: dict[str, tuple[float, float, float, int, int]], d: float
+) -> dict[str, tuple[float, float, float, int, int]]:
+    """The bands with the memory band (MEMORY_BAND) widened by `d` in quadrature around its P50."""
+    out = dict(bands)
+    if MEMORY_BAND in out:
+        p10, p50, p90, cases, sources = out[MEMORY_BAND]
+        p10 = p50 * math.exp(-math.hypot(math.log(p50 / p10), d))
+        p90 = p50 * math.exp(math.hypot(math.log(p90 / p50), d))
+        out[MEMORY_BAND] = (p10, p50, p90, cases, sources)
+    return out
+
+
+def prequential(scored: Sequence[Scored], order: Sequence[str]) -> list[tuple[str, float, float, int]]:
+    """Each collection of `order` (as scored, oldest first) with the d of the collections before
+    it (once they hold PREQUENTIAL_MIN_SOURCES sources): (collection, d, its source-weighted
+    coverage at that d, its sources). Coverage measured on sources the d never saw."""
+    out = []
+    for n, name in enumerate(order):
+        earlier = [s for s in scored if s.collection in order[:n]]
+        now = [s for s in scored if s.collection == name]
+        if now and len({(s.collection, s.source) for s in earlier}) >= PREQUENTIAL_MIN_SOURCES:
+            d = discrepancy(earlier)
+            out.append((name, d, coverage(now, d), len({s.source for s in now})))
+    return out
+
+
+def prequential_coverage(scored: Sequence[Scored], order: Sequence[str]) -> tuple[float, int]:
+    """The source-weighted coverage over every collection prequential() scores, and its sources."""
+    kept = {name for name, *_ in prequential(scored, order)}
+    by: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    ds = {name: d for name, d, _, _ in prequential(scored, order)}
+    for s in scored:
+        if s.collection in kept:
+            by[(s.collection, s.source)].append(s.inside(ds[s.collection]))
+    return sum(sum(v) / len(v) for v in by.values()) / max(1, len(by)), len(by)
+
+
+def scoring_order(scored: Sequence[Scored]) -> list[str]:
+    """The collections in the order of the once-scored CSV (appended as they were scored)."""
+    return list(dict.fromkeys(s.collection for s in scored))
+
+
 def _extract(folder: str, commit: str) -> None:
     """Print the once-scored rows of `folder` with the code of the checkout in $WT."""
     root = Path(os.environ["WT"])
@@ -168,20 +243,57 @@ def _extract(folder: str, commit: str) -> None:
                          + [f"{band.p10:.6g}", f"{band.p50:.6g}", f"{band.p90:.6g}", *widened])  # fmt: skip
 
 
+def _extract_memory(folder: str, commit: str) -> None:
+    """Print the once-scored peak-memory rows of `folder` with the code of the checkout in $WT:
+    measured and predicted GiB (the kind the source reported) and the memory band of that
+    checkout (measured ÷ predicted), for memory_bands.py's once_scored_memory.csv."""
+    root = Path(os.environ["WT"])
+    sys.path[:0] = [str(root / "benchmarks"), str(root / "benchmarks" / "validation")]
+    import accuracy  # noqa: PLC0415  (lazy: the checkout's own modules)
+    from load import load_file  # noqa: PLC0415
+
+    from optimizer.model.bands import memory_band  # noqa: PLC0415
+
+    rows = [r for p in sorted((root / "benchmarks/validation" / folder).glob("*.csv")) for r in load_file(p)]
+    cases, _ = accuracy.build_cases(rows)
+    a = accuracy.assumptions_for(accuracy.load_fitted())
+    band = memory_band(a)
+    out = csv.writer(sys.stdout)
+    for c in cases:
+        p = accuracy.predict(c, a) if c.kind == "train_memory" else None
+        if p is not None:
+            widened = accuracy.load_fitted().meta.get("memory_new_source_discrepancy", 0.0)
+            gib = [f"{c.measured:.6g}", f"{p:.6g}"]
+            out.writerow([folder, commit, c.row.case_id, c.source, c.memory_kind, *gib]
+                         + [f"{band.p10:.6g}", f"{band.p50:.6g}", f"{band.p90:.6g}", widened])  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--extract", nargs=2, metavar=("FOLDER", "COMMIT"))
+    parser.add_argument("--extract-memory", nargs=2, metavar=("FOLDER", "COMMIT"))
     args = parser.parse_args(argv)
     if args.extract:
         _extract(*args.extract)
         return 0
-    scored = load_once_scored()
-    d = discrepancy(scored)
-    sources = len({(s.collection, s.source) for s in scored})
-    print(
-        f"{len(scored)} once-scored runs from {sources} sources: {coverage(scored, 0.0):.0%} inside at d = 0"
-    )
-    print(f"discrepancy d = {d:.2f}: coverage {coverage(scored, d):.0%}")
+    if args.extract_memory:
+        _extract_memory(*args.extract_memory)
+        return 0
+    for what, scored in (("training", load_once_scored()), ("peak-memory", load_once_scored_memory())):
+        d = discrepancy(scored)
+        sources = len({(s.collection, s.source) for s in scored})
+        print(
+            f"{what}: {len(scored)} once-scored rows from {sources} sources: "
+            f"{coverage(scored, 0.0):.0%} inside at d = 0; d = {d:.2f}: coverage {coverage(scored, d):.0%}"
+        )
+        order = scoring_order(scored)
+        for name, d_before, cover, n in prequential(scored, order):
+            print(
+                f"  {name}: d {d_before:.2f} from the collections before it, "
+                f"coverage {cover:.0%} ({n} sources)"
+            )
+        pooled, n = prequential_coverage(scored, order)
+        print(f"  prequential, source-weighted: {pooled:.0%} over {n} sources")
     return 0
 
 

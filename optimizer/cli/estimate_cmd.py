@@ -130,6 +130,10 @@ def _memory_table(r: dict[str, Any]) -> Table:
     for key, label in (("reserved", "reserved (allocator)"), ("device", "device (nvidia-smi)")):
         if mem.get(key) is not None:
             table.add_row(label, f"{mem[key]:.2f}")
+    if r.get("memory_device_gib_p90") is not None:
+        # the memory band (measured ÷ predicted, widened for stacks the model was not shaped on)
+        band = f"{r['memory_device_gib_p10']:.2f}–{r['memory_device_gib_p90']:.2f}"
+        table.add_row("device, P10–P90", band)
     table.add_row("GPU memory", f"{r['gpu_memory_gib']:g}")
     verdict = "[green]fits[/green]" if r["fits"] else "[red]does NOT fit[/red]"
     table.add_row("verdict", verdict)

@@ -230,12 +230,23 @@ def _plan_lines(p: dict[str, Any], data: dict[str, Any]) -> list[str]:
         f"per GPU on the device ({p['memory_gib']['total']:.1f} allocated; "
         f"{p.get('memory_headroom_gib', 0):.1f} GiB free, "
         f"{p.get('memory_headroom_required_gib') or 0:.1f} GiB required"
-        f"{memory_calibration_words(p)}); relies on {interconnect_words(p)}"
+        f"{memory_calibration_words(p)}{_memory_band_words(p)}); relies on {interconnect_words(p)}"
     )
     lines += [f"  {line}" for line in data_lines(p, data)]
     if data.get("binding_constraint") == "deadline":
         lines.append(f"  why this plan: the deadline binds ({_slower_words(data.get('cheaper_if_later'))})")
     return lines
+
+
+def _memory_band_words(p: dict[str, Any]) -> str:
+    """The device peak's P10–P90 (the memory band), and whether its P90 passes the card."""
+    low, high = p.get("memory_device_gib_p10"), p.get("memory_device_gib_p90")
+    if low is None or high is None:
+        return ""
+    over = high > (p.get("gpu_memory_gib") or float("inf"))
+    return f"; P10–P90 {low:.1f}–{high:.1f} GiB" + (
+        " — over the card at P90: constraints.memory_confidence plans for it" if over else ""
+    )
 
 
 def _slower_words(late: dict[str, Any] | None) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from optimizer.configuration.build import Built
 from optimizer.errors import ConfigError
-from optimizer.model.bands import step_band
+from optimizer.model.bands import memory_band, step_band
 from optimizer.model.estimate_figures import serve_estimate_figures, train_estimate_figures
 from optimizer.model.memory import serving_memory, training_memory
 from optimizer.model.profile import is_profile
@@ -67,6 +67,6 @@ def _train(built: Built, a: PerfAssumptions) -> dict[str, Any]:
         if step.calibrated:  # a calibration's base efficiency is the layout's own (model.calibrated)
             base = step.efficiency / microbatch_size_factor(spec, setup, layout, a)
         where = {**where, "base_efficiency": round(base, 4)}
-    where = {**where, "band": band, "seq_len": built.seq_len}
+    where = {**where, "band": band, "memory_band": memory_band(a), "seq_len": built.seq_len}
     figures = train_estimate_figures(spec, g, mem)
     return train_estimate_json(spec, g, built.num_gpus, layout, mem, step, precision, where, figures=figures)

@@ -53,6 +53,7 @@ def train_estimate_json(
     (optimizer.model.bands.Band)."""
     where = dict(where or {})
     band: Band | None = where.pop("band", None)
+    memory: Band | None = where.pop("memory_band", None)
     if step is None:
         where.pop("base_efficiency", None)
     out = _head(spec, gpu, gpus, figures)
@@ -67,6 +68,11 @@ def train_estimate_json(
         memory_calibrated=mem.calibrated,
         memory_activation_factor=None if mem.activation_factor is None else round(mem.activation_factor, 4),
     )
+    if memory is not None:
+        out.update(
+            memory_device_gib_p10=round(mem.device * memory.p10, 2),
+            memory_device_gib_p90=round(mem.device * memory.p90, 2),
+        )
     if step is None:
         out.update(step=None, note=f"{gpu.gpu_id} has no {precision} tensor path")
         return emit(EstimateOutput, out)

@@ -6,7 +6,17 @@ import math
 
 import pytest
 
-from benchmarks.new_sources import Scored, coverage, discrepancy, load_once_scored, widen
+from benchmarks.new_sources import (
+    Scored,
+    coverage,
+    discrepancy,
+    load_once_scored,
+    load_once_scored_memory,
+    prequential,
+    prequential_coverage,
+    widen,
+    widen_memory,
+)
 
 
 def test_the_discrepancy_is_the_smallest_reaching_the_coverage() -> None:
@@ -64,3 +74,38 @@ def test_the_packaged_discrepancy_is_the_once_scored_collections() -> None:
     d = discrepancy(scored)
     assert load_fitted().meta["new_source_discrepancy"] == d
     assert coverage(scored, 0.0) < 0.8 <= coverage(scored, d)
+
+
+def test_widen_memory_widens_the_memory_band_alone() -> None:
+    bands = {"hopper/16": (0.8, 0.9, 1.2, 10, 5), "memory": (0.8717, 0.9982, 1.1432, 84, 9)}
+    out = widen_memory(bands, 0.43)
+    assert out["hopper/16"] == bands["hopper/16"]
+    p10, p50, p90, n, k = out["memory"]
+    # ln(1.1432/0.9982) = 0.13565 -> hypot(0.13565, 0.43) = 0.45089; ln(0.9982/0.8717) = 0.13551
+    assert (p50, n, k) == (0.9982, 84, 9)
+    assert p90 == pytest.approx(0.9982 * math.exp(0.45089), rel=1e-4)
+    assert p10 == pytest.approx(0.9982 * math.exp(-0.45085), rel=1e-4)
+
+
+def test_prequential_scores_each_collection_with_the_d_of_the_ones_before() -> None:
+    # band 0.8..1.25 (half-width 0.2231). c1: ten sources inside except one at 1.5 (needs
+    # d >= 0.3386, so 90% inside at d = 0: d = 0); c2 (two sources): 1.1 inside, 1.5 outside
+    # at c1's d = 0 -> 50%; c1 itself is never scored (no collection before it)
+    c1 = [Scored("c1", f"s{i}", 1.0, 0.8, 1.0, 1.25) for i in range(9)] + [
+        Scored("c1", "s9", 1.5, 0.8, 1.0, 1.25)
+    ]
+    c2 = [Scored("c2", "a", 1.1, 0.8, 1.0, 1.25), Scored("c2", "b", 1.5, 0.8, 1.0, 1.25)]
+    assert prequential(c1 + c2, ["c1", "c2"]) == [("c2", 0.0, 0.5, 2)]
+    assert prequential_coverage(c1 + c2, ["c1", "c2"]) == (0.5, 2)
+
+
+def test_the_packaged_memory_discrepancy_is_the_once_scored_memory_rows() -> None:
+    from optimizer.model.fitted import load_fitted
+
+    scored = load_once_scored_memory()
+    assert len({(s.collection, s.source) for s in scored}) >= 40
+    d = discrepancy(scored)
+    assert load_fitted().meta["memory_new_source_discrepancy"] == d
+    assert coverage(scored, 0.0) < 0.8 <= coverage(scored, d)
+    p10, p50, p90, _, _ = load_fitted().bands["memory"]
+    assert math.log(p90 / p50) > d and math.log(p50 / p10) > d  # hypot(half, d) > d

@@ -15,6 +15,7 @@ from optimizer.inputs import aliases
 from optimizer.inputs.jobs.batch import batch_from_dict
 from optimizer.inputs.jobs.serve import serve_job_from_dict
 from optimizer.inputs.jobs.train import job_from_dict
+from optimizer.model.setup import PerfAssumptions
 from optimizer.pricing.offerings import hardware_offerings
 from optimizer.solve.train.prepare import headroom_of
 
@@ -215,7 +216,7 @@ def test_the_new_names_mean_what_they_say() -> None:
         "job",
         _doc("job", ("constraints",), {"min_memory_headroom_gib": 3.5, "min_memory_headroom_fraction": 0.1}),
     )
-    assert headroom_of(job.constraints).usable_gib(80.0) == pytest.approx(68.5)
+    assert headroom_of(job.constraints, PerfAssumptions()).usable_gib(80.0) == pytest.approx(68.5)
     # boxes: 3 owned RTX 4090 boxes; buy at most 20 GPUs of 8 per box -> 2 whole boxes
     job = _load(
         "job",

@@ -349,6 +349,15 @@ class Constraints(RenamedFieldsModel):
         description="at least this share of device memory kept free per GPU, on top of "
         "min_memory_headroom_gib (old name: memory_headroom_fraction)",
     )
+    memory_confidence: float | None = Field(
+        default=None,
+        ge=CONFIDENCE_RANGE[0],
+        le=CONFIDENCE_RANGE[1],
+        description="each GPU's predicted device memory must fit at this quantile of the memory "
+        "band (measured ÷ predicted peak, widened for stacks the model was never shaped on: "
+        "0.9 asks ×1.57 of the prediction to fit, 0.8 ×1.35), inside the headroom; unset: the "
+        "prediction itself (`ccopt estimate` shows the band)",
+    )
     allow_internet_multi_node: bool = Field(
         default=False,
         description="true: instances without a cluster interconnect (internet-grade "

@@ -107,6 +107,16 @@ class EstimateOutput(Contract):
         "(`ccopt calibrate --peak-memory-gib`)",
     )
     memory_activation_factor: MemoryActivationFactor = None
+    memory_device_gib_p10: float | None = Field(
+        default=None,
+        description="train: memory_gib.device at the P10 of the memory band (measured ÷ "
+        "predicted peak, widened for stacks the model was never shaped on)",
+    )
+    memory_device_gib_p90: float | None = Field(
+        default=None,
+        description="train: memory_gib.device at the P90 of the memory band (above "
+        "gpu_memory_gib: 1 run in 10 of a stack like the new sources' would not fit)",
+    )
     precision: str | None = None
     quantization: str | None = Field(default=None, description="serve: old name of precision")
     kv_cache_precision: str | None = None

@@ -266,6 +266,17 @@ class PlanOut(PlaceOut):
         description="the headroom the job asked to keep (min_memory_headroom_gib "
         "+ min_memory_headroom_fraction × card)",
     )
+    memory_device_gib_p10: float | None = Field(
+        default=None,
+        description="memory_gib.device at the P10 of the memory band (measured ÷ predicted "
+        "peak, widened for stacks the model was never shaped on)",
+    )
+    memory_device_gib_p90: float | None = Field(
+        default=None,
+        description="memory_gib.device at the P90 of the memory band: above gpu_memory_gib, "
+        "1 run in 10 of a stack like the new sources' would run out of memory "
+        "(constraints.memory_confidence plans for it)",
+    )
     step: StepOut
     tokens_per_s: float
     tokens_per_s_per_gpu: float

@@ -71,6 +71,10 @@ class PlanFigures:
     memory_headroom_gib: float
     memory_headroom_fraction: float
     memory_headroom_required_gib: float | None  # the headroom the job keeps (None: no job)
+    #: the device peak at the memory band's P10 and P90 (bands.memory_band: measured ÷
+    #: predicted, widened for sources the model was never shaped on)
+    memory_device_gib_p10: float
+    memory_device_gib_p90: float
     intra_node_path: str
     intra_node_bw_gb_s: float
     tokens: int  # tokens processed over the job (0 without a job)

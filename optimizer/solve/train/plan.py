@@ -277,7 +277,7 @@ def _check(prep: PreparedJob, plan: Candidate) -> None:
         prep.assumptions,
         max_gpus=c.max_gpus,
         max_instances=c.max_instances,
-        headroom=headroom_of(c),
+        headroom=headroom_of(c, prep.assumptions),
     )
 
 

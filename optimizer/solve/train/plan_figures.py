@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from optimizer.inputs.calibration import base_assumptions
 from optimizer.inputs.jobs.train import Job
-from optimizer.model.bands import Band, borrowed_from
+from optimizer.model.bands import Band, borrowed_from, memory_band
 from optimizer.model.pcie import intra_node_bw_gb_s, intra_node_path
 from optimizer.model.setup import PerfAssumptions, TrainingSetup
 from optimizer.pricing.offering import cost_usd
@@ -130,7 +130,11 @@ def plan_figures(
         data=_data_lines(c, cost.data_usd),
         memory_headroom_gib=headroom,
         memory_headroom_fraction=headroom / card if card else 0.0,
-        memory_headroom_required_gib=headroom_of(job.constraints).kept_gib(card) if job is not None else None,
+        memory_headroom_required_gib=headroom_of(job.constraints, a).kept_gib(card)
+        if job is not None
+        else None,
+        memory_device_gib_p10=c.memory.device * memory_band(a).p10,
+        memory_device_gib_p90=c.memory.device * memory_band(a).p90,
         intra_node_path=intra_node_path(off.gpu),
         intra_node_bw_gb_s=intra_node_bw_gb_s(off.gpu, a),
         tokens=c.steps * c.layout.global_batch * (w.seq_len if w is not None else 0),

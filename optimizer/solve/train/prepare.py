@@ -10,6 +10,7 @@ from pathlib import Path
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.jobs.train import Constraints, Job, fit_job_to_model
+from optimizer.model.bands import memory_band
 from optimizer.model.host import checkpoint_gb
 from optimizer.model.layout import stack_checkpointing
 from optimizer.model.setup import PerfAssumptions
@@ -117,11 +118,16 @@ def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
     return CandidateTable(cands, rejected, pruned_by_deadline=any(t.pruned_by_deadline for t in tables))
 
 
-def headroom_of(constraints: Constraints) -> Headroom:
-    """The job's device-memory headroom (constraints.min_memory_headroom_gib / _fraction)."""
+def headroom_of(constraints: Constraints, assumptions: PerfAssumptions) -> Headroom:
+    """The job's device-memory headroom (constraints.min_memory_headroom_gib / _fraction) and,
+    with constraints.memory_confidence, the memory band's multiplier at that quantile (never
+    below the point: a band whose P50 is under 1 does not shrink what is kept)."""
+    confidence = getattr(constraints, "memory_confidence", None)
+    factor = 1.0 if confidence is None else max(1.0, memory_band(assumptions).multiplier(confidence))
     return Headroom(
         getattr(constraints, "min_memory_headroom_gib", 0.0),
         getattr(constraints, "min_memory_headroom_fraction", 0.0),
+        factor,
     )
 
 
@@ -192,7 +198,7 @@ def prepare_from_offerings(
                     prune_hours=c.deadline_h if prune else None,
                     tokens_lower_bound=tokens_lb,
                     slack_stop=slack_stop,
-                    headroom=headroom_of(c),
+                    headroom=headroom_of(c, assumptions),
                     virtual_stages=variant.virtual_stages,
                     allow_internet_multi_node=getattr(c, "allow_internet_multi_node", False),
                     host=host,

@@ -469,7 +469,12 @@ def _rejection(ctx: Enumeration, scan: _Scan) -> str:
         f"{lay.micro_batch}, {lay.gpus} GPUs); {gpu.gpu_id} has {gpu.memory_gib:g}"
         + (
             f", {headroom.usable_gib(gpu.memory_gib):.1f} usable with the headroom "
-            f"kept ({kept:.1f} GiB; constraints.min_memory_headroom_gib/_fraction)"
+            f"kept ({kept:.1f} GiB; constraints.min_memory_headroom_gib/_fraction"
+            + (
+                f", and the prediction ×{headroom.memory_factor:.2f} at constraints.memory_confidence)"
+                if headroom.memory_factor > 1
+                else ")"
+            )
             if kept > 0
             else ""
         )

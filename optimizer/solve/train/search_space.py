@@ -129,10 +129,13 @@ class Headroom:
 
     gib: float = 0.0
     fraction: float = 0.0
+    #: the memory band's multiplier at constraints.memory_confidence (1: the point): a layout's
+    #: predicted device peak times this must fit in what the headroom leaves
+    memory_factor: float = 1.0
 
     def usable_gib(self, card_gib: float) -> float:
-        """What a plan may use of a `card_gib` card."""
-        return card_gib * (1.0 - self.fraction) - self.gib
+        """What a plan's predicted device peak may be on a `card_gib` card."""
+        return (card_gib * (1.0 - self.fraction) - self.gib) / self.memory_factor
 
     def kept_gib(self, card_gib: float) -> float:
         return card_gib - self.usable_gib(card_gib)

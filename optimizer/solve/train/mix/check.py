@@ -24,7 +24,7 @@ def mix_violations(prep: PreparedJob, plan: MixPlan, caps: dict[str, int] | None
     w, c = job.workload, job.constraints
     setup = w.setup()
     problems: list[str] = []
-    headroom = headroom_of(c)
+    headroom = headroom_of(c, prep.assumptions)
     for r in plan.rows:
         # a pricing mix runs a candidate row's own layout (checked by validate_plan's rules)
         mem = training_memory(prep.model, setup, r.layout, prep.assumptions)

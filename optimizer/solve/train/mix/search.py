@@ -342,7 +342,7 @@ def balanced_split(
     # the ZeRO stages and checkpointing levels the stack runs, as the single-type search keeps to
     checkpointing = stack_checkpointing(stack, c.activation_checkpointing)
     for z in effective_zero_stages(c.zero_stages, stack):
-        shape = MixShape(z, g0 + g1, sum(counts), slowest, checkpointing, headroom_of(c))
+        shape = MixShape(z, g0 + g1, sum(counts), slowest, checkpointing, headroom_of(c, prep.assumptions))
         for s0 in range(1, (batch - g1) // g0 + 1):
             rest = batch - g0 * s0
             if rest <= 0 or rest % g1:
