@@ -22,6 +22,8 @@ ADDED = {
     "memory_headroom_fraction",
     "storage_usd",
     "jobs_per_month",
+    "memory_device_gib_p10",
+    "memory_device_gib_p90",
 }
 
 
@@ -39,3 +41,14 @@ def test_a_plan_saved_without_the_new_figures_still_renders() -> None:
     page = html.render_html(html.inputs_from_saved(saved, made_by="test"))
     assert "Cost breakdown" in page
     assert "— GPU-hours" in page  # gpu_hours missing: not recomputed from gpus × hours
+
+
+@pytest.mark.usefixtures("isolated")
+def test_the_memory_band_row_shows_the_saved_figures_and_is_absent_without_them() -> None:
+    saved = api.plan(ROOT / "examples" / "llama7b_data_in_s3.toml", offline=True)
+    plan = saved["plan"]
+    page = html.render_html(html.inputs_from_saved(saved, made_by="test"))
+    assert "device, P10–P90" in page
+    assert f"{plan['memory_device_gib_p90']:.1f}" in page
+    older = html.render_html(html.inputs_from_saved(_older(saved), made_by="test"))
+    assert "device, P10–P90" not in older

@@ -232,6 +232,9 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
     for key, words in (("reserved", "allocator reserved"), ("device", "nvidia-smi (device)")):
         if mem.get(key) is not None:
             rows.append((words, num(mem[key])))
+    if p.get("memory_device_gib_p90") is not None:  # the memory band, widened for new sources
+        band = f"{num(p.get('memory_device_gib_p10'))}–{num(p['memory_device_gib_p90'])}"
+        rows.append(("device, P10–P90", band))
     if card:
         rows += [
             ("card", num(card, 0)),
