@@ -272,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--extract", nargs=2, metavar=("FOLDER", "COMMIT"))
     parser.add_argument("--extract-memory", nargs=2, metavar=("FOLDER", "COMMIT"))
+    parser.add_argument("--markdown", action="store_true", help="print the scores as a markdown list")
     args = parser.parse_args(argv)
     if args.extract:
         _extract(*args.extract)
@@ -279,21 +280,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.extract_memory:
         _extract_memory(*args.extract_memory)
         return 0
+    bullet, sub = ("- ", "  - ") if args.markdown else ("", "  ")
     for what, scored in (("training", load_once_scored()), ("peak-memory", load_once_scored_memory())):
         d = discrepancy(scored)
         sources = len({(s.collection, s.source) for s in scored})
-        print(
-            f"{what}: {len(scored)} once-scored rows from {sources} sources: "
-            f"{coverage(scored, 0.0):.0%} inside at d = 0; d = {d:.2f}: coverage {coverage(scored, d):.0%}"
-        )
         order = scoring_order(scored)
-        for name, d_before, cover, n in prequential(scored, order):
-            print(
-                f"  {name}: d {d_before:.2f} from the collections before it, "
-                f"coverage {cover:.0%} ({n} sources)"
-            )
         pooled, n = prequential_coverage(scored, order)
-        print(f"  prequential, source-weighted: {pooled:.0%} over {n} sources")
+        print(
+            f"{bullet}{what}: {len(scored)} once-scored rows from {sources} sources: "
+            f"{coverage(scored, 0.0):.0%} inside at d = 0; d = {d:.2f}: coverage {coverage(scored, d):.0%}; "
+            f"prequential (each collection with the d of those before it), source-weighted: "
+            f"{pooled:.0%} over {n} sources"
+        )
+        for name, d_before, cover, k in prequential(scored, order):
+            print(
+                f"{sub}{name}: d {d_before:.2f} from the collections before it, "
+                f"coverage {cover:.0%} ({k} sources)"
+            )
     return 0
 
 

@@ -60,6 +60,7 @@ BENCH_SOURCES: dict[str, tuple[str, ...]] = {
     "benchmarks/calibration_points.py": _PACKAGE_AND_BENCHMARKS,
     "benchmarks/mix_rows.py": _PACKAGE_AND_BENCHMARKS,
     "benchmarks/mix_speed.py": _PACKAGE_AND_BENCHMARKS,
+    "benchmarks/new_sources.py": _PACKAGE_AND_BENCHMARKS,
     "benchmarks/plan_speed.py": _PACKAGE_AND_BENCHMARKS,
     "benchmarks/published_cases.py": _PACKAGE_AND_BENCHMARKS,
     "benchmarks/rl_accuracy.py": _PACKAGE_AND_BENCHMARKS,
