@@ -401,7 +401,8 @@ def _point_and_memory_band(scored: Sequence[tuple[Case, float | None]], a: PerfA
     mem = f"{_pct(wt)} source-weighted ({per})" if wt is not None else "no memory row"
     return (
         f"point = P50 (largest |P50/point - 1| per band group): {point}\n"
-        f"peak memory inside the memory band (P10 x{mb.p10:.2f} - P90 x{mb.p90:.2f} of the point): {mem}"
+        f"peak memory inside the memory band (P10 x{mb.p10:.2f} - P90 x{mb.p90:.2f} of the point; its "
+        f"new-source widening was fitted on these rows as once scored, new_sources.py): {mem}"
     )
 
 

@@ -46,6 +46,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ONCE_SCORED = HERE / "once_scored.csv"
@@ -78,7 +79,8 @@ PREQUENTIAL_MIN_SOURCES = 10
 
 @dataclass(frozen=True)
 class Scored:
-    """One once-scored training case: measured ÷ point step time and the band it was scored in."""
+    """One once-scored row: measured ÷ point (step time, or peak memory) and the band it was
+    scored in."""
 
     collection: str
     source: str
@@ -194,7 +196,8 @@ def prequential(scored: Sequence[Scored], order: Sequence[str]) -> list[tuple[st
     coverage at that d, its sources). Coverage measured on sources the d never saw."""
     out = []
     for n, name in enumerate(order):
-        earlier = [s for s in scored if s.collection in order[:n]]
+        before = set(order[:n])
+        earlier = [s for s in scored if s.collection in before]
         now = [s for s in scored if s.collection == name]
         if now and len({(s.collection, s.source) for s in earlier}) >= PREQUENTIAL_MIN_SOURCES:
             d = discrepancy(earlier)
@@ -202,14 +205,16 @@ def prequential(scored: Sequence[Scored], order: Sequence[str]) -> list[tuple[st
     return out
 
 
-def prequential_coverage(scored: Sequence[Scored], order: Sequence[str]) -> tuple[float, int]:
-    """The source-weighted coverage over every collection prequential() scores, and its sources."""
-    kept = {name for name, *_ in prequential(scored, order)}
+def prequential_coverage(
+    scored: Sequence[Scored], scores: Sequence[tuple[str, float, float, int]]
+) -> tuple[float, int]:
+    """The source-weighted coverage over every collection of `scores` (prequential's answer),
+    each source at its collection's d, and how many sources that is."""
+    d_of = {name: d for name, d, _, _ in scores}
     by: dict[tuple[str, str], list[bool]] = defaultdict(list)
-    ds = {name: d for name, d, _, _ in prequential(scored, order)}
     for s in scored:
-        if s.collection in kept:
-            by[(s.collection, s.source)].append(s.inside(ds[s.collection]))
+        if s.collection in d_of:
+            by[(s.collection, s.source)].append(s.inside(d_of[s.collection]))
     return sum(sum(v) / len(v) for v in by.values()) / max(1, len(by)), len(by)
 
 
@@ -218,27 +223,34 @@ def scoring_order(scored: Sequence[Scored]) -> list[str]:
     return list(dict.fromkeys(s.collection for s in scored))
 
 
-def _extract(folder: str, commit: str) -> None:
-    """Print the once-scored rows of `folder` with the code of the checkout in $WT."""
+def _checkout_cases(folder: str) -> tuple[Any, list[Any], Any]:
+    """(the checkout's accuracy module, the cases of its `folder`, its assumptions): the code
+    and data of the checkout in $WT, as they were when `folder` was scored."""
     root = Path(os.environ["WT"])
     sys.path[:0] = [str(root / "benchmarks"), str(root / "benchmarks" / "validation")]
     import accuracy  # noqa: PLC0415  (lazy: the checkout's own modules)
-    from folds import step_ratio  # noqa: PLC0415
     from load import load_file  # noqa: PLC0415
-
-    from optimizer.model.bands import band_for  # noqa: PLC0415
 
     rows = [r for p in sorted((root / "benchmarks/validation" / folder).glob("*.csv")) for r in load_file(p)]
     cases, _ = accuracy.build_cases(rows)
-    a = accuracy.assumptions_for(accuracy.load_fitted())
+    return accuracy, cases, accuracy.assumptions_for(accuracy.load_fitted())
+
+
+def _extract(folder: str, commit: str) -> None:
+    """Print the once-scored training rows of `folder` with the code of the checkout in $WT."""
+    accuracy, cases, a = _checkout_cases(folder)
+    from folds import step_ratio  # noqa: PLC0415  (the checkout's, on the path _checkout_cases set)
+
+    from optimizer.model.bands import band_for  # noqa: PLC0415
+
+    meta = accuracy.load_fitted().meta
+    widened = (meta.get("new_source_widening", 1.0), meta.get("new_source_discrepancy", 0.0))
     out = csv.writer(sys.stdout)
     for c in cases:
         p = accuracy.predict(c, a) if c.kind == "train_throughput" and c.train is not None else None
         if p is not None:
             band = band_for(c.gpu, c.train[0].precision, c.stack, a)
             ratio = step_ratio(c, p)
-            meta = accuracy.load_fitted().meta
-            widened = (meta.get("new_source_widening", 1.0), meta.get("new_source_discrepancy", 0.0))
             out.writerow([folder, commit, c.row.case_id, c.source, accuracy.gpu_group(c), f"{ratio:.6g}"]
                          + [f"{band.p10:.6g}", f"{band.p50:.6g}", f"{band.p90:.6g}", *widened])  # fmt: skip
 
@@ -246,23 +258,16 @@ def _extract(folder: str, commit: str) -> None:
 def _extract_memory(folder: str, commit: str) -> None:
     """Print the once-scored peak-memory rows of `folder` with the code of the checkout in $WT:
     measured and predicted GiB (the kind the source reported) and the memory band of that
-    checkout (measured ÷ predicted), for memory_bands.py's once_scored_memory.csv."""
-    root = Path(os.environ["WT"])
-    sys.path[:0] = [str(root / "benchmarks"), str(root / "benchmarks" / "validation")]
-    import accuracy  # noqa: PLC0415  (lazy: the checkout's own modules)
-    from load import load_file  # noqa: PLC0415
-
+    checkout (measured ÷ predicted), for benchmarks/once_scored_memory.csv."""
+    accuracy, cases, a = _checkout_cases(folder)
     from optimizer.model.bands import memory_band  # noqa: PLC0415
 
-    rows = [r for p in sorted((root / "benchmarks/validation" / folder).glob("*.csv")) for r in load_file(p)]
-    cases, _ = accuracy.build_cases(rows)
-    a = accuracy.assumptions_for(accuracy.load_fitted())
     band = memory_band(a)
+    widened = accuracy.load_fitted().meta.get("memory_new_source_discrepancy", 0.0)
     out = csv.writer(sys.stdout)
     for c in cases:
         p = accuracy.predict(c, a) if c.kind == "train_memory" else None
         if p is not None:
-            widened = accuracy.load_fitted().meta.get("memory_new_source_discrepancy", 0.0)
             gib = [f"{c.measured:.6g}", f"{p:.6g}"]
             out.writerow([folder, commit, c.row.case_id, c.source, c.memory_kind, *gib]
                          + [f"{band.p10:.6g}", f"{band.p50:.6g}", f"{band.p90:.6g}", widened])  # fmt: skip
@@ -284,15 +289,15 @@ def main(argv: list[str] | None = None) -> int:
     for what, scored in (("training", load_once_scored()), ("peak-memory", load_once_scored_memory())):
         d = discrepancy(scored)
         sources = len({(s.collection, s.source) for s in scored})
-        order = scoring_order(scored)
-        pooled, n = prequential_coverage(scored, order)
+        scores = prequential(scored, scoring_order(scored))
+        pooled, n = prequential_coverage(scored, scores)
         print(
             f"{bullet}{what}: {len(scored)} once-scored rows from {sources} sources: "
             f"{coverage(scored, 0.0):.0%} inside at d = 0; d = {d:.2f}: coverage {coverage(scored, d):.0%}; "
             f"prequential (each collection with the d of those before it), source-weighted: "
             f"{pooled:.0%} over {n} sources"
         )
-        for name, d_before, cover, k in prequential(scored, order):
+        for name, d_before, cover, k in scores:
             print(
                 f"{sub}{name}: d {d_before:.2f} from the collections before it, "
                 f"coverage {cover:.0%} ({k} sources)"

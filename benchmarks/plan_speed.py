@@ -65,7 +65,7 @@ def exhaustive(job_path: str) -> tuple[float | None, int]:
     model, setup, a = prep.model, job.workload.setup(), prep.assumptions
     w, c = job.workload, job.constraints
     batch = BatchRule(w.batch_sequences, w.batch_tolerance)
-    headroom, host = headroom_of(c), host_rule_of(job.data, a)
+    headroom, host = headroom_of(c, a), host_rule_of(job.data, a)
     best, evaluated = None, 0
     perf: dict[tuple, list[tuple[Layout, StepTime]]] = {}
     # the planner's model objects, built once per job (memory) and GPU type (step time)

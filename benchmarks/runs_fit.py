@@ -7,7 +7,7 @@ Serving rows are checked at the batch the case runs (the stated one, or the larg
 admits for all-at-once runs). The plan's memory headroom is not applied here: it is a safety
 margin on top of the unbiased estimate (constraints.min_memory_headroom_*).
 
-Run: python benchmarks/runs_fit.py [--all] [--csv OUT]
+Run: python benchmarks/runs_fit.py [--all] [--csv OUT] [--memory-confidence Q]
 """
 
 from __future__ import annotations
@@ -81,13 +81,39 @@ def check_all(a: PerfAssumptions | None = None) -> list[Check]:
     return [check_case(c, a) for c in cases]
 
 
+def at_memory_confidence(checks: list[Check], q: float) -> str:
+    """How many training runs (they all ran) the memory fit at quantile `q` of the memory band
+    refuses (bands.memory_band multiplier, never below 1, as prepare.headroom_of), beside the
+    point's count."""
+    from optimizer.model.bands import memory_band  # noqa: PLC0415  (lazy: this option only)
+
+    factor = max(1.0, memory_band(PerfAssumptions()).multiplier(q))
+    train = [c for c in checks if c.case.train is not None]
+    refused = sum(c.predicted_gib * factor > c.card_gib for c in train)
+    point = sum(not c.fits for c in train)
+    return (
+        f"training runs: {len(train)}; called 'does not fit' at the point {point}, "
+        f"at memory_confidence {q:g} (x{factor:.2f}) {refused}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="list every row, not only the failing ones")
     ap.add_argument("--csv", metavar="OUT", help="write every row's check to a CSV")
+    ap.add_argument(
+        "--memory-confidence",
+        type=float,
+        metavar="Q",
+        help="also count the training runs a plan with constraints.memory_confidence = Q would "
+        "call 'does not fit' (predicted device peak × the memory band's multiplier at Q > the card; "
+        "no headroom, as above)",
+    )
     args = ap.parse_args(argv)
     checks = check_all()
     failing = [c for c in checks if not c.fits]
+    if args.memory_confidence is not None:
+        print(at_memory_confidence(checks, args.memory_confidence))
     shown = checks if args.all else failing
     for c in shown:
         r = c.case.row

@@ -244,6 +244,9 @@ def _memory_band_words(p: dict[str, Any]) -> str:
     if low is None or high is None:
         return ""
     over = high > (p.get("gpu_memory_gib") or float("inf"))
+    planned = p.get("memory_confidence")
+    if planned is not None:
+        return f"; P10–P90 {low:.1f}–{high:.1f} GiB, fitted at P{planned * 100:g}"
     return f"; P10–P90 {low:.1f}–{high:.1f} GiB" + (
         " — over the card at P90: constraints.memory_confidence plans for it" if over else ""
     )

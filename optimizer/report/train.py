@@ -121,6 +121,7 @@ def plan_dict(c: Candidate, figures: PlanFigures | None = None) -> dict[str, Any
         else round(f.memory_headroom_required_gib, 2),
         "memory_device_gib_p10": round(f.memory_device_gib_p10, 2),
         "memory_device_gib_p90": round(f.memory_device_gib_p90, 2),
+        "memory_confidence": f.memory_confidence,
         "step": c.step.as_dict(),
         "intra_node_link": off.gpu.intra_node_link,
         "intra_node_path": f.intra_node_path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,8 @@ from benchmarks.new_sources import (
     widen,
     widen_memory,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_discrepancy_is_the_smallest_reaching_the_coverage() -> None:
@@ -88,15 +91,25 @@ def test_widen_memory_widens_the_memory_band_alone() -> None:
 
 
 def test_prequential_scores_each_collection_with_the_d_of_the_ones_before() -> None:
-    # band 0.8..1.25 (half-width 0.2231). c1: ten sources inside except one at 1.5 (needs
-    # d >= 0.3386, so 90% inside at d = 0: d = 0); c2 (two sources): 1.1 inside, 1.5 outside
-    # at c1's d = 0 -> 50%; c1 itself is never scored (no collection before it)
+    # band 0.8..1.25 (half-width ln 1.25 = 0.2231). c1: ten sources, nine at the point and one
+    # at 1.5 (inside only from d = 0.3386): 90% inside at d = 0, so c1's d is 0. c2: two
+    # sources at 1.5, both outside at d = 0 -> 0%. Had c2 been in its own calibration, the d
+    # would be 0.34 (50% of c1 + c2's twelve sources outside below it) and c2 100% inside.
     c1 = [Scored("c1", f"s{i}", 1.0, 0.8, 1.0, 1.25) for i in range(9)] + [
         Scored("c1", "s9", 1.5, 0.8, 1.0, 1.25)
     ]
-    c2 = [Scored("c2", "a", 1.1, 0.8, 1.0, 1.25), Scored("c2", "b", 1.5, 0.8, 1.0, 1.25)]
-    assert prequential(c1 + c2, ["c1", "c2"]) == [("c2", 0.0, 0.5, 2)]
-    assert prequential_coverage(c1 + c2, ["c1", "c2"]) == (0.5, 2)
+    c2 = [Scored("c2", "a", 1.5, 0.8, 1.0, 1.25), Scored("c2", "b", 1.5, 0.8, 1.0, 1.25)]
+    scores = prequential(c1 + c2, ["c1", "c2"])
+    assert scores == [("c2", 0.0, 0.0, 2)]  # c1 itself: no collection before it
+    assert prequential_coverage(c1 + c2, scores) == (0.0, 2)
+    assert discrepancy(c1 + c2) == pytest.approx(0.34)  # what scoring c2 with itself would give
+
+
+def test_prequential_waits_for_enough_earlier_sources() -> None:
+    # nine earlier sources (< PREQUENTIAL_MIN_SOURCES = 10): c2 is not scored
+    c1 = [Scored("c1", f"s{i}", 1.0, 0.8, 1.0, 1.25) for i in range(9)]
+    c2 = [Scored("c2", "a", 1.5, 0.8, 1.0, 1.25)]
+    assert prequential(c1 + c2, ["c1", "c2"]) == []
 
 
 def test_the_packaged_memory_discrepancy_is_the_once_scored_memory_rows() -> None:
@@ -107,5 +120,15 @@ def test_the_packaged_memory_discrepancy_is_the_once_scored_memory_rows() -> Non
     d = discrepancy(scored)
     assert load_fitted().meta["memory_new_source_discrepancy"] == d
     assert coverage(scored, 0.0) < 0.8 <= coverage(scored, d)
-    p10, p50, p90, _, _ = load_fitted().bands["memory"]
-    assert math.log(p90 / p50) > d and math.log(p50 / p10) > d  # hypot(half, d) > d
+
+    # the packaged band is the development sources' conformal band widened by that d
+    import sys
+
+    sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "benchmarks" / "validation")]
+    from cases import build_cases
+    from fit_constants import fitted_cases, memory_band
+    from memory_accuracy import memory_loso
+
+    unwidened = memory_band(memory_loso(fitted_cases(build_cases()[0])))
+    expected = widen_memory(unwidened, d)["memory"]
+    assert load_fitted().bands["memory"][:3] == pytest.approx(expected[:3], abs=1e-4)

@@ -3,6 +3,7 @@ row's configuration must fit the card it ran on (benchmarks/runs_fit.py)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -134,3 +135,19 @@ def test_card_is_the_one_the_run_used(checks) -> None:
     assert by_id["titan2412-llama31-8b-8gpu-fsdp-mem"].gpu.memory_gib == 80.0
     # a catalogue card stays the catalogue's
     assert card_gib(by_id["dgxc2502-llama31-8b-h100-fp8-8gpu"]) == 80.0
+
+
+def test_a_memory_quantile_refuses_the_runs_over_the_card_at_its_multiplier(checks) -> None:
+    # at the median the multiplier is max(1, P50 0.9982) = 1: the point's count; at 0.9 every
+    # training run whose predicted device peak x P90 passes its card, counted here directly
+    from benchmarks.runs_fit import at_memory_confidence
+
+    train = [c for c in checks if c.case.train is not None]
+    point = sum(not c.fits for c in train)
+    assert f"at the point {point}, at memory_confidence 0.5 (x1.00) {point}" in at_memory_confidence(
+        checks, 0.5
+    )
+    p90 = 0.9982 * math.exp(math.hypot(math.log(1.1432 / 0.9982), 0.43))  # the widened band's P90
+    over = sum(c.predicted_gib * p90 > c.card_gib for c in train)
+    assert over > point
+    assert at_memory_confidence(checks, 0.9).endswith(f"(x{p90:.2f}) {over}")

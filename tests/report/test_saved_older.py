@@ -11,6 +11,7 @@ import pytest
 
 from optimizer import api
 from optimizer.report import html
+from optimizer.report.html.page import num
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the fields added when the figures moved to the solve layer
@@ -48,7 +49,7 @@ def test_the_memory_band_row_shows_the_saved_figures_and_is_absent_without_them(
     saved = api.plan(ROOT / "examples" / "llama7b_data_in_s3.toml", offline=True)
     plan = saved["plan"]
     page = html.render_html(html.inputs_from_saved(saved, made_by="test"))
-    assert "device, P10–P90" in page
-    assert f"{plan['memory_device_gib_p90']:.1f}" in page
+    low, high = plan["memory_device_gib_p10"], plan["memory_device_gib_p90"]
+    assert f'<tr><td>device, P10–P90</td><td class="r">{num(low)}–{num(high)}</td></tr>' in page
     older = html.render_html(html.inputs_from_saved(_older(saved), made_by="test"))
     assert "device, P10–P90" not in older

@@ -355,8 +355,9 @@ class Constraints(RenamedFieldsModel):
         le=CONFIDENCE_RANGE[1],
         description="each GPU's predicted device memory must fit at this quantile of the memory "
         "band (measured ÷ predicted peak, widened for stacks the model was never shaped on: "
-        "0.9 asks ×1.57 of the prediction to fit, 0.8 ×1.35), inside the headroom; unset: the "
-        "prediction itself (`ccopt estimate` shows the band)",
+        "0.9 asks ×1.57 of the prediction to fit, 0.8 ×1.34), inside the headroom, also where "
+        "`ccopt calibrate --peak-memory-gib` calibrated the model (the band is not narrowed "
+        "by it); unset: the prediction itself (`ccopt estimate` shows the band)",
     )
     allow_internet_multi_node: bool = Field(
         default=False,

@@ -115,7 +115,7 @@ class EstimateOutput(Contract):
     memory_device_gib_p90: float | None = Field(
         default=None,
         description="train: memory_gib.device at the P90 of the memory band (above "
-        "gpu_memory_gib: 1 run in 10 of a stack like the new sources' would not fit)",
+        "gpu_memory_gib: at least 1 run in 10 of a stack like the new sources' would not fit)",
     )
     precision: str | None = None
     quantization: str | None = Field(default=None, description="serve: old name of precision")

@@ -264,7 +264,13 @@ class PlanOut(PlaceOut):
     memory_headroom_required_gib: float | None = Field(
         default=None,
         description="the headroom the job asked to keep (min_memory_headroom_gib "
-        "+ min_memory_headroom_fraction × card)",
+        "+ min_memory_headroom_fraction × card; with constraints.memory_confidence, the card "
+        "minus what the prediction may use: (card − that headroom) ÷ the band's multiplier)",
+    )
+    memory_confidence: float | None = Field(
+        default=None,
+        description="the quantile of the memory band the layout was fitted at "
+        "(constraints.memory_confidence; null: the prediction itself)",
     )
     memory_device_gib_p10: float | None = Field(
         default=None,
@@ -274,7 +280,7 @@ class PlanOut(PlaceOut):
     memory_device_gib_p90: float | None = Field(
         default=None,
         description="memory_gib.device at the P90 of the memory band: above gpu_memory_gib, "
-        "1 run in 10 of a stack like the new sources' would run out of memory "
+        "at least 1 run in 10 of a stack like the new sources' would run out of memory "
         "(constraints.memory_confidence plans for it)",
     )
     step: StepOut

@@ -218,6 +218,13 @@ def _cost_section(result: dict[str, Any], p: dict[str, Any]) -> Section:
     return section
 
 
+def _memory_band_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
+    """The device peak at the memory band's P10–P90 (widened for new sources), if saved."""
+    if p.get("memory_device_gib_p90") is None:
+        return []
+    return [("device, P10–P90", f"{num(p.get('memory_device_gib_p10'))}–{num(p['memory_device_gib_p90'])}")]
+
+
 def _memory_step_section(p: dict[str, Any]) -> Section:
     mem = p["memory_gib"]
     card = p.get("gpu_memory_gib")
@@ -232,9 +239,7 @@ def _memory_step_section(p: dict[str, Any]) -> Section:
     for key, words in (("reserved", "allocator reserved"), ("device", "nvidia-smi (device)")):
         if mem.get(key) is not None:
             rows.append((words, num(mem[key])))
-    if p.get("memory_device_gib_p90") is not None:  # the memory band, widened for new sources
-        band = f"{num(p.get('memory_device_gib_p10'))}–{num(p['memory_device_gib_p90'])}"
-        rows.append(("device, P10–P90", band))
+    rows += _memory_band_rows(p)
     if card:
         rows += [
             ("card", num(card, 0)),

@@ -75,6 +75,7 @@ class PlanFigures:
     #: predicted, widened for sources the model was never shaped on)
     memory_device_gib_p10: float
     memory_device_gib_p90: float
+    memory_confidence: float | None  # the band quantile memory was fitted at (None: the point)
     intra_node_path: str
     intra_node_bw_gb_s: float
     tokens: int  # tokens processed over the job (0 without a job)

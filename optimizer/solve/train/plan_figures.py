@@ -135,6 +135,7 @@ def plan_figures(
         else None,
         memory_device_gib_p10=c.memory.device * memory_band(a).p10,
         memory_device_gib_p90=c.memory.device * memory_band(a).p90,
+        memory_confidence=getattr(job.constraints, "memory_confidence", None) if job is not None else None,
         intra_node_path=intra_node_path(off.gpu),
         intra_node_bw_gb_s=intra_node_bw_gb_s(off.gpu, a),
         tokens=c.steps * c.layout.global_batch * (w.seq_len if w is not None else 0),
