@@ -108,42 +108,28 @@ class Scored:
         return mid - math.hypot(low, d) <= math.log(self.ratio) <= mid + math.hypot(high, d)
 
 
-def load_once_scored(path: Path = ONCE_SCORED) -> list[Scored]:
+def _scored(r: dict[str, str], ratio: float, widening: float) -> Scored:
+    """A once-scored CSV row as Scored (its band and the discrepancy it was scored with)."""
+    bands = (float(r["band_p10"]), float(r["band_p50"]), float(r["band_p90"]))
+    return Scored(
+        r["collection"], r["source_id"], ratio, *bands, widening, float(r["discrepancy_at_scoring"])
+    )
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    return [
-        Scored(
-            r["collection"],
-            r["source_id"],
-            float(r["measured_over_point"]),
-            float(r["band_p10"]),
-            float(r["band_p50"]),
-            float(r["band_p90"]),
-            float(r["widening_at_scoring"]),
-            float(r["discrepancy_at_scoring"]),
-        )
-        for r in rows
-    ]
+        return list(csv.DictReader(fh))
+
+
+def load_once_scored(path: Path = ONCE_SCORED) -> list[Scored]:
+    """The once-scored training rows: measured ÷ point step time in the band they were scored in."""
+    return [_scored(r, float(r["measured_over_point"]), float(r["widening_at_scoring"])) for r in _rows(path)]
 
 
 def load_once_scored_memory(path: Path = ONCE_SCORED_MEMORY) -> list[Scored]:
     """The once-scored peak-memory rows as Scored: measured ÷ predicted GiB in the memory band
-    of the commit that scored them."""
-    with path.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    return [
-        Scored(
-            r["collection"],
-            r["source_id"],
-            float(r["measured_gib"]) / float(r["predicted_gib"]),
-            float(r["band_p10"]),
-            float(r["band_p50"]),
-            float(r["band_p90"]),
-            1.0,
-            float(r["discrepancy_at_scoring"]),
-        )
-        for r in rows
-    ]
+    of the commit that scored them (never widened by the earlier multiplicative rule)."""
+    return [_scored(r, float(r["measured_gib"]) / float(r["predicted_gib"]), 1.0) for r in _rows(path)]
 
 
 def coverage(scored: Sequence[Scored], d: float) -> float:
@@ -171,10 +157,16 @@ def widen(
     out = {}
     for key, (p10, p50, p90, cases, sources) in bands.items():
         if not any(key.startswith(n) for n in NOT_TRAINING):
-            p10 = p50 * math.exp(-math.hypot(math.log(p50 / p10), d))
-            p90 = p50 * math.exp(math.hypot(math.log(p90 / p50), d))
+            p10, p90 = _widened(p10, p50, p90, d)
         out[key] = (p10, p50, p90, cases, sources)
     return out
+
+
+def _widened(p10: float, p50: float, p90: float, d: float) -> tuple[float, float]:
+    """(P10, P90) with each log half-width h around P50 made hypot(h, d) (module doc)."""
+    return p50 * math.exp(-math.hypot(math.log(p50 / p10), d)), p50 * math.exp(
+        math.hypot(math.log(p90 / p50), d)
+    )
 
 
 def widen_memory(
@@ -184,9 +176,8 @@ def widen_memory(
     out = dict(bands)
     if MEMORY_BAND in out:
         p10, p50, p90, cases, sources = out[MEMORY_BAND]
-        p10 = p50 * math.exp(-math.hypot(math.log(p50 / p10), d))
-        p90 = p50 * math.exp(math.hypot(math.log(p90 / p50), d))
-        out[MEMORY_BAND] = (p10, p50, p90, cases, sources)
+        low, high = _widened(p10, p50, p90, d)
+        out[MEMORY_BAND] = (low, p50, high, cases, sources)
     return out
 
 
