@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from optimizer.model.bands import MEMORY_KEY
+
 HERE = Path(__file__).resolve().parent
 ONCE_SCORED = HERE / "once_scored.csv"
 ONCE_SCORED_MEMORY = HERE / "once_scored_memory.csv"
@@ -70,9 +72,7 @@ HEADER = (
     "discrepancy_at_scoring",
 )
 #: keys of fitted.toml's [bands] the widening does not touch: serving, memory, calibrated
-NOT_TRAINING = ("serve:", "memory", "calibrated")
-#: the key of the memory band (optimizer.model.bands.MEMORY_KEY), widened by widen_memory
-MEMORY_BAND = "memory"
+NOT_TRAINING = ("serve:", MEMORY_KEY, "calibrated")
 #: a prequential d is measured once this many sources were scored before a collection
 PREQUENTIAL_MIN_SOURCES = 10
 
@@ -172,12 +172,12 @@ def _widened(p10: float, p50: float, p90: float, d: float) -> tuple[float, float
 def widen_memory(
     bands: dict[str, tuple[float, float, float, int, int]], d: float
 ) -> dict[str, tuple[float, float, float, int, int]]:
-    """The bands with the memory band (MEMORY_BAND) widened by `d` in quadrature around its P50."""
+    """The bands with the memory band (MEMORY_KEY) widened by `d` in quadrature around its P50."""
     out = dict(bands)
-    if MEMORY_BAND in out:
-        p10, p50, p90, cases, sources = out[MEMORY_BAND]
+    if MEMORY_KEY in out:
+        p10, p50, p90, cases, sources = out[MEMORY_KEY]
         low, high = _widened(p10, p50, p90, d)
-        out[MEMORY_BAND] = (low, p50, high, cases, sources)
+        out[MEMORY_KEY] = (low, p50, high, cases, sources)
     return out
 
 

@@ -83,11 +83,11 @@ def check_all(a: PerfAssumptions | None = None) -> list[Check]:
 
 def at_memory_confidence(checks: list[Check], q: float) -> str:
     """How many training runs (they all ran) the memory fit at quantile `q` of the memory band
-    refuses (bands.memory_band multiplier, never below 1, as prepare.headroom_of), beside the
+    refuses (bands.memory_factor, the multiplier the planner's headroom takes), beside the
     point's count."""
-    from optimizer.model.bands import memory_band  # noqa: PLC0415  (lazy: this option only)
+    from optimizer.model.bands import memory_factor  # noqa: PLC0415  (lazy: this option only)
 
-    factor = max(1.0, memory_band(PerfAssumptions()).multiplier(q))
+    factor = memory_factor(PerfAssumptions(), q)
     train = [c for c in checks if c.case.train is not None]
     refused = sum(c.predicted_gib * factor > c.card_gib for c in train)
     point = sum(not c.fits for c in train)

@@ -50,6 +50,7 @@ __all__ = [
     "POOLED_KEY",
     "MEMORY_KEY",
     "memory_band",
+    "memory_factor",
     "POOLED_SERVE_KEY",
     "SERVE_PREFIX",
     "profile_band",
@@ -218,6 +219,13 @@ def memory_band(assumptions: PerfAssumptions) -> Band:
     """The band of a predicted training peak memory per GPU (absolute: the point is not
     corrected), from the conformal calibration across sources; the prior when not fitted."""
     return _fitted_band((MEMORY_KEY,), assumptions)
+
+
+def memory_factor(assumptions: PerfAssumptions, confidence: float | None) -> float:
+    """The multiplier a predicted device peak takes to fit at quantile `confidence` of the
+    memory band (constraints.memory_confidence; None: 1, the point). Never below 1: a band
+    whose P50 is under 1 does not shrink what a plan keeps free."""
+    return 1.0 if confidence is None else max(1.0, memory_band(assumptions).multiplier(confidence))
 
 
 def serve_band_key(generation: str, stack: str | None = None) -> str:

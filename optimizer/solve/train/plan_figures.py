@@ -99,7 +99,7 @@ def plan_figures(
     a = assumptions or base_assumptions(job.assumptions if job is not None else None)
     cost = cost_usd(off, c.instances, c.hours)  # the same formula as c.cost_usd, by line
     card = off.gpu.memory_gib
-    headroom = card - c.memory.device
+    headroom, mband = card - c.memory.device, memory_band(a)
     kind = job.data.kind if job is not None and job.data is not None else "text"
     setup = c.setup or (w.setup() if w is not None else TrainingSetup(seq_len=0))
     unit = w.sample_unit if w is not None else None
@@ -133,8 +133,8 @@ def plan_figures(
         memory_headroom_required_gib=headroom_of(job.constraints, a).kept_gib(card)
         if job is not None
         else None,
-        memory_device_gib_p10=c.memory.device * memory_band(a).p10,
-        memory_device_gib_p90=c.memory.device * memory_band(a).p90,
+        memory_device_gib_p10=c.memory.device * mband.p10,
+        memory_device_gib_p90=c.memory.device * mband.p90,
         memory_confidence=getattr(job.constraints, "memory_confidence", None) if job is not None else None,
         intra_node_path=intra_node_path(off.gpu),
         intra_node_bw_gb_s=intra_node_bw_gb_s(off.gpu, a),

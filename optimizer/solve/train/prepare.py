@@ -10,7 +10,7 @@ from pathlib import Path
 from optimizer.errors import ConfigError
 from optimizer.inputs.calibration import assumptions_for_job
 from optimizer.inputs.jobs.train import Constraints, Job, fit_job_to_model
-from optimizer.model.bands import memory_band
+from optimizer.model.bands import memory_factor
 from optimizer.model.host import checkpoint_gb
 from optimizer.model.layout import stack_checkpointing
 from optimizer.model.setup import PerfAssumptions
@@ -120,14 +120,12 @@ def merge_tables(tables: Sequence[CandidateTable]) -> CandidateTable:
 
 def headroom_of(constraints: Constraints, assumptions: PerfAssumptions) -> Headroom:
     """The job's device-memory headroom (constraints.min_memory_headroom_gib / _fraction) and,
-    with constraints.memory_confidence, the memory band's multiplier at that quantile (never
-    below the point: a band whose P50 is under 1 does not shrink what is kept)."""
-    confidence = getattr(constraints, "memory_confidence", None)
-    factor = 1.0 if confidence is None else max(1.0, memory_band(assumptions).multiplier(confidence))
+    with constraints.memory_confidence, the memory band's multiplier at that quantile
+    (bands.memory_factor)."""
     return Headroom(
         getattr(constraints, "min_memory_headroom_gib", 0.0),
         getattr(constraints, "min_memory_headroom_fraction", 0.0),
-        factor,
+        memory_factor(assumptions, getattr(constraints, "memory_confidence", None)),
     )
 
 
